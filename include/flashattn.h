@@ -1,0 +1,242 @@
+/*
+ * flashattn — exact fused softmax attention for many-core CPUs.
+ *
+ * One public header. Everything a caller may rely on is stated here; the .c
+ * files only explain how.
+ *
+ * Computes   O = softmax(scale · Q·Kᵀ + mask) · V
+ * row by row over key tiles (online softmax), never holding an Nq×Nk score
+ * matrix. Memory beyond the caller's tensors is a fixed per-thread scratch
+ * arena (see fa_stats and the README's "Memory" section).
+ *
+ * ## Error convention (stated once, holds for every call)
+ * Every call that can fail returns an fa_status. FA_OK (0) is success; any
+ * other value names the first problem found, and the call has then written
+ * NO byte of any output it was given (out, lse, *ctx, stats). Status values
+ * are stable: they are never renumbered, new ones are only appended.
+ * The library never prints, never calls abort() or exit().
+ *
+ * ## Determinism
+ * For a given problem (shapes, strides, dtype, params) and a given block
+ * size choice, the bytes of every output are identical for every thread
+ * count, every binding mode and every repetition. The work is cut into
+ * items that depend on the problem only; each item is computed by exactly
+ * one thread, front to back, in a fixed order.
+ *
+ * ## Thread safety
+ * A context serves one call at a time; a second concurrent call on the same
+ * context returns FA_ERR_BUSY and touches nothing. Different contexts may be
+ * used concurrently from different threads. Passing ctx = NULL uses a
+ * default context private to the calling thread (created on first use,
+ * freed when the thread exits), so concurrent NULL-context calls from many
+ * threads are safe.
+ */
+#ifndef FLASHATTN_H
+#define FLASHATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FLASHATTN_VERSION_MAJOR 0
+#define FLASHATTN_VERSION_MINOR 1
+#define FLASHATTN_VERSION_PATCH 0
+
+#if defined(FLASHATTN_STATIC_DEFINE)
+#define FA_API
+#elif defined(_WIN32)
+#if defined(FLASHATTN_BUILDING)
+#define FA_API __declspec(dllexport)
+#else
+#define FA_API __declspec(dllimport)
+#endif
+#else
+#define FA_API __attribute__((visibility("default")))
+#endif
+
+/** Version of the library actually linked, "MAJOR.MINOR.PATCH". Never NULL. */
+FA_API const char *fa_version(void);
+
+/**
+ * Status codes. Stable values: never renumbered.
+ *
+ * When several arguments are wrong, the status reports the first class found
+ * in this order: NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY.
+ */
+typedef enum {
+    FA_OK = 0,              /**< success */
+    FA_ERR_NULL = 1,        /**< a required pointer is NULL (a tensor, or the data of a non-empty tensor) */
+    FA_ERR_SHAPE = 2,       /**< negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..512 */
+    FA_ERR_STRIDE = 3,      /**< negative stride, self-overlapping output, offsets overflowing int64 */
+    FA_ERR_DTYPE = 4,       /**< unknown dtype, or tensors of one call with different dtypes */
+    FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
+    FA_ERR_ARG = 6,         /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
+    FA_ERR_NOMEM = 7,       /**< scratch memory could not be allocated; the context stays usable */
+    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this build (e.g. FA_BF16, sliding window) */
+    FA_ERR_BUSY = 9,        /**< the context is serving another call */
+    FA_ERR_RUNTIME = 10     /**< the threading or topology runtime failed */
+} fa_status;
+
+/** A short English description of s. Never NULL, also for values not in fa_status. */
+FA_API const char *fa_status_str(fa_status s);
+
+/** Element types. */
+typedef enum {
+    FA_F32 = 0, /**< IEEE binary32; accumulates in binary32 */
+    FA_F64 = 1, /**< IEEE binary64; accumulates in binary64 (the exactness mode) */
+    FA_BF16 = 2, /**< bfloat16 (not yet supported: FA_ERR_UNSUPPORTED) */
+    FA_F16 = 3   /**< IEEE binary16 (not yet supported: FA_ERR_UNSUPPORTED) */
+} fa_dtype;
+
+/**
+ * A strided 4-D view [batch][heads][seq][dim] of caller memory.
+ *
+ * Element (b, h, s, d) lives at
+ *   data + (b·stride_batch + h·stride_head + s·stride_seq + d) elements.
+ * The dim axis is contiguous by definition (it has no stride field).
+ * Strides are in elements and must be >= 0. Inputs may broadcast with a
+ * stride of 0 (for instance one K shared by all batches); an output must not
+ * overlap itself. The library never keeps the pointer after a call returns.
+ */
+typedef struct {
+    void *data;
+    fa_dtype dtype;
+    int64_t batch, heads, seq, dim;
+    int64_t stride_batch, stride_head, stride_seq;
+} fa_tensor;
+
+/**
+ * A contiguous [B][H][S][D] tensor view. If a size is negative or the
+ * strides would overflow int64, the returned view carries negative strides,
+ * so any call given it returns FA_ERR_SHAPE or FA_ERR_STRIDE.
+ */
+FA_API fa_tensor fa_tensor_bhsd(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d);
+
+/** A contiguous [B][S][H][D] tensor (the "batch-first, heads-inner" layout), same rules. */
+FA_API fa_tensor fa_tensor_bshd(void *data, fa_dtype t, int64_t b, int64_t s, int64_t h, int64_t d);
+
+/** Causal masks. Query i (0-based) may see key j when: */
+typedef enum {
+    FA_CAUSAL_NONE = 0,         /**< always */
+    FA_CAUSAL_TOP_LEFT = 1,     /**< j <= i */
+    FA_CAUSAL_BOTTOM_RIGHT = 2  /**< j <= i + Nk - Nq (the KV-cache convention: the last query sees every key) */
+} fa_causal;
+
+/** What to compute besides the plain product. Start from fa_params_default(). */
+typedef struct {
+    double scale;                 /**< score scale; 0 means 1/sqrt(D). Must be finite. */
+    fa_causal causal;             /**< causal mask, FA_CAUSAL_NONE by default */
+    int64_t window_left;          /**< -1 = unbounded. Other values: FA_ERR_UNSUPPORTED for now (< -1: FA_ERR_ARG) */
+    int64_t window_right;         /**< -1 = unbounded. Same rules as window_left */
+    double softcap;               /**< 0 = off. Other finite positive values: FA_ERR_UNSUPPORTED for now */
+    const float *alibi_slopes;    /**< NULL = off. Non-NULL: FA_ERR_UNSUPPORTED for now */
+    const fa_tensor *bias;        /**< NULL = off. Non-NULL: FA_ERR_UNSUPPORTED for now */
+} fa_params;
+
+/** scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no bias. */
+FA_API fa_params fa_params_default(void);
+
+/** Thread placement. */
+typedef enum {
+    /** CORE, unless OMP_PROC_BIND or OMP_PLACES is set, or there are more threads than
+     *  allowed cores, or the call comes from inside an active OpenMP parallel region: then NONE.
+     *  The environment variable FLASHATTN_BIND=none|core|spread replaces AUTO. */
+    FA_BIND_AUTO = 0,
+    FA_BIND_NONE = 1,   /**< threads are not pinned by the library */
+    FA_BIND_CORE = 2,   /**< thread i on the i-th allowed core (compact), wrapping around */
+    FA_BIND_SPREAD = 3  /**< threads spread evenly across packages, NUMA nodes and L3 domains */
+} fa_bind;
+
+/** Context options; 0 means "choose automatically" for every field. */
+typedef struct {
+    int num_threads; /**< threads per call; 0 = omp_get_max_threads() when the context is created */
+    fa_bind bind;    /**< placement policy */
+    int block_q;     /**< query rows per work item; 0 = chosen from the cache sizes and head dims */
+    int block_k;     /**< keys per tile; 0 = chosen from the cache sizes and head dims */
+} fa_context_opts;
+
+/** All fields 0 (automatic). */
+FA_API fa_context_opts fa_context_opts_default(void);
+
+/**
+ * A context owns the thread placement, the chosen kernel table and one
+ * scratch arena per thread. Create it once and reuse it: after the first
+ * call of a given size, later calls of the same or smaller size allocate
+ * nothing.
+ */
+typedef struct fa_context fa_context;
+
+/**
+ * Creates a context. opts NULL = all defaults.
+ * Loads the machine topology once (restricted to the CPUs this process may
+ * use: cgroups, taskset, Slurm and MPI bindings) and computes placements.
+ * Arenas are not allocated here but by each thread, after it is placed, on
+ * its first call (so their pages land on that thread's NUMA node).
+ * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes or an
+ * unknown bind value, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
+ * table this build or CPU lacks, FA_ERR_NOMEM, FA_ERR_RUNTIME if the
+ * topology cannot be loaded. *ctx is written only on FA_OK.
+ */
+FA_API fa_status fa_context_create(fa_context **ctx, const fa_context_opts *opts);
+
+/** Frees a context and its arenas. NULL is a no-op. Must not race a call on ctx. */
+FA_API void fa_context_destroy(fa_context *ctx);
+
+/** What a context is and did. */
+typedef struct {
+    int num_threads;          /**< threads a call asks for */
+    fa_bind bind;             /**< the policy in force after resolving AUTO and FLASHATTN_BIND (for the last call, if any) */
+    int bound_threads;        /**< threads actually pinned during the last call (0 before any call, or when the OS refused) */
+    int block_q, block_k;     /**< block sizes used by the last call (the configured ones before any call; 0 = automatic) */
+    const char *isa;          /**< kernel table in use, e.g. "ref" */
+    size_t scratch_capacity;  /**< bytes of one thread's arena (the largest over threads) */
+    size_t scratch_peak;      /**< largest arena high-water mark over threads since create or reset, in bytes */
+} fa_stats;
+
+/** Fills *out. FA_ERR_NULL if ctx or out is NULL. */
+FA_API fa_status fa_context_stats(const fa_context *ctx, fa_stats *out);
+
+/** Resets scratch_peak (and bound_threads) to 0. NULL is a no-op. */
+FA_API void fa_context_reset_stats(fa_context *ctx);
+
+/**
+ * Attention forward: out = softmax(scale · q·kᵀ + mask) · v, and optionally
+ * the log-sum-exp of each row.
+ *
+ * Shapes: q [B][Hq][Nq][D], k [B][Hkv][Nk][D], v [B][Hkv][Nk][Dv],
+ * out [B][Hq][Nq][Dv], with Hq a multiple of Hkv (grouped-query and
+ * multi-query attention: query head h reads kv head h / (Hq/Hkv)).
+ * D and Dv are in 1..512 and may differ. B, Hq, Nq and Nk may be 0: the call
+ * succeeds and writes every defined value (with Nk = 0 every row is fully
+ * masked). Hkv may be 0 only when Hq is 0.
+ *
+ * dtype: q, k, v and out share one dtype, FA_F32 or FA_F64 (FA_BF16 and
+ * FA_F16: FA_ERR_UNSUPPORTED). f64 accumulates in f64, f32 in f32.
+ *
+ * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (FA_F32):
+ * the natural-log log-sum-exp of each row's scaled, masked scores.
+ *
+ * A row that sees no key (causal BOTTOM_RIGHT with Nq > Nk, or Nk = 0) gets
+ * exact zeros in out and lse = -INFINITY, never NaN. NaN or Inf inside q, k
+ * or v is not an error: it reaches exactly the rows that see it.
+ *
+ * ctx NULL: the calling thread's default context. p NULL: fa_params_default().
+ *
+ * Refused, with nothing written: NULL tensors or data (FA_ERR_NULL); sizes as
+ * above (FA_ERR_SHAPE); negative strides, an out that overlaps itself,
+ * offsets that overflow int64 (FA_ERR_STRIDE); mixed or unknown dtypes
+ * (FA_ERR_DTYPE); out or lse overlapping q, k, v or each other, judged by the
+ * address range each view spans (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
+ * value, window < -1, negative or NaN softcap (FA_ERR_ARG).
+ */
+FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                            const fa_tensor *v, const fa_tensor *out, void *lse);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHATTN_H */
