@@ -1,0 +1,83 @@
+/* The public entry points: validate, pick the context, dispatch to a driver. */
+#include <stdint.h>
+
+#include "context.h"
+#include "flashattn.h"
+#include "forward.h"
+#include "validate.h"
+
+#define FA_STR2(x) #x
+#define FA_STR(x) FA_STR2(x)
+
+const char *fa_version(void)
+{
+    return FA_STR(FLASHATTN_VERSION_MAJOR) "." FA_STR(FLASHATTN_VERSION_MINOR) "." FA_STR(FLASHATTN_VERSION_PATCH);
+}
+
+const char *fa_status_str(fa_status s)
+{
+    switch (s) {
+    case FA_OK: return "success";
+    case FA_ERR_NULL: return "a required pointer is NULL";
+    case FA_ERR_SHAPE: return "invalid or inconsistent tensor sizes";
+    case FA_ERR_STRIDE: return "invalid strides (negative, self-overlapping output, or offset overflow)";
+    case FA_ERR_DTYPE: return "unknown or mismatched element types";
+    case FA_ERR_ALIAS: return "an output overlaps an input or another output";
+    case FA_ERR_ARG: return "invalid scalar or enum argument";
+    case FA_ERR_NOMEM: return "out of memory";
+    case FA_ERR_UNSUPPORTED: return "not supported by this build";
+    case FA_ERR_BUSY: return "context is busy with another call";
+    case FA_ERR_RUNTIME: return "threading or topology runtime failure";
+    }
+    return "unknown status";
+}
+
+fa_params fa_params_default(void)
+{
+    fa_params p = {0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL};
+    return p;
+}
+
+/* Contiguous views. Sizes are multiplied in int64 with overflow checks; a bad size yields
+ * strides of -1, which every call refuses (FA_ERR_SHAPE for the size, else FA_ERR_STRIDE). */
+static fa_tensor contiguous(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int heads_inner)
+{
+    fa_tensor x = {data, t, b, h, s, d, -1, -1, -1};
+    if (b < 0 || h < 0 || s < 0 || d < 0) return x;
+    int64_t row, plane, whole;
+    if (heads_inner) { /* [B][S][H][D] */
+        if (__builtin_mul_overflow(h, d, &row) || __builtin_mul_overflow(s, row, &whole)) return x;
+        x.stride_head = d;
+        x.stride_seq = row;
+        x.stride_batch = whole;
+    } else { /* [B][H][S][D] */
+        if (__builtin_mul_overflow(s, d, &plane) || __builtin_mul_overflow(h, plane, &whole)) return x;
+        x.stride_seq = d;
+        x.stride_head = plane;
+        x.stride_batch = whole;
+    }
+    return x;
+}
+
+fa_tensor fa_tensor_bhsd(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d)
+{
+    return contiguous(data, t, b, h, s, d, 0);
+}
+
+fa_tensor fa_tensor_bshd(void *data, fa_dtype t, int64_t b, int64_t s, int64_t h, int64_t d)
+{
+    return contiguous(data, t, b, h, s, d, 1);
+}
+
+fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                     const fa_tensor *v, const fa_tensor *out, void *lse)
+{
+    fa_problem prob;
+    fa_status st = fa_validate_forward(p, q, k, v, out, lse, &prob);
+    if (st != FA_OK) return st;
+    if (!ctx && (st = fa_default_context(&ctx)) != FA_OK) return st;
+    if (!fa_context_acquire(ctx)) return FA_ERR_BUSY;
+    st = fa_forward_run(ctx, &prob);
+    fa_context_release(ctx);
+    return st;
+}

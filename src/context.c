@@ -1,0 +1,191 @@
+/* fa_context: thread count, binding policy, block sizes, kernel table, arenas, stats. */
+#include "context.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+fa_context_opts fa_context_opts_default(void)
+{
+    fa_context_opts o = {0, FA_BIND_AUTO, 0, 0};
+    return o;
+}
+
+/* FLASHATTN_BIND replaces AUTO. Returns -1 for a value it does not know. */
+static int bind_from_env(fa_bind *mode)
+{
+    const char *s = getenv("FLASHATTN_BIND");
+    if (!s || !*s) return 0;
+    if (strcmp(s, "none") == 0) *mode = FA_BIND_NONE;
+    else if (strcmp(s, "core") == 0) *mode = FA_BIND_CORE;
+    else if (strcmp(s, "spread") == 0) *mode = FA_BIND_SPREAD;
+    else if (strcmp(s, "auto") != 0) return -1;
+    return 0;
+}
+
+/* AUTO defers to the OpenMP runtime when the user configured its binding, and stays unbound when
+ * there are more threads than cores (pinning two threads to one core would only slow them). */
+static fa_bind resolve_auto(int num_threads, int allowed_cores)
+{
+    if (getenv("OMP_PROC_BIND") || getenv("OMP_PLACES")) return FA_BIND_NONE;
+    if (num_threads > allowed_cores) return FA_BIND_NONE;
+    return FA_BIND_CORE;
+}
+
+fa_status fa_context_create(fa_context **out, const fa_context_opts *opts)
+{
+    if (!out) return FA_ERR_NULL;
+    fa_context_opts o = opts ? *opts : fa_context_opts_default();
+    if (o.num_threads < 0 || o.block_q < 0 || o.block_k < 0) return FA_ERR_ARG;
+    if (o.bind < FA_BIND_AUTO || o.bind > FA_BIND_SPREAD) return FA_ERR_ARG;
+    fa_bind bind = o.bind;
+    if (bind == FA_BIND_AUTO && bind_from_env(&bind) != 0) return FA_ERR_ARG;
+
+    const fa_kernels *kernels;
+    int rc = fa_kernels_select(&kernels);
+    if (rc != FA_OK) return (fa_status)rc;
+
+    fa_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return FA_ERR_NOMEM;
+    ctx->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_max_threads();
+    ctx->block_q = o.block_q;
+    ctx->block_k = o.block_k;
+    ctx->kernels = kernels;
+    atomic_flag_clear(&ctx->busy);
+
+    fa_status st = fa_topology_create(&ctx->topology, ctx->num_threads);
+    if (st == FA_OK) {
+        ctx->arenas = calloc((size_t)ctx->num_threads, sizeof *ctx->arenas);
+        if (!ctx->arenas) st = FA_ERR_NOMEM;
+    }
+    if (st != FA_OK) {
+        fa_context_destroy(ctx);
+        return st;
+    }
+    if (bind == FA_BIND_AUTO) bind = resolve_auto(ctx->num_threads, fa_topology_allowed_cores(ctx->topology));
+    ctx->bind = bind;
+    ctx->last_bind = bind;
+    ctx->last_block_q = ctx->block_q;
+    ctx->last_block_k = ctx->block_k;
+    *out = ctx;
+    return FA_OK;
+}
+
+void fa_context_destroy(fa_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->arenas)
+        for (int i = 0; i < ctx->num_threads; i++) fa_arena_free(&ctx->arenas[i]);
+    free(ctx->arenas);
+    fa_topology_destroy(ctx->topology);
+    free(ctx);
+}
+
+fa_status fa_context_stats(const fa_context *ctx, fa_stats *out)
+{
+    if (!ctx || !out) return FA_ERR_NULL;
+    fa_stats s;
+    memset(&s, 0, sizeof s);
+    s.num_threads = ctx->num_threads;
+    s.bind = ctx->last_bind;
+    s.bound_threads = ctx->last_bound_threads;
+    s.block_q = ctx->last_block_q;
+    s.block_k = ctx->last_block_k;
+    s.isa = ctx->kernels->name;
+    for (int i = 0; i < ctx->num_threads; i++) {
+        if (ctx->arenas[i].capacity > s.scratch_capacity) s.scratch_capacity = ctx->arenas[i].capacity;
+        if (ctx->arenas[i].peak > s.scratch_peak) s.scratch_peak = ctx->arenas[i].peak;
+    }
+    *out = s;
+    return FA_OK;
+}
+
+void fa_context_reset_stats(fa_context *ctx)
+{
+    if (!ctx) return;
+    ctx->last_bound_threads = 0;
+    for (int i = 0; i < ctx->num_threads; i++) fa_arena_clear_peak(&ctx->arenas[i]);
+}
+
+int fa_context_acquire(fa_context *ctx)
+{
+    return !atomic_flag_test_and_set_explicit(&ctx->busy, memory_order_acquire);
+}
+
+void fa_context_release(fa_context *ctx)
+{
+    atomic_flag_clear_explicit(&ctx->busy, memory_order_release);
+}
+
+fa_bind fa_context_call_bind(const fa_context *ctx)
+{
+    return omp_in_parallel() ? FA_BIND_NONE : ctx->bind;
+}
+
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t *block_q,
+                       int64_t *block_k)
+{
+    int64_t bq = ctx->block_q > 0 ? ctx->block_q : 64;
+    int64_t bk = ctx->block_k;
+    if (bk <= 0) {
+        /* The key and value tiles plus the score tile, in half of L2 (the other half keeps the query
+         * block and the accumulator). Multiples of 16 keep tiles whole vectors. */
+        size_t l2 = fa_topology_caches(ctx->topology).l2;
+        if (l2 == 0) l2 = (size_t)1 << 20;
+        int64_t per_key = (dim + dim_v + bq) * (int64_t)elem;
+        bk = clamp64((int64_t)(l2 / 2) / per_key, 16, 512) / 16 * 16;
+    }
+    *block_q = bq;
+    *block_k = bk;
+}
+
+/* ---- the per-thread default context (ctx == NULL) ---- */
+
+static pthread_key_t default_key;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static int default_key_ok;
+
+static void destroy_default(void *ctx)
+{
+    fa_context_destroy(ctx);
+}
+
+static void make_default_key(void)
+{
+    default_key_ok = pthread_key_create(&default_key, destroy_default) == 0;
+}
+
+fa_status fa_default_context(fa_context **out)
+{
+    pthread_once(&default_once, make_default_key);
+    if (!default_key_ok) return FA_ERR_RUNTIME;
+    fa_context *ctx = pthread_getspecific(default_key);
+    if (!ctx) {
+        fa_status st = fa_context_create(&ctx, NULL);
+        if (st != FA_OK) return st;
+        if (pthread_setspecific(default_key, ctx) != 0) {
+            fa_context_destroy(ctx);
+            return FA_ERR_NOMEM;
+        }
+    }
+    *out = ctx;
+    return FA_OK;
+}
+
+/* Thread-exit destructors do not run for the thread that calls exit(); free its context here so
+ * leak checkers see a clean exit. */
+__attribute__((destructor)) static void destroy_main_default(void)
+{
+    if (!default_key_ok) return;
+    fa_context *ctx = pthread_getspecific(default_key);
+    if (ctx) {
+        pthread_setspecific(default_key, NULL);
+        fa_context_destroy(ctx);
+    }
+}

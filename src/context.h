@@ -1,0 +1,43 @@
+/* fa_context internals: what a call needs from its context. */
+#ifndef FA_CONTEXT_H
+#define FA_CONTEXT_H
+
+#include <stdatomic.h>
+
+#include "arena.h"
+#include "flashattn.h"
+#include "kernels/kernels.h"
+#include "topology.h"
+
+struct fa_context {
+    int num_threads;
+    fa_bind bind;             /* after resolving AUTO and FLASHATTN_BIND at create */
+    int block_q, block_k;     /* as configured; 0 = automatic per call */
+    const fa_kernels *kernels;
+    fa_topology *topology;
+    fa_arena *arenas;         /* [num_threads], each owned by one team thread */
+    atomic_flag busy;         /* set while a call runs */
+    /* stats of the last call */
+    fa_bind last_bind;
+    int last_bound_threads;
+    int last_block_q, last_block_k;
+};
+
+/* Takes the context for one call; 0 if another call holds it. */
+int fa_context_acquire(fa_context *ctx);
+void fa_context_release(fa_context *ctx);
+
+/* The calling thread's default context, created on first use (NULL ctx in the API). */
+fa_status fa_default_context(fa_context **out);
+
+/* Block sizes for a problem with these head dims and element size: the configured ones, or ones
+ * that keep a key/value tile and the score tile in L2. Depends on the machine's caches and the
+ * problem, never on the thread count. */
+void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t *block_q,
+                       int64_t *block_k);
+
+/* The binding policy for a call from here: NONE from inside an active parallel region, where
+ * pinning every user thread's team to the same first cores would fight the user. */
+fa_bind fa_context_call_bind(const fa_context *ctx);
+
+#endif

@@ -1,0 +1,38 @@
+/* Score epilogue. Masks come from indices only: the library never builds an Nq x Nk mask. */
+#include "epilogue.h"
+
+#include <math.h>
+
+static int64_t clamp(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
+{
+    fa_key_range r = {0, p->kv_len};
+    switch (p->causal) {
+    case FA_CAUSAL_TOP_LEFT: r.end = clamp(row + 1, 0, p->kv_len); break;
+    case FA_CAUSAL_BOTTOM_RIGHT: r.end = clamp(row + 1 + p->kv_len - p->q_len, 0, p->kv_len); break;
+    default: break;
+    }
+    return r;
+}
+
+#define FA_DEFINE_EPILOGUE(T, NAME)                                                                            \
+    void NAME(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *s,               \
+              int64_t s_stride)                                                                                \
+    {                                                                                                          \
+        const T scale = (T)p->scale;                                                                           \
+        for (int64_t r = 0; r < rows; r++) {                                                                   \
+            fa_key_range keys = fa_visible_keys(p, row0 + r);                                                  \
+            int64_t c0 = clamp(keys.begin - col0, 0, cols), c1 = clamp(keys.end - col0, c0, cols);             \
+            T *sr = s + r * s_stride;                                                                          \
+            for (int64_t c = 0; c < c0; c++) sr[c] = -(T)INFINITY;                                             \
+            _Pragma("omp simd") for (int64_t c = c0; c < c1; c++) sr[c] *= scale;                              \
+            for (int64_t c = c1; c < cols; c++) sr[c] = -(T)INFINITY;                                          \
+        }                                                                                                      \
+    }
+
+FA_DEFINE_EPILOGUE(float, fa_epilogue_f32)
+FA_DEFINE_EPILOGUE(double, fa_epilogue_f64)

@@ -1,0 +1,91 @@
+/* One forward work item, written once for both element types: included by forward.c with FA_T,
+ * FA_SFX (f32/f64: also the kernel-table member), FA_LOG defined. */
+
+#define FA_CAT2(a, b) a##b
+#define FA_CAT(a, b) FA_CAT2(a, b)
+#define FA_NAME(n) FA_CAT(n, FA_SFX)
+
+/* acc += p·v over the keys each row may see. When every row sees the whole tile this is one
+ * kernel call; on a mask's edge each row gets exactly its visible columns, so a NaN or Inf in a
+ * value row never reaches (through 0·NaN) a query row that does not see that key. */
+static void FA_NAME(accumulate_visible_)(const fa_forward_job *job, const fa_q_item *it, int64_t col0,
+                                         int64_t cols, const FA_T *p_tile, int64_t p_stride, const FA_T *v,
+                                         FA_T *acc)
+{
+    const fa_problem *p = job->problem;
+    int64_t dv = p->dim_v, v_stride = p->v.stride_seq;
+    fa_key_range first = fa_visible_keys(p, it->row0), last = fa_visible_keys(p, it->row0 + it->rows - 1);
+    if (first.end >= col0 + cols && last.begin <= col0) {
+        job->kernels->FA_SFX.accumulate(it->rows, cols, dv, p_tile, p_stride, v + col0 * v_stride, v_stride, acc,
+                                         dv);
+        return;
+    }
+    for (int64_t r = 0; r < it->rows; r++) {
+        fa_key_range keys = fa_visible_keys(p, it->row0 + r);
+        int64_t c0 = keys.begin > col0 ? keys.begin - col0 : 0;
+        int64_t c1 = keys.end < col0 + cols ? keys.end - col0 : cols;
+        if (c1 > c0)
+            job->kernels->FA_SFX.accumulate(1, c1 - c0, dv, p_tile + r * p_stride + c0, p_stride,
+                                             v + (col0 + c0) * v_stride, v_stride, acc + r * dv, dv);
+    }
+}
+
+static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    const fa_problem *p = job->problem;
+    fa_q_item it = fa_q_schedule_item(&job->schedule, p, index);
+    int64_t bq = job->schedule.block_q, bk = job->block_k, dv = p->dim_v;
+    int64_t kv_head = it.q_head / p->group;
+
+    FA_T *s = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
+    FA_T *acc = fa_arena_alloc(arena, (size_t)(bq * dv) * sizeof(FA_T));
+    FA_T *row_max = fa_arena_alloc(arena, (size_t)bq * sizeof(FA_T));
+    FA_T *row_sum = fa_arena_alloc(arena, (size_t)bq * sizeof(FA_T));
+
+    const FA_T *q = (const FA_T *)p->q.data + it.batch * p->q.stride_batch + it.q_head * p->q.stride_head +
+                    it.row0 * p->q.stride_seq;
+    const FA_T *k = (const FA_T *)p->k.data + it.batch * p->k.stride_batch + kv_head * p->k.stride_head;
+    const FA_T *v = (const FA_T *)p->v.data + it.batch * p->v.stride_batch + kv_head * p->v.stride_head;
+
+    for (int64_t r = 0; r < it.rows; r++) {
+        row_max[r] = -(FA_T)INFINITY;
+        row_sum[r] = 0;
+    }
+    for (int64_t x = 0; x < it.rows * dv; x++) acc[x] = 0;
+
+    /* Visible ranges are monotone in the row, so the block's first and last rows bound the keys it
+     * needs; tiles outside that union are masked for every row and never computed. */
+    int64_t key_begin = fa_visible_keys(p, it.row0).begin;
+    int64_t key_end = fa_visible_keys(p, it.row0 + it.rows - 1).end;
+    for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
+        int64_t cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
+        job->kernels->FA_SFX.scores(it.rows, cols, p->dim, q, p->q.stride_seq, k + col0 * p->k.stride_seq,
+                                     p->k.stride_seq, s, bk);
+        FA_CAT(fa_epilogue_, FA_SFX)(p, it.row0, it.rows, col0, cols, s, bk);
+        job->kernels->FA_SFX.online_softmax(it.rows, cols, s, bk, row_max, row_sum, acc, dv, dv);
+        FA_NAME(accumulate_visible_)(job, &it, col0, cols, s, bk, v, acc);
+    }
+
+    FA_T *out = (FA_T *)p->out.data + it.batch * p->out.stride_batch + it.q_head * p->out.stride_head +
+                it.row0 * p->out.stride_seq;
+    FA_T *lse = p->lse ? (FA_T *)p->lse + (it.batch * p->q_heads + it.q_head) * p->q_len + it.row0 : NULL;
+    for (int64_t r = 0; r < it.rows; r++) {
+        FA_T *o = out + r * p->out.stride_seq;
+        const FA_T *a = acc + r * dv;
+        FA_T l = row_sum[r];
+        /* l == 0 exactly when the row saw no key: exact zeros and -inf, never 0/0. A NaN l is not
+         * 0, so a row that saw a NaN stays NaN. */
+        if (l == 0) {
+            for (int64_t y = 0; y < dv; y++) o[y] = 0;
+            if (lse) lse[r] = -(FA_T)INFINITY;
+        } else {
+            for (int64_t y = 0; y < dv; y++) o[y] = a[y] / l;
+            if (lse) lse[r] = row_max[r] + FA_LOG(l);
+        }
+    }
+}
+
+#undef FA_NAME
+#undef FA_CAT
+#undef FA_CAT2

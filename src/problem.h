@@ -1,0 +1,27 @@
+/* The validated, internal description of one attention problem.
+ * Only api.c/validate.c build it from user structs; drivers and kernels see nothing else. */
+#ifndef FA_PROBLEM_H
+#define FA_PROBLEM_H
+
+#include <stdint.h>
+
+#include "flashattn.h"
+
+/* A strided [batch][heads][seq][dim] view; the dim axis is contiguous. Strides in elements. */
+typedef struct {
+    void *data;
+    int64_t stride_batch, stride_head, stride_seq;
+} fa_view;
+
+typedef struct {
+    fa_dtype dtype;
+    int64_t batch, q_heads, kv_heads;
+    int64_t group; /* q_heads / kv_heads: query head h reads kv head h / group */
+    int64_t q_len, kv_len, dim, dim_v;
+    fa_view q, k, v, out;
+    void *lse; /* NULL or contiguous [batch][q_heads][q_len] of the accumulation type */
+    double scale;
+    fa_causal causal;
+} fa_problem;
+
+#endif

@@ -1,0 +1,28 @@
+/* Work decomposition. The list of work items and each item's internal order are functions of
+ * the problem (and the block sizes chosen for it) only, never of the thread count: that is what
+ * makes every output bitwise identical on 1 thread and on 64. */
+#ifndef FA_SCHEDULE_H
+#define FA_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "problem.h"
+
+/* One forward work item: query rows [row0, row0 + rows) of (batch, q_head). */
+typedef struct {
+    int64_t batch, q_head, row0, rows;
+} fa_q_item;
+
+typedef struct {
+    int64_t q_blocks; /* query blocks per (batch, head) */
+    int64_t block_q;
+    int64_t count;    /* batch · q_heads · q_blocks */
+} fa_q_schedule;
+
+fa_q_schedule fa_q_schedule_make(const fa_problem *p, int64_t block_q);
+
+/* Item `index` (0 <= index < count). Items are numbered batch-major, then head, then block
+ * (the costliest block first under a causal mask). */
+fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_t index);
+
+#endif

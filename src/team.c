@@ -1,0 +1,39 @@
+/* The parallel region every driver runs in. */
+#include "team.h"
+
+#include <omp.h>
+#include <stdatomic.h>
+
+fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
+{
+    fa_bind mode = fa_context_call_bind(ctx);
+    ctx->last_bind = mode;
+    ctx->last_bound_threads = 0;
+    if (work->items <= 0) return FA_OK;
+
+    /* No more threads than items: an idle thread would only be placed and woken for nothing. */
+    int threads = ctx->num_threads;
+    if ((int64_t)threads > work->items) threads = (int)work->items;
+
+    atomic_int bound = 0, out_of_memory = 0;
+#pragma omp parallel num_threads(threads) default(none) shared(ctx, work, mode, bound, out_of_memory)
+    {
+        int tid = omp_get_thread_num();
+        int pinned = mode != FA_BIND_NONE && fa_topology_bind(ctx->topology, mode, tid);
+        if (pinned) atomic_fetch_add_explicit(&bound, 1, memory_order_relaxed);
+        fa_arena *arena = &ctx->arenas[tid];
+        if (fa_arena_reserve(arena, work->scratch_bytes) != 0)
+            atomic_store_explicit(&out_of_memory, 1, memory_order_relaxed);
+#pragma omp barrier
+        if (!atomic_load_explicit(&out_of_memory, memory_order_relaxed)) {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t i = 0; i < work->items; i++) {
+                fa_arena_reset(arena);
+                work->run(work->job, arena, i);
+            }
+        }
+        if (pinned) fa_topology_restore(ctx->topology, tid);
+    }
+    ctx->last_bound_threads = atomic_load(&bound);
+    return atomic_load(&out_of_memory) ? FA_ERR_NOMEM : FA_OK;
+}

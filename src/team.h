@@ -1,0 +1,25 @@
+/* Runs a list of independent work items on the context's threads. */
+#ifndef FA_TEAM_H
+#define FA_TEAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "context.h"
+
+typedef struct {
+    size_t scratch_bytes; /* arena bytes one item needs */
+    int64_t items;
+    /* Computes item `index` completely, using only `arena` for scratch. */
+    void (*run)(const void *job, fa_arena *arena, int64_t index);
+    const void *job;
+} fa_team_work;
+
+/* Each thread is placed (per the context's policy), then reserves its arena; only if every
+ * thread got its memory do the items run, so FA_ERR_NOMEM leaves every output untouched.
+ * Items are handed out dynamically: which thread runs an item never changes what it computes.
+ * Every thread's affinity is restored before the call returns. */
+fa_status fa_team_run(fa_context *ctx, const fa_team_work *work);
+
+#endif

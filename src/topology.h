@@ -1,0 +1,32 @@
+/* Everything that touches hwloc or the OS's thread affinity lives behind this header. */
+#ifndef FA_TOPOLOGY_H
+#define FA_TOPOLOGY_H
+
+#include <stddef.h>
+
+#include "flashattn.h"
+
+typedef struct fa_topology fa_topology;
+
+typedef struct {
+    size_t l1d, l2, l3; /* bytes of one cache of each level (0 when unknown) */
+} fa_cache_sizes;
+
+/* Loads the machine topology once, restricted to the CPUs this process may use (cgroups, and the
+ * process's own binding: taskset, Slurm, MPI launchers), and computes where each of num_threads
+ * threads goes under FA_BIND_CORE and FA_BIND_SPREAD. */
+fa_status fa_topology_create(fa_topology **out, int num_threads);
+void fa_topology_destroy(fa_topology *t);
+
+int fa_topology_allowed_cores(const fa_topology *t);
+fa_cache_sizes fa_topology_caches(const fa_topology *t);
+
+/* From inside a call, by team thread `tid` (< num_threads): remembers the thread's current
+ * affinity, then pins it to its place under `mode` (CORE or SPREAD). Returns 1 when pinned,
+ * 0 when the OS refused (the thread then runs unbound and its affinity is unchanged). */
+int fa_topology_bind(fa_topology *t, fa_bind mode, int tid);
+
+/* Gives thread `tid` back the affinity it had before fa_topology_bind() pinned it. */
+void fa_topology_restore(fa_topology *t, int tid);
+
+#endif

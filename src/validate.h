@@ -1,0 +1,13 @@
+/* Argument checking: turns user structs into a validated fa_problem, or names the first problem. */
+#ifndef FA_VALIDATE_H
+#define FA_VALIDATE_H
+
+#include "flashattn.h"
+#include "problem.h"
+
+/* Checks every argument of fa_forward in the documented order (NULL, ARG, DTYPE, SHAPE, STRIDE,
+ * ALIAS, UNSUPPORTED) and fills *prob on FA_OK. Reads only the structs, never tensor data. */
+fa_status fa_validate_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                              const fa_tensor *out, const void *lse, fa_problem *prob);
+
+#endif
