@@ -235,6 +235,32 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
 FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                             const fa_tensor *v, const fa_tensor *out, void *lse);
 
+/**
+ * Attention backward: the gradients dq, dk, dv of a scalar loss L, given dout = dL/dout.
+ *
+ * q, k, v, p: exactly what was passed to fa_forward. out and lse: what that fa_forward call
+ * returned (lse is required here). dout has the shape of out; dq, dk and dv have the shapes of
+ * q, k and v; all nine tensors share one dtype. dq, dk and dv are overwritten, not accumulated
+ * into. With grouped-query attention, dk and dv of a kv head sum the contributions of every
+ * query head that reads it, always in the same order. A row that was fully masked contributes
+ * nothing and gets dq = 0.
+ *
+ * The probabilities are recomputed tile by tile from q, k and lse; no Nq×Nk matrix is stored.
+ * Extra memory: the per-thread arena (see the README's Memory section) and B·Hq·Nq values of
+ * delta = rowsum(dout ∘ out), kept in the context and grown only when a call needs more.
+ *
+ * Determinism: dq, dk and dv are bitwise identical for every thread count, binding mode and
+ * repetition. Work items own their output rows (dK/dV by key block, dQ by query block); there are
+ * no atomics and no reduction whose order depends on the threads.
+ *
+ * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
+ * of the wrong shape (FA_ERR_SHAPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any
+ * input (q, k, v, out, dout, lse) or each other (FA_ERR_ALIAS).
+ */
+FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                             const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
+                             const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 /* The public entry points: validate, pick the context, dispatch to a driver. */
 #include <stdint.h>
 
+#include "backward.h"
 #include "context.h"
 #include "flashattn.h"
 #include "forward.h"
@@ -78,6 +79,20 @@ fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, co
     if (!ctx && (st = fa_default_context(&ctx)) != FA_OK) return st;
     if (!fa_context_acquire(ctx)) return FA_ERR_BUSY;
     st = fa_forward_run(ctx, &prob);
+    fa_context_release(ctx);
+    return st;
+}
+
+fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                      const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
+                      const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv)
+{
+    fa_problem prob;
+    fa_status st = fa_validate_backward(p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
+    if (st != FA_OK) return st;
+    if (!ctx && (st = fa_default_context(&ctx)) != FA_OK) return st;
+    if (!fa_context_acquire(ctx)) return FA_ERR_BUSY;
+    st = fa_backward_run(ctx, &prob);
     fa_context_release(ctx);
     return st;
 }

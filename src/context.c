@@ -78,6 +78,7 @@ void fa_context_destroy(fa_context *ctx)
     if (ctx->arenas)
         for (int i = 0; i < ctx->num_threads; i++) fa_arena_free(&ctx->arenas[i]);
     free(ctx->arenas);
+    free(ctx->rows);
     fa_topology_destroy(ctx->topology);
     free(ctx);
 }
@@ -123,13 +124,24 @@ fa_bind fa_context_call_bind(const fa_context *ctx)
     return omp_in_parallel() ? FA_BIND_NONE : ctx->bind;
 }
 
+int fa_context_reserve_rows(fa_context *ctx, size_t bytes)
+{
+    if (bytes <= ctx->rows_bytes) return 0;
+    void *rows = malloc(bytes);
+    if (!rows) return -1;
+    free(ctx->rows);
+    ctx->rows = rows;
+    ctx->rows_bytes = bytes;
+    return 0;
+}
+
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
 {
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
-void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t *block_q,
-                       int64_t *block_k)
+void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t max_block_k,
+                       int64_t *block_q, int64_t *block_k)
 {
     int64_t bq = ctx->block_q > 0 ? ctx->block_q : 64;
     int64_t bk = ctx->block_k;
@@ -139,7 +151,7 @@ void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t
         size_t l2 = fa_topology_caches(ctx->topology).l2;
         if (l2 == 0) l2 = (size_t)1 << 20;
         int64_t per_key = (dim + dim_v + bq) * (int64_t)elem;
-        bk = clamp64((int64_t)(l2 / 2) / per_key, 16, 512) / 16 * 16;
+        bk = clamp64((int64_t)(l2 / 2) / per_key, 16, max_block_k) / 16 * 16;
     }
     *block_q = bq;
     *block_k = bk;

@@ -16,6 +16,8 @@ struct fa_context {
     const fa_kernels *kernels;
     fa_topology *topology;
     fa_arena *arenas;         /* [num_threads], each owned by one team thread */
+    void *rows;               /* per-problem row values (the backward's delta), grown on demand */
+    size_t rows_bytes;
     atomic_flag busy;         /* set while a call runs */
     /* stats of the last call */
     fa_bind last_bind;
@@ -30,11 +32,15 @@ void fa_context_release(fa_context *ctx);
 /* The calling thread's default context, created on first use (NULL ctx in the API). */
 fa_status fa_default_context(fa_context **out);
 
+/* Makes ctx->rows hold at least `bytes`, growing only when it must. 0 on success, -1 on failure
+ * (the old buffer is then kept). */
+int fa_context_reserve_rows(fa_context *ctx, size_t bytes);
+
 /* Block sizes for a problem with these head dims and element size: the configured ones, or ones
  * that keep a key/value tile and the score tile in L2. Depends on the machine's caches and the
  * problem, never on the thread count. */
-void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t *block_q,
-                       int64_t *block_k);
+void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t max_block_k,
+                       int64_t *block_q, int64_t *block_k);
 
 /* The binding policy for a call from here: NONE from inside an active parallel region, where
  * pinning every user thread's team to the same first cores would fight the user. */

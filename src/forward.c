@@ -7,6 +7,7 @@
 #include "epilogue.h"
 #include "schedule.h"
 #include "team.h"
+#include "visible_products.h"
 
 typedef struct {
     const fa_problem *problem;
@@ -41,16 +42,16 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p->dim, p->dim_v, elem, &block_q, &block_k);
+    fa_context_blocks(ctx, p->dim, p->dim_v, elem, 512, &block_q, &block_k);
     ctx->last_block_q = (int)block_q;
     ctx->last_block_k = (int)block_k;
 
     fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k};
     fa_team_work work = {
         .scratch_bytes = fa_forward_scratch_bytes(block_q, block_k, p->dim_v, elem),
-        .items = job.schedule.count,
-        .run = p->dtype == FA_F64 ? forward_item_f64 : forward_item_f32,
         .job = &job,
+        .phases = 1,
+        .phase = {{job.schedule.count, p->dtype == FA_F64 ? forward_item_f64 : forward_item_f32}},
     };
     return fa_team_run(ctx, &work);
 }

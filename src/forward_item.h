@@ -5,31 +5,6 @@
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 
-/* acc += p·v over the keys each row may see. When every row sees the whole tile this is one
- * kernel call; on a mask's edge each row gets exactly its visible columns, so a NaN or Inf in a
- * value row never reaches (through 0·NaN) a query row that does not see that key. */
-static void FA_NAME(accumulate_visible_)(const fa_forward_job *job, const fa_q_item *it, int64_t col0,
-                                         int64_t cols, const FA_T *p_tile, int64_t p_stride, const FA_T *v,
-                                         FA_T *acc)
-{
-    const fa_problem *p = job->problem;
-    int64_t dv = p->dim_v, v_stride = p->v.stride_seq;
-    fa_key_range first = fa_visible_keys(p, it->row0), last = fa_visible_keys(p, it->row0 + it->rows - 1);
-    if (first.end >= col0 + cols && last.begin <= col0) {
-        job->kernels->FA_SFX.accumulate(it->rows, cols, dv, p_tile, p_stride, v + col0 * v_stride, v_stride, acc,
-                                         dv);
-        return;
-    }
-    for (int64_t r = 0; r < it->rows; r++) {
-        fa_key_range keys = fa_visible_keys(p, it->row0 + r);
-        int64_t c0 = keys.begin > col0 ? keys.begin - col0 : 0;
-        int64_t c1 = keys.end < col0 + cols ? keys.end - col0 : cols;
-        if (c1 > c0)
-            job->kernels->FA_SFX.accumulate(1, c1 - c0, dv, p_tile + r * p_stride + c0, p_stride,
-                                             v + (col0 + c0) * v_stride, v_stride, acc + r * dv, dv);
-    }
-}
-
 static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_forward_job *job = job_ptr;
@@ -64,7 +39,8 @@ static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t
                                      p->k.stride_seq, s, bk);
         FA_CAT(fa_epilogue_, FA_SFX)(p, it.row0, it.rows, col0, cols, s, bk);
         job->kernels->FA_SFX.online_softmax(it.rows, cols, s, bk, row_max, row_sum, acc, dv, dv);
-        FA_NAME(accumulate_visible_)(job, &it, col0, cols, s, bk, v, acc);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)(&job->kernels->FA_SFX, p, it.row0, it.rows, col0, cols, dv, s, bk,
+                                              v + col0 * p->v.stride_seq, p->v.stride_seq, acc, dv);
     }
 
     FA_T *out = (FA_T *)p->out.data + it.batch * p->out.stride_batch + it.q_head * p->out.stride_head +

@@ -20,6 +20,8 @@ typedef struct {
     int64_t q_len, kv_len, dim, dim_v;
     fa_view q, k, v, out;
     void *lse; /* NULL or contiguous [batch][q_heads][q_len] of the accumulation type */
+    /* backward only: the output gradient (read) and the input gradients (written) */
+    fa_view dout, dq, dk, dv;
     double scale;
     fa_causal causal;
 } fa_problem;

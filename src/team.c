@@ -9,11 +9,14 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
     fa_bind mode = fa_context_call_bind(ctx);
     ctx->last_bind = mode;
     ctx->last_bound_threads = 0;
-    if (work->items <= 0) return FA_OK;
+    int64_t most_items = 0;
+    for (int ph = 0; ph < work->phases; ph++)
+        if (work->phase[ph].items > most_items) most_items = work->phase[ph].items;
+    if (most_items == 0) return FA_OK;
 
     /* No more threads than items: an idle thread would only be placed and woken for nothing. */
     int threads = ctx->num_threads;
-    if ((int64_t)threads > work->items) threads = (int)work->items;
+    if ((int64_t)threads > most_items) threads = (int)most_items;
 
     atomic_int bound = 0, out_of_memory = 0;
 #pragma omp parallel num_threads(threads) default(none) shared(ctx, work, mode, bound, out_of_memory)
@@ -26,10 +29,14 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
             atomic_store_explicit(&out_of_memory, 1, memory_order_relaxed);
 #pragma omp barrier
         if (!atomic_load_explicit(&out_of_memory, memory_order_relaxed)) {
+            for (int ph = 0; ph < work->phases; ph++) {
+                const fa_team_phase *phase = &work->phase[ph];
+                /* the implicit barrier at the end of each loop orders the phases */
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t i = 0; i < work->items; i++) {
-                fa_arena_reset(arena);
-                work->run(work->job, arena, i);
+                for (int64_t i = 0; i < phase->items; i++) {
+                    fa_arena_reset(arena);
+                    phase->run(work->job, arena, i);
+                }
             }
         }
         if (pinned) fa_topology_restore(ctx->topology, tid);

@@ -1,4 +1,4 @@
-/* Runs a list of independent work items on the context's threads. */
+/* Runs lists of independent work items on the context's threads. */
 #ifndef FA_TEAM_H
 #define FA_TEAM_H
 
@@ -8,12 +8,20 @@
 #include "arena.h"
 #include "context.h"
 
+#define FA_TEAM_MAX_PHASES 4
+
+/* One list of items; every item of a phase completes before the next phase starts. */
 typedef struct {
-    size_t scratch_bytes; /* arena bytes one item needs */
     int64_t items;
     /* Computes item `index` completely, using only `arena` for scratch. */
     void (*run)(const void *job, fa_arena *arena, int64_t index);
-    const void *job;
+} fa_team_phase;
+
+typedef struct {
+    size_t scratch_bytes; /* arena bytes the largest item of any phase needs */
+    const void *job;      /* passed to every run() */
+    int phases;
+    fa_team_phase phase[FA_TEAM_MAX_PHASES];
 } fa_team_work;
 
 /* Each thread is placed (per the context's policy), then reserves its arena; only if every

@@ -115,13 +115,13 @@ static int compute_places(fa_topology *t, hwloc_topology_t topo)
         if (!core || store_set(t, topo, core->cpuset, t->core_place[i]) != 0) return -1;
     }
 
+    /* hwloc_distrib allocates each set itself (it stores a duplicate into every slot). */
     hwloc_bitmap_t *spread = calloc((size_t)t->num_threads, sizeof *spread);
     if (!spread) return -1;
-    int rc = 0;
-    for (int i = 0; i < t->num_threads && rc == 0; i++)
-        if (!(spread[i] = hwloc_bitmap_alloc())) rc = -1;
     hwloc_obj_t root = hwloc_get_root_obj(topo);
-    if (rc == 0) rc = hwloc_distrib(topo, &root, 1, spread, (unsigned)t->num_threads, hwloc_get_type_depth(topo, unit), 0);
+    int rc = hwloc_distrib(topo, &root, 1, spread, (unsigned)t->num_threads, hwloc_get_type_depth(topo, unit), 0);
+    for (int i = 0; i < t->num_threads && rc == 0; i++)
+        if (!spread[i]) rc = -1;
     for (int i = 0; i < t->num_threads && rc == 0; i++) rc = store_set(t, topo, spread[i], t->spread_place[i]);
     for (int i = 0; i < t->num_threads; i++) hwloc_bitmap_free(spread[i]);
     free(spread);

@@ -120,44 +120,85 @@ static fa_status check_shapes(const fa_tensor *q, const fa_tensor *k, const fa_t
     return FA_OK;
 }
 
-fa_status fa_validate_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                              const fa_tensor *out, const void *lse, fa_problem *prob)
+/* ---- shared steps; each call composes them in the documented order ---- */
+
+static fa_status check_null(const fa_tensor *const *t, int n)
 {
-    if (!q || !k || !v || !out) return FA_ERR_NULL;
-    if (null_data(q) || null_data(k) || null_data(v) || null_data(out)) return FA_ERR_NULL;
+    for (int i = 0; i < n; i++)
+        if (!t[i]) return FA_ERR_NULL;
+    for (int i = 0; i < n; i++)
+        if (null_data(t[i])) return FA_ERR_NULL;
+    return FA_OK;
+}
 
-    fa_params params = p ? *p : fa_params_default();
-    fa_status st = check_params(&params);
-    if (st != FA_OK) return st;
+static fa_status check_dtypes(const fa_tensor *const *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!dtype_known(t[i]->dtype)) return FA_ERR_DTYPE;
+    for (int i = 1; i < n; i++)
+        if (t[i]->dtype != t[0]->dtype) return FA_ERR_DTYPE;
+    return FA_OK;
+}
 
-    if (!dtype_known(q->dtype) || !dtype_known(k->dtype) || !dtype_known(v->dtype) || !dtype_known(out->dtype))
-        return FA_ERR_DTYPE;
-    if (k->dtype != q->dtype || v->dtype != q->dtype || out->dtype != q->dtype) return FA_ERR_DTYPE;
+static int same_shape(const fa_tensor *a, const fa_tensor *b)
+{
+    return a->batch == b->batch && a->heads == b->heads && a->seq == b->seq && a->dim == b->dim;
+}
 
-    if ((st = check_shapes(q, k, v, out)) != FA_OK) return st;
-
-    const fa_tensor *all[4] = {q, k, v, out};
-    byte_range range[4];
-    for (int i = 0; i < 4; i++) {
-        if (all[i]->stride_batch < 0 || all[i]->stride_head < 0 || all[i]->stride_seq < 0) return FA_ERR_STRIDE;
-        if (view_extent(all[i], &range[i]) != 0) return FA_ERR_STRIDE;
+/* Strides of every view, then the byte range each spans; outputs must not overlap themselves. */
+static fa_status check_strides(const fa_tensor *const *in, int n_in, const fa_tensor *const *out, int n_out,
+                               byte_range *in_range, byte_range *out_range)
+{
+    for (int i = 0; i < n_in + n_out; i++) {
+        const fa_tensor *t = i < n_in ? in[i] : out[i - n_in];
+        byte_range *r = i < n_in ? &in_range[i] : &out_range[i - n_in];
+        if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0) return FA_ERR_STRIDE;
+        if (view_extent(t, r) != 0) return FA_ERR_STRIDE;
     }
-    if (overlaps_itself(out)) return FA_ERR_STRIDE;
-    byte_range lse_range = {0, 0};
-    if (lse && !is_empty(q)) {
-        size_t lse_bytes = (size_t)(q->batch * q->heads * q->seq) * (q->dtype == FA_F64 ? 8u : 4u);
-        lse_range.begin = (uintptr_t)lse;
-        if (__builtin_add_overflow(lse_range.begin, (uintptr_t)lse_bytes, &lse_range.end)) return FA_ERR_STRIDE;
+    for (int i = 0; i < n_out; i++)
+        if (overlaps_itself(out[i])) return FA_ERR_STRIDE;
+    return FA_OK;
+}
+
+/* The lse's range: contiguous [B][Hq][Nq] values of the accumulation type. */
+static fa_status lse_extent(const void *lse, const fa_tensor *q, byte_range *r)
+{
+    r->begin = r->end = 0;
+    if (!lse || is_empty(q)) return FA_OK;
+    size_t bytes = (size_t)(q->batch * q->heads * q->seq) * (q->dtype == FA_F64 ? 8u : 4u);
+    r->begin = (uintptr_t)lse;
+    return __builtin_add_overflow(r->begin, (uintptr_t)bytes, &r->end) ? FA_ERR_STRIDE : FA_OK;
+}
+
+/* Every output against every input and every other output. */
+static fa_status check_alias(const byte_range *in, int n_in, const byte_range *out, int n_out)
+{
+    for (int o = 0; o < n_out; o++) {
+        for (int i = 0; i < n_in; i++)
+            if (ranges_overlap(out[o], in[i])) return FA_ERR_ALIAS;
+        for (int j = o + 1; j < n_out; j++)
+            if (ranges_overlap(out[o], out[j])) return FA_ERR_ALIAS;
     }
+    return FA_OK;
+}
 
-    for (int i = 0; i < 3; i++)
-        if (ranges_overlap(range[3], range[i]) || ranges_overlap(lse_range, range[i])) return FA_ERR_ALIAS;
-    if (ranges_overlap(lse_range, range[3])) return FA_ERR_ALIAS;
-
+static fa_status check_supported(const fa_tensor *q, const fa_params *params)
+{
     if (q->dtype != FA_F32 && q->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
-    if (params.window_left != -1 || params.window_right != -1) return FA_ERR_UNSUPPORTED;
-    if (params.softcap != 0.0 || params.alibi_slopes || params.bias) return FA_ERR_UNSUPPORTED;
+    if (params->window_left != -1 || params->window_right != -1) return FA_ERR_UNSUPPORTED;
+    if (params->softcap != 0.0 || params->alibi_slopes || params->bias) return FA_ERR_UNSUPPORTED;
+    return FA_OK;
+}
 
+static fa_view view_of(const fa_tensor *t)
+{
+    fa_view v = {t ? t->data : NULL, t ? t->stride_batch : 0, t ? t->stride_head : 0, t ? t->stride_seq : 0};
+    return v;
+}
+
+static void fill_problem(fa_problem *prob, const fa_params *params, const fa_tensor *q, const fa_tensor *k,
+                         const fa_tensor *v, const fa_tensor *out, const void *lse)
+{
     prob->dtype = q->dtype;
     prob->batch = q->batch;
     prob->q_heads = q->heads;
@@ -167,12 +208,59 @@ fa_status fa_validate_forward(const fa_params *p, const fa_tensor *q, const fa_t
     prob->kv_len = k->seq;
     prob->dim = q->dim;
     prob->dim_v = v->dim;
-    prob->q = (fa_view){q->data, q->stride_batch, q->stride_head, q->stride_seq};
-    prob->k = (fa_view){k->data, k->stride_batch, k->stride_head, k->stride_seq};
-    prob->v = (fa_view){v->data, v->stride_batch, v->stride_head, v->stride_seq};
-    prob->out = (fa_view){out->data, out->stride_batch, out->stride_head, out->stride_seq};
+    prob->q = view_of(q);
+    prob->k = view_of(k);
+    prob->v = view_of(v);
+    prob->out = view_of(out);
     prob->lse = (void *)(uintptr_t)lse;
-    prob->scale = params.scale != 0.0 ? params.scale : 1.0 / sqrt((double)q->dim);
-    prob->causal = params.causal;
+    prob->dout = prob->dq = prob->dk = prob->dv = view_of(NULL);
+    prob->scale = params->scale != 0.0 ? params->scale : 1.0 / sqrt((double)q->dim);
+    prob->causal = params->causal;
+}
+
+fa_status fa_validate_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                              const fa_tensor *out, const void *lse, fa_problem *prob)
+{
+    const fa_tensor *in[3] = {q, k, v}, *all[4] = {q, k, v, out};
+    fa_status st = check_null(all, 4);
+    if (st != FA_OK) return st;
+    fa_params params = p ? *p : fa_params_default();
+    if ((st = check_params(&params)) != FA_OK) return st;
+    if ((st = check_dtypes(all, 4)) != FA_OK) return st;
+    if ((st = check_shapes(q, k, v, out)) != FA_OK) return st;
+    byte_range in_range[3], out_range[2];
+    if ((st = check_strides(in, 3, &out, 1, in_range, out_range)) != FA_OK) return st;
+    if ((st = lse_extent(lse, q, &out_range[1])) != FA_OK) return st;
+    if ((st = check_alias(in_range, 3, out_range, 2)) != FA_OK) return st;
+    if ((st = check_supported(q, &params)) != FA_OK) return st;
+    fill_problem(prob, &params, q, k, v, out, lse);
+    return FA_OK;
+}
+
+fa_status fa_validate_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                               const fa_tensor *out, const fa_tensor *dout, const void *lse, const fa_tensor *dq,
+                               const fa_tensor *dk, const fa_tensor *dv, fa_problem *prob)
+{
+    const fa_tensor *in[5] = {q, k, v, out, dout}, *grads[3] = {dq, dk, dv};
+    const fa_tensor *all[8] = {q, k, v, out, dout, dq, dk, dv};
+    fa_status st = check_null(all, 8);
+    if (st != FA_OK) return st;
+    if (!lse) return FA_ERR_NULL;
+    fa_params params = p ? *p : fa_params_default();
+    if ((st = check_params(&params)) != FA_OK) return st;
+    if ((st = check_dtypes(all, 8)) != FA_OK) return st;
+    if ((st = check_shapes(q, k, v, out)) != FA_OK) return st;
+    if (!same_shape(dout, out) || !same_shape(dq, q) || !same_shape(dk, k) || !same_shape(dv, v))
+        return FA_ERR_SHAPE;
+    byte_range in_range[6], out_range[3];
+    if ((st = check_strides(in, 5, grads, 3, in_range, out_range)) != FA_OK) return st;
+    if ((st = lse_extent(lse, q, &in_range[5])) != FA_OK) return st;
+    if ((st = check_alias(in_range, 6, out_range, 3)) != FA_OK) return st;
+    if ((st = check_supported(q, &params)) != FA_OK) return st;
+    fill_problem(prob, &params, q, k, v, out, lse);
+    prob->dout = view_of(dout);
+    prob->dq = view_of(dq);
+    prob->dk = view_of(dk);
+    prob->dv = view_of(dv);
     return FA_OK;
 }

@@ -24,6 +24,15 @@
         /* acc[r][0..dim_v) += sum_c p[r][c] · v[c][0..dim_v) */                                               \
         void (*accumulate)(int64_t rows, int64_t cols, int64_t dim_v, const T *p, int64_t p_stride, const T *v,\
                            int64_t v_stride, T *acc, int64_t acc_stride);                                      \
+        /* acc[c][0..dim) += sum_r p[r][c] · x[r][0..dim)   (the transposed product, for dK and dV) */        \
+        void (*accumulate_t)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t p_stride, const T *x, \
+                             int64_t x_stride, T *acc, int64_t acc_stride);                                    \
+        /* Backward: s[r][c] = exp(s[r][c] - lse[r]), the forward's probabilities recomputed from its         \
+         * log-sum-exp. A row with lse = -inf saw no key: it becomes 0 (not exp(-inf + inf) = NaN). */         \
+        void (*probabilities)(int64_t rows, int64_t cols, T *s, int64_t s_stride, const T *lse);               \
+        /* Backward: dp[r][c] = p[r][c] · (dp[r][c] - delta[r]), the gradient of the scaled scores. */         \
+        void (*score_grad)(int64_t rows, int64_t cols, const T *p, int64_t p_stride, T *dp, int64_t dp_stride, \
+                           const T *delta);                                                                    \
     }
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;

@@ -22,6 +22,8 @@
 
 const fa_kernels fa_kernels_ref = {
     .name = "ref",
-    .f32 = {ref_scores_f32, ref_online_softmax_f32, ref_accumulate_f32},
-    .f64 = {ref_scores_f64, ref_online_softmax_f64, ref_accumulate_f64},
+    .f32 = {ref_scores_f32, ref_online_softmax_f32, ref_accumulate_f32, ref_accumulate_t_f32, ref_probabilities_f32,
+            ref_score_grad_f32},
+    .f64 = {ref_scores_f64, ref_online_softmax_f64, ref_accumulate_f64, ref_accumulate_t_f64, ref_probabilities_f64,
+            ref_score_grad_f64},
 };

@@ -68,6 +68,46 @@ static void FA_NAME(ref_accumulate_)(int64_t rows, int64_t cols, int64_t dim_v, 
     }
 }
 
+static void FA_NAME(ref_accumulate_t_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t p_stride,
+                                       const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const FA_T *xr = x + r * x_stride;
+        for (int64_t c = 0; c < cols; c++) {
+            FA_T w = p[r * p_stride + c];
+            FA_T *ac = acc + c * acc_stride;
+#pragma omp simd
+            for (int64_t y = 0; y < dim; y++) ac[y] += w * xr[y];
+        }
+    }
+}
+
+static void FA_NAME(ref_probabilities_)(int64_t rows, int64_t cols, FA_T *s, int64_t s_stride, const FA_T *lse)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        FA_T *sr = s + r * s_stride;
+        FA_T l = lse[r];
+        if (l == -(FA_T)INFINITY) {
+            for (int64_t c = 0; c < cols; c++) sr[c] = 0;
+            continue;
+        }
+#pragma omp simd
+        for (int64_t c = 0; c < cols; c++) sr[c] = FA_EXP(sr[c] - l);
+    }
+}
+
+static void FA_NAME(ref_score_grad_)(int64_t rows, int64_t cols, const FA_T *p, int64_t p_stride, FA_T *dp,
+                                     int64_t dp_stride, const FA_T *delta)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const FA_T *pr = p + r * p_stride;
+        FA_T *dr = dp + r * dp_stride;
+        FA_T d = delta[r];
+#pragma omp simd
+        for (int64_t c = 0; c < cols; c++) dr[c] = pr[c] * (dr[c] - d);
+    }
+}
+
 #undef FA_NAME
 #undef FA_CAT
 #undef FA_CAT2

@@ -1,0 +1,69 @@
+/* Backward pass: delta = rowsum(dO ∘ O) once, then dK/dV items and dQ items, all independent. */
+#include "backward.h"
+
+#include <math.h>
+
+#include "arena.h"
+#include "epilogue.h"
+#include "schedule.h"
+#include "team.h"
+#include "visible_products.h"
+
+typedef struct {
+    const fa_problem *problem;
+    const fa_kernels *kernels;
+    fa_q_schedule q_schedule; /* the delta and dQ items: (batch, q head, query block) */
+    int64_t block_k;
+    int64_t kv_blocks;        /* key blocks per (batch, kv head) */
+    int64_t kv_items;         /* batch · kv_heads · kv_blocks dK/dV items */
+    void *delta;              /* [batch][q_heads][q_len] of the accumulation type */
+} fa_backward_job;
+
+#define FA_T float
+#define FA_SFX f32
+#include "backward_items.h"
+#undef FA_T
+#undef FA_SFX
+
+#define FA_T double
+#define FA_SFX f64
+#include "backward_items.h"
+#undef FA_T
+#undef FA_SFX
+
+/* Smaller key blocks than the forward: a dK/dV item holds block_k·(dim + dim_v) accumulators, and
+ * more key blocks keep every thread busy on a single long sequence. */
+#define BACKWARD_MAX_BLOCK_K 128
+
+size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem)
+{
+    size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim, dv = (size_t)dim_v;
+    size_t kv_acc = fa_arena_round(bk * d * elem) + fa_arena_round(bk * dv * elem);
+    size_t q_acc = fa_arena_round(bq * d * elem);
+    return 2 * fa_arena_round(bq * bk * elem) + (kv_acc > q_acc ? kv_acc : q_acc);
+}
+
+fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
+{
+    size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    int64_t block_q, block_k;
+    fa_context_blocks(ctx, p->dim, p->dim_v, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
+    ctx->last_block_q = (int)block_q;
+    ctx->last_block_k = (int)block_k;
+
+    size_t delta_bytes = (size_t)(p->batch * p->q_heads * p->q_len) * elem;
+    if (fa_context_reserve_rows(ctx, delta_bytes) != 0) return FA_ERR_NOMEM;
+
+    fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0, ctx->rows};
+    job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
+    job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
+    int f64 = p->dtype == FA_F64;
+    fa_team_work work = {
+        .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+        .job = &job,
+        .phases = 2,
+        .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},
+                  {job.kv_items + job.q_schedule.count, f64 ? grad_item_f64 : grad_item_f32}},
+    };
+    return fa_team_run(ctx, &work);
+}

@@ -1,0 +1,150 @@
+/* The backward's work items, written once for both element types: included by backward.c with
+ * FA_T and FA_SFX (f32/f64: also the kernel-table member) defined.
+ *
+ * With P = exp(S - lse) recomputed tile by tile and dS = P ∘ (dO·Vᵀ - delta):
+ *   dV = Pᵀ·dO,  dK = scale · dSᵀ·Q,  dQ = scale · dS·K.
+ * A dK/dV item owns the rows of one key block and walks every query head of its group and every
+ * query block in a fixed order; a dQ item owns the rows of one query block and walks the key
+ * blocks in order. No two items write the same byte, and nothing is accumulated across threads. */
+
+#define FA_CAT2(a, b) a##b
+#define FA_CAT(a, b) FA_CAT2(a, b)
+#define FA_NAME(n) FA_CAT(n, FA_SFX)
+#define FA_KERN(job) (&(job)->kernels->FA_SFX)
+
+/* delta[row] = sum_y dO[row][y] · O[row][y] for the rows of one query item. */
+static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    (void)arena;
+    const fa_backward_job *job = job_ptr;
+    const fa_problem *p = job->problem;
+    fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index);
+    const FA_T *o = (const FA_T *)p->out.data + it.batch * p->out.stride_batch + it.q_head * p->out.stride_head;
+    const FA_T *d_o = (const FA_T *)p->dout.data + it.batch * p->dout.stride_batch + it.q_head * p->dout.stride_head;
+    FA_T *delta = (FA_T *)job->delta + (it.batch * p->q_heads + it.q_head) * p->q_len;
+    for (int64_t i = it.row0; i < it.row0 + it.rows; i++) {
+        const FA_T *orow = o + i * p->out.stride_seq, *drow = d_o + i * p->dout.stride_seq;
+        FA_T sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t y = 0; y < p->dim_v; y++) sum += drow[y] * orow[y];
+        delta[i] = sum;
+    }
+}
+
+/* P and dS for the tile (query rows row0.., keys col0..): p_tile and ds_tile get rows × cols. */
+static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, int64_t row0, int64_t rows, int64_t col0,
+                                      int64_t cols, const FA_T *q, const FA_T *d_o, const FA_T *k, const FA_T *v,
+                                      const FA_T *lse, const FA_T *delta, FA_T *p_tile, FA_T *ds_tile)
+{
+    const fa_problem *p = job->problem;
+    int64_t bk = job->block_k;
+    FA_KERN(job)->scores(rows, cols, p->dim, q, p->q.stride_seq, k, p->k.stride_seq, p_tile, bk);
+    FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, p_tile, bk);
+    FA_KERN(job)->probabilities(rows, cols, p_tile, bk, lse);
+    FA_KERN(job)->scores(rows, cols, p->dim_v, d_o, p->dout.stride_seq, v, p->v.stride_seq, ds_tile, bk);
+    FA_KERN(job)->score_grad(rows, cols, p_tile, bk, ds_tile, bk, delta);
+    if (!fa_tile_fully_visible(p, row0, rows, col0, cols))
+        FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, ds_tile, bk);
+}
+
+static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
+{
+    const fa_problem *p = job->problem;
+    int64_t bq = job->q_schedule.block_q, bk = job->block_k, d = p->dim, dv = p->dim_v;
+    int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
+    int64_t kv_head = bh % p->kv_heads, batch = bh / p->kv_heads;
+    int64_t col0 = block * bk, cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
+
+    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
+    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
+    FA_T *dk_acc = fa_arena_alloc(arena, (size_t)(bk * d) * sizeof(FA_T));
+    FA_T *dv_acc = fa_arena_alloc(arena, (size_t)(bk * dv) * sizeof(FA_T));
+    for (int64_t x = 0; x < cols * d; x++) dk_acc[x] = 0;
+    for (int64_t x = 0; x < cols * dv; x++) dv_acc[x] = 0;
+
+    const FA_T *k = (const FA_T *)p->k.data + batch * p->k.stride_batch + kv_head * p->k.stride_head +
+                    col0 * p->k.stride_seq;
+    const FA_T *v = (const FA_T *)p->v.data + batch * p->v.stride_batch + kv_head * p->v.stride_head +
+                    col0 * p->v.stride_seq;
+    for (int64_t g = 0; g < p->group; g++) {
+        int64_t q_head = kv_head * p->group + g;
+        int64_t rows_at = (batch * p->q_heads + q_head) * p->q_len;
+        const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
+        const FA_T *q = (const FA_T *)p->q.data + batch * p->q.stride_batch + q_head * p->q.stride_head;
+        const FA_T *d_o = (const FA_T *)p->dout.data + batch * p->dout.stride_batch + q_head * p->dout.stride_head;
+        for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
+            int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
+            /* Skip query blocks that no row of which sees this key block (monotone ranges). */
+            if (fa_visible_keys(p, row0 + rows - 1).end <= col0 || fa_visible_keys(p, row0).begin >= col0 + cols)
+                continue;
+            const FA_T *qb = q + row0 * p->q.stride_seq, *dob = d_o + row0 * p->dout.stride_seq;
+            FA_NAME(probs_and_grads_)(job, row0, rows, col0, cols, qb, dob, k, v, lse + row0, delta + row0, p_tile,
+                                      ds_tile);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, p_tile, bk, dob,
+                                                     p->dout.stride_seq, dv_acc, dv);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ds_tile, bk, qb,
+                                                     p->q.stride_seq, dk_acc, d);
+        }
+    }
+
+    const FA_T scale = (FA_T)p->scale;
+    FA_T *dk = (FA_T *)p->dk.data + batch * p->dk.stride_batch + kv_head * p->dk.stride_head + col0 * p->dk.stride_seq;
+    FA_T *dvo = (FA_T *)p->dv.data + batch * p->dv.stride_batch + kv_head * p->dv.stride_head + col0 * p->dv.stride_seq;
+    for (int64_t c = 0; c < cols; c++) {
+        for (int64_t x = 0; x < d; x++) dk[c * p->dk.stride_seq + x] = scale * dk_acc[c * d + x];
+        for (int64_t y = 0; y < dv; y++) dvo[c * p->dv.stride_seq + y] = dv_acc[c * dv + y];
+    }
+}
+
+static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
+{
+    const fa_problem *p = job->problem;
+    fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index);
+    int64_t bq = job->q_schedule.block_q, bk = job->block_k, d = p->dim;
+    int64_t kv_head = it.q_head / p->group;
+
+    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
+    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
+    FA_T *dq_acc = fa_arena_alloc(arena, (size_t)(bq * d) * sizeof(FA_T));
+    for (int64_t x = 0; x < it.rows * d; x++) dq_acc[x] = 0;
+
+    int64_t rows_at = (it.batch * p->q_heads + it.q_head) * p->q_len + it.row0;
+    const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
+    const FA_T *q = (const FA_T *)p->q.data + it.batch * p->q.stride_batch + it.q_head * p->q.stride_head +
+                    it.row0 * p->q.stride_seq;
+    const FA_T *d_o = (const FA_T *)p->dout.data + it.batch * p->dout.stride_batch +
+                      it.q_head * p->dout.stride_head + it.row0 * p->dout.stride_seq;
+    const FA_T *k = (const FA_T *)p->k.data + it.batch * p->k.stride_batch + kv_head * p->k.stride_head;
+    const FA_T *v = (const FA_T *)p->v.data + it.batch * p->v.stride_batch + kv_head * p->v.stride_head;
+
+    int64_t key_begin = fa_visible_keys(p, it.row0).begin;
+    int64_t key_end = fa_visible_keys(p, it.row0 + it.rows - 1).end;
+    for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
+        int64_t cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
+        const FA_T *kb = k + col0 * p->k.stride_seq;
+        FA_NAME(probs_and_grads_)(job, it.row0, it.rows, col0, cols, q, d_o, kb, v + col0 * p->v.stride_seq, lse,
+                                  delta, p_tile, ds_tile);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, it.row0, it.rows, col0, cols, d, ds_tile, bk, kb,
+                                               p->k.stride_seq, dq_acc, d);
+    }
+
+    const FA_T scale = (FA_T)p->scale;
+    FA_T *dq = (FA_T *)p->dq.data + it.batch * p->dq.stride_batch + it.q_head * p->dq.stride_head +
+               it.row0 * p->dq.stride_seq;
+    for (int64_t r = 0; r < it.rows; r++)
+        for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = scale * dq_acc[r * d + x];
+}
+
+/* The second phase's items: all dK/dV items first (each walks a whole column of query blocks,
+ * so they are the long ones), then the dQ items. */
+static void FA_NAME(grad_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_backward_job *job = job_ptr;
+    if (index < job->kv_items) FA_NAME(dkdv_item_)(job, arena, index);
+    else FA_NAME(dq_item_)(job, arena, index - job->kv_items);
+}
+
+#undef FA_KERN
+#undef FA_NAME
+#undef FA_CAT
+#undef FA_CAT2
