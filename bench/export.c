@@ -1,0 +1,203 @@
+// CSV and JSON output. The column list is written once (BENCH_COLUMNS) and expanded for both
+// formats, so the two files can never disagree on names or order.
+#include "export.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef enum { VAL_STR, VAL_INT, VAL_U64, VAL_NUM, VAL_BOOL } value_kind;
+
+typedef struct {
+    value_kind kind;
+    const char *s;
+    long long i;          // VAL_INT; VAL_BOOL: 1 true, 0 false, other: unknown
+    unsigned long long u; // VAL_U64 (the seed may use all 64 bits)
+    double x;             // VAL_NUM; not finite: unknown
+} value;
+
+static value vstr(const char *s)
+{
+    return (value){VAL_STR, s ? s : "", 0, 0, 0.0};
+}
+static value vint(long long i)
+{
+    return (value){VAL_INT, NULL, i, 0, 0.0};
+}
+static value vu64(uint64_t u)
+{
+    return (value){VAL_U64, NULL, 0, (unsigned long long)u, 0.0};
+}
+static value vnum(double x)
+{
+    return (value){VAL_NUM, NULL, 0, 0, x};
+}
+static value vbool(int b)
+{
+    return (value){VAL_BOOL, NULL, b, 0, 0.0};
+}
+
+// X(name, value expression); in scope: info (const bench_run_info *), s (const bench_shape *),
+// row (const bench_row *).
+#define BENCH_COLUMNS(X)                                                                                     \
+    X("library_version", vstr(info->version))                                                                \
+    X("pass", vstr("fwd"))                                                                                   \
+    X("dtype", vstr(bench_dtype_name(s->dtype)))                                                             \
+    X("causal", vstr(bench_causal_name(s->causal)))                                                          \
+    X("layout", vstr(bench_layout_name(s->layout)))                                                          \
+    X("b", vint(s->b))                                                                                       \
+    X("hq", vint(s->hq))                                                                                     \
+    X("hkv", vint(s->hkv))                                                                                   \
+    X("nq", vint(s->nq))                                                                                     \
+    X("nk", vint(s->nk))                                                                                     \
+    X("d", vint(s->d))                                                                                       \
+    X("dv", vint(s->dv))                                                                                     \
+    X("dist", vstr(bench_dist_name(info->opt->dist)))                                                        \
+    X("seed", vu64(info->opt->seed))                                                                         \
+    X("threads", vint(row->threads))                                                                         \
+    X("bind_requested", vstr(bench_bind_name(info->opt->bind)))                                              \
+    X("bind", vstr(bench_bind_name(row->stats.bind)))                                                        \
+    X("bound_threads", vint(row->stats.bound_threads))                                                       \
+    X("block_q", vint(row->stats.block_q))                                                                   \
+    X("block_k", vint(row->stats.block_k))                                                                   \
+    X("isa", vstr(row->isa))                                                                                 \
+    X("warmup", vint(info->opt->warmup))                                                                     \
+    X("reps", vint(row->timing.count))                                                                       \
+    X("min_s", vnum(row->timing.min_s))                                                                      \
+    X("median_s", vnum(row->timing.median_s))                                                                \
+    X("flop", vnum(info->flops))                                                                             \
+    X("gflops", vnum(row->gflops))                                                                           \
+    X("speedup", vnum(row->speedup))                                                                         \
+    X("efficiency", vnum(row->efficiency))                                                                   \
+    X("scratch_peak_bytes", vint((long long)row->stats.scratch_peak))                                        \
+    X("scratch_capacity_bytes", vint((long long)row->stats.scratch_capacity))                                \
+    X("rows_checked", vint(row->rows_checked))                                                               \
+    X("err_out", vnum(row->err_out))                                                                         \
+    X("err_lse", vnum(row->err_lse))                                                                         \
+    X("tolerance", vnum(info->tolerance))                                                                    \
+    X("bitwise_identical", vbool(row->bitwise_identical))
+
+#define COLUMN_NAME(name, expr)  name,
+#define COLUMN_VALUE(name, expr) expr,
+
+static const char *const column_names[] = {BENCH_COLUMNS(COLUMN_NAME)};
+enum { N_COLUMNS = (int)(sizeof column_names / sizeof column_names[0]) };
+
+static void row_values(const bench_run_info *info, const bench_row *row, value out[N_COLUMNS])
+{
+    const bench_shape *s = &info->opt->shape;
+    const value v[] = {BENCH_COLUMNS(COLUMN_VALUE)};
+    memcpy(out, v, sizeof v);
+}
+
+static FILE *open_output(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "fa-bench: cannot write %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+// fclose reports a failed final flush (a full disk) that fprintf may not have.
+static int close_output(FILE *f, const char *path)
+{
+    int failed = ferror(f);
+    if (fclose(f) != 0) failed = 1;
+    if (failed) fprintf(stderr, "fa-bench: error while writing %s\n", path);
+    return failed ? -1 : 0;
+}
+
+// A number that round-trips through text at the precision a plot needs; unknown as `unknown`.
+static void print_number(FILE *f, double x, const char *unknown)
+{
+    if (isfinite(x))
+        fprintf(f, "%.10g", x);
+    else
+        fputs(unknown, f);
+}
+
+static void print_csv_field(FILE *f, const value *v)
+{
+    switch (v->kind) {
+    case VAL_STR:
+        if (strpbrk(v->s, ",\"\n")) {
+            fputc('"', f);
+            for (const char *c = v->s; *c; c++) {
+                if (*c == '"') fputc('"', f);
+                fputc(*c, f);
+            }
+            fputc('"', f);
+        } else {
+            fputs(v->s, f);
+        }
+        break;
+    case VAL_INT: fprintf(f, "%lld", v->i); break;
+    case VAL_U64: fprintf(f, "%llu", v->u); break;
+    case VAL_NUM: print_number(f, v->x, ""); break;
+    case VAL_BOOL: fputs(v->i == 1 ? "true" : v->i == 0 ? "false" : "", f); break;
+    }
+}
+
+static void print_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+static void print_json_field(FILE *f, const value *v)
+{
+    switch (v->kind) {
+    case VAL_STR: print_json_string(f, v->s); break;
+    case VAL_INT: fprintf(f, "%lld", v->i); break;
+    case VAL_U64: fprintf(f, "%llu", v->u); break;
+    case VAL_NUM: print_number(f, v->x, "null"); break;
+    case VAL_BOOL: fputs(v->i == 1 ? "true" : v->i == 0 ? "false" : "null", f); break;
+    }
+}
+
+int bench_export_csv(const char *path, const bench_run_info *info, const bench_row *rows, int n)
+{
+    FILE *f = open_output(path);
+    if (!f) return -1;
+    for (int c = 0; c < N_COLUMNS; c++) fprintf(f, "%s%s", c ? "," : "", column_names[c]);
+    fputc('\n', f);
+    for (int r = 0; r < n; r++) {
+        value v[N_COLUMNS];
+        row_values(info, &rows[r], v);
+        for (int c = 0; c < N_COLUMNS; c++) {
+            if (c) fputc(',', f);
+            print_csv_field(f, &v[c]);
+        }
+        fputc('\n', f);
+    }
+    return close_output(f, path);
+}
+
+int bench_export_json(const char *path, const bench_run_info *info, const bench_row *rows, int n)
+{
+    FILE *f = open_output(path);
+    if (!f) return -1;
+    fputs("[\n", f);
+    for (int r = 0; r < n; r++) {
+        value v[N_COLUMNS];
+        row_values(info, &rows[r], v);
+        fputs("  {", f);
+        for (int c = 0; c < N_COLUMNS; c++) {
+            fputs(c ? ", " : "", f);
+            print_json_string(f, column_names[c]);
+            fputs(": ", f);
+            print_json_field(f, &v[c]);
+        }
+        fputs(r + 1 < n ? "},\n" : "}\n", f);
+    }
+    fputs("]\n", f);
+    return close_output(f, path);
+}

@@ -1,0 +1,54 @@
+/* fa-bench command line: what one run measures, and the names of its enum values.
+ * Parsing lives apart from orchestration so that later options (--pass, --isa, presets)
+ * change this file and its .c only. */
+#ifndef FA_BENCH_OPTIONS_H
+#define FA_BENCH_OPTIONS_H
+
+#include <stdint.h>
+
+#include "flashattn.h"
+
+/* More thread counts than any sweep needs; a fixed array keeps the options a plain value. */
+#define BENCH_MAX_THREAD_COUNTS 64
+
+typedef enum { BENCH_LAYOUT_BHSD = 0, BENCH_LAYOUT_BSHD = 1 } bench_layout;
+typedef enum { BENCH_DIST_NORMAL = 0, BENCH_DIST_UNIFORM = 1 } bench_dist;
+
+/* The problem, independent of how it is run. */
+typedef struct {
+    int64_t b, hq, hkv, nq, nk, d, dv;
+    fa_dtype dtype;
+    fa_causal causal;
+    bench_layout layout;
+} bench_shape;
+
+typedef struct {
+    bench_shape shape;
+    bench_dist dist;
+    uint64_t seed;
+    int thread_counts[BENCH_MAX_THREAD_COUNTS];
+    int n_thread_counts;
+    fa_bind bind;
+    int block_q, block_k; /* 0 = the library chooses */
+    int warmup, reps;     /* reps is a minimum: min_time may add more */
+    double min_time;      /* seconds of timed calls to reach at least; 0 = exactly reps */
+    int64_t check_rows;
+    const char *csv_path, *json_path; /* NULL = not written */
+} bench_options;
+
+/* What bench_parse_options decided; main turns it into the exit status. */
+typedef enum {
+    BENCH_PARSE_RUN = 0,  /* *o is complete and valid */
+    BENCH_PARSE_HELP = 1, /* --help was printed to stdout: exit 0 */
+    BENCH_PARSE_ERROR = 2 /* a message went to stderr: exit 2 */
+} bench_parse_result;
+
+bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o);
+
+const char *bench_dtype_name(fa_dtype t);
+const char *bench_causal_name(fa_causal c);
+const char *bench_layout_name(bench_layout l);
+const char *bench_bind_name(fa_bind b);
+const char *bench_dist_name(bench_dist d);
+
+#endif

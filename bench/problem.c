@@ -1,0 +1,148 @@
+// Benchmark inputs and outputs: aligned allocation, seeded fill, tensor views.
+#include "problem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
+#define BENCH_ALIGN 64
+
+// Stream ids keep q, k and v independent for the same seed.
+enum { STREAM_Q = 1, STREAM_K = 2, STREAM_V = 3 };
+
+// splitmix64's output function: a counter-based generator, so each element's value depends on
+// (seed, tensor, logical index) only and a future parallel fill gives the same numbers.
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+// Uniform in [0, 1) with 53 random bits.
+static double unit_uniform(uint64_t key, uint64_t counter)
+{
+    return (double)(mix64(key + counter) >> 11) * 0x1p-53;
+}
+
+static double sample(bench_dist dist, uint64_t key, uint64_t index)
+{
+    if (dist == BENCH_DIST_UNIFORM) return 2.0 * unit_uniform(key, index) - 1.0;
+    // Box-Muller with two counters per element; 1 - u keeps the log argument in (0, 1].
+    double u1 = 1.0 - unit_uniform(key, 2 * index);
+    double u2 = unit_uniform(key, 2 * index + 1);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+static size_t elem_size(fa_dtype t)
+{
+    return t == FA_F64 ? sizeof(double) : sizeof(float);
+}
+
+// a*b*c*d elements of size bytes, or 0 when that overflows: shapes come from the command line.
+static size_t checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t size)
+{
+    int64_t dims[4] = {a, b, c, d};
+    uint64_t n = size;
+    for (int i = 0; i < 4; i++) {
+        if (dims[i] != 0 && n > (UINT64_MAX / 2) / (uint64_t)dims[i]) return 0;
+        n *= (uint64_t)dims[i];
+    }
+    if (n > SIZE_MAX - BENCH_ALIGN) return 0;
+    return (size_t)n;
+}
+
+static void *alloc_aligned(size_t bytes, const char *what)
+{
+    size_t rounded = (bytes + BENCH_ALIGN - 1) / BENCH_ALIGN * BENCH_ALIGN; // aligned_alloc wants a multiple
+    void *p = aligned_alloc(BENCH_ALIGN, rounded ? rounded : BENCH_ALIGN);
+    if (!p) fprintf(stderr, "fa-bench: cannot allocate %s (%.1f MiB)\n", what, (double)bytes / 1048576.0);
+    return p;
+}
+
+static fa_tensor make_view(void *data, const bench_shape *s, int64_t heads, int64_t seq, int64_t dim)
+{
+    if (s->layout == BENCH_LAYOUT_BSHD) return fa_tensor_bshd(data, s->dtype, s->b, seq, heads, dim);
+    return fa_tensor_bhsd(data, s->dtype, s->b, heads, seq, dim);
+}
+
+// Fills through the view so that the value of (b, h, s, d) is the same in every layout:
+// bhsd and bshd runs of one seed compute the same attention.
+static void fill(const fa_tensor *t, bench_dist dist, uint64_t seed, uint64_t stream)
+{
+    uint64_t key = mix64(seed ^ mix64(stream));
+    for (int64_t b = 0; b < t->batch; b++)
+        for (int64_t h = 0; h < t->heads; h++)
+            for (int64_t s = 0; s < t->seq; s++) {
+                int64_t row = (b * t->heads + h) * t->seq + s;
+                int64_t base = b * t->stride_batch + h * t->stride_head + s * t->stride_seq;
+                for (int64_t d = 0; d < t->dim; d++) {
+                    double x = sample(dist, key, (uint64_t)(row * t->dim + d));
+                    if (t->dtype == FA_F64)
+                        ((double *)t->data)[base + d] = x;
+                    else
+                        ((float *)t->data)[base + d] = (float)x;
+                }
+            }
+}
+
+int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->shape = *s;
+    size_t es = elem_size(s->dtype);
+    size_t q_bytes = checked_bytes(s->b, s->hq, s->nq, s->d, es);
+    size_t k_bytes = checked_bytes(s->b, s->hkv, s->nk, s->d, es);
+    size_t v_bytes = checked_bytes(s->b, s->hkv, s->nk, s->dv, es);
+    p->out_bytes = checked_bytes(s->b, s->hq, s->nq, s->dv, es);
+    p->lse_bytes = checked_bytes(s->b, s->hq, s->nq, 1, es);
+    if (!q_bytes || !k_bytes || !v_bytes || !p->out_bytes || !p->lse_bytes) {
+        fprintf(stderr, "fa-bench: the shape is too large to allocate\n");
+        return -1;
+    }
+    void *q = alloc_aligned(q_bytes, "q");
+    void *k = q ? alloc_aligned(k_bytes, "k") : NULL;
+    void *v = k ? alloc_aligned(v_bytes, "v") : NULL;
+    void *out = v ? alloc_aligned(p->out_bytes, "out") : NULL;
+    p->lse = out ? alloc_aligned(p->lse_bytes, "lse") : NULL;
+    p->q = make_view(q, s, s->hq, s->nq, s->d);
+    p->k = make_view(k, s, s->hkv, s->nk, s->d);
+    p->v = make_view(v, s, s->hkv, s->nk, s->dv);
+    p->out = make_view(out, s, s->hq, s->nq, s->dv);
+    if (!p->lse) {
+        bench_problem_free(p);
+        return -1;
+    }
+    fill(&p->q, dist, seed, STREAM_Q);
+    fill(&p->k, dist, seed, STREAM_K);
+    fill(&p->v, dist, seed, STREAM_V);
+    bench_problem_poison_outputs(p);
+    return 0;
+}
+
+void bench_problem_poison_outputs(bench_problem *p)
+{
+    // All-ones bytes are a NaN in both binary32 and binary64.
+    memset(p->out.data, 0xff, p->out_bytes);
+    memset(p->lse, 0xff, p->lse_bytes);
+}
+
+void bench_problem_free(bench_problem *p)
+{
+    free(p->q.data);
+    free(p->k.data);
+    free(p->v.data);
+    free(p->out.data);
+    free(p->lse);
+    memset(p, 0, sizeof *p);
+}
+
+double bench_forward_flops(const bench_shape *s)
+{
+    double pairs = (double)s->b * (double)s->hq * (double)s->nq * (double)s->nk;
+    double flops = 2.0 * pairs * (double)(s->d + s->dv); // Q·Kᵀ and P·V, one multiply-add = 2 FLOP
+    return s->causal == FA_CAUSAL_NONE ? flops : 0.5 * flops;
+}

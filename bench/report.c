@@ -1,0 +1,58 @@
+// Terminal report: fixed-width columns so several runs can be compared by eye.
+#include "report.h"
+
+#include <math.h>
+
+void bench_report_header(FILE *f, const bench_run_info *info)
+{
+    const bench_options *o = info->opt;
+    const bench_shape *s = &o->shape;
+    fprintf(f,
+            "fa-bench: flashattn %s, forward, %s, B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld, "
+            "causal=%s, "
+            "layout=%s\n",
+            info->version, bench_dtype_name(s->dtype), (long long)s->b, (long long)s->hq, (long long)s->hkv,
+            (long long)s->nq, (long long)s->nk, (long long)s->d, (long long)s->dv,
+            bench_causal_name(s->causal), bench_layout_name(s->layout));
+    fprintf(f, "  %.4g FLOP/call (2*B*Hq*Nq*Nk*(D+Dv)%s); inputs %s, seed %llu; warmup %d, reps %d",
+            info->flops, s->causal == FA_CAUSAL_NONE ? "" : ", halved for causal", bench_dist_name(o->dist),
+            (unsigned long long)o->seed, o->warmup, o->reps);
+    if (o->min_time > 0.0) fprintf(f, ", min-time %gs", o->min_time);
+    fprintf(f,
+            "\n  bind requested %s; block q/k %d/%d (0 = library's choice); omp_get_max_threads %d; "
+            "oracle check of %lld rows, normwise tolerance %.0e\n",
+            bench_bind_name(o->bind), o->block_q, o->block_k, info->omp_max_threads, (long long)o->check_rows,
+            info->tolerance);
+}
+
+// "-" where a figure does not exist (no 1-thread row to compare with).
+static void print_ratio(FILE *f, double x, int width, int precision)
+{
+    if (isfinite(x))
+        fprintf(f, "%*.*f", width, precision, x);
+    else
+        fprintf(f, "%*s", width, "-");
+}
+
+void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
+{
+    (void)info;
+    fprintf(f, "\n%7s %-6s %5s %9s %-6s %10s %10s %9s %7s %6s %11s %9s %9s\n", "threads", "bind", "bound",
+            "block q/k", "isa", "min ms", "median ms", "GFLOP/s", "speedup", "eff %", "scratch KiB",
+            "err out", "err lse");
+    int all_identical = 1;
+    for (int r = 0; r < n; r++) {
+        const bench_row *w = &rows[r];
+        char blocks[32];
+        snprintf(blocks, sizeof blocks, "%d/%d", w->stats.block_q, w->stats.block_k);
+        fprintf(f, "%7d %-6s %5d %9s %-6s %10.3f %10.3f %9.2f", w->threads, bench_bind_name(w->stats.bind),
+                w->stats.bound_threads, blocks, w->isa, 1e3 * w->timing.min_s, 1e3 * w->timing.median_s,
+                w->gflops);
+        print_ratio(f, w->speedup, 8, 2);
+        print_ratio(f, 100.0 * w->efficiency, 7, 1);
+        fprintf(f, " %11.1f %9.2e %9.2e\n", (double)w->stats.scratch_peak / 1024.0, w->err_out, w->err_lse);
+        if (w->bitwise_identical != 1) all_identical = 0;
+    }
+    fprintf(f, "\nout and lse bitwise identical across thread counts and repetitions: %s\n",
+            all_identical ? "yes" : "not compared (block sizes differed between thread counts)");
+}

@@ -1,0 +1,157 @@
+// Sampled comparison of out and lse against ref_forward_row (float64).
+#include "verify.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "reference.h"
+
+// What one checked row contributed; reduced serially so the result does not depend on the team.
+typedef struct {
+    int64_t b, h, i;
+    double out_diff, out_ref_max; // largest |got - want| in the row, largest finite |want|
+    int64_t col;
+    double got, want;
+    double lse_got, lse_want;
+} row_check;
+
+double bench_verify_tolerance(fa_dtype t)
+{
+    return t == FA_F64 ? 1e-12 : 1e-4;
+}
+
+// |got - want| where equal infinities (lse = -inf of a masked row) agree and any NaN the oracle
+// does not have counts as an infinite error.
+static double abs_diff(double got, double want)
+{
+    if (got == want) return 0.0;
+    if (isnan(got) && isnan(want)) return 0.0;
+    double d = fabs(got - want);
+    return isnan(d) ? INFINITY : d;
+}
+
+static double load_lse(const bench_problem *pb, int64_t row)
+{
+    if (pb->shape.dtype == FA_F64) return ((const double *)pb->lse)[row];
+    return (double)((const float *)pb->lse)[row];
+}
+
+// The k-th of n sample rows out of total: floor(k * (total - 1) / (n - 1)), strictly increasing
+// because n <= total; k = 0 gives the first row and k = n - 1 the last. Computed in double when
+// the product could overflow int64 (only for absurd sizes; the order is kept).
+static int64_t sample_row(int64_t k, int64_t n, int64_t total)
+{
+    if (n <= 1) return 0;
+    if (k != 0 && total - 1 > INT64_MAX / k)
+        return (int64_t)((double)k * (double)(total - 1) / (double)(n - 1));
+    return k * (total - 1) / (n - 1);
+}
+
+static void check_row(const bench_problem *pb, const fa_params *p, int64_t row, double *want_row,
+                      row_check *c)
+{
+    const bench_shape *s = &pb->shape;
+    c->i = row % s->nq;
+    c->h = (row / s->nq) % s->hq;
+    c->b = row / (s->nq * s->hq);
+    ref_forward_row(p, &pb->q, &pb->k, &pb->v, c->b, c->h, c->i, want_row, &c->lse_want);
+    c->out_diff = 0.0;
+    c->out_ref_max = 0.0;
+    c->col = 0;
+    c->got = c->want = 0.0;
+    for (int64_t y = 0; y < s->dv; y++) {
+        double got = ref_load(&pb->out, c->b, c->h, c->i, y);
+        double diff = abs_diff(got, want_row[y]);
+        if (isfinite(want_row[y]) && fabs(want_row[y]) > c->out_ref_max) c->out_ref_max = fabs(want_row[y]);
+        if (y == 0 || diff > c->out_diff) {
+            c->out_diff = diff;
+            c->col = y;
+            c->got = got;
+            c->want = want_row[y];
+        }
+    }
+    c->lse_got = load_lse(pb, row);
+}
+
+int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t check_rows,
+                         bench_verify_result *r)
+{
+    const bench_shape *s = &pb->shape;
+    int64_t total = s->b * s->hq * s->nq;
+    int64_t n = check_rows < total ? check_rows : total;
+    if (n < 2 && total >= 2) n = 2; // first and last are always in the sample
+    row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
+    if (!checks) return -1;
+    int failed_alloc = 0;
+
+    // The oracle costs Nk*(D+Dv) double operations per row; rows are independent, so the sample is
+    // spread over the machine's threads. Each row's result lands in its own slot.
+#pragma omp parallel reduction(| : failed_alloc)
+    {
+        double *want_row = malloc(sizeof(double) * (size_t)s->dv);
+        if (!want_row) failed_alloc = 1;
+#pragma omp for schedule(dynamic)
+        for (int64_t k = 0; k < n; k++)
+            if (want_row) check_row(pb, p, sample_row(k, n, total), want_row, &checks[k]);
+        free(want_row);
+    }
+    if (failed_alloc) {
+        free(checks);
+        return -1;
+    }
+
+    double out_diff = 0.0, out_scale = 0.0, lse_diff = 0.0, lse_scale = 1.0;
+    for (int64_t k = 0; k < n; k++) {
+        const row_check *c = &checks[k];
+        if (c->out_diff > out_diff) out_diff = c->out_diff;
+        if (c->out_ref_max > out_scale) out_scale = c->out_ref_max;
+        double ld = abs_diff(c->lse_got, c->lse_want);
+        if (ld > lse_diff) lse_diff = ld;
+        if (isfinite(c->lse_want) && fabs(c->lse_want) > lse_scale) lse_scale = fabs(c->lse_want);
+    }
+    if (out_scale == 0.0) out_scale = 1.0; // every checked row masked: zeros are expected exactly
+
+    // Worst row: the largest error after the same scaling the verdict uses.
+    int64_t worst = 0;
+    double worst_err = -1.0;
+    for (int64_t k = 0; k < n; k++) {
+        double e_out = checks[k].out_diff / out_scale;
+        double e_lse = abs_diff(checks[k].lse_got, checks[k].lse_want) / lse_scale;
+        double e = e_out > e_lse ? e_out : e_lse;
+        if (e > worst_err) {
+            worst_err = e;
+            worst = k;
+        }
+    }
+
+    r->rows_checked = n;
+    r->tolerance = bench_verify_tolerance(s->dtype);
+    r->err_out = out_diff / out_scale;
+    r->err_lse = lse_diff / lse_scale;
+    r->passed = r->err_out <= r->tolerance && r->err_lse <= r->tolerance;
+    if (n > 0) {
+        const row_check *c = &checks[worst];
+        r->worst_b = c->b;
+        r->worst_h = c->h;
+        r->worst_i = c->i;
+        r->worst_col = c->col;
+        r->worst_got = c->got;
+        r->worst_want = c->want;
+        r->worst_lse_got = c->lse_got;
+        r->worst_lse_want = c->lse_want;
+    }
+    free(checks);
+    return 0;
+}
+
+void bench_verify_print_worst(FILE *f, const bench_verify_result *r)
+{
+    fprintf(f,
+            "  worst row: b=%lld h=%lld i=%lld\n"
+            "    out[%lld] = %.17g, oracle %.17g\n"
+            "    lse      = %.17g, oracle %.17g\n"
+            "  normwise error: out %.3e, lse %.3e (tolerance %.0e, %lld rows checked)\n",
+            (long long)r->worst_b, (long long)r->worst_h, (long long)r->worst_i, (long long)r->worst_col,
+            r->worst_got, r->worst_want, r->worst_lse_got, r->worst_lse_want, r->err_out, r->err_lse,
+            r->tolerance, (long long)r->rows_checked);
+}

@@ -1,0 +1,37 @@
+/* Verification of a forward result against the float64 oracle (tests/reference.h) on a sample of
+ * rows. fa-bench runs it on every thread count's first output, before any timing. */
+#ifndef FA_BENCH_VERIFY_H
+#define FA_BENCH_VERIFY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "flashattn.h"
+#include "problem.h"
+
+typedef struct {
+    int64_t rows_checked;
+    double tolerance;
+    double err_out; /* max|out - ref| / max|ref| over the checked rows (absolute if every ref is 0) */
+    double err_lse; /* max|lse - ref| / max(1, max|ref|): lse is a logarithm, so its absolute error is
+                       the relative error of the softmax denominator; the floor keeps lse near 0 fair */
+    int passed;     /* both errors <= tolerance (a NaN where the oracle has a number fails) */
+    /* The row with the largest error (out or lse, each scaled as above), for the failure message. */
+    int64_t worst_b, worst_h, worst_i;
+    int64_t worst_col; /* column of out with the largest difference in that row */
+    double worst_got, worst_want, worst_lse_got, worst_lse_want;
+} bench_verify_result;
+
+/* 1e-12 for f64 (the exactness mode), 1e-4 for f32 (a flash forward is typically ~1e-6). */
+double bench_verify_tolerance(fa_dtype t);
+
+/* Checks min(check_rows, B*Hq*Nq) rows spread evenly over the flattened (b, h, i) index, always
+ * including the first and the last, so the choice is deterministic and covers every batch and head
+ * when enough rows are asked for. Returns 0 (see r->passed), or -1 if memory ran out. */
+int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t check_rows,
+                         bench_verify_result *r);
+
+/* Prints the worst row of a failed (or passed) verification to f. */
+void bench_verify_print_worst(FILE *f, const bench_verify_result *r);
+
+#endif
