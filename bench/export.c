@@ -42,7 +42,7 @@ static value vbool(int b)
 // row (const bench_row *).
 #define BENCH_COLUMNS(X)                                                                                     \
     X("library_version", vstr(info->version))                                                                \
-    X("pass", vstr("fwd"))                                                                                   \
+    X("pass", vstr(bench_pass_name(info->opt->pass)))                                                        \
     X("dtype", vstr(bench_dtype_name(s->dtype)))                                                             \
     X("causal", vstr(bench_causal_name(s->causal)))                                                          \
     X("layout", vstr(bench_layout_name(s->layout)))                                                          \
@@ -76,6 +76,12 @@ static value vbool(int b)
     X("err_out", vnum(row->err_out))                                                                         \
     X("err_lse", vnum(row->err_lse))                                                                         \
     X("tolerance", vnum(info->tolerance))                                                                    \
+    X("rows_checked_dq", vint(row->rows_checked_dq))                                                         \
+    X("rows_checked_dkdv", vint(row->rows_checked_dkdv))                                                     \
+    X("err_dq", vnum(row->err_dq))                                                                           \
+    X("err_dk", vnum(row->err_dk))                                                                           \
+    X("err_dv", vnum(row->err_dv))                                                                           \
+    X("grad_tolerance", vnum(info->grad_tolerance))                                                          \
     X("bitwise_identical", vbool(row->bitwise_identical))
 
 #define COLUMN_NAME(name, expr)  name,

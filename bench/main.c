@@ -1,60 +1,23 @@
 // fa-bench: parse the command line, build one problem, and for each thread count create a context,
-// run once, verify against the float64 oracle, and only then time it. Speeds are reported only
-// when every thread count has passed, so a printed GFLOP/s always belongs to a correct result.
+// run the pass once, verify against the float64 oracles, and only then time it. Speeds are reported
+// only when every thread count has passed, so a printed GFLOP/s always belongs to a correct result.
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "export.h"
+#include "golden.h"
 #include "options.h"
 #include "problem.h"
 #include "report.h"
 #include "results.h"
 #include "timing.h"
 #include "verify.h"
-
-typedef struct {
-    fa_context *ctx;
-    const fa_params *params;
-    const bench_problem *pb;
-} forward_call;
-
-static fa_status call_forward(void *arg)
-{
-    const forward_call *c = arg;
-    return fa_forward(c->ctx, c->params, &c->pb->q, &c->pb->k, &c->pb->v, &c->pb->out, c->pb->lse);
-}
-
-// The run's first verified output. The library promises identical bytes for every thread count
-// and repetition (same block sizes), so every later output is compared with it.
-typedef struct {
-    void *out, *lse;
-    int block_q, block_k;
-    int have;
-} golden_output;
-
-static int save_golden(golden_output *g, const bench_problem *pb, const fa_stats *st)
-{
-    g->out = malloc(pb->out_bytes);
-    g->lse = malloc(pb->lse_bytes);
-    if (!g->out || !g->lse) {
-        fprintf(stderr, "fa-bench: cannot allocate a copy of the output for the determinism check\n");
-        return -1;
-    }
-    memcpy(g->out, pb->out.data, pb->out_bytes);
-    memcpy(g->lse, pb->lse, pb->lse_bytes);
-    g->block_q = st->block_q;
-    g->block_k = st->block_k;
-    g->have = 1;
-    return 0;
-}
-
-static int equals_golden(const golden_output *g, const bench_problem *pb)
-{
-    return memcmp(g->out, pb->out.data, pb->out_bytes) == 0 && memcmp(g->lse, pb->lse, pb->lse_bytes) == 0;
-}
+#include "verify_backward.h"
 
 static int report_status(const char *what, int threads, fa_status s)
 {
@@ -63,9 +26,48 @@ static int report_status(const char *what, int threads, fa_status s)
     return -1;
 }
 
+// Checks the outputs of the verified call: out and lse always (a backward's inputs come from that
+// forward), the gradients when the pass has them. Fills the row's error fields; -1 after a message.
+static int verify_outputs(const bench_options *o, const bench_problem *pb, const fa_params *params,
+                          const bench_backward_oracle *oracle, int threads, bench_row *row)
+{
+    bench_verify_result vr;
+    if (bench_verify_forward(pb, params, o->check_rows, &vr) != 0) {
+        fprintf(stderr, "fa-bench: out of memory during verification\n");
+        return -1;
+    }
+    if (!vr.passed) {
+        fprintf(stderr, "fa-bench: verification of out and lse FAILED at threads=%d (%s, bind %s)\n", threads,
+                bench_dtype_name(pb->shape.dtype), bench_bind_name(o->bind));
+        bench_verify_print_worst(stderr, &vr);
+        return -1;
+    }
+    row->rows_checked = vr.rows_checked;
+    row->err_out = vr.err_out;
+    row->err_lse = vr.err_lse;
+    row->err_dq = row->err_dk = row->err_dv = NAN;
+    if (!pb->has_gradients) return 0;
+
+    bench_verify_backward_result br;
+    bench_verify_backward(pb, oracle, &br);
+    if (!br.passed) {
+        fprintf(stderr, "fa-bench: verification of dq, dk and dv FAILED at threads=%d (%s, bind %s)\n",
+                threads, bench_dtype_name(pb->shape.dtype), bench_bind_name(o->bind));
+        bench_verify_backward_print_worst(stderr, &br);
+        return -1;
+    }
+    row->rows_checked_dq = br.rows_dq;
+    row->rows_checked_dkdv = br.rows_dkdv;
+    row->err_dq = br.err_dq;
+    row->err_dk = br.err_dk;
+    row->err_dv = br.err_dv;
+    return 0;
+}
+
 // One thread count, start to finish. Returns 0 with *row filled, or -1 after printing why.
-static int run_thread_count(const bench_options *o, bench_problem *pb, const fa_params *params, int threads,
-                            golden_output *golden, bench_row *row)
+static int run_thread_count(const bench_options *o, bench_problem *pb, const fa_params *params,
+                            const bench_backward_oracle *oracle, int threads, bench_golden *golden,
+                            bench_row *row)
 {
     int progress = isatty(STDERR_FILENO);
     fa_context_opts copts = fa_context_opts_default();
@@ -76,40 +78,37 @@ static int run_thread_count(const bench_options *o, bench_problem *pb, const fa_
     fa_context *ctx = NULL;
     fa_status s = fa_context_create(&ctx, &copts);
     if (s != FA_OK) return report_status("fa_context_create", threads, s);
-    forward_call call = {ctx, params, pb};
+    bench_call call = {ctx, params, pb};
+    bench_call_fn timed = bench_pass_call(o->pass);
+    const char *timed_name = bench_pass_call_name(o->pass);
     int rc = -1;
 
-    // Correctness first: a NaN-filled output, one call, the oracle on sampled rows.
+    // Correctness first: NaN-filled outputs, one call (for bwd, after the forward that makes its out
+    // and lse, on the same context), the oracles on sampled rows.
     bench_problem_poison_outputs(pb);
-    s = call_forward(&call);
-    if (s != FA_OK) {
-        report_status("fa_forward", threads, s);
+    if (o->pass == BENCH_PASS_BWD && (s = bench_call_forward(&call)) != FA_OK) {
+        report_status("fa_forward (the backward's inputs)", threads, s);
+        goto done;
+    }
+    if ((s = timed(&call)) != FA_OK) {
+        report_status(timed_name, threads, s);
         goto done;
     }
     if (progress) fprintf(stderr, "fa-bench: threads=%d: verifying...\n", threads);
-    bench_verify_result vr;
-    if (bench_verify_forward(pb, params, o->check_rows, &vr) != 0) {
-        fprintf(stderr, "fa-bench: out of memory during verification\n");
-        goto done;
-    }
-    if (!vr.passed) {
-        fprintf(stderr, "fa-bench: verification FAILED at threads=%d (%s, bind %s)\n", threads,
-                bench_dtype_name(pb->shape.dtype), bench_bind_name(o->bind));
-        bench_verify_print_worst(stderr, &vr);
-        goto done;
-    }
+    if (verify_outputs(o, pb, params, oracle, threads, row) != 0) goto done;
 
     fa_stats st;
     fa_context_stats(ctx, &st);
     int comparable = 1;
+    const char *differs = NULL;
     if (!golden->have) {
-        if (save_golden(golden, pb, &st) != 0) goto done;
+        if (bench_golden_save(golden, pb, &st) != 0) goto done;
     } else if (st.block_q == golden->block_q && st.block_k == golden->block_k) {
-        if (!equals_golden(golden, pb)) {
+        if ((differs = bench_golden_first_difference(golden, pb)) != NULL) {
             fprintf(stderr,
-                    "fa-bench: output with %d threads differs bitwise from the first thread count's "
+                    "fa-bench: %s with %d threads differs bitwise from the first thread count's "
                     "(same blocks %d/%d): the determinism contract is broken\n",
-                    threads, st.block_q, st.block_k);
+                    differs, threads, st.block_q, st.block_k);
             goto done;
         }
     } else {
@@ -117,18 +116,18 @@ static int run_thread_count(const bench_options *o, bench_problem *pb, const fa_
     }
 
     if (progress) fprintf(stderr, "fa-bench: threads=%d: timing...\n", threads);
-    s = bench_time_calls(call_forward, &call, o->warmup, o->reps, o->min_time, &row->timing);
+    s = bench_time_calls(timed, &call, o->warmup, o->reps, o->min_time, &row->timing);
     if (s != FA_OK) {
-        report_status("timed fa_forward", threads, s);
+        report_status(timed_name, threads, s);
         goto done;
     }
-    // The last timed call's output must still be the verified one: catches races that show up
+    // The last timed call's outputs must still be the verified ones: catches races that show up
     // only under repetition.
-    if (comparable && !equals_golden(golden, pb)) {
+    if (comparable && (differs = bench_golden_first_difference(golden, pb)) != NULL) {
         fprintf(stderr,
-                "fa-bench: output after %d timed calls with %d threads is not bitwise identical to the "
+                "fa-bench: %s after %d timed calls with %d threads is not bitwise identical to the "
                 "verified one\n",
-                row->timing.count, threads);
+                differs, row->timing.count, threads);
         goto done;
     }
 
@@ -136,9 +135,6 @@ static int run_thread_count(const bench_options *o, bench_problem *pb, const fa_
     snprintf(row->isa, sizeof row->isa, "%s", row->stats.isa ? row->stats.isa : "?");
     row->stats.isa = NULL;
     row->threads = threads;
-    row->rows_checked = vr.rows_checked;
-    row->err_out = vr.err_out;
-    row->err_lse = vr.err_lse;
     row->bitwise_identical = comparable ? 1 : -1;
     rc = 0;
 done:
@@ -155,21 +151,38 @@ int main(int argc, char **argv)
     case BENCH_PARSE_RUN: break;
     }
 
+    int gradients = o.pass != BENCH_PASS_FWD;
     bench_problem pb;
-    if (bench_problem_init(&pb, &o.shape, o.dist, o.seed) != 0) return 1;
+    if (bench_problem_init(&pb, &o.shape, o.dist, o.seed, gradients) != 0) return 1;
     fa_params params = fa_params_default();
     params.causal = o.shape.causal;
-    bench_run_info info = {&o, fa_version(), bench_forward_flops(&o.shape),
-                           bench_verify_tolerance(o.shape.dtype), omp_get_max_threads()};
+    bench_run_info info = {&o,
+                           fa_version(),
+                           bench_pass_flops(&o.shape, o.pass),
+                           bench_verify_tolerance(o.shape.dtype),
+                           gradients ? bench_verify_gradient_tolerance(o.shape.dtype) : NAN,
+                           NAN,
+                           omp_get_max_threads()};
     bench_report_header(stdout, &info);
     fflush(stdout); // the header shows what is running while the (possibly long) runs go on
 
+    int rc = 0;
+    // The gradient oracle depends on the problem only: computed once, before any library call.
+    bench_backward_oracle oracle = {0};
+    if (gradients) {
+        if (isatty(STDERR_FILENO)) fprintf(stderr, "fa-bench: computing the float64 gradient oracle...\n");
+        if (bench_backward_oracle_compute(&oracle, &pb, &params, o.check_rows) != 0) {
+            fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
+            rc = 1;
+        }
+        info.grad_oracle_s = oracle.seconds;
+    }
+
     bench_row rows[BENCH_MAX_THREAD_COUNTS];
     memset(rows, 0, sizeof rows);
-    golden_output golden = {0};
-    int rc = 0;
+    bench_golden golden = {0};
     for (int t = 0; t < o.n_thread_counts && rc == 0; t++) {
-        if (run_thread_count(&o, &pb, &params, o.thread_counts[t], &golden, &rows[t]) != 0)
+        if (run_thread_count(&o, &pb, &params, &oracle, o.thread_counts[t], &golden, &rows[t]) != 0)
             rc = 1;
         else
             rows[t].gflops = info.flops / rows[t].timing.min_s / 1e9;
@@ -181,8 +194,8 @@ int main(int argc, char **argv)
         if (o.csv_path && bench_export_csv(o.csv_path, &info, rows, o.n_thread_counts) != 0) rc = 1;
         if (o.json_path && bench_export_json(o.json_path, &info, rows, o.n_thread_counts) != 0) rc = 1;
     }
-    free(golden.out);
-    free(golden.lse);
+    bench_golden_free(&golden);
+    bench_backward_oracle_free(&oracle);
     bench_problem_free(&pb);
     return rc;
 }

@@ -16,9 +16,16 @@
 static const char help_text[] =
     "usage: fa-bench [options]\n"
     "\n"
-    "Times flashattn's forward pass on one shape for one or more thread counts. Before timing, each\n"
-    "thread count's output is checked against a float64 oracle on a sample of rows, and every later\n"
-    "output must be bitwise identical to the first (the library's determinism contract).\n"
+    "Times flashattn on one shape for one or more thread counts: the forward pass, the backward pass,\n"
+    "or both (--pass). Before timing, each thread count's outputs are checked against a float64 oracle\n"
+    "on a sample of rows, and every later output must be bitwise identical to the first (the library's\n"
+    "determinism contract).\n"
+    "\n"
+    "what is timed:\n"
+    "  --pass P           fwd | bwd | fwdbwd (default fwd). fwd: one fa_forward per call. bwd: one\n"
+    "                     fa_backward per call; its out and lse come from one fa_forward on the same\n"
+    "                     context before timing, dout is drawn like the inputs (stream of its own).\n"
+    "                     fwdbwd: fa_forward followed by fa_backward per call\n"
     "\n"
     "shape:\n"
     "  --b B              batch size (default 1)\n"
@@ -30,8 +37,8 @@ static const char help_text[] =
     "  --dv Dv            value head dim, 1..%d (default D)\n"
     "  --dtype T          f32 | f64 (default f32)\n"
     "  --causal C         none | top-left | bottom-right (default none)\n"
-    "  --layout L         bhsd | bshd: memory order of q, k, v, out (default bhsd)\n"
-    "  --dist X           normal | uniform: N(0,1) or U(-1,1) inputs (default normal)\n"
+    "  --layout L         bhsd | bshd: memory order of q, k, v, out and their gradients (default bhsd)\n"
+    "  --dist X           normal | uniform: N(0,1) or U(-1,1) inputs and dout (default normal)\n"
     "  --seed S           input seed (default 1); values depend on (b, h, s, d), not on the layout\n"
     "\n"
     "execution:\n"
@@ -45,23 +52,34 @@ static const char help_text[] =
     "  --reps R           timed calls (default 5)\n"
     "  --min-time S       keep timing past R calls until S seconds of calls are timed (default 0)\n"
     "  --check-rows N     rows checked against the oracle, spread over (b, h, i), first and last\n"
-    "                     included (default 64)\n"
+    "                     included (default 64); bwd and fwdbwd check as many rows of dq, spread over\n"
+    "                     (b, h, i), and of dk and dv, spread over (b, kv head, j)\n"
     "  --csv FILE         write one row per thread count (overwrites FILE)\n"
     "  --json FILE        write a JSON array with one object per thread count (overwrites FILE)\n"
     "  -h, --help         this text\n"
     "\n"
     "Speed: GFLOP/s = FLOP / min time, with forward FLOP = 2*B*Hq*Nq*Nk*(D+Dv) (= 4*B*H*N^2*D when\n"
     "Dv = D and Nk = Nq), halved for either causal mode. The halving is the usual convention, not a\n"
-    "count of visible pairs (bottom-right with Nk > Nq sees more than half). Speedup and efficiency\n"
-    "are against the 1-thread row of the same run, when the list has one.\n"
+    "count of visible pairs (bottom-right with Nk > Nq sees more than half). Backward FLOP = 2.5 x\n"
+    "forward (it recomputes Q*K^T and adds four products: dO*V^T, P^T*dO, dS*K, dS^T*Q), so fwdbwd\n"
+    "FLOP = 3.5 x forward and its GFLOP/s is the combined throughput of the pair. Speedup and\n"
+    "efficiency are against the 1-thread row of the same run, when the list has one.\n"
     "\n"
     "Verification: normwise relative error max|x - ref| / max|ref| over the checked rows of out, and\n"
     "max|lse - ref| / max(1, max|ref|) for lse; it must be <= 1e-12 for f64 and <= 1e-4 for f32.\n"
+    "bwd and fwdbwd also check out and lse, then dq, dk and dv against a float64 row-level oracle\n"
+    "(tests/reference_backward.h) computed from q, k, v and dout alone, never from the library's out\n"
+    "or lse: normwise error max|g - ref| / max|ref| per gradient, <= 1e-11 for f64 and <= 1e-3 for\n"
+    "f32. A dk/dv row sums over every query row that sees its key, so the oracle first computes the\n"
+    "softmax normaliser of every query row of each (batch, kv head) the sample touches: about one\n"
+    "float64 forward of those heads (every head when B*Hkv <= --check-rows), once per run, shared by\n"
+    "all thread counts. Lower --check-rows to touch fewer heads of a very large problem.\n"
     "\n"
     "Exit status: 0 success, 1 verification or library failure (no speed is reported), 2 bad arguments.\n";
 
 enum {
-    OPT_B = 256,
+    OPT_PASS = 256,
+    OPT_B,
     OPT_H,
     OPT_HKV,
     OPT_NQ,
@@ -86,6 +104,7 @@ enum {
 };
 
 static const struct option long_options[] = {
+    {"pass", required_argument, NULL, OPT_PASS},
     {"b", required_argument, NULL, OPT_B},
     {"h", required_argument, NULL, OPT_H},
     {"hkv", required_argument, NULL, OPT_HKV},
@@ -132,6 +151,8 @@ static const name_value bind_names[] = {{"auto", FA_BIND_AUTO},
                                         {NULL, 0}};
 static const name_value dist_names[] = {
     {"normal", BENCH_DIST_NORMAL}, {"uniform", BENCH_DIST_UNIFORM}, {NULL, 0}};
+static const name_value pass_names[] = {
+    {"fwd", BENCH_PASS_FWD}, {"bwd", BENCH_PASS_BWD}, {"fwdbwd", BENCH_PASS_FWDBWD}, {NULL, 0}};
 
 static const char *name_of(const name_value *table, int value)
 {
@@ -159,6 +180,10 @@ const char *bench_bind_name(fa_bind b)
 const char *bench_dist_name(bench_dist d)
 {
     return name_of(dist_names, (int)d);
+}
+const char *bench_pass_name(bench_pass p)
+{
+    return name_of(pass_names, (int)p);
 }
 
 // Every parse helper prints its own message and returns -1, so the caller only propagates failure.
@@ -266,6 +291,7 @@ static void set_defaults(bench_options *o)
     o->shape.dtype = FA_F32;
     o->shape.causal = FA_CAUSAL_NONE;
     o->shape.layout = BENCH_LAYOUT_BHSD;
+    o->pass = BENCH_PASS_FWD;
     o->dist = BENCH_DIST_NORMAL;
     o->seed = 1;
     o->bind = FA_BIND_AUTO;
@@ -304,6 +330,10 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
         const char *arg = optarg;
         switch (c) {
         case 'h': printf(help_text, BENCH_MAX_DIM, BENCH_MAX_DIM); return BENCH_PARSE_HELP;
+        case OPT_PASS:
+            rc = parse_choice("pass", arg, pass_names, &choice);
+            o->pass = (bench_pass)choice;
+            break;
         case OPT_B: rc = parse_int64("b", arg, 1, INT32_MAX, &o->shape.b); break;
         case OPT_H: rc = parse_int64("h", arg, 1, INT32_MAX, &o->shape.hq); break;
         case OPT_HKV: rc = parse_int64("hkv", arg, 1, INT32_MAX, &o->shape.hkv); break;

@@ -1,5 +1,5 @@
 /* fa-bench command line: what one run measures, and the names of its enum values.
- * Parsing lives apart from orchestration so that later options (--pass, --isa, presets)
+ * Parsing lives apart from orchestration so that later options (--isa, presets)
  * change this file and its .c only. */
 #ifndef FA_BENCH_OPTIONS_H
 #define FA_BENCH_OPTIONS_H
@@ -14,6 +14,10 @@
 typedef enum { BENCH_LAYOUT_BHSD = 0, BENCH_LAYOUT_BSHD = 1 } bench_layout;
 typedef enum { BENCH_DIST_NORMAL = 0, BENCH_DIST_UNIFORM = 1 } bench_dist;
 
+/* What one timed call is: fa_forward, fa_backward (its out and lse computed once beforehand), or
+ * fa_forward followed by fa_backward. */
+typedef enum { BENCH_PASS_FWD = 0, BENCH_PASS_BWD = 1, BENCH_PASS_FWDBWD = 2 } bench_pass;
+
 /* The problem, independent of how it is run. */
 typedef struct {
     int64_t b, hq, hkv, nq, nk, d, dv;
@@ -24,6 +28,7 @@ typedef struct {
 
 typedef struct {
     bench_shape shape;
+    bench_pass pass;
     bench_dist dist;
     uint64_t seed;
     int thread_counts[BENCH_MAX_THREAD_COUNTS];
@@ -50,5 +55,6 @@ const char *bench_causal_name(fa_causal c);
 const char *bench_layout_name(bench_layout l);
 const char *bench_bind_name(fa_bind b);
 const char *bench_dist_name(bench_dist d);
+const char *bench_pass_name(bench_pass p);
 
 #endif

@@ -9,8 +9,8 @@
 // Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
 #define BENCH_ALIGN 64
 
-// Stream ids keep q, k and v independent for the same seed.
-enum { STREAM_Q = 1, STREAM_K = 2, STREAM_V = 3 };
+// Stream ids keep q, k, v and dout independent for the same seed.
+enum { STREAM_Q = 1, STREAM_K = 2, STREAM_V = 3, STREAM_DOUT = 4 };
 
 // splitmix64's output function: a counter-based generator, so each element's value depends on
 // (seed, tensor, logical index) only and a future parallel fill gives the same numbers.
@@ -89,7 +89,30 @@ static void fill(const fa_tensor *t, bench_dist dist, uint64_t seed, uint64_t st
             }
 }
 
-int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed)
+// Allocates the backward's tensors: dout (filled), dq, dk, dv. Returns 0 or -1 (after a message).
+static int init_gradients(bench_problem *p, bench_dist dist, uint64_t seed, size_t q_bytes, size_t k_bytes,
+                          size_t v_bytes)
+{
+    const bench_shape *s = &p->shape;
+    p->dq_bytes = q_bytes;
+    p->dk_bytes = k_bytes;
+    p->dv_bytes = v_bytes;
+    void *dout = alloc_aligned(p->out_bytes, "dout");
+    void *dq = dout ? alloc_aligned(q_bytes, "dq") : NULL;
+    void *dk = dq ? alloc_aligned(k_bytes, "dk") : NULL;
+    void *dv = dk ? alloc_aligned(v_bytes, "dv") : NULL;
+    p->dout = make_view(dout, s, s->hq, s->nq, s->dv);
+    p->dq = make_view(dq, s, s->hq, s->nq, s->d);
+    p->dk = make_view(dk, s, s->hkv, s->nk, s->d);
+    p->dv = make_view(dv, s, s->hkv, s->nk, s->dv);
+    if (!dv) return -1;
+    p->has_gradients = 1;
+    fill(&p->dout, dist, seed, STREAM_DOUT);
+    return 0;
+}
+
+int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed,
+                       int with_gradients)
 {
     memset(p, 0, sizeof *p);
     p->shape = *s;
@@ -112,7 +135,7 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
     p->k = make_view(k, s, s->hkv, s->nk, s->d);
     p->v = make_view(v, s, s->hkv, s->nk, s->dv);
     p->out = make_view(out, s, s->hq, s->nq, s->dv);
-    if (!p->lse) {
+    if (!p->lse || (with_gradients && init_gradients(p, dist, seed, q_bytes, k_bytes, v_bytes) != 0)) {
         bench_problem_free(p);
         return -1;
     }
@@ -128,6 +151,10 @@ void bench_problem_poison_outputs(bench_problem *p)
     // All-ones bytes are a NaN in both binary32 and binary64.
     memset(p->out.data, 0xff, p->out_bytes);
     memset(p->lse, 0xff, p->lse_bytes);
+    if (!p->has_gradients) return;
+    memset(p->dq.data, 0xff, p->dq_bytes);
+    memset(p->dk.data, 0xff, p->dk_bytes);
+    memset(p->dv.data, 0xff, p->dv_bytes);
 }
 
 void bench_problem_free(bench_problem *p)
@@ -137,6 +164,10 @@ void bench_problem_free(bench_problem *p)
     free(p->v.data);
     free(p->out.data);
     free(p->lse);
+    free(p->dout.data);
+    free(p->dq.data);
+    free(p->dk.data);
+    free(p->dv.data);
     memset(p, 0, sizeof *p);
 }
 
@@ -145,4 +176,16 @@ double bench_forward_flops(const bench_shape *s)
     double pairs = (double)s->b * (double)s->hq * (double)s->nq * (double)s->nk;
     double flops = 2.0 * pairs * (double)(s->d + s->dv); // Q·Kᵀ and P·V, one multiply-add = 2 FLOP
     return s->causal == FA_CAUSAL_NONE ? flops : 0.5 * flops;
+}
+
+double bench_pass_flops(const bench_shape *s, bench_pass pass)
+{
+    // The backward recomputes Q·Kᵀ and adds dO·Vᵀ, Pᵀ·dO, dS·K and dSᵀ·Q: 2.5 forwards when Dv = D,
+    // the convention FlashAttention's papers use, kept for every Dv so numbers stay comparable.
+    double forward = bench_forward_flops(s);
+    switch (pass) {
+    case BENCH_PASS_BWD: return 2.5 * forward;
+    case BENCH_PASS_FWDBWD: return 3.5 * forward;
+    default: return forward;
+    }
 }

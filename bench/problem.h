@@ -1,5 +1,5 @@
 /* The tensors one benchmark run works on: allocated once, 64-byte aligned, filled from a seed.
- * The backward pass (dout, dq, dk, dv) will be added here when fa-bench gains --pass. */
+ * The backward pass's tensors (dout, dq, dk, dv) exist only when the run times a backward. */
 #ifndef FA_BENCH_PROBLEM_H
 #define FA_BENCH_PROBLEM_H
 
@@ -14,13 +14,19 @@ typedef struct {
     fa_tensor q, k, v, out; /* views over the buffers below, in the requested layout */
     void *lse;              /* contiguous [B][Hq][Nq] of double (f64) or float (f32) */
     size_t out_bytes, lse_bytes;
+    int has_gradients;          /* 1: the four tensors below exist; 0: their data is NULL */
+    fa_tensor dout, dq, dk, dv; /* dout shaped like out, dq/dk/dv like q/k/v, same layout */
+    size_t dq_bytes, dk_bytes, dv_bytes;
 } bench_problem;
 
-/* Allocates and fills q, k, v from (seed, dist); out and lse are filled with NaN so that a value the
- * library never writes cannot pass verification. Returns 0, or -1 after printing why to stderr. */
-int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed);
+/* Allocates and fills q, k, v (and, with_gradients, dout) from (seed, dist); out, lse (and dq, dk,
+ * dv) are filled with NaN so that a value the library never writes cannot pass verification.
+ * Returns 0, or -1 after printing why to stderr. */
+int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed,
+                       int with_gradients);
 
-/* Refills out and lse with NaN (before a call whose output is about to be verified). */
+/* Refills every output (out, lse, and dq, dk, dv when present) with NaN, before a call whose output is
+ * about to be verified. */
 void bench_problem_poison_outputs(bench_problem *p);
 
 /* Frees every buffer; a zeroed or half-initialized problem is fine. */
@@ -28,5 +34,8 @@ void bench_problem_free(bench_problem *p);
 
 /* Forward FLOP of one call: 2*B*Hq*Nq*Nk*(D+Dv), halved for causal (see --help). */
 double bench_forward_flops(const bench_shape *s);
+
+/* FLOP of one timed call of a pass: forward x 1, x 2.5 (bwd) or x 3.5 (fwdbwd). */
+double bench_pass_flops(const bench_shape *s, bench_pass pass);
 
 #endif

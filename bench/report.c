@@ -3,26 +3,48 @@
 
 #include <math.h>
 
+static const char *pass_title(bench_pass pass)
+{
+    switch (pass) {
+    case BENCH_PASS_BWD: return "backward (out and lse from one untimed forward)";
+    case BENCH_PASS_FWDBWD: return "forward+backward (one fa_forward then one fa_backward per call)";
+    default: return "forward";
+    }
+}
+
+static const char *flop_multiplier(bench_pass pass)
+{
+    switch (pass) {
+    case BENCH_PASS_BWD: return "2.5 x forward, forward = ";
+    case BENCH_PASS_FWDBWD: return "3.5 x forward, forward = ";
+    default: return "";
+    }
+}
+
 void bench_report_header(FILE *f, const bench_run_info *info)
 {
     const bench_options *o = info->opt;
     const bench_shape *s = &o->shape;
     fprintf(f,
-            "fa-bench: flashattn %s, forward, %s, B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld, "
+            "fa-bench: flashattn %s, %s, %s, B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld, "
             "causal=%s, "
             "layout=%s\n",
-            info->version, bench_dtype_name(s->dtype), (long long)s->b, (long long)s->hq, (long long)s->hkv,
-            (long long)s->nq, (long long)s->nk, (long long)s->d, (long long)s->dv,
+            info->version, pass_title(o->pass), bench_dtype_name(s->dtype), (long long)s->b, (long long)s->hq,
+            (long long)s->hkv, (long long)s->nq, (long long)s->nk, (long long)s->d, (long long)s->dv,
             bench_causal_name(s->causal), bench_layout_name(s->layout));
-    fprintf(f, "  %.4g FLOP/call (2*B*Hq*Nq*Nk*(D+Dv)%s); inputs %s, seed %llu; warmup %d, reps %d",
-            info->flops, s->causal == FA_CAUSAL_NONE ? "" : ", halved for causal", bench_dist_name(o->dist),
-            (unsigned long long)o->seed, o->warmup, o->reps);
+    fprintf(f, "  %.4g FLOP/call (%s2*B*Hq*Nq*Nk*(D+Dv)%s); inputs %s, seed %llu; warmup %d, reps %d",
+            info->flops, flop_multiplier(o->pass), s->causal == FA_CAUSAL_NONE ? "" : ", halved for causal",
+            bench_dist_name(o->dist), (unsigned long long)o->seed, o->warmup, o->reps);
     if (o->min_time > 0.0) fprintf(f, ", min-time %gs", o->min_time);
     fprintf(f,
             "\n  bind requested %s; block q/k %d/%d (0 = library's choice); omp_get_max_threads %d; "
-            "oracle check of %lld rows, normwise tolerance %.0e\n",
+            "oracle check of %lld rows, normwise tolerance %.0e",
             bench_bind_name(o->bind), o->block_q, o->block_k, info->omp_max_threads, (long long)o->check_rows,
             info->tolerance);
+    if (o->pass != BENCH_PASS_FWD)
+        fprintf(f, "; gradients: %lld rows of dq and of dk/dv, tolerance %.0e", (long long)o->check_rows,
+                info->grad_tolerance);
+    fputc('\n', f);
 }
 
 // "-" where a figure does not exist (no 1-thread row to compare with).
@@ -36,10 +58,12 @@ static void print_ratio(FILE *f, double x, int width, int precision)
 
 void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
 {
-    (void)info;
-    fprintf(f, "\n%7s %-6s %5s %9s %-6s %10s %10s %9s %7s %6s %11s %9s %9s\n", "threads", "bind", "bound",
+    int gradients = info->opt->pass != BENCH_PASS_FWD;
+    fprintf(f, "\n%7s %-6s %5s %9s %-6s %10s %10s %9s %7s %6s %11s %9s %9s", "threads", "bind", "bound",
             "block q/k", "isa", "min ms", "median ms", "GFLOP/s", "speedup", "eff %", "scratch KiB",
             "err out", "err lse");
+    if (gradients) fprintf(f, " %9s %9s %9s", "err dq", "err dk", "err dv");
+    fputc('\n', f);
     int all_identical = 1;
     for (int r = 0; r < n; r++) {
         const bench_row *w = &rows[r];
@@ -50,9 +74,18 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
                 w->gflops);
         print_ratio(f, w->speedup, 8, 2);
         print_ratio(f, 100.0 * w->efficiency, 7, 1);
-        fprintf(f, " %11.1f %9.2e %9.2e\n", (double)w->stats.scratch_peak / 1024.0, w->err_out, w->err_lse);
+        fprintf(f, " %11.1f %9.2e %9.2e", (double)w->stats.scratch_peak / 1024.0, w->err_out, w->err_lse);
+        if (gradients) fprintf(f, " %9.2e %9.2e %9.2e", w->err_dq, w->err_dk, w->err_dv);
+        fputc('\n', f);
         if (w->bitwise_identical != 1) all_identical = 0;
     }
-    fprintf(f, "\nout and lse bitwise identical across thread counts and repetitions: %s\n",
+    fprintf(f, "\n%s bitwise identical across thread counts and repetitions: %s\n",
+            gradients ? "out, lse, dq, dk and dv" : "out and lse",
             all_identical ? "yes" : "not compared (block sizes differed between thread counts)");
+    if (gradients && n > 0)
+        fprintf(f,
+                "gradient oracle: %lld dq rows and %lld dk/dv rows in %.1f s, computed once for all thread "
+                "counts\n",
+                (long long)rows[0].rows_checked_dq, (long long)rows[0].rows_checked_dkdv,
+                info->grad_oracle_s);
 }

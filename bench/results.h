@@ -12,9 +12,11 @@
 
 typedef struct {
     const bench_options *opt;
-    const char *version; /* fa_version() of the library actually linked */
-    double flops;        /* FLOP of one call, by the formula in --help */
-    double tolerance;    /* normwise verification bound for this dtype */
+    const char *version;   /* fa_version() of the library actually linked */
+    double flops;          /* FLOP of one timed call of opt->pass, by the formulas in --help */
+    double tolerance;      /* normwise verification bound of out and lse for this dtype */
+    double grad_tolerance; /* normwise bound of dq, dk, dv; NAN for --pass fwd */
+    double grad_oracle_s;  /* seconds the gradient oracle took (once per run); NAN for --pass fwd */
     int omp_max_threads;
 } bench_run_info;
 
@@ -28,8 +30,11 @@ typedef struct {
     double efficiency; /* speedup / threads; NAN likewise */
     int64_t rows_checked;
     double err_out, err_lse;
-    int bitwise_identical; /* 1: out and lse equal, byte for byte, to the run's first verified output
-                              across all timed repetitions; -1: not compared (block sizes differed) */
+    int64_t rows_checked_dq, rows_checked_dkdv; /* 0 for --pass fwd */
+    double err_dq, err_dk, err_dv;              /* NAN for --pass fwd */
+    int bitwise_identical; /* 1: out, lse (and dq, dk, dv) equal, byte for byte, to the run's first
+                              verified outputs across all timed repetitions; -1: not compared (block
+                              sizes differed) */
 } bench_row;
 
 /* Fills speedup and efficiency from the first 1-thread row of rows[0..n), wherever it is. */

@@ -22,7 +22,7 @@ double bench_verify_tolerance(fa_dtype t)
 
 // |got - want| where equal infinities (lse = -inf of a masked row) agree and any NaN the oracle
 // does not have counts as an infinite error.
-static double abs_diff(double got, double want)
+double bench_abs_diff(double got, double want)
 {
     if (got == want) return 0.0;
     if (isnan(got) && isnan(want)) return 0.0;
@@ -39,7 +39,7 @@ static double load_lse(const bench_problem *pb, int64_t row)
 // The k-th of n sample rows out of total: floor(k * (total - 1) / (n - 1)), strictly increasing
 // because n <= total; k = 0 gives the first row and k = n - 1 the last. Computed in double when
 // the product could overflow int64 (only for absurd sizes; the order is kept).
-static int64_t sample_row(int64_t k, int64_t n, int64_t total)
+int64_t bench_sample_row(int64_t k, int64_t n, int64_t total)
 {
     if (n <= 1) return 0;
     if (k != 0 && total - 1 > INT64_MAX / k)
@@ -61,7 +61,7 @@ static void check_row(const bench_problem *pb, const fa_params *p, int64_t row, 
     c->got = c->want = 0.0;
     for (int64_t y = 0; y < s->dv; y++) {
         double got = ref_load(&pb->out, c->b, c->h, c->i, y);
-        double diff = abs_diff(got, want_row[y]);
+        double diff = bench_abs_diff(got, want_row[y]);
         if (isfinite(want_row[y]) && fabs(want_row[y]) > c->out_ref_max) c->out_ref_max = fabs(want_row[y]);
         if (y == 0 || diff > c->out_diff) {
             c->out_diff = diff;
@@ -73,13 +73,18 @@ static void check_row(const bench_problem *pb, const fa_params *p, int64_t row, 
     c->lse_got = load_lse(pb, row);
 }
 
+int64_t bench_sample_count(int64_t check_rows, int64_t total)
+{
+    int64_t n = check_rows < total ? check_rows : total;
+    return n < 2 && total >= 2 ? 2 : n; // first and last are always in the sample
+}
+
 int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t check_rows,
                          bench_verify_result *r)
 {
     const bench_shape *s = &pb->shape;
     int64_t total = s->b * s->hq * s->nq;
-    int64_t n = check_rows < total ? check_rows : total;
-    if (n < 2 && total >= 2) n = 2; // first and last are always in the sample
+    int64_t n = bench_sample_count(check_rows, total);
     row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
     if (!checks) return -1;
     int failed_alloc = 0;
@@ -92,7 +97,7 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
         if (!want_row) failed_alloc = 1;
 #pragma omp for schedule(dynamic)
         for (int64_t k = 0; k < n; k++)
-            if (want_row) check_row(pb, p, sample_row(k, n, total), want_row, &checks[k]);
+            if (want_row) check_row(pb, p, bench_sample_row(k, n, total), want_row, &checks[k]);
         free(want_row);
     }
     if (failed_alloc) {
@@ -105,7 +110,7 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
         const row_check *c = &checks[k];
         if (c->out_diff > out_diff) out_diff = c->out_diff;
         if (c->out_ref_max > out_scale) out_scale = c->out_ref_max;
-        double ld = abs_diff(c->lse_got, c->lse_want);
+        double ld = bench_abs_diff(c->lse_got, c->lse_want);
         if (ld > lse_diff) lse_diff = ld;
         if (isfinite(c->lse_want) && fabs(c->lse_want) > lse_scale) lse_scale = fabs(c->lse_want);
     }
@@ -116,7 +121,7 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
     double worst_err = -1.0;
     for (int64_t k = 0; k < n; k++) {
         double e_out = checks[k].out_diff / out_scale;
-        double e_lse = abs_diff(checks[k].lse_got, checks[k].lse_want) / lse_scale;
+        double e_lse = bench_abs_diff(checks[k].lse_got, checks[k].lse_want) / lse_scale;
         double e = e_out > e_lse ? e_out : e_lse;
         if (e > worst_err) {
             worst_err = e;

@@ -34,4 +34,16 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
 /* Prints the worst row of a failed (or passed) verification to f. */
 void bench_verify_print_worst(FILE *f, const bench_verify_result *r);
 
+/* The sampling and error rules above, shared with the gradient check (verify_backward.h). */
+
+/* How many of total rows a check of check_rows samples: min(check_rows, total), and at least 2 when
+ * total >= 2 (first and last). */
+int64_t bench_sample_count(int64_t check_rows, int64_t total);
+
+/* The k-th of n sampled rows out of total, increasing in k, first and last included. */
+int64_t bench_sample_row(int64_t k, int64_t n, int64_t total);
+
+/* |got - want|; equal infinities and NaN against NaN agree, any other NaN is an infinite error. */
+double bench_abs_diff(double got, double want);
+
 #endif

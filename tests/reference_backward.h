@@ -14,4 +14,35 @@ void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, co
 void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                             const fa_tensor *dout, double *dq, double *dk, double *dv);
 
+/* Row-level oracles: a deterministic sample of gradient rows, checked without the whole problem
+ * (fa-bench). Same definitions as ref_backward, in double, straight from them: for query row i of
+ * head h, s_ij = scale·q_i·k_j over the keys j that row i sees, P_i = softmax(s_i),
+ * dP_ij = dout_i·v_j, delta_i = Σ_j P_ij·dP_ij, dS_ij = P_ij·(dP_ij − delta_i). They never use the
+ * library's out or lse. A row that sees no key has P_i = 0: it contributes nothing and its dq is 0. */
+
+/* What every dk/dv row needs from query row (b, h, i): *lse = log Σ_j exp(s_ij) over the visible j
+ * (−INFINITY when none) and *delta = delta_i (0 when none). Cost O(Nk·(D + Dv)). */
+void ref_backward_row_stats(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                            const fa_tensor *dout, int64_t b, int64_t h, int64_t i, double *lse,
+                            double *delta);
+
+/* Row i of dq for (batch b, query head h): dq_row[0..D) = scale·Σ_j dS_ij·k_j. Cost O(Nk·(2D + Dv)). */
+void ref_backward_dq_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                         const fa_tensor *dout, int64_t b, int64_t h, int64_t i, double *dq_row);
+
+/* Row j of dk and dv for (batch b, kv head kvh): dk_row[0..D) = scale·Σ dS_ij·q_i and
+ * dv_row[0..Dv) = Σ P_ij·dout_i, summed over the query heads h = kvh·G .. kvh·G + G − 1 of the group
+ * (G = Hq / Hkv), in that order, and over the rows i that see key j, in increasing order. Either
+ * output may be NULL. Computes every query row's normaliser itself: O(G·Nq·Nk·(D + Dv)), fine for
+ * small problems; for a sample of rows of a large one use ref_backward_dkdv_row_stats. */
+void ref_backward_dkdv_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                           const fa_tensor *dout, int64_t b, int64_t kvh, int64_t j, double *dk_row,
+                           double *dv_row);
+
+/* The same row from row statistics computed once per (b, kvh): lse and delta hold G·Nq values each,
+ * [g][i] for query head kvh·G + g, as ref_backward_row_stats returns them. Cost O(G·Nq·(2D + 2Dv)). */
+void ref_backward_dkdv_row_stats(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                 const fa_tensor *v, const fa_tensor *dout, int64_t b, int64_t kvh, int64_t j,
+                                 const double *lse, const double *delta, double *dk_row, double *dv_row);
+
 #endif

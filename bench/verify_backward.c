@@ -1,0 +1,175 @@
+// Sampled comparison of dq, dk and dv against the row-level float64 oracle.
+#include "verify_backward.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "reference.h"
+#include "reference_backward.h"
+#include "timing.h"
+#include "verify.h"
+
+// A flattened row index of a [B][heads][seq] tensor, split back into (b, h, s).
+typedef struct {
+    int64_t b, h, s;
+} row_index;
+
+static row_index split_row(int64_t row, int64_t heads, int64_t seq)
+{
+    row_index r = {row / (seq * heads), (row / seq) % heads, row % seq};
+    return r;
+}
+
+double bench_verify_gradient_tolerance(fa_dtype t)
+{
+    return t == FA_F64 ? 1e-11 : 1e-3;
+}
+
+static void compute_dq_rows(bench_backward_oracle *o, const bench_problem *pb, const fa_params *p)
+{
+    const bench_shape *s = &pb->shape;
+    int64_t total = s->b * s->hq * s->nq;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t k = 0; k < o->n_dq; k++) {
+        row_index r = split_row(bench_sample_row(k, o->n_dq, total), s->hq, s->nq);
+        ref_backward_dq_row(p, &pb->q, &pb->k, &pb->v, &pb->dout, r.b, r.h, r.s, &o->dq[k * s->d]);
+    }
+}
+
+// Sampled key rows come in increasing (b, kv head, j) order, so the rows of one (b, kv head) are
+// consecutive: the softmax statistics of its query heads are computed once for all of them (the
+// bulk of the cost, O(G·Nq·Nk·(D + Dv))), then each key row from them.
+static int compute_kv_rows(bench_backward_oracle *o, const bench_problem *pb, const fa_params *p)
+{
+    const bench_shape *s = &pb->shape;
+    int64_t total = s->b * s->hkv * s->nk, group = s->hq / s->hkv, n_stats = group * s->nq;
+    double *lse = malloc(sizeof(double) * (size_t)n_stats), *delta = malloc(sizeof(double) * (size_t)n_stats);
+    if (!lse || !delta) {
+        free(lse);
+        free(delta);
+        return -1;
+    }
+    for (int64_t start = 0, end; start < o->n_kv; start = end) {
+        int64_t head = bench_sample_row(start, o->n_kv, total) / s->nk; // flattened (b, kv head)
+        for (end = start + 1; end < o->n_kv && bench_sample_row(end, o->n_kv, total) / s->nk == head;) end++;
+        int64_t b = head / s->hkv, kvh = head % s->hkv;
+#pragma omp parallel for schedule(dynamic, 16)
+        for (int64_t r = 0; r < n_stats; r++)
+            ref_backward_row_stats(p, &pb->q, &pb->k, &pb->v, &pb->dout, b, kvh * group + r / s->nq,
+                                   r % s->nq, &lse[r], &delta[r]);
+#pragma omp parallel for schedule(dynamic)
+        for (int64_t k = start; k < end; k++) {
+            int64_t j = bench_sample_row(k, o->n_kv, total) % s->nk;
+            ref_backward_dkdv_row_stats(p, &pb->q, &pb->k, &pb->v, &pb->dout, b, kvh, j, lse, delta,
+                                        &o->dk[k * s->d], &o->dv[k * s->dv]);
+        }
+        o->heads_touched++;
+    }
+    free(lse);
+    free(delta);
+    return 0;
+}
+
+int bench_backward_oracle_compute(bench_backward_oracle *o, const bench_problem *pb, const fa_params *p,
+                                  int64_t check_rows)
+{
+    const bench_shape *s = &pb->shape;
+    double start = bench_now();
+    o->heads_touched = 0;
+    o->n_dq = bench_sample_count(check_rows, s->b * s->hq * s->nq);
+    o->n_kv = bench_sample_count(check_rows, s->b * s->hkv * s->nk);
+    o->dq = malloc(sizeof(double) * (size_t)(o->n_dq * s->d + 1));
+    o->dk = malloc(sizeof(double) * (size_t)(o->n_kv * s->d + 1));
+    o->dv = malloc(sizeof(double) * (size_t)(o->n_kv * s->dv + 1));
+    if (!o->dq || !o->dk || !o->dv) return -1;
+    compute_dq_rows(o, pb, p);
+    if (compute_kv_rows(o, pb, p) != 0) return -1;
+    o->seconds = bench_now() - start;
+    return 0;
+}
+
+void bench_backward_oracle_free(bench_backward_oracle *o)
+{
+    free(o->dq);
+    free(o->dk);
+    free(o->dv);
+    o->dq = o->dk = o->dv = NULL;
+}
+
+// One gradient's sampled rows against the oracle's: the largest difference, the largest finite
+// |ref|, and where the largest difference is.
+typedef struct {
+    double diff, ref_max;
+    int64_t row, col; // sample position and column of the largest difference
+    double got, want;
+} gradient_check;
+
+static gradient_check compare_rows(const fa_tensor *t, int64_t n, const double *want)
+{
+    int64_t total = t->batch * t->heads * t->seq;
+    gradient_check c = {0.0, 0.0, 0, 0, 0.0, 0.0};
+    int first = 1;
+    for (int64_t k = 0; k < n; k++) {
+        row_index r = split_row(bench_sample_row(k, n, total), t->heads, t->seq);
+        for (int64_t x = 0; x < t->dim; x++) {
+            double got = ref_load(t, r.b, r.h, r.s, x), ref = want[k * t->dim + x];
+            double diff = bench_abs_diff(got, ref);
+            if (isfinite(ref) && fabs(ref) > c.ref_max) c.ref_max = fabs(ref);
+            if (first || diff > c.diff) {
+                c.diff = diff;
+                c.row = k;
+                c.col = x;
+                c.got = got;
+                c.want = ref;
+                first = 0;
+            }
+        }
+    }
+    return c;
+}
+
+void bench_verify_backward(const bench_problem *pb, const bench_backward_oracle *o,
+                           bench_verify_backward_result *r)
+{
+    static const char *const names[3] = {"dq", "dk", "dv"};
+    const fa_tensor *tensors[3] = {&pb->dq, &pb->dk, &pb->dv};
+    const int64_t counts[3] = {o->n_dq, o->n_kv, o->n_kv};
+    const double *wants[3] = {o->dq, o->dk, o->dv};
+    double errs[3];
+    int worst = 0;
+    gradient_check checks[3];
+    for (int g = 0; g < 3; g++) {
+        checks[g] = compare_rows(tensors[g], counts[g], wants[g]);
+        double scale = checks[g].ref_max > 0.0 ? checks[g].ref_max : 1.0; // all-zero rows must be exact
+        errs[g] = checks[g].diff / scale;
+        if (errs[g] > errs[worst] || isnan(errs[g])) worst = g;
+    }
+    r->rows_dq = o->n_dq;
+    r->rows_dkdv = o->n_kv;
+    r->tolerance = bench_verify_gradient_tolerance(pb->shape.dtype);
+    r->err_dq = errs[0];
+    r->err_dk = errs[1];
+    r->err_dv = errs[2];
+    r->passed = errs[0] <= r->tolerance && errs[1] <= r->tolerance && errs[2] <= r->tolerance;
+    const fa_tensor *t = tensors[worst];
+    row_index w = split_row(bench_sample_row(checks[worst].row, counts[worst], t->batch * t->heads * t->seq),
+                            t->heads, t->seq);
+    r->worst_name = names[worst];
+    r->worst_b = w.b;
+    r->worst_h = w.h;
+    r->worst_s = w.s;
+    r->worst_col = checks[worst].col;
+    r->worst_got = checks[worst].got;
+    r->worst_want = checks[worst].want;
+}
+
+void bench_verify_backward_print_worst(FILE *f, const bench_verify_backward_result *r)
+{
+    fprintf(f,
+            "  worst entry: %s[b=%lld h=%lld s=%lld][%lld] = %.17g, oracle %.17g\n"
+            "  normwise error: dq %.3e, dk %.3e, dv %.3e (tolerance %.0e; %lld dq rows, %lld dk/dv rows "
+            "checked)\n",
+            r->worst_name, (long long)r->worst_b, (long long)r->worst_h, (long long)r->worst_s,
+            (long long)r->worst_col, r->worst_got, r->worst_want, r->err_dq, r->err_dk, r->err_dv,
+            r->tolerance, (long long)r->rows_dq, (long long)r->rows_dkdv);
+}
