@@ -1,0 +1,59 @@
+# Installation: header, shared + static library, pkg-config file and a CMake package.
+#
+# Everything installed is relocatable: the CMake package locates itself through
+# PACKAGE_PREFIX_DIR and flashattn.pc through ${pcfiledir}, so a prefix may be
+# moved or chosen at install time (cmake --install build --prefix DIR).
+include(CMakePackageConfigHelpers)
+
+set(FLASHATTN_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/flashattn"
+    CACHE STRING "Where flashattnConfig.cmake is installed, relative to the prefix")
+set(FLASHATTN_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig"
+    CACHE STRING "Where flashattn.pc is installed, relative to the prefix")
+
+install(FILES include/flashattn.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(TARGETS flashattn flashattn_static
+  EXPORT flashattnTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+install(EXPORT flashattnTargets
+  NAMESPACE flashattn::
+  FILE flashattnTargets.cmake
+  DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
+
+configure_package_config_file(cmake/flashattnConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfig.cmake
+  INSTALL_DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/flashattnConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfigVersion.cmake
+  DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
+
+# pkg-config: the prefix is written relative to the .pc file's own directory.
+if(IS_ABSOLUTE "${FLASHATTN_INSTALL_PKGCONFIGDIR}")
+  set(FA_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _fa_pc_up "/prefix/${FLASHATTN_INSTALL_PKGCONFIGDIR}" "/prefix")
+  string(REGEX REPLACE "/$" "" _fa_pc_up "${_fa_pc_up}")
+  set(FA_PC_PREFIX "\${pcfiledir}/${_fa_pc_up}")
+endif()
+foreach(_fa_dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_fa_dir}}")
+    set(FA_PC_${_fa_dir} "${CMAKE_INSTALL_${_fa_dir}}")
+  else()
+    set(FA_PC_${_fa_dir} "\${prefix}/${CMAKE_INSTALL_${_fa_dir}}")
+  endif()
+endforeach()
+# What a static link needs on top of libflashattn.a and hwloc (Requires.private).
+set(FA_PC_OPENMP_FLAGS "${OpenMP_C_FLAGS}")
+if(NOT FA_PC_OPENMP_FLAGS)
+  set(FA_PC_OPENMP_FLAGS "-fopenmp")
+endif()
+configure_file(cmake/flashattn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/flashattn.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/flashattn.pc DESTINATION ${FLASHATTN_INSTALL_PKGCONFIGDIR})

@@ -1,0 +1,72 @@
+#!/bin/bash
+# Makes sure the Debian packages flashattn needs are installed.
+#
+#   scripts/deps.sh [build|test]      run it, or
+#   source scripts/deps.sh; fa_deps test
+#
+#   build: cmake, make, gcc (with libgomp for OpenMP), libc6-dev, pkg-config, libhwloc-dev
+#   test:  build + libcriterion-dev (the test suite) + libudev-dev (hwloc.pc lists -ludev in its
+#          Libs.private, so `pkg-config --static --libs flashattn` needs libudev.so to link)
+#
+# Packages already installed are detected with dpkg-query, so this is quick when nothing is missing.
+# As root, missing packages are installed with apt-get (update, then install -y). Otherwise the
+# missing packages are named and the status is non-zero: install them, or rerun as root.
+
+fa_deps_packages() {
+    local pkgs="cmake make gcc libc6-dev pkg-config libhwloc-dev"
+    case "${1:-build}" in
+    build) ;;
+    test) pkgs="$pkgs libcriterion-dev libudev-dev" ;;
+    *) echo "deps: unknown set '$1' (build|test)" >&2; return 2 ;;
+    esac
+    echo "$pkgs"
+}
+
+fa_deps() {
+    local set=${1:-build} pkgs missing="" p
+    pkgs=$(fa_deps_packages "$set") || return
+    if ! command -v dpkg-query >/dev/null 2>&1; then
+        # Not Debian: check the tools and pkg-config modules instead of package names.
+        local m
+        for m in cmake make cc pkg-config; do
+            command -v "$m" >/dev/null 2>&1 || missing="$missing $m"
+        done
+        if command -v pkg-config >/dev/null 2>&1; then
+            pkg-config --exists 'hwloc >= 2.0' || missing="$missing hwloc(>=2.0,pkg-config)"
+            [ "$set" = test ] && { pkg-config --exists criterion || missing="$missing criterion(pkg-config)"; }
+        fi
+        if [ -n "$missing" ]; then
+            echo "deps: missing:$missing (not a Debian system: install them with your package manager)" >&2
+            return 1
+        fi
+        echo "deps: ok (no dpkg; tools and pkg-config modules found)"
+        return 0
+    fi
+    for p in $pkgs; do
+        if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" != "ii " ]; then
+            missing="$missing $p"
+        fi
+    done
+    if [ -z "$missing" ]; then
+        echo "deps: ok ($pkgs)"
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "deps: missing packages:$missing" >&2
+        echo "deps: install them with:  sudo apt-get install -y$missing   (or run this script as root)" >&2
+        return 1
+    fi
+    echo "deps: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    # shellcheck disable=SC2086
+    if ! { apt-get update -q && apt-get install -y -q --no-install-recommends $missing; }; then
+        echo "deps: apt-get failed to install:$missing" >&2
+        return 1
+    fi
+}
+
+# Run directly (not sourced): check/install the set named by $1.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    fa_deps "${1:-build}"
+fi

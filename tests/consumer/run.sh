@@ -1,0 +1,91 @@
+#!/bin/bash
+# Builds and runs the consumer program against an installed flashattn, both ways:
+#   1. CMake:      find_package(flashattn) -> flashattn::flashattn and flashattn::flashattn_static
+#   2. pkg-config: cc main.c $(pkg-config --cflags --libs flashattn)            (shared)
+#                  cc main.c $(pkg-config --static --cflags --libs flashattn)   (static libflashattn.a)
+# and compiles + runs the API example of README.md as it is written there.
+#
+# usage: tests/consumer/run.sh PREFIX [WORKDIR]
+#   PREFIX   where flashattn is installed (cmake --install BUILD --prefix PREFIX)
+#   WORKDIR  scratch directory for the builds (default: a new temporary one)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+prefix=${1:?usage: $0 PREFIX [WORKDIR]}
+prefix=$(cd "$prefix" && pwd)
+work=${2:-$(mktemp -d "${TMPDIR:-/tmp}/fa-consumer.XXXXXX")}
+mkdir -p "$work"
+cc=${CC:-cc}
+jobs=${FA_JOBS:-$(nproc)}
+
+step() { printf '\n--- consumer: %s\n' "$*"; }
+
+# The static binaries must not need libflashattn.so at run time.
+assert_static() {
+    if readelf -d "$1" | grep -q 'NEEDED.*libflashattn'; then
+        echo "consumer: $1 links libflashattn.so, expected the static library" >&2
+        exit 1
+    fi
+}
+# The shared binaries must load the library from PREFIX, not from somewhere else on the system.
+assert_shared_from_prefix() {
+    local lib
+    lib=$(ldd "$1" | awk '/libflashattn\.so/ {print $3}')
+    case "$lib" in
+    "$prefix"/*) echo "$1 -> $lib" ;;
+    *) echo "consumer: $1 loads libflashattn from '$lib', expected under $prefix" >&2; exit 1 ;;
+    esac
+}
+
+step "find_package (CMAKE_PREFIX_PATH=$prefix)"
+cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$work/cmake-configure.log" \
+    || { cat "$work/cmake-configure.log"; exit 1; }
+grep -- '-- flashattn ' "$work/cmake-configure.log" || true
+cmake --build "$work/cmake" -j "$jobs"
+assert_shared_from_prefix "$work/cmake/consumer_shared"
+assert_static "$work/cmake/consumer_static"
+step "run consumer_shared (find_package, flashattn::flashattn)"
+"$work/cmake/consumer_shared"
+step "run consumer_static (find_package, flashattn::flashattn_static)"
+"$work/cmake/consumer_static"
+
+step "pkg-config"
+pcfile=$(find "$prefix" -name flashattn.pc -print -quit)
+[ -n "$pcfile" ] || { echo "consumer: no flashattn.pc under $prefix" >&2; exit 1; }
+PKG_CONFIG_PATH="$(dirname "$pcfile")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export PKG_CONFIG_PATH
+echo "flashattn $(pkg-config --modversion flashattn) from $pcfile"
+echo "cflags:        $(pkg-config --cflags flashattn)"
+echo "libs:          $(pkg-config --libs flashattn)"
+echo "libs --static: $(pkg-config --static --libs flashattn)"
+libdir=$(pkg-config --variable=libdir flashattn)
+
+# Shared: exactly the command a user types (plus an rpath, since PREFIX is not a system directory).
+# shellcheck disable=SC2046
+"$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/pc_shared" "$here/main.c" \
+    $(pkg-config --cflags --libs flashattn) -lm -Wl,-rpath,"$libdir"
+assert_shared_from_prefix "$work/pc_shared"
+step "run pc_shared (pkg-config, libflashattn.so)"
+"$work/pc_shared"
+
+# Static: --static adds Libs.private (OpenMP, libm) and hwloc's; -l:libflashattn.a picks the archive
+# even though libflashattn.so sits next to it.
+static_libs=$(pkg-config --static --libs flashattn | sed 's/-lflashattn\b/-l:libflashattn.a/')
+# shellcheck disable=SC2046,SC2086
+"$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/pc_static" "$here/main.c" \
+    $(pkg-config --static --cflags flashattn) $static_libs -lm
+assert_static "$work/pc_static"
+step "run pc_static (pkg-config --static, libflashattn.a)"
+"$work/pc_static"
+
+step "README.md API example, compiled as written"
+awk '/<!-- example:begin -->/ {on = 1; next} /<!-- example:end -->/ {on = 0} on && !/^```/' \
+    "$root/README.md" >"$work/readme_example.c"
+[ -s "$work/readme_example.c" ] || { echo "consumer: no example block in README.md" >&2; exit 1; }
+# shellcheck disable=SC2046
+"$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/readme_example" "$work/readme_example.c" \
+    $(pkg-config --cflags --libs flashattn) -lm -Wl,-rpath,"$libdir"
+"$work/readme_example"
+
+printf '\nconsumer: all builds and runs passed (find_package shared+static, pkg-config shared+static, README example)\n'
