@@ -28,4 +28,9 @@ void ref_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, con
 void ref_forward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                            double *out, double *lse);
 
+/* One row of ref_forward_naive_f32 (the same float32 arithmetic), for tests that check a sample of
+ * rows. Same conventions as ref_forward_row. */
+void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                               int64_t b, int64_t h, int64_t i, double *out_row, double *lse);
+
 #endif
