@@ -175,8 +175,9 @@ typedef struct fa_context fa_context;
  * use: cgroups, taskset, Slurm and MPI bindings) and computes placements.
  * Arenas are not allocated here but by each thread, after it is placed, on
  * its first call (so their pages land on that thread's NUMA node).
- * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes or an
- * unknown bind value, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
+ * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes, an
+ * unknown bind value, or (with bind AUTO) a FLASHATTN_BIND other than
+ * auto|none|core|spread, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
  * table this build or CPU lacks, FA_ERR_NOMEM, FA_ERR_RUNTIME if the
  * topology cannot be loaded. *ctx is written only on FA_OK.
  */
