@@ -5,6 +5,7 @@
 
 #include "arena.h"
 #include "epilogue.h"
+#include "pack.h"
 #include "schedule.h"
 #include "team.h"
 #include "visible_products.h"
@@ -16,20 +17,27 @@ typedef struct {
     int64_t block_k;
     int64_t kv_blocks;        /* key blocks per (batch, kv head) */
     int64_t kv_items;         /* batch · kv_heads · kv_blocks dK/dV items */
+    int64_t ld;               /* block_q rounded up to the vector width: row stride of transposed tiles */
     void *delta;              /* [batch][q_heads][q_len] of the accumulation type */
 } fa_backward_job;
 
+#define FA_LOG2E 1.44269504088896340735992468100189214
+
 #define FA_T float
 #define FA_SFX f32
+#define FA_VEC FA_VEC_F32
 #include "backward_items.h"
 #undef FA_T
 #undef FA_SFX
+#undef FA_VEC
 
 #define FA_T double
 #define FA_SFX f64
+#define FA_VEC FA_VEC_F64
 #include "backward_items.h"
 #undef FA_T
 #undef FA_SFX
+#undef FA_VEC
 
 /* Smaller key blocks than the forward: a dK/dV item holds block_k·(dim + dim_v) accumulators, and
  * more key blocks keep every thread busy on a single long sequence. */
@@ -37,10 +45,16 @@ typedef struct {
 
 size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem)
 {
-    size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim, dv = (size_t)dim_v;
-    size_t kv_acc = fa_arena_round(bk * d * elem) + fa_arena_round(bk * dv * elem);
-    size_t q_acc = fa_arena_round(bq * d * elem);
-    return 2 * fa_arena_round(bq * bk * elem) + (kv_acc > q_acc ? kv_acc : q_acc);
+    int64_t vec = elem == sizeof(double) ? FA_VEC_F64 : FA_VEC_F32;
+    size_t ld = (size_t)fa_round_up(block_q, vec), bq = (size_t)block_q, bk = (size_t)block_k;
+    size_t d = (size_t)dim, dv = (size_t)dim_v;
+    size_t d_pad = (size_t)fa_round_up(dim, vec), dv_pad = (size_t)fa_round_up(dim_v, vec);
+    size_t queries = fa_arena_round(d * ld * elem) + fa_arena_round(dv * ld * elem) /* Q, dO transposed */
+                     + 2 * fa_arena_round(ld * elem);                                 /* lse2, delta */
+    size_t tiles = 2 * fa_arena_round(bk * ld * elem);                                /* P, dS */
+    size_t kv_acc = fa_arena_round(bk * d_pad * elem) + fa_arena_round(bk * dv_pad * elem);
+    size_t q_acc = fa_arena_round(bq * d_pad * elem);
+    return queries + tiles + (kv_acc > q_acc ? kv_acc : q_acc);
 }
 
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
@@ -54,7 +68,9 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     size_t delta_bytes = (size_t)(p->batch * p->q_heads * p->q_len) * elem;
     if (fa_context_reserve_rows(ctx, delta_bytes) != 0) return FA_ERR_NOMEM;
 
-    fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0, ctx->rows};
+    int64_t vec = p->dtype == FA_F64 ? FA_VEC_F64 : FA_VEC_F32;
+    fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0,
+                           fa_round_up(block_q, vec), ctx->rows};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;

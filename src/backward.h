@@ -8,9 +8,10 @@
 #include "context.h"
 #include "problem.h"
 
-/* Arena bytes one backward item needs: probability and score-gradient tiles, plus the larger of
- * a dK/dV item's accumulators (block_k·dim + block_k·dim_v) and a dQ item's (block_q·dim), each
- * region rounded up to 64 bytes. The README's memory formula is this function. */
+/* Arena bytes one backward item needs: the query block's packs (Q and dO transposed, lse2, delta),
+ * the probability and score-gradient tiles, and the larger of a dK/dV item's accumulators and a
+ * dQ item's, each region rounded up to 64 bytes (see backward.c). The README's memory formula is
+ * this function. */
 size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem);
 
 /* Runs a validated backward problem on ctx (which the caller holds). */

@@ -1,7 +1,8 @@
 /* The backward's work items, written once for both element types: included by backward.c with
- * FA_T and FA_SFX (f32/f64: also the kernel-table member) defined.
+ * FA_T, FA_SFX (f32/f64: also the kernel-table member) and FA_VEC defined.
  *
- * With P = exp(S - lse) recomputed tile by tile and dS = P ∘ (dO·Vᵀ - delta):
+ * With P = exp2(S2 - lse2) recomputed tile by tile (S2 = scores in log2 units, from the packed,
+ * pre-scaled queries) and dS = P ∘ (dO·Vᵀ - delta):
  *   dV = Pᵀ·dO,  dK = scale · dSᵀ·Q,  dQ = scale · dS·K.
  * A dK/dV item owns the rows of one key block and walks every query head of its group and every
  * query block in a fixed order; a dQ item owns the rows of one query block and walks the key
@@ -10,7 +11,7 @@
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
-#define FA_KERN(job) (&(job)->kernels->FA_SFX)
+#define FA_KERN(job) ((job)->kernels->FA_SFX)
 
 /* delta[row] = sum_y dO[row][y] · O[row][y] for the rows of one query item. */
 static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
@@ -31,36 +32,74 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
     }
 }
 
-/* P and dS for the tile (query rows row0.., keys col0..): p_tile and ds_tile get rows × cols. */
-static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, int64_t row0, int64_t rows, int64_t col0,
-                                      int64_t cols, const FA_T *q, const FA_T *d_o, const FA_T *k, const FA_T *v,
-                                      const FA_T *lse, const FA_T *delta, FA_T *p_tile, FA_T *ds_tile)
+/* What one query block brings to every tile it meets: queries and dO packed transposed, and the
+ * row statistics lse2 (log2 units) and delta, padded to ld rows so padding rows give p = 0. */
+typedef struct {
+    FA_T *qt, *dot, *lse2, *delta;
+} FA_NAME(query_pack_);
+
+static FA_NAME(query_pack_) FA_NAME(query_pack_alloc_)(const fa_backward_job *job, fa_arena *arena)
 {
     const fa_problem *p = job->problem;
-    int64_t bk = job->block_k;
-    FA_KERN(job)->scores(rows, cols, p->dim, q, p->q.stride_seq, k, p->k.stride_seq, p_tile, bk);
-    FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, p_tile, bk);
-    FA_KERN(job)->probabilities(rows, cols, p_tile, bk, lse);
-    FA_KERN(job)->scores(rows, cols, p->dim_v, d_o, p->dout.stride_seq, v, p->v.stride_seq, ds_tile, bk);
-    FA_KERN(job)->score_grad(rows, cols, p_tile, bk, ds_tile, bk, delta);
-    if (!fa_tile_fully_visible(p, row0, rows, col0, cols))
-        FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, ds_tile, bk);
+    int64_t ld = job->ld;
+    FA_NAME(query_pack_) qp;
+    qp.qt = fa_arena_alloc(arena, (size_t)(p->dim * ld) * sizeof(FA_T));
+    qp.dot = fa_arena_alloc(arena, (size_t)(p->dim_v * ld) * sizeof(FA_T));
+    qp.lse2 = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    qp.delta = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    return qp;
+}
+
+static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_pack_) *qp, int64_t batch,
+                                      int64_t q_head, int64_t row0, int64_t rows)
+{
+    const fa_problem *p = job->problem;
+    int64_t ld = job->ld, rows_at = (batch * p->q_heads + q_head) * p->q_len + row0;
+    const FA_T *q = (const FA_T *)p->q.data + batch * p->q.stride_batch + q_head * p->q.stride_head +
+                    row0 * p->q.stride_seq;
+    const FA_T *d_o = (const FA_T *)p->dout.data + batch * p->dout.stride_batch + q_head * p->dout.stride_head +
+                      row0 * p->dout.stride_seq;
+    FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim, q, p->q.stride_seq, (FA_T)(p->scale * FA_LOG2E), qp->qt, ld);
+    FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim_v, d_o, p->dout.stride_seq, (FA_T)1, qp->dot, ld);
+    const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
+    for (int64_t r = 0; r < ld; r++) {
+        qp->lse2[r] = r < rows ? lse[r] * (FA_T)FA_LOG2E : -(FA_T)INFINITY;
+        qp->delta[r] = r < rows ? delta[r] : 0;
+    }
+}
+
+/* P (into p_tile) and dS (into ds_tile) for the tile of query rows row0.. and keys col0.. */
+static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(query_pack_) *qp, int64_t row0,
+                                      int64_t rows, int64_t col0, int64_t cols, const FA_T *k, const FA_T *v,
+                                      FA_T *p_tile, FA_T *ds_tile)
+{
+    const fa_problem *p = job->problem;
+    int64_t ld = job->ld;
+    int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
+    FA_KERN(job)->scores(ld, cols, p->dim, qp->qt, k, p->k.stride_seq, p_tile);
+    if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, p_tile, ld);
+    FA_KERN(job)->probabilities(ld, cols, p_tile, qp->lse2);
+    FA_KERN(job)->scores(ld, cols, p->dim_v, qp->dot, v, p->v.stride_seq, ds_tile);
+    FA_KERN(job)->score_grad(ld, cols, p_tile, ds_tile, qp->delta);
+    if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, ds_tile, ld);
 }
 
 static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
 {
     const fa_problem *p = job->problem;
-    int64_t bq = job->q_schedule.block_q, bk = job->block_k, d = p->dim, dv = p->dim_v;
+    int64_t bq = job->q_schedule.block_q, bk = job->block_k, ld = job->ld, d = p->dim, dv = p->dim_v;
+    int64_t d_pad = fa_round_up(d, FA_VEC), dv_pad = fa_round_up(dv, FA_VEC);
     int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
     int64_t kv_head = bh % p->kv_heads, batch = bh / p->kv_heads;
     int64_t col0 = block * bk, cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
 
-    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
-    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
-    FA_T *dk_acc = fa_arena_alloc(arena, (size_t)(bk * d) * sizeof(FA_T));
-    FA_T *dv_acc = fa_arena_alloc(arena, (size_t)(bk * dv) * sizeof(FA_T));
-    for (int64_t x = 0; x < cols * d; x++) dk_acc[x] = 0;
-    for (int64_t x = 0; x < cols * dv; x++) dv_acc[x] = 0;
+    FA_NAME(query_pack_) qp = FA_NAME(query_pack_alloc_)(job, arena);
+    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    FA_T *dk_acc = fa_arena_alloc(arena, (size_t)(bk * d_pad) * sizeof(FA_T));
+    FA_T *dv_acc = fa_arena_alloc(arena, (size_t)(bk * dv_pad) * sizeof(FA_T));
+    for (int64_t x = 0; x < cols * d_pad; x++) dk_acc[x] = 0;
+    for (int64_t x = 0; x < cols * dv_pad; x++) dv_acc[x] = 0;
 
     const FA_T *k = (const FA_T *)p->k.data + batch * p->k.stride_batch + kv_head * p->k.stride_head +
                     col0 * p->k.stride_seq;
@@ -68,8 +107,6 @@ static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int
                     col0 * p->v.stride_seq;
     for (int64_t g = 0; g < p->group; g++) {
         int64_t q_head = kv_head * p->group + g;
-        int64_t rows_at = (batch * p->q_heads + q_head) * p->q_len;
-        const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
         const FA_T *q = (const FA_T *)p->q.data + batch * p->q.stride_batch + q_head * p->q.stride_head;
         const FA_T *d_o = (const FA_T *)p->dout.data + batch * p->dout.stride_batch + q_head * p->dout.stride_head;
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
@@ -77,13 +114,13 @@ static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int
             /* Skip query blocks that no row of which sees this key block (monotone ranges). */
             if (fa_visible_keys(p, row0 + rows - 1).end <= col0 || fa_visible_keys(p, row0).begin >= col0 + cols)
                 continue;
-            const FA_T *qb = q + row0 * p->q.stride_seq, *dob = d_o + row0 * p->dout.stride_seq;
-            FA_NAME(probs_and_grads_)(job, row0, rows, col0, cols, qb, dob, k, v, lse + row0, delta + row0, p_tile,
-                                      ds_tile);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, p_tile, bk, dob,
-                                                     p->dout.stride_seq, dv_acc, dv);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ds_tile, bk, qb,
-                                                     p->q.stride_seq, dk_acc, d);
+            FA_NAME(query_pack_fill_)(job, &qp, batch, q_head, row0, rows);
+            FA_NAME(probs_and_grads_)(job, &qp, row0, rows, col0, cols, k, v, p_tile, ds_tile);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, p_tile, ld,
+                                                     d_o + row0 * p->dout.stride_seq, p->dout.stride_seq, dv_acc,
+                                                     dv_pad);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ds_tile, ld,
+                                                     q + row0 * p->q.stride_seq, p->q.stride_seq, dk_acc, d_pad);
         }
     }
 
@@ -91,8 +128,8 @@ static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int
     FA_T *dk = (FA_T *)p->dk.data + batch * p->dk.stride_batch + kv_head * p->dk.stride_head + col0 * p->dk.stride_seq;
     FA_T *dvo = (FA_T *)p->dv.data + batch * p->dv.stride_batch + kv_head * p->dv.stride_head + col0 * p->dv.stride_seq;
     for (int64_t c = 0; c < cols; c++) {
-        for (int64_t x = 0; x < d; x++) dk[c * p->dk.stride_seq + x] = scale * dk_acc[c * d + x];
-        for (int64_t y = 0; y < dv; y++) dvo[c * p->dv.stride_seq + y] = dv_acc[c * dv + y];
+        for (int64_t x = 0; x < d; x++) dk[c * p->dk.stride_seq + x] = scale * dk_acc[c * d_pad + x];
+        for (int64_t y = 0; y < dv; y++) dvo[c * p->dv.stride_seq + y] = dv_acc[c * dv_pad + y];
     }
 }
 
@@ -100,39 +137,35 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
 {
     const fa_problem *p = job->problem;
     fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index);
-    int64_t bq = job->q_schedule.block_q, bk = job->block_k, d = p->dim;
+    int64_t bq = job->q_schedule.block_q, bk = job->block_k, ld = job->ld, d = p->dim;
+    int64_t d_pad = fa_round_up(d, FA_VEC);
     int64_t kv_head = it.q_head / p->group;
 
-    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
-    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bq * bk) * sizeof(FA_T));
-    FA_T *dq_acc = fa_arena_alloc(arena, (size_t)(bq * d) * sizeof(FA_T));
-    for (int64_t x = 0; x < it.rows * d; x++) dq_acc[x] = 0;
+    FA_NAME(query_pack_) qp = FA_NAME(query_pack_alloc_)(job, arena);
+    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    FA_T *dq_acc = fa_arena_alloc(arena, (size_t)(bq * d_pad) * sizeof(FA_T));
+    for (int64_t x = 0; x < it.rows * d_pad; x++) dq_acc[x] = 0;
+    FA_NAME(query_pack_fill_)(job, &qp, it.batch, it.q_head, it.row0, it.rows);
 
-    int64_t rows_at = (it.batch * p->q_heads + it.q_head) * p->q_len + it.row0;
-    const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
-    const FA_T *q = (const FA_T *)p->q.data + it.batch * p->q.stride_batch + it.q_head * p->q.stride_head +
-                    it.row0 * p->q.stride_seq;
-    const FA_T *d_o = (const FA_T *)p->dout.data + it.batch * p->dout.stride_batch +
-                      it.q_head * p->dout.stride_head + it.row0 * p->dout.stride_seq;
     const FA_T *k = (const FA_T *)p->k.data + it.batch * p->k.stride_batch + kv_head * p->k.stride_head;
     const FA_T *v = (const FA_T *)p->v.data + it.batch * p->v.stride_batch + kv_head * p->v.stride_head;
-
     int64_t key_begin = fa_visible_keys(p, it.row0).begin;
     int64_t key_end = fa_visible_keys(p, it.row0 + it.rows - 1).end;
     for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
         int64_t cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
         const FA_T *kb = k + col0 * p->k.stride_seq;
-        FA_NAME(probs_and_grads_)(job, it.row0, it.rows, col0, cols, q, d_o, kb, v + col0 * p->v.stride_seq, lse,
-                                  delta, p_tile, ds_tile);
-        FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, it.row0, it.rows, col0, cols, d, ds_tile, bk, kb,
-                                               p->k.stride_seq, dq_acc, d);
+        FA_NAME(probs_and_grads_)(job, &qp, it.row0, it.rows, col0, cols, kb, v + col0 * p->v.stride_seq, p_tile,
+                                  ds_tile);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, it.row0, it.rows, col0, cols, d, ds_tile, ld, kb,
+                                               p->k.stride_seq, dq_acc, d_pad);
     }
 
     const FA_T scale = (FA_T)p->scale;
     FA_T *dq = (FA_T *)p->dq.data + it.batch * p->dq.stride_batch + it.q_head * p->dq.stride_head +
                it.row0 * p->dq.stride_seq;
     for (int64_t r = 0; r < it.rows; r++)
-        for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = scale * dq_acc[r * d + x];
+        for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = scale * dq_acc[r * d_pad + x];
 }
 
 /* The second phase's items: all dK/dV items first (each walks a whole column of query blocks,

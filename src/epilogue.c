@@ -19,42 +19,24 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
     return r;
 }
 
-#define FA_DEFINE_EPILOGUE(T, NAME)                                                                            \
-    void NAME(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *s,               \
-              int64_t s_stride)                                                                                \
-    {                                                                                                          \
-        const T scale = (T)p->scale;                                                                           \
-        for (int64_t r = 0; r < rows; r++) {                                                                   \
-            fa_key_range keys = fa_visible_keys(p, row0 + r);                                                  \
-            int64_t c0 = clamp(keys.begin - col0, 0, cols), c1 = clamp(keys.end - col0, c0, cols);             \
-            T *sr = s + r * s_stride;                                                                          \
-            for (int64_t c = 0; c < c0; c++) sr[c] = -(T)INFINITY;                                             \
-            _Pragma("omp simd") for (int64_t c = c0; c < c1; c++) sr[c] *= scale;                              \
-            for (int64_t c = c1; c < cols; c++) sr[c] = -(T)INFINITY;                                          \
-        }                                                                                                      \
-    }
-
-FA_DEFINE_EPILOGUE(float, fa_epilogue_f32)
-FA_DEFINE_EPILOGUE(double, fa_epilogue_f64)
-
-#define FA_DEFINE_ZERO_MASKED(T, NAME)                                                                         \
-    void NAME(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *t,               \
-              int64_t t_stride)                                                                                \
-    {                                                                                                          \
-        for (int64_t r = 0; r < rows; r++) {                                                                   \
-            fa_key_range keys = fa_visible_keys(p, row0 + r);                                                  \
-            int64_t c0 = clamp(keys.begin - col0, 0, cols), c1 = clamp(keys.end - col0, c0, cols);             \
-            T *tr = t + r * t_stride;                                                                          \
-            for (int64_t c = 0; c < c0; c++) tr[c] = 0;                                                        \
-            for (int64_t c = c1; c < cols; c++) tr[c] = 0;                                                     \
-        }                                                                                                      \
-    }
-
-FA_DEFINE_ZERO_MASKED(float, fa_zero_masked_f32)
-FA_DEFINE_ZERO_MASKED(double, fa_zero_masked_f64)
-
 int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
 {
     /* ranges are monotone in the row: the first row has the smallest end, the last the largest begin */
     return fa_visible_keys(p, row0).end >= col0 + cols && fa_visible_keys(p, row0 + rows - 1).begin <= col0;
 }
+
+#define FA_DEFINE_MASK(T, NAME, VALUE)                                                                         \
+    void NAME(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *s, int64_t ld)   \
+    {                                                                                                          \
+        for (int64_t r = 0; r < rows; r++) {                                                                   \
+            fa_key_range keys = fa_visible_keys(p, row0 + r);                                                  \
+            int64_t c0 = clamp(keys.begin - col0, 0, cols), c1 = clamp(keys.end - col0, c0, cols);             \
+            for (int64_t c = 0; c < c0; c++) s[c * ld + r] = VALUE;                                            \
+            for (int64_t c = c1; c < cols; c++) s[c * ld + r] = VALUE;                                         \
+        }                                                                                                      \
+    }
+
+FA_DEFINE_MASK(float, fa_epilogue_f32, -INFINITY)
+FA_DEFINE_MASK(double, fa_epilogue_f64, -INFINITY)
+FA_DEFINE_MASK(float, fa_zero_masked_f32, 0.0f)
+FA_DEFINE_MASK(double, fa_zero_masked_f64, 0.0)

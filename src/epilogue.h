@@ -1,5 +1,6 @@
-/* The score epilogue: everything between the two tile products (scale, masks), in one place,
- * computed from indices. Forward and backward both use it. */
+/* The score epilogue: everything between the two tile products, in one place, computed from
+ * indices. Forward and backward both use it. The scale (times log2 e) is folded into the packed
+ * queries, so today the epilogue is the masks; softcap, ALiBi and bias will join it here. */
 #ifndef FA_EPILOGUE_H
 #define FA_EPILOGUE_H
 
@@ -16,22 +17,21 @@ typedef struct {
 
 fa_key_range fa_visible_keys(const fa_problem *p, int64_t row);
 
-/* Applies scale and masks to the score tile s[rows][cols] (row stride s_stride) whose first
- * element is (query row0, key col0): visible scores become scale·s, the others -inf. */
-void fa_epilogue_f32(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *s,
-                     int64_t s_stride);
-void fa_epilogue_f64(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, double *s,
-                     int64_t s_stride);
-
-/* Sets the entries of the tile that the masks hide to 0 (visible entries keep their value).
- * The backward applies it to the score gradient on a mask's edge, where p = 0 but the dO·Vᵀ term
- * may hold a NaN from a key the row does not see. */
-void fa_zero_masked_f32(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *t,
-                        int64_t t_stride);
-void fa_zero_masked_f64(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, double *t,
-                        int64_t t_stride);
-
 /* Whether every row of [row0, row0 + rows) sees every key of [col0, col0 + cols). */
 int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
+
+/* On the transposed score tile s[c][r] (row stride ld) whose corner is (query row0, key col0):
+ * entries the masks hide become -inf. Only tiles that are not fully visible need it. */
+void fa_epilogue_f32(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *s,
+                     int64_t ld);
+void fa_epilogue_f64(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, double *s,
+                     int64_t ld);
+
+/* The same positions set to 0: the backward applies it to the score gradient on a mask's edge,
+ * where p = 0 but the dO·Vᵀ term may hold a NaN from a key the row does not see. */
+void fa_zero_masked_f32(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *t,
+                        int64_t ld);
+void fa_zero_masked_f64(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, double *t,
+                        int64_t ld);
 
 #endif

@@ -5,37 +5,56 @@
 
 #include "arena.h"
 #include "epilogue.h"
+#include "pack.h"
 #include "schedule.h"
 #include "team.h"
 #include "visible_products.h"
+
+#define FA_LOG2E 1.44269504088896340735992468100189214
+#define FA_LN2 0.693147180559945309417232121458176568
 
 typedef struct {
     const fa_problem *problem;
     const fa_kernels *kernels;
     fa_q_schedule schedule;
     int64_t block_k;
+    int64_t ld; /* block_q rounded up to the vector width: the row stride of transposed tiles */
 } fa_forward_job;
 
 #define FA_T float
 #define FA_SFX f32
-#define FA_LOG logf
+#define FA_LOG2 log2f
+#define FA_VEC FA_VEC_F32
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_LOG
+#undef FA_LOG2
+#undef FA_VEC
 
 #define FA_T double
 #define FA_SFX f64
-#define FA_LOG log
+#define FA_LOG2 log2
+#define FA_VEC FA_VEC_F64
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_LOG
+#undef FA_LOG2
+#undef FA_VEC
 
-size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim_v, size_t elem)
+static int64_t vec_of(size_t elem)
 {
-    size_t bq = (size_t)block_q, bk = (size_t)block_k, dv = (size_t)dim_v;
-    return fa_arena_round(bq * bk * elem) + fa_arena_round(bq * dv * elem) + 2 * fa_arena_round(bq * elem);
+    return elem == sizeof(double) ? FA_VEC_F64 : FA_VEC_F32;
+}
+
+size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem)
+{
+    int64_t vec = vec_of(elem);
+    size_t ld = (size_t)fa_round_up(block_q, vec), dv_pad = (size_t)fa_round_up(dim_v, vec);
+    size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim;
+    return fa_arena_round(d * ld * elem)            /* transposed query block */
+           + fa_arena_round(bk * ld * elem)         /* score tile */
+           + fa_arena_round(bq * dv_pad * elem)     /* output accumulator */
+           + 2 * fa_arena_round(ld * elem);         /* row max, row sum */
 }
 
 fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
@@ -46,9 +65,10 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     ctx->last_block_q = (int)block_q;
     ctx->last_block_k = (int)block_k;
 
-    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k};
+    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k,
+                          fa_round_up(block_q, vec_of(elem))};
     fa_team_work work = {
-        .scratch_bytes = fa_forward_scratch_bytes(block_q, block_k, p->dim_v, elem),
+        .scratch_bytes = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
         .job = &job,
         .phases = 1,
         .phase = {{job.schedule.count, p->dtype == FA_F64 ? forward_item_f64 : forward_item_f32}},

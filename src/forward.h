@@ -8,9 +8,10 @@
 #include "context.h"
 #include "problem.h"
 
-/* Arena bytes one forward item needs: score tile, output accumulator, row max, row sum, each
- * rounded up to 64 bytes. The README's memory formula is this function. */
-size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim_v, size_t elem);
+/* Arena bytes one forward item needs: the transposed query block, the transposed score tile, the
+ * output accumulator, row max and row sum, each rounded up to 64 bytes (see forward.c). The
+ * README's memory formula is this function. */
+size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem);
 
 /* Runs a validated problem on ctx (which the caller holds). */
 fa_status fa_forward_run(fa_context *ctx, const fa_problem *p);

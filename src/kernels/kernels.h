@@ -1,38 +1,51 @@
 /* The tile kernels behind one table, one table per ISA (BLIS-style).
  *
- * Kernels see tiles and nothing else: no OpenMP, no hwloc, no allocation. Every pointer is to
- * the first element of a row-major tile; *_stride is the distance between rows in elements.
- * Tiles may have any size >= 1 (edge tiles included). */
+ * Kernels see tiles and nothing else: no OpenMP, no hwloc, no allocation.
+ *
+ * Score tiles are TRANSPOSED: s[c][r] holds the score of query row r against key c, with a row
+ * stride of `ld` (a multiple of FA_VEC(T), >= rows). The query block is packed transposed once per
+ * work item (pack.h: qt[x][r] = scale·log2(e)·q[r][x], zero-padded to `ld` rows) and reused for
+ * every key tile, while K and V are read where the caller keeps them (row-major, any row stride,
+ * dim contiguous). A vector then spans FA_VEC query rows: the softmax's running max and sum are
+ * plain vertical vector operations, with no horizontal reduction anywhere in the hot loops.
+ *
+ * Scores are in log2 units (scale·log2(e) is folded into the packed queries), so softmax uses
+ * exp2. Kernels may compute padding rows (r in [rows, ld)) of score tiles and row statistics; the
+ * drivers never read them. Accumulators (acc) are row-major with strides that are multiples of
+ * FA_VEC and may be written up to that padded width; x operands (K, V, Q, dO rows in caller
+ * memory) are read only within `dim`. */
 #ifndef FA_KERNELS_H
 #define FA_KERNELS_H
 
 #include <stdint.h>
 
-/* Declares the three tile operations for element type T, as struct members. */
+/* Elements in 64 bytes: the padding unit of every packed layout. */
+#define FA_VEC_F32 16
+#define FA_VEC_F64 8
+
+/* Declares the tile operations for element type T, as struct members. */
 #define FA_KERNEL_SET(T)                                                                                       \
     struct {                                                                                                   \
-        /* s[r][c] = dot(q[r][0..dim), k[c][0..dim)) for r < rows, c < cols */                                  \
-        void (*scores)(int64_t rows, int64_t cols, int64_t dim, const T *q, int64_t q_stride, const T *k,     \
-                       int64_t k_stride, T *s, int64_t s_stride);                                              \
-        /* Online-softmax step over a scaled, masked score tile (masked entries are -inf).                     \
-         * Per row: m' = max(m, max_c s) (NaN propagates); if m' is -inf the row has seen no key yet: its      \
-         * p row becomes 0 and nothing else changes. Otherwise alpha = exp(m - m'), s becomes                  \
-         * p = exp(s - m'), l = alpha·l + sum p, m = m', and the acc row is multiplied by alpha only when     \
-         * alpha != 1 (lazy rescaling). */                                                                     \
-        void (*online_softmax)(int64_t rows, int64_t cols, T *s, int64_t s_stride, T *row_max, T *row_sum,     \
-                               T *acc, int64_t acc_stride, int64_t dim_v);                                     \
-        /* acc[r][0..dim_v) += sum_c p[r][c] · v[c][0..dim_v) */                                               \
-        void (*accumulate)(int64_t rows, int64_t cols, int64_t dim_v, const T *p, int64_t p_stride, const T *v,\
-                           int64_t v_stride, T *acc, int64_t acc_stride);                                      \
-        /* acc[c][0..dim) += sum_r p[r][c] · x[r][0..dim)   (the transposed product, for dK and dV) */        \
-        void (*accumulate_t)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t p_stride, const T *x, \
+        /* s[c][r] = sum_x qt[x][r] · k[c][x] for c < cols and every r < ld (qt: dim rows of stride ld). */   \
+        void (*scores)(int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k, int64_t k_stride, T *s); \
+        /* Online-softmax step over a masked score tile (masked entries -inf), every row r < ld:              \
+         * m' = max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its        \
+         * p entries become 0 and nothing else changes. Otherwise alpha = exp2(m - m'),                        \
+         * p = exp2(s - m'), l = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by   \
+         * alpha when alpha != 1 and r < rows (lazy rescaling). */                                             \
+        void (*online_softmax)(int64_t rows, int64_t ld, int64_t cols, T *s, T *row_max, T *row_sum, T *acc,   \
+                               int64_t acc_stride, int64_t acc_width);                                         \
+        /* acc[r][0..dim) += sum_c p[c][r] · x[c][0..dim) for r < rows   (P·V, dS·K) */                        \
+        void (*accumulate)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const T *x,        \
+                           int64_t x_stride, T *acc, int64_t acc_stride);                                      \
+        /* acc[c][0..dim) += sum_r p[c][r] · x[r][0..dim) for c < cols   (Pᵀ·dO, dSᵀ·Q) */                     \
+        void (*accumulate_t)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const T *x,      \
                              int64_t x_stride, T *acc, int64_t acc_stride);                                    \
-        /* Backward: s[r][c] = exp(s[r][c] - lse[r]), the forward's probabilities recomputed from its         \
-         * log-sum-exp. A row with lse = -inf saw no key: it becomes 0 (not exp(-inf + inf) = NaN). */         \
-        void (*probabilities)(int64_t rows, int64_t cols, T *s, int64_t s_stride, const T *lse);               \
-        /* Backward: dp[r][c] = p[r][c] · (dp[r][c] - delta[r]), the gradient of the scaled scores. */         \
-        void (*score_grad)(int64_t rows, int64_t cols, const T *p, int64_t p_stride, T *dp, int64_t dp_stride, \
-                           const T *delta);                                                                    \
+        /* Backward: s[c][r] = exp2(s[c][r] - lse2[r]), the forward's probabilities recomputed from its        \
+         * log-sum-exp in log2 units, for r < ld. A row with lse2 = -inf saw no key: it becomes 0. */          \
+        void (*probabilities)(int64_t ld, int64_t cols, T *s, const T *lse2);                                  \
+        /* Backward: dp[c][r] = p[c][r] · (dp[c][r] - delta[r]) for r < ld: the score gradient. */             \
+        void (*score_grad)(int64_t ld, int64_t cols, const T *p, T *dp, const T *delta);                       \
     }
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
@@ -40,16 +53,20 @@ typedef FA_KERNEL_SET(double) fa_kernels_f64;
 
 typedef struct {
     const char *name; /* "ref", "avx2", "avx512": what fa_stats.isa reports */
-    fa_kernels_f32 f32;
-    fa_kernels_f64 f64;
+    const fa_kernels_f32 *f32;
+    const fa_kernels_f64 *f64;
 } fa_kernels;
 
 /* The portable table: the oracle every other table is tested against. */
 extern const fa_kernels fa_kernels_ref;
+#ifdef FA_HAVE_X86_KERNELS
+extern const fa_kernels fa_kernels_avx2;
+extern const fa_kernels fa_kernels_avx512;
+#endif
 
 /* Picks the table for this CPU, or the one FLASHATTN_ISA names. Returns 0 and sets *out, or a
- * nonzero fa_status (FA_ERR_UNSUPPORTED when the named table is missing, FA_ERR_ARG when the
- * name is unknown). Called once per context. */
+ * nonzero fa_status (FA_ERR_UNSUPPORTED when the named table is missing from the build or the CPU
+ * lacks its instructions, FA_ERR_ARG when the name is unknown). Called once per context. */
 int fa_kernels_select(const fa_kernels **out);
 
 #endif

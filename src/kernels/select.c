@@ -5,14 +5,47 @@
 #include "flashattn.h"
 #include "kernels/kernels.h"
 
+/* Whether this CPU (and its OS, which must save the wider registers) runs a table's instructions.
+ * libgcc's cpu model checks both the CPUID bits and the OS's XSAVE support. */
+static int cpu_runs(const char *isa)
+{
+#ifdef FA_HAVE_X86_KERNELS
+    __builtin_cpu_init();
+    if (strcmp(isa, "avx512") == 0) return __builtin_cpu_supports("avx512f");
+    if (strcmp(isa, "avx2") == 0) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return strcmp(isa, "ref") == 0;
+}
+
+static const fa_kernels *table_named(const char *isa)
+{
+#ifdef FA_HAVE_X86_KERNELS
+    if (strcmp(isa, "avx512") == 0) return &fa_kernels_avx512;
+#endif
+    if (strcmp(isa, "ref") == 0) return &fa_kernels_ref;
+    return NULL;
+}
+
 int fa_kernels_select(const fa_kernels **out)
 {
+    static const char *const known[] = {"avx512", "avx2", "ref"}; /* best first */
     const char *want = getenv("FLASHATTN_ISA");
-    if (!want || !*want || strcmp(want, "ref") == 0) {
-        *out = &fa_kernels_ref;
+    if (want && *want) {
+        int is_known = 0;
+        for (size_t i = 0; i < sizeof known / sizeof *known; i++) is_known |= strcmp(want, known[i]) == 0;
+        if (!is_known) return FA_ERR_ARG;
+        const fa_kernels *t = table_named(want);
+        if (!t || !cpu_runs(want)) return FA_ERR_UNSUPPORTED; /* refused, never silently replaced */
+        *out = t;
         return FA_OK;
     }
-    /* Names of tables that exist in the design but are not built yet: refused, not silently replaced. */
-    if (strcmp(want, "avx2") == 0 || strcmp(want, "avx512") == 0) return FA_ERR_UNSUPPORTED;
-    return FA_ERR_ARG;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        const fa_kernels *t = table_named(known[i]);
+        if (t && cpu_runs(known[i])) {
+            *out = t;
+            return FA_OK;
+        }
+    }
+    *out = &fa_kernels_ref;
+    return FA_OK;
 }

@@ -6,24 +6,27 @@
 
 #define FA_T float
 #define FA_SFX f32
-#define FA_EXP expf
+#define FA_EXP2 exp2f
 #include "ref_tiles.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_EXP
+#undef FA_EXP2
 
 #define FA_T double
 #define FA_SFX f64
-#define FA_EXP exp
+#define FA_EXP2 exp2
 #include "ref_tiles.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_EXP
+#undef FA_EXP2
 
-const fa_kernels fa_kernels_ref = {
-    .name = "ref",
-    .f32 = {ref_scores_f32, ref_online_softmax_f32, ref_accumulate_f32, ref_accumulate_t_f32, ref_probabilities_f32,
-            ref_score_grad_f32},
-    .f64 = {ref_scores_f64, ref_online_softmax_f64, ref_accumulate_f64, ref_accumulate_t_f64, ref_probabilities_f64,
-            ref_score_grad_f64},
-};
+#define FA_REF_SET(SFX)                                                                                        \
+    {                                                                                                          \
+        ref_scores_##SFX, ref_online_softmax_##SFX, ref_accumulate_##SFX, ref_accumulate_t_##SFX,              \
+            ref_probabilities_##SFX, ref_score_grad_##SFX                                                      \
+    }
+
+static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32);
+static const fa_kernels_f64 ref_f64 = FA_REF_SET(f64);
+
+const fa_kernels fa_kernels_ref = {"ref", &ref_f32, &ref_f64};

@@ -1,0 +1,16 @@
+/* The AVX-512F table's two halves, compiled with -mavx512f in their own files. */
+#ifndef FA_KERNELS_AVX512_H
+#define FA_KERNELS_AVX512_H
+
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+extern const fa_kernels_f32 fa_avx512_kernels_f32;
+extern const fa_kernels_f64 fa_avx512_kernels_f64;
+
+/* exp2 exactly as the kernels compute it, over n values (n a multiple of 16 resp. 8): for tests. */
+void fa_avx512_exp2_f32(const float *x, float *y, int64_t n);
+void fa_avx512_exp2_f64(const double *x, double *y, int64_t n);
+
+#endif

@@ -1,0 +1,41 @@
+/* AVX-512F kernels for float: the vector vocabulary, then the shared template. */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/avx512/avx512.h"
+
+typedef __m512 vec;
+typedef __mmask16 mask;
+#define FA_T float
+#define FA_SFX f32
+#define FA_VEC 16
+#define V_LOAD(p) _mm512_load_ps(p)
+#define V_LOADU_MASKZ(m, p) _mm512_maskz_loadu_ps((m), (p))
+#define V_STORE(p, v) _mm512_store_ps((p), (v))
+#define V_SET1(x) _mm512_set1_ps(x)
+#define V_ZERO() _mm512_setzero_ps()
+#define V_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define V_ADD(a, b) _mm512_add_ps((a), (b))
+#define V_SUB(a, b) _mm512_sub_ps((a), (b))
+#define V_MUL(a, b) _mm512_mul_ps((a), (b))
+#define V_MAX(a, b) _mm512_max_ps((a), (b))
+#define V_SCALEF(a, b) _mm512_scalef_ps((a), (b))
+#define V_ROUND(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V_MASK_BLEND(m, a, b) _mm512_mask_blend_ps((m), (a), (b))
+#define V_MASKZ_MOV(m, a) _mm512_maskz_mov_ps((m), (a))
+#define V_CMP(a, b, op) _mm512_cmp_ps_mask((a), (b), (op))
+
+/* 2^-160 rounds to 0 in float */
+#define FA_EXP2_LOW (-160.0f)
+/* 2^f = e^(f ln 2), Taylor to degree 7: truncation below 8e-9 relative on |f| <= 1/2 */
+#define FA_EXP2_POLY(f)                                                                                        \
+    V_FMA(V_FMA(V_FMA(V_FMA(V_FMA(V_FMA(V_FMA(V_SET1(1.525273380e-05f), (f), V_SET1(1.540353039e-04f)), (f),  \
+                                        V_SET1(1.333355815e-03f)),                                             \
+                                  (f), V_SET1(9.618129108e-03f)),                                              \
+                            (f), V_SET1(5.550410866e-02f)),                                                    \
+                      (f), V_SET1(2.402265070e-01f)),                                                          \
+                (f), V_SET1(6.931471806e-01f)),                                                                \
+          (f), V_SET1(1.0f))
+
+#include "avx512_tiles.h"

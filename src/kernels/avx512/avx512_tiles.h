@@ -1,0 +1,220 @@
+/* AVX-512 tile kernels, written once for both element types. Included by avx512_f32.c and
+ * avx512_f64.c, which define the vector vocabulary first:
+ *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_SET1, V_ZERO, V_FMA,
+ *   V_ADD, V_SUB, V_MUL, V_MAX, V_SCALEF, V_ROUND, V_MASK_BLEND, V_MASKZ_MOV, V_CMP, V_REDUCE_ADD,
+ *   FA_EXP2_LOW (an argument below which exp2 is exactly 0), FA_EXP2_POLY(f) (2^f on [-1/2, 1/2]).
+ *
+ * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_VEC query rows),
+ * ld a multiple of FA_VEC, accumulators padded to a multiple of FA_VEC. */
+
+#define FA_CAT2(a, b) a##b
+#define FA_CAT(a, b) FA_CAT2(a, b)
+#define FA_NAME(n) FA_CAT(n, FA_SFX)
+#define FA_INLINE static inline __attribute__((always_inline))
+
+/* Lanes [0, n) of a vector, n in 0..FA_VEC. */
+FA_INLINE mask FA_NAME(tail_mask_)(int64_t n)
+{
+    return n >= FA_VEC ? (mask)~(mask)0 : (mask)(((mask)1 << n) - 1);
+}
+
+/* exp2(x), branch-free, exact at the edges the softmax meets: x = -inf (a masked score) gives
+ * exactly 0 and NaN stays NaN. x is first raised to FA_EXP2_LOW (where 2^x rounds to 0); V_MAX
+ * returns its second operand when either is NaN, so NaN passes through. Then x = n + f with n an
+ * integer and |f| <= 1/2, 2^f from a polynomial and 2^n applied exactly by scalef. */
+FA_INLINE vec FA_NAME(exp2_)(vec x)
+{
+    x = V_MAX(V_SET1(FA_EXP2_LOW), x);
+    vec n = V_ROUND(x);
+    vec f = V_SUB(x, n);
+    return V_SCALEF(FA_EXP2_POLY(f), n);
+}
+
+/* ---- S = Q·Kᵀ, transposed: s[c][r] = sum_x qt[x][r]·k[c][x] ----
+ * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
+ * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs. */
+FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *qt, int64_t ld, const FA_T *k,
+                                      int64_t k_stride, FA_T *s)
+{
+    vec acc[4][4];
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
+    for (int64_t x = 0; x < dim; x++) {
+        vec q[4];
+        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_VEC);
+        for (int i = 0; i < nk; i++) {
+            vec w = V_SET1(k[i * k_stride + x]);
+            for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
+        }
+    }
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_VEC, acc[i][j]);
+}
+
+/* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
+ * compile-time ones, so every block keeps its accumulators in registers. */
+#define FA_SCORES_CASE(NK, NV)                                                                                 \
+    case (NK) * 8 + (NV): FA_NAME(scores_block_)(NK, NV, dim, qb, ld, kb, k_stride, sb); break;
+
+static void FA_NAME(avx512_scores_)(int64_t ld, int64_t cols, int64_t dim, const FA_T *qt, const FA_T *k,
+                                    int64_t k_stride, FA_T *s)
+{
+    for (int64_t c = 0; c < cols; c += 4) {
+        int nk = cols - c < 4 ? (int)(cols - c) : 4;
+        for (int64_t r = 0; r < ld; r += 4 * FA_VEC) {
+            int nv = (ld - r) / FA_VEC < 4 ? (int)((ld - r) / FA_VEC) : 4;
+            const FA_T *qb = qt + r;
+            const FA_T *kb = k + c * k_stride;
+            FA_T *sb = s + c * ld + r;
+            switch (nk * 8 + nv) {
+                FA_SCORES_CASE(1, 1) FA_SCORES_CASE(1, 2) FA_SCORES_CASE(1, 3) FA_SCORES_CASE(1, 4)
+                FA_SCORES_CASE(2, 1) FA_SCORES_CASE(2, 2) FA_SCORES_CASE(2, 3) FA_SCORES_CASE(2, 4)
+                FA_SCORES_CASE(3, 1) FA_SCORES_CASE(3, 2) FA_SCORES_CASE(3, 3) FA_SCORES_CASE(3, 4)
+                FA_SCORES_CASE(4, 1) FA_SCORES_CASE(4, 2) FA_SCORES_CASE(4, 3) FA_SCORES_CASE(4, 4)
+            default: break;
+            }
+        }
+    }
+}
+#undef FA_SCORES_CASE
+
+/* ---- online softmax over a transposed tile: one vector = FA_VEC query rows ---- */
+static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                            FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+{
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY), one = V_SET1((FA_T)1);
+    for (int64_t r = 0; r < ld; r += FA_VEC) {
+        /* The running max must become NaN if any score is NaN: V_MAX alone would drop it. */
+        vec m_old = V_LOAD(row_max + r), m_new = m_old;
+        mask nan = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            vec x = V_LOAD(s + c * ld + r);
+            m_new = V_MAX(m_new, x);
+            nan |= V_CMP(x, x, _CMP_UNORD_Q);
+        }
+        m_new = V_MASK_BLEND(nan, m_new, V_SET1((FA_T)NAN));
+        /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN). */
+        mask live = V_CMP(m_new, neg_inf, _CMP_NEQ_UQ);
+        vec sum = V_ZERO();
+        for (int64_t c = 0; c < cols; c++) {
+            vec p = V_MASKZ_MOV(live, FA_NAME(exp2_)(V_SUB(V_LOAD(s + c * ld + r), m_new)));
+            V_STORE(s + c * ld + r, p);
+            sum = V_ADD(sum, p);
+        }
+        vec alpha = V_MASK_BLEND(live, one, FA_NAME(exp2_)(V_SUB(m_old, m_new)));
+        V_STORE(row_sum + r, V_FMA(alpha, V_LOAD(row_sum + r), sum));
+        V_STORE(row_max + r, m_new);
+        /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
+        mask rescale = V_CMP(alpha, one, _CMP_NEQ_UQ) & FA_NAME(tail_mask_)(rows - r);
+        if (!rescale) continue;
+        FA_T a[FA_VEC];
+        V_STORE(a, alpha);
+        for (int i = 0; i < FA_VEC; i++) {
+            if (!((rescale >> i) & 1)) continue;
+            FA_T *ar = acc + (r + i) * acc_stride;
+            vec w = V_SET1(a[i]);
+            for (int64_t y = 0; y < acc_width; y += FA_VEC) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
+        }
+    }
+}
+
+/* ---- acc[i][0..dim) += sum_t w[i·wi + t·wt] · x[t][0..dim) ----
+ * One microkernel for both products: accumulate (i = query row, t = key: wi = 1, wt = ld) and
+ * accumulate_t (i = key, t = query row: wi = ld, wt = 1). Register block: NI accumulator rows ×
+ * NV vectors; per reduction step NV loads of x (the last one masked to dim) and NI broadcasts. */
+FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, const FA_T *w, int64_t wi, int64_t wt,
+                                             const FA_T *x, int64_t x_stride, mask last, FA_T *acc,
+                                             int64_t acc_stride)
+{
+    vec a[4][4];
+    for (int i = 0; i < ni; i++)
+        for (int j = 0; j < nv; j++) a[i][j] = V_LOAD(acc + i * acc_stride + j * FA_VEC);
+    for (int64_t t = 0; t < steps; t++) {
+        vec xv[4];
+        for (int j = 0; j < nv; j++)
+            xv[j] = j == nv - 1 ? V_LOADU_MASKZ(last, x + t * x_stride + j * FA_VEC)
+                                : V_LOADU_MASKZ((mask)~(mask)0, x + t * x_stride + j * FA_VEC);
+        for (int i = 0; i < ni; i++) {
+            vec b = V_SET1(w[i * wi + t * wt]);
+            for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+        }
+    }
+    for (int i = 0; i < ni; i++)
+        for (int j = 0; j < nv; j++) V_STORE(acc + i * acc_stride + j * FA_VEC, a[i][j]);
+}
+
+#define FA_ROWS_CASE(NI, NV)                                                                                   \
+    case (NI) * 8 + (NV):                                                                                      \
+        FA_NAME(weighted_rows_block_)(NI, NV, steps, wb, wi, wt, xb, x_stride, last, ab, acc_stride);          \
+        break;
+
+static void FA_NAME(weighted_rows_)(int64_t n, int64_t steps, int64_t dim, const FA_T *w, int64_t wi, int64_t wt,
+                                    const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+{
+    for (int64_t y = 0; y < dim; y += 4 * FA_VEC) {
+        int64_t width = dim - y < 4 * FA_VEC ? dim - y : 4 * FA_VEC;
+        int nv = (int)((width + FA_VEC - 1) / FA_VEC);
+        mask last = FA_NAME(tail_mask_)(width - (nv - 1) * FA_VEC);
+        for (int64_t i = 0; i < n; i += 4) {
+            int ni = n - i < 4 ? (int)(n - i) : 4;
+            const FA_T *wb = w + i * wi, *xb = x + y;
+            FA_T *ab = acc + i * acc_stride + y;
+            switch (ni * 8 + nv) {
+                FA_ROWS_CASE(1, 1) FA_ROWS_CASE(1, 2) FA_ROWS_CASE(1, 3) FA_ROWS_CASE(1, 4)
+                FA_ROWS_CASE(2, 1) FA_ROWS_CASE(2, 2) FA_ROWS_CASE(2, 3) FA_ROWS_CASE(2, 4)
+                FA_ROWS_CASE(3, 1) FA_ROWS_CASE(3, 2) FA_ROWS_CASE(3, 3) FA_ROWS_CASE(3, 4)
+                FA_ROWS_CASE(4, 1) FA_ROWS_CASE(4, 2) FA_ROWS_CASE(4, 3) FA_ROWS_CASE(4, 4)
+            default: break;
+            }
+        }
+    }
+}
+#undef FA_ROWS_CASE
+
+static void FA_NAME(avx512_accumulate_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
+                                        const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+{
+    FA_NAME(weighted_rows_)(rows, cols, dim, p, 1, ld, x, x_stride, acc, acc_stride);
+}
+
+static void FA_NAME(avx512_accumulate_t_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
+                                          const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+{
+    FA_NAME(weighted_rows_)(cols, rows, dim, p, ld, 1, x, x_stride, acc, acc_stride);
+}
+
+static void FA_NAME(avx512_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse2)
+{
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY);
+    for (int64_t r = 0; r < ld; r += FA_VEC) {
+        vec l = V_LOAD(lse2 + r);
+        mask live = V_CMP(l, neg_inf, _CMP_NEQ_UQ); /* rows that saw no key give 0, not NaN */
+        for (int64_t c = 0; c < cols; c++)
+            V_STORE(s + c * ld + r, V_MASKZ_MOV(live, FA_NAME(exp2_)(V_SUB(V_LOAD(s + c * ld + r), l))));
+    }
+}
+
+static void FA_NAME(avx512_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, FA_T *dp, const FA_T *delta)
+{
+    for (int64_t r = 0; r < ld; r += FA_VEC) {
+        vec d = V_LOAD(delta + r);
+        for (int64_t c = 0; c < cols; c++)
+            V_STORE(dp + c * ld + r, V_MUL(V_LOAD(p + c * ld + r), V_SUB(V_LOAD(dp + c * ld + r), d)));
+    }
+}
+
+/* This element type's half of the AVX-512 table. */
+const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
+    FA_NAME(avx512_scores_),      FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
+    FA_NAME(avx512_accumulate_t_), FA_NAME(avx512_probabilities_),  FA_NAME(avx512_score_grad_)};
+
+/* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_VEC). */
+void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += FA_VEC) V_STORE(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ((mask)~(mask)0, x + i)));
+}
+
+#undef FA_INLINE
+#undef FA_NAME
+#undef FA_CAT
+#undef FA_CAT2

@@ -1,0 +1,5 @@
+/* The AVX-512F table. Only its two halves are compiled with AVX-512 enabled; this file is plain,
+ * so nothing here runs an AVX-512 instruction before the CPU check in select.c. */
+#include "kernels/avx512/avx512.h"
+
+const fa_kernels fa_kernels_avx512 = {"avx512", &fa_avx512_kernels_f32, &fa_avx512_kernels_f64};

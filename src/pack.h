@@ -1,0 +1,20 @@
+/* Packing a query block transposed (see kernels/kernels.h). Portable C: done once per work item,
+ * its cost is spread over every key tile of the item. */
+#ifndef FA_PACK_H
+#define FA_PACK_H
+
+#include <stdint.h>
+
+/* Rounds n up to a multiple of m. */
+static inline int64_t fa_round_up(int64_t n, int64_t m)
+{
+    return (n + m - 1) / m * m;
+}
+
+/* dst[x][r] = mult · src[r][x] for x < dim, r < rows; zero for rows in [rows, ld). */
+void fa_pack_transposed_f32(int64_t rows, int64_t dim, const float *src, int64_t src_stride, float mult,
+                            float *dst, int64_t ld);
+void fa_pack_transposed_f64(int64_t rows, int64_t dim, const double *src, int64_t src_stride, double mult,
+                            double *dst, int64_t ld);
+
+#endif
