@@ -21,7 +21,6 @@ typedef struct {
     void *delta;              /* [batch][q_heads][q_len] of the accumulation type */
 } fa_backward_job;
 
-#define FA_LOG2E 1.44269504088896340735992468100189214
 
 #define FA_T float
 #define FA_SFX f32
@@ -50,7 +49,7 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     size_t d = (size_t)dim, dv = (size_t)dim_v;
     size_t d_pad = (size_t)fa_round_up(dim, vec), dv_pad = (size_t)fa_round_up(dim_v, vec);
     size_t queries = fa_arena_round(d * ld * elem) + fa_arena_round(dv * ld * elem) /* Q, dO transposed */
-                     + 2 * fa_arena_round(ld * elem);                                 /* lse2, delta */
+                     + 2 * fa_arena_round(ld * elem);                                 /* lse, delta */
     size_t tiles = 2 * fa_arena_round(bk * ld * elem);                                /* P, dS */
     size_t kv_acc = fa_arena_round(bk * d_pad * elem) + fa_arena_round(bk * dv_pad * elem);
     size_t q_acc = fa_arena_round(bq * d_pad * elem);

@@ -8,7 +8,7 @@
 #include "context.h"
 #include "problem.h"
 
-/* Arena bytes one backward item needs: the query block's packs (Q and dO transposed, lse2, delta),
+/* Arena bytes one backward item needs: the query block's packs (Q and dO transposed, lse, delta),
  * the probability and score-gradient tiles, and the larger of a dK/dV item's accumulators and a
  * dQ item's, each region rounded up to 64 bytes (see backward.c). The README's memory formula is
  * this function. */

@@ -1,8 +1,8 @@
 /* The backward's work items, written once for both element types: included by backward.c with
  * FA_T, FA_SFX (f32/f64: also the kernel-table member) and FA_VEC defined.
  *
- * With P = exp2(S2 - lse2) recomputed tile by tile (S2 = scores in log2 units, from the packed,
- * pre-scaled queries) and dS = P ∘ (dO·Vᵀ - delta):
+ * With P = exp(S - lse) recomputed tile by tile (S = scaled scores, from the packed, pre-scaled
+ * queries) and dS = P ∘ (dO·Vᵀ - delta):
  *   dV = Pᵀ·dO,  dK = scale · dSᵀ·Q,  dQ = scale · dS·K.
  * A dK/dV item owns the rows of one key block and walks every query head of its group and every
  * query block in a fixed order; a dQ item owns the rows of one query block and walks the key
@@ -33,9 +33,9 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
 }
 
 /* What one query block brings to every tile it meets: queries and dO packed transposed, and the
- * row statistics lse2 (log2 units) and delta, padded to ld rows so padding rows give p = 0. */
+ * row statistics lse and delta, padded to ld rows (lse = -inf there, so padding rows give p = 0). */
 typedef struct {
-    FA_T *qt, *dot, *lse2, *delta;
+    FA_T *qt, *dot, *lse, *delta;
 } FA_NAME(query_pack_);
 
 static FA_NAME(query_pack_) FA_NAME(query_pack_alloc_)(const fa_backward_job *job, fa_arena *arena)
@@ -45,7 +45,7 @@ static FA_NAME(query_pack_) FA_NAME(query_pack_alloc_)(const fa_backward_job *jo
     FA_NAME(query_pack_) qp;
     qp.qt = fa_arena_alloc(arena, (size_t)(p->dim * ld) * sizeof(FA_T));
     qp.dot = fa_arena_alloc(arena, (size_t)(p->dim_v * ld) * sizeof(FA_T));
-    qp.lse2 = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    qp.lse = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
     qp.delta = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
     return qp;
 }
@@ -59,11 +59,11 @@ static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_
                     row0 * p->q.stride_seq;
     const FA_T *d_o = (const FA_T *)p->dout.data + batch * p->dout.stride_batch + q_head * p->dout.stride_head +
                       row0 * p->dout.stride_seq;
-    FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim, q, p->q.stride_seq, (FA_T)(p->scale * FA_LOG2E), qp->qt, ld);
+    FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qp->qt, ld);
     FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim_v, d_o, p->dout.stride_seq, (FA_T)1, qp->dot, ld);
     const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
     for (int64_t r = 0; r < ld; r++) {
-        qp->lse2[r] = r < rows ? lse[r] * (FA_T)FA_LOG2E : -(FA_T)INFINITY;
+        qp->lse[r] = r < rows ? lse[r] : -(FA_T)INFINITY;
         qp->delta[r] = r < rows ? delta[r] : 0;
     }
 }
@@ -78,7 +78,7 @@ static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(
     int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
     FA_KERN(job)->scores(ld, cols, p->dim, qp->qt, k, p->k.stride_seq, p_tile);
     if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, p_tile, ld);
-    FA_KERN(job)->probabilities(ld, cols, p_tile, qp->lse2);
+    FA_KERN(job)->probabilities(ld, cols, p_tile, qp->lse);
     FA_KERN(job)->scores(ld, cols, p->dim_v, qp->dot, v, p->v.stride_seq, ds_tile);
     FA_KERN(job)->score_grad(ld, cols, p_tile, ds_tile, qp->delta);
     if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, ds_tile, ld);

@@ -10,9 +10,6 @@
 #include "team.h"
 #include "visible_products.h"
 
-#define FA_LOG2E 1.44269504088896340735992468100189214
-#define FA_LN2 0.693147180559945309417232121458176568
-
 typedef struct {
     const fa_problem *problem;
     const fa_kernels *kernels;
@@ -23,22 +20,22 @@ typedef struct {
 
 #define FA_T float
 #define FA_SFX f32
-#define FA_LOG2 log2f
+#define FA_LOG logf
 #define FA_VEC FA_VEC_F32
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_LOG2
+#undef FA_LOG
 #undef FA_VEC
 
 #define FA_T double
 #define FA_SFX f64
-#define FA_LOG2 log2
+#define FA_LOG log
 #define FA_VEC FA_VEC_F64
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_LOG2
+#undef FA_LOG
 #undef FA_VEC
 
 static int64_t vec_of(size_t elem)

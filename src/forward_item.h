@@ -1,5 +1,5 @@
 /* One forward work item, written once for both element types: included by forward.c with FA_T,
- * FA_SFX (f32/f64: also the kernel-table member), FA_LOG2, FA_VEC defined. */
+ * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_VEC defined. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
@@ -25,8 +25,8 @@ static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t
     const FA_T *k = (const FA_T *)p->k.data + it.batch * p->k.stride_batch + kv_head * p->k.stride_head;
     const FA_T *v = (const FA_T *)p->v.data + it.batch * p->v.stride_batch + kv_head * p->v.stride_head;
 
-    /* scale·log2(e) folded into the queries: scores come out in log2 units, ready for exp2 */
-    FA_CAT(fa_pack_transposed_, FA_SFX)(it.rows, p->dim, q, p->q.stride_seq, (FA_T)(p->scale * FA_LOG2E), qt, ld);
+    /* the scale folded into the queries: score tiles come out scaled */
+    FA_CAT(fa_pack_transposed_, FA_SFX)(it.rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
     for (int64_t r = 0; r < ld; r++) {
         row_max[r] = -(FA_T)INFINITY;
         row_sum[r] = 0;
@@ -61,7 +61,7 @@ static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t
             if (lse) lse[r] = -(FA_T)INFINITY;
         } else {
             for (int64_t y = 0; y < dv; y++) o[y] = a[y] / l;
-            if (lse) lse[r] = (row_max[r] + FA_LOG2(l)) * (FA_T)FA_LN2; /* back to natural log */
+            if (lse) lse[r] = row_max[r] + FA_LOG(l);
         }
     }
 }

@@ -9,8 +9,10 @@
  * dim contiguous). A vector then spans FA_VEC query rows: the softmax's running max and sum are
  * plain vertical vector operations, with no horizontal reduction anywhere in the hot loops.
  *
- * Scores are in log2 units (scale·log2(e) is folded into the packed queries), so softmax uses
- * exp2. Kernels may compute padding rows (r in [rows, ld)) of score tiles and row statistics; the
+ * The scale is folded into the packed queries (qt = scale·qᵀ), so score tiles hold scaled scores
+ * in natural units. Softmax kernels compute exp(s - m) as exp2((s - m)·log2 e): the max is
+ * subtracted before anything rounds a large score, so logits of 1e4 lose nothing that a plain
+ * exp(s - m) would keep (folding log2 e into q instead would cost |s|·eps). Kernels may compute padding rows (r in [rows, ld)) of score tiles and row statistics; the
  * drivers never read them. Accumulators (acc) are row-major with strides that are multiples of
  * FA_VEC and may be written up to that padded width; x operands (K, V, Q, dO rows in caller
  * memory) are read only within `dim`. */
@@ -30,8 +32,8 @@
         void (*scores)(int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k, int64_t k_stride, T *s); \
         /* Online-softmax step over a masked score tile (masked entries -inf), every row r < ld:              \
          * m' = max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its        \
-         * p entries become 0 and nothing else changes. Otherwise alpha = exp2(m - m'),                        \
-         * p = exp2(s - m'), l = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by   \
+         * p entries become 0 and nothing else changes. Otherwise alpha = exp(m - m'),                         \
+         * p = exp(s - m'), l = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by    \
          * alpha when alpha != 1 and r < rows (lazy rescaling). */                                             \
         void (*online_softmax)(int64_t rows, int64_t ld, int64_t cols, T *s, T *row_max, T *row_sum, T *acc,   \
                                int64_t acc_stride, int64_t acc_width);                                         \
@@ -41,9 +43,9 @@
         /* acc[c][0..dim) += sum_r p[c][r] · x[r][0..dim) for c < cols   (Pᵀ·dO, dSᵀ·Q) */                     \
         void (*accumulate_t)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const T *x,      \
                              int64_t x_stride, T *acc, int64_t acc_stride);                                    \
-        /* Backward: s[c][r] = exp2(s[c][r] - lse2[r]), the forward's probabilities recomputed from its        \
-         * log-sum-exp in log2 units, for r < ld. A row with lse2 = -inf saw no key: it becomes 0. */          \
-        void (*probabilities)(int64_t ld, int64_t cols, T *s, const T *lse2);                                  \
+        /* Backward: s[c][r] = exp(s[c][r] - lse[r]), the forward's probabilities recomputed from its          \
+         * log-sum-exp, for r < ld. A row with lse = -inf saw no key: it becomes 0 (not NaN). */               \
+        void (*probabilities)(int64_t ld, int64_t cols, T *s, const T *lse);                                   \
         /* Backward: dp[c][r] = p[c][r] · (dp[c][r] - delta[r]) for r < ld: the score gradient. */             \
         void (*score_grad)(int64_t ld, int64_t cols, const T *p, T *dp, const T *delta);                       \
     }

@@ -1,6 +1,6 @@
 /* AVX-512 tile kernels, written once for both element types. Included by avx512_f32.c and
  * avx512_f64.c, which define the vector vocabulary first:
- *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_SET1, V_ZERO, V_FMA,
+ *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_SET1, V_ZERO, V_FMA,
  *   V_ADD, V_SUB, V_MUL, V_MAX, V_SCALEF, V_ROUND, V_MASK_BLEND, V_MASKZ_MOV, V_CMP, V_REDUCE_ADD,
  *   FA_EXP2_LOW (an argument below which exp2 is exactly 0), FA_EXP2_POLY(f) (2^f on [-1/2, 1/2]).
  *
@@ -12,10 +12,18 @@
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 #define FA_INLINE static inline __attribute__((always_inline))
 
-/* Lanes [0, n) of a vector, n in 0..FA_VEC. */
+/* Lanes [0, n) of a vector; n may be <= 0 (no lane) or >= FA_VEC (every lane). */
 FA_INLINE mask FA_NAME(tail_mask_)(int64_t n)
 {
+    if (n <= 0) return 0;
     return n >= FA_VEC ? (mask)~(mask)0 : (mask)(((mask)1 << n) - 1);
+}
+
+/* exp(d) for d = s - m <= 0 (a max already subtracted), as exp2(d·log2 e). */
+FA_INLINE vec FA_NAME(exp2_)(vec x);
+FA_INLINE vec FA_NAME(exp_of_difference_)(vec d)
+{
+    return FA_NAME(exp2_)(V_MUL(d, V_SET1((FA_T)1.44269504088896340735992468100189214)));
 }
 
 /* exp2(x), branch-free, exact at the edges the softmax meets: x = -inf (a masked score) gives
@@ -97,11 +105,11 @@ static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t co
         mask live = V_CMP(m_new, neg_inf, _CMP_NEQ_UQ);
         vec sum = V_ZERO();
         for (int64_t c = 0; c < cols; c++) {
-            vec p = V_MASKZ_MOV(live, FA_NAME(exp2_)(V_SUB(V_LOAD(s + c * ld + r), m_new)));
+            vec p = V_MASKZ_MOV(live, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(s + c * ld + r), m_new)));
             V_STORE(s + c * ld + r, p);
             sum = V_ADD(sum, p);
         }
-        vec alpha = V_MASK_BLEND(live, one, FA_NAME(exp2_)(V_SUB(m_old, m_new)));
+        vec alpha = V_MASK_BLEND(live, one, FA_NAME(exp_of_difference_)(V_SUB(m_old, m_new)));
         V_STORE(row_sum + r, V_FMA(alpha, V_LOAD(row_sum + r), sum));
         V_STORE(row_max + r, m_new);
         /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
@@ -183,14 +191,15 @@ static void FA_NAME(avx512_accumulate_t_)(int64_t rows, int64_t cols, int64_t di
     FA_NAME(weighted_rows_)(cols, rows, dim, p, ld, 1, x, x_stride, acc, acc_stride);
 }
 
-static void FA_NAME(avx512_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse2)
+static void FA_NAME(avx512_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse)
 {
     const vec neg_inf = V_SET1(-(FA_T)INFINITY);
     for (int64_t r = 0; r < ld; r += FA_VEC) {
-        vec l = V_LOAD(lse2 + r);
+        vec l = V_LOAD(lse + r);
         mask live = V_CMP(l, neg_inf, _CMP_NEQ_UQ); /* rows that saw no key give 0, not NaN */
         for (int64_t c = 0; c < cols; c++)
-            V_STORE(s + c * ld + r, V_MASKZ_MOV(live, FA_NAME(exp2_)(V_SUB(V_LOAD(s + c * ld + r), l))));
+            V_STORE(s + c * ld + r,
+                    V_MASKZ_MOV(live, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(s + c * ld + r), l))));
     }
 }
 
@@ -211,7 +220,7 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
 /* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_VEC). */
 void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 {
-    for (int64_t i = 0; i < n; i += FA_VEC) V_STORE(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ((mask)~(mask)0, x + i)));
+    for (int64_t i = 0; i < n; i += FA_VEC) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ((mask)~(mask)0, x + i)));
 }
 
 #undef FA_INLINE

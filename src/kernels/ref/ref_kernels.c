@@ -6,19 +6,19 @@
 
 #define FA_T float
 #define FA_SFX f32
-#define FA_EXP2 exp2f
+#define FA_EXP expf
 #include "ref_tiles.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_EXP2
+#undef FA_EXP
 
 #define FA_T double
 #define FA_SFX f64
-#define FA_EXP2 exp2
+#define FA_EXP exp
 #include "ref_tiles.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_EXP2
+#undef FA_EXP
 
 #define FA_REF_SET(SFX)                                                                                        \
     {                                                                                                          \

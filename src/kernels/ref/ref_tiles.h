@@ -1,5 +1,5 @@
 /* Portable tile kernels, written once for both element types: included by ref_kernels.c with
- * FA_T (element type), FA_SFX (name suffix) and FA_EXP2 (exp2 of that type) defined.
+ * FA_T (element type), FA_SFX (name suffix) and FA_EXP (exp of that type) defined.
  * Plain loops over query rows (the contiguous axis of a transposed score tile), which the
  * compiler vectorizes; every reduction order is fixed by the code. */
 
@@ -34,17 +34,17 @@ static void FA_NAME(ref_online_softmax_)(int64_t rows, int64_t ld, int64_t cols,
             if (v > m_new || v != v) m_new = v;
         }
         if (m_new == -(FA_T)INFINITY) {
-            /* Every score so far is masked: exp2(-inf - -inf) would be NaN, and p must be 0. */
+            /* Every score so far is masked: exp(-inf - -inf) would be NaN, and p must be 0. */
             for (int64_t c = 0; c < cols; c++) s[c * ld + r] = 0;
             continue;
         }
         FA_T sum = 0;
         for (int64_t c = 0; c < cols; c++) {
-            FA_T p = FA_EXP2(s[c * ld + r] - m_new);
+            FA_T p = FA_EXP(s[c * ld + r] - m_new);
             s[c * ld + r] = p;
             sum += p;
         }
-        FA_T alpha = FA_EXP2(m_old - m_new); /* 0 when m_old = -inf; exactly 1 when the max held */
+        FA_T alpha = FA_EXP(m_old - m_new); /* 0 when m_old = -inf; exactly 1 when the max held */
         row_sum[r] = alpha * row_sum[r] + sum;
         row_max[r] = m_new;
         if (alpha != (FA_T)1 && r < rows) {
@@ -83,12 +83,12 @@ static void FA_NAME(ref_accumulate_t_)(int64_t rows, int64_t cols, int64_t dim, 
     }
 }
 
-static void FA_NAME(ref_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse2)
+static void FA_NAME(ref_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse)
 {
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
         for (int64_t r = 0; r < ld; r++)
-            sc[r] = lse2[r] == -(FA_T)INFINITY ? (FA_T)0 : FA_EXP2(sc[r] - lse2[r]);
+            sc[r] = lse[r] == -(FA_T)INFINITY ? (FA_T)0 : FA_EXP(sc[r] - lse[r]);
     }
 }
 
