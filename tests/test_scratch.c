@@ -1,13 +1,15 @@
 /* Bounded scratch memory.
  *
  * The documented forward arena formula (README "Memory"; the library implements exactly this):
- * with e = sizeof(element) (4 for f32, 8 for f64), r64(x) = x rounded up to a multiple of 64,
- * bq = block_q and bk = block_k,
+ * with e = sizeof(element) (4 for f32, 8 for f64), v = 64/e (elements per 64 bytes),
+ * r64(x) = x rounded up to a multiple of 64, up(x) = x rounded up to a multiple of v,
+ * bq = block_q, bk = block_k, ld = up(bq),
  *
- *     forward scratch per thread = r64(bq·bk·e) + r64(bq·Dv·e) + 2·r64(bq·e)
+ *     forward scratch per thread = r64(D·ld·e) + r64(bk·ld·e) + r64(bq·up(Dv)·e) + 2·r64(ld·e)
  *
- * i.e. the score tile, the output accumulator, the row max and the row sum. fa_stats's
- * scratch_peak is the largest high-water mark over the threads. It does not depend on Nq or Nk. */
+ * i.e. the transposed query block, the transposed score tile, the output accumulator, the row max
+ * and the row sum. fa_stats's scratch_peak is the largest high-water mark over the threads. It does
+ * not depend on Nq or Nk. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +21,17 @@ static size_t r64(size_t x)
     return (x + 63) / 64 * 64;
 }
 
-static size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t dv)
+static int64_t up(int64_t x, int64_t v)
+{
+    return (x + v - 1) / v * v;
+}
+
+static size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
 {
     size_t e = tu_dtype_size(t);
-    return r64((size_t)(bq * bk) * e) + r64((size_t)(bq * dv) * e) + 2 * r64((size_t)bq * e);
+    int64_t v = 64 / (int64_t)e, ld = up(bq, v);
+    return r64((size_t)(d * ld) * e) + r64((size_t)(bk * ld) * e) + r64((size_t)(bq * up(dv, v)) * e) +
+           2 * r64((size_t)ld * e);
 }
 
 Test(scratch, peak_equals_documented_formula)
@@ -60,7 +69,7 @@ Test(scratch, peak_equals_documented_formula)
         cr_expect_eq(st.scratch_peak, 0, "%s: scratch_peak %zu before any call", desc, st.scratch_peak);
         cr_assert_eq(fa_forward(ctx, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s", desc);
         cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
-        size_t want = forward_scratch(s.dtype, o.block_q, o.block_k, s.dim_v);
+        size_t want = forward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v);
         cr_expect_eq(st.block_q, o.block_q, "%s: block_q used %d, configured %d", desc, st.block_q,
                      o.block_q);
         cr_expect_eq(st.block_k, o.block_k, "%s: block_k used %d, configured %d", desc, st.block_k,
@@ -110,7 +119,7 @@ Test(scratch, peak_is_identical_for_1024_and_16384_tokens)
         free(rows);
         tu_problem_free(&pr);
     }
-    size_t want = forward_scratch(FA_F32, 64, 64, 4);
+    size_t want = forward_scratch(FA_F32, 64, 64, 4, 4);
     cr_expect_eq(peak[0], peak[1], "scratch_peak %zu at N = 1024 but %zu at N = 16384", peak[0], peak[1]);
     cr_expect_eq(peak[1], want, "scratch_peak %zu at N = 16384, formula says %zu", peak[1], want);
     cr_expect_eq(capacity[0], capacity[1], "scratch_capacity grew from %zu to %zu", capacity[0], capacity[1]);
