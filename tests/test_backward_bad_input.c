@@ -1,0 +1,387 @@
+/* Bad input for fa_backward (include/flashattn.h: "Refused, with nothing written"): every case
+ * returns its own status and leaves every byte of dq, dk, dv (canary-filled) and of every input
+ * unchanged.
+ *
+ * All nine tensors and lse live back to back in one guarded pool, followed by a canary-filled
+ * spare region as large as the largest tensor, so a view re-pointed into any other tensor (the
+ * alias cases) stays inside memory the test owns, and one snapshot of the pool checks every byte.
+ * The unmodified call succeeds (adjacent views are not aliases). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference_backward.h"
+#include "util.h"
+#include "util_backward.h"
+
+enum { Q, K, V, OUT, DOUT, DQ, DK, DV, N_T };
+static const char *tname[N_T] = {"q", "k", "v", "out", "dout", "dq", "dk", "dv"};
+
+typedef struct {
+    fa_params p;
+    fa_tensor t[N_T];
+    const void *lse;
+    int null_tensor; /* -1, or the tensor passed as NULL */
+} bwd_args;
+
+typedef struct {
+    fa_dtype dt;
+    size_t e;
+    tu_buf pool;
+    unsigned char *lse_at, *grads_at; /* lse region; first byte of dq (grads and spare follow) */
+    size_t grads_bytes;               /* dq, dk, dv and the spare region */
+    bwd_args valid;
+    fa_context *ctx;
+    uint64_t seed;
+} bad_setup;
+
+static void setup(bad_setup *b, fa_dtype dt, const char *name)
+{
+    memset(b, 0, sizeof *b);
+    b->seed = tu_seed(name);
+    b->dt = dt;
+    b->e = tu_dtype_size(dt);
+    const int64_t B = 2, Hq = 4, Hkv = 2, Nq = 9, Nk = 11, D = 6, Dv = 5;
+    const int64_t shape[N_T][3] = {{Hq, Nq, D},  {Hkv, Nk, D}, {Hkv, Nk, Dv}, {Hq, Nq, Dv},
+                                   {Hq, Nq, Dv}, {Hq, Nq, D},  {Hkv, Nk, D},  {Hkv, Nk, Dv}};
+    int64_t size[N_T], largest = 0, total = B * Hq * Nq; /* lse */
+    for (int i = 0; i < N_T; i++) {
+        size[i] = B * shape[i][0] * shape[i][1] * shape[i][2];
+        total += size[i];
+        if (size[i] > largest) largest = size[i];
+    }
+    total += largest; /* spare */
+    b->pool = tu_buf_alloc((size_t)total * b->e);
+    unsigned char *at = tu_buf_data(&b->pool);
+    for (int i = 0; i < N_T; i++) {
+        if (i == DQ) { /* lse sits between the inputs and the gradients */
+            b->lse_at = at;
+            at += (size_t)(B * Hq * Nq) * b->e;
+            b->grads_at = at;
+        }
+        b->valid.t[i] = fa_tensor_bhsd(at, dt, B, shape[i][0], shape[i][1], shape[i][2]);
+        at += (size_t)size[i] * b->e;
+    }
+    b->grads_bytes = (size_t)(at - b->grads_at) + (size_t)largest * b->e;
+    b->valid.lse = b->lse_at;
+    b->valid.p = fa_params_default();
+    b->valid.p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+    b->valid.null_tensor = -1;
+    tu_rng rng = tu_rng_make(b->seed);
+    const int inputs[4] = {Q, K, V, DOUT};
+    for (int x = 0; x < 4; x++) {
+        const fa_tensor *t = &b->valid.t[inputs[x]];
+        for (int64_t i = 0; i < tub_numel(t); i++) tu_set(t, 0, 0, 0, i, tu_rng_uniform(&rng, -1.0, 1.0));
+    }
+    cr_assert_eq(fa_context_create(&b->ctx, NULL), FA_OK);
+    cr_assert_eq(fa_forward(b->ctx, &b->valid.p, &b->valid.t[Q], &b->valid.t[K], &b->valid.t[V],
+                            &b->valid.t[OUT], b->lse_at),
+                 FA_OK);
+}
+
+static void teardown(bad_setup *b)
+{
+    fa_context_destroy(b->ctx);
+    tu_buf_free(&b->pool);
+}
+
+static fa_status call(const bad_setup *b, const bwd_args *a)
+{
+    const fa_tensor *t[N_T];
+    for (int i = 0; i < N_T; i++) t[i] = a->null_tensor == i ? NULL : &a->t[i];
+    return fa_backward(b->ctx, &a->p, t[Q], t[K], t[V], t[OUT], t[DOUT], a->lse, t[DQ], t[DK], t[DV]);
+}
+
+static void expect_refused(const bad_setup *b, const bwd_args *a, fa_status want, const char *what)
+{
+    unsigned char *snap = tu_buf_snapshot(&b->pool);
+    fa_status st = call(b, a);
+    cr_expect_eq(st, want, "%s, %s, seed %llu: status %d (%s), expected %d (%s)",
+                 b->dt == FA_F64 ? "f64" : "f32", what, (unsigned long long)b->seed, st, fa_status_str(st),
+                 want, fa_status_str(want));
+    cr_expect(tu_buf_equals_snapshot(&b->pool, snap),
+              "%s, %s, seed %llu: a byte of the tensors changed (status %d)", b->dt == FA_F64 ? "f64" : "f32",
+              what, (unsigned long long)b->seed, st);
+    free(snap);
+}
+
+/* The valid call succeeds, writes only dq, dk, dv; then the gradients get their canaries back. */
+static void valid_call_succeeds(bad_setup *b)
+{
+    unsigned char *snap = tu_buf_snapshot(&b->pool);
+    cr_assert_eq(call(b, &b->valid), FA_OK, "the unmodified call, seed %llu", (unsigned long long)b->seed);
+    size_t before = (size_t)(b->grads_at - b->pool.base);
+    cr_expect(memcmp(snap, b->pool.base, before) == 0, "the valid call changed an input byte");
+    free(snap);
+    memset(b->grads_at, TU_CANARY, b->grads_bytes);
+}
+
+static unsigned char *last_element(const bad_setup *b, const fa_tensor *t)
+{
+    return (unsigned char *)t->data + (size_t)(tub_numel(t) - 1) * b->e;
+}
+
+static void run_bad_input(fa_dtype dt, const char *name, void (*cases)(const bad_setup *))
+{
+    bad_setup b;
+    setup(&b, dt, name);
+    valid_call_succeeds(&b);
+    cases(&b);
+    teardown(&b);
+}
+
+/* ---- NULL ---------------------------------------------------------------------------------- */
+
+static void null_cases(const bad_setup *b)
+{
+    bwd_args a = b->valid;
+    a.lse = NULL;
+    expect_refused(b, &a, FA_ERR_NULL, "lse NULL");
+    for (int i = 0; i < N_T; i++) {
+        char what[64];
+        a = b->valid;
+        a.null_tensor = i;
+        snprintf(what, sizeof what, "%s NULL", tname[i]);
+        expect_refused(b, &a, FA_ERR_NULL, what);
+        a = b->valid;
+        a.t[i].data = NULL;
+        snprintf(what, sizeof what, "%s.data NULL", tname[i]);
+        expect_refused(b, &a, FA_ERR_NULL, what);
+    }
+}
+
+Test(backward_bad_input, null_lse_tensor_or_data_is_refused_and_nothing_written)
+{
+    run_bad_input(FA_F64, "backward_bad_input.null_lse_tensor_or_data_is_refused_and_nothing_written.f64",
+                  null_cases);
+    run_bad_input(FA_F32, "backward_bad_input.null_lse_tensor_or_data_is_refused_and_nothing_written.f32",
+                  null_cases);
+}
+
+/* ---- ARG ----------------------------------------------------------------------------------- */
+
+static void arg_cases(const bad_setup *b)
+{
+    bwd_args a = b->valid;
+    a.p.scale = NAN;
+    expect_refused(b, &a, FA_ERR_ARG, "scale NaN");
+    a = b->valid;
+    a.p.scale = INFINITY;
+    expect_refused(b, &a, FA_ERR_ARG, "scale +inf");
+    a = b->valid;
+    a.p.causal = (fa_causal)7;
+    expect_refused(b, &a, FA_ERR_ARG, "causal 7");
+    a = b->valid;
+    a.p.window_left = -2;
+    expect_refused(b, &a, FA_ERR_ARG, "window_left -2");
+}
+
+Test(backward_bad_input, bad_params_are_refused_and_nothing_written)
+{
+    run_bad_input(FA_F64, "backward_bad_input.bad_params_are_refused_and_nothing_written.f64", arg_cases);
+    run_bad_input(FA_F32, "backward_bad_input.bad_params_are_refused_and_nothing_written.f32", arg_cases);
+}
+
+/* ---- DTYPE --------------------------------------------------------------------------------- */
+
+static void dtype_cases(const bad_setup *b)
+{
+    fa_dtype other = b->dt == FA_F64 ? FA_F32 : FA_F64;
+    for (int i = 0; i < N_T; i++) {
+        char what[64];
+        bwd_args a = b->valid;
+        a.t[i].dtype = other;
+        snprintf(what, sizeof what, "%s of the other dtype", tname[i]);
+        expect_refused(b, &a, FA_ERR_DTYPE, what);
+        a = b->valid;
+        a.t[i].dtype = (fa_dtype)9;
+        snprintf(what, sizeof what, "%s of unknown dtype 9", tname[i]);
+        expect_refused(b, &a, FA_ERR_DTYPE, what);
+    }
+    /* Known and consistent, but not available: the last class in the documented order. */
+    bwd_args a = b->valid;
+    for (int i = 0; i < N_T; i++) a.t[i].dtype = FA_BF16;
+    expect_refused(b, &a, FA_ERR_UNSUPPORTED, "all nine tensors bf16");
+}
+
+Test(backward_bad_input, dtype_mismatch_is_refused_and_nothing_written)
+{
+    run_bad_input(FA_F64, "backward_bad_input.dtype_mismatch_is_refused_and_nothing_written.f64",
+                  dtype_cases);
+    run_bad_input(FA_F32, "backward_bad_input.dtype_mismatch_is_refused_and_nothing_written.f32",
+                  dtype_cases);
+}
+
+/* ---- SHAPE --------------------------------------------------------------------------------- */
+
+static int64_t *size_field(fa_tensor *t, int f)
+{
+    return f == 0 ? &t->batch : f == 1 ? &t->heads : f == 2 ? &t->seq : &t->dim;
+}
+
+static void shape_cases(const bad_setup *b)
+{
+    static const char *fname[4] = {"batch", "heads", "seq", "dim"};
+    /* Every size of every tensor, one at a time, one smaller and one larger than its partner's
+     * (dout/out, dq/q, dk/k, dv/v; and q, k, v, out among themselves as in the forward). */
+    for (int i = 0; i < N_T; i++)
+        for (int f = 0; f < 4; f++)
+            for (int delta = -1; delta <= 1; delta += 2) {
+                bwd_args a = b->valid;
+                int64_t *x = size_field(&a.t[i], f);
+                if (*x + delta < 1) continue; /* a 0 size would make the view empty, not mismatched */
+                *x += delta;
+                char what[64];
+                snprintf(what, sizeof what, "%s.%s %+d", tname[i], fname[f], delta);
+                expect_refused(b, &a, FA_ERR_SHAPE, what);
+            }
+    /* Sizes wrong for every tensor alike: Hq % Hkv != 0, D or Dv outside 1..512, negative. */
+    bwd_args a = b->valid;
+    a.t[K].heads = a.t[V].heads = a.t[DK].heads = a.t[DV].heads = 3;
+    expect_refused(b, &a, FA_ERR_SHAPE, "Hq 4 with Hkv 3");
+    a = b->valid;
+    a.t[Q].dim = a.t[K].dim = a.t[DQ].dim = a.t[DK].dim = 0;
+    expect_refused(b, &a, FA_ERR_SHAPE, "D 0");
+    a = b->valid;
+    a.t[V].dim = a.t[OUT].dim = a.t[DOUT].dim = a.t[DV].dim = 513;
+    expect_refused(b, &a, FA_ERR_SHAPE, "Dv 513");
+    a = b->valid;
+    a.t[DQ].seq = -1;
+    expect_refused(b, &a, FA_ERR_SHAPE, "dq.seq -1");
+}
+
+Test(backward_bad_input, shape_mismatch_between_partners_is_refused_and_nothing_written)
+{
+    run_bad_input(FA_F64,
+                  "backward_bad_input.shape_mismatch_between_partners_is_refused_and_nothing_written.f64",
+                  shape_cases);
+    run_bad_input(FA_F32,
+                  "backward_bad_input.shape_mismatch_between_partners_is_refused_and_nothing_written.f32",
+                  shape_cases);
+}
+
+/* ---- STRIDE -------------------------------------------------------------------------------- */
+
+static void stride_cases(const bad_setup *b)
+{
+    for (int i = DQ; i <= DV; i++) {
+        char what[96];
+        bwd_args a = b->valid;
+        a.t[i].stride_seq = a.t[i].dim - 1; /* consecutive rows share an element */
+        snprintf(what, sizeof what, "%s overlapping itself (stride_seq = dim - 1)", tname[i]);
+        expect_refused(b, &a, FA_ERR_STRIDE, what);
+        a = b->valid;
+        a.t[i].stride_head = 0; /* every head on the same elements: fine for an input, not an output */
+        snprintf(what, sizeof what, "%s broadcast over heads (stride_head 0)", tname[i]);
+        expect_refused(b, &a, FA_ERR_STRIDE, what);
+        a = b->valid;
+        a.t[i].stride_batch = a.t[i].stride_head; /* batch 1 lands on head 1 */
+        snprintf(what, sizeof what, "%s with batches interleaved into heads", tname[i]);
+        expect_refused(b, &a, FA_ERR_STRIDE, what);
+        a = b->valid;
+        a.t[i].stride_seq = -a.t[i].dim;
+        snprintf(what, sizeof what, "%s with a negative stride", tname[i]);
+        expect_refused(b, &a, FA_ERR_STRIDE, what);
+        a = b->valid;
+        a.t[i].stride_batch = INT64_MAX / 2;
+        snprintf(what, sizeof what, "%s with offsets overflowing int64", tname[i]);
+        expect_refused(b, &a, FA_ERR_STRIDE, what);
+    }
+    bwd_args a = b->valid;
+    a.t[DOUT].stride_seq = -1;
+    expect_refused(b, &a, FA_ERR_STRIDE, "dout with a negative stride");
+}
+
+Test(backward_bad_input, self_overlapping_or_bad_strides_are_refused_and_nothing_written)
+{
+    run_bad_input(FA_F64,
+                  "backward_bad_input.self_overlapping_or_bad_strides_are_refused_and_nothing_written.f64",
+                  stride_cases);
+    run_bad_input(FA_F32,
+                  "backward_bad_input.self_overlapping_or_bad_strides_are_refused_and_nothing_written.f32",
+                  stride_cases);
+}
+
+/* ---- ALIAS --------------------------------------------------------------------------------- */
+
+static void alias_cases(const bad_setup *b)
+{
+    char what[96];
+    /* Every gradient against every tensor input and every other gradient: re-pointed onto the
+     * other's first element (full overlap) and onto its last element (one element shared), both
+     * ways round (the gradient moved, or the other view moved onto the gradient). */
+    for (int g = DQ; g <= DV; g++)
+        for (int i = 0; i < N_T; i++) {
+            if (i == g) continue;
+            for (int partial = 0; partial < 2; partial++)
+                for (int move_grad = 0; move_grad < 2; move_grad++) {
+                    bwd_args a = b->valid;
+                    int moved = move_grad ? g : i, onto = move_grad ? i : g;
+                    a.t[moved].data = partial ? last_element(b, &b->valid.t[onto]) : b->valid.t[onto].data;
+                    snprintf(what, sizeof what, "%s re-pointed onto the %s element of %s", tname[moved],
+                             partial ? "last" : "first", tname[onto]);
+                    expect_refused(b, &a, FA_ERR_ALIAS, what);
+                }
+        }
+    /* Every gradient against lse, both ways round. */
+    for (int g = DQ; g <= DV; g++)
+        for (int partial = 0; partial < 2; partial++) {
+            bwd_args a = b->valid;
+            a.t[g].data = b->lse_at + (partial ? 3 * b->e : 0);
+            snprintf(what, sizeof what, "%s re-pointed into lse (element %d)", tname[g], partial ? 3 : 0);
+            expect_refused(b, &a, FA_ERR_ALIAS, what);
+            a = b->valid;
+            a.lse = partial ? last_element(b, &b->valid.t[g]) : b->valid.t[g].data;
+            snprintf(what, sizeof what, "lse re-pointed onto the %s element of %s",
+                     partial ? "last" : "first", tname[g]);
+            expect_refused(b, &a, FA_ERR_ALIAS, what);
+        }
+}
+
+Test(backward_bad_input, gradients_overlapping_any_input_or_each_other_are_refused_and_nothing_written)
+{
+    run_bad_input(FA_F64,
+                  "backward_bad_input.gradients_overlapping_any_input_or_each_other_are_refused_and_nothing_"
+                  "written.f64",
+                  alias_cases);
+    run_bad_input(FA_F32,
+                  "backward_bad_input.gradients_overlapping_any_input_or_each_other_are_refused_and_nothing_"
+                  "written.f32",
+                  alias_cases);
+}
+
+/* ---- overlapping inputs are not aliases ----------------------------------------------------- */
+
+/* Inputs may share memory (only outputs are judged): k on q's first elements, v on k's (shared
+ * projections), dout on out (L = ½‖out‖²). The call succeeds and matches the oracle on the same
+ * views (f64 rule of test 1). */
+static void shared_input_case(const bad_setup *b)
+{
+    bwd_args a = b->valid;
+    a.t[K].data = a.t[Q].data;
+    a.t[V].data = a.t[K].data;
+    a.t[DOUT].data = a.t[OUT].data;
+    cr_assert_eq(fa_forward(b->ctx, &a.p, &a.t[Q], &a.t[K], &a.t[V], &a.t[OUT], b->lse_at), FA_OK);
+    fa_status st = call(b, &a);
+    cr_assert_eq(st, FA_OK, "seed %llu: overlapping inputs refused with status %d (%s)",
+                 (unsigned long long)b->seed, st, fa_status_str(st));
+    static const char *names[3] = {"dq", "dk", "dv"};
+    double *ref[3];
+    for (int g = 0; g < 3; g++) ref[g] = malloc(sizeof(double) * (size_t)(tub_numel(&a.t[DQ + g]) + 1));
+    ref_backward(&a.p, &a.t[Q], &a.t[K], &a.t[V], &a.t[DOUT], ref[0], ref[1], ref[2]);
+    for (int g = 0; g < 3; g++) {
+        tub_err e = tub_compare_view(&a.t[DQ + g], ref[g], NULL);
+        cr_expect(e.mismatches == 0 && e.max_err <= 1e-11 * e.max_ref,
+                  "seed %llu: %s with overlapping inputs: max error %.3e, max |ref| %.3e, %lld non-finite "
+                  "mismatches",
+                  (unsigned long long)b->seed, names[g], e.max_err, e.max_ref, (long long)e.mismatches);
+        free(ref[g]);
+    }
+}
+
+Test(backward_bad_input, inputs_overlapping_each_other_are_accepted)
+{
+    run_bad_input(FA_F64, "backward_bad_input.inputs_overlapping_each_other_are_accepted", shared_input_case);
+}

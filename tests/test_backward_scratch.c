@@ -1,0 +1,150 @@
+/* Bounded scratch memory in the backward.
+ *
+ * The backward arena formula (the per-thread scratch of fa_backward): with e = sizeof(element)
+ * (4 for f32, 8 for f64), r64(x) = x rounded up to a multiple of 64, bq = block_q, bk = block_k,
+ *
+ *     backward scratch = 2·r64(bq·bk·e) + max(r64(bk·D·e) + r64(bk·Dv·e), r64(bq·D·e))
+ *
+ * i.e. the probability and score-gradient tiles, plus the larger of a dK/dV item's accumulators
+ * (bk rows of D and of Dv) and a dQ item's (bq rows of D). The forward's is
+ * r64(bq·bk·e) + r64(bq·Dv·e) + 2·r64(bq·e) (tests/test_scratch.c). fa_stats.scratch_peak is the
+ * largest high-water mark over the threads since create or reset: after a forward and a backward
+ * without a reset it is the larger of the two formulas, and so is scratch_capacity (README "Memory":
+ * "An arena serves both passes and keeps the larger size"). Neither depends on Nq or Nk. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "util.h"
+#include "util_backward.h"
+
+static size_t r64(size_t x)
+{
+    return (x + 63) / 64 * 64;
+}
+
+static size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t dv)
+{
+    size_t e = tu_dtype_size(t);
+    return r64((size_t)(bq * bk) * e) + r64((size_t)(bq * dv) * e) + 2 * r64((size_t)bq * e);
+}
+
+static size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+{
+    size_t e = tu_dtype_size(t);
+    size_t kv = r64((size_t)(bk * d) * e) + r64((size_t)(bk * dv) * e), q = r64((size_t)(bq * d) * e);
+    return 2 * r64((size_t)(bq * bk) * e) + (kv > q ? kv : q);
+}
+
+Test(backward_scratch, peak_equals_documented_backward_formula)
+{
+    uint64_t seed = tu_seed("backward_scratch.peak_equals_documented_backward_formula");
+    /* Either side of the max wins somewhere: bq·D above bk·(D + Dv) in the 128/1 and 64/3 rows. */
+    static const struct {
+        fa_dtype t;
+        int threads, bq, bk;
+        int64_t d, dv;
+        fa_causal c;
+    } cfg[] = {
+        {FA_F32, 1, 64, 64, 32, 32, FA_CAUSAL_NONE},
+        {FA_F64, 3, 17, 33, 59, 24, FA_CAUSAL_TOP_LEFT},
+        {FA_F32, 2, 1, 1, 8, 8, FA_CAUSAL_NONE},
+        {FA_F64, 2, 128, 16, 128, 256, FA_CAUSAL_BOTTOM_RIGHT},
+        {FA_F32, 1, 5, 128, 3, 7, FA_CAUSAL_NONE},
+        {FA_F64, 4, 128, 1, 64, 16, FA_CAUSAL_NONE},
+        {FA_F32, 2, 64, 3, 100, 9, FA_CAUSAL_TOP_LEFT},
+        {FA_F64, 1, 3, 2, 1, 512, FA_CAUSAL_NONE},
+    };
+    for (int c = 0; c < (int)(sizeof cfg / sizeof cfg[0]); c++) {
+        fa_context_opts o = fa_context_opts_default();
+        o.num_threads = cfg[c].threads;
+        o.block_q = cfg[c].bq;
+        o.block_k = cfg[c].bk;
+        fa_context *ctx;
+        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        /* At least two blocks of each kind and a ragged tail; grouped heads. */
+        tu_shape s = {cfg[c].t, 1, 2, 1, 2 * cfg[c].bq + 3, 2 * cfg[c].bk + 5, cfg[c].d, cfg[c].dv, TU_BHSD};
+        fa_params p = fa_params_default();
+        p.causal = cfg[c].c;
+        tu_rng rng = tu_rng_make(seed + (uint64_t)c);
+        tub_problem bp;
+        tub_make(&bp, &s, &rng, 2.0);
+        char desc[320];
+        tub_desc(&bp, &p, o.block_q, o.block_k, desc, sizeof desc);
+        size_t fwd = forward_scratch(s.dtype, o.block_q, o.block_k, s.dim_v);
+        size_t bwd = backward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v);
+        fa_stats st;
+
+        /* forward and backward without a reset: the larger formula */
+        cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK, "%s", desc);
+        cr_assert_eq(tub_backward(ctx, &p, &bp), FA_OK, "%s", desc);
+        cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+        size_t both = fwd > bwd ? fwd : bwd;
+        cr_expect_eq(
+            st.scratch_peak, both,
+            "%s, seed %llu: scratch_peak %zu after forward + backward; max(forward %zu, backward %zu) = %zu",
+            desc, (unsigned long long)seed, st.scratch_peak, fwd, bwd, both);
+        cr_expect(st.block_q == o.block_q && st.block_k == o.block_k, "%s: fa_stats reports blocks %d/%d",
+                  desc, st.block_q, st.block_k);
+        /* README "Memory": one arena serves both passes and keeps the larger size. */
+        cr_expect_eq(st.scratch_capacity, both,
+                     "%s: scratch_capacity %zu after forward + backward, larger formula %zu", desc,
+                     st.scratch_capacity, both);
+
+        /* the backward alone, after a reset */
+        fa_context_reset_stats(ctx);
+        cr_assert_eq(tub_backward(ctx, &p, &bp), FA_OK, "%s", desc);
+        cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+        cr_expect_eq(st.scratch_peak, bwd,
+                     "%s, seed %llu: scratch_peak %zu after a backward alone, formula says %zu", desc,
+                     (unsigned long long)seed, st.scratch_peak, bwd);
+        cr_expect_geq(st.scratch_capacity, st.scratch_peak, "%s: capacity %zu < peak %zu", desc,
+                      st.scratch_capacity, st.scratch_peak);
+        tub_free(&bp);
+        fa_context_destroy(ctx);
+    }
+}
+
+/* The long run is B = H = 1, D = Dv = 4, causal (half the tiles skipped), f32, large tiles: about
+ * 1.3e8 visible (query, key) pairs, each recomputed once by a dK/dV item and once by a dQ item; a
+ * few seconds, about 5x that under ASan + UBSan. */
+Test(backward_scratch, peak_is_identical_for_1024_and_16384_tokens, .timeout = 600)
+{
+    uint64_t seed = tu_seed("backward_scratch.peak_is_identical_for_1024_and_16384_tokens");
+    enum { BQ = 128, BK = 128, D = 4 };
+    fa_context_opts o = fa_context_opts_default();
+    o.block_q = BQ;
+    o.block_k = BK;
+    fa_context *ctx;
+    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    fa_params p = fa_params_default();
+    p.causal = FA_CAUSAL_TOP_LEFT;
+    static const int64_t lens[2] = {1024, 16384};
+    size_t peak[2], capacity[2];
+    for (int x = 0; x < 2; x++) {
+        tu_shape s = {FA_F32, 1, 1, 1, lens[x], lens[x], D, D, TU_BHSD};
+        tu_rng rng = tu_rng_make(seed + (uint64_t)x);
+        tub_problem bp;
+        tub_make(&bp, &s, &rng, 2.0);
+        char desc[320];
+        tub_desc(&bp, &p, BQ, BK, desc, sizeof desc);
+        cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK, "%s", desc);
+        fa_context_reset_stats(ctx);
+        cr_assert_eq(tub_backward(ctx, &p, &bp), FA_OK, "%s", desc);
+        fa_stats st;
+        cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+        peak[x] = st.scratch_peak;
+        capacity[x] = st.scratch_capacity;
+        int64_t first, bad = 0;
+        for (int g = 0; g < 3; g++) bad += tub_count_nonfinite(&bp.grad[g], &first);
+        cr_expect_eq(bad, 0, "%s, seed %llu: %lld non-finite gradient values", desc, (unsigned long long)seed,
+                     (long long)bad);
+        tub_free(&bp);
+    }
+    size_t want = backward_scratch(FA_F32, BQ, BK, D, D);
+    cr_expect_eq(peak[0], peak[1], "backward scratch_peak %zu at N = 1024 but %zu at N = 16384", peak[0],
+                 peak[1]);
+    cr_expect_eq(peak[1], want, "backward scratch_peak %zu at N = 16384, formula says %zu", peak[1], want);
+    cr_expect_eq(capacity[0], capacity[1], "scratch_capacity grew from %zu to %zu", capacity[0], capacity[1]);
+    fa_context_destroy(ctx);
+}
