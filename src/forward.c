@@ -15,7 +15,10 @@ typedef struct {
     const fa_kernels *kernels;
     fa_q_schedule schedule;
     int64_t block_k;
-    int64_t ld; /* block_q rounded up to the vector width: the row stride of transposed tiles */
+    int64_t ld;            /* block_q rounded up to the vector width: the row stride of transposed tiles */
+    fa_kv_split split;     /* splits == 1: one item per query block */
+    void *partials;        /* split-KV partial states (in the context's row buffer) */
+    int64_t partial_elems; /* elements of one (query item, chunk) partial state */
 } fa_forward_job;
 
 #define FA_T float
@@ -57,18 +60,31 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
 fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    int64_t vec = vec_of(elem);
     int64_t block_q, block_k;
     fa_context_blocks(ctx, p->dim, p->dim_v, elem, 512, &block_q, &block_k);
     ctx->last_block_q = (int)block_q;
     ctx->last_block_k = (int)block_k;
 
-    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k,
-                          fa_round_up(block_q, vec_of(elem))};
+    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, fa_round_up(block_q, vec),
+                          {1, p->kv_len}, NULL, 0};
+    job.partial_elems = 2 * job.ld + block_q * fa_round_up(p->dim_v, vec);
+    job.split = fa_kv_split_make(p, &job.schedule, block_k, (size_t)job.partial_elems * elem / (size_t)block_q);
+    int f64 = p->dtype == FA_F64;
     fa_team_work work = {
         .scratch_bytes = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
         .job = &job,
         .phases = 1,
-        .phase = {{job.schedule.count, p->dtype == FA_F64 ? forward_item_f64 : forward_item_f32}},
+        .phase = {{job.schedule.count, f64 ? forward_item_f64 : forward_item_f32}},
     };
+    if (job.split.splits > 1) {
+        size_t bytes = (size_t)(job.schedule.count * job.split.splits * job.partial_elems) * elem;
+        if (fa_context_reserve_rows(ctx, bytes) != 0) return FA_ERR_NOMEM;
+        job.partials = ctx->rows;
+        work.phases = 2;
+        work.phase[0] = (fa_team_phase){job.schedule.count * job.split.splits,
+                                        f64 ? forward_chunk_item_f64 : forward_chunk_item_f32};
+        work.phase[1] = (fa_team_phase){job.schedule.count, f64 ? forward_merge_item_f64 : forward_merge_item_f32};
+    }
     return fa_team_run(ctx, &work);
 }

@@ -1,69 +1,158 @@
-/* One forward work item, written once for both element types: included by forward.c with FA_T,
+/* Forward work items, written once for both element types: included by forward.c with FA_T,
  * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_VEC defined. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 
-static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+/* The online-softmax state of one query item: unnormalized output rows (stride acc_stride),
+ * running max and sum per row. */
+typedef struct {
+    FA_T *acc, *row_max, *row_sum;
+    int64_t acc_stride;
+} FA_NAME(rows_state_);
+
+/* Runs the online softmax of query item `it` over the keys [key_lo, key_hi) it may see
+ * (key_lo a multiple of block_k), in the arena. */
+static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
+                                             int64_t key_lo, int64_t key_hi)
 {
-    const fa_forward_job *job = job_ptr;
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-    fa_q_item it = fa_q_schedule_item(&job->schedule, p, index);
     int64_t bk = job->block_k, ld = job->ld, dv = p->dim_v, dv_pad = fa_round_up(dv, FA_VEC);
-    int64_t kv_head = it.q_head / p->group;
+    int64_t kv_head = it->q_head / p->group;
 
     FA_T *qt = fa_arena_alloc(arena, (size_t)(p->dim * ld) * sizeof(FA_T));
     FA_T *s = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
-    FA_T *acc = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * dv_pad) * sizeof(FA_T));
-    FA_T *row_max = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
-    FA_T *row_sum = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    FA_NAME(rows_state_) st;
+    st.acc = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * dv_pad) * sizeof(FA_T));
+    st.row_max = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    st.row_sum = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    st.acc_stride = dv_pad;
 
-    const FA_T *q = (const FA_T *)p->q.data + it.batch * p->q.stride_batch + it.q_head * p->q.stride_head +
-                    it.row0 * p->q.stride_seq;
-    const FA_T *k = (const FA_T *)p->k.data + it.batch * p->k.stride_batch + kv_head * p->k.stride_head;
-    const FA_T *v = (const FA_T *)p->v.data + it.batch * p->v.stride_batch + kv_head * p->v.stride_head;
+    const FA_T *q = (const FA_T *)p->q.data + it->batch * p->q.stride_batch + it->q_head * p->q.stride_head +
+                    it->row0 * p->q.stride_seq;
+    const FA_T *k = (const FA_T *)p->k.data + it->batch * p->k.stride_batch + kv_head * p->k.stride_head;
+    const FA_T *v = (const FA_T *)p->v.data + it->batch * p->v.stride_batch + kv_head * p->v.stride_head;
 
     /* the scale folded into the queries: score tiles come out scaled */
-    FA_CAT(fa_pack_transposed_, FA_SFX)(it.rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
+    FA_CAT(fa_pack_transposed_, FA_SFX)(it->rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
     for (int64_t r = 0; r < ld; r++) {
-        row_max[r] = -(FA_T)INFINITY;
-        row_sum[r] = 0;
+        st.row_max[r] = -(FA_T)INFINITY;
+        st.row_sum[r] = 0;
     }
-    for (int64_t x = 0; x < it.rows * dv_pad; x++) acc[x] = 0;
+    for (int64_t x = 0; x < it->rows * dv_pad; x++) st.acc[x] = 0;
 
     /* Visible ranges are monotone in the row, so the block's first and last rows bound the keys it
      * needs; tiles outside that union are masked for every row and never computed. */
-    int64_t key_begin = fa_visible_keys(p, it.row0).begin;
-    int64_t key_end = fa_visible_keys(p, it.row0 + it.rows - 1).end;
+    int64_t key_begin = fa_visible_keys(p, it->row0).begin;
+    int64_t key_end = fa_visible_keys(p, it->row0 + it->rows - 1).end;
+    if (key_begin < key_lo) key_begin = key_lo;
+    if (key_end > key_hi) key_end = key_hi;
     for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
         int64_t cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
         kern->scores(ld, cols, p->dim, qt, k + col0 * p->k.stride_seq, p->k.stride_seq, s);
-        if (!fa_tile_fully_visible(p, it.row0, it.rows, col0, cols))
-            FA_CAT(fa_epilogue_, FA_SFX)(p, it.row0, it.rows, col0, cols, s, ld);
-        kern->online_softmax(it.rows, ld, cols, s, row_max, row_sum, acc, dv_pad, dv_pad);
-        FA_CAT(fa_accumulate_visible_, FA_SFX)(kern, p, it.row0, it.rows, col0, cols, dv, s, ld,
-                                              v + col0 * p->v.stride_seq, p->v.stride_seq, acc, dv_pad);
+        if (!fa_tile_fully_visible(p, it->row0, it->rows, col0, cols))
+            FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
+        kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)(kern, p, it->row0, it->rows, col0, cols, dv, s, ld,
+                                              v + col0 * p->v.stride_seq, p->v.stride_seq, st.acc, dv_pad);
     }
+    return st;
+}
 
-    FA_T *out = (FA_T *)p->out.data + it.batch * p->out.stride_batch + it.q_head * p->out.stride_head +
-                it.row0 * p->out.stride_seq;
-    FA_T *lse = p->lse ? (FA_T *)p->lse + (it.batch * p->q_heads + it.q_head) * p->q_len + it.row0 : NULL;
-    for (int64_t r = 0; r < it.rows; r++) {
+/* out = acc / l and lse = m + log(l) for the item's rows. */
+static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) *st)
+{
+    FA_T *out = (FA_T *)p->out.data + it->batch * p->out.stride_batch + it->q_head * p->out.stride_head +
+                it->row0 * p->out.stride_seq;
+    FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->q_len + it->row0 : NULL;
+    for (int64_t r = 0; r < it->rows; r++) {
         FA_T *o = out + r * p->out.stride_seq;
-        const FA_T *a = acc + r * dv_pad;
-        FA_T l = row_sum[r];
+        const FA_T *a = st->acc + r * st->acc_stride;
+        FA_T l = st->row_sum[r];
         /* l == 0 exactly when the row saw no key: exact zeros and -inf, never 0/0. A NaN l is not
          * 0, so a row that saw a NaN stays NaN. */
         if (l == 0) {
-            for (int64_t y = 0; y < dv; y++) o[y] = 0;
+            for (int64_t y = 0; y < p->dim_v; y++) o[y] = 0;
             if (lse) lse[r] = -(FA_T)INFINITY;
         } else {
-            for (int64_t y = 0; y < dv; y++) o[y] = a[y] / l;
-            if (lse) lse[r] = row_max[r] + FA_LOG(l);
+            for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] / l;
+            if (lse) lse[r] = st->row_max[r] + FA_LOG(l);
         }
     }
+}
+
+static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, index);
+    FA_NAME(rows_state_) st = FA_NAME(attend_)(job, arena, &it, 0, job->problem->kv_len);
+    FA_NAME(write_rows_)(job->problem, &it, &st);
+}
+
+/* ---- split-KV: (query item, chunk) items write partial states, merge items combine them ----
+ * Partial state of (item i, chunk c) at partials + (i·splits + c)·partial_elems: row max [ld],
+ * row sum [ld], then acc [block_q][dv_pad]. */
+
+static FA_T *FA_NAME(partial_at_)(const fa_forward_job *job, int64_t item, int64_t chunk)
+{
+    return (FA_T *)job->partials + (item * job->split.splits + chunk) * job->partial_elems;
+}
+
+static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    int64_t item = index / job->split.splits, chunk = index % job->split.splits;
+    fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, item);
+    int64_t key_lo = chunk * job->split.chunk, key_hi = key_lo + job->split.chunk;
+    FA_NAME(rows_state_) st = FA_NAME(attend_)(job, arena, &it, key_lo, key_hi);
+    FA_T *part = FA_NAME(partial_at_)(job, item, chunk);
+    int64_t ld = job->ld;
+    for (int64_t r = 0; r < ld; r++) {
+        part[r] = st.row_max[r];
+        part[ld + r] = st.row_sum[r];
+    }
+    for (int64_t x = 0; x < it.rows * st.acc_stride; x++) part[2 * ld + x] = st.acc[x];
+}
+
+/* Combines the chunks of one query item in chunk order: with M the largest chunk max,
+ * acc = sum_c acc_c·exp(m_c - M) and l = sum_c l_c·exp(m_c - M); empty chunks (m = -inf, l = 0)
+ * weigh 0, a NaN max makes the row NaN. */
+static void FA_NAME(forward_merge_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    const fa_problem *p = job->problem;
+    fa_q_item it = fa_q_schedule_item(&job->schedule, p, index);
+    int64_t ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_VEC), splits = job->split.splits;
+    FA_NAME(rows_state_) st;
+    st.acc = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * dv_pad) * sizeof(FA_T));
+    st.row_max = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    st.row_sum = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
+    st.acc_stride = dv_pad;
+    for (int64_t r = 0; r < it.rows; r++) {
+        FA_T m = -(FA_T)INFINITY;
+        for (int64_t c = 0; c < splits; c++) {
+            FA_T mc = FA_NAME(partial_at_)(job, index, c)[r];
+            if (mc > m || mc != mc) m = mc;
+        }
+        FA_T *a = st.acc + r * dv_pad, l = 0;
+        for (int64_t y = 0; y < dv_pad; y++) a[y] = 0;
+        if (m != -(FA_T)INFINITY) {
+            for (int64_t c = 0; c < splits; c++) {
+                const FA_T *part = FA_NAME(partial_at_)(job, index, c);
+                FA_T lc = part[ld + r];
+                if (lc == 0) continue; /* a chunk this row saw nothing of */
+                FA_T w = (FA_T)exp((double)(part[r] - m));
+                l += w * lc;
+                const FA_T *ac = part + 2 * ld + r * dv_pad;
+                for (int64_t y = 0; y < dv_pad; y++) a[y] += w * ac[y];
+            }
+        }
+        st.row_max[r] = m;
+        st.row_sum[r] = l;
+    }
+    FA_NAME(write_rows_)(p, &it, &st);
 }
 
 #undef FA_NAME

@@ -25,3 +25,28 @@ fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_
     it.rows = p->q_len - it.row0 < s->block_q ? p->q_len - it.row0 : s->block_q;
     return it;
 }
+
+/* Aim for this many items: enough to feed the cores of a large node with dynamic scheduling. */
+#define SPLIT_TARGET_ITEMS 128
+/* A chunk spans at least this many key tiles, so the merge stays cheap next to the work. */
+#define SPLIT_MIN_TILES 2
+/* Partial results of all chunks together stay under this many bytes. */
+#define SPLIT_MAX_PARTIAL_BYTES ((size_t)16 << 20)
+
+fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row)
+{
+    fa_kv_split none = {1, p->kv_len};
+    if (s->count == 0 || s->count >= SPLIT_TARGET_ITEMS) return none;
+    int64_t splits = (SPLIT_TARGET_ITEMS + s->count - 1) / s->count;
+    int64_t by_length = p->kv_len / (SPLIT_MIN_TILES * block_k);
+    if (splits > by_length) splits = by_length;
+    size_t rows = (size_t)(s->count * s->block_q);
+    int64_t by_memory = (int64_t)(SPLIT_MAX_PARTIAL_BYTES / (rows * partial_bytes_per_row));
+    if (splits > by_memory) splits = by_memory;
+    if (splits < 2) return none;
+    /* whole tiles per chunk, so every chunk's tiles sit on the same grid as an unsplit run */
+    int64_t tiles = (p->kv_len + block_k - 1) / block_k;
+    int64_t chunk = (tiles + splits - 1) / splits * block_k;
+    fa_kv_split out = {(p->kv_len + chunk - 1) / chunk, chunk};
+    return out.splits < 2 ? none : out;
+}

@@ -21,6 +21,17 @@ typedef struct {
 
 fa_q_schedule fa_q_schedule_make(const fa_problem *p, int64_t block_q);
 
+/* Split-KV for problems with few query items (decode, few heads): the keys are cut into `splits`
+ * chunks of `chunk` keys (a multiple of block_k), each (query item, chunk) is its own work item,
+ * and the partial results are merged in chunk order. Chosen from the shape alone, so the output
+ * stays bitwise independent of the thread count. splits == 1 means no split. */
+typedef struct {
+    int64_t splits, chunk;
+} fa_kv_split;
+
+/* partial_bytes_per_row: bytes one query row's partial result takes in one chunk. */
+fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row);
+
 /* Item `index` (0 <= index < count). Items are numbered batch-major, then head, then block
  * (the costliest block first under a causal mask). */
 fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_t index);
