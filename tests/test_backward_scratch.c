@@ -1,40 +1,15 @@
-/* Bounded scratch memory in the backward.
- *
- * The backward arena formula (the per-thread scratch of fa_backward): with e = sizeof(element)
- * (4 for f32, 8 for f64), r64(x) = x rounded up to a multiple of 64, bq = block_q, bk = block_k,
- *
- *     backward scratch = 2·r64(bq·bk·e) + max(r64(bk·D·e) + r64(bk·Dv·e), r64(bq·D·e))
- *
- * i.e. the probability and score-gradient tiles, plus the larger of a dK/dV item's accumulators
- * (bk rows of D and of Dv) and a dQ item's (bq rows of D). The forward's is
- * r64(bq·bk·e) + r64(bq·Dv·e) + 2·r64(bq·e) (tests/test_scratch.c). fa_stats.scratch_peak is the
- * largest high-water mark over the threads since create or reset: after a forward and a backward
- * without a reset it is the larger of the two formulas, and so is scratch_capacity (README "Memory":
- * "An arena serves both passes and keeps the larger size"). Neither depends on Nq or Nk. */
+/* Bounded scratch memory in the backward: scratch_peak equals the documented backward formula
+ * (scratch_formula.h). fa_stats.scratch_peak is the largest high-water mark over the threads since
+ * create or reset: after a forward and a backward without a reset it is the larger of the two
+ * formulas, and so is scratch_capacity (one arena serves both passes and keeps the larger size).
+ * Neither depends on Nq or Nk. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "scratch_formula.h"
 #include "util.h"
 #include "util_backward.h"
-
-static size_t r64(size_t x)
-{
-    return (x + 63) / 64 * 64;
-}
-
-static size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t dv)
-{
-    size_t e = tu_dtype_size(t);
-    return r64((size_t)(bq * bk) * e) + r64((size_t)(bq * dv) * e) + 2 * r64((size_t)bq * e);
-}
-
-static size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
-{
-    size_t e = tu_dtype_size(t);
-    size_t kv = r64((size_t)(bk * d) * e) + r64((size_t)(bk * dv) * e), q = r64((size_t)(bq * d) * e);
-    return 2 * r64((size_t)(bq * bk) * e) + (kv > q ? kv : q);
-}
 
 Test(backward_scratch, peak_equals_documented_backward_formula)
 {
@@ -71,7 +46,7 @@ Test(backward_scratch, peak_equals_documented_backward_formula)
         tub_make(&bp, &s, &rng, 2.0);
         char desc[320];
         tub_desc(&bp, &p, o.block_q, o.block_k, desc, sizeof desc);
-        size_t fwd = forward_scratch(s.dtype, o.block_q, o.block_k, s.dim_v);
+        size_t fwd = forward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v);
         size_t bwd = backward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v);
         fa_stats st;
 

@@ -1,38 +1,11 @@
-/* Bounded scratch memory.
- *
- * The documented forward arena formula (README "Memory"; the library implements exactly this):
- * with e = sizeof(element) (4 for f32, 8 for f64), v = 64/e (elements per 64 bytes),
- * r64(x) = x rounded up to a multiple of 64, up(x) = x rounded up to a multiple of v,
- * bq = block_q, bk = block_k, ld = up(bq),
- *
- *     forward scratch per thread = r64(D·ld·e) + r64(bk·ld·e) + r64(bq·up(Dv)·e) + 2·r64(ld·e)
- *
- * i.e. the transposed query block, the transposed score tile, the output accumulator, the row max
- * and the row sum. fa_stats's scratch_peak is the largest high-water mark over the threads. It does
- * not depend on Nq or Nk. */
+/* Bounded scratch memory of the forward: scratch_peak equals the documented formula
+ * (scratch_formula.h) and does not depend on Nq or Nk. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "scratch_formula.h"
 #include "util.h"
-
-static size_t r64(size_t x)
-{
-    return (x + 63) / 64 * 64;
-}
-
-static int64_t up(int64_t x, int64_t v)
-{
-    return (x + v - 1) / v * v;
-}
-
-static size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
-{
-    size_t e = tu_dtype_size(t);
-    int64_t v = 64 / (int64_t)e, ld = up(bq, v);
-    return r64((size_t)(d * ld) * e) + r64((size_t)(bk * ld) * e) + r64((size_t)(bq * up(dv, v)) * e) +
-           2 * r64((size_t)ld * e);
-}
 
 Test(scratch, peak_equals_documented_formula)
 {

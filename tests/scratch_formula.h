@@ -1,0 +1,51 @@
+/* The documented arena formulas (README "Memory"), written out independently of the library so
+ * the scratch tests can hold it to them.
+ *
+ * With e = sizeof(element) (4 for f32, 8 for f64), v = 64/e (elements per 64 bytes),
+ * r64(x) = x rounded up to a multiple of 64, up(x) = x rounded up to a multiple of v,
+ * bq = block_q, bk = block_k, ld = up(bq):
+ *
+ *   forward  = r64(D·ld·e) + r64(bk·ld·e) + r64(bq·up(Dv)·e) + 2·r64(ld·e)
+ *              (transposed query block, transposed score tile, output accumulator, row max, row sum)
+ *   backward = r64(D·ld·e) + r64(Dv·ld·e) + 2·r64(ld·e) + 2·r64(bk·ld·e)
+ *              + max(r64(bk·up(D)·e) + r64(bk·up(Dv)·e), r64(bq·up(D)·e))
+ *              (Q and dO transposed, lse and delta, P and dS tiles, then the larger of a dK/dV
+ *               item's accumulators and a dQ item's)
+ *
+ * None of it depends on Nq or Nk. */
+#ifndef FA_TEST_SCRATCH_FORMULA_H
+#define FA_TEST_SCRATCH_FORMULA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+static inline size_t sf_r64(size_t x)
+{
+    return (x + 63) / 64 * 64;
+}
+
+static inline size_t sf_up(int64_t x, int64_t v)
+{
+    return (size_t)((x + v - 1) / v * v);
+}
+
+static inline size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+{
+    size_t e = tu_dtype_size(t), v = 64 / e, ld = sf_up(bq, (int64_t)v);
+    return sf_r64((size_t)d * ld * e) + sf_r64((size_t)bk * ld * e) + sf_r64((size_t)bq * sf_up(dv, (int64_t)v) * e) +
+           2 * sf_r64(ld * e);
+}
+
+static inline size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+{
+    size_t e = tu_dtype_size(t), v = 64 / e, ld = sf_up(bq, (int64_t)v);
+    size_t d_pad = sf_up(d, (int64_t)v), dv_pad = sf_up(dv, (int64_t)v);
+    size_t queries = sf_r64((size_t)d * ld * e) + sf_r64((size_t)dv * ld * e) + 2 * sf_r64(ld * e);
+    size_t tiles = 2 * sf_r64((size_t)bk * ld * e);
+    size_t kv = sf_r64((size_t)bk * d_pad * e) + sf_r64((size_t)bk * dv_pad * e), q = sf_r64((size_t)bq * d_pad * e);
+    return queries + tiles + (kv > q ? kv : q);
+}
+
+#endif
