@@ -37,6 +37,7 @@ static int null_data(const fa_tensor *t)
 /* The byte range [begin, end) a view spans; an empty view spans nothing. */
 typedef struct {
     uintptr_t begin, end;
+    const fa_tensor *view; /* the view spanning it, or NULL for a plain contiguous range (lse) */
 } byte_range;
 
 /* Largest element offset of a non-empty view, in elements, and the byte range it spans.
@@ -44,6 +45,7 @@ typedef struct {
 static int view_extent(const fa_tensor *t, byte_range *r)
 {
     r->begin = r->end = 0;
+    r->view = t;
     if (is_empty(t)) return 0;
     const int64_t size[3] = {t->batch, t->heads, t->seq};
     const int64_t stride[3] = {t->stride_batch, t->stride_head, t->stride_seq};
@@ -164,10 +166,65 @@ static fa_status check_strides(const fa_tensor *const *in, int n_in, const fa_te
 static fa_status lse_extent(const void *lse, const fa_tensor *q, byte_range *r)
 {
     r->begin = r->end = 0;
+    r->view = NULL;
     if (!lse || is_empty(q)) return FA_OK;
     size_t bytes = (size_t)(q->batch * q->heads * q->seq) * (q->dtype == FA_F64 ? 8u : 4u);
     r->begin = (uintptr_t)lse;
     return __builtin_add_overflow(r->begin, (uintptr_t)bytes, &r->end) ? FA_ERR_STRIDE : FA_OK;
+}
+
+/* Columns [begin, begin + n) of a row of width w, begin in [0, w). */
+typedef struct {
+    int64_t begin, n;
+} row_span;
+
+static int64_t mod_floor(int64_t x, int64_t w)
+{
+    int64_t m = x % w;
+    return m < 0 ? m + w : m;
+}
+
+static int spans_meet(row_span a, row_span b, int64_t w)
+{
+    return mod_floor(b.begin - a.begin, w) < a.n || mod_floor(a.begin - b.begin, w) < b.n;
+}
+
+/* Whether a view is "row-interleaved" with row width w: every batch starts on a row boundary and
+ * every head's columns fit in one row, so each element sits at (row, column) with the column in
+ * {h·stride_head + x}. Fused QKV projections and their gradients are laid out like this. */
+static int row_interleaved(const fa_tensor *t, int64_t w)
+{
+    if (t->batch > 1 && t->stride_batch % w != 0) return 0;
+    return (t->heads - 1) * t->stride_head + t->dim <= w;
+}
+
+/* Whether two views whose address ranges meet may still share no element: both row-interleaved
+ * with the same row width w and element size, their bases a whole number of elements apart, and
+ * their column sets disjoint modulo w (an element of one at column c and of the other at c' can
+ * only coincide when c = c' mod w). This admits dq, dk, dv as slices of one packed dQKV buffer. */
+static int interleaved_disjoint(const fa_tensor *a, const fa_tensor *b)
+{
+    int64_t w = a->stride_seq;
+    if (a->dtype != b->dtype || w <= 0 || b->stride_seq != w) return 0;
+    if (!row_interleaved(a, w) || !row_interleaved(b, w)) return 0;
+    if (a->heads * b->heads > (1 << 16)) return 0; /* a pairwise check too long to be worth it */
+    int64_t e = (int64_t)dtype_size(a->dtype);
+    intptr_t gap = (intptr_t)((uintptr_t)b->data - (uintptr_t)a->data); /* no overflow: ranges meet */
+    if (gap % e != 0) return 0;
+    int64_t shift = mod_floor((int64_t)(gap / e), w);
+    for (int64_t h = 0; h < a->heads; h++)
+        for (int64_t g = 0; g < b->heads; g++) {
+            row_span sa = {h * a->stride_head, a->dim};
+            row_span sb = {mod_floor(shift + g * b->stride_head, w), b->dim};
+            if (spans_meet(sa, sb, w)) return 0;
+        }
+    return 1;
+}
+
+static int may_share_bytes(byte_range a, byte_range b)
+{
+    if (!ranges_overlap(a, b)) return 0;
+    return !(a.view && b.view && interleaved_disjoint(a.view, b.view));
 }
 
 /* Every output against every input and every other output. */
@@ -175,9 +232,9 @@ static fa_status check_alias(const byte_range *in, int n_in, const byte_range *o
 {
     for (int o = 0; o < n_out; o++) {
         for (int i = 0; i < n_in; i++)
-            if (ranges_overlap(out[o], in[i])) return FA_ERR_ALIAS;
+            if (may_share_bytes(out[o], in[i])) return FA_ERR_ALIAS;
         for (int j = o + 1; j < n_out; j++)
-            if (ranges_overlap(out[o], out[j])) return FA_ERR_ALIAS;
+            if (may_share_bytes(out[o], out[j])) return FA_ERR_ALIAS;
     }
     return FA_OK;
 }
