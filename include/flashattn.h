@@ -30,6 +30,12 @@
  * default context private to the calling thread (created on first use,
  * freed when the thread exits), so concurrent NULL-context calls from many
  * threads are safe.
+ *
+ * ## fork()
+ * GNU libgomp's worker threads are not copied by fork(): a parallel region in
+ * the child of a process that has run one would wait forever. In such a child
+ * (and its descendants) every call therefore runs on the calling thread
+ * alone: same results, bit for bit, at one core's speed. exec() clears this.
  */
 #ifndef FLASHATTN_H
 #define FLASHATTN_H

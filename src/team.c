@@ -2,7 +2,39 @@
 #include "team.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdatomic.h>
+
+/* ---- fork ----
+ * GNU libgomp keeps its worker threads in a pool that a fork() does not copy: in the child, the
+ * first parallel region waits forever for threads that do not exist. So once this process has
+ * run a parallel region, a forked child (and its children) run every call on the calling thread
+ * alone. The items are the same, so the results are bitwise the same; only the speed differs. */
+static atomic_int parallel_used, in_forked_child;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void after_fork_in_child(void)
+{
+    if (atomic_load(&parallel_used)) atomic_store(&in_forked_child, 1);
+}
+
+static void watch_forks(void)
+{
+    (void)pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/* Every item of every phase, in order, on the calling thread (thread 0's arena). */
+static fa_status run_serially(fa_context *ctx, const fa_team_work *work)
+{
+    fa_arena *arena = &ctx->arenas[0];
+    if (fa_arena_reserve(arena, work->scratch_bytes) != 0) return FA_ERR_NOMEM;
+    for (int ph = 0; ph < work->phases; ph++)
+        for (int64_t i = 0; i < work->phase[ph].items; i++) {
+            fa_arena_reset(arena);
+            work->phase[ph].run(work->job, arena, i);
+        }
+    return FA_OK;
+}
 
 fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
 {
@@ -13,6 +45,12 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
     for (int ph = 0; ph < work->phases; ph++)
         if (work->phase[ph].items > most_items) most_items = work->phase[ph].items;
     if (most_items == 0) return FA_OK;
+    pthread_once(&fork_once, watch_forks);
+    if (atomic_load(&in_forked_child)) {
+        ctx->last_bind = FA_BIND_NONE;
+        return run_serially(ctx, work);
+    }
+    atomic_store(&parallel_used, 1);
 
     /* No more threads than items: an idle thread would only be placed and woken for nothing. */
     int threads = ctx->num_threads;
