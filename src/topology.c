@@ -122,32 +122,29 @@ static int compute_places(fa_topology *t, hwloc_topology_t topo)
     int rc = hwloc_distrib(topo, &root, 1, spread, (unsigned)t->num_threads, hwloc_get_type_depth(topo, unit), 0);
     for (int i = 0; i < t->num_threads && rc == 0; i++)
         if (!spread[i]) rc = -1;
-    for (int i = 0; i < t->num_threads && rc == 0; i++) rc = store_set(t, topo, spread[i], t->spread_place[i]);
+    /* hwloc_distrib hands out whole domains when there are fewer threads than cores; each thread
+     * gets the first core of its domain, so it stays put like OMP_PROC_BIND=spread on cores. */
+    for (int i = 0; i < t->num_threads && rc == 0; i++) {
+        hwloc_obj_t first = hwloc_get_next_obj_inside_cpuset_by_type(topo, spread[i], unit, NULL);
+        rc = store_set(t, topo, first ? first->cpuset : spread[i], t->spread_place[i]);
+    }
     for (int i = 0; i < t->num_threads; i++) hwloc_bitmap_free(spread[i]);
     free(spread);
     return rc;
 }
 
-fa_status fa_topology_create(fa_topology **out, int num_threads)
+int fa_topology_refuse_binding;
+
+fa_status fa_topology_create_from(fa_topology **out, struct hwloc_topology *topo, int num_threads)
 {
     fa_topology *t = calloc(1, sizeof *t);
     if (!t) return FA_ERR_NOMEM;
     t->num_threads = num_threads;
-
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0) {
-        free(t);
-        return FA_ERR_RUNTIME;
-    }
-    if (hwloc_topology_load(topo) != 0) {
-        hwloc_topology_destroy(topo);
-        free(t);
-        return FA_ERR_RUNTIME;
-    }
-    restrict_to_process(topo);
 #ifdef __linux__
     int last = hwloc_bitmap_last(hwloc_topology_get_complete_cpuset(topo));
     t->set_bytes = CPU_ALLOC_SIZE((last < CPU_SETSIZE ? CPU_SETSIZE : last + 1));
+#else
+    t->topo = topo;
 #endif
     t->caches.l1d = cache_size(topo, HWLOC_OBJ_L1CACHE);
     t->caches.l2 = cache_size(topo, HWLOC_OBJ_L2CACHE);
@@ -159,17 +156,47 @@ fa_status fa_topology_create(fa_topology **out, int num_threads)
     t->saved = alloc_sets(t);
     if (!t->core_place || !t->spread_place || !t->saved) st = FA_ERR_NOMEM;
     else if (compute_places(t, topo) != 0) st = FA_ERR_RUNTIME;
-#ifdef __linux__
-    hwloc_topology_destroy(topo);
-#else
-    t->topo = topo;
-#endif
     if (st != FA_OK) {
+#ifndef __linux__
+        t->topo = NULL; /* the caller's */
+#endif
         fa_topology_destroy(t);
         return st;
     }
     *out = t;
     return FA_OK;
+}
+
+fa_status fa_topology_create(fa_topology **out, int num_threads)
+{
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0) return FA_ERR_RUNTIME;
+    if (hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        return FA_ERR_RUNTIME;
+    }
+    restrict_to_process(topo);
+    fa_status st = fa_topology_create_from(out, topo, num_threads);
+#ifdef __linux__
+    hwloc_topology_destroy(topo); /* only its results are kept */
+#else
+    if (st != FA_OK) hwloc_topology_destroy(topo); /* kept for binding calls otherwise */
+#endif
+    return st;
+}
+
+int fa_topology_place(const fa_topology *t, fa_bind mode, int tid, struct hwloc_bitmap_s *out)
+{
+    if (tid < 0 || tid >= t->num_threads || (mode != FA_BIND_CORE && mode != FA_BIND_SPREAD)) return -1;
+    fa_cpuset place = mode == FA_BIND_CORE ? t->core_place[tid] : t->spread_place[tid];
+#ifdef __linux__
+    hwloc_bitmap_zero(out);
+    for (int cpu = 0; cpu < (int)(t->set_bytes * 8); cpu++)
+        if (CPU_ISSET_S((size_t)cpu, t->set_bytes, place)) hwloc_bitmap_set(out, (unsigned)cpu);
+    return 0;
+#else
+    return hwloc_bitmap_copy(out, place);
+#endif
 }
 
 void fa_topology_destroy(fa_topology *t)
@@ -197,6 +224,7 @@ fa_cache_sizes fa_topology_caches(const fa_topology *t)
 int fa_topology_bind(fa_topology *t, fa_bind mode, int tid)
 {
     if (tid < 0 || tid >= t->num_threads || (mode != FA_BIND_CORE && mode != FA_BIND_SPREAD)) return 0;
+    if (fa_topology_refuse_binding) return 0;
     fa_cpuset place = mode == FA_BIND_CORE ? t->core_place[tid] : t->spread_place[tid];
 #ifdef __linux__
     pthread_t self = pthread_self();
