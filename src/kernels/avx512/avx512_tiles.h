@@ -12,11 +12,15 @@
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 #define FA_INLINE static inline __attribute__((always_inline))
 
+/* Every lane of a vector. */
+#define FA_ALL_LANES ((mask)((1u << FA_VEC) - 1u))
+
 /* Lanes [0, n) of a vector; n may be <= 0 (no lane) or >= FA_VEC (every lane). */
 FA_INLINE mask FA_NAME(tail_mask_)(int64_t n)
 {
     if (n <= 0) return 0;
-    return n >= FA_VEC ? (mask)~(mask)0 : (mask)(((mask)1 << n) - 1);
+    if (n >= FA_VEC) return FA_ALL_LANES;
+    return (mask)((1u << (unsigned)n) - 1u);
 }
 
 /* exp(d) for d = s - m <= 0 (a max already subtracted), as exp2(d·log2 e). */
@@ -94,7 +98,7 @@ static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t co
     for (int64_t r = 0; r < ld; r += FA_VEC) {
         /* The running max must become NaN if any score is NaN: V_MAX alone would drop it. */
         vec m_old = V_LOAD(row_max + r), m_new = m_old;
-        mask nan = 0;
+        mask nan = V_CMP(m_old, m_old, _CMP_UNORD_Q); /* a row already NaN stays NaN */
         for (int64_t c = 0; c < cols; c++) {
             vec x = V_LOAD(s + c * ld + r);
             m_new = V_MAX(m_new, x);
@@ -115,7 +119,7 @@ static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t co
         /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
         mask rescale = V_CMP(alpha, one, _CMP_NEQ_UQ) & FA_NAME(tail_mask_)(rows - r);
         if (!rescale) continue;
-        FA_T a[FA_VEC];
+        _Alignas(64) FA_T a[FA_VEC]; /* V_STORE is an aligned store */
         V_STORE(a, alpha);
         for (int i = 0; i < FA_VEC; i++) {
             if (!((rescale >> i) & 1)) continue;
@@ -141,7 +145,7 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, cons
         vec xv[4];
         for (int j = 0; j < nv; j++)
             xv[j] = j == nv - 1 ? V_LOADU_MASKZ(last, x + t * x_stride + j * FA_VEC)
-                                : V_LOADU_MASKZ((mask)~(mask)0, x + t * x_stride + j * FA_VEC);
+                                : V_LOADU_MASKZ(FA_ALL_LANES, x + t * x_stride + j * FA_VEC);
         for (int i = 0; i < ni; i++) {
             vec b = V_SET1(w[i * wi + t * wt]);
             for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
@@ -220,9 +224,10 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
 /* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_VEC). */
 void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 {
-    for (int64_t i = 0; i < n; i += FA_VEC) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ((mask)~(mask)0, x + i)));
+    for (int64_t i = 0; i < n; i += FA_VEC) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ(FA_ALL_LANES, x + i)));
 }
 
+#undef FA_ALL_LANES
 #undef FA_INLINE
 #undef FA_NAME
 #undef FA_CAT
