@@ -21,6 +21,7 @@ static const fa_kernels *table_named(const char *isa)
 {
 #ifdef FA_HAVE_X86_KERNELS
     if (strcmp(isa, "avx512") == 0) return &fa_kernels_avx512;
+    if (strcmp(isa, "avx2") == 0) return &fa_kernels_avx2;
 #endif
     if (strcmp(isa, "ref") == 0) return &fa_kernels_ref;
     return NULL;

@@ -1,0 +1,62 @@
+/* AVX2+FMA kernels for float: the vector vocabulary, then the shared template. */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/avx2/avx2.h"
+
+typedef __m256 vec;
+#define FA_T                 float
+#define FA_SFX               f32
+#define FA_VEC               8
+#define V_LOAD(p)            _mm256_load_ps(p)
+#define V_LOADU(p)           _mm256_loadu_ps(p)
+#define V_MASKLOAD(p, m)     _mm256_maskload_ps((p), (m))
+#define V_STORE(p, v)        _mm256_store_ps((p), (v))
+#define V_STOREU(p, v)       _mm256_storeu_ps((p), (v))
+#define V_MASKSTORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
+#define V_SET1(x)            _mm256_set1_ps(x)
+#define V_ZERO()             _mm256_setzero_ps()
+#define V_FMA(a, b, c)       _mm256_fmadd_ps((a), (b), (c))
+#define V_ADD(a, b)          _mm256_add_ps((a), (b))
+#define V_SUB(a, b)          _mm256_sub_ps((a), (b))
+#define V_MUL(a, b)          _mm256_mul_ps((a), (b))
+#define V_MAX(a, b)          _mm256_max_ps((a), (b))
+#define V_MIN(a, b)          _mm256_min_ps((a), (b))
+#define V_AND(a, b)          _mm256_and_ps((a), (b))
+#define V_OR(a, b)           _mm256_or_ps((a), (b))
+#define V_BLENDV(a, b, m)    _mm256_blendv_ps((a), (b), (m))
+#define V_CMP(a, b, op)      _mm256_cmp_ps((a), (b), (op))
+#define V_MOVEMASK(m)        _mm256_movemask_ps(m)
+/* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_VEC]. */
+#define V_TAIL(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+/* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-127, 128]
+ * rounds it to an integer n (to nearest) and leaves n + 127 in the low mantissa bits; subtracting
+ * it back gives n exactly, and shifting those bits into the exponent field gives 2^n (n = -127:
+ * field 0, exactly +0; n = 128: field 255, +inf). */
+#define FA_EXP2_SHIFT        (0x1.8p23f + 127.0f)
+#define V_POW2_OF_SHIFTED(t) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23))
+
+/* The clamp: n = -127 is the one n whose biased exponent is 0 (the built 2^n is +0, so exp2(-inf)
+ * = 0), n = 128 the one whose biased exponent is 255 (+inf). */
+#define FA_EXP2_LOW  (-127.0f)
+#define FA_EXP2_HIGH (128.0f)
+/* 2^f = e^(f ln 2), Taylor to degree 7 (the AVX-512 coefficients, ln2^k / k!): truncation below
+ * 8e-9 relative on |f| <= 1/2. */
+static inline __attribute__((always_inline)) __m256 exp2_poly_f32(__m256 f)
+{
+    static const float c[8] = {1.0f,
+                               6.931471806e-01f,
+                               2.402265070e-01f,
+                               5.550410866e-02f,
+                               9.618129108e-03f,
+                               1.333355815e-03f,
+                               1.540353039e-04f,
+                               1.525273380e-05f};
+    __m256 p = _mm256_set1_ps(c[7]);
+    for (int i = 6; i >= 0; i--) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(c[i]));
+    return p;
+}
+#define FA_EXP2_POLY(f) exp2_poly_f32(f)
+
+#include "avx2_tiles.h"

@@ -1,0 +1,321 @@
+/* AVX2+FMA tile kernels, written once for both element types. Included by avx2_f32.c and
+ * avx2_f64.c, which define the vector vocabulary first:
+ *   FA_T, FA_SFX, FA_VEC (lanes of a 256-bit vector), vec, V_LOAD, V_LOADU, V_MASKLOAD, V_STORE,
+ *   V_STOREU, V_MASKSTORE, V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_MIN, V_AND, V_OR,
+ *   V_BLENDV, V_CMP, V_MOVEMASK, V_TAIL(n) (a lane mask for maskload/maskstore), FA_EXP2_SHIFT and
+ *   V_POW2_OF_SHIFTED(t) (n = round(x) and 2^n from t = x + FA_EXP2_SHIFT), FA_EXP2_LOW,
+ *   FA_EXP2_HIGH, FA_EXP2_POLY(f) (2^f on [-1/2, 1/2]).
+ *
+ * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_VEC query rows),
+ * ld a multiple of the 64-byte padding unit FA_LINE = 2 vectors, accumulators padded likewise.
+ * AVX2 has 16 vector registers (AVX-512: 32), so the register blocks are smaller than avx512's. */
+
+#define FA_CAT2(a, b) a##b
+#define FA_CAT(a, b)  FA_CAT2(a, b)
+#define FA_NAME(n)    FA_CAT(n, FA_SFX)
+#define FA_INLINE     static inline __attribute__((always_inline))
+
+/* Elements in 64 bytes (FA_VEC_F32 / FA_VEC_F64 of kernels.h): two vectors. */
+#define FA_LINE (2 * FA_VEC)
+
+/* Register blocks (see the kernels below). 6 × 2 measured at or above 4 × 3, 3 × 4, 4 × 2 and the
+ * mixes of them, for f32 and f64 at d = 64 and 128; with 2 vectors (one 64-byte unit) the row axis
+ * of a score tile (ld) never leaves a remainder, and d = 64 or 128 none either. */
+#ifndef FA_SCORES_KEYS
+#define FA_SCORES_KEYS 6
+#endif
+#ifndef FA_SCORES_VECS
+#define FA_SCORES_VECS 2
+#endif
+#ifndef FA_ROWS_ROWS
+#define FA_ROWS_ROWS 6
+#endif
+#ifndef FA_ROWS_VECS
+#define FA_ROWS_VECS 2
+#endif
+
+/* exp(d) for d = s - m <= 0 (a max already subtracted), as exp2(d·log2 e). */
+FA_INLINE vec FA_NAME(exp2_)(vec x);
+FA_INLINE vec FA_NAME(exp_of_difference_)(vec d)
+{
+    return FA_NAME(exp2_)(V_MUL(d, V_SET1((FA_T)1.44269504088896340735992468100189214)));
+}
+
+/* exp2(x), branch-free. AVX2 has neither scalef nor a double -> int64 conversion, so 2^n is built
+ * in the exponent field: x is clamped to [FA_EXP2_LOW, FA_EXP2_HIGH] (V_MAX and V_MIN return their
+ * second operand when either is NaN, so NaN passes through both and stays NaN), x = n + f with n
+ * the nearest integer (found by adding FA_EXP2_SHIFT) and |f| <= 1/2, 2^f from the polynomial,
+ * times 2^n. Edges: exp2(-inf) = 0 exactly (n = LOW has exponent field 0), exp2(0) = 1 exactly,
+ * exp2(+inf) = +inf. Results below the smallest normal are not all kept: x <= LOW + 1/2 (-126.5 in
+ * float, -1022.5 in double) gives exactly 0, x in (LOW + 1/2, LOW + 1) a subnormal with subnormal
+ * precision, and x > HIGH - 1/2 gives +inf a little early. Nothing in the kernels comes near: their
+ * arguments are <= 0, and a term below 2^-126 next to the row's max term (1) is lost anyway. */
+FA_INLINE vec FA_NAME(exp2_)(vec x)
+{
+    x = V_MIN(V_SET1(FA_EXP2_HIGH), V_MAX(V_SET1(FA_EXP2_LOW), x));
+    vec t = V_ADD(x, V_SET1(FA_EXP2_SHIFT));
+    vec n = V_SUB(t, V_SET1(FA_EXP2_SHIFT));
+    vec f = V_SUB(x, n);
+    return V_MUL(FA_EXP2_POLY(f), V_POW2_OF_SHIFTED(t));
+}
+
+/* Bits [0, n) of a line's row mask (n may be <= 0 or >= FA_LINE). */
+FA_INLINE unsigned FA_NAME(line_bits_)(int64_t n)
+{
+    if (n <= 0) return 0;
+    return n >= FA_LINE ? (1u << FA_LINE) - 1 : (1u << n) - 1;
+}
+
+/* ---- S = Q·Kᵀ, transposed: s[c][r] = sum_x qt[x][r]·k[c][x] ----
+ * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
+ * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs. 6 × 2 uses 12
+ * accumulators + 2 query vectors + 1 broadcast of the 16 registers. */
+FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *qt, int64_t ld, const FA_T *k,
+                                      int64_t k_stride, FA_T *s)
+{
+    vec acc[FA_SCORES_KEYS][FA_SCORES_VECS];
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
+    for (int64_t x = 0; x < dim; x++) {
+        vec q[FA_SCORES_VECS];
+        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_VEC);
+        for (int i = 0; i < nk; i++) {
+            vec w = V_SET1(k[i * k_stride + x]);
+            for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
+        }
+    }
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_VEC, acc[i][j]);
+}
+
+/* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
+ * compile-time ones, so every block keeps its accumulators in registers. Sizes beyond the chosen
+ * block are never reached and compile to nothing. */
+// clang-format off
+#define FA_SCORES_CASE(NK, NV)                                                                               \
+    case (NK) * 8 + (NV):                                                                                    \
+        if ((NK) <= FA_SCORES_KEYS && (NV) <= FA_SCORES_VECS)                                                \
+            FA_NAME(scores_block_)((NK), (NV), dim, qb, ld, kb, k_stride, sb);                               \
+        break;
+#define FA_SCORES_KEYS_CASES(NK)                                                                             \
+    FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
+// clang-format on
+
+static void FA_NAME(avx2_scores_)(int64_t ld, int64_t cols, int64_t dim, const FA_T *qt, const FA_T *k,
+                                  int64_t k_stride, FA_T *s)
+{
+    for (int64_t c = 0; c < cols; c += FA_SCORES_KEYS) {
+        int nk = cols - c < FA_SCORES_KEYS ? (int)(cols - c) : FA_SCORES_KEYS;
+        for (int64_t r = 0; r < ld; r += FA_SCORES_VECS * FA_VEC) {
+            int nv = (ld - r) / FA_VEC < FA_SCORES_VECS ? (int)((ld - r) / FA_VEC) : FA_SCORES_VECS;
+            const FA_T *qb = qt + r;
+            const FA_T *kb = k + c * k_stride;
+            FA_T *sb = s + c * ld + r;
+            // clang-format off
+            switch (nk * 8 + nv) {
+                FA_SCORES_KEYS_CASES(1) FA_SCORES_KEYS_CASES(2) FA_SCORES_KEYS_CASES(3)
+                FA_SCORES_KEYS_CASES(4) FA_SCORES_KEYS_CASES(5) FA_SCORES_KEYS_CASES(6)
+            default: break;
+            }
+            // clang-format on
+        }
+    }
+}
+#undef FA_SCORES_KEYS_CASES
+#undef FA_SCORES_CASE
+
+/* ---- online softmax over a transposed tile, one 64-byte line (two vectors of rows) at a time ----
+ * Both vectors of a line go through each column together, so a pass over the tile reads each cache
+ * line once (the tile is larger than L1); two columns per step then give four independent max
+ * chains, where one chain alone would wait on the max latency at every column. */
+static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                          FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+{
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY), one = V_SET1((FA_T)1), nan = V_SET1((FA_T)NAN);
+    for (int64_t r = 0; r < ld; r += FA_LINE) {
+        FA_T *sr = s + r;
+        vec m_old[2], hi[2][2], unord[2], m_new[2], live[2], sum[2], alpha[2];
+        for (int h = 0; h < 2; h++) {
+            m_old[h] = V_LOAD(row_max + r + h * FA_VEC);
+            hi[h][0] = m_old[h];
+            hi[h][1] = neg_inf;
+            /* The running max must become NaN if any score (or the old max) is NaN: V_MAX alone
+             * would drop it. */
+            unord[h] = V_CMP(m_old[h], m_old[h], _CMP_UNORD_Q);
+        }
+        int64_t c = 0;
+        for (; c + 1 < cols; c += 2)
+            for (int h = 0; h < 2; h++) {
+                vec x0 = V_LOAD(sr + c * ld + h * FA_VEC), x1 = V_LOAD(sr + (c + 1) * ld + h * FA_VEC);
+                hi[h][0] = V_MAX(hi[h][0], x0);
+                hi[h][1] = V_MAX(hi[h][1], x1);
+                unord[h] = V_OR(unord[h], V_CMP(x0, x1, _CMP_UNORD_Q));
+            }
+        if (c < cols)
+            for (int h = 0; h < 2; h++) {
+                vec x0 = V_LOAD(sr + c * ld + h * FA_VEC);
+                hi[h][0] = V_MAX(hi[h][0], x0);
+                unord[h] = V_OR(unord[h], V_CMP(x0, x0, _CMP_UNORD_Q));
+            }
+        for (int h = 0; h < 2; h++) {
+            m_new[h] = V_BLENDV(V_MAX(hi[h][0], hi[h][1]), nan, unord[h]);
+            /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN). */
+            live[h] = V_CMP(m_new[h], neg_inf, _CMP_NEQ_UQ);
+            sum[h] = V_ZERO();
+        }
+        for (c = 0; c < cols; c++)
+            for (int h = 0; h < 2; h++) {
+                FA_T *sc = sr + c * ld + h * FA_VEC;
+                vec p = V_AND(live[h], FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), m_new[h])));
+                V_STORE(sc, p);
+                sum[h] = V_ADD(sum[h], p);
+            }
+        unsigned raised = 0;
+        for (int h = 0; h < 2; h++) {
+            alpha[h] = V_BLENDV(one, FA_NAME(exp_of_difference_)(V_SUB(m_old[h], m_new[h])), live[h]);
+            V_STORE(row_sum + r + h * FA_VEC, V_FMA(alpha[h], V_LOAD(row_sum + r + h * FA_VEC), sum[h]));
+            V_STORE(row_max + r + h * FA_VEC, m_new[h]);
+            raised |= (unsigned)V_MOVEMASK(V_CMP(alpha[h], one, _CMP_NEQ_UQ)) << (h * FA_VEC);
+        }
+        /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
+        raised &= FA_NAME(line_bits_)(rows - r);
+        if (!raised) continue;
+        FA_T a[FA_LINE];
+        V_STOREU(a, alpha[0]);
+        V_STOREU(a + FA_VEC, alpha[1]);
+        for (int i = 0; i < FA_LINE; i++) {
+            if (!((raised >> i) & 1)) continue;
+            FA_T *ar = acc + (r + i) * acc_stride;
+            vec w = V_SET1(a[i]);
+            for (int64_t y = 0; y < acc_width; y += FA_VEC) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
+        }
+    }
+}
+
+/* ---- acc[i][0..dim) += sum_t w[i·wi + t·wt] · x[t][0..dim) ----
+ * One microkernel for both products: accumulate (i = query row, t = key: wi = 1, wt = ld) and
+ * accumulate_t (i = key, t = query row: wi = ld, wt = 1). Register block: NI accumulator rows ×
+ * NV vectors; per reduction step NV loads of x and NI broadcasts. When TAIL is set the last vector
+ * of x is a maskload of the `last` lanes, so nothing past dim is read; the accumulator is padded
+ * and is read and written whole. 6 × 2: 12 accumulators + 2 x vectors + 1 broadcast. */
+FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int tail, int64_t steps, const FA_T *w,
+                                             int64_t wi, int64_t wt, const FA_T *x, int64_t x_stride,
+                                             __m256i last, FA_T *acc, int64_t acc_stride)
+{
+    vec a[FA_ROWS_ROWS][FA_ROWS_VECS];
+    for (int i = 0; i < ni; i++)
+        for (int j = 0; j < nv; j++) a[i][j] = V_LOAD(acc + i * acc_stride + j * FA_VEC);
+    for (int64_t t = 0; t < steps; t++) {
+        vec xv[FA_ROWS_VECS];
+        for (int j = 0; j < nv; j++)
+            xv[j] = tail && j == nv - 1 ? V_MASKLOAD(x + t * x_stride + j * FA_VEC, last)
+                                        : V_LOADU(x + t * x_stride + j * FA_VEC);
+        for (int i = 0; i < ni; i++) {
+            vec b = V_SET1(w[i * wi + t * wt]);
+            for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+        }
+    }
+    for (int i = 0; i < ni; i++)
+        for (int j = 0; j < nv; j++) V_STORE(acc + i * acc_stride + j * FA_VEC, a[i][j]);
+}
+
+// clang-format off
+#define FA_ROWS_CASE(NI, NV, TAIL)                                                                           \
+    case ((NI) * 8 + (NV)) * 2 + (TAIL):                                                                     \
+        if ((NI) <= FA_ROWS_ROWS && (NV) <= FA_ROWS_VECS)                                                    \
+            FA_NAME(weighted_rows_block_)((NI), (NV), (TAIL), steps, wb, wi, wt, xb, x_stride, last, ab,     \
+                                          acc_stride);                                                       \
+        break;
+#define FA_ROWS_VECS_CASES(NI, NV) FA_ROWS_CASE(NI, NV, 0) FA_ROWS_CASE(NI, NV, 1)
+#define FA_ROWS_ROWS_CASES(NI)                                                                               \
+    FA_ROWS_VECS_CASES(NI, 1) FA_ROWS_VECS_CASES(NI, 2) FA_ROWS_VECS_CASES(NI, 3) FA_ROWS_VECS_CASES(NI, 4)
+// clang-format on
+
+static void FA_NAME(weighted_rows_)(int64_t n, int64_t steps, int64_t dim, const FA_T *w, int64_t wi,
+                                    int64_t wt, const FA_T *x, int64_t x_stride, FA_T *acc,
+                                    int64_t acc_stride)
+{
+    for (int64_t y = 0; y < dim; y += FA_ROWS_VECS * FA_VEC) {
+        int64_t width = dim - y < FA_ROWS_VECS * FA_VEC ? dim - y : FA_ROWS_VECS * FA_VEC;
+        int nv = (int)((width + FA_VEC - 1) / FA_VEC);
+        int64_t last_lanes = width - (int64_t)(nv - 1) * FA_VEC;
+        int tail = last_lanes < FA_VEC;
+        __m256i last = V_TAIL(last_lanes);
+        for (int64_t i = 0; i < n; i += FA_ROWS_ROWS) {
+            int ni = n - i < FA_ROWS_ROWS ? (int)(n - i) : FA_ROWS_ROWS;
+            const FA_T *wb = w + i * wi, *xb = x + y;
+            FA_T *ab = acc + i * acc_stride + y;
+            // clang-format off
+            switch ((ni * 8 + nv) * 2 + tail) {
+                FA_ROWS_ROWS_CASES(1) FA_ROWS_ROWS_CASES(2) FA_ROWS_ROWS_CASES(3)
+                FA_ROWS_ROWS_CASES(4) FA_ROWS_ROWS_CASES(5) FA_ROWS_ROWS_CASES(6)
+            default: break;
+            }
+            // clang-format on
+        }
+    }
+}
+#undef FA_ROWS_ROWS_CASES
+#undef FA_ROWS_VECS_CASES
+#undef FA_ROWS_CASE
+
+static void FA_NAME(avx2_accumulate_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
+                                      const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+{
+    FA_NAME(weighted_rows_)(rows, cols, dim, p, 1, ld, x, x_stride, acc, acc_stride);
+}
+
+static void FA_NAME(avx2_accumulate_t_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
+                                        const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+{
+    FA_NAME(weighted_rows_)(cols, rows, dim, p, ld, 1, x, x_stride, acc, acc_stride);
+}
+
+static void FA_NAME(avx2_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse)
+{
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY);
+    for (int64_t r = 0; r < ld; r += FA_LINE) {
+        vec l[2], live[2];
+        for (int h = 0; h < 2; h++) {
+            l[h] = V_LOAD(lse + r + h * FA_VEC);
+            live[h] = V_CMP(l[h], neg_inf, _CMP_NEQ_UQ); /* rows that saw no key give 0, not NaN */
+        }
+        for (int64_t c = 0; c < cols; c++)
+            for (int h = 0; h < 2; h++) {
+                FA_T *sc = s + c * ld + r + h * FA_VEC;
+                V_STORE(sc, V_AND(live[h], FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), l[h]))));
+            }
+    }
+}
+
+static void FA_NAME(avx2_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, FA_T *dp, const FA_T *delta)
+{
+    for (int64_t r = 0; r < ld; r += FA_VEC) {
+        vec d = V_LOAD(delta + r);
+        for (int64_t c = 0; c < cols; c++)
+            V_STORE(dp + c * ld + r, V_MUL(V_LOAD(p + c * ld + r), V_SUB(V_LOAD(dp + c * ld + r), d)));
+    }
+}
+
+/* This element type's half of the AVX2 table. */
+const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx2_kernels_) = {
+    FA_NAME(avx2_scores_),       FA_NAME(avx2_online_softmax_), FA_NAME(avx2_accumulate_),
+    FA_NAME(avx2_accumulate_t_), FA_NAME(avx2_probabilities_),  FA_NAME(avx2_score_grad_)};
+
+/* For the tests: exp2 of n values, as the kernels compute it; the tail is masked, so x and y are
+ * touched only within n. */
+void FA_NAME(fa_avx2_exp2_)(const FA_T *x, FA_T *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + FA_VEC <= n; i += FA_VEC) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU(x + i)));
+    if (i < n) {
+        __m256i m = V_TAIL(n - i);
+        V_MASKSTORE(y + i, m, FA_NAME(exp2_)(V_MASKLOAD(x + i, m)));
+    }
+}
+
+#undef FA_LINE
+#undef FA_INLINE
+#undef FA_NAME
+#undef FA_CAT
+#undef FA_CAT2

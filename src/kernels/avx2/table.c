@@ -1,0 +1,5 @@
+/* The AVX2+FMA table. Only its two halves are compiled with AVX2 and FMA enabled; this file is
+ * plain, so nothing here runs an AVX2 instruction before the CPU check in select.c. */
+#include "kernels/avx2/avx2.h"
+
+const fa_kernels fa_kernels_avx2 = {"avx2", &fa_avx2_kernels_f32, &fa_avx2_kernels_f64};
