@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "isa.h"
+
 typedef enum { VAL_STR, VAL_INT, VAL_U64, VAL_NUM, VAL_BOOL } value_kind;
 
 typedef struct {
@@ -42,7 +44,9 @@ static value vbool(int b)
 // row (const bench_row *).
 #define BENCH_COLUMNS(X)                                                                                     \
     X("library_version", vstr(info->version))                                                                \
-    X("pass", vstr(bench_pass_name(info->opt->pass)))                                                        \
+    X("preset", vstr(info->opt->preset))                                                                     \
+    X("shape_index", vint(info->case_index))                                                                 \
+    X("pass", vstr(bench_pass_name(info->pass)))                                                             \
     X("dtype", vstr(bench_dtype_name(s->dtype)))                                                             \
     X("causal", vstr(bench_causal_name(s->causal)))                                                          \
     X("layout", vstr(bench_layout_name(s->layout)))                                                          \
@@ -61,6 +65,7 @@ static value vbool(int b)
     X("bound_threads", vint(row->stats.bound_threads))                                                       \
     X("block_q", vint(row->stats.block_q))                                                                   \
     X("block_k", vint(row->stats.block_k))                                                                   \
+    X("isa_requested", vstr(bench_isa_requested()))                                                          \
     X("isa", vstr(row->isa))                                                                                 \
     X("warmup", vint(info->opt->warmup))                                                                     \
     X("reps", vint(row->timing.count))                                                                       \
@@ -70,6 +75,25 @@ static value vbool(int b)
     X("gflops", vnum(row->gflops))                                                                           \
     X("speedup", vnum(row->speedup))                                                                         \
     X("efficiency", vnum(row->efficiency))                                                                   \
+    X("probe_time_s", vnum(info->opt->probe_time))                                                           \
+    X("peak_isa", vstr(row->peak_isa))                                                                       \
+    X("peak_gflops", vnum(row->peak_gflops))                                                                 \
+    X("pct_peak", vnum(row->pct_peak))                                                                       \
+    X("decode", vbool(info->decode))                                                                         \
+    X("kv_bytes", vnum(info->kv_bytes))                                                                      \
+    X("kv_gbps", vnum(row->kv_gbps))                                                                         \
+    X("read_gbps", vnum(row->read_gbps))                                                                     \
+    X("pct_read_bw", vnum(row->pct_read_bw))                                                                 \
+    X("blas", vstr(info->blas))                                                                              \
+    X("blas_mode", vstr(row->blas_mode == BENCH_BLAS_BEST ? "" : bench_blas_mode_name(row->blas_mode)))      \
+    X("blas_reps", vint(row->blas_timing.count))                                                             \
+    X("blas_min_s", vnum(row->blas_timing.min_s))                                                            \
+    X("blas_median_s", vnum(row->blas_timing.median_s))                                                      \
+    X("blas_gflops", vnum(row->blas_gflops))                                                                 \
+    X("speedup_vs_blas", vnum(row->speedup_vs_blas))                                                         \
+    X("blas_err", vnum(row->blas_err))                                                                       \
+    X("blas_row_blocks_min_s", vnum(row->blas_mode_min_s[BENCH_BLAS_ROW_BLOCKS]))                            \
+    X("blas_gemm_threads_min_s", vnum(row->blas_mode_min_s[BENCH_BLAS_GEMM_THREADS]))                        \
     X("scratch_peak_bytes", vint((long long)row->stats.scratch_peak))                                        \
     X("scratch_capacity_bytes", vint((long long)row->stats.scratch_capacity))                                \
     X("rows_checked", vint(row->rows_checked))                                                               \
@@ -92,7 +116,7 @@ enum { N_COLUMNS = (int)(sizeof column_names / sizeof column_names[0]) };
 
 static void row_values(const bench_run_info *info, const bench_row *row, value out[N_COLUMNS])
 {
-    const bench_shape *s = &info->opt->shape;
+    const bench_shape *s = &info->shape;
     const value v[] = {BENCH_COLUMNS(COLUMN_VALUE)};
     memcpy(out, v, sizeof v);
 }
@@ -169,41 +193,47 @@ static void print_json_field(FILE *f, const value *v)
     }
 }
 
-int bench_export_csv(const char *path, const bench_run_info *info, const bench_row *rows, int n)
+int bench_export_csv(const char *path, const bench_case_result *cases, int n_cases)
 {
     FILE *f = open_output(path);
     if (!f) return -1;
     for (int c = 0; c < N_COLUMNS; c++) fprintf(f, "%s%s", c ? "," : "", column_names[c]);
     fputc('\n', f);
-    for (int r = 0; r < n; r++) {
-        value v[N_COLUMNS];
-        row_values(info, &rows[r], v);
-        for (int c = 0; c < N_COLUMNS; c++) {
-            if (c) fputc(',', f);
-            print_csv_field(f, &v[c]);
+    for (int k = 0; k < n_cases; k++) {
+        for (int r = 0; r < cases[k].n_rows; r++) {
+            value v[N_COLUMNS];
+            row_values(&cases[k].info, &cases[k].rows[r], v);
+            for (int c = 0; c < N_COLUMNS; c++) {
+                if (c) fputc(',', f);
+                print_csv_field(f, &v[c]);
+            }
+            fputc('\n', f);
         }
-        fputc('\n', f);
     }
     return close_output(f, path);
 }
 
-int bench_export_json(const char *path, const bench_run_info *info, const bench_row *rows, int n)
+int bench_export_json(const char *path, const bench_case_result *cases, int n_cases)
 {
     FILE *f = open_output(path);
     if (!f) return -1;
-    fputs("[\n", f);
-    for (int r = 0; r < n; r++) {
-        value v[N_COLUMNS];
-        row_values(info, &rows[r], v);
-        fputs("  {", f);
-        for (int c = 0; c < N_COLUMNS; c++) {
-            fputs(c ? ", " : "", f);
-            print_json_string(f, column_names[c]);
-            fputs(": ", f);
-            print_json_field(f, &v[c]);
+    fputs("[", f);
+    int first = 1;
+    for (int k = 0; k < n_cases; k++) {
+        for (int r = 0; r < cases[k].n_rows; r++) {
+            value v[N_COLUMNS];
+            row_values(&cases[k].info, &cases[k].rows[r], v);
+            fputs(first ? "\n  {" : ",\n  {", f);
+            first = 0;
+            for (int c = 0; c < N_COLUMNS; c++) {
+                fputs(c ? ", " : "", f);
+                print_json_string(f, column_names[c]);
+                fputs(": ", f);
+                print_json_field(f, &v[c]);
+            }
+            fputs("}", f);
         }
-        fputs(r + 1 < n ? "},\n" : "}\n", f);
     }
-    fputs("]\n", f);
+    fputs("\n]\n", f);
     return close_output(f, path);
 }

@@ -8,18 +8,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "presets.h"
 #include "timing.h" // BENCH_MAX_SAMPLES bounds --reps
 
 // Head dims the library accepts (flashattn.h); checked here so a typo gets a CLI message, not a status.
 #define BENCH_MAX_DIM 512
 
-static const char help_text[] =
+static const char help_intro[] =
     "usage: fa-bench [options]\n"
     "\n"
-    "Times flashattn on one shape for one or more thread counts: the forward pass, the backward pass,\n"
-    "or both (--pass). Before timing, each thread count's outputs are checked against a float64 oracle\n"
-    "on a sample of rows, and every later output must be bitwise identical to the first (the library's\n"
-    "determinism contract).\n"
+    "Times flashattn on one shape, or on each shape of a preset, for one or more thread counts: the\n"
+    "forward pass, the backward pass, or both (--pass). Before timing, each thread count's outputs are\n"
+    "checked against a float64 oracle on a sample of rows, and every later output must be bitwise\n"
+    "identical to the first (the library's determinism contract). In the same run it measures the\n"
+    "machine (an FMA peak probe, and a read-bandwidth probe for decode shapes) and, when built with\n"
+    "OpenBLAS, times an unfused BLAS attention on the same inputs.\n"
+    "\n"
+    "presets (--preset NAME; one table per shape, the CSV/JSON rows carry the shape):\n";
+
+// After the preset list (bench_presets_print); printf format.
+static const char help_text[] =
+    "  Shape options given with a preset replace that field in every shape of it (e.g. --preset\n"
+    "  issue4 --nq 1024 for a quick run, --preset device --pass fwdbwd); Nk, Hkv and Dv still follow\n"
+    "  Nq, Hq and D unless the preset or the command line sets them.\n"
     "\n"
     "what is timed:\n"
     "  --pass P           fwd | bwd | fwdbwd (default fwd). fwd: one fa_forward per call. bwd: one\n"
@@ -44,6 +55,10 @@ static const char help_text[] =
     "execution:\n"
     "  --threads LIST     comma-separated thread counts, e.g. 1,2,4 (default: 1 and omp_get_max_threads())\n"
     "  --bind P           auto | none | core | spread (default auto)\n"
+    "  --isa I            ref | avx2 | avx512 | auto: kernel table of every context (sets FLASHATTN_ISA\n"
+    "                     before fa_context_create; auto unsets it). A table this build or CPU lacks\n"
+    "                     is refused by the library (FA_ERR_UNSUPPORTED) and fa-bench exits 1.\n"
+    "                     Default: FLASHATTN_ISA as the environment has it, else the library's choice\n"
     "  --block-q N        query rows per work item (default: the library chooses)\n"
     "  --block-k N        keys per tile (default: the library chooses)\n"
     "\n"
@@ -51,11 +66,16 @@ static const char help_text[] =
     "  --warmup W         untimed calls before timing (default 1)\n"
     "  --reps R           timed calls (default 5)\n"
     "  --min-time S       keep timing past R calls until S seconds of calls are timed (default 0)\n"
+    "  --probe-time S     seconds per thread count of each in-run probe (default 0.2; 0 = no probes)\n"
+    "  --blas-reps R      timed calls of the BLAS baseline, per mode (default: --reps, at most 3;\n"
+    "                     0 = no baseline)\n"
+    "  --blas-mode M      best | row-blocks | gemm-threads: how the baseline is threaded (default best:\n"
+    "                     both, the faster is reported; see below)\n"
     "  --check-rows N     rows checked against the oracle, spread over (b, h, i), first and last\n"
     "                     included (default 64); bwd and fwdbwd check as many rows of dq, spread over\n"
     "                     (b, h, i), and of dk and dv, spread over (b, kv head, j)\n"
-    "  --csv FILE         write one row per thread count (overwrites FILE)\n"
-    "  --json FILE        write a JSON array with one object per thread count (overwrites FILE)\n"
+    "  --csv FILE         write one row per (shape, thread count) (overwrites FILE)\n"
+    "  --json FILE        write a JSON array with one object per (shape, thread count) (overwrites FILE)\n"
     "  -h, --help         this text\n"
     "\n"
     "Speed: GFLOP/s = FLOP / min time, with forward FLOP = 2*B*Hq*Nq*Nk*(D+Dv) (= 4*B*H*N^2*D when\n"
@@ -65,6 +85,33 @@ static const char help_text[] =
     "FLOP = 3.5 x forward and its GFLOP/s is the combined throughput of the pair. Speedup and\n"
     "efficiency are against the 1-thread row of the same run, when the list has one.\n"
     "\n"
+    "In-run probes and the columns they add:\n"
+    "  %% peak     GFLOP/s / the FMA peak probe at the same thread count, for the kernel table in use\n"
+    "             (avx512: AVX-512F, avx2: AVX2+FMA, ref: portable 16-byte vectors) and the dtype. The\n"
+    "             probe runs a register-resident loop of 16 (AVX-512) or 12 independent FMA chains\n"
+    "             (multiply then add for the portable one)\n"
+    "             on every thread (OpenMP, pinned like the library's threads were): the best of\n"
+    "             2 ms timings of the whole team over --probe-time seconds.\n"
+    "  KV GB/s,   decode shapes only (Nq <= 16): bytes of K and V one call must read,\n"
+    "  %% bw       B*Hkv*Nk*(D+Dv)*sizeof(dtype), / min time, and that / the read-bandwidth probe at\n"
+    "             the same thread count: every thread sums its own slice of an array of 4x the L3\n"
+    "             (at least 128 MiB) with vector loads, best pass over --probe-time seconds.\n"
+    "  BLAS GF/s, an unfused attention: for a block of query rows of one (b, h), S = scale*Q*K^T\n"
+    "  x BLAS,    (cblas_?gemm into a rows x Nk buffer, full width even when causal), a row softmax\n"
+    "  blas       with the causal mask (expf), O = P*V (gemm); forward pass only. Two threadings:\n"
+    "             gemm  (gemm-threads) all Nq rows of a head per block, OpenBLAS threads each gemm\n"
+    "                   (openblas_set_num_threads(threads)), OpenMP threads the softmax rows;\n"
+    "             rows  (row-blocks) 128-row blocks of every head over an OpenMP team, one-thread\n"
+    "                   gemms. gemm-threads hands the cores from one thread pool to the other at\n"
+    "                   each phase, and each pool spins after its phase (OMP_WAIT_POLICY=passive\n"
+    "                   stops OpenMP's spin, for the library too).\n"
+    "             Each mode's output must match the library's (normwise, the tolerance below) before\n"
+    "             it is timed. 'x BLAS' = the faster mode's min time / flashattn's min time; 'blas'\n"
+    "             names that mode. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, when set, make OpenBLAS\n"
+    "             pick other kernels and blockings; fa-bench leaves the environment alone, so unset\n"
+    "             both for a benchmark (never in tests):\n"
+    "               env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE fa-bench ...\n"
+    "\n"
     "Verification: normwise relative error max|x - ref| / max|ref| over the checked rows of out, and\n"
     "max|lse - ref| / max(1, max|ref|) for lse; it must be <= 1e-12 for f64 and <= 1e-4 for f32.\n"
     "bwd and fwdbwd also check out and lse, then dq, dk and dv against a float64 row-level oracle\n"
@@ -72,7 +119,7 @@ static const char help_text[] =
     "or lse: normwise error max|g - ref| / max|ref| per gradient, <= 1e-11 for f64 and <= 1e-3 for\n"
     "f32. A dk/dv row sums over every query row that sees its key, so the oracle first computes the\n"
     "softmax normaliser of every query row of each (batch, kv head) the sample touches: about one\n"
-    "float64 forward of those heads (every head when B*Hkv <= --check-rows), once per run, shared by\n"
+    "float64 forward of those heads (every head when B*Hkv <= --check-rows), once per shape, shared by\n"
     "all thread counts. Lower --check-rows to touch fewer heads of a very large problem.\n"
     "\n"
     "Exit status: 0 success, 1 verification or library failure (no speed is reported), 2 bad arguments.\n";
@@ -101,6 +148,11 @@ enum {
     OPT_CHECK_ROWS,
     OPT_CSV,
     OPT_JSON,
+    OPT_PRESET,
+    OPT_ISA,
+    OPT_PROBE_TIME,
+    OPT_BLAS_REPS,
+    OPT_BLAS_MODE,
 };
 
 static const struct option long_options[] = {
@@ -127,6 +179,11 @@ static const struct option long_options[] = {
     {"check-rows", required_argument, NULL, OPT_CHECK_ROWS},
     {"csv", required_argument, NULL, OPT_CSV},
     {"json", required_argument, NULL, OPT_JSON},
+    {"preset", required_argument, NULL, OPT_PRESET},
+    {"isa", required_argument, NULL, OPT_ISA},
+    {"probe-time", required_argument, NULL, OPT_PROBE_TIME},
+    {"blas-reps", required_argument, NULL, OPT_BLAS_REPS},
+    {"blas-mode", required_argument, NULL, OPT_BLAS_MODE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -153,6 +210,12 @@ static const name_value dist_names[] = {
     {"normal", BENCH_DIST_NORMAL}, {"uniform", BENCH_DIST_UNIFORM}, {NULL, 0}};
 static const name_value pass_names[] = {
     {"fwd", BENCH_PASS_FWD}, {"bwd", BENCH_PASS_BWD}, {"fwdbwd", BENCH_PASS_FWDBWD}, {NULL, 0}};
+static const name_value blas_mode_names[] = {{"best", BENCH_BLAS_BEST},
+                                             {"row-blocks", BENCH_BLAS_ROW_BLOCKS},
+                                             {"gemm-threads", BENCH_BLAS_GEMM_THREADS},
+                                             {NULL, 0}};
+// --isa values; the index only serves parse_choice, the name is what goes into FLASHATTN_ISA.
+static const name_value isa_names[] = {{"ref", 0}, {"avx2", 1}, {"avx512", 2}, {"auto", 3}, {NULL, 0}};
 
 static const char *name_of(const name_value *table, int value)
 {
@@ -184,6 +247,10 @@ const char *bench_dist_name(bench_dist d)
 const char *bench_pass_name(bench_pass p)
 {
     return name_of(pass_names, (int)p);
+}
+const char *bench_blas_mode_name(bench_blas_mode m)
+{
+    return name_of(blas_mode_names, (int)m);
 }
 
 // Every parse helper prints its own message and returns -1, so the caller only propagates failure.
@@ -278,40 +345,109 @@ static int parse_thread_list(const char *arg, bench_options *o)
     return 0;
 }
 
-static void set_defaults(bench_options *o)
+// The shape and pass fields a command line can set; those it did set override a preset's.
+enum {
+    SET_B = 1 << 0,
+    SET_H = 1 << 1,
+    SET_HKV = 1 << 2,
+    SET_NQ = 1 << 3,
+    SET_NK = 1 << 4,
+    SET_D = 1 << 5,
+    SET_DV = 1 << 6,
+    SET_DTYPE = 1 << 7,
+    SET_CAUSAL = 1 << 8,
+    SET_LAYOUT = 1 << 9,
+    SET_PASS = 1 << 10,
+};
+
+static unsigned field_set_by(int option)
+{
+    switch (option) {
+    case OPT_B: return SET_B;
+    case OPT_H: return SET_H;
+    case OPT_HKV: return SET_HKV;
+    case OPT_NQ: return SET_NQ;
+    case OPT_NK: return SET_NK;
+    case OPT_D: return SET_D;
+    case OPT_DV: return SET_DV;
+    case OPT_DTYPE: return SET_DTYPE;
+    case OPT_CAUSAL: return SET_CAUSAL;
+    case OPT_LAYOUT: return SET_LAYOUT;
+    case OPT_PASS: return SET_PASS;
+    default: return 0;
+    }
+}
+
+static void set_defaults(bench_options *o, bench_case *c)
 {
     memset(o, 0, sizeof *o);
-    o->shape.b = 1;
-    o->shape.hq = 8;
-    o->shape.hkv = -1; // -1: follow hq, nq, d once all options are read
-    o->shape.nq = 1024;
-    o->shape.nk = -1;
-    o->shape.d = 64;
-    o->shape.dv = -1;
-    o->shape.dtype = FA_F32;
-    o->shape.causal = FA_CAUSAL_NONE;
-    o->shape.layout = BENCH_LAYOUT_BHSD;
-    o->pass = BENCH_PASS_FWD;
+    memset(c, 0, sizeof *c);
+    c->shape.b = 1;
+    c->shape.hq = 8;
+    c->shape.hkv = -1; // -1: follow hq, nq, d once all options are read
+    c->shape.nq = 1024;
+    c->shape.nk = -1;
+    c->shape.d = 64;
+    c->shape.dv = -1;
+    c->shape.dtype = FA_F32;
+    c->shape.causal = FA_CAUSAL_NONE;
+    c->shape.layout = BENCH_LAYOUT_BHSD;
+    c->pass = BENCH_PASS_FWD;
     o->dist = BENCH_DIST_NORMAL;
     o->seed = 1;
     o->bind = FA_BIND_AUTO;
     o->warmup = 1;
     o->reps = 5;
     o->check_rows = 64;
+    o->probe_time = 0.2;
+    o->blas_reps = -1;
+}
+
+// The fields of from that the command line set, written over to.
+static void apply_overrides(bench_case *to, const bench_case *from, unsigned set)
+{
+    const bench_shape *f = &from->shape;
+    bench_shape *t = &to->shape;
+    if (set & SET_B) t->b = f->b;
+    if (set & SET_H) t->hq = f->hq;
+    if (set & SET_HKV) t->hkv = f->hkv;
+    if (set & SET_NQ) t->nq = f->nq;
+    if (set & SET_NK) t->nk = f->nk;
+    if (set & SET_D) t->d = f->d;
+    if (set & SET_DV) t->dv = f->dv;
+    if (set & SET_DTYPE) t->dtype = f->dtype;
+    if (set & SET_CAUSAL) t->causal = f->causal;
+    if (set & SET_LAYOUT) t->layout = f->layout;
+    if (set & SET_PASS) to->pass = from->pass;
 }
 
 // Defaults that depend on other options, and the checks that involve more than one option.
-static int finish(bench_options *o)
+static int finish(bench_options *o, const bench_case *command_line, unsigned set)
 {
-    bench_shape *s = &o->shape;
-    if (s->hkv < 0) s->hkv = s->hq;
-    if (s->nk < 0) s->nk = s->nq;
-    if (s->dv < 0) s->dv = s->d;
-    if (s->hq % s->hkv != 0) {
-        fprintf(stderr, "fa-bench: --h %lld is not a multiple of --hkv %lld\n", (long long)s->hq,
-                (long long)s->hkv);
-        return -1;
+    if (o->preset) {
+        const bench_preset *p = bench_preset_find(o->preset);
+        o->n_cases = p->n_cases;
+        for (int i = 0; i < p->n_cases; i++) {
+            o->cases[i] = p->cases[i];
+            apply_overrides(&o->cases[i], command_line, set);
+        }
+    } else {
+        o->n_cases = 1;
+        o->cases[0] = *command_line;
     }
+    for (int i = 0; i < o->n_cases; i++) {
+        bench_shape *s = &o->cases[i].shape;
+        if (s->hkv < 0) s->hkv = s->hq;
+        if (s->nk < 0) s->nk = s->nq;
+        if (s->dv < 0) s->dv = s->d;
+        if (s->hq % s->hkv != 0) {
+            fprintf(stderr, "fa-bench: --h %lld is not a multiple of --hkv %lld\n", (long long)s->hq,
+                    (long long)s->hkv);
+            return -1;
+        }
+    }
+    if (o->blas_reps < 0)
+        o->blas_reps = o->reps < 3 ? o->reps : 3; // the baseline is slow; its min settles fast
     if (o->n_thread_counts == 0) {
         o->thread_counts[o->n_thread_counts++] = 1;
         int max_threads = omp_get_max_threads();
@@ -320,38 +456,55 @@ static int finish(bench_options *o)
     return 0;
 }
 
+static int parse_preset(const char *arg, bench_options *o)
+{
+    if (bench_preset_find(arg)) {
+        o->preset = arg;
+        return 0;
+    }
+    fprintf(stderr, "fa-bench: --preset: unknown preset '%s'; the presets are:\n", arg);
+    bench_presets_print(stderr);
+    return -1;
+}
+
 bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
 {
-    set_defaults(o);
+    bench_case cl; // the shape options as given, before a preset takes them
+    set_defaults(o, &cl);
+    unsigned set = 0;
     int rc = 0, choice = 0;
     for (;;) {
         int c = getopt_long(argc, argv, "h", long_options, NULL);
         if (c == -1) break;
         const char *arg = optarg;
         switch (c) {
-        case 'h': printf(help_text, BENCH_MAX_DIM, BENCH_MAX_DIM); return BENCH_PARSE_HELP;
+        case 'h':
+            fputs(help_intro, stdout);
+            bench_presets_print(stdout);
+            printf(help_text, BENCH_MAX_DIM, BENCH_MAX_DIM);
+            return BENCH_PARSE_HELP;
         case OPT_PASS:
             rc = parse_choice("pass", arg, pass_names, &choice);
-            o->pass = (bench_pass)choice;
+            cl.pass = (bench_pass)choice;
             break;
-        case OPT_B: rc = parse_int64("b", arg, 1, INT32_MAX, &o->shape.b); break;
-        case OPT_H: rc = parse_int64("h", arg, 1, INT32_MAX, &o->shape.hq); break;
-        case OPT_HKV: rc = parse_int64("hkv", arg, 1, INT32_MAX, &o->shape.hkv); break;
-        case OPT_NQ: rc = parse_int64("nq", arg, 1, INT32_MAX, &o->shape.nq); break;
-        case OPT_NK: rc = parse_int64("nk", arg, 1, INT32_MAX, &o->shape.nk); break;
-        case OPT_D: rc = parse_int64("d", arg, 1, BENCH_MAX_DIM, &o->shape.d); break;
-        case OPT_DV: rc = parse_int64("dv", arg, 1, BENCH_MAX_DIM, &o->shape.dv); break;
+        case OPT_B: rc = parse_int64("b", arg, 1, INT32_MAX, &cl.shape.b); break;
+        case OPT_H: rc = parse_int64("h", arg, 1, INT32_MAX, &cl.shape.hq); break;
+        case OPT_HKV: rc = parse_int64("hkv", arg, 1, INT32_MAX, &cl.shape.hkv); break;
+        case OPT_NQ: rc = parse_int64("nq", arg, 1, INT32_MAX, &cl.shape.nq); break;
+        case OPT_NK: rc = parse_int64("nk", arg, 1, INT32_MAX, &cl.shape.nk); break;
+        case OPT_D: rc = parse_int64("d", arg, 1, BENCH_MAX_DIM, &cl.shape.d); break;
+        case OPT_DV: rc = parse_int64("dv", arg, 1, BENCH_MAX_DIM, &cl.shape.dv); break;
         case OPT_DTYPE:
             rc = parse_choice("dtype", arg, dtype_names, &choice);
-            o->shape.dtype = (fa_dtype)choice;
+            cl.shape.dtype = (fa_dtype)choice;
             break;
         case OPT_CAUSAL:
             rc = parse_choice("causal", arg, causal_names, &choice);
-            o->shape.causal = (fa_causal)choice;
+            cl.shape.causal = (fa_causal)choice;
             break;
         case OPT_LAYOUT:
             rc = parse_choice("layout", arg, layout_names, &choice);
-            o->shape.layout = (bench_layout)choice;
+            cl.shape.layout = (bench_layout)choice;
             break;
         case OPT_DIST:
             rc = parse_choice("dist", arg, dist_names, &choice);
@@ -363,11 +516,22 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             rc = parse_choice("bind", arg, bind_names, &choice);
             o->bind = (fa_bind)choice;
             break;
+        case OPT_ISA:
+            rc = parse_choice("isa", arg, isa_names, &choice);
+            o->isa = isa_names[choice].name;
+            break;
+        case OPT_PRESET: rc = parse_preset(arg, o); break;
         case OPT_BLOCK_Q: rc = parse_int("block-q", arg, 1, 1 << 20, &o->block_q); break;
         case OPT_BLOCK_K: rc = parse_int("block-k", arg, 1, 1 << 20, &o->block_k); break;
         case OPT_WARMUP: rc = parse_int("warmup", arg, 0, 1000000, &o->warmup); break;
         case OPT_REPS: rc = parse_int("reps", arg, 1, BENCH_MAX_SAMPLES, &o->reps); break;
         case OPT_MIN_TIME: rc = parse_seconds("min-time", arg, &o->min_time); break;
+        case OPT_PROBE_TIME: rc = parse_seconds("probe-time", arg, &o->probe_time); break;
+        case OPT_BLAS_REPS: rc = parse_int("blas-reps", arg, 0, BENCH_MAX_SAMPLES, &o->blas_reps); break;
+        case OPT_BLAS_MODE:
+            rc = parse_choice("blas-mode", arg, blas_mode_names, &choice);
+            o->blas_mode = (bench_blas_mode)choice;
+            break;
         case OPT_CHECK_ROWS: rc = parse_int64("check-rows", arg, 1, INT64_MAX, &o->check_rows); break;
         case OPT_CSV: o->csv_path = arg; break;
         case OPT_JSON: o->json_path = arg; break;
@@ -376,11 +540,12 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             return BENCH_PARSE_ERROR;
         }
         if (rc != 0) return BENCH_PARSE_ERROR;
+        set |= field_set_by(c);
     }
     if (optind < argc) {
         fprintf(stderr, "fa-bench: unexpected argument '%s' (options only; try 'fa-bench --help')\n",
                 argv[optind]);
         return BENCH_PARSE_ERROR;
     }
-    return finish(o) == 0 ? BENCH_PARSE_RUN : BENCH_PARSE_ERROR;
+    return finish(o, &cl, set) == 0 ? BENCH_PARSE_RUN : BENCH_PARSE_ERROR;
 }

@@ -1,6 +1,6 @@
 /* fa-bench command line: what one run measures, and the names of its enum values.
- * Parsing lives apart from orchestration so that later options (--isa, presets)
- * change this file and its .c only. */
+ * A run is a list of cases (shape and pass), one from the shape options or several from a preset
+ * (presets.h); everything else applies to every case. */
 #ifndef FA_BENCH_OPTIONS_H
 #define FA_BENCH_OPTIONS_H
 
@@ -10,6 +10,8 @@
 
 /* More thread counts than any sweep needs; a fixed array keeps the options a plain value. */
 #define BENCH_MAX_THREAD_COUNTS 64
+/* More cases than any preset has. */
+#define BENCH_MAX_CASES 8
 
 typedef enum { BENCH_LAYOUT_BHSD = 0, BENCH_LAYOUT_BSHD = 1 } bench_layout;
 typedef enum { BENCH_DIST_NORMAL = 0, BENCH_DIST_UNIFORM = 1 } bench_dist;
@@ -26,18 +28,32 @@ typedef struct {
     bench_layout layout;
 } bench_shape;
 
+/* How the BLAS baseline (blas_baseline.h) is threaded; BEST times both and keeps the faster. */
+typedef enum { BENCH_BLAS_BEST = 0, BENCH_BLAS_ROW_BLOCKS = 1, BENCH_BLAS_GEMM_THREADS = 2 } bench_blas_mode;
+
+/* One table of the report: a shape and the pass timed on it. */
 typedef struct {
     bench_shape shape;
     bench_pass pass;
+} bench_case;
+
+typedef struct {
+    const char *preset; /* NULL: one case from the shape options */
+    bench_case cases[BENCH_MAX_CASES];
+    int n_cases;
     bench_dist dist;
     uint64_t seed;
     int thread_counts[BENCH_MAX_THREAD_COUNTS];
     int n_thread_counts;
     fa_bind bind;
+    const char *isa; /* FLASHATTN_ISA for the contexts fa-bench creates; "auto" unsets it; NULL leaves it */
     int block_q, block_k; /* 0 = the library chooses */
     int warmup, reps;     /* reps is a minimum: min_time may add more */
     double min_time;      /* seconds of timed calls to reach at least; 0 = exactly reps */
     int64_t check_rows;
+    double probe_time; /* seconds per thread count of each in-run probe (peak.h, stream.h); 0 = none */
+    int blas_reps;     /* timed calls of the BLAS baseline; 0 = no baseline */
+    bench_blas_mode blas_mode;
     const char *csv_path, *json_path; /* NULL = not written */
 } bench_options;
 
@@ -56,5 +72,6 @@ const char *bench_layout_name(bench_layout l);
 const char *bench_bind_name(fa_bind b);
 const char *bench_dist_name(bench_dist d);
 const char *bench_pass_name(bench_pass p);
+const char *bench_blas_mode_name(bench_blas_mode m);
 
 #endif

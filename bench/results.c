@@ -1,4 +1,4 @@
-// Derived figures that relate the rows of one run to each other.
+// Derived figures that relate the rows of one case to each other.
 #include "results.h"
 
 #include <math.h>
@@ -17,4 +17,15 @@ void bench_rows_compute_scaling(bench_row *rows, int n)
         rows[r].speedup = one_thread_s / rows[r].timing.min_s;
         rows[r].efficiency = rows[r].speedup / (double)rows[r].threads;
     }
+}
+
+void bench_row_clear_extras(bench_row *row)
+{
+    row->peak_isa[0] = '\0';
+    row->peak_gflops = row->pct_peak = NAN;
+    row->read_gbps = row->kv_gbps = row->pct_read_bw = NAN;
+    row->blas_mode = BENCH_BLAS_BEST;
+    for (int m = 0; m < 3; m++) row->blas_mode_min_s[m] = NAN;
+    row->blas_timing = (bench_timing){0, NAN, NAN, NAN};
+    row->blas_gflops = row->speedup_vs_blas = row->blas_err = NAN;
 }

@@ -1,6 +1,6 @@
-/* One measured row per thread count, and what is the same for every row of a run.
- * The terminal table (report.h) and the CSV/JSON files (export.h) are both written from these,
- * so a later column (e.g. % of the measured FMA peak) is added here once and printed by both. */
+/* One measured row per thread count, what is the same for every row of a case, and a case's
+ * results. The terminal table (report.h) and the CSV/JSON files (export.h) are both written from
+ * these, so a column is added here once and printed by both. */
 #ifndef FA_BENCH_RESULTS_H
 #define FA_BENCH_RESULTS_H
 
@@ -10,14 +10,26 @@
 #include "options.h"
 #include "timing.h"
 
+/* Query lengths up to this are decode-shaped: K and V are read once per call for a few queries,
+ * so memory bandwidth, not the FMA peak, bounds the speed and the table reports % of it. */
+#define BENCH_DECODE_MAX_NQ 16
+
 typedef struct {
     const bench_options *opt;
-    const char *version;   /* fa_version() of the library actually linked */
-    double flops;          /* FLOP of one timed call of opt->pass, by the formulas in --help */
+    const char *version; /* fa_version() of the library actually linked */
+    int case_index;      /* position in opt->cases, from 0 */
+    bench_shape shape;
+    bench_pass pass;
+    double flops;          /* FLOP of one timed call of pass, by the formulas in --help */
+    double kv_bytes;       /* bytes of K and V one call must read: B*Hkv*Nk*(D+Dv)*sizeof(dtype) */
+    int decode;            /* Nq <= BENCH_DECODE_MAX_NQ: rows report % of the read-bandwidth probe */
     double tolerance;      /* normwise verification bound of out and lse for this dtype */
     double grad_tolerance; /* normwise bound of dq, dk, dv; NAN for --pass fwd */
-    double grad_oracle_s;  /* seconds the gradient oracle took (once per run); NAN for --pass fwd */
+    double grad_oracle_s;  /* seconds the gradient oracle took (once per case); NAN for --pass fwd */
     int omp_max_threads;
+    const char *blas; /* the BLAS baseline's library and core ("OpenBLAS 0.3.21 (core Haswell)"), or why
+                         there is none ("not built (CMake found no OpenBLAS)") */
+    int blas_runs;    /* 1: the baseline is built, asked for, and this case is a forward */
 } bench_run_info;
 
 typedef struct {
@@ -26,18 +38,42 @@ typedef struct {
     char isa[32];   /* stats.isa copied: the string belongs to the context, destroyed after the row */
     bench_timing timing;
     double gflops;     /* flops / timing.min_s / 1e9 */
-    double speedup;    /* 1-thread min / this min; NAN when the run has no 1-thread row */
+    double speedup;    /* 1-thread min / this min; NAN when the case has no 1-thread row */
     double efficiency; /* speedup / threads; NAN likewise */
     int64_t rows_checked;
     double err_out, err_lse;
     int64_t rows_checked_dq, rows_checked_dkdv; /* 0 for --pass fwd */
     double err_dq, err_dk, err_dv;              /* NAN for --pass fwd */
-    int bitwise_identical; /* 1: out, lse (and dq, dk, dv) equal, byte for byte, to the run's first
+    int bitwise_identical; /* 1: out, lse (and dq, dk, dv) equal, byte for byte, to the case's first
                               verified outputs across all timed repetitions; -1: not compared (block
                               sizes differed) */
+    /* In-run probes (machine.h) at this thread count; NAN where not measured. */
+    char peak_isa[16];  /* the FMA probe matching isa: "avx512", "avx2" or "portable" */
+    double peak_gflops; /* FMA peak probe for peak_isa and the case's dtype */
+    double pct_peak;    /* 100 * gflops / peak_gflops */
+    double read_gbps;   /* read-bandwidth probe, GB/s (1e9 bytes); decode cases only */
+    double kv_gbps;     /* kv_bytes / timing.min_s / 1e9; decode cases only */
+    double pct_read_bw; /* 100 * kv_gbps / read_gbps */
+    /* The unfused BLAS baseline (blas_baseline.h) at this thread count; NAN where it did not run. */
+    bench_blas_mode blas_mode; /* the mode reported (the faster with --blas-mode best); BEST: none */
+    double blas_mode_min_s[3]; /* min time of each mode timed, by bench_blas_mode; NAN: not timed */
+    bench_timing blas_timing;  /* of blas_mode */
+    double blas_gflops;        /* flops / blas_timing.min_s / 1e9 */
+    double speedup_vs_blas;    /* blas_timing.min_s / timing.min_s */
+    double blas_err;           /* normwise difference of its out from the library's */
 } bench_row;
+
+/* Everything measured for one case. */
+typedef struct {
+    bench_run_info info;
+    bench_row rows[BENCH_MAX_THREAD_COUNTS];
+    int n_rows; /* rows measured; the options' thread-count list once the case succeeded */
+} bench_case_result;
 
 /* Fills speedup and efficiency from the first 1-thread row of rows[0..n), wherever it is. */
 void bench_rows_compute_scaling(bench_row *rows, int n);
+
+/* Sets every probe and baseline field of a row to "not measured". */
+void bench_row_clear_extras(bench_row *row);
 
 #endif

@@ -7,6 +7,12 @@
 #                                    (a later option wins: --nq 4096 (Nk follows Nq unless --nk is given),
 #                                    --dtype f64, --threads 1,2,4, ...);
 #                                    if ARGS contain --causal, one run only. scripts/bench.sh --help lists them.
+#   scripts/bench.sh --preset NAME   one run of a preset's shapes (issue4, decode, device, long-bwd), threads
+#                                    1 and $(nproc) unless ARGS give --threads
+#
+# The bench package set (scripts/deps.sh bench: OpenBLAS for the BLAS baseline, gnuplot for
+# scripts/thread_sweep.sh) is optional: missing, it is named and the run goes on without it. For the
+# baseline's figures, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (fa-bench --help).
 #
 # fa-bench checks each thread count's output against a float64 oracle on a sample of rows, and that
 # every thread count gives bitwise identical output, before it reports a speed; it exits non-zero
@@ -25,6 +31,7 @@ banner() { printf '\n==== %s ====\n' "$*"; }
 
 banner "deps"
 fa_deps build
+fa_deps bench || echo "bench.sh: going on without the optional bench packages (no BLAS baseline or sweep plot)"
 
 banner "build fa-bench (Release, $(basename "$build"))"
 mkdir -p "$build"
@@ -49,6 +56,9 @@ causal_runs=(none top-left)
 for a in "$@"; do
     case "$a" in
     --causal | --causal=*) causal_runs=("") ;;
+    --preset | --preset=*) # the preset's shapes, not the defaults above
+        banner "fa-bench --threads $threads $*"
+        exec "$bench" --threads "$threads" "$@" ;;
     esac
 done
 

@@ -1,12 +1,14 @@
 #!/bin/bash
 # Makes sure the Debian packages flashattn needs are installed.
 #
-#   scripts/deps.sh [build|test]      run it, or
+#   scripts/deps.sh [build|test|bench]      run it, or
 #   source scripts/deps.sh; fa_deps test
 #
 #   build: cmake, make, gcc (with libgomp for OpenMP), libc6-dev, pkg-config, libhwloc-dev
 #   test:  build + libcriterion-dev (the test suite) + libudev-dev (hwloc.pc lists -ludev in its
 #          Libs.private, so `pkg-config --static --libs flashattn` needs libudev.so to link)
+#   bench: build + libopenblas-dev (fa-bench's unfused BLAS baseline) + gnuplot-nox
+#          (scripts/thread_sweep.sh's plot); fa-bench builds and runs without both
 #
 # Packages already installed are detected with dpkg-query, so this is quick when nothing is missing.
 # As root, missing packages are installed with apt-get (update, then install -y). Otherwise the
@@ -17,7 +19,8 @@ fa_deps_packages() {
     case "${1:-build}" in
     build) ;;
     test) pkgs="$pkgs libcriterion-dev libudev-dev" ;;
-    *) echo "deps: unknown set '$1' (build|test)" >&2; return 2 ;;
+    bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
+    *) echo "deps: unknown set '$1' (build|test|bench)" >&2; return 2 ;;
     esac
     echo "$pkgs"
 }
@@ -31,9 +34,11 @@ fa_deps() {
         for m in cmake make cc pkg-config; do
             command -v "$m" >/dev/null 2>&1 || missing="$missing $m"
         done
+        [ "$set" = bench ] && { command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot"; }
         if command -v pkg-config >/dev/null 2>&1; then
             pkg-config --exists 'hwloc >= 2.0' || missing="$missing hwloc(>=2.0,pkg-config)"
             [ "$set" = test ] && { pkg-config --exists criterion || missing="$missing criterion(pkg-config)"; }
+            [ "$set" = bench ] && { pkg-config --exists openblas || missing="$missing openblas(pkg-config)"; }
         fi
         if [ -n "$missing" ]; then
             echo "deps: missing:$missing (not a Debian system: install them with your package manager)" >&2

@@ -1,0 +1,318 @@
+// One case: library rows (verified, then timed), probes, baseline, table. Speeds are reported
+// only when every thread count has passed, so a printed GFLOP/s always belongs to a correct result.
+#include "case.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef FA_BENCH_HAVE_BLAS
+#include "blas_baseline.h"
+#endif
+#include "calls.h"
+#include "golden.h"
+#include "problem.h"
+#include "report.h"
+#include "timing.h"
+#include "verify.h"
+#include "verify_backward.h"
+
+static int report_status(const char *what, int threads, fa_status s)
+{
+    fprintf(stderr, "fa-bench: %s at threads=%d failed: %s (status %d)\n", what, threads, fa_status_str(s),
+            (int)s);
+    return -1;
+}
+
+// Checks the outputs of the verified call: out and lse always (a backward's inputs come from that
+// forward), the gradients when the pass has them. Fills the row's error fields; -1 after a message.
+static int verify_outputs(const bench_options *o, const bench_problem *pb, const fa_params *params,
+                          const bench_backward_oracle *oracle, int threads, bench_row *row)
+{
+    bench_verify_result vr;
+    if (bench_verify_forward(pb, params, o->check_rows, &vr) != 0) {
+        fprintf(stderr, "fa-bench: out of memory during verification\n");
+        return -1;
+    }
+    if (!vr.passed) {
+        fprintf(stderr, "fa-bench: verification of out and lse FAILED at threads=%d (%s, bind %s)\n", threads,
+                bench_dtype_name(pb->shape.dtype), bench_bind_name(o->bind));
+        bench_verify_print_worst(stderr, &vr);
+        return -1;
+    }
+    row->rows_checked = vr.rows_checked;
+    row->err_out = vr.err_out;
+    row->err_lse = vr.err_lse;
+    row->err_dq = row->err_dk = row->err_dv = NAN;
+    if (!pb->has_gradients) return 0;
+
+    bench_verify_backward_result br;
+    bench_verify_backward(pb, oracle, &br);
+    if (!br.passed) {
+        fprintf(stderr, "fa-bench: verification of dq, dk and dv FAILED at threads=%d (%s, bind %s)\n",
+                threads, bench_dtype_name(pb->shape.dtype), bench_bind_name(o->bind));
+        bench_verify_backward_print_worst(stderr, &br);
+        return -1;
+    }
+    row->rows_checked_dq = br.rows_dq;
+    row->rows_checked_dkdv = br.rows_dkdv;
+    row->err_dq = br.err_dq;
+    row->err_dk = br.err_dk;
+    row->err_dv = br.err_dv;
+    return 0;
+}
+
+// One thread count, start to finish. Returns 0 with *row filled, or -1 after printing why.
+static int run_thread_count(const bench_options *o, bench_pass pass, bench_problem *pb,
+                            const fa_params *params, const bench_backward_oracle *oracle, int threads,
+                            bench_golden *golden, bench_row *row)
+{
+    int progress = isatty(STDERR_FILENO);
+    fa_context_opts copts = fa_context_opts_default();
+    copts.num_threads = threads;
+    copts.bind = o->bind;
+    copts.block_q = o->block_q;
+    copts.block_k = o->block_k;
+    fa_context *ctx = NULL;
+    fa_status s = fa_context_create(&ctx, &copts);
+    if (s != FA_OK) return report_status("fa_context_create", threads, s);
+    bench_call call = {ctx, params, pb};
+    bench_call_fn timed = bench_pass_call(pass);
+    const char *timed_name = bench_pass_call_name(pass);
+    int rc = -1;
+
+    // Correctness first: NaN-filled outputs, one call (for bwd, after the forward that makes its out
+    // and lse, on the same context), the oracles on sampled rows.
+    bench_problem_poison_outputs(pb);
+    if (pass == BENCH_PASS_BWD && (s = bench_call_forward(&call)) != FA_OK) {
+        report_status("fa_forward (the backward's inputs)", threads, s);
+        goto done;
+    }
+    if ((s = timed(&call)) != FA_OK) {
+        report_status(timed_name, threads, s);
+        goto done;
+    }
+    if (progress) fprintf(stderr, "fa-bench: threads=%d: verifying...\n", threads);
+    if (verify_outputs(o, pb, params, oracle, threads, row) != 0) goto done;
+
+    fa_stats st;
+    fa_context_stats(ctx, &st);
+    int comparable = 1;
+    const char *differs = NULL;
+    if (!golden->have) {
+        if (bench_golden_save(golden, pb, &st) != 0) goto done;
+    } else if (st.block_q == golden->block_q && st.block_k == golden->block_k) {
+        if ((differs = bench_golden_first_difference(golden, pb)) != NULL) {
+            fprintf(stderr,
+                    "fa-bench: %s with %d threads differs bitwise from the first thread count's "
+                    "(same blocks %d/%d): the determinism contract is broken\n",
+                    differs, threads, st.block_q, st.block_k);
+            goto done;
+        }
+    } else {
+        comparable = 0; // different block sizes round differently; nothing to promise
+    }
+
+    if (progress) fprintf(stderr, "fa-bench: threads=%d: timing...\n", threads);
+    s = bench_time_calls(timed, &call, o->warmup, o->reps, o->min_time, &row->timing);
+    if (s != FA_OK) {
+        report_status(timed_name, threads, s);
+        goto done;
+    }
+    // The last timed call's outputs must still be the verified ones: catches races that show up
+    // only under repetition.
+    if (comparable && (differs = bench_golden_first_difference(golden, pb)) != NULL) {
+        fprintf(stderr,
+                "fa-bench: %s after %d timed calls with %d threads is not bitwise identical to the "
+                "verified one\n",
+                differs, row->timing.count, threads);
+        goto done;
+    }
+
+    fa_context_stats(ctx, &row->stats);
+    snprintf(row->isa, sizeof row->isa, "%s", row->stats.isa ? row->stats.isa : "?");
+    row->stats.isa = NULL;
+    row->threads = threads;
+    row->bitwise_identical = comparable ? 1 : -1;
+    rc = 0;
+done:
+    fa_context_destroy(ctx);
+    return rc;
+}
+
+// The probes at each row's thread count, pinned as that row's threads were. Measured after the
+// library's rows so that they never run while the library is timed.
+static void measure_probes(bench_machine *m, const bench_run_info *info, bench_row *rows, int n)
+{
+    if (!(m->probe_time > 0.0)) return;
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "fa-bench: probing the FMA peak%s...\n",
+                info->decode ? " and the read bandwidth" : "");
+    for (int r = 0; r < n; r++) {
+        bench_row *w = &rows[r];
+        fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
+        bench_probe_isa probe;
+        w->peak_gflops = bench_machine_peak(m, w->isa, info->shape.dtype, w->threads, bind, &probe);
+        snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
+        w->pct_peak = 100.0 * w->gflops / w->peak_gflops;
+        if (info->decode) {
+            w->read_gbps = bench_machine_read_gbps(m, w->threads, bind);
+            w->kv_gbps = info->kv_bytes / w->timing.min_s / 1e9;
+            w->pct_read_bw = 100.0 * w->kv_gbps / w->read_gbps;
+        }
+    }
+}
+
+#ifdef FA_BENCH_HAVE_BLAS
+// One mode at one row's thread count: one call compared with the library's out (which pb still
+// holds: verified, and bitwise identical across rows), then timed only if it agrees. Returns 0, or
+// -1 after a message.
+static int time_blas_mode(const bench_options *o, const bench_run_info *info, bench_blas *b,
+                          bench_blas_mode mode, bench_row *w, bench_timing *t)
+{
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "fa-bench: threads=%d: BLAS baseline (%s)...\n", w->threads,
+                bench_blas_mode_name(mode));
+    bench_blas_configure(b, mode, w->threads);
+    memset(b->out, 0xff, b->out_bytes); // NaN: a value the baseline never writes fails the check
+    bench_blas_call(b);
+    double err = bench_blas_difference(b);
+    if (!(err <= info->tolerance)) {
+        fprintf(stderr,
+                "fa-bench: the BLAS baseline (%s) differs from the library's out by %.3g (normwise) at "
+                "threads=%d, above %.0e: not reported\n",
+                bench_blas_mode_name(mode), err, w->threads, info->tolerance);
+        return -1;
+    }
+    if (bench_time_calls(bench_blas_call, b, o->warmup, o->blas_reps, 0.0, t) != FA_OK) return -1;
+    if (!(err <= w->blas_err)) w->blas_err = err; // the worse of the modes timed (NAN at first)
+    return 0;
+}
+
+// The unfused baseline at each row's thread count, in the mode(s) asked for; the faster is kept.
+static void measure_blas(const bench_options *o, const bench_run_info *info, const bench_problem *pb,
+                         const fa_params *params, bench_row *rows, int n)
+{
+    int max_threads = 1, omp_default_threads = omp_get_max_threads();
+    for (int r = 0; r < n; r++)
+        if (rows[r].threads > max_threads) max_threads = rows[r].threads;
+    bench_blas b;
+    if (bench_blas_init(&b, pb, params, max_threads) != 0) return;
+    bench_blas_mode modes[2] = {BENCH_BLAS_ROW_BLOCKS, BENCH_BLAS_GEMM_THREADS};
+    int first = 0, last = 1;
+    if (o->blas_mode != BENCH_BLAS_BEST) first = last = o->blas_mode == BENCH_BLAS_ROW_BLOCKS ? 0 : 1;
+    for (int r = 0; r < n; r++) {
+        bench_row *w = &rows[r];
+        for (int k = first; k <= last; k++) {
+            bench_timing t;
+            if (time_blas_mode(o, info, &b, modes[k], w, &t) != 0) continue;
+            w->blas_mode_min_s[modes[k]] = t.min_s;
+            if (w->blas_mode == BENCH_BLAS_BEST || t.min_s < w->blas_timing.min_s) {
+                w->blas_mode = modes[k];
+                w->blas_timing = t;
+            }
+        }
+        if (w->blas_mode == BENCH_BLAS_BEST) continue;
+        w->blas_gflops = info->flops / w->blas_timing.min_s / 1e9;
+        w->speedup_vs_blas = w->blas_timing.min_s / w->timing.min_s;
+    }
+    // One OpenBLAS thread between cases. An OpenMP build of OpenBLAS sets OpenMP's default team size
+    // with it, which fa-bench's own parallel loops (verification) use: restored.
+    bench_blas_configure(&b, BENCH_BLAS_ROW_BLOCKS, 1);
+    omp_set_num_threads(omp_default_threads);
+    bench_blas_free(&b);
+}
+#endif
+
+// The BLAS baseline's description, or why it does not run for this case.
+static const char *blas_status(const bench_options *o, bench_pass pass)
+{
+#ifdef FA_BENCH_HAVE_BLAS
+    if (o->blas_reps == 0) return "off (--blas-reps 0)";
+    if (pass != BENCH_PASS_FWD) return "forward pass only";
+    return bench_blas_describe();
+#else
+    (void)o;
+    (void)pass;
+    return "not built (CMake found no OpenBLAS)";
+#endif
+}
+
+static void fill_info(const bench_options *o, int index, bench_run_info *info)
+{
+    const bench_case *c = &o->cases[index];
+    const bench_shape *s = &c->shape;
+    int gradients = c->pass != BENCH_PASS_FWD;
+    double e = s->dtype == FA_F64 ? 8.0 : 4.0;
+    *info = (bench_run_info){o,
+                             fa_version(),
+                             index,
+                             *s,
+                             c->pass,
+                             bench_pass_flops(s, c->pass),
+                             (double)s->b * (double)s->hkv * (double)s->nk * (double)(s->d + s->dv) * e,
+                             s->nq <= BENCH_DECODE_MAX_NQ,
+                             bench_verify_tolerance(s->dtype),
+                             gradients ? bench_verify_gradient_tolerance(s->dtype) : NAN,
+                             NAN,
+                             omp_get_max_threads(),
+                             blas_status(o, c->pass),
+                             0};
+#ifdef FA_BENCH_HAVE_BLAS
+    info->blas_runs = o->blas_reps > 0 && c->pass == BENCH_PASS_FWD;
+#endif
+}
+
+int bench_run_case(const bench_options *o, int index, bench_machine *m, bench_case_result *r)
+{
+    memset(r, 0, sizeof *r);
+    bench_run_info *info = &r->info;
+    fill_info(o, index, info);
+    bench_report_header(stdout, info);
+    fflush(stdout); // the header shows what is running while the (possibly long) runs go on
+
+    int gradients = info->pass != BENCH_PASS_FWD;
+    bench_problem pb;
+    if (bench_problem_init(&pb, &info->shape, o->dist, o->seed, gradients) != 0) return -1;
+    fa_params params = fa_params_default();
+    params.causal = info->shape.causal;
+
+    int rc = 0;
+    // The gradient oracle depends on the problem only: computed once, before any library call.
+    bench_backward_oracle oracle = {0};
+    if (gradients) {
+        if (isatty(STDERR_FILENO)) fprintf(stderr, "fa-bench: computing the float64 gradient oracle...\n");
+        if (bench_backward_oracle_compute(&oracle, &pb, &params, o->check_rows) != 0) {
+            fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
+            rc = -1;
+        }
+        info->grad_oracle_s = oracle.seconds;
+    }
+
+    bench_golden golden = {0};
+    for (int t = 0; t < o->n_thread_counts && rc == 0; t++) {
+        bench_row *row = &r->rows[t];
+        bench_row_clear_extras(row);
+        if (run_thread_count(o, info->pass, &pb, &params, &oracle, o->thread_counts[t], &golden, row) != 0)
+            rc = -1;
+        else
+            row->gflops = info->flops / row->timing.min_s / 1e9;
+    }
+    if (rc == 0) {
+        r->n_rows = o->n_thread_counts;
+        bench_rows_compute_scaling(r->rows, r->n_rows);
+        measure_probes(m, info, r->rows, r->n_rows);
+#ifdef FA_BENCH_HAVE_BLAS
+        if (info->blas_runs) measure_blas(o, info, &pb, &params, r->rows, r->n_rows);
+#endif
+        bench_report_table(stdout, info, r->rows, r->n_rows);
+        fflush(stdout);
+    }
+    bench_golden_free(&golden);
+    bench_backward_oracle_free(&oracle);
+    bench_problem_free(&pb);
+    return rc;
+}

@@ -1,0 +1,15 @@
+/* One case of a run, start to finish: build the problem, and for each thread count create a
+ * context, run the pass once, verify it against the float64 oracles, and only then time it; then
+ * the in-run probes for each row, then the BLAS baseline; then print its table. */
+#ifndef FA_BENCH_CASE_H
+#define FA_BENCH_CASE_H
+
+#include "machine.h"
+#include "options.h"
+#include "results.h"
+
+/* Runs o->cases[index]. Returns 0 with *r filled and the table printed, or -1 after printing why
+ * (a verification or library failure: no speed of this case is reported). */
+int bench_run_case(const bench_options *o, int index, bench_machine *m, bench_case_result *r);
+
+#endif

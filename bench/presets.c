@@ -1,0 +1,50 @@
+// The preset table. Each shape is written out in full so that the table reads as the list it is.
+#include "presets.h"
+
+#include <string.h>
+
+// B, Hq, Nq, Nk, D, causal, pass; Hkv = Hq, Dv = D, f32, bhsd. Nk -1 = Nq.
+#define CASE(b, h, nq, nk, d, causal, pass)                                                                  \
+    {                                                                                                        \
+        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, (causal), BENCH_LAYOUT_BHSD}, (pass)                     \
+    }
+
+#define NONE FA_CAUSAL_NONE
+#define TOP  FA_CAUSAL_TOP_LEFT
+#define FWD  BENCH_PASS_FWD
+#define BWD  BENCH_PASS_BWD
+
+static const bench_preset presets[] = {
+    {"issue4",
+     "issue 4's targets: f32 B=1 H=8 N=4096, D=64 and 128, causal none and top-left",
+     4,
+     {CASE(1, 8, 4096, -1, 64, NONE, FWD), CASE(1, 8, 4096, -1, 64, TOP, FWD),
+      CASE(1, 8, 4096, -1, 128, NONE, FWD), CASE(1, 8, 4096, -1, 128, TOP, FWD)}},
+    {"decode",
+     "B=1 H=8 Nq=1 Nk=32768 D=128: one query, a long cache (reports % of read bandwidth)",
+     1,
+     {CASE(1, 8, 1, 32768, 128, NONE, FWD)}},
+    // The rows of the device machine's README (16 cores), where PyTorch's figures were measured.
+    {"device",
+     "B=1 H=16 N=4096 D=64; B=1 H=16 N=4096 D=128 causal; B=8 H=16 N=512 D=64 causal",
+     3,
+     {CASE(1, 16, 4096, -1, 64, NONE, FWD), CASE(1, 16, 4096, -1, 128, TOP, FWD),
+      CASE(8, 16, 512, -1, 64, TOP, FWD)}},
+    {"long-bwd",
+     "B=1 H=1 N=8192 D=64, --pass bwd: a long backward",
+     1,
+     {CASE(1, 1, 8192, -1, 64, NONE, BWD)}},
+};
+
+const bench_preset *bench_preset_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (strcmp(presets[i].name, name) == 0) return &presets[i];
+    return NULL;
+}
+
+void bench_presets_print(FILE *f)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        fprintf(f, "  %-18s %s\n", presets[i].name, presets[i].what);
+}

@@ -1,0 +1,28 @@
+/* The read-bandwidth probe (STREAM-style, reads only): each thread of a team sums its own disjoint
+ * slice of one large array with vector loads, so the figure is what memory delivers to that many
+ * reading threads — the bound of a decode-shaped attention, which reads K and V once per call. */
+#ifndef FA_BENCH_STREAM_H
+#define FA_BENCH_STREAM_H
+
+#include <stddef.h>
+
+#include "placement.h"
+
+typedef struct {
+    float *data;
+    size_t bytes;
+} bench_stream;
+
+/* The array a probe reads: max(4 x l3_bytes, 128 MiB), rounded to 1 MiB, so that no pass is
+ * served by the caches. Pages are first touched by a team of max_threads threads (each its own
+ * slice), as the library's threads touch their data. Returns 0, or -1 after a message. */
+int bench_stream_init(bench_stream *s, size_t l3_bytes, int max_threads);
+
+/* Frees the array; a zeroed probe is fine. */
+void bench_stream_free(bench_stream *s);
+
+/* GB/s (1e9 bytes) of threads threads (each pinned by pn when it is not NULL) reading the whole
+ * array, disjoint slices, one pass per timing: the best pass over about seconds (3 at least). */
+double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning *pn, double seconds);
+
+#endif

@@ -1,0 +1,158 @@
+#!/bin/bash
+# scripts/thread_sweep.sh — run fa-bench over a thread sweep; write results/sweep.csv (and .json,
+# .txt) and, where gnuplot is installed, results/sweep.png.
+#
+#   scripts/thread_sweep.sh                        threads 1..$(nproc), --preset issue4
+#   scripts/thread_sweep.sh --threads 1,2,4,8,16   another list
+#   scripts/thread_sweep.sh --preset device --reps 3 --blas-reps 1
+#                                                  other arguments go to fa-bench as they are; without a
+#                                                  --preset or shape option (--b --h --hkv --nq --nk
+#                                                  --d --dv) the sweep runs --preset issue4
+#
+# One fa-bench run covers the whole list, so parallel efficiency is against that run's own 1-thread
+# row and the FMA peak / read-bandwidth probes are measured in the same run at every thread count.
+# sweep.png: GFLOP/s and parallel efficiency (and % of the in-run peak) against threads, one line
+# per shape and pass.
+#
+# Environment:
+#   FA_BENCH       the fa-bench binary to run (default: $FA_BUILD_DIR/bench/fa-bench)
+#   FA_BUILD_DIR   a configured build with fa-bench (the device machine's build-and-run.sh sets it);
+#                  default build-bench/, configured (Release) and built here when fa-bench is missing
+#   FA_JOBS        build jobs (default nproc)
+#   FA_RESULTS_DIR where the files go (default results/)
+# For the BLAS baseline columns, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE first (fa-bench --help).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+out=${FA_RESULTS_DIR:-$root/results}
+
+threads=""
+args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --threads) [ $# -ge 2 ] || { echo "thread_sweep.sh: --threads needs a list" >&2; exit 2; }
+               threads=$2; shift 2 ;;
+    --threads=*) threads=${1#--threads=}; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) args+=("$1"); shift ;;
+    esac
+done
+if [ -z "$threads" ]; then
+    threads=$(seq -s, 1 "$(nproc)")
+fi
+shape_given=0
+for a in ${args[@]+"${args[@]}"}; do
+    case "$a" in
+    --preset | --preset=* | --b | --b=* | --h | --h=* | --hkv | --hkv=* | --nq | --nq=* | --nk | --nk=* | \
+        --d | --d=* | --dv | --dv=*) shape_given=1 ;;
+    esac
+done
+[ "$shape_given" = 1 ] || args=(--preset issue4 ${args[@]+"${args[@]}"})
+
+# fa-bench: as given, or in the build directory, or built into build-bench/.
+bench=${FA_BENCH:-}
+if [ -z "$bench" ]; then
+    build=${FA_BUILD_DIR:-$root/build-bench}
+    bench=$build/bench/fa-bench
+    if [ ! -x "$bench" ]; then
+        if [ -n "${FA_BUILD_DIR:-}" ] && [ -f "$build/CMakeCache.txt" ]; then
+            cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
+        else
+            echo "thread_sweep.sh: building fa-bench (Release) in $build"
+            cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFLASHATTN_BUILD_BENCH=ON \
+                -DFLASHATTN_BUILD_TESTS=OFF >/dev/null
+            cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
+        fi
+    fi
+fi
+[ -x "$bench" ] || { echo "thread_sweep.sh: no fa-bench at $bench" >&2; exit 1; }
+
+mkdir -p "$out"
+csv=$out/sweep.csv
+echo "thread_sweep.sh: $bench --threads $threads ${args[*]}"
+status=0
+"$bench" --threads "$threads" ${args[@]+"${args[@]}"} --csv "$csv" --json "$out/sweep.json" \
+    | tee "$out/sweep.txt" || status=$?
+[ "$status" = 0 ] || { echo "thread_sweep.sh: fa-bench failed (status $status); no plot" >&2; exit "$status"; }
+echo "thread_sweep.sh: wrote $csv, $out/sweep.json, $out/sweep.txt"
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "thread_sweep.sh: gnuplot is not installed: no sweep.png (apt-get install gnuplot-nox)"
+    exit 0
+fi
+
+# One gnuplot data block per series (shape and pass), in the order the CSV has them: threads,
+# GFLOP/s, efficiency %, % of peak. Columns are found by name; quoted fields are parsed.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+awk -v data="$work/data" -v titles="$work/titles" '
+function split_csv(line, f,    n, i, c, q, field) {
+    n = 0; field = ""; q = 0
+    for (i = 1; i <= length(line); i++) {
+        c = substr(line, i, 1)
+        if (q) {
+            if (c == "\"") {
+                if (substr(line, i + 1, 1) == "\"") { field = field "\""; i++ } else q = 0
+            } else field = field c
+        } else if (c == "\"") q = 1
+        else if (c == ",") { f[++n] = field; field = "" }
+        else field = field c
+    }
+    f[++n] = field
+    return n
+}
+function num(x) { return x == "" ? "NaN" : x }
+NR == 1 { n = split_csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
+{
+    split_csv($0, f)
+    causal = f[col["causal"]] == "none" ? "" : " " f[col["causal"]]
+    n = f[col["nq"]] == f[col["nk"]] ? "N=" f[col["nq"]] : "Nq=" f[col["nq"]] " Nk=" f[col["nk"]]
+    key = f[col["pass"]] " " f[col["dtype"]] " B=" f[col["b"]] " H=" f[col["hq"]] " " n " D=" f[col["d"]] causal
+    if (!(key in block)) { block[key] = nblocks++; order[block[key]] = key }
+    line[block[key]] = line[block[key]] f[col["threads"]] " " num(f[col["gflops"]]) " " \
+        (f[col["efficiency"]] == "" ? "NaN" : 100 * f[col["efficiency"]]) " " num(f[col["pct_peak"]]) "\n"
+}
+END {
+    for (b = 0; b < nblocks; b++) {
+        printf "%s\n\n", line[b] > data
+        print order[b] > titles
+    }
+}' "$csv"
+
+terminal="pngcairo size 1500,620 font ',10'"
+gnuplot -e "set terminal pngcairo" >/dev/null 2>&1 || terminal="png size 1500,620"
+plots() { # $1: column to plot
+    local i=0 t sep=""
+    while IFS= read -r t; do
+        printf "%s'%s' index %d using 1:%d with linespoints title '%s'" "$sep" "$work/data" "$i" "$1" "$t"
+        sep=", "
+        i=$((i + 1))
+    done <"$work/titles"
+}
+host=$(hostname 2>/dev/null || echo machine)
+cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)
+cat >"$work/plot.gp" <<GP
+set terminal $terminal
+set output '$out/sweep.png'
+set multiplot layout 1,3 title "fa-bench thread sweep: $host, ${cpu:-unknown CPU}, $(date +%F)"
+set grid
+set xlabel 'threads'
+set key below vertical
+set logscale x 2
+set title 'GFLOP/s'
+set yrange [0:*]
+plot $(plots 2)
+set title 'parallel efficiency vs the 1-thread row (%)'
+set yrange [0:*]
+plot $(plots 3), 100 with lines dashtype 2 linecolor 'gray' notitle
+set title '% of the in-run FMA peak at the same thread count'
+set yrange [0:100]
+plot $(plots 4)
+unset multiplot
+GP
+if gnuplot "$work/plot.gp"; then
+    echo "thread_sweep.sh: wrote $out/sweep.png"
+else
+    echo "thread_sweep.sh: gnuplot failed; the CSV is complete" >&2
+fi
