@@ -236,7 +236,9 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * above (FA_ERR_SHAPE); negative strides, an out that overlaps itself,
  * offsets that overflow int64 (FA_ERR_STRIDE); mixed or unknown dtypes
  * (FA_ERR_DTYPE); out or lse overlapping q, k, v or each other, judged by the
- * address range each view spans (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
+ * address range each view spans, except that row-interleaved views (same row
+ * stride w, batches on row boundaries, every head inside a row) whose column
+ * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
  * value, window < -1, negative or NaN softcap (FA_ERR_ARG).
  */
 FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
@@ -262,7 +264,8 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  *
  * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
  * of the wrong shape (FA_ERR_SHAPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any
- * input (q, k, v, out, dout, lse) or each other (FA_ERR_ALIAS).
+ * input (q, k, v, out, dout, lse) or each other (FA_ERR_ALIAS), by the rule of fa_forward: dq, dk
+ * and dv may be the three interleaved slices of one packed dQKV buffer.
  */
 FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
