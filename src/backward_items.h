@@ -76,10 +76,10 @@ static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(
     const fa_problem *p = job->problem;
     int64_t ld = job->ld;
     int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
-    FA_KERN(job)->scores(ld, cols, p->dim, qp->qt, k, p->k.stride_seq, p_tile);
+    FA_KERN(job)->scores(rows, ld, cols, p->dim, qp->qt, k, p->k.stride_seq, p_tile);
     if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, p_tile, ld);
     FA_KERN(job)->probabilities(ld, cols, p_tile, qp->lse);
-    FA_KERN(job)->scores(ld, cols, p->dim_v, qp->dot, v, p->v.stride_seq, ds_tile);
+    FA_KERN(job)->scores(rows, ld, cols, p->dim_v, qp->dot, v, p->v.stride_seq, ds_tile);
     FA_KERN(job)->score_grad(ld, cols, p_tile, ds_tile, qp->delta);
     if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, ds_tile, ld);
 }

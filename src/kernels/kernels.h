@@ -28,8 +28,11 @@
 /* Declares the tile operations for element type T, as struct members. */
 #define FA_KERNEL_SET(T)                                                                                       \
     struct {                                                                                                   \
-        /* s[c][r] = sum_x qt[x][r] · k[c][x] for c < cols and every r < ld (qt: dim rows of stride ld). */   \
-        void (*scores)(int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k, int64_t k_stride, T *s); \
+        /* s[c][r] = sum_x qt[x][r] · k[c][x] for c < cols and r < rows (qt: dim rows of stride ld); padding \
+         * rows r in [rows, ld) get values nobody reads. A table may sum in another order for small `rows`   \
+         * (a decode step): the choice depends on the tile, never on the thread. */                        \
+        void (*scores)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k,          \
+                       int64_t k_stride, T *s);                                                                \
         /* Online-softmax step over a masked score tile (masked entries -inf), every row r < ld:              \
          * m' = max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its        \
          * p entries become 0 and nothing else changes. Otherwise alpha = exp(m - m'),                         \

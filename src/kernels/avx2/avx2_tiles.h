@@ -101,9 +101,10 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
     FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
 // clang-format on
 
-static void FA_NAME(avx2_scores_)(int64_t ld, int64_t cols, int64_t dim, const FA_T *qt, const FA_T *k,
-                                  int64_t k_stride, FA_T *s)
+static void FA_NAME(avx2_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                  const FA_T *k, int64_t k_stride, FA_T *s)
 {
+    (void)rows; /* every row of ld is computed */
     for (int64_t c = 0; c < cols; c += FA_SCORES_KEYS) {
         int nk = cols - c < FA_SCORES_KEYS ? (int)(cols - c) : FA_SCORES_KEYS;
         for (int64_t r = 0; r < ld; r += FA_SCORES_VECS * FA_VEC) {

@@ -25,6 +25,7 @@ typedef __mmask16 mask;
 #define V_ROUND(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define V_MASK_BLEND(m, a, b) _mm512_mask_blend_ps((m), (a), (b))
 #define V_MASKZ_MOV(m, a) _mm512_maskz_mov_ps((m), (a))
+#define V_REDUCE_ADD(a) _mm512_reduce_add_ps(a)
 #define V_CMP(a, b, op) _mm512_cmp_ps_mask((a), (b), (op))
 
 /* 2^-160 rounds to 0 in float */
@@ -38,5 +39,8 @@ typedef __mmask16 mask;
                       (f), V_SET1(2.402265070e-01f)),                                                          \
                 (f), V_SET1(6.931471806e-01f)),                                                                \
           (f), V_SET1(1.0f))
+
+/* the largest head dim the API accepts */
+#define FA_MAX_DIM 512
 
 #include "avx512_tiles.h"

@@ -25,6 +25,7 @@ typedef __mmask8 mask;
 #define V_ROUND(a) _mm512_roundscale_pd((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define V_MASK_BLEND(m, a, b) _mm512_mask_blend_pd((m), (a), (b))
 #define V_MASKZ_MOV(m, a) _mm512_maskz_mov_pd((m), (a))
+#define V_REDUCE_ADD(a) _mm512_reduce_add_pd(a)
 #define V_CMP(a, b, op) _mm512_cmp_pd_mask((a), (b), (op))
 
 /* 2^-1100 rounds to 0 in double */
@@ -52,5 +53,8 @@ static inline __attribute__((always_inline)) __m512d exp2_poly_f64(__m512d f)
     return p;
 }
 #define FA_EXP2_POLY(f) exp2_poly_f64(f)
+
+/* the largest head dim the API accepts */
+#define FA_MAX_DIM 512
 
 #include "avx512_tiles.h"

@@ -68,9 +68,70 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
 #define FA_SCORES_CASE(NK, NV)                                                                                 \
     case (NK) * 8 + (NV): FA_NAME(scores_block_)(NK, NV, dim, qb, ld, kb, k_stride, sb); break;
 
-static void FA_NAME(avx512_scores_)(int64_t ld, int64_t cols, int64_t dim, const FA_T *qt, const FA_T *k,
-                                    int64_t k_stride, FA_T *s)
+/* ---- scores for a tile of at most 4 real rows (a decode step): row-oriented dot products ----
+ * With one real row in a 16-row vector, the broadcast form above spends a 4-byte load and a
+ * 16-lane FMA (15 lanes padding) on every key element. Here each real query row is held as
+ * vectors over dim and every key row is streamed with full-width loads: 16x fewer FMAs and loads,
+ * and the K stream runs at memory speed. 4 keys at a time keep 4·rows FMA chains in flight. */
+#define FA_FEW_ROWS 4
+#define FA_PREFETCH_KEYS 16
+
+FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_DIM], const FA_T *k,
+                                   int64_t k_stride, FA_T *s, int64_t ld)
 {
+    vec acc[4][FA_FEW_ROWS];
+    for (int i = 0; i < nk; i++)
+        for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
+    for (int64_t x = 0; x < dim; x += FA_VEC) {
+        mask m = FA_NAME(tail_mask_)(dim - x);
+        vec kv[4];
+        for (int i = 0; i < nk; i++) kv[i] = V_LOADU_MASKZ(m, k + i * k_stride + x);
+        for (int r = 0; r < nr; r++) {
+            vec qv = V_LOAD(q[r] + x);
+            for (int i = 0; i < nk; i++) acc[i][r] = V_FMA(kv[i], qv, acc[i][r]);
+        }
+    }
+    for (int i = 0; i < nk; i++)
+        for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
+}
+
+#define FA_DOT_CASE(NK, NR)                                                                                    \
+    case (NK) * 8 + (NR): FA_NAME(dot_block_)(NK, NR, dim, q, k + c * k_stride, k_stride, s + c * ld, ld); break;
+
+static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                      const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
+    _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_DIM];
+    int64_t dim_pad = (dim + FA_VEC - 1) / FA_VEC * FA_VEC;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
+    for (int64_t c = 0; c < cols; c += 4) {
+        int nk = cols - c < 4 ? (int)(cols - c) : 4;
+        /* K streams from memory once: ask for the rows FA_PREFETCH_KEYS ahead, a line at a time */
+        for (int64_t ahead = c + FA_PREFETCH_KEYS; ahead < c + FA_PREFETCH_KEYS + 4 && ahead < cols; ahead++)
+            for (int64_t x = 0; x < dim; x += 64 / (int64_t)sizeof(FA_T))
+                _mm_prefetch((const char *)(k + ahead * k_stride + x), _MM_HINT_T0);
+        switch (nk * 8 + (int)rows) {
+            FA_DOT_CASE(1, 1) FA_DOT_CASE(1, 2) FA_DOT_CASE(1, 3) FA_DOT_CASE(1, 4)
+            FA_DOT_CASE(2, 1) FA_DOT_CASE(2, 2) FA_DOT_CASE(2, 3) FA_DOT_CASE(2, 4)
+            FA_DOT_CASE(3, 1) FA_DOT_CASE(3, 2) FA_DOT_CASE(3, 3) FA_DOT_CASE(3, 4)
+            FA_DOT_CASE(4, 1) FA_DOT_CASE(4, 2) FA_DOT_CASE(4, 3) FA_DOT_CASE(4, 4)
+        default: break;
+        }
+        for (int i = 0; i < nk; i++)
+            for (int64_t r = rows; r < ld; r++) s[(c + i) * ld + r] = 0; /* padding rows: defined anyway */
+    }
+}
+#undef FA_DOT_CASE
+
+static void FA_NAME(avx512_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                    const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    if (rows <= FA_FEW_ROWS) {
+        FA_NAME(scores_few_rows_)(rows, ld, cols, dim, qt, k, k_stride, s);
+        return;
+    }
     for (int64_t c = 0; c < cols; c += 4) {
         int nk = cols - c < 4 ? (int)(cols - c) : 4;
         for (int64_t r = 0; r < ld; r += 4 * FA_VEC) {
@@ -136,12 +197,15 @@ static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t co
  * NV vectors; per reduction step NV loads of x (the last one masked to dim) and NI broadcasts. */
 FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, const FA_T *w, int64_t wi, int64_t wt,
                                              const FA_T *x, int64_t x_stride, mask last, FA_T *acc,
-                                             int64_t acc_stride)
+                                             int64_t acc_stride, int prefetch)
 {
     vec a[4][4];
     for (int i = 0; i < ni; i++)
         for (int j = 0; j < nv; j++) a[i][j] = V_LOAD(acc + i * acc_stride + j * FA_VEC);
     for (int64_t t = 0; t < steps; t++) {
+        /* with few rows each x row is used once, straight from memory: fetch it early */
+        if (prefetch && t + 16 < steps)
+            for (int j = 0; j < nv; j++) _mm_prefetch((const char *)(x + (t + 16) * x_stride + j * FA_VEC), _MM_HINT_T0);
         vec xv[4];
         for (int j = 0; j < nv; j++)
             xv[j] = j == nv - 1 ? V_LOADU_MASKZ(last, x + t * x_stride + j * FA_VEC)
@@ -157,12 +221,13 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, cons
 
 #define FA_ROWS_CASE(NI, NV)                                                                                   \
     case (NI) * 8 + (NV):                                                                                      \
-        FA_NAME(weighted_rows_block_)(NI, NV, steps, wb, wi, wt, xb, x_stride, last, ab, acc_stride);          \
+        FA_NAME(weighted_rows_block_)(NI, NV, steps, wb, wi, wt, xb, x_stride, last, ab, acc_stride, few);     \
         break;
 
 static void FA_NAME(weighted_rows_)(int64_t n, int64_t steps, int64_t dim, const FA_T *w, int64_t wi, int64_t wt,
                                     const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
 {
+    int few = n <= FA_FEW_ROWS;
     for (int64_t y = 0; y < dim; y += 4 * FA_VEC) {
         int64_t width = dim - y < 4 * FA_VEC ? dim - y : 4 * FA_VEC;
         int nv = (int)((width + FA_VEC - 1) / FA_VEC);
@@ -228,6 +293,8 @@ void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 }
 
 #undef FA_ALL_LANES
+#undef FA_FEW_ROWS
+#undef FA_PREFETCH_KEYS
 #undef FA_INLINE
 #undef FA_NAME
 #undef FA_CAT
