@@ -79,12 +79,12 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
 FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_DIM], const FA_T *k,
                                    int64_t k_stride, FA_T *s, int64_t ld)
 {
-    vec acc[4][FA_FEW_ROWS];
+    vec acc[8][FA_FEW_ROWS];
     for (int i = 0; i < nk; i++)
         for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
     for (int64_t x = 0; x < dim; x += FA_VEC) {
         mask m = FA_NAME(tail_mask_)(dim - x);
-        vec kv[4];
+        vec kv[8];
         for (int i = 0; i < nk; i++) kv[i] = V_LOADU_MASKZ(m, k + i * k_stride + x);
         for (int r = 0; r < nr; r++) {
             vec qv = V_LOAD(q[r] + x);
@@ -96,7 +96,7 @@ FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[
 }
 
 #define FA_DOT_CASE(NK, NR)                                                                                    \
-    case (NK) * 8 + (NR): FA_NAME(dot_block_)(NK, NR, dim, q, k + c * k_stride, k_stride, s + c * ld, ld); break;
+    case (NK) * 16 + (NR): FA_NAME(dot_block_)(NK, NR, dim, q, k + c * k_stride, k_stride, s + c * ld, ld); break;
 
 static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                       const FA_T *k, int64_t k_stride, FA_T *s)
@@ -106,17 +106,21 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
     int64_t dim_pad = (dim + FA_VEC - 1) / FA_VEC * FA_VEC;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
-    for (int64_t c = 0; c < cols; c += 4) {
-        int nk = cols - c < 4 ? (int)(cols - c) : 4;
+    /* 8 keys a block for 1-2 rows, 4 for 3-4: 8 to 16 independent FMA chains either way */
+    int keys = rows <= 2 ? 8 : 4;
+    for (int64_t c = 0; c < cols; c += keys) {
+        int nk = cols - c < keys ? (int)(cols - c) : keys;
         /* K streams from memory once: ask for the rows FA_PREFETCH_KEYS ahead, a line at a time */
-        for (int64_t ahead = c + FA_PREFETCH_KEYS; ahead < c + FA_PREFETCH_KEYS + 4 && ahead < cols; ahead++)
+        for (int64_t ahead = c + FA_PREFETCH_KEYS; ahead < c + FA_PREFETCH_KEYS + keys && ahead < cols; ahead++)
             for (int64_t x = 0; x < dim; x += 64 / (int64_t)sizeof(FA_T))
                 _mm_prefetch((const char *)(k + ahead * k_stride + x), _MM_HINT_T0);
-        switch (nk * 8 + (int)rows) {
+        switch (nk * 16 + (int)rows) {
             FA_DOT_CASE(1, 1) FA_DOT_CASE(1, 2) FA_DOT_CASE(1, 3) FA_DOT_CASE(1, 4)
             FA_DOT_CASE(2, 1) FA_DOT_CASE(2, 2) FA_DOT_CASE(2, 3) FA_DOT_CASE(2, 4)
             FA_DOT_CASE(3, 1) FA_DOT_CASE(3, 2) FA_DOT_CASE(3, 3) FA_DOT_CASE(3, 4)
             FA_DOT_CASE(4, 1) FA_DOT_CASE(4, 2) FA_DOT_CASE(4, 3) FA_DOT_CASE(4, 4)
+            FA_DOT_CASE(5, 1) FA_DOT_CASE(5, 2) FA_DOT_CASE(6, 1) FA_DOT_CASE(6, 2)
+            FA_DOT_CASE(7, 1) FA_DOT_CASE(7, 2) FA_DOT_CASE(8, 1) FA_DOT_CASE(8, 2)
         default: break;
         }
         for (int i = 0; i < nk; i++)
@@ -199,14 +203,14 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, cons
                                              const FA_T *x, int64_t x_stride, mask last, FA_T *acc,
                                              int64_t acc_stride, int prefetch)
 {
-    vec a[4][4];
+    vec a[4][8];
     for (int i = 0; i < ni; i++)
         for (int j = 0; j < nv; j++) a[i][j] = V_LOAD(acc + i * acc_stride + j * FA_VEC);
     for (int64_t t = 0; t < steps; t++) {
         /* with few rows each x row is used once, straight from memory: fetch it early */
         if (prefetch && t + 16 < steps)
             for (int j = 0; j < nv; j++) _mm_prefetch((const char *)(x + (t + 16) * x_stride + j * FA_VEC), _MM_HINT_T0);
-        vec xv[4];
+        vec xv[8];
         for (int j = 0; j < nv; j++)
             xv[j] = j == nv - 1 ? V_LOADU_MASKZ(last, x + t * x_stride + j * FA_VEC)
                                 : V_LOADU_MASKZ(FA_ALL_LANES, x + t * x_stride + j * FA_VEC);
@@ -220,7 +224,7 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, cons
 }
 
 #define FA_ROWS_CASE(NI, NV)                                                                                   \
-    case (NI) * 8 + (NV):                                                                                      \
+    case (NI) * 16 + (NV):                                                                                      \
         FA_NAME(weighted_rows_block_)(NI, NV, steps, wb, wi, wt, xb, x_stride, last, ab, acc_stride, few);     \
         break;
 
@@ -228,19 +232,23 @@ static void FA_NAME(weighted_rows_)(int64_t n, int64_t steps, int64_t dim, const
                                     const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
 {
     int few = n <= FA_FEW_ROWS;
-    for (int64_t y = 0; y < dim; y += 4 * FA_VEC) {
-        int64_t width = dim - y < 4 * FA_VEC ? dim - y : 4 * FA_VEC;
+    /* 1-2 accumulator rows: a whole 8-vector x row per pass, so each x row is streamed once, in order */
+    int64_t chunk = (n <= 2 ? 8 : 4) * FA_VEC;
+    for (int64_t y = 0; y < dim; y += chunk) {
+        int64_t width = dim - y < chunk ? dim - y : chunk;
         int nv = (int)((width + FA_VEC - 1) / FA_VEC);
         mask last = FA_NAME(tail_mask_)(width - (nv - 1) * FA_VEC);
         for (int64_t i = 0; i < n; i += 4) {
             int ni = n - i < 4 ? (int)(n - i) : 4;
             const FA_T *wb = w + i * wi, *xb = x + y;
             FA_T *ab = acc + i * acc_stride + y;
-            switch (ni * 8 + nv) {
+            switch (ni * 16 + nv) {
                 FA_ROWS_CASE(1, 1) FA_ROWS_CASE(1, 2) FA_ROWS_CASE(1, 3) FA_ROWS_CASE(1, 4)
                 FA_ROWS_CASE(2, 1) FA_ROWS_CASE(2, 2) FA_ROWS_CASE(2, 3) FA_ROWS_CASE(2, 4)
                 FA_ROWS_CASE(3, 1) FA_ROWS_CASE(3, 2) FA_ROWS_CASE(3, 3) FA_ROWS_CASE(3, 4)
                 FA_ROWS_CASE(4, 1) FA_ROWS_CASE(4, 2) FA_ROWS_CASE(4, 3) FA_ROWS_CASE(4, 4)
+                FA_ROWS_CASE(1, 5) FA_ROWS_CASE(1, 6) FA_ROWS_CASE(1, 7) FA_ROWS_CASE(1, 8)
+                FA_ROWS_CASE(2, 5) FA_ROWS_CASE(2, 6) FA_ROWS_CASE(2, 7) FA_ROWS_CASE(2, 8)
             default: break;
             }
         }
