@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/exp2_poly.h"
 
 typedef __m256 vec;
 #define FA_T                 float
@@ -41,22 +42,7 @@ typedef __m256 vec;
  * = 0), n = 128 the one whose biased exponent is 255 (+inf). */
 #define FA_EXP2_LOW  (-127.0f)
 #define FA_EXP2_HIGH (128.0f)
-/* 2^f = e^(f ln 2), Taylor to degree 7 (the AVX-512 coefficients, ln2^k / k!): truncation below
- * 8e-9 relative on |f| <= 1/2. */
-static inline __attribute__((always_inline)) __m256 exp2_poly_f32(__m256 f)
-{
-    static const float c[8] = {1.0f,
-                               6.931471806e-01f,
-                               2.402265070e-01f,
-                               5.550410866e-02f,
-                               9.618129108e-03f,
-                               1.333355815e-03f,
-                               1.540353039e-04f,
-                               1.525273380e-05f};
-    __m256 p = _mm256_set1_ps(c[7]);
-    for (int i = 6; i >= 0; i--) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(c[i]));
-    return p;
-}
-#define FA_EXP2_POLY(f) exp2_poly_f32(f)
+#define FA_EXP2_COEF fa_exp2_coef_f32
+#define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32
 
 #include "avx2_tiles.h"

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "kernels/avx2/avx2.h"
+#include "kernels/exp2_poly.h"
 
 typedef __m256d vec;
 #define FA_T                 double
@@ -41,28 +42,7 @@ typedef __m256d vec;
  * exp2(-inf) = 0), n = 1024 the one whose biased exponent is 2047 (+inf). */
 #define FA_EXP2_LOW  (-1023.0)
 #define FA_EXP2_HIGH (1024.0)
-/* 2^f = e^(f ln 2), Taylor to degree 13 (the AVX-512 coefficients, ln2^k / k!): truncation below
- * 7e-18 relative on |f| <= 1/2, so the result is within a few ulp: the exactness mode stays exact. */
-static inline __attribute__((always_inline)) __m256d exp2_poly_f64(__m256d f)
-{
-    static const double c[14] = {1.0,
-                                 0.6931471805599453,
-                                 0.2402265069591007,
-                                 0.055504108664821576,
-                                 0.009618129107628477,
-                                 0.0013333558146428441,
-                                 0.00015403530393381606,
-                                 1.5252733804059838e-05,
-                                 1.3215486790144305e-06,
-                                 1.0178086009239696e-07,
-                                 7.054911620801121e-09,
-                                 4.44553827187081e-10,
-                                 2.5678435993488196e-11,
-                                 1.3691488853904124e-12};
-    __m256d p = _mm256_set1_pd(c[13]);
-    for (int i = 12; i >= 0; i--) p = _mm256_fmadd_pd(p, f, _mm256_set1_pd(c[i]));
-    return p;
-}
-#define FA_EXP2_POLY(f) exp2_poly_f64(f)
+#define FA_EXP2_COEF fa_exp2_coef_f64
+#define FA_EXP2_DEGREE FA_EXP2_DEGREE_F64
 
 #include "avx2_tiles.h"

@@ -4,7 +4,7 @@
  *   V_STOREU, V_MASKSTORE, V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_MIN, V_AND, V_OR,
  *   V_BLENDV, V_CMP, V_MOVEMASK, V_TAIL(n) (a lane mask for maskload/maskstore), FA_EXP2_SHIFT and
  *   V_POW2_OF_SHIFTED(t) (n = round(x) and 2^n from t = x + FA_EXP2_SHIFT), FA_EXP2_LOW,
- *   FA_EXP2_HIGH, FA_EXP2_POLY(f) (2^f on [-1/2, 1/2]).
+ *   FA_EXP2_HIGH, FA_EXP2_COEF and FA_EXP2_DEGREE (the polynomial of kernels/exp2_poly.h).
  *
  * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_VEC query rows),
  * ld a multiple of the 64-byte padding unit FA_LINE = 2 vectors, accumulators padded likewise.
@@ -14,6 +14,15 @@
 #define FA_CAT(a, b)  FA_CAT2(a, b)
 #define FA_NAME(n)    FA_CAT(n, FA_SFX)
 #define FA_INLINE     static inline __attribute__((always_inline))
+
+/* 2^f on |f| <= 1/2: the shared coefficients (kernels/exp2_poly.h), Horner from the top. */
+FA_INLINE vec FA_NAME(exp2_poly_)(vec f)
+{
+    vec p = V_SET1(FA_EXP2_COEF[FA_EXP2_DEGREE]);
+    for (int i = FA_EXP2_DEGREE - 1; i >= 0; i--) p = V_FMA(p, f, V_SET1(FA_EXP2_COEF[i]));
+    return p;
+}
+#define FA_EXP2_POLY(f) FA_NAME(exp2_poly_)(f)
 
 /* Elements in 64 bytes (FA_VEC_F32 / FA_VEC_F64 of kernels.h): two vectors. */
 #define FA_LINE (2 * FA_VEC)
@@ -316,6 +325,7 @@ void FA_NAME(fa_avx2_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 }
 
 #undef FA_LINE
+#undef FA_EXP2_POLY
 #undef FA_INLINE
 #undef FA_NAME
 #undef FA_CAT

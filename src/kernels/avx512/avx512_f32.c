@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "kernels/avx512/avx512.h"
+#include "kernels/exp2_poly.h"
 
 typedef __m512 vec;
 typedef __mmask16 mask;
@@ -30,15 +31,8 @@ typedef __mmask16 mask;
 
 /* 2^-160 rounds to 0 in float */
 #define FA_EXP2_LOW (-160.0f)
-/* 2^f = e^(f ln 2), Taylor to degree 7: truncation below 8e-9 relative on |f| <= 1/2 */
-#define FA_EXP2_POLY(f)                                                                                        \
-    V_FMA(V_FMA(V_FMA(V_FMA(V_FMA(V_FMA(V_FMA(V_SET1(1.525273380e-05f), (f), V_SET1(1.540353039e-04f)), (f),  \
-                                        V_SET1(1.333355815e-03f)),                                             \
-                                  (f), V_SET1(9.618129108e-03f)),                                              \
-                            (f), V_SET1(5.550410866e-02f)),                                                    \
-                      (f), V_SET1(2.402265070e-01f)),                                                          \
-                (f), V_SET1(6.931471806e-01f)),                                                                \
-          (f), V_SET1(1.0f))
+#define FA_EXP2_COEF fa_exp2_coef_f32
+#define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32
 
 /* the largest head dim the API accepts */
 #define FA_MAX_DIM 512

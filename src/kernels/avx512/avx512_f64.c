@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "kernels/avx512/avx512.h"
+#include "kernels/exp2_poly.h"
 
 typedef __m512d vec;
 typedef __mmask8 mask;
@@ -30,29 +31,8 @@ typedef __mmask8 mask;
 
 /* 2^-1100 rounds to 0 in double */
 #define FA_EXP2_LOW (-1100.0)
-/* 2^f = e^(f ln 2), Taylor to degree 13 (coefficients ln2^k / k!): truncation below 7e-18 relative
- * on |f| <= 1/2, so the result is within a few ulp: the exactness mode stays exact. */
-static inline __attribute__((always_inline)) __m512d exp2_poly_f64(__m512d f)
-{
-    static const double c[14] = {1.0,
-                                  0.6931471805599453,
-                                  0.2402265069591007,
-                                  0.055504108664821576,
-                                  0.009618129107628477,
-                                  0.0013333558146428441,
-                                  0.00015403530393381606,
-                                  1.5252733804059838e-05,
-                                  1.3215486790144305e-06,
-                                  1.0178086009239696e-07,
-                                  7.054911620801121e-09,
-                                  4.44553827187081e-10,
-                                  2.5678435993488196e-11,
-                                  1.3691488853904124e-12};
-    __m512d p = _mm512_set1_pd(c[13]);
-    for (int i = 12; i >= 0; i--) p = _mm512_fmadd_pd(p, f, _mm512_set1_pd(c[i]));
-    return p;
-}
-#define FA_EXP2_POLY(f) exp2_poly_f64(f)
+#define FA_EXP2_COEF fa_exp2_coef_f64
+#define FA_EXP2_DEGREE FA_EXP2_DEGREE_F64
 
 /* the largest head dim the API accepts */
 #define FA_MAX_DIM 512

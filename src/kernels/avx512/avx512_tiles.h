@@ -2,7 +2,8 @@
  * avx512_f64.c, which define the vector vocabulary first:
  *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_SET1, V_ZERO, V_FMA,
  *   V_ADD, V_SUB, V_MUL, V_MAX, V_SCALEF, V_ROUND, V_MASK_BLEND, V_MASKZ_MOV, V_CMP, V_REDUCE_ADD,
- *   FA_EXP2_LOW (an argument below which exp2 is exactly 0), FA_EXP2_POLY(f) (2^f on [-1/2, 1/2]).
+ *   FA_EXP2_LOW (an argument below which exp2 is exactly 0), FA_EXP2_COEF and FA_EXP2_DEGREE (the
+ *   polynomial of kernels/exp2_poly.h for this type).
  *
  * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_VEC query rows),
  * ld a multiple of FA_VEC, accumulators padded to a multiple of FA_VEC. */
@@ -11,6 +12,15 @@
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 #define FA_INLINE static inline __attribute__((always_inline))
+
+/* 2^f on |f| <= 1/2: the shared coefficients (kernels/exp2_poly.h), Horner from the top. */
+FA_INLINE vec FA_NAME(exp2_poly_)(vec f)
+{
+    vec p = V_SET1(FA_EXP2_COEF[FA_EXP2_DEGREE]);
+    for (int i = FA_EXP2_DEGREE - 1; i >= 0; i--) p = V_FMA(p, f, V_SET1(FA_EXP2_COEF[i]));
+    return p;
+}
+#define FA_EXP2_POLY(f) FA_NAME(exp2_poly_)(f)
 
 /* Every lane of a vector. */
 #define FA_ALL_LANES ((mask)((1u << FA_VEC) - 1u))
@@ -303,6 +313,7 @@ void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 #undef FA_ALL_LANES
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
+#undef FA_EXP2_POLY
 #undef FA_INLINE
 #undef FA_NAME
 #undef FA_CAT
