@@ -79,13 +79,16 @@ assert_static "$work/pc_static"
 step "run pc_static (pkg-config --static, libflashattn.a)"
 "$work/pc_static"
 
-step "README.md API example, compiled as written"
-awk '/<!-- example:begin -->/ {on = 1; next} /<!-- example:end -->/ {on = 0} on && !/^```/' \
-    "$root/README.md" >"$work/readme_example.c"
-[ -s "$work/readme_example.c" ] || { echo "consumer: no example block in README.md" >&2; exit 1; }
-# shellcheck disable=SC2046
-"$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/readme_example" "$work/readme_example.c" \
-    $(pkg-config --cflags --libs flashattn) -lm -Wl,-rpath,"$libdir"
-"$work/readme_example"
+# Every marked example block of README.md (example, example-backward), compiled as written and run.
+for block in example example-backward; do
+    step "README.md $block block, compiled as written"
+    awk -v b="$block" '$0 == "<!-- " b ":begin -->" {on = 1; next} $0 == "<!-- " b ":end -->" {on = 0} on && !/^```/' \
+        "$root/README.md" >"$work/readme_$block.c"
+    [ -s "$work/readme_$block.c" ] || { echo "consumer: no $block block in README.md" >&2; exit 1; }
+    # shellcheck disable=SC2046
+    "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/readme_$block" "$work/readme_$block.c" \
+        $(pkg-config --cflags --libs flashattn) -lm -Wl,-rpath,"$libdir"
+    "$work/readme_$block"
+done
 
-printf '\nconsumer: all builds and runs passed (find_package shared+static, pkg-config shared+static, README example)\n'
+printf '\nconsumer: all builds and runs passed (find_package shared+static, pkg-config shared+static, README examples)\n'
