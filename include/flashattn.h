@@ -76,7 +76,7 @@ typedef enum {
     FA_OK = 0,              /**< success */
     FA_ERR_NULL = 1,        /**< a required pointer is NULL (a tensor, or the data of a non-empty tensor) */
     FA_ERR_SHAPE = 2,       /**< negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..512 */
-    FA_ERR_STRIDE = 3,      /**< negative stride, self-overlapping output, offsets overflowing int64 */
+    FA_ERR_STRIDE = 3,      /**< negative stride, self-overlapping output, offsets overflowing int64, data or lse not aligned to its element size */
     FA_ERR_DTYPE = 4,       /**< unknown dtype, or tensors of one call with different dtypes */
     FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
     FA_ERR_ARG = 6,         /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
@@ -160,8 +160,9 @@ typedef enum {
 typedef struct {
     int num_threads; /**< threads per call; 0 = omp_get_max_threads() when the context is created */
     fa_bind bind;    /**< placement policy */
-    int block_q;     /**< query rows per work item; 0 = chosen from the cache sizes and head dims */
-    int block_k;     /**< keys per tile; 0 = chosen from the cache sizes and head dims */
+    int block_q;     /**< query rows per work item; 0 = chosen from the cache sizes and head dims. A call uses
+                          at most its Nq (a larger block covers the same rows, bit for bit) */
+    int block_k;     /**< keys per tile; 0 = chosen from the cache sizes and head dims; at most Nk per call */
 } fa_context_opts;
 
 /** All fields 0 (automatic). */
@@ -184,15 +185,17 @@ typedef struct fa_context fa_context;
  * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes, an
  * unknown bind value, or (with bind AUTO) a FLASHATTN_BIND other than
  * auto|none|core|spread, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
- * table this build or CPU lacks, FA_ERR_NOMEM, FA_ERR_RUNTIME if the
- * topology cannot be loaded. *ctx is written only on FA_OK.
+ * table (ref, avx2, avx512) this build or CPU lacks, FA_ERR_ARG if it names
+ * none of them, FA_ERR_NOMEM, FA_ERR_RUNTIME if the topology cannot be
+ * loaded. *ctx is written only on FA_OK.
  */
 FA_API fa_status fa_context_create(fa_context **ctx, const fa_context_opts *opts);
 
 /** Frees a context and its arenas. NULL is a no-op. Must not race a call on ctx. */
 FA_API void fa_context_destroy(fa_context *ctx);
 
-/** What a context is and did. */
+/** What a context is and did. "The last call" is the last call that succeeded: a failed call
+ *  (including FA_ERR_NOMEM) changes none of these. */
 typedef struct {
     int num_threads;          /**< threads a call asks for */
     fa_bind bind;             /**< the policy in force after resolving AUTO and FLASHATTN_BIND (for the last call, if any) */
@@ -234,12 +237,13 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  *
  * Refused, with nothing written: NULL tensors or data (FA_ERR_NULL); sizes as
  * above (FA_ERR_SHAPE); negative strides, an out that overlaps itself,
- * offsets that overflow int64 (FA_ERR_STRIDE); mixed or unknown dtypes
+ * offsets that overflow int64, data or lse not aligned to its element size
+ * (FA_ERR_STRIDE); mixed or unknown dtypes
  * (FA_ERR_DTYPE); out or lse overlapping q, k, v or each other, judged by the
  * address range each view spans, except that row-interleaved views (same row
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
- * value, window < -1, negative or NaN softcap (FA_ERR_ARG).
+ * value, window < -1, negative, NaN or infinite softcap (FA_ERR_ARG).
  */
 FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                             const fa_tensor *v, const fa_tensor *out, void *lse);
@@ -252,7 +256,9 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * q, k and v; all nine tensors share one dtype. dq, dk and dv are overwritten, not accumulated
  * into. With grouped-query attention, dk and dv of a kv head sum the contributions of every
  * query head that reads it, always in the same order. A row that was fully masked contributes
- * nothing and gets dq = 0.
+ * nothing and gets dq = 0. (A logit that is -inf because an input holds an infinity is not a
+ * mask: its probability is 0, but the gradient terms that multiply the infinite input are 0·inf,
+ * NaN, as IEEE arithmetic has it.)
  *
  * The probabilities are recomputed tile by tile from q, k and lse; no Nq×Nk matrix is stored.
  * Extra memory: the per-thread arena (see the README's Memory section) and B·Hq·Nq values of

@@ -12,17 +12,37 @@
  */
 #include "arena.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 size_t fa_arena_round(size_t bytes)
 {
+    if (bytes > SIZE_MAX - FA_ARENA_ALIGN) return SIZE_MAX;
     return (bytes + FA_ARENA_ALIGN - 1) & ~(FA_ARENA_ALIGN - 1);
+}
+
+size_t fa_size_mul3(size_t a, size_t b, size_t c)
+{
+    size_t ab, abc;
+    if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) return SIZE_MAX;
+    return abc;
+}
+
+size_t fa_size_add(size_t a, size_t b)
+{
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+size_t fa_arena_tile(size_t rows, size_t cols, size_t elem)
+{
+    return fa_arena_round(fa_size_mul3(rows, cols, elem));
 }
 
 int fa_arena_reserve(fa_arena *a, size_t bytes)
 {
     if (bytes <= a->capacity) return 0;
+    if (bytes == SIZE_MAX) return -1; /* a saturated size: no allocation could hold it */
     size_t capacity = fa_arena_round(bytes);
     unsigned char *block = aligned_alloc(FA_ARENA_ALIGN, capacity);
     if (!block) return -1;

@@ -13,8 +13,18 @@ typedef struct {
     size_t peak;     /* largest `used` since creation or fa_arena_clear_peak */
 } fa_arena;
 
-/* Bytes that fa_arena_alloc(bytes) consumes: rounded up to the alignment. */
+/* Bytes that fa_arena_alloc(bytes) consumes: rounded up to the alignment. SIZE_MAX stays SIZE_MAX. */
 size_t fa_arena_round(size_t bytes);
+
+/* a·b·c, or SIZE_MAX when that overflows: scratch sizes from huge block sizes then fail to
+ * allocate (FA_ERR_NOMEM) instead of wrapping around to a small, wrong size. */
+size_t fa_size_mul3(size_t a, size_t b, size_t c);
+
+/* a + b, saturating at SIZE_MAX. */
+size_t fa_size_add(size_t a, size_t b);
+
+/* Arena bytes of a rows × cols tile of elem-byte elements (rounded; saturating). */
+size_t fa_arena_tile(size_t rows, size_t cols, size_t elem);
 
 /* Makes sure the arena holds at least `bytes`; grows (and first-touches) only when it must.
  * Must be called by the thread that owns the arena. Returns 0 on success, -1 on allocation failure

@@ -48,21 +48,20 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     size_t ld = (size_t)fa_round_up(block_q, vec), bq = (size_t)block_q, bk = (size_t)block_k;
     size_t d = (size_t)dim, dv = (size_t)dim_v;
     size_t d_pad = (size_t)fa_round_up(dim, vec), dv_pad = (size_t)fa_round_up(dim_v, vec);
-    size_t queries = fa_arena_round(d * ld * elem) + fa_arena_round(dv * ld * elem) /* Q, dO transposed */
-                     + 2 * fa_arena_round(ld * elem);                                 /* lse, delta */
-    size_t tiles = 2 * fa_arena_round(bk * ld * elem);                                /* P, dS */
-    size_t kv_acc = fa_arena_round(bk * d_pad * elem) + fa_arena_round(bk * dv_pad * elem);
-    size_t q_acc = fa_arena_round(bq * d_pad * elem);
-    return queries + tiles + (kv_acc > q_acc ? kv_acc : q_acc);
+    size_t queries = fa_size_add(fa_arena_tile(d, ld, elem), fa_arena_tile(dv, ld, elem)); /* Q, dO transposed */
+    queries = fa_size_add(queries, 2 * fa_arena_tile(1, ld, elem));                           /* lse, delta */
+    size_t tiles = fa_size_add(fa_arena_tile(bk, ld, elem), fa_arena_tile(bk, ld, elem));   /* P, dS */
+    size_t kv_acc = fa_size_add(fa_arena_tile(bk, d_pad, elem), fa_arena_tile(bk, dv_pad, elem));
+    size_t q_acc = fa_arena_tile(bq, d_pad, elem);
+    return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
 }
 
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p->dim, p->dim_v, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
-    ctx->last_block_q = (int)block_q;
-    ctx->last_block_k = (int)block_k;
+    fa_context_blocks(ctx, p->dim, p->dim_v, elem, BACKWARD_MAX_BLOCK_K, p->q_len, p->kv_len, &block_q,
+                      &block_k);
 
     size_t delta_bytes = (size_t)(p->batch * p->q_heads * p->q_len) * elem;
     if (fa_context_reserve_rows(ctx, delta_bytes) != 0) return FA_ERR_NOMEM;
@@ -80,5 +79,10 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
         .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},
                   {job.kv_items + job.q_schedule.count, f64 ? grad_item_f64 : grad_item_f32}},
     };
-    return fa_team_run(ctx, &work);
+    fa_status st = fa_team_run(ctx, &work);
+    if (st == FA_OK) { /* the statistics describe the last call that succeeded */
+        ctx->last_block_q = (int)block_q;
+        ctx->last_block_k = (int)block_k;
+    }
+    return st;
 }

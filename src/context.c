@@ -141,7 +141,7 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
 }
 
 void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t max_block_k,
-                       int64_t *block_q, int64_t *block_k)
+                       int64_t q_len, int64_t kv_len, int64_t *block_q, int64_t *block_k)
 {
     int64_t bq = ctx->block_q > 0 ? ctx->block_q : 64;
     int64_t bk = ctx->block_k;
@@ -155,6 +155,8 @@ void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t
         int64_t per_key = (dim + dim_v + bq) * (int64_t)elem;
         bk = clamp64((int64_t)(l2 / 4 * 3) / per_key, 16, max_block_k) / 16 * 16;
     }
+    if (bq > q_len && q_len > 0) bq = q_len;
+    if (bk > kv_len && kv_len > 0) bk = kv_len;
     *block_q = bq;
     *block_k = bk;
 }

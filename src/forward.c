@@ -51,10 +51,9 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
     int64_t vec = vec_of(elem);
     size_t ld = (size_t)fa_round_up(block_q, vec), dv_pad = (size_t)fa_round_up(dim_v, vec);
     size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim;
-    return fa_arena_round(d * ld * elem)            /* transposed query block */
-           + fa_arena_round(bk * ld * elem)         /* score tile */
-           + fa_arena_round(bq * dv_pad * elem)     /* output accumulator */
-           + 2 * fa_arena_round(ld * elem);         /* row max, row sum */
+    size_t queries = fa_arena_tile(d, ld, elem), scores = fa_arena_tile(bk, ld, elem);
+    size_t accumulator = fa_arena_tile(bq, dv_pad, elem), row_stats = 2 * fa_arena_tile(1, ld, elem);
+    return fa_size_add(fa_size_add(queries, scores), fa_size_add(accumulator, row_stats));
 }
 
 fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
@@ -62,9 +61,7 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t vec = vec_of(elem);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p->dim, p->dim_v, elem, 512, &block_q, &block_k);
-    ctx->last_block_q = (int)block_q;
-    ctx->last_block_k = (int)block_k;
+    fa_context_blocks(ctx, p->dim, p->dim_v, elem, 512, p->q_len, p->kv_len, &block_q, &block_k);
 
     fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, fa_round_up(block_q, vec),
                           {1, p->kv_len}, NULL, 0};
@@ -86,5 +83,10 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                                         f64 ? forward_chunk_item_f64 : forward_chunk_item_f32};
         work.phase[1] = (fa_team_phase){job.schedule.count, f64 ? forward_merge_item_f64 : forward_merge_item_f32};
     }
-    return fa_team_run(ctx, &work);
+    fa_status st = fa_team_run(ctx, &work);
+    if (st == FA_OK) { /* the statistics describe the last call that succeeded */
+        ctx->last_block_q = (int)block_q;
+        ctx->last_block_k = (int)block_k;
+    }
+    return st;
 }

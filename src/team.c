@@ -23,6 +23,16 @@ static void watch_forks(void)
     (void)pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
+/* The context's statistics describe the last call that succeeded: a failed call changes none. */
+static fa_status record_call(fa_context *ctx, fa_bind mode, int bound, fa_status st)
+{
+    if (st == FA_OK) {
+        ctx->last_bind = mode;
+        ctx->last_bound_threads = bound;
+    }
+    return st;
+}
+
 /* Every item of every phase, in order, on the calling thread (thread 0's arena). */
 static fa_status run_serially(fa_context *ctx, const fa_team_work *work)
 {
@@ -39,17 +49,12 @@ static fa_status run_serially(fa_context *ctx, const fa_team_work *work)
 fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
 {
     fa_bind mode = fa_context_call_bind(ctx);
-    ctx->last_bind = mode;
-    ctx->last_bound_threads = 0;
     int64_t most_items = 0;
     for (int ph = 0; ph < work->phases; ph++)
         if (work->phase[ph].items > most_items) most_items = work->phase[ph].items;
-    if (most_items == 0) return FA_OK;
+    if (most_items == 0) return record_call(ctx, mode, 0, FA_OK);
     pthread_once(&fork_once, watch_forks);
-    if (atomic_load(&in_forked_child)) {
-        ctx->last_bind = FA_BIND_NONE;
-        return run_serially(ctx, work);
-    }
+    if (atomic_load(&in_forked_child)) return record_call(ctx, FA_BIND_NONE, 0, run_serially(ctx, work));
     atomic_store(&parallel_used, 1);
 
     /* No more threads than items: an idle thread would only be placed and woken for nothing. */
@@ -79,6 +84,5 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
         }
         if (pinned) fa_topology_restore(ctx->topology, tid);
     }
-    ctx->last_bound_threads = atomic_load(&bound);
-    return atomic_load(&out_of_memory) ? FA_ERR_NOMEM : FA_OK;
+    return record_call(ctx, mode, atomic_load(&bound), atomic_load(&out_of_memory) ? FA_ERR_NOMEM : FA_OK);
 }

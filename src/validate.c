@@ -155,6 +155,8 @@ static fa_status check_strides(const fa_tensor *const *in, int n_in, const fa_te
         const fa_tensor *t = i < n_in ? in[i] : out[i - n_in];
         byte_range *r = i < n_in ? &in_range[i] : &out_range[i - n_in];
         if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0) return FA_ERR_STRIDE;
+        /* element addresses must be whole elements: a misaligned float is undefined behaviour in C */
+        if (!is_empty(t) && (uintptr_t)t->data % dtype_size(t->dtype) != 0) return FA_ERR_STRIDE;
         if (view_extent(t, r) != 0) return FA_ERR_STRIDE;
     }
     for (int i = 0; i < n_out; i++)
@@ -168,7 +170,8 @@ static fa_status lse_extent(const void *lse, const fa_tensor *q, byte_range *r)
     r->begin = r->end = 0;
     r->view = NULL;
     if (!lse || is_empty(q)) return FA_OK;
-    size_t bytes = (size_t)(q->batch * q->heads * q->seq) * (q->dtype == FA_F64 ? 8u : 4u);
+    size_t elem = q->dtype == FA_F64 ? 8u : 4u, bytes = (size_t)(q->batch * q->heads * q->seq) * elem;
+    if ((uintptr_t)lse % elem != 0) return FA_ERR_STRIDE;
     r->begin = (uintptr_t)lse;
     return __builtin_add_overflow(r->begin, (uintptr_t)bytes, &r->end) ? FA_ERR_STRIDE : FA_OK;
 }
