@@ -1,0 +1,599 @@
+/* The error-exit fixture; see error_exit.h. */
+#include "error_exit.h"
+
+#include <criterion/criterion.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h" /* fa_context_acquire: a busy context without racing threads */
+
+/* Elements per region, in 8-byte slots (an f32 view uses half of its region). Every view a case
+ * builds, re-pointed anywhere into a neighbouring region, stays inside the pool. */
+#define REGION     ((int64_t)1024)
+#define POOL_SLOTS ((size_t)(EE_REGIONS + 2) * (size_t)REGION)
+
+static const char *const slot_name[EE_REGIONS] = {"q",  "k",  "v",  "out", "dout",
+                                                  "dq", "dk", "dv", "lse", "packed"};
+
+/* ---- the world ------------------------------------------------------------------------------ */
+
+unsigned char *ee_region(const ee_world *w, int r, int64_t el)
+{
+    /* region r starts after the spare region; regions are 8·REGION bytes apart for both dtypes */
+    return (unsigned char *)tu_buf_data(&w->pool) + (size_t)(1 + r) * (size_t)REGION * 8 + el * (int64_t)w->e;
+}
+
+static const int64_t shape_of[EE_NT][3] = {
+    {EE_HQ, EE_N, EE_DIM},   {EE_HKV, EE_N, EE_DIM}, {EE_HKV, EE_N, EE_DIM_V}, {EE_HQ, EE_N, EE_DIM_V},
+    {EE_HQ, EE_N, EE_DIM_V}, {EE_HQ, EE_N, EE_DIM},  {EE_HKV, EE_N, EE_DIM},   {EE_HKV, EE_N, EE_DIM_V},
+};
+
+static int64_t lse_rows(void)
+{
+    return (int64_t)EE_B * EE_HQ * EE_N;
+}
+
+void ee_valid_args(const ee_world *w, ee_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->ctx = w->ctx;
+    a->p = fa_params_default();
+    a->p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+    a->pp = &a->p;
+    for (int i = 0; i < EE_NT; i++)
+        a->t[i] =
+            fa_tensor_bhsd(ee_region(w, i, 0), w->dt, EE_B, shape_of[i][0], shape_of[i][1], shape_of[i][2]);
+    a->lse = ee_region(w, EE_LSE, 0);
+}
+
+fa_status ee_call_run(ee_call call, ee_args *a)
+{
+    const fa_tensor *t[EE_NT];
+    for (int i = 0; i < EE_NT; i++) t[i] = a->null_t[i] ? NULL : &a->t[i];
+    if (a->busy && !fa_context_acquire(a->ctx)) return (fa_status)-1; /* the test's own mistake */
+    fa_status st = call == EE_FORWARD
+                       ? fa_forward(a->ctx, a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], a->lse)
+                       : fa_backward(a->ctx, a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], t[EE_DOUT], a->lse,
+                                     t[EE_DQ], t[EE_DK], t[EE_DV]);
+    if (a->busy) fa_context_release(a->ctx);
+    return st;
+}
+
+void ee_world_restore(ee_world *w)
+{
+    memcpy(w->pool.base, w->initial, w->pool.bytes + 2 * TU_GUARD);
+}
+
+int ee_world_unchanged(const ee_world *w)
+{
+    return tu_buf_equals_snapshot(&w->pool, w->initial);
+}
+
+static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode);
+
+void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
+{
+    memset(w, 0, sizeof *w);
+    w->dt = dt;
+    w->e = tu_dtype_size(dt);
+    w->seed = seed;
+    w->pool = tu_buf_alloc(POOL_SLOTS * 8);
+    tu_rng rng = tu_rng_make(seed);
+    /* inputs (and out and lse, inputs of the backward): random finite values; gradients canary */
+    for (int r = 0; r < EE_REGIONS; r++) {
+        if (r == EE_DQ || r == EE_DK || r == EE_DV) continue;
+        for (int64_t x = 0; x < REGION; x++) {
+            double val = tu_rng_uniform(&rng, -1.0, 1.0);
+            if (dt == FA_F64)
+                memcpy(ee_region(w, r, x), &val, 8);
+            else {
+                float f = (float)val;
+                memcpy(ee_region(w, r, x), &f, 4);
+            }
+        }
+    }
+    w->initial = tu_buf_snapshot(&w->pool);
+    fa_context_opts o = fa_context_opts_default();
+    o.num_threads = 2;
+    cr_assert_eq(fa_context_create(&w->ctx, &o), FA_OK);
+    /* The unbroken calls and the valid packed layouts succeed: every case below breaks exactly the
+     * one thing it names. */
+    for (int call = 0; call < 2; call++) {
+        ee_args a;
+        ee_valid_args(w, &a);
+        fa_status st = ee_call_run((ee_call)call, &a);
+        cr_assert_eq(st, FA_OK, "%s, the valid %s call: status %d (%s)", dt == FA_F64 ? "f64" : "f32",
+                     call ? "fa_backward" : "fa_forward", st, fa_status_str(st));
+        ee_valid_args(w, &a);
+        packed_views(w, (ee_call)call, &a, 0);
+        st = ee_call_run((ee_call)call, &a);
+        cr_assert_eq(st, FA_OK, "%s, the valid packed %s call: status %d (%s)", dt == FA_F64 ? "f64" : "f32",
+                     call ? "fa_backward" : "fa_forward", st, fa_status_str(st));
+        ee_world_restore(w);
+    }
+}
+
+void ee_world_free(ee_world *w)
+{
+    fa_context_destroy(w->ctx);
+    free(w->initial);
+    tu_buf_free(&w->pool);
+}
+
+/* ---- operations --------------------------------------------------------------------------- */
+
+enum {
+    OP_BUSY,
+    OP_NULL_TENSOR,
+    OP_NULL_DATA,
+    OP_NULL_LSE,
+    OP_DATA_TOP,
+    OP_DTYPE,
+    OP_SIZE,
+    OP_STRIDE,
+    OP_SCALE,
+    OP_CAUSAL,
+    OP_WINDOW,
+    OP_SOFTCAP,
+    OP_ALIBI,
+    OP_BIAS,
+    OP_ALIAS,
+    OP_ROLES,
+    OP_PACKED,
+    OP_HELPER
+};
+
+/* sentinels for values that depend on the world */
+#define OTHER_DTYPE (INT64_C(1) << 40) /* the other of f32/f64 */
+#define PLUS_ONE    (INT64_C(1) << 41) /* the valid size + 1 */
+#define JUST_BELOW  (INT64_C(1) << 42) /* the valid (contiguous) stride - 1: shares one element */
+
+static int64_t *size_field(fa_tensor *t, int f)
+{
+    return f == 0 ? &t->batch : f == 1 ? &t->heads : f == 2 ? &t->seq : &t->dim;
+}
+
+static int64_t *stride_field(fa_tensor *t, int f)
+{
+    return f == 0 ? &t->stride_batch : f == 1 ? &t->stride_head : &t->stride_seq;
+}
+
+static int64_t numel(const fa_tensor *t)
+{
+    return t->batch * t->heads * t->seq * t->dim;
+}
+
+/* Sizes shared by several tensors. */
+enum { R_NONE = -1, R_B, R_HQ, R_HKV, R_NQ, R_NK, R_D, R_DV };
+
+static void set_role(ee_args *a, int role, int64_t x)
+{
+    static const int members[7][4] = {
+        {-1, -1, -1, -1},               /* B: every tensor, below */
+        {EE_Q, EE_OUT, EE_DOUT, EE_DQ}, /* Hq */
+        {EE_K, EE_V, EE_DK, EE_DV},     /* Hkv */
+        {EE_Q, EE_OUT, EE_DOUT, EE_DQ}, /* Nq */
+        {EE_K, EE_V, EE_DK, EE_DV},     /* Nk */
+        {EE_Q, EE_K, EE_DQ, EE_DK},     /* D */
+        {EE_V, EE_OUT, EE_DOUT, EE_DV}, /* Dv */
+    };
+    static const int field[7] = {0, 1, 1, 2, 2, 3, 3};
+    if (role == R_NONE) return;
+    if (role == R_B) {
+        for (int i = 0; i < EE_NT; i++) a->t[i].batch = x;
+        return;
+    }
+    for (int m = 0; m < 4; m++) *size_field(&a->t[members[role][m]], field[role]) = x;
+}
+
+/* First and last byte-address of a slot's elements, and its element count. */
+static unsigned char *slot_first(const ee_args *a, int s)
+{
+    return s == EE_LSE ? (unsigned char *)a->lse : (unsigned char *)a->t[s].data;
+}
+
+static int64_t slot_elems(const ee_args *a, int s)
+{
+    return s == EE_LSE ? lse_rows() : numel(&a->t[s]);
+}
+
+static void set_slot(ee_args *a, int s, unsigned char *at)
+{
+    if (s == EE_LSE)
+        a->lse = at;
+    else
+        a->t[s].data = at;
+}
+
+/* Row-interleaved views in the packed region (mode 0: the valid layout). */
+static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode)
+{
+    fa_dtype dt = w->dt;
+    if (call == EE_FORWARD) {
+        /* one row per (batch, position): [q: Hq·D | k: Hkv·D | v: Hkv·Dv | out: Hq·Dv] */
+        const int64_t wd = EE_HQ * EE_DIM + EE_HKV * EE_DIM + EE_HKV * EE_DIM_V + EE_HQ * EE_DIM_V,
+                      sb = EE_N * wd;
+        const int64_t at[4] = {0, EE_HQ * EE_DIM, EE_HQ * EE_DIM + EE_HKV * EE_DIM,
+                               EE_HQ * EE_DIM + EE_HKV * (EE_DIM + EE_DIM_V)};
+        for (int i = 0; i < 4; i++) {
+            int64_t dim = shape_of[i][2];
+            fa_tensor t = {ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[i][0], EE_N, dim, sb, dim, wd};
+            a->t[i] = t;
+        }
+        if (mode == 1) a->t[EE_OUT].data = ee_region(w, EE_PACKED, at[3] - 1); /* shares v's last column */
+        if (mode == 2) a->t[EE_OUT].data = ee_region(w, EE_PACKED, EE_DIM);    /* inside q's columns */
+        if (mode == 3)
+            a->t[EE_OUT].stride_head = EE_DIM_V + 1; /* last head wraps into q's columns of the next row */
+    } else {
+        /* [q | k | v | dq | dk | dv]; out, dout and lse stay in their regions */
+        const int64_t wd = 2 * (EE_HQ * EE_DIM + EE_HKV * EE_DIM + EE_HKV * EE_DIM_V), sb = EE_N * wd,
+                      half = wd / 2;
+        const int slot[6] = {EE_Q, EE_K, EE_V, EE_DQ, EE_DK, EE_DV};
+        const int64_t at[6] = {0,    EE_HQ * EE_DIM,        EE_HQ * EE_DIM + EE_HKV * EE_DIM,
+                               half, half + EE_HQ * EE_DIM, half + EE_HQ * EE_DIM + EE_HKV * EE_DIM};
+        for (int i = 0; i < 6; i++) {
+            int64_t dim = shape_of[slot[i]][2];
+            fa_tensor t = {
+                ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[slot[i]][0], EE_N, dim, sb, dim, wd};
+            a->t[slot[i]] = t;
+        }
+        if (mode == 1) a->t[EE_DK].data = ee_region(w, EE_PACKED, at[4] - 1); /* shares dq's last column */
+        if (mode == 2)
+            a->t[EE_DV].data = ee_region(w, EE_PACKED, at[5] + 1);        /* wraps onto q's first column */
+        if (mode == 3) a->t[EE_DQ].data = ee_region(w, EE_PACKED, at[1]); /* on k's and v's columns */
+        if (mode == 4) {                                                  /* another row width */
+            a->t[EE_DK].stride_seq = wd + 1;
+            a->t[EE_DK].stride_batch = EE_N * (wd + 1);
+        }
+    }
+}
+
+/* fa_tensor_bhsd / fa_tensor_bshd with one argument replaced, for every view that argument sizes. */
+static void helper_views(const ee_world *w, ee_args *a, int bshd, int arg, int64_t x)
+{
+    for (int i = 0; i < 4; i++) {
+        void *data = a->t[i].data;
+        fa_dtype t = w->dt;
+        int64_t b = EE_B, h = shape_of[i][0], s = shape_of[i][1], d = shape_of[i][2];
+        int hit = 0;
+        if (arg == 0 && i == EE_Q) data = NULL, hit = 1;
+        if (arg == 1 && i == EE_Q) t = (fa_dtype)x, hit = 1;
+        if (arg == 2) b = x, hit = 1;                               /* B: every view */
+        if (arg == 3 && (i == EE_Q || i == EE_OUT)) h = x, hit = 1; /* Hq */
+        if (arg == 4 && (i == EE_K || i == EE_V)) s = x, hit = 1;   /* Nk */
+        if (arg == 5 && (i == EE_Q || i == EE_K)) d = x, hit = 1;   /* D */
+        a->t[i] = bshd ? fa_tensor_bshd(data, t, b, s, h, d) : fa_tensor_bhsd(data, t, b, h, s, d);
+        /* the header: a negative size, or strides that would overflow, give negative strides */
+        int64_t hs, hsd;
+        int overflow = __builtin_mul_overflow(h, s, &hs) || __builtin_mul_overflow(hs, d, &hsd);
+        int promised = hit && arg >= 2 && (x < 0 || overflow);
+        if (promised && a->t[i].stride_batch >= 0 && a->t[i].stride_head >= 0 && a->t[i].stride_seq >= 0)
+            a->helper_broken = 1;
+    }
+}
+
+void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
+{
+    fa_tensor *t = c->ti >= 0 && c->ti < EE_NT ? &a->t[c->ti] : NULL;
+    int64_t x = c->i[0];
+    switch (c->op) {
+    case OP_BUSY: a->busy = 1; break;
+    case OP_NULL_TENSOR: a->null_t[c->ti] = 1; break;
+    case OP_NULL_DATA: t->data = NULL; break;
+    case OP_NULL_LSE: a->lse = NULL; break;
+    case OP_DATA_TOP: set_slot(a, c->ti, (unsigned char *)(uintptr_t)(UINTPTR_MAX - 63)); break;
+    case OP_DTYPE: t->dtype = x == OTHER_DTYPE ? (w->dt == FA_F32 ? FA_F64 : FA_F32) : (fa_dtype)x; break;
+    case OP_SIZE: *size_field(t, c->field) = x == PLUS_ONE ? *size_field(t, c->field) + 1 : x; break;
+    case OP_STRIDE: *stride_field(t, c->field) = x == JUST_BELOW ? *stride_field(t, c->field) - 1 : x; break;
+    case OP_SCALE: a->p.scale = c->d; break;
+    case OP_CAUSAL: a->p.causal = (fa_causal)x; break;
+    case OP_WINDOW: *(c->field ? &a->p.window_right : &a->p.window_left) = x; break;
+    case OP_SOFTCAP: a->p.softcap = c->d; break;
+    case OP_ALIBI: a->p.alibi_slopes = (const float *)(void *)ee_region(w, EE_PACKED, 0); break;
+    case OP_BIAS: {
+        static fa_tensor bias; /* an input view over the packed region, never read */
+        bias = fa_tensor_bhsd(ee_region(w, EE_PACKED, 0), w->dt, EE_B, EE_HQ, EE_N, EE_N);
+        a->p.bias = &bias;
+        break;
+    }
+    case OP_ALIAS: {
+        int moved = c->ti, onto = c->field;
+        unsigned char *first = slot_first(a, onto);
+        int64_t e = (int64_t)w->e;
+        if (c->mode == 0) set_slot(a, moved, first);                                  /* full */
+        if (c->mode == 1) set_slot(a, moved, first - (slot_elems(a, moved) - 1) * e); /* last on first */
+        if (c->mode == 2) set_slot(a, moved, first + (slot_elems(a, onto) - 1) * e);  /* first on last */
+        break;
+    }
+    case OP_ROLES:
+        set_role(a, c->ti, c->i[0]);
+        set_role(a, c->field, c->i[1]);
+        set_role(a, c->mode, c->i[2]);
+        break;
+    case OP_PACKED: packed_views(w, c->call, a, c->mode); break;
+    case OP_HELPER: helper_views(w, a, c->ti, c->field, x); break;
+    }
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+static ee_case *add(ee_table *t, ee_call call, const char *param, const char *value, fa_status want, int op)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 256;
+        t->v = realloc(t->v, (size_t)t->cap * sizeof *t->v);
+        cr_assert(t->v);
+    }
+    ee_case *c = &t->v[t->n++];
+    memset(c, 0, sizeof *c);
+    c->call = call;
+    snprintf(c->param, sizeof c->param, "%s %s", call == EE_FORWARD ? "fa_forward" : "fa_backward", param);
+    snprintf(c->value, sizeof c->value, "%s", value);
+    c->want = want;
+    c->op = op;
+    c->ti = c->field = c->mode = -1;
+    return c;
+}
+
+typedef struct {
+    const char *name;
+    int64_t x;
+} named_i64;
+
+typedef struct {
+    const char *name;
+    double x;
+} named_f64;
+
+static void add_params(ee_table *t, ee_call call)
+{
+    static const named_f64 scale[] = {{"NaN", NAN}, {"-NaN", -NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}};
+    static const named_i64 causal[] = {{"3", 3}, {"-1", -1}, {"99", 99}, {"INT_MIN", INT_MIN}};
+    static const named_i64 window_arg[] = {{"-2", -2}, {"INT64_MIN", INT64_MIN}};
+    static const named_i64 window_unsupported[] = {{"0", 0}, {"5", 5}, {"INT64_MAX", INT64_MAX}};
+    static const named_f64 softcap_arg[] = {
+        {"NaN", NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}, {"-1", -1.0}, {"-DBL_MIN", -DBL_MIN}};
+    static const named_f64 softcap_unsupported[] = {{"30", 30.0}, {"DBL_MIN", DBL_MIN}, {"DBL_MAX", DBL_MAX}};
+    ee_case *c;
+    add(t, call, "ctx", "a context serving another call", FA_ERR_BUSY, OP_BUSY);
+    for (size_t i = 0; i < sizeof scale / sizeof *scale; i++)
+        add(t, call, "p->scale", scale[i].name, FA_ERR_ARG, OP_SCALE)->d = scale[i].x;
+    for (size_t i = 0; i < sizeof causal / sizeof *causal; i++)
+        add(t, call, "p->causal", causal[i].name, FA_ERR_ARG, OP_CAUSAL)->i[0] = causal[i].x;
+    for (int f = 0; f < 2; f++) {
+        const char *param = f ? "p->window_right" : "p->window_left";
+        for (size_t i = 0; i < sizeof window_arg / sizeof *window_arg; i++) {
+            c = add(t, call, param, window_arg[i].name, FA_ERR_ARG, OP_WINDOW);
+            c->field = f;
+            c->i[0] = window_arg[i].x;
+        }
+        for (size_t i = 0; i < sizeof window_unsupported / sizeof *window_unsupported; i++) {
+            c = add(t, call, param, window_unsupported[i].name, FA_ERR_UNSUPPORTED, OP_WINDOW);
+            c->field = f;
+            c->i[0] = window_unsupported[i].x;
+        }
+    }
+    for (size_t i = 0; i < sizeof softcap_arg / sizeof *softcap_arg; i++)
+        add(t, call, "p->softcap", softcap_arg[i].name, FA_ERR_ARG, OP_SOFTCAP)->d = softcap_arg[i].x;
+    for (size_t i = 0; i < sizeof softcap_unsupported / sizeof *softcap_unsupported; i++)
+        add(t, call, "p->softcap", softcap_unsupported[i].name, FA_ERR_UNSUPPORTED, OP_SOFTCAP)->d =
+            softcap_unsupported[i].x;
+    add(t, call, "p->alibi_slopes", "non-NULL", FA_ERR_UNSUPPORTED, OP_ALIBI);
+    add(t, call, "p->bias", "non-NULL", FA_ERR_UNSUPPORTED, OP_BIAS);
+}
+
+static int is_output(ee_call call, int ti)
+{
+    return call == EE_FORWARD ? ti == EE_OUT : ti >= EE_DQ;
+}
+
+static void add_tensor_fields(ee_table *t, ee_call call, int ti)
+{
+    static const named_i64 dtypes[] = {{"4", 4},
+                                       {"-1", -1},
+                                       {"99", 99},
+                                       {"the other of f32/f64", OTHER_DTYPE},
+                                       {"FA_BF16 among the others", FA_BF16}};
+    static const named_i64 sizes[] = {{"-1", -1},
+                                      {"INT64_MIN", INT64_MIN},
+                                      {"0 (others not)", 0},
+                                      {"+1 (mismatch)", PLUS_ONE},
+                                      {"INT64_MAX", INT64_MAX}};
+    static const named_i64 dims_extra[] = {{"513", 513}};
+    static const named_i64 strides[] = {{"-1", -1},
+                                        {"INT64_MIN", INT64_MIN},
+                                        {"INT64_MAX (offset overflows)", INT64_MAX},
+                                        {"INT64_MAX/2 (byte offset overflows)", INT64_MAX / 2},
+                                        {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
+    static const named_i64 out_strides[] = {{"0 (elements shared)", 0},
+                                            {"contiguous - 1 (one element shared)", JUST_BELOW}};
+    static const char *const size_name[4] = {"batch", "heads", "seq", "dim"};
+    static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
+    char param[48];
+    ee_case *c;
+    add(t, call, slot_name[ti], "NULL", FA_ERR_NULL, OP_NULL_TENSOR)->ti = ti;
+    snprintf(param, sizeof param, "%s->data", slot_name[ti]);
+    add(t, call, param, "NULL", FA_ERR_NULL, OP_NULL_DATA)->ti = ti;
+    c = add(t, call, param, "64 bytes below the top of the address space (its range wraps)", FA_ERR_STRIDE,
+            OP_DATA_TOP);
+    c->ti = ti;
+    snprintf(param, sizeof param, "%s->dtype", slot_name[ti]);
+    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++) {
+        c = add(t, call, param, dtypes[i].name, FA_ERR_DTYPE, OP_DTYPE);
+        c->ti = ti;
+        c->i[0] = dtypes[i].x;
+    }
+    for (int f = 0; f < 4; f++) {
+        snprintf(param, sizeof param, "%s->%s", slot_name[ti], size_name[f]);
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes + (f == 3); i++) {
+            const named_i64 *v = i < sizeof sizes / sizeof *sizes ? &sizes[i] : &dims_extra[0];
+            c = add(t, call, param, v->name, FA_ERR_SHAPE, OP_SIZE);
+            c->ti = ti;
+            c->field = f;
+            c->i[0] = v->x;
+        }
+    }
+    for (int f = 0; f < 3; f++) {
+        snprintf(param, sizeof param, "%s->%s", slot_name[ti], stride_name[f]);
+        size_t n = sizeof strides / sizeof *strides, n_out = is_output(call, ti) ? 2 : 0;
+        for (size_t i = 0; i < n + n_out; i++) {
+            const named_i64 *v = i < n ? &strides[i] : &out_strides[i - n];
+            c = add(t, call, param, v->name, FA_ERR_STRIDE, OP_STRIDE);
+            c->ti = ti;
+            c->field = f;
+            c->i[0] = v->x;
+        }
+    }
+}
+
+static void add_aliases(ee_table *t, ee_call call)
+{
+    static const int fwd_out[] = {EE_OUT, EE_LSE}, fwd_in[] = {EE_Q, EE_K, EE_V};
+    static const int bwd_out[] = {EE_DQ, EE_DK, EE_DV},
+                     bwd_in[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_DOUT, EE_LSE};
+    const int *outs = call == EE_FORWARD ? fwd_out : bwd_out, *ins = call == EE_FORWARD ? fwd_in : bwd_in;
+    int n_out = call == EE_FORWARD ? 2 : 3, n_in = call == EE_FORWARD ? 3 : 6;
+    static const char *const mode_name[3] = {"on all of %s", "last element on %s's first",
+                                             "first element on %s's last"};
+    for (int o = 0; o < n_out; o++)
+        for (int j = 0; j < n_in + n_out; j++) {
+            int onto = j < n_in ? ins[j] : outs[j - n_in];
+            if (j >= n_in && j - n_in <= o) continue; /* each pair of outputs once */
+            for (int m = 0; m < 3; m++) {
+                char value[64];
+                snprintf(value, sizeof value, mode_name[m], slot_name[onto]);
+                ee_case *c = add(t, call, slot_name[outs[o]], value, FA_ERR_ALIAS, OP_ALIAS);
+                c->ti = outs[o];
+                c->field = onto;
+                c->mode = m;
+            }
+        }
+}
+
+static void add_shared_sizes(ee_table *t, ee_call call)
+{
+    static const struct {
+        const char *param, *value;
+        fa_status want;
+        int role[3];
+        int64_t x[3];
+    } cases[] = {
+        {"Hkv", "3 (Hq % Hkv != 0)", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {3}},
+        {"Hkv", "8 (> Hq)", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {8}},
+        {"Hkv", "0 with Hq 4", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {0}},
+        {"Hkv", "-1", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {-1}},
+        {"D", "0", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {0}},
+        {"D", "513", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {513}},
+        {"D", "-1", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {-1}},
+        {"D", "INT64_MAX", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {INT64_MAX}},
+        {"Dv", "0", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {0}},
+        {"Dv", "513", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {513}},
+        {"Dv", "-1", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {-1}},
+        {"Dv", "INT64_MAX", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {INT64_MAX}},
+        {"B", "-1", FA_ERR_SHAPE, {R_B, R_NONE, R_NONE}, {-1}},
+        {"B", "2^62 (B·Hq·Nq overflows)", FA_ERR_SHAPE, {R_B, R_NONE, R_NONE}, {INT64_C(1) << 62}},
+        {"Nq", "2^62 (B·Hq·Nq overflows)", FA_ERR_SHAPE, {R_NQ, R_NONE, R_NONE}, {INT64_C(1) << 62}},
+        {"B, Hq, Hkv",
+         "2^32, 2^31, 2^31 (B·Hq overflows)",
+         FA_ERR_SHAPE,
+         {R_B, R_HQ, R_HKV},
+         {INT64_C(1) << 32, INT64_C(1) << 31, INT64_C(1) << 31}},
+        {"B, Hq, Nq",
+         "2^20 each (lse bytes overflow)",
+         FA_ERR_SHAPE,
+         {R_B, R_HQ, R_NQ},
+         {INT64_C(1) << 20, INT64_C(1) << 20, INT64_C(1) << 20}},
+        {"Nk", "2^62 (Nk·stride_seq overflows)", FA_ERR_STRIDE, {R_NK, R_NONE, R_NONE}, {INT64_C(1) << 62}},
+        {"Nk", "2^61 (byte offsets overflow)", FA_ERR_STRIDE, {R_NK, R_NONE, R_NONE}, {INT64_C(1) << 61}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char param[48];
+        snprintf(param, sizeof param, "(sizes) %s", cases[i].param);
+        ee_case *c = add(t, call, param, cases[i].value, cases[i].want, OP_ROLES);
+        c->ti = cases[i].role[0];
+        c->field = cases[i].role[1];
+        c->mode = cases[i].role[2];
+        for (int k = 0; k < 3; k++) c->i[k] = cases[i].x[k];
+    }
+}
+
+static void add_packed(ee_table *t, ee_call call)
+{
+    static const char *const fwd[] = {"out sharing v's last column of each row", "out on q's columns",
+                                      "out's last head wrapping onto q's columns of the next row"};
+    static const char *const bwd[] = {"dk sharing dq's last column of each row",
+                                      "dv wrapping onto q's first column of the next row",
+                                      "dq on k's and v's columns", "dk with another row width"};
+    int n = call == EE_FORWARD ? 3 : 4;
+    for (int m = 1; m <= n; m++) {
+        const char *value = call == EE_FORWARD ? fwd[m - 1] : bwd[m - 1];
+        add(t, call, "(row-interleaved packed views)", value, FA_ERR_ALIAS, OP_PACKED)->mode = m;
+    }
+}
+
+static void add_helpers(ee_table *t)
+{
+    static const struct {
+        int arg;
+        const char *name;
+        int64_t x;
+        fa_status want;
+    } cases[] = {
+        {0, "NULL", 0, FA_ERR_NULL},
+        {1, "4", 4, FA_ERR_DTYPE},
+        {1, "-1", -1, FA_ERR_DTYPE},
+        {2, "-1", -1, FA_ERR_SHAPE},
+        {2, "INT64_MIN", INT64_MIN, FA_ERR_SHAPE},
+        {2, "2^62 (B·Hq·Nq overflows)", INT64_C(1) << 62, FA_ERR_SHAPE},
+        {3, "-1", -1, FA_ERR_SHAPE},
+        {3, "INT64_MIN", INT64_MIN, FA_ERR_SHAPE},
+        {3, "2^61 (h·s·d overflows)", INT64_C(1) << 61, FA_ERR_SHAPE},
+        {4, "-1", -1, FA_ERR_SHAPE},
+        {4, "INT64_MIN", INT64_MIN, FA_ERR_SHAPE},
+        {4, "2^62 (h·s·d overflows)", INT64_C(1) << 62, FA_ERR_STRIDE},
+        {5, "-1", -1, FA_ERR_SHAPE},
+        {5, "513", 513, FA_ERR_SHAPE},
+        {5, "2^62 (h·s·d overflows)", INT64_C(1) << 62, FA_ERR_SHAPE},
+    };
+    static const char *const arg_name[6] = {"data", "t", "b", "h", "s", "d"};
+    static const char *const arg_role[6] = {
+        "of q", "of q", "of every view", "of q and out (Hq)", "of k and v (Nk)", "of q and k (D)"};
+    for (int bshd = 0; bshd < 2; bshd++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            char param[48], value[64];
+            snprintf(param, sizeof param, "via fa_tensor_%s(%s)", bshd ? "bshd" : "bhsd",
+                     arg_name[cases[i].arg]);
+            snprintf(value, sizeof value, "%s, %s", cases[i].name, arg_role[cases[i].arg]);
+            ee_case *c = add(t, EE_FORWARD, param, value, cases[i].want, OP_HELPER);
+            c->ti = bshd;
+            c->field = cases[i].arg;
+            c->i[0] = cases[i].x;
+        }
+}
+
+void ee_build_table(ee_table *t)
+{
+    memset(t, 0, sizeof *t);
+    for (int call = 0; call < 2; call++) {
+        add_params(t, (ee_call)call);
+        for (int ti = 0; ti < (call == EE_FORWARD ? 4 : EE_NT); ti++) add_tensor_fields(t, (ee_call)call, ti);
+        if (call == EE_BACKWARD) add(t, (ee_call)call, "lse", "NULL", FA_ERR_NULL, OP_NULL_LSE);
+        add(t, (ee_call)call, "lse", "64 bytes below the top of the address space (its range wraps)",
+            FA_ERR_STRIDE, OP_DATA_TOP)
+            ->ti = EE_LSE;
+        add_aliases(t, (ee_call)call);
+        add_shared_sizes(t, (ee_call)call);
+        add_packed(t, (ee_call)call);
+    }
+    add_helpers(t);
+}
+
+void ee_table_free(ee_table *t)
+{
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}

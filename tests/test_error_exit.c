@@ -1,0 +1,278 @@
+/* Error exits, reference-BLAS style: every parameter of fa_forward, fa_backward,
+ * fa_context_create, fa_context_stats and the fa_tensor_* helpers, and every field of fa_tensor,
+ * fa_params and fa_context_opts, gets every class of bad value that applies to it. Each call must
+ * return the one status the header documents (first class in the order NULL, ARG, DTYPE, SHAPE,
+ * STRIDE, ALIAS, UNSUPPORTED, BUSY) and leave every byte of every tensor, of lse, of the context's
+ * stats and of *ctx as it was. The table is in error_exit.c; this file runs it, adds the context
+ * calls, and prints one line:
+ *   P parameters x V bad values: U undetected, C buffers changed
+ * (P distinct parameters and V bad values counted from what actually ran; each value runs on f32
+ * and f64, with an own context and with ctx = NULL). Then: element-misaligned data. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error_exit.h"
+#include "util.h"
+
+/* Parameters and bad values actually run, and what went wrong. */
+typedef struct {
+    int values, undetected, changed;
+    char (*params)[64];
+    int n_params, cap;
+} ee_tally;
+
+/* Records one bad value of `param`: undetected and changed are 0 or 1. */
+static void ee_tally_add(ee_tally *t, const char *param, int undetected, int changed)
+{
+    t->values++;
+    t->undetected += undetected != 0;
+    t->changed += changed != 0;
+    for (int i = 0; i < t->n_params; i++)
+        if (strcmp(t->params[i], param) == 0) return;
+    if (t->n_params == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 128;
+        t->params = realloc(t->params, (size_t)t->cap * sizeof *t->params);
+        cr_assert(t->params);
+    }
+    snprintf(t->params[t->n_params++], sizeof t->params[0], "%s", param);
+}
+
+static void ee_tally_free(ee_tally *t)
+{
+    free(t->params);
+    memset(t, 0, sizeof *t);
+}
+
+static int stats_equal(const fa_stats *a, const fa_stats *b)
+{
+    return a->num_threads == b->num_threads && a->bind == b->bind && a->bound_threads == b->bound_threads &&
+           a->block_q == b->block_q && a->block_k == b->block_k && a->isa == b->isa &&
+           a->scratch_capacity == b->scratch_capacity && a->scratch_peak == b->scratch_peak;
+}
+
+/* ---- fa_forward and fa_backward ------------------------------------------------------------ */
+
+static void run_call_table(ee_tally *tally, uint64_t seed)
+{
+    ee_world w[2];
+    ee_world_make(&w[0], FA_F32, seed);
+    ee_world_make(&w[1], FA_F64, seed + 1);
+    ee_table table;
+    ee_build_table(&table);
+    for (int n = 0; n < table.n; n++) {
+        const ee_case *c = &table.v[n];
+        int undetected = 0, changed = 0;
+        for (int dt = 0; dt < 2; dt++)
+            for (int use_null = 0; use_null < 2; use_null++) {
+                ee_world *wd = &w[dt];
+                ee_args a;
+                ee_valid_args(wd, &a);
+                ee_apply(c, wd, &a);
+                if (a.busy && use_null) continue; /* only an own context can be busy */
+                if (use_null) a.ctx = NULL;
+                fa_stats before, after;
+                cr_assert_eq(fa_context_stats(wd->ctx, &before), FA_OK);
+                fa_status st = ee_call_run(c->call, &a);
+                cr_assert_eq(fa_context_stats(wd->ctx, &after), FA_OK);
+                const char *how = dt ? (use_null ? "f64, ctx NULL" : "f64, own ctx")
+                                     : (use_null ? "f32, ctx NULL" : "f32, own ctx");
+                if (st != c->want || a.helper_broken) {
+                    undetected = 1;
+                    cr_expect_fail("%s = %s [%s], seed %llu: status %d (%s), documented %d (%s)%s", c->param,
+                                   c->value, how, (unsigned long long)wd->seed, st, fa_status_str(st),
+                                   c->want, fa_status_str(c->want),
+                                   a.helper_broken ? "; the helper's view has no negative stride" : "");
+                }
+                int pool_ok = ee_world_unchanged(wd), stats_ok = stats_equal(&before, &after);
+                if (!pool_ok || !stats_ok) {
+                    changed = 1;
+                    cr_expect_fail("%s = %s [%s], seed %llu: status %d, and %s changed", c->param, c->value,
+                                   how, (unsigned long long)wd->seed, st,
+                                   !pool_ok ? "a byte of the tensors or lse" : "the context's stats");
+                    ee_world_restore(wd);
+                }
+            }
+        ee_tally_add(tally, c->param, undetected, changed);
+    }
+    /* The contexts still serve valid calls after all those refusals. */
+    for (int dt = 0; dt < 2; dt++) {
+        for (int call = 0; call < 2; call++) {
+            ee_args a;
+            ee_valid_args(&w[dt], &a);
+            cr_expect_eq(ee_call_run((ee_call)call, &a), FA_OK, "a valid call after the bad ones");
+        }
+        ee_world_free(&w[dt]);
+    }
+    ee_table_free(&table);
+}
+
+/* ---- fa_context_create --------------------------------------------------------------------- */
+
+static void run_context_create(ee_tally *tally)
+{
+    static const struct {
+        const char *param, *value;
+        int null_ctx, null_opts;
+        fa_context_opts o;
+        const char *env, *env_value; /* set around the call, with bind AUTO */
+        fa_status want;
+    } cases[] = {
+        {"ctx", "NULL (opts NULL)", 1, 1, {0, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_NULL},
+        {"ctx", "NULL (opts valid)", 1, 0, {0, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_NULL},
+        {"opts", "every field invalid", 0, 0, {-1, (fa_bind)9, -1, -1}, NULL, NULL, FA_ERR_ARG},
+        {"opts->num_threads", "-1", 0, 0, {-1, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->num_threads", "INT_MIN", 0, 0, {INT_MIN, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "4", 0, 0, {0, (fa_bind)4, 0, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "-1", 0, 0, {0, (fa_bind)-1, 0, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "99", 0, 0, {0, (fa_bind)99, 0, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "INT_MIN", 0, 0, {0, (fa_bind)INT_MIN, 0, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "INT_MAX", 0, 0, {0, (fa_bind)INT_MAX, 0, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_q", "-1", 0, 0, {0, FA_BIND_AUTO, -1, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_q", "INT_MIN", 0, 0, {0, FA_BIND_AUTO, INT_MIN, 0}, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_k", "-1", 0, 0, {0, FA_BIND_AUTO, 0, -1}, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_k", "INT_MIN", 0, 0, {0, FA_BIND_AUTO, 0, INT_MIN}, NULL, NULL, FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "bogus", 0, 1, {0}, "FLASHATTN_BIND", "bogus", FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "CORE", 0, 1, {0}, "FLASHATTN_BIND", "CORE", FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "\"core \"", 0, 1, {0}, "FLASHATTN_BIND", "core ", FA_ERR_ARG},
+        /* README: "Any other name is FA_ERR_ARG" (a known table this CPU lacks: FA_ERR_UNSUPPORTED) */
+        {"env FLASHATTN_ISA", "bogus", 0, 1, {0}, "FLASHATTN_ISA", "bogus", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "AVX512", 0, 1, {0}, "FLASHATTN_ISA", "AVX512", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "sse2", 0, 1, {0}, "FLASHATTN_ISA", "sse2", FA_ERR_ARG},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char saved[256];
+        const char *old = cases[i].env ? getenv(cases[i].env) : NULL;
+        int had = old != NULL;
+        if (had) snprintf(saved, sizeof saved, "%s", old);
+        if (cases[i].env) setenv(cases[i].env, cases[i].env_value, 1);
+        static int marker;
+        fa_context *ctx = (fa_context *)(void *)&marker;
+        fa_context_opts opts = cases[i].o, copy = opts;
+        fa_status st = fa_context_create(cases[i].null_ctx ? NULL : &ctx, cases[i].null_opts ? NULL : &opts);
+        if (cases[i].env) {
+            if (had)
+                setenv(cases[i].env, saved, 1);
+            else
+                unsetenv(cases[i].env);
+        }
+        int undetected = st != cases[i].want;
+        int changed = ctx != (fa_context *)(void *)&marker || memcmp(&opts, &copy, sizeof opts) != 0;
+        cr_expect(!undetected, "fa_context_create %s = %s: status %d (%s), documented %d (%s)",
+                  cases[i].param, cases[i].value, st, fa_status_str(st), cases[i].want,
+                  fa_status_str(cases[i].want));
+        cr_expect(!changed, "fa_context_create %s = %s: *ctx or *opts was written", cases[i].param,
+                  cases[i].value);
+        if (st == FA_OK && ctx != (fa_context *)(void *)&marker) fa_context_destroy(ctx);
+        char param[64];
+        snprintf(param, sizeof param, "fa_context_create %s", cases[i].param);
+        ee_tally_add(tally, param, undetected, changed);
+    }
+}
+
+/* ---- fa_context_stats ---------------------------------------------------------------------- */
+
+static void run_context_stats(ee_tally *tally)
+{
+    fa_context *ctx;
+    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
+    for (int c = 0; c < 3; c++) {
+        static const char *const param[3] = {"fa_context_stats ctx", "fa_context_stats out",
+                                             "fa_context_stats ctx"};
+        static const char *const value[3] = {"NULL", "NULL", "NULL (out NULL too)"};
+        fa_stats out, copy, before, after;
+        memset(&out, TU_CANARY, sizeof out);
+        copy = out;
+        cr_assert_eq(fa_context_stats(ctx, &before), FA_OK);
+        fa_status st = fa_context_stats(c == 1 ? ctx : NULL, c == 0 ? &out : NULL);
+        cr_assert_eq(fa_context_stats(ctx, &after), FA_OK);
+        int undetected = st != FA_ERR_NULL;
+        int changed = memcmp(&out, &copy, sizeof out) != 0 || !stats_equal(&before, &after);
+        cr_expect(!undetected, "%s = %s: status %d (%s)", param[c], value[c], st, fa_status_str(st));
+        cr_expect(!changed, "%s = %s: *out or the context's stats changed", param[c], value[c]);
+        ee_tally_add(tally, param[c], undetected, changed);
+    }
+    fa_context_destroy(ctx);
+}
+
+Test(error_exit, every_bad_argument_returns_its_documented_status_and_changes_no_byte)
+{
+    uint64_t seed =
+        tu_seed("error_exit.every_bad_argument_returns_its_documented_status_and_changes_no_byte");
+    ee_tally tally;
+    memset(&tally, 0, sizeof tally);
+    run_call_table(&tally, seed);
+    run_context_create(&tally);
+    run_context_stats(&tally);
+    char line[160];
+    snprintf(line, sizeof line, "%d parameters x %d bad values: %d undetected, %d buffers changed",
+             tally.n_params, tally.values, tally.undetected, tally.changed);
+    cr_log_info("%s", line);
+    fprintf(stderr, "%s\n", line);
+    cr_expect_eq(tally.undetected, 0, "%s", line);
+    cr_expect_eq(tally.changed, 0, "%s", line);
+    ee_tally_free(&tally);
+}
+
+/* ---- element-misaligned data ---------------------------------------------------------------
+ * The header states no alignment requirement for f32/f64 data. A pointer one byte past an element
+ * boundary must then be either refused (any status, nothing written) or handled: the results are
+ * the bytes the aligned call gives. (Reading a float through a misaligned float * is undefined
+ * behaviour in C; UBSan reports it.) */
+
+static size_t slot_bytes(const ee_world *w, const ee_args *a, int s)
+{
+    if (s == EE_LSE) return (size_t)(EE_B * EE_HQ * EE_N) * w->e;
+    const fa_tensor *t = &a->t[s];
+    return (size_t)(t->batch * t->heads * t->seq * t->dim) * w->e;
+}
+
+Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
+{
+    uint64_t seed = tu_seed("error_exit.element_misaligned_data_or_lse_is_refused_with_fa_err_stride");
+    static const int fwd_slots[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_LSE};
+    static const int bwd_slots[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_DOUT, EE_LSE, EE_DQ, EE_DK, EE_DV};
+    static const char *const name[] = {"q", "k", "v", "out", "dout", "dq", "dk", "dv", "lse"};
+    for (int dt = 0; dt < 2; dt++) {
+        ee_world w;
+        ee_world_make(&w, dt ? FA_F64 : FA_F32, seed + (uint64_t)dt);
+        for (int call = 0; call < 2; call++) {
+            const int *slots = call ? bwd_slots : fwd_slots;
+            int n_slots = call ? 9 : 5;
+            ee_args a;
+            ee_valid_args(&w, &a);
+            cr_assert_eq(ee_call_run((ee_call)call, &a), FA_OK, "the aligned call itself must succeed");
+            ee_world_restore(&w);
+            for (int si = 0; si < n_slots; si++) {
+                int s = slots[si];
+                ee_valid_args(&w, &a);
+                size_t bytes = slot_bytes(&w, &a, s);
+                tu_buf mis = tu_buf_alloc(bytes + 16);
+                unsigned char *at = (unsigned char *)tu_buf_data(&mis) + 1;
+                memcpy(at, ee_region(&w, s, 0), bytes);
+                if (s == EE_LSE)
+                    a.lse = at;
+                else
+                    a.t[s].data = at;
+                unsigned char *mis_snap = tu_buf_snapshot(&mis);
+                fa_status st = ee_call_run((ee_call)call, &a);
+                const char *what = call ? "fa_backward" : "fa_forward";
+                fprintf(stderr, "[misaligned] %s, %s, %s at an address 1 byte past an element boundary: %s\n",
+                        dt ? "f64" : "f32", what, name[s], fa_status_str(st));
+                /* flashattn.h: data or lse not aligned to its element size is FA_ERR_STRIDE, nothing written */
+                cr_expect_eq(st, FA_ERR_STRIDE, "%s, %s, %s misaligned, seed %llu: status %s, not FA_ERR_STRIDE",
+                             dt ? "f64" : "f32", what, name[s], (unsigned long long)w.seed, fa_status_str(st));
+                cr_expect(ee_world_unchanged(&w) && tu_buf_equals_snapshot(&mis, mis_snap),
+                          "%s, %s misaligned, seed %llu: refused (%s) but a byte changed", what, name[s],
+                          (unsigned long long)w.seed, fa_status_str(st));
+                free(mis_snap);
+                tu_buf_free(&mis);
+                ee_world_restore(&w);
+            }
+        }
+        ee_world_free(&w);
+    }
+}
