@@ -33,9 +33,11 @@
  *
  * ## fork()
  * GNU libgomp's worker threads are not copied by fork(): a parallel region in
- * the child of a process that has run one would wait forever. In such a child
- * (and its descendants) every call therefore runs on the calling thread
- * alone: same results, bit for bit, at one core's speed. exec() clears this.
+ * the child of a process that has run one (the library's or the user's own)
+ * would wait forever. So in a child of a process that had more than one
+ * thread when it forked (and in that child's descendants) every call runs on
+ * the calling thread alone: same results, bit for bit, at one core's speed.
+ * A child of a single-threaded process keeps its threads. exec() clears this.
  */
 #ifndef FLASHATTN_H
 #define FLASHATTN_H

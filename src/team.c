@@ -1,26 +1,53 @@
 /* The parallel region every driver runs in. */
 #include "team.h"
 
+#include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* ---- fork ----
- * GNU libgomp keeps its worker threads in a pool that a fork() does not copy: in the child, the
- * first parallel region waits forever for threads that do not exist. So once this process has
- * run a parallel region, a forked child (and its children) run every call on the calling thread
- * alone. The items are the same, so the results are bitwise the same; only the speed differs. */
-static atomic_int parallel_used, in_forked_child;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+ * GNU libgomp keeps its worker threads in a pool that fork() does not copy: in the child, the
+ * first parallel region waits forever for threads that do not exist. The pool may come from the
+ * library's own calls or from the user's OpenMP regions, and neither is visible from here. So the
+ * parent's thread count is read just before every fork: a child of a process that had more than
+ * one thread (or whose count could not be read) runs every call on the calling thread alone, and
+ * so do its own children. The items are the same, so the results are bitwise the same; only the
+ * speed differs. A child of a single-threaded process keeps its threads. */
+static atomic_int threads_at_fork, in_forked_child;
+
+/* The calling process's thread count from /proc/self/stat (field 20), or 0 when unreadable. */
+static int process_threads(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    for (int field = 2; p && field < 20; field++) p = strchr(p + 1, ' ');
+    return p ? atoi(p + 1) : 0;
+}
+
+static void before_fork(void)
+{
+    atomic_store(&threads_at_fork, process_threads());
+}
 
 static void after_fork_in_child(void)
 {
-    if (atomic_load(&parallel_used)) atomic_store(&in_forked_child, 1);
+    if (atomic_load(&threads_at_fork) != 1) atomic_store(&in_forked_child, 1);
 }
 
-static void watch_forks(void)
+/* Armed when the library is loaded, so that forks before its first call are seen too. */
+__attribute__((constructor)) static void watch_forks(void)
 {
-    (void)pthread_atfork(NULL, NULL, after_fork_in_child);
+    (void)pthread_atfork(before_fork, NULL, after_fork_in_child);
 }
 
 /* The context's statistics describe the last call that succeeded: a failed call changes none. */
@@ -53,9 +80,7 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
     for (int ph = 0; ph < work->phases; ph++)
         if (work->phase[ph].items > most_items) most_items = work->phase[ph].items;
     if (most_items == 0) return record_call(ctx, mode, 0, FA_OK);
-    pthread_once(&fork_once, watch_forks);
     if (atomic_load(&in_forked_child)) return record_call(ctx, FA_BIND_NONE, 0, run_serially(ctx, work));
-    atomic_store(&parallel_used, 1);
 
     /* No more threads than items: an idle thread would only be placed and woken for nothing. */
     int threads = ctx->num_threads;

@@ -99,7 +99,8 @@ static int store_set(fa_topology *t, hwloc_topology_t topo, hwloc_const_cpuset_t
 }
 
 /* CORE: thread i on the i-th allowed core, wrapping around. SPREAD: hwloc_distrib, which splits
- * the threads evenly down the tree (packages, then NUMA nodes, then L3 domains, then cores). */
+ * the threads evenly down the tree (packages, then NUMA nodes, then L3 domains, then cores).
+ * Returns 0 on success, -1 when the topology has no usable unit, -2 when memory ran out. */
 static int compute_places(fa_topology *t, hwloc_topology_t topo)
 {
     int cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
@@ -117,11 +118,12 @@ static int compute_places(fa_topology *t, hwloc_topology_t topo)
 
     /* hwloc_distrib allocates each set itself (it stores a duplicate into every slot). */
     hwloc_bitmap_t *spread = calloc((size_t)t->num_threads, sizeof *spread);
-    if (!spread) return -1;
+    if (!spread) return -2;
     hwloc_obj_t root = hwloc_get_root_obj(topo);
     int rc = hwloc_distrib(topo, &root, 1, spread, (unsigned)t->num_threads, hwloc_get_type_depth(topo, unit), 0);
+    if (rc != 0) rc = -2; /* hwloc_distrib fails only when it cannot allocate a set */
     for (int i = 0; i < t->num_threads && rc == 0; i++)
-        if (!spread[i]) rc = -1;
+        if (!spread[i]) rc = -2;
     /* hwloc_distrib hands out whole domains when there are fewer threads than cores; each thread
      * gets the first core of its domain, so it stays put like OMP_PROC_BIND=spread on cores. */
     for (int i = 0; i < t->num_threads && rc == 0; i++) {
@@ -155,7 +157,10 @@ fa_status fa_topology_create_from(fa_topology **out, struct hwloc_topology *topo
     t->spread_place = alloc_sets(t);
     t->saved = alloc_sets(t);
     if (!t->core_place || !t->spread_place || !t->saved) st = FA_ERR_NOMEM;
-    else if (compute_places(t, topo) != 0) st = FA_ERR_RUNTIME;
+    else {
+        int rc = compute_places(t, topo);
+        st = rc == 0 ? FA_OK : (rc == -2 ? FA_ERR_NOMEM : FA_ERR_RUNTIME);
+    }
     if (st != FA_OK) {
 #ifndef __linux__
         t->topo = NULL; /* the caller's */
