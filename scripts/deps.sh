@@ -7,6 +7,9 @@
 #   build: cmake, make, gcc (with libgomp for OpenMP), libc6-dev, pkg-config, libhwloc-dev
 #   test:  build + libcriterion-dev (the test suite) + libudev-dev (hwloc.pc lists -ludev in its
 #          Libs.private, so `pkg-config --static --libs flashattn` needs libudev.so to link)
+#          + the reliability stages of scripts/test.sh and scripts/fuzz.sh: clang (the TSan and
+#          libFuzzer builds), libclang-rt-14-dev (clang 14's sanitizer and libFuzzer runtimes),
+#          libomp-dev (LLVM's OpenMP runtime and Archer, libarcher.so, for TSan) and valgrind
 #   bench: build + libopenblas-dev (fa-bench's unfused BLAS baseline) + gnuplot-nox
 #          (scripts/thread_sweep.sh's plot); fa-bench builds and runs without both
 #
@@ -18,7 +21,7 @@ fa_deps_packages() {
     local pkgs="cmake make gcc libc6-dev pkg-config libhwloc-dev"
     case "${1:-build}" in
     build) ;;
-    test) pkgs="$pkgs libcriterion-dev libudev-dev" ;;
+    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind" ;;
     bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
     *) echo "deps: unknown set '$1' (build|test|bench)" >&2; return 2 ;;
     esac
@@ -35,6 +38,9 @@ fa_deps() {
             command -v "$m" >/dev/null 2>&1 || missing="$missing $m"
         done
         [ "$set" = bench ] && { command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot"; }
+        if [ "$set" = test ]; then
+            for m in clang valgrind; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
+        fi
         if command -v pkg-config >/dev/null 2>&1; then
             pkg-config --exists 'hwloc >= 2.0' || missing="$missing hwloc(>=2.0,pkg-config)"
             [ "$set" = test ] && { pkg-config --exists criterion || missing="$missing criterion(pkg-config)"; }

@@ -1,24 +1,39 @@
 #!/bin/bash
 # scripts/test.sh — the whole check, as CI runs it (.ci/run calls this).
 #
-#   1. deps            scripts/deps.sh test (apt-get as root; otherwise names what is missing and stops)
-#   2. configure       build/ (FA_BUILD_DIR): RelWithDebInfo = -O2 -g WITHOUT -DNDEBUG, so assert()s stay on;
-#                      -DFLASHATTN_WERROR=ON, tests and fa-bench on
-#   3. build           -j$(nproc)
-#   4-7. suite         the Criterion suite with OMP_NUM_THREADS=1, 2, 3 and 4
-#   8. asan build      build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined, fa-bench off
-#   9. asan suite      the suite once more under ASan+UBSan (OMP_NUM_THREADS=4)
-#   10. install        cmake --install build/ into a temporary prefix, then moved elsewhere (relocatable)
-#   11. consumer       tests/consumer built and run against that copy through find_package and pkg-config
+#   deps              scripts/deps.sh test (apt-get as root; otherwise names what is missing and stops)
+#   configure, build  build/ (FA_BUILD_DIR): RelWithDebInfo = -O2 -g WITHOUT -DNDEBUG, so assert()s stay on;
+#                     -DFLASHATTN_WERROR=ON, tests, fa-bench and fa-tests-shim (for valgrind) on
+#   suite             the Criterion suite with OMP_NUM_THREADS=1, 2, 3 and 4 (each suite stage also runs
+#                     the other ctest tests: the fuzz seeds, tests/fuzz/corpus, through fa-fuzz-replay)
+#   kernel tables     the suite once more per kernel table this CPU has besides the best one (which the
+#                     runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2
+#   hostile runtime   scripts/hostile_runtime.sh (taskset, oversubscription, OMP_PROC_BIND, OMP_THREAD_LIMIT)
+#   asan              build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined; the suite
+#                     under ASan+UBSan (OMP_NUM_THREADS=4)
+#   tsan              build-tsan/ (FA_TSAN_BUILD_DIR): clang, -DFLASHATTN_SANITIZE=thread, LLVM's libomp;
+#                     the whole suite as fa-tests-shim (Criterion's runner cannot start under TSan, see
+#                     tests/shim/criterion/criterion.h) and the fuzz seeds, with Archer
+#                     (OMP_TOOL_LIBRARIES=libarcher.so) giving TSan OpenMP's synchronization
+#   fuzz              scripts/fuzz.sh FA_FUZZ_SECONDS (default 60): libFuzzer + ASan + UBSan on the public API
+#   valgrind          memcheck (--leak-check=full, definite and indirect leaks are errors) over the fuzz seeds
+#                     and over the API suites of fa-tests-shim
+#   install           cmake --install build/ into a temporary prefix, then moved elsewhere (relocatable)
+#   consumer          tests/consumer built and run against that copy through find_package and pkg-config
 #
 # Each stage prints a banner; the first failing stage stops the run with its name; a summary with the
-# time of every stage ends the output. Environment:
-#   FA_BUILD_DIR, FA_ASAN_BUILD_DIR   build directories (default build/ and build-asan/ in the repo)
+# time of every stage (and its figures: tests passed, fuzz executions, valgrind errors) ends the output.
+# Environment:
+#   FA_BUILD_DIR, FA_ASAN_BUILD_DIR, FA_TSAN_BUILD_DIR, FA_FUZZ_BUILD_DIR   build directories
 #   FA_JOBS                           parallel build jobs (default: nproc)
 #   FA_TEST_THREADS                   OMP_NUM_THREADS values of the sweep (default "1 2 3 4")
-#   FA_SKIP_ASAN=1                    skip stages 8-9 (for a quick local run; CI never sets it)
-#   FA_TEST_ARGS                      extra arguments for the Criterion runner (e.g. --filter='forward/*')
-#   FA_KEEP_TMP=1                     keep the temporary install prefix and consumer builds
+#   FA_TEST_HEAVY=1                   the heavier variants: fuzzing for FA_FUZZ_SECONDS (default then 3600)
+#                                     and valgrind over the whole suite instead of the API suites
+#   FA_FUZZ_SECONDS                   seconds of fuzzing (default 60, or 3600 with FA_TEST_HEAVY=1)
+#   FA_SKIP_ASAN=1, FA_SKIP_TSAN=1, FA_SKIP_FUZZ=1, FA_SKIP_VALGRIND=1
+#                                     skip those stages (for a quick local run; CI never sets them)
+#   FA_TEST_ARGS                      extra arguments for the test runners (e.g. --filter='forward/*')
+#   FA_KEEP_TMP=1                     keep the temporary install prefix, consumer builds and valgrind logs
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,8 +43,11 @@ source "$root/scripts/deps.sh"
 
 build=${FA_BUILD_DIR:-$root/build}
 build_asan=${FA_ASAN_BUILD_DIR:-$root/build-asan}
+build_tsan=${FA_TSAN_BUILD_DIR:-$root/build-tsan}
 jobs=${FA_JOBS:-$(nproc)}
 threads=${FA_TEST_THREADS:-1 2 3 4}
+heavy=${FA_TEST_HEAVY:-0}
+if [ "$heavy" = 1 ]; then fuzz_seconds=${FA_FUZZ_SECONDS:-3600}; else fuzz_seconds=${FA_FUZZ_SECONDS:-60}; fi
 read -r -a test_args <<<"${FA_TEST_ARGS:-}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fa-test.XXXXXX")
 
@@ -72,6 +90,10 @@ stage() {
     printf -- '---- [%d] %s: ok (%s)\n' "$stage_no" "$name" "$(fmt_s $dt)"
 }
 
+skipped() { # skipped NAME WHY
+    summary+=("$(printf '%-40s SKIPPED (%s)' "$1" "$2")")
+}
+
 print_summary() {
     printf '\n==== summary ====\n'
     printf '  %s\n' "${summary[@]}"
@@ -83,19 +105,24 @@ configure() { # configure DIR EXTRA-CMAKE-ARGS...
     cmake -S "$root" -B "$dir" "${common_cmake[@]}" -DFLASHATTN_WERROR=ON -DFLASHATTN_BUILD_TESTS=ON "$@"
 }
 
-# Runs every test of a build: the Criterion runner fa-tests directly (so its own report, ending in
-# "Synthesis: Tested: N | Passing: N | Failing: 0 | Crashing: 0", is shown as is), then any other
-# test registered with ctest.
+# Runs a test runner (fa-tests, or fa-tests-shim with the same options and the same last line,
+# "Synthesis: Tested: N | Passing: N | Failing: 0 | Crashing: 0"), shown as is; the stage summary
+# repeats that count.
+run_tests() { # run_tests EXE ARGS...
+    local exe=$1 rc=0
+    shift
+    echo "OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}${FLASHATTN_ISA:+ FLASHATTN_ISA=$FLASHATTN_ISA} $exe $*"
+    "$exe" "$@" 2>&1 | tee "$tmp/suite.log" || rc=$?
+    grep -o 'Tested: .*' "$tmp/suite.log" | tail -n 1 | sed 's/ *$//' >"$tmp/stage.note" || true
+    return "$rc"
+}
+
+# Runs every test of a build: the Criterion runner fa-tests, then any other test registered with ctest.
 suite() { # suite DIR
     local dir=$1 exe
     exe=$(find "$dir" -name fa-tests -type f -perm -u+x -print -quit)
     [ -n "$exe" ] || { echo "no fa-tests executable under $dir" >&2; return 1; }
-    echo "OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset} $exe ${test_args[*]}"
-    local rc=0
-    "$exe" "${test_args[@]}" 2>&1 | tee "$tmp/suite.log" || rc=$?
-    # The stage summary repeats Criterion's count.
-    grep -o 'Tested: .*' "$tmp/suite.log" | tail -n 1 | sed 's/ *$//' >"$tmp/stage.note" || true
-    [ "$rc" -eq 0 ] || return "$rc"
+    run_tests "$exe" "${test_args[@]}"
     local others
     others=$(ctest --test-dir "$dir" -N | awk '/Test +#[0-9]+:/ && $3 != "fa-tests" {print $3}')
     if [ -n "$others" ]; then
@@ -105,6 +132,22 @@ suite() { # suite DIR
 
 suite_with_threads() { # suite_with_threads N DIR
     OMP_NUM_THREADS=$1 suite "$2"
+}
+
+# The kernel tables this CPU runs, best last (the order the library prefers them in reverse).
+cpu_tables() {
+    local t="ref"
+    if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then t="$t avx2"; fi
+    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then t="$t avx512"; fi
+    echo "$t"
+}
+
+suite_on_table() { # suite_on_table TABLE DIR
+    FLASHATTN_ISA=$1 OMP_NUM_THREADS=2 suite "$2"
+}
+
+hostile_runtime() {
+    FA_BUILD_DIR=$build "$root/scripts/hostile_runtime.sh" "$build/tests/fa-tests"
 }
 
 asan_build() {
@@ -119,6 +162,105 @@ asan_suite() {
         OMP_NUM_THREADS=4 suite "$build_asan"
 }
 
+# ThreadSanitizer needs every access to shared data instrumented: clang builds the library and the
+# tests, and clang's -fopenmp links LLVM's libomp, whose OMPT interface lets Archer (libarcher.so)
+# tell TSan about OpenMP's barriers, tasks and reductions. libgomp has no such interface.
+tsan_build() {
+    configure "$build_tsan" -DCMAKE_C_COMPILER=clang -DFLASHATTN_SANITIZE=thread -DFLASHATTN_BUILD_TESTS=OFF \
+        -DFLASHATTN_TEST_SHIM=ON -DFLASHATTN_BUILD_BENCH=OFF
+    cmake --build "$build_tsan" -j "$jobs" --target fa-tests-shim fa-fuzz-replay
+}
+
+# libarcher.so of the clang in use (libomp-dev), e.g. /usr/lib/llvm-14/lib/libarcher.so.
+archer_library() {
+    local dir
+    dir=$(clang -print-resource-dir 2>/dev/null)/../..
+    if [ -f "$dir/libarcher.so" ]; then
+        echo "$(cd "$dir" && pwd)/libarcher.so"
+    else
+        find /usr/lib/llvm-*/lib -maxdepth 1 -name libarcher.so 2>/dev/null | sort -V | tail -n 1
+    fi
+}
+
+tsan_suite() {
+    local archer
+    archer=$(archer_library)
+    [ -n "$archer" ] || { echo "libarcher.so not found (package libomp-dev)" >&2; return 1; }
+    # halt_on_error: the first report fails its test; ignore_noninstrumented_modules: accesses made
+    # inside libraries built without TSan (libomp itself, hwloc, libc) are not reported. No
+    # suppressions: none of the reports that remain is a third-party library's.
+    export OMP_TOOL_LIBRARIES=$archer
+    export TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1 ${TSAN_OPTIONS:-}"
+    echo "OMP_TOOL_LIBRARIES=$OMP_TOOL_LIBRARIES TSAN_OPTIONS=$TSAN_OPTIONS"
+    # TSan of LLVM 14 expects the address layout of kernels with at most 28 bits of mmap randomness;
+    # with more (vm.mmap_rnd_bits = 32 on recent kernels) it stops with "unexpected memory mapping".
+    # Without randomization (setarch -R, an unprivileged personality flag) it runs on any kernel.
+    local norand=()
+    if setarch "$(uname -m)" -R true 2>/dev/null; then norand=(setarch "$(uname -m)" -R); fi
+    # TSan runs the suite 2-10x slower: its timeouts stretch accordingly.
+    OMP_NUM_THREADS=2 FA_SHIM_TIMEOUT_SCALE=10 run_tests "${norand[@]}" "$build_tsan/tests/shim/fa-tests-shim" \
+        --jobs=2 "${test_args[@]}"
+    local note reports
+    note=$(cat "$tmp/stage.note")
+    reports=$(grep -c 'WARNING: ThreadSanitizer' "$tmp/suite.log" || true)
+    OMP_NUM_THREADS=2 "${norand[@]}" "$build_tsan/tests/fuzz/fa-fuzz-replay" "$root/tests/fuzz/corpus" 2>&1 |
+        tee "$tmp/replay.log"
+    reports=$((reports + $(grep -c 'WARNING: ThreadSanitizer' "$tmp/replay.log" || true)))
+    echo "$note; fuzz seeds replayed; $reports TSan reports" >"$tmp/stage.note"
+}
+
+fuzz() {
+    FA_FUZZ_BUILD_DIR=${FA_FUZZ_BUILD_DIR:-$root/build-fuzz} FA_JOBS=$jobs "$root/scripts/fuzz.sh" "$fuzz_seconds" \
+        2>&1 | tee "$tmp/fuzz.log"
+    sed -n 's/^fuzz: \([0-9?]* executions\) in \([0-9]* s\), \([0-9]* crashes\).*/\1 in \2, \3/p' "$tmp/fuzz.log" |
+        tail -n 1 >"$tmp/stage.note"
+}
+
+# The suites of fa-tests-shim that valgrind runs in CI: every public call with good and bad
+# arguments, contexts, threads and placement. Not the numeric grids (minutes under valgrind).
+valgrind_suites='@(bad_input|backward_bad_input|error_exit|misc|alloc|placement|runtime)/*'
+# With FA_TEST_HEAVY=1, all but large_offsets, which reserves tens of GiB of address space with
+# mmap(MAP_NORESERVE): more than valgrind lets a process map.
+valgrind_suites_heavy='!(large_offsets)/*'
+
+valgrind_memcheck() {
+    local logs=$tmp/valgrind rc=0 filter=$valgrind_suites
+    [ "$heavy" = 1 ] && filter=$valgrind_suites_heavy
+    rm -rf "$logs"
+    mkdir -p "$logs"
+    # One log per process (each test runs in a forked child); a child with an error, or with a
+    # definitely or indirectly lost block, exits 1, which fails its test.
+    local vg=(valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
+        --show-leak-kinds=definite,indirect --log-file="$logs/%p.log")
+    # hwloc's x86 backend reads CPUID, which valgrind emulates; it declines to run there and says so
+    # on stderr at every topology load (which misc/ checks is empty). The Linux backend remains.
+    export HWLOC_COMPONENTS=-x86
+    echo "valgrind: fa-fuzz-replay tests/fuzz/corpus"
+    OMP_NUM_THREADS=2 "${vg[@]}" "$build/tests/fuzz/fa-fuzz-replay" "$root/tests/fuzz/corpus" || rc=1
+    echo "valgrind: fa-tests-shim --filter='$filter'"
+    OMP_NUM_THREADS=2 FA_SHIM_TIMEOUT_SCALE=50 "${vg[@]}" "$build/tests/shim/fa-tests-shim" --jobs=2 \
+        --filter="$filter" "${test_args[@]}" 2>&1 | tee "$tmp/suite.log" || rc=1
+    local tested
+    tested=$(grep -o 'Tested: [0-9]* | Passing: [0-9]*' "$tmp/suite.log" | tail -n 1)
+    # Sums over every process's log. "possibly lost" are libgomp's thread stacks and TLS, which
+    # the OpenMP runtime keeps until exit; they are reported, not errors.
+    awk -v tested="$tested" '
+        { gsub(",", "", $4) }
+        /ERROR SUMMARY:/ { n++; errors += $4 }
+        /definitely lost:/ { definite += $4 }
+        /indirectly lost:/ { indirect += $4 }
+        /possibly lost:/ { possibly += $4 }
+        END {
+            printf "%d processes, %d errors, definitely lost %d B, indirectly lost %d B, possibly lost %d B; %s\n",
+                n, errors, definite, indirect, possibly, tested
+        }' "$logs"/*.log | tee "$tmp/stage.note"
+    if [ "$rc" -ne 0 ]; then
+        echo "---- valgrind logs with errors:"
+        grep -L 'ERROR SUMMARY: 0 errors' "$logs"/*.log | xargs -r cat
+    fi
+    return "$rc"
+}
+
 install_relocated() {
     rm -rf "$tmp/stage" "$tmp/prefix"
     cmake --install "$build" --prefix "$tmp/stage"
@@ -128,19 +270,44 @@ install_relocated() {
 }
 
 echo "flashattn test.sh: $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?'), $(nproc) CPUs," \
-    "builds in $build and $build_asan, -j$jobs"
+    "builds in $build, $build_asan and $build_tsan, -j$jobs$([ "$heavy" = 1 ] && echo ', FA_TEST_HEAVY=1')"
 
 stage "deps" fa_deps test
-stage "configure ($(basename "$build"))" configure "$build" -DFLASHATTN_BUILD_BENCH=ON
+stage "configure ($(basename "$build"))" configure "$build" -DFLASHATTN_BUILD_BENCH=ON -DFLASHATTN_TEST_SHIM=ON
 stage "build ($(basename "$build"))" cmake --build "$build" -j "$jobs"
 for n in $threads; do
     stage "suite OMP_NUM_THREADS=$n" suite_with_threads "$n" "$build"
 done
+read -r -a tables <<<"$(cpu_tables)"
+for t in "${tables[@]:0:${#tables[@]}-1}"; do # the best table ran above
+    stage "suite FLASHATTN_ISA=$t (2 threads)" suite_on_table "$t" "$build"
+done
+if [ -x "$root/scripts/hostile_runtime.sh" ]; then
+    stage "hostile runtime" hostile_runtime
+else
+    skipped "hostile runtime" "no scripts/hostile_runtime.sh"
+fi
 if [ "${FA_SKIP_ASAN:-0}" = 1 ]; then
-    summary+=("$(printf '%-40s SKIPPED (FA_SKIP_ASAN=1)' 'asan')")
+    skipped asan "FA_SKIP_ASAN=1"
 else
     stage "asan+ubsan build ($(basename "$build_asan"))" asan_build
     stage "asan+ubsan suite" asan_suite
+fi
+if [ "${FA_SKIP_TSAN:-0}" = 1 ]; then
+    skipped tsan "FA_SKIP_TSAN=1"
+else
+    stage "tsan build ($(basename "$build_tsan"), clang)" tsan_build
+    stage "tsan suite (Archer, libomp)" tsan_suite
+fi
+if [ "${FA_SKIP_FUZZ:-0}" = 1 ]; then
+    skipped fuzz "FA_SKIP_FUZZ=1"
+else
+    stage "fuzz (libFuzzer, ${fuzz_seconds} s)" fuzz
+fi
+if [ "${FA_SKIP_VALGRIND:-0}" = 1 ]; then
+    skipped valgrind "FA_SKIP_VALGRIND=1"
+else
+    stage "valgrind memcheck$([ "$heavy" = 1 ] && echo ' (whole suite)')" valgrind_memcheck
 fi
 stage "install (relocated prefix)" install_relocated
 stage "consumer (find_package + pkg-config)" "$root/tests/consumer/run.sh" "$tmp/prefix" "$tmp/consumer"

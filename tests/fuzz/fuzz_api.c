@@ -1,0 +1,987 @@
+/* libFuzzer target: the public API of flashattn under fuzzed arguments.
+ *
+ * One input (format: fuzz_input.h) describes one problem: shapes, a layout per view, where each
+ * view sits in one heap block (the "pool"), parameters, a context, and which calls to make. The
+ * harness then calls fa_forward and, when asked, fa_backward with the forward's out and lse, and
+ * checks what include/flashattn.h promises:
+ *
+ *   - the status is one the header allows for these arguments (fuzz_model.c), in its order;
+ *   - a refused call changed no byte of the pool (every view and the lse live there);
+ *   - a call that succeeded changed no byte outside its outputs' elements;
+ *   - on success: a row that sees no key has exact zeros and lse = -inf; a row whose q, visible
+ *     k and v rows hold ordinary finite values has finite output, lse within rounding of the
+ *     float64 log-sum-exp and output within rounding of the float64 softmax average; the backward
+ *     of such a problem is finite, gives dq = 0 on rows that see no key and dk = dv = 0 on keys
+ *     no row sees; a twin context (same kernel table and blocks, other thread count) gives the
+ *     same bytes;
+ *   - fa_tensor_bhsd/bshd, fa_context_create, fa_context_stats, fa_status_str as documented.
+ *
+ * Memory safety: the library trusts that a valid view points at memory the caller owns. So the
+ * harness passes a view that leaves the pool only when the header says the call must be refused
+ * anyway (fuzz_model.c: a PRESENT class, e.g. offsets that overflow int64, an unknown dtype, a
+ * shape mismatch). When a call would otherwise be valid but leave the pool (or exceed the work
+ * budget that keeps one call near a millisecond), the harness "poisons" it with a second, certain
+ * refusal: the lse (or dq) is pointed at q, an output overlapping an input (FA_ERR_ALIAS), else a
+ * positive softcap (FA_ERR_UNSUPPORTED, both checked after the stride checks run on the wild
+ * views). ASan then turns any access outside the pool into a crash.
+ *
+ * Built with -fsanitize=fuzzer,address,undefined by -DFLASHATTN_FUZZ=ON (clang); replay.c gives
+ * it a main() for every other build (the corpus runs as a ctest). */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flashattn.h"
+#include "fuzz_input.h"
+#include "fuzz_model.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FZ_WORK_MAX    2.0e6              /* B·Hq·Nq·Nk·(D+Dv) of one call: about a millisecond */
+#define FZ_TENSOR_MAX  ((int64_t)1 << 17) /* elements of one tensor before the sizes are cut */
+#define FZ_REGION_MAX  ((int64_t)1 << 19) /* bytes of one view's region; larger views are left wild */
+#define FZ_WILD_REGION ((int64_t)64)      /* bytes given to a view too large for a region */
+
+/* ---- failures ---------------------------------------------------------------------------- */
+
+static char g_case[512]; /* the decoded case, printed with any failure */
+
+#define FZ_CHECK(cond, ...)                                                                                  \
+    do {                                                                                                     \
+        if (!(cond)) fz_fail(__LINE__, #cond, __VA_ARGS__);                                                  \
+    } while (0)
+
+__attribute__((format(printf, 3, 4), noreturn)) static void fz_fail(int line, const char *cond,
+                                                                    const char *fmt, ...);
+static void fz_fail(int line, const char *cond, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "\nfuzz_api.c:%d: check failed: %s\n  ", line, cond);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n  case: %s\n", g_case);
+    va_end(ap);
+    abort();
+}
+
+/* ---- contexts ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int threads, block_q, block_k;
+    const char *isa; /* FLASHATTN_ISA while it is made; NULL = the best this CPU runs */
+    int twin;        /* the premade context with the same table and blocks and the other thread count */
+} premade_spec;
+
+static const premade_spec premade[8] = {
+    {1, 0, 0, NULL, 1},   {2, 0, 0, NULL, 0},   {1, 16, 16, NULL, 3},   {2, 16, 16, NULL, 2},
+    {1, 7, 20, "ref", 5}, {2, 7, 20, "ref", 4}, {1, 64, 32, "avx2", 7}, {2, 64, 32, "avx2", 6},
+};
+static fa_context *premade_ctx[8];
+static int contexts_ready, verbose;
+
+/* fa_context_create with FLASHATTN_ISA set to isa while it runs (NULL: the environment as it is,
+ * which is what the default context of ctx = NULL sees too). */
+static fa_status create_on(fa_context **ctx, const fa_context_opts *opts, const char *isa)
+{
+    if (!isa) return fa_context_create(ctx, opts);
+    const char *old = getenv("FLASHATTN_ISA");
+    char saved[64] = "";
+    int had = old != NULL;
+    if (had) snprintf(saved, sizeof saved, "%s", old);
+    setenv("FLASHATTN_ISA", isa, 1);
+    fa_status st = fa_context_create(ctx, opts);
+    if (had)
+        setenv("FLASHATTN_ISA", saved, 1);
+    else
+        unsetenv("FLASHATTN_ISA");
+    return st;
+}
+
+static void destroy_contexts(void)
+{
+    for (int i = 0; i < 8; i++) {
+        fa_context_destroy(premade_ctx[i]);
+        premade_ctx[i] = NULL;
+    }
+}
+
+static void make_contexts(void)
+{
+    if (contexts_ready) return;
+    contexts_ready = 1;
+    verbose = getenv("FA_FUZZ_VERBOSE") != NULL;
+    for (int i = 0; i < 8; i++) {
+        fa_context_opts o = fa_context_opts_default();
+        o.num_threads = premade[i].threads;
+        o.block_q = premade[i].block_q;
+        o.block_k = premade[i].block_k;
+        fa_status st = create_on(&premade_ctx[i], &o, premade[i].isa);
+        if (st == FA_ERR_UNSUPPORTED) st = create_on(&premade_ctx[i], &o, NULL); /* CPU lacks the table */
+        if (st != FA_OK) {
+            fprintf(stderr, "fuzz_api: cannot create context %d: %s\n", i, fa_status_str(st));
+            abort();
+        }
+    }
+    atexit(destroy_contexts);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    make_contexts();
+    return 0;
+}
+
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+static const fa_dtype dtype_table[8] = {FA_F32,       FA_F64,      FA_BF16,      FA_F16,
+                                        (fa_dtype)-1, (fa_dtype)4, (fa_dtype)77, (fa_dtype)INT_MIN};
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (!__builtin_mul_overflow(a, b, &r)) return r;
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return a < 0 ? INT64_MIN : INT64_MAX;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+enum {
+    L_BHSD,
+    L_BSHD,
+    L_PAD_BHSD,
+    L_PAD_BSHD,
+    L_BCAST_BATCH,
+    L_BCAST_HEAD,
+    L_BCAST_SEQ,
+    L_RAW,
+    L_PACKED,
+    L_NULL
+};
+
+typedef struct {
+    fz_input in;
+    fa_dtype dtype;
+    int64_t B, Hkv, Hq, Nq, Nk, D, Dv;
+    double amp;
+    fa_tensor view[FZ_VIEWS];
+    int layout[FZ_VIEWS];
+    int64_t base[FZ_VIEWS]; /* byte offset in the pool; -1 = data NULL */
+    int own[FZ_VIEWS];      /* has a region of its own */
+    int64_t lse_base;       /* -1 = NULL */
+    unsigned char *pool, *snap;
+    size_t pool_bytes;
+    fa_params params;
+    int params_null;
+    fa_context *ctx, *twin, *fresh[2];
+    int ctx_threads; /* threads of ctx (0 = unknown: the default context) */
+    int ctx_bq, ctx_bk;
+} fz_case;
+
+static const char *const layout_name[] = {"bhsd", "bshd", "pad-bhsd", "pad-bshd", "b0",
+                                          "h0",   "s0",   "raw",      "packed",   "NULL"};
+
+static int64_t sel_len(uint16_t v, int64_t small, int64_t large)
+{
+    return (v & 0x8000u) ? (int64_t)(v % large) : (int64_t)(v % small);
+}
+
+/* The shapes, cut until one call stays within the work and memory budgets. */
+static void decode_shapes(fz_case *c)
+{
+    const fz_input *in = &c->in;
+    c->B = in->batch % 4;
+    c->Hkv = in->kv_heads % 5;
+    c->Hq = c->Hkv * (1 + in->group % 4);
+    c->Nq = sel_len(in->q_len, 80, 1024);
+    c->Nk = sel_len(in->kv_len, 160, 2048);
+    c->D = 1 + sel_len(in->dim, 40, 512);
+    c->Dv = 1 + sel_len(in->dim_v, 40, 512);
+    for (;;) {
+        int64_t dmax = c->D > c->Dv ? c->D : c->Dv;
+        double work = (double)c->B * (double)c->Hq * (double)c->Nq * (double)c->Nk * (double)(c->D + c->Dv);
+        if (work <= FZ_WORK_MAX && c->B * c->Hq * c->Nq * dmax <= FZ_TENSOR_MAX &&
+            c->B * c->Hkv * c->Nk * dmax <= FZ_TENSOR_MAX)
+            break;
+        if (c->Nk >= c->Nq && c->Nk > 1)
+            c->Nk = (c->Nk + 1) / 2;
+        else if (c->Nq > 1)
+            c->Nq = (c->Nq + 1) / 2;
+        else if (dmax > 1)
+            c->D = (c->D + 1) / 2, c->Dv = (c->Dv + 1) / 2;
+        else
+            break;
+    }
+}
+
+/* fa_tensor_bhsd / fa_tensor_bshd, held to the header's promise. */
+static fa_tensor helper_view(fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int heads_inner)
+{
+    fa_tensor x = heads_inner ? fa_tensor_bshd(NULL, t, b, s, h, d) : fa_tensor_bhsd(NULL, t, b, h, s, d);
+    FZ_CHECK(x.dtype == t && x.batch == b && x.heads == h && x.seq == s && x.dim == d && x.data == NULL,
+             "fa_tensor_%s did not copy its arguments", heads_inner ? "bshd" : "bhsd");
+    int64_t inner, whole;
+    int bad = b < 0 || h < 0 || s < 0 || d < 0 || __builtin_mul_overflow(heads_inner ? h : s, d, &inner) ||
+              __builtin_mul_overflow(heads_inner ? s : h, inner, &whole);
+    int negative = x.stride_batch < 0 || x.stride_head < 0 || x.stride_seq < 0;
+    if (bad) {
+        FZ_CHECK(negative, "fa_tensor helper: sizes %lld %lld %lld %lld must give negative strides",
+                 (long long)b, (long long)h, (long long)s, (long long)d);
+    } else if (heads_inner) {
+        FZ_CHECK(x.stride_head == d && x.stride_seq == inner && x.stride_batch == whole,
+                 "fa_tensor_bshd strides");
+    } else {
+        FZ_CHECK(x.stride_seq == d && x.stride_head == inner && x.stride_batch == whole,
+                 "fa_tensor_bhsd strides");
+    }
+    return x;
+}
+
+static void set_strides(fa_tensor *t, int64_t sb, int64_t sh, int64_t ss)
+{
+    t->stride_batch = sb;
+    t->stride_head = sh;
+    t->stride_seq = ss;
+}
+
+/* Strides of one view from its layout; sizes are already final. Overflowing products give -1. */
+static void decode_strides(fz_case *c, int i)
+{
+    const fz_view_bytes *vb = &c->in.view[i];
+    fa_tensor *t = &c->view[i];
+    const int64_t h = t->heads, s = t->seq, d = t->dim;
+    int64_t a, b2;
+    switch (c->layout[i]) {
+    case L_BHSD: *t = helper_view(t->dtype, t->batch, h, s, d, 0); break;
+    case L_BSHD: *t = helper_view(t->dtype, t->batch, h, s, d, 1); break;
+    case L_PAD_BHSD:
+        a = sat_add(d, vb->pad_seq % 17);
+        b2 = sat_add(sat_mul(s, a), vb->pad_head % 65);
+        set_strides(t, sat_add(sat_mul(h, b2), vb->pad_batch % 257), b2, a);
+        break;
+    case L_PAD_BSHD:
+        a = sat_add(d, vb->pad_head % 17);
+        b2 = sat_add(sat_mul(h, a), vb->pad_seq % 65);
+        set_strides(t, sat_add(sat_mul(s, b2), vb->pad_batch % 257), a, b2);
+        break;
+    case L_BCAST_BATCH: set_strides(t, 0, sat_mul(s, d), d); break;
+    case L_BCAST_HEAD: set_strides(t, sat_mul(s, d), 0, d); break;
+    case L_BCAST_SEQ: set_strides(t, sat_mul(h, d), d, 0); break;
+    case L_RAW: {
+        static const int64_t mult[4] = {1, (int64_t)1 << 12, (int64_t)1 << 31, (int64_t)1 << 45};
+        set_strides(t, sat_mul(vb->raw_batch, mult[vb->raw_scale & 3]),
+                    sat_mul(vb->raw_head, mult[(vb->raw_scale >> 2) & 3]),
+                    sat_mul(vb->raw_seq, mult[(vb->raw_scale >> 4) & 3]));
+        break;
+    }
+    default: *t = helper_view(t->dtype, t->batch, h, s, d, 1); break; /* packed, resolved later */
+    }
+    if (t->stride_batch == INT64_MAX || t->stride_head == INT64_MAX || t->stride_seq == INT64_MAX) {
+        if (c->layout[i] != L_RAW) set_strides(t, -1, -1, -1); /* a saturated product: mirror the helpers */
+    }
+}
+
+/* Bytes a view's own region needs: its span, or a small stand-in when it is too large (the view
+ * is then "wild" and only passed to calls that must be refused). */
+static int64_t region_bytes(const fa_tensor *t)
+{
+    if (fz_view_empty(t)) return 0;
+    int64_t span = fz_view_span(t);
+    int64_t es = (int64_t)(fz_dtype_bytes(t->dtype) ? fz_dtype_bytes(t->dtype) : 8);
+    if (span < 0 || span > FZ_REGION_MAX / es) return FZ_WILD_REGION;
+    return span * es;
+}
+
+/* q, k, v (first = FZ_Q) or dq, dk, dv (first = FZ_DQ) as slices of one packed buffer, when all
+ * three ask for it and the shapes allow it. Returns the group's bytes, or 0 if not packed. */
+static int64_t pack_group(fz_case *c, int first)
+{
+    fa_tensor *q = &c->view[first], *k = &c->view[first + 1], *v = &c->view[first + 2];
+    for (int i = first; i < first + 3; i++)
+        if (c->layout[i] != L_PACKED) return 0;
+    if (q->seq != k->seq || k->seq != v->seq || q->batch != k->batch || k->batch != v->batch) return 0;
+    if (q->batch <= 0 || q->seq <= 0 || q->heads < 0 || k->heads < 0 || v->heads < 0 || q->dim < 1 ||
+        v->dim < 1 || k->dim < 1)
+        return 0;
+    int64_t w =
+        sat_add(sat_add(sat_mul(q->heads, q->dim), sat_mul(k->heads, k->dim)), sat_mul(v->heads, v->dim));
+    int64_t es = (int64_t)(fz_dtype_bytes(q->dtype) ? fz_dtype_bytes(q->dtype) : 8);
+    double bytes = (double)q->batch * (double)q->seq * (double)w * (double)es;
+    if (w <= 0 || bytes > (double)FZ_REGION_MAX * 2) return 0;
+    if (k->dtype != q->dtype || v->dtype != q->dtype) return 0;
+    set_strides(q, q->seq * w, q->dim, w);
+    set_strides(k, k->seq * w, k->dim, w);
+    set_strides(v, v->seq * w, v->dim, w);
+    return (int64_t)bytes;
+}
+
+static void decode_params(fz_case *c)
+{
+    const fz_input *in = &c->in;
+    fa_params p = fa_params_default();
+    if (in->scale_mode >= 0x80) {
+        switch (in->scale_mode % 8) {
+        case 0: p.scale = in->scale_raw / 64.0; break;
+        case 1: p.scale = NAN; break;
+        case 2: p.scale = INFINITY; break;
+        case 3: p.scale = -INFINITY; break;
+        case 4: p.scale = ldexp(1.0, in->scale_raw % 1100); break;
+        case 5: p.scale = -0.0; break;
+        case 6: p.scale = 5e-324; break;
+        default: p.scale = in->scale_raw / 1024.0; break;
+        }
+    }
+    if (in->causal < 0xC0)
+        p.causal = (fa_causal)(in->causal % 3);
+    else if (in->causal < 0xE0)
+        p.causal = (fa_causal)(3 + (in->causal - 0xC0));
+    else
+        p.causal = (fa_causal)(int)(int8_t)(in->causal - 0x100);
+    if (in->window >= 0xC0) {
+        p.window_left = in->window_left;
+        p.window_right = in->window_right;
+    }
+    if (in->softcap >= 0xC0) {
+        static const double caps[6] = {1.0, -1.0, NAN, INFINITY, -0.0, DBL_MIN};
+        p.softcap = in->softcap % 6 == 0 ? 1.0 + in->softcap : caps[in->softcap % 6];
+    }
+    static float slopes[64];
+    static fa_tensor bias;
+    if (in->extras >= 0xF0) {
+        if (in->extras & 1) p.alibi_slopes = slopes;
+        if (in->extras & 2) p.bias = &bias;
+    }
+    c->params = p;
+    c->params_null = in->params_null >= 0xF0;
+}
+
+static void fill_pool(fz_case *c)
+{
+    uint64_t s = c->in.seed;
+    if (c->dtype == FA_F64) {
+        for (size_t i = 0; i + 8 <= c->pool_bytes; i += 8) {
+            double x = ((double)(splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp;
+            memcpy(c->pool + i, &x, 8);
+        }
+    } else if (c->dtype == FA_F32) {
+        for (size_t i = 0; i + 4 <= c->pool_bytes; i += 4) {
+            float x = (float)(((double)(splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp);
+            memcpy(c->pool + i, &x, 4);
+        }
+    } else {
+        for (size_t i = 0; i < c->pool_bytes; i++) c->pool[i] = (unsigned char)splitmix64(&s);
+    }
+}
+
+static void write_specials(fz_case *c, const fz_pool *pool)
+{
+    if (c->dtype != FA_F32 && c->dtype != FA_F64) return;
+    const int n = c->in.specials % 5;
+    for (int i = 0; i < n; i++) {
+        const fz_special_bytes *sp = &c->in.special[i];
+        const fa_tensor *t = &c->view[sp->view % FZ_VIEWS];
+        if (t->dtype != c->dtype || !fz_view_fits(pool, t)) continue;
+        uint64_t count;
+        if (__builtin_mul_overflow((uint64_t)t->batch, (uint64_t)t->heads, &count) ||
+            __builtin_mul_overflow(count, (uint64_t)t->seq, &count) ||
+            __builtin_mul_overflow(count, (uint64_t)t->dim, &count))
+            continue;
+        uint64_t e = sp->index % count;
+        int64_t d = (int64_t)(e % (uint64_t)t->dim), r = (int64_t)(e / (uint64_t)t->dim);
+        int64_t s = r % t->seq, h = r / t->seq % t->heads, b = r / t->seq / t->heads;
+        int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
+        const int f64 = c->dtype == FA_F64;
+        double x;
+        switch (sp->kind % 8) {
+        case 0: x = NAN; break;
+        case 1: x = INFINITY; break;
+        case 2: x = -INFINITY; break;
+        case 3: x = f64 ? 1e300 : 1e30; break;
+        case 4: x = -0.0; break;
+        case 5: x = f64 ? 4.9406564584124654e-324 : (double)FLT_TRUE_MIN; break;
+        case 6: x = f64 ? -1e300 : -1e30; break;
+        default: x = 64.0 * c->amp; break;
+        }
+        if (f64)
+            ((double *)t->data)[off] = x;
+        else
+            ((float *)t->data)[off] = (float)x;
+    }
+}
+
+static void describe_case(const fz_case *c)
+{
+    const fz_input *in = &c->in;
+    int used = snprintf(
+        g_case, sizeof g_case,
+        "dtype=%d B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld ctx=%d calls=0x%x pool=%zu layouts",
+        (int)c->dtype, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
+        (long long)c->Nk, (long long)c->D, (long long)c->Dv, in->ctx % 10, in->calls, c->pool_bytes);
+    for (int i = 0; i < FZ_VIEWS && used > 0 && (size_t)used < sizeof g_case; i++)
+        used += snprintf(g_case + used, sizeof g_case - (size_t)used, " %s@%lld", layout_name[c->layout[i]],
+                         (long long)c->base[i]);
+}
+
+/* Builds every view in the pool. */
+static void decode_case(fz_case *c, const uint8_t *data, size_t size)
+{
+    memset(c, 0, sizeof *c);
+    fz_decode(&c->in, data, size);
+    const fz_input *in = &c->in;
+    c->dtype = in->dtype < 0xC0 ? ((in->dtype & 1) ? FA_F64 : FA_F32) : dtype_table[in->dtype % 8];
+    static const double amps[4] = {0.5, 1.0, 2.0, 4.0};
+    c->amp = amps[in->amp % 4];
+    decode_shapes(c);
+    decode_params(c);
+
+    const int64_t shape[FZ_VIEWS][4] = {{c->B, c->Hq, c->Nq, c->D},   {c->B, c->Hkv, c->Nk, c->D},
+                                        {c->B, c->Hkv, c->Nk, c->Dv}, {c->B, c->Hq, c->Nq, c->Dv},
+                                        {c->B, c->Hq, c->Nq, c->Dv},  {c->B, c->Hq, c->Nq, c->D},
+                                        {c->B, c->Hkv, c->Nk, c->D},  {c->B, c->Hkv, c->Nk, c->Dv}};
+    for (int i = 0; i < FZ_VIEWS; i++) {
+        const fz_view_bytes *vb = &in->view[i];
+        fa_tensor *t = &c->view[i];
+        int64_t sz[4] = {shape[i][0], shape[i][1], shape[i][2], shape[i][3]};
+        if (vb->size_field >= 0xE0 && vb->size_field % 5 != 0)
+            sz[vb->size_field % 5 - 1] = sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
+        t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : c->dtype;
+        t->batch = sz[0], t->heads = sz[1], t->seq = sz[2], t->dim = sz[3];
+        c->layout[i] = vb->layout >= 0xF8 ? L_NULL : vb->layout % 9;
+        if (c->layout[i] != L_NULL) decode_strides(c, i);
+    }
+
+    /* Regions, one after another with `gap` elements between them. */
+    const int64_t es = c->dtype == FA_F64 ? 8 : 4, gap = (in->gap % 17) * es;
+    int64_t cursor = 0, group_bytes[2] = {pack_group(c, FZ_Q), pack_group(c, FZ_DQ)};
+    for (int i = 0; i < FZ_VIEWS; i++) {
+        int place = in->view[i].place < 0xC0 ? 9 : in->view[i].place % 10;
+        int grouped =
+            (i >= FZ_Q && i <= FZ_V && group_bytes[0]) || (i >= FZ_DQ && i <= FZ_DV && group_bytes[1]);
+        c->own[i] = c->layout[i] != L_NULL && (grouped || place == 9 || place == i);
+        c->base[i] = 0;
+        if (!c->own[i] || (grouped && i != FZ_Q && i != FZ_DQ)) continue;
+        int64_t bytes = grouped ? group_bytes[i == FZ_Q ? 0 : 1] : region_bytes(&c->view[i]);
+        int64_t skew = !grouped && in->view[i].place >= 0xC0 && place == 9 ? 1 + (in->view[i].shift & 3) : 0;
+        cursor += gap;
+        c->base[i] = cursor + skew; /* skew: data not aligned to its element size */
+        cursor += (bytes + skew + es - 1) / es * es;
+    }
+    for (int g = 0; g < 2; g++) { /* the other two slices of a packed group */
+        int first = g == 0 ? FZ_Q : FZ_DQ;
+        if (!group_bytes[g]) continue;
+        int64_t e = (int64_t)fz_dtype_bytes(c->view[first].dtype);
+        c->base[first + 1] = c->base[first] + c->view[first].heads * c->view[first].dim * e;
+        c->base[first + 2] = c->base[first + 1] + c->view[first + 1].heads * c->view[first + 1].dim * e;
+    }
+    size_t lse_bytes = fz_lse_bytes(&c->view[FZ_Q]);
+    if (lse_bytes > (size_t)FZ_REGION_MAX) lse_bytes = (size_t)FZ_WILD_REGION;
+    c->lse_base = -1;
+    if (in->lse_mode < 0xC0) {
+        cursor += gap;
+        c->lse_base = cursor;
+        cursor += ((int64_t)lse_bytes + es - 1) / es * es;
+    }
+    cursor += gap;
+    c->pool_bytes = (size_t)(cursor > 0 ? cursor : es);
+
+    /* Views placed on another view's region, clamped to the pool. */
+    for (int i = 0; i < FZ_VIEWS; i++) {
+        int place = in->view[i].place < 0xC0 ? 9 : in->view[i].place % 10;
+        if (c->own[i] || c->layout[i] == L_NULL) continue;
+        if (place == 8) {
+            c->base[i] = -1;
+            continue;
+        }
+        int64_t at = c->own[place] ? c->base[place] : 0;
+        at = sat_add(at, (int64_t)in->view[i].shift * es);
+        c->base[i] = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
+        c->base[i] -= c->base[i] % es; /* the shift is in elements: keep placed views aligned */
+    }
+    if (in->lse_mode >= 0xC0 && in->lse_mode % 4 != 0) {
+        int j = (in->lse_mode >> 2) % 8; /* lse_mode % 4 == 3: a shift in bytes, maybe misaligned */
+        int64_t at =
+            sat_add(c->own[j] ? c->base[j] : 0, (int64_t)in->lse_shift * (in->lse_mode % 4 == 3 ? 1 : es));
+        c->lse_base = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
+    }
+
+    c->pool = malloc(c->pool_bytes);
+    c->snap = malloc(c->pool_bytes);
+    if (!c->pool || !c->snap) abort();
+    fill_pool(c);
+    for (int i = 0; i < FZ_VIEWS; i++) c->view[i].data = c->base[i] < 0 ? NULL : c->pool + c->base[i];
+    fz_pool pool = {c->pool, c->pool_bytes};
+    write_specials(c, &pool);
+    describe_case(c);
+}
+
+/* ---- the context of the call ---------------------------------------------------------------- */
+
+static fa_context *fresh_context(fz_case *c, int threads_flip, int *threads)
+{
+    const fz_input *in = &c->in;
+    fa_context_opts o = fa_context_opts_default();
+    o.num_threads = in->fresh_threads < 0xF0 ? 1 + (in->fresh_threads + threads_flip) % 2
+                                             : (int)(int8_t)(in->fresh_threads - 0x100);
+    o.block_q = in->fresh_bq < 0xF0 ? in->fresh_bq % 130 : (int)(int8_t)(in->fresh_bq - 0x100);
+    o.block_k = in->fresh_bk < 0xF0 ? in->fresh_bk % 130 : (int)(int8_t)(in->fresh_bk - 0x100);
+    o.bind = in->fresh_bind < 0xC0 ? (fa_bind)(in->fresh_bind % 4)
+                                   : (fa_bind)(int)(int8_t)(in->fresh_bind - 0x100);
+    static const char *const isas[5] = {NULL, "ref", "avx2", "avx512", "bogus"};
+    const char *isa = isas[in->fresh_isa % 5];
+    const int opts_null = in->fresh_isa >= 0xF0, out_null = in->fresh_bind == 0xFF;
+    if (opts_null) o = fa_context_opts_default();
+
+    fa_context *sentinel = (fa_context *)&c->in, *ctx = sentinel;
+    fa_status st = create_on(out_null ? NULL : &ctx, opts_null ? NULL : &o, isa);
+    fa_status want_one = FA_OK;
+    if (out_null)
+        want_one = FA_ERR_NULL;
+    else if (o.num_threads < 0 || o.block_q < 0 || o.block_k < 0 || o.bind < FA_BIND_AUTO ||
+             o.bind > FA_BIND_SPREAD)
+        want_one = FA_ERR_ARG;
+    else if (isa && strcmp(isa, "bogus") == 0)
+        want_one = FA_ERR_ARG;
+    if (want_one == FA_OK && isa) /* a table the build or the CPU lacks */
+        FZ_CHECK(st == FA_OK || st == FA_ERR_UNSUPPORTED, "fa_context_create(isa %s): %s", isa,
+                 fa_status_str(st));
+    else
+        FZ_CHECK(st == want_one, "fa_context_create: %s, expected %s", fa_status_str(st),
+                 fa_status_str(want_one));
+    if (st != FA_OK) {
+        FZ_CHECK(ctx == sentinel, "fa_context_create wrote *ctx on failure (%s)", fa_status_str(st));
+        return NULL;
+    }
+    fa_stats s;
+    FZ_CHECK(fa_context_stats(ctx, &s) == FA_OK, "stats of a new context");
+    FZ_CHECK(s.num_threads == (o.num_threads > 0 ? o.num_threads : s.num_threads) && s.num_threads >= 1,
+             "new context: %d threads, asked %d", s.num_threads, o.num_threads);
+    FZ_CHECK(s.block_q == o.block_q && s.block_k == o.block_k, "new context: blocks %d/%d, configured %d/%d",
+             s.block_q, s.block_k, o.block_q, o.block_k);
+    FZ_CHECK(s.isa && (!isa || strcmp(s.isa, isa) == 0), "new context: table %s, asked %s",
+             s.isa ? s.isa : "(null)", isa ? isa : "auto");
+    FZ_CHECK(s.bound_threads == 0 && s.scratch_peak == 0 && s.scratch_capacity == 0,
+             "new context: stats not zero");
+    *threads = s.num_threads;
+    c->ctx_bq = o.block_q;
+    c->ctx_bk = o.block_k;
+    return ctx;
+}
+
+static void choose_context(fz_case *c)
+{
+    const int sel = c->in.ctx % 10, twin_wanted = c->in.calls & 2;
+    c->ctx_threads = 0;
+    if (sel == 0) {
+        c->ctx = NULL;
+        c->twin = twin_wanted ? premade_ctx[0] : NULL; /* automatic blocks, best table */
+    } else if (sel <= 8) {
+        c->ctx = premade_ctx[sel - 1];
+        c->ctx_threads = premade[sel - 1].threads;
+        c->ctx_bq = premade[sel - 1].block_q;
+        c->ctx_bk = premade[sel - 1].block_k;
+        c->twin = twin_wanted ? premade_ctx[premade[sel - 1].twin] : NULL;
+    } else {
+        int threads = 0, other = 0;
+        c->ctx = c->fresh[0] = fresh_context(c, 0, &threads);
+        c->ctx_threads = threads;
+        if (c->ctx && twin_wanted) c->twin = c->fresh[1] = fresh_context(c, 1, &other);
+    }
+}
+
+/* ---- checks of a successful call ------------------------------------------------------------ */
+
+static double ld(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
+{
+    int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
+    return t->dtype == FA_F64 ? ((const double *)t->data)[off] : (double)((const float *)t->data)[off];
+}
+
+static double ld_lse(const void *lse, fa_dtype t, int64_t row)
+{
+    return t == FA_F64 ? ((const double *)lse)[row] : (double)((const float *)lse)[row];
+}
+
+static int sees(fa_causal causal, int64_t i, int64_t j, int64_t nq, int64_t nk)
+{
+    if (causal == FA_CAUSAL_TOP_LEFT) return j <= i;
+    if (causal == FA_CAUSAL_BOTTOM_RIGHT) return j <= i + nk - nq;
+    return 1;
+}
+
+/* Elements of a view, as a double (no overflow). */
+static double view_elements(const fa_tensor *t)
+{
+    return (double)t->batch * (double)t->heads * (double)t->seq * (double)t->dim;
+}
+
+/* A successful call can still name views far larger than its work (a stride-0 view of 2^32 keys
+ * when there is no query): the value checks then walk only what a call within the work budget
+ * could have touched. */
+static int checkable(const fz_case *c, int backward)
+{
+    double n = 0.0;
+    for (int i = 0; i < (backward ? FZ_VIEWS : 4); i++) n += view_elements(&c->view[i]);
+    return n <= 8.0 * FZ_WORK_MAX;
+}
+
+static int ordinary(double x, double amp)
+{
+    return isfinite(x) && fabs(x) <= amp;
+}
+
+/* Whether every element of a (fitting) view is an ordinary value. */
+static int view_ordinary(const fa_tensor *t, double amp)
+{
+    for (int64_t b = 0; b < t->batch; b++)
+        for (int64_t h = 0; h < t->heads; h++)
+            for (int64_t s = 0; s < t->seq; s++)
+                for (int64_t d = 0; d < t->dim; d++)
+                    if (!ordinary(ld(t, b, h, s, d), amp)) return 0;
+    return 1;
+}
+
+static double effective_scale(const fa_params *p, int64_t dim)
+{
+    double scale = p ? p->scale : 0.0;
+    return scale != 0.0 ? scale : 1.0 / sqrt((double)dim);
+}
+
+/* Scores stay far from overflow in the call's type: numeric checks apply. */
+static int scores_bounded(const fz_case *c, const fa_params *p)
+{
+    double scale = effective_scale(p, c->view[FZ_Q].dim);
+    return fabs(scale) * c->amp * c->amp * (double)c->view[FZ_Q].dim <= 1e4 && fabs(scale) <= FLT_MAX;
+}
+
+/* Rows whose values are compared with float64 (every row is checked for the no-key rule): at most
+ * this many per call, evenly spread, so the harness stays cheaper than the call it checks. */
+#define FZ_CHECKED_ROWS 16
+
+static void check_forward_values(const fz_case *c, const fa_params *p, const void *lse)
+{
+    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *v = &c->view[FZ_V], *o = &c->view[FZ_OUT];
+    const fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
+    const int64_t nq = q->seq, nk = k->seq, group = k->heads > 0 ? q->heads / k->heads : 1;
+    const double scale = effective_scale(p, q->dim), amp = c->amp;
+    const int f64 = q->dtype == FA_F64, bounded = scores_bounded(c, p);
+    const double eps = f64 ? 1e-10 : 2e-4;
+    const int64_t rows = q->batch * q->heads * nq;
+    const int64_t every = rows > FZ_CHECKED_ROWS ? rows / FZ_CHECKED_ROWS : 1;
+    if (rows == 0 || !checkable(c, 0)) return;
+    double *weight = malloc((size_t)(nk > 0 ? nk : 1) * sizeof *weight);
+    double *want = malloc((size_t)o->dim * sizeof *want);
+    if (!weight || !want) abort();
+    for (int64_t b = 0; b < q->batch; b++)
+        for (int64_t h = 0; h < q->heads; h++)
+            for (int64_t i = 0; i < nq; i++) {
+                const int64_t g = h / group, row = (b * q->heads + h) * nq + i;
+                /* keys 0 .. last-1 are the ones row i sees */
+                int64_t last = causal == FA_CAUSAL_TOP_LEFT       ? i + 1
+                               : causal == FA_CAUSAL_BOTTOM_RIGHT ? i + nk - nq + 1
+                                                                  : nk;
+                if (last > nk) last = nk;
+                if (last <= 0) {
+                    for (int64_t d = 0; d < o->dim; d++)
+                        FZ_CHECK(ld(o, b, h, i, d) == 0.0, "row (%lld,%lld,%lld) sees no key: out[%lld] = %g",
+                                 (long long)b, (long long)h, (long long)i, (long long)d, ld(o, b, h, i, d));
+                    if (lse)
+                        FZ_CHECK(ld_lse(lse, q->dtype, row) == -INFINITY, "row %lld sees no key: lse = %g",
+                                 (long long)row, ld_lse(lse, q->dtype, row));
+                    continue;
+                }
+                if (!bounded || row % every != 0) continue;
+                int clean = 1;
+                for (int64_t d = 0; d < q->dim && clean; d++) clean = ordinary(ld(q, b, h, i, d), amp);
+                for (int64_t j = 0; j < last && clean; j++) {
+                    for (int64_t d = 0; d < k->dim && clean; d++) clean = ordinary(ld(k, b, g, j, d), amp);
+                    for (int64_t d = 0; d < v->dim && clean; d++) clean = ordinary(ld(v, b, g, j, d), amp);
+                }
+                if (!clean) continue; /* NaN/Inf reach the rows that see them: no claim on this one */
+                double m = -INFINITY, smax = 0.0;
+                for (int64_t j = 0; j < last; j++) {
+                    double dot = 0.0, mag = 0.0;
+                    for (int64_t d = 0; d < q->dim; d++) {
+                        double x = ld(q, b, h, i, d) * ld(k, b, g, j, d);
+                        dot += x;
+                        mag += fabs(x);
+                    }
+                    weight[j] = scale * dot;
+                    if (weight[j] > m) m = weight[j];
+                    if (fabs(scale) * mag > smax) smax = fabs(scale) * mag;
+                }
+                double sum = 0.0;
+                for (int64_t j = 0; j < last; j++) sum += (weight[j] = exp(weight[j] - m));
+                const double tol = eps * (1.0 + smax);
+                if (lse) {
+                    double lse_want = m + log(sum), got = ld_lse(lse, q->dtype, row);
+                    FZ_CHECK(isfinite(got) && fabs(got - lse_want) <= 2.0 * tol + eps * fabs(lse_want),
+                             "row %lld: lse %.17g, float64 log-sum-exp %.17g", (long long)row, got, lse_want);
+                }
+                for (int64_t d = 0; d < o->dim; d++) want[d] = 0.0;
+                for (int64_t j = 0; j < last; j++)
+                    for (int64_t d = 0; d < o->dim; d++) want[d] += weight[j] / sum * ld(v, b, g, j, d);
+                for (int64_t d = 0; d < o->dim; d++) {
+                    double got = ld(o, b, h, i, d);
+                    FZ_CHECK(isfinite(got) && fabs(got - want[d]) <= amp * 4.0 * tol,
+                             "row %lld: out[%lld] = %.17g, float64 %.17g", (long long)row, (long long)d, got,
+                             want[d]);
+                }
+            }
+    free(weight);
+    free(want);
+}
+
+static void check_backward_values(const fz_case *c, const fa_params *p)
+{
+    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *dq = &c->view[FZ_DQ];
+    const fa_tensor *dk = &c->view[FZ_DK], *dv = &c->view[FZ_DV];
+    const fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
+    const int64_t nq = q->seq, nk = k->seq;
+    if (!checkable(c, 1)) return;
+    for (int64_t i = 0; i < nq; i++) { /* rows that see no key: dq = 0 */
+        int64_t seen = 0;
+        for (int64_t j = 0; j < nk; j++) seen += sees(causal, i, j, nq, nk);
+        if (seen) continue;
+        for (int64_t b = 0; b < q->batch; b++)
+            for (int64_t h = 0; h < q->heads; h++)
+                for (int64_t d = 0; d < q->dim; d++)
+                    FZ_CHECK(ld(dq, b, h, i, d) == 0.0, "row %lld sees no key: dq = %g", (long long)i,
+                             ld(dq, b, h, i, d));
+    }
+    int clean = scores_bounded(c, p) && view_ordinary(q, c->amp) && view_ordinary(k, c->amp) &&
+                view_ordinary(&c->view[FZ_V], c->amp) && view_ordinary(&c->view[FZ_DOUT], c->amp);
+    if (!clean) return;
+    const fa_tensor *grads[3] = {dq, dk, dv};
+    for (int g = 0; g < 3; g++) {
+        const fa_tensor *t = grads[g];
+        for (int64_t b = 0; b < t->batch; b++)
+            for (int64_t h = 0; h < t->heads; h++)
+                for (int64_t s = 0; s < t->seq; s++)
+                    for (int64_t d = 0; d < t->dim; d++)
+                        FZ_CHECK(isfinite(ld(t, b, h, s, d)),
+                                 "%s (%lld,%lld,%lld,%lld) = %g from ordinary inputs",
+                                 g == 0   ? "dq"
+                                 : g == 1 ? "dk"
+                                          : "dv",
+                                 (long long)b, (long long)h, (long long)s, (long long)d, ld(t, b, h, s, d));
+    }
+    for (int64_t j = 0; j < nk; j++) { /* keys no row sees: dk = dv = 0 */
+        int64_t seen = 0;
+        for (int64_t i = 0; i < nq && q->heads > 0; i++) seen += sees(causal, i, j, nq, nk);
+        if (seen) continue;
+        for (int64_t b = 0; b < k->batch; b++)
+            for (int64_t h = 0; h < k->heads; h++) {
+                for (int64_t d = 0; d < dk->dim; d++)
+                    FZ_CHECK(ld(dk, b, h, j, d) == 0.0, "key %lld seen by no row: dk = %g", (long long)j,
+                             ld(dk, b, h, j, d));
+                for (int64_t d = 0; d < dv->dim; d++)
+                    FZ_CHECK(ld(dv, b, h, j, d) == 0.0, "key %lld seen by no row: dv = %g", (long long)j,
+                             ld(dv, b, h, j, d));
+            }
+    }
+}
+
+/* ---- one call, checked ------------------------------------------------------------------------ */
+
+/* Makes a call that the model does not already refuse certain to be refused (see the top). */
+static void poison(fz_call *call, fa_tensor *copy, fa_params *pcopy)
+{
+    if (!call->backward) {
+        const fa_tensor *q = call->t[FZ_Q];
+        if (!fz_view_empty(q) && fz_lse_bytes(q) > 0) {
+            call->lse = q->data;
+            return;
+        }
+    } else {
+        for (int i = FZ_DQ; i <= FZ_DV; i++) {
+            const fa_tensor *in = call->t[i - FZ_DQ];
+            if (!fz_view_empty(call->t[i])) {
+                copy[i] = *call->t[i];
+                copy[i].data = in->data;
+                call->t[i] = &copy[i];
+                return;
+            }
+        }
+    }
+    *pcopy = call->p ? *call->p : fa_params_default();
+    pcopy->softcap = 1.0;
+    call->p = pcopy;
+}
+
+typedef fa_status (*fz_invoke)(fa_context *ctx, const fz_call *call);
+
+static fa_status invoke_forward(fa_context *ctx, const fz_call *c)
+{
+    return fa_forward(ctx, c->p, c->t[FZ_Q], c->t[FZ_K], c->t[FZ_V], c->t[FZ_OUT], (void *)(uintptr_t)c->lse);
+}
+
+static fa_status invoke_backward(fa_context *ctx, const fz_call *c)
+{
+    return fa_backward(ctx, c->p, c->t[FZ_Q], c->t[FZ_K], c->t[FZ_V], c->t[FZ_OUT], c->t[FZ_DOUT], c->lse,
+                       c->t[FZ_DQ], c->t[FZ_DK], c->t[FZ_DV]);
+}
+
+/* Runs one call with every generic check; returns its status (after poisoning, if it was). */
+static fa_status run_call(fz_case *c, fz_call call, fz_invoke invoke, const char *name)
+{
+    fz_pool pool = {c->pool, c->pool_bytes};
+    fa_tensor copy[FZ_VIEWS];
+    fa_params pcopy;
+    fz_model m;
+    fz_model_call(&call, &pool, &m);
+    if (!m.refused && !(m.all_fit && m.work <= FZ_WORK_MAX)) {
+        fz_model_free(&m);
+        poison(&call, copy, &pcopy);
+        fz_model_call(&call, &pool, &m);
+        FZ_CHECK(m.refused, "%s: poisoned call not certainly refused", name);
+    }
+    memcpy(c->snap, c->pool, c->pool_bytes);
+    fa_status st = invoke(c->ctx, &call);
+    char allowed[160];
+    fz_model_describe(&m, allowed, sizeof allowed);
+    FZ_CHECK(fz_status_allowed(&m, st), "%s returned %d (%s); allowed: %s [%s]", name, (int)st,
+             fa_status_str(st), allowed, m.why);
+    FZ_CHECK(fa_status_str(st) != NULL, "fa_status_str(%d) is NULL", (int)st);
+    if (st != FA_OK) {
+        FZ_CHECK(memcmp(c->snap, c->pool, c->pool_bytes) == 0, "%s refused (%s) but changed the pool", name,
+                 fa_status_str(st));
+        fz_model_free(&m);
+        return st;
+    }
+    /* Success: only the outputs' elements may have changed. */
+    unsigned out_bits = call.lse_out ? 1u << FZ_LSE_BIT : 0u;
+    for (int i = 0; i < call.n; i++) {
+        if (!call.is_out[i]) continue;
+        FZ_CHECK(fz_view_empty(call.t[i]) || m.marked[i], "%s: output %d not mapped", name, i);
+        out_bits |= 1u << i;
+    }
+    for (size_t u = 0; u < m.units; u++) {
+        if (m.map[u] & out_bits) continue;
+        FZ_CHECK(memcmp(c->snap + u * m.unit, c->pool + u * m.unit, m.unit) == 0,
+                 "%s changed pool byte %zu, which belongs to no output", name, u * m.unit);
+    }
+    for (size_t b = m.units * m.unit; b < c->pool_bytes; b++)
+        FZ_CHECK(c->snap[b] == c->pool[b], "%s changed tail byte %zu", name, b);
+    if (c->twin) { /* same bytes from the other thread count */
+        unsigned char *first = malloc(c->pool_bytes);
+        if (!first) abort();
+        memcpy(first, c->pool, c->pool_bytes);
+        fa_status st2 = invoke(c->twin, &call);
+        FZ_CHECK(st2 == FA_OK, "%s on the twin context: %s", name, fa_status_str(st2));
+        FZ_CHECK(memcmp(first, c->pool, c->pool_bytes) == 0,
+                 "%s: the twin context (other thread count) wrote other bytes", name);
+        free(first);
+    }
+    fz_model_free(&m);
+    return st;
+}
+
+static void check_stats(const fz_case *c, int some_call_ran)
+{
+    if (!c->ctx) return;
+    fa_stats s;
+    FZ_CHECK(fa_context_stats(c->ctx, &s) == FA_OK, "fa_context_stats");
+    FZ_CHECK(c->ctx_threads == 0 || s.num_threads == c->ctx_threads, "stats: %d threads, context has %d",
+             s.num_threads, c->ctx_threads);
+    FZ_CHECK(s.isa && s.isa[0], "stats: no kernel table name");
+    FZ_CHECK(s.scratch_peak <= s.scratch_capacity, "stats: peak %zu > capacity %zu", s.scratch_peak,
+             s.scratch_capacity);
+    FZ_CHECK(s.bound_threads >= 0 && s.bound_threads <= s.num_threads, "stats: %d bound of %d",
+             s.bound_threads, s.num_threads);
+    /* The last call that succeeded used the configured blocks, cut to its Nq and Nk. */
+    const int64_t nq = c->view[FZ_Q].seq, nk = c->view[FZ_K].seq;
+    if (some_call_ran && c->ctx_bq > 0) {
+        int64_t want = nq > 0 && nq < c->ctx_bq ? nq : c->ctx_bq;
+        FZ_CHECK(s.block_q == want, "stats: block_q %d, configured %d, Nq %lld", s.block_q, c->ctx_bq,
+                 (long long)nq);
+    }
+    if (some_call_ran && c->ctx_bk > 0) {
+        int64_t want = nk > 0 && nk < c->ctx_bk ? nk : c->ctx_bk;
+        FZ_CHECK(s.block_k == want, "stats: block_k %d, configured %d, Nk %lld", s.block_k, c->ctx_bk,
+                 (long long)nk);
+    }
+    FZ_CHECK(fa_context_stats(NULL, &s) == FA_ERR_NULL && fa_context_stats(c->ctx, NULL) == FA_ERR_NULL,
+             "fa_context_stats with NULL");
+    fa_context_reset_stats(c->ctx);
+    fa_context_reset_stats(NULL);
+    FZ_CHECK(fa_context_stats(c->ctx, &s) == FA_OK && s.scratch_peak == 0 && s.bound_threads == 0,
+             "stats after reset: peak %zu, bound %d", s.scratch_peak, s.bound_threads);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    make_contexts();
+    fz_case *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    decode_case(c, data, size);
+    choose_context(c);
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d.%d", FLASHATTN_VERSION_MAJOR, FLASHATTN_VERSION_MINOR,
+             FLASHATTN_VERSION_PATCH);
+    FZ_CHECK(fa_version() != NULL && strcmp(fa_version(), version) == 0, "fa_version");
+    FZ_CHECK(fa_status_str((fa_status)(int)c->in.seed) != NULL, "fa_status_str of any value");
+
+    const fa_params *p = c->params_null ? NULL : &c->params;
+    const fa_tensor *t[FZ_VIEWS];
+    for (int i = 0; i < FZ_VIEWS; i++) t[i] = c->layout[i] == L_NULL ? NULL : &c->view[i];
+    void *lse = c->lse_base < 0 ? NULL : c->pool + c->lse_base;
+    fa_status fwd = FA_ERR_ARG;
+    int ok_calls = 0;
+    const char *fwd_said = "not called", *bwd_said = "not called";
+
+    if (!(c->in.calls & 8)) {
+        fz_call call = {.backward = 0, .p = p, .n = 4, .lse = lse, .lse_out = 1};
+        for (int i = 0; i < 4; i++) {
+            call.t[i] = t[i];
+            call.raw[i] = c->layout[i] == L_RAW;
+        }
+        call.is_out[FZ_OUT] = 1;
+        fwd = run_call(c, call, invoke_forward, "fa_forward");
+        fwd_said = fa_status_str(fwd);
+        if (fwd == FA_OK) {
+            ok_calls++;
+            check_forward_values(c, p, lse);
+        }
+    }
+    if ((c->in.calls & 1) && (fwd == FA_OK || (c->in.calls & 12))) {
+        fz_call call = {.backward = 1, .p = p, .n = 8, .lse = lse, .lse_out = 0};
+        for (int i = 0; i < 8; i++) {
+            call.t[i] = t[i];
+            call.raw[i] = c->layout[i] == L_RAW;
+            call.is_out[i] = i >= FZ_DQ;
+        }
+        fa_status bwd = run_call(c, call, invoke_backward, "fa_backward");
+        bwd_said = fa_status_str(bwd);
+        if (bwd == FA_OK) {
+            ok_calls++;
+            if (fwd == FA_OK) check_backward_values(c, p);
+        }
+    }
+    if (verbose) fprintf(stderr, "  %s\n  forward: %s, backward: %s\n", g_case, fwd_said, bwd_said);
+    check_stats(c, ok_calls > 0);
+    fa_context_destroy(c->fresh[0]);
+    fa_context_destroy(c->fresh[1]);
+    free(c->pool);
+    free(c->snap);
+    free(c);
+    return 0;
+}

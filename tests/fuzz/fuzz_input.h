@@ -1,0 +1,202 @@
+/* The byte format of one fuzz input, shared by the harness (fuzz_api.c) and the seed writer
+ * (make_corpus.c), so the two cannot drift apart.
+ *
+ * An input is a fixed sequence of little-endian fields (FZ_CALL_FIELDS, then FZ_VIEW_FIELDS for
+ * each of the eight views, then FZ_SPECIAL_FIELDS four times). A short input reads as if padded
+ * with zero bytes; bytes after the last field are ignored. Every field is a selector that the
+ * harness maps to an argument; the mapping is written next to each field, and most selectors
+ * keep the valid values in their lower range so that random bytes still reach the computing
+ * paths about half of the time:
+ *
+ *   ctx            % 10: 0 ctx = NULL (the thread's default context), 1..8 one of the harness's
+ *                  premade contexts (1 or 2 threads; automatic, 16x16, 7x20 on the ref table,
+ *                  64x32 on the avx2 table), 9 a fresh context made from the fresh_* fields
+ *   fresh_threads  < 0xF0: 1 + value % 2 threads, else (int8) value (negative: FA_ERR_ARG)
+ *   fresh_bq/_bk   < 0xF0: value % 130 (0 = automatic), else (int8) value
+ *   fresh_isa      % 5: none, ref, avx2, avx512, "bogus" (FLASHATTN_ISA while the context is made);
+ *                  >= 0xF0: opts = NULL
+ *   fresh_bind     < 0xC0: value % 4, 0xFF: ctx pointer NULL, else (int8) value
+ *   calls          bit 0 backward after the forward, bit 1 repeat each OK call on a twin context
+ *                  (same table and blocks, other thread count) and require identical bytes,
+ *                  bit 2 backward even when the forward was refused, bit 3 no forward at all
+ *   dtype          < 0xC0: f32 or f64 (bit 0), else entry value % 8 of the dtype table (f32, f64,
+ *                  bf16, f16, -1, 4, 77, INT_MIN)
+ *   batch % 4, kv_heads % 5, group 1 + % 4 (Hq = Hkv·group)
+ *   q_len, kv_len  bit 15 clear: % 80 / % 160, set: % 1024 / % 2048 (then cut to the work budget)
+ *   dim, dim_v     bit 15 clear: 1 + % 40, set: 1 + % 512
+ *   params_null    >= 0xF0: p = NULL
+ *   scale_mode     < 0x80: scale 0 (1/sqrt(D)); else by % 8: raw/64, NaN, +inf, -inf, 2^(raw % 1100),
+ *                  -0.0, 5e-324, raw/1024
+ *   causal         < 0xC0: % 3; 0xC0..0xDF: 3 + (value - 0xC0) (unknown); else (int8) value
+ *   window         < 0xC0: both -1; else window_left and window_right as given
+ *   softcap        < 0xC0: 0; else by % 6: 1 + value, -1, NaN, +inf, -0.0, DBL_MIN
+ *   extras         >= 0xF0: bit 0 alibi_slopes non-NULL, bit 1 bias non-NULL
+ *   lse_mode       < 0xC0: its own region; else by % 4: 0 NULL, 1..2 at view (value >> 2) % 8 + lse_shift
+ *                  elements, 3 the same + lse_shift bytes (maybe misaligned)
+ *   seed           the values: uniform in [-amp, amp] from splitmix64(seed)
+ *   amp            % 4: 0.5, 1, 2, 4
+ *   gap            % 17: elements between two regions of the pool (0: adjacent)
+ *   specials       % 5: how many of the four special values are written
+ *
+ * Per view (q, k, v, out, dout, dq, dk, dv; the last four only matter to the backward):
+ *   layout         >= 0xF8: the fa_tensor pointer is NULL; else % 9: bhsd (fa_tensor_bhsd), bshd
+ *                  (fa_tensor_bshd), padded bhsd, padded bshd, stride_batch 0, stride_head 0,
+ *                  stride_seq 0, raw strides, packed (q, k, v -- or dq, dk, dv -- as slices of one
+ *                  [B][S][Hq·D + Hkv·D + Hkv·Dv] buffer when all three ask for it and Nq = Nk)
+ *   pad_*          padding elements of the padded layouts
+ *   place          < 0xC0: its own region of the pool; else % 10: 0..7 at that view's region + shift
+ *                  elements (clamped to the pool), 8 data = NULL, 9 own region with data 1 + shift % 4
+ *                  bytes past an element boundary (misaligned for f32 and f64)
+ *   raw_*          strides of the raw layout, each multiplied by 1, 2^12, 2^31 or 2^45 as the
+ *                  2-bit fields of raw_scale say (saturating at the int64 limits)
+ *   size_field     >= 0xE0: % 5 names a size (1 batch, 2 heads, 3 seq, 4 dim) replaced by
+ *                  size_value · 2^(16·(size_scale % 4)) (saturating)
+ *   dtype_override >= 0xF0: this view's dtype is entry value % 8 of the dtype table (f32, f64,
+ *                  bf16, f16, -1, 4, 77, INT_MIN), so it may differ from the others
+ *
+ * Special values (view, index, kind): element index % count of that view (when it lies in the
+ * pool) becomes by kind % 8: NaN, +inf, -inf, 1e30 (f32) / 1e300 (f64), -0.0, the smallest
+ * subnormal, -1e30 / -1e300, 64·amp. */
+#ifndef FA_FUZZ_INPUT_H
+#define FA_FUZZ_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint8_t fz_u8;
+typedef int8_t fz_i8;
+typedef uint16_t fz_u16;
+typedef int16_t fz_i16;
+typedef int32_t fz_i32;
+typedef uint32_t fz_u32;
+
+/* clang-format off */
+#define FZ_CALL_FIELDS(X)                                                                                   \
+    X(u8, ctx) X(u8, fresh_threads) X(u8, fresh_bq) X(u8, fresh_bk) X(u8, fresh_isa) X(u8, fresh_bind)      \
+    X(u8, calls) X(u8, dtype) X(u8, batch) X(u8, kv_heads) X(u8, group)                                     \
+    X(u16, q_len) X(u16, kv_len) X(u16, dim) X(u16, dim_v)                                                  \
+    X(u8, params_null) X(u8, scale_mode) X(i16, scale_raw) X(u8, causal)                                    \
+    X(u8, window) X(i8, window_left) X(i8, window_right) X(u8, softcap) X(u8, extras)                       \
+    X(u8, lse_mode) X(i16, lse_shift) X(u32, seed) X(u8, amp) X(u8, gap) X(u8, specials)
+
+#define FZ_VIEW_FIELDS(X)                                                                                   \
+    X(u8, layout) X(u8, pad_seq) X(u8, pad_head) X(u8, pad_batch) X(u8, place) X(i16, shift)                \
+    X(i32, raw_batch) X(i32, raw_head) X(i32, raw_seq) X(u8, raw_scale)                                     \
+    X(u8, size_field) X(i32, size_value) X(u8, size_scale) X(u8, dtype_override)
+/* clang-format on */
+
+#define FZ_SPECIAL_FIELDS(X) X(u8, view) X(u16, index) X(u8, kind)
+
+#define FZ_VIEWS    8
+#define FZ_SPECIALS 4
+enum { FZ_Q, FZ_K, FZ_V, FZ_OUT, FZ_DOUT, FZ_DQ, FZ_DK, FZ_DV };
+
+#define FZ_MEMBER(type, name) fz_##type name;
+typedef struct {
+    FZ_VIEW_FIELDS(FZ_MEMBER)
+} fz_view_bytes;
+typedef struct {
+    FZ_SPECIAL_FIELDS(FZ_MEMBER)
+} fz_special_bytes;
+typedef struct {
+    FZ_CALL_FIELDS(FZ_MEMBER)
+    fz_view_bytes view[FZ_VIEWS];
+    fz_special_bytes special[FZ_SPECIALS];
+} fz_input;
+#undef FZ_MEMBER
+
+/* ---- reading: missing bytes read as 0 ---- */
+
+typedef struct {
+    const uint8_t *p;
+    size_t n, pos;
+} fz_reader;
+
+static inline uint32_t fz_take(fz_reader *r, int bytes)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < bytes; i++, r->pos++)
+        if (r->pos < r->n) v |= (uint32_t)r->p[r->pos] << (8 * i);
+    return v;
+}
+
+static inline fz_u8 fz_get_u8(fz_reader *r)
+{
+    return (fz_u8)fz_take(r, 1);
+}
+static inline fz_u16 fz_get_u16(fz_reader *r)
+{
+    return (fz_u16)fz_take(r, 2);
+}
+static inline fz_i8 fz_get_i8(fz_reader *r)
+{
+    uint32_t u = fz_take(r, 1);
+    return (fz_i8)(u < 0x80u ? (int32_t)u : (int32_t)u - 0x100);
+}
+static inline fz_i16 fz_get_i16(fz_reader *r)
+{
+    uint32_t u = fz_take(r, 2);
+    return (fz_i16)(u < 0x8000u ? (int32_t)u : (int32_t)u - 0x10000);
+}
+static inline fz_i32 fz_get_i32(fz_reader *r)
+{
+    uint32_t u = fz_take(r, 4);
+    return (fz_i32)(u < 0x80000000u ? (int64_t)u : (int64_t)u - ((int64_t)1 << 32));
+}
+static inline fz_u32 fz_get_u32(fz_reader *r)
+{
+    return fz_take(r, 4);
+}
+
+#define FZ_READ(type, name) d->name = fz_get_##type(r);
+static inline void fz_read_view(fz_reader *r, fz_view_bytes *d)
+{
+    FZ_VIEW_FIELDS(FZ_READ)
+}
+static inline void fz_read_special(fz_reader *r, fz_special_bytes *d)
+{
+    FZ_SPECIAL_FIELDS(FZ_READ)
+}
+static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
+{
+    fz_reader rd = {data, size, 0}, *r = &rd;
+    FZ_CALL_FIELDS(FZ_READ)
+    for (int i = 0; i < FZ_VIEWS; i++) fz_read_view(r, &d->view[i]);
+    for (int i = 0; i < FZ_SPECIALS; i++) fz_read_special(r, &d->special[i]);
+}
+#undef FZ_READ
+
+/* ---- writing (the seed writer) ---- */
+
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+} fz_writer;
+
+static inline void fz_put(fz_writer *w, uint32_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        if (w->n < w->cap) w->p[w->n++] = (uint8_t)(v >> (8 * i));
+}
+
+#define FZ_WRITE(type, name) fz_put(w, (uint32_t)d->name, (int)sizeof(fz_##type));
+static inline void fz_write_view(fz_writer *w, const fz_view_bytes *d)
+{
+    FZ_VIEW_FIELDS(FZ_WRITE)
+}
+static inline void fz_write_special(fz_writer *w, const fz_special_bytes *d)
+{
+    FZ_SPECIAL_FIELDS(FZ_WRITE)
+}
+/* Writes the whole input; returns the number of bytes (FZ_INPUT_BYTES when cap allows). */
+static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
+{
+    fz_writer wr = {out, 0, cap}, *w = &wr;
+    FZ_CALL_FIELDS(FZ_WRITE)
+    for (int i = 0; i < FZ_VIEWS; i++) fz_write_view(w, &d->view[i]);
+    for (int i = 0; i < FZ_SPECIALS; i++) fz_write_special(w, &d->special[i]);
+    return wr.n;
+}
+#undef FZ_WRITE
+
+#endif

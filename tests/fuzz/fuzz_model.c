@@ -1,0 +1,453 @@
+/* The expected-status model; see fuzz_model.h. */
+#include "fuzz_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Marks of one view in the element map beyond this are not made (the view is then "unknown"). */
+#define FZ_MARK_BUDGET 8.0e6
+
+const fa_status fz_class_status[FZ_CLASSES] = {FA_ERR_NULL,   FA_ERR_ARG,   FA_ERR_DTYPE,       FA_ERR_SHAPE,
+                                               FA_ERR_STRIDE, FA_ERR_ALIAS, FA_ERR_UNSUPPORTED, FA_ERR_BUSY};
+enum { C_NULL, C_ARG, C_DTYPE, C_SHAPE, C_STRIDE, C_ALIAS, C_UNSUPPORTED, C_BUSY };
+static const char *const class_name[FZ_CLASSES] = {"NULL",   "ARG",   "DTYPE",       "SHAPE",
+                                                   "STRIDE", "ALIAS", "UNSUPPORTED", "BUSY"};
+static const char *const view_name[FZ_VIEWS + 1] = {"q", "k", "v", "out", "dout", "dq", "dk", "dv", "lse"};
+
+size_t fz_dtype_bytes(fa_dtype t)
+{
+    switch (t) {
+    case FA_F64: return 8;
+    case FA_F32: return 4;
+    case FA_BF16:
+    case FA_F16: return 2;
+    }
+    return 0;
+}
+
+int fz_view_empty(const fa_tensor *t)
+{
+    return t->batch == 0 || t->heads == 0 || t->seq == 0 || t->dim == 0;
+}
+
+int64_t fz_view_span(const fa_tensor *t)
+{
+    const int64_t size[4] = {t->batch, t->heads, t->seq, t->dim};
+    const int64_t stride[4] = {t->stride_batch, t->stride_head, t->stride_seq, 1};
+    int64_t last = 0, term;
+    for (int i = 0; i < 4; i++) {
+        if (size[i] <= 0 || stride[i] < 0) return -1;
+        if (__builtin_mul_overflow(size[i] - 1, stride[i], &term) ||
+            __builtin_add_overflow(last, term, &last))
+            return -1;
+    }
+    return last == INT64_MAX ? -1 : last + 1;
+}
+
+int fz_view_fits(const fz_pool *pool, const fa_tensor *t)
+{
+    size_t es = fz_dtype_bytes(t->dtype);
+    if (fz_view_empty(t) || !t->data || es == 0) return 0;
+    int64_t span = fz_view_span(t);
+    if (span < 0 || (uint64_t)span > pool->bytes / es) return 0;
+    uintptr_t begin = (uintptr_t)pool->base, at = (uintptr_t)t->data;
+    if (at < begin || at - begin > pool->bytes || at % es != 0) return 0;
+    return (size_t)span * es <= pool->bytes - (at - begin);
+}
+
+size_t fz_lse_bytes(const fa_tensor *q)
+{
+    if (!q || q->batch <= 0 || q->heads <= 0 || q->seq <= 0 || q->dim <= 0) return 0;
+    int64_t rows;
+    if (__builtin_mul_overflow(q->batch, q->heads, &rows) || __builtin_mul_overflow(rows, q->seq, &rows))
+        return 0;
+    if ((uint64_t)rows > SIZE_MAX / 8) return 0;
+    return (size_t)rows * (q->dtype == FA_F64 ? 8u : 4u);
+}
+
+/* ---- helpers ---- */
+
+static void set_class(fz_model *m, int c, int state, const char *why_fmt, const char *what)
+{
+    if (state <= m->state[c]) return;
+    m->state[c] = state;
+    if (state == FZ_PRESENT && !m->refused) {
+        m->refused = 1;
+        snprintf(m->why, sizeof m->why, "%s: ", class_name[c]);
+        size_t used = strlen(m->why);
+        snprintf(m->why + used, sizeof m->why - used, why_fmt, what);
+    }
+}
+
+static int dtype_known(fa_dtype t)
+{
+    return fz_dtype_bytes(t) != 0;
+}
+
+static int same_shape(const fa_tensor *a, const fa_tensor *b)
+{
+    return a->batch == b->batch && a->heads == b->heads && a->seq == b->seq && a->dim == b->dim;
+}
+
+static int64_t mod_floor(int64_t x, int64_t w)
+{
+    int64_t r = x % w;
+    return r < 0 ? r + w : r;
+}
+
+/* Byte range [begin, end) a view spans; begin == end when it is empty or its extent is not valid. */
+typedef struct {
+    uintptr_t begin, end;
+} range;
+
+static range view_range(const fa_tensor *t)
+{
+    range r = {0, 0};
+    int64_t span = fz_view_empty(t) ? -1 : fz_view_span(t);
+    size_t es = fz_dtype_bytes(t->dtype);
+    if (span < 0 || es == 0 || (uint64_t)span > UINTPTR_MAX / es) return r;
+    uintptr_t end;
+    if (__builtin_add_overflow((uintptr_t)t->data, (uintptr_t)span * es, &end)) return r;
+    r.begin = (uintptr_t)t->data;
+    r.end = end;
+    return r;
+}
+
+static int ranges_meet(range a, range b)
+{
+    return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
+}
+
+/* Marks the elements of a view that fits with `bit`. Inputs may collapse stride-0 axes (the same
+ * addresses again); outputs are walked whole and a second mark of the same element is a
+ * self-overlap. Returns 1 when marked; 0 when over budget. */
+static int mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int bit, int collapse, int *dup)
+{
+    int64_t B = t->batch, H = t->heads, S = t->seq, D = t->dim;
+    const int64_t sb = t->stride_batch, sh = t->stride_head, ss = t->stride_seq;
+    if (collapse) {
+        if (sb == 0) B = 1;
+        if (sh == 0) H = 1;
+        if (ss == 0) S = 1;
+    }
+    double marks = (double)B * (double)H * (double)S * (double)D;
+    if (!collapse && marks > (double)m->units) { /* more elements than the pool has: two share one */
+        *dup = 1;
+        return 0;
+    }
+    if (marks > FZ_MARK_BUDGET) return 0;
+    const size_t off0 = (size_t)((const unsigned char *)t->data - pool->base) / m->unit;
+    const uint16_t mask = (uint16_t)(1u << bit);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++) {
+                size_t row = off0 + (size_t)(b * sb + h * sh + s * ss);
+                for (int64_t d = 0; d < D; d++) {
+                    uint16_t *u = &m->map[row + (size_t)d];
+                    if (*u & mask) *dup = 1;
+                    *u |= mask;
+                }
+            }
+    return 1;
+}
+
+/* The documented exception for views whose ranges meet: both row-interleaved with the same row
+ * stride w (every batch on a row boundary, every head inside a row) and their column sets disjoint
+ * modulo w. 1: it holds, 0: it does not, -1: the harness does not decide (misaligned bases, a
+ * pairwise check the library may decline, very wide rows). */
+static int interleaved_disjoint(const fa_tensor *a, const fa_tensor *b, size_t es)
+{
+    const int64_t w = a->stride_seq;
+    if (w <= 0 || b->stride_seq != w) return 0;
+    const fa_tensor *both[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        const fa_tensor *x = both[i];
+        if (x->batch > 1 && x->stride_batch % w != 0) return 0;
+        /* no overflow: the view's span is valid, and it bounds this sum */
+        if ((x->heads - 1) * x->stride_head + x->dim > w) return 0;
+    }
+    intptr_t gap = (intptr_t)((uintptr_t)b->data - (uintptr_t)a->data);
+    if (gap % (intptr_t)es != 0) return -1;
+    if ((double)a->heads * (double)b->heads > 65536.0 || w > ((int64_t)1 << 22)) return -1;
+    unsigned char *col = calloc((size_t)w, 1);
+    if (!col) abort();
+    for (int64_t h = 0; h < a->heads; h++)
+        for (int64_t x = 0; x < a->dim; x++) col[mod_floor(h * a->stride_head + x, w)] = 1;
+    int disjoint = 1;
+    const int64_t shift = mod_floor((int64_t)(gap / (intptr_t)es), w);
+    for (int64_t h = 0; h < b->heads && disjoint; h++)
+        for (int64_t x = 0; x < b->dim; x++)
+            if (col[mod_floor(shift + mod_floor(h * b->stride_head + x, w), w)]) {
+                disjoint = 0;
+                break;
+            }
+    free(col);
+    return disjoint;
+}
+
+/* ---- the classes, in the header's order; each returns 1 when a class was found PRESENT ---- */
+
+static int model_null(const fz_call *c, fz_model *m)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!c->t[i]) set_class(m, C_NULL, FZ_PRESENT, "%s tensor pointer", view_name[i]);
+    for (int i = 0; i < c->n && !m->refused; i++) {
+        const fa_tensor *t = c->t[i];
+        if (!t->data && t->batch > 0 && t->heads > 0 && t->seq > 0 && t->dim > 0)
+            set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
+    }
+    if (c->backward && !c->lse) set_class(m, C_NULL, FZ_PRESENT, "%s", "lse of the backward");
+    return m->refused;
+}
+
+static int model_arg(const fz_call *c, fz_model *m)
+{
+    fa_params p = c->p ? *c->p : fa_params_default();
+    if (!isfinite(p.scale)) set_class(m, C_ARG, FZ_PRESENT, "%s", "scale not finite");
+    if (p.causal != FA_CAUSAL_NONE && p.causal != FA_CAUSAL_TOP_LEFT && p.causal != FA_CAUSAL_BOTTOM_RIGHT)
+        set_class(m, C_ARG, FZ_PRESENT, "%s", "unknown causal value");
+    if (p.window_left < -1 || p.window_right < -1) set_class(m, C_ARG, FZ_PRESENT, "%s", "window < -1");
+    if (!(p.softcap >= 0.0) || !isfinite(p.softcap))
+        set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap negative or NaN/Inf");
+    return m->refused;
+}
+
+static int model_dtype(const fz_call *c, fz_model *m)
+{
+    for (int i = 0; i < c->n; i++) {
+        if (!dtype_known(c->t[i]->dtype))
+            set_class(m, C_DTYPE, FZ_PRESENT, "unknown dtype of %s", view_name[i]);
+        else if (c->t[i]->dtype != c->t[0]->dtype)
+            set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from q's", view_name[i]);
+    }
+    return m->refused;
+}
+
+static int model_shape(const fz_call *c, fz_model *m)
+{
+    const fa_tensor *q = c->t[FZ_Q], *k = c->t[FZ_K], *v = c->t[FZ_V], *o = c->t[FZ_OUT];
+    for (int i = 0; i < c->n; i++) {
+        const fa_tensor *t = c->t[i];
+        if (t->batch < 0 || t->heads < 0 || t->seq < 0 || t->dim < 0)
+            set_class(m, C_SHAPE, FZ_PRESENT, "negative size in %s", view_name[i]);
+    }
+    if (k->batch != q->batch || v->batch != q->batch || o->batch != q->batch)
+        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "batch sizes differ");
+    if (o->heads != q->heads || v->heads != k->heads)
+        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "head counts differ");
+    if (o->seq != q->seq || v->seq != k->seq)
+        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "sequence lengths differ");
+    if (k->dim != q->dim || o->dim != v->dim) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "head dims differ");
+    if (q->dim < 1 || q->dim > 512 || v->dim < 1 || v->dim > 512)
+        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "D or Dv outside 1..512");
+    if (q->heads > 0 && (k->heads <= 0 || q->heads % k->heads != 0))
+        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "Hq not a multiple of Hkv");
+    if (c->backward) {
+        if (!same_shape(c->t[FZ_DOUT], o)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dout shape != out shape");
+        if (!same_shape(c->t[FZ_DQ], q)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dq shape != q shape");
+        if (!same_shape(c->t[FZ_DK], k)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dk shape != k shape");
+        if (!same_shape(c->t[FZ_DV], v)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dv shape != v shape");
+    }
+    if (m->refused) return 1;
+    /* Not in the header's list: B·Hq·Nq lse values whose byte count overflows int64. */
+    int64_t rows;
+    if (__builtin_mul_overflow(q->batch, q->heads, &rows) || __builtin_mul_overflow(rows, q->seq, &rows) ||
+        __builtin_mul_overflow(rows, (int64_t)8, &rows))
+        m->state[C_SHAPE] = FZ_MAYBE;
+    m->work =
+        (double)q->batch * (double)q->heads * (double)q->seq * (double)k->seq * (double)(q->dim + v->dim);
+    return 0;
+}
+
+static int model_stride(const fz_call *c, const fz_pool *pool, fz_model *m, int known_dup[FZ_VIEWS])
+{
+    for (int i = 0; i < c->n; i++) {
+        const fa_tensor *t = c->t[i];
+        if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0)
+            set_class(m, C_STRIDE, FZ_PRESENT, "negative stride in %s", view_name[i]);
+    }
+    if (m->refused) return 1;
+    for (int i = 0; i < c->n; i++) { /* data must be aligned to its element size */
+        const fa_tensor *t = c->t[i];
+        if ((uintptr_t)t->data % fz_dtype_bytes(t->dtype) == 0) continue;
+        if (!fz_view_empty(t))
+            set_class(m, C_STRIDE, FZ_PRESENT, "data of %s not aligned to its element size", view_name[i]);
+        else if (m->state[C_STRIDE] < FZ_MAYBE)
+            m->state[C_STRIDE] = FZ_MAYBE; /* an empty view: not said */
+    }
+    if (c->lse && (uintptr_t)c->lse % (c->t[FZ_Q]->dtype == FA_F64 ? 8u : 4u) != 0) {
+        if (fz_lse_bytes(c->t[FZ_Q]))
+            set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to its element size", "lse");
+        else if (m->state[C_STRIDE] < FZ_MAYBE)
+            m->state[C_STRIDE] = FZ_MAYBE;
+    }
+    for (int i = 0; i < c->n; i++) {
+        const fa_tensor *t = c->t[i];
+        if (fz_view_empty(t)) continue;
+        int64_t span = fz_view_span(t), bytes;
+        if (span < 0 || __builtin_mul_overflow(span, (int64_t)fz_dtype_bytes(t->dtype), &bytes))
+            set_class(m, C_STRIDE, FZ_PRESENT, "offsets of %s overflow int64", view_name[i]);
+        else if ((uintptr_t)t->data > UINTPTR_MAX - (uintptr_t)bytes)
+            m->state[C_STRIDE] =
+                m->state[C_STRIDE] > FZ_MAYBE ? m->state[C_STRIDE] : FZ_MAYBE; /* address wraps */
+    }
+    if (c->lse && fz_lse_bytes(c->t[FZ_Q]) > UINTPTR_MAX - (uintptr_t)c->lse && m->state[C_STRIDE] < FZ_MAYBE)
+        m->state[C_STRIDE] = FZ_MAYBE;
+    if (m->refused) return 1;
+    for (int i = 0; i < c->n; i++) {
+        const fa_tensor *t = c->t[i];
+        if (!c->is_out[i] || fz_view_empty(t)) continue;
+        const int64_t size[3] = {t->batch, t->heads, t->seq};
+        const int64_t stride[3] = {t->stride_batch, t->stride_head, t->stride_seq};
+        int repeated = 0; /* an axis of size > 1 with stride 0 gives two elements one address */
+        for (int a = 0; a < 3; a++) repeated |= size[a] > 1 && stride[a] == 0;
+        if (repeated || known_dup[i])
+            set_class(m, C_STRIDE, FZ_PRESENT, "output %s overlaps itself", view_name[i]);
+        else if (c->raw[i] && m->state[C_STRIDE] < FZ_MAYBE)
+            m->state[C_STRIDE] = FZ_MAYBE;
+    }
+    (void)pool;
+    return m->refused;
+}
+
+static int model_alias(const fz_call *c, fz_model *m, unsigned shared[FZ_VIEWS + 1])
+{
+    const int L = FZ_LSE_BIT;
+    range r[FZ_VIEWS + 1];
+    int is_out[FZ_VIEWS + 1];
+    const int n = c->n;
+    for (int i = 0; i < n; i++) {
+        r[i] = view_range(c->t[i]);
+        is_out[i] = c->is_out[i];
+    }
+    size_t lse_bytes = c->lse ? fz_lse_bytes(c->t[FZ_Q]) : 0;
+    r[L].begin = (uintptr_t)c->lse;
+    r[L].end = lse_bytes && (uintptr_t)c->lse <= UINTPTR_MAX - lse_bytes ? (uintptr_t)c->lse + lse_bytes
+                                                                         : r[L].begin;
+    is_out[L] = c->lse_out;
+    const size_t es = fz_dtype_bytes(c->t[FZ_Q]->dtype);
+    for (int o = 0; o <= L; o++) {
+        if ((o < n || o == L) && is_out[o]) {
+            for (int x = 0; x <= L; x++) {
+                if (x == o || (x >= n && x != L) || (is_out[x] && x < o)) continue; /* each pair once */
+                if (!ranges_meet(r[o], r[x])) continue;
+                char what[32];
+                snprintf(what, sizeof what, "%s/%s", view_name[o], view_name[x]);
+                int both_known = m->marked[o] && m->marked[x];
+                int share = both_known && (shared[o] >> x & 1u);
+                if (o == L || x == L) { /* the lse is a plain range: meeting is overlapping */
+                    set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet (lse)", what);
+                    continue;
+                }
+                int ex = interleaved_disjoint(c->t[o], c->t[x], es);
+                if (ex == 1 && share) {
+                    fprintf(stderr, "fuzz model: %s interleaved-disjoint yet sharing elements\n", what);
+                    abort(); /* the harness contradicts itself */
+                }
+                if (share)
+                    set_class(m, C_ALIAS, FZ_PRESENT, "%s share elements", what);
+                else if (ex == 0)
+                    set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet, not interleaved-disjoint", what);
+                else if (ex < 0 && !both_known && c->t[o]->data == c->t[x]->data)
+                    set_class(m, C_ALIAS, FZ_PRESENT, "%s start at the same address", what);
+                else if (ex < 0 && m->state[C_ALIAS] < FZ_MAYBE)
+                    m->state[C_ALIAS] = FZ_MAYBE;
+            }
+        }
+    }
+    return m->refused;
+}
+
+static int model_unsupported(const fz_call *c, fz_model *m)
+{
+    fa_params p = c->p ? *c->p : fa_params_default();
+    fa_dtype t = c->t[FZ_Q]->dtype;
+    if (t != FA_F32 && t != FA_F64) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "bf16/f16");
+    if (p.window_left != -1 || p.window_right != -1) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "window");
+    if (p.softcap != 0.0) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "softcap");
+    if (p.alibi_slopes) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "alibi");
+    if (p.bias) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "bias");
+    return m->refused;
+}
+
+static int lse_fits(const fz_call *c, const fz_pool *pool)
+{
+    size_t lse_bytes = c->lse && c->t[FZ_Q] ? fz_lse_bytes(c->t[FZ_Q]) : 0;
+    if (!lse_bytes) return 1;
+    uintptr_t at = (uintptr_t)c->lse, begin = (uintptr_t)pool->base;
+    return at >= begin && at - begin <= pool->bytes && lse_bytes <= pool->bytes - (at - begin) &&
+           at % (c->t[FZ_Q]->dtype == FA_F64 ? 8u : 4u) == 0;
+}
+
+/* Whether every non-empty view and the lse lie inside the pool. */
+static int all_fit(const fz_call *c, const fz_pool *pool)
+{
+    for (int i = 0; i < c->n; i++) {
+        if (!c->t[i]) continue;
+        if (!fz_view_empty(c->t[i]) && !fz_view_fits(pool, c->t[i])) return 0;
+    }
+    return lse_fits(c, pool);
+}
+
+void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->all_fit = all_fit(c, pool);
+    if (model_null(c, m) || model_arg(c, m) || model_dtype(c, m) || model_shape(c, m)) return;
+
+    /* One dtype from here on: map the pool in units of its element size. */
+    m->unit = fz_dtype_bytes(c->t[FZ_Q]->dtype);
+    m->units = pool->bytes / m->unit;
+    m->map = calloc(m->units + 1, sizeof *m->map);
+    if (!m->map) abort();
+    int dup[FZ_VIEWS] = {0};
+    for (int i = 0; i < c->n; i++)
+        if (fz_view_fits(pool, c->t[i]) && c->t[i]->stride_batch >= 0 && c->t[i]->stride_head >= 0 &&
+            c->t[i]->stride_seq >= 0)
+            m->marked[i] = mark_view(m, pool, c->t[i], i, !c->is_out[i], &dup[i]);
+    size_t lse_bytes = c->lse ? fz_lse_bytes(c->t[FZ_Q]) : 0;
+    if (lse_bytes && lse_fits(c, pool) && ((uintptr_t)c->lse - (uintptr_t)pool->base) % m->unit == 0) {
+        size_t first = (size_t)((const unsigned char *)c->lse - pool->base) / m->unit;
+        for (size_t u = first; u < first + lse_bytes / m->unit; u++)
+            m->map[u] |= (uint16_t)(1u << FZ_LSE_BIT);
+        m->marked[FZ_LSE_BIT] = 1;
+    }
+    unsigned shared[FZ_VIEWS + 1] = {0};
+    for (size_t u = 0; u < m->units; u++) {
+        unsigned bits = m->map[u];
+        if ((bits & (bits - 1)) == 0) continue;
+        for (int i = 0; i <= FZ_LSE_BIT; i++)
+            if (bits >> i & 1u) shared[i] |= bits & ~(1u << i);
+    }
+    if (model_stride(c, pool, m, dup) || model_alias(c, m, shared) || model_unsupported(c, m)) return;
+}
+
+void fz_model_free(fz_model *m)
+{
+    free(m->map);
+    m->map = NULL;
+}
+
+int fz_status_allowed(const fz_model *m, fa_status st)
+{
+    for (int c = 0; c < FZ_CLASSES; c++) {
+        if (m->state[c] != FZ_ABSENT && st == fz_class_status[c]) return 1;
+        if (m->state[c] == FZ_PRESENT) return 0;
+    }
+    return st == FA_OK;
+}
+
+void fz_model_describe(const fz_model *m, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int c = 0; c < FZ_CLASSES && used < size; c++) {
+        if (m->state[c] == FZ_ABSENT) continue;
+        used += (size_t)snprintf(buf + used, size - used, "%s%s(%s)", used ? " " : "", class_name[c],
+                                 m->state[c] == FZ_PRESENT ? "present" : "maybe");
+        if (m->state[c] == FZ_PRESENT) break;
+    }
+    if (!m->refused && used < size) snprintf(buf + used, size - used, "%sOK", used ? " or " : "");
+}

@@ -1,0 +1,78 @@
+/* What include/flashattn.h lets a call return, worked out from its arguments alone.
+ *
+ * For each status class, in the header's order (NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS,
+ * UNSUPPORTED, BUSY), the model says whether the arguments certainly have a problem of that
+ * class (PRESENT: the header documents the refusal), may have one (MAYBE: the library's test is
+ * documented as only sufficient, e.g. self-overlap of unusual strides, or the harness cannot tell
+ * because a view lies outside its buffers), or certainly not (ABSENT). The call must then return
+ * the first PRESENT class or a MAYBE class before it, and FA_OK only when no class is PRESENT.
+ *
+ * The rules are written from the header's text, not from src/validate.c: where they disagree, the
+ * fuzzer reports it. */
+#ifndef FA_FUZZ_MODEL_H
+#define FA_FUZZ_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashattn.h"
+#include "fuzz_input.h"
+
+/* One call's arguments. */
+typedef struct {
+    int backward;
+    const fa_params *p;
+    int n; /* 4 (fa_forward: q k v out) or 8 (fa_backward: q k v out dout dq dk dv) */
+    const fa_tensor *t[FZ_VIEWS];
+    int is_out[FZ_VIEWS]; /* out in the forward; dq, dk, dv in the backward */
+    int raw[FZ_VIEWS];    /* strides from the raw layout: the self-overlap test may refuse more */
+    const void *lse;
+    int lse_out; /* the forward writes lse, the backward reads it */
+} fz_call;
+
+/* The one allocation every view of the harness lives in. */
+typedef struct {
+    const unsigned char *base;
+    size_t bytes;
+} fz_pool;
+
+enum { FZ_ABSENT = 0, FZ_MAYBE = 1, FZ_PRESENT = 2 };
+#define FZ_CLASSES 8
+#define FZ_LSE_BIT 8 /* the lse's bit in the element map (views use bits 0..7) */
+
+typedef struct {
+    int state[FZ_CLASSES];
+    int refused;   /* some class is PRESENT: the call must not succeed */
+    int all_fit;   /* every non-empty view, and the lse, lies inside the pool */
+    double work;   /* B·Hq·Nq·Nk·(D+Dv), when the shapes are consistent */
+    char why[200]; /* the first PRESENT class and its reason, for failure messages */
+    /* the element map (unit = element size of the call's dtype): bit i = view i covers it */
+    uint16_t *map;
+    size_t units, unit;
+    int marked[FZ_VIEWS + 1]; /* view i (or the lse) was marked in the map */
+} fz_model;
+
+extern const fa_status fz_class_status[FZ_CLASSES];
+
+/* Fills m for call c on pool; m->map is malloc'ed (free it with fz_model_free). */
+void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m);
+void fz_model_free(fz_model *m);
+/* 1 when the model lets the call return st. */
+int fz_status_allowed(const fz_model *m, fa_status st);
+/* The allowed statuses, as text, for failure messages. */
+void fz_model_describe(const fz_model *m, char *buf, size_t size);
+
+/* ---- geometry, shared with the harness ---- */
+
+size_t fz_dtype_bytes(fa_dtype t); /* 8, 4, 2, 2 for f64, f32, bf16, f16; 0 for unknown values */
+int fz_view_empty(const fa_tensor *t);
+/* Elements from the first to one past the last element of a non-empty view with sizes and strides
+ * >= 0, in elements; -1 if that overflows int64. */
+int64_t fz_view_span(const fa_tensor *t);
+/* 1 when the view is non-empty, its data aligned to its element size, and every element of it
+ * lies inside the pool. */
+int fz_view_fits(const fz_pool *pool, const fa_tensor *t);
+/* Bytes of the lse for q: B·Hq·Nq values of the accumulation type (0 when q is empty or invalid). */
+size_t fz_lse_bytes(const fa_tensor *q);
+
+#endif

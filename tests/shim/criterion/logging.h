@@ -1,0 +1,2 @@
+/* See criterion.h: the stand-in declares everything in one header. */
+#include <criterion/criterion.h>
