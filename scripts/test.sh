@@ -114,6 +114,9 @@ run_tests() { # run_tests EXE ARGS...
     echo "OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}${FLASHATTN_ISA:+ FLASHATTN_ISA=$FLASHATTN_ISA} $exe $*"
     "$exe" "$@" 2>&1 | tee "$tmp/suite.log" || rc=$?
     grep -o 'Tested: .*' "$tmp/suite.log" | tail -n 1 | sed 's/ *$//' >"$tmp/stage.note" || true
+    # every run's passed and failed counts, for the plain closing line
+    grep -o 'Passing: [0-9]* | Failing: [0-9]*' "$tmp/suite.log" | tail -n 1 |
+        awk '{print $2, $5}' >>"$tmp/totals" || true
     return "$rc"
 }
 
@@ -314,3 +317,5 @@ stage "consumer (find_package + pkg-config)" "$root/tests/consumer/run.sh" "$tmp
 
 print_summary
 printf '\ntest.sh: PASSED, %d stages in %s\n' "$stage_no" "$(fmt_s $(($(now_ms) - t_start)))"
+# The plain closing line, summed over every suite run above (each test counted once per run).
+awk '{p += $1; f += $2} END {printf "tests: %d passed, %d failed\n", p, f}' "$tmp/totals"
