@@ -20,8 +20,8 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
     const fa_backward_job *job = job_ptr;
     const fa_problem *p = job->problem;
     fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index);
-    const FA_T *o = (const FA_T *)p->out.data + it.batch * p->out.stride_batch + it.q_head * p->out.stride_head;
-    const FA_T *d_o = (const FA_T *)p->dout.data + it.batch * p->dout.stride_batch + it.q_head * p->dout.stride_head;
+    const FA_T *o = (const FA_T *)fa_view_at(&p->out, sizeof(FA_T), it.batch, it.q_head, 0);
+    const FA_T *d_o = (const FA_T *)fa_view_at(&p->dout, sizeof(FA_T), it.batch, it.q_head, 0);
     FA_T *delta = (FA_T *)job->delta + (it.batch * p->q_heads + it.q_head) * p->q_len;
     for (int64_t i = it.row0; i < it.row0 + it.rows; i++) {
         const FA_T *orow = o + i * p->out.stride_seq, *drow = d_o + i * p->dout.stride_seq;
@@ -55,10 +55,8 @@ static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_
 {
     const fa_problem *p = job->problem;
     int64_t ld = job->ld, rows_at = (batch * p->q_heads + q_head) * p->q_len + row0;
-    const FA_T *q = (const FA_T *)p->q.data + batch * p->q.stride_batch + q_head * p->q.stride_head +
-                    row0 * p->q.stride_seq;
-    const FA_T *d_o = (const FA_T *)p->dout.data + batch * p->dout.stride_batch + q_head * p->dout.stride_head +
-                      row0 * p->dout.stride_seq;
+    const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), batch, q_head, row0);
+    const FA_T *d_o = (const FA_T *)fa_view_at(&p->dout, sizeof(FA_T), batch, q_head, row0);
     FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qp->qt, ld);
     FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim_v, d_o, p->dout.stride_seq, (FA_T)1, qp->dot, ld);
     const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
@@ -101,14 +99,12 @@ static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int
     for (int64_t x = 0; x < cols * d_pad; x++) dk_acc[x] = 0;
     for (int64_t x = 0; x < cols * dv_pad; x++) dv_acc[x] = 0;
 
-    const FA_T *k = (const FA_T *)p->k.data + batch * p->k.stride_batch + kv_head * p->k.stride_head +
-                    col0 * p->k.stride_seq;
-    const FA_T *v = (const FA_T *)p->v.data + batch * p->v.stride_batch + kv_head * p->v.stride_head +
-                    col0 * p->v.stride_seq;
+    const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), batch, kv_head, col0);
+    const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), batch, kv_head, col0);
     for (int64_t g = 0; g < p->group; g++) {
         int64_t q_head = kv_head * p->group + g;
-        const FA_T *q = (const FA_T *)p->q.data + batch * p->q.stride_batch + q_head * p->q.stride_head;
-        const FA_T *d_o = (const FA_T *)p->dout.data + batch * p->dout.stride_batch + q_head * p->dout.stride_head;
+        const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), batch, q_head, 0);
+        const FA_T *d_o = (const FA_T *)fa_view_at(&p->dout, sizeof(FA_T), batch, q_head, 0);
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
             /* Skip query blocks that no row of which sees this key block (monotone ranges). */
@@ -125,8 +121,8 @@ static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int
     }
 
     const FA_T scale = (FA_T)p->scale;
-    FA_T *dk = (FA_T *)p->dk.data + batch * p->dk.stride_batch + kv_head * p->dk.stride_head + col0 * p->dk.stride_seq;
-    FA_T *dvo = (FA_T *)p->dv.data + batch * p->dv.stride_batch + kv_head * p->dv.stride_head + col0 * p->dv.stride_seq;
+    FA_T *dk = (FA_T *)fa_view_at(&p->dk, sizeof(FA_T), batch, kv_head, col0);
+    FA_T *dvo = (FA_T *)fa_view_at(&p->dv, sizeof(FA_T), batch, kv_head, col0);
     for (int64_t c = 0; c < cols; c++) {
         for (int64_t x = 0; x < d; x++) dk[c * p->dk.stride_seq + x] = scale * dk_acc[c * d_pad + x];
         for (int64_t y = 0; y < dv; y++) dvo[c * p->dv.stride_seq + y] = dv_acc[c * dv_pad + y];
@@ -148,8 +144,8 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     for (int64_t x = 0; x < it.rows * d_pad; x++) dq_acc[x] = 0;
     FA_NAME(query_pack_fill_)(job, &qp, it.batch, it.q_head, it.row0, it.rows);
 
-    const FA_T *k = (const FA_T *)p->k.data + it.batch * p->k.stride_batch + kv_head * p->k.stride_head;
-    const FA_T *v = (const FA_T *)p->v.data + it.batch * p->v.stride_batch + kv_head * p->v.stride_head;
+    const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), it.batch, kv_head, 0);
+    const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), it.batch, kv_head, 0);
     int64_t key_begin = fa_visible_keys(p, it.row0).begin;
     int64_t key_end = fa_visible_keys(p, it.row0 + it.rows - 1).end;
     for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
@@ -162,8 +158,7 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     }
 
     const FA_T scale = (FA_T)p->scale;
-    FA_T *dq = (FA_T *)p->dq.data + it.batch * p->dq.stride_batch + it.q_head * p->dq.stride_head +
-               it.row0 * p->dq.stride_seq;
+    FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), it.batch, it.q_head, it.row0);
     for (int64_t r = 0; r < it.rows; r++)
         for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = scale * dq_acc[r * d_pad + x];
 }

@@ -30,10 +30,9 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     st.row_sum = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
     st.acc_stride = dv_pad;
 
-    const FA_T *q = (const FA_T *)p->q.data + it->batch * p->q.stride_batch + it->q_head * p->q.stride_head +
-                    it->row0 * p->q.stride_seq;
-    const FA_T *k = (const FA_T *)p->k.data + it->batch * p->k.stride_batch + kv_head * p->k.stride_head;
-    const FA_T *v = (const FA_T *)p->v.data + it->batch * p->v.stride_batch + kv_head * p->v.stride_head;
+    const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), it->batch, it->q_head, it->row0);
+    const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), it->batch, kv_head, 0);
+    const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), it->batch, kv_head, 0);
 
     /* the scale folded into the queries: score tiles come out scaled */
     FA_CAT(fa_pack_transposed_, FA_SFX)(it->rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
@@ -64,8 +63,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
 /* out = acc / l and lse = m + log(l) for the item's rows. */
 static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) *st)
 {
-    FA_T *out = (FA_T *)p->out.data + it->batch * p->out.stride_batch + it->q_head * p->out.stride_head +
-                it->row0 * p->out.stride_seq;
+    FA_T *out = (FA_T *)fa_view_at(&p->out, sizeof(FA_T), it->batch, it->q_head, it->row0);
     FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->q_len + it->row0 : NULL;
     for (int64_t r = 0; r < it->rows; r++) {
         FA_T *o = out + r * p->out.stride_seq;

@@ -3,6 +3,7 @@
 #ifndef FA_PROBLEM_H
 #define FA_PROBLEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "flashattn.h"
@@ -25,5 +26,14 @@ typedef struct {
     double scale;
     fa_causal causal;
 } fa_problem;
+
+/* Element (b, h, s, 0) of a view. An empty view may have NULL data, and pointer arithmetic on NULL
+ * is undefined even with a zero offset, so such a view gives NULL (never dereferenced: the loops
+ * over an empty view do not run). */
+static inline void *fa_view_at(const fa_view *v, size_t elem, int64_t b, int64_t h, int64_t s)
+{
+    if (!v->data) return NULL;
+    return (char *)v->data + (b * v->stride_batch + h * v->stride_head + s * v->stride_seq) * (int64_t)elem;
+}
 
 #endif
