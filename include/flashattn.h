@@ -135,7 +135,8 @@ typedef enum {
 
 /** What to compute besides the plain product. Start from fa_params_default(). */
 typedef struct {
-    double scale;                 /**< score scale; 0 means 1/sqrt(D). Must be finite. */
+    double scale;                 /**< score scale; 0 means 1/sqrt(D). Must be finite, and within float's range unless
+                                       the tensors are FA_F64 (scores accumulate in float otherwise) */
     fa_causal causal;             /**< causal mask, FA_CAUSAL_NONE by default */
     int64_t window_left;          /**< -1 = unbounded. Other values: FA_ERR_UNSUPPORTED for now (< -1: FA_ERR_ARG) */
     int64_t window_right;         /**< -1 = unbounded. Same rules as window_left */
@@ -245,7 +246,8 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * address range each view spans, except that row-interleaved views (same row
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
- * value, window < -1, negative, NaN or infinite softcap (FA_ERR_ARG).
+ * value, window < -1, negative, NaN or infinite softcap, a scale beyond float's
+ * range when q is not FA_F64 (FA_ERR_ARG).
  */
 FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                             const fa_tensor *v, const fa_tensor *out, void *lse);

@@ -5,6 +5,7 @@
  * touch memory outside the views it was given. */
 #include "validate.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -94,9 +95,12 @@ static int ranges_overlap(byte_range a, byte_range b)
     return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
 }
 
-static fa_status check_params(const fa_params *p)
+/* q_dtype: the scale must be finite in the type the scores accumulate in (double only for FA_F64),
+ * or every score would be inf and every output NaN. */
+static fa_status check_params(const fa_params *p, fa_dtype q_dtype)
 {
     if (!isfinite(p->scale)) return FA_ERR_ARG;
+    if (q_dtype != FA_F64 && fabs(p->scale) > FLT_MAX) return FA_ERR_ARG;
     if (p->causal != FA_CAUSAL_NONE && p->causal != FA_CAUSAL_TOP_LEFT && p->causal != FA_CAUSAL_BOTTOM_RIGHT)
         return FA_ERR_ARG;
     if (p->window_left < -1 || p->window_right < -1) return FA_ERR_ARG;
@@ -285,7 +289,7 @@ fa_status fa_validate_forward(const fa_params *p, const fa_tensor *q, const fa_t
     fa_status st = check_null(all, 4);
     if (st != FA_OK) return st;
     fa_params params = p ? *p : fa_params_default();
-    if ((st = check_params(&params)) != FA_OK) return st;
+    if ((st = check_params(&params, q->dtype)) != FA_OK) return st;
     if ((st = check_dtypes(all, 4)) != FA_OK) return st;
     if ((st = check_shapes(q, k, v, out)) != FA_OK) return st;
     byte_range in_range[3], out_range[2];
@@ -307,7 +311,7 @@ fa_status fa_validate_backward(const fa_params *p, const fa_tensor *q, const fa_
     if (st != FA_OK) return st;
     if (!lse) return FA_ERR_NULL;
     fa_params params = p ? *p : fa_params_default();
-    if ((st = check_params(&params)) != FA_OK) return st;
+    if ((st = check_params(&params, q->dtype)) != FA_OK) return st;
     if ((st = check_dtypes(all, 8)) != FA_OK) return st;
     if ((st = check_shapes(q, k, v, out)) != FA_OK) return st;
     if (!same_shape(dout, out) || !same_shape(dq, q) || !same_shape(dk, k) || !same_shape(dv, v))

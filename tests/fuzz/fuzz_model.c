@@ -1,6 +1,7 @@
 /* The expected-status model; see fuzz_model.h. */
 #include "fuzz_model.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +207,8 @@ static int model_arg(const fz_call *c, fz_model *m)
 {
     fa_params p = c->p ? *c->p : fa_params_default();
     if (!isfinite(p.scale)) set_class(m, C_ARG, FZ_PRESENT, "%s", "scale not finite");
+    else if (c->t[FZ_Q]->dtype != FA_F64 && fabs(p.scale) > FLT_MAX)
+        set_class(m, C_ARG, FZ_PRESENT, "%s", "scale beyond the float range with float scores");
     if (p.causal != FA_CAUSAL_NONE && p.causal != FA_CAUSAL_TOP_LEFT && p.causal != FA_CAUSAL_BOTTOM_RIGHT)
         set_class(m, C_ARG, FZ_PRESENT, "%s", "unknown causal value");
     if (p.window_left < -1 || p.window_right < -1) set_class(m, C_ARG, FZ_PRESENT, "%s", "window < -1");
