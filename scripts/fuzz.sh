@@ -59,7 +59,10 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 echo "fuzz.sh: fuzzing for ${seconds}s from ${#seeds[@]} seeds (max_len $max_len, OMP_WAIT_POLICY=$OMP_WAIT_POLICY)"
 rc=0
 # -jobs=1 runs the fuzzer in a child process writing fuzz-0.log in the current folder.
-(cd "$work" && "$fuzzer" -max_total_time="$seconds" -jobs=1 -workers=1 -max_len="$max_len" \
+# A fixed seed (FA_FUZZ_SEED, default 1; 0 = random) makes the sequence of inputs the same on every
+# run: a CI run then meets only inputs a developer's run of the same length has met, instead of
+# failing on fresh ones at landing time. Longer or random-seed runs are how new inputs are explored.
+(cd "$work" && "$fuzzer" -seed="${FA_FUZZ_SEED:-1}" -max_total_time="$seconds" -jobs=1 -workers=1 -max_len="$max_len" \
     -timeout="${FA_FUZZ_INPUT_TIMEOUT:-25}" -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
     "${extra[@]}" "$work/corpus" >"$work/driver.log" 2>&1) || rc=$?
 log=$work/fuzz-0.log

@@ -89,21 +89,25 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
     atomic_int bound = 0, out_of_memory = 0;
 #pragma omp parallel num_threads(threads) default(none) shared(ctx, work, mode, bound, out_of_memory)
     {
+        /* A private copy of the work, taken before the first barrier: after the last loop's barrier
+         * no thread reads the caller's stack again, which is about to be reused for the next call
+         * (ThreadSanitizer flagged the phase-count read there with nested teams). */
+        const fa_team_work mine = *work;
         int tid = omp_get_thread_num();
         int pinned = mode != FA_BIND_NONE && fa_topology_bind(ctx->topology, mode, tid);
         if (pinned) atomic_fetch_add_explicit(&bound, 1, memory_order_relaxed);
         fa_arena *arena = &ctx->arenas[tid];
-        if (fa_arena_reserve(arena, work->scratch_bytes) != 0)
+        if (fa_arena_reserve(arena, mine.scratch_bytes) != 0)
             atomic_store_explicit(&out_of_memory, 1, memory_order_relaxed);
 #pragma omp barrier
         if (!atomic_load_explicit(&out_of_memory, memory_order_relaxed)) {
-            for (int ph = 0; ph < work->phases; ph++) {
-                const fa_team_phase *phase = &work->phase[ph];
+            for (int ph = 0; ph < mine.phases; ph++) {
+                const fa_team_phase *phase = &mine.phase[ph];
                 /* the implicit barrier at the end of each loop orders the phases */
 #pragma omp for schedule(dynamic, 1)
                 for (int64_t i = 0; i < phase->items; i++) {
                     fa_arena_reset(arena);
-                    phase->run(work->job, arena, i);
+                    phase->run(mine.job, arena, i);
                 }
             }
         }
