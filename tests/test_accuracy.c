@@ -34,9 +34,7 @@ static const int axis_column[AX_COUNT] = {7, 0, 4, 6, 5, 1, 3, 2};
 
 static int grid_level(int row, int axis)
 {
-    int a = row / 7, b = row % 7, col = axis_column[axis];
-    int v = col == 0 ? a : col == 1 ? b : (a + (col - 1) * b) % 7;
-    return v % axis_size[axis];
+    return tu_pairwise_level(row, axis_column[axis], axis_size[axis]);
 }
 
 /* A value of Dv different from D (axis level 1), still inside 1..512. */
