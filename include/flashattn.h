@@ -20,8 +20,10 @@
  * For a given problem (shapes, strides, dtype, params) and a given block
  * size choice, the bytes of every output are identical for every thread
  * count, every binding mode and every repetition. The work is cut into
- * items that depend on the problem only; each item is computed by exactly
- * one thread, front to back, in a fixed order.
+ * items; each item is computed by exactly one thread, front to back, in a
+ * fixed order, and what an item computes for an output element (operations
+ * and their order) depends on the problem only. (The backward may cut its
+ * work two ways by thread count; both compute every element identically.)
  *
  * ## Thread safety
  * A context serves one call at a time; a second concurrent call on the same
@@ -269,8 +271,13 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * delta = rowsum(dout ∘ out), kept in the context and grown only when a call needs more.
  *
  * Determinism: dq, dk and dv are bitwise identical for every thread count, binding mode and
- * repetition. Work items own their output rows (dK/dV by key block, dQ by query block); there are
- * no atomics and no reduction whose order depends on the threads.
+ * repetition. Work items own their output rows, and there are no atomics and no reduction whose
+ * order depends on the threads. The work is cut in one of two ways: one item per (batch, kv head)
+ * that computes dk, dv and the group's dq together, or dK/dV items per key block and dQ items per
+ * query block, which recompute the probabilities once more but give threads finer work. The call
+ * picks the first when whole heads keep every thread busy. Both make the same arithmetic
+ * operations in the same order for every output element, so the choice changes the speed and
+ * never a bit.
  *
  * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
  * of the wrong shape (FA_ERR_SHAPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any

@@ -1,4 +1,5 @@
-/* Backward pass: delta = rowsum(dO ∘ O) once, then dK/dV items and dQ items, all independent. */
+/* Backward pass: delta = rowsum(dO ∘ O) once, then the items of one plan (backward.h), all
+ * independent. */
 #include "backward.h"
 
 #include <math.h>
@@ -56,6 +57,20 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
 }
 
+/* The split plan's work for the same gradients, relative to the fused plan's: it recomputes S,
+ * P, dP and dS in its dQ items (6 of 14 tile FLOPs). Measured on the 2-core Zen 5 (fa-bench --pass
+ * bwd, B=1 H=8 N=4096 f32, one thread): see the README's Performance section. */
+#define SPLIT_WORK_RATIO 1.3
+
+fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads)
+{
+    if (threads < 1) threads = 1;
+    int64_t rounds = (head_items + threads - 1) / threads;
+    /* fused: `rounds` whole heads one after another; split: head_items·ratio heads' work shared */
+    return (double)rounds * threads <= SPLIT_WORK_RATIO * (double)head_items ? FA_BACKWARD_PLAN_FUSED
+                                                                            : FA_BACKWARD_PLAN_SPLIT;
+}
+
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
@@ -72,6 +87,9 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;
+    int64_t head_items = p->batch * p->kv_heads;
+    fa_backward_plan plan = ctx->backward_plan;
+    if (plan == FA_BACKWARD_PLAN_AUTO) plan = fa_backward_plan_for(head_items, ctx->num_threads);
     fa_team_work work = {
         .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
         .job = &job,
@@ -79,6 +97,8 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
         .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},
                   {job.kv_items + job.q_schedule.count, f64 ? grad_item_f64 : grad_item_f32}},
     };
+    if (plan == FA_BACKWARD_PLAN_FUSED)
+        work.phase[1] = (fa_team_phase){head_items, f64 ? head_item_f64 : head_item_f32};
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
         ctx->last_block_q = (int)block_q;

@@ -4,9 +4,13 @@
  * With P = exp(S - lse) recomputed tile by tile (S = scaled scores, from the packed, pre-scaled
  * queries) and dS = P ∘ (dO·Vᵀ - delta):
  *   dV = Pᵀ·dO,  dK = scale · dSᵀ·Q,  dQ = scale · dS·K.
- * A dK/dV item owns the rows of one key block and walks every query head of its group and every
- * query block in a fixed order; a dQ item owns the rows of one query block and walks the key
- * blocks in order. No two items write the same byte, and nothing is accumulated across threads. */
+ * Two plans give the same bits (backward.c picks one per call):
+ * - split: a dK/dV item owns the rows of one key block and walks every query head of its group and
+ *   every query block in a fixed order; a dQ item owns the rows of one query block and walks the key
+ *   blocks in order, recomputing P and dS (14 of every 10 useful FLOPs, but fine-grained items);
+ * - fused: a head item owns one (batch, kv head) and walks its key blocks as the dK/dV items do,
+ *   adding each tile's dS·K to dQ on the way: no recomputation, but B·Hkv coarse items.
+ * No two items write the same byte, and nothing is accumulated across threads. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
@@ -82,22 +86,39 @@ static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(
     if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, ds_tile, ld);
 }
 
-static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
+/* What an item that owns key blocks works in: the query pack, the P and dS tiles, and the dK/dV
+ * accumulators of one key block. */
+typedef struct {
+    FA_NAME(query_pack_) qp;
+    FA_T *p_tile, *ds_tile, *dk_acc, *dv_acc;
+} FA_NAME(key_scratch_);
+
+static FA_NAME(key_scratch_) FA_NAME(key_scratch_alloc_)(const fa_backward_job *job, fa_arena *arena)
+{
+    const fa_problem *p = job->problem;
+    int64_t bk = job->block_k, ld = job->ld;
+    FA_NAME(key_scratch_) ks;
+    ks.qp = FA_NAME(query_pack_alloc_)(job, arena);
+    ks.p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    ks.ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    ks.dk_acc = fa_arena_alloc(arena, (size_t)(bk * fa_round_up(p->dim, FA_VEC)) * sizeof(FA_T));
+    ks.dv_acc = fa_arena_alloc(arena, (size_t)(bk * fa_round_up(p->dim_v, FA_VEC)) * sizeof(FA_T));
+    return ks;
+}
+
+/* dK and dV of key block `block` of (batch, kv_head): every query head of the group and every query
+ * block that sees the keys, in that fixed order. With with_dq (the fused plan) each tile's dS·K is
+ * also added to the unscaled dQ sums of its query rows, which the caller keeps in the dq output: the
+ * same kernel calls on the same tiles as a dQ item's, in the same key order, so the same bits. */
+static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_) *ks, int64_t batch,
+                                int64_t kv_head, int64_t block, int with_dq)
 {
     const fa_problem *p = job->problem;
     int64_t bq = job->q_schedule.block_q, bk = job->block_k, ld = job->ld, d = p->dim, dv = p->dim_v;
     int64_t d_pad = fa_round_up(d, FA_VEC), dv_pad = fa_round_up(dv, FA_VEC);
-    int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
-    int64_t kv_head = bh % p->kv_heads, batch = bh / p->kv_heads;
     int64_t col0 = block * bk, cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
-
-    FA_NAME(query_pack_) qp = FA_NAME(query_pack_alloc_)(job, arena);
-    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
-    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
-    FA_T *dk_acc = fa_arena_alloc(arena, (size_t)(bk * d_pad) * sizeof(FA_T));
-    FA_T *dv_acc = fa_arena_alloc(arena, (size_t)(bk * dv_pad) * sizeof(FA_T));
-    for (int64_t x = 0; x < cols * d_pad; x++) dk_acc[x] = 0;
-    for (int64_t x = 0; x < cols * dv_pad; x++) dv_acc[x] = 0;
+    for (int64_t x = 0; x < cols * d_pad; x++) ks->dk_acc[x] = 0;
+    for (int64_t x = 0; x < cols * dv_pad; x++) ks->dv_acc[x] = 0;
 
     const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), batch, kv_head, col0);
     const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), batch, kv_head, col0);
@@ -105,18 +126,24 @@ static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int
         int64_t q_head = kv_head * p->group + g;
         const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), batch, q_head, 0);
         const FA_T *d_o = (const FA_T *)fa_view_at(&p->dout, sizeof(FA_T), batch, q_head, 0);
+        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
             /* Skip query blocks that no row of which sees this key block (monotone ranges). */
             if (fa_visible_keys(p, row0 + rows - 1).end <= col0 || fa_visible_keys(p, row0).begin >= col0 + cols)
                 continue;
-            FA_NAME(query_pack_fill_)(job, &qp, batch, q_head, row0, rows);
-            FA_NAME(probs_and_grads_)(job, &qp, row0, rows, col0, cols, k, v, p_tile, ds_tile);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, p_tile, ld,
-                                                     d_o + row0 * p->dout.stride_seq, p->dout.stride_seq, dv_acc,
-                                                     dv_pad);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ds_tile, ld,
-                                                     q + row0 * p->q.stride_seq, p->q.stride_seq, dk_acc, d_pad);
+            FA_NAME(query_pack_fill_)(job, &ks->qp, batch, q_head, row0, rows);
+            FA_NAME(probs_and_grads_)(job, &ks->qp, row0, rows, col0, cols, k, v, ks->p_tile, ks->ds_tile);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, ks->p_tile, ld,
+                                                     d_o + row0 * p->dout.stride_seq, p->dout.stride_seq,
+                                                     ks->dv_acc, dv_pad);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->ds_tile, ld,
+                                                     q + row0 * p->q.stride_seq, p->q.stride_seq, ks->dk_acc,
+                                                     d_pad);
+            if (with_dq)
+                FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->ds_tile,
+                                                       ld, k, p->k.stride_seq, dq + row0 * p->dq.stride_seq,
+                                                       p->dq.stride_seq);
         }
     }
 
@@ -124,11 +151,45 @@ static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int
     FA_T *dk = (FA_T *)fa_view_at(&p->dk, sizeof(FA_T), batch, kv_head, col0);
     FA_T *dvo = (FA_T *)fa_view_at(&p->dv, sizeof(FA_T), batch, kv_head, col0);
     for (int64_t c = 0; c < cols; c++) {
-        for (int64_t x = 0; x < d; x++) dk[c * p->dk.stride_seq + x] = scale * dk_acc[c * d_pad + x];
-        for (int64_t y = 0; y < dv; y++) dvo[c * p->dv.stride_seq + y] = dv_acc[c * dv_pad + y];
+        for (int64_t x = 0; x < d; x++) dk[c * p->dk.stride_seq + x] = scale * ks->dk_acc[c * d_pad + x];
+        for (int64_t y = 0; y < dv; y++) dvo[c * p->dv.stride_seq + y] = ks->dv_acc[c * dv_pad + y];
     }
 }
 
+/* Split plan: one key block. */
+static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
+{
+    const fa_problem *p = job->problem;
+    int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
+    FA_NAME(key_scratch_) ks = FA_NAME(key_scratch_alloc_)(job, arena);
+    FA_NAME(key_block_)(job, &ks, bh / p->kv_heads, bh % p->kv_heads, block, 0);
+}
+
+/* Fused plan: every key block of (batch, kv head), and the dQ of the group's query heads, which
+ * no other item touches. dQ is summed where it ends up, in the dq output (zeroed first, scaled
+ * last), so the scratch stays that of one key block. */
+static void FA_NAME(head_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_backward_job *job = job_ptr;
+    const fa_problem *p = job->problem;
+    int64_t batch = index / p->kv_heads, kv_head = index % p->kv_heads, d = p->dim;
+    FA_NAME(key_scratch_) ks = FA_NAME(key_scratch_alloc_)(job, arena);
+    for (int64_t g = 0; g < p->group; g++) {
+        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
+        for (int64_t r = 0; r < p->q_len; r++)
+            for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = 0;
+    }
+    for (int64_t block = 0; block < job->kv_blocks; block++)
+        FA_NAME(key_block_)(job, &ks, batch, kv_head, block, 1);
+    const FA_T scale = (FA_T)p->scale;
+    for (int64_t g = 0; g < p->group; g++) {
+        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
+        for (int64_t r = 0; r < p->q_len; r++)
+            for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = scale * dq[r * p->dq.stride_seq + x];
+    }
+}
+
+/* Split plan: one query block's dQ, every key block in order. */
 static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
 {
     const fa_problem *p = job->problem;
@@ -163,7 +224,7 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
         for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = scale * dq_acc[r * d_pad + x];
 }
 
-/* The second phase's items: all dK/dV items first (each walks a whole column of query blocks,
+/* The split plan's second phase: all dK/dV items first (each walks a whole column of query blocks,
  * so they are the long ones), then the dQ items. */
 static void FA_NAME(grad_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {

@@ -19,6 +19,7 @@ struct fa_context {
     void *rows;               /* per-problem row values (the backward's delta), grown on demand */
     size_t rows_bytes;
     atomic_flag busy;         /* set while a call runs */
+    int backward_plan;        /* fa_backward_plan: AUTO (0, what create sets) unless a test forces one */
     /* stats of the last call */
     fa_bind last_bind;
     int last_bound_threads;

@@ -12,10 +12,12 @@
  * The scale is folded into the packed queries (qt = scale·qᵀ), so score tiles hold scaled scores
  * in natural units. Softmax kernels compute exp(s - m) as exp2((s - m)·log2 e): the max is
  * subtracted before anything rounds a large score, so logits of 1e4 lose nothing that a plain
- * exp(s - m) would keep (folding log2 e into q instead would cost |s|·eps). Kernels may compute padding rows (r in [rows, ld)) of score tiles and row statistics; the
- * drivers never read them. Accumulators (acc) are row-major with strides that are multiples of
- * FA_VEC and may be written up to that padded width; x operands (K, V, Q, dO rows in caller
- * memory) are read only within `dim`. */
+ * exp(s - m) would keep (folding log2 e into q instead would cost |s|·eps). Kernels may compute
+ * padding rows (r in [rows, ld)) of score tiles and row statistics; the drivers never read them.
+ * accumulate and accumulate_t read and write acc only within `dim`, at any row stride and
+ * alignment: the backward accumulates dQ straight into the caller's output. online_softmax's acc
+ * (the forward's, in the arena) is 64-byte aligned with rows a multiple of FA_VEC wide. x operands
+ * (K, V, Q, dO rows in caller memory) are read only within `dim`. */
 #ifndef FA_KERNELS_H
 #define FA_KERNELS_H
 

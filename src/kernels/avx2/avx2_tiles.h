@@ -206,15 +206,18 @@ static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols
  * One microkernel for both products: accumulate (i = query row, t = key: wi = 1, wt = ld) and
  * accumulate_t (i = key, t = query row: wi = ld, wt = 1). Register block: NI accumulator rows ×
  * NV vectors; per reduction step NV loads of x and NI broadcasts. When TAIL is set the last vector
- * of x is a maskload of the `last` lanes, so nothing past dim is read; the accumulator is padded
- * and is read and written whole. 6 × 2: 12 accumulators + 2 x vectors + 1 broadcast. */
+ * of x and of the accumulator are maskloads (and a maskstore) of the `last` lanes, so nothing past
+ * dim is read or written: acc may be a caller's row-major output (the backward's dQ) at any row
+ * stride. 6 × 2: 12 accumulators + 2 x vectors + 1 broadcast. */
 FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int tail, int64_t steps, const FA_T *w,
                                              int64_t wi, int64_t wt, const FA_T *x, int64_t x_stride,
                                              __m256i last, FA_T *acc, int64_t acc_stride)
 {
     vec a[FA_ROWS_ROWS][FA_ROWS_VECS];
     for (int i = 0; i < ni; i++)
-        for (int j = 0; j < nv; j++) a[i][j] = V_LOAD(acc + i * acc_stride + j * FA_VEC);
+        for (int j = 0; j < nv; j++)
+            a[i][j] = tail && j == nv - 1 ? V_MASKLOAD(acc + i * acc_stride + j * FA_VEC, last)
+                                          : V_LOADU(acc + i * acc_stride + j * FA_VEC);
     for (int64_t t = 0; t < steps; t++) {
         vec xv[FA_ROWS_VECS];
         for (int j = 0; j < nv; j++)
@@ -226,7 +229,10 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int tail, int64_t s
         }
     }
     for (int i = 0; i < ni; i++)
-        for (int j = 0; j < nv; j++) V_STORE(acc + i * acc_stride + j * FA_VEC, a[i][j]);
+        for (int j = 0; j < nv; j++) {
+            if (tail && j == nv - 1) V_MASKSTORE(acc + i * acc_stride + j * FA_VEC, last, a[i][j]);
+            else V_STOREU(acc + i * acc_stride + j * FA_VEC, a[i][j]);
+        }
 }
 
 // clang-format off

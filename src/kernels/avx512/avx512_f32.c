@@ -15,6 +15,7 @@ typedef __mmask16 mask;
 #define V_LOADU_MASKZ(m, p) _mm512_maskz_loadu_ps((m), (p))
 #define V_STORE(p, v) _mm512_store_ps((p), (v))
 #define V_STOREU(p, v) _mm512_storeu_ps((p), (v))
+#define V_STOREU_MASK(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
 #define V_SET1(x) _mm512_set1_ps(x)
 #define V_ZERO() _mm512_setzero_ps()
 #define V_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))

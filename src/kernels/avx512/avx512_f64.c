@@ -15,6 +15,7 @@ typedef __mmask8 mask;
 #define V_LOADU_MASKZ(m, p) _mm512_maskz_loadu_pd((m), (p))
 #define V_STORE(p, v) _mm512_store_pd((p), (v))
 #define V_STOREU(p, v) _mm512_storeu_pd((p), (v))
+#define V_STOREU_MASK(p, m, v) _mm512_mask_storeu_pd((p), (m), (v))
 #define V_SET1(x) _mm512_set1_pd(x)
 #define V_ZERO() _mm512_setzero_pd()
 #define V_FMA(a, b, c) _mm512_fmadd_pd((a), (b), (c))

@@ -1,12 +1,13 @@
 /* AVX-512 tile kernels, written once for both element types. Included by avx512_f32.c and
  * avx512_f64.c, which define the vector vocabulary first:
- *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_SET1, V_ZERO, V_FMA,
- *   V_ADD, V_SUB, V_MUL, V_MAX, V_SCALEF, V_ROUND, V_MASK_BLEND, V_MASKZ_MOV, V_CMP, V_REDUCE_ADD,
+ *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_STOREU_MASK,
+ *   V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_SCALEF, V_ROUND, V_MASK_BLEND, V_MASKZ_MOV, V_CMP,
+ *   V_REDUCE_ADD,
  *   FA_EXP2_LOW (an argument below which exp2 is exactly 0), FA_EXP2_COEF and FA_EXP2_DEGREE (the
  *   polynomial of kernels/exp2_poly.h for this type).
  *
  * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_VEC query rows),
- * ld a multiple of FA_VEC, accumulators padded to a multiple of FA_VEC. */
+ * ld a multiple of FA_VEC. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
@@ -208,14 +209,17 @@ static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t co
 /* ---- acc[i][0..dim) += sum_t w[i·wi + t·wt] · x[t][0..dim) ----
  * One microkernel for both products: accumulate (i = query row, t = key: wi = 1, wt = ld) and
  * accumulate_t (i = key, t = query row: wi = ld, wt = 1). Register block: NI accumulator rows ×
- * NV vectors; per reduction step NV loads of x (the last one masked to dim) and NI broadcasts. */
+ * NV vectors; per reduction step NV loads of x (the last one masked to dim) and NI broadcasts. The
+ * accumulator's last vector is loaded and stored under the same mask: nothing past dim is touched, so
+ * acc may be a caller's row-major output (the backward's dQ) at any row stride. */
 FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, const FA_T *w, int64_t wi, int64_t wt,
                                              const FA_T *x, int64_t x_stride, mask last, FA_T *acc,
                                              int64_t acc_stride, int prefetch)
 {
     vec a[4][8];
     for (int i = 0; i < ni; i++)
-        for (int j = 0; j < nv; j++) a[i][j] = V_LOAD(acc + i * acc_stride + j * FA_VEC);
+        for (int j = 0; j < nv; j++)
+            a[i][j] = V_LOADU_MASKZ(j == nv - 1 ? last : FA_ALL_LANES, acc + i * acc_stride + j * FA_VEC);
     for (int64_t t = 0; t < steps; t++) {
         /* with few rows each x row is used once, straight from memory: fetch it early */
         if (prefetch && t + 16 < steps)
@@ -230,7 +234,8 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, cons
         }
     }
     for (int i = 0; i < ni; i++)
-        for (int j = 0; j < nv; j++) V_STORE(acc + i * acc_stride + j * FA_VEC, a[i][j]);
+        for (int j = 0; j < nv; j++)
+            V_STOREU_MASK(acc + i * acc_stride + j * FA_VEC, j == nv - 1 ? last : FA_ALL_LANES, a[i][j]);
 }
 
 #define FA_ROWS_CASE(NI, NV)                                                                                   \
