@@ -132,16 +132,17 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
             /* Skip query blocks that no row of which sees this key block (monotone ranges). */
             if (fa_visible_keys(p, row0 + rows - 1).end <= col0 || fa_visible_keys(p, row0).begin >= col0 + cols)
                 continue;
+            int64_t seen = fa_tile_cols_seen(p, row0, rows, col0, cols);
             FA_NAME(query_pack_fill_)(job, &ks->qp, batch, q_head, row0, rows);
-            FA_NAME(probs_and_grads_)(job, &ks->qp, row0, rows, col0, cols, k, v, ks->p_tile, ks->ds_tile);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, ks->p_tile, ld,
+            FA_NAME(probs_and_grads_)(job, &ks->qp, row0, rows, col0, seen, k, v, ks->p_tile, ks->ds_tile);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, dv, ks->p_tile, ld,
                                                      d_o + row0 * p->dout.stride_seq, p->dout.stride_seq,
                                                      ks->dv_acc, dv_pad);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->ds_tile, ld,
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile, ld,
                                                      q + row0 * p->q.stride_seq, p->q.stride_seq, ks->dk_acc,
                                                      d_pad);
             if (with_dq)
-                FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->ds_tile,
+                FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile,
                                                        ld, k, p->k.stride_seq, dq + row0 * p->dq.stride_seq,
                                                        p->dq.stride_seq);
         }
@@ -210,7 +211,7 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     int64_t key_begin = fa_visible_keys(p, it.row0).begin;
     int64_t key_end = fa_visible_keys(p, it.row0 + it.rows - 1).end;
     for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
-        int64_t cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
+        int64_t cols = fa_tile_cols_seen(p, it.row0, it.rows, col0, p->kv_len - col0 < bk ? p->kv_len - col0 : bk);
         const FA_T *kb = k + col0 * p->k.stride_seq;
         FA_NAME(probs_and_grads_)(job, &qp, it.row0, it.rows, col0, cols, kb, v + col0 * p->v.stride_seq, p_tile,
                                   ds_tile);

@@ -20,6 +20,13 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row);
 /* Whether every row of [row0, row0 + rows) sees every key of [col0, col0 + cols). */
 int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
+/* How many leading columns of the tile [col0, col0 + cols) any row of [row0, row0 + rows) sees:
+ * up to the last row's visible end (0..cols). The columns after it are masked for every row, so
+ * drivers compute the tile only that wide: on a causal diagonal, a query block of 64 rows against
+ * a key tile of 512 needs at most 64 + its offset of them. Dropped columns would only have added
+ * exact zeros, so no result changes. */
+int64_t fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
+
 /* On the transposed score tile s[c][r] (row stride ld) whose corner is (query row0, key col0):
  * entries the masks hide become -inf. Only tiles that are not fully visible need it. */
 void fa_epilogue_f32(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *s,

@@ -49,7 +49,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     if (key_begin < key_lo) key_begin = key_lo;
     if (key_end > key_hi) key_end = key_hi;
     for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
-        int64_t cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
+        int64_t cols = fa_tile_cols_seen(p, it->row0, it->rows, col0, p->kv_len - col0 < bk ? p->kv_len - col0 : bk);
         kern->scores(it->rows, ld, cols, p->dim, qt, k + col0 * p->k.stride_seq, p->k.stride_seq, s);
         if (!fa_tile_fully_visible(p, it->row0, it->rows, col0, cols))
             FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
