@@ -3,7 +3,12 @@
  * Masked probabilities are exact zeros, but 0·NaN and 0·Inf are NaN: multiplying a whole tile on
  * a mask's edge would let a NaN or Inf in a value, key or query row reach rows that do not see
  * it. So a fully visible tile is one kernel call, and an edge tile is its largest rectangle that
- * every row sees (one kernel call) plus, row by row (or key by key), the visible rest. */
+ * every row sees (one kernel call) plus, row by row (or key by key), the visible rest, except
+ * that accumulate_t_visible takes an edge tile whose weights and operand rows are all finite in
+ * one call (its masked weights are then exact zeros: the callers' contract below).
+ *
+ * Callers pass weights w that are exactly 0 at masked entries whenever they are finite: the
+ * probabilities of an epilogue-masked tile, or score gradients after fa_zero_masked_*. */
 #ifndef FA_VISIBLE_PRODUCTS_H
 #define FA_VISIBLE_PRODUCTS_H
 
