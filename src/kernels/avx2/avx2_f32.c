@@ -29,6 +29,18 @@ typedef __m256 vec;
 #define V_BLENDV(a, b, m)    _mm256_blendv_ps((a), (b), (m))
 #define V_CMP(a, b, op)      _mm256_cmp_ps((a), (b), (op))
 #define V_MOVEMASK(m)        _mm256_movemask_ps(m)
+/* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
+static inline float avx2_reduce_add_f32(__m256 v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+#define V_REDUCE_ADD(v) avx2_reduce_add_f32(v)
+
+/* the largest head dim the API accepts */
+#define FA_MAX_DIM 512
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_VEC]. */
 #define V_TAIL(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-127, 128]

@@ -29,6 +29,17 @@ typedef __m256d vec;
 #define V_BLENDV(a, b, m)    _mm256_blendv_pd((a), (b), (m))
 #define V_CMP(a, b, op)      _mm256_cmp_pd((a), (b), (op))
 #define V_MOVEMASK(m)        _mm256_movemask_pd(m)
+/* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
+static inline double avx2_reduce_add_f64(__m256d v)
+{
+    __m128d x = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    x = _mm_add_sd(x, _mm_unpackhi_pd(x, x));
+    return _mm_cvtsd_f64(x);
+}
+#define V_REDUCE_ADD(v) avx2_reduce_add_f64(v)
+
+/* the largest head dim the API accepts */
+#define FA_MAX_DIM 512
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_VEC]. */
 #define V_TAIL(n) _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(n)), _mm256_setr_epi64x(0, 1, 2, 3))
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^52 + 1023 to x in
