@@ -111,63 +111,16 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
     FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
 // clang-format on
 
-/* ---- scores for a tile of at most 4 real rows (a decode step): row-oriented dot products ----
- * The broadcast form above computes every row of ld (16 f32 rows for one real one). Here each real
- * query row is held as vectors over dim and every key row is streamed with full-width loads (the
- * last one masked to dim). Keys per block: 8 for one row, 4 for two, 2 for three or four, so that
- * rows·keys accumulators + rows query vectors + 1 key vector fit the 16 registers. */
-#define FA_FEW_ROWS 4
-
-FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_DIM], const FA_T *k,
-                                   int64_t k_stride, FA_T *s, int64_t ld)
+/* ---- scores for a tile of at most 4 real rows (a decode step) ---- 8 keys a block for one row,
+ * 4 for two, 2 for three or four: at most 8 accumulators + 4 query vectors + 1 key vector of the
+ * 16 registers. */
+FA_INLINE vec FA_NAME(load_part_)(const FA_T *p, int64_t n)
 {
-    vec acc[8][FA_FEW_ROWS];
-    for (int i = 0; i < nk; i++)
-        for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
-    for (int64_t x = 0; x < dim; x += FA_VEC) {
-        vec qv[FA_FEW_ROWS];
-        for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
-        int whole = dim - x >= FA_VEC;
-        __m256i tail = V_TAIL(dim - x);
-        for (int i = 0; i < nk; i++) {
-            vec kv = whole ? V_LOADU(k + i * k_stride + x) : V_MASKLOAD(k + i * k_stride + x, tail);
-            for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
-        }
-    }
-    for (int i = 0; i < nk; i++)
-        for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
+    return n >= FA_VEC ? V_LOADU(p) : V_MASKLOAD(p, V_TAIL(n));
 }
-
-// clang-format off
-#define FA_DOT_CASE(NK, NR)                                                                                  \
-    case (NK) * 16 + (NR): FA_NAME(dot_block_)(NK, NR, dim, q, k + c * k_stride, k_stride, s + c * ld, ld); break;
-// clang-format on
-
-static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                      const FA_T *k, int64_t k_stride, FA_T *s)
-{
-    /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
-    _Alignas(32) FA_T q[FA_FEW_ROWS][FA_MAX_DIM];
-    int64_t dim_pad = (dim + FA_VEC - 1) / FA_VEC * FA_VEC;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
-    int keys = rows == 1 ? 8 : rows == 2 ? 4 : 2;
-    for (int64_t c = 0; c < cols; c += keys) {
-        int nk = cols - c < keys ? (int)(cols - c) : keys;
-        // clang-format off
-        switch (nk * 16 + (int)rows) {
-            FA_DOT_CASE(1, 1) FA_DOT_CASE(2, 1) FA_DOT_CASE(3, 1) FA_DOT_CASE(4, 1)
-            FA_DOT_CASE(5, 1) FA_DOT_CASE(6, 1) FA_DOT_CASE(7, 1) FA_DOT_CASE(8, 1)
-            FA_DOT_CASE(1, 2) FA_DOT_CASE(2, 2) FA_DOT_CASE(3, 2) FA_DOT_CASE(4, 2)
-            FA_DOT_CASE(1, 3) FA_DOT_CASE(2, 3) FA_DOT_CASE(1, 4) FA_DOT_CASE(2, 4)
-        default: break;
-        }
-        // clang-format on
-        for (int i = 0; i < nk; i++)
-            for (int64_t r = rows; r < ld; r++) s[(c + i) * ld + r] = 0; /* padding rows: defined anyway */
-    }
-}
-#undef FA_DOT_CASE
+#define V_LOAD_PART(p, n) FA_NAME(load_part_)((p), (n))
+#define FA_FEW_ROWS_KEYS(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
+#include "kernels/few_rows_scores.h"
 
 static void FA_NAME(avx2_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                   const FA_T *k, int64_t k_stride, FA_T *s)
@@ -393,6 +346,10 @@ void FA_NAME(fa_avx2_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 }
 
 #undef FA_LINE
+#undef FA_FEW_ROWS
+#undef FA_PREFETCH_KEYS
+#undef FA_FEW_ROWS_KEYS
+#undef V_LOAD_PART
 #undef FA_EXP2_POLY
 #undef FA_INLINE
 #undef FA_NAME

@@ -79,66 +79,11 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
 #define FA_SCORES_CASE(NK, NV)                                                                                 \
     case (NK) * 8 + (NV): FA_NAME(scores_block_)(NK, NV, dim, qb, ld, kb, k_stride, sb); break;
 
-/* ---- scores for a tile of at most 4 real rows (a decode step): row-oriented dot products ----
- * With one real row in a 16-row vector, the broadcast form above spends a 4-byte load and a
- * 16-lane FMA (15 lanes padding) on every key element. Here each real query row is held as
- * vectors over dim and every key row is streamed with full-width loads: 16x fewer FMAs and loads,
- * and the K stream runs at memory speed. 4 keys at a time keep 4·rows FMA chains in flight. */
-#define FA_FEW_ROWS 4
-#define FA_PREFETCH_KEYS 16
-
-FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_DIM], const FA_T *k,
-                                   int64_t k_stride, FA_T *s, int64_t ld)
-{
-    vec acc[8][FA_FEW_ROWS];
-    for (int i = 0; i < nk; i++)
-        for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
-    for (int64_t x = 0; x < dim; x += FA_VEC) {
-        mask m = FA_NAME(tail_mask_)(dim - x);
-        vec kv[8];
-        for (int i = 0; i < nk; i++) kv[i] = V_LOADU_MASKZ(m, k + i * k_stride + x);
-        for (int r = 0; r < nr; r++) {
-            vec qv = V_LOAD(q[r] + x);
-            for (int i = 0; i < nk; i++) acc[i][r] = V_FMA(kv[i], qv, acc[i][r]);
-        }
-    }
-    for (int i = 0; i < nk; i++)
-        for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
-}
-
-#define FA_DOT_CASE(NK, NR)                                                                                    \
-    case (NK) * 16 + (NR): FA_NAME(dot_block_)(NK, NR, dim, q, k + c * k_stride, k_stride, s + c * ld, ld); break;
-
-static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                      const FA_T *k, int64_t k_stride, FA_T *s)
-{
-    /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
-    _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_DIM];
-    int64_t dim_pad = (dim + FA_VEC - 1) / FA_VEC * FA_VEC;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
-    /* 8 keys a block for 1-2 rows, 4 for 3-4: 8 to 16 independent FMA chains either way */
-    int keys = rows <= 2 ? 8 : 4;
-    for (int64_t c = 0; c < cols; c += keys) {
-        int nk = cols - c < keys ? (int)(cols - c) : keys;
-        /* K streams from memory once: ask for the rows FA_PREFETCH_KEYS ahead, a line at a time */
-        for (int64_t ahead = c + FA_PREFETCH_KEYS; ahead < c + FA_PREFETCH_KEYS + keys && ahead < cols; ahead++)
-            for (int64_t x = 0; x < dim; x += 64 / (int64_t)sizeof(FA_T))
-                _mm_prefetch((const char *)(k + ahead * k_stride + x), _MM_HINT_T0);
-        switch (nk * 16 + (int)rows) {
-            FA_DOT_CASE(1, 1) FA_DOT_CASE(1, 2) FA_DOT_CASE(1, 3) FA_DOT_CASE(1, 4)
-            FA_DOT_CASE(2, 1) FA_DOT_CASE(2, 2) FA_DOT_CASE(2, 3) FA_DOT_CASE(2, 4)
-            FA_DOT_CASE(3, 1) FA_DOT_CASE(3, 2) FA_DOT_CASE(3, 3) FA_DOT_CASE(3, 4)
-            FA_DOT_CASE(4, 1) FA_DOT_CASE(4, 2) FA_DOT_CASE(4, 3) FA_DOT_CASE(4, 4)
-            FA_DOT_CASE(5, 1) FA_DOT_CASE(5, 2) FA_DOT_CASE(6, 1) FA_DOT_CASE(6, 2)
-            FA_DOT_CASE(7, 1) FA_DOT_CASE(7, 2) FA_DOT_CASE(8, 1) FA_DOT_CASE(8, 2)
-        default: break;
-        }
-        for (int i = 0; i < nk; i++)
-            for (int64_t r = rows; r < ld; r++) s[(c + i) * ld + r] = 0; /* padding rows: defined anyway */
-    }
-}
-#undef FA_DOT_CASE
+/* ---- scores for a tile of at most 4 real rows (a decode step) ---- 8 keys a block for 1-2 rows, 4
+ * for 3-4: 8 to 16 independent FMA chains either way, within the 32 registers. */
+#define V_LOAD_PART(p, n) V_LOADU_MASKZ(FA_NAME(tail_mask_)(n), (p))
+#define FA_FEW_ROWS_KEYS(rows) ((rows) <= 2 ? 8 : 4)
+#include "kernels/few_rows_scores.h"
 
 static void FA_NAME(avx512_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                     const FA_T *k, int64_t k_stride, FA_T *s)
@@ -318,6 +263,8 @@ void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 #undef FA_ALL_LANES
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
+#undef FA_FEW_ROWS_KEYS
+#undef V_LOAD_PART
 #undef FA_EXP2_POLY
 #undef FA_INLINE
 #undef FA_NAME
