@@ -8,6 +8,10 @@
 #                                                  other arguments go to fa-bench as they are; without a
 #                                                  --preset or shape option (--b --h --hkv --nq --nk
 #                                                  --d --dv) the sweep runs --preset issue4
+#   scripts/thread_sweep.sh --plot FILE [--title TEXT]
+#                                                  no run: draws results/sweep.png from a sweep.csv made
+#                                                  elsewhere (the device machine has no gnuplot); TEXT
+#                                                  names that machine in the title
 #
 # One fa-bench run covers the whole list, so parallel efficiency is against that run's own 1-thread
 # row and the FMA peak / read-bandwidth probes are measured in the same run at every thread count.
@@ -28,54 +32,66 @@ cd "$root"
 out=${FA_RESULTS_DIR:-$root/results}
 
 threads=""
+plot_only=""
+title=""
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --threads) [ $# -ge 2 ] || { echo "thread_sweep.sh: --threads needs a list" >&2; exit 2; }
                threads=$2; shift 2 ;;
     --threads=*) threads=${1#--threads=}; shift ;;
+    --plot) [ $# -ge 2 ] || { echo "thread_sweep.sh: --plot needs a CSV file" >&2; exit 2; }
+            plot_only=$2; shift 2 ;;
+    --title) [ $# -ge 2 ] || { echo "thread_sweep.sh: --title needs a text" >&2; exit 2; }
+             title=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1"); shift ;;
     esac
 done
-if [ -z "$threads" ]; then
-    threads=$(seq -s, 1 "$(nproc)")
-fi
-shape_given=0
-for a in ${args[@]+"${args[@]}"}; do
-    case "$a" in
-    --preset | --preset=* | --b | --b=* | --h | --h=* | --hkv | --hkv=* | --nq | --nq=* | --nk | --nk=* | \
-        --d | --d=* | --dv | --dv=*) shape_given=1 ;;
-    esac
-done
-[ "$shape_given" = 1 ] || args=(--preset issue4 ${args[@]+"${args[@]}"})
+mkdir -p "$out"
+if [ -n "$plot_only" ]; then
+    [ -f "$plot_only" ] || { echo "thread_sweep.sh: no file $plot_only" >&2; exit 2; }
+    [ ${#args[@]} -eq 0 ] || { echo "thread_sweep.sh: --plot takes no fa-bench arguments" >&2; exit 2; }
+    csv=$plot_only
+else
+    if [ -z "$threads" ]; then
+        threads=$(seq -s, 1 "$(nproc)")
+    fi
+    shape_given=0
+    for a in ${args[@]+"${args[@]}"}; do
+        case "$a" in
+        --preset | --preset=* | --b | --b=* | --h | --h=* | --hkv | --hkv=* | --nq | --nq=* | --nk | --nk=* | \
+            --d | --d=* | --dv | --dv=*) shape_given=1 ;;
+        esac
+    done
+    [ "$shape_given" = 1 ] || args=(--preset issue4 ${args[@]+"${args[@]}"})
 
-# fa-bench: as given, or in the build directory, or built into build-bench/.
-bench=${FA_BENCH:-}
-if [ -z "$bench" ]; then
-    build=${FA_BUILD_DIR:-$root/build-bench}
-    bench=$build/bench/fa-bench
-    if [ ! -x "$bench" ]; then
-        if [ -n "${FA_BUILD_DIR:-}" ] && [ -f "$build/CMakeCache.txt" ]; then
-            cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
-        else
-            echo "thread_sweep.sh: building fa-bench (Release) in $build"
-            cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFLASHATTN_BUILD_BENCH=ON \
-                -DFLASHATTN_BUILD_TESTS=OFF >/dev/null
-            cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
+    # fa-bench: as given, or in the build directory, or built into build-bench/.
+    bench=${FA_BENCH:-}
+    if [ -z "$bench" ]; then
+        build=${FA_BUILD_DIR:-$root/build-bench}
+        bench=$build/bench/fa-bench
+        if [ ! -x "$bench" ]; then
+            if [ -n "${FA_BUILD_DIR:-}" ] && [ -f "$build/CMakeCache.txt" ]; then
+                cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
+            else
+                echo "thread_sweep.sh: building fa-bench (Release) in $build"
+                cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFLASHATTN_BUILD_BENCH=ON \
+                    -DFLASHATTN_BUILD_TESTS=OFF >/dev/null
+                cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
+            fi
         fi
     fi
-fi
-[ -x "$bench" ] || { echo "thread_sweep.sh: no fa-bench at $bench" >&2; exit 1; }
+    [ -x "$bench" ] || { echo "thread_sweep.sh: no fa-bench at $bench" >&2; exit 1; }
 
-mkdir -p "$out"
-csv=$out/sweep.csv
-echo "thread_sweep.sh: $bench --threads $threads ${args[*]}"
-status=0
-"$bench" --threads "$threads" ${args[@]+"${args[@]}"} --csv "$csv" --json "$out/sweep.json" \
-    | tee "$out/sweep.txt" || status=$?
-[ "$status" = 0 ] || { echo "thread_sweep.sh: fa-bench failed (status $status); no plot" >&2; exit "$status"; }
-echo "thread_sweep.sh: wrote $csv, $out/sweep.json, $out/sweep.txt"
+    csv=$out/sweep.csv
+    echo "thread_sweep.sh: $bench --threads $threads ${args[*]}"
+    status=0
+    "$bench" --threads "$threads" ${args[@]+"${args[@]}"} --csv "$csv" --json "$out/sweep.json" \
+        | tee "$out/sweep.txt" || status=$?
+    [ "$status" = 0 ] || { echo "thread_sweep.sh: fa-bench failed (status $status); no plot" >&2; exit "$status"; }
+    echo "thread_sweep.sh: wrote $csv, $out/sweep.json, $out/sweep.txt"
+fi
 
 if ! command -v gnuplot >/dev/null 2>&1; then
     echo "thread_sweep.sh: gnuplot is not installed: no sweep.png (apt-get install gnuplot-nox)"
@@ -130,12 +146,15 @@ plots() { # $1: column to plot
         i=$((i + 1))
     done <"$work/titles"
 }
-host=$(hostname 2>/dev/null || echo machine)
-cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)
+if [ -z "$title" ]; then # the run was made here
+    host=$(hostname 2>/dev/null || echo machine)
+    cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)
+    title="$host, ${cpu:-unknown CPU}, $(date +%F)"
+fi
 cat >"$work/plot.gp" <<GP
 set terminal $terminal
 set output '$out/sweep.png'
-set multiplot layout 1,3 title "fa-bench thread sweep: $host, ${cpu:-unknown CPU}, $(date +%F)"
+set multiplot layout 1,3 title "fa-bench thread sweep: ${title//\"/}"
 set grid
 set xlabel 'threads'
 set key below vertical
