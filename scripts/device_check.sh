@@ -37,6 +37,10 @@ FA_RESULTS_DIR=$results scripts/thread_sweep.sh --threads "$threads" --preset de
     ${args[@]+"${args[@]}"}
 FA_RESULTS_DIR=$results/fwdbwd scripts/thread_sweep.sh --threads "$threads" --preset device --pass fwdbwd \
     ${args[@]+"${args[@]}"}
-python3 bench/compare_torch.py --json "$results/sweep.json" --json "$results/fwdbwd/sweep.json" \
-    --csv "$results/torch.csv" | tee "$results/torch.txt"
+if command -v python3 >/dev/null 2>&1; then
+    python3 bench/compare_torch.py --json "$results/sweep.json" --json "$results/fwdbwd/sweep.json" \
+        --csv "$results/torch.csv" | tee "$results/torch.txt"
+else
+    echo "device_check.sh: no python3 here: no PyTorch comparison" | tee "$results/torch.txt"
+fi
 echo "device_check.sh: done $(date -u +%FT%TZ)"

@@ -8,6 +8,9 @@
 #                     the other ctest tests: the fuzz seeds, tests/fuzz/corpus, through fa-fuzz-replay)
 #   kernel tables     the suite once more per kernel table this CPU has besides the best one (which the
 #                     runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2
+#   bench tools       fa-bench on small shapes of every pass (it checks the oracle and bitwise identical
+#                     output across thread counts before reporting), then scripts/device_check.sh (the
+#                     thread sweeps and compare_torch.py) on tiny shapes
 #   hostile runtime   scripts/hostile_runtime.sh (taskset, oversubscription, OMP_PROC_BIND, OMP_THREAD_LIMIT)
 #   asan              build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined; the suite
 #                     under ASan+UBSan (OMP_NUM_THREADS=4)
@@ -97,6 +100,24 @@ skipped() { # skipped NAME WHY
 print_summary() {
     printf '\n==== summary ====\n'
     printf '  %s\n' "${summary[@]}"
+}
+
+# The benchmark tools end to end, on shapes small enough for seconds: fa-bench refuses to report a
+# speed unless every thread count matches the float64 oracle and gives bitwise identical output, so
+# each run is a check of the library as the benchmarks see it (every pass, GQA, a causal mask, a
+# decode step with split-KV, the BLAS baseline's own check where OpenBLAS is built in); then the
+# scripts users run on a node: scripts/device_check.sh, which drives thread_sweep.sh for both passes
+# and compare_torch.py (which says so and exits 0 where PyTorch is missing).
+bench_tools() {
+    local bench out=$tmp/bench-tools
+    bench=$(find "$build" -name fa-bench -type f -perm -u+x -print -quit)
+    [ -n "$bench" ] || { echo "no fa-bench under $build" >&2; return 1; }
+    "$bench" --pass fwdbwd --b 2 --h 4 --hkv 2 --nq 77 --nk 90 --d 24 --dv 40 --causal bottom-right \
+        --threads 1,2,3 --reps 1 --probe-time 0.01 --blas-reps 1
+    "$bench" --preset decode --nk 4096 --threads 1,2 --reps 1 --probe-time 0.01 --blas-reps 1
+    FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/device_check.sh" --threads 1,2 --nq 64 --reps 1 \
+        --blas-reps 0 --probe-time 0.01
+    test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
 }
 
 configure() { # configure DIR EXTRA-CMAKE-ARGS...
@@ -287,6 +308,7 @@ read -r -a tables <<<"$(cpu_tables)"
 for t in "${tables[@]:0:${#tables[@]}-1}"; do # the best table ran above
     stage "suite FLASHATTN_ISA=$t (2 threads)" suite_on_table "$t" "$build"
 done
+stage "bench tools (fa-bench, sweeps)" bench_tools
 if [ -x "$root/scripts/hostile_runtime.sh" ]; then
     stage "hostile runtime" hostile_runtime
 else
