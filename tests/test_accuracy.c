@@ -5,123 +5,65 @@
  * f32: max abs error of the library <= 2 · (max abs error of the naive f32 algorithm) + 1e-6,
  *      both measured against the f64 oracle on the same f32 inputs. */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pairwise_grid.h"
 #include "util.h"
 
 /* ---- the grid ------------------------------------------------------------------------------
- * Eight axes, each with at most 7 values. The rows are the orthogonal array OA(49, 8, 7, 2):
- * row r = 7a + b has columns a, b, a + b, a + 2b, ..., a + 6b (mod 7); any two columns take every
- * pair of values exactly once. An axis with fewer than 7 values reads its column mod its size,
- * which keeps every pair covered. The order of the values inside each axis is free; the one below
- * puts the long sequences against the small head dims so the whole grid stays cheap. */
+ * The pairwise-covering grid of pairwise_grid.h (OA(49, 8, 7, 2), shared with the backward's
+ * accuracy suite); these are the forward's own values. Their order puts the long sequences against
+ * the small head dims so the whole grid stays cheap. */
 
-enum { AX_NQ, AX_NK, AX_D, AX_CAUSAL, AX_HEADS, AX_DV, AX_LAYOUT, AX_DTYPE, AX_COUNT };
-
-#define GRID_ROWS 49
-
-static const int64_t nq_levels[7] = {128, 1, 1023, 17, 203, 256, 113};
-static const int64_t nk_levels[7] = {203, 17, 1, 256, 113, 128, 1023};
-static const int64_t d_levels[7] = {256, 128, 64, 1, 8, 111, 59};
-static const int64_t heads_levels[3][2] = {{1, 1}, {4, 2}, {4, 1}};
-static const fa_causal causal_levels[3] = {FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT, FA_CAUSAL_BOTTOM_RIGHT};
-static const tu_layout layout_levels[3] = {TU_BHSD, TU_BSHD, TU_PACKED};
-static const fa_dtype dtype_levels[2] = {FA_F32, FA_F64};
-static const int axis_size[AX_COUNT] = {7, 7, 7, 3, 3, 2, 3, 2};
-static const int axis_column[AX_COUNT] = {7, 0, 4, 6, 5, 1, 3, 2};
-
-static int grid_level(int row, int axis)
-{
-    return tu_pairwise_level(row, axis_column[axis], axis_size[axis]);
-}
-
-/* A value of Dv different from D (axis level 1), still inside 1..512. */
-static int64_t other_dim_v(int64_t d)
-{
-    return d < 128 ? d + 13 : d / 2 + 7;
-}
-
-static void grid_case(int row, tu_shape *s, fa_params *p)
-{
-    s->q_len = nq_levels[grid_level(row, AX_NQ)];
-    s->kv_len = nk_levels[grid_level(row, AX_NK)];
-    s->dim = d_levels[grid_level(row, AX_D)];
-    s->dim_v = grid_level(row, AX_DV) == 0 ? s->dim : other_dim_v(s->dim);
-    s->q_heads = heads_levels[grid_level(row, AX_HEADS)][0];
-    s->kv_heads = heads_levels[grid_level(row, AX_HEADS)][1];
-    s->layout = layout_levels[grid_level(row, AX_LAYOUT)];
-    s->dtype = dtype_levels[grid_level(row, AX_DTYPE)];
-    s->batch = s->q_len * s->kv_len <= 20000 ? 2 : 1;
-    *p = fa_params_default();
-    p->causal = causal_levels[grid_level(row, AX_CAUSAL)];
-    /* Half the rows use an explicit scale, half the default 1/sqrt(D). */
-    p->scale = (row % 2) ? 0.8 / sqrt((double)s->dim) : 0.0;
-}
+static const pg_levels levels = {
+    .nq = {128, 1, 1023, 17, 203, 256, 113},
+    .nk = {203, 17, 1, 256, 113, 128, 1023},
+    .d = {256, 128, 64, 1, 8, 111, 59},
+    .batch2_max_nq_nk = 20000,
+};
 
 Test(grid, covers_every_pair_of_axis_values)
 {
-    for (int a1 = 0; a1 < AX_COUNT; a1++)
-        for (int a2 = a1 + 1; a2 < AX_COUNT; a2++)
-            for (int l1 = 0; l1 < axis_size[a1]; l1++)
-                for (int l2 = 0; l2 < axis_size[a2]; l2++) {
-                    int found = 0;
-                    for (int r = 0; r < GRID_ROWS && !found; r++)
-                        found = grid_level(r, a1) == l1 && grid_level(r, a2) == l2;
-                    cr_assert(found, "axes %d and %d: value pair (%d, %d) is not covered", a1, a2, l1, l2);
-                }
+    int a1 = 0, a2 = 0, l1 = 0, l2 = 0;
+    cr_assert(pg_covers_every_pair(&a1, &a2, &l1, &l2), "axes %d and %d: value pair (%d, %d) is not covered",
+              a1, a2, l1, l2);
 }
 
 /* Oracle work per case, in element products; bigger cases compare a sample of rows. */
 #define ORACLE_BUDGET 3000000
 
-static void run_grid(const char *name, fa_dtype dtype)
+static void check_row(fa_context *ctx, pg_row *g)
 {
-    uint64_t seed = tu_seed(name);
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
-    int cases = 0;
-    for (int r = 0; r < GRID_ROWS; r++) {
-        tu_shape s;
-        fa_params p;
-        grid_case(r, &s, &p);
-        if (s.dtype != dtype) continue;
-        cases++;
-        tu_rng rng = tu_rng_make(seed + (uint64_t)r);
-        tu_problem pr;
-        tu_problem_make(&pr, &s, &rng, 2.5);
-        char desc[256], msg[512];
-        tu_shape_str(&s, &p, desc, sizeof desc);
+    tu_problem pr;
+    tu_problem_make(&pr, &g->s, &g->rng, 2.5);
+    char msg[512];
 
-        fa_status st = fa_forward(ctx, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse);
-        cr_expect_eq(st, FA_OK, "grid row %d (%s), seed %llu: status %d (%s)", r, desc,
-                     (unsigned long long)seed, st, fa_status_str(st));
-        if (st == FA_OK) {
-            cr_expect(tu_problem_only_defined_written(&pr),
-                      "grid row %d (%s), seed %llu: a byte outside the out view or lse was written", r, desc,
-                      (unsigned long long)seed);
-            int64_t *rows;
-            int64_t n = tu_pick_rows(&pr, &p, ORACLE_BUDGET, &rows);
-            int ok = tu_check_accuracy(&pr, &p, rows, n, 1e-12, msg, sizeof msg);
-            cr_expect(ok, "grid row %d (%s), seed %llu, %lld rows compared: %s", r, desc,
-                      (unsigned long long)seed, (long long)n, msg);
-            free(rows);
-        }
-        tu_problem_free(&pr);
+    fa_status st = fa_forward(ctx, &g->p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse);
+    cr_expect_eq(st, FA_OK, "grid row %d (%s), seed %llu: status %d (%s)", g->row, g->desc,
+                 (unsigned long long)g->seed, st, fa_status_str(st));
+    if (st == FA_OK) {
+        cr_expect(tu_problem_only_defined_written(&pr),
+                  "grid row %d (%s), seed %llu: a byte outside the out view or lse was written", g->row,
+                  g->desc, (unsigned long long)g->seed);
+        int64_t *rows;
+        int64_t n = tu_pick_rows(&pr, &g->p, ORACLE_BUDGET, &rows);
+        int ok = tu_check_accuracy(&pr, &g->p, rows, n, 1e-12, msg, sizeof msg);
+        cr_expect(ok, "grid row %d (%s), seed %llu, %lld rows compared: %s", g->row, g->desc,
+                  (unsigned long long)g->seed, (long long)n, msg);
+        free(rows);
     }
-    cr_assert_gt(cases, 0);
-    fa_context_destroy(ctx);
+    tu_problem_free(&pr);
 }
 
 Test(accuracy, f64_matches_oracle_to_1e_12_over_pairwise_grid)
 {
-    run_grid("accuracy.f64_matches_oracle_to_1e_12_over_pairwise_grid", FA_F64);
+    pg_run(&levels, "accuracy.f64_matches_oracle_to_1e_12_over_pairwise_grid", FA_F64, check_row);
 }
 
 Test(accuracy, f32_within_twice_naive_f32_error_over_pairwise_grid)
 {
-    run_grid("accuracy.f32_within_twice_naive_f32_error_over_pairwise_grid", FA_F32);
+    pg_run(&levels, "accuracy.f32_within_twice_naive_f32_error_over_pairwise_grid", FA_F32, check_row);
 }
 
 /* D and Dv at the ends of their range, 1 and 512, in every combination and both dtypes. */
@@ -134,7 +76,7 @@ Test(accuracy, head_dims_at_limits_1_and_512_match_oracle)
         for (int x = 0; x < 4; x++, c++) {
             tu_shape s = {t ? FA_F64 : FA_F32, 1, 2, 1, 33, 47, dims[x][0], dims[x][1], (tu_layout)(c % 3)};
             fa_params p = fa_params_default();
-            p.causal = causal_levels[c % 3];
+            p.causal = pg_causal_levels[c % 3];
             tu_rng rng = tu_rng_make(seed + (uint64_t)c);
             tu_problem pr;
             tu_problem_make(&pr, &s, &rng, 1.0);

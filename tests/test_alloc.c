@@ -6,13 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc_steady.h"
 #include "util.h"
-
-static tu_alloc_count delta(tu_alloc_count a, tu_alloc_count b)
-{
-    tu_alloc_count d = {b.allocs - a.allocs, b.frees - a.frees};
-    return d;
-}
 
 /* Runs the call three times (first, identical, smaller) and checks the counts of the last two. */
 static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
@@ -32,54 +27,32 @@ static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
     fa_status st = fa_forward(ctx, &p, &a.q, &a.k, &a.v, &a.out, a.lse);
     tu_alloc_count c1 = tu_alloc_count_now();
     cr_assert_eq(st, FA_OK, "seed %llu: first call status %d", (unsigned long long)seed, st);
-    tu_alloc_count first = delta(c0, c1);
-    fprintf(stderr, "[alloc] %s: first call: %ld allocations, %ld frees\n", name, first.allocs, first.frees);
+    fprintf(stderr, "[alloc] %s: first call: %ld allocations, %ld frees\n", name, c1.allocs - c0.allocs,
+            c1.frees - c0.frees);
 
     st = fa_forward(ctx, &p, &a.q, &a.k, &a.v, &a.out, a.lse);
     tu_alloc_count c2 = tu_alloc_count_now();
     cr_assert_eq(st, FA_OK, "seed %llu: second call status %d", (unsigned long long)seed, st);
-    tu_alloc_count second = delta(c1, c2);
-    cr_expect_eq(second.allocs, 0, "seed %llu: the second identical call made %ld allocations",
-                 (unsigned long long)seed, second.allocs);
-    cr_expect_eq(second.frees, 0, "seed %llu: the second identical call made %ld frees",
-                 (unsigned long long)seed, second.frees);
+    as_expect_none("the second identical call", c1, c2, seed);
 
     st = fa_forward(ctx, &p, &b.q, &b.k, &b.v, &b.out, b.lse);
     tu_alloc_count c3 = tu_alloc_count_now();
     cr_assert_eq(st, FA_OK, "seed %llu: smaller call status %d", (unsigned long long)seed, st);
-    tu_alloc_count third = delta(c2, c3);
-    cr_expect_eq(third.allocs, 0, "seed %llu: a smaller call after a bigger one made %ld allocations",
-                 (unsigned long long)seed, third.allocs);
-    cr_expect_eq(third.frees, 0, "seed %llu: a smaller call after a bigger one made %ld frees",
-                 (unsigned long long)seed, third.frees);
+    as_expect_none("a smaller call after a bigger one", c2, c3, seed);
     tu_problem_free(&a);
     tu_problem_free(&b);
 }
 
 Test(alloc, second_identical_call_on_a_context_allocates_nothing)
 {
-    for (int t = 0; t < 2; t++) {
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
-        check_steady_state(t ? "alloc.second_identical_call_on_a_context_allocates_nothing.f64"
-                             : "alloc.second_identical_call_on_a_context_allocates_nothing.f32",
-                           ctx, t ? FA_F64 : FA_F32);
-        fa_context_destroy(ctx);
-    }
+    as_on_fresh_context_per_dtype(check_steady_state,
+                                  "alloc.second_identical_call_on_a_context_allocates_nothing");
 }
 
 Test(alloc, second_identical_call_with_fixed_blocks_and_threads_allocates_nothing)
 {
-    fa_context_opts o = fa_context_opts_default();
-    o.num_threads = 3;
-    o.bind = FA_BIND_CORE;
-    o.block_q = 24;
-    o.block_k = 40;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    check_steady_state("alloc.second_identical_call_with_fixed_blocks_and_threads_allocates_nothing", ctx,
-                       FA_F32);
-    fa_context_destroy(ctx);
+    as_on_fixed_blocks_and_threads(
+        check_steady_state, "alloc.second_identical_call_with_fixed_blocks_and_threads_allocates_nothing");
 }
 
 Test(alloc, second_identical_call_with_null_context_allocates_nothing)

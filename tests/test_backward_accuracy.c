@@ -9,82 +9,41 @@
  *      oracle on the same f32 inputs.
  * And the call writes nothing but the elements of dq, dk and dv (gaps and guards keep canaries). */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pairwise_grid.h"
 #include "util.h"
 #include "util_backward.h"
 
 /* ---- the grid ------------------------------------------------------------------------------
- * Eight axes, each with at most 7 values; rows are the orthogonal array OA(49, 8, 7, 2): row
- * r = 7a + b has columns a, b, a + b, a + 2b, ..., a + 6b (mod 7), so any two columns take every
- * pair of values exactly once; an axis with fewer values reads its column mod its size, which keeps
- * every pair covered. The order of the values inside the axes is free: the one below keeps the
- * oracle's O(B·Hq·Nq·Nk·(4D + 3Dv)) work of the whole grid near 3e8 element loads. */
+ * The pairwise-covering grid of pairwise_grid.h (OA(49, 8, 7, 2), shared with the forward's
+ * accuracy suite); these are the backward's own values. Their order keeps the oracle's
+ * O(B·Hq·Nq·Nk·(4D + 3Dv)) work of the whole grid near 3e8 element loads. */
 
-enum { AX_NQ, AX_NK, AX_D, AX_CAUSAL, AX_HEADS, AX_DV, AX_LAYOUT, AX_DTYPE, AX_COUNT };
-
-#define GRID_ROWS 49
-
-static const int64_t nq_levels[7] = {33, 64, 203, 257, 17, 1, 113};
-static const int64_t nk_levels[7] = {203, 257, 33, 64, 113, 1, 17};
-static const int64_t d_levels[7] = {16, 111, 64, 8, 128, 1, 59};
-static const int64_t heads_levels[3][2] = {{1, 1}, {4, 2}, {4, 1}};
-static const fa_causal causal_levels[3] = {FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT, FA_CAUSAL_BOTTOM_RIGHT};
-static const tu_layout layout_levels[3] = {TU_BHSD, TU_BSHD, TU_PACKED};
-static const fa_dtype dtype_levels[2] = {FA_F32, FA_F64};
-static const int axis_size[AX_COUNT] = {7, 7, 7, 3, 3, 2, 3, 2};
-static const int axis_column[AX_COUNT] = {7, 0, 4, 6, 5, 1, 3, 2};
-
-static int grid_level(int row, int axis)
-{
-    return tu_pairwise_level(row, axis_column[axis], axis_size[axis]);
-}
-
-/* A value of Dv different from D (axis level 1), inside 1..512. */
-static int64_t other_dim_v(int64_t d)
-{
-    return d < 128 ? d + 13 : d / 2 + 7;
-}
-
-static void grid_case(int row, tu_shape *s, fa_params *p)
-{
-    s->q_len = nq_levels[grid_level(row, AX_NQ)];
-    s->kv_len = nk_levels[grid_level(row, AX_NK)];
-    s->dim = d_levels[grid_level(row, AX_D)];
-    s->dim_v = grid_level(row, AX_DV) == 0 ? s->dim : other_dim_v(s->dim);
-    s->q_heads = heads_levels[grid_level(row, AX_HEADS)][0];
-    s->kv_heads = heads_levels[grid_level(row, AX_HEADS)][1];
-    s->layout = layout_levels[grid_level(row, AX_LAYOUT)];
-    s->dtype = dtype_levels[grid_level(row, AX_DTYPE)];
-    s->batch = s->q_len * s->kv_len <= 4000 ? 2 : 1;
-    *p = fa_params_default();
-    p->causal = causal_levels[grid_level(row, AX_CAUSAL)];
-    p->scale = (row % 2) ? 0.8 / sqrt((double)s->dim) : 0.0; /* half explicit, half 1/sqrt(D) */
-}
+static const pg_levels levels = {
+    .nq = {33, 64, 203, 257, 17, 1, 113},
+    .nk = {203, 257, 33, 64, 113, 1, 17},
+    .d = {16, 111, 64, 8, 128, 1, 59},
+    .batch2_max_nq_nk = 4000,
+};
 
 Test(backward_grid, covers_every_pair_and_both_length_orders_under_each_causal_mode)
 {
-    for (int a1 = 0; a1 < AX_COUNT; a1++)
-        for (int a2 = a1 + 1; a2 < AX_COUNT; a2++)
-            for (int l1 = 0; l1 < axis_size[a1]; l1++)
-                for (int l2 = 0; l2 < axis_size[a2]; l2++) {
-                    int found = 0;
-                    for (int r = 0; r < GRID_ROWS && !found; r++)
-                        found = grid_level(r, a1) == l1 && grid_level(r, a2) == l2;
-                    cr_assert(found, "axes %d and %d: value pair (%d, %d) is not covered", a1, a2, l1, l2);
-                }
-    /* A triple the pairs do not promise: each causal mode with Nq > Nk and with Nq < Nk, per dtype. */
+    int a1 = 0, a2 = 0, l1 = 0, l2 = 0;
+    cr_assert(pg_covers_every_pair(&a1, &a2, &l1, &l2), "axes %d and %d: value pair (%d, %d) is not covered",
+              a1, a2, l1, l2);
+    /* A triple the pairs do not promise: each causal mode with Nq > Nk and with Nq < Nk, per dtype.
+     * It depends on this suite's Nq and Nk values, so it stays here. */
     for (int c = 1; c < 3; c++)
         for (int t = 0; t < 2; t++)
             for (int longer_q = 0; longer_q < 2; longer_q++) {
                 int found = 0;
-                for (int r = 0; r < GRID_ROWS && !found; r++) {
+                for (int r = 0; r < PG_ROWS && !found; r++) {
                     tu_shape s;
                     fa_params p;
-                    grid_case(r, &s, &p);
-                    found = p.causal == causal_levels[c] && s.dtype == dtype_levels[t] &&
+                    pg_case(&levels, r, &s, &p);
+                    found = p.causal == pg_causal_levels[c] && s.dtype == pg_dtype_levels[t] &&
                             (longer_q ? s.q_len > s.kv_len : s.q_len < s.kv_len);
                 }
                 cr_assert(found, "no grid row with causal %d, dtype %d and Nq %s Nk", c, t,
@@ -92,57 +51,45 @@ Test(backward_grid, covers_every_pair_and_both_length_orders_under_each_causal_m
             }
 }
 
-static void run_grid(const char *name, fa_dtype dtype)
+static void check_row(fa_context *ctx, pg_row *g)
 {
-    uint64_t seed = tu_seed(name);
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
-    int cases = 0;
-    for (int r = 0; r < GRID_ROWS; r++) {
-        tu_shape s;
-        fa_params p;
-        grid_case(r, &s, &p);
-        if (s.dtype != dtype) continue;
-        cases++;
-        tu_rng rng = tu_rng_make(seed + (uint64_t)r);
-        tub_problem bp;
-        tub_make(&bp, &s, &rng, 2.5);
-        char desc[256], msg[512];
-        tu_shape_str(&s, &p, desc, sizeof desc);
+    fa_dtype dtype = g->s.dtype;
+    tub_problem bp;
+    tub_make(&bp, &g->s, &g->rng, 2.5);
+    char msg[512];
 
-        fa_status st = tub_forward(ctx, &p, &bp);
-        cr_assert_eq(st, FA_OK, "grid row %d (%s), seed %llu: forward status %d", r, desc,
-                     (unsigned long long)seed, st);
-        st = tub_backward(ctx, &p, &bp);
-        cr_expect_eq(st, FA_OK, "grid row %d (%s), seed %llu: backward status %d (%s)", r, desc,
-                     (unsigned long long)seed, st, fa_status_str(st));
-        if (st == FA_OK) {
-            cr_expect(tub_grads_only_defined_written(&bp),
-                      "grid row %d (%s), seed %llu: a byte outside the dq/dk/dv views was written", r, desc,
-                      (unsigned long long)seed);
-            tub_ref oracle, naive;
-            tub_ref_compute(&oracle, &bp, &p);
-            if (dtype == FA_F32) tub_ref_compute_naive_f32(&naive, &bp, &p);
-            int ok =
-                tub_check_accuracy(&bp, &p, &oracle, dtype == FA_F32 ? &naive : NULL, 1e-11, msg, sizeof msg);
-            cr_expect(ok, "grid row %d (%s), seed %llu: %s", r, desc, (unsigned long long)seed, msg);
-            tub_ref_free(&oracle);
-            if (dtype == FA_F32) tub_ref_free(&naive);
-        }
-        tub_free(&bp);
+    fa_status st = tub_forward(ctx, &g->p, &bp);
+    cr_assert_eq(st, FA_OK, "grid row %d (%s), seed %llu: forward status %d", g->row, g->desc,
+                 (unsigned long long)g->seed, st);
+    st = tub_backward(ctx, &g->p, &bp);
+    cr_expect_eq(st, FA_OK, "grid row %d (%s), seed %llu: backward status %d (%s)", g->row, g->desc,
+                 (unsigned long long)g->seed, st, fa_status_str(st));
+    if (st == FA_OK) {
+        cr_expect(tub_grads_only_defined_written(&bp),
+                  "grid row %d (%s), seed %llu: a byte outside the dq/dk/dv views was written", g->row,
+                  g->desc, (unsigned long long)g->seed);
+        tub_ref oracle, naive;
+        tub_ref_compute(&oracle, &bp, &g->p);
+        if (dtype == FA_F32) tub_ref_compute_naive_f32(&naive, &bp, &g->p);
+        int ok =
+            tub_check_accuracy(&bp, &g->p, &oracle, dtype == FA_F32 ? &naive : NULL, 1e-11, msg, sizeof msg);
+        cr_expect(ok, "grid row %d (%s), seed %llu: %s", g->row, g->desc, (unsigned long long)g->seed, msg);
+        tub_ref_free(&oracle);
+        if (dtype == FA_F32) tub_ref_free(&naive);
     }
-    cr_assert_gt(cases, 0);
-    fa_context_destroy(ctx);
+    tub_free(&bp);
 }
 
 Test(backward_accuracy, f64_gradients_match_oracle_to_1e_11_over_pairwise_grid)
 {
-    run_grid("backward_accuracy.f64_gradients_match_oracle_to_1e_11_over_pairwise_grid", FA_F64);
+    pg_run(&levels, "backward_accuracy.f64_gradients_match_oracle_to_1e_11_over_pairwise_grid", FA_F64,
+           check_row);
 }
 
 Test(backward_accuracy, f32_gradients_within_3x_naive_f32_error_over_pairwise_grid)
 {
-    run_grid("backward_accuracy.f32_gradients_within_3x_naive_f32_error_over_pairwise_grid", FA_F32);
+    pg_run(&levels, "backward_accuracy.f32_gradients_within_3x_naive_f32_error_over_pairwise_grid", FA_F32,
+           check_row);
 }
 
 /* The default (NULL) context and an explicit one give the same gradients to the byte, and the

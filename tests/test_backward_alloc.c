@@ -7,15 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc_steady.h"
 #include "util.h"
 #include "util_backward.h"
-
-static void expect_none(const char *what, tu_alloc_count before, tu_alloc_count after, uint64_t seed)
-{
-    long allocs = after.allocs - before.allocs, frees = after.frees - before.frees;
-    cr_expect_eq(allocs, 0, "seed %llu: %s made %ld allocations", (unsigned long long)seed, what, allocs);
-    cr_expect_eq(frees, 0, "seed %llu: %s made %ld frees", (unsigned long long)seed, what, frees);
-}
 
 static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
 {
@@ -40,11 +34,11 @@ static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
 
     cr_assert_eq(tub_backward(ctx, &p, &a), FA_OK, "seed %llu: second backward", (unsigned long long)seed);
     tu_alloc_count c2 = tu_alloc_count_now();
-    expect_none("the second identical backward", c1, c2, seed);
+    as_expect_none("the second identical backward", c1, c2, seed);
 
     cr_assert_eq(tub_backward(ctx, &p, &b), FA_OK, "seed %llu: smaller backward", (unsigned long long)seed);
     tu_alloc_count c3 = tu_alloc_count_now();
-    expect_none("a smaller backward after a bigger one", c2, c3, seed);
+    as_expect_none("a smaller backward after a bigger one", c2, c3, seed);
 
     /* Training steps: forward then backward, three times over. */
     for (int step = 0; step < 3; step++) {
@@ -52,36 +46,22 @@ static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
         cr_assert_eq(tub_backward(ctx, &p, &a), FA_OK);
     }
     tu_alloc_count c4 = tu_alloc_count_now();
-    expect_none("three forward + backward steps", c3, c4, seed);
+    as_expect_none("three forward + backward steps", c3, c4, seed);
     tub_free(&a);
     tub_free(&b);
 }
 
 Test(backward_alloc, second_identical_backward_allocates_nothing)
 {
-    for (int t = 0; t < 2; t++) {
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
-        check_steady_state(t ? "backward_alloc.second_identical_backward_allocates_nothing.f64"
-                             : "backward_alloc.second_identical_backward_allocates_nothing.f32",
-                           ctx, t ? FA_F64 : FA_F32);
-        fa_context_destroy(ctx);
-    }
+    as_on_fresh_context_per_dtype(check_steady_state,
+                                  "backward_alloc.second_identical_backward_allocates_nothing");
 }
 
 Test(backward_alloc, second_identical_backward_with_fixed_blocks_and_threads_allocates_nothing)
 {
-    fa_context_opts o = fa_context_opts_default();
-    o.num_threads = 3;
-    o.bind = FA_BIND_CORE;
-    o.block_q = 24;
-    o.block_k = 40;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    check_steady_state(
-        "backward_alloc.second_identical_backward_with_fixed_blocks_and_threads_allocates_nothing", ctx,
-        FA_F32);
-    fa_context_destroy(ctx);
+    as_on_fixed_blocks_and_threads(
+        check_steady_state,
+        "backward_alloc.second_identical_backward_with_fixed_blocks_and_threads_allocates_nothing");
 }
 
 Test(backward_alloc, second_identical_backward_with_null_context_allocates_nothing)

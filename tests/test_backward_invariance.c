@@ -8,14 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context_matrix.h"
 #include "util.h"
 #include "util_backward.h"
-
-static const int thread_counts[] = {1, 2, 3, 4, 7};
-static const fa_bind binds[] = {FA_BIND_NONE, FA_BIND_CORE, FA_BIND_SPREAD, FA_BIND_AUTO};
-#define N_THREADS ((int)(sizeof thread_counts / sizeof thread_counts[0]))
-#define N_BINDS   ((int)(sizeof binds / sizeof binds[0]))
-#define N_CTX     (N_THREADS * N_BINDS)
 
 typedef struct {
     tu_shape shape;
@@ -60,18 +55,8 @@ static void expect_same_grads(const tub_problem *a, const tub_problem *b, const 
 static void run_invariance(const char *name, int block_q, int block_k)
 {
     uint64_t seed = tu_seed(name);
-    fa_context *ctx[N_CTX];
-    for (int a = 0; a < N_THREADS; a++)
-        for (int b = 0; b < N_BINDS; b++) {
-            fa_context_opts o = fa_context_opts_default();
-            o.num_threads = thread_counts[a];
-            o.bind = binds[b];
-            o.block_q = block_q;
-            o.block_k = block_k;
-            fa_status st = fa_context_create(&ctx[a * N_BINDS + b], &o);
-            cr_assert_eq(st, FA_OK, "create(num_threads %d, bind %d): status %d", o.num_threads, (int)o.bind,
-                         st);
-        }
+    fa_context *ctx[CM_CONTEXTS];
+    cm_create(ctx, block_q, block_k);
     for (int c = 0; c < N_CASES; c++) {
         uint64_t case_seed = seed + (uint64_t)c;
         tu_rng rng = tu_rng_make(case_seed);
@@ -84,19 +69,18 @@ static void run_invariance(const char *name, int block_q, int block_k)
         cr_assert_eq(tub_forward(ctx[0], &p, &first), FA_OK, "%s", desc);
         cr_assert_eq(tub_backward(ctx[0], &p, &first), FA_OK, "%s", desc);
         make_twin(&pr, &first, case_seed);
-        for (int x = 1; x < N_CTX; x++) {
+        for (int x = 1; x < CM_CONTEXTS; x++) {
             tub_fill_grad_canary(&pr);
             fa_status st = tub_backward(ctx[x], &p, &pr);
             cr_assert_eq(st, FA_OK, "%s: status %d", desc, st);
             char what[64];
-            snprintf(what, sizeof what, "%d threads, bind %d", thread_counts[x / N_BINDS],
-                     (int)binds[x % N_BINDS]);
+            snprintf(what, sizeof what, "%d threads, bind %d", cm_threads(x), (int)cm_bind(x));
             expect_same_grads(&first, &pr, what, desc, case_seed);
         }
         tub_free(&first);
         tub_free(&pr);
     }
-    for (int x = 0; x < N_CTX; x++) fa_context_destroy(ctx[x]);
+    cm_destroy(ctx);
 }
 
 Test(backward_invariance, gradients_bitwise_equal_across_thread_counts_and_bindings)

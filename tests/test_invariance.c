@@ -4,12 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "context_matrix.h"
 #include "util.h"
-
-static const int thread_counts[] = {1, 2, 3, 4, 7};
-static const fa_bind binds[] = {FA_BIND_NONE, FA_BIND_CORE, FA_BIND_SPREAD, FA_BIND_AUTO};
-#define N_THREADS ((int)(sizeof thread_counts / sizeof thread_counts[0]))
-#define N_BINDS   ((int)(sizeof binds / sizeof binds[0]))
 
 typedef struct {
     tu_shape shape;
@@ -31,18 +27,8 @@ static const inv_case cases[] = {
 static void run_invariance(const char *name, int block_q, int block_k)
 {
     uint64_t seed = tu_seed(name);
-    fa_context *ctx[N_THREADS * N_BINDS];
-    for (int a = 0; a < N_THREADS; a++)
-        for (int b = 0; b < N_BINDS; b++) {
-            fa_context_opts o = fa_context_opts_default();
-            o.num_threads = thread_counts[a];
-            o.bind = binds[b];
-            o.block_q = block_q;
-            o.block_k = block_k;
-            fa_status st = fa_context_create(&ctx[a * N_BINDS + b], &o);
-            cr_assert_eq(st, FA_OK, "create(num_threads %d, bind %d): status %d", o.num_threads, (int)o.bind,
-                         st);
-        }
+    fa_context *ctx[CM_CONTEXTS];
+    cm_create(ctx, block_q, block_k);
     for (int c = 0; c < N_CASES; c++) {
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem first, pr;
@@ -55,7 +41,7 @@ static void run_invariance(const char *name, int block_q, int block_k)
         tu_shape_str(&cases[c].shape, &p, desc, sizeof desc);
         fa_status st = fa_forward(ctx[0], &p, &first.q, &first.k, &first.v, &first.out, first.lse);
         cr_assert_eq(st, FA_OK, "%s, seed %llu: status %d", desc, (unsigned long long)seed, st);
-        for (int x = 1; x < N_THREADS * N_BINDS; x++) {
+        for (int x = 1; x < CM_CONTEXTS; x++) {
             tu_problem_fill_canary(&pr);
             st = fa_forward(ctx[x], &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse);
             cr_assert_eq(st, FA_OK, "%s, seed %llu: status %d", desc, (unsigned long long)seed, st);
@@ -63,13 +49,13 @@ static void run_invariance(const char *name, int block_q, int block_k)
             cr_expect(
                 tu_outputs_bitwise_equal(&first, &pr, &where),
                 "%s, blocks %d/%d, seed %llu: %d threads bind %d differs from 1 thread bind NONE at %s %lld",
-                desc, block_q, block_k, (unsigned long long)seed, thread_counts[x / N_BINDS],
-                (int)binds[x % N_BINDS], where < 0 ? "lse" : "out row", (long long)where);
+                desc, block_q, block_k, (unsigned long long)seed, cm_threads(x), (int)cm_bind(x),
+                where < 0 ? "lse" : "out row", (long long)where);
         }
         tu_problem_free(&first);
         tu_problem_free(&pr);
     }
-    for (int x = 0; x < N_THREADS * N_BINDS; x++) fa_context_destroy(ctx[x]);
+    cm_destroy(ctx);
 }
 
 Test(invariance, out_and_lse_bitwise_equal_across_thread_counts_and_bindings)

@@ -643,11 +643,3 @@ int tu_alloc_counting_active(void)
     free(p);
     return after > before;
 }
-
-int tu_pairwise_level(int row, int column, int levels)
-{
-    /* columns 0 and 1 are the row's two base-7 digits a, b; column c >= 2 is a + (c - 1)·b mod 7 */
-    int a = row / 7, b = row % 7;
-    int v = column == 0 ? a : column == 1 ? b : (a + (column - 1) * b) % 7;
-    return v % levels;
-}

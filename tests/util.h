@@ -99,13 +99,6 @@ double *tu_lse_copy(const tu_problem *pr);
  * same shape hold identical bytes. On difference writes the first differing flat index. */
 int tu_outputs_bitwise_equal(const tu_problem *a, const tu_problem *b, int64_t *where);
 
-/* ---- pairwise covering grids ---------------------------------------------------------- */
-
-/* Row `row` (0..48) of the orthogonal array OA(49, 8, 7, 2), column `column` (0..7), folded to
- * `levels` (<= 7) values: over the 49 rows, every pair of values of any two columns appears, so a
- * grid whose axes are distinct columns covers every pair of axis values (the accuracy grids). */
-int tu_pairwise_level(int row, int column, int levels);
-
 /* ---- oracle comparison ------------------------------------------------------------------ */
 
 /* Rows to compare: all of them, or a deterministic sample (first and last rows of every head,
