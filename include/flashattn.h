@@ -23,7 +23,8 @@
  * items; each item is computed by exactly one thread, front to back, in a
  * fixed order, and what an item computes for an output element (operations
  * and their order) depends on the problem only. (The backward may cut its
- * work two ways by thread count; both compute every element identically.)
+ * work in three ways by thread count; all compute every element
+ * identically.)
  *
  * ## Thread safety
  * A context serves one call at a time; a second concurrent call on the same
@@ -267,17 +268,19 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * NaN, as IEEE arithmetic has it.)
  *
  * The probabilities are recomputed tile by tile from q, k and lse; no Nq×Nk matrix is stored.
- * Extra memory: the per-thread arena (see the README's Memory section) and B·Hq·Nq values of
- * delta = rowsum(dout ∘ out), kept in the context and grown only when a call needs more.
+ * Extra memory: the per-thread arena (see the README's Memory section), B·Hq·Nq values of
+ * delta = rowsum(dout ∘ out) and, with few heads, one int per query block, kept in the context and
+ * grown only when a call needs more.
  *
  * Determinism: dq, dk and dv are bitwise identical for every thread count, binding mode and
- * repetition. Work items own their output rows, and there are no atomics and no reduction whose
- * order depends on the threads. The work is cut in one of two ways: one item per (batch, kv head)
- * that computes dk, dv and the group's dq together, or dK/dV items per key block and dQ items per
- * query block, which recompute the probabilities once more but give threads finer work. The call
- * picks the first when whole heads keep every thread busy. Both make the same arithmetic
- * operations in the same order for every output element, so the choice changes the speed and
- * never a bit.
+ * repetition. There are no floating-point atomics and no reduction whose order depends on the
+ * threads. The work is cut in one of three ways: one item per (batch, kv head) that computes dk, dv
+ * and the group's dq together (when whole heads keep the threads busy); items per key block that
+ * also add to dq, each query block's dq passed from one key block to the next in key order (with
+ * fewer heads than that, when each thread has a core of its own); or items per key block for dk
+ * and dv and items per query block for dq, which recompute the probabilities once more but never
+ * wait (threads sharing cores). All three make the same arithmetic operations in the same order for
+ * every output element, so the choice changes the speed and never a bit.
  *
  * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
  * of the wrong shape (FA_ERR_SHAPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any

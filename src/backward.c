@@ -3,6 +3,7 @@
 #include "backward.h"
 
 #include <math.h>
+#include <stdatomic.h>
 
 #include "arena.h"
 #include "epilogue.h"
@@ -20,7 +21,34 @@ typedef struct {
     int64_t kv_items;         /* batch · kv_heads · kv_blocks dK/dV items */
     int64_t ld;               /* block_q rounded up to the vector width: row stride of transposed tiles */
     void *delta;              /* [batch][q_heads][q_len] of the accumulation type */
+    fa_backward_plan plan;    /* resolved: FUSED, SPLIT or WAVEFRONT */
+    atomic_int *dq_progress;  /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
 } fa_backward_job;
+
+/* The key blocks [first, end) that query rows [row0, row0 + rows) meet: the tiles fa_tile_unseen
+ * does not skip. Visible ranges are monotone in the row, so the block sees keys [b, e) with b the
+ * first row's begin and e the last row's end, and a key block is met when it overlaps [b, e). */
+typedef struct {
+    int64_t first, end;
+} fa_key_blocks;
+
+static fa_key_blocks fa_key_blocks_met(const fa_problem *p, int64_t row0, int64_t rows, int64_t block_k,
+                                       int64_t kv_blocks)
+{
+    int64_t b = fa_visible_keys(p, row0).begin, e = fa_visible_keys(p, row0 + rows - 1).end;
+    fa_key_blocks met = {b <= 0 ? 0 : b / block_k, e <= 0 ? 0 : (e + block_k - 1) / block_k};
+    if (met.first > kv_blocks) met.first = kv_blocks;
+    if (met.end > kv_blocks) met.end = kv_blocks;
+    if (met.end < met.first || e <= b) met.end = met.first;
+    return met;
+}
+
+/* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
+static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t batch, int64_t q_head, int64_t row0)
+{
+    const fa_problem *p = job->problem;
+    return job->dq_progress + (batch * p->q_heads + q_head) * job->q_schedule.q_blocks + row0 / job->q_schedule.block_q;
+}
 
 
 #define FA_T float
@@ -57,18 +85,24 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
 }
 
-/* The split plan's work for the same gradients, relative to the fused plan's: it recomputes S,
- * P, dP and dS in its dQ items (6 of 14 tile FLOPs). Measured on the 2-core Zen 5 (fa-bench --pass
- * bwd, B=1 H=8 N=4096 f32, one thread): see the README's Performance section. */
-#define SPLIT_WORK_RATIO 1.3
+/* The fused plan runs whole heads, B·Hkv of them: with `rounds` of them per thread, threads sit
+ * idle for rounds·threads - heads head-times. The wavefront plan does the same work in key-block
+ * items and keeps every thread busy (its pipeline fills in a few tiles), but its threads wait by
+ * spinning. The split plan never waits but recomputes S, P, dP and dS for dQ: 1.21-1.34x the fused
+ * plan's time on one thread (README, Performance). So: fused when at most a tenth of the team's
+ * time would idle, else wavefront when every thread has a core, else the cheaper of fused and
+ * split. */
+#define FUSED_IDLE_OK 1.1
+#define SPLIT_COST 1.3
 
-fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads)
+fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores)
 {
     if (threads < 1) threads = 1;
-    int64_t rounds = (head_items + threads - 1) / threads;
-    /* fused: `rounds` whole heads one after another; split: head_items·ratio heads' work shared */
-    return (double)rounds * threads <= SPLIT_WORK_RATIO * (double)head_items ? FA_BACKWARD_PLAN_FUSED
-                                                                            : FA_BACKWARD_PLAN_SPLIT;
+    if (head_items < 1) return FA_BACKWARD_PLAN_FUSED;
+    double idle = (double)((head_items + threads - 1) / threads * threads) / (double)head_items;
+    if (idle <= FUSED_IDLE_OK) return FA_BACKWARD_PLAN_FUSED;
+    if (threads <= cores) return FA_BACKWARD_PLAN_WAVEFRONT;
+    return idle <= SPLIT_COST ? FA_BACKWARD_PLAN_FUSED : FA_BACKWARD_PLAN_SPLIT;
 }
 
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
@@ -78,18 +112,26 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     fa_context_blocks(ctx, p->dim, p->dim_v, elem, BACKWARD_MAX_BLOCK_K, p->q_len, p->kv_len, &block_q,
                       &block_k);
 
-    size_t delta_bytes = (size_t)(p->batch * p->q_heads * p->q_len) * elem;
-    if (fa_context_reserve_rows(ctx, delta_bytes) != 0) return FA_ERR_NOMEM;
-
     int64_t vec = p->dtype == FA_F64 ? FA_VEC_F64 : FA_VEC_F32;
     fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0,
-                           fa_round_up(block_q, vec), ctx->rows};
+                           fa_round_up(block_q, vec), NULL, FA_BACKWARD_PLAN_AUTO, NULL};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;
     int64_t head_items = p->batch * p->kv_heads;
-    fa_backward_plan plan = ctx->backward_plan;
-    if (plan == FA_BACKWARD_PLAN_AUTO) plan = fa_backward_plan_for(head_items, ctx->num_threads);
+    job.plan = ctx->backward_plan;
+    if (job.plan == FA_BACKWARD_PLAN_AUTO)
+        job.plan = fa_backward_plan_for(head_items, ctx->num_threads, fa_topology_allowed_cores(ctx->topology));
+
+    /* the rows buffer: delta, then (wavefront) one counter per query block, 64-byte aligned */
+    size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);
+    size_t progress_bytes = job.plan == FA_BACKWARD_PLAN_WAVEFRONT
+                                ? (size_t)job.q_schedule.count * sizeof(atomic_int)
+                                : 0;
+    if (fa_context_reserve_rows(ctx, delta_bytes + progress_bytes) != 0) return FA_ERR_NOMEM;
+    job.delta = ctx->rows;
+    if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
+
     fa_team_work work = {
         .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
         .job = &job,
@@ -97,8 +139,9 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
         .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},
                   {job.kv_items + job.q_schedule.count, f64 ? grad_item_f64 : grad_item_f32}},
     };
-    if (plan == FA_BACKWARD_PLAN_FUSED)
+    if (job.plan == FA_BACKWARD_PLAN_FUSED)
         work.phase[1] = (fa_team_phase){head_items, f64 ? head_item_f64 : head_item_f32};
+    if (job.plan == FA_BACKWARD_PLAN_WAVEFRONT) work.phase[1].items = job.kv_items; /* no dQ items */
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
         ctx->last_block_q = (int)block_q;

@@ -1,5 +1,4 @@
-/* Backward tile drivers: a delta pre-pass, then either dK/dV items and dQ items (split plan) or
- * one item per (batch, kv head) that computes all three (fused plan). */
+/* Backward tile drivers: a delta pre-pass, then the items of one of three plans (below). */
 #ifndef FA_BACKWARD_H
 #define FA_BACKWARD_H
 
@@ -15,18 +14,30 @@
  * this function. */
 size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem);
 
-/* The two ways to cut a backward into items. They make the same kernel calls on the same tiles in
- * the same order for every output element, so their results are bitwise identical; only the cost
- * differs, which is why the choice may follow the thread count (fa_backward_plan_for). */
+/* The three ways to cut a backward into items. They make the same kernel calls on the same tiles
+ * in the same order for every output element, so their results are bitwise identical; only the
+ * cost differs, which is why the choice may follow the thread count (fa_backward_plan_for).
+ *   FUSED:     one item per (batch, kv head): its key blocks in order, adding each tile's dS·K to
+ *              dQ on the way. 10 tile FLOPs for 10; B·Hkv items.
+ *   WAVEFRONT: one item per (batch, kv head, key block), adding its dS·K to dQ too: the tiles of
+ *              a query block must add in key-block order, so a tile waits (an integer counter per
+ *              query block, acquire/release; never on floating-point data) until the previous key
+ *              block's item has added. Items are handed out in index order (team.h), so the oldest
+ *              running item never waits and the pipeline always moves. 10 FLOPs for 10, fine
+ *              items, but a waiting thread spins: only for teams with a core per thread.
+ *   SPLIT:     dK/dV items per key block, and dQ items per query block that recompute P and dS:
+ *              14 FLOPs for 10, fine items, no waiting. */
 typedef enum {
     FA_BACKWARD_PLAN_AUTO = 0,
-    FA_BACKWARD_PLAN_FUSED, /* B·Hkv items; dQ summed on the way: 10 FLOPs for 10 */
-    FA_BACKWARD_PLAN_SPLIT, /* dK/dV items per key block + dQ items per query block: 14 FLOPs for 10 */
+    FA_BACKWARD_PLAN_FUSED,
+    FA_BACKWARD_PLAN_SPLIT,
+    FA_BACKWARD_PLAN_WAVEFRONT,
 } fa_backward_plan;
 
-/* The plan AUTO resolves to for `head_items` = batch·kv_heads on `threads` threads: fused when its
- * rounds of whole heads cost less than the split plan's extra work spread evenly. */
-fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads);
+/* The plan AUTO resolves to for `head_items` = batch·kv_heads on `threads` threads, with `cores`
+ * cores allowed to the process: fused when its rounds of whole heads leave at most a tenth of the
+ * team idle, else wavefront when every thread has a core, else the cheaper of fused and split. */
+fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores);
 
 /* Runs a validated backward problem on ctx (which the caller holds). */
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p);

@@ -17,6 +17,15 @@
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 #define FA_KERN(job) ((job)->kernels->FA_SFX)
 
+/* The dq rows [row0, row0 + rows) of one head (row stride `stride`) set to scale·(what they hold),
+ * or to scale·0 when `zero`: how every plan starts and ends a query block's dQ sums. */
+static void FA_NAME(dq_rows_scale_)(FA_T *dq, int64_t stride, int64_t row0, int64_t rows, int64_t dim, FA_T scale,
+                                    int zero)
+{
+    for (int64_t r = row0; r < row0 + rows; r++)
+        for (int64_t x = 0; x < dim; x++) dq[r * stride + x] = scale * (zero ? (FA_T)0 : dq[r * stride + x]);
+}
+
 /* delta[row] = sum_y dO[row][y] · O[row][y] for the rows of one query item. */
 static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
@@ -34,6 +43,14 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
         for (int64_t y = 0; y < p->dim_v; y++) sum += drow[y] * orow[y];
         delta[i] = sum;
     }
+    if (job->plan != FA_BACKWARD_PLAN_WAVEFRONT) return;
+    /* The wavefront plan's dQ hand-off starts at 0 for this query block; a block that meets no key
+     * block gets its dq (scale·0, as the other plans write it) here, since no key block item will. */
+    atomic_store_explicit(fa_backward_dq_progress(job, it.batch, it.q_head, it.row0), 0, memory_order_relaxed);
+    fa_key_blocks met = fa_key_blocks_met(p, it.row0, it.rows, job->block_k, job->kv_blocks);
+    if (met.end == met.first)
+        FA_NAME(dq_rows_scale_)((FA_T *)fa_view_at(&p->dq, sizeof(FA_T), it.batch, it.q_head, 0),
+                                p->dq.stride_seq, it.row0, it.rows, p->dim, (FA_T)p->scale, 1);
 }
 
 /* What one query block brings to every tile it meets: queries and dO packed transposed, and the
@@ -93,6 +110,18 @@ typedef struct {
     FA_T *p_tile, *ds_tile, *dk_acc, *dv_acc;
 } FA_NAME(key_scratch_);
 
+/* The accumulators of an item: dK and dV of a key block, or dQ of a query block, carved from one
+ * region as large as the larger of the two. Every item of every plan then reaches the same
+ * high-water mark, the README's formula, whichever plan the thread count picks. */
+static FA_T *FA_NAME(accumulators_alloc_)(const fa_backward_job *job, fa_arena *arena)
+{
+    const fa_problem *p = job->problem;
+    size_t kv = fa_arena_tile((size_t)job->block_k, (size_t)fa_round_up(p->dim, FA_VEC), sizeof(FA_T)) +
+                fa_arena_tile((size_t)job->block_k, (size_t)fa_round_up(p->dim_v, FA_VEC), sizeof(FA_T));
+    size_t q = fa_arena_tile((size_t)job->q_schedule.block_q, (size_t)fa_round_up(p->dim, FA_VEC), sizeof(FA_T));
+    return fa_arena_alloc(arena, kv > q ? kv : q);
+}
+
 static FA_NAME(key_scratch_) FA_NAME(key_scratch_alloc_)(const fa_backward_job *job, fa_arena *arena)
 {
     const fa_problem *p = job->problem;
@@ -101,17 +130,20 @@ static FA_NAME(key_scratch_) FA_NAME(key_scratch_alloc_)(const fa_backward_job *
     ks.qp = FA_NAME(query_pack_alloc_)(job, arena);
     ks.p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
     ks.ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
-    ks.dk_acc = fa_arena_alloc(arena, (size_t)(bk * fa_round_up(p->dim, FA_VEC)) * sizeof(FA_T));
-    ks.dv_acc = fa_arena_alloc(arena, (size_t)(bk * fa_round_up(p->dim_v, FA_VEC)) * sizeof(FA_T));
+    ks.dk_acc = FA_NAME(accumulators_alloc_)(job, arena);
+    ks.dv_acc = ks.dk_acc + fa_arena_tile((size_t)bk, (size_t)fa_round_up(p->dim, FA_VEC), sizeof(FA_T)) / sizeof(FA_T);
     return ks;
 }
 
 /* dK and dV of key block `block` of (batch, kv_head): every query head of the group and every query
- * block that sees the keys, in that fixed order. With with_dq (the fused plan) each tile's dS·K is
- * also added to the unscaled dQ sums of its query rows, which the caller keeps in the dq output: the
- * same kernel calls on the same tiles as a dQ item's, in the same key order, so the same bits. */
+ * block that sees the keys, in that fixed order. Each tile's dS·K is also added to the unscaled dQ
+ * sums of its query rows, kept in the dq output, under the fused plan (whose item walks the key
+ * blocks in order itself) and under the wavefront plan (where the key blocks run on different
+ * threads: a tile waits until the previous key block has added to those rows, zeroes them if it is
+ * their first key block and scales them if it is their last). Either way these are the same kernel
+ * calls on the same tiles as a dQ item's, in the same key order, so the same bits. */
 static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_) *ks, int64_t batch,
-                                int64_t kv_head, int64_t block, int with_dq)
+                                int64_t kv_head, int64_t block, fa_backward_plan plan)
 {
     const fa_problem *p = job->problem;
     int64_t bq = job->q_schedule.block_q, bk = job->block_k, ld = job->ld, d = p->dim, dv = p->dim_v;
@@ -129,9 +161,7 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
-            /* Skip query blocks that no row of which sees this key block (monotone ranges). */
-            if (fa_visible_keys(p, row0 + rows - 1).end <= col0 || fa_visible_keys(p, row0).begin >= col0 + cols)
-                continue;
+            if (fa_tile_unseen(p, row0, rows, col0, cols)) continue;
             int64_t seen = fa_tile_cols_seen(p, row0, rows, col0, cols);
             FA_NAME(query_pack_fill_)(job, &ks->qp, batch, q_head, row0, rows);
             FA_NAME(probs_and_grads_)(job, &ks->qp, row0, rows, col0, seen, k, v, ks->p_tile, ks->ds_tile);
@@ -141,10 +171,22 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
             FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile, ld,
                                                      q + row0 * p->q.stride_seq, p->q.stride_seq, ks->dk_acc,
                                                      d_pad);
-            if (with_dq)
-                FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile,
-                                                       ld, k, p->k.stride_seq, dq + row0 * p->dq.stride_seq,
-                                                       p->dq.stride_seq);
+            if (plan == FA_BACKWARD_PLAN_SPLIT) continue;
+            fa_key_blocks met = {0, 0};
+            atomic_int *added = NULL;
+            if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
+                met = fa_key_blocks_met(p, row0, rows, bk, job->kv_blocks);
+                added = fa_backward_dq_progress(job, batch, q_head, row0);
+                fa_team_wait_until(added, (int)(block - met.first));
+                if (block == met.first) FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, 0, 1);
+            }
+            FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile, ld, k,
+                                                   p->k.stride_seq, dq + row0 * p->dq.stride_seq, p->dq.stride_seq);
+            if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
+                if (block == met.end - 1)
+                    FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale, 0);
+                atomic_store_explicit(added, (int)(block - met.first + 1), memory_order_release);
+            }
         }
     }
 
@@ -157,13 +199,13 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
     }
 }
 
-/* Split plan: one key block. */
+/* Split and wavefront plans: one key block (with its dQ share under the wavefront plan). */
 static void FA_NAME(dkdv_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
 {
     const fa_problem *p = job->problem;
     int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
     FA_NAME(key_scratch_) ks = FA_NAME(key_scratch_alloc_)(job, arena);
-    FA_NAME(key_block_)(job, &ks, bh / p->kv_heads, bh % p->kv_heads, block, 0);
+    FA_NAME(key_block_)(job, &ks, bh / p->kv_heads, bh % p->kv_heads, block, job->plan);
 }
 
 /* Fused plan: every key block of (batch, kv head), and the dQ of the group's query heads, which
@@ -177,16 +219,13 @@ static void FA_NAME(head_item_)(const void *job_ptr, fa_arena *arena, int64_t in
     FA_NAME(key_scratch_) ks = FA_NAME(key_scratch_alloc_)(job, arena);
     for (int64_t g = 0; g < p->group; g++) {
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
-        for (int64_t r = 0; r < p->q_len; r++)
-            for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = 0;
+        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, 0, p->q_len, d, 0, 1);
     }
     for (int64_t block = 0; block < job->kv_blocks; block++)
-        FA_NAME(key_block_)(job, &ks, batch, kv_head, block, 1);
-    const FA_T scale = (FA_T)p->scale;
+        FA_NAME(key_block_)(job, &ks, batch, kv_head, block, FA_BACKWARD_PLAN_FUSED);
     for (int64_t g = 0; g < p->group; g++) {
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
-        for (int64_t r = 0; r < p->q_len; r++)
-            for (int64_t x = 0; x < d; x++) dq[r * p->dq.stride_seq + x] = scale * dq[r * p->dq.stride_seq + x];
+        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, 0, p->q_len, d, (FA_T)p->scale, 0);
     }
 }
 
@@ -195,14 +234,14 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
 {
     const fa_problem *p = job->problem;
     fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index);
-    int64_t bq = job->q_schedule.block_q, bk = job->block_k, ld = job->ld, d = p->dim;
+    int64_t bk = job->block_k, ld = job->ld, d = p->dim;
     int64_t d_pad = fa_round_up(d, FA_VEC);
     int64_t kv_head = it.q_head / p->group;
 
     FA_NAME(query_pack_) qp = FA_NAME(query_pack_alloc_)(job, arena);
     FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
     FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
-    FA_T *dq_acc = fa_arena_alloc(arena, (size_t)(bq * d_pad) * sizeof(FA_T));
+    FA_T *dq_acc = FA_NAME(accumulators_alloc_)(job, arena);
     for (int64_t x = 0; x < it.rows * d_pad; x++) dq_acc[x] = 0;
     FA_NAME(query_pack_fill_)(job, &qp, it.batch, it.q_head, it.row0, it.rows);
 

@@ -25,6 +25,11 @@ int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64
     return fa_visible_keys(p, row0).end >= col0 + cols && fa_visible_keys(p, row0 + rows - 1).begin <= col0;
 }
 
+int fa_tile_unseen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
+{
+    return fa_visible_keys(p, row0 + rows - 1).end <= col0 || fa_visible_keys(p, row0).begin >= col0 + cols;
+}
+
 int64_t fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
 {
     return clamp(fa_visible_keys(p, row0 + rows - 1).end - col0, 0, cols);

@@ -20,6 +20,10 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row);
 /* Whether every row of [row0, row0 + rows) sees every key of [col0, col0 + cols). */
 int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
+/* Whether no row of [row0, row0 + rows) sees any key of [col0, col0 + cols): the tiles every
+ * driver skips. Ranges are monotone in the row, so the first and last rows decide. */
+int fa_tile_unseen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
+
 /* How many leading columns of the tile [col0, col0 + cols) any row of [row0, row0 + rows) sees:
  * up to the last row's visible end (0..cols). The columns after it are masked for every row, so
  * drivers compute the tile only that wide: on a causal diagonal, a query block of 64 rows against

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <omp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,4 +115,17 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
         if (pinned) fa_topology_restore(ctx->topology, tid);
     }
     return record_call(ctx, mode, atomic_load(&bound), atomic_load(&out_of_memory) ? FA_ERR_NOMEM : FA_OK);
+}
+
+void fa_team_wait_until(atomic_int *counter, int value)
+{
+    for (int spin = 0; atomic_load_explicit(counter, memory_order_acquire) != value; spin++) {
+        if (spin < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
 }

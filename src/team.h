@@ -2,6 +2,7 @@
 #ifndef FA_TEAM_H
 #define FA_TEAM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,8 +27,15 @@ typedef struct {
 
 /* Each thread is placed (per the context's policy), then reserves its arena; only if every
  * thread got its memory do the items run, so FA_ERR_NOMEM leaves every output untouched.
- * Items are handed out dynamically: which thread runs an item never changes what it computes.
- * Every thread's affinity is restored before the call returns. */
+ * Items are handed out dynamically, in increasing index order (an OpenMP dynamic schedule takes
+ * them from one shared counter; the serial fallback runs them in order): which thread runs an item
+ * never changes what it computes, and an item may wait for an item of lower index of its phase,
+ * which has always been handed out already. Every thread's affinity is restored before the call
+ * returns. */
 fa_status fa_team_run(fa_context *ctx, const fa_team_work *work);
+
+/* Waits until *counter == value (acquire), spinning briefly and then yielding the core, so that a
+ * team on fewer cores than threads still moves. */
+void fa_team_wait_until(atomic_int *counter, int value);
 
 #endif

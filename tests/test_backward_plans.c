@@ -1,15 +1,18 @@
-/* The backward's two plans (src/backward.h): the split plan (dK/dV items per key block, dQ items
- * per query block) and the fused plan (one item per batch and kv head, dQ summed on the way) must
- * give bitwise identical dq, dk and dv, because the library picks between them by thread count and
- * promises results that do not depend on it (include/flashattn.h, fa_backward).
+/* The backward's three plans (src/backward.h): split (dK/dV items per key block, dQ items per
+ * query block), fused (one item per batch and kv head, dQ summed on the way) and wavefront (dK/dV
+ * items per key block that hand dQ on to each other in key order) must give bitwise identical dq, dk
+ * and dv, because the library picks between them by thread count and promises results that do not
+ * depend on it (include/flashattn.h, fa_backward).
  *
- * White-box: the plan is forced through the context's internal field. Every case runs both plans
- * from the same out, lse and dout and compares the gradients byte for byte; the fused result is
- * also held to the backward accuracy rule against the float64 oracle (tests/reference_backward.c),
- * and both must write nothing but the gradient views (the fused plan writes dq in place, through
- * masked stores, so a packed layout with gaps after each row is among the cases). The cases cover
- * grouped and multi-query heads, both causal conventions with fully masked rows, head dims that are
- * not a multiple of the vector width, Nk = 0, and automatic, odd and tiny blocks. */
+ * White-box: the plan is forced through the context's internal field. Every case runs the three
+ * plans from the same out, lse and dout and compares the gradients byte for byte with the split
+ * plan's; the fused result is also held to the backward accuracy rule against the float64 oracle
+ * (tests/reference_backward.c), and every plan must write nothing but the gradient views (fused and
+ * wavefront write dq in place, through masked stores, so a packed layout with gaps after each row
+ * is among the cases). The wavefront plan runs on 2 and on 5 threads (more threads than this
+ * machine's cores: its waits must still move). The cases cover grouped and multi-query heads,
+ * both causal conventions with fully masked rows and query blocks that meet no key, head dims that
+ * are not a multiple of the vector width, Nk = 0, and automatic, odd and tiny blocks. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,77 +52,98 @@ static fa_context *plan_context(int threads, int block_q, int block_k, fa_backwa
     return ctx;
 }
 
-Test(backward_plans, fused_and_split_give_bitwise_identical_gradients)
+typedef struct {
+    const char *name;
+    int threads;
+    fa_backward_plan plan;
+} plan_run;
+
+/* The split plan first: the others are compared with it. */
+static const plan_run runs[] = {
+    {"split", 3, FA_BACKWARD_PLAN_SPLIT},
+    {"fused", 2, FA_BACKWARD_PLAN_FUSED},
+    {"wavefront", 2, FA_BACKWARD_PLAN_WAVEFRONT},
+    {"wavefront", 5, FA_BACKWARD_PLAN_WAVEFRONT},
+};
+#define N_RUNS ((int)(sizeof runs / sizeof runs[0]))
+
+Test(backward_plans, every_plan_gives_bitwise_identical_gradients)
 {
     static const char *names[3] = {"dq", "dk", "dv"};
-    uint64_t seed = tu_seed("backward_plans.fused_and_split_give_bitwise_identical_gradients");
+    uint64_t seed = tu_seed("backward_plans.every_plan_gives_bitwise_identical_gradients");
     for (int b = 0; b < N_BLOCKS; b++) {
-        /* 2 threads for the fused plan, 3 for the split one: the plan, not the team, is what differs */
-        fa_context *fused = plan_context(2, blocks[b][0], blocks[b][1], FA_BACKWARD_PLAN_FUSED);
-        fa_context *split = plan_context(3, blocks[b][0], blocks[b][1], FA_BACKWARD_PLAN_SPLIT);
+        fa_context *ctx[N_RUNS];
+        for (int r = 0; r < N_RUNS; r++)
+            ctx[r] = plan_context(runs[r].threads, blocks[b][0], blocks[b][1], runs[r].plan);
         for (int c = 0; c < N_CASES; c++) {
             uint64_t case_seed = seed + (uint64_t)(b * N_CASES + c);
-            tu_rng rng = tu_rng_make(case_seed);
-            tub_problem a, twin;
-            tub_make(&a, &cases[c].shape, &rng, 2.5);
-            rng = tu_rng_make(case_seed);
-            tub_make(&twin, &cases[c].shape, &rng, 2.5); /* the same inputs and dout */
+            tub_problem pr[N_RUNS];
+            for (int r = 0; r < N_RUNS; r++) { /* the same inputs and dout in each */
+                tu_rng rng = tu_rng_make(case_seed);
+                tub_make(&pr[r], &cases[c].shape, &rng, 2.5);
+            }
             fa_params p = fa_params_default();
             p.causal = cases[c].causal;
             char desc[320];
-            tub_desc(&a, &p, blocks[b][0], blocks[b][1], desc, sizeof desc);
-
-            cr_assert_eq(tub_forward(fused, &p, &a), FA_OK, "%s", desc);
-            memcpy(twin.fw.out_buf.base, a.fw.out_buf.base, a.fw.out_buf.bytes + 2 * TU_GUARD);
-            memcpy(twin.fw.lse_buf.base, a.fw.lse_buf.base, a.fw.lse_buf.bytes + 2 * TU_GUARD);
-            cr_assert_eq(tub_backward(fused, &p, &a), FA_OK, "%s (fused)", desc);
-            cr_assert_eq(tub_backward(split, &p, &twin), FA_OK, "%s (split)", desc);
-
-            for (int g = 0; g < 3; g++) {
-                int64_t where;
-                cr_expect(
-                    tub_views_bitwise_equal(&a.grad[g], &twin.grad[g], &where),
-                    "%s, seed %llu: %s of the fused plan differs from the split plan's at flat index %lld",
-                    desc, (unsigned long long)case_seed, names[g], (long long)where);
+            tub_desc(&pr[0], &p, blocks[b][0], blocks[b][1], desc, sizeof desc);
+            cr_assert_eq(tub_forward(ctx[0], &p, &pr[0]), FA_OK, "%s", desc);
+            for (int r = 0; r < N_RUNS; r++) {
+                if (r > 0) { /* the same out and lse too */
+                    memcpy(pr[r].fw.out_buf.base, pr[0].fw.out_buf.base,
+                           pr[0].fw.out_buf.bytes + 2 * TU_GUARD);
+                    memcpy(pr[r].fw.lse_buf.base, pr[0].fw.lse_buf.base,
+                           pr[0].fw.lse_buf.bytes + 2 * TU_GUARD);
+                }
+                cr_assert_eq(tub_backward(ctx[r], &p, &pr[r]), FA_OK, "%s (%s, %d threads)", desc,
+                             runs[r].name, runs[r].threads);
+                cr_expect(tub_grads_only_defined_written(&pr[r]), "%s: the %s plan wrote outside dq/dk/dv",
+                          desc, runs[r].name);
+                for (int g = 0; g < 3 && r > 0; g++) {
+                    int64_t where;
+                    cr_expect(
+                        tub_views_bitwise_equal(&pr[r].grad[g], &pr[0].grad[g], &where),
+                        "%s, seed %llu: %s of the %s plan (%d threads) differs from the split plan's at "
+                        "flat index %lld",
+                        desc, (unsigned long long)case_seed, names[g], runs[r].name, runs[r].threads,
+                        (long long)where);
+                }
             }
-            cr_expect(tub_grads_only_defined_written(&a), "%s: the fused plan wrote outside dq/dk/dv", desc);
-            cr_expect(tub_grads_only_defined_written(&twin), "%s: the split plan wrote outside dq/dk/dv",
-                      desc);
 
             tub_ref oracle, naive;
-            tub_ref_compute(&oracle, &a, &p);
+            tub_ref_compute(&oracle, &pr[1], &p);
             int f32 = cases[c].shape.dtype == FA_F32;
-            if (f32) tub_ref_compute_naive_f32(&naive, &a, &p);
+            if (f32) tub_ref_compute_naive_f32(&naive, &pr[1], &p);
             char msg[512];
-            cr_expect(tub_check_accuracy(&a, &p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg),
+            cr_expect(tub_check_accuracy(&pr[1], &p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg),
                       "%s (fused): %s", desc, msg);
             tub_ref_free(&oracle);
             if (f32) tub_ref_free(&naive);
-            tub_free(&a);
-            tub_free(&twin);
+            for (int r = 0; r < N_RUNS; r++) tub_free(&pr[r]);
         }
-        fa_context_destroy(fused);
-        fa_context_destroy(split);
+        for (int r = 0; r < N_RUNS; r++) fa_context_destroy(ctx[r]);
     }
 }
 
 /* The automatic choice: on one thread, or with whole rounds of heads for every thread, nothing is
- * idle and the fused plan does the least work; with far fewer heads than threads (a decode step,
- * one long sequence) most threads would idle in the fused plan, so the split plan's finer items
- * win. Checked over a range of counts, not a table of answers. */
-Test(backward_plans, auto_plan_is_fused_without_idle_threads_and_split_with_few_heads)
+ * idle and the fused plan does the least work. With far fewer heads than threads (a decode step,
+ * one long sequence) most threads would idle in the fused plan, so finer items win: the wavefront
+ * plan's where every thread has a core, the split plan's (which never waits) where threads share
+ * cores. Checked over a range of counts, not a table of answers. */
+Test(backward_plans, auto_plan_is_fused_without_idle_threads_and_finer_with_few_heads)
 {
     for (int64_t heads = 1; heads <= 64; heads++) {
-        cr_expect_eq(fa_backward_plan_for(heads, 1), FA_BACKWARD_PLAN_FUSED, "%lld heads, 1 thread",
+        cr_expect_eq(fa_backward_plan_for(heads, 1, 1), FA_BACKWARD_PLAN_FUSED, "%lld heads, 1 thread",
                      (long long)heads);
         for (int threads = 2; threads <= 64; threads++) {
-            fa_backward_plan plan = fa_backward_plan_for(heads, threads);
-            if (heads % threads == 0)
-                cr_expect_eq(plan, FA_BACKWARD_PLAN_FUSED, "%lld heads, %d threads", (long long)heads,
-                             threads);
-            if (2 * heads <= threads)
-                cr_expect_eq(plan, FA_BACKWARD_PLAN_SPLIT, "%lld heads, %d threads", (long long)heads,
-                             threads);
+            for (int cores = threads / 2; cores <= threads; cores += threads - threads / 2) {
+                fa_backward_plan plan = fa_backward_plan_for(heads, threads, cores);
+                if (heads % threads == 0)
+                    cr_expect_eq(plan, FA_BACKWARD_PLAN_FUSED, "%lld heads, %d threads, %d cores",
+                                 (long long)heads, threads, cores);
+                if (2 * heads <= threads)
+                    cr_expect_eq(plan, cores >= threads ? FA_BACKWARD_PLAN_WAVEFRONT : FA_BACKWARD_PLAN_SPLIT,
+                                 "%lld heads, %d threads, %d cores", (long long)heads, threads, cores);
+            }
         }
     }
 }
