@@ -27,9 +27,10 @@ typedef struct {
     fa_causal causal;
 } fa_problem;
 
-/* Element (b, h, s, 0) of a view. An empty view may have NULL data, and pointer arithmetic on NULL
- * is undefined even with a zero offset, so such a view gives NULL (never dereferenced: the loops
- * over an empty view do not run). */
+/* Element (b, h, s, 0) of a view. An empty view has NULL data and zero strides (validate.c: its
+ * strides were never checked, and an offset from them could overflow), and pointer arithmetic on
+ * NULL is undefined even with a zero offset, so such a view gives NULL (never dereferenced: the
+ * loops over an empty view do not run). */
 static inline void *fa_view_at(const fa_view *v, size_t elem, int64_t b, int64_t h, int64_t s)
 {
     if (!v->data) return NULL;

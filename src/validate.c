@@ -254,9 +254,13 @@ static fa_status check_supported(const fa_tensor *q, const fa_params *params)
     return FA_OK;
 }
 
+/* The internal view of a validated tensor. An empty tensor (a size of 0) has no element, so its
+ * strides were never checked and may be anything: its view is NULL data with zero strides, so that
+ * no offset is ever computed from them (fa_view_at gives NULL). */
 static fa_view view_of(const fa_tensor *t)
 {
-    fa_view v = {t ? t->data : NULL, t ? t->stride_batch : 0, t ? t->stride_head : 0, t ? t->stride_seq : 0};
+    fa_view v = {NULL, 0, 0, 0};
+    if (t && !is_empty(t)) v = (fa_view){t->data, t->stride_batch, t->stride_head, t->stride_seq};
     return v;
 }
 

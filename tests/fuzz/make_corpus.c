@@ -149,6 +149,19 @@ static void valid_seeds(void)
     emit("ok_f64_no_keys_every_row_masked", &in);
 
     in = base();
+    dims(&in, 2, 2, 2, 13, 0, 16, 16);
+    static const int key_views[] = {FZ_K, FZ_V, FZ_DK, FZ_DV};
+    for (int j = 0; j < 4; j++) { /* no keys: these views' strides are never checked */
+        int i = key_views[j];
+        in.view[i].layout = LAY_RAW;
+        in.view[i].raw_batch = 1 << 30;
+        in.view[i].raw_head = 1 << 30;
+        in.view[i].raw_seq = 16;
+        in.view[i].raw_scale = 3 | 3 << 2; /* x 2^45: a head's offset in bytes overflows int64 */
+    }
+    emit("ok_f32_no_keys_wild_kv_strides", &in); /* found by the fuzzer: UBSan overflow in fa_view_at */
+
+    in = base();
     dims(&in, 1, 2, 2, 0, 29, 16, 16);
     emit("ok_f32_no_queries_backward_zero_dk_dv", &in);
 
