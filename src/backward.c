@@ -121,7 +121,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     int64_t head_items = p->batch * p->kv_heads;
     job.plan = ctx->backward_plan;
     if (job.plan == FA_BACKWARD_PLAN_AUTO)
-        job.plan = fa_backward_plan_for(head_items, ctx->num_threads, fa_topology_allowed_cores(ctx->topology));
+        job.plan = fa_backward_plan_for(head_items, ctx->num_threads, fa_context_call_cores(ctx));
 
     /* the rows buffer: delta, then (wavefront) one counter per query block, 64-byte aligned */
     size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);

@@ -124,6 +124,11 @@ fa_bind fa_context_call_bind(const fa_context *ctx)
     return omp_in_parallel() ? FA_BIND_NONE : ctx->bind;
 }
 
+int fa_context_call_cores(const fa_context *ctx)
+{
+    return omp_in_parallel() ? 0 : fa_topology_allowed_cores(ctx->topology);
+}
+
 int fa_context_reserve_rows(fa_context *ctx, size_t bytes)
 {
     if (bytes <= ctx->rows_bytes) return 0;

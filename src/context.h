@@ -49,4 +49,8 @@ void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t
  * pinning every user thread's team to the same first cores would fight the user. */
 fa_bind fa_context_call_bind(const fa_context *ctx);
 
+/* The cores a call from here may count on having to itself: the process's allowed cores, or 0
+ * from inside an active parallel region, whose other threads are running on them too. */
+int fa_context_call_cores(const fa_context *ctx);
+
 #endif
