@@ -76,78 +76,17 @@ FA_INLINE unsigned FA_NAME(line_bits_)(int64_t n)
     return n >= FA_LINE ? (1u << FA_LINE) - 1 : (1u << n) - 1;
 }
 
-/* ---- S = Q·Kᵀ, transposed: s[c][r] = sum_x qt[x][r]·k[c][x] ----
- * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
- * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs. 6 × 2 uses 12
- * accumulators + 2 query vectors + 1 broadcast of the 16 registers. */
-FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *qt, int64_t ld, const FA_T *k,
-                                      int64_t k_stride, FA_T *s)
-{
-    vec acc[FA_SCORES_KEYS][FA_SCORES_VECS];
-    for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
-    for (int64_t x = 0; x < dim; x++) {
-        vec q[FA_SCORES_VECS];
-        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_VEC);
-        for (int i = 0; i < nk; i++) {
-            vec w = V_SET1(k[i * k_stride + x]);
-            for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
-        }
-    }
-    for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_VEC, acc[i][j]);
-}
-
-/* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
- * compile-time ones, so every block keeps its accumulators in registers. Sizes beyond the chosen
- * block are never reached and compile to nothing. */
-// clang-format off
-#define FA_SCORES_CASE(NK, NV)                                                                               \
-    case (NK) * 8 + (NV):                                                                                    \
-        if ((NK) <= FA_SCORES_KEYS && (NV) <= FA_SCORES_VECS)                                                \
-            FA_NAME(scores_block_)((NK), (NV), dim, qb, ld, kb, k_stride, sb);                               \
-        break;
-#define FA_SCORES_KEYS_CASES(NK)                                                                             \
-    FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
-// clang-format on
-
-/* ---- scores for a tile of at most 4 real rows (a decode step) ---- 8 keys a block for one row,
- * 4 for two, 2 for three or four: at most 8 accumulators + 4 query vectors + 1 key vector of the
- * 16 registers. */
+/* ---- S = Q·Kᵀ, transposed (kernels/tile_scores.h) ----
+ * The FA_SCORES_KEYS × FA_SCORES_VECS = 6 × 2 block above: 12 accumulators + 2 query vectors + 1
+ * broadcast of the 16 registers. Tiles of at most 4 rows: 8 keys a block for one row, 4 for two, 2
+ * for three or four (at most 8 accumulators + 4 query vectors + 1 key vector). */
 FA_INLINE vec FA_NAME(load_part_)(const FA_T *p, int64_t n)
 {
     return n >= FA_VEC ? V_LOADU(p) : V_MASKLOAD(p, V_TAIL(n));
 }
 #define V_LOAD_PART(p, n) FA_NAME(load_part_)((p), (n))
 #define FA_FEW_ROWS_KEYS(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
-#include "kernels/few_rows_scores.h"
-
-static void FA_NAME(avx2_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                  const FA_T *k, int64_t k_stride, FA_T *s)
-{
-    if (rows <= FA_FEW_ROWS) {
-        FA_NAME(scores_few_rows_)(rows, ld, cols, dim, qt, k, k_stride, s);
-        return;
-    }
-    for (int64_t c = 0; c < cols; c += FA_SCORES_KEYS) {
-        int nk = cols - c < FA_SCORES_KEYS ? (int)(cols - c) : FA_SCORES_KEYS;
-        for (int64_t r = 0; r < ld; r += FA_SCORES_VECS * FA_VEC) {
-            int nv = (ld - r) / FA_VEC < FA_SCORES_VECS ? (int)((ld - r) / FA_VEC) : FA_SCORES_VECS;
-            const FA_T *qb = qt + r;
-            const FA_T *kb = k + c * k_stride;
-            FA_T *sb = s + c * ld + r;
-            // clang-format off
-            switch (nk * 8 + nv) {
-                FA_SCORES_KEYS_CASES(1) FA_SCORES_KEYS_CASES(2) FA_SCORES_KEYS_CASES(3)
-                FA_SCORES_KEYS_CASES(4) FA_SCORES_KEYS_CASES(5) FA_SCORES_KEYS_CASES(6)
-            default: break;
-            }
-            // clang-format on
-        }
-    }
-}
-#undef FA_SCORES_KEYS_CASES
-#undef FA_SCORES_CASE
+#include "kernels/tile_scores.h"
 
 /* ---- online softmax over a transposed tile, one 64-byte line (two vectors of rows) at a time ----
  * Both vectors of a line go through each column together, so a pass over the tile reads each cache
@@ -330,7 +269,7 @@ static void FA_NAME(avx2_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, F
 
 /* This element type's half of the AVX2 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx2_kernels_) = {
-    FA_NAME(avx2_scores_),       FA_NAME(avx2_online_softmax_), FA_NAME(avx2_accumulate_),
+    FA_NAME(tile_scores_),       FA_NAME(avx2_online_softmax_), FA_NAME(avx2_accumulate_),
     FA_NAME(avx2_accumulate_t_), FA_NAME(avx2_probabilities_),  FA_NAME(avx2_score_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it; the tail is masked, so x and y are
@@ -350,6 +289,10 @@ void FA_NAME(fa_avx2_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 #undef FA_PREFETCH_KEYS
 #undef FA_FEW_ROWS_KEYS
 #undef V_LOAD_PART
+#undef FA_SCORES_KEYS
+#undef FA_SCORES_VECS
+#undef FA_ROWS_ROWS
+#undef FA_ROWS_VECS
 #undef FA_EXP2_POLY
 #undef FA_INLINE
 #undef FA_NAME

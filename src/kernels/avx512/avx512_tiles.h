@@ -53,63 +53,14 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
     return V_SCALEF(FA_EXP2_POLY(f), n);
 }
 
-/* ---- S = Q·Kᵀ, transposed: s[c][r] = sum_x qt[x][r]·k[c][x] ----
- * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
- * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs. */
-FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *qt, int64_t ld, const FA_T *k,
-                                      int64_t k_stride, FA_T *s)
-{
-    vec acc[4][4];
-    for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
-    for (int64_t x = 0; x < dim; x++) {
-        vec q[4];
-        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_VEC);
-        for (int i = 0; i < nk; i++) {
-            vec w = V_SET1(k[i * k_stride + x]);
-            for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
-        }
-    }
-    for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_VEC, acc[i][j]);
-}
-
-/* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
- * compile-time ones, so every block keeps its accumulators in registers. */
-#define FA_SCORES_CASE(NK, NV)                                                                                 \
-    case (NK) * 8 + (NV): FA_NAME(scores_block_)(NK, NV, dim, qb, ld, kb, k_stride, sb); break;
-
-/* ---- scores for a tile of at most 4 real rows (a decode step) ---- 8 keys a block for 1-2 rows, 4
- * for 3-4: 8 to 16 independent FMA chains either way, within the 32 registers. */
+/* ---- S = Q·Kᵀ, transposed (kernels/tile_scores.h) ----
+ * A 4 × 4 block: 16 accumulators + 4 query vectors + 1 broadcast of the 32 registers. Tiles of at
+ * most 4 rows: 8 keys a block for 1-2 rows, 4 for 3-4 (8 to 16 independent FMA chains). */
+#define FA_SCORES_KEYS 4
+#define FA_SCORES_VECS 4
 #define V_LOAD_PART(p, n) V_LOADU_MASKZ(FA_NAME(tail_mask_)(n), (p))
 #define FA_FEW_ROWS_KEYS(rows) ((rows) <= 2 ? 8 : 4)
-#include "kernels/few_rows_scores.h"
-
-static void FA_NAME(avx512_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                    const FA_T *k, int64_t k_stride, FA_T *s)
-{
-    if (rows <= FA_FEW_ROWS) {
-        FA_NAME(scores_few_rows_)(rows, ld, cols, dim, qt, k, k_stride, s);
-        return;
-    }
-    for (int64_t c = 0; c < cols; c += 4) {
-        int nk = cols - c < 4 ? (int)(cols - c) : 4;
-        for (int64_t r = 0; r < ld; r += 4 * FA_VEC) {
-            int nv = (ld - r) / FA_VEC < 4 ? (int)((ld - r) / FA_VEC) : 4;
-            const FA_T *qb = qt + r;
-            const FA_T *kb = k + c * k_stride;
-            FA_T *sb = s + c * ld + r;
-            switch (nk * 8 + nv) {
-                FA_SCORES_CASE(1, 1) FA_SCORES_CASE(1, 2) FA_SCORES_CASE(1, 3) FA_SCORES_CASE(1, 4)
-                FA_SCORES_CASE(2, 1) FA_SCORES_CASE(2, 2) FA_SCORES_CASE(2, 3) FA_SCORES_CASE(2, 4)
-                FA_SCORES_CASE(3, 1) FA_SCORES_CASE(3, 2) FA_SCORES_CASE(3, 3) FA_SCORES_CASE(3, 4)
-                FA_SCORES_CASE(4, 1) FA_SCORES_CASE(4, 2) FA_SCORES_CASE(4, 3) FA_SCORES_CASE(4, 4)
-            default: break;
-            }
-        }
-    }
-}
-#undef FA_SCORES_CASE
+#include "kernels/tile_scores.h"
 
 /* ---- online softmax over a transposed tile: one vector = FA_VEC query rows ---- */
 static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
@@ -251,7 +202,7 @@ static void FA_NAME(avx512_score_grad_)(int64_t ld, int64_t cols, const FA_T *p,
 
 /* This element type's half of the AVX-512 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
-    FA_NAME(avx512_scores_),      FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
+    FA_NAME(tile_scores_),        FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
     FA_NAME(avx512_accumulate_t_), FA_NAME(avx512_probabilities_),  FA_NAME(avx512_score_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_VEC). */
@@ -265,6 +216,8 @@ void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 #undef FA_PREFETCH_KEYS
 #undef FA_FEW_ROWS_KEYS
 #undef V_LOAD_PART
+#undef FA_SCORES_KEYS
+#undef FA_SCORES_VECS
 #undef FA_EXP2_POLY
 #undef FA_INLINE
 #undef FA_NAME

@@ -1,0 +1,72 @@
+/* The score kernel, s[c][r] = sum_x qt[x][r]·k[c][x] (transposed tile, kernels.h), shared by the
+ * x86 templates (avx2_tiles.h, avx512_tiles.h), which include it after their vector vocabulary:
+ *   FA_T, FA_VEC, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_STORE, V_SET1, V_FMA, and what
+ *   few_rows_scores.h needs (V_LOAD_PART, FA_FEW_ROWS_KEYS, V_REDUCE_ADD, FA_MAX_DIM);
+ *   FA_SCORES_KEYS × FA_SCORES_VECS: the register block (at most 8 × 4), chosen per ISA so that
+ *   its accumulators, FA_SCORES_VECS query vectors and one broadcast fit the register file.
+ * Defines FA_NAME(tile_scores_), the table's `scores`.
+ *
+ * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
+ * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs. Tiles of at most
+ * FA_FEW_ROWS real rows (a decode step) take the row-oriented dot products instead. */
+#include "kernels/few_rows_scores.h"
+
+FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *qt, int64_t ld, const FA_T *k,
+                                      int64_t k_stride, FA_T *s)
+{
+    vec acc[FA_SCORES_KEYS][FA_SCORES_VECS];
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
+    for (int64_t x = 0; x < dim; x++) {
+        vec q[FA_SCORES_VECS];
+        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_VEC);
+        for (int i = 0; i < nk; i++) {
+            vec w = V_SET1(k[i * k_stride + x]);
+            for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
+        }
+    }
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_VEC, acc[i][j]);
+}
+
+/* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
+ * compile-time ones, so every block keeps its accumulators in registers. Sizes beyond the chosen
+ * block are never reached and compile to nothing. */
+// clang-format off
+#define FA_SCORES_CASE(NK, NV)                                                                               \
+    case (NK) * 8 + (NV):                                                                                    \
+        if ((NK) <= FA_SCORES_KEYS && (NV) <= FA_SCORES_VECS)                                                \
+            FA_NAME(scores_block_)((NK), (NV), dim, qb, ld, kb, k_stride, sb);                               \
+        break;
+#define FA_SCORES_KEYS_CASES(NK)                                                                             \
+    FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
+// clang-format on
+
+static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                  const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    if (rows <= FA_FEW_ROWS) {
+        FA_NAME(scores_few_rows_)(rows, ld, cols, dim, qt, k, k_stride, s);
+        return;
+    }
+    for (int64_t c = 0; c < cols; c += FA_SCORES_KEYS) {
+        int nk = cols - c < FA_SCORES_KEYS ? (int)(cols - c) : FA_SCORES_KEYS;
+        for (int64_t r = 0; r < ld; r += FA_SCORES_VECS * FA_VEC) {
+            int nv = (ld - r) / FA_VEC < FA_SCORES_VECS ? (int)((ld - r) / FA_VEC) : FA_SCORES_VECS;
+            const FA_T *qb = qt + r;
+            const FA_T *kb = k + c * k_stride;
+            FA_T *sb = s + c * ld + r;
+            // clang-format off
+            switch (nk * 8 + nv) {
+                FA_SCORES_KEYS_CASES(1) FA_SCORES_KEYS_CASES(2) FA_SCORES_KEYS_CASES(3)
+                FA_SCORES_KEYS_CASES(4) FA_SCORES_KEYS_CASES(5) FA_SCORES_KEYS_CASES(6)
+                FA_SCORES_KEYS_CASES(7) FA_SCORES_KEYS_CASES(8)
+            default: break;
+            }
+            // clang-format on
+        }
+    }
+}
+
+#undef FA_SCORES_KEYS_CASES
+#undef FA_SCORES_CASE
