@@ -134,7 +134,9 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
 
     fa_context_stats(ctx, &row->stats);
     snprintf(row->isa, sizeof row->isa, "%s", row->stats.isa ? row->stats.isa : "?");
+    snprintf(row->plan, sizeof row->plan, "%s", row->stats.backward_plan ? row->stats.backward_plan : "-");
     row->stats.isa = NULL;
+    row->stats.backward_plan = NULL;
     row->threads = threads;
     row->bitwise_identical = comparable ? 1 : -1;
     rc = 0;

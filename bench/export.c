@@ -67,6 +67,7 @@ static value vbool(int b)
     X("block_k", vint(row->stats.block_k))                                                                   \
     X("isa_requested", vstr(bench_isa_requested()))                                                          \
     X("isa", vstr(row->isa))                                                                                 \
+    X("backward_plan", vstr(row->plan))                                                                      \
     X("warmup", vint(info->opt->warmup))                                                                     \
     X("reps", vint(row->timing.count))                                                                       \
     X("min_s", vnum(row->timing.min_s))                                                                      \

@@ -95,8 +95,9 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
         bandwidth |= info->decode && isfinite(rows[r].kv_gbps);
         blas |= isfinite(rows[r].blas_gflops);
     }
-    fprintf(f, "\n%7s %-6s %5s %9s %-6s %10s %10s %9s", "threads", "bind", "bound", "block q/k", "isa",
-            "min ms", "median ms", "GFLOP/s");
+    fprintf(f, "\n%7s %-6s %5s %9s %-6s", "threads", "bind", "bound", "block q/k", "isa");
+    if (gradients) fprintf(f, " %-9s", "plan");
+    fprintf(f, " %10s %10s %9s", "min ms", "median ms", "GFLOP/s");
     if (peak) fprintf(f, " %9s %6s", "peak GF/s", "% peak");
     fprintf(f, " %7s %6s", "speedup", "eff %");
     if (bandwidth) fprintf(f, " %8s %9s %6s", "KV GB/s", "read GB/s", "% bw");
@@ -109,9 +110,10 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
         const bench_row *w = &rows[r];
         char blocks[32];
         snprintf(blocks, sizeof blocks, "%d/%d", w->stats.block_q, w->stats.block_k);
-        fprintf(f, "%7d %-6s %5d %9s %-6s %10.3f %10.3f %9.2f", w->threads, bench_bind_name(w->stats.bind),
-                w->stats.bound_threads, blocks, w->isa, 1e3 * w->timing.min_s, 1e3 * w->timing.median_s,
-                w->gflops);
+        fprintf(f, "%7d %-6s %5d %9s %-6s", w->threads, bench_bind_name(w->stats.bind), w->stats.bound_threads,
+                blocks, w->isa);
+        if (gradients) fprintf(f, " %-9s", w->plan);
+        fprintf(f, " %10.3f %10.3f %9.2f", 1e3 * w->timing.min_s, 1e3 * w->timing.median_s, w->gflops);
         if (peak) {
             print_ratio(f, w->peak_gflops, 10, 1);
             print_ratio(f, w->pct_peak, 7, 1);

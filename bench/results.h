@@ -36,6 +36,7 @@ typedef struct {
     int threads;
     fa_stats stats; /* read after the timed calls: resolved bind, bound threads, blocks, scratch */
     char isa[32];   /* stats.isa copied: the string belongs to the context, destroyed after the row */
+    char plan[16];  /* stats.backward_plan copied ("fused", "wavefront", "split"); "-" for --pass fwd */
     bench_timing timing;
     double gflops;     /* flops / timing.min_s / 1e9 */
     double speedup;    /* 1-thread min / this min; NAN when the case has no 1-thread row */

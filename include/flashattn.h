@@ -210,6 +210,9 @@ typedef struct {
     const char *isa;          /**< kernel table in use, e.g. "ref" */
     size_t scratch_capacity;  /**< bytes of one thread's arena (the largest over threads) */
     size_t scratch_peak;      /**< largest arena high-water mark over threads since create or reset, in bytes */
+    const char *backward_plan; /**< how the last fa_backward cut its work: "fused", "wavefront" or "split"
+                                    (see fa_backward; NULL before any backward). It follows the thread
+                                    count and changes the speed, never a result */
 } fa_stats;
 
 /** Fills *out. FA_ERR_NULL if ctx or out is NULL. */

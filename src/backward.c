@@ -105,6 +105,16 @@ fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores
     return idle <= SPLIT_COST ? FA_BACKWARD_PLAN_FUSED : FA_BACKWARD_PLAN_SPLIT;
 }
 
+const char *fa_backward_plan_name(fa_backward_plan plan)
+{
+    switch (plan) {
+    case FA_BACKWARD_PLAN_FUSED: return "fused";
+    case FA_BACKWARD_PLAN_WAVEFRONT: return "wavefront";
+    case FA_BACKWARD_PLAN_SPLIT: return "split";
+    default: return "auto";
+    }
+}
+
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
@@ -146,6 +156,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
         ctx->last_block_q = (int)block_q;
         ctx->last_block_k = (int)block_k;
+        ctx->last_backward_plan = fa_backward_plan_name(job.plan);
     }
     return st;
 }

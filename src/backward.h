@@ -39,6 +39,9 @@ typedef enum {
  * team idle, else wavefront when every thread has a core, else the cheaper of fused and split. */
 fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores);
 
+/* "fused", "wavefront", "split" (fa_stats.backward_plan); "auto" for AUTO. */
+const char *fa_backward_plan_name(fa_backward_plan plan);
+
 /* Runs a validated backward problem on ctx (which the caller holds). */
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p);
 

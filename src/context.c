@@ -94,6 +94,7 @@ fa_status fa_context_stats(const fa_context *ctx, fa_stats *out)
     s.block_q = ctx->last_block_q;
     s.block_k = ctx->last_block_k;
     s.isa = ctx->kernels->name;
+    s.backward_plan = ctx->last_backward_plan;
     for (int i = 0; i < ctx->num_threads; i++) {
         if (ctx->arenas[i].capacity > s.scratch_capacity) s.scratch_capacity = ctx->arenas[i].capacity;
         if (ctx->arenas[i].peak > s.scratch_peak) s.scratch_peak = ctx->arenas[i].peak;

@@ -24,6 +24,7 @@ struct fa_context {
     fa_bind last_bind;
     int last_bound_threads;
     int last_block_q, last_block_k;
+    const char *last_backward_plan; /* a static name; NULL before any backward */
 };
 
 /* Takes the context for one call; 0 if another call holds it. */

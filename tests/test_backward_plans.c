@@ -96,6 +96,11 @@ Test(backward_plans, every_plan_gives_bitwise_identical_gradients)
                 }
                 cr_assert_eq(tub_backward(ctx[r], &p, &pr[r]), FA_OK, "%s (%s, %d threads)", desc,
                              runs[r].name, runs[r].threads);
+                fa_stats st;
+                cr_assert_eq(fa_context_stats(ctx[r], &st), FA_OK);
+                cr_expect(st.backward_plan && strcmp(st.backward_plan, runs[r].name) == 0,
+                          "%s: fa_stats.backward_plan is %s after the %s plan ran", desc,
+                          st.backward_plan ? st.backward_plan : "NULL", runs[r].name);
                 cr_expect(tub_grads_only_defined_written(&pr[r]), "%s: the %s plan wrote outside dq/dk/dv",
                           desc, runs[r].name);
                 for (int g = 0; g < 3 && r > 0; g++) {
@@ -146,4 +151,49 @@ Test(backward_plans, auto_plan_is_fused_without_idle_threads_and_finer_with_few_
             }
         }
     }
+}
+
+/* fa_stats.backward_plan names the plan an automatic call took: NULL before any backward, then the
+ * plan fa_backward_plan_for gives for the problem's heads, the context's threads and the cores a
+ * call from here may count on; a forward leaves it as it was. */
+Test(backward_plans, stats_name_the_plan_an_automatic_call_took)
+{
+    uint64_t seed = tu_seed("backward_plans.stats_name_the_plan_an_automatic_call_took");
+    static const int threads[] = {1, 2, 3, 4};
+    static const tu_shape shapes[] = {
+        {FA_F32, 1, 1, 1, 70, 90, 16, 16, TU_BHSD}, /* one head */
+        {FA_F64, 2, 4, 2, 40, 50, 8, 8, TU_BSHD},   /* four kv heads */
+    };
+    for (int t = 0; t < 4; t++)
+        for (int c = 0; c < 2; c++) {
+            fa_context_opts o = fa_context_opts_default();
+            o.num_threads = threads[t];
+            fa_context *ctx;
+            cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+            fa_stats st;
+            cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+            cr_expect_null(st.backward_plan, "before any backward: %s", st.backward_plan);
+            tu_rng rng = tu_rng_make(seed + (uint64_t)(t * 2 + c));
+            tub_problem bp;
+            tub_make(&bp, &shapes[c], &rng, 2.0);
+            fa_params p = fa_params_default();
+            cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK);
+            cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+            cr_expect_null(st.backward_plan, "after a forward only: %s", st.backward_plan);
+            cr_assert_eq(tub_backward(ctx, &p, &bp), FA_OK);
+            cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+            const char *want = fa_backward_plan_name(fa_backward_plan_for(
+                shapes[c].batch * shapes[c].kv_heads, threads[t], fa_context_call_cores(ctx)));
+            cr_expect(st.backward_plan && strcmp(st.backward_plan, want) == 0,
+                      "%d threads, %lld kv heads: fa_stats.backward_plan %s, expected %s", threads[t],
+                      (long long)(shapes[c].batch * shapes[c].kv_heads),
+                      st.backward_plan ? st.backward_plan : "NULL", want);
+            cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK);
+            cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+            cr_expect(st.backward_plan && strcmp(st.backward_plan, want) == 0,
+                      "a forward changed fa_stats.backward_plan to %s",
+                      st.backward_plan ? st.backward_plan : "NULL");
+            tub_free(&bp);
+            fa_context_destroy(ctx);
+        }
 }
