@@ -25,24 +25,6 @@ typedef struct {
     atomic_int *dq_progress;  /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
 } fa_backward_job;
 
-/* The key blocks [first, end) that query rows [row0, row0 + rows) meet: the tiles fa_tile_unseen
- * does not skip. Visible ranges are monotone in the row, so the block sees keys [b, e) with b the
- * first row's begin and e the last row's end, and a key block is met when it overlaps [b, e). */
-typedef struct {
-    int64_t first, end;
-} fa_key_blocks;
-
-static fa_key_blocks fa_key_blocks_met(const fa_problem *p, int64_t row0, int64_t rows, int64_t block_k,
-                                       int64_t kv_blocks)
-{
-    int64_t b = fa_visible_keys(p, row0).begin, e = fa_visible_keys(p, row0 + rows - 1).end;
-    fa_key_blocks met = {b <= 0 ? 0 : b / block_k, e <= 0 ? 0 : (e + block_k - 1) / block_k};
-    if (met.first > kv_blocks) met.first = kv_blocks;
-    if (met.end > kv_blocks) met.end = kv_blocks;
-    if (met.end < met.first || e <= b) met.end = met.first;
-    return met;
-}
-
 /* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
 static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t batch, int64_t q_head, int64_t row0)
 {

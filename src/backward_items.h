@@ -17,13 +17,19 @@
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 #define FA_KERN(job) ((job)->kernels->FA_SFX)
 
-/* The dq rows [row0, row0 + rows) of one head (row stride `stride`) set to scale·(what they hold),
- * or to scale·0 when `zero`: how every plan starts and ends a query block's dQ sums. */
-static void FA_NAME(dq_rows_scale_)(FA_T *dq, int64_t stride, int64_t row0, int64_t rows, int64_t dim, FA_T scale,
-                                    int zero)
+/* The dq rows [row0, row0 + rows) of one head (row stride `stride`): every plan starts a query
+ * block's dQ sums at +0 and ends them multiplied by the scale, as a dQ item does with its
+ * accumulator. */
+static void FA_NAME(dq_rows_zero_)(FA_T *dq, int64_t stride, int64_t row0, int64_t rows, int64_t dim)
 {
     for (int64_t r = row0; r < row0 + rows; r++)
-        for (int64_t x = 0; x < dim; x++) dq[r * stride + x] = scale * (zero ? (FA_T)0 : dq[r * stride + x]);
+        for (int64_t x = 0; x < dim; x++) dq[r * stride + x] = 0;
+}
+
+static void FA_NAME(dq_rows_scale_)(FA_T *dq, int64_t stride, int64_t row0, int64_t rows, int64_t dim, FA_T scale)
+{
+    for (int64_t r = row0; r < row0 + rows; r++)
+        for (int64_t x = 0; x < dim; x++) dq[r * stride + x] = scale * dq[r * stride + x];
 }
 
 /* delta[row] = sum_y dO[row][y] · O[row][y] for the rows of one query item. */
@@ -47,10 +53,12 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
     /* The wavefront plan's dQ hand-off starts at 0 for this query block; a block that meets no key
      * block gets its dq (scale·0, as the other plans write it) here, since no key block item will. */
     atomic_store_explicit(fa_backward_dq_progress(job, it.batch, it.q_head, it.row0), 0, memory_order_relaxed);
-    fa_key_blocks met = fa_key_blocks_met(p, it.row0, it.rows, job->block_k, job->kv_blocks);
-    if (met.end == met.first)
-        FA_NAME(dq_rows_scale_)((FA_T *)fa_view_at(&p->dq, sizeof(FA_T), it.batch, it.q_head, 0),
-                                p->dq.stride_seq, it.row0, it.rows, p->dim, (FA_T)p->scale, 1);
+    fa_key_blocks met = fa_key_blocks_seen(p, it.row0, it.rows, job->block_k);
+    if (met.end == met.first) {
+        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), it.batch, it.q_head, 0);
+        FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, it.row0, it.rows, p->dim);
+        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, it.row0, it.rows, p->dim, (FA_T)p->scale);
+    }
 }
 
 /* What one query block brings to every tile it meets: queries and dO packed transposed, and the
@@ -161,7 +169,8 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
-            if (fa_tile_unseen(p, row0, rows, col0, cols)) continue;
+            fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
+            if (block < met.first || block >= met.end) continue;
             int64_t seen = fa_tile_cols_seen(p, row0, rows, col0, cols);
             FA_NAME(query_pack_fill_)(job, &ks->qp, batch, q_head, row0, rows);
             FA_NAME(probs_and_grads_)(job, &ks->qp, row0, rows, col0, seen, k, v, ks->p_tile, ks->ds_tile);
@@ -172,19 +181,17 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
                                                      q + row0 * p->q.stride_seq, p->q.stride_seq, ks->dk_acc,
                                                      d_pad);
             if (plan == FA_BACKWARD_PLAN_SPLIT) continue;
-            fa_key_blocks met = {0, 0};
             atomic_int *added = NULL;
             if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
-                met = fa_key_blocks_met(p, row0, rows, bk, job->kv_blocks);
                 added = fa_backward_dq_progress(job, batch, q_head, row0);
                 fa_team_wait_until(added, (int)(block - met.first));
-                if (block == met.first) FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, 0, 1);
+                if (block == met.first) FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, row0, rows, d);
             }
             FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile, ld, k,
                                                    p->k.stride_seq, dq + row0 * p->dq.stride_seq, p->dq.stride_seq);
             if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
                 if (block == met.end - 1)
-                    FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale, 0);
+                    FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale);
                 atomic_store_explicit(added, (int)(block - met.first + 1), memory_order_release);
             }
         }
@@ -219,13 +226,13 @@ static void FA_NAME(head_item_)(const void *job_ptr, fa_arena *arena, int64_t in
     FA_NAME(key_scratch_) ks = FA_NAME(key_scratch_alloc_)(job, arena);
     for (int64_t g = 0; g < p->group; g++) {
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
-        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, 0, p->q_len, d, 0, 1);
+        FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, 0, p->q_len, d);
     }
     for (int64_t block = 0; block < job->kv_blocks; block++)
         FA_NAME(key_block_)(job, &ks, batch, kv_head, block, FA_BACKWARD_PLAN_FUSED);
     for (int64_t g = 0; g < p->group; g++) {
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
-        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, 0, p->q_len, d, (FA_T)p->scale, 0);
+        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, 0, p->q_len, d, (FA_T)p->scale);
     }
 }
 
@@ -247,9 +254,8 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
 
     const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), it.batch, kv_head, 0);
     const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), it.batch, kv_head, 0);
-    int64_t key_begin = fa_visible_keys(p, it.row0).begin;
-    int64_t key_end = fa_visible_keys(p, it.row0 + it.rows - 1).end;
-    for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
+    fa_key_blocks met = fa_key_blocks_seen(p, it.row0, it.rows, bk);
+    for (int64_t col0 = met.first * bk; col0 < met.end * bk; col0 += bk) {
         int64_t cols = fa_tile_cols_seen(p, it.row0, it.rows, col0, p->kv_len - col0 < bk ? p->kv_len - col0 : bk);
         const FA_T *kb = k + col0 * p->k.stride_seq;
         FA_NAME(probs_and_grads_)(job, &qp, it.row0, it.rows, col0, cols, kb, v + col0 * p->v.stride_seq, p_tile,

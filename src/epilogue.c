@@ -25,9 +25,14 @@ int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64
     return fa_visible_keys(p, row0).end >= col0 + cols && fa_visible_keys(p, row0 + rows - 1).begin <= col0;
 }
 
-int fa_tile_unseen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
+fa_key_blocks fa_key_blocks_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t block_k)
 {
-    return fa_visible_keys(p, row0 + rows - 1).end <= col0 || fa_visible_keys(p, row0).begin >= col0 + cols;
+    int64_t b = fa_visible_keys(p, row0).begin, e = fa_visible_keys(p, row0 + rows - 1).end;
+    int64_t blocks = (p->kv_len + block_k - 1) / block_k;
+    fa_key_blocks met = {clamp(b, 0, p->kv_len) / block_k, (clamp(e, 0, p->kv_len) + block_k - 1) / block_k};
+    if (met.first > blocks) met.first = blocks;
+    if (met.end < met.first || e <= b) met.end = met.first;
+    return met;
 }
 
 int64_t fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)

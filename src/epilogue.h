@@ -20,9 +20,16 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row);
 /* Whether every row of [row0, row0 + rows) sees every key of [col0, col0 + cols). */
 int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
-/* Whether no row of [row0, row0 + rows) sees any key of [col0, col0 + cols): the tiles every
- * driver skips. Ranges are monotone in the row, so the first and last rows decide. */
-int fa_tile_unseen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
+/* The key blocks [first, end) of block_k keys of which some row of [row0, row0 + rows) sees a key.
+ * Visible ranges are monotone in the row, so the rows see keys [b, e) with b the first row's begin
+ * and e the last row's end, and the blocks met are those overlapping [b, e): contiguous. Every
+ * driver walks exactly these blocks of a query block; the others are masked for all its rows and
+ * never computed. */
+typedef struct {
+    int64_t first, end;
+} fa_key_blocks;
+
+fa_key_blocks fa_key_blocks_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t block_k);
 
 /* How many leading columns of the tile [col0, col0 + cols) any row of [row0, row0 + rows) sees:
  * up to the last row's visible end (0..cols). The columns after it are masked for every row, so

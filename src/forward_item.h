@@ -42,13 +42,11 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     }
     for (int64_t x = 0; x < it->rows * dv_pad; x++) st.acc[x] = 0;
 
-    /* Visible ranges are monotone in the row, so the block's first and last rows bound the keys it
-     * needs; tiles outside that union are masked for every row and never computed. */
-    int64_t key_begin = fa_visible_keys(p, it->row0).begin;
-    int64_t key_end = fa_visible_keys(p, it->row0 + it->rows - 1).end;
-    if (key_begin < key_lo) key_begin = key_lo;
-    if (key_end > key_hi) key_end = key_hi;
-    for (int64_t col0 = key_begin / bk * bk; col0 < key_end; col0 += bk) {
+    /* The key blocks the query block meets (masked for all its rows elsewhere), within [key_lo, key_hi) */
+    fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
+    int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
+    int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
+    for (int64_t col0 = first * bk; col0 < end * bk; col0 += bk) {
         int64_t cols = fa_tile_cols_seen(p, it->row0, it->rows, col0, p->kv_len - col0 < bk ? p->kv_len - col0 : bk);
         kern->scores(it->rows, ld, cols, p->dim, qt, k + col0 * p->k.stride_seq, p->k.stride_seq, s);
         if (!fa_tile_fully_visible(p, it->row0, it->rows, col0, cols))
