@@ -102,37 +102,26 @@ static int64_t visible_keys(fa_causal causal, int64_t i, int64_t nq, int64_t nk)
 }
 
 // Softmax of rows [i0, i0 + m) in place (row r of scores is query i0 + r); masked and fully
-// masked entries become exact zeros. threads > 1 splits the rows over an OpenMP team. The f64 twin
-// below is the same loop.
-static void softmax_f32(float *scores, int64_t i0, int64_t m, int64_t nq, int64_t nk, fa_causal causal,
-                        int threads)
-{
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < m; r++) {
-        float *row = scores + r * nk;
-        int64_t n = visible_keys(causal, i0 + r, nq, nk);
-        float max = -INFINITY, sum = 0.0f;
-        for (int64_t j = 0; j < n; j++) max = row[j] > max ? row[j] : max;
-        for (int64_t j = 0; j < n; j++) sum += row[j] = expf(row[j] - max);
-        for (int64_t j = 0; j < n; j++) row[j] /= sum;
-        for (int64_t j = n; j < nk; j++) row[j] = 0.0f;
+// masked entries become exact zeros. threads > 1 splits the rows over an OpenMP team. Written once
+// for float (expf) and double (exp).
+#define DEFINE_SOFTMAX(T, SFX, EXP)                                                                            \
+    static void softmax_##SFX(T *scores, int64_t i0, int64_t m, int64_t nq, int64_t nk, fa_causal causal,    \
+                              int threads)                                                                     \
+    {                                                                                                          \
+        _Pragma("omp parallel for if (threads > 1) num_threads(threads) schedule(static)")                   \
+        for (int64_t r = 0; r < m; r++) {                                                                      \
+            T *row = scores + r * nk;                                                                          \
+            int64_t n = visible_keys(causal, i0 + r, nq, nk);                                                  \
+            T max = -INFINITY, sum = 0;                                                                        \
+            for (int64_t j = 0; j < n; j++) max = row[j] > max ? row[j] : max;                                 \
+            for (int64_t j = 0; j < n; j++) sum += row[j] = EXP(row[j] - max);                                 \
+            for (int64_t j = 0; j < n; j++) row[j] /= sum;                                                     \
+            for (int64_t j = n; j < nk; j++) row[j] = 0;                                                       \
+        }                                                                                                      \
     }
-}
-
-static void softmax_f64(double *scores, int64_t i0, int64_t m, int64_t nq, int64_t nk, fa_causal causal,
-                        int threads)
-{
-#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(static)
-    for (int64_t r = 0; r < m; r++) {
-        double *row = scores + r * nk;
-        int64_t n = visible_keys(causal, i0 + r, nq, nk);
-        double max = -INFINITY, sum = 0.0;
-        for (int64_t j = 0; j < n; j++) max = row[j] > max ? row[j] : max;
-        for (int64_t j = 0; j < n; j++) sum += row[j] = exp(row[j] - max);
-        for (int64_t j = 0; j < n; j++) row[j] /= sum;
-        for (int64_t j = n; j < nk; j++) row[j] = 0.0;
-    }
-}
+DEFINE_SOFTMAX(float, f32, expf)
+DEFINE_SOFTMAX(double, f64, exp)
+#undef DEFINE_SOFTMAX
 
 // Query rows [i0, i0 + m) of head (bi, h): two gemms around a softmax, scores m x Nk.
 static void attend_rows(const bench_blas *b, int64_t bi, int64_t h, int64_t i0, int64_t m, void *scores,
