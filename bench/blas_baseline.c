@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Unfused attention on OpenBLAS. Written as a user would write it, not tuned: full-width gemms
 // even under a causal mask (gemm cannot skip the masked part of a row), expf/exp from libm.
 #include "blas_baseline.h"

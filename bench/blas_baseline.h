@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The unfused baseline: attention as a hand-written BLAS loop computes it. For a block of query
  * rows of one (batch, head): S = scale * Q * K^T with one gemm into a rows x Nk buffer, a row
  * softmax with the causal mask, O = P * V with a second gemm. Two ways to thread it:

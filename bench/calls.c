@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The timed calls: thin wrappers so that every pass is timed by the same loop.
 #include "calls.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The library calls one timed repetition of each --pass makes, in the form bench_time_calls takes. */
 #ifndef FA_BENCH_CALLS_H
 #define FA_BENCH_CALLS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // One case: library rows (verified, then timed), probes, baseline, table. Speeds are reported
 // only when every thread count has passed, so a printed GFLOP/s always belongs to a correct result.
 #include "case.h"

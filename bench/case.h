@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One case of a run, start to finish: build the problem, and for each thread count create a
  * context, run the pass once, verify it against the float64 oracles, and only then time it; then
  * the in-run probes for each row, then the BLAS baseline; then print its table. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Time PyTorch's CPU scaled_dot_product_attention on the shapes and thread counts of a fa-bench
 run, and print flashattn's GFLOP/s, PyTorch's and their ratio side by side.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // CSV and JSON output. The column list is written once (BENCH_COLUMNS) and expanded for both
 // formats, so the two files can never disagree on names or order.
 #include "export.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Machine-readable results: CSV and JSON with the same flat columns, one record per (case, thread
  * count), each record carrying every shape field so that plotting scripts can concatenate runs
  * and tell a preset's shapes apart. */

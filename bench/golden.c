@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Byte copies of the first verified outputs and the comparisons against them.
 #include "golden.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The determinism check: the run's first verified outputs, kept byte for byte. The library promises
  * identical bytes for every thread count and repetition (for the same block sizes), so every later
  * output of the run is compared with these. */

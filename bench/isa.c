@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // FLASHATTN_ISA for fa-bench's contexts.
 #include "isa.h"
 

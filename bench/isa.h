@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* --isa: the kernel table of the contexts fa-bench creates. The library reads FLASHATTN_ISA in
  * fa_context_create, so fa-bench sets the variable before its first context and asks a throwaway
  * context whether the library accepts it, before any problem is allocated. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The probe cache. Probes run on the calling thread's OpenMP team, between the library's calls,
 // never during one.
 #include "machine.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The machine as measured in this run: the FMA peak (peak.h) and the read bandwidth (stream.h) per
  * thread count, each measured the first time a row needs it and reused by every later row and
  * case with the same key, so a preset pays for each probe once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // fa-bench: parse the command line, apply --isa, run each case (case.h), then write the CSV and
 // JSON files with every case's rows.
 #include <stdio.h>

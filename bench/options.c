@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // fa-bench command line parsing (getopt_long) and the --help text.
 #include "options.h"
 

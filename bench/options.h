@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fa-bench command line: what one run measures, and the names of its enum values.
  * A run is a list of cases (shape and pass), one from the shape options or several from a preset
  * (presets.h); everything else applies to every case. */

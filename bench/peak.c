@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // FMA peak probe. One loop per (instruction set, dtype): N accumulators, each updated by one
 // multiply-add per iteration, so the N chains are independent and a core with two FMA pipes of
 // latency 4 is kept full with 8 or more. AVX-512 has 32 registers: 16 chains plus 2 constants;

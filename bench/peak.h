@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FMA peak probe: what the cores of this machine reach, measured in the same run as the
  * library, on the same threads, so that "% of peak" compares like with like (same clocks, same
  * turbo state, same neighbours on a shared machine). Each thread runs a loop of independent

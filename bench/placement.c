@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Where the probes' threads go (the library's own placement) and the machine's L3 size.
 #include "placement.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The preset table. Each shape is written out in full so that the table reads as the list it is.
 #include "presets.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Named sets of cases (--preset): the shapes that issues, targets and the device machine's README
  * quote, so that a campaign runs the same problems by name. Fields left at -1 follow the usual
  * defaults (Hkv = Hq, Nk = Nq, Dv = D), so an explicit --h or --nq on the command line carries

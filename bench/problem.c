@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Benchmark inputs and outputs: aligned allocation, seeded fill, tensor views.
 #include "problem.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The tensors one benchmark run works on: allocated once, 64-byte aligned, filled from a seed.
  * The backward pass's tensors (dout, dq, dk, dv) exist only when the run times a backward. */
 #ifndef FA_BENCH_PROBLEM_H

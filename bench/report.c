@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Terminal report: fixed-width columns so several runs can be compared by eye.
 #include "report.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The human-readable report on stdout: a header naming the problem, one table row per thread count. */
 #ifndef FA_BENCH_REPORT_H
 #define FA_BENCH_REPORT_H

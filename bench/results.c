@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Derived figures that relate the rows of one case to each other.
 #include "results.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One measured row per thread count, what is the same for every row of a case, and a case's
  * results. The terminal table (report.h) and the CSV/JSON files (export.h) are both written from
  * these, so a column is added here once and printed by both. */

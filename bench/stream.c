@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Read-bandwidth probe. Eight accumulators per thread hide the add latency, so the loads, not the
 // adds, set the pace; the widest vector loads this CPU has are used (the bandwidth hardly depends
 // on the width, but narrow loads can fall short of it on one core).

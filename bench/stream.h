@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The read-bandwidth probe (STREAM-style, reads only): each thread of a team sums its own disjoint
  * slice of one large array with vector loads, so the figure is what memory delivers to that many
  * reading threads — the bound of a decode-shaped attention, which reads K and V once per call. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Repeated-call timing with CLOCK_MONOTONIC.
 #include "timing.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Wall-clock timing of repeated calls: warm-up, then at least R timed calls (more when a minimum
  * timed duration is asked for), summarized by min and median. Knows nothing about attention, so the
  * backward pass, the FMA peak probe and a BLAS baseline can all be timed the same way. */

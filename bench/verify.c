@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Sampled comparison of out and lse against ref_forward_row (float64).
 #include "verify.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Verification of a forward result against the float64 oracle (tests/reference.h) on a sample of
  * rows. fa-bench runs it on every thread count's first output, before any timing. */
 #ifndef FA_BENCH_VERIFY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Sampled comparison of dq, dk and dv against the row-level float64 oracle.
 #include "verify_backward.h"
 

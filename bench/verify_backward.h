@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Verification of dq, dk and dv against the float64 row-level oracle (tests/reference_backward.h) on a
  * deterministic sample of rows. The oracle's rows depend on the problem only, so they are computed
  * once per run, before any timing, and every thread count's gradients are compared with them. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Installation: header, shared + static library, pkg-config file and a CMake package.
 #
 # Everything installed is relocatable: the CMake package locates itself through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flashattn — exact fused softmax attention for many-core CPUs.
  *

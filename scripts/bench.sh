@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/bench.sh — build fa-bench (Release, tests off) and time the forward pass on a default shape.
 #
 #   scripts/bench.sh                 B=1, H=8, Nq=Nk=2048, D=64, f32; non-causal, then causal (top-left);

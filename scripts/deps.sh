@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Makes sure the Debian packages flashattn needs are installed.
 #
 #   scripts/deps.sh [build|test|bench]      run it, or

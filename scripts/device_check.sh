@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/device_check.sh — issue 4's many-core measurement in one run, for a machine lent for a few
 # minutes (../shared/device/README.md): on the device, from the project root,
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/fuzz.sh [SECONDS] — fuzz the public API with libFuzzer for SECONDS (default 60).
 #
 #   1. deps      scripts/deps.sh test (clang and its libFuzzer runtime, libclang-rt-14-dev, among them)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/hostile_runtime.sh — the threading-runtime tests of fa-tests under hostile runtimes.
 #
 # Runs the suites that exercise threads, placement and processes (and the accuracy and invariance

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/test.sh — the whole check, as CI runs it (.ci/run calls this).
 #
 #   deps              scripts/deps.sh test (apt-get as root; otherwise names what is missing and stops)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scripts/thread_sweep.sh — run fa-bench over a thread sweep; write results/sweep.csv (and .json,
 # .txt) and, where gnuplot is installed, results/sweep.png.
 #

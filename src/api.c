@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The public entry points: validate, pick the context, dispatch to a driver. */
 #include <stdint.h>
 

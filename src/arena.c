@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-thread scratch arena.
  *
  * Layout: one block of `capacity` bytes, 64-byte aligned, owned by one thread of a context.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-thread scratch arena: one 64-byte-aligned block, bump allocation, high-water mark. */
 #ifndef FA_ARENA_H
 #define FA_ARENA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backward pass: delta = rowsum(dO ∘ O) once, then the items of one plan (backward.h), all
  * independent. */
 #include "backward.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backward tile drivers: a delta pre-pass, then the items of one of three plans (below). */
 #ifndef FA_BACKWARD_H
 #define FA_BACKWARD_H

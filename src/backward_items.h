@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backward's work items, written once for both element types: included by backward.c with
  * FA_T, FA_SFX (f32/f64: also the kernel-table member) and FA_VEC defined.
  *

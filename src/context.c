@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fa_context: thread count, binding policy, block sizes, kernel table, arenas, stats. */
 #include "context.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fa_context internals: what a call needs from its context. */
 #ifndef FA_CONTEXT_H
 #define FA_CONTEXT_H

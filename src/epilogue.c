@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Score epilogue. Masks come from indices only: the library never builds an Nq x Nk mask. */
 #include "epilogue.h"
 

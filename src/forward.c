@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Forward pass: cut the problem into query-block items and run them on the team. */
 #include "forward.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Forward tile driver: online softmax over key tiles for one (batch, head, query block). */
 #ifndef FA_FORWARD_H
 #define FA_FORWARD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Transposed packing of query blocks. */
 #include "pack.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Packing a query block transposed (see kernels/kernels.h). Portable C: done once per work item,
  * its cost is spread over every key tile of the item. */
 #ifndef FA_PACK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The validated, internal description of one attention problem.
  * Only api.c/validate.c build it from user structs; drivers and kernels see nothing else. */
 #ifndef FA_PROBLEM_H

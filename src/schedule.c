@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Work decomposition for the forward pass: one item per (batch, head, query block). */
 #include "schedule.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Work decomposition. The list of work items and each item's internal order are functions of
  * the problem (and the block sizes chosen for it) only, never of the thread count: that is what
  * makes every output bitwise identical on 1 thread and on 64. */

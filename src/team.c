@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The parallel region every driver runs in. */
 #include "team.h"
 

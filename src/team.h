@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Runs lists of independent work items on the context's threads. */
 #ifndef FA_TEAM_H
 #define FA_TEAM_H

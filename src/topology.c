@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hwloc: topology, placements, binding.
  *
  * The topology is loaded once per context and then only its results are kept: one CPU set per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Everything that touches hwloc or the OS's thread affinity lives behind this header. */
 #ifndef FA_TOPOLOGY_H
 #define FA_TOPOLOGY_H

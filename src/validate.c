@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Argument validation for the public calls.
  *
  * Every check reads only the user's structs. Offsets and byte extents are computed in int64 with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Argument checking: turns user structs into a validated fa_problem, or names the first problem. */
 #ifndef FA_VALIDATE_H
 #define FA_VALIDATE_H

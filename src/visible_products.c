@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Products over visible keys only; see visible_products.h for why. */
 #include "visible_products.h"
 

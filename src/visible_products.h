@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tile products restricted to the keys each query row may see.
  *
  * Masked probabilities are exact zeros, but 0·NaN and 0·Inf are NaN: multiplying a whole tile on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The runners of the steady-state allocation tests; see alloc_steady.h. */
 #include "alloc_steady.h"
 

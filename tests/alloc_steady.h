@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The steady-state allocation tests of the forward (test_alloc.c) and of the backward
  * (test_backward_alloc.c): after a first call on a context, a second identical call and a smaller
  * call allocate and free nothing. Both passes make that promise on the same kinds of context, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bad-input fixture; see bad_input.h. */
 #include "bad_input.h"
 

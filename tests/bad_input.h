@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fixture of the bad-input tests (test_bad_input.c, test_bad_args.c): a valid forward
  * problem whose arguments each case breaks in one way, and a runner that checks the status and that
  * no byte of any buffer (inputs, out, lse, guards) changed. */

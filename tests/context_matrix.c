@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The determinism tests' thread count × binding matrix; see context_matrix.h. */
 #include "context_matrix.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The contexts of the determinism tests of the forward (test_invariance.c) and of the backward
  * (test_backward_invariance.c). include/flashattn.h promises both passes the same bytes for every
  * thread count, binding mode and repetition, so both suites hold the promise over this one matrix

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The error-exit fixture; see error_exit.h. */
 #include "error_exit.h"
 

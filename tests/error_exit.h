@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The error-exit fixture of test_error_exit.c, in the style of reference BLAS's error-exit tests:
  * a table of (parameter, bad value, documented status) cases for fa_forward and fa_backward, built
  * at run time from loops over every argument and every field, and a runner that makes each call

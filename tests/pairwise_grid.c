@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The accuracy suites' pairwise-covering grid; see pairwise_grid.h. */
 #include "pairwise_grid.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pairwise-covering grid of shapes of the accuracy suites, forward (test_accuracy.c) and
  * backward (test_backward_accuracy.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Naive float64 attention: the definition, written as plainly as possible. */
 #include "reference.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The float64 oracle: naive attention, one row at a time, straight from the definition.
  * It shares no code with the library on purpose; tests and fa-bench both judge against it. */
 #ifndef FA_REFERENCE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Naive analytic attention gradients, one (batch, head) at a time:
  *   P = softmax(scale·QKᵀ + mask), dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP - rowsum(P ∘ dP)),
  *   dQ = scale · dS K, dK = scale · dSᵀ Q.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The float64 oracle for the backward pass: the analytic gradients, naively. */
 #ifndef FA_REFERENCE_BACKWARD_H
 #define FA_REFERENCE_BACKWARD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the hostile-runtime tests; see runtime_util.h. */
 #include "runtime_util.h"
 

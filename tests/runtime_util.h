@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the hostile-runtime tests (test_stress.c, test_nested.c, test_fork.c, test_oom.c):
  * a fixed set of small problems that reach every path a runtime can disturb (f32 and f64, every
  * causal mode, grouped- and multi-query heads, every layout, and decode shapes that take the

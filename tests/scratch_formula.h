@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The documented arena formulas (README "Memory"), written out independently of the library so
  * the scratch tests can hold it to them.
  *

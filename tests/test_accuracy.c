@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Accuracy against the float64 oracle over a pairwise-covering grid of shapes.
  *
  * f64: normwise relative error max|x - ref| / max|ref| <= 1e-12 for out and for the finite lse;

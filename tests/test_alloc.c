@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* No steady-state allocation: after a first call, an identical (or smaller) call allocates
  * nothing. Counted by the link-time wrappers in util.c (fa-tests is linked with
  * -Wl,--wrap=malloc,calloc,realloc,free,aligned_alloc,posix_memalign), which see every call made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backward accuracy against the analytic float64 oracle (ref_backward) over a pairwise-covering
  * grid of shapes. The backward's out and lse come from fa_forward on the same context.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* No steady-state allocation in the backward: after a first fa_backward on a context, a second
  * identical call, a smaller call, and whole forward + backward steps allocate and free nothing.
  * Counted by the link-time wrappers in tests/util.c (fa-tests is linked with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad input for fa_backward (include/flashattn.h: "Refused, with nothing written"): every case
  * returns its own status and leaves every byte of dq, dk, dv (canary-filled) and of every input
  * unchanged.

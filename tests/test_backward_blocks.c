@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Block sizes change the order of the backward's arithmetic, not its result: for every pair of
  * block_q and block_k from {1, 2, 3, 5, 8, 16, 32, 64, 128}, the gradients (from out and lse of
  * fa_forward on the same context) agree with the oracle within the rule of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The gradients are the derivatives of the library's own forward: central finite differences of
  * the scalar loss L = sum(dout ∘ out), out = fa_forward(q, k, v), with a fixed random dout,
  * against dq, dk, dv from fa_backward, on small f64 problems (N from 1 to 33, D from 1 to 16,

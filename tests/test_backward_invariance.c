@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Determinism of the backward (include/flashattn.h, fa_backward: "dq, dk and dv are bitwise
  * identical for every thread count, binding mode and repetition"): the same out, lse and dout fed
  * to contexts with 1, 2, 3, 4 and 7 threads under each binding mode (NONE, CORE, SPREAD, AUTO)

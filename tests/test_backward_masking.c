@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fully masked rows and empty sequences in the backward (include/flashattn.h, fa_backward: "A row
  * that was fully masked contributes nothing and gets dq = 0").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NaN confinement (include/flashattn.h: "NaN or Inf inside q, k or v is not an error: it reaches
  * exactly the rows that see it"), followed through the backward.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backward's three plans (src/backward.h): split (dK/dV items per key block, dQ items per
  * query block), fused (one item per batch and kv head, dQ summed on the way) and wavefront (dK/dV
  * items per key block that hand dQ on to each other in key order) must give bitwise identical dq, dk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bounded scratch memory in the backward: scratch_peak equals the documented backward formula
  * (scratch_formula.h). fa_stats.scratch_peak is the largest high-water mark over the threads since
  * create or reset: after a forward and a backward without a reset it is the larger of the two

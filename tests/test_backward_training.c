@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A training-style loop is reproducible across thread counts: a tiny "model" whose parameters are
  * q, k and v themselves takes 10 steps of
  *     out = fa_forward(q, k, v);  dout = out - target  (the gradient of ½‖out - target‖²);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad input, part 2: dtypes, aliasing outputs, scalar and enum arguments, features this build
  * lacks, several problems at once (the first class in the order NULL, ARG, DTYPE, SHAPE, STRIDE,
  * ALIAS, UNSUPPORTED wins), the context and stats calls; and valid edge cases that must not be

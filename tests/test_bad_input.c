@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad input, part 1: NULL pointers, sizes, views built from bad sizes, strides. Every invalid
  * argument gets its own status and the call writes no byte anywhere (canary-filled out and lse
  * unchanged, inputs unchanged). Part 2 is test_bad_args.c. */

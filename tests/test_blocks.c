@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Block sizes change the order of the arithmetic, not the result: every pair of block_q and
  * block_k from {1, 2, 3, 5, 8, 16, 32, 64, 128} agrees with the oracle within the accuracy rule
  * of test_accuracy.c, and with the pair 1/1 within twice that. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Error exits, reference-BLAS style: every parameter of fa_forward, fa_backward,
  * fa_context_create, fa_context_stats and the fa_tensor_* helpers, and every field of fa_tensor,
  * fa_params and fa_context_opts, gets every class of bad value that applies to it. Each call must

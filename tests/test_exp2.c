@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The vectorized exp2 of each SIMD kernel table, measured against exp2 in long double.
  *
  * Documented accuracy (src/kernels/kernels.h and the tables' headers): relative error <= 2e-7

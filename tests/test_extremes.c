@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Extreme values against the oracle: scores spanning six orders of magnitude, logits of +-1e4,
  * all-zero and identical rows, and NaN/Inf inputs that must reach exactly the rows that see them. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fork(): calls in a child and a grandchild complete and give the parent's bytes, and the parent
  * still works afterwards.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Determinism: out and lse are the same bytes for every thread count, every binding mode and
  * every repetition (include/flashattn.h, "Determinism"). */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every kernel table against the portable one and the oracle.
  *
  * The tables (ref, avx2, avx512) share one contract (src/kernels/kernels.h); a table is chosen per

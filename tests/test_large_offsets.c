@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* 64-bit indexing (include/flashattn.h: offsets are int64; DESIGN.md: "Offsets are computed in
  * int64"): views whose element offsets pass 2^31 and 2^32 compute the same attention as a compact
  * copy, forward and backward, on both dtypes, with small tiles (split-KV in the forward) and with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fully masked rows and empty problems.
  * A row that sees no key gets exact zeros in out and lse = -INFINITY, never NaN; a problem with
  * B, Hq or Nq = 0 succeeds and writes nothing (there is nothing defined to write). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Version, defaults, status strings, NULL conveniences. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>

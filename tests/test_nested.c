@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Calls from inside a user's OpenMP parallel region: with nested parallelism off (the library's own
  * region is then inactive: a team of one on each calling thread) and on (its region is a nested
  * team), from the first and from the second level of the user's regions, each user thread with its

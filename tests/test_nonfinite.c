@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NaN/Inf policy (include/flashattn.h: "NaN or Inf inside q, k or v is not an error: it reaches
  * exactly the rows that see it"), forward and backward together, f32 and f64, every causal mode,
  * small tiles (masked and partly masked tiles, padding lanes, split-KV) and default ones.

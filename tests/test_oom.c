@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Out of memory in every place a call or a context allocates: fa_forward (arenas, the split-KV
  * partials in the context's row buffer, the default context itself), fa_backward (its larger
  * arenas and the per-context delta rows) and fa_context_create. An allocation that fails returns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Gradients into one packed dQKV buffer, the layout of a fused QKV projection in training:
  * [B][S][Hq·D + Hkv·D + Hkv·Dv] with dq, dk, dv as interleaved slices. Their address ranges
  * meet but no element is shared, so fa_backward must accept them and write exactly what it

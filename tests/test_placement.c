@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Placement logic on synthetic hwloc topologies, independent of the machine running the tests.
  *
  * FA_BIND_CORE puts thread i on the i-th allowed core (compact, wrapping around); FA_BIND_SPREAD

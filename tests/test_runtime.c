@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The threading runtime: the caller's affinity survives every binding mode, calls from inside a
  * user's OpenMP region and from several pthreads are correct, a busy context answers FA_ERR_BUSY
  * and touches nothing, and fa_context_stats tells the truth.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A scale must be finite in the type the scores accumulate in: with f32 tensors a finite double
  * beyond float's range would make every score inf and every output NaN, so it is refused
  * (FA_ERR_ARG, nothing written); with f64 tensors the same scale is valid. */

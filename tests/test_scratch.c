@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bounded scratch memory of the forward: scratch_peak equals the documented formula
  * (scratch_formula.h) and does not depend on Nq or Nk. */
 #include <criterion/criterion.h>

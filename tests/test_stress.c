@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Many user threads at once, and a process restricted to fewer CPUs than the machine has.
  *
  * Stress: 16 pthreads x 50 rounds, each round one training step (fa_forward then fa_backward) on

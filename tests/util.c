@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test helpers; see util.h. */
 #include "util.h"
 

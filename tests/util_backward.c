@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backward-pass test helpers; see util_backward.h. */
 #include "util_backward.h"
 

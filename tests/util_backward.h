@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backward-pass test helpers, on top of tests/util.h: a problem with dout and the three gradient
  * views (dq, dk, dv) in the layout of its inputs, canaries around and between them, whole-tensor
  * copies and comparisons, and the accuracy rule of the backward tests against the analytic oracle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The polynomial every SIMD table's exp2 uses for 2^f on |f| <= 1/2, after it has split x into an
  * integer n and f = x - n: 2^f = e^(f ln 2) = sum_k (ln 2)^k / k! · f^k, Taylor, evaluated by
  * Horner from the highest degree down (each table with its own FMA, in this order).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the x86
  * templates' score kernel (tile_scores.h includes it), after the table's vector vocabulary:
  *   FA_T, FA_VEC, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, FA_MAX_DIM, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The tile kernels behind one table, one table per ISA (BLIS-style).
  *
  * Kernels see tiles and nothing else: no OpenMP, no hwloc, no allocation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Chooses the kernel table once per context: the best this CPU runs, or the one FLASHATTN_ISA names. */
 #include <stdlib.h>
 #include <string.h>

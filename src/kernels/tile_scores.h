@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The score kernel, s[c][r] = sum_x qt[x][r]·k[c][x] (transposed tile, kernels.h), shared by the
  * x86 templates (avx2_tiles.h, avx512_tiles.h), which include it after their vector vocabulary:
  *   FA_T, FA_VEC, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_STORE, V_SET1, V_FMA, and what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program written only against README.md and include/flashattn.h, built against an
  * installed copy of the library (through find_package and through pkg-config).
  *

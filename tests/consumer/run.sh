@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds and runs the consumer program against an installed flashattn, both ways:
 #   1. CMake:      find_package(flashattn) -> flashattn::flashattn and flashattn::flashattn_static
 #   2. pkg-config: cc main.c $(pkg-config --cflags --libs flashattn)            (shared)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the public API of flashattn under fuzzed arguments.
  *
  * One input (format: fuzz_input.h) describes one problem: shapes, a layout per view, where each

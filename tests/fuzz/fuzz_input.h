@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The byte format of one fuzz input, shared by the harness (fuzz_api.c) and the seed writer
  * (make_corpus.c), so the two cannot drift apart.
  *

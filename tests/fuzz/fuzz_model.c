@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The expected-status model; see fuzz_model.h. */
 #include "fuzz_model.h"
 

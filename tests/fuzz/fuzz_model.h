@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What include/flashattn.h lets a call return, worked out from its arguments alone.
  *
  * For each status class, in the header's order (NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS,

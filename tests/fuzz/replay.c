@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A main() for the fuzz target where libFuzzer is not linked (gcc builds, valgrind, TSan):
  * runs LLVMFuzzerTestOneInput once on each file named, and on each file of each folder named.
  * A failed check aborts, as it would under libFuzzer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The runner of tests/shim (see criterion/criterion.h for why it exists).
  *
  * Every test runs in a forked child, like Criterion: a crash, an abort or a sanitizer report ends

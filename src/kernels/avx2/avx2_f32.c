@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* AVX2+FMA kernels for float: the vector vocabulary, then the shared template. */
 #include <immintrin.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* AVX2+FMA tile kernels, written once for both element types. Included by avx2_f32.c and
  * avx2_f64.c, which define the vector vocabulary first:
  *   FA_T, FA_SFX, FA_VEC (lanes of a 256-bit vector), vec, V_LOAD, V_LOADU, V_MASKLOAD, V_STORE,

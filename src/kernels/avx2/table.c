@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The AVX2+FMA table. Only its two halves are compiled with AVX2 and FMA enabled; this file is
  * plain, so nothing here runs an AVX2 instruction before the CPU check in select.c. */
 #include "kernels/avx2/avx2.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The AVX-512F table's two halves, compiled with -mavx512f in their own files. */
 #ifndef FA_KERNELS_AVX512_H
 #define FA_KERNELS_AVX512_H

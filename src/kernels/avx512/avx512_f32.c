@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* AVX-512F kernels for float: the vector vocabulary, then the shared template. */
 #include <immintrin.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* AVX-512 tile kernels, written once for both element types. Included by avx512_f32.c and
  * avx512_f64.c, which define the vector vocabulary first:
  *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_STOREU_MASK,

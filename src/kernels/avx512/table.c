@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The AVX-512F table. Only its two halves are compiled with AVX-512 enabled; this file is plain,
  * so nothing here runs an AVX-512 instruction before the CPU check in select.c. */
 #include "kernels/avx512/avx512.h"

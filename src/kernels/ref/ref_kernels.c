@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The portable kernel table ("ref"): the reference every optimized table is tested against. */
 #include <math.h>
 #include <stdint.h>

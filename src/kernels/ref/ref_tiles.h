@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Portable tile kernels, written once for both element types: included by ref_kernels.c with
  * FA_T (element type), FA_SFX (name suffix) and FA_EXP (exp of that type) defined.
  * Plain loops over query rows (the contiguous axis of a transposed score tile), which the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A stand-in for <criterion/criterion.h>, for builds in which Criterion's runner cannot start.
  *
  * Criterion's runner maps a shared "inheritable arena" at a random address between 0x2000'0000'0000
