@@ -56,6 +56,27 @@ extern "C" {
 #define FLASHATTN_VERSION_MAJOR 0
 #define FLASHATTN_VERSION_MINOR 1
 #define FLASHATTN_VERSION_PATCH 0
+/** The version as one number for #if checks: MAJOR·10000 + MINOR·100 + PATCH (0.1.0 is 100). */
+#define FLASHATTN_VERSION \
+    (FLASHATTN_VERSION_MAJOR * 10000 + FLASHATTN_VERSION_MINOR * 100 + FLASHATTN_VERSION_PATCH)
+
+/*
+ * ## ABI policy
+ * Callers allocate fa_tensor, fa_params, fa_context_opts and fa_stats themselves, so adding a field
+ * changes their size. Therefore:
+ * - Initialise every struct through its _default() function (fa_params_default(),
+ *   fa_context_opts_default()) and then set the fields you need; never with a positional
+ *   initialiser, so a rebuild against a newer header gives new fields their default.
+ * - The soname (libflashattn.so.N) changes whenever a public struct's layout, an enum's values or a
+ *   call's meaning changes incompatibly. While the version is 0.x, N is the MINOR version
+ *   (libflashattn.so.0.1), as 0.x releases may change layouts; from 1.0 on, N is the MAJOR version.
+ *   The CMake package's version file accepts only the same soname.
+ * - Status codes are never renumbered (see below); the library exports only the fa_ functions
+ *   declared here.
+ */
+
+/** The largest head dimension (D and Dv) any call accepts. */
+#define FA_MAX_HEAD_DIM 512
 
 #if defined(FLASHATTN_STATIC_DEFINE)
 #define FA_API
@@ -94,6 +115,18 @@ typedef enum {
 
 /** A short English description of s. Never NULL, also for values not in fa_status. */
 FA_API const char *fa_status_str(fa_status s);
+
+/**
+ * What went wrong in the calling thread's last call that returned an fa_status: one line naming
+ * the call, the offending argument and its values, e.g.
+ *   "fa_forward: k.dim = 15 but q.dim = 16"
+ *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512 or auto"
+ * Every such call sets it: to the message when it fails, to "" when it succeeds. The text is for
+ * people (its wording may change between versions; the status is what programs test). Never NULL;
+ * valid until the calling thread's next call into the library. Thread-local: calls on other threads
+ * do not change it.
+ */
+FA_API const char *fa_last_error(void);
 
 /** Element types. */
 typedef enum {

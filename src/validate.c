@@ -10,8 +10,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#define MAX_HEAD_DIM 512
-
 static size_t dtype_size(fa_dtype t)
 {
     switch (t) {
@@ -118,7 +116,7 @@ static fa_status check_shapes(const fa_tensor *q, const fa_tensor *k, const fa_t
     if (out->heads != q->heads || v->heads != k->heads) return FA_ERR_SHAPE;
     if (out->seq != q->seq || v->seq != k->seq) return FA_ERR_SHAPE;
     if (k->dim != q->dim || out->dim != v->dim) return FA_ERR_SHAPE;
-    if (q->dim < 1 || q->dim > MAX_HEAD_DIM || v->dim < 1 || v->dim > MAX_HEAD_DIM) return FA_ERR_SHAPE;
+    if (q->dim < 1 || q->dim > FA_MAX_HEAD_DIM || v->dim < 1 || v->dim > FA_MAX_HEAD_DIM) return FA_ERR_SHAPE;
     if (q->heads > 0 && (k->heads == 0 || q->heads % k->heads != 0)) return FA_ERR_SHAPE;
     int64_t rows; /* the lse holds batch·heads·seq values: that count must be representable in bytes */
     if (__builtin_mul_overflow(q->batch, q->heads, &rows) || __builtin_mul_overflow(rows, q->seq, &rows) ||
