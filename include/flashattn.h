@@ -7,8 +7,12 @@
  *
  * Computes   O = softmax(scale · Q·Kᵀ + mask) · V
  * row by row over key tiles (online softmax), never holding an Nq×Nk score
- * matrix. Memory beyond the caller's tensors is a fixed per-thread scratch
- * arena (see fa_stats and the README's "Memory" section).
+ * matrix. Memory beyond the caller's tensors: one scratch arena per thread,
+ * sized by the block sizes and head dims, never by the sequence lengths; and
+ * one buffer in the context for per-problem values (a split-KV forward's
+ * partial results, at most 16 MiB; the backward's B·Hq·Nq row values). Both
+ * grow only when a call needs more and are kept until fa_context_destroy (see
+ * fa_forward, fa_backward, fa_stats and the README's "Memory" section).
  *
  * ## Error convention (stated once, holds for every call)
  * Every call that can fail returns an fa_status. FA_OK (0) is success; any
@@ -277,6 +281,14 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * or v is not an error: it reaches exactly the rows that see it.
  *
  * ctx NULL: the calling thread's default context. p NULL: fa_params_default().
+ *
+ * Extra memory: the per-thread arena (see the README's Memory section) and,
+ * only where the keys are split (split-KV: possible when there are fewer than
+ * 128 query items, B·Hq·ceil(Nq/block_q), as in decode steps or with few
+ * heads, and Nk is at least 4·block_k), the partial results: for each (query
+ * item, key chunk) a row max, a row sum and an unnormalized block_q×Dv output
+ * block, at most 16 MiB in all (the split count is capped to keep them so),
+ * kept in the context and grown only when a call needs more.
  *
  * Refused, with nothing written: NULL tensors or data (FA_ERR_NULL); sizes as
  * above (FA_ERR_SHAPE); negative strides, an out that overlaps itself,
