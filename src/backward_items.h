@@ -5,13 +5,18 @@
  * With P = exp(S - lse) recomputed tile by tile (S = scaled scores, from the packed, pre-scaled
  * queries) and dS = P ∘ (dO·Vᵀ - delta):
  *   dV = Pᵀ·dO,  dK = scale · dSᵀ·Q,  dQ = scale · dS·K.
- * Two plans give the same bits (backward.c picks one per call):
+ * Three plans give the same bits (backward.c picks one per call, fa_backward_plan_for):
  * - split: a dK/dV item owns the rows of one key block and walks every query head of its group and
  *   every query block in a fixed order; a dQ item owns the rows of one query block and walks the key
  *   blocks in order, recomputing P and dS (14 of every 10 useful FLOPs, but fine-grained items);
  * - fused: a head item owns one (batch, kv head) and walks its key blocks as the dK/dV items do,
- *   adding each tile's dS·K to dQ on the way: no recomputation, but B·Hkv coarse items.
- * No two items write the same byte, and nothing is accumulated across threads. */
+ *   adding each tile's dS·K to dQ on the way: no recomputation, but B·Hkv coarse items;
+ * - wavefront: the split plan's dK/dV items, each also adding its tiles' dS·K to dQ as the fused
+ *   item does; a per-query-block counter hands each block's dQ rows from one key block to the
+ *   next, so they are summed in the same key order as under the other plans, without dQ items.
+ * Under split and fused no two items write the same byte; under wavefront the items that share
+ * dQ rows write them one after another, in key order. Nothing is ever summed in an order that
+ * depends on the team. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)

@@ -17,7 +17,9 @@ struct fa_context {
     const fa_kernels *kernels;
     fa_topology *topology;
     fa_arena *arenas;         /* [num_threads], each owned by one team thread */
-    void *rows;               /* per-problem row values (the backward's delta), grown on demand */
+    void *rows;               /* per-problem values, grown on demand, kept until destroy: the split-KV
+                               * forward's partial results, or the backward's delta and wavefront
+                               * counters (one call at a time, so they share it) */
     size_t rows_bytes;
     atomic_flag busy;         /* set while a call runs */
     int backward_plan;        /* fa_backward_plan: AUTO (0, what create sets) unless a test forces one */

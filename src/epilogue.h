@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The score epilogue: everything between the two tile products, in one place, computed from
- * indices. Forward and backward both use it. The scale (times log2 e) is folded into the packed
- * queries, so today the epilogue is the masks; softcap, ALiBi and bias will join it here. */
+ * indices. Forward and backward both use it. The scale (alone: log2 e is not folded in, see
+ * kernels/kernels.h) is folded into the packed queries, so today the epilogue is the masks;
+ * softcap, ALiBi and bias will join it here. */
 #ifndef FA_EPILOGUE_H
 #define FA_EPILOGUE_H
 

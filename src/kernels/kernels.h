@@ -5,15 +5,16 @@
  *
  * Score tiles are TRANSPOSED: s[c][r] holds the score of query row r against key c, with a row
  * stride of `ld` (a multiple of FA_VEC(T), >= rows). The query block is packed transposed once per
- * work item (pack.h: qt[x][r] = scale·log2(e)·q[r][x], zero-padded to `ld` rows) and reused for
+ * work item (pack.h: qt[x][r] = scale·q[r][x], zero-padded to `ld` rows) and reused for
  * every key tile, while K and V are read where the caller keeps them (row-major, any row stride,
  * dim contiguous). A vector then spans FA_VEC query rows: the softmax's running max and sum are
  * plain vertical vector operations, with no horizontal reduction anywhere in the hot loops.
  *
- * The scale is folded into the packed queries (qt = scale·qᵀ), so score tiles hold scaled scores
- * in natural units. Softmax kernels compute exp(s - m) as exp2((s - m)·log2 e): the max is
- * subtracted before anything rounds a large score, so logits of 1e4 lose nothing that a plain
- * exp(s - m) would keep (folding log2 e into q instead would cost |s|·eps). Kernels may compute
+ * Only the scale is folded into the packed queries (qt = scale·qᵀ), not log2 e, so score tiles
+ * hold scaled scores in natural units. The SIMD softmax kernels compute exp(s - m) as
+ * exp2((s - m)·log2 e) (ref calls exp): the max is subtracted before anything rounds a large
+ * score, so logits of 1e4 lose nothing that a plain exp(s - m) would keep (folding log2 e into q
+ * instead would cost |s|·eps). Kernels may compute
  * padding rows (r in [rows, ld)) of score tiles and row statistics; the drivers never read them.
  * accumulate and accumulate_t read and write acc only within `dim`, at any row stride and
  * alignment: the backward accumulates dQ straight into the caller's output. online_softmax's acc
