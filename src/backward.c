@@ -20,7 +20,7 @@ typedef struct {
     int64_t block_k;
     int64_t kv_blocks;        /* key blocks per (batch, kv head) */
     int64_t kv_items;         /* batch · kv_heads · kv_blocks dK/dV items */
-    int64_t ld;               /* block_q rounded up to the vector width: row stride of transposed tiles */
+    int64_t ld;               /* block_q rounded up to the padding unit: row stride of transposed tiles */
     void *delta;              /* [batch][q_heads][q_len] of the accumulation type */
     fa_backward_plan plan;    /* resolved: FUSED, SPLIT or WAVEFRONT */
     atomic_int *dq_progress;  /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
@@ -36,19 +36,19 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 
 #define FA_T float
 #define FA_SFX f32
-#define FA_VEC FA_VEC_F32
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F32
 #include "backward_items.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_VEC
+#undef FA_PAD_ELEMS
 
 #define FA_T double
 #define FA_SFX f64
-#define FA_VEC FA_VEC_F64
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F64
 #include "backward_items.h"
 #undef FA_T
 #undef FA_SFX
-#undef FA_VEC
+#undef FA_PAD_ELEMS
 
 /* Smaller key blocks than the forward: a dK/dV item holds block_k·(dim + dim_v) accumulators, and
  * more key blocks keep every thread busy on a single long sequence. */
@@ -56,10 +56,10 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 
 size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem)
 {
-    int64_t vec = elem == sizeof(double) ? FA_VEC_F64 : FA_VEC_F32;
-    size_t ld = (size_t)fa_round_up(block_q, vec), bq = (size_t)block_q, bk = (size_t)block_k;
+    int64_t pad = elem == sizeof(double) ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
+    size_t ld = (size_t)fa_round_up(block_q, pad), bq = (size_t)block_q, bk = (size_t)block_k;
     size_t d = (size_t)dim, dv = (size_t)dim_v;
-    size_t d_pad = (size_t)fa_round_up(dim, vec), dv_pad = (size_t)fa_round_up(dim_v, vec);
+    size_t d_pad = (size_t)fa_round_up(dim, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
     size_t queries = fa_size_add(fa_arena_tile(d, ld, elem), fa_arena_tile(dv, ld, elem)); /* Q, dO transposed */
     queries = fa_size_add(queries, 2 * fa_arena_tile(1, ld, elem));                           /* lse, delta */
     size_t tiles = fa_size_add(fa_arena_tile(bk, ld, elem), fa_arena_tile(bk, ld, elem));   /* P, dS */
@@ -105,9 +105,9 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     fa_context_blocks(ctx, p->dim, p->dim_v, elem, BACKWARD_MAX_BLOCK_K, p->q_len, p->kv_len, &block_q,
                       &block_k);
 
-    int64_t vec = p->dtype == FA_F64 ? FA_VEC_F64 : FA_VEC_F32;
+    int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0,
-                           fa_round_up(block_q, vec), NULL, FA_BACKWARD_PLAN_AUTO, NULL};
+                           fa_round_up(block_q, pad), NULL, FA_BACKWARD_PLAN_AUTO, NULL};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;

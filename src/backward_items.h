@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The backward's work items, written once for both element types: included by backward.c with
- * FA_T, FA_SFX (f32/f64: also the kernel-table member) and FA_VEC defined.
+ * FA_T, FA_SFX (f32/f64: also the kernel-table member) and FA_PAD_ELEMS (the padding unit of
+ * accumulator rows, kernels.h) defined.
  *
  * With P = exp(S - lse) recomputed tile by tile (S = scaled scores, from the packed, pre-scaled
  * queries) and dS = P ∘ (dO·Vᵀ - delta):
@@ -130,9 +131,11 @@ typedef struct {
 static FA_T *FA_NAME(accumulators_alloc_)(const fa_backward_job *job, fa_arena *arena)
 {
     const fa_problem *p = job->problem;
-    size_t kv = fa_arena_tile((size_t)job->block_k, (size_t)fa_round_up(p->dim, FA_VEC), sizeof(FA_T)) +
-                fa_arena_tile((size_t)job->block_k, (size_t)fa_round_up(p->dim_v, FA_VEC), sizeof(FA_T));
-    size_t q = fa_arena_tile((size_t)job->q_schedule.block_q, (size_t)fa_round_up(p->dim, FA_VEC), sizeof(FA_T));
+    size_t kv =
+        fa_arena_tile((size_t)job->block_k, (size_t)fa_round_up(p->dim, FA_PAD_ELEMS), sizeof(FA_T)) +
+        fa_arena_tile((size_t)job->block_k, (size_t)fa_round_up(p->dim_v, FA_PAD_ELEMS), sizeof(FA_T));
+    size_t q = fa_arena_tile((size_t)job->q_schedule.block_q, (size_t)fa_round_up(p->dim, FA_PAD_ELEMS),
+                             sizeof(FA_T));
     return fa_arena_alloc(arena, kv > q ? kv : q);
 }
 
@@ -145,7 +148,9 @@ static FA_NAME(key_scratch_) FA_NAME(key_scratch_alloc_)(const fa_backward_job *
     ks.p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
     ks.ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
     ks.dk_acc = FA_NAME(accumulators_alloc_)(job, arena);
-    ks.dv_acc = ks.dk_acc + fa_arena_tile((size_t)bk, (size_t)fa_round_up(p->dim, FA_VEC), sizeof(FA_T)) / sizeof(FA_T);
+    ks.dv_acc =
+        ks.dk_acc +
+        fa_arena_tile((size_t)bk, (size_t)fa_round_up(p->dim, FA_PAD_ELEMS), sizeof(FA_T)) / sizeof(FA_T);
     return ks;
 }
 
@@ -161,7 +166,7 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
 {
     const fa_problem *p = job->problem;
     int64_t bq = job->q_schedule.block_q, bk = job->block_k, ld = job->ld, d = p->dim, dv = p->dim_v;
-    int64_t d_pad = fa_round_up(d, FA_VEC), dv_pad = fa_round_up(dv, FA_VEC);
+    int64_t d_pad = fa_round_up(d, FA_PAD_ELEMS), dv_pad = fa_round_up(dv, FA_PAD_ELEMS);
     int64_t col0 = block * bk, cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
     for (int64_t x = 0; x < cols * d_pad; x++) ks->dk_acc[x] = 0;
     for (int64_t x = 0; x < cols * dv_pad; x++) ks->dv_acc[x] = 0;
@@ -248,7 +253,7 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     const fa_problem *p = job->problem;
     fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index);
     int64_t bk = job->block_k, ld = job->ld, d = p->dim;
-    int64_t d_pad = fa_round_up(d, FA_VEC);
+    int64_t d_pad = fa_round_up(d, FA_PAD_ELEMS);
     int64_t kv_head = it.q_head / p->group;
 
     FA_NAME(query_pack_) qp = FA_NAME(query_pack_alloc_)(job, arena);

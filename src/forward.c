@@ -16,7 +16,7 @@ typedef struct {
     const fa_kernels *kernels;
     fa_q_schedule schedule;
     int64_t block_k;
-    int64_t ld;            /* block_q rounded up to the vector width: the row stride of transposed tiles */
+    int64_t ld;            /* block_q rounded up to the padding unit: the row stride of transposed tiles */
     fa_kv_split split;     /* splits == 1: one item per query block */
     void *partials;        /* split-KV partial states (in the context's row buffer) */
     int64_t partial_elems; /* elements of one (query item, chunk) partial state */
@@ -25,32 +25,32 @@ typedef struct {
 #define FA_T float
 #define FA_SFX f32
 #define FA_LOG logf
-#define FA_VEC FA_VEC_F32
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F32
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
-#undef FA_VEC
+#undef FA_PAD_ELEMS
 
 #define FA_T double
 #define FA_SFX f64
 #define FA_LOG log
-#define FA_VEC FA_VEC_F64
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F64
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
-#undef FA_VEC
+#undef FA_PAD_ELEMS
 
-static int64_t vec_of(size_t elem)
+static int64_t pad_elems_of(size_t elem)
 {
-    return elem == sizeof(double) ? FA_VEC_F64 : FA_VEC_F32;
+    return elem == sizeof(double) ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
 }
 
 size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem)
 {
-    int64_t vec = vec_of(elem);
-    size_t ld = (size_t)fa_round_up(block_q, vec), dv_pad = (size_t)fa_round_up(dim_v, vec);
+    int64_t pad = pad_elems_of(elem);
+    size_t ld = (size_t)fa_round_up(block_q, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
     size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim;
     size_t queries = fa_arena_tile(d, ld, elem), scores = fa_arena_tile(bk, ld, elem);
     size_t accumulator = fa_arena_tile(bq, dv_pad, elem), row_stats = 2 * fa_arena_tile(1, ld, elem);
@@ -60,13 +60,13 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
 fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
-    int64_t vec = vec_of(elem);
+    int64_t pad = pad_elems_of(elem);
     int64_t block_q, block_k;
     fa_context_blocks(ctx, p->dim, p->dim_v, elem, 512, p->q_len, p->kv_len, &block_q, &block_k);
 
-    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, fa_round_up(block_q, vec),
+    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, fa_round_up(block_q, pad),
                           {1, p->kv_len}, NULL, 0};
-    job.partial_elems = 2 * job.ld + block_q * fa_round_up(p->dim_v, vec);
+    job.partial_elems = 2 * job.ld + block_q * fa_round_up(p->dim_v, pad);
     job.split = fa_kv_split_make(p, &job.schedule, block_k, (size_t)job.partial_elems * elem / (size_t)block_q);
     int f64 = p->dtype == FA_F64;
     fa_team_work work = {

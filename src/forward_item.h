@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Forward work items, written once for both element types: included by forward.c with FA_T,
- * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_VEC defined. */
+ * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_PAD_ELEMS
+ * (the padding unit of accumulator rows, kernels.h) defined. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
@@ -20,7 +21,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-    int64_t bk = job->block_k, ld = job->ld, dv = p->dim_v, dv_pad = fa_round_up(dv, FA_VEC);
+    int64_t bk = job->block_k, ld = job->ld, dv = p->dim_v, dv_pad = fa_round_up(dv, FA_PAD_ELEMS);
     int64_t kv_head = it->q_head / p->group;
 
     FA_T *qt = fa_arena_alloc(arena, (size_t)(p->dim * ld) * sizeof(FA_T));
@@ -121,7 +122,7 @@ static void FA_NAME(forward_merge_item_)(const void *job_ptr, fa_arena *arena, i
     const fa_forward_job *job = job_ptr;
     const fa_problem *p = job->problem;
     fa_q_item it = fa_q_schedule_item(&job->schedule, p, index);
-    int64_t ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_VEC), splits = job->split.splits;
+    int64_t ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS), splits = job->split.splits;
     FA_NAME(rows_state_) st;
     st.acc = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * dv_pad) * sizeof(FA_T));
     st.row_max = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));

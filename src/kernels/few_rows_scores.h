@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the x86
  * templates' score kernel (tile_scores.h includes it), after the table's vector vocabulary:
- *   FA_T, FA_VEC, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, FA_MAX_DIM, and
+ *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, FA_MAX_DIM, and
  *   V_LOAD_PART(p, n): lanes [0, n) of p (n >= 1), the others 0, nothing past p + n read;
  *   FA_FEW_ROWS_KEYS(rows): keys per block, so that rows·keys accumulators, `rows` query vectors
  *   and one key vector fit the register file (at most 8 keys).
@@ -22,7 +22,7 @@ FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[
     vec acc[8][FA_FEW_ROWS];
     for (int i = 0; i < nk; i++)
         for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
-    for (int64_t x = 0; x < dim; x += FA_VEC) {
+    for (int64_t x = 0; x < dim; x += FA_LANES) {
         vec qv[FA_FEW_ROWS];
         for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
         for (int i = 0; i < nk; i++) {
@@ -50,7 +50,7 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
 {
     /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
     _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_DIM];
-    int64_t dim_pad = (dim + FA_VEC - 1) / FA_VEC * FA_VEC;
+    int64_t dim_pad = (dim + FA_LANES - 1) / FA_LANES * FA_LANES;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
     int keys = FA_FEW_ROWS_KEYS(rows);

@@ -4,10 +4,10 @@
  * Kernels see tiles and nothing else: no OpenMP, no hwloc, no allocation.
  *
  * Score tiles are TRANSPOSED: s[c][r] holds the score of query row r against key c, with a row
- * stride of `ld` (a multiple of FA_VEC(T), >= rows). The query block is packed transposed once per
+ * stride of `ld` (a multiple of FA_PAD_ELEMS_F32/F64, >= rows). The query block is packed transposed once per
  * work item (pack.h: qt[x][r] = scale·q[r][x], zero-padded to `ld` rows) and reused for
  * every key tile, while K and V are read where the caller keeps them (row-major, any row stride,
- * dim contiguous). A vector then spans FA_VEC query rows: the softmax's running max and sum are
+ * dim contiguous). A vector then spans one query row per lane: the softmax's running max and sum are
  * plain vertical vector operations, with no horizontal reduction anywhere in the hot loops.
  *
  * Only the scale is folded into the packed queries (qt = scale·qᵀ), not log2 e, so score tiles
@@ -18,16 +18,17 @@
  * padding rows (r in [rows, ld)) of score tiles and row statistics; the drivers never read them.
  * accumulate and accumulate_t read and write acc only within `dim`, at any row stride and
  * alignment: the backward accumulates dQ straight into the caller's output. online_softmax's acc
- * (the forward's, in the arena) is 64-byte aligned with rows a multiple of FA_VEC wide. x operands
+ * (the forward's, in the arena) is 64-byte aligned with rows a multiple of FA_PAD_ELEMS_* wide. x operands
  * (K, V, Q, dO rows in caller memory) are read only within `dim`. */
 #ifndef FA_KERNELS_H
 #define FA_KERNELS_H
 
 #include <stdint.h>
 
-/* Elements in 64 bytes: the padding unit of every packed layout. */
-#define FA_VEC_F32 16
-#define FA_VEC_F64 8
+/* Elements in 64 bytes: the padding unit of every packed layout (rows of transposed tiles, accumulator
+ * rows), whatever the lanes of the table's vectors. */
+#define FA_PAD_ELEMS_F32 16
+#define FA_PAD_ELEMS_F64 8
 
 /* Declares the tile operations for element type T, as struct members. */
 #define FA_KERNEL_SET(T)                                                                                       \

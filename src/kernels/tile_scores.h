@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The score kernel, s[c][r] = sum_x qt[x][r]·k[c][x] (transposed tile, kernels.h), shared by the
  * x86 templates (avx2_tiles.h, avx512_tiles.h), which include it after their vector vocabulary:
- *   FA_T, FA_VEC, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_STORE, V_SET1, V_FMA, and what
+ *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_STORE, V_SET1, V_FMA, and what
  *   few_rows_scores.h needs (V_LOAD_PART, FA_FEW_ROWS_KEYS, V_REDUCE_ADD, FA_MAX_DIM);
  *   FA_SCORES_KEYS × FA_SCORES_VECS: the register block (at most 8 × 4), chosen per ISA so that
  *   its accumulators, FA_SCORES_VECS query vectors and one broadcast fit the register file.
@@ -20,14 +20,14 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
         for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
     for (int64_t x = 0; x < dim; x++) {
         vec q[FA_SCORES_VECS];
-        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_VEC);
+        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_LANES);
         for (int i = 0; i < nk; i++) {
             vec w = V_SET1(k[i * k_stride + x]);
             for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
         }
     }
     for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_VEC, acc[i][j]);
+        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_LANES, acc[i][j]);
 }
 
 /* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
@@ -52,8 +52,8 @@ static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_
     }
     for (int64_t c = 0; c < cols; c += FA_SCORES_KEYS) {
         int nk = cols - c < FA_SCORES_KEYS ? (int)(cols - c) : FA_SCORES_KEYS;
-        for (int64_t r = 0; r < ld; r += FA_SCORES_VECS * FA_VEC) {
-            int nv = (ld - r) / FA_VEC < FA_SCORES_VECS ? (int)((ld - r) / FA_VEC) : FA_SCORES_VECS;
+        for (int64_t r = 0; r < ld; r += FA_SCORES_VECS * FA_LANES) {
+            int nv = (ld - r) / FA_LANES < FA_SCORES_VECS ? (int)((ld - r) / FA_LANES) : FA_SCORES_VECS;
             const FA_T *qb = qt + r;
             const FA_T *kb = k + c * k_stride;
             FA_T *sb = s + c * ld + r;

@@ -10,7 +10,7 @@
 typedef __m256 vec;
 #define FA_T                 float
 #define FA_SFX               f32
-#define FA_VEC               8
+#define FA_LANES             8
 #define V_LOAD(p)            _mm256_load_ps(p)
 #define V_LOADU(p)           _mm256_loadu_ps(p)
 #define V_MASKLOAD(p, m)     _mm256_maskload_ps((p), (m))
@@ -42,7 +42,7 @@ static inline float avx2_reduce_add_f32(__m256 v)
 
 /* the largest head dim the API accepts */
 #define FA_MAX_DIM 512
-/* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_VEC]. */
+/* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-127, 128]
  * rounds it to an integer n (to nearest) and leaves n + 127 in the low mantissa bits; subtracting

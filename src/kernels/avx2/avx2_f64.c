@@ -10,7 +10,7 @@
 typedef __m256d vec;
 #define FA_T                 double
 #define FA_SFX               f64
-#define FA_VEC               4
+#define FA_LANES             4
 #define V_LOAD(p)            _mm256_load_pd(p)
 #define V_LOADU(p)           _mm256_loadu_pd(p)
 #define V_MASKLOAD(p, m)     _mm256_maskload_pd((p), (m))
@@ -41,7 +41,7 @@ static inline double avx2_reduce_add_f64(__m256d v)
 
 /* the largest head dim the API accepts */
 #define FA_MAX_DIM 512
-/* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_VEC]. */
+/* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(n)), _mm256_setr_epi64x(0, 1, 2, 3))
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^52 + 1023 to x in
  * [-1023, 1024] rounds it to an integer n (to nearest) and leaves n + 1023 in the low mantissa bits

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* AVX2+FMA tile kernels, written once for both element types. Included by avx2_f32.c and
  * avx2_f64.c, which define the vector vocabulary first:
- *   FA_T, FA_SFX, FA_VEC (lanes of a 256-bit vector), vec, V_LOAD, V_LOADU, V_MASKLOAD, V_STORE,
+ *   FA_T, FA_SFX, FA_LANES (of a 256-bit vector), vec, V_LOAD, V_LOADU, V_MASKLOAD, V_STORE,
  *   V_STOREU, V_MASKSTORE, V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_MIN, V_AND, V_OR,
  *   V_BLENDV, V_CMP, V_MOVEMASK, V_REDUCE_ADD, V_TAIL(n) (a lane mask for maskload/maskstore),
  *   FA_MAX_DIM (the largest head dim the API accepts), FA_EXP2_SHIFT and
  *   V_POW2_OF_SHIFTED(t) (n = round(x) and 2^n from t = x + FA_EXP2_SHIFT), FA_EXP2_LOW,
  *   FA_EXP2_HIGH, FA_EXP2_COEF and FA_EXP2_DEGREE (the polynomial of kernels/exp2_poly.h).
  *
- * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_VEC query rows),
+ * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_LANES query rows),
  * ld a multiple of the 64-byte padding unit FA_LINE = 2 vectors, accumulators padded likewise.
  * AVX2 has 16 vector registers (AVX-512: 32), so the register blocks are smaller than avx512's. */
 
@@ -26,8 +26,8 @@ FA_INLINE vec FA_NAME(exp2_poly_)(vec f)
 }
 #define FA_EXP2_POLY(f) FA_NAME(exp2_poly_)(f)
 
-/* Elements in 64 bytes (FA_VEC_F32 / FA_VEC_F64 of kernels.h): two vectors. */
-#define FA_LINE (2 * FA_VEC)
+/* Elements in 64 bytes (FA_PAD_ELEMS_F32 / FA_PAD_ELEMS_F64 of kernels.h): two vectors. */
+#define FA_LINE (2 * FA_LANES)
 
 /* Register blocks (see the kernels below). 6 × 2 measured at or above 4 × 3, 3 × 4, 4 × 2 and the
  * mixes of them, for f32 and f64 at d = 64 and 128; with 2 vectors (one 64-byte unit) the row axis
@@ -83,7 +83,7 @@ FA_INLINE unsigned FA_NAME(line_bits_)(int64_t n)
  * for three or four (at most 8 accumulators + 4 query vectors + 1 key vector). */
 FA_INLINE vec FA_NAME(load_part_)(const FA_T *p, int64_t n)
 {
-    return n >= FA_VEC ? V_LOADU(p) : V_MASKLOAD(p, V_TAIL(n));
+    return n >= FA_LANES ? V_LOADU(p) : V_MASKLOAD(p, V_TAIL(n));
 }
 #define V_LOAD_PART(p, n) FA_NAME(load_part_)((p), (n))
 #define FA_FEW_ROWS_KEYS(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
@@ -101,7 +101,7 @@ static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols
         FA_T *sr = s + r;
         vec m_old[2], hi[2][2], unord[2], m_new[2], live[2], sum[2], alpha[2];
         for (int h = 0; h < 2; h++) {
-            m_old[h] = V_LOAD(row_max + r + h * FA_VEC);
+            m_old[h] = V_LOAD(row_max + r + h * FA_LANES);
             hi[h][0] = m_old[h];
             hi[h][1] = neg_inf;
             /* The running max must become NaN if any score (or the old max) is NaN: V_MAX alone
@@ -111,14 +111,14 @@ static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols
         int64_t c = 0;
         for (; c + 1 < cols; c += 2)
             for (int h = 0; h < 2; h++) {
-                vec x0 = V_LOAD(sr + c * ld + h * FA_VEC), x1 = V_LOAD(sr + (c + 1) * ld + h * FA_VEC);
+                vec x0 = V_LOAD(sr + c * ld + h * FA_LANES), x1 = V_LOAD(sr + (c + 1) * ld + h * FA_LANES);
                 hi[h][0] = V_MAX(hi[h][0], x0);
                 hi[h][1] = V_MAX(hi[h][1], x1);
                 unord[h] = V_OR(unord[h], V_CMP(x0, x1, _CMP_UNORD_Q));
             }
         if (c < cols)
             for (int h = 0; h < 2; h++) {
-                vec x0 = V_LOAD(sr + c * ld + h * FA_VEC);
+                vec x0 = V_LOAD(sr + c * ld + h * FA_LANES);
                 hi[h][0] = V_MAX(hi[h][0], x0);
                 unord[h] = V_OR(unord[h], V_CMP(x0, x0, _CMP_UNORD_Q));
             }
@@ -130,7 +130,7 @@ static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols
         }
         for (c = 0; c < cols; c++)
             for (int h = 0; h < 2; h++) {
-                FA_T *sc = sr + c * ld + h * FA_VEC;
+                FA_T *sc = sr + c * ld + h * FA_LANES;
                 vec p = V_AND(live[h], FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), m_new[h])));
                 V_STORE(sc, p);
                 sum[h] = V_ADD(sum[h], p);
@@ -138,21 +138,21 @@ static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols
         unsigned raised = 0;
         for (int h = 0; h < 2; h++) {
             alpha[h] = V_BLENDV(one, FA_NAME(exp_of_difference_)(V_SUB(m_old[h], m_new[h])), live[h]);
-            V_STORE(row_sum + r + h * FA_VEC, V_FMA(alpha[h], V_LOAD(row_sum + r + h * FA_VEC), sum[h]));
-            V_STORE(row_max + r + h * FA_VEC, m_new[h]);
-            raised |= (unsigned)V_MOVEMASK(V_CMP(alpha[h], one, _CMP_NEQ_UQ)) << (h * FA_VEC);
+            V_STORE(row_sum + r + h * FA_LANES, V_FMA(alpha[h], V_LOAD(row_sum + r + h * FA_LANES), sum[h]));
+            V_STORE(row_max + r + h * FA_LANES, m_new[h]);
+            raised |= (unsigned)V_MOVEMASK(V_CMP(alpha[h], one, _CMP_NEQ_UQ)) << (h * FA_LANES);
         }
         /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
         raised &= FA_NAME(line_bits_)(rows - r);
         if (!raised) continue;
         FA_T a[FA_LINE];
         V_STOREU(a, alpha[0]);
-        V_STOREU(a + FA_VEC, alpha[1]);
+        V_STOREU(a + FA_LANES, alpha[1]);
         for (int i = 0; i < FA_LINE; i++) {
             if (!((raised >> i) & 1)) continue;
             FA_T *ar = acc + (r + i) * acc_stride;
             vec w = V_SET1(a[i]);
-            for (int64_t y = 0; y < acc_width; y += FA_VEC) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
+            for (int64_t y = 0; y < acc_width; y += FA_LANES) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
         }
     }
 }
@@ -171,13 +171,13 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int tail, int64_t s
     vec a[FA_ROWS_ROWS][FA_ROWS_VECS];
     for (int i = 0; i < ni; i++)
         for (int j = 0; j < nv; j++)
-            a[i][j] = tail && j == nv - 1 ? V_MASKLOAD(acc + i * acc_stride + j * FA_VEC, last)
-                                          : V_LOADU(acc + i * acc_stride + j * FA_VEC);
+            a[i][j] = tail && j == nv - 1 ? V_MASKLOAD(acc + i * acc_stride + j * FA_LANES, last)
+                                          : V_LOADU(acc + i * acc_stride + j * FA_LANES);
     for (int64_t t = 0; t < steps; t++) {
         vec xv[FA_ROWS_VECS];
         for (int j = 0; j < nv; j++)
-            xv[j] = tail && j == nv - 1 ? V_MASKLOAD(x + t * x_stride + j * FA_VEC, last)
-                                        : V_LOADU(x + t * x_stride + j * FA_VEC);
+            xv[j] = tail && j == nv - 1 ? V_MASKLOAD(x + t * x_stride + j * FA_LANES, last)
+                                        : V_LOADU(x + t * x_stride + j * FA_LANES);
         for (int i = 0; i < ni; i++) {
             vec b = V_SET1(w[i * wi + t * wt]);
             for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
@@ -185,8 +185,8 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int tail, int64_t s
     }
     for (int i = 0; i < ni; i++)
         for (int j = 0; j < nv; j++) {
-            if (tail && j == nv - 1) V_MASKSTORE(acc + i * acc_stride + j * FA_VEC, last, a[i][j]);
-            else V_STOREU(acc + i * acc_stride + j * FA_VEC, a[i][j]);
+            if (tail && j == nv - 1) V_MASKSTORE(acc + i * acc_stride + j * FA_LANES, last, a[i][j]);
+            else V_STOREU(acc + i * acc_stride + j * FA_LANES, a[i][j]);
         }
 }
 
@@ -206,11 +206,11 @@ static void FA_NAME(weighted_rows_)(int64_t n, int64_t steps, int64_t dim, const
                                     int64_t wt, const FA_T *x, int64_t x_stride, FA_T *acc,
                                     int64_t acc_stride)
 {
-    for (int64_t y = 0; y < dim; y += FA_ROWS_VECS * FA_VEC) {
-        int64_t width = dim - y < FA_ROWS_VECS * FA_VEC ? dim - y : FA_ROWS_VECS * FA_VEC;
-        int nv = (int)((width + FA_VEC - 1) / FA_VEC);
-        int64_t last_lanes = width - (int64_t)(nv - 1) * FA_VEC;
-        int tail = last_lanes < FA_VEC;
+    for (int64_t y = 0; y < dim; y += FA_ROWS_VECS * FA_LANES) {
+        int64_t width = dim - y < FA_ROWS_VECS * FA_LANES ? dim - y : FA_ROWS_VECS * FA_LANES;
+        int nv = (int)((width + FA_LANES - 1) / FA_LANES);
+        int64_t last_lanes = width - (int64_t)(nv - 1) * FA_LANES;
+        int tail = last_lanes < FA_LANES;
         __m256i last = V_TAIL(last_lanes);
         for (int64_t i = 0; i < n; i += FA_ROWS_ROWS) {
             int ni = n - i < FA_ROWS_ROWS ? (int)(n - i) : FA_ROWS_ROWS;
@@ -248,12 +248,12 @@ static void FA_NAME(avx2_probabilities_)(int64_t ld, int64_t cols, FA_T *s, cons
     for (int64_t r = 0; r < ld; r += FA_LINE) {
         vec l[2], live[2];
         for (int h = 0; h < 2; h++) {
-            l[h] = V_LOAD(lse + r + h * FA_VEC);
+            l[h] = V_LOAD(lse + r + h * FA_LANES);
             live[h] = V_CMP(l[h], neg_inf, _CMP_NEQ_UQ); /* rows that saw no key give 0, not NaN */
         }
         for (int64_t c = 0; c < cols; c++)
             for (int h = 0; h < 2; h++) {
-                FA_T *sc = s + c * ld + r + h * FA_VEC;
+                FA_T *sc = s + c * ld + r + h * FA_LANES;
                 V_STORE(sc, V_AND(live[h], FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), l[h]))));
             }
     }
@@ -261,7 +261,7 @@ static void FA_NAME(avx2_probabilities_)(int64_t ld, int64_t cols, FA_T *s, cons
 
 static void FA_NAME(avx2_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, FA_T *dp, const FA_T *delta)
 {
-    for (int64_t r = 0; r < ld; r += FA_VEC) {
+    for (int64_t r = 0; r < ld; r += FA_LANES) {
         vec d = V_LOAD(delta + r);
         for (int64_t c = 0; c < cols; c++)
             V_STORE(dp + c * ld + r, V_MUL(V_LOAD(p + c * ld + r), V_SUB(V_LOAD(dp + c * ld + r), d)));
@@ -278,7 +278,7 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx2_kernels_) = {
 void FA_NAME(fa_avx2_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 {
     int64_t i = 0;
-    for (; i + FA_VEC <= n; i += FA_VEC) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU(x + i)));
+    for (; i + FA_LANES <= n; i += FA_LANES) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU(x + i)));
     if (i < n) {
         __m256i m = V_TAIL(n - i);
         V_MASKSTORE(y + i, m, FA_NAME(exp2_)(V_MASKLOAD(x + i, m)));

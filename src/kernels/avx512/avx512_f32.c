@@ -11,7 +11,7 @@ typedef __m512 vec;
 typedef __mmask16 mask;
 #define FA_T float
 #define FA_SFX f32
-#define FA_VEC 16
+#define FA_LANES 16
 #define V_LOAD(p) _mm512_load_ps(p)
 #define V_LOADU_MASKZ(m, p) _mm512_maskz_loadu_ps((m), (p))
 #define V_STORE(p, v) _mm512_store_ps((p), (v))

@@ -11,7 +11,7 @@ typedef __m512d vec;
 typedef __mmask8 mask;
 #define FA_T double
 #define FA_SFX f64
-#define FA_VEC 8
+#define FA_LANES 8
 #define V_LOAD(p) _mm512_load_pd(p)
 #define V_LOADU_MASKZ(m, p) _mm512_maskz_loadu_pd((m), (p))
 #define V_STORE(p, v) _mm512_store_pd((p), (v))

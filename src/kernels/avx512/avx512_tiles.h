@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* AVX-512 tile kernels, written once for both element types. Included by avx512_f32.c and
  * avx512_f64.c, which define the vector vocabulary first:
- *   FA_T, FA_SFX, FA_VEC (lanes), vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_STOREU_MASK,
+ *   FA_T, FA_SFX, FA_LANES, vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_STOREU_MASK,
  *   V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_SCALEF, V_ROUND, V_MASK_BLEND, V_MASKZ_MOV, V_CMP,
  *   V_REDUCE_ADD,
  *   FA_EXP2_LOW (an argument below which exp2 is exactly 0), FA_EXP2_COEF and FA_EXP2_DEGREE (the
  *   polynomial of kernels/exp2_poly.h for this type).
  *
- * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_VEC query rows),
- * ld a multiple of FA_VEC. */
+ * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_LANES query rows),
+ * ld a multiple of the 64-byte padding unit (FA_PAD_ELEMS_*), here exactly FA_LANES: one vector. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b) FA_CAT2(a, b)
@@ -25,13 +25,13 @@ FA_INLINE vec FA_NAME(exp2_poly_)(vec f)
 #define FA_EXP2_POLY(f) FA_NAME(exp2_poly_)(f)
 
 /* Every lane of a vector. */
-#define FA_ALL_LANES ((mask)((1u << FA_VEC) - 1u))
+#define FA_ALL_LANES ((mask)((1u << FA_LANES) - 1u))
 
-/* Lanes [0, n) of a vector; n may be <= 0 (no lane) or >= FA_VEC (every lane). */
+/* Lanes [0, n) of a vector; n may be <= 0 (no lane) or >= FA_LANES (every lane). */
 FA_INLINE mask FA_NAME(tail_mask_)(int64_t n)
 {
     if (n <= 0) return 0;
-    if (n >= FA_VEC) return FA_ALL_LANES;
+    if (n >= FA_LANES) return FA_ALL_LANES;
     return (mask)((1u << (unsigned)n) - 1u);
 }
 
@@ -63,12 +63,12 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
 #define FA_FEW_ROWS_KEYS(rows) ((rows) <= 2 ? 8 : 4)
 #include "kernels/tile_scores.h"
 
-/* ---- online softmax over a transposed tile: one vector = FA_VEC query rows ---- */
+/* ---- online softmax over a transposed tile: one vector = FA_LANES query rows ---- */
 static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                             FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
     const vec neg_inf = V_SET1(-(FA_T)INFINITY), one = V_SET1((FA_T)1);
-    for (int64_t r = 0; r < ld; r += FA_VEC) {
+    for (int64_t r = 0; r < ld; r += FA_LANES) {
         /* The running max must become NaN if any score is NaN: V_MAX alone would drop it. */
         vec m_old = V_LOAD(row_max + r), m_new = m_old;
         mask nan = V_CMP(m_old, m_old, _CMP_UNORD_Q); /* a row already NaN stays NaN */
@@ -92,13 +92,13 @@ static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t co
         /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
         mask rescale = V_CMP(alpha, one, _CMP_NEQ_UQ) & FA_NAME(tail_mask_)(rows - r);
         if (!rescale) continue;
-        _Alignas(64) FA_T a[FA_VEC]; /* V_STORE is an aligned store */
+        _Alignas(64) FA_T a[FA_LANES]; /* V_STORE is an aligned store */
         V_STORE(a, alpha);
-        for (int i = 0; i < FA_VEC; i++) {
+        for (int i = 0; i < FA_LANES; i++) {
             if (!((rescale >> i) & 1)) continue;
             FA_T *ar = acc + (r + i) * acc_stride;
             vec w = V_SET1(a[i]);
-            for (int64_t y = 0; y < acc_width; y += FA_VEC) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
+            for (int64_t y = 0; y < acc_width; y += FA_LANES) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
         }
     }
 }
@@ -116,15 +116,15 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, cons
     vec a[4][8];
     for (int i = 0; i < ni; i++)
         for (int j = 0; j < nv; j++)
-            a[i][j] = V_LOADU_MASKZ(j == nv - 1 ? last : FA_ALL_LANES, acc + i * acc_stride + j * FA_VEC);
+            a[i][j] = V_LOADU_MASKZ(j == nv - 1 ? last : FA_ALL_LANES, acc + i * acc_stride + j * FA_LANES);
     for (int64_t t = 0; t < steps; t++) {
         /* with few rows each x row is used once, straight from memory: fetch it early */
         if (prefetch && t + 16 < steps)
-            for (int j = 0; j < nv; j++) _mm_prefetch((const char *)(x + (t + 16) * x_stride + j * FA_VEC), _MM_HINT_T0);
+            for (int j = 0; j < nv; j++) _mm_prefetch((const char *)(x + (t + 16) * x_stride + j * FA_LANES), _MM_HINT_T0);
         vec xv[8];
         for (int j = 0; j < nv; j++)
-            xv[j] = j == nv - 1 ? V_LOADU_MASKZ(last, x + t * x_stride + j * FA_VEC)
-                                : V_LOADU_MASKZ(FA_ALL_LANES, x + t * x_stride + j * FA_VEC);
+            xv[j] = j == nv - 1 ? V_LOADU_MASKZ(last, x + t * x_stride + j * FA_LANES)
+                                : V_LOADU_MASKZ(FA_ALL_LANES, x + t * x_stride + j * FA_LANES);
         for (int i = 0; i < ni; i++) {
             vec b = V_SET1(w[i * wi + t * wt]);
             for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
@@ -132,7 +132,7 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int64_t steps, cons
     }
     for (int i = 0; i < ni; i++)
         for (int j = 0; j < nv; j++)
-            V_STOREU_MASK(acc + i * acc_stride + j * FA_VEC, j == nv - 1 ? last : FA_ALL_LANES, a[i][j]);
+            V_STOREU_MASK(acc + i * acc_stride + j * FA_LANES, j == nv - 1 ? last : FA_ALL_LANES, a[i][j]);
 }
 
 #define FA_ROWS_CASE(NI, NV)                                                                                   \
@@ -145,11 +145,11 @@ static void FA_NAME(weighted_rows_)(int64_t n, int64_t steps, int64_t dim, const
 {
     int few = n <= FA_FEW_ROWS;
     /* 1-2 accumulator rows: a whole 8-vector x row per pass, so each x row is streamed once, in order */
-    int64_t chunk = (n <= 2 ? 8 : 4) * FA_VEC;
+    int64_t chunk = (n <= 2 ? 8 : 4) * FA_LANES;
     for (int64_t y = 0; y < dim; y += chunk) {
         int64_t width = dim - y < chunk ? dim - y : chunk;
-        int nv = (int)((width + FA_VEC - 1) / FA_VEC);
-        mask last = FA_NAME(tail_mask_)(width - (nv - 1) * FA_VEC);
+        int nv = (int)((width + FA_LANES - 1) / FA_LANES);
+        mask last = FA_NAME(tail_mask_)(width - (nv - 1) * FA_LANES);
         for (int64_t i = 0; i < n; i += 4) {
             int ni = n - i < 4 ? (int)(n - i) : 4;
             const FA_T *wb = w + i * wi, *xb = x + y;
@@ -183,7 +183,7 @@ static void FA_NAME(avx512_accumulate_t_)(int64_t rows, int64_t cols, int64_t di
 static void FA_NAME(avx512_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse)
 {
     const vec neg_inf = V_SET1(-(FA_T)INFINITY);
-    for (int64_t r = 0; r < ld; r += FA_VEC) {
+    for (int64_t r = 0; r < ld; r += FA_LANES) {
         vec l = V_LOAD(lse + r);
         mask live = V_CMP(l, neg_inf, _CMP_NEQ_UQ); /* rows that saw no key give 0, not NaN */
         for (int64_t c = 0; c < cols; c++)
@@ -194,7 +194,7 @@ static void FA_NAME(avx512_probabilities_)(int64_t ld, int64_t cols, FA_T *s, co
 
 static void FA_NAME(avx512_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, FA_T *dp, const FA_T *delta)
 {
-    for (int64_t r = 0; r < ld; r += FA_VEC) {
+    for (int64_t r = 0; r < ld; r += FA_LANES) {
         vec d = V_LOAD(delta + r);
         for (int64_t c = 0; c < cols; c++)
             V_STORE(dp + c * ld + r, V_MUL(V_LOAD(p + c * ld + r), V_SUB(V_LOAD(dp + c * ld + r), d)));
@@ -206,10 +206,10 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
     FA_NAME(tile_scores_),        FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
     FA_NAME(avx512_accumulate_t_), FA_NAME(avx512_probabilities_),  FA_NAME(avx512_score_grad_)};
 
-/* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_VEC). */
+/* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_LANES). */
 void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
 {
-    for (int64_t i = 0; i < n; i += FA_VEC) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ(FA_ALL_LANES, x + i)));
+    for (int64_t i = 0; i < n; i += FA_LANES) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ(FA_ALL_LANES, x + i)));
 }
 
 #undef FA_ALL_LANES
