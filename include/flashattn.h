@@ -229,9 +229,10 @@ typedef struct fa_context fa_context;
  * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes, an
  * unknown bind value, or (with bind AUTO) a FLASHATTN_BIND other than
  * auto|none|core|spread, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
- * table (ref, avx2, avx512) this build or CPU lacks, FA_ERR_ARG if it names
- * none of them, FA_ERR_NOMEM, FA_ERR_RUNTIME if the topology cannot be
- * loaded. *ctx is written only on FA_OK.
+ * table (ref, avx2, avx512) this build or CPU lacks (fa_last_error() says
+ * which of the two), FA_ERR_ARG if it names none of them nor "auto" (the
+ * automatic choice, as when unset), FA_ERR_NOMEM, FA_ERR_RUNTIME if the
+ * topology cannot be loaded. *ctx is written only on FA_OK.
  */
 FA_API fa_status fa_context_create(fa_context **ctx, const fa_context_opts *opts);
 

@@ -4,6 +4,7 @@
 
 #include "backward.h"
 #include "context.h"
+#include "diagnostic.h"
 #include "flashattn.h"
 #include "forward.h"
 #include "validate.h"
@@ -71,29 +72,40 @@ fa_tensor fa_tensor_bshd(void *data, fa_dtype t, int64_t b, int64_t s, int64_t h
     return contiguous(data, t, b, h, s, d, 1);
 }
 
+/* The steps every computing call shares once its arguments are valid: the context (the thread's
+ * default one for NULL), exclusive use of it, the run. */
+static fa_status run_on_context(const char *call, fa_context *ctx, const fa_problem *prob,
+                                fa_status (*run)(fa_context *, const fa_problem *))
+{
+    fa_status st;
+    if (!ctx && (st = fa_default_context(call, &ctx)) != FA_OK) return st;
+    if (!fa_context_acquire(ctx))
+        return fa_diag_fail(FA_ERR_BUSY, call, "ctx = %p is serving another call (one call at a time per context)",
+                            (void *)ctx);
+    st = run(ctx, prob);
+    fa_context_release(ctx);
+    return st;
+}
+
 fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                      const fa_tensor *v, const fa_tensor *out, void *lse)
 {
+    static const char call[] = "fa_forward";
+    fa_diag_clear();
     fa_problem prob;
-    fa_status st = fa_validate_forward(p, q, k, v, out, lse, &prob);
-    if (st != FA_OK) return st;
-    if (!ctx && (st = fa_default_context(&ctx)) != FA_OK) return st;
-    if (!fa_context_acquire(ctx)) return FA_ERR_BUSY;
-    st = fa_forward_run(ctx, &prob);
-    fa_context_release(ctx);
-    return st;
+    fa_status st = fa_validate_forward(call, p, q, k, v, out, lse, &prob);
+    if (st == FA_OK) st = run_on_context(call, ctx, &prob, fa_forward_run);
+    return fa_diag_finish(st, call);
 }
 
 fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                       const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
                       const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv)
 {
+    static const char call[] = "fa_backward";
+    fa_diag_clear();
     fa_problem prob;
-    fa_status st = fa_validate_backward(p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
-    if (st != FA_OK) return st;
-    if (!ctx && (st = fa_default_context(&ctx)) != FA_OK) return st;
-    if (!fa_context_acquire(ctx)) return FA_ERR_BUSY;
-    st = fa_backward_run(ctx, &prob);
-    fa_context_release(ctx);
-    return st;
+    fa_status st = fa_validate_backward(call, p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
+    if (st == FA_OK) st = run_on_context(call, ctx, &prob, fa_backward_run);
+    return fa_diag_finish(st, call);
 }

@@ -2,6 +2,8 @@
 /* fa_context: thread count, binding policy, block sizes, kernel table, arenas, stats. */
 #include "context.h"
 
+#include "diagnostic.h"
+
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,16 +15,36 @@ fa_context_opts fa_context_opts_default(void)
     return o;
 }
 
-/* FLASHATTN_BIND replaces AUTO. Returns -1 for a value it does not know. */
-static int bind_from_env(fa_bind *mode)
+/* FLASHATTN_BIND replaces AUTO. FA_ERR_ARG, named in the diagnostic, for a value it does not know. */
+static fa_status bind_from_env(const char *call, fa_bind *mode)
 {
     const char *s = getenv("FLASHATTN_BIND");
-    if (!s || !*s) return 0;
+    if (!s || !*s) return FA_OK;
     if (strcmp(s, "none") == 0) *mode = FA_BIND_NONE;
     else if (strcmp(s, "core") == 0) *mode = FA_BIND_CORE;
     else if (strcmp(s, "spread") == 0) *mode = FA_BIND_SPREAD;
-    else if (strcmp(s, "auto") != 0) return -1;
-    return 0;
+    else if (strcmp(s, "auto") != 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "FLASHATTN_BIND=%s: expected auto, none, core or spread", s);
+    return FA_OK;
+}
+
+/* opts' fields, each named in the diagnostic. */
+static fa_status check_opts(const char *call, const fa_context_opts *o)
+{
+    if (o->num_threads < 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "opts.num_threads = %d: expected 0 (automatic) or a positive count",
+                            o->num_threads);
+    if (o->bind < FA_BIND_AUTO || o->bind > FA_BIND_SPREAD)
+        return fa_diag_fail(FA_ERR_ARG, call,
+                            "opts.bind = %d: expected FA_BIND_AUTO, FA_BIND_NONE, FA_BIND_CORE or FA_BIND_SPREAD",
+                            (int)o->bind);
+    if (o->block_q < 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "opts.block_q = %d: expected 0 (automatic) or a positive size",
+                            o->block_q);
+    if (o->block_k < 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "opts.block_k = %d: expected 0 (automatic) or a positive size",
+                            o->block_k);
+    return FA_OK;
 }
 
 /* AUTO defers to the OpenMP runtime when the user configured its binding, and stays unbound when
@@ -34,31 +56,36 @@ static fa_bind resolve_auto(int num_threads, int allowed_cores)
     return FA_BIND_CORE;
 }
 
-fa_status fa_context_create(fa_context **out, const fa_context_opts *opts)
+/* fa_context_create, with failures reported under `call` (the default context's is made for a
+ * computing call). */
+static fa_status create_context(const char *call, fa_context **out, const fa_context_opts *opts)
 {
-    if (!out) return FA_ERR_NULL;
+    if (!out) return fa_diag_fail(FA_ERR_NULL, call, "ctx is NULL: nowhere to return the context");
     fa_context_opts o = opts ? *opts : fa_context_opts_default();
-    if (o.num_threads < 0 || o.block_q < 0 || o.block_k < 0) return FA_ERR_ARG;
-    if (o.bind < FA_BIND_AUTO || o.bind > FA_BIND_SPREAD) return FA_ERR_ARG;
+    fa_status st = check_opts(call, &o);
+    if (st != FA_OK) return st;
     fa_bind bind = o.bind;
-    if (bind == FA_BIND_AUTO && bind_from_env(&bind) != 0) return FA_ERR_ARG;
+    if (bind == FA_BIND_AUTO && (st = bind_from_env(call, &bind)) != FA_OK) return st;
 
     const fa_kernels *kernels;
-    int rc = fa_kernels_select(&kernels);
+    int rc = fa_kernels_select(call, &kernels);
     if (rc != FA_OK) return (fa_status)rc;
 
     fa_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return FA_ERR_NOMEM;
+    if (!ctx) return fa_diag_fail(FA_ERR_NOMEM, call, "out of memory for the context (%zu bytes)", sizeof *ctx);
     ctx->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_max_threads();
     ctx->block_q = o.block_q;
     ctx->block_k = o.block_k;
     ctx->kernels = kernels;
     atomic_flag_clear(&ctx->busy);
 
-    fa_status st = fa_topology_create(&ctx->topology, ctx->num_threads);
+    st = fa_topology_create(&ctx->topology, ctx->num_threads);
+    if (st != FA_OK)
+        fa_diag_fail(st, call, "the machine topology could not be loaded (hwloc): %s", fa_status_str(st));
     if (st == FA_OK) {
         ctx->arenas = calloc((size_t)ctx->num_threads, sizeof *ctx->arenas);
-        if (!ctx->arenas) st = FA_ERR_NOMEM;
+        if (!ctx->arenas)
+            st = fa_diag_fail(FA_ERR_NOMEM, call, "out of memory for %d arena descriptors", ctx->num_threads);
     }
     if (st != FA_OK) {
         fa_context_destroy(ctx);
@@ -71,6 +98,13 @@ fa_status fa_context_create(fa_context **out, const fa_context_opts *opts)
     ctx->last_block_k = ctx->block_k;
     *out = ctx;
     return FA_OK;
+}
+
+fa_status fa_context_create(fa_context **out, const fa_context_opts *opts)
+{
+    static const char call[] = "fa_context_create";
+    fa_diag_clear();
+    return fa_diag_finish(create_context(call, out, opts), call);
 }
 
 void fa_context_destroy(fa_context *ctx)
@@ -86,7 +120,10 @@ void fa_context_destroy(fa_context *ctx)
 
 fa_status fa_context_stats(const fa_context *ctx, fa_stats *out)
 {
-    if (!ctx || !out) return FA_ERR_NULL;
+    static const char call[] = "fa_context_stats";
+    fa_diag_clear();
+    if (!ctx) return fa_diag_fail(FA_ERR_NULL, call, "ctx is NULL");
+    if (!out) return fa_diag_fail(FA_ERR_NULL, call, "out is NULL");
     fa_stats s;
     memset(&s, 0, sizeof s);
     s.num_threads = ctx->num_threads;
@@ -184,17 +221,18 @@ static void make_default_key(void)
     default_key_ok = pthread_key_create(&default_key, destroy_default) == 0;
 }
 
-fa_status fa_default_context(fa_context **out)
+fa_status fa_default_context(const char *call, fa_context **out)
 {
     pthread_once(&default_once, make_default_key);
-    if (!default_key_ok) return FA_ERR_RUNTIME;
+    if (!default_key_ok)
+        return fa_diag_fail(FA_ERR_RUNTIME, call, "ctx = NULL: no thread-specific key for the default context");
     fa_context *ctx = pthread_getspecific(default_key);
     if (!ctx) {
-        fa_status st = fa_context_create(&ctx, NULL);
+        fa_status st = create_context(call, &ctx, NULL);
         if (st != FA_OK) return st;
         if (pthread_setspecific(default_key, ctx) != 0) {
             fa_context_destroy(ctx);
-            return FA_ERR_NOMEM;
+            return fa_diag_fail(FA_ERR_NOMEM, call, "ctx = NULL: out of memory for the default context's key");
         }
     }
     *out = ctx;

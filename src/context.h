@@ -34,8 +34,9 @@ struct fa_context {
 int fa_context_acquire(fa_context *ctx);
 void fa_context_release(fa_context *ctx);
 
-/* The calling thread's default context, created on first use (NULL ctx in the API). */
-fa_status fa_default_context(fa_context **out);
+/* The calling thread's default context, created on first use (NULL ctx in the API). A failure to
+ * create it is reported in the diagnostic under `call`, the public call that needed it. */
+fa_status fa_default_context(const char *call, fa_context **out);
 
 /* Makes ctx->rows hold at least `bytes`, growing only when it must. 0 on success, -1 on failure
  * (the old buffer is then kept). */

@@ -6,9 +6,17 @@
  * touch memory outside the views it was given. */
 #include "validate.h"
 
+#include "diagnostic.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+
+/* A tensor argument and the name the diagnostics give it ("q", "dout", ...). */
+typedef struct {
+    const fa_tensor *t;
+    const char *name;
+} named_view;
 
 static size_t dtype_size(fa_dtype t)
 {
@@ -22,6 +30,17 @@ static size_t dtype_size(fa_dtype t)
 static int dtype_known(fa_dtype t)
 {
     return t == FA_F32 || t == FA_F64 || t == FA_BF16 || t == FA_F16;
+}
+
+static const char *dtype_name(fa_dtype t)
+{
+    switch (t) {
+    case FA_F32: return "FA_F32";
+    case FA_F64: return "FA_F64";
+    case FA_BF16: return "FA_BF16";
+    case FA_F16: return "FA_F16";
+    }
+    return "unknown";
 }
 
 static int is_empty(const fa_tensor *t)
@@ -38,55 +57,82 @@ static int null_data(const fa_tensor *t)
 typedef struct {
     uintptr_t begin, end;
     const fa_tensor *view; /* the view spanning it, or NULL for a plain contiguous range (lse) */
+    const char *name;
 } byte_range;
 
-/* Largest element offset of a non-empty view, in elements, and the byte range it spans.
- * Returns 0 on success, -1 on any int64 or address overflow. */
-static int view_extent(const fa_tensor *t, byte_range *r)
+static const char *const size_name[4] = {"batch", "heads", "seq", "dim"};
+
+static int64_t size_of(const fa_tensor *t, int axis)
 {
+    return axis == 0 ? t->batch : axis == 1 ? t->heads : axis == 2 ? t->seq : t->dim;
+}
+static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
+
+/* The byte range a non-empty view spans. On an int64 or address overflow, names the culprit: the
+ * axis whose (size - 1)·stride term overflows the element offset or, when only the byte count
+ * does, the largest term; the data pointer when only the address wraps. */
+static fa_status view_extent(const char *call, named_view nv, byte_range *r)
+{
+    const fa_tensor *t = nv.t;
     r->begin = r->end = 0;
     r->view = t;
-    if (is_empty(t)) return 0;
+    r->name = nv.name;
+    if (is_empty(t)) return FA_OK;
     const int64_t size[3] = {t->batch, t->heads, t->seq};
     const int64_t stride[3] = {t->stride_batch, t->stride_head, t->stride_seq};
-    int64_t last = t->dim - 1, term;
+    int64_t last = t->dim - 1, term, largest = 0;
+    int largest_axis = 0;
     for (int i = 0; i < 3; i++) {
         if (__builtin_mul_overflow(size[i] - 1, stride[i], &term) || __builtin_add_overflow(last, term, &last))
-            return -1;
+            return fa_diag_fail(FA_ERR_STRIDE, call,
+                                "%s.%s = %lld with %s.%s = %lld: the last element's offset overflows int64",
+                                nv.name, stride_name[i], (long long)stride[i], nv.name, size_name[i],
+                                (long long)size[i]);
+        if (term > largest) largest = term, largest_axis = i;
     }
     int64_t bytes;
     if (__builtin_add_overflow(last, 1, &bytes) || __builtin_mul_overflow(bytes, (int64_t)dtype_size(t->dtype), &bytes))
-        return -1;
+        return fa_diag_fail(FA_ERR_STRIDE, call,
+                            "%s.%s = %lld with %s.%s = %lld: the view's byte count overflows int64", nv.name,
+                            stride_name[largest_axis], (long long)stride[largest_axis], nv.name,
+                            size_name[largest_axis], (long long)size[largest_axis]);
     uintptr_t begin = (uintptr_t)t->data, end;
-    if (__builtin_add_overflow(begin, (uintptr_t)bytes, &end)) return -1;
+    if (__builtin_add_overflow(begin, (uintptr_t)bytes, &end))
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s.data = %p: the view's %lld bytes wrap around the address space",
+                            nv.name, t->data, (long long)bytes);
     r->begin = begin;
     r->end = end;
-    return 0;
+    return FA_OK;
 }
 
 /* An output must give every element its own address. Sufficient test (and exact for the layouts
  * people use): ordering the axes of size > 1 by stride, each stride clears everything the
- * smaller axes span. Interleavings that pass a finer test are refused too. */
+ * smaller axes span. Interleavings that pass a finer test are refused too. Returns the axis
+ * (0 batch, 1 heads, 2 seq) whose stride fails, or -1. */
 static int overlaps_itself(const fa_tensor *t)
 {
-    if (is_empty(t)) return 0;
+    if (is_empty(t)) return -1;
     int64_t size[3] = {t->batch, t->heads, t->seq};
     int64_t stride[3] = {t->stride_batch, t->stride_head, t->stride_seq};
+    int axis[3] = {0, 1, 2};
     for (int i = 0; i < 3; i++) /* sort the three axes by stride (insertion sort) */
         for (int j = i; j > 0 && stride[j] < stride[j - 1]; j--) {
             int64_t s = stride[j], n = size[j];
+            int a = axis[j];
             stride[j] = stride[j - 1];
             size[j] = size[j - 1];
+            axis[j] = axis[j - 1];
             stride[j - 1] = s;
             size[j - 1] = n;
+            axis[j - 1] = a;
         }
     int64_t span = t->dim; /* elements covered by everything below the current axis */
     for (int i = 0; i < 3; i++) {
         if (size[i] <= 1) continue;
-        if (stride[i] < span) return 1;
+        if (stride[i] < span) return axis[i];
         span = stride[i] * (size[i] - 1) + span; /* cannot overflow: view_extent passed */
     }
-    return 0;
+    return -1;
 }
 
 static int ranges_overlap(byte_range a, byte_range b)
@@ -96,87 +142,154 @@ static int ranges_overlap(byte_range a, byte_range b)
 
 /* q_dtype: the scale must be finite in the type the scores accumulate in (double only for FA_F64),
  * or every score would be inf and every output NaN. */
-static fa_status check_params(const fa_params *p, fa_dtype q_dtype)
+static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_dtype)
 {
-    if (!isfinite(p->scale)) return FA_ERR_ARG;
-    if (q_dtype != FA_F64 && fabs(p->scale) > FLT_MAX) return FA_ERR_ARG;
+    if (!isfinite(p->scale)) return fa_diag_fail(FA_ERR_ARG, call, "p.scale = %g: must be finite", p->scale);
+    if (q_dtype != FA_F64 && fabs(p->scale) > FLT_MAX)
+        return fa_diag_fail(FA_ERR_ARG, call,
+                            "p.scale = %g: beyond float's range, in which the scores of %s tensors accumulate",
+                            p->scale, dtype_name(q_dtype));
     if (p->causal != FA_CAUSAL_NONE && p->causal != FA_CAUSAL_TOP_LEFT && p->causal != FA_CAUSAL_BOTTOM_RIGHT)
-        return FA_ERR_ARG;
-    if (p->window_left < -1 || p->window_right < -1) return FA_ERR_ARG;
-    if (!(p->softcap >= 0.0) || !isfinite(p->softcap)) return FA_ERR_ARG;
+        return fa_diag_fail(FA_ERR_ARG, call,
+                            "p.causal = %d: expected FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT or FA_CAUSAL_BOTTOM_RIGHT",
+                            (int)p->causal);
+    if (p->window_left < -1)
+        return fa_diag_fail(FA_ERR_ARG, call, "p.window_left = %lld: expected -1 (unbounded) or >= 0",
+                            (long long)p->window_left);
+    if (p->window_right < -1)
+        return fa_diag_fail(FA_ERR_ARG, call, "p.window_right = %lld: expected -1 (unbounded) or >= 0",
+                            (long long)p->window_right);
+    if (!(p->softcap >= 0.0) || !isfinite(p->softcap))
+        return fa_diag_fail(FA_ERR_ARG, call, "p.softcap = %g: expected 0 (off) or a finite positive value",
+                            p->softcap);
     return FA_OK;
 }
 
-static fa_status check_shapes(const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out)
+/* One size of two views that must agree. */
+static fa_status check_same(const char *call, named_view a, named_view b, int axis)
 {
-    const fa_tensor *all[4] = {q, k, v, out};
+    int64_t sa = size_of(a.t, axis), sb = size_of(b.t, axis);
+    if (sa == sb) return FA_OK;
+    return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld but %s.%s = %lld", a.name, size_name[axis], (long long)sa,
+                        b.name, size_name[axis], (long long)sb);
+}
+
+static fa_status check_dim_range(const char *call, named_view nv)
+{
+    if (nv.t->dim >= 1 && nv.t->dim <= FA_MAX_HEAD_DIM) return FA_OK;
+    return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld: head dims must be in 1..%d (FA_MAX_HEAD_DIM)", nv.name,
+                        (long long)nv.t->dim, FA_MAX_HEAD_DIM);
+}
+
+/* The sizes fa_forward's four views share (fa_backward's others must equal these, check_same). */
+static fa_status check_shapes(const char *call, named_view q, named_view k, named_view v, named_view out)
+{
+    const named_view all[4] = {q, k, v, out};
     for (int i = 0; i < 4; i++)
-        if (all[i]->batch < 0 || all[i]->heads < 0 || all[i]->seq < 0 || all[i]->dim < 0) return FA_ERR_SHAPE;
-    if (k->batch != q->batch || v->batch != q->batch || out->batch != q->batch) return FA_ERR_SHAPE;
-    if (out->heads != q->heads || v->heads != k->heads) return FA_ERR_SHAPE;
-    if (out->seq != q->seq || v->seq != k->seq) return FA_ERR_SHAPE;
-    if (k->dim != q->dim || out->dim != v->dim) return FA_ERR_SHAPE;
-    if (q->dim < 1 || q->dim > FA_MAX_HEAD_DIM || v->dim < 1 || v->dim > FA_MAX_HEAD_DIM) return FA_ERR_SHAPE;
-    if (q->heads > 0 && (k->heads == 0 || q->heads % k->heads != 0)) return FA_ERR_SHAPE;
+        for (int axis = 0; axis < 4; axis++) {
+            int64_t x = size_of(all[i].t, axis);
+            if (x < 0)
+                return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: sizes must be >= 0", all[i].name,
+                                    size_name[axis], (long long)x);
+        }
+    /* {view, the view it must agree with, axis} in the documented order */
+    static const int pairs[][3] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {3, 0, 1}, {2, 1, 1},
+                                   {3, 0, 2}, {2, 1, 2}, {1, 0, 3}, {3, 2, 3}};
+    fa_status st;
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+        if ((st = check_same(call, all[pairs[i][0]], all[pairs[i][1]], pairs[i][2])) != FA_OK) return st;
+    if ((st = check_dim_range(call, q)) != FA_OK || (st = check_dim_range(call, v)) != FA_OK) return st;
+    const fa_tensor *tq = q.t, *tk = k.t;
+    if (tq->heads > 0 && tk->heads == 0)
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.heads = 0 but %s.heads = %lld: no kv head to read", k.name,
+                            q.name, (long long)tq->heads);
+    if (tq->heads > 0 && tq->heads % tk->heads != 0)
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.heads = %lld is not a multiple of %s.heads = %lld", q.name,
+                            (long long)tq->heads, k.name, (long long)tk->heads);
     int64_t rows; /* the lse holds batch·heads·seq values: that count must be representable in bytes */
-    if (__builtin_mul_overflow(q->batch, q->heads, &rows) || __builtin_mul_overflow(rows, q->seq, &rows) ||
+    if (__builtin_mul_overflow(tq->batch, tq->heads, &rows) || __builtin_mul_overflow(rows, tq->seq, &rows) ||
         __builtin_mul_overflow(rows, (int64_t)8, &rows))
-        return FA_ERR_SHAPE;
+        return fa_diag_fail(FA_ERR_SHAPE, call,
+                            "%s.batch = %lld, %s.heads = %lld, %s.seq = %lld: the lse's byte count overflows int64",
+                            q.name, (long long)tq->batch, q.name, (long long)tq->heads, q.name,
+                            (long long)tq->seq);
     return FA_OK;
 }
 
 /* ---- shared steps; each call composes them in the documented order ---- */
 
-static fa_status check_null(const fa_tensor *const *t, int n)
+static fa_status check_null(const char *call, const named_view *t, int n)
 {
     for (int i = 0; i < n; i++)
-        if (!t[i]) return FA_ERR_NULL;
+        if (!t[i].t) return fa_diag_fail(FA_ERR_NULL, call, "%s is NULL", t[i].name);
     for (int i = 0; i < n; i++)
-        if (null_data(t[i])) return FA_ERR_NULL;
+        if (null_data(t[i].t))
+            return fa_diag_fail(FA_ERR_NULL, call, "%s.data is NULL but the view has %lld x %lld x %lld x %lld elements",
+                                t[i].name, (long long)t[i].t->batch, (long long)t[i].t->heads,
+                                (long long)t[i].t->seq, (long long)t[i].t->dim);
     return FA_OK;
 }
 
-static fa_status check_dtypes(const fa_tensor *const *t, int n)
+static fa_status check_dtypes(const char *call, const named_view *t, int n)
 {
     for (int i = 0; i < n; i++)
-        if (!dtype_known(t[i]->dtype)) return FA_ERR_DTYPE;
+        if (!dtype_known(t[i].t->dtype))
+            return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %d: expected FA_F32, FA_F64, FA_BF16 or FA_F16",
+                                t[i].name, (int)t[i].t->dtype);
     for (int i = 1; i < n; i++)
-        if (t[i]->dtype != t[0]->dtype) return FA_ERR_DTYPE;
+        if (t[i].t->dtype != t[0].t->dtype)
+            return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %s but %s.dtype = %s: one call has one dtype",
+                                t[i].name, dtype_name(t[i].t->dtype), t[0].name, dtype_name(t[0].t->dtype));
     return FA_OK;
-}
-
-static int same_shape(const fa_tensor *a, const fa_tensor *b)
-{
-    return a->batch == b->batch && a->heads == b->heads && a->seq == b->seq && a->dim == b->dim;
 }
 
 /* Strides of every view, then the byte range each spans; outputs must not overlap themselves. */
-static fa_status check_strides(const fa_tensor *const *in, int n_in, const fa_tensor *const *out, int n_out,
+static fa_status check_strides(const char *call, const named_view *in, int n_in, const named_view *out, int n_out,
                                byte_range *in_range, byte_range *out_range)
 {
+    fa_status st;
     for (int i = 0; i < n_in + n_out; i++) {
-        const fa_tensor *t = i < n_in ? in[i] : out[i - n_in];
+        named_view nv = i < n_in ? in[i] : out[i - n_in];
+        const fa_tensor *t = nv.t;
         byte_range *r = i < n_in ? &in_range[i] : &out_range[i - n_in];
-        if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0) return FA_ERR_STRIDE;
+        const int64_t stride[3] = {t->stride_batch, t->stride_head, t->stride_seq};
+        for (int axis = 0; axis < 3; axis++)
+            if (stride[axis] < 0)
+                return fa_diag_fail(FA_ERR_STRIDE, call, "%s.%s = %lld: strides must be >= 0", nv.name,
+                                    stride_name[axis], (long long)stride[axis]);
         /* element addresses must be whole elements: a misaligned float is undefined behaviour in C */
-        if (!is_empty(t) && (uintptr_t)t->data % dtype_size(t->dtype) != 0) return FA_ERR_STRIDE;
-        if (view_extent(t, r) != 0) return FA_ERR_STRIDE;
+        if (!is_empty(t) && (uintptr_t)t->data % dtype_size(t->dtype) != 0)
+            return fa_diag_fail(FA_ERR_STRIDE, call, "%s.data = %p: not aligned to its %zu-byte elements", nv.name,
+                                t->data, dtype_size(t->dtype));
+        if ((st = view_extent(call, nv, r)) != FA_OK) return st;
     }
-    for (int i = 0; i < n_out; i++)
-        if (overlaps_itself(out[i])) return FA_ERR_STRIDE;
+    for (int i = 0; i < n_out; i++) {
+        int axis = overlaps_itself(out[i].t);
+        if (axis >= 0) {
+            const int64_t stride[3] = {out[i].t->stride_batch, out[i].t->stride_head, out[i].t->stride_seq};
+            return fa_diag_fail(FA_ERR_STRIDE, call,
+                                "%s.%s = %lld: the output overlaps itself (the stride does not clear what the "
+                                "smaller-strided axes span)",
+                                out[i].name, stride_name[axis], (long long)stride[axis]);
+        }
+    }
     return FA_OK;
 }
 
 /* The lse's range: contiguous [B][Hq][Nq] values of the accumulation type. */
-static fa_status lse_extent(const void *lse, const fa_tensor *q, byte_range *r)
+static fa_status lse_extent(const char *call, const void *lse, const fa_tensor *q, byte_range *r)
 {
     r->begin = r->end = 0;
     r->view = NULL;
+    r->name = "lse";
     if (!lse || is_empty(q)) return FA_OK;
     size_t elem = q->dtype == FA_F64 ? 8u : 4u, bytes = (size_t)(q->batch * q->heads * q->seq) * elem;
-    if ((uintptr_t)lse % elem != 0) return FA_ERR_STRIDE;
+    if ((uintptr_t)lse % elem != 0)
+        return fa_diag_fail(FA_ERR_STRIDE, call, "lse = %p: not aligned to its %zu-byte elements", lse, elem);
     r->begin = (uintptr_t)lse;
-    return __builtin_add_overflow(r->begin, (uintptr_t)bytes, &r->end) ? FA_ERR_STRIDE : FA_OK;
+    if (__builtin_add_overflow(r->begin, (uintptr_t)bytes, &r->end))
+        return fa_diag_fail(FA_ERR_STRIDE, call, "lse = %p: its %zu bytes wrap around the address space", lse, bytes);
+    return FA_OK;
 }
 
 /* Columns [begin, begin + n) of a row of width w, begin in [0, w). */
@@ -233,23 +346,44 @@ static int may_share_bytes(byte_range a, byte_range b)
     return !(a.view && b.view && interleaved_disjoint(a.view, b.view));
 }
 
+static fa_status alias_error(const char *call, byte_range a, byte_range b)
+{
+    return fa_diag_fail(FA_ERR_ALIAS, call, "%s overlaps %s (bytes %p..%p and %p..%p)", a.name, b.name,
+                        (void *)a.begin, (void *)a.end, (void *)b.begin, (void *)b.end);
+}
+
 /* Every output against every input and every other output. */
-static fa_status check_alias(const byte_range *in, int n_in, const byte_range *out, int n_out)
+static fa_status check_alias(const char *call, const byte_range *in, int n_in, const byte_range *out, int n_out)
 {
     for (int o = 0; o < n_out; o++) {
         for (int i = 0; i < n_in; i++)
-            if (may_share_bytes(out[o], in[i])) return FA_ERR_ALIAS;
+            if (may_share_bytes(out[o], in[i])) return alias_error(call, out[o], in[i]);
         for (int j = o + 1; j < n_out; j++)
-            if (may_share_bytes(out[o], out[j])) return FA_ERR_ALIAS;
+            if (may_share_bytes(out[o], out[j])) return alias_error(call, out[o], out[j]);
     }
     return FA_OK;
 }
 
-static fa_status check_supported(const fa_tensor *q, const fa_params *params)
+/* Valid requests this version does not compute. Everything here is missing from the library
+ * itself, on every CPU (the kernel tables a CPU lacks are fa_context_create's to report). */
+static fa_status check_supported(const char *call, named_view q, const fa_params *params)
 {
-    if (q->dtype != FA_F32 && q->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
-    if (params->window_left != -1 || params->window_right != -1) return FA_ERR_UNSUPPORTED;
-    if (params->softcap != 0.0 || params->alibi_slopes || params->bias) return FA_ERR_UNSUPPORTED;
+    if (q.t->dtype != FA_F32 && q.t->dtype != FA_F64)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
+                            "%s.dtype = %s: not supported by this version of the library (on any CPU); "
+                            "it computes FA_F32 and FA_F64",
+                            q.name, dtype_name(q.t->dtype));
+    static const char *const later = "not supported by this version of the library (on any CPU)";
+    if (params->window_left != -1)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.window_left = %lld: sliding windows are %s",
+                            (long long)params->window_left, later);
+    if (params->window_right != -1)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.window_right = %lld: sliding windows are %s",
+                            (long long)params->window_right, later);
+    if (params->softcap != 0.0)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.softcap = %g: a logit softcap is %s", params->softcap, later);
+    if (params->alibi_slopes) return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.alibi_slopes: ALiBi is %s", later);
+    if (params->bias) return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.bias: an additive bias is %s", later);
     return FA_OK;
 }
 
@@ -285,45 +419,51 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->causal = params->causal;
 }
 
-fa_status fa_validate_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                              const fa_tensor *out, const void *lse, fa_problem *prob)
+fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                              const fa_tensor *v, const fa_tensor *out, const void *lse, fa_problem *prob)
 {
-    const fa_tensor *in[3] = {q, k, v}, *all[4] = {q, k, v, out};
-    fa_status st = check_null(all, 4);
+    const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"};
+    const named_view in[3] = {nq, nk, nv}, all[4] = {nq, nk, nv, nout};
+    fa_status st = check_null(call, all, 4);
     if (st != FA_OK) return st;
     fa_params params = p ? *p : fa_params_default();
-    if ((st = check_params(&params, q->dtype)) != FA_OK) return st;
-    if ((st = check_dtypes(all, 4)) != FA_OK) return st;
-    if ((st = check_shapes(q, k, v, out)) != FA_OK) return st;
+    if ((st = check_params(call, &params, q->dtype)) != FA_OK) return st;
+    if ((st = check_dtypes(call, all, 4)) != FA_OK) return st;
+    if ((st = check_shapes(call, nq, nk, nv, nout)) != FA_OK) return st;
     byte_range in_range[3], out_range[2];
-    if ((st = check_strides(in, 3, &out, 1, in_range, out_range)) != FA_OK) return st;
-    if ((st = lse_extent(lse, q, &out_range[1])) != FA_OK) return st;
-    if ((st = check_alias(in_range, 3, out_range, 2)) != FA_OK) return st;
-    if ((st = check_supported(q, &params)) != FA_OK) return st;
+    if ((st = check_strides(call, in, 3, &nout, 1, in_range, out_range)) != FA_OK) return st;
+    if ((st = lse_extent(call, lse, q, &out_range[1])) != FA_OK) return st;
+    if ((st = check_alias(call, in_range, 3, out_range, 2)) != FA_OK) return st;
+    if ((st = check_supported(call, nq, &params)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     return FA_OK;
 }
 
-fa_status fa_validate_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                               const fa_tensor *out, const fa_tensor *dout, const void *lse, const fa_tensor *dq,
-                               const fa_tensor *dk, const fa_tensor *dv, fa_problem *prob)
+fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                               const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
+                               const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv, fa_problem *prob)
 {
-    const fa_tensor *in[5] = {q, k, v, out, dout}, *grads[3] = {dq, dk, dv};
-    const fa_tensor *all[8] = {q, k, v, out, dout, dq, dk, dv};
-    fa_status st = check_null(all, 8);
+    const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"}, ndout = {dout, "dout"};
+    const named_view ndq = {dq, "dq"}, ndk = {dk, "dk"}, ndv = {dv, "dv"};
+    const named_view in[5] = {nq, nk, nv, nout, ndout}, grads[3] = {ndq, ndk, ndv};
+    const named_view all[8] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
+    fa_status st = check_null(call, all, 8);
     if (st != FA_OK) return st;
-    if (!lse) return FA_ERR_NULL;
+    if (!lse) return fa_diag_fail(FA_ERR_NULL, call, "lse is NULL: the backward needs the forward's log-sum-exp");
     fa_params params = p ? *p : fa_params_default();
-    if ((st = check_params(&params, q->dtype)) != FA_OK) return st;
-    if ((st = check_dtypes(all, 8)) != FA_OK) return st;
-    if ((st = check_shapes(q, k, v, out)) != FA_OK) return st;
-    if (!same_shape(dout, out) || !same_shape(dq, q) || !same_shape(dk, k) || !same_shape(dv, v))
-        return FA_ERR_SHAPE;
+    if ((st = check_params(call, &params, q->dtype)) != FA_OK) return st;
+    if ((st = check_dtypes(call, all, 8)) != FA_OK) return st;
+    if ((st = check_shapes(call, nq, nk, nv, nout)) != FA_OK) return st;
+    /* each gradient (and dout) has the shape of the tensor it belongs to */
+    const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
+    for (int i = 0; i < 4; i++)
+        for (int axis = 0; axis < 4; axis++)
+            if ((st = check_same(call, shaped_like[i][0], shaped_like[i][1], axis)) != FA_OK) return st;
     byte_range in_range[6], out_range[3];
-    if ((st = check_strides(in, 5, grads, 3, in_range, out_range)) != FA_OK) return st;
-    if ((st = lse_extent(lse, q, &in_range[5])) != FA_OK) return st;
-    if ((st = check_alias(in_range, 6, out_range, 3)) != FA_OK) return st;
-    if ((st = check_supported(q, &params)) != FA_OK) return st;
+    if ((st = check_strides(call, in, 5, grads, 3, in_range, out_range)) != FA_OK) return st;
+    if ((st = lse_extent(call, lse, q, &in_range[5])) != FA_OK) return st;
+    if ((st = check_alias(call, in_range, 6, out_range, 3)) != FA_OK) return st;
+    if ((st = check_supported(call, nq, &params)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     prob->dout = view_of(dout);
     prob->dq = view_of(dq);

@@ -3,6 +3,7 @@
 #include "error_exit.h"
 
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -322,6 +323,49 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
 
 /* ---- the table ---------------------------------------------------------------------------- */
 
+static int word_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Whether `word` (len bytes) stands in text as a whole word. */
+static int has_word(const char *text, const char *word, size_t len)
+{
+    for (const char *at = text; (at = strstr(at, word)) != NULL; at++)
+        if ((at == text || !word_char(at[-1])) && !word_char(at[len]) && strncmp(at, word, len) == 0) return 1;
+    return 0;
+}
+
+int ee_names_argument(const char *diag, const char *call, const char *names)
+{
+    size_t n = strlen(call);
+    if (strncmp(diag, call, n) != 0 || strncmp(diag + n, ": ", 2) != 0) return 0;
+    char word[32];
+    for (const char *w = names; *w;) { /* every space-separated word of names */
+        size_t len = strcspn(w, " ");
+        if (len == 0 || len >= sizeof word) return 0;
+        memcpy(word, w, len);
+        word[len] = '\0';
+        if (!has_word(diag + n + 2, word, len)) return 0;
+        w += len + (w[len] == ' ');
+    }
+    return 1;
+}
+
+/* The argument a parameter's diagnostic names by default: "q->stride_seq" names "q.stride_seq". */
+static void default_names(char *names, size_t size, const char *param)
+{
+    size_t o = 0;
+    for (const char *c = param; *c && o + 1 < size; c++) {
+        if (c[0] == '-' && c[1] == '>') {
+            names[o++] = '.';
+            c++;
+        } else
+            names[o++] = *c;
+    }
+    names[o] = '\0';
+}
+
 static ee_case *add(ee_table *t, ee_call call, const char *param, const char *value, fa_status want, int op)
 {
     if (t->n == t->cap) {
@@ -337,6 +381,7 @@ static ee_case *add(ee_table *t, ee_call call, const char *param, const char *va
     c->want = want;
     c->op = op;
     c->ti = c->field = c->mode = -1;
+    default_names(c->names, sizeof c->names, param);
     return c;
 }
 
@@ -468,6 +513,7 @@ static void add_aliases(ee_table *t, ee_call call)
                 char value[64];
                 snprintf(value, sizeof value, mode_name[m], slot_name[onto]);
                 ee_case *c = add(t, call, slot_name[outs[o]], value, FA_ERR_ALIAS, OP_ALIAS);
+                snprintf(c->names, sizeof c->names, "%s %s", slot_name[outs[o]], slot_name[onto]);
                 c->ti = outs[o];
                 c->field = onto;
                 c->mode = m;
@@ -483,6 +529,7 @@ static void add_shared_sizes(ee_table *t, ee_call call)
         int role[3];
         int64_t x[3];
     } cases[] = {
+        /* (the diagnostic names the role's size in q, k or v: roles_names below) */
         {"Hkv", "3 (Hq % Hkv != 0)", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {3}},
         {"Hkv", "8 (> Hq)", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {8}},
         {"Hkv", "0 with Hq 4", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {0}},
@@ -515,6 +562,10 @@ static void add_shared_sizes(ee_table *t, ee_call call)
         char param[48];
         snprintf(param, sizeof param, "(sizes) %s", cases[i].param);
         ee_case *c = add(t, call, param, cases[i].value, cases[i].want, OP_ROLES);
+        /* the first role's size, as q, k or v carries it */
+        static const char *const role_names[7] = {"q.batch", "q.heads", "k.heads", "q.seq",
+                                                  "k.seq",   "q.dim",   "v.dim"};
+        snprintf(c->names, sizeof c->names, "%s", role_names[cases[i].role[0]]);
         c->ti = cases[i].role[0];
         c->field = cases[i].role[1];
         c->mode = cases[i].role[2];
@@ -529,10 +580,13 @@ static void add_packed(ee_table *t, ee_call call)
     static const char *const bwd[] = {"dk sharing dq's last column of each row",
                                       "dv wrapping onto q's first column of the next row",
                                       "dq on k's and v's columns", "dk with another row width"};
+    static const char *const bwd_moved[] = {"dk", "dv", "dq", "dk"}; /* the view each case misplaces */
     int n = call == EE_FORWARD ? 3 : 4;
     for (int m = 1; m <= n; m++) {
         const char *value = call == EE_FORWARD ? fwd[m - 1] : bwd[m - 1];
-        add(t, call, "(row-interleaved packed views)", value, FA_ERR_ALIAS, OP_PACKED)->mode = m;
+        ee_case *c = add(t, call, "(row-interleaved packed views)", value, FA_ERR_ALIAS, OP_PACKED);
+        c->mode = m;
+        snprintf(c->names, sizeof c->names, "%s", call == EE_FORWARD ? "out" : bwd_moved[m - 1]);
     }
 }
 
@@ -563,6 +617,9 @@ static void add_helpers(ee_table *t)
     static const char *const arg_name[6] = {"data", "t", "b", "h", "s", "d"};
     static const char *const arg_role[6] = {
         "of q", "of q", "of every view", "of q and out (Hq)", "of k and v (Nk)", "of q and k (D)"};
+    /* what the diagnostic names: the field the argument sized ("k" alone for Nk = 2^62, whose
+     * views carry the negative strides the header promises) */
+    static const char *const arg_names[6] = {"q.data", "q.dtype", "q.batch", "q.heads", "k", "q.dim"};
     for (int bshd = 0; bshd < 2; bshd++)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
             char param[48], value[64];
@@ -570,6 +627,7 @@ static void add_helpers(ee_table *t)
                      arg_name[cases[i].arg]);
             snprintf(value, sizeof value, "%s, %s", cases[i].name, arg_role[cases[i].arg]);
             ee_case *c = add(t, EE_FORWARD, param, value, cases[i].want, OP_HELPER);
+            snprintf(c->names, sizeof c->names, "%s", arg_names[cases[i].arg]);
             c->ti = bshd;
             c->field = cases[i].arg;
             c->i[0] = cases[i].x;

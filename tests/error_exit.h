@@ -47,6 +47,8 @@ typedef struct {
     ee_call call;
     char param[64]; /* e.g. "fa_backward dq->stride_head" */
     char value[64]; /* e.g. "INT64_MAX" */
+    char names[32]; /* the argument(s) fa_last_error() must name, space-separated: "dq.stride_head",
+                       "out q" (out overlapping q); see ee_names_argument */
     fa_status want;
     int op, ti, field, mode;
     int64_t i[3];
@@ -74,6 +76,11 @@ void ee_valid_args(const ee_world *w, ee_args *a);
 unsigned char *ee_region(const ee_world *w, int r, int64_t el);
 /* Runs the call on a (taking and releasing the context when a->busy). */
 fa_status ee_call_run(ee_call call, ee_args *a);
+
+/* Whether a diagnostic is what fa_last_error() promises for a refusal of `call` that `names`:
+ * "<call>: ..." naming that argument as a whole word ("k" matches "k.seq = 3" and "k overlaps q",
+ * not "kv" or "dk"). */
+int ee_names_argument(const char *diag, const char *call, const char *names);
 
 /* Every fa_forward and fa_backward case. */
 void ee_build_table(ee_table *t);

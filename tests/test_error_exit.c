@@ -3,15 +3,17 @@
  * fa_context_create, fa_context_stats and the fa_tensor_* helpers, and every field of fa_tensor,
  * fa_params and fa_context_opts, gets every class of bad value that applies to it. Each call must
  * return the one status the header documents (first class in the order NULL, ARG, DTYPE, SHAPE,
- * STRIDE, ALIAS, UNSUPPORTED, BUSY) and leave every byte of every tensor, of lse, of the context's
- * stats and of *ctx as it was. The table is in error_exit.c; this file runs it, adds the context
- * calls, and prints one line:
- *   P parameters x V bad values: U undetected, C buffers changed
+ * STRIDE, ALIAS, UNSUPPORTED, BUSY), leave every byte of every tensor, of lse, of the context's
+ * stats and of *ctx as it was, and leave in fa_last_error() a line that starts with the call's name
+ * and names the offending argument. The table is in error_exit.c; this file runs it, adds the
+ * context calls, and prints one line:
+ *   P parameters x V bad values: U undetected, C buffers changed, M messages not naming the argument
  * (P distinct parameters and V bad values counted from what actually ran; each value runs on f32
  * and f64, with an own context and with ctx = NULL). Then: element-misaligned data. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +23,19 @@
 
 /* Parameters and bad values actually run, and what went wrong. */
 typedef struct {
-    int values, undetected, changed;
+    int values, undetected, changed, unnamed;
     char (*params)[64];
     int n_params, cap;
 } ee_tally;
 
-/* Records one bad value of `param`: undetected and changed are 0 or 1. */
-static void ee_tally_add(ee_tally *t, const char *param, int undetected, int changed)
+/* Records one bad value of `param`: undetected, changed and unnamed (its diagnostic did not name
+ * the argument) are 0 or 1. */
+static void ee_tally_add(ee_tally *t, const char *param, int undetected, int changed, int unnamed)
 {
     t->values++;
     t->undetected += undetected != 0;
     t->changed += changed != 0;
+    t->unnamed += unnamed != 0;
     for (int i = 0; i < t->n_params; i++)
         if (strcmp(t->params[i], param) == 0) return;
     if (t->n_params == t->cap) {
@@ -66,7 +70,7 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
     ee_build_table(&table);
     for (int n = 0; n < table.n; n++) {
         const ee_case *c = &table.v[n];
-        int undetected = 0, changed = 0;
+        int undetected = 0, changed = 0, unnamed = 0;
         for (int dt = 0; dt < 2; dt++)
             for (int use_null = 0; use_null < 2; use_null++) {
                 ee_world *wd = &w[dt];
@@ -78,6 +82,8 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                 fa_stats before, after;
                 cr_assert_eq(fa_context_stats(wd->ctx, &before), FA_OK);
                 fa_status st = ee_call_run(c->call, &a);
+                char diag[256];
+                snprintf(diag, sizeof diag, "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(wd->ctx, &after), FA_OK);
                 const char *how = dt ? (use_null ? "f64, ctx NULL" : "f64, own ctx")
                                      : (use_null ? "f32, ctx NULL" : "f32, own ctx");
@@ -88,6 +94,13 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                                    c->want, fa_status_str(c->want),
                                    a.helper_broken ? "; the helper's view has no negative stride" : "");
                 }
+                const char *call_name = c->call == EE_FORWARD ? "fa_forward" : "fa_backward";
+                if (!ee_names_argument(diag, call_name, c->names)) {
+                    unnamed = 1;
+                    cr_expect_fail("%s = %s [%s]: fa_last_error() is \"%s\", which does not start with "
+                                   "\"%s: \" and name %s",
+                                   c->param, c->value, how, diag, call_name, c->names);
+                }
                 int pool_ok = ee_world_unchanged(wd), stats_ok = stats_equal(&before, &after);
                 if (!pool_ok || !stats_ok) {
                     changed = 1;
@@ -97,7 +110,7 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                     ee_world_restore(wd);
                 }
             }
-        ee_tally_add(tally, c->param, undetected, changed);
+        ee_tally_add(tally, c->param, undetected, changed, unnamed);
     }
     /* The contexts still serve valid calls after all those refusals. */
     for (int dt = 0; dt < 2; dt++) {
@@ -154,6 +167,18 @@ static void run_context_create(ee_tally *tally)
         fa_context *ctx = (fa_context *)(void *)&marker;
         fa_context_opts opts = cases[i].o, copy = opts;
         fa_status st = fa_context_create(cases[i].null_ctx ? NULL : &ctx, cases[i].null_opts ? NULL : &opts);
+        char diag[256], names[32];
+        snprintf(diag, sizeof diag, "%s", fa_last_error());
+        /* "opts->bind" names "opts.bind", "env FLASHATTN_BIND" the variable */
+        const char *arg = strncmp(cases[i].param, "env ", 4) == 0 ? cases[i].param + 4 : cases[i].param;
+        const char *field = strstr(arg, "->");
+        if (field)
+            snprintf(names, sizeof names, "opts.%s", field + 2);
+        else
+            snprintf(names, sizeof names, "%s", arg);
+        int unnamed = !ee_names_argument(diag, "fa_context_create", names);
+        cr_expect(!unnamed, "fa_context_create %s = %s: fa_last_error() is \"%s\", not naming %s", cases[i].param,
+                  cases[i].value, diag, names);
         if (cases[i].env) {
             if (had)
                 setenv(cases[i].env, saved, 1);
@@ -170,7 +195,7 @@ static void run_context_create(ee_tally *tally)
         if (st == FA_OK && ctx != (fa_context *)(void *)&marker) fa_context_destroy(ctx);
         char param[64];
         snprintf(param, sizeof param, "fa_context_create %s", cases[i].param);
-        ee_tally_add(tally, param, undetected, changed);
+        ee_tally_add(tally, param, undetected, changed, unnamed);
     }
 }
 
@@ -189,12 +214,16 @@ static void run_context_stats(ee_tally *tally)
         copy = out;
         cr_assert_eq(fa_context_stats(ctx, &before), FA_OK);
         fa_status st = fa_context_stats(c == 1 ? ctx : NULL, c == 0 ? &out : NULL);
+        char diag[256];
+        snprintf(diag, sizeof diag, "%s", fa_last_error());
         cr_assert_eq(fa_context_stats(ctx, &after), FA_OK);
         int undetected = st != FA_ERR_NULL;
+        int unnamed = !ee_names_argument(diag, "fa_context_stats", c == 1 ? "out" : "ctx");
+        cr_expect(!unnamed, "%s = %s: fa_last_error() is \"%s\"", param[c], value[c], diag);
         int changed = memcmp(&out, &copy, sizeof out) != 0 || !stats_equal(&before, &after);
         cr_expect(!undetected, "%s = %s: status %d (%s)", param[c], value[c], st, fa_status_str(st));
         cr_expect(!changed, "%s = %s: *out or the context's stats changed", param[c], value[c]);
-        ee_tally_add(tally, param[c], undetected, changed);
+        ee_tally_add(tally, param[c], undetected, changed, unnamed);
     }
     fa_context_destroy(ctx);
 }
@@ -208,13 +237,15 @@ Test(error_exit, every_bad_argument_returns_its_documented_status_and_changes_no
     run_call_table(&tally, seed);
     run_context_create(&tally);
     run_context_stats(&tally);
-    char line[160];
-    snprintf(line, sizeof line, "%d parameters x %d bad values: %d undetected, %d buffers changed",
-             tally.n_params, tally.values, tally.undetected, tally.changed);
+    char line[200];
+    snprintf(line, sizeof line,
+             "%d parameters x %d bad values: %d undetected, %d buffers changed, %d messages not naming the argument",
+             tally.n_params, tally.values, tally.undetected, tally.changed, tally.unnamed);
     cr_log_info("%s", line);
     fprintf(stderr, "%s\n", line);
     cr_expect_eq(tally.undetected, 0, "%s", line);
     cr_expect_eq(tally.changed, 0, "%s", line);
+    cr_expect_eq(tally.unnamed, 0, "%s", line);
     ee_tally_free(&tally);
 }
 
@@ -266,6 +297,10 @@ Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
                 /* flashattn.h: data or lse not aligned to its element size is FA_ERR_STRIDE, nothing written */
                 cr_expect_eq(st, FA_ERR_STRIDE, "%s, %s, %s misaligned, seed %llu: status %s, not FA_ERR_STRIDE",
                              dt ? "f64" : "f32", what, name[s], (unsigned long long)w.seed, fa_status_str(st));
+                char names[16];
+                snprintf(names, sizeof names, s == EE_LSE ? "%s" : "%s.data", name[s]);
+                cr_expect(ee_names_argument(fa_last_error(), what, names), "%s misaligned: fa_last_error() is \"%s\"",
+                          name[s], fa_last_error());
                 cr_expect(ee_world_unchanged(&w) && tu_buf_equals_snapshot(&mis, mis_snap),
                           "%s, %s misaligned, seed %llu: refused (%s) but a byte changed", what, name[s],
                           (unsigned long long)w.seed, fa_status_str(st));
@@ -276,4 +311,45 @@ Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
         }
         ee_world_free(&w);
     }
+}
+
+/* ---- fa_last_error() outside refusals ------------------------------------------------------ */
+
+static void *refuse_on_another_thread(void *arg)
+{
+    (void)arg;
+    fa_stats st;
+    fa_status s = fa_context_stats(NULL, &st);
+    return (void *)(uintptr_t)(s == FA_ERR_NULL && strstr(fa_last_error(), "fa_context_stats: ctx") != NULL);
+}
+
+Test(error_exit, last_error_is_empty_after_success_and_belongs_to_the_calling_thread)
+{
+    uint64_t seed = tu_seed("error_exit.last_error_is_empty_after_success_and_belongs_to_the_calling_thread");
+    ee_world w;
+    ee_world_make(&w, FA_F32, seed);
+    ee_args a;
+    cr_expect_str_empty(fa_last_error(), "after the world's valid calls: \"%s\"", fa_last_error());
+    ee_valid_args(&w, &a);
+    a.t[EE_K].dim = EE_DIM + 1;
+    cr_assert_eq(ee_call_run(EE_FORWARD, &a), FA_ERR_SHAPE);
+    char first[256];
+    snprintf(first, sizeof first, "%s", fa_last_error());
+    cr_expect(ee_names_argument(first, "fa_forward", "k.dim q.dim"), "\"%s\"", first);
+    /* another thread's refusal leaves this thread's message as it was */
+    pthread_t other;
+    void *named;
+    cr_assert_eq(pthread_create(&other, NULL, refuse_on_another_thread, NULL), 0);
+    cr_assert_eq(pthread_join(other, &named), 0);
+    cr_expect(named != NULL, "the other thread's own message names its call and argument");
+    cr_expect_str_eq(fa_last_error(), first, "another thread's failure changed this thread's message");
+    /* a call that succeeds clears it, so no message outlives the call it describes */
+    ee_valid_args(&w, &a);
+    cr_assert_eq(ee_call_run(EE_BACKWARD, &a), FA_OK);
+    cr_expect_str_empty(fa_last_error(), "after a successful fa_backward: \"%s\"", fa_last_error());
+    fa_context *ctx;
+    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
+    cr_expect_str_empty(fa_last_error(), "after a successful fa_context_create");
+    fa_context_destroy(ctx);
+    ee_world_free(&w);
 }

@@ -58,6 +58,9 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
         if (!cpu_runs(tables[t])) {
             cr_expect_eq(st, FA_ERR_UNSUPPORTED, "table %s: this CPU lacks it, status %s", tables[t],
                          fa_status_str(st));
+            /* the diagnostic names the variable and says it is the CPU, not the build, that lacks it */
+            cr_expect(strstr(fa_last_error(), "FLASHATTN_ISA=") && strstr(fa_last_error(), "this CPU"), "\"%s\"",
+                      fa_last_error());
             continue;
         }
         cr_assert_eq(st, FA_OK, "table %s: %s", tables[t], fa_status_str(st));
@@ -68,6 +71,16 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
     }
     fa_context *ctx = NULL;
     cr_expect_eq(context_on("sse9", 0, 0, &ctx), FA_ERR_ARG, "an unknown table name is an argument error");
+    cr_expect_str_eq(fa_last_error(), "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512 or auto");
+    /* "auto" is the automatic choice, as if the variable were unset */
+    cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
+    fa_stats s;
+    cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
+    const char *best = "ref";
+    for (int t = 0; t < N_TABLES; t++)
+        if (cpu_runs(tables[t])) best = tables[t];
+    cr_expect_str_eq(s.isa, best, "FLASHATTN_ISA=auto picks the best table this CPU runs");
+    fa_context_destroy(ctx);
 }
 
 /* Residues: dims at 1, 7/8/9 (f64 vector of 8), 15/16/17 (f32 vector of 16), 33, 64;

@@ -74,9 +74,10 @@ extern const fa_kernels fa_kernels_avx2;
 extern const fa_kernels fa_kernels_avx512;
 #endif
 
-/* Picks the table for this CPU, or the one FLASHATTN_ISA names. Returns 0 and sets *out, or a
- * nonzero fa_status (FA_ERR_UNSUPPORTED when the named table is missing from the build or the CPU
- * lacks its instructions, FA_ERR_ARG when the name is unknown). Called once per context. */
-int fa_kernels_select(const fa_kernels **out);
+/* Picks the table for this CPU, or the one FLASHATTN_ISA names ("auto" or empty: the best). Returns
+ * 0 and sets *out, or a nonzero fa_status (FA_ERR_UNSUPPORTED when the named table is missing from
+ * the build or the CPU lacks its instructions, FA_ERR_ARG when the name is unknown), with the
+ * diagnostic naming `call`, the variable and which of the two it is. Called once per context. */
+int fa_kernels_select(const char *call, const fa_kernels **out);
 
 #endif
