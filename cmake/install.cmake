@@ -28,9 +28,16 @@ install(EXPORT flashattnTargets
 configure_package_config_file(cmake/flashattnConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfig.cmake
   INSTALL_DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
+# One soname, one compatible version range (the ABI policy in flashattn.h): while 0.x, a request
+# for 0.1 accepts 0.1.z only; from 1.0 on, the same major version.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_fa_compat SameMinorVersion)
+else()
+  set(_fa_compat SameMajorVersion)
+endif()
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/flashattnConfigVersion.cmake
   VERSION ${PROJECT_VERSION}
-  COMPATIBILITY SameMajorVersion)
+  COMPATIBILITY ${_fa_compat})
 install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfigVersion.cmake

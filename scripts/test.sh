@@ -2,6 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/test.sh — the whole check, as CI runs it (.ci/run calls this).
 #
+#   scripts/test.sh           every stage below (about 6 minutes on 2 cores)
+#   scripts/test.sh --quick   a fast check: deps, configure, build and the suite once at
+#                             OMP_NUM_THREADS=2 (about a minute); no sanitizers, fuzzing or valgrind
+#
 #   deps              scripts/deps.sh test (apt-get as root; otherwise names what is missing and stops)
 #   configure, build  build/ (FA_BUILD_DIR): RelWithDebInfo = -O2 -g WITHOUT -DNDEBUG, so assert()s stay on;
 #                     -DFLASHATTN_WERROR=ON, tests, fa-bench and fa-tests-shim (for valgrind) on
@@ -39,6 +43,13 @@
 #   FA_TEST_ARGS                      extra arguments for the test runners (e.g. --filter='forward/*')
 #   FA_KEEP_TMP=1                     keep the temporary install prefix, consumer builds and valgrind logs
 set -euo pipefail
+
+quick=0
+case "${1:-}" in
+--quick) quick=1 ;;
+"") ;;
+*) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -96,6 +107,11 @@ stage() {
 
 skipped() { # skipped NAME WHY
     summary+=("$(printf '%-40s SKIPPED (%s)' "$1" "$2")")
+}
+
+# The plain closing line, summed over every suite run (each test counted once per run).
+print_totals() {
+    awk '{p += $1; f += $2} END {printf "tests: %d passed, %d failed\n", p, f}' "$tmp/totals"
 }
 
 print_summary() {
@@ -302,6 +318,14 @@ echo "flashattn test.sh: $(git -C "$root" describe --always --dirty 2>/dev/null 
 stage "deps" fa_deps test
 stage "configure ($(basename "$build"))" configure "$build" -DFLASHATTN_BUILD_BENCH=ON -DFLASHATTN_TEST_SHIM=ON
 stage "build ($(basename "$build"))" cmake --build "$build" -j "$jobs"
+if [ "$quick" = 1 ]; then
+    stage "suite OMP_NUM_THREADS=2" suite_with_threads 2 "$build"
+    print_summary
+    printf '\ntest.sh --quick: PASSED, %d stages in %s (the full check: scripts/test.sh)\n' "$stage_no" \
+        "$(fmt_s $(($(now_ms) - t_start)))"
+    print_totals
+    exit 0
+fi
 for n in $threads; do
     stage "suite OMP_NUM_THREADS=$n" suite_with_threads "$n" "$build"
 done
@@ -342,5 +366,4 @@ stage "consumer (find_package + pkg-config)" "$root/tests/consumer/run.sh" "$tmp
 
 print_summary
 printf '\ntest.sh: PASSED, %d stages in %s\n' "$stage_no" "$(fmt_s $(($(now_ms) - t_start)))"
-# The plain closing line, summed over every suite run above (each test counted once per run).
-awk '{p += $1; f += $2} END {printf "tests: %d passed, %d failed\n", p, f}' "$tmp/totals"
+print_totals

@@ -39,6 +39,31 @@ assert_shared_from_prefix() {
     esac
 }
 
+# Both libraries export exactly the calls the header declares with FA_API (the ABI policy): no
+# internal helper (fa_arena_alloc, fa_size_mul3, ...) a program could call or collide with.
+assert_public_symbols() {
+    local header=$1 lib=$2 want have extra missing
+    want=$(grep -o '^FA_API [^(]*(' "$header" | sed 's/ *($//; s/.*[ *]//' | sort -u)
+    if [[ $lib == *.a ]]; then
+        have=$(nm -g --defined-only "$lib" | awk 'NF == 3 {print $3}' | sort -u)
+    else
+        have=$(nm -D --defined-only "$lib" | awk 'NF == 3 && $3 !~ /^_/ {print $3}' | sort -u)
+    fi
+    extra=$(comm -13 <(echo "$want") <(echo "$have"))
+    missing=$(comm -23 <(echo "$want") <(echo "$have"))
+    if [ -n "$extra" ] || [ -n "$missing" ]; then
+        echo "consumer: $lib exports [$(echo $extra)] beyond the header, lacks [$(echo $missing)]" >&2
+        exit 1
+    fi
+    echo "$lib: exports the $(echo "$want" | wc -l) public calls only"
+}
+
+step "exported symbols"
+header=$(find "$prefix" -name flashattn.h -print -quit)
+for lib in $(find "$prefix" -name 'libflashattn.a' -o -name 'libflashattn.so.*.*' -type f); do
+    assert_public_symbols "$header" "$lib"
+done
+
 step "find_package (CMAKE_PREFIX_PATH=$prefix)"
 cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$work/cmake-configure.log" \
     || { cat "$work/cmake-configure.log"; exit 1; }
