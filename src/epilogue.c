@@ -41,18 +41,36 @@ int64_t fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, int64
     return clamp(fa_visible_keys(p, row0 + rows - 1).end - col0, 0, cols);
 }
 
-#define FA_DEFINE_MASK(T, NAME, VALUE)                                                                         \
-    void NAME(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *s, int64_t ld)   \
-    {                                                                                                          \
-        for (int64_t r = 0; r < rows; r++) {                                                                   \
-            fa_key_range keys = fa_visible_keys(p, row0 + r);                                                  \
-            int64_t c0 = clamp(keys.begin - col0, 0, cols), c1 = clamp(keys.end - col0, c0, cols);             \
-            for (int64_t c = 0; c < c0; c++) s[c * ld + r] = VALUE;                                            \
-            for (int64_t c = c1; c < cols; c++) s[c * ld + r] = VALUE;                                         \
-        }                                                                                                      \
-    }
+/* What the masks hide becomes -inf in a score tile (fa_epilogue_*), 0 in a score gradient
+ * (fa_zero_masked_*). */
+#define FA_T float
+#define FA_MASK_NAME fa_epilogue_f32
+#define FA_MASK_VALUE -INFINITY
+#include "masked_fill.h"
+#undef FA_T
+#undef FA_MASK_NAME
+#undef FA_MASK_VALUE
 
-FA_DEFINE_MASK(float, fa_epilogue_f32, -INFINITY)
-FA_DEFINE_MASK(double, fa_epilogue_f64, -INFINITY)
-FA_DEFINE_MASK(float, fa_zero_masked_f32, 0.0f)
-FA_DEFINE_MASK(double, fa_zero_masked_f64, 0.0)
+#define FA_T double
+#define FA_MASK_NAME fa_epilogue_f64
+#define FA_MASK_VALUE -INFINITY
+#include "masked_fill.h"
+#undef FA_T
+#undef FA_MASK_NAME
+#undef FA_MASK_VALUE
+
+#define FA_T float
+#define FA_MASK_NAME fa_zero_masked_f32
+#define FA_MASK_VALUE 0.0f
+#include "masked_fill.h"
+#undef FA_T
+#undef FA_MASK_NAME
+#undef FA_MASK_VALUE
+
+#define FA_T double
+#define FA_MASK_NAME fa_zero_masked_f64
+#define FA_MASK_VALUE 0.0
+#include "masked_fill.h"
+#undef FA_T
+#undef FA_MASK_NAME
+#undef FA_MASK_VALUE
