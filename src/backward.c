@@ -100,6 +100,11 @@ const char *fa_backward_plan_name(fa_backward_plan plan)
 
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
 {
+    /* Items exist for f32 and f64 only, and the epilogue knows a fixed set of masks: validate.c lets
+     * nothing else through. Should it come, it is refused here, with nothing written, rather than
+     * run as f32 or unmasked. */
+    if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
+    if (!fa_epilogue_knows(p)) return FA_ERR_ARG;
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t block_q, block_k;
     fa_context_blocks(ctx, p->dim, p->dim_v, elem, BACKWARD_MAX_BLOCK_K, p->q_len, p->kv_len, &block_q,

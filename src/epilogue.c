@@ -13,11 +13,24 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
 {
     fa_key_range r = {0, p->kv_len};
     switch (p->causal) {
+    case FA_CAUSAL_NONE: break;
     case FA_CAUSAL_TOP_LEFT: r.end = clamp(row + 1, 0, p->kv_len); break;
     case FA_CAUSAL_BOTTOM_RIGHT: r.end = clamp(row + 1 + p->kv_len - p->q_len, 0, p->kv_len); break;
-    default: break;
+    default:
+        /* Never reached: validate.c refuses any other value and the drivers refuse problems whose
+         * masks fa_epilogue_knows() does not. Were it reached, the row would see no key (zeros,
+         * lse = -inf), never a key that an unknown mask might hide. No assert here: a call in this
+         * per-row helper would make every caller save its registers around it. */
+        r.end = 0;
+        break;
     }
     return r;
+}
+
+int fa_epilogue_knows(const fa_problem *p)
+{
+    fa_causal c = p->causal;
+    return c == FA_CAUSAL_NONE || c == FA_CAUSAL_TOP_LEFT || c == FA_CAUSAL_BOTTOM_RIGHT;
 }
 
 int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)

@@ -19,6 +19,10 @@ typedef struct {
 
 fa_key_range fa_visible_keys(const fa_problem *p, int64_t row);
 
+/* Whether the epilogue computes every mask of p. validate.c admits only such problems; the drivers
+ * check again and refuse the others (FA_ERR_ARG), so that an unknown mask is never run as none. */
+int fa_epilogue_knows(const fa_problem *p);
+
 /* Whether every row of [row0, row0 + rows) sees every key of [col0, col0 + cols). */
 int fa_tile_fully_visible(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 

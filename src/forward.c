@@ -59,6 +59,11 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
 
 fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
 {
+    /* Items exist for f32 and f64 only, and the epilogue knows a fixed set of masks: validate.c lets
+     * nothing else through. Should it come, it is refused here, with nothing written, rather than
+     * run as f32 or unmasked. */
+    if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
+    if (!fa_epilogue_knows(p)) return FA_ERR_ARG;
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t pad = pad_elems_of(elem);
     int64_t block_q, block_k;
