@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the x86
  * templates' score kernel (tile_scores.h includes it), after the table's vector vocabulary:
- *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, FA_MAX_DIM, and
+ *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, and
  *   V_LOAD_PART(p, n): lanes [0, n) of p (n >= 1), the others 0, nothing past p + n read;
  *   FA_FEW_ROWS_KEYS(rows): keys per block, so that rows·keys accumulators, `rows` query vectors
  *   and one key vector fit the register file (at most 8 keys).
@@ -13,10 +13,12 @@
  * for small tiles (kernels.h): the choice depends on the tile, never on the thread. */
 #include <immintrin.h> /* _mm_prefetch */
 
+#include "flashattn.h" /* FA_MAX_HEAD_DIM: the bound of the query rows held on the stack */
+
 #define FA_FEW_ROWS 4
 #define FA_PREFETCH_KEYS 16
 
-FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_DIM], const FA_T *k,
+FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM], const FA_T *k,
                                    int64_t k_stride, FA_T *s, int64_t ld)
 {
     vec acc[8][FA_FEW_ROWS];
@@ -49,7 +51,7 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
                                       const FA_T *k, int64_t k_stride, FA_T *s)
 {
     /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
-    _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_DIM];
+    _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_HEAD_DIM];
     int64_t dim_pad = (dim + FA_LANES - 1) / FA_LANES * FA_LANES;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;

@@ -40,8 +40,6 @@ static inline float avx2_reduce_add_f32(__m256 v)
 }
 #define V_REDUCE_ADD(v) avx2_reduce_add_f32(v)
 
-/* the largest head dim the API accepts */
-#define FA_MAX_DIM 512
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-127, 128]

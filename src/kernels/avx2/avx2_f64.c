@@ -39,8 +39,6 @@ static inline double avx2_reduce_add_f64(__m256d v)
 }
 #define V_REDUCE_ADD(v) avx2_reduce_add_f64(v)
 
-/* the largest head dim the API accepts */
-#define FA_MAX_DIM 512
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(n)), _mm256_setr_epi64x(0, 1, 2, 3))
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^52 + 1023 to x in

@@ -4,7 +4,7 @@
  *   FA_T, FA_SFX, FA_LANES (of a 256-bit vector), vec, V_LOAD, V_LOADU, V_MASKLOAD, V_STORE,
  *   V_STOREU, V_MASKSTORE, V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_MIN, V_AND, V_OR,
  *   V_BLENDV, V_CMP, V_MOVEMASK, V_REDUCE_ADD, V_TAIL(n) (a lane mask for maskload/maskstore),
- *   FA_MAX_DIM (the largest head dim the API accepts), FA_EXP2_SHIFT and
+ *   FA_EXP2_SHIFT and
  *   V_POW2_OF_SHIFTED(t) (n = round(x) and 2^n from t = x + FA_EXP2_SHIFT), FA_EXP2_LOW,
  *   FA_EXP2_HIGH, FA_EXP2_COEF and FA_EXP2_DEGREE (the polynomial of kernels/exp2_poly.h).
  *

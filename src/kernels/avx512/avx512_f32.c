@@ -36,7 +36,5 @@ typedef __mmask16 mask;
 #define FA_EXP2_COEF fa_exp2_coef_f32
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32
 
-/* the largest head dim the API accepts */
-#define FA_MAX_DIM 512
 
 #include "avx512_tiles.h"
