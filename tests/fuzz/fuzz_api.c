@@ -215,8 +215,8 @@ static void decode_shapes(fz_case *c)
     c->Hq = c->Hkv * (1 + in->group % 4);
     c->Nq = sel_len(in->q_len, 80, 1024);
     c->Nk = sel_len(in->kv_len, 160, 2048);
-    c->D = 1 + sel_len(in->dim, 40, 512);
-    c->Dv = 1 + sel_len(in->dim_v, 40, 512);
+    c->D = 1 + sel_len(in->dim, 40, FA_MAX_HEAD_DIM);
+    c->Dv = 1 + sel_len(in->dim_v, 40, FA_MAX_HEAD_DIM);
     for (;;) {
         int64_t dmax = c->D > c->Dv ? c->D : c->Dv;
         double work = (double)c->B * (double)c->Hq * (double)c->Nq * (double)c->Nk * (double)(c->D + c->Dv);

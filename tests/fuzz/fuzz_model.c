@@ -244,8 +244,8 @@ static int model_shape(const fz_call *c, fz_model *m)
     if (o->seq != q->seq || v->seq != k->seq)
         set_class(m, C_SHAPE, FZ_PRESENT, "%s", "sequence lengths differ");
     if (k->dim != q->dim || o->dim != v->dim) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "head dims differ");
-    if (q->dim < 1 || q->dim > 512 || v->dim < 1 || v->dim > 512)
-        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "D or Dv outside 1..512");
+    if (q->dim < 1 || q->dim > FA_MAX_HEAD_DIM || v->dim < 1 || v->dim > FA_MAX_HEAD_DIM)
+        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "D or Dv outside 1..FA_MAX_HEAD_DIM");
     if (q->heads > 0 && (k->heads <= 0 || q->heads % k->heads != 0))
         set_class(m, C_SHAPE, FZ_PRESENT, "%s", "Hq not a multiple of Hkv");
     if (c->backward) {
