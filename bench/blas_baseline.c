@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 // Query rows per block in row-blocks mode: large enough for gemm to run near its speed, small
 // enough that N=512 heads still give a team several blocks each.
@@ -30,6 +31,46 @@ const char *bench_blas_describe(void)
 #else
         snprintf(text, sizeof text, "OpenBLAS (core %s)", core ? core : "?");
 #endif
+    }
+    return text;
+}
+
+// Cores whose kernels predate AVX2 and FMA, as openblas_get_corename() spells them (DYNAMIC_ARCH
+// builds capitalise, others do not: compared without case). OpenBLAS falls back to one of these on a
+// CPU its version does not know: 0.3.21 calls Sapphire and Granite Rapids Xeons "Prescott" and runs
+// SSE3 kernels there, which made the baseline 1.8x slower than with SkylakeX's.
+static const char *const outdated_cores[] = {
+    "unknown",     "generic", "katmai",    "coppermine",    "northwood",   "prescott",
+    "banias",      "yonah",   "atom",      "core2",         "penryn",      "dunnington",
+    "nehalem",     "athlon",  "opteron",   "opteron(sse3)", "barcelona",   "nano",
+    "sandybridge", "bobcat",  "bulldozer", "piledriver",    "steamroller", NULL};
+
+const char *bench_blas_core_warning(void)
+{
+    static char text[256];
+    static int done;
+    if (done) return text;
+    done = 1;
+    const char *suggest = NULL;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    // SkylakeX's kernels need the AVX-512 subsets Skylake servers have, not only the foundation.
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        suggest = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        suggest = "Haswell";
+#endif
+    const char *core = openblas_get_corename();
+    if (!suggest || !core) return text;
+    for (const char *const *c = outdated_cores; *c; c++) {
+        if (strcasecmp(core, *c) == 0) {
+            snprintf(text, sizeof text,
+                     "OpenBLAS runs its %s kernels on a CPU with %s: the baseline is slower than it should "
+                     "be and 'x BLAS' too high; set OPENBLAS_CORETYPE=%s in the benchmark's command",
+                     core, strcmp(suggest, "SkylakeX") == 0 ? "AVX-512" : "AVX2 and FMA", suggest);
+            break;
+        }
     }
     return text;
 }

@@ -37,6 +37,11 @@ typedef struct {
 /* "OpenBLAS 0.3.21 (core Haswell)" (the core it runs, which OPENBLAS_CORETYPE can change). */
 const char *bench_blas_describe(void);
 
+/* A warning when OpenBLAS reports a core older than the CPU (a generic one, or one before AVX2:
+ * Prescott, Core2, Nehalem, Sandybridge...) while the CPU has AVX2 and FMA or AVX-512; it names the
+ * OPENBLAS_CORETYPE to set (SkylakeX, Haswell). "" when there is nothing to say. Static string. */
+const char *bench_blas_core_warning(void);
+
 /* Allocates the buffers for pb (f32 or f64) and up to max_threads threads. Returns 0, or -1 after
  * a message (a shape whose sizes or strides do not fit BLAS's int, or memory). */
 int bench_blas_init(bench_blas *b, const bench_problem *pb, const fa_params *p, int max_threads);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #ifdef FA_BENCH_HAVE_BLAS
 #include "blas_baseline.h"
@@ -16,6 +15,7 @@
 #include "calls.h"
 #include "golden.h"
 #include "problem.h"
+#include "progress.h"
 #include "report.h"
 #include "timing.h"
 #include "verify.h"
@@ -71,7 +71,6 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
                             const fa_params *params, const bench_backward_oracle *oracle, int threads,
                             bench_golden *golden, bench_row *row)
 {
-    int progress = isatty(STDERR_FILENO);
     fa_context_opts copts = fa_context_opts_default();
     copts.num_threads = threads;
     copts.bind = o->bind;
@@ -96,7 +95,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
         report_status(timed_name, threads, s);
         goto done;
     }
-    if (progress) fprintf(stderr, "fa-bench: threads=%d: verifying...\n", threads);
+    bench_progress_detail("threads %d: verifying", threads);
     if (verify_outputs(o, pb, params, oracle, threads, row) != 0) goto done;
 
     fa_stats st;
@@ -117,7 +116,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
         comparable = 0; // different block sizes round differently; nothing to promise
     }
 
-    if (progress) fprintf(stderr, "fa-bench: threads=%d: timing...\n", threads);
+    bench_progress_detail("threads %d: timing", threads);
     s = bench_time_calls(timed, &call, o->warmup, o->reps, o->min_time, &row->timing);
     if (s != FA_OK) {
         report_status(timed_name, threads, s);
@@ -151,9 +150,7 @@ done:
 static void measure_probes(bench_machine *m, const bench_run_info *info, bench_row *rows, int n)
 {
     if (!(m->probe_time > 0.0)) return;
-    if (isatty(STDERR_FILENO))
-        fprintf(stderr, "fa-bench: probing the FMA peak%s...\n",
-                info->decode ? " and the read bandwidth" : "");
+    bench_progress_detail("probing the FMA peak%s", info->decode ? " and the read bandwidth" : "");
     for (int r = 0; r < n; r++) {
         bench_row *w = &rows[r];
         fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
@@ -176,9 +173,9 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
 static int time_blas_mode(const bench_options *o, const bench_run_info *info, bench_blas *b,
                           bench_blas_mode mode, bench_row *w, bench_timing *t)
 {
-    if (isatty(STDERR_FILENO))
-        fprintf(stderr, "fa-bench: threads=%d: BLAS baseline (%s)...\n", w->threads,
-                bench_blas_mode_name(mode));
+    bench_progress("case %d/%d, threads %d: BLAS baseline (%s, %d timed call%s)", info->case_index + 1,
+                   o->n_cases, w->threads, bench_blas_mode_name(mode), o->blas_reps,
+                   o->blas_reps == 1 ? "" : "s");
     bench_blas_configure(b, mode, w->threads);
     memset(b->out, 0xff, b->out_bytes); // NaN: a value the baseline never writes fails the check
     bench_blas_call(b);
@@ -234,7 +231,7 @@ static void measure_blas(const bench_options *o, const bench_run_info *info, con
 static const char *blas_status(const bench_options *o, bench_pass pass)
 {
 #ifdef FA_BENCH_HAVE_BLAS
-    if (o->blas_reps == 0) return "off (--blas-reps 0)";
+    if (o->blas_reps == 0) return "off (--blas-reps N turns it on)";
     if (pass != BENCH_PASS_FWD) return "forward pass only";
     return bench_blas_describe();
 #else
@@ -244,36 +241,61 @@ static const char *blas_status(const bench_options *o, bench_pass pass)
 #endif
 }
 
-static void fill_info(const bench_options *o, int index, bench_run_info *info)
+// The BLAS core warning, on stderr the first time a case runs the baseline; "" when none or not run.
+static const char *blas_warning(const bench_run_info *info)
+{
+#ifdef FA_BENCH_HAVE_BLAS
+    static int printed;
+    if (!info->blas_runs) return "";
+    const char *w = bench_blas_core_warning();
+    if (w[0] && !printed) fprintf(stderr, "fa-bench: WARNING: %s\n", w);
+    printed = 1;
+    return w;
+#else
+    (void)info;
+    return "";
+#endif
+}
+
+static void fill_info(const bench_options *o, int index, const bench_identity *id, bench_run_info *info)
 {
     const bench_case *c = &o->cases[index];
     const bench_shape *s = &c->shape;
     int gradients = c->pass != BENCH_PASS_FWD;
     double e = s->dtype == FA_F64 ? 8.0 : 4.0;
-    *info = (bench_run_info){o,
-                             fa_version(),
-                             index,
-                             *s,
-                             c->pass,
-                             bench_pass_flops(s, c->pass),
-                             (double)s->b * (double)s->hkv * (double)s->nk * (double)(s->d + s->dv) * e,
-                             s->nq <= BENCH_DECODE_MAX_NQ,
-                             bench_verify_tolerance(s->dtype),
-                             gradients ? bench_verify_gradient_tolerance(s->dtype) : NAN,
-                             NAN,
-                             omp_get_max_threads(),
-                             blas_status(o, c->pass),
-                             0};
+    *info = (bench_run_info){
+        .opt = o,
+        .version = fa_version(),
+        .case_index = index,
+        .shape = *s,
+        .pass = c->pass,
+        .flops = bench_pass_flops(s, c->pass),
+        .kv_bytes = (double)s->b * (double)s->hkv * (double)s->nk * (double)(s->d + s->dv) * e,
+        .decode = s->nq <= BENCH_DECODE_MAX_NQ,
+        .tolerance = bench_verify_tolerance(s->dtype),
+        .grad_tolerance = gradients ? bench_verify_gradient_tolerance(s->dtype) : NAN,
+        .grad_oracle_s = NAN,
+        .omp_max_threads = omp_get_max_threads(),
+        .blas = blas_status(o, c->pass),
+        .identity = id,
+    };
 #ifdef FA_BENCH_HAVE_BLAS
     info->blas_runs = o->blas_reps > 0 && c->pass == BENCH_PASS_FWD;
 #endif
+    info->blas_warning = blas_warning(info);
 }
 
-int bench_run_case(const bench_options *o, int index, bench_machine *m, bench_case_result *r)
+int bench_run_case(const bench_options *o, int index, const bench_identity *id, bench_machine *m,
+                   bench_case_result *r)
 {
     memset(r, 0, sizeof *r);
     bench_run_info *info = &r->info;
-    fill_info(o, index, info);
+    double case_start = bench_progress_elapsed();
+    char words[256];
+    bench_case_words(&o->cases[index], words, sizeof words);
+    bench_progress("case %d/%d%s%s: %s", index + 1, o->n_cases, o->preset ? " of preset " : "",
+                   o->preset ? o->preset : "", words);
+    fill_info(o, index, id, info);
     bench_report_header(stdout, info);
     fflush(stdout); // the header shows what is running while the (possibly long) runs go on
 
@@ -287,7 +309,7 @@ int bench_run_case(const bench_options *o, int index, bench_machine *m, bench_ca
     // The gradient oracle depends on the problem only: computed once, before any library call.
     bench_backward_oracle oracle = {0};
     if (gradients) {
-        if (isatty(STDERR_FILENO)) fprintf(stderr, "fa-bench: computing the float64 gradient oracle...\n");
+        bench_progress("case %d/%d: float64 gradient oracle", index + 1, o->n_cases);
         if (bench_backward_oracle_compute(&oracle, &pb, &params, o->check_rows) != 0) {
             fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
             rc = -1;
@@ -299,10 +321,19 @@ int bench_run_case(const bench_options *o, int index, bench_machine *m, bench_ca
     for (int t = 0; t < o->n_thread_counts && rc == 0; t++) {
         bench_row *row = &r->rows[t];
         bench_row_clear_extras(row);
-        if (run_thread_count(o, info->pass, &pb, &params, &oracle, o->thread_counts[t], &golden, row) != 0)
+        int threads = o->thread_counts[t];
+        double start = bench_progress_elapsed();
+        bench_progress("case %d/%d, threads %d (%d of %d): started", index + 1, o->n_cases, threads, t + 1,
+                       o->n_thread_counts);
+        if (run_thread_count(o, info->pass, &pb, &params, &oracle, threads, &golden, row) != 0) {
             rc = -1;
-        else
+        } else {
             row->gflops = info->flops / row->timing.min_s / 1e9;
+            bench_progress(
+                "case %d/%d, threads %d: done in %.1f s (%d timed call%s, min %.3f ms, %.1f GFLOP/s)",
+                index + 1, o->n_cases, threads, bench_progress_elapsed() - start, row->timing.count,
+                row->timing.count == 1 ? "" : "s", 1e3 * row->timing.min_s, row->gflops);
+        }
     }
     if (rc == 0) {
         r->n_rows = o->n_thread_counts;
@@ -313,6 +344,8 @@ int bench_run_case(const bench_options *o, int index, bench_machine *m, bench_ca
 #endif
         bench_report_table(stdout, info, r->rows, r->n_rows);
         fflush(stdout);
+        bench_progress("case %d/%d: done in %.1f s", index + 1, o->n_cases,
+                       bench_progress_elapsed() - case_start);
     }
     bench_golden_free(&golden);
     bench_backward_oracle_free(&oracle);

@@ -5,12 +5,14 @@
 #ifndef FA_BENCH_CASE_H
 #define FA_BENCH_CASE_H
 
+#include "identity.h"
 #include "machine.h"
 #include "options.h"
 #include "results.h"
 
 /* Runs o->cases[index]. Returns 0 with *r filled and the table printed, or -1 after printing why
  * (a verification or library failure: no speed of this case is reported). */
-int bench_run_case(const bench_options *o, int index, bench_machine *m, bench_case_result *r);
+int bench_run_case(const bench_options *o, int index, const bench_identity *id, bench_machine *m,
+                   bench_case_result *r);
 
 #endif

@@ -11,8 +11,8 @@ Sources of flashattn's figures (either or both):
   --fa-bench PATH    run that fa-bench with the arguments after `--`, once per pass of --passes
                      (default fwd; --fwdbwd adds fwdbwd), and compare its rows
 
-For each row, PyTorch computes the same problem: B, Hq, Hkv, Nq, Nk, D, Dv, dtype and layout as in
-the row (bshd as a transposed view), is_causal for top-left (and for bottom-right when Nq = Nk; other
+For each row, PyTorch computes the same problem: B, Hq, Hkv, Nq, Nk, D, Dv, dtype, layout and input
+distribution (--dist: normal, uniform or peaky) as in the row (bshd as a transposed view), is_causal for top-left (and for bottom-right when Nq = Nk; other
 bottom-right shapes get an explicit boolean mask, which PyTorch's flash kernel does not take),
 torch.set_num_threads(threads), --warmup untimed calls then --reps timed ones, minimum time. The
 pass is the row's: fwd times the forward under torch.no_grad(); bwd times torch.autograd.grad of
@@ -114,7 +114,8 @@ def shape_label(r):
     heads = f"H={r['hq']}" if r["hq"] == r["hkv"] else f"Hq={r['hq']} Hkv={r['hkv']}"
     d = f"D={r['d']}" if r["d"] == r["dv"] else f"D={r['d']} Dv={r['dv']}"
     causal = "" if r["causal"] == "none" else f" {r['causal']}"
-    return f"{r['dtype']} B={r['b']} {heads} {n} {d}{causal}"
+    dist = "" if r.get("dist", "normal") == "normal" else f" {r['dist']}"
+    return f"{r['dtype']} B={r['b']} {heads} {n} {d}{causal}{dist}"
 
 
 class TorchCase:
@@ -125,11 +126,21 @@ class TorchCase:
         dtype = {"f32": torch.float32, "f64": torch.float64}[r["dtype"]]
         b, hq, hkv, nq, nk, d, dv = (int(r[k]) for k in ("b", "hq", "hkv", "nq", "nk", "d", "dv"))
         gen = torch.Generator().manual_seed(int(r.get("seed", 1)))
+        dist = r.get("dist", "normal")
+        if dist not in ("normal", "uniform", "peaky"):
+            raise ValueError(f"fa-bench row with an unknown --dist {dist!r}")
+
+        def draw(*size):
+            # fa-bench's distributions (its own generator, so not its values): N(0,1), U(-1,1), U(-10,10)
+            if dist == "normal":
+                return torch.randn(*size, generator=gen, dtype=dtype)
+            x = 2 * torch.rand(*size, generator=gen, dtype=dtype) - 1
+            return 10 * x if dist == "peaky" else x
 
         def tensor(heads, seq, dim):
             if r.get("layout") == "bshd":  # [B][S][H][D] memory, seen as [B][H][S][D]
-                return torch.randn(b, seq, heads, dim, generator=gen, dtype=dtype).transpose(1, 2)
-            return torch.randn(b, heads, seq, dim, generator=gen, dtype=dtype)
+                return draw(b, seq, heads, dim).transpose(1, 2)
+            return draw(b, heads, seq, dim)
 
         self.q, self.k, self.v = tensor(hq, nq, d), tensor(hkv, nk, d), tensor(hkv, nk, dv)
         self.dout = tensor(hq, nq, dv)

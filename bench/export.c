@@ -42,7 +42,8 @@ static value vbool(int b)
 }
 
 // X(name, value expression); in scope: info (const bench_run_info *), s (const bench_shape *),
-// row (const bench_row *).
+// row (const bench_row *), id (const bench_identity *). New columns go at the end, so that scripts
+// reading columns by position keep working and older files stay a prefix of newer ones.
 #define BENCH_COLUMNS(X)                                                                                     \
     X("library_version", vstr(info->version))                                                                \
     X("preset", vstr(info->opt->preset))                                                                     \
@@ -108,7 +109,16 @@ static value vbool(int b)
     X("err_dk", vnum(row->err_dk))                                                                           \
     X("err_dv", vnum(row->err_dv))                                                                           \
     X("grad_tolerance", vnum(info->grad_tolerance))                                                          \
-    X("bitwise_identical", vbool(row->bitwise_identical))
+    X("bitwise_identical", vbool(row->bitwise_identical))                                                    \
+    X("host", vstr(id->host))                                                                                \
+    X("cpu_model", vstr(id->cpu_model))                                                                      \
+    X("allowed_cores", vint(id->allowed_cores))                                                              \
+    X("allowed_cpus", vint(id->allowed_cpus))                                                                \
+    X("compiler", vstr(id->compiler))                                                                        \
+    X("build_type", vstr(id->build_type))                                                                    \
+    X("git_revision", vstr(id->git_revision))                                                                \
+    X("run_utc", vstr(id->run_utc))                                                                          \
+    X("blas_warning", vstr(info->blas_warning))
 
 #define COLUMN_NAME(name, expr)  name,
 #define COLUMN_VALUE(name, expr) expr,
@@ -119,6 +129,7 @@ enum { N_COLUMNS = (int)(sizeof column_names / sizeof column_names[0]) };
 static void row_values(const bench_run_info *info, const bench_row *row, value out[N_COLUMNS])
 {
     const bench_shape *s = &info->shape;
+    const bench_identity *id = info->identity;
     const value v[] = {BENCH_COLUMNS(COLUMN_VALUE)};
     memcpy(out, v, sizeof v);
 }

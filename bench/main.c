@@ -6,9 +6,11 @@
 
 #include "case.h"
 #include "export.h"
+#include "identity.h"
 #include "isa.h"
 #include "machine.h"
 #include "options.h"
+#include "progress.h"
 #include "results.h"
 
 int main(int argc, char **argv)
@@ -19,6 +21,9 @@ int main(int argc, char **argv)
     case BENCH_PARSE_ERROR: return 2;
     case BENCH_PARSE_RUN: break;
     }
+    bench_progress_start();
+    bench_identity identity;
+    bench_identity_init(&identity);
     if (bench_isa_apply(o.isa) != 0) return 1;
 
     int max_threads = 1;
@@ -36,7 +41,7 @@ int main(int argc, char **argv)
     int rc = 0, done = 0;
     for (int c = 0; c < o.n_cases && rc == 0; c++) {
         if (c > 0) fputc('\n', stdout);
-        if (bench_run_case(&o, c, &machine, &results[c]) != 0)
+        if (bench_run_case(&o, c, &identity, &machine, &results[c]) != 0)
             rc = 1;
         else
             done++;
@@ -46,6 +51,15 @@ int main(int argc, char **argv)
         if (o.csv_path && bench_export_csv(o.csv_path, results, done) != 0) rc = 1;
         if (o.json_path && bench_export_json(o.json_path, results, done) != 0) rc = 1;
     }
+    int rows = 0;
+    for (int c = 0; c < done; c++) rows += results[c].n_rows;
+    if (done < o.n_cases)
+        bench_progress("run stopped at case %d of %d after %.1f s%s", done + 1, o.n_cases,
+                       bench_progress_elapsed(), o.csv_path || o.json_path ? ": no CSV or JSON written" : "");
+    else
+        bench_progress("run %s: %d case%s, %d row%s in %.1f s",
+                       rc == 0 ? "done" : "done, results file failed", done, done == 1 ? "" : "s", rows,
+                       rows == 1 ? "" : "s", bench_progress_elapsed());
     free(results);
     bench_machine_free(&machine);
     return rc;

@@ -23,7 +23,10 @@ static const char help_intro[] =
     "checked against a float64 oracle on a sample of rows, and every later output must be bitwise\n"
     "identical to the first (the library's determinism contract). In the same run it measures the\n"
     "machine (an FMA peak probe, and a read-bandwidth probe for decode shapes) and, when built with\n"
-    "OpenBLAS, times an unfused BLAS attention on the same inputs.\n"
+    "OpenBLAS and asked to (--blas-reps), times an unfused BLAS attention on the same inputs.\n"
+    "Progress lines (case, thread count, seconds since the start) go to stderr; stdout has the\n"
+    "tables, and --csv/--json files one row per (case, thread count), each naming the machine and\n"
+    "the build (see 'Rows' below), so rows from many nodes and builds can be concatenated.\n"
     "\n"
     "presets (--preset NAME; one table per shape, the CSV/JSON rows carry the shape):\n";
 
@@ -50,7 +53,11 @@ static const char help_text[] =
     "  --dtype T          f32 | f64 (default f32)\n"
     "  --causal C         none | top-left | bottom-right (default none)\n"
     "  --layout L         bhsd | bshd: memory order of q, k, v, out and their gradients (default bhsd)\n"
-    "  --dist X           normal | uniform: N(0,1) or U(-1,1) inputs and dout (default normal)\n"
+    "  --dist X           normal | uniform | peaky: q, k, v and dout drawn from N(0,1), U(-1,1) or\n"
+    "                     U(-10,10) (default normal). peaky's scores have a standard deviation of\n"
+    "                     100/3 after the 1/sqrt(D) scale, at any D (normal's: 1), so softmax rows are\n"
+    "                     nearly one-hot and many probabilities fall below FLT_MIN, into the subnormal\n"
+    "                     range some CPUs compute slowly; compare its time with normal's\n"
     "  --seed S           input seed (default 1); values depend on (b, h, s, d), not on the layout\n"
     "\n"
     "execution:\n"
@@ -68,8 +75,8 @@ static const char help_text[] =
     "  --reps R           timed calls (default 5)\n"
     "  --min-time S       keep timing past R calls until S seconds of calls are timed (default 0)\n"
     "  --probe-time S     seconds per thread count of each in-run probe (default 0.2; 0 = no probes)\n"
-    "  --blas-reps R      timed calls of the BLAS baseline, per mode (default: --reps, at most 3;\n"
-    "                     0 = no baseline)\n"
+    "  --blas-reps R      timed calls of the BLAS baseline, per mode (default 0: no baseline; it\n"
+    "                     takes far longer than the library's own rows, 1 to 3 is enough for its min)\n"
     "  --blas-mode M      best | row-blocks | gemm-threads: how the baseline is threaded (default best:\n"
     "                     both, the faster is reported; see below)\n"
     "  --check-rows N     rows checked against the oracle, spread over (b, h, i), first and last\n"
@@ -111,9 +118,13 @@ static const char help_text[] =
     "             Each mode's output must match the library's (normwise, the tolerance below) before\n"
     "             it is timed. 'x BLAS' = the faster mode's min time / flashattn's min time; 'blas'\n"
     "             names that mode. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, when set, make OpenBLAS\n"
-    "             pick other kernels and blockings; fa-bench leaves the environment alone, so unset\n"
-    "             both for a benchmark (never in tests):\n"
-    "               env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE fa-bench ...\n"
+    "             pick other kernels and blockings; fa-bench leaves the environment alone and prints\n"
+    "             them in the header. Unset both for a benchmark, unless fa-bench warns that OpenBLAS\n"
+    "             runs a core older than the CPU (some versions call a Sapphire Rapids Xeon\n"
+    "             'Prescott' and run SSE3 kernels, which inflates 'x BLAS' about 1.8x): then set the\n"
+    "             core the warning names for that command,\n"
+    "               OPENBLAS_CORETYPE=SkylakeX fa-bench ...   (AVX-512 CPUs; Haswell for AVX2)\n"
+    "             The warning is also in the rows' blas_warning column.\n"
     "\n"
     "Verification: normwise relative error max|x - ref| / max|ref| over the checked rows of out, and\n"
     "max|lse - ref| / max(1, max|ref|) for lse; it must be <= 1e-12 for f64 and <= 1e-4 for f32.\n"
@@ -124,6 +135,13 @@ static const char help_text[] =
     "softmax normaliser of every query row of each (batch, kv head) the sample touches: about one\n"
     "float64 forward of those heads (every head when B*Hkv <= --check-rows), once per shape, shared by\n"
     "all thread counts. Lower --check-rows to touch fewer heads of a very large problem.\n"
+    "\n"
+    "Rows (--csv, --json): the shape, the options and the figures above, then what identifies the\n"
+    "machine and the build: host, cpu_model (/proc/cpuinfo or lscpu), allowed_cores (physical cores\n"
+    "this process may use, as the library counts them), allowed_cpus (logical CPUs in its affinity\n"
+    "mask), compiler, build_type, git_revision (git describe of the source at build time, -dirty\n"
+    "with local changes, unknown outside a git checkout), run_utc (start of the run, ISO 8601), and\n"
+    "blas_warning. library_version and isa (the kernel table in use) are earlier columns.\n"
     "\n"
     "Exit status: 0 success, 1 verification or library failure (no speed is reported), 2 bad arguments.\n";
 
@@ -210,7 +228,7 @@ static const name_value bind_names[] = {{"auto", FA_BIND_AUTO},
                                         {"spread", FA_BIND_SPREAD},
                                         {NULL, 0}};
 static const name_value dist_names[] = {
-    {"normal", BENCH_DIST_NORMAL}, {"uniform", BENCH_DIST_UNIFORM}, {NULL, 0}};
+    {"normal", BENCH_DIST_NORMAL}, {"uniform", BENCH_DIST_UNIFORM}, {"peaky", BENCH_DIST_PEAKY}, {NULL, 0}};
 static const name_value pass_names[] = {
     {"fwd", BENCH_PASS_FWD}, {"bwd", BENCH_PASS_BWD}, {"fwdbwd", BENCH_PASS_FWDBWD}, {NULL, 0}};
 static const name_value blas_mode_names[] = {{"best", BENCH_BLAS_BEST},
@@ -403,7 +421,7 @@ static void set_defaults(bench_options *o, bench_case *c)
     o->reps = 5;
     o->check_rows = 64;
     o->probe_time = 0.2;
-    o->blas_reps = -1;
+    o->blas_reps = 0; // the baseline is opt-in: at 55 s a shape it dwarfed the library's 4 s
 }
 
 // The fields of from that the command line set, written over to.
@@ -449,8 +467,6 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
             return -1;
         }
     }
-    if (o->blas_reps < 0)
-        o->blas_reps = o->reps < 3 ? o->reps : 3; // the baseline is slow; its min settles fast
     if (o->n_thread_counts == 0) {
         o->thread_counts[o->n_thread_counts++] = 1;
         int max_threads = omp_get_max_threads();

@@ -15,7 +15,9 @@
 #define BENCH_MAX_CASES 8
 
 typedef enum { BENCH_LAYOUT_BHSD = 0, BENCH_LAYOUT_BSHD = 1 } bench_layout;
-typedef enum { BENCH_DIST_NORMAL = 0, BENCH_DIST_UNIFORM = 1 } bench_dist;
+/* Input distributions: N(0,1), U(-1,1), and U(-10,10) (peaky: scores large enough that most
+ * probabilities are subnormal or zero in f32). */
+typedef enum { BENCH_DIST_NORMAL = 0, BENCH_DIST_UNIFORM = 1, BENCH_DIST_PEAKY = 2 } bench_dist;
 
 /* What one timed call is: fa_forward, fa_backward (its out and lse computed once beforehand), or
  * fa_forward followed by fa_backward. */
@@ -53,7 +55,7 @@ typedef struct {
     double min_time;      /* seconds of timed calls to reach at least; 0 = exactly reps */
     int64_t check_rows;
     double probe_time; /* seconds per thread count of each in-run probe (peak.h, stream.h); 0 = none */
-    int blas_reps;     /* timed calls of the BLAS baseline; 0 = no baseline */
+    int blas_reps;     /* timed calls of the BLAS baseline; 0 (the default) = no baseline */
     bench_blas_mode blas_mode;
     const char *csv_path, *json_path; /* NULL = not written */
 } bench_options;

@@ -32,6 +32,7 @@ static double unit_uniform(uint64_t key, uint64_t counter)
 static double sample(bench_dist dist, uint64_t key, uint64_t index)
 {
     if (dist == BENCH_DIST_UNIFORM) return 2.0 * unit_uniform(key, index) - 1.0;
+    if (dist == BENCH_DIST_PEAKY) return 10.0 * (2.0 * unit_uniform(key, index) - 1.0);
     // Box-Muller with two counters per element; 1 - u keeps the log argument in (0, 1].
     double u1 = 1.0 - unit_uniform(key, 2 * index);
     double u2 = unit_uniform(key, 2 * index + 1);

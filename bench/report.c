@@ -36,7 +36,7 @@ static void print_openblas_environment(FILE *f)
         fprintf(f, "%s %s=%s", any ? "" : "; set here:", names[i], v);
         any = 1;
     }
-    if (any) fprintf(f, " (they change OpenBLAS's kernels: unset both for a benchmark, see --help)");
+    if (any) fprintf(f, " (they change OpenBLAS's kernels; see --help)");
 }
 
 void bench_report_header(FILE *f, const bench_run_info *info)
@@ -50,6 +50,10 @@ void bench_report_header(FILE *f, const bench_run_info *info)
             (long long)s->hq, (long long)s->hkv, (long long)s->nq, (long long)s->nk, (long long)s->d,
             (long long)s->dv, bench_causal_name(s->causal), bench_layout_name(s->layout));
     if (o->preset) fprintf(f, " [preset %s, shape %d of %d]", o->preset, info->case_index + 1, o->n_cases);
+    const bench_identity *id = info->identity;
+    fprintf(f, "\n  %s, %s, %d cores (%d CPUs) allowed; %s %s build, source %s; run started %s", id->host,
+            id->cpu_model, id->allowed_cores, id->allowed_cpus, id->compiler, id->build_type,
+            id->git_revision, id->run_utc);
     fprintf(f, "\n  %.4g FLOP/call (%s2*B*Hq*Nq*Nk*(D+Dv)%s); inputs %s, seed %llu; warmup %d, reps %d",
             info->flops, flop_multiplier(info->pass),
             s->causal == FA_CAUSAL_NONE ? "" : ", halved for causal", bench_dist_name(o->dist),
@@ -73,6 +77,7 @@ void bench_report_header(FILE *f, const bench_run_info *info)
     if (info->blas_runs) {
         fprintf(f, ", %s, %d reps", bench_blas_mode_name(o->blas_mode), o->blas_reps);
         print_openblas_environment(f);
+        if (info->blas_warning[0]) fprintf(f, "\n  WARNING: %s", info->blas_warning);
     }
     fputc('\n', f);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "flashattn.h"
+#include "identity.h"
 #include "options.h"
 #include "timing.h"
 
@@ -31,6 +32,9 @@ typedef struct {
     const char *blas; /* the BLAS baseline's library and core ("OpenBLAS 0.3.21 (core Haswell)"), or why
                          there is none ("not built (CMake found no OpenBLAS)") */
     int blas_runs;    /* 1: the baseline is built, asked for, and this case is a forward */
+    const char *blas_warning;       /* why the baseline's figures may mislead (OpenBLAS runs kernels older
+                                 than the CPU, blas_baseline.h), or "" */
+    const bench_identity *identity; /* the machine and the build, the same for every case of a run */
 } bench_run_info;
 
 typedef struct {
