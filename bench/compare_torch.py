@@ -4,7 +4,7 @@
 run, and print flashattn's GFLOP/s, PyTorch's and their ratio side by side.
 
     bench/compare_torch.py --json results/sweep.json
-    bench/compare_torch.py --fa-bench build-bench/bench/fa-bench --fwdbwd -- --preset device --threads 1,16
+    bench/compare_torch.py --fa-bench build-bench/bench/fa-bench --fwdbwd -- --preset scaling --threads 1,16
 
 Sources of flashattn's figures (either or both):
   --json FILE        a file written by fa-bench --json (repeatable); every row is compared

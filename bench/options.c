@@ -33,7 +33,7 @@ static const char help_intro[] =
 // After the preset list (bench_presets_print); printf format.
 static const char help_text[] =
     "  Shape options given with a preset replace that field in every shape of it (e.g. --preset\n"
-    "  issue4 --nq 1024 for a quick run, --preset device --pass fwdbwd); Nk, Hkv and Dv still follow\n"
+    "  prefill --nq 1024 for a quick run, --preset scaling --pass fwdbwd); Nk, Hkv and Dv still follow\n"
     "  Nq, Hq and D unless the preset or the command line sets them.\n"
     "\n"
     "what is timed:\n"

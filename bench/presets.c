@@ -16,8 +16,9 @@
 #define BWD  BENCH_PASS_BWD
 
 static const bench_preset presets[] = {
-    {"issue4",
-     "issue 4's targets: f32 B=1 H=8 N=4096, D=64 and 128, causal none and top-left",
+    // Prefill-sized forwards on one node: the figures the README's performance section quotes.
+    {"prefill",
+     "f32 B=1 H=8 N=4096, D=64 and 128, causal none and top-left: long prompts",
      4,
      {CASE(1, 8, 4096, -1, 64, NONE, FWD), CASE(1, 8, 4096, -1, 64, TOP, FWD),
       CASE(1, 8, 4096, -1, 128, NONE, FWD), CASE(1, 8, 4096, -1, 128, TOP, FWD)}},
@@ -25,9 +26,11 @@ static const bench_preset presets[] = {
      "B=1 H=8 Nq=1 Nk=32768 D=128: one query, a long cache (reports % of read bandwidth)",
      1,
      {CASE(1, 8, 1, 32768, 128, NONE, FWD)}},
-    // The rows of the device machine's README (16 cores), where PyTorch's figures were measured.
-    {"device",
-     "B=1 H=16 N=4096 D=64; B=1 H=16 N=4096 D=128 causal; B=8 H=16 N=512 D=64 causal",
+    // The shapes of the many-core scaling runs (scripts/node_check.sh), measured on 16 cores
+    // against PyTorch's scaled_dot_product_attention (bench/compare_torch.py).
+    {"scaling",
+     "B=1 H=16 N=4096 D=64; B=1 H=16 N=4096 D=128 causal; B=8 H=16 N=512 D=64\n"
+     "                     causal: scaling over cores, against PyTorch (scripts/node_check.sh)",
      3,
      {CASE(1, 16, 4096, -1, 64, NONE, FWD), CASE(1, 16, 4096, -1, 128, TOP, FWD),
       CASE(8, 16, 512, -1, 64, TOP, FWD)}},

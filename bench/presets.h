@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Named sets of cases (--preset): the shapes that issues, targets and the device machine's README
- * quote, so that a campaign runs the same problems by name. Fields left at -1 follow the usual
+/* Named sets of cases (--preset): the shapes the documentation's figures were measured on, so that
+ * a campaign runs the same problems by name. Fields left at -1 follow the usual
  * defaults (Hkv = Hq, Nk = Nq, Dv = D), so an explicit --h or --nq on the command line carries
  * through to them. */
 #ifndef FA_BENCH_PRESETS_H

@@ -8,12 +8,14 @@
 #                                    (a later option wins: --nq 4096 (Nk follows Nq unless --nk is given),
 #                                    --dtype f64, --threads 1,2,4, ...);
 #                                    if ARGS contain --causal, one run only. scripts/bench.sh --help lists them.
-#   scripts/bench.sh --preset NAME   one run of a preset's shapes (issue4, decode, device, long-bwd), threads
-#                                    1 and $(nproc) unless ARGS give --threads
+#   scripts/bench.sh --preset NAME   one run of a preset's shapes (prefill, decode, scaling, long-bwd;
+#                                    fa-bench --help describes them), threads 1 and $(nproc) unless ARGS
+#                                    give --threads
 #
 # The bench package set (scripts/deps.sh bench: OpenBLAS for the BLAS baseline, gnuplot for
-# scripts/thread_sweep.sh) is optional: missing, it is named and the run goes on without it. For the
-# baseline's figures, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (fa-bench --help).
+# scripts/thread_sweep.sh) is optional: missing, it is named and the run goes on without it. The
+# baseline runs only with --blas-reps N (1 to 3 is enough); for its figures, unset OPENBLAS_CORETYPE
+# and OPENBLAS_L2_SIZE unless fa-bench warns about OpenBLAS's core (fa-bench --help).
 #
 # fa-bench checks each thread count's output against a float64 oracle on a sample of rows, and that
 # every thread count gives bitwise identical output, before it reports a speed; it exits non-zero

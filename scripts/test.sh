@@ -122,18 +122,25 @@ print_summary() {
 # The benchmark tools end to end, on shapes small enough for seconds: fa-bench refuses to report a
 # speed unless every thread count matches the float64 oracle and gives bitwise identical output, so
 # each run is a check of the library as the benchmarks see it (every pass, GQA, a causal mask, a
-# decode step with split-KV, the BLAS baseline's own check where OpenBLAS is built in); then the
-# scripts users run on a node: scripts/device_check.sh, which drives thread_sweep.sh for both passes
+# decode step with split-KV, the BLAS baseline's own check where OpenBLAS is built in, peaky inputs
+# whose probabilities are mostly subnormal or zero, with their rows written to CSV); then the
+# scripts users run on a node: scripts/node_check.sh, which drives thread_sweep.sh for both passes
 # and compare_torch.py (which says so and exits 0 where PyTorch is missing).
 bench_tools() {
     local bench out=$tmp/bench-tools
     bench=$(find "$build" -name fa-bench -type f -perm -u+x -print -quit)
     [ -n "$bench" ] || { echo "no fa-bench under $build" >&2; return 1; }
+    mkdir -p "$out"
     "$bench" --pass fwdbwd --b 2 --h 4 --hkv 2 --nq 77 --nk 90 --d 24 --dv 40 --causal bottom-right \
-        --threads 1,2,3 --reps 1 --probe-time 0.01 --blas-reps 1
+        --threads 1,2,3 --reps 1 --probe-time 0.01
     "$bench" --preset decode --nk 4096 --threads 1,2 --reps 1 --probe-time 0.01 --blas-reps 1
-    FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/device_check.sh" --threads 1,2 --nq 64 --reps 1 \
-        --blas-reps 0 --probe-time 0.01
+    "$bench" --pass fwdbwd --h 2 --nq 96 --d 32 --dist peaky --threads 1,2 --reps 1 --probe-time 0.01 \
+        --csv "$out/peaky.csv"
+    # The rows say which inputs and which machine and build they measured.
+    head -n 1 "$out/peaky.csv" | grep -q ',dist,.*,host,cpu_model,.*,git_revision,run_utc,'
+    test "$(grep -c ',peaky,' "$out/peaky.csv")" = 2
+    FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
+        --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
 }
 

@@ -1,36 +1,47 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# scripts/thread_sweep.sh — run fa-bench over a thread sweep; write results/sweep.csv (and .json,
-# .txt) and, where gnuplot is installed, results/sweep.png.
+# scripts/thread_sweep.sh (installed as fa-thread-sweep, next to fa-bench) — run fa-bench over a
+# thread sweep; write results/sweep.csv (and .json, .txt) and, where gnuplot is installed,
+# results/sweep.png.
 #
-#   scripts/thread_sweep.sh                        threads 1..$(nproc), --preset issue4
-#   scripts/thread_sweep.sh --threads 1,2,4,8,16   another list
-#   scripts/thread_sweep.sh --preset device --reps 3 --blas-reps 1
-#                                                  other arguments go to fa-bench as they are; without a
-#                                                  --preset or shape option (--b --h --hkv --nq --nk
-#                                                  --d --dv) the sweep runs --preset issue4
-#   scripts/thread_sweep.sh --plot FILE [--title TEXT]
-#                                                  no run: draws results/sweep.png from a sweep.csv made
-#                                                  elsewhere (the device machine has no gnuplot); TEXT
-#                                                  names that machine in the title
+#   thread_sweep.sh                        powers of two up to the CPUs this process may use, and that
+#                                          count itself (1,2,4,8,16,24 on 24), --preset prefill
+#   thread_sweep.sh --threads 1,2,3,4      another list
+#   thread_sweep.sh --preset scaling --reps 3 --blas-reps 1
+#                                          other arguments go to fa-bench as they are; without a
+#                                          --preset or shape option (--b --h --hkv --nq --nk --d --dv)
+#                                          the sweep runs --preset prefill
+#   thread_sweep.sh --plot FILE [--title TEXT]
+#                                          no run: draws results/sweep.png from a sweep.csv made
+#                                          elsewhere (a compute node without gnuplot); TEXT names that
+#                                          machine in the title
 #
 # One fa-bench run covers the whole list, so parallel efficiency is against that run's own 1-thread
 # row and the FMA peak / read-bandwidth probes are measured in the same run at every thread count.
 # sweep.png: GFLOP/s and parallel efficiency (and % of the in-run peak) against threads, one line
 # per shape and pass.
 #
+# Which fa-bench: $FA_BENCH when set. Installed (no source tree around the script), the fa-bench next
+# to the script, else the one on PATH. In a source tree, $FA_BUILD_DIR/bench/fa-bench, where
+# FA_BUILD_DIR defaults to build-bench/, configured (Release) and built when fa-bench is missing.
 # Environment:
-#   FA_BENCH       the fa-bench binary to run (default: $FA_BUILD_DIR/bench/fa-bench)
-#   FA_BUILD_DIR   a configured build with fa-bench (the device machine's build-and-run.sh sets it);
-#                  default build-bench/, configured (Release) and built here when fa-bench is missing
+#   FA_BENCH       the fa-bench binary to run
+#   FA_BUILD_DIR   a configured build with fa-bench (source tree only)
 #   FA_JOBS        build jobs (default nproc)
-#   FA_RESULTS_DIR where the files go (default results/)
-# For the BLAS baseline columns, unset OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE first (fa-bench --help).
+#   FA_RESULTS_DIR where the files go (default: results/ in the source tree; installed, results/ in
+#                  the current directory)
+# The BLAS baseline is off unless --blas-reps N is given; for its columns, unset OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE first unless fa-bench warns about OpenBLAS's core (fa-bench --help).
 set -euo pipefail
+me=${0##*/} # thread_sweep.sh, or fa-thread-sweep when installed
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-out=${FA_RESULTS_DIR:-$root/results}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# A source tree has the project's CMakeLists.txt and bench/ one level up; an installed copy has not.
+root=""
+if [ -f "$here/../CMakeLists.txt" ] && [ -d "$here/../bench" ]; then
+    root=$(cd "$here/.." && pwd)
+fi
+out=${FA_RESULTS_DIR:-${root:-$PWD}/results}
 
 threads=""
 plot_only=""
@@ -38,12 +49,12 @@ title=""
 args=()
 while [ $# -gt 0 ]; do
     case "$1" in
-    --threads) [ $# -ge 2 ] || { echo "thread_sweep.sh: --threads needs a list" >&2; exit 2; }
+    --threads) [ $# -ge 2 ] || { echo "$me: --threads needs a list" >&2; exit 2; }
                threads=$2; shift 2 ;;
     --threads=*) threads=${1#--threads=}; shift ;;
-    --plot) [ $# -ge 2 ] || { echo "thread_sweep.sh: --plot needs a CSV file" >&2; exit 2; }
+    --plot) [ $# -ge 2 ] || { echo "$me: --plot needs a CSV file" >&2; exit 2; }
             plot_only=$2; shift 2 ;;
-    --title) [ $# -ge 2 ] || { echo "thread_sweep.sh: --title needs a text" >&2; exit 2; }
+    --title) [ $# -ge 2 ] || { echo "$me: --title needs a text" >&2; exit 2; }
              title=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1"); shift ;;
@@ -51,12 +62,16 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 if [ -n "$plot_only" ]; then
-    [ -f "$plot_only" ] || { echo "thread_sweep.sh: no file $plot_only" >&2; exit 2; }
-    [ ${#args[@]} -eq 0 ] || { echo "thread_sweep.sh: --plot takes no fa-bench arguments" >&2; exit 2; }
+    [ -f "$plot_only" ] || { echo "$me: no file $plot_only" >&2; exit 2; }
+    [ ${#args[@]} -eq 0 ] || { echo "$me: --plot takes no fa-bench arguments" >&2; exit 2; }
     csv=$plot_only
 else
     if [ -z "$threads" ]; then
-        threads=$(seq -s, 1 "$(nproc)")
+        # Powers of two show the scaling curve in a few runs; the full count is the one users get.
+        cpus=$(nproc)
+        threads=1
+        for ((t = 2; t < cpus; t *= 2)); do threads="$threads,$t"; done
+        [ "$cpus" -gt 1 ] && threads="$threads,$cpus"
     fi
     shape_given=0
     for a in ${args[@]+"${args[@]}"}; do
@@ -65,37 +80,43 @@ else
             --d | --d=* | --dv | --dv=*) shape_given=1 ;;
         esac
     done
-    [ "$shape_given" = 1 ] || args=(--preset issue4 ${args[@]+"${args[@]}"})
+    [ "$shape_given" = 1 ] || args=(--preset prefill ${args[@]+"${args[@]}"})
 
-    # fa-bench: as given, or in the build directory, or built into build-bench/.
     bench=${FA_BENCH:-}
-    if [ -z "$bench" ]; then
+    if [ -z "$bench" ] && [ -z "$root" ]; then # installed
+        if [ -x "$here/fa-bench" ]; then
+            bench=$here/fa-bench
+        else
+            bench=$(command -v fa-bench || true)
+            [ -n "$bench" ] || { echo "$me: no fa-bench next to $0 or on PATH (or set FA_BENCH)" >&2; exit 1; }
+        fi
+    elif [ -z "$bench" ]; then
         build=${FA_BUILD_DIR:-$root/build-bench}
         bench=$build/bench/fa-bench
         if [ ! -x "$bench" ]; then
             if [ -n "${FA_BUILD_DIR:-}" ] && [ -f "$build/CMakeCache.txt" ]; then
                 cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
             else
-                echo "thread_sweep.sh: building fa-bench (Release) in $build"
+                echo "$me: building fa-bench (Release) in $build"
                 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFLASHATTN_BUILD_BENCH=ON \
                     -DFLASHATTN_BUILD_TESTS=OFF >/dev/null
                 cmake --build "$build" -j "${FA_JOBS:-$(nproc)}" --target fa-bench
             fi
         fi
     fi
-    [ -x "$bench" ] || { echo "thread_sweep.sh: no fa-bench at $bench" >&2; exit 1; }
+    [ -x "$bench" ] || { echo "$me: no fa-bench at $bench" >&2; exit 1; }
 
     csv=$out/sweep.csv
-    echo "thread_sweep.sh: $bench --threads $threads ${args[*]}"
+    echo "$me: $bench --threads $threads ${args[*]}"
     status=0
     "$bench" --threads "$threads" ${args[@]+"${args[@]}"} --csv "$csv" --json "$out/sweep.json" \
         | tee "$out/sweep.txt" || status=$?
-    [ "$status" = 0 ] || { echo "thread_sweep.sh: fa-bench failed (status $status); no plot" >&2; exit "$status"; }
-    echo "thread_sweep.sh: wrote $csv, $out/sweep.json, $out/sweep.txt"
+    [ "$status" = 0 ] || { echo "$me: fa-bench failed (status $status); no plot" >&2; exit "$status"; }
+    echo "$me: wrote $csv, $out/sweep.json, $out/sweep.txt"
 fi
 
 if ! command -v gnuplot >/dev/null 2>&1; then
-    echo "thread_sweep.sh: gnuplot is not installed: no sweep.png (apt-get install gnuplot-nox)"
+    echo "$me: gnuplot is not installed: no sweep.png (apt-get install gnuplot-nox)"
     exit 0
 fi
 
@@ -172,7 +193,7 @@ plot $(plots 4)
 unset multiplot
 GP
 if gnuplot "$work/plot.gp"; then
-    echo "thread_sweep.sh: wrote $out/sweep.png"
+    echo "$me: wrote $out/sweep.png"
 else
-    echo "thread_sweep.sh: gnuplot failed; the CSV is complete" >&2
+    echo "$me: gnuplot failed; the CSV is complete" >&2
 fi
