@@ -3,7 +3,6 @@
 #include "alloc_steady.h"
 
 #include <criterion/criterion.h>
-#include <stdio.h>
 
 void as_expect_none(const char *what, tu_alloc_count before, tu_alloc_count after, uint64_t seed)
 {
@@ -12,19 +11,18 @@ void as_expect_none(const char *what, tu_alloc_count before, tu_alloc_count afte
     cr_expect_eq(frees, 0, "seed %llu: %s made %ld frees", (unsigned long long)seed, what, frees);
 }
 
-void as_on_fresh_context_per_dtype(as_check_fn *check, const char *name)
+void as_on_fresh_context_per_dtype(as_check_fn *check)
 {
     for (int t = 0; t < 2; t++) {
-        char dtype_name[256];
-        snprintf(dtype_name, sizeof dtype_name, "%s.%s", name, t ? "f64" : "f32");
+        uint64_t seed = tu_test_part_seed(t ? "f64" : "f32");
         fa_context *ctx;
         cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
-        check(dtype_name, ctx, t ? FA_F64 : FA_F32);
+        check(seed, ctx, t ? FA_F64 : FA_F32);
         fa_context_destroy(ctx);
     }
 }
 
-void as_on_fixed_blocks_and_threads(as_check_fn *check, const char *name)
+void as_on_fixed_blocks_and_threads(as_check_fn *check)
 {
     fa_context_opts o = fa_context_opts_default();
     o.num_threads = 3;
@@ -33,6 +31,6 @@ void as_on_fixed_blocks_and_threads(as_check_fn *check, const char *name)
     o.block_k = 40;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    check(name, ctx, FA_F32);
+    check(tu_test_seed(), ctx, FA_F32);
     fa_context_destroy(ctx);
 }

@@ -61,9 +61,9 @@ int pg_covers_every_pair(int *a1, int *a2, int *l1, int *l2)
     return 1;
 }
 
-void pg_run(const pg_levels *lv, const char *name, fa_dtype dtype, pg_row_check *check)
+void pg_run(const pg_levels *lv, fa_dtype dtype, pg_row_check *check)
 {
-    uint64_t seed = tu_seed(name);
+    uint64_t seed = tu_test_seed();
     fa_context *ctx = NULL;
     cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
     int cases = 0;

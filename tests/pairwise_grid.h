@@ -56,8 +56,9 @@ typedef struct {
 
 typedef void pg_row_check(fa_context *ctx, pg_row *g);
 
-/* Runs check on every row whose dtype is `dtype`, all on one fresh context, with the test's seed
- * from tu_seed(name); cr_asserts that the context was created and that at least one row ran. */
-void pg_run(const pg_levels *lv, const char *name, fa_dtype dtype, pg_row_check *check);
+/* Runs check on every row whose dtype is `dtype`, all on one fresh context, with the running
+ * test's seed (tu_test_seed); cr_asserts that the context was created and that at least one row
+ * ran. */
+void pg_run(const pg_levels *lv, fa_dtype dtype, pg_row_check *check);
 
 #endif

@@ -181,10 +181,10 @@ static void watchdog_fired(int sig)
     raise(sig);
 }
 
-void rt_watchdog(const char *test, unsigned seconds)
+void rt_watchdog(unsigned seconds)
 {
     int n = snprintf(watchdog_line, sizeof watchdog_line, "[watchdog] %s: still running after %u s: hung\n",
-                     test, seconds);
+                     tu_test_name(), seconds);
     watchdog_len = n < 0 ? 0 : ((size_t)n < sizeof watchdog_line ? (size_t)n : sizeof watchdog_line - 1);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -224,14 +224,14 @@ int rt_wait_deadline(pid_t pid, double timeout_s, int *status)
 
 extern char **environ;
 
-int rt_rerun_self(const char *filter, const char *assignment, double timeout_s)
+int rt_rerun_self(const char *assignment, double timeout_s)
 {
     char exe[4096];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len <= 0) return -2;
     exe[len] = '\0';
     char filter_arg[512];
-    snprintf(filter_arg, sizeof filter_arg, "--filter=%s", filter);
+    snprintf(filter_arg, sizeof filter_arg, "--filter=%s", tu_test_name());
     char *argv[] = {exe, filter_arg, "--jobs=1", NULL};
 
     size_t name_len = strcspn(assignment, "=");

@@ -67,11 +67,12 @@ int rt_serial(rt_run *r, int with_oracle, char *msg, size_t msg_size);
 
 /* ---- hangs ------------------------------------------------------------------------------------ */
 
-/* Guards the calling test against a hang: if it is still running `seconds` from now, a line naming
- * it goes to stderr and the process dies of SIGALRM, which Criterion reports as a crash of that
- * test. (Not Criterion's .timeout: with --jobs > 1 its runner leaks a 48-byte timeout request that
- * LeakSanitizer then reports, failing the ASan stage.) Forked children do not inherit it. */
-void rt_watchdog(const char *test, unsigned seconds);
+/* Guards the running test against a hang: if it is still running `seconds` from now, a line naming
+ * it (tu_test_name) goes to stderr and the process dies of SIGALRM, which Criterion reports as a
+ * crash of that test. (Not Criterion's .timeout: with --jobs > 1 its runner leaks a 48-byte timeout
+ * request that LeakSanitizer then reports, failing the ASan stage.) Forked children do not inherit
+ * it. */
+void rt_watchdog(unsigned seconds);
 
 /* ---- processes ------------------------------------------------------------------------------ */
 
@@ -79,11 +80,11 @@ void rt_watchdog(const char *test, unsigned seconds);
  * -1. Otherwise returns 0 with the wait status in *status. */
 int rt_wait_deadline(pid_t pid, double timeout_s, int *status);
 
-/* Runs this test executable again, in a fresh process with `assignment` ("NAME=VALUE") added to
- * the environment and only the Criterion tests matching `filter`, and waits at most timeout_s.
+/* Runs the running test again (--filter=tu_test_name()), in a fresh process of this executable
+ * with `assignment` ("NAME=VALUE") added to the environment, and waits at most timeout_s.
  * The runner's sandbox variables (BXFI_*) are dropped so the child is a runner of its own.
- * Returns its exit status (0: every test passed), -1 on timeout, -2 if it could not start. */
-int rt_rerun_self(const char *filter, const char *assignment, double timeout_s);
+ * Returns its exit status (0: the test passed), -1 on timeout, -2 if it could not start. */
+int rt_rerun_self(const char *assignment, double timeout_s);
 
 /* Sets the affinity of every thread of this process to *mask (as `taskset -a -p` would); 0 on
  * success. */

@@ -59,18 +59,18 @@ static void check_row(fa_context *ctx, pg_row *g)
 
 Test(accuracy, f64_matches_oracle_to_1e_12_over_pairwise_grid)
 {
-    pg_run(&levels, "accuracy.f64_matches_oracle_to_1e_12_over_pairwise_grid", FA_F64, check_row);
+    pg_run(&levels, FA_F64, check_row);
 }
 
 Test(accuracy, f32_within_twice_naive_f32_error_over_pairwise_grid)
 {
-    pg_run(&levels, "accuracy.f32_within_twice_naive_f32_error_over_pairwise_grid", FA_F32, check_row);
+    pg_run(&levels, FA_F32, check_row);
 }
 
 /* D and Dv at the ends of their range, 1 and 512, in every combination and both dtypes. */
 Test(accuracy, head_dims_at_limits_1_and_512_match_oracle)
 {
-    uint64_t seed = tu_seed("accuracy.head_dims_at_limits_1_and_512_match_oracle");
+    uint64_t seed = tu_test_seed();
     static const int64_t dims[][2] = {{512, 512}, {1, 512}, {512, 1}, {1, 1}};
     int c = 0;
     for (int t = 0; t < 2; t++)
@@ -100,7 +100,7 @@ Test(accuracy, head_dims_at_limits_1_and_512_match_oracle)
  * repeated over the sequence. Also a negative (finite) scale is valid. */
 Test(accuracy, zero_stride_broadcast_inputs_and_negative_scale_match_oracle)
 {
-    uint64_t seed = tu_seed("accuracy.zero_stride_broadcast_inputs_and_negative_scale_match_oracle");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++) {
         fa_dtype dt = t ? FA_F64 : FA_F32;
         tu_shape s = {dt, 3, 4, 2, 40, 50, 24, 16, TU_BHSD};
@@ -141,7 +141,7 @@ Test(accuracy, zero_stride_broadcast_inputs_and_negative_scale_match_oracle)
  * packed QKV buffer, out [B][S][H][Dv] with padding. Nothing may assume two views share strides. */
 Test(accuracy, mixed_layouts_per_tensor_match_oracle)
 {
-    uint64_t seed = tu_seed("accuracy.mixed_layouts_per_tensor_match_oracle");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < 3; c++) {
             fa_dtype dt = t ? FA_F64 : FA_F32;

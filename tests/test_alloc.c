@@ -11,9 +11,8 @@
 #include "util.h"
 
 /* Runs the call three times (first, identical, smaller) and checks the counts of the last two. */
-static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
+static void check_steady_state(uint64_t seed, fa_context *ctx, fa_dtype dt)
 {
-    uint64_t seed = tu_seed(name);
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
     tu_shape big = {dt, 2, 4, 2, 200, 230, 64, 48, TU_BHSD};
     tu_shape small = {dt, 1, 4, 2, 50, 60, 64, 48, TU_BSHD};
@@ -28,8 +27,8 @@ static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
     fa_status st = fa_forward(ctx, &p, &a.q, &a.k, &a.v, &a.out, a.lse);
     tu_alloc_count c1 = tu_alloc_count_now();
     cr_assert_eq(st, FA_OK, "seed %llu: first call status %d", (unsigned long long)seed, st);
-    fprintf(stderr, "[alloc] %s: first call: %ld allocations, %ld frees\n", name, c1.allocs - c0.allocs,
-            c1.frees - c0.frees);
+    fprintf(stderr, "[alloc] seed %llu: first call: %ld allocations, %ld frees\n", (unsigned long long)seed,
+            c1.allocs - c0.allocs, c1.frees - c0.frees);
 
     st = fa_forward(ctx, &p, &a.q, &a.k, &a.v, &a.out, a.lse);
     tu_alloc_count c2 = tu_alloc_count_now();
@@ -46,26 +45,24 @@ static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
 
 Test(alloc, second_identical_call_on_a_context_allocates_nothing)
 {
-    as_on_fresh_context_per_dtype(check_steady_state,
-                                  "alloc.second_identical_call_on_a_context_allocates_nothing");
+    as_on_fresh_context_per_dtype(check_steady_state);
 }
 
 Test(alloc, second_identical_call_with_fixed_blocks_and_threads_allocates_nothing)
 {
-    as_on_fixed_blocks_and_threads(
-        check_steady_state, "alloc.second_identical_call_with_fixed_blocks_and_threads_allocates_nothing");
+    as_on_fixed_blocks_and_threads(check_steady_state);
 }
 
 Test(alloc, second_identical_call_with_null_context_allocates_nothing)
 {
-    check_steady_state("alloc.second_identical_call_with_null_context_allocates_nothing", NULL, FA_F64);
+    check_steady_state(tu_test_seed(), NULL, FA_F64);
 }
 
 /* The first call of a context does allocate its arenas through the wrapped functions; if this
  * fails, the counting above proves nothing (the library allocates through something unwrapped). */
 Test(alloc, first_call_allocations_are_visible_to_the_counter)
 {
-    tu_seed("alloc.first_call_allocations_are_visible_to_the_counter");
+    tu_test_seed();
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
     tu_shape s = {FA_F32, 1, 2, 1, 64, 64, 32, 32, TU_BHSD};
     tu_rng rng = tu_rng_make(1);
@@ -88,8 +85,7 @@ Test(alloc, first_call_allocations_are_visible_to_the_counter)
  * or with every later one). A call that made fewer allocations than that succeeds normally. */
 Test(alloc, failed_scratch_allocation_returns_nomem_writes_nothing_and_context_stays_usable)
 {
-    uint64_t seed =
-        tu_seed("alloc.failed_scratch_allocation_returns_nomem_writes_nothing_and_context_stays_usable");
+    uint64_t seed = tu_test_seed();
     tu_shape s = {FA_F32, 2, 4, 2, 100, 90, 32, 24, TU_BHSD};
     tu_rng rng = tu_rng_make(seed);
     tu_problem expected, expected_auto, pr; /* fixed 16/16 blocks, and automatic ones */

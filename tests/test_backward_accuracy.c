@@ -83,21 +83,19 @@ static void check_row(fa_context *ctx, pg_row *g)
 
 Test(backward_accuracy, f64_gradients_match_oracle_to_1e_11_over_pairwise_grid)
 {
-    pg_run(&levels, "backward_accuracy.f64_gradients_match_oracle_to_1e_11_over_pairwise_grid", FA_F64,
-           check_row);
+    pg_run(&levels, FA_F64, check_row);
 }
 
 Test(backward_accuracy, f32_gradients_within_3x_naive_f32_error_over_pairwise_grid)
 {
-    pg_run(&levels, "backward_accuracy.f32_gradients_within_3x_naive_f32_error_over_pairwise_grid", FA_F32,
-           check_row);
+    pg_run(&levels, FA_F32, check_row);
 }
 
 /* The default (NULL) context and an explicit one give the same gradients to the byte, and the
  * backward accepts out/lse produced by a different context than its own. */
 Test(backward_accuracy, null_context_matches_explicit_context_bitwise)
 {
-    uint64_t seed = tu_seed("backward_accuracy.null_context_matches_explicit_context_bitwise");
+    uint64_t seed = tu_test_seed();
     tu_shape s = {FA_F64, 2, 4, 2, 45, 70, 24, 17, TU_BSHD};
     fa_params p = fa_params_default();
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
@@ -135,7 +133,7 @@ Test(backward_accuracy, null_context_matches_explicit_context_bitwise)
  * and dv are that batch's contributions, which the oracle reads the same way). */
 Test(backward_accuracy, largest_head_dims_and_broadcast_inputs_match_oracle)
 {
-    uint64_t seed = tu_seed("backward_accuracy.largest_head_dims_and_broadcast_inputs_match_oracle");
+    uint64_t seed = tu_test_seed();
     static const struct {
         tu_shape s;
         fa_causal c;

@@ -12,9 +12,8 @@
 #include "util.h"
 #include "util_backward.h"
 
-static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
+static void check_steady_state(uint64_t seed, fa_context *ctx, fa_dtype dt)
 {
-    uint64_t seed = tu_seed(name);
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
     tu_shape big = {dt, 2, 4, 2, 200, 230, 64, 48, TU_BHSD};
     tu_shape small = {dt, 1, 4, 2, 50, 60, 64, 48, TU_BSHD};
@@ -30,8 +29,8 @@ static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
     tu_alloc_count c0 = tu_alloc_count_now();
     cr_assert_eq(tub_backward(ctx, &p, &a), FA_OK, "seed %llu: first backward", (unsigned long long)seed);
     tu_alloc_count c1 = tu_alloc_count_now();
-    fprintf(stderr, "[alloc] %s: first backward: %ld allocations, %ld frees\n", name, c1.allocs - c0.allocs,
-            c1.frees - c0.frees);
+    fprintf(stderr, "[alloc] seed %llu: first backward: %ld allocations, %ld frees\n",
+            (unsigned long long)seed, c1.allocs - c0.allocs, c1.frees - c0.frees);
 
     cr_assert_eq(tub_backward(ctx, &p, &a), FA_OK, "seed %llu: second backward", (unsigned long long)seed);
     tu_alloc_count c2 = tu_alloc_count_now();
@@ -54,21 +53,17 @@ static void check_steady_state(const char *name, fa_context *ctx, fa_dtype dt)
 
 Test(backward_alloc, second_identical_backward_allocates_nothing)
 {
-    as_on_fresh_context_per_dtype(check_steady_state,
-                                  "backward_alloc.second_identical_backward_allocates_nothing");
+    as_on_fresh_context_per_dtype(check_steady_state);
 }
 
 Test(backward_alloc, second_identical_backward_with_fixed_blocks_and_threads_allocates_nothing)
 {
-    as_on_fixed_blocks_and_threads(
-        check_steady_state,
-        "backward_alloc.second_identical_backward_with_fixed_blocks_and_threads_allocates_nothing");
+    as_on_fixed_blocks_and_threads(check_steady_state);
 }
 
 Test(backward_alloc, second_identical_backward_with_null_context_allocates_nothing)
 {
-    check_steady_state("backward_alloc.second_identical_backward_with_null_context_allocates_nothing", NULL,
-                       FA_F64);
+    check_steady_state(tu_test_seed(), NULL, FA_F64);
 }
 
 /* The first backward on a context that has only run forwards grows what the backward needs (its
@@ -76,7 +71,7 @@ Test(backward_alloc, second_identical_backward_with_null_context_allocates_nothi
  * prove nothing. */
 Test(backward_alloc, first_backward_allocations_are_visible_to_the_counter)
 {
-    uint64_t seed = tu_seed("backward_alloc.first_backward_allocations_are_visible_to_the_counter");
+    uint64_t seed = tu_test_seed();
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
     tu_shape s = {FA_F64, 1, 2, 1, 64, 64, 32, 32, TU_BHSD};
     tu_rng rng = tu_rng_make(seed);

@@ -13,9 +13,9 @@
 static const int block_sizes[] = {1, 2, 3, 5, 8, 16, 32, 64, 128};
 #define N_BLOCKS ((int)(sizeof block_sizes / sizeof block_sizes[0]))
 
-static void run_blocks(const char *name, fa_dtype dtype)
+static void run_blocks(fa_dtype dtype)
 {
-    uint64_t seed = tu_seed(name);
+    uint64_t seed = tu_test_seed();
     /* Sizes no block divides; grouped heads; one case per causal mode and layout. BOTTOM_RIGHT
      * with Nq > Nk has 16 fully masked rows, TOP_LEFT with Nq > Nk none. The oracle runs once per
      * case; each block pair's context serves the three cases. */
@@ -77,10 +77,10 @@ static void run_blocks(const char *name, fa_dtype dtype)
 
 Test(backward_blocks, f64_every_block_pair_matches_oracle_to_1e_11)
 {
-    run_blocks("backward_blocks.f64_every_block_pair_matches_oracle_to_1e_11", FA_F64);
+    run_blocks(FA_F64);
 }
 
 Test(backward_blocks, f32_every_block_pair_within_3x_naive_f32_error)
 {
-    run_blocks("backward_blocks.f32_every_block_pair_within_3x_naive_f32_error", FA_F32);
+    run_blocks(FA_F32);
 }

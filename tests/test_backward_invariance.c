@@ -53,9 +53,9 @@ static void expect_same_grads(const tub_problem *a, const tub_problem *b, const 
               (unsigned long long)seed, what);
 }
 
-static void run_invariance(const char *name, int block_q, int block_k)
+static void run_invariance(int block_q, int block_k)
 {
-    uint64_t seed = tu_seed(name);
+    uint64_t seed = tu_test_seed();
     fa_context *ctx[CM_CONTEXTS];
     cm_create(ctx, block_q, block_k);
     for (int c = 0; c < N_CASES; c++) {
@@ -86,21 +86,19 @@ static void run_invariance(const char *name, int block_q, int block_k)
 
 Test(backward_invariance, gradients_bitwise_equal_across_thread_counts_and_bindings)
 {
-    run_invariance("backward_invariance.gradients_bitwise_equal_across_thread_counts_and_bindings", 0, 0);
+    run_invariance(0, 0);
 }
 
 Test(backward_invariance, gradients_bitwise_equal_across_thread_counts_and_bindings_with_fixed_odd_blocks)
 {
-    run_invariance(
-        "backward_invariance.gradients_bitwise_equal_across_thread_counts_and_bindings_with_fixed_odd_blocks",
-        13, 24);
+    run_invariance(13, 24);
 }
 
 /* 20 repetitions of one call, alternating a 4-thread and a 7-thread context, on the causal grouped
  * shape (the one with the most cross-item structure): the same bytes every time. */
 Test(backward_invariance, twenty_repetitions_give_identical_bytes)
 {
-    uint64_t seed = tu_seed("backward_invariance.twenty_repetitions_give_identical_bytes");
+    uint64_t seed = tu_test_seed();
     fa_context *ctx[3];
     static const int threads[3] = {1, 4, 7};
     for (int x = 0; x < 3; x++) {

@@ -82,8 +82,7 @@ static void run_case(fa_context *ctx, const tu_shape *s, const fa_params *p, uin
 
 Test(backward_masking, fully_masked_query_rows_get_exactly_zero_dq_and_finite_gradients)
 {
-    uint64_t seed =
-        tu_seed("backward_masking.fully_masked_query_rows_get_exactly_zero_dq_and_finite_gradients");
+    uint64_t seed = tu_test_seed();
     /* Nq - Nk masked rows: 31 (crossing several query blocks), and 39 with a single key. */
     static const tu_shape shapes[] = {
         {FA_F32, 2, 4, 2, 50, 19, 12, 9, TU_BHSD},
@@ -122,7 +121,7 @@ Test(backward_masking, fully_masked_query_rows_get_exactly_zero_dq_and_finite_gr
 
 Test(backward_masking, keys_no_query_sees_get_exactly_zero_dk_and_dv)
 {
-    uint64_t seed = tu_seed("backward_masking.keys_no_query_sees_get_exactly_zero_dk_and_dv");
+    uint64_t seed = tu_test_seed();
     static const tu_shape shapes[] = {
         {FA_F32, 2, 4, 1, 19, 50, 12, 9, TU_BSHD},
         {FA_F64, 1, 4, 2, 19, 50, 12, 9, TU_BHSD},
@@ -154,9 +153,9 @@ Test(backward_masking, keys_no_query_sees_get_exactly_zero_dk_and_dv)
 /* An empty sequence, Nk = 0 (no_keys) or Nq = 0: every causal mode, f32 and f64, each layout, on
  * each context configuration; the gradients of the other side (dq without keys, dk and dv without
  * queries) must be exact zeros. */
-static void check_empty_sequence(const char *name, int no_keys)
+static void check_empty_sequence(int no_keys)
 {
-    uint64_t seed = tu_seed(name);
+    uint64_t seed = tu_test_seed();
     static const fa_causal causal[3] = {FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT, FA_CAUSAL_BOTTOM_RIGHT};
     static const char *grad_name[3] = {"dq", "dk", "dv"};
     int first = no_keys ? TUB_DQ : TUB_DK, last = no_keys ? TUB_DQ : TUB_DV;
@@ -185,18 +184,18 @@ static void check_empty_sequence(const char *name, int no_keys)
 
 Test(backward_masking, no_keys_gives_exactly_zero_dq)
 {
-    check_empty_sequence("backward_masking.no_keys_gives_exactly_zero_dq", 1);
+    check_empty_sequence(1);
 }
 
 Test(backward_masking, no_queries_gives_exactly_zero_dk_and_dv)
 {
-    check_empty_sequence("backward_masking.no_queries_gives_exactly_zero_dk_and_dv", 0);
+    check_empty_sequence(0);
 }
 
 /* B = 0 and Hq = Hkv = 0: nothing to compute; the call succeeds and writes no byte. */
 Test(backward_masking, empty_batch_or_heads_succeeds_and_writes_nothing)
 {
-    uint64_t seed = tu_seed("backward_masking.empty_batch_or_heads_succeeds_and_writes_nothing");
+    uint64_t seed = tu_test_seed();
     static const tu_shape shapes[] = {
         {FA_F32, 0, 2, 1, 9, 11, 4, 3, TU_BHSD},
         {FA_F64, 2, 0, 0, 9, 11, 4, 3, TU_BSHD},

@@ -202,7 +202,7 @@ static void run_case(fa_context *ctx, const ctx_cfg *cfg, const nan_case *c, uin
 
 Test(backward_nan, nan_in_one_key_of_v_reaches_only_gradients_that_depend_on_it)
 {
-    uint64_t seed = tu_seed("backward_nan.nan_in_one_key_of_v_reaches_only_gradients_that_depend_on_it");
+    uint64_t seed = tu_test_seed();
     for (int x = 0; x < N_CONFIGS; x++) {
         fa_context_opts o = fa_context_opts_default();
         o.num_threads = configs[x].threads;

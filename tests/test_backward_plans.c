@@ -71,7 +71,7 @@ static const plan_run runs[] = {
 Test(backward_plans, every_plan_gives_bitwise_identical_gradients)
 {
     static const char *names[3] = {"dq", "dk", "dv"};
-    uint64_t seed = tu_seed("backward_plans.every_plan_gives_bitwise_identical_gradients");
+    uint64_t seed = tu_test_seed();
     for (int b = 0; b < N_BLOCKS; b++) {
         fa_context *ctx[N_RUNS];
         for (int r = 0; r < N_RUNS; r++)
@@ -159,7 +159,7 @@ Test(backward_plans, auto_plan_is_fused_without_idle_threads_and_finer_with_few_
  * call from here may count on; a forward leaves it as it was. */
 Test(backward_plans, stats_name_the_plan_an_automatic_call_took)
 {
-    uint64_t seed = tu_seed("backward_plans.stats_name_the_plan_an_automatic_call_took");
+    uint64_t seed = tu_test_seed();
     static const int threads[] = {1, 2, 3, 4};
     static const tu_shape shapes[] = {
         {FA_F32, 1, 1, 1, 70, 90, 16, 16, TU_BHSD}, /* one head */

@@ -14,7 +14,7 @@
 
 Test(backward_scratch, peak_equals_documented_backward_formula)
 {
-    uint64_t seed = tu_seed("backward_scratch.peak_equals_documented_backward_formula");
+    uint64_t seed = tu_test_seed();
     /* Either side of the max wins somewhere: bq·D above bk·(D + Dv) in the 128/1 and 64/3 rows. */
     static const struct {
         fa_dtype t;
@@ -86,7 +86,7 @@ Test(backward_scratch, peak_equals_documented_backward_formula)
  * few seconds, about 5x that under ASan + UBSan. */
 Test(backward_scratch, peak_is_identical_for_1024_and_16384_tokens, .timeout = 600)
 {
-    uint64_t seed = tu_seed("backward_scratch.peak_is_identical_for_1024_and_16384_tokens");
+    uint64_t seed = tu_test_seed();
     enum { BQ = 128, BK = 128, D = 4 };
     fa_context_opts o = fa_context_opts_default();
     o.block_q = BQ;

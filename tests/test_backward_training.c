@@ -71,9 +71,8 @@ static void train(fa_context *ctx, const fa_params *p, const tu_shape *s, uint64
     tu_buf_free(&target_buf);
 }
 
-static void run_training(const char *name, fa_dtype dtype, int block_q, int block_k)
+static void run_training(uint64_t seed, fa_dtype dtype, int block_q, int block_k)
 {
-    uint64_t seed = tu_seed(name);
     /* Grouped heads (dk/dv sum over the group), Dv != D, causal, sizes no block divides. */
     tu_shape s = {dtype, 2, 4, 2, 45, 45, 16, 12, TU_BSHD};
     fa_params p = fa_params_default();
@@ -119,20 +118,16 @@ static void run_training(const char *name, fa_dtype dtype, int block_q, int bloc
 
 Test(backward_training, sgd_loop_parameters_bitwise_equal_on_1_and_4_threads_f32)
 {
-    run_training("backward_training.sgd_loop_parameters_bitwise_equal_on_1_and_4_threads_f32", FA_F32, 0, 0);
+    run_training(tu_test_seed(), FA_F32, 0, 0);
 }
 
 Test(backward_training, sgd_loop_parameters_bitwise_equal_on_1_and_4_threads_f64)
 {
-    run_training("backward_training.sgd_loop_parameters_bitwise_equal_on_1_and_4_threads_f64", FA_F64, 0, 0);
+    run_training(tu_test_seed(), FA_F64, 0, 0);
 }
 
 Test(backward_training, sgd_loop_parameters_bitwise_equal_on_1_and_4_threads_with_small_blocks)
 {
-    run_training(
-        "backward_training.sgd_loop_parameters_bitwise_equal_on_1_and_4_threads_with_small_blocks.f32",
-        FA_F32, 8, 5);
-    run_training(
-        "backward_training.sgd_loop_parameters_bitwise_equal_on_1_and_4_threads_with_small_blocks.f64",
-        FA_F64, 8, 5);
+    run_training(tu_test_part_seed("f32"), FA_F32, 8, 5);
+    run_training(tu_test_part_seed("f64"), FA_F64, 8, 5);
 }

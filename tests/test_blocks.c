@@ -42,9 +42,9 @@ static void capture(tu_ref *dst, const tu_problem *pr, const tu_ref *r)
     free(all_lse);
 }
 
-static void run_blocks(const char *name, fa_dtype dtype)
+static void run_blocks(fa_dtype dtype)
 {
-    uint64_t seed = tu_seed(name);
+    uint64_t seed = tu_test_seed();
     block_problem *bp = calloc(N_PROBLEMS, sizeof *bp);
     cr_assert(bp);
     /* Sizes that no block divides, one problem per causal mode; BOTTOM_RIGHT with Nq > Nk has 16
@@ -120,10 +120,10 @@ static void run_blocks(const char *name, fa_dtype dtype)
 
 Test(blocks, f64_every_block_size_pair_agrees_with_oracle_and_each_other)
 {
-    run_blocks("blocks.f64_every_block_size_pair_agrees_with_oracle_and_each_other", FA_F64);
+    run_blocks(FA_F64);
 }
 
 Test(blocks, f32_every_block_size_pair_agrees_with_oracle_and_each_other)
 {
-    run_blocks("blocks.f32_every_block_size_pair_agrees_with_oracle_and_each_other", FA_F32);
+    run_blocks(FA_F32);
 }

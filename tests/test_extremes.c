@@ -27,7 +27,7 @@ static void expect_matches_oracle(const char *what, uint64_t seed, tu_problem *p
 
 Test(extremes, scores_spanning_1e6_in_magnitude_match_oracle_to_1e_9)
 {
-    uint64_t seed = tu_seed("extremes.scores_spanning_1e6_in_magnitude_match_oracle_to_1e_9");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < 3; c++) {
             tu_shape s = {t ? FA_F64 : FA_F32, 1, 2, 1, 40, 300, 16, 12, (tu_layout)c};
@@ -61,7 +61,7 @@ Test(extremes, scores_spanning_1e6_in_magnitude_match_oracle_to_1e_9)
 
 Test(extremes, logits_of_plus_minus_1e4_match_oracle)
 {
-    uint64_t seed = tu_seed("extremes.logits_of_plus_minus_1e4_match_oracle");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++) {
         tu_shape s = {t ? FA_F64 : FA_F32, 2, 2, 2, 37, 45, 4, 8, TU_BHSD};
         tu_rng rng = tu_rng_make(seed + (uint64_t)t);
@@ -110,7 +110,7 @@ Test(extremes, logits_of_plus_minus_1e4_match_oracle)
 
 Test(extremes, all_zero_rows_match_oracle)
 {
-    uint64_t seed = tu_seed("extremes.all_zero_rows_match_oracle");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < 3; c++) {
             tu_shape s = {t ? FA_F64 : FA_F32, 2, 4, 2, 60, 70, 32, 24, (tu_layout)c};
@@ -150,7 +150,7 @@ Test(extremes, all_zero_rows_match_oracle)
 
 Test(extremes, identical_rows_match_oracle)
 {
-    uint64_t seed = tu_seed("extremes.identical_rows_match_oracle");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < 3; c++) {
             tu_shape s = {t ? FA_F64 : FA_F32, 1, 2, 1, 90, 130, 20, 20, (tu_layout)c};
@@ -177,7 +177,7 @@ Test(extremes, identical_rows_match_oracle)
 /* NaN or Inf inside q, k or v is not an error: it reaches exactly the rows that see it. */
 Test(extremes, nan_and_inf_in_inputs_reach_exactly_the_rows_that_see_them)
 {
-    uint64_t seed = tu_seed("extremes.nan_and_inf_in_inputs_reach_exactly_the_rows_that_see_them");
+    uint64_t seed = tu_test_seed();
     const int64_t bad_key = 37, bad_col = 5, bad_row = 20;
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < 3; c++) {

@@ -150,10 +150,8 @@ static int after_body(void *arg)
 
 Test(fork, calls_in_a_child_and_grandchild_after_parallel_calls_complete_with_the_same_bytes)
 {
-    rt_watchdog("fork/calls_in_a_child_and_grandchild_after_parallel_calls_complete_with_the_same_bytes",
-                300);
-    uint64_t seed =
-        tu_seed("fork.calls_in_a_child_and_grandchild_after_parallel_calls_complete_with_the_same_bytes");
+    rt_watchdog(300);
+    uint64_t seed = tu_test_seed();
     rt_run expected[RT_CASES], runs[RT_CASES];
     for (int c = 0; c < RT_CASES; c++) {
         char msg[1024];
@@ -241,9 +239,9 @@ static int first_call_body(void *arg)
     return problems;
 }
 
-static void fork_before_first_call(const char *test_name, int user_region_first)
+static void fork_before_first_call(int user_region_first)
 {
-    uint64_t seed = tu_seed(test_name);
+    uint64_t seed = tu_test_seed();
     rt_run runs[RT_CASES], mine[RT_CASES];
     size_t bytes = 0;
     for (int c = 0; c < RT_CASES; c++) {
@@ -306,10 +304,8 @@ static void fork_before_first_call(const char *test_name, int user_region_first)
 
 Test(fork, a_child_forked_before_any_parallel_region_may_use_threads_and_its_child_matches_it)
 {
-    rt_watchdog("fork/a_child_forked_before_any_parallel_region_may_use_threads_and_its_child_matches_it",
-                300);
-    fork_before_first_call(
-        "fork.a_child_forked_before_any_parallel_region_may_use_threads_and_its_child_matches_it", 0);
+    rt_watchdog(300);
+    fork_before_first_call(0);
 }
 
 /* The user's region leaves libgomp's pool behind, which the child does not inherit: src/team.c
@@ -317,7 +313,6 @@ Test(fork, a_child_forked_before_any_parallel_region_may_use_threads_and_its_chi
  * regions, so the child's first call runs on its calling thread instead of waiting forever. */
 Test(fork, a_child_forked_after_the_users_own_parallel_region_runs_on_its_calling_thread)
 {
-    rt_watchdog("fork/a_child_forked_after_the_users_own_parallel_region_runs_on_its_calling_thread", 300);
-    fork_before_first_call(
-        "fork.a_child_forked_after_the_users_own_parallel_region_runs_on_its_calling_thread", 1);
+    rt_watchdog(300);
+    fork_before_first_call(1);
 }

@@ -25,9 +25,9 @@ static const inv_case cases[] = {
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-static void run_invariance(const char *name, int block_q, int block_k)
+static void run_invariance(int block_q, int block_k)
 {
-    uint64_t seed = tu_seed(name);
+    uint64_t seed = tu_test_seed();
     fa_context *ctx[CM_CONTEXTS];
     cm_create(ctx, block_q, block_k);
     for (int c = 0; c < N_CASES; c++) {
@@ -61,20 +61,18 @@ static void run_invariance(const char *name, int block_q, int block_k)
 
 Test(invariance, out_and_lse_bitwise_equal_across_thread_counts_and_bindings)
 {
-    run_invariance("invariance.out_and_lse_bitwise_equal_across_thread_counts_and_bindings", 0, 0);
+    run_invariance(0, 0);
 }
 
 Test(invariance, out_and_lse_bitwise_equal_across_thread_counts_and_bindings_with_fixed_odd_blocks)
 {
-    run_invariance(
-        "invariance.out_and_lse_bitwise_equal_across_thread_counts_and_bindings_with_fixed_odd_blocks", 13,
-        24);
+    run_invariance(13, 24);
 }
 
 /* The same context called again, a fresh context, and the default (NULL) context: same bytes. */
 Test(invariance, repeated_calls_give_identical_bytes)
 {
-    uint64_t seed = tu_seed("invariance.repeated_calls_give_identical_bytes");
+    uint64_t seed = tu_test_seed();
     for (int c = 0; c < N_CASES; c++) {
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem first, pr;

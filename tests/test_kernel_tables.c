@@ -119,7 +119,7 @@ static void view_diff(const fa_tensor *x, const double *y, double *err, double *
 
 static void check_dtype(fa_dtype dtype)
 {
-    uint64_t seed = tu_seed(dtype == FA_F64 ? "kernel_tables.f64" : "kernel_tables.f32");
+    uint64_t seed = tu_test_part_seed(dtype == FA_F64 ? "f64" : "f32");
     for (int c = 0; c < N_CASES; c++) {
         tu_shape s;
         fa_params p;

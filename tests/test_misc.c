@@ -64,7 +64,7 @@ Test(misc, destroy_and_reset_stats_accept_null)
  * Both give the oracle's result, and the same bytes as the explicit equivalents. */
 Test(misc, null_params_and_null_context_match_explicit_defaults_and_oracle)
 {
-    uint64_t seed = tu_seed("misc.null_params_and_null_context_match_explicit_defaults_and_oracle");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++) {
         tu_shape s = {t ? FA_F64 : FA_F32, 2, 4, 2, 70, 90, 32, 40, TU_BSHD};
         tu_rng rng = tu_rng_make(seed + (uint64_t)t);

@@ -44,11 +44,11 @@ typedef struct {
     rt_run runs[MAX_USERS][RT_CASES];
 } nest_state;
 
-static nest_state *nest_state_make(const char *test_name)
+static nest_state *nest_state_make(void)
 {
     nest_state *s = calloc(1, sizeof *s);
     cr_assert(s);
-    s->seed = tu_seed(test_name);
+    s->seed = tu_test_seed();
     for (int c = 0; c < RT_CASES; c++) {
         char msg[1024];
         rt_make(&s->expected[c], &rt_cases[c], s->seed + (uint64_t)c);
@@ -160,16 +160,16 @@ static void run_config(nest_state *s, const nest_config *cfg)
 
 Test(nested, calls_from_a_user_region_with_nesting_off_match_the_serial_run)
 {
-    rt_watchdog("nested/calls_from_a_user_region_with_nesting_off_match_the_serial_run", 120);
-    nest_state *s = nest_state_make("nested.calls_from_a_user_region_with_nesting_off_match_the_serial_run");
+    rt_watchdog(120);
+    nest_state *s = nest_state_make();
     run_config(s, &nest_off);
     nest_state_free(s);
 }
 
 Test(nested, calls_from_user_regions_with_nesting_on_match_the_serial_run)
 {
-    rt_watchdog("nested/calls_from_user_regions_with_nesting_on_match_the_serial_run", 180);
-    nest_state *s = nest_state_make("nested.calls_from_user_regions_with_nesting_on_match_the_serial_run");
+    rt_watchdog(180);
+    nest_state *s = nest_state_make();
     for (size_t k = 0; k < sizeof nest_on / sizeof nest_on[0]; k++) run_config(s, &nest_on[k]);
     nest_state_free(s);
 }
@@ -180,17 +180,16 @@ Test(nested, calls_from_user_regions_with_nesting_on_match_the_serial_run)
  * suite); otherwise this executable runs this test again with OMP_THREAD_LIMIT=3. */
 Test(nested, calls_under_omp_thread_limit_match_the_serial_run)
 {
-    rt_watchdog("nested/calls_under_omp_thread_limit_match_the_serial_run", 300);
+    rt_watchdog(300);
     const char *limit = getenv("OMP_THREAD_LIMIT");
     if (!limit || !*limit) {
-        int rc = rt_rerun_self("nested/calls_under_omp_thread_limit_match_the_serial_run",
-                               "OMP_THREAD_LIMIT=3", 240);
+        int rc = rt_rerun_self("OMP_THREAD_LIMIT=3", 240);
         cr_expect_neq(rc, -1, "the run with OMP_THREAD_LIMIT=3 did not finish within 240 s (killed)");
         cr_expect_neq(rc, -2, "could not start this executable again");
         cr_expect_eq(rc, 0, "the run with OMP_THREAD_LIMIT=3 failed (exit status %d)", rc);
         return;
     }
-    nest_state *s = nest_state_make("nested.calls_under_omp_thread_limit_match_the_serial_run");
+    nest_state *s = nest_state_make();
     fprintf(stderr, "[nested] OMP_THREAD_LIMIT=%s: omp_get_thread_limit() = %d\n", limit,
             omp_get_thread_limit());
     /* From the main thread, a context asking for more threads than the limit allows. */

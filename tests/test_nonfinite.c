@@ -324,10 +324,9 @@ static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, f
 
 /* Runs every source on every shape, dtype, causal mode and layout; `cfg_all` runs every context
  * configuration for every source, otherwise they take turns. */
-static void run_sources(const char *test, const int *tensors, int n_tensors, const double *values,
-                        int n_values, int cfg_all)
+static void run_sources(uint64_t seed, const int *tensors, int n_tensors, const double *values, int n_values,
+                        int cfg_all)
 {
-    uint64_t seed = tu_seed(test);
     fa_context *ctx[2] = {make_ctx(&configs[0]), make_ctx(&configs[1])};
     int turn = 0;
     for (int dt = 0; dt < 2; dt++)
@@ -367,19 +366,15 @@ Test(nonfinite, nan_in_one_key_of_k_or_v_reaches_exactly_the_rows_that_see_it_fo
 {
     static const int tensors[] = {SRC_K, SRC_V};
     const double values[] = {NAN};
-    run_sources(
-        "nonfinite.nan_in_one_key_of_k_or_v_reaches_exactly_the_rows_that_see_it_forward_and_backward",
-        tensors, 2, values, 1, 1);
+    run_sources(tu_test_seed(), tensors, 2, values, 1, 1);
 }
 
 Test(nonfinite, inf_in_q_k_v_or_dout_and_nan_in_q_or_dout_stay_within_their_reach)
 {
     static const int inf_tensors[] = {SRC_Q, SRC_K, SRC_V, SRC_DOUT}, nan_tensors[] = {SRC_Q, SRC_DOUT};
     const double infs[] = {INFINITY, -INFINITY}, nans[] = {NAN};
-    run_sources("nonfinite.inf_in_q_k_v_or_dout_and_nan_in_q_or_dout_stay_within_their_reach", inf_tensors, 4,
-                infs, 2, 0);
-    run_sources("nonfinite.inf_in_q_k_v_or_dout_and_nan_in_q_or_dout_stay_within_their_reach.nan",
-                nan_tensors, 2, nans, 1, 0);
+    run_sources(tu_test_part_seed("inf"), inf_tensors, 4, infs, 2, 0);
+    run_sources(tu_test_part_seed("nan"), nan_tensors, 2, nans, 1, 0);
 }
 
 /* ---- -inf logits ------------------------------------------------------------------------------
@@ -526,7 +521,7 @@ static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s
 
 Test(nonfinite, minus_inf_logits_act_as_masks_forward_and_backward)
 {
-    uint64_t seed = tu_seed("nonfinite.minus_inf_logits_act_as_masks_forward_and_backward");
+    uint64_t seed = tu_test_seed();
     fa_context *ctx[2] = {make_ctx(&configs[0]), make_ctx(&configs[1])};
     int reported = 0;
     for (int dt = 0; dt < 2; dt++)

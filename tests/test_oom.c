@@ -161,9 +161,9 @@ static void oom_sweep(const rt_run *expected, rt_run *run, int phase, int null_c
 
 /* The split-KV decode case grows the row buffer in the forward; the backward grows it (delta) on
  * a context that has only run forwards, and its arenas outgrow the forward's. */
-static void oom_case(const char *test_name, int case_index)
+static void oom_case(int case_index)
 {
-    uint64_t seed = tu_seed(test_name);
+    uint64_t seed = tu_test_seed();
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
     rt_run expected, run;
     char msg[1024];
@@ -178,21 +178,21 @@ static void oom_case(const char *test_name, int case_index)
 
 Test(oom, forward_and_backward_fail_cleanly_and_recover_f32_gqa)
 {
-    rt_watchdog("oom/forward_and_backward_fail_cleanly_and_recover_f32_gqa", 120);
-    oom_case("oom.forward_and_backward_fail_cleanly_and_recover_f32_gqa", 0);
+    rt_watchdog(120);
+    oom_case(0);
 }
 
 Test(oom, forward_and_backward_fail_cleanly_and_recover_f64_split_kv_decode)
 {
-    rt_watchdog("oom/forward_and_backward_fail_cleanly_and_recover_f64_split_kv_decode", 120);
-    oom_case("oom.forward_and_backward_fail_cleanly_and_recover_f64_split_kv_decode", 3);
+    rt_watchdog(120);
+    oom_case(3);
 }
 
 /* fa_context_create under every failed allocation: an error, *ctx not written, nothing leaked;
  * the error is FA_ERR_NOMEM every time. */
-static void create_sweep(const char *test_name)
+static void create_sweep(void)
 {
-    tu_seed(test_name);
+    tu_test_seed();
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
     fa_context *const sentinel = (fa_context *)(uintptr_t)0x5a5a5a5a;
     long tries = 0, nomem = 0, succeeded = 0, wrote = 0, leaked_total = 0, last_nth = 0;
@@ -237,6 +237,6 @@ static void create_sweep(const char *test_name)
 
 Test(oom, context_create_under_failed_allocations_returns_nomem_writes_nothing_and_leaks_nothing)
 {
-    rt_watchdog("oom/context_create_under_failed_allocations_returns_nomem_writes_nothing_and_leaks_nothing", 60);
-    create_sweep("oom.context_create_under_failed_allocations_returns_nomem_writes_nothing_and_leaks_nothing");
+    rt_watchdog(60);
+    create_sweep();
 }

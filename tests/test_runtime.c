@@ -61,7 +61,7 @@ static const char *expected_isa(void)
 
 Test(runtime, caller_affinity_unchanged_after_calls_in_every_binding_mode)
 {
-    uint64_t seed = tu_seed("runtime.caller_affinity_unchanged_after_calls_in_every_binding_mode");
+    uint64_t seed = tu_test_seed();
     tu_problem pr;
     small_problem(&pr, FA_F32, seed);
     cpu_set_t original = my_affinity();
@@ -108,7 +108,7 @@ Test(runtime, caller_affinity_unchanged_after_calls_in_every_binding_mode)
  * be handed back with the affinity they had, or the user's next parallel region runs pinned. */
 Test(runtime, openmp_pool_threads_get_their_affinity_back_after_bound_calls)
 {
-    uint64_t seed = tu_seed("runtime.openmp_pool_threads_get_their_affinity_back_after_bound_calls");
+    uint64_t seed = tu_test_seed();
     tu_problem pr;
     small_problem(&pr, FA_F32, seed);
     enum { TEAM = 3 };
@@ -153,7 +153,7 @@ Test(runtime, openmp_pool_threads_get_their_affinity_back_after_bound_calls)
  * serial call: with each user thread's own context (AUTO and CORE) and with ctx = NULL. */
 Test(runtime, calls_inside_user_parallel_region_match_serial_call_bitwise)
 {
-    uint64_t seed = tu_seed("runtime.calls_inside_user_parallel_region_match_serial_call_bitwise");
+    uint64_t seed = tu_test_seed();
     omp_set_max_active_levels(1);
     enum { USERS = 3, KINDS = 3 };
     for (int t = 0; t < 2; t++) {
@@ -240,7 +240,7 @@ static void *null_ctx_worker(void *arg)
 
 Test(runtime, concurrent_null_context_calls_from_pthreads_are_correct)
 {
-    uint64_t seed = tu_seed("runtime.concurrent_null_context_calls_from_pthreads_are_correct");
+    uint64_t seed = tu_test_seed();
     tu_problem expected;
     small_problem(&expected, FA_F64, seed);
     fa_params p = fa_params_default();
@@ -325,8 +325,7 @@ static void *busy_thread_a(void *arg)
 
 Test(runtime, second_concurrent_call_on_busy_context_gets_err_busy_and_touches_nothing)
 {
-    uint64_t seed =
-        tu_seed("runtime.second_concurrent_call_on_busy_context_gets_err_busy_and_touches_nothing");
+    uint64_t seed = tu_test_seed();
     fa_context_opts o = fa_context_opts_default();
     o.num_threads = 2;
     o.bind = FA_BIND_NONE;
@@ -415,7 +414,7 @@ Test(runtime, second_concurrent_call_on_busy_context_gets_err_busy_and_touches_n
 /* ---- what fa_context_stats reports ---------------------------------------------------------- */
 Test(runtime, stats_report_selected_isa_configured_threads_and_bound_threads_within_range)
 {
-    uint64_t seed = tu_seed("runtime.stats_report_selected_isa_configured_threads_and_bound_threads_within_range");
+    uint64_t seed = tu_test_seed();
     tu_problem pr;
     small_problem(&pr, FA_F32, seed);
     static const int counts[] = {0, 1, 3};

@@ -10,7 +10,7 @@
 
 Test(scratch, peak_equals_documented_formula)
 {
-    uint64_t seed = tu_seed("scratch.peak_equals_documented_formula");
+    uint64_t seed = tu_test_seed();
     /* dtype, block_q, block_k, D, Dv, causal */
     static const struct {
         fa_dtype t;
@@ -62,7 +62,7 @@ Test(scratch, peak_equals_documented_formula)
 
 Test(scratch, peak_is_identical_for_1024_and_16384_tokens)
 {
-    uint64_t seed = tu_seed("scratch.peak_is_identical_for_1024_and_16384_tokens");
+    uint64_t seed = tu_test_seed();
     fa_context_opts o = fa_context_opts_default();
     o.block_q = 64;
     o.block_k = 64;

@@ -70,9 +70,9 @@ static void *stress_main(void *arg)
     return NULL;
 }
 
-static void stress(const char *test_name, int own_context)
+static void stress(int own_context)
 {
-    uint64_t seed = tu_seed(test_name);
+    uint64_t seed = tu_test_seed();
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
     rt_run *expected = calloc(RT_CASES, sizeof *expected);
     stress_worker *w = calloc(STRESS_THREADS, sizeof *w);
@@ -141,14 +141,14 @@ static void stress(const char *test_name, int own_context)
 
 Test(stress, sixteen_threads_with_own_contexts_match_the_serial_run_bitwise)
 {
-    rt_watchdog("stress/sixteen_threads_with_own_contexts_match_the_serial_run_bitwise", 300);
-    stress("stress.sixteen_threads_with_own_contexts_match_the_serial_run_bitwise", 1);
+    rt_watchdog(300);
+    stress(1);
 }
 
 Test(stress, sixteen_threads_with_null_contexts_match_the_serial_run_bitwise)
 {
-    rt_watchdog("stress/sixteen_threads_with_null_contexts_match_the_serial_run_bitwise", 300);
-    stress("stress.sixteen_threads_with_null_contexts_match_the_serial_run_bitwise", 0);
+    rt_watchdog(300);
+    stress(0);
 }
 
 /* ---- a process restricted to fewer CPUs --------------------------------------------------------
@@ -214,8 +214,8 @@ static void expect_places_inside(const cpu_set_t *mask, const char *what)
 
 Test(restricted, placements_and_bindings_stay_inside_the_process_cpu_set)
 {
-    rt_watchdog("restricted/placements_and_bindings_stay_inside_the_process_cpu_set", 120);
-    uint64_t seed = tu_seed("restricted.placements_and_bindings_stay_inside_the_process_cpu_set");
+    rt_watchdog(120);
+    uint64_t seed = tu_test_seed();
     int threads_now = rt_process_threads();
     cpu_set_t given;
     CPU_ZERO(&given);

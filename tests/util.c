@@ -2,6 +2,7 @@
 /* Test helpers; see util.h. */
 #include "util.h"
 
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -15,18 +16,38 @@
 
 #define TU_DEFAULT_BASE_SEED 0x5eedf1a5ull
 
-uint64_t tu_seed(const char *test_name)
+const char *tu_test_name(void)
+{
+    static _Thread_local char name[512]; /* per thread: tests call it from their own threads too */
+    if (!criterion_current_suite || !criterion_current_test) return "(no test running)";
+    snprintf(name, sizeof name, "%s/%s", criterion_current_suite->name, criterion_current_test->name);
+    return name;
+}
+
+uint64_t tu_test_seed(void)
+{
+    return tu_seed(tu_test_name());
+}
+
+uint64_t tu_test_part_seed(const char *part)
+{
+    char name[600];
+    snprintf(name, sizeof name, "%s.%s", tu_test_name(), part);
+    return tu_seed(name);
+}
+
+uint64_t tu_seed(const char *name)
 {
     uint64_t base = TU_DEFAULT_BASE_SEED;
     const char *env = getenv("FA_TEST_SEED");
     if (env && *env) base = strtoull(env, NULL, 0);
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the name, so each test has its own stream */
-    for (const char *c = test_name; *c; c++) {
+    for (const char *c = name; *c; c++) {
         h ^= (unsigned char)*c;
         h *= 1099511628211ull;
     }
     uint64_t seed = base ^ h;
-    fprintf(stderr, "[seed] %s: seed %llu (base FA_TEST_SEED=%llu)\n", test_name, (unsigned long long)seed,
+    fprintf(stderr, "[seed] %s: seed %llu (base FA_TEST_SEED=%llu)\n", name, (unsigned long long)seed,
             (unsigned long long)base);
     return seed;
 }

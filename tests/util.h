@@ -13,9 +13,21 @@
 
 /* ---- seeds and random numbers ---------------------------------------------------------- */
 
-/* The seed of one test: FA_TEST_SEED (if set) or a fixed base, mixed with the test's name,
- * and printed to stderr so a failure can be replayed with the same inputs. */
-uint64_t tu_seed(const char *test_name);
+/* The running test's name, "suite/name" as --filter takes it, from Criterion's
+ * criterion_current_suite and criterion_current_test (tests/shim's runner sets the same), so a
+ * test never spells its own name a second time. */
+const char *tu_test_name(void);
+
+/* The seed of the running test: tu_seed(tu_test_name()). */
+uint64_t tu_test_seed(void);
+
+/* The seed of one part of the running test (a dtype, a case) that draws its own stream:
+ * tu_seed("suite/name.part"). */
+uint64_t tu_test_part_seed(const char *part);
+
+/* The seed of a named stream: FA_TEST_SEED (if set) or a fixed base, mixed with the name, and
+ * printed to stderr so a failure can be replayed with the same inputs. */
+uint64_t tu_seed(const char *name);
 
 typedef struct {
     uint64_t state;

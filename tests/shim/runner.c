@@ -149,8 +149,17 @@ int shim_stream_equals(int fd, const char *want)
     return same;
 }
 
+const struct criterion_test *criterion_current_test;
+const struct criterion_suite *criterion_current_suite;
+
 static void run_in_child(const shim_test *t)
 {
+    static struct criterion_test test;
+    static struct criterion_suite suite;
+    test = (struct criterion_test){t->name, t->suite};
+    suite = (struct criterion_suite){t->suite};
+    criterion_current_test = &test;
+    criterion_current_suite = &suite;
     if (t->opts.timeout > 0) {
         const char *scale_env = getenv("FA_SHIM_TIMEOUT_SCALE");
         double scale = scale_env ? atof(scale_env) : 1.0;

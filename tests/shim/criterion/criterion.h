@@ -9,7 +9,8 @@
  * does, with the same command-line options that scripts/test.sh uses and the same final
  * "Synthesis:" line.
  *
- * Only what the suite uses is provided: Test() with .init, .fini, .timeout, .disabled; the
+ * Only what the suite uses is provided: Test() with .init, .fini, .timeout, .disabled;
+ * criterion_current_test and criterion_current_suite (their names); the
  * cr_assert / cr_expect families (plain, eq, neq, lt, leq, gt, geq, null, not_null, str_eq,
  * str_neq, not, fail), cr_skip_test, cr_log_info/warn/error, and (criterion/redirect.h)
  * cr_redirect_stdout/stderr with cr_expect_std{out,err}_eq_str. A test file that uses anything
@@ -33,6 +34,18 @@ typedef struct {
     bool disabled;
     const char *description;
 } shim_test_opts;
+
+/* The running test and its suite, as Criterion's criterion_current_test and
+ * criterion_current_suite (only the names); NULL outside a test. */
+struct criterion_test {
+    const char *name;
+    const char *category; /* the suite's name */
+};
+struct criterion_suite {
+    const char *name;
+};
+extern const struct criterion_test *criterion_current_test;
+extern const struct criterion_suite *criterion_current_suite;
 
 void shim_register(const char *suite, const char *name, void (*fn)(void), shim_test_opts opts);
 void shim_fail(int fatal, const char *file, int line, const char *expr, const char *fmt, ...);
