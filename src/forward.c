@@ -72,7 +72,9 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, fa_round_up(block_q, pad),
                           {1, p->kv_len}, NULL, 0};
     job.partial_elems = 2 * job.ld + block_q * fa_round_up(p->dim_v, pad);
-    job.split = fa_kv_split_make(p, &job.schedule, block_k, (size_t)job.partial_elems * elem / (size_t)block_q);
+    /* a row's share of a partial, rounded up: the partials then stay within schedule.c's cap */
+    size_t partial_row_bytes = ((size_t)job.partial_elems * elem + (size_t)block_q - 1) / (size_t)block_q;
+    job.split = fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes);
     int f64 = p->dtype == FA_F64;
     fa_team_work work = {
         .scratch_bytes = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),

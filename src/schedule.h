@@ -30,7 +30,8 @@ typedef struct {
     int64_t splits, chunk;
 } fa_kv_split;
 
-/* partial_bytes_per_row: bytes one query row's partial result takes in one chunk. */
+/* partial_bytes_per_row: bytes one query row's partial result takes in one chunk, rounded up, so
+ * that every item's partials together stay within the cap (16 MiB, schedule.c). */
 fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row);
 
 /* Item `index` (0 <= index < count). Items are numbered batch-major, then head, then block

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Bounded scratch memory of the forward: scratch_peak equals the documented formula
- * (scratch_formula.h) and does not depend on Nq or Nk. */
+ * (scratch_formula.h) and does not depend on Nq or Nk; split-KV partials stay within 16 MiB. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "context.h" /* white-box: the row buffer that holds the split-KV partials */
 #include "scratch_formula.h"
 #include "util.h"
 
@@ -98,4 +99,42 @@ Test(scratch, peak_is_identical_for_1024_and_16384_tokens)
     cr_expect_eq(peak[1], want, "scratch_peak %zu at N = 16384, formula says %zu", peak[1], want);
     cr_expect_eq(capacity[0], capacity[1], "scratch_capacity grew from %zu to %zu", capacity[0], capacity[1]);
     fa_context_destroy(ctx);
+}
+
+/* The split-KV partials stay within 16 MiB in all (include/flashattn.h, fa_forward). Near that cap
+ * the split count rests on a query row's share of a partial, which is fractional when block_q is
+ * no multiple of the padding unit: here 114 query items of 44 rows (padded to 48) and two chunks
+ * of two 16-key tiles. With Dv = 400 two chunks fit; with Dv = 401 they would take 16780800 bytes,
+ * so that problem must not split. The partials live in the context's row buffer (white-box:
+ * ctx->rows_bytes, which a forward grows only for them). */
+Test(scratch, split_kv_partials_stay_within_16_mib)
+{
+    uint64_t seed = tu_test_seed();
+    static const int64_t dims_v[2] = {400, 401};
+    for (int x = 0; x < 2; x++) {
+        fa_context_opts o = fa_context_opts_default();
+        o.block_q = 64;
+        o.block_k = 16;
+        fa_context *ctx;
+        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        tu_shape s = {FA_F32, 1, 114, 1, 44, 64, 16, dims_v[x], TU_BHSD};
+        fa_params p = fa_params_default();
+        tu_rng rng = tu_rng_make(seed + (uint64_t)x);
+        tu_problem pr;
+        tu_problem_make(&pr, &s, &rng, 2.0);
+        char desc[256], msg[512];
+        tu_shape_str(&s, &p, desc, sizeof desc);
+        cr_assert_eq(fa_forward(ctx, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s", desc);
+        cr_expect_leq(ctx->rows_bytes, (size_t)16 << 20, "%s: %zu bytes of split-KV partials", desc,
+                      ctx->rows_bytes);
+        if (x == 0)
+            cr_expect_gt(ctx->rows_bytes, 0, "%s: no split-KV, so the cap is not tested near its edge", desc);
+        int64_t *rows;
+        int64_t n = tu_pick_rows(&pr, &p, 2000000, &rows);
+        cr_expect(tu_check_accuracy(&pr, &p, rows, n, 1e-12, msg, sizeof msg), "%s, seed %llu: %s", desc,
+                  (unsigned long long)seed, msg);
+        free(rows);
+        tu_problem_free(&pr);
+        fa_context_destroy(ctx);
+    }
 }
