@@ -54,10 +54,51 @@ Test(misc, status_strings_exist_for_every_value_and_differ_for_known_ones)
     }
 }
 
-Test(misc, destroy_and_reset_stats_accept_null)
+/* fa_context_destroy(NULL) and fa_context_reset_stats(NULL) are no-ops (include/flashattn.h): they
+ * return; a live context keeps its statistics (scratch_peak > 0, which a reset would zero) and
+ * works; and the calling thread's default context, which ctx = NULL means in a call (but not here),
+ * still gives the same bytes. */
+Test(misc, destroy_and_reset_stats_of_null_are_no_ops)
 {
-    fa_context_destroy(NULL);
+    uint64_t seed = tu_test_seed();
+    tu_shape s = {FA_F32, 1, 2, 1, 40, 50, 16, 16, TU_BHSD};
+    tu_rng rng = tu_rng_make(seed);
+    tu_problem pr;
+    tu_problem_make(&pr, &s, &rng, 2.0);
+    fa_context *ctx;
+    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
+    cr_assert_eq(fa_forward(ctx, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
+    cr_assert_eq(fa_forward(NULL, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
+    double *out = tu_out_copy(&pr), *lse = tu_lse_copy(&pr);
+    fa_stats before, after;
+    cr_assert_eq(fa_context_stats(ctx, &before), FA_OK);
+    cr_assert_gt(before.scratch_peak, 0, "seed %llu: a call left no scratch peak to keep",
+                 (unsigned long long)seed);
+
     fa_context_reset_stats(NULL);
+    fa_context_destroy(NULL);
+
+    cr_assert_eq(fa_context_stats(ctx, &after), FA_OK);
+    cr_expect_eq(after.scratch_peak, before.scratch_peak,
+                 "reset_stats(NULL) changed a context's scratch_peak");
+    cr_expect_eq(after.bound_threads, before.bound_threads,
+                 "reset_stats(NULL) changed a context's bound_threads");
+    cr_expect_eq(after.scratch_capacity, before.scratch_capacity);
+    cr_expect_eq(fa_forward(ctx, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
+    tu_problem_fill_canary(&pr);
+    cr_assert_eq(fa_forward(NULL, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
+    double *out2 = tu_out_copy(&pr), *lse2 = tu_lse_copy(&pr);
+    int64_t rows = tu_problem_rows(&pr);
+    cr_expect(memcmp(out, out2, sizeof(double) * (size_t)(rows * s.dim_v)) == 0 &&
+                  memcmp(lse, lse2, sizeof(double) * (size_t)rows) == 0,
+              "seed %llu: the default context gave other bytes after fa_context_destroy(NULL)",
+              (unsigned long long)seed);
+    free(out);
+    free(lse);
+    free(out2);
+    free(lse2);
+    fa_context_destroy(ctx);
+    tu_problem_free(&pr);
 }
 
 /* p = NULL means fa_params_default(); ctx = NULL means the calling thread's default context.
