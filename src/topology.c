@@ -136,8 +136,6 @@ static int compute_places(fa_topology *t, hwloc_topology_t topo)
     return rc;
 }
 
-int fa_topology_refuse_binding;
-
 fa_status fa_topology_create_from(fa_topology **out, struct hwloc_topology *topo, int num_threads)
 {
     fa_topology *t = calloc(1, sizeof *t);
@@ -230,7 +228,6 @@ fa_cache_sizes fa_topology_caches(const fa_topology *t)
 int fa_topology_bind(fa_topology *t, fa_bind mode, int tid)
 {
     if (tid < 0 || tid >= t->num_threads || (mode != FA_BIND_CORE && mode != FA_BIND_SPREAD)) return 0;
-    if (fa_topology_refuse_binding) return 0;
     fa_cpuset place = mode == FA_BIND_CORE ? t->core_place[tid] : t->spread_place[tid];
 #ifdef __linux__
     pthread_t self = pthread_self();

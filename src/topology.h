@@ -28,9 +28,6 @@ struct hwloc_bitmap_s;
 fa_status fa_topology_create_from(fa_topology **out, struct hwloc_topology *topo, int num_threads);
 /* Where thread `tid` goes under `mode` (CORE or SPREAD), as an hwloc cpuset of OS indexes. */
 int fa_topology_place(const fa_topology *t, fa_bind mode, int tid, struct hwloc_bitmap_s *out);
-/* When nonzero, every binding attempt reports that the OS refused it (the thread stays unbound):
- * lets tests check that a refused binding degrades to unbound and shows in bound_threads. */
-extern int fa_topology_refuse_binding;
 
 int fa_topology_allowed_cores(const fa_topology *t);
 fa_cache_sizes fa_topology_caches(const fa_topology *t);
