@@ -2,7 +2,7 @@
 /* hwloc: topology, placements, binding.
  *
  * The topology is loaded once per context and then only its results are kept: one CPU set per
- * thread for each binding policy, and the cache sizes. Binding at call time goes straight to
+ * thread for each binding policy, and the L2 size. Binding at call time goes straight to
  * the OS with sets prepared here, so a call neither loads a topology nor allocates.
  */
 #include "topology.h"
@@ -147,9 +147,7 @@ fa_status fa_topology_create_from(fa_topology **out, struct hwloc_topology *topo
 #else
     t->topo = topo;
 #endif
-    t->caches.l1d = cache_size(topo, HWLOC_OBJ_L1CACHE);
     t->caches.l2 = cache_size(topo, HWLOC_OBJ_L2CACHE);
-    t->caches.l3 = cache_size(topo, HWLOC_OBJ_L3CACHE);
 
     fa_status st = FA_OK;
     t->core_place = alloc_sets(t);

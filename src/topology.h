@@ -10,7 +10,7 @@
 typedef struct fa_topology fa_topology;
 
 typedef struct {
-    size_t l1d, l2, l3; /* bytes of one cache of each level (0 when unknown) */
+    size_t l2; /* bytes of one L2 cache (0 when unknown): what the automatic block sizes fit */
 } fa_cache_sizes;
 
 /* Loads the machine topology once, restricted to the CPUs this process may use (cgroups, and the
@@ -22,7 +22,7 @@ void fa_topology_destroy(fa_topology *t);
 /* ---- for tests: placement on any topology (synthetic, recorded, restricted) ---- */
 struct hwloc_topology;
 struct hwloc_bitmap_s;
-/* Computes placements and cache sizes from an already loaded (and, if wanted, restricted) hwloc
+/* Computes placements and the L2 size from an already loaded (and, if wanted, restricted) hwloc
  * topology, which stays the caller's. fa_topology_create() is this on the machine's own topology
  * restricted to the process's CPUs. */
 fa_status fa_topology_create_from(fa_topology **out, struct hwloc_topology *topo, int num_threads);
