@@ -88,6 +88,11 @@ fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores
     return idle <= SPLIT_COST ? FA_BACKWARD_PLAN_FUSED : FA_BACKWARD_PLAN_SPLIT;
 }
 
+void fa_backward_force_plan(fa_context *ctx, fa_backward_plan plan)
+{
+    ctx->backward_plan = plan;
+}
+
 const char *fa_backward_plan_name(fa_backward_plan plan)
 {
     switch (plan) {

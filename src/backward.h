@@ -43,6 +43,13 @@ fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores
 /* "fused", "wavefront", "split" (fa_stats.backward_plan); "auto" for AUTO. */
 const char *fa_backward_plan_name(fa_backward_plan plan);
 
+/* The tests' seam (tests/test_backward_plans.c runs every plan on the same problem): every later
+ * backward on ctx takes `plan`, or the automatic choice again for AUTO. Nothing in the library
+ * calls it, and like every internal name it is hidden, so no shipped library exports it; a test
+ * build links the library's internal objects and reaches it without a test-only global or a
+ * separately compiled object. */
+void fa_backward_force_plan(fa_context *ctx, fa_backward_plan plan);
+
 /* Runs a validated backward problem on ctx (which the caller holds). */
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p);
 

@@ -22,7 +22,8 @@ struct fa_context {
                                * counters (one call at a time, so they share it) */
     size_t rows_bytes;
     atomic_flag busy;         /* set while a call runs */
-    int backward_plan;        /* fa_backward_plan: AUTO (0, what create sets) unless a test forces one */
+    int backward_plan;        /* fa_backward_plan: AUTO (0, what create sets); only the tests' seam,
+                               * fa_backward_force_plan (backward.h), sets another */
     /* stats of the last call */
     fa_bind last_bind;
     int last_bound_threads;

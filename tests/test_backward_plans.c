@@ -5,21 +5,21 @@
  * and dv, because the library picks between them by thread count and promises results that do not
  * depend on it (include/flashattn.h, fa_backward).
  *
- * White-box: the plan is forced through the context's internal field. Every case runs the three
- * plans from the same out, lse and dout and compares the gradients byte for byte with the split
- * plan's; the fused result is also held to the backward accuracy rule against the float64 oracle
- * (tests/reference_backward.c), and every plan must write nothing but the gradient views (fused and
- * wavefront write dq in place, through masked stores, so a packed layout with gaps after each row
- * is among the cases). The wavefront plan runs on 2 and on 5 threads (more threads than this
- * machine's cores: its waits must still move). The cases cover grouped and multi-query heads,
- * both causal conventions with fully masked rows and query blocks that meet no key, head dims that
- * are not a multiple of the vector width, Nk = 0, and automatic, odd and tiny blocks. */
+ * White-box: the plan is forced through the library's seam for tests, fa_backward_force_plan. Every
+ * case runs the three plans from the same out, lse and dout and compares the gradients byte for
+ * byte with the split plan's; the fused result is also held to the backward accuracy rule against
+ * the float64 oracle (tests/reference_backward.c), and every plan must write nothing but the
+ * gradient views (fused and wavefront write dq in place, through masked stores, so a packed layout
+ * with gaps after each row is among the cases). The wavefront plan runs on 2 and on 5 threads (more
+ * threads than this machine's cores: its waits must still move). The cases cover grouped and
+ * multi-query heads, both causal conventions with fully masked rows and query blocks that meet no key,
+ * head dims that are not a multiple of the vector width, Nk = 0, and automatic, odd and tiny
+ * blocks. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backward.h"
-#include "context.h"
 #include "util.h"
 #include "util_backward.h"
 
@@ -49,7 +49,7 @@ static fa_context *plan_context(int threads, int block_q, int block_k, fa_backwa
     o.block_k = block_k;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    ctx->backward_plan = plan;
+    fa_backward_force_plan(ctx, plan);
     return ctx;
 }
 
