@@ -12,7 +12,7 @@
  * Only what the suite uses is provided: Test() with .init, .fini, .timeout, .disabled;
  * criterion_current_test and criterion_current_suite (their names); the
  * cr_assert / cr_expect families (plain, eq, neq, lt, leq, gt, geq, null, not_null, str_eq,
- * str_neq, not, fail), cr_skip_test, cr_log_info/warn/error, and (criterion/redirect.h)
+ * str_neq, str_empty, not, fail), cr_skip_test, cr_log_info/warn/error, and (criterion/redirect.h)
  * cr_redirect_stdout/stderr with cr_expect_std{out,err}_eq_str. A test file that uses anything
  * else does not compile here; add it below. As in Criterion, a message must be a string literal. */
 #ifndef FA_SHIM_CRITERION_H
@@ -94,6 +94,8 @@ void shim_log(const char *tag, const char *fmt, ...);
 #define cr_expect_str_eq(a, b, ...)    SHIM_CHECK_(0, strcmp(a, b) == 0, #a " equals " #b, __VA_ARGS__)
 #define cr_assert_str_neq(a, b, ...)   SHIM_CHECK_(1, strcmp(a, b) != 0, #a " differs from " #b, __VA_ARGS__)
 #define cr_expect_str_neq(a, b, ...)   SHIM_CHECK_(0, strcmp(a, b) != 0, #a " differs from " #b, __VA_ARGS__)
+#define cr_assert_str_empty(a, ...)    SHIM_CHECK_(1, (a)[0] == '\0', #a " is empty", __VA_ARGS__)
+#define cr_expect_str_empty(a, ...)    SHIM_CHECK_(0, (a)[0] == '\0', #a " is empty", __VA_ARGS__)
 
 #define cr_skip_test(...) shim_skip("" __VA_ARGS__)
 #define cr_log_info(...)  shim_log("[----] ", __VA_ARGS__)
