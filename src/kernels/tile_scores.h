@@ -3,8 +3,8 @@
  * x86 templates (avx2_tiles.h, avx512_tiles.h), which include it after their vector vocabulary:
  *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_STORE, V_SET1, V_FMA, and what
  *   few_rows_scores.h needs (V_LOAD_PART, FA_FEW_ROWS_KEYS, V_REDUCE_ADD);
- *   FA_SCORES_KEYS × FA_SCORES_VECS: the register block (at most 8 × 4), chosen per ISA so that
- *   its accumulators, FA_SCORES_VECS query vectors and one broadcast fit the register file.
+ *   FA_SCORES_KEYS × FA_SCORES_VECS: the register block (avx2 6 × 2, avx512 4 × 4), chosen per ISA
+ *   so that its accumulators, FA_SCORES_VECS query vectors and one broadcast fit the register file.
  * Defines FA_NAME(tile_scores_), the table's `scores`.
  *
  * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
@@ -31,8 +31,10 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
 }
 
 /* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
- * compile-time ones, so every block keeps its accumulators in registers. Sizes beyond the chosen
- * block are never reached and compile to nothing. */
+ * compile-time ones, so every block keeps its accumulators in registers. It lists the sizes of the
+ * larger block of each axis over both ISAs (6 keys, 4 vectors); sizes beyond one ISA's own block
+ * are never reached and compile to nothing. */
+_Static_assert(FA_SCORES_KEYS <= 6 && FA_SCORES_VECS <= 4, "the switch below lists blocks up to 6 x 4");
 // clang-format off
 #define FA_SCORES_CASE(NK, NV)                                                                               \
     case (NK) * 8 + (NV):                                                                                    \
@@ -61,7 +63,6 @@ static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_
             switch (nk * 8 + nv) {
                 FA_SCORES_KEYS_CASES(1) FA_SCORES_KEYS_CASES(2) FA_SCORES_KEYS_CASES(3)
                 FA_SCORES_KEYS_CASES(4) FA_SCORES_KEYS_CASES(5) FA_SCORES_KEYS_CASES(6)
-                FA_SCORES_KEYS_CASES(7) FA_SCORES_KEYS_CASES(8)
             default: break;
             }
             // clang-format on
