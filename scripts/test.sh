@@ -14,7 +14,7 @@
 #   kernel tables     the suite once more per kernel table this CPU has besides the best one (which the
 #                     runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2
 #   bench tools       fa-bench on small shapes of every pass (it checks the oracle and bitwise identical
-#                     output across thread counts before reporting), then scripts/device_check.sh (the
+#                     output across thread counts before reporting), then scripts/node_check.sh (the
 #                     thread sweeps and compare_torch.py) on tiny shapes
 #   hostile runtime   scripts/hostile_runtime.sh (taskset, oversubscription, OMP_PROC_BIND, OMP_THREAD_LIMIT)
 #   asan              build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined; the suite
