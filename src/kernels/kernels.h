@@ -14,8 +14,9 @@
  * hold scaled scores in natural units. The SIMD softmax kernels compute exp(s - m) as
  * exp2((s - m)·log2 e) (ref calls exp): the max is subtracted before anything rounds a large
  * score, so logits of 1e4 lose nothing that a plain exp(s - m) would keep (folding log2 e into q
- * instead would cost |s|·eps). Kernels may compute padding rows (r in [rows, ld)) of score tiles
- * and row statistics; the drivers never read them.
+ * instead would cost |s|·eps). Every table flushes probabilities below the smallest normal to +0
+ * (include/flashattn.h, "Subnormals"). Kernels may compute padding rows (r in [rows, ld)) of score
+ * tiles and row statistics; the drivers never read them.
  * accumulate and accumulate_t read and write acc only within `dim`, at any row stride and
  * alignment: the backward accumulates dQ straight into the caller's output. online_softmax's acc
  * (the forward's, in the arena) is 64-byte aligned with rows a multiple of FA_PAD_ELEMS_* wide. x operands

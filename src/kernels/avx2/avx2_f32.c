@@ -42,16 +42,16 @@ static inline float avx2_reduce_add_f32(__m256 v)
 
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
-/* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-127, 128]
+/* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-126, 128]
  * rounds it to an integer n (to nearest) and leaves n + 127 in the low mantissa bits; subtracting
- * it back gives n exactly, and shifting those bits into the exponent field gives 2^n (n = -127:
- * field 0, exactly +0; n = 128: field 255, +inf). */
+ * it back gives n exactly, and shifting those bits into the exponent field gives 2^n (n = -126:
+ * field 1, FLT_MIN; n = 128: field 255, +inf). */
 #define FA_EXP2_SHIFT        (0x1.8p23f + 127.0f)
 #define V_POW2_OF_SHIFTED(t) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23))
 
-/* The clamp: n = -127 is the one n whose biased exponent is 0 (the built 2^n is +0, so exp2(-inf)
- * = 0), n = 128 the one whose biased exponent is 255 (+inf). */
-#define FA_EXP2_LOW  (-127.0f)
+/* The clamp: -126 = log2 FLT_MIN, below which exp2 is flushed to +0 (avx2_tiles.h says why and
+ * how); n = 128 is the one n whose biased exponent is 255 (+inf). */
+#define FA_EXP2_LOW  (-126.0f)
 #define FA_EXP2_HIGH (128.0f)
 #define FA_EXP2_COEF fa_exp2_coef_f32
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32

@@ -42,15 +42,15 @@ static inline double avx2_reduce_add_f64(__m256d v)
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(n)), _mm256_setr_epi64x(0, 1, 2, 3))
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^52 + 1023 to x in
- * [-1023, 1024] rounds it to an integer n (to nearest) and leaves n + 1023 in the low mantissa bits
+ * [-1022, 1024] rounds it to an integer n (to nearest) and leaves n + 1023 in the low mantissa bits
  * (AVX2 has no double -> int64 conversion); subtracting it back gives n exactly, and shifting those
- * bits into the exponent field gives 2^n (n = -1023: field 0, exactly +0; n = 1024: field 2047, +inf). */
+ * bits into the exponent field gives 2^n (n = -1022: field 1, DBL_MIN; n = 1024: field 2047, +inf). */
 #define FA_EXP2_SHIFT        (0x1.8p52 + 1023.0)
 #define V_POW2_OF_SHIFTED(t) _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(t), 52))
 
-/* The clamp: n = -1023 is the one n whose biased exponent is 0 (the built 2^n is +0, so
- * exp2(-inf) = 0), n = 1024 the one whose biased exponent is 2047 (+inf). */
-#define FA_EXP2_LOW  (-1023.0)
+/* The clamp: -1022 = log2 DBL_MIN, below which exp2 is flushed to +0 (avx2_tiles.h says why and
+ * how); n = 1024 is the one n whose biased exponent is 2047 (+inf). */
+#define FA_EXP2_LOW  (-1022.0)
 #define FA_EXP2_HIGH (1024.0)
 #define FA_EXP2_COEF fa_exp2_coef_f64
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F64

@@ -56,18 +56,29 @@ FA_INLINE vec FA_NAME(exp_of_difference_)(vec d)
  * in the exponent field: x is clamped to [FA_EXP2_LOW, FA_EXP2_HIGH] (V_MAX and V_MIN return their
  * second operand when either is NaN, so NaN passes through both and stays NaN), x = n + f with n
  * the nearest integer (found by adding FA_EXP2_SHIFT) and |f| <= 1/2, 2^f from the polynomial,
- * times 2^n. Edges: exp2(-inf) = 0 exactly (n = LOW has exponent field 0), exp2(0) = 1 exactly,
- * exp2(+inf) = +inf. Results below the smallest normal are not all kept: x <= LOW + 1/2 (-126.5 in
- * float, -1022.5 in double) gives exactly 0, x in (LOW + 1/2, LOW + 1) a subnormal with subnormal
- * precision, and x > HIGH - 1/2 gives +inf a little early. Nothing in the kernels comes near: their
- * arguments are <= 0, and a term below 2^-126 next to the row's max term (1) is lost anyway. */
+ * times 2^n. Edges: exp2(-inf) = 0 exactly, exp2(0) = 1 exactly, exp2(+inf) = +inf; x > HIGH - 1/2
+ * gives +inf a little early (the kernels' arguments are <= 0).
+ *
+ * Subnormal results are flushed: every x below FA_EXP2_LOW (log2 of the smallest normal, -126 or
+ * -1022) gives exactly +0, every x at or above it a normal number. On Intel cores every FMA that
+ * reads a subnormal costs about 30x (q, k, v from U(-10, 10) made an f32 forward 15x slower on a
+ * Xeon), and next to the row's largest term (1) such a probability is below the sum's rounding
+ * anyway. Flushing here rather than setting FTZ/DAZ in MXCSR leaves the caller's subnormal inputs
+ * to IEEE arithmetic, needs no save and restore around the team's work, and gives the same bits on
+ * every thread whatever MXCSR it runs with.
+ *
+ * The flushed lanes' 2^n (2^LOW after the clamp) is masked to +0 before the product, so no lane
+ * ever computes a subnormal, and the clamp keeps -inf out of the polynomial. That costs one compare
+ * (true for NaN, so NaN passes); the callers pay for it by dropping their mask of the rows that saw
+ * no key (they subtract +inf there, and exp2 flushes the -inf that leaves). */
 FA_INLINE vec FA_NAME(exp2_)(vec x)
 {
+    vec keep = V_CMP(x, V_SET1(FA_EXP2_LOW), _CMP_NLT_UQ);
     x = V_MIN(V_SET1(FA_EXP2_HIGH), V_MAX(V_SET1(FA_EXP2_LOW), x));
     vec t = V_ADD(x, V_SET1(FA_EXP2_SHIFT));
     vec n = V_SUB(t, V_SET1(FA_EXP2_SHIFT));
     vec f = V_SUB(x, n);
-    return V_MUL(FA_EXP2_POLY(f), V_POW2_OF_SHIFTED(t));
+    return V_MUL(FA_EXP2_POLY(f), V_AND(keep, V_POW2_OF_SHIFTED(t)));
 }
 
 /* Bits [0, n) of a line's row mask (n may be <= 0 or >= FA_LINE). */
@@ -96,10 +107,11 @@ FA_INLINE vec FA_NAME(load_part_)(const FA_T *p, int64_t n)
 static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                           FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
-    const vec neg_inf = V_SET1(-(FA_T)INFINITY), one = V_SET1((FA_T)1), nan = V_SET1((FA_T)NAN);
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY), one = V_SET1((FA_T)1),
+              nan = V_SET1((FA_T)NAN);
     for (int64_t r = 0; r < ld; r += FA_LINE) {
         FA_T *sr = s + r;
-        vec m_old[2], hi[2][2], unord[2], m_new[2], live[2], sum[2], alpha[2];
+        vec m_old[2], hi[2][2], unord[2], m_new[2], live[2], m_sub[2], sum[2], alpha[2];
         for (int h = 0; h < 2; h++) {
             m_old[h] = V_LOAD(row_max + r + h * FA_LANES);
             hi[h][0] = m_old[h];
@@ -124,14 +136,17 @@ static void FA_NAME(avx2_online_softmax_)(int64_t rows, int64_t ld, int64_t cols
             }
         for (int h = 0; h < 2; h++) {
             m_new[h] = V_BLENDV(V_MAX(hi[h][0], hi[h][1]), nan, unord[h]);
-            /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN). */
+            /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN).
+             * Their scores are all -inf, so subtracting +inf instead of their max gives -inf, which
+             * exp2 flushes to 0: no mask in the loop below. */
             live[h] = V_CMP(m_new[h], neg_inf, _CMP_NEQ_UQ);
+            m_sub[h] = V_BLENDV(pos_inf, m_new[h], live[h]);
             sum[h] = V_ZERO();
         }
         for (c = 0; c < cols; c++)
             for (int h = 0; h < 2; h++) {
                 FA_T *sc = sr + c * ld + h * FA_LANES;
-                vec p = V_AND(live[h], FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), m_new[h])));
+                vec p = FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), m_sub[h]));
                 V_STORE(sc, p);
                 sum[h] = V_ADD(sum[h], p);
             }
@@ -244,17 +259,19 @@ static void FA_NAME(avx2_accumulate_t_)(int64_t rows, int64_t cols, int64_t dim,
 
 static void FA_NAME(avx2_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse)
 {
-    const vec neg_inf = V_SET1(-(FA_T)INFINITY);
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY);
     for (int64_t r = 0; r < ld; r += FA_LINE) {
-        vec l[2], live[2];
+        vec l[2];
         for (int h = 0; h < 2; h++) {
+            /* Rows that saw no key (lse -inf, every score -inf) give 0, not NaN: they subtract +inf,
+             * and exp2 flushes the -inf that leaves (as in the online softmax). */
             l[h] = V_LOAD(lse + r + h * FA_LANES);
-            live[h] = V_CMP(l[h], neg_inf, _CMP_NEQ_UQ); /* rows that saw no key give 0, not NaN */
+            l[h] = V_BLENDV(pos_inf, l[h], V_CMP(l[h], neg_inf, _CMP_NEQ_UQ));
         }
         for (int64_t c = 0; c < cols; c++)
             for (int h = 0; h < 2; h++) {
                 FA_T *sc = s + c * ld + r + h * FA_LANES;
-                V_STORE(sc, V_AND(live[h], FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), l[h]))));
+                V_STORE(sc, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), l[h])));
             }
     }
 }

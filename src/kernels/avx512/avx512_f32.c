@@ -24,15 +24,16 @@ typedef __mmask16 mask;
 #define V_SUB(a, b) _mm512_sub_ps((a), (b))
 #define V_MUL(a, b) _mm512_mul_ps((a), (b))
 #define V_MAX(a, b) _mm512_max_ps((a), (b))
-#define V_SCALEF(a, b) _mm512_scalef_ps((a), (b))
-#define V_ROUND(a) _mm512_roundscale_ps((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V_MASKZ_SCALEF(m, a, b) _mm512_maskz_scalef_ps((m), (a), (b))
+#define V_MASKZ_ROUND(m, a) \
+    _mm512_maskz_roundscale_ps((m), (a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V_MASKZ_SUB(m, a, b) _mm512_maskz_sub_ps((m), (a), (b))
 #define V_MASK_BLEND(m, a, b) _mm512_mask_blend_ps((m), (a), (b))
-#define V_MASKZ_MOV(m, a) _mm512_maskz_mov_ps((m), (a))
 #define V_REDUCE_ADD(a) _mm512_reduce_add_ps(a)
 #define V_CMP(a, b, op) _mm512_cmp_ps_mask((a), (b), (op))
 
-/* 2^-160 rounds to 0 in float */
-#define FA_EXP2_LOW (-160.0f)
+/* 2^-126 = FLT_MIN: exp2 below it is flushed to +0 (avx512_tiles.h says why) */
+#define FA_EXP2_LOW (-126.0f)
 #define FA_EXP2_COEF fa_exp2_coef_f32
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32
 

@@ -24,15 +24,16 @@ typedef __mmask8 mask;
 #define V_SUB(a, b) _mm512_sub_pd((a), (b))
 #define V_MUL(a, b) _mm512_mul_pd((a), (b))
 #define V_MAX(a, b) _mm512_max_pd((a), (b))
-#define V_SCALEF(a, b) _mm512_scalef_pd((a), (b))
-#define V_ROUND(a) _mm512_roundscale_pd((a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V_MASKZ_SCALEF(m, a, b) _mm512_maskz_scalef_pd((m), (a), (b))
+#define V_MASKZ_ROUND(m, a) \
+    _mm512_maskz_roundscale_pd((m), (a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V_MASKZ_SUB(m, a, b) _mm512_maskz_sub_pd((m), (a), (b))
 #define V_MASK_BLEND(m, a, b) _mm512_mask_blend_pd((m), (a), (b))
-#define V_MASKZ_MOV(m, a) _mm512_maskz_mov_pd((m), (a))
 #define V_REDUCE_ADD(a) _mm512_reduce_add_pd(a)
 #define V_CMP(a, b, op) _mm512_cmp_pd_mask((a), (b), (op))
 
-/* 2^-1100 rounds to 0 in double */
-#define FA_EXP2_LOW (-1100.0)
+/* 2^-1022 = DBL_MIN: exp2 below it is flushed to +0 (avx512_tiles.h says why) */
+#define FA_EXP2_LOW (-1022.0)
 #define FA_EXP2_COEF fa_exp2_coef_f64
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F64
 

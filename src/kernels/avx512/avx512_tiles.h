@@ -2,10 +2,10 @@
 /* AVX-512 tile kernels, written once for both element types. Included by avx512_f32.c and
  * avx512_f64.c, which define the vector vocabulary first:
  *   FA_T, FA_SFX, FA_LANES, vec, mask, V_LOAD, V_LOADU_MASKZ, V_STORE, V_STOREU, V_STOREU_MASK,
- *   V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_SCALEF, V_ROUND, V_MASK_BLEND, V_MASKZ_MOV, V_CMP,
- *   V_REDUCE_ADD,
- *   FA_EXP2_LOW (an argument below which exp2 is exactly 0), FA_EXP2_COEF and FA_EXP2_DEGREE (the
- *   polynomial of kernels/exp2_poly.h for this type).
+ *   V_SET1, V_ZERO, V_FMA, V_ADD, V_SUB, V_MUL, V_MAX, V_MASKZ_SCALEF, V_MASKZ_ROUND, V_MASKZ_SUB,
+ *   V_MASK_BLEND, V_CMP, V_REDUCE_ADD,
+ *   FA_EXP2_LOW (log2 of the smallest normal: exp2 below it is flushed to +0), FA_EXP2_COEF and
+ *   FA_EXP2_DEGREE (the polynomial of kernels/exp2_poly.h for this type).
  *
  * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_LANES query rows),
  * ld a multiple of the 64-byte padding unit (FA_PAD_ELEMS_*), here exactly FA_LANES: one vector. */
@@ -15,11 +15,13 @@
 #define FA_NAME(n) FA_CAT(n, FA_SFX)
 #define FA_INLINE static inline __attribute__((always_inline))
 
-/* 2^f on |f| <= 1/2: the shared coefficients (kernels/exp2_poly.h), Horner from the top. */
+/* 2^f on |f| <= 1/2: the shared coefficients (kernels/exp2_poly.h), Horner from the top. f·p, not
+ * p·f (the same bits): with f from a zero-masked subtraction gcc 12 otherwise copies p between
+ * registers at every step. */
 FA_INLINE vec FA_NAME(exp2_poly_)(vec f)
 {
     vec p = V_SET1(FA_EXP2_COEF[FA_EXP2_DEGREE]);
-    for (int i = FA_EXP2_DEGREE - 1; i >= 0; i--) p = V_FMA(p, f, V_SET1(FA_EXP2_COEF[i]));
+    for (int i = FA_EXP2_DEGREE - 1; i >= 0; i--) p = V_FMA(f, p, V_SET1(FA_EXP2_COEF[i]));
     return p;
 }
 #define FA_EXP2_POLY(f) FA_NAME(exp2_poly_)(f)
@@ -42,16 +44,28 @@ FA_INLINE vec FA_NAME(exp_of_difference_)(vec d)
     return FA_NAME(exp2_)(V_MUL(d, V_SET1((FA_T)1.44269504088896340735992468100189214)));
 }
 
-/* exp2(x), branch-free, exact at the edges the softmax meets: x = -inf (a masked score) gives
- * exactly 0 and NaN stays NaN. x is first raised to FA_EXP2_LOW (where 2^x rounds to 0); V_MAX
- * returns its second operand when either is NaN, so NaN passes through. Then x = n + f with n an
- * integer and |f| <= 1/2, 2^f from a polynomial and 2^n applied exactly by scalef. */
+/* exp2(x), branch-free: x = n + f with n an integer and |f| <= 1/2, 2^f from a polynomial and 2^n
+ * applied exactly by scalef. x = -inf (a masked score) gives exactly 0, exp2(0) exactly 1, NaN
+ * stays NaN.
+ *
+ * Subnormal results are flushed: every x below FA_EXP2_LOW (log2 of the smallest normal, -126 or
+ * -1022) gives exactly +0, every x at or above it a normal number. On Intel cores every FMA that
+ * reads a subnormal costs about 30x (q, k, v from U(-10, 10) made an f32 forward 15x slower on a
+ * Xeon), and next to the row's largest term (1) such a probability is below the sum's rounding
+ * anyway. Flushing here rather than setting FTZ/DAZ in MXCSR leaves the caller's subnormal inputs
+ * to IEEE arithmetic, needs no save and restore around the team's work, and gives the same bits on
+ * every thread whatever MXCSR it runs with.
+ *
+ * It costs nothing on the FMA ports: the compare that decides the flush replaces the clamp that
+ * used to keep -inf out of the polynomial, and its mask zero-masks the rounding, the subtraction
+ * and scalef, which EVEX encodes for free. Flushed lanes then see n = f = 0, so none computes a
+ * NaN or a subnormal. The compare is true for NaN, so NaN passes. */
 FA_INLINE vec FA_NAME(exp2_)(vec x)
 {
-    x = V_MAX(V_SET1(FA_EXP2_LOW), x);
-    vec n = V_ROUND(x);
-    vec f = V_SUB(x, n);
-    return V_SCALEF(FA_EXP2_POLY(f), n);
+    mask keep = V_CMP(x, V_SET1(FA_EXP2_LOW), _CMP_NLT_UQ);
+    vec n = V_MASKZ_ROUND(keep, x);
+    vec f = V_MASKZ_SUB(keep, x, n);
+    return V_MASKZ_SCALEF(keep, FA_EXP2_POLY(f), n);
 }
 
 /* ---- S = Q·Kᵀ, transposed (kernels/tile_scores.h) ----
@@ -78,11 +92,14 @@ static void FA_NAME(avx512_online_softmax_)(int64_t rows, int64_t ld, int64_t co
             nan |= V_CMP(x, x, _CMP_UNORD_Q);
         }
         m_new = V_MASK_BLEND(nan, m_new, V_SET1((FA_T)NAN));
-        /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN). */
+        /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN).
+         * Their scores are all -inf, so subtracting +inf instead of their max gives -inf, which exp2
+         * flushes to 0: no mask in the loop below. */
         mask live = V_CMP(m_new, neg_inf, _CMP_NEQ_UQ);
+        vec m_sub = V_MASK_BLEND(live, V_SET1((FA_T)INFINITY), m_new);
         vec sum = V_ZERO();
         for (int64_t c = 0; c < cols; c++) {
-            vec p = V_MASKZ_MOV(live, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(s + c * ld + r), m_new)));
+            vec p = FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(s + c * ld + r), m_sub));
             V_STORE(s + c * ld + r, p);
             sum = V_ADD(sum, p);
         }
@@ -185,10 +202,11 @@ static void FA_NAME(avx512_probabilities_)(int64_t ld, int64_t cols, FA_T *s, co
     const vec neg_inf = V_SET1(-(FA_T)INFINITY);
     for (int64_t r = 0; r < ld; r += FA_LANES) {
         vec l = V_LOAD(lse + r);
-        mask live = V_CMP(l, neg_inf, _CMP_NEQ_UQ); /* rows that saw no key give 0, not NaN */
+        /* Rows that saw no key (lse -inf, every score -inf) give 0, not NaN: they subtract +inf,
+         * and exp2 flushes the -inf that leaves (as in the online softmax). */
+        l = V_MASK_BLEND(V_CMP(l, neg_inf, _CMP_NEQ_UQ), V_SET1((FA_T)INFINITY), l);
         for (int64_t c = 0; c < cols; c++)
-            V_STORE(s + c * ld + r,
-                    V_MASKZ_MOV(live, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(s + c * ld + r), l))));
+            V_STORE(s + c * ld + r, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(s + c * ld + r), l)));
     }
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Portable tile kernels, written once for both element types: included by ref_kernels.c with
- * FA_T (element type), FA_SFX (name suffix) and FA_EXP (exp of that type) defined.
+ * FA_T (element type), FA_SFX (name suffix) and FA_EXP (exp of that type, with results below the
+ * smallest normal flushed to +0) defined.
  * Plain loops over query rows (the contiguous axis of a transposed score tile), which the
  * compiler vectorizes; every reduction order is fixed by the code. */
 
