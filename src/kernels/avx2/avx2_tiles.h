@@ -32,18 +32,10 @@ FA_INLINE vec FA_NAME(exp2_poly_)(vec f)
 /* Register blocks (see the kernels below). 6 × 2 measured at or above 4 × 3, 3 × 4, 4 × 2 and the
  * mixes of them, for f32 and f64 at d = 64 and 128; with 2 vectors (one 64-byte unit) the row axis
  * of a score tile (ld) never leaves a remainder, and d = 64 or 128 none either. */
-#ifndef FA_SCORES_KEYS
 #define FA_SCORES_KEYS 6
-#endif
-#ifndef FA_SCORES_VECS
 #define FA_SCORES_VECS 2
-#endif
-#ifndef FA_ROWS_ROWS
 #define FA_ROWS_ROWS 6
-#endif
-#ifndef FA_ROWS_VECS
 #define FA_ROWS_VECS 2
-#endif
 
 /* exp(d) for d = s - m <= 0 (a max already subtracted), as exp2(d·log2 e). */
 FA_INLINE vec FA_NAME(exp2_)(vec x);
@@ -205,16 +197,16 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(int ni, int nv, int tail, int64_t s
         }
 }
 
+/* The switch below instantiates every edge size of the 6 × 2 block, and only those. */
+_Static_assert(FA_ROWS_ROWS == 6 && FA_ROWS_VECS == 2, "the switch below lists the 6 x 2 block's sizes");
 // clang-format off
 #define FA_ROWS_CASE(NI, NV, TAIL)                                                                           \
     case ((NI) * 8 + (NV)) * 2 + (TAIL):                                                                     \
-        if ((NI) <= FA_ROWS_ROWS && (NV) <= FA_ROWS_VECS)                                                    \
-            FA_NAME(weighted_rows_block_)((NI), (NV), (TAIL), steps, wb, wi, wt, xb, x_stride, last, ab,     \
-                                          acc_stride);                                                       \
+        FA_NAME(weighted_rows_block_)((NI), (NV), (TAIL), steps, wb, wi, wt, xb, x_stride, last, ab,         \
+                                      acc_stride);                                                           \
         break;
 #define FA_ROWS_VECS_CASES(NI, NV) FA_ROWS_CASE(NI, NV, 0) FA_ROWS_CASE(NI, NV, 1)
-#define FA_ROWS_ROWS_CASES(NI)                                                                               \
-    FA_ROWS_VECS_CASES(NI, 1) FA_ROWS_VECS_CASES(NI, 2) FA_ROWS_VECS_CASES(NI, 3) FA_ROWS_VECS_CASES(NI, 4)
+#define FA_ROWS_ROWS_CASES(NI) FA_ROWS_VECS_CASES(NI, 1) FA_ROWS_VECS_CASES(NI, 2)
 // clang-format on
 
 static void FA_NAME(weighted_rows_)(int64_t n, int64_t steps, int64_t dim, const FA_T *w, int64_t wi,
