@@ -55,9 +55,9 @@ static void fixture_free(fixture *f)
     for (int i = 0; i < 5; i++) tu_buf_free(&f->buf[i]);
 }
 
-void bi_run_cases(const char *test, const bad_case *cases, int n)
+void bi_run_cases(const bad_case *cases, int n)
 {
-    uint64_t seed = tu_seed(test);
+    uint64_t seed = tu_test_seed();
     fa_context_opts o = fa_context_opts_default();
     o.num_threads = 2;
     fa_context *ctx;

@@ -44,7 +44,8 @@ typedef struct {
 /* clang-format on */
 
 /* Runs every case on both dtypes, with a context of its own and with the NULL context: the status
- * must be the case's, and no byte of any buffer may change. Then checks the context still works. */
-void bi_run_cases(const char *test, const bad_case *cases, int n);
+ * must be the case's, and no byte of any buffer may change. Then checks the context still works.
+ * Seeded from the running test's name. */
+void bi_run_cases(const bad_case *cases, int n);
 
 #endif

@@ -50,7 +50,7 @@ Test(bad_input, unknown_or_mixed_dtypes_return_err_dtype_and_write_nothing)
         CASE(v_dtype_differs, FA_ERR_DTYPE),        CASE(out_dtype_differs, FA_ERR_DTYPE),
         CASE(k_bf16_with_others_not, FA_ERR_DTYPE),
     };
-    bi_run_cases("bad_input.unknown_or_mixed_dtypes_return_err_dtype_and_write_nothing", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }
 
@@ -114,8 +114,7 @@ Test(bad_input, outputs_overlapping_inputs_or_each_other_return_err_alias_and_wr
         CASE(lse_inside_out, FA_ERR_ALIAS),
         CASE(lse_ends_on_first_element_of_out, FA_ERR_ALIAS),
     };
-    bi_run_cases("bad_input.outputs_overlapping_inputs_or_each_other_return_err_alias_and_write_nothing",
-                 cases, (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- FA_ERR_ARG ----------------------------------------------------------------------------- */
@@ -179,7 +178,7 @@ Test(bad_input, invalid_scalars_and_enums_return_err_arg_and_write_nothing)
         CASE(softcap_negative, FA_ERR_ARG),
         CASE(softcap_minus_inf, FA_ERR_ARG),
     };
-    bi_run_cases("bad_input.invalid_scalars_and_enums_return_err_arg_and_write_nothing", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }
 
@@ -230,7 +229,7 @@ Test(bad_input, features_not_in_this_build_return_err_unsupported_and_write_noth
         CASE(softcap_30, FA_ERR_UNSUPPORTED),     CASE(alibi_slopes_set, FA_ERR_UNSUPPORTED),
         CASE(bias_set, FA_ERR_UNSUPPORTED),
     };
-    bi_run_cases("bad_input.features_not_in_this_build_return_err_unsupported_and_write_nothing", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }
 
@@ -284,14 +283,14 @@ Test(bad_input, several_problems_report_the_first_class_in_documented_order)
         CASE(stride_and_alias, FA_ERR_STRIDE), CASE(alias_and_unsupported, FA_ERR_ALIAS),
         CASE(arg_and_unsupported, FA_ERR_ARG), CASE(dtype_and_unsupported, FA_ERR_DTYPE),
     };
-    bi_run_cases("bad_input.several_problems_report_the_first_class_in_documented_order", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- valid views that sit right next to each other are not aliases ---------------------------- */
 Test(bad_input, adjacent_but_disjoint_views_are_accepted_and_correct)
 {
-    uint64_t seed = tu_seed("bad_input.adjacent_but_disjoint_views_are_accepted_and_correct");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++) {
         fa_dtype dt = t ? FA_F64 : FA_F32;
         size_t e = tu_dtype_size(dt);
@@ -337,7 +336,7 @@ Test(bad_input, adjacent_but_disjoint_views_are_accepted_and_correct)
 /* ---- context and stats calls ---------------------------------------------------------------- */
 Test(bad_input, context_create_refuses_bad_options_and_leaves_ctx_unchanged)
 {
-    tu_seed("bad_input.context_create_refuses_bad_options_and_leaves_ctx_unchanged");
+    tu_test_seed();
     cr_expect_eq(fa_context_create(NULL, NULL), FA_ERR_NULL);
     fa_context_opts good = fa_context_opts_default();
     cr_expect_eq(fa_context_create(NULL, &good), FA_ERR_NULL);
@@ -363,7 +362,7 @@ Test(bad_input, context_create_refuses_bad_options_and_leaves_ctx_unchanged)
 
 Test(bad_input, context_stats_refuses_null_and_writes_nothing)
 {
-    tu_seed("bad_input.context_stats_refuses_null_and_writes_nothing");
+    tu_test_seed();
     fa_stats st;
     memset(&st, TU_CANARY, sizeof st);
     fa_stats copy = st;
@@ -380,7 +379,7 @@ Test(bad_input, context_stats_refuses_null_and_writes_nothing)
  * form no offset at all, so nothing overflows and the call is valid. */
 Test(bad_input, huge_strides_on_axes_of_size_one_are_accepted_and_correct)
 {
-    uint64_t seed = tu_seed("bad_input.huge_strides_on_axes_of_size_one_are_accepted_and_correct");
+    uint64_t seed = tu_test_seed();
     for (int t = 0; t < 2; t++) {
         tu_shape s = {t ? FA_F64 : FA_F32, 1, 2, 1, 5, 7, 4, 3, TU_BHSD};
         tu_rng rng = tu_rng_make(seed + (uint64_t)t);

@@ -51,7 +51,7 @@ Test(bad_input, null_tensors_or_data_return_err_null_and_write_nothing)
         CASE(q_data_null, FA_ERR_NULL),   CASE(k_data_null, FA_ERR_NULL),
         CASE(v_data_null, FA_ERR_NULL),   CASE(out_data_null, FA_ERR_NULL),
     };
-    bi_run_cases("bad_input.null_tensors_or_data_return_err_null_and_write_nothing", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }
 
@@ -172,7 +172,7 @@ Test(bad_input, bad_sizes_return_err_shape_and_write_nothing)
         CASE(head_dim_513, FA_ERR_SHAPE),
         CASE(value_dim_513, FA_ERR_SHAPE),
     };
-    bi_run_cases("bad_input.bad_sizes_return_err_shape_and_write_nothing", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }
 
@@ -236,7 +236,7 @@ Test(bad_input, views_built_from_bad_sizes_are_refused)
         CASE2(k_and_v_views_with_overflowing_strides, FA_ERR_SHAPE, FA_ERR_STRIDE),
         CASE2(out_view_with_overflowing_strides, FA_ERR_SHAPE, FA_ERR_STRIDE),
     };
-    bi_run_cases("bad_input.views_built_from_bad_sizes_are_refused", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }
 
@@ -321,6 +321,6 @@ Test(bad_input, bad_strides_return_err_stride_and_write_nothing)
         CASE(q_byte_offset_overflows, FA_ERR_STRIDE),
         CASE(v_offset_sum_overflows, FA_ERR_STRIDE),
     };
-    bi_run_cases("bad_input.bad_strides_return_err_stride_and_write_nothing", cases,
+    bi_run_cases(cases,
                  (int)(sizeof cases / sizeof cases[0]));
 }

@@ -231,7 +231,7 @@ static void run_context_stats(ee_tally *tally)
 Test(error_exit, every_bad_argument_returns_its_documented_status_and_changes_no_byte)
 {
     uint64_t seed =
-        tu_seed("error_exit.every_bad_argument_returns_its_documented_status_and_changes_no_byte");
+        tu_test_seed();
     ee_tally tally;
     memset(&tally, 0, sizeof tally);
     run_call_table(&tally, seed);
@@ -264,7 +264,7 @@ static size_t slot_bytes(const ee_world *w, const ee_args *a, int s)
 
 Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
 {
-    uint64_t seed = tu_seed("error_exit.element_misaligned_data_or_lse_is_refused_with_fa_err_stride");
+    uint64_t seed = tu_test_seed();
     static const int fwd_slots[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_LSE};
     static const int bwd_slots[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_DOUT, EE_LSE, EE_DQ, EE_DK, EE_DV};
     static const char *const name[] = {"q", "k", "v", "out", "dout", "dq", "dk", "dv", "lse"};
@@ -325,7 +325,7 @@ static void *refuse_on_another_thread(void *arg)
 
 Test(error_exit, last_error_is_empty_after_success_and_belongs_to_the_calling_thread)
 {
-    uint64_t seed = tu_seed("error_exit.last_error_is_empty_after_success_and_belongs_to_the_calling_thread");
+    uint64_t seed = tu_test_seed();
     ee_world w;
     ee_world_make(&w, FA_F32, seed);
     ee_args a;
