@@ -5,7 +5,8 @@
  * One public header. Everything a caller may rely on is stated here; the .c
  * files only explain how.
  *
- * Computes   O = softmax(scale · Q·Kᵀ + mask) · V
+ * Computes   O = softmax(scale · Q·Kᵀ + mask) · V, with the score modifiers of
+ * current models (windows, softcap, ALiBi, bias, sinks: see fa_params),
  * row by row over key tiles (online softmax), never holding an Nq×Nk score
  * matrix. Memory beyond the caller's tensors: one scratch arena per thread,
  * sized by the block sizes and head dims, never by the sequence lengths; and
@@ -69,7 +70,7 @@ extern "C" {
 #endif
 
 #define FLASHATTN_VERSION_MAJOR 0
-#define FLASHATTN_VERSION_MINOR 1
+#define FLASHATTN_VERSION_MINOR 2
 #define FLASHATTN_VERSION_PATCH 0
 /** The version as one number for #if checks: MAJOR·10000 + MINOR·100 + PATCH (0.1.0 is 100). */
 #define FLASHATTN_VERSION \
@@ -123,7 +124,7 @@ typedef enum {
     FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
     FA_ERR_ARG = 6,         /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
     FA_ERR_NOMEM = 7,       /**< scratch memory could not be allocated; the context stays usable */
-    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this build (e.g. FA_BF16, sliding window) */
+    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this version, or not on this CPU (e.g. FA_BF16) */
     FA_ERR_BUSY = 9,        /**< the context is serving another call */
     FA_ERR_RUNTIME = 10     /**< the threading or topology runtime failed */
 } fa_status;
@@ -185,19 +186,48 @@ typedef enum {
     FA_CAUSAL_BOTTOM_RIGHT = 2  /**< j <= i + Nk - Nq (the KV-cache convention: the last query sees every key) */
 } fa_causal;
 
-/** What to compute besides the plain product. Start from fa_params_default(). */
+/**
+ * What to compute besides the plain product. Start from fa_params_default().
+ *
+ * ## Score modifiers
+ * For query row i and key j (0-based) of batch b and query head h, with the diagonal offset
+ * d0 = 0 under FA_CAUSAL_TOP_LEFT and d0 = Nk - Nq otherwise (the bottom-right convention, also
+ * for windows without a causal mask), the score is built in this order:
+ *   1. s = scale · q_i·k_j
+ *   2. softcap > 0:      s = softcap · tanh(s / softcap)           (Gemma 2: after the scale)
+ *   3. alibi_slopes:     s = s - alibi_slopes[h] · |i + d0 - j|
+ *   4. bias:             s = s + bias[b][h][i][j]                    (-inf entries mask)
+ * and key j is visible to row i when the causal mask allows it (j <= i + d0) and it lies in the
+ * window: j >= i + d0 - window_left when window_left >= 0, j <= i + d0 + window_right when
+ * window_right >= 0 (-1 leaves a side unbounded; masks combine by intersection). Then
+ *   out_i = sum_j e^(s_ij) v_j / (sum_j e^(s_ij) + e^(sinks[h]))   over visible j
+ * with the sink term only when sinks is set; lse_i is the log of that denominator. A row that sees
+ * no key gets out = 0 and lse = sinks[h] with sinks, lse = -inf without (and zero gradients), also
+ * when its scores are all -inf through the bias.
+ * Costs: key tiles outside every row's window are never loaded or computed; the masks are applied
+ * element-wise on edge tiles only; softcap, ALiBi and bias are applied to every score computed.
+ */
 typedef struct {
-    double scale;                 /**< score scale; 0 means 1/sqrt(D). Must be finite, and within float's range unless
-                                       the tensors are FA_F64 (scores accumulate in float otherwise) */
-    fa_causal causal;             /**< causal mask, FA_CAUSAL_NONE by default */
-    int64_t window_left;          /**< -1 = unbounded. Other values: FA_ERR_UNSUPPORTED for now (< -1: FA_ERR_ARG) */
-    int64_t window_right;         /**< -1 = unbounded. Same rules as window_left */
-    double softcap;               /**< 0 = off. Other finite positive values: FA_ERR_UNSUPPORTED for now */
-    const float *alibi_slopes;    /**< NULL = off. Non-NULL: FA_ERR_UNSUPPORTED for now */
-    const fa_tensor *bias;        /**< NULL = off. Non-NULL: FA_ERR_UNSUPPORTED for now */
+    double scale;              /**< score scale; 0 means 1/sqrt(D). Must be finite, and within float's range unless
+                                    the tensors are FA_F64 (scores accumulate in float otherwise) */
+    fa_causal causal;          /**< causal mask, FA_CAUSAL_NONE by default */
+    int64_t window_left;       /**< keys before the diagonal a row sees; -1 = unbounded (< -1: FA_ERR_ARG) */
+    int64_t window_right;      /**< keys after the diagonal a row sees; -1 = unbounded (< -1: FA_ERR_ARG) */
+    double softcap;            /**< 0 = off; otherwise finite and positive (else FA_ERR_ARG) */
+    const float *alibi_slopes; /**< NULL = off; otherwise Hq slopes, one per query head (any float) */
+    /** NULL = off; otherwise an additive bias [B][Hq][Nq][Nk] of the dtype of q (its dim axis is
+     *  the key axis, contiguous). batch, heads and seq may each be 1 to broadcast (or have stride 0);
+     *  dim must be Nk. An input: it may overlap other inputs, not out, lse or gradients. */
+    const fa_tensor *bias;
+    const float *sinks; /**< NULL = off; otherwise Hq attention-sink logits, one per query head (any float) */
+    /** fa_backward only (fa_forward ignores it): NULL, or Hq floats overwritten with dL/dsinks,
+     *  which requires sinks. dsinks[h] = -sum over b, i of exp(sinks[h] - lse[b][h][i]) · delta[b][h][i]
+     *  (delta = rowsum(dout ∘ out)), summed b-major in a fixed order in the accumulation type and
+     *  rounded to float once. The bias gets no gradient. */
+    float *dsinks;
 } fa_params;
 
-/** scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no bias. */
+/** scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no bias, no sinks. */
 FA_API fa_params fa_params_default(void);
 
 /** Thread placement. */
@@ -286,11 +316,15 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * FA_F16: FA_ERR_UNSUPPORTED). f64 accumulates in f64, f32 in f32.
  *
  * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (FA_F32):
- * the natural-log log-sum-exp of each row's scaled, masked scores.
+ * the natural-log log-sum-exp of each row's modified, masked scores (with the
+ * sink term when p->sinks is set).
  *
- * A row that sees no key (causal BOTTOM_RIGHT with Nq > Nk, or Nk = 0) gets
- * exact zeros in out and lse = -INFINITY, never NaN. NaN or Inf inside q, k
- * or v is not an error: it reaches exactly the rows that see it.
+ * A row that sees no key (causal BOTTOM_RIGHT with Nq > Nk, a window, a bias
+ * of -inf, or Nk = 0) gets exact zeros in out and lse = -INFINITY (sinks[h]
+ * with sinks), never NaN. NaN or Inf inside q, k, v or the bias is not an
+ * error: it reaches exactly the rows that see it (a -inf bias hides a key's
+ * score, not its value row: that row must then be finite, as with any key
+ * whose probability is 0).
  *
  * ctx NULL: the calling thread's default context. p NULL: fa_params_default().
  *
@@ -311,7 +345,11 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
  * value, window < -1, negative, NaN or infinite softcap, a scale beyond float's
- * range when q is not FA_F64 (FA_ERR_ARG).
+ * range when q is not FA_F64 (FA_ERR_ARG). The bias is checked as a tensor:
+ * NULL data (FA_ERR_NULL), a dtype other than q's (FA_ERR_DTYPE), a batch,
+ * heads or seq other than B, Hq, Nq or 1, or a dim other than Nk
+ * (FA_ERR_SHAPE), its strides (FA_ERR_STRIDE), overlapping out or lse
+ * (FA_ERR_ALIAS).
  */
 FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                             const fa_tensor *v, const fa_tensor *out, void *lse);
@@ -326,7 +364,8 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * query head that reads it, always in the same order. A row that was fully masked contributes
  * nothing and gets dq = 0. (A logit that is -inf because an input holds an infinity is not a
  * mask: its probability is 0, but the gradient terms that multiply the infinite input are 0·inf,
- * NaN, as IEEE arithmetic has it.)
+ * NaN, as IEEE arithmetic has it.) Every score modifier of p is differentiated: through softcap by
+ * 1 - tanh², ALiBi and bias as constants; with p->dsinks the sinks' gradient (see fa_params).
  *
  * The probabilities are recomputed tile by tile from q, k and lse; no Nq×Nk matrix is stored.
  * Extra memory: the per-thread arena (see the README's Memory section), B·Hq·Nq values of
@@ -346,7 +385,8 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
  * of the wrong shape (FA_ERR_SHAPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any
  * input (q, k, v, out, dout, lse) or each other (FA_ERR_ALIAS), by the rule of fa_forward: dq, dk
- * and dv may be the three interleaved slices of one packed dQKV buffer.
+ * and dv may be the three interleaved slices of one packed dQKV buffer. p->dsinks set without
+ * p->sinks (FA_ERR_NULL); p->dsinks overlapping any tensor, lse or the sinks (FA_ERR_ALIAS).
  */
 FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,

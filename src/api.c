@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The public entry points: validate, pick the context, dispatch to a driver. */
 #include <stdint.h>
+#include <string.h>
 
 #include "backward.h"
 #include "context.h"
@@ -37,7 +38,11 @@ const char *fa_status_str(fa_status s)
 
 fa_params fa_params_default(void)
 {
-    fa_params p = {0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL};
+    fa_params p;
+    memset(&p, 0, sizeof p); /* every field added later starts at 0/NULL: off */
+    p.scale = 0.0;
+    p.causal = FA_CAUSAL_NONE;
+    p.window_left = p.window_right = -1;
     return p;
 }
 

@@ -36,25 +36,30 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 
 #define FA_T float
 #define FA_SFX f32
+#define FA_EXP expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
 #include "backward_items.h"
 #undef FA_T
 #undef FA_SFX
+#undef FA_EXP
 #undef FA_PAD_ELEMS
 
 #define FA_T double
 #define FA_SFX f64
+#define FA_EXP exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
 #include "backward_items.h"
 #undef FA_T
 #undef FA_SFX
+#undef FA_EXP
 #undef FA_PAD_ELEMS
 
 /* Smaller key blocks than the forward: a dK/dV item holds block_k·(dim + dim_v) accumulators, and
  * more key blocks keep every thread busy on a single long sequence. */
 #define BACKWARD_MAX_BLOCK_K 128
 
-size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem)
+size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
+                                 int softcap)
 {
     int64_t pad = elem == sizeof(double) ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     size_t ld = (size_t)fa_round_up(block_q, pad), bq = (size_t)block_q, bk = (size_t)block_k;
@@ -63,6 +68,7 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     size_t queries = fa_size_add(fa_arena_tile(d, ld, elem), fa_arena_tile(dv, ld, elem)); /* Q, dO transposed */
     queries = fa_size_add(queries, 2 * fa_arena_tile(1, ld, elem));                           /* lse, delta */
     size_t tiles = fa_size_add(fa_arena_tile(bk, ld, elem), fa_arena_tile(bk, ld, elem));   /* P, dS */
+    if (softcap) tiles = fa_size_add(tiles, fa_arena_tile(bk, ld, elem));                   /* 1 - tanh² */
     size_t kv_acc = fa_size_add(fa_arena_tile(bk, d_pad, elem), fa_arena_tile(bk, dv_pad, elem));
     size_t q_acc = fa_arena_tile(bq, d_pad, elem);
     return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
@@ -136,7 +142,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
 
     fa_team_work work = {
-        .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+        .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
         .job = &job,
         .phases = 2,
         .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},
@@ -145,6 +151,8 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (job.plan == FA_BACKWARD_PLAN_FUSED)
         work.phase[1] = (fa_team_phase){head_items, f64 ? head_item_f64 : head_item_f32};
     if (job.plan == FA_BACKWARD_PLAN_WAVEFRONT) work.phase[1].items = job.kv_items; /* no dQ items */
+    if (p->dsinks) /* one item per query head, after delta */
+        work.phase[work.phases++] = (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
         ctx->last_block_q = (int)block_q;

@@ -10,10 +10,11 @@
 #include "problem.h"
 
 /* Arena bytes one backward item needs: the query block's packs (Q and dO transposed, lse, delta),
- * the probability and score-gradient tiles, and the larger of a dK/dV item's accumulators and a
- * dQ item's, each region rounded up to 64 bytes (see backward.c). The README's memory formula is
- * this function. */
-size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem);
+ * the probability and score-gradient tiles (and with a softcap its derivative's tile), and the
+ * larger of a dK/dV item's accumulators and a dQ item's, each region rounded up to 64 bytes (see
+ * backward.c). The README's memory formula is this function. */
+size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
+                                 int softcap);
 
 /* The three ways to cut a backward into items. They make the same kernel calls on the same tiles
  * in the same order for every output element, so their results are bitwise identical; only the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The backward's work items, written once for both element types: included by backward.c with
- * FA_T, FA_SFX (f32/f64: also the kernel-table member) and FA_PAD_ELEMS (the padding unit of
- * accumulator rows, kernels.h) defined.
+ * FA_T, FA_SFX (f32/f64: also the kernel-table member), FA_EXP (exp of FA_T) and FA_PAD_ELEMS (the
+ * padding unit of accumulator rows, kernels.h) defined.
  *
  * With P = exp(S - lse) recomputed tile by tile (S = scaled scores, from the packed, pre-scaled
  * queries) and dS = P ∘ (dO·Vᵀ - delta):
@@ -68,6 +68,24 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
     }
 }
 
+/* dsinks[h] = -sum over batches b and rows i of P_sink(b, h, i) · delta(b, h, i), with the sink's
+ * probability P_sink = exp(sink[h] - lse): the sink is one more logit whose value row is zero, so its
+ * score gradient is P_sink·(0 - delta). One item per query head sums b-major, then i, in FA_T. */
+static void FA_NAME(sink_grad_item_)(const void *job_ptr, fa_arena *arena, int64_t h)
+{
+    (void)arena;
+    const fa_backward_job *job = job_ptr;
+    const fa_problem *p = job->problem;
+    const FA_T sink = (FA_T)p->sinks[h];
+    FA_T sum = 0;
+    for (int64_t b = 0; b < p->batch; b++) {
+        int64_t at = (b * p->q_heads + h) * p->q_len;
+        const FA_T *lse = (const FA_T *)p->lse + at, *delta = (const FA_T *)job->delta + at;
+        for (int64_t i = 0; i < p->q_len; i++) sum += FA_EXP(sink - lse[i]) * delta[i];
+    }
+    p->dsinks[h] = (float)(0 - sum); /* +0, not -0, when there is nothing to sum */
+}
+
 /* What one query block brings to every tile it meets: queries and dO packed transposed, and the
  * row statistics lse and delta, padded to ld rows (lse = -inf there, so padding rows give p = 0). */
 typedef struct {
@@ -102,27 +120,50 @@ static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_
     }
 }
 
-/* P (into p_tile) and dS (into ds_tile) for the tile of query rows row0.. and keys col0.. */
-static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(query_pack_) *qp, int64_t row0,
-                                      int64_t rows, int64_t col0, int64_t cols, const FA_T *k, const FA_T *v,
-                                      FA_T *p_tile, FA_T *ds_tile)
+/* The tiles of one item: P, dS and, with a softcap, its derivative 1 - tanh² per score. */
+typedef struct {
+    FA_T *p, *ds, *dcap;
+} FA_NAME(tiles_);
+
+static FA_NAME(tiles_) FA_NAME(tiles_alloc_)(const fa_backward_job *job, fa_arena *arena)
+{
+    size_t bytes = (size_t)(job->block_k * job->ld) * sizeof(FA_T);
+    FA_NAME(tiles_) t;
+    t.p = fa_arena_alloc(arena, bytes);
+    t.ds = fa_arena_alloc(arena, bytes);
+    t.dcap = job->problem->softcap > 0 ? fa_arena_alloc(arena, bytes) : NULL;
+    return t;
+}
+
+/* P (into t->p) and dS, the gradient of the scores before any modifier (into t->ds), for the tile
+ * of query rows row0.. of (batch, q_head) and keys col0.. */
+static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(query_pack_) *qp, int64_t batch,
+                                      int64_t q_head, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                                      const FA_T *k, const FA_T *v, const FA_NAME(tiles_) *t)
 {
     const fa_problem *p = job->problem;
     int64_t ld = job->ld;
     int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
-    FA_KERN(job)->scores(rows, ld, cols, p->dim, qp->qt, k, p->k.stride_seq, p_tile);
-    if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, p_tile, ld);
-    FA_KERN(job)->probabilities(ld, cols, p_tile, qp->lse);
-    FA_KERN(job)->scores(rows, ld, cols, p->dim_v, qp->dot, v, p->v.stride_seq, ds_tile);
-    FA_KERN(job)->score_grad(ld, cols, p_tile, ds_tile, qp->delta);
-    if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, ds_tile, ld);
+    FA_KERN(job)->scores(rows, ld, cols, p->dim, qp->qt, k, p->k.stride_seq, t->p);
+    if (fa_problem_modifies_scores(p)) {
+        fa_score_mods mods = fa_score_mods_of(p, sizeof(FA_T), batch, q_head, row0, rows, col0);
+        FA_KERN(job)->modify(&mods, ld, cols, t->p, t->dcap);
+    }
+    if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, t->p, ld);
+    FA_KERN(job)->probabilities(ld, cols, t->p, qp->lse);
+    FA_KERN(job)->scores(rows, ld, cols, p->dim_v, qp->dot, v, p->v.stride_seq, t->ds);
+    FA_KERN(job)->score_grad(ld, cols, t->p, t->ds, qp->delta);
+    if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, t->ds, ld);
+    /* through the softcap: ALiBi and bias are constants, their derivative 1 */
+    if (t->dcap) FA_KERN(job)->scale_grad(ld, cols, t->ds, t->dcap);
 }
 
-/* What an item that owns key blocks works in: the query pack, the P and dS tiles, and the dK/dV
+/* What an item that owns key blocks works in: the query pack, the tiles, and the dK/dV
  * accumulators of one key block. */
 typedef struct {
     FA_NAME(query_pack_) qp;
-    FA_T *p_tile, *ds_tile, *dk_acc, *dv_acc;
+    FA_NAME(tiles_) tiles;
+    FA_T *dk_acc, *dv_acc;
 } FA_NAME(key_scratch_);
 
 /* The accumulators of an item: dK and dV of a key block, or dQ of a query block, carved from one
@@ -142,11 +183,10 @@ static FA_T *FA_NAME(accumulators_alloc_)(const fa_backward_job *job, fa_arena *
 static FA_NAME(key_scratch_) FA_NAME(key_scratch_alloc_)(const fa_backward_job *job, fa_arena *arena)
 {
     const fa_problem *p = job->problem;
-    int64_t bk = job->block_k, ld = job->ld;
+    int64_t bk = job->block_k;
     FA_NAME(key_scratch_) ks;
     ks.qp = FA_NAME(query_pack_alloc_)(job, arena);
-    ks.p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
-    ks.ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    ks.tiles = FA_NAME(tiles_alloc_)(job, arena);
     ks.dk_acc = FA_NAME(accumulators_alloc_)(job, arena);
     ks.dv_acc =
         ks.dk_acc +
@@ -167,12 +207,9 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
     const fa_problem *p = job->problem;
     int64_t bq = job->q_schedule.block_q, bk = job->block_k, ld = job->ld, d = p->dim, dv = p->dim_v;
     int64_t d_pad = fa_round_up(d, FA_PAD_ELEMS), dv_pad = fa_round_up(dv, FA_PAD_ELEMS);
-    int64_t col0 = block * bk, cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
-    for (int64_t x = 0; x < cols * d_pad; x++) ks->dk_acc[x] = 0;
-    for (int64_t x = 0; x < cols * dv_pad; x++) ks->dv_acc[x] = 0;
-
-    const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), batch, kv_head, col0);
-    const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), batch, kv_head, col0);
+    int64_t block0 = block * bk, block_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
+    for (int64_t x = 0; x < block_cols * d_pad; x++) ks->dk_acc[x] = 0;
+    for (int64_t x = 0; x < block_cols * dv_pad; x++) ks->dv_acc[x] = 0;
     for (int64_t g = 0; g < p->group; g++) {
         int64_t q_head = kv_head * p->group + g;
         const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), batch, q_head, 0);
@@ -182,15 +219,19 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
             int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
             fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
             if (block < met.first || block >= met.end) continue;
-            int64_t seen = fa_tile_cols_seen(p, row0, rows, col0, cols);
+            /* only the columns some row of the query block sees: [col0, col0 + cols) */
+            fa_key_range seen = fa_tile_cols_seen(p, row0, rows, block0, block_cols);
+            int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin; /* >= 1: the block is met */
+            const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), batch, kv_head, col0);
+            const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), batch, kv_head, col0);
             FA_NAME(query_pack_fill_)(job, &ks->qp, batch, q_head, row0, rows);
-            FA_NAME(probs_and_grads_)(job, &ks->qp, row0, rows, col0, seen, k, v, ks->p_tile, ks->ds_tile);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, dv, ks->p_tile, ld,
+            FA_NAME(probs_and_grads_)(job, &ks->qp, batch, q_head, row0, rows, col0, cols, k, v, &ks->tiles);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, ks->tiles.p, ld,
                                                      d_o + row0 * p->dout.stride_seq, p->dout.stride_seq,
-                                                     ks->dv_acc, dv_pad);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile, ld,
-                                                     q + row0 * p->q.stride_seq, p->q.stride_seq, ks->dk_acc,
-                                                     d_pad);
+                                                     ks->dv_acc + seen.begin * dv_pad, dv_pad);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->tiles.ds, ld,
+                                                     q + row0 * p->q.stride_seq, p->q.stride_seq,
+                                                     ks->dk_acc + seen.begin * d_pad, d_pad);
             if (plan == FA_BACKWARD_PLAN_SPLIT) continue;
             atomic_int *added = NULL;
             if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
@@ -198,7 +239,7 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
                 fa_team_wait_until(added, (int)(block - met.first));
                 if (block == met.first) FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, row0, rows, d);
             }
-            FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, seen, d, ks->ds_tile, ld, k,
+            FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->tiles.ds, ld, k,
                                                    p->k.stride_seq, dq + row0 * p->dq.stride_seq, p->dq.stride_seq);
             if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
                 if (block == met.end - 1)
@@ -209,9 +250,9 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
     }
 
     const FA_T scale = (FA_T)p->scale;
-    FA_T *dk = (FA_T *)fa_view_at(&p->dk, sizeof(FA_T), batch, kv_head, col0);
-    FA_T *dvo = (FA_T *)fa_view_at(&p->dv, sizeof(FA_T), batch, kv_head, col0);
-    for (int64_t c = 0; c < cols; c++) {
+    FA_T *dk = (FA_T *)fa_view_at(&p->dk, sizeof(FA_T), batch, kv_head, block0);
+    FA_T *dvo = (FA_T *)fa_view_at(&p->dv, sizeof(FA_T), batch, kv_head, block0);
+    for (int64_t c = 0; c < block_cols; c++) {
         for (int64_t x = 0; x < d; x++) dk[c * p->dk.stride_seq + x] = scale * ks->dk_acc[c * d_pad + x];
         for (int64_t y = 0; y < dv; y++) dvo[c * p->dv.stride_seq + y] = ks->dv_acc[c * dv_pad + y];
     }
@@ -257,8 +298,7 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     int64_t kv_head = it.q_head / p->group;
 
     FA_NAME(query_pack_) qp = FA_NAME(query_pack_alloc_)(job, arena);
-    FA_T *p_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
-    FA_T *ds_tile = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    FA_NAME(tiles_) tiles = FA_NAME(tiles_alloc_)(job, arena);
     FA_T *dq_acc = FA_NAME(accumulators_alloc_)(job, arena);
     for (int64_t x = 0; x < it.rows * d_pad; x++) dq_acc[x] = 0;
     FA_NAME(query_pack_fill_)(job, &qp, it.batch, it.q_head, it.row0, it.rows);
@@ -266,12 +306,15 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), it.batch, kv_head, 0);
     const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), it.batch, kv_head, 0);
     fa_key_blocks met = fa_key_blocks_seen(p, it.row0, it.rows, bk);
-    for (int64_t col0 = met.first * bk; col0 < met.end * bk; col0 += bk) {
-        int64_t cols = fa_tile_cols_seen(p, it.row0, it.rows, col0, p->kv_len - col0 < bk ? p->kv_len - col0 : bk);
+    for (int64_t block0 = met.first * bk; block0 < met.end * bk; block0 += bk) {
+        fa_key_range seen =
+            fa_tile_cols_seen(p, it.row0, it.rows, block0, p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
+        int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
+        if (cols == 0) continue;
         const FA_T *kb = k + col0 * p->k.stride_seq;
-        FA_NAME(probs_and_grads_)(job, &qp, it.row0, it.rows, col0, cols, kb, v + col0 * p->v.stride_seq, p_tile,
-                                  ds_tile);
-        FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, it.row0, it.rows, col0, cols, d, ds_tile, ld, kb,
+        FA_NAME(probs_and_grads_)(job, &qp, it.batch, it.q_head, it.row0, it.rows, col0, cols, kb,
+                                  v + col0 * p->v.stride_seq, &tiles);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, it.row0, it.rows, col0, cols, d, tiles.ds, ld, kb,
                                                p->k.stride_seq, dq_acc, d_pad);
     }
 

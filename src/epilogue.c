@@ -9,21 +9,43 @@ static int64_t clamp(int64_t x, int64_t lo, int64_t hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
+fa_score_mods fa_score_mods_of(const fa_problem *p, size_t elem, int64_t batch, int64_t q_head, int64_t row0,
+                               int64_t rows, int64_t col0)
+{
+    fa_score_mods m = {0};
+    m.softcap = p->softcap;
+    if (p->alibi_slopes) {
+        m.alibi_slope = (double)p->alibi_slopes[q_head];
+        m.alibi_dist0 = row0 + p->diag_offset - col0;
+    }
+    if (p->bias.data) {
+        m.bias = (const char *)fa_view_at(&p->bias, elem, batch, q_head, row0) + col0 * (int64_t)elem;
+        m.bias_stride = p->bias.stride_seq;
+        m.bias_rows = rows;
+    }
+    return m;
+}
+
 fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
 {
-    fa_key_range r = {0, p->kv_len};
+    /* The key on the row's diagonal: the causal mask ends there, windows are measured from it. Its
+     * range, [-Nq, Nq + Nk], and the comparisons below keep every sum inside int64 for any window. */
+    int64_t diag = row + p->diag_offset, begin = 0, end = p->kv_len;
     switch (p->causal) {
     case FA_CAUSAL_NONE: break;
-    case FA_CAUSAL_TOP_LEFT: r.end = clamp(row + 1, 0, p->kv_len); break;
-    case FA_CAUSAL_BOTTOM_RIGHT: r.end = clamp(row + 1 + p->kv_len - p->q_len, 0, p->kv_len); break;
+    case FA_CAUSAL_TOP_LEFT:
+    case FA_CAUSAL_BOTTOM_RIGHT: end = diag + 1; break; /* diag_offset says which diagonal */
     default:
         /* Never reached: validate.c refuses any other value and the drivers refuse problems whose
          * masks fa_epilogue_knows() does not. Were it reached, the row would see no key (zeros,
          * lse = -inf), never a key that an unknown mask might hide. No assert here: a call in this
          * per-row helper would make every caller save its registers around it. */
-        r.end = 0;
+        end = 0;
         break;
     }
+    if (p->window_left >= 0 && p->window_left < diag) begin = diag - p->window_left;
+    if (p->window_right >= 0 && p->window_right < end - diag - 1) end = diag + p->window_right + 1;
+    fa_key_range r = {clamp(begin, 0, p->kv_len), clamp(end, 0, p->kv_len)};
     return r;
 }
 
@@ -49,9 +71,12 @@ fa_key_blocks fa_key_blocks_seen(const fa_problem *p, int64_t row0, int64_t rows
     return met;
 }
 
-int64_t fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
+fa_key_range fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
 {
-    return clamp(fa_visible_keys(p, row0 + rows - 1).end - col0, 0, cols);
+    fa_key_range seen = {clamp(fa_visible_keys(p, row0).begin - col0, 0, cols),
+                         clamp(fa_visible_keys(p, row0 + rows - 1).end - col0, 0, cols)};
+    if (seen.end < seen.begin) seen.end = seen.begin;
+    return seen;
 }
 
 /* What the masks hide becomes -inf in a score tile (fa_epilogue_*), 0 in a score gradient

@@ -25,21 +25,25 @@ typedef struct {
 #define FA_T float
 #define FA_SFX f32
 #define FA_LOG logf
+#define FA_EXP expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
+#undef FA_EXP
 #undef FA_PAD_ELEMS
 
 #define FA_T double
 #define FA_SFX f64
 #define FA_LOG log
+#define FA_EXP exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
 #include "forward_item.h"
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
+#undef FA_EXP
 #undef FA_PAD_ELEMS
 
 static int64_t pad_elems_of(size_t elem)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Forward work items, written once for both element types: included by forward.c with FA_T,
- * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_PAD_ELEMS
+ * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_EXP, FA_PAD_ELEMS
  * (the padding unit of accumulator rows, kernels.h) defined. */
 
 #define FA_CAT2(a, b) a##b
@@ -48,9 +48,18 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
     int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
     int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
-    for (int64_t col0 = first * bk; col0 < end * bk; col0 += bk) {
-        int64_t cols = fa_tile_cols_seen(p, it->row0, it->rows, col0, p->kv_len - col0 < bk ? p->kv_len - col0 : bk);
+    const int modified = fa_problem_modifies_scores(p);
+    for (int64_t block0 = first * bk; block0 < end * bk; block0 += bk) {
+        /* only the columns some row of the block sees */
+        fa_key_range seen =
+            fa_tile_cols_seen(p, it->row0, it->rows, block0, p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
+        int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
+        if (cols == 0) continue;
         kern->scores(it->rows, ld, cols, p->dim, qt, k + col0 * p->k.stride_seq, p->k.stride_seq, s);
+        if (modified) {
+            fa_score_mods mods = fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
+            kern->modify(&mods, ld, cols, s, NULL);
+        }
         if (!fa_tile_fully_visible(p, it->row0, it->rows, col0, cols))
             FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
         kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
@@ -60,23 +69,33 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     return st;
 }
 
-/* out = acc / l and lse = m + log(l) for the item's rows. */
+/* out = acc / l and lse = m + log(l) for the item's rows, where l = sum_j exp(s_j - m). With a
+ * sink logit σ the denominator gains exp(σ - m): for the larger reference M = max(m, σ),
+ * out = acc·exp(m - M) / (l·exp(m - M) + exp(σ - M)) and lse = M + log(that denominator), so
+ * neither exponential overflows whichever of m and σ is larger. */
 static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) *st)
 {
     FA_T *out = (FA_T *)fa_view_at(&p->out, sizeof(FA_T), it->batch, it->q_head, it->row0);
     FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->q_len + it->row0 : NULL;
+    const int has_sink = p->sinks != NULL;
+    const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {
         FA_T *o = out + r * p->out.stride_seq;
         const FA_T *a = st->acc + r * st->acc_stride;
-        FA_T l = st->row_sum[r];
-        /* l == 0 exactly when the row saw no key: exact zeros and -inf, never 0/0. A NaN l is not
-         * 0, so a row that saw a NaN stays NaN. */
+        FA_T l = st->row_sum[r], m = st->row_max[r];
+        /* l == 0 exactly when the row saw no key: exact zeros and -inf (the sink's logit with a
+         * sink), never 0/0. A NaN l is not 0, so a row that saw a NaN stays NaN. */
         if (l == 0) {
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = 0;
-            if (lse) lse[r] = -(FA_T)INFINITY;
-        } else {
+            if (lse) lse[r] = has_sink ? sink : -(FA_T)INFINITY;
+        } else if (!has_sink) {
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] / l;
-            if (lse) lse[r] = st->row_max[r] + FA_LOG(l);
+            if (lse) lse[r] = m + FA_LOG(l);
+        } else {
+            FA_T big = m > sink ? m : sink, keys = l * FA_EXP(m - big), denom = keys + FA_EXP(sink - big);
+            FA_T w = FA_EXP(m - big) / denom;
+            for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] * w;
+            if (lse) lse[r] = big + FA_LOG(denom);
         }
     }
 }

@@ -26,7 +26,23 @@ typedef struct {
     fa_view dout, dq, dk, dv;
     double scale;
     fa_causal causal;
+    /* Score modifiers (flashattn.h, fa_params). diag_offset is d0: key j is on row i's diagonal
+     * when j = i + d0. */
+    int64_t diag_offset;
+    int64_t window_left, window_right; /* -1: unbounded */
+    double softcap;                    /* 0: off */
+    const float *alibi_slopes;         /* NULL: off; one per query head */
+    fa_view bias;                      /* data NULL: off. Element (b, h, i, j) at fa_view_at(&bias, .., b, h, i) + j;
+                                          broadcast axes (size 1 in the caller's view) have stride 0 here */
+    const float *sinks;                /* NULL: off; one logit per query head */
+    float *dsinks;                     /* backward only: NULL, or one gradient per query head */
 } fa_problem;
+
+/* Whether the problem has a value modifier, applied to every score computed (softcap, ALiBi, bias). */
+static inline int fa_problem_modifies_scores(const fa_problem *p)
+{
+    return p->softcap > 0 || p->alibi_slopes != NULL || p->bias.data != NULL;
+}
 
 /* Element (b, h, s, 0) of a view. An empty view has NULL data and zero strides (validate.c: its
  * strides were never checked, and an offset from them could overflow), and pointer arithmetic on

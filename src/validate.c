@@ -162,6 +162,10 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
     if (!(p->softcap >= 0.0) || !isfinite(p->softcap))
         return fa_diag_fail(FA_ERR_ARG, call, "p.softcap = %g: expected 0 (off) or a finite positive value",
                             p->softcap);
+    if (q_dtype != FA_F64 && p->softcap != 0.0 && (p->softcap < FLT_MIN || p->softcap > FLT_MAX))
+        return fa_diag_fail(FA_ERR_ARG, call,
+                            "p.softcap = %g: outside float's normal range, in which the scores of %s tensors are capped",
+                            p->softcap, dtype_name(q_dtype));
     return FA_OK;
 }
 
@@ -364,27 +368,63 @@ static fa_status check_alias(const char *call, const byte_range *in, int n_in, c
     return FA_OK;
 }
 
-/* Valid requests this version does not compute. Everything here is missing from the library
- * itself, on every CPU (the kernel tables a CPU lacks are fa_context_create's to report). */
-static fa_status check_supported(const char *call, named_view q, const fa_params *params)
+/* Valid requests this version does not compute: half-precision tensors, on every CPU (the kernel
+ * tables a CPU lacks are fa_context_create's to report). */
+static fa_status check_supported(const char *call, named_view q)
 {
-    if (q.t->dtype != FA_F32 && q.t->dtype != FA_F64)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
-                            "%s.dtype = %s: not supported by this version of the library (on any CPU); "
-                            "it computes FA_F32 and FA_F64",
-                            q.name, dtype_name(q.t->dtype));
-    static const char *const later = "not supported by this version of the library (on any CPU)";
-    if (params->window_left != -1)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.window_left = %lld: sliding windows are %s",
-                            (long long)params->window_left, later);
-    if (params->window_right != -1)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.window_right = %lld: sliding windows are %s",
-                            (long long)params->window_right, later);
-    if (params->softcap != 0.0)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.softcap = %g: a logit softcap is %s", params->softcap, later);
-    if (params->alibi_slopes) return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.alibi_slopes: ALiBi is %s", later);
-    if (params->bias) return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.bias: an additive bias is %s", later);
+    if (q.t->dtype == FA_F32 || q.t->dtype == FA_F64) return FA_OK;
+    return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
+                        "%s.dtype = %s: not supported by this version of the library (on any CPU); "
+                        "it computes FA_F32 and FA_F64",
+                        q.name, dtype_name(q.t->dtype));
+}
+
+/* ---- the score modifiers' arguments (fa_params) ---- */
+
+/* The bias is an input view like q, with its own shape rule: each of batch, heads and seq is the
+ * problem's or 1 (broadcast), dim is Nk. */
+static fa_status check_bias_shape(const char *call, named_view bias, const fa_tensor *q, const fa_tensor *k)
+{
+    const fa_tensor *b = bias.t;
+    for (int axis = 0; axis < 4; axis++)
+        if (size_of(b, axis) < 0)
+            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: sizes must be >= 0", bias.name, size_name[axis],
+                                (long long)size_of(b, axis));
+    const char *const of[3] = {"q.batch", "q.heads", "q.seq"};
+    for (int axis = 0; axis < 3; axis++) {
+        int64_t want = size_of(q, axis), have = size_of(b, axis);
+        if (have != want && have != 1)
+            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: expected %s = %lld or 1 (broadcast)", bias.name,
+                                size_name[axis], (long long)have, of[axis], (long long)want);
+    }
+    if (b->dim != k->seq)
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld but k.seq = %lld: the bias has one column per key",
+                            bias.name, (long long)b->dim, (long long)k->seq);
     return FA_OK;
+}
+
+/* The byte range of n floats of a per-head array (alibi_slopes, sinks, dsinks); NULL spans nothing. */
+static fa_status float_array_range(const char *call, const float *a, int64_t n, const char *name, byte_range *r)
+{
+    r->begin = r->end = 0;
+    r->view = NULL;
+    r->name = name;
+    if (!a || n == 0) return FA_OK;
+    if ((uintptr_t)a % sizeof(float) != 0)
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its 4-byte elements", name, (const void *)a);
+    r->begin = (uintptr_t)a;
+    if (__builtin_add_overflow(r->begin, (uintptr_t)n * sizeof(float), &r->end))
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %lld floats wrap around the address space", name,
+                            (const void *)a, (long long)n);
+    return FA_OK;
+}
+
+/* The ranges of the per-head inputs (alibi_slopes, sinks), appended to in[*n]. */
+static fa_status per_head_input_ranges(const char *call, const fa_params *p, int64_t heads, byte_range *in, int *n)
+{
+    fa_status st;
+    if ((st = float_array_range(call, p->alibi_slopes, heads, "p.alibi_slopes", &in[(*n)++])) != FA_OK) return st;
+    return float_array_range(call, p->sinks, heads, "p.sinks", &in[(*n)++]);
 }
 
 /* The internal view of a validated tensor. An empty tensor (a size of 0) has no element, so its
@@ -417,24 +457,57 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->dout = prob->dq = prob->dk = prob->dv = view_of(NULL);
     prob->scale = params->scale != 0.0 ? params->scale : 1.0 / sqrt((double)q->dim);
     prob->causal = params->causal;
+    prob->diag_offset = params->causal == FA_CAUSAL_TOP_LEFT ? 0 : k->seq - q->seq;
+    prob->window_left = params->window_left;
+    prob->window_right = params->window_right;
+    prob->softcap = params->softcap;
+    prob->alibi_slopes = params->alibi_slopes;
+    prob->sinks = params->sinks;
+    prob->dsinks = NULL;
+    prob->bias = view_of(params->bias);
+    if (params->bias && prob->bias.data) { /* a broadcast axis reads element 0, whatever its stride */
+        if (params->bias->batch == 1) prob->bias.stride_batch = 0;
+        if (params->bias->heads == 1) prob->bias.stride_head = 0;
+        if (params->bias->seq == 1) prob->bias.stride_seq = 0;
+    }
+}
+
+/* The steps both calls share, in the documented order, after their NULL checks: params, dtypes and
+ * shapes of q, k, v, out and the bias. */
+static fa_status check_common(const char *call, const fa_params *params, named_view nq, named_view nk, named_view nv,
+                              named_view nout, const named_view *all, int n_all)
+{
+    fa_status st;
+    if ((st = check_params(call, params, nq.t->dtype)) != FA_OK) return st;
+    if ((st = check_dtypes(call, all, n_all)) != FA_OK) return st;
+    if ((st = check_shapes(call, nq, nk, nv, nout)) != FA_OK) return st;
+    if (params->bias) return check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t);
+    return FA_OK;
+}
+
+/* all[] with the bias appended when there is one (for the NULL, dtype and stride steps). */
+static int with_bias(named_view *all, int n, const fa_params *p)
+{
+    if (p->bias) all[n++] = (named_view){p->bias, "p.bias"};
+    return n;
 }
 
 fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                               const fa_tensor *v, const fa_tensor *out, const void *lse, fa_problem *prob)
 {
     const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"};
-    const named_view in[3] = {nq, nk, nv}, all[4] = {nq, nk, nv, nout};
-    fa_status st = check_null(call, all, 4);
-    if (st != FA_OK) return st;
+    named_view in[4] = {nq, nk, nv}, all[5] = {nq, nk, nv, nout};
     fa_params params = p ? *p : fa_params_default();
-    if ((st = check_params(call, &params, q->dtype)) != FA_OK) return st;
-    if ((st = check_dtypes(call, all, 4)) != FA_OK) return st;
-    if ((st = check_shapes(call, nq, nk, nv, nout)) != FA_OK) return st;
-    byte_range in_range[3], out_range[2];
-    if ((st = check_strides(call, in, 3, &nout, 1, in_range, out_range)) != FA_OK) return st;
+    int n_all = with_bias(all, 4, &params), n_in = with_bias(in, 3, &params);
+    fa_status st = check_null(call, all, n_all);
+    if (st != FA_OK) return st;
+    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all)) != FA_OK) return st;
+    byte_range in_range[6], out_range[2];
+    if ((st = check_strides(call, in, n_in, &nout, 1, in_range, out_range)) != FA_OK) return st;
     if ((st = lse_extent(call, lse, q, &out_range[1])) != FA_OK) return st;
-    if ((st = check_alias(call, in_range, 3, out_range, 2)) != FA_OK) return st;
-    if ((st = check_supported(call, nq, &params)) != FA_OK) return st;
+    if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
+    if ((st = check_alias(call, in_range, n_in, out_range, 2)) != FA_OK) return st;
+    if ((st = check_supported(call, nq)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     return FA_OK;
 }
@@ -445,26 +518,30 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
 {
     const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"}, ndout = {dout, "dout"};
     const named_view ndq = {dq, "dq"}, ndk = {dk, "dk"}, ndv = {dv, "dv"};
-    const named_view in[5] = {nq, nk, nv, nout, ndout}, grads[3] = {ndq, ndk, ndv};
-    const named_view all[8] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
-    fa_status st = check_null(call, all, 8);
+    named_view in[6] = {nq, nk, nv, nout, ndout}, all[9] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
+    const named_view grads[3] = {ndq, ndk, ndv};
+    fa_params params = p ? *p : fa_params_default();
+    int n_all = with_bias(all, 8, &params), n_in = with_bias(in, 5, &params);
+    fa_status st = check_null(call, all, n_all);
     if (st != FA_OK) return st;
     if (!lse) return fa_diag_fail(FA_ERR_NULL, call, "lse is NULL: the backward needs the forward's log-sum-exp");
-    fa_params params = p ? *p : fa_params_default();
-    if ((st = check_params(call, &params, q->dtype)) != FA_OK) return st;
-    if ((st = check_dtypes(call, all, 8)) != FA_OK) return st;
-    if ((st = check_shapes(call, nq, nk, nv, nout)) != FA_OK) return st;
+    if (params.dsinks && !params.sinks)
+        return fa_diag_fail(FA_ERR_NULL, call, "p.sinks is NULL but p.dsinks asks for its gradient");
+    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all)) != FA_OK) return st;
     /* each gradient (and dout) has the shape of the tensor it belongs to */
     const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
     for (int i = 0; i < 4; i++)
         for (int axis = 0; axis < 4; axis++)
             if ((st = check_same(call, shaped_like[i][0], shaped_like[i][1], axis)) != FA_OK) return st;
-    byte_range in_range[6], out_range[3];
-    if ((st = check_strides(call, in, 5, grads, 3, in_range, out_range)) != FA_OK) return st;
-    if ((st = lse_extent(call, lse, q, &in_range[5])) != FA_OK) return st;
-    if ((st = check_alias(call, in_range, 6, out_range, 3)) != FA_OK) return st;
-    if ((st = check_supported(call, nq, &params)) != FA_OK) return st;
+    byte_range in_range[9], out_range[4];
+    if ((st = check_strides(call, in, n_in, grads, 3, in_range, out_range)) != FA_OK) return st;
+    if ((st = lse_extent(call, lse, q, &in_range[n_in++])) != FA_OK) return st;
+    if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
+    if ((st = float_array_range(call, params.dsinks, q->heads, "p.dsinks", &out_range[3])) != FA_OK) return st;
+    if ((st = check_alias(call, in_range, n_in, out_range, 4)) != FA_OK) return st;
+    if ((st = check_supported(call, nq)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
+    prob->dsinks = params.dsinks;
     prob->dout = view_of(dout);
     prob->dq = view_of(dq);
     prob->dk = view_of(dk);

@@ -400,10 +400,8 @@ static void add_params(ee_table *t, ee_call call)
     static const named_f64 scale[] = {{"NaN", NAN}, {"-NaN", -NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}};
     static const named_i64 causal[] = {{"3", 3}, {"-1", -1}, {"99", 99}, {"INT_MIN", INT_MIN}};
     static const named_i64 window_arg[] = {{"-2", -2}, {"INT64_MIN", INT64_MIN}};
-    static const named_i64 window_unsupported[] = {{"0", 0}, {"5", 5}, {"INT64_MAX", INT64_MAX}};
     static const named_f64 softcap_arg[] = {
         {"NaN", NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}, {"-1", -1.0}, {"-DBL_MIN", -DBL_MIN}};
-    static const named_f64 softcap_unsupported[] = {{"30", 30.0}, {"DBL_MIN", DBL_MIN}, {"DBL_MAX", DBL_MAX}};
     ee_case *c;
     add(t, call, "ctx", "a context serving another call", FA_ERR_BUSY, OP_BUSY);
     for (size_t i = 0; i < sizeof scale / sizeof *scale; i++)
@@ -417,19 +415,9 @@ static void add_params(ee_table *t, ee_call call)
             c->field = f;
             c->i[0] = window_arg[i].x;
         }
-        for (size_t i = 0; i < sizeof window_unsupported / sizeof *window_unsupported; i++) {
-            c = add(t, call, param, window_unsupported[i].name, FA_ERR_UNSUPPORTED, OP_WINDOW);
-            c->field = f;
-            c->i[0] = window_unsupported[i].x;
-        }
     }
     for (size_t i = 0; i < sizeof softcap_arg / sizeof *softcap_arg; i++)
         add(t, call, "p->softcap", softcap_arg[i].name, FA_ERR_ARG, OP_SOFTCAP)->d = softcap_arg[i].x;
-    for (size_t i = 0; i < sizeof softcap_unsupported / sizeof *softcap_unsupported; i++)
-        add(t, call, "p->softcap", softcap_unsupported[i].name, FA_ERR_UNSUPPORTED, OP_SOFTCAP)->d =
-            softcap_unsupported[i].x;
-    add(t, call, "p->alibi_slopes", "non-NULL", FA_ERR_UNSUPPORTED, OP_ALIBI);
-    add(t, call, "p->bias", "non-NULL", FA_ERR_UNSUPPORTED, OP_BIAS);
 }
 
 static int is_output(ee_call call, int ti)

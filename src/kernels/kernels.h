@@ -31,6 +31,17 @@
 #define FA_PAD_ELEMS_F32 16
 #define FA_PAD_ELEMS_F64 8
 
+/* The value modifiers of one score tile s[c][r]: query row row0 + r against key col0 + c
+ * (epilogue.h builds it from the problem; flashattn.h, fa_params, gives the semantics). */
+typedef struct {
+    double softcap;      /* > 0: s = softcap·tanh(s/softcap); 0: off */
+    double alibi_slope;  /* != 0: s -= alibi_slope·|alibi_dist0 + r - c|; 0: off */
+    int64_t alibi_dist0; /* row0 + d0 - col0: the distance i + d0 - j of r = 0, c = 0 */
+    const void *bias;    /* NULL, or the bias of (r = 0, c = 0), in the tile's element type */
+    int64_t bias_stride; /* elements from the bias of row r to row r + 1; 0: one bias row for all rows */
+    int64_t bias_rows;   /* bias is read for r < bias_rows only (the tile's real rows) */
+} fa_score_mods;
+
 /* Declares the tile operations for element type T, as struct members. */
 #define FA_KERNEL_SET(T)                                                                                       \
     struct {                                                                                                   \
@@ -57,6 +68,13 @@
         void (*probabilities)(int64_t ld, int64_t cols, T *s, const T *lse);                                   \
         /* Backward: dp[c][r] = p[c][r] · (dp[c][r] - delta[r]) for r < ld: the score gradient. */             \
         void (*score_grad)(int64_t ld, int64_t cols, const T *p, T *dp, const T *delta);                       \
+        /* The value modifiers on every score of the tile (c < cols, r < ld), in the contract's order:        \
+         * softcap, then ALiBi, then bias (rows r >= bias_rows get no bias, and their bias is never read).    \
+         * With dcap != NULL (only when softcap is on) dcap[c][r] receives 1 - tanh², the softcap's           \
+         * derivative, for the backward. NaN stays NaN; softcap(±inf) = ±softcap. */                          \
+        void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                       \
+        /* Backward through the softcap: ds[c][r] *= dcap[c][r] for c < cols, r < ld. */                     \
+        void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \
     }
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;

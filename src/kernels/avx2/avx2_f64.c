@@ -6,6 +6,7 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/exp2_poly.h"
+#include "kernels/ref/ref.h" /* modify, scale_grad: the portable ones until this table has its own */
 
 typedef __m256d vec;
 #define FA_T                 double

@@ -280,7 +280,8 @@ static void FA_NAME(avx2_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, F
 /* This element type's half of the AVX2 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx2_kernels_) = {
     FA_NAME(tile_scores_),       FA_NAME(avx2_online_softmax_), FA_NAME(avx2_accumulate_),
-    FA_NAME(avx2_accumulate_t_), FA_NAME(avx2_probabilities_),  FA_NAME(avx2_score_grad_)};
+    FA_NAME(avx2_accumulate_t_), FA_NAME(avx2_probabilities_),  FA_NAME(avx2_score_grad_),
+    FA_NAME(fa_ref_modify_), FA_NAME(fa_ref_scale_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */

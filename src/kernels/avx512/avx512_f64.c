@@ -6,6 +6,7 @@
 
 #include "kernels/avx512/avx512.h"
 #include "kernels/exp2_poly.h"
+#include "kernels/ref/ref.h" /* modify, scale_grad: the portable ones until this table has its own */
 
 typedef __m512d vec;
 typedef __mmask8 mask;

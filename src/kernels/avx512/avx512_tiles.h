@@ -222,7 +222,8 @@ static void FA_NAME(avx512_score_grad_)(int64_t ld, int64_t cols, const FA_T *p,
 /* This element type's half of the AVX-512 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
     FA_NAME(tile_scores_),        FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
-    FA_NAME(avx512_accumulate_t_), FA_NAME(avx512_probabilities_),  FA_NAME(avx512_score_grad_)};
+    FA_NAME(avx512_accumulate_t_), FA_NAME(avx512_probabilities_),  FA_NAME(avx512_score_grad_),
+    FA_NAME(fa_ref_modify_), FA_NAME(fa_ref_scale_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_LANES). */
 void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)

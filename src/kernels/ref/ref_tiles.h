@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Portable tile kernels, written once for both element types: included by ref_kernels.c with
- * FA_T (element type), FA_SFX (name suffix) and FA_EXP (exp of that type, with results below the
- * smallest normal flushed to +0) defined.
+ * FA_T (element type), FA_SFX (name suffix), FA_EXP (exp of that type, with results below the
+ * smallest normal flushed to +0) and FA_TANH (tanh of that type) defined.
  * Plain loops over query rows (the contiguous axis of a transposed score tile), which the
  * compiler vectorizes; every reduction order is fixed by the code. */
 
@@ -101,6 +101,35 @@ static void FA_NAME(ref_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, FA
 #pragma omp simd
         for (int64_t r = 0; r < ld; r++) dp[c * ld + r] = p[c * ld + r] * (dp[c * ld + r] - delta[r]);
     }
+}
+
+/* Exported (hidden) so that a table without its own modifiers can use these (ref.h). */
+void FA_NAME(fa_ref_modify_)(const fa_score_mods *m, int64_t ld, int64_t cols, FA_T *s, FA_T *dcap)
+{
+    const FA_T cap = (FA_T)m->softcap, slope = (FA_T)m->alibi_slope;
+    const FA_T *bias = (const FA_T *)m->bias;
+    for (int64_t c = 0; c < cols; c++) {
+        FA_T *sc = s + c * ld;
+        if (m->softcap > 0)
+            for (int64_t r = 0; r < ld; r++) {
+                FA_T t = FA_TANH(sc[r] / cap);
+                sc[r] = cap * t;
+                if (dcap) dcap[c * ld + r] = 1 - t * t;
+            }
+        if (m->alibi_slope != 0)
+            for (int64_t r = 0; r < ld; r++) {
+                int64_t d = m->alibi_dist0 + r - c; /* an exact integer distance, whatever the tile */
+                sc[r] -= slope * (FA_T)(d < 0 ? -d : d);
+            }
+        if (bias)
+            for (int64_t r = 0; r < m->bias_rows; r++) sc[r] += bias[r * m->bias_stride + c];
+    }
+}
+
+void FA_NAME(fa_ref_scale_grad_)(int64_t ld, int64_t cols, FA_T *ds, const FA_T *dcap)
+{
+#pragma omp simd
+    for (int64_t x = 0; x < ld * cols; x++) ds[x] *= dcap[x];
 }
 
 #undef FA_NAME
