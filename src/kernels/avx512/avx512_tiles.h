@@ -59,7 +59,10 @@ FA_INLINE vec FA_NAME(exp_of_difference_)(vec d)
  * It costs nothing on the FMA ports: the compare that decides the flush replaces the clamp that
  * used to keep -inf out of the polynomial, and its mask zero-masks the rounding, the subtraction
  * and scalef, which EVEX encodes for free. Flushed lanes then see n = f = 0, so none computes a
- * NaN or a subnormal. The compare is true for NaN, so NaN passes. */
+ * NaN or a subnormal. The compare is true for NaN, so NaN passes. (On Zen 4 the masked rounding
+ * and subtraction make this loop about 5% slower than unmasked ones, under 0.1% of a D = 128
+ * forward; unmasked, a -inf lane would compute -inf - -inf, raising FE_INVALID, and the masked
+ * lanes of scalef would underflow.) */
 FA_INLINE vec FA_NAME(exp2_)(vec x)
 {
     mask keep = V_CMP(x, V_SET1(FA_EXP2_LOW), _CMP_NLT_UQ);
