@@ -33,15 +33,15 @@
  * identically.)
  *
  * ## Subnormals
- * Probabilities (exp of a score minus its row's max or log-sum-exp) that
- * come out below the smallest normal number, FLT_MIN for f32 and DBL_MIN
- * for f64, are flushed to +0, element by element, the same on every thread.
- * Such a probability is below 2^-126 (f64: 2^-1022) of the row's largest,
- * which is 1, so it contributes less than 2^-126 of the row sum: far below
- * f32's rounding (2^-24). Nothing else is flushed: subnormal inputs are
- * computed as IEEE 754 says, and the library never reads or changes MXCSR
- * (FTZ/DAZ). Why: on many x86 cores each multiply that reads a subnormal
- * is tens of times slower, and peaky scores make many of them.
+ * The probabilities of keys (exp of a key's score minus its row's max or
+ * log-sum-exp) that come out below the smallest normal number, FLT_MIN for
+ * f32 and DBL_MIN for f64, are flushed to +0, element by element, the same
+ * on every thread. Each is less than 2^-126 (f64: 2^-1022) of its row's
+ * total: far below f32's rounding (2^-24). Nothing else is flushed:
+ * subnormal inputs are computed as IEEE 754 says, and the library never
+ * reads or changes MXCSR (FTZ/DAZ). Why: on many x86 cores each multiply
+ * that reads a subnormal is tens of times slower, and peaky scores make
+ * many of them.
  *
  * ## Thread safety
  * A context serves one call at a time; a second concurrent call on the same
