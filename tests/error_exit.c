@@ -18,8 +18,17 @@
 #define REGION     ((int64_t)1024)
 #define POOL_SLOTS ((size_t)(EE_REGIONS + 2) * (size_t)REGION)
 
-static const char *const slot_name[EE_REGIONS] = {"q",  "k",  "v",  "out", "dout",
-                                                  "dq", "dk", "dv", "lse", "packed"};
+/* As a parameter ("p->bias->seq"); fa_last_error() writes "->" as "." (default_names). */
+static const char *const slot_name[EE_REGIONS] = {"q",        "k",        "v",       "out",
+                                                  "dout",     "dq",       "dk",      "dv",
+                                                  "lse",      "packed",   "p->bias", "p->alibi_slopes",
+                                                  "p->sinks", "p->dsinks"};
+
+/* The per-head float arrays: Hq floats each, whatever the tensors' dtype. */
+static int is_head_array(int s)
+{
+    return s == EE_SLOPES || s == EE_SINKS || s == EE_DSINKS;
+}
 
 /* ---- the world ------------------------------------------------------------------------------ */
 
@@ -45,6 +54,14 @@ void ee_valid_args(const ee_world *w, ee_args *a)
     a->ctx = w->ctx;
     a->p = fa_params_default();
     a->p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+    a->p.window_left = 3;
+    a->p.window_right = 1;
+    a->p.softcap = 30.0;
+    a->p.alibi_slopes = (const float *)(void *)ee_region(w, EE_SLOPES, 0);
+    a->p.sinks = (const float *)(void *)ee_region(w, EE_SINKS, 0);
+    a->p.dsinks = (float *)(void *)ee_region(w, EE_DSINKS, 0);
+    a->bias = fa_tensor_bhsd(ee_region(w, EE_BIAS, 0), w->dt, EE_B, EE_HQ, EE_N, EE_N);
+    a->p.bias = &a->bias;
     a->pp = &a->p;
     for (int i = 0; i < EE_NT; i++)
         a->t[i] =
@@ -87,10 +104,13 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
     tu_rng rng = tu_rng_make(seed);
     /* inputs (and out and lse, inputs of the backward): random finite values; gradients canary */
     for (int r = 0; r < EE_REGIONS; r++) {
-        if (r == EE_DQ || r == EE_DK || r == EE_DV) continue;
+        if (r == EE_DQ || r == EE_DK || r == EE_DV || r == EE_DSINKS) continue;
         for (int64_t x = 0; x < REGION; x++) {
             double val = tu_rng_uniform(&rng, -1.0, 1.0);
-            if (dt == FA_F64)
+            if (is_head_array(r)) { /* floats, whatever the dtype */
+                float f = (float)val;
+                memcpy(ee_region(w, r, 0) + x * 4, &f, 4);
+            } else if (dt == FA_F64)
                 memcpy(ee_region(w, r, x), &val, 8);
             else {
                 float f = (float)val;
@@ -141,8 +161,8 @@ enum {
     OP_CAUSAL,
     OP_WINDOW,
     OP_SOFTCAP,
-    OP_ALIBI,
-    OP_BIAS,
+    OP_NULL_SINKS,
+    OP_MISALIGN,
     OP_ALIAS,
     OP_ROLES,
     OP_PACKED,
@@ -153,6 +173,14 @@ enum {
 #define OTHER_DTYPE (INT64_C(1) << 40) /* the other of f32/f64 */
 #define PLUS_ONE    (INT64_C(1) << 41) /* the valid size + 1 */
 #define JUST_BELOW  (INT64_C(1) << 42) /* the valid (contiguous) stride - 1: shares one element */
+#define MINUS_ONE   (INT64_C(1) << 43) /* the valid size - 1 */
+#define HALF_ELEM   (INT64_C(1) << 44) /* half an element, in bytes */
+
+/* The view of a tensor slot or of the bias. */
+static fa_tensor *tensor_at(ee_args *a, int ti)
+{
+    return ti == EE_BIAS ? &a->bias : ti >= 0 && ti < EE_NT ? &a->t[ti] : NULL;
+}
 
 static int64_t *size_field(fa_tensor *t, int f)
 {
@@ -192,23 +220,47 @@ static void set_role(ee_args *a, int role, int64_t x)
     for (int m = 0; m < 4; m++) *size_field(&a->t[members[role][m]], field[role]) = x;
 }
 
-/* First and last byte-address of a slot's elements, and its element count. */
-static unsigned char *slot_first(const ee_args *a, int s)
+/* The bias keeps the problem's shape [B][Hq][Nq][Nk] when a case changes a size that several
+ * tensors share (OP_ROLES, OP_HELPER), so those cases still break only what they name. */
+static void bias_follows(ee_args *a)
 {
-    return s == EE_LSE ? (unsigned char *)a->lse : (unsigned char *)a->t[s].data;
+    a->bias.batch = a->t[EE_Q].batch;
+    a->bias.heads = a->t[EE_Q].heads;
+    a->bias.seq = a->t[EE_Q].seq;
+    a->bias.dim = a->t[EE_K].seq;
 }
 
-static int64_t slot_elems(const ee_args *a, int s)
+/* The first byte of a slot's elements, their count and size. */
+static unsigned char *slot_first(ee_args *a, int s)
 {
-    return s == EE_LSE ? lse_rows() : numel(&a->t[s]);
+    switch (s) {
+    case EE_LSE: return (unsigned char *)a->lse;
+    case EE_SLOPES: return (unsigned char *)(uintptr_t)a->p.alibi_slopes;
+    case EE_SINKS: return (unsigned char *)(uintptr_t)a->p.sinks;
+    case EE_DSINKS: return (unsigned char *)a->p.dsinks;
+    default: return (unsigned char *)tensor_at(a, s)->data;
+    }
+}
+
+static int64_t slot_elems(ee_args *a, int s)
+{
+    return s == EE_LSE ? lse_rows() : is_head_array(s) ? EE_HQ : numel(tensor_at(a, s));
+}
+
+static int64_t slot_elem_bytes(const ee_world *w, int s)
+{
+    return is_head_array(s) ? (int64_t)sizeof(float) : (int64_t)w->e;
 }
 
 static void set_slot(ee_args *a, int s, unsigned char *at)
 {
-    if (s == EE_LSE)
-        a->lse = at;
-    else
-        a->t[s].data = at;
+    switch (s) {
+    case EE_LSE: a->lse = at; break;
+    case EE_SLOPES: a->p.alibi_slopes = (const float *)(void *)at; break;
+    case EE_SINKS: a->p.sinks = (const float *)(void *)at; break;
+    case EE_DSINKS: a->p.dsinks = (float *)(void *)at; break;
+    default: tensor_at(a, s)->data = at; break;
+    }
 }
 
 /* Row-interleaved views in the packed region (mode 0: the valid layout). */
@@ -280,44 +332,55 @@ static void helper_views(const ee_world *w, ee_args *a, int bshd, int arg, int64
 
 void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
 {
-    fa_tensor *t = c->ti >= 0 && c->ti < EE_NT ? &a->t[c->ti] : NULL;
-    int64_t x = c->i[0];
+    fa_tensor *t = tensor_at(a, c->ti);
+    int64_t x = c->i[0], sz;
     switch (c->op) {
     case OP_BUSY: a->busy = 1; break;
     case OP_NULL_TENSOR: a->null_t[c->ti] = 1; break;
     case OP_NULL_DATA: t->data = NULL; break;
     case OP_NULL_LSE: a->lse = NULL; break;
-    case OP_DATA_TOP: set_slot(a, c->ti, (unsigned char *)(uintptr_t)(UINTPTR_MAX - 63)); break;
+    case OP_NULL_SINKS: a->p.sinks = NULL; break;
+    case OP_DATA_TOP: /* x bytes below the top of the address space */
+        set_slot(a, c->ti, (unsigned char *)(uintptr_t)(UINTPTR_MAX - (uintptr_t)(x - 1)));
+        break;
+    case OP_MISALIGN:
+        set_slot(a, c->ti, slot_first(a, c->ti) + (x == HALF_ELEM ? (int64_t)w->e / 2 : x));
+        break;
     case OP_DTYPE: t->dtype = x == OTHER_DTYPE ? (w->dt == FA_F32 ? FA_F64 : FA_F32) : (fa_dtype)x; break;
-    case OP_SIZE: *size_field(t, c->field) = x == PLUS_ONE ? *size_field(t, c->field) + 1 : x; break;
+    case OP_SIZE:
+        sz = *size_field(t, c->field);
+        *size_field(t, c->field) = x == PLUS_ONE ? sz + 1 : x == MINUS_ONE ? sz - 1 : x;
+        break;
     case OP_STRIDE: *stride_field(t, c->field) = x == JUST_BELOW ? *stride_field(t, c->field) - 1 : x; break;
     case OP_SCALE: a->p.scale = c->d; break;
     case OP_CAUSAL: a->p.causal = (fa_causal)x; break;
     case OP_WINDOW: *(c->field ? &a->p.window_right : &a->p.window_left) = x; break;
     case OP_SOFTCAP: a->p.softcap = c->d; break;
-    case OP_ALIBI: a->p.alibi_slopes = (const float *)(void *)ee_region(w, EE_PACKED, 0); break;
-    case OP_BIAS: {
-        static fa_tensor bias; /* an input view over the packed region, never read */
-        bias = fa_tensor_bhsd(ee_region(w, EE_PACKED, 0), w->dt, EE_B, EE_HQ, EE_N, EE_N);
-        a->p.bias = &bias;
-        break;
-    }
     case OP_ALIAS: {
         int moved = c->ti, onto = c->field;
         unsigned char *first = slot_first(a, onto);
-        int64_t e = (int64_t)w->e;
-        if (c->mode == 0) set_slot(a, moved, first);                                  /* full */
-        if (c->mode == 1) set_slot(a, moved, first - (slot_elems(a, moved) - 1) * e); /* last on first */
-        if (c->mode == 2) set_slot(a, moved, first + (slot_elems(a, onto) - 1) * e);  /* first on last */
+        int64_t e_moved = slot_elem_bytes(w, moved), e_onto = slot_elem_bytes(w, onto);
+        if (c->mode == 0) set_slot(a, moved, first); /* full */
+        if (c->mode == 1)
+            set_slot(a, moved, first - (slot_elems(a, moved) - 1) * e_moved); /* last on first */
+        if (c->mode == 2) { /* first on last; an f64 view on a float array's last element starts at the
+                               double that holds it, so the case stays aligned and still overlaps */
+            int64_t at = (slot_elems(a, onto) - 1) * e_onto;
+            set_slot(a, moved, first + at / e_moved * e_moved);
+        }
         break;
     }
     case OP_ROLES:
         set_role(a, c->ti, c->i[0]);
         set_role(a, c->field, c->i[1]);
         set_role(a, c->mode, c->i[2]);
+        bias_follows(a);
         break;
     case OP_PACKED: packed_views(w, c->call, a, c->mode); break;
-    case OP_HELPER: helper_views(w, a, c->ti, c->field, x); break;
+    case OP_HELPER:
+        helper_views(w, a, c->ti, c->field, x);
+        bias_follows(a);
+        break;
     }
 }
 
@@ -332,7 +395,8 @@ static int word_char(char c)
 static int has_word(const char *text, const char *word, size_t len)
 {
     for (const char *at = text; (at = strstr(at, word)) != NULL; at++)
-        if ((at == text || !word_char(at[-1])) && !word_char(at[len]) && strncmp(at, word, len) == 0) return 1;
+        if ((at == text || !word_char(at[-1])) && !word_char(at[len]) && strncmp(at, word, len) == 0)
+            return 1;
     return 0;
 }
 
@@ -402,10 +466,24 @@ static void add_params(ee_table *t, ee_call call)
     static const named_i64 window_arg[] = {{"-2", -2}, {"INT64_MIN", INT64_MIN}};
     static const named_f64 softcap_arg[] = {
         {"NaN", NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}, {"-1", -1.0}, {"-DBL_MIN", -DBL_MIN}};
+    /* finite doubles the scores of f32 tensors cannot hold: refused for f32, valid for f64
+     * (test_scale_range.c checks the f64 side) */
+    static const named_f64 scale_f32[] = {{"-1e39 (beyond float's range; f32)", -1e39},
+                                          {"DBL_MAX (f32)", DBL_MAX}};
+    static const named_f64 softcap_f32[] = {{"1e39 (above FLT_MAX; f32)", 1e39},
+                                            {"DBL_MAX (f32)", DBL_MAX},
+                                            {"FLT_MIN / 2 (below float's normal range; f32)", FLT_MIN / 2.0},
+                                            {"DBL_MIN (f32)", DBL_MIN},
+                                            {"DBL_TRUE_MIN (f32)", DBL_TRUE_MIN}};
     ee_case *c;
     add(t, call, "ctx", "a context serving another call", FA_ERR_BUSY, OP_BUSY);
     for (size_t i = 0; i < sizeof scale / sizeof *scale; i++)
         add(t, call, "p->scale", scale[i].name, FA_ERR_ARG, OP_SCALE)->d = scale[i].x;
+    for (size_t i = 0; i < sizeof scale_f32 / sizeof *scale_f32; i++) {
+        c = add(t, call, "p->scale", scale_f32[i].name, FA_ERR_ARG, OP_SCALE);
+        c->d = scale_f32[i].x;
+        c->f32_only = 1;
+    }
     for (size_t i = 0; i < sizeof causal / sizeof *causal; i++)
         add(t, call, "p->causal", causal[i].name, FA_ERR_ARG, OP_CAUSAL)->i[0] = causal[i].x;
     for (int f = 0; f < 2; f++) {
@@ -418,11 +496,16 @@ static void add_params(ee_table *t, ee_call call)
     }
     for (size_t i = 0; i < sizeof softcap_arg / sizeof *softcap_arg; i++)
         add(t, call, "p->softcap", softcap_arg[i].name, FA_ERR_ARG, OP_SOFTCAP)->d = softcap_arg[i].x;
+    for (size_t i = 0; i < sizeof softcap_f32 / sizeof *softcap_f32; i++) {
+        c = add(t, call, "p->softcap", softcap_f32[i].name, FA_ERR_ARG, OP_SOFTCAP);
+        c->d = softcap_f32[i].x;
+        c->f32_only = 1;
+    }
 }
 
 static int is_output(ee_call call, int ti)
 {
-    return call == EE_FORWARD ? ti == EE_OUT : ti >= EE_DQ;
+    return call == EE_FORWARD ? ti == EE_OUT : ti >= EE_DQ && ti <= EE_DV;
 }
 
 static void add_tensor_fields(ee_table *t, ee_call call, int ti)
@@ -445,16 +528,33 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
                                         {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
     static const named_i64 out_strides[] = {{"0 (elements shared)", 0},
                                             {"contiguous - 1 (one element shared)", JUST_BELOW}};
+    /* The bias's sizes are each the problem's or 1 (broadcast), and its dim is Nk: values that are
+     * neither (the problem's B - 1 is 1, a valid broadcast, so batch does not get it). fa_tensor has
+     * no stride for dim, so the nearest expressible "broadcast stride on the key axis" is dim = 1
+     * with Nk > 1: refused, the key axis does not broadcast. */
+    static const named_i64 bias_extra[4][2] = {{{NULL, 0}, {NULL, 0}},
+                                               {{"the problem's - 1", MINUS_ONE}, {NULL, 0}},
+                                               {{"the problem's - 1", MINUS_ONE}, {NULL, 0}},
+                                               {{"Nk - 1", MINUS_ONE}, {"1 (broadcast key axis)", 1}}};
+    static const named_i64 misaligned[] = {{"1 byte past an element boundary", 1},
+                                           {"half an element past an element boundary", HALF_ELEM}};
     static const char *const size_name[4] = {"batch", "heads", "seq", "dim"};
     static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
+    const int bias = ti == EE_BIAS;
     char param[48];
     ee_case *c;
-    add(t, call, slot_name[ti], "NULL", FA_ERR_NULL, OP_NULL_TENSOR)->ti = ti;
+    if (!bias) add(t, call, slot_name[ti], "NULL", FA_ERR_NULL, OP_NULL_TENSOR)->ti = ti; /* bias NULL: off */
     snprintf(param, sizeof param, "%s->data", slot_name[ti]);
     add(t, call, param, "NULL", FA_ERR_NULL, OP_NULL_DATA)->ti = ti;
     c = add(t, call, param, "64 bytes below the top of the address space (its range wraps)", FA_ERR_STRIDE,
             OP_DATA_TOP);
     c->ti = ti;
+    c->i[0] = 64;
+    for (size_t i = 0; bias && i < sizeof misaligned / sizeof *misaligned; i++) {
+        c = add(t, call, param, misaligned[i].name, FA_ERR_STRIDE, OP_MISALIGN);
+        c->ti = ti;
+        c->i[0] = misaligned[i].x;
+    }
     snprintf(param, sizeof param, "%s->dtype", slot_name[ti]);
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++) {
         c = add(t, call, param, dtypes[i].name, FA_ERR_DTYPE, OP_DTYPE);
@@ -470,6 +570,12 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
             c->field = f;
             c->i[0] = v->x;
         }
+        for (int i = 0; bias && i < 2 && bias_extra[f][i].name; i++) {
+            c = add(t, call, param, bias_extra[f][i].name, FA_ERR_SHAPE, OP_SIZE);
+            c->ti = ti;
+            c->field = f;
+            c->i[0] = bias_extra[f][i].x;
+        }
     }
     for (int f = 0; f < 3; f++) {
         snprintf(param, sizeof param, "%s->%s", slot_name[ti], stride_name[f]);
@@ -484,13 +590,41 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
     }
 }
 
+/* alibi_slopes and sinks (inputs of both calls) and dsinks (fa_backward's output; fa_forward ignores
+ * it): Hq floats each, aligned to float, not wrapping around the address space; dsinks needs sinks.
+ * NULL alibi_slopes or sinks means "off", so it is no bad value. */
+static void add_head_arrays(ee_table *t, ee_call call)
+{
+    static const named_i64 misaligned[] = {{"1 byte past a float boundary", 1},
+                                           {"2 bytes past a float boundary", 2},
+                                           {"3 bytes past a float boundary", 3}};
+    const int arrays[3] = {EE_SLOPES, EE_SINKS, EE_DSINKS};
+    ee_case *c;
+    for (int a = 0; a < (call == EE_FORWARD ? 2 : 3); a++) {
+        for (size_t i = 0; i < sizeof misaligned / sizeof *misaligned; i++) {
+            c = add(t, call, slot_name[arrays[a]], misaligned[i].name, FA_ERR_STRIDE, OP_MISALIGN);
+            c->ti = arrays[a];
+            c->i[0] = misaligned[i].x;
+        }
+        c = add(t, call, slot_name[arrays[a]], "8 bytes below the top of the address space (its floats wrap)",
+                FA_ERR_STRIDE, OP_DATA_TOP);
+        c->ti = arrays[a];
+        c->i[0] = 8;
+    }
+    if (call == EE_BACKWARD) {
+        c = add(t, call, "p->sinks", "NULL with p->dsinks set", FA_ERR_NULL, OP_NULL_SINKS);
+        snprintf(c->names, sizeof c->names, "p.sinks p.dsinks");
+    }
+}
+
 static void add_aliases(ee_table *t, ee_call call)
 {
-    static const int fwd_out[] = {EE_OUT, EE_LSE}, fwd_in[] = {EE_Q, EE_K, EE_V};
-    static const int bwd_out[] = {EE_DQ, EE_DK, EE_DV},
-                     bwd_in[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_DOUT, EE_LSE};
+    static const int fwd_out[] = {EE_OUT, EE_LSE},
+                     fwd_in[] = {EE_Q, EE_K, EE_V, EE_BIAS, EE_SLOPES, EE_SINKS};
+    static const int bwd_out[] = {EE_DQ, EE_DK, EE_DV, EE_DSINKS},
+                     bwd_in[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_DOUT, EE_LSE, EE_BIAS, EE_SLOPES, EE_SINKS};
     const int *outs = call == EE_FORWARD ? fwd_out : bwd_out, *ins = call == EE_FORWARD ? fwd_in : bwd_in;
-    int n_out = call == EE_FORWARD ? 2 : 3, n_in = call == EE_FORWARD ? 3 : 6;
+    int n_out = call == EE_FORWARD ? 2 : 4, n_in = call == EE_FORWARD ? 6 : 9;
     static const char *const mode_name[3] = {"on all of %s", "last element on %s's first",
                                              "first element on %s's last"};
     for (int o = 0; o < n_out; o++)
@@ -501,7 +635,9 @@ static void add_aliases(ee_table *t, ee_call call)
                 char value[64];
                 snprintf(value, sizeof value, mode_name[m], slot_name[onto]);
                 ee_case *c = add(t, call, slot_name[outs[o]], value, FA_ERR_ALIAS, OP_ALIAS);
-                snprintf(c->names, sizeof c->names, "%s %s", slot_name[outs[o]], slot_name[onto]);
+                char both[64];
+                snprintf(both, sizeof both, "%s %s", slot_name[outs[o]], slot_name[onto]);
+                default_names(c->names, sizeof c->names, both);
                 c->ti = outs[o];
                 c->field = onto;
                 c->mode = m;
@@ -624,14 +760,18 @@ static void add_helpers(ee_table *t)
 
 void ee_build_table(ee_table *t)
 {
+    ee_case *c;
     memset(t, 0, sizeof *t);
     for (int call = 0; call < 2; call++) {
         add_params(t, (ee_call)call);
         for (int ti = 0; ti < (call == EE_FORWARD ? 4 : EE_NT); ti++) add_tensor_fields(t, (ee_call)call, ti);
         if (call == EE_BACKWARD) add(t, (ee_call)call, "lse", "NULL", FA_ERR_NULL, OP_NULL_LSE);
-        add(t, (ee_call)call, "lse", "64 bytes below the top of the address space (its range wraps)",
-            FA_ERR_STRIDE, OP_DATA_TOP)
-            ->ti = EE_LSE;
+        c = add(t, (ee_call)call, "lse", "64 bytes below the top of the address space (its range wraps)",
+                FA_ERR_STRIDE, OP_DATA_TOP);
+        c->ti = EE_LSE;
+        c->i[0] = 64;
+        add_tensor_fields(t, (ee_call)call, EE_BIAS);
+        add_head_arrays(t, (ee_call)call);
         add_aliases(t, (ee_call)call);
         add_shared_sizes(t, (ee_call)call);
         add_packed(t, (ee_call)call);

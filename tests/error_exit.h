@@ -4,9 +4,10 @@
  * at run time from loops over every argument and every field, and a runner that makes each call
  * and checks the status and that no byte of any tensor, of lse or of the context's stats changed.
  *
- * Every tensor of both calls, lse and one "packed" region live in one guarded pool with a spare
- * region before and after, so a view re-pointed onto another (the alias cases) stays inside memory
- * the test owns, and one comparison against the pool's initial bytes checks everything. */
+ * Every tensor of both calls, lse, one "packed" region and the score modifiers' arguments (bias,
+ * alibi_slopes, sinks, dsinks) live in one guarded pool with a spare region before and after, so a
+ * view re-pointed onto another (the alias cases) stays inside memory the test owns, and one
+ * comparison against the pool's initial bytes checks everything. */
 #ifndef FA_TEST_ERROR_EXIT_H
 #define FA_TEST_ERROR_EXIT_H
 
@@ -17,8 +18,27 @@
 /* The valid problem: every axis has at least two elements, so every stride matters. */
 enum { EE_B = 2, EE_HQ = 4, EE_HKV = 2, EE_N = 6, EE_DIM = 4, EE_DIM_V = 3 };
 
-/* Tensor slots (the order of fa_backward's tensor arguments), lse, the packed region. */
-enum { EE_Q, EE_K, EE_V, EE_OUT, EE_DOUT, EE_DQ, EE_DK, EE_DV, EE_NT, EE_LSE = EE_NT, EE_PACKED, EE_REGIONS };
+/* Tensor slots (the order of fa_backward's tensor arguments), lse, the packed region, then the
+ * score modifiers' arguments: the bias [B][Hq][N][N] (a tensor of the call's dtype) and three
+ * arrays of Hq floats (alibi_slopes and sinks, inputs; dsinks, an output of fa_backward). */
+enum {
+    EE_Q,
+    EE_K,
+    EE_V,
+    EE_OUT,
+    EE_DOUT,
+    EE_DQ,
+    EE_DK,
+    EE_DV,
+    EE_NT,
+    EE_LSE = EE_NT,
+    EE_PACKED,
+    EE_BIAS,
+    EE_SLOPES,
+    EE_SINKS,
+    EE_DSINKS,
+    EE_REGIONS
+};
 
 typedef enum { EE_FORWARD, EE_BACKWARD } ee_call;
 
@@ -39,6 +59,7 @@ typedef struct {
     const fa_params *pp;
     fa_tensor t[EE_NT];
     int null_t[EE_NT]; /* pass NULL instead of &t[i] */
+    fa_tensor bias;    /* p.bias points here */
     void *lse;
     int helper_broken; /* a fa_tensor_* helper broke its own documented promise */
 } ee_args;
@@ -50,6 +71,7 @@ typedef struct {
     char names[32]; /* the argument(s) fa_last_error() must name, space-separated: "dq.stride_head",
                        "out q" (out overlapping q); see ee_names_argument */
     fa_status want;
+    int f32_only; /* the value is valid for f64 tensors (a double beyond float's range): run on f32 only */
     int op, ti, field, mode;
     int64_t i[3];
     double d;
@@ -69,8 +91,9 @@ void ee_world_restore(ee_world *w);
 /* 1 when the pool (guards included) holds its initial bytes. */
 int ee_world_unchanged(const ee_world *w);
 
-/* Valid arguments for either call: bhsd views in their regions, default params (BOTTOM_RIGHT), own
- * context. */
+/* Valid arguments for either call: bhsd views in their regions, own context, and every field of
+ * fa_params in use (BOTTOM_RIGHT, a window, softcap, ALiBi, a full bias, sinks, and dsinks, which
+ * fa_forward ignores), so each case breaks one field while all the others are live. */
 void ee_valid_args(const ee_world *w, ee_args *a);
 /* Element `el` of region r (elements of the world's dtype). */
 unsigned char *ee_region(const ee_world *w, int r, int64_t el);
