@@ -14,6 +14,7 @@
 #endif
 #include "calls.h"
 #include "golden.h"
+#include "modifiers.h"
 #include "problem.h"
 #include "progress.h"
 #include "report.h"
@@ -47,7 +48,7 @@ static int verify_outputs(const bench_options *o, const bench_problem *pb, const
     row->rows_checked = vr.rows_checked;
     row->err_out = vr.err_out;
     row->err_lse = vr.err_lse;
-    row->err_dq = row->err_dk = row->err_dv = NAN;
+    row->err_dq = row->err_dk = row->err_dv = row->err_dsinks = NAN;
     if (!pb->has_gradients) return 0;
 
     bench_verify_backward_result br;
@@ -63,6 +64,7 @@ static int verify_outputs(const bench_options *o, const bench_problem *pb, const
     row->err_dq = br.err_dq;
     row->err_dk = br.err_dk;
     row->err_dv = br.err_dv;
+    row->err_dsinks = br.err_dsinks;
     return 0;
 }
 
@@ -150,7 +152,8 @@ done:
 static void measure_probes(bench_machine *m, const bench_run_info *info, bench_row *rows, int n)
 {
     if (!(m->probe_time > 0.0)) return;
-    bench_progress_detail("probing the FMA peak%s", info->decode ? " and the read bandwidth" : "");
+    bench_progress_detail("probing the FMA peak%s",
+                          info->decode || info->bias_bandwidth ? " and the read bandwidth" : "");
     for (int r = 0; r < n; r++) {
         bench_row *w = &rows[r];
         fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
@@ -158,10 +161,14 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
         w->peak_gflops = bench_machine_peak(m, w->isa, info->shape.dtype, w->threads, bind, &probe);
         snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
         w->pct_peak = 100.0 * w->gflops / w->peak_gflops;
+        if (info->decode || info->bias_bandwidth) w->read_gbps = bench_machine_read_gbps(m, w->threads, bind);
         if (info->decode) {
-            w->read_gbps = bench_machine_read_gbps(m, w->threads, bind);
             w->kv_gbps = info->kv_bytes / w->timing.min_s / 1e9;
             w->pct_read_bw = 100.0 * w->kv_gbps / w->read_gbps;
+        }
+        if (info->bias_bandwidth) {
+            w->bias_gbps = info->bias_bytes / w->timing.min_s / 1e9;
+            w->pct_bias_bw = 100.0 * w->bias_gbps / w->read_gbps;
         }
     }
 }
@@ -228,15 +235,16 @@ static void measure_blas(const bench_options *o, const bench_run_info *info, con
 #endif
 
 // The BLAS baseline's description, or why it does not run for this case.
-static const char *blas_status(const bench_options *o, bench_pass pass)
+static const char *blas_status(const bench_options *o, const bench_case *c)
 {
 #ifdef FA_BENCH_HAVE_BLAS
     if (o->blas_reps == 0) return "off (--blas-reps N turns it on)";
-    if (pass != BENCH_PASS_FWD) return "forward pass only";
+    if (c->pass != BENCH_PASS_FWD) return "forward pass only";
+    if (bench_mods_any(&c->shape.mods)) return "not for score modifiers (it has the causal mask only)";
     return bench_blas_describe();
 #else
     (void)o;
-    (void)pass;
+    (void)c;
     return "not built (CMake found no OpenBLAS)";
 #endif
 }
@@ -270,28 +278,44 @@ static void fill_info(const bench_options *o, int index, const bench_identity *i
         .shape = *s,
         .pass = c->pass,
         .flops = bench_pass_flops(s, c->pass),
+        .visible_pairs = bench_visible_pairs(s),
+        .bias_bytes = bench_bias_read_bytes(s),
+        .bias_bandwidth = s->mods.bias == BENCH_BIAS_FULL,
+        .reference = c->reference,
         .kv_bytes = (double)s->b * (double)s->hkv * (double)s->nk * (double)(s->d + s->dv) * e,
         .decode = s->nq <= BENCH_DECODE_MAX_NQ,
         .tolerance = bench_verify_tolerance(s->dtype),
         .grad_tolerance = gradients ? bench_verify_gradient_tolerance(s->dtype) : NAN,
         .grad_oracle_s = NAN,
         .omp_max_threads = omp_get_max_threads(),
-        .blas = blas_status(o, c->pass),
+        .blas = blas_status(o, c),
         .identity = id,
     };
 #ifdef FA_BENCH_HAVE_BLAS
-    info->blas_runs = o->blas_reps > 0 && c->pass == BENCH_PASS_FWD;
+    info->blas_runs = o->blas_reps > 0 && c->pass == BENCH_PASS_FWD && !bench_mods_any(&s->mods);
 #endif
     info->blas_warning = blas_warning(info);
 }
 
+// Each row's GFLOP/s as a share of the reference case's row at the same thread count.
+static void compare_with_reference(bench_row *rows, int n, const bench_case_result *reference)
+{
+    if (!reference) return;
+    for (int r = 0; r < n && r < reference->n_rows; r++) {
+        if (reference->rows[r].threads != rows[r].threads)
+            continue; // same list: never, but say nothing wrong
+        rows[r].reference_gflops = reference->rows[r].gflops;
+        rows[r].pct_of_reference = 100.0 * rows[r].gflops / rows[r].reference_gflops;
+    }
+}
+
 int bench_run_case(const bench_options *o, int index, const bench_identity *id, bench_machine *m,
-                   bench_case_result *r)
+                   const bench_case_result *reference, bench_case_result *r)
 {
     memset(r, 0, sizeof *r);
     bench_run_info *info = &r->info;
     double case_start = bench_progress_elapsed();
-    char words[256];
+    char words[320];
     bench_case_words(&o->cases[index], words, sizeof words);
     bench_progress("case %d/%d%s%s: %s", index + 1, o->n_cases, o->preset ? " of preset " : "",
                    o->preset ? o->preset : "", words);
@@ -303,7 +327,7 @@ int bench_run_case(const bench_options *o, int index, const bench_identity *id, 
     bench_problem pb;
     if (bench_problem_init(&pb, &info->shape, o->dist, o->seed, gradients) != 0) return -1;
     fa_params params = fa_params_default();
-    params.causal = info->shape.causal;
+    bench_modifiers_params(&pb, &params);
 
     int rc = 0;
     // The gradient oracle depends on the problem only: computed once, before any library call.
@@ -338,6 +362,7 @@ int bench_run_case(const bench_options *o, int index, const bench_identity *id, 
     if (rc == 0) {
         r->n_rows = o->n_thread_counts;
         bench_rows_compute_scaling(r->rows, r->n_rows);
+        compare_with_reference(r->rows, r->n_rows, reference);
         measure_probes(m, info, r->rows, r->n_rows);
 #ifdef FA_BENCH_HAVE_BLAS
         if (info->blas_runs) measure_blas(o, info, &pb, &params, r->rows, r->n_rows);

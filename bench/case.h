@@ -10,9 +10,10 @@
 #include "options.h"
 #include "results.h"
 
-/* Runs o->cases[index]. Returns 0 with *r filled and the table printed, or -1 after printing why
- * (a verification or library failure: no speed of this case is reported). */
+/* Runs o->cases[index]. reference: the results of the case it is compared with (run earlier), or
+ * NULL. Returns 0 with *r filled and the table printed, or -1 after printing why (a verification or
+ * library failure: no speed of this case is reported). */
 int bench_run_case(const bench_options *o, int index, const bench_identity *id, bench_machine *m,
-                   bench_case_result *r);
+                   const bench_case_result *reference, bench_case_result *r);
 
 #endif

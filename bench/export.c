@@ -118,7 +118,21 @@ static value vbool(int b)
     X("build_type", vstr(id->build_type))                                                                    \
     X("git_revision", vstr(id->git_revision))                                                                \
     X("run_utc", vstr(id->run_utc))                                                                          \
-    X("blas_warning", vstr(info->blas_warning))
+    X("blas_warning", vstr(info->blas_warning))                                                              \
+    X("window_left", vint(s->mods.window_left))                                                              \
+    X("window_right", vint(s->mods.window_right))                                                            \
+    X("softcap", vnum(s->mods.softcap))                                                                      \
+    X("alibi", vbool(s->mods.alibi))                                                                         \
+    X("bias", vstr(bench_bias_name(s->mods.bias)))                                                           \
+    X("sinks", vbool(s->mods.sinks))                                                                         \
+    X("visible_pairs", vint(info->visible_pairs))                                                            \
+    X("bias_bytes", vnum(info->bias_bytes))                                                                  \
+    X("bias_gbps", vnum(row->bias_gbps))                                                                     \
+    X("pct_bias_read_bw", vnum(row->pct_bias_bw))                                                            \
+    X("err_dsinks", vnum(row->err_dsinks))                                                                   \
+    X("reference_case", vnum(info->reference >= 0 ? (double)info->reference : NAN))                          \
+    X("reference_gflops", vnum(row->reference_gflops))                                                       \
+    X("pct_of_reference", vnum(row->pct_of_reference))
 
 #define COLUMN_NAME(name, expr)  name,
 #define COLUMN_VALUE(name, expr) expr,

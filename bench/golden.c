@@ -13,7 +13,7 @@ typedef struct {
     size_t bytes;
 } output_view;
 
-static int outputs_of(const bench_problem *pb, output_view views[5])
+static int outputs_of(const bench_problem *pb, output_view views[BENCH_GOLDEN_OUTPUTS])
 {
     views[0] = (output_view){"out", pb->out.data, pb->out_bytes};
     views[1] = (output_view){"lse", pb->lse, pb->lse_bytes};
@@ -21,12 +21,14 @@ static int outputs_of(const bench_problem *pb, output_view views[5])
     views[2] = (output_view){"dq", pb->dq.data, pb->dq_bytes};
     views[3] = (output_view){"dk", pb->dk.data, pb->dk_bytes};
     views[4] = (output_view){"dv", pb->dv.data, pb->dv_bytes};
-    return 5;
+    if (!pb->dsinks) return 5;
+    views[5] = (output_view){"dsinks", pb->dsinks, sizeof(float) * (size_t)pb->shape.hq};
+    return 6;
 }
 
 int bench_golden_save(bench_golden *g, const bench_problem *pb, const fa_stats *st)
 {
-    output_view views[5];
+    output_view views[BENCH_GOLDEN_OUTPUTS];
     int n = outputs_of(pb, views);
     for (int i = 0; i < n; i++) {
         g->copies[i] = malloc(views[i].bytes);
@@ -45,7 +47,7 @@ int bench_golden_save(bench_golden *g, const bench_problem *pb, const fa_stats *
 
 const char *bench_golden_first_difference(const bench_golden *g, const bench_problem *pb)
 {
-    output_view views[5];
+    output_view views[BENCH_GOLDEN_OUTPUTS];
     int n = outputs_of(pb, views);
     for (int i = 0; i < n; i++)
         if (memcmp(g->copies[i], views[i].data, views[i].bytes) != 0) return views[i].name;
@@ -54,7 +56,7 @@ const char *bench_golden_first_difference(const bench_golden *g, const bench_pro
 
 void bench_golden_free(bench_golden *g)
 {
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < BENCH_GOLDEN_OUTPUTS; i++) {
         free(g->copies[i]);
         g->copies[i] = NULL;
     }

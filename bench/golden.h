@@ -8,9 +8,13 @@
 #include "flashattn.h"
 #include "problem.h"
 
+/* out, lse, dq, dk, dv, dsinks. */
+#define BENCH_GOLDEN_OUTPUTS 6
+
 typedef struct {
-    void *copies[5];      /* out, lse, dq, dk, dv in that order; the last three NULL without gradients */
-    int block_q, block_k; /* the block sizes that produced them */
+    void *copies
+        [BENCH_GOLDEN_OUTPUTS]; /* in that order; the gradients NULL without them, dsinks without sinks */
+    int block_q, block_k;       /* the block sizes that produced them */
     int have;
 } bench_golden;
 

@@ -11,6 +11,7 @@
 #include "machine.h"
 #include "options.h"
 #include "progress.h"
+#include "report.h"
 #include "results.h"
 
 int main(int argc, char **argv)
@@ -41,11 +42,16 @@ int main(int argc, char **argv)
     int rc = 0, done = 0;
     for (int c = 0; c < o.n_cases && rc == 0; c++) {
         if (c > 0) fputc('\n', stdout);
-        if (bench_run_case(&o, c, &identity, &machine, &results[c]) != 0)
+        // A reference is an earlier case (presets.c), already measured: its rows are compared as
+        // this case's come in.
+        int ref = o.cases[c].reference;
+        const bench_case_result *reference = ref >= 0 && ref < c ? &results[ref] : NULL;
+        if (bench_run_case(&o, c, &identity, &machine, reference, &results[c]) != 0)
             rc = 1;
         else
             done++;
     }
+    if (rc == 0) bench_report_summary(stdout, results, done);
     // Files only for a run whose every case passed: a file never mixes verified and missing cases.
     if (rc == 0) {
         if (o.csv_path && bench_export_csv(o.csv_path, results, done) != 0) rc = 1;

@@ -60,6 +60,24 @@ static const char help_text[] =
     "                     range some CPUs compute slowly; compare its time with normal's\n"
     "  --seed S           input seed (default 1); values depend on (b, h, s, d), not on the layout\n"
     "\n"
+    "score modifiers (fa_params; flashattn.h, 'Score modifiers'; off by default, each a column of the "
+    "rows):\n"
+    "  --window-left N    keys before the diagonal a row sees, -1 = unbounded (default -1)\n"
+    "  --window-right N   keys after the diagonal a row sees, -1 = unbounded (default -1)\n"
+    "  --window L,R       both at once, e.g. --window 256,0 (with --causal top-left: a sliding window)\n"
+    "  --softcap C        s = C*tanh(s/C) after the scale (Gemma 2: 50); 0 = off (default)\n"
+    "  --alibi            ALiBi: s -= slope_h*|i + d0 - j|, slope_h = 2^(-8(h+1)/Hq) (BLOOM's slopes)\n"
+    "  --bias KIND        none | keypad | full (default none). keypad: a [B][1][1][Nk] bias, 0 for the\n"
+    "                     first keys and -inf for the last tenth (rounded up), like a key-padding mask;\n"
+    "                     full: a [B][Hq][Nq][Nk] bias drawn like the inputs (N(0,1) for normal), its\n"
+    "                     own stream of the seed. A full bias's bytes are read once per call: its rows\n"
+    "                     report them against the read-bandwidth probe (bias GB/s, %% bw)\n"
+    "  --sinks            one attention-sink logit per query head, drawn like the inputs; bwd and\n"
+    "                     fwdbwd also ask for dsinks (fa_params.dsinks) and check it\n"
+    "  Modifiers given with a preset apply to every case of it. The oracle computes every modifier\n"
+    "  from the header's definition (tests/reference.c), so the check before timing covers them.\n"
+    "  The BLAS baseline does not run for cases with a modifier.\n"
+    "\n"
     "execution:\n"
     "  --threads LIST     comma-separated thread counts, e.g. 1,2,4 (default: 1 and omp_get_max_threads())\n"
     "  --bind P           auto | none | core | spread (default auto)\n"
@@ -86,9 +104,11 @@ static const char help_text[] =
     "  --json FILE        write a JSON array with one object per (shape, thread count) (overwrites FILE)\n"
     "  -h, --help         this text\n"
     "\n"
-    "Speed: GFLOP/s = FLOP / min time, with forward FLOP = 2*B*Hq*Nq*Nk*(D+Dv) (= 4*B*H*N^2*D when\n"
-    "Dv = D and Nk = Nq), halved for either causal mode. The halving is the usual convention, not a\n"
-    "count of visible pairs (bottom-right with Nk > Nq sees more than half). Backward FLOP = 2.5 x\n"
+    "Speed: GFLOP/s = FLOP / min time, with forward FLOP = 2*B*Hq*V*(D+Dv), where V is the exact\n"
+    "number of (query i, key j) pairs of one head visible under the causal mask and the window (the\n"
+    "header's definition, summed row by row): Nq*Nk without either (4*B*H*N^2*D when Dv = D and\n"
+    "Nk = Nq), N(N+1)/2 for a square causal mask, about (W+1)*N for a causal window of W keys. Keys a\n"
+    "bias masks with -inf count: the library computes their scores. Backward FLOP = 2.5 x\n"
     "forward (it recomputes Q*K^T and adds four products: dO*V^T, P^T*dO, dS*K, dS^T*Q), so fwdbwd\n"
     "FLOP = 3.5 x forward and its GFLOP/s is the combined throughput of the pair. Speedup and\n"
     "efficiency are against the 1-thread row of the same run, when the list has one. Backward rows\n"
@@ -174,6 +194,13 @@ enum {
     OPT_PROBE_TIME,
     OPT_BLAS_REPS,
     OPT_BLAS_MODE,
+    OPT_WINDOW,
+    OPT_WINDOW_LEFT,
+    OPT_WINDOW_RIGHT,
+    OPT_SOFTCAP,
+    OPT_ALIBI,
+    OPT_BIAS,
+    OPT_SINKS,
 };
 
 static const struct option long_options[] = {
@@ -205,6 +232,13 @@ static const struct option long_options[] = {
     {"probe-time", required_argument, NULL, OPT_PROBE_TIME},
     {"blas-reps", required_argument, NULL, OPT_BLAS_REPS},
     {"blas-mode", required_argument, NULL, OPT_BLAS_MODE},
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"window-left", required_argument, NULL, OPT_WINDOW_LEFT},
+    {"window-right", required_argument, NULL, OPT_WINDOW_RIGHT},
+    {"softcap", required_argument, NULL, OPT_SOFTCAP},
+    {"alibi", no_argument, NULL, OPT_ALIBI},
+    {"bias", required_argument, NULL, OPT_BIAS},
+    {"sinks", no_argument, NULL, OPT_SINKS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -235,6 +269,8 @@ static const name_value blas_mode_names[] = {{"best", BENCH_BLAS_BEST},
                                              {"row-blocks", BENCH_BLAS_ROW_BLOCKS},
                                              {"gemm-threads", BENCH_BLAS_GEMM_THREADS},
                                              {NULL, 0}};
+static const name_value bias_names[] = {
+    {"none", BENCH_BIAS_NONE}, {"keypad", BENCH_BIAS_KEYPAD}, {"full", BENCH_BIAS_FULL}, {NULL, 0}};
 // --isa values; the index only serves parse_choice, the name is what goes into FLASHATTN_ISA.
 static const name_value isa_names[] = {{"ref", 0}, {"avx2", 1}, {"avx512", 2}, {"auto", 3}, {NULL, 0}};
 
@@ -272,6 +308,10 @@ const char *bench_pass_name(bench_pass p)
 const char *bench_blas_mode_name(bench_blas_mode m)
 {
     return name_of(blas_mode_names, (int)m);
+}
+const char *bench_bias_name(bench_bias_kind k)
+{
+    return name_of(bias_names, (int)k);
 }
 
 // Every parse helper prints its own message and returns -1, so the caller only propagates failure.
@@ -328,6 +368,43 @@ static int parse_seconds(const char *opt, const char *arg, double *out)
     return 0;
 }
 
+// A softcap: finite and >= 0 (0 turns it off); the library refuses the rest, fa-bench says so first.
+static int parse_softcap(const char *arg, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno == ERANGE || !(v >= 0.0 && v <= 1e300)) {
+        fprintf(stderr, "fa-bench: --softcap: '%s' is not a finite number >= 0 (0 = off)\n", arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+// "L,R": two window sides, each >= -1 (-1 = unbounded).
+static int parse_window(const char *arg, bench_mods *m)
+{
+    char *end = NULL;
+    errno = 0;
+    long long l = strtoll(arg, &end, 10);
+    int ok = end != arg && *end == ',' && errno != ERANGE && l >= -1;
+    long long r = -1;
+    if (ok) {
+        const char *p = end + 1;
+        errno = 0;
+        r = strtoll(p, &end, 10);
+        ok = end != p && *end == '\0' && errno != ERANGE && r >= -1;
+    }
+    if (!ok) {
+        fprintf(stderr, "fa-bench: --window: '%s' is not L,R with each side an integer >= -1\n", arg);
+        return -1;
+    }
+    m->window_left = (int64_t)l;
+    m->window_right = (int64_t)r;
+    return 0;
+}
+
 static int parse_seed(const char *arg, uint64_t *out)
 {
     char *end = NULL;
@@ -379,6 +456,12 @@ enum {
     SET_CAUSAL = 1 << 8,
     SET_LAYOUT = 1 << 9,
     SET_PASS = 1 << 10,
+    SET_WINDOW_LEFT = 1 << 11,
+    SET_WINDOW_RIGHT = 1 << 12,
+    SET_SOFTCAP = 1 << 13,
+    SET_ALIBI = 1 << 14,
+    SET_BIAS = 1 << 15,
+    SET_SINKS = 1 << 16,
 };
 
 static unsigned field_set_by(int option)
@@ -395,6 +478,13 @@ static unsigned field_set_by(int option)
     case OPT_CAUSAL: return SET_CAUSAL;
     case OPT_LAYOUT: return SET_LAYOUT;
     case OPT_PASS: return SET_PASS;
+    case OPT_WINDOW: return SET_WINDOW_LEFT | SET_WINDOW_RIGHT;
+    case OPT_WINDOW_LEFT: return SET_WINDOW_LEFT;
+    case OPT_WINDOW_RIGHT: return SET_WINDOW_RIGHT;
+    case OPT_SOFTCAP: return SET_SOFTCAP;
+    case OPT_ALIBI: return SET_ALIBI;
+    case OPT_BIAS: return SET_BIAS;
+    case OPT_SINKS: return SET_SINKS;
     default: return 0;
     }
 }
@@ -413,7 +503,9 @@ static void set_defaults(bench_options *o, bench_case *c)
     c->shape.dtype = FA_F32;
     c->shape.causal = FA_CAUSAL_NONE;
     c->shape.layout = BENCH_LAYOUT_BHSD;
+    c->shape.mods = (bench_mods){-1, -1, 0.0, 0, BENCH_BIAS_NONE, 0};
     c->pass = BENCH_PASS_FWD;
+    c->reference = -1;
     o->dist = BENCH_DIST_NORMAL;
     o->seed = 1;
     o->bind = FA_BIND_AUTO;
@@ -440,6 +532,12 @@ static void apply_overrides(bench_case *to, const bench_case *from, unsigned set
     if (set & SET_CAUSAL) t->causal = f->causal;
     if (set & SET_LAYOUT) t->layout = f->layout;
     if (set & SET_PASS) to->pass = from->pass;
+    if (set & SET_WINDOW_LEFT) t->mods.window_left = f->mods.window_left;
+    if (set & SET_WINDOW_RIGHT) t->mods.window_right = f->mods.window_right;
+    if (set & SET_SOFTCAP) t->mods.softcap = f->mods.softcap;
+    if (set & SET_ALIBI) t->mods.alibi = f->mods.alibi;
+    if (set & SET_BIAS) t->mods.bias = f->mods.bias;
+    if (set & SET_SINKS) t->mods.sinks = f->mods.sinks;
 }
 
 // Defaults that depend on other options, and the checks that involve more than one option.
@@ -551,6 +649,20 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             rc = parse_choice("blas-mode", arg, blas_mode_names, &choice);
             o->blas_mode = (bench_blas_mode)choice;
             break;
+        case OPT_WINDOW: rc = parse_window(arg, &cl.shape.mods); break;
+        case OPT_WINDOW_LEFT:
+            rc = parse_int64("window-left", arg, -1, INT64_MAX, &cl.shape.mods.window_left);
+            break;
+        case OPT_WINDOW_RIGHT:
+            rc = parse_int64("window-right", arg, -1, INT64_MAX, &cl.shape.mods.window_right);
+            break;
+        case OPT_SOFTCAP: rc = parse_softcap(arg, &cl.shape.mods.softcap); break;
+        case OPT_ALIBI: cl.shape.mods.alibi = 1; break;
+        case OPT_BIAS:
+            rc = parse_choice("bias", arg, bias_names, &choice);
+            cl.shape.mods.bias = (bench_bias_kind)choice;
+            break;
+        case OPT_SINKS: cl.shape.mods.sinks = 1; break;
         case OPT_CHECK_ROWS: rc = parse_int64("check-rows", arg, 1, INT64_MAX, &o->check_rows); break;
         case OPT_CSV: o->csv_path = arg; break;
         case OPT_JSON: o->json_path = arg; break;

@@ -12,7 +12,7 @@
 /* More thread counts than any sweep needs; a fixed array keeps the options a plain value. */
 #define BENCH_MAX_THREAD_COUNTS 64
 /* More cases than any preset has. */
-#define BENCH_MAX_CASES 8
+#define BENCH_MAX_CASES 16
 
 typedef enum { BENCH_LAYOUT_BHSD = 0, BENCH_LAYOUT_BSHD = 1 } bench_layout;
 /* Input distributions: N(0,1), U(-1,1), and U(-10,10) (peaky: scores large enough that most
@@ -23,21 +23,39 @@ typedef enum { BENCH_DIST_NORMAL = 0, BENCH_DIST_UNIFORM = 1, BENCH_DIST_PEAKY =
  * fa_forward followed by fa_backward. */
 typedef enum { BENCH_PASS_FWD = 0, BENCH_PASS_BWD = 1, BENCH_PASS_FWDBWD = 2 } bench_pass;
 
+/* The bias a case adds to its scores (fa_params.bias). KEYPAD: [B][1][1][Nk], 0 for the first keys
+ * and -inf for the last tenth (rounded up), a key-padding mask broadcast over heads and rows; FULL:
+ * [B][Hq][Nq][Nk], drawn like the inputs, every element read once per call. */
+typedef enum { BENCH_BIAS_NONE = 0, BENCH_BIAS_KEYPAD = 1, BENCH_BIAS_FULL = 2 } bench_bias_kind;
+
+/* The score modifiers of a case, with fa_params' meanings; all off is -1, -1, 0, 0, NONE, 0. */
+typedef struct {
+    int64_t window_left, window_right; /* -1: unbounded */
+    double softcap;                    /* 0: off */
+    int alibi;                         /* 1: slopes 2^(-8(h+1)/Hq), ALiBi's (BLOOM's) geometric sequence */
+    bench_bias_kind bias;
+    int sinks; /* 1: one sink logit per query head, drawn like the inputs; with a backward, dsinks too */
+} bench_mods;
+
 /* The problem, independent of how it is run. */
 typedef struct {
     int64_t b, hq, hkv, nq, nk, d, dv;
     fa_dtype dtype;
     fa_causal causal;
     bench_layout layout;
+    bench_mods mods;
 } bench_shape;
 
 /* How the BLAS baseline (blas_baseline.h) is threaded; BEST times both and keeps the faster. */
 typedef enum { BENCH_BLAS_BEST = 0, BENCH_BLAS_ROW_BLOCKS = 1, BENCH_BLAS_GEMM_THREADS = 2 } bench_blas_mode;
 
-/* One table of the report: a shape and the pass timed on it. */
+/* One table of the report: a shape and the pass timed on it. A preset may name an earlier case as the
+ * reference of this one (the same problem without a modifier): the run then reports this case's
+ * GFLOP/s as a share of the reference's at each thread count, both measured in the same run. */
 typedef struct {
     bench_shape shape;
     bench_pass pass;
+    int reference; /* index of the reference case in the run, or -1 */
 } bench_case;
 
 typedef struct {
@@ -76,5 +94,6 @@ const char *bench_bind_name(fa_bind b);
 const char *bench_dist_name(bench_dist d);
 const char *bench_pass_name(bench_pass p);
 const char *bench_blas_mode_name(bench_blas_mode m);
+const char *bench_bias_name(bench_bias_kind k);
 
 #endif

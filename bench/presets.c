@@ -4,11 +4,29 @@
 
 #include <string.h>
 
-// B, Hq, Nq, Nk, D, causal, pass; Hkv = Hq, Dv = D, f32, bhsd. Nk -1 = Nq.
+// B, Hq, Nq, Nk, D, causal, pass; Hkv = Hq, Dv = D, f32, bhsd. Nk -1 = Nq. No modifier, no reference.
 #define CASE(b, h, nq, nk, d, causal, pass)                                                                  \
+    CASE_MODS(b, h, nq, nk, d, causal, pass, MODS(-1, -1, 0.0, 0, NO_BIAS, 0), -1)
+
+// The same with score modifiers (window left, right, softcap, alibi, bias, sinks) and the index of
+// the case it is compared with (bench_case.reference), -1 for none.
+#define MODS(wl, wr, cap, alibi, bias, sinks)                                                                \
     {                                                                                                        \
-        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, (causal), BENCH_LAYOUT_BHSD}, (pass)                     \
+        (wl), (wr), (cap), (alibi), (bias), (sinks)                                                          \
     }
+#define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                            \
+    {                                                                                                        \
+        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, (causal), BENCH_LAYOUT_BHSD, mods}, (pass), (reference)  \
+    }
+
+#define NO_BIAS BENCH_BIAS_NONE
+#define KEYPAD  BENCH_BIAS_KEYPAD
+#define FULL    BENCH_BIAS_FULL
+// The targets (bench/README.md, "Score modifiers"): a causal sliding window of 256 keys, and
+// each value modifier against the plain forward of the same shape.
+#define WINDOW(d, ref) CASE_MODS(1, 8, 16384, -1, d, TOP, FWD, MODS(256, 0, 0.0, 0, NO_BIAS, 0), ref)
+#define MODIFIED(d, cap, alibi, bias, ref)                                                                   \
+    CASE_MODS(1, 8, 4096, -1, d, NONE, FWD, MODS(-1, -1, cap, alibi, bias, 0), ref)
 
 #define NONE FA_CAUSAL_NONE
 #define TOP  FA_CAUSAL_TOP_LEFT
@@ -38,6 +56,21 @@ static const bench_preset presets[] = {
      "B=1 H=1 N=8192 D=64, --pass bwd: a long backward",
      1,
      {CASE(1, 1, 8192, -1, 64, NONE, BWD)}},
+    // Cases 1 and 3 are the references of 2 and 4: ratios within one run (a shared machine drifts).
+    {"window",
+     "B=1 H=8 N=16384 D=64 and 128: causal, then causal with a window of 256 keys\n"
+     "                     (--window 256,0), each against the causal case (--pass bwd for the backward)",
+     4,
+     {CASE(1, 8, 16384, -1, 64, TOP, FWD), WINDOW(64, 0), CASE(1, 8, 16384, -1, 128, TOP, FWD),
+      WINDOW(128, 2)}},
+    {"modifiers",
+     "B=1 H=8 N=4096 D=64 and 128: plain, then softcap 50, ALiBi, a key-padding bias\n"
+     "                     [B][1][1][Nk] and a full bias [B][Hq][Nq][Nk], each against the plain case",
+     10,
+     {CASE(1, 8, 4096, -1, 64, NONE, FWD), MODIFIED(64, 50.0, 0, NO_BIAS, 0),
+      MODIFIED(64, 0.0, 1, NO_BIAS, 0), MODIFIED(64, 0.0, 0, KEYPAD, 0), MODIFIED(64, 0.0, 0, FULL, 0),
+      CASE(1, 8, 4096, -1, 128, NONE, FWD), MODIFIED(128, 50.0, 0, NO_BIAS, 5),
+      MODIFIED(128, 0.0, 1, NO_BIAS, 5), MODIFIED(128, 0.0, 0, KEYPAD, 5), MODIFIED(128, 0.0, 0, FULL, 5)}},
 };
 
 const bench_preset *bench_preset_find(const char *name)

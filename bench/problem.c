@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "modifiers.h"
+
 // Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
 #define BENCH_ALIGN 64
 
-// Stream ids keep q, k, v and dout independent for the same seed.
+// Stream ids keep q, k, v and dout independent for the same seed (modifiers.c has the next ones).
 enum { STREAM_Q = 1, STREAM_K = 2, STREAM_V = 3, STREAM_DOUT = 4 };
 
 // splitmix64's output function: a counter-based generator, so each element's value depends on
@@ -44,8 +46,7 @@ static size_t elem_size(fa_dtype t)
     return t == FA_F64 ? sizeof(double) : sizeof(float);
 }
 
-// a*b*c*d elements of size bytes, or 0 when that overflows: shapes come from the command line.
-static size_t checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t size)
+size_t bench_checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t size)
 {
     int64_t dims[4] = {a, b, c, d};
     uint64_t n = size;
@@ -57,7 +58,12 @@ static size_t checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t s
     return (size_t)n;
 }
 
-static void *alloc_aligned(size_t bytes, const char *what)
+double bench_sample(bench_dist dist, uint64_t seed, uint64_t stream, uint64_t index)
+{
+    return sample(dist, mix64(seed ^ mix64(stream)), index);
+}
+
+void *bench_alloc_aligned(size_t bytes, const char *what)
 {
     size_t rounded = (bytes + BENCH_ALIGN - 1) / BENCH_ALIGN * BENCH_ALIGN; // aligned_alloc wants a multiple
     void *p = aligned_alloc(BENCH_ALIGN, rounded ? rounded : BENCH_ALIGN);
@@ -99,10 +105,10 @@ static int init_gradients(bench_problem *p, bench_dist dist, uint64_t seed, size
     p->dq_bytes = q_bytes;
     p->dk_bytes = k_bytes;
     p->dv_bytes = v_bytes;
-    void *dout = alloc_aligned(p->out_bytes, "dout");
-    void *dq = dout ? alloc_aligned(q_bytes, "dq") : NULL;
-    void *dk = dq ? alloc_aligned(k_bytes, "dk") : NULL;
-    void *dv = dk ? alloc_aligned(v_bytes, "dv") : NULL;
+    void *dout = bench_alloc_aligned(p->out_bytes, "dout");
+    void *dq = dout ? bench_alloc_aligned(q_bytes, "dq") : NULL;
+    void *dk = dq ? bench_alloc_aligned(k_bytes, "dk") : NULL;
+    void *dv = dk ? bench_alloc_aligned(v_bytes, "dv") : NULL;
     p->dout = make_view(dout, s, s->hq, s->nq, s->dv);
     p->dq = make_view(dq, s, s->hq, s->nq, s->d);
     p->dk = make_view(dk, s, s->hkv, s->nk, s->d);
@@ -119,25 +125,26 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
     memset(p, 0, sizeof *p);
     p->shape = *s;
     size_t es = elem_size(s->dtype);
-    size_t q_bytes = checked_bytes(s->b, s->hq, s->nq, s->d, es);
-    size_t k_bytes = checked_bytes(s->b, s->hkv, s->nk, s->d, es);
-    size_t v_bytes = checked_bytes(s->b, s->hkv, s->nk, s->dv, es);
-    p->out_bytes = checked_bytes(s->b, s->hq, s->nq, s->dv, es);
-    p->lse_bytes = checked_bytes(s->b, s->hq, s->nq, 1, es);
+    size_t q_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->d, es);
+    size_t k_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->d, es);
+    size_t v_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->dv, es);
+    p->out_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->dv, es);
+    p->lse_bytes = bench_checked_bytes(s->b, s->hq, s->nq, 1, es);
     if (!q_bytes || !k_bytes || !v_bytes || !p->out_bytes || !p->lse_bytes) {
         fprintf(stderr, "fa-bench: the shape is too large to allocate\n");
         return -1;
     }
-    void *q = alloc_aligned(q_bytes, "q");
-    void *k = q ? alloc_aligned(k_bytes, "k") : NULL;
-    void *v = k ? alloc_aligned(v_bytes, "v") : NULL;
-    void *out = v ? alloc_aligned(p->out_bytes, "out") : NULL;
-    p->lse = out ? alloc_aligned(p->lse_bytes, "lse") : NULL;
+    void *q = bench_alloc_aligned(q_bytes, "q");
+    void *k = q ? bench_alloc_aligned(k_bytes, "k") : NULL;
+    void *v = k ? bench_alloc_aligned(v_bytes, "v") : NULL;
+    void *out = v ? bench_alloc_aligned(p->out_bytes, "out") : NULL;
+    p->lse = out ? bench_alloc_aligned(p->lse_bytes, "lse") : NULL;
     p->q = make_view(q, s, s->hq, s->nq, s->d);
     p->k = make_view(k, s, s->hkv, s->nk, s->d);
     p->v = make_view(v, s, s->hkv, s->nk, s->dv);
     p->out = make_view(out, s, s->hq, s->nq, s->dv);
-    if (!p->lse || (with_gradients && init_gradients(p, dist, seed, q_bytes, k_bytes, v_bytes) != 0)) {
+    if (!p->lse || (with_gradients && init_gradients(p, dist, seed, q_bytes, k_bytes, v_bytes) != 0) ||
+        bench_modifiers_init(p, dist, seed) != 0) {
         bench_problem_free(p);
         return -1;
     }
@@ -157,6 +164,7 @@ void bench_problem_poison_outputs(bench_problem *p)
     memset(p->dq.data, 0xff, p->dq_bytes);
     memset(p->dk.data, 0xff, p->dk_bytes);
     memset(p->dv.data, 0xff, p->dv_bytes);
+    if (p->dsinks) memset(p->dsinks, 0xff, sizeof(float) * (size_t)p->shape.hq);
 }
 
 void bench_problem_free(bench_problem *p)
@@ -170,14 +178,18 @@ void bench_problem_free(bench_problem *p)
     free(p->dq.data);
     free(p->dk.data);
     free(p->dv.data);
+    free(p->bias.data);
+    free(p->alibi_slopes);
+    free(p->sinks);
+    free(p->dsinks);
     memset(p, 0, sizeof *p);
 }
 
 double bench_forward_flops(const bench_shape *s)
 {
-    double pairs = (double)s->b * (double)s->hq * (double)s->nq * (double)s->nk;
-    double flops = 2.0 * pairs * (double)(s->d + s->dv); // Q·Kᵀ and P·V, one multiply-add = 2 FLOP
-    return s->causal == FA_CAUSAL_NONE ? flops : 0.5 * flops;
+    double pairs = (double)s->b * (double)s->hq * (double)bench_visible_pairs(s);
+    return 2.0 * pairs *
+           (double)(s->d + s->dv); // Q·Kᵀ and P·V on each visible pair, one multiply-add = 2 FLOP
 }
 
 double bench_pass_flops(const bench_shape *s, bench_pass pass)

@@ -18,6 +18,12 @@ typedef struct {
     int has_gradients;          /* 1: the four tensors below exist; 0: their data is NULL */
     fa_tensor dout, dq, dk, dv; /* dout shaped like out, dq/dk/dv like q/k/v, same layout */
     size_t dq_bytes, dk_bytes, dv_bytes;
+    /* The score modifiers' tensors (modifiers.h), present as shape.mods asks: */
+    fa_tensor bias;      /* data NULL without a bias; else bhsd, [B][1][1][Nk] or [B][Hq][Nq][Nk] */
+    size_t bias_bytes;   /* its allocation */
+    float *alibi_slopes; /* Hq slopes, or NULL */
+    float *sinks;        /* Hq sink logits, or NULL */
+    float *dsinks;       /* Hq floats, with sinks and gradients (poisoned like the outputs), or NULL */
 } bench_problem;
 
 /* Allocates and fills q, k, v (and, with_gradients, dout) from (seed, dist); out, lse (and dq, dk,
@@ -33,7 +39,19 @@ void bench_problem_poison_outputs(bench_problem *p);
 /* Frees every buffer; a zeroed or half-initialized problem is fine. */
 void bench_problem_free(bench_problem *p);
 
-/* Forward FLOP of one call: 2*B*Hq*Nq*Nk*(D+Dv), halved for causal (see --help). */
+/* Value index of tensor stream `stream` drawn from (seed, dist): the generator every input of a run is
+ * filled from (counter-based: a value depends on these four numbers only). */
+double bench_sample(bench_dist dist, uint64_t seed, uint64_t stream, uint64_t index);
+
+/* A 64-byte aligned buffer of at least bytes bytes (freed with free()), or NULL after a message naming
+ * what. */
+void *bench_alloc_aligned(size_t bytes, const char *what);
+
+/* a*b*c*d elements of size bytes, or 0 when that overflows (sizes come from the command line). */
+size_t bench_checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t size);
+
+/* Forward FLOP of one call: 2*B*Hq*V*(D+Dv) with V the (i, j) pairs of one head visible under the
+ * causal mask and the window (bench_visible_pairs, modifiers.h; see --help). */
 double bench_forward_flops(const bench_shape *s);
 
 /* FLOP of one timed call of a pass: forward x 1, x 2.5 (bwd) or x 3.5 (fwdbwd). */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "modifiers.h"
 #include "timing.h"
 
 static double started;
@@ -66,7 +67,9 @@ void bench_case_words(const bench_case *c, char *out, size_t size)
     const char *pass = c->pass == BENCH_PASS_BWD      ? "backward"
                        : c->pass == BENCH_PASS_FWDBWD ? "forward+backward"
                                                       : "forward";
-    snprintf(out, size, "%s, %s, B=%lld %s %s %s, causal %s%s", pass, bench_dtype_name(s->dtype),
+    char mods[160];
+    bench_mods_words(&s->mods, mods, sizeof mods);
+    snprintf(out, size, "%s, %s, B=%lld %s %s %s, causal %s%s%s", pass, bench_dtype_name(s->dtype),
              (long long)s->b, heads, lengths, dims, bench_causal_name(s->causal),
-             s->layout == BENCH_LAYOUT_BSHD ? ", layout bshd" : "");
+             s->layout == BENCH_LAYOUT_BSHD ? ", layout bshd" : "", mods);
 }

@@ -23,8 +23,8 @@ void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same, only when stderr is a terminal: the finer steps. */
 void bench_progress_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A case in words, "forward, f32, B=1 Hq=8 Nq=Nk=4096 D=64, causal top-left"; Hkv, Dv and the
- * layout only where they differ from Hq, D and bhsd. */
+/* A case in words, "forward, f32, B=1 Hq=8 Nq=Nk=4096 D=64, causal top-left, window 256,0"; Hkv, Dv
+ * and the layout only where they differ from Hq, D and bhsd, the score modifiers only when on. */
 void bench_case_words(const bench_case *c, char *out, size_t size);
 
 #endif

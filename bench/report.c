@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "isa.h"
+#include "modifiers.h"
+#include "progress.h"
 
 static const char *pass_title(bench_pass pass)
 {
@@ -39,6 +41,45 @@ static void print_openblas_environment(FILE *f)
     if (any) fprintf(f, " (they change OpenBLAS's kernels; see --help)");
 }
 
+// The score modifiers on a line of their own, with the values fa-bench chose for them; nothing
+// when there are none.
+static void print_modifiers(FILE *f, const bench_run_info *info)
+{
+    const bench_shape *s = &info->shape;
+    const bench_mods *m = &s->mods;
+    if (!bench_mods_any(m)) return;
+    fprintf(f, "\n  score modifiers:");
+    const char *sep = " ";
+    if (m->window_left >= 0 || m->window_right >= 0) {
+        fprintf(f, "%swindow left %lld, right %lld (-1 unbounded)", sep, (long long)m->window_left,
+                (long long)m->window_right);
+        sep = "; ";
+    }
+    if (m->softcap != 0.0) {
+        fprintf(f, "%ssoftcap %g", sep, m->softcap);
+        sep = "; ";
+    }
+    if (m->alibi) {
+        fprintf(f, "%sALiBi, slopes 2^(-8(h+1)/Hq)", sep);
+        sep = "; ";
+    }
+    if (m->bias == BENCH_BIAS_KEYPAD) {
+        fprintf(f, "%sbias keypad [B][1][1][Nk], -inf on the last %lld keys", sep,
+                (long long)((s->nk + 9) / 10));
+        sep = "; ";
+    } else if (m->bias == BENCH_BIAS_FULL) {
+        fprintf(f, "%sbias full [B][Hq][Nq][Nk], %.4g bytes read per call", sep, info->bias_bytes);
+        sep = "; ";
+    }
+    if (m->sinks)
+        fprintf(f, "%ssinks, one logit per head%s", sep, info->pass != BENCH_PASS_FWD ? ", and dsinks" : "");
+    if (info->reference >= 0)
+        fprintf(f,
+                "\n  compared with case %d of this run (%% ref: GFLOP/s over its GFLOP/s at the same thread "
+                "count)",
+                info->reference + 1);
+}
+
 void bench_report_header(FILE *f, const bench_run_info *info)
 {
     const bench_options *o = info->opt;
@@ -54,9 +95,12 @@ void bench_report_header(FILE *f, const bench_run_info *info)
     fprintf(f, "\n  %s, %s, %d cores (%d CPUs) allowed; %s %s build, source %s; run started %s", id->host,
             id->cpu_model, id->allowed_cores, id->allowed_cpus, id->compiler, id->build_type,
             id->git_revision, id->run_utc);
-    fprintf(f, "\n  %.4g FLOP/call (%s2*B*Hq*Nq*Nk*(D+Dv)%s); inputs %s, seed %llu; warmup %d, reps %d",
-            info->flops, flop_multiplier(info->pass),
-            s->causal == FA_CAUSAL_NONE ? "" : ", halved for causal", bench_dist_name(o->dist),
+    print_modifiers(f, info);
+    fprintf(f,
+            "\n  %.4g FLOP/call (%s2*B*Hq*V*(D+Dv), V = %lld (i, j) pairs per head visible under the causal "
+            "mask and window, %.4g%% of Nq*Nk); inputs %s, seed %llu; warmup %d, reps %d",
+            info->flops, flop_multiplier(info->pass), (long long)info->visible_pairs,
+            100.0 * (double)info->visible_pairs / ((double)s->nq * (double)s->nk), bench_dist_name(o->dist),
             (unsigned long long)o->seed, o->warmup, o->reps);
     if (o->min_time > 0.0) fprintf(f, ", min-time %gs", o->min_time);
     fprintf(f,
@@ -95,42 +139,55 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
 {
     int gradients = info->pass != BENCH_PASS_FWD;
     // Columns for what was measured: probes off, a non-decode shape or no baseline leave theirs out.
-    int peak = 0, bandwidth = 0, blas = 0;
+    int peak = 0, bandwidth = 0, bias_bw = 0, blas = 0, ref = 0, dsinks = 0;
     for (int r = 0; r < n; r++) {
         peak |= isfinite(rows[r].peak_gflops);
         bandwidth |= info->decode && isfinite(rows[r].kv_gbps);
+        bias_bw |= isfinite(rows[r].bias_gbps);
         blas |= isfinite(rows[r].blas_gflops);
+        ref |= isfinite(rows[r].pct_of_reference);
+        dsinks |= isfinite(rows[r].err_dsinks);
     }
     fprintf(f, "\n%7s %-6s %5s %9s %-6s", "threads", "bind", "bound", "block q/k", "isa");
     if (gradients) fprintf(f, " %-9s", "plan");
     fprintf(f, " %10s %10s %9s", "min ms", "median ms", "GFLOP/s");
     if (peak) fprintf(f, " %9s %6s", "peak GF/s", "% peak");
+    if (ref) fprintf(f, " %8s %6s", "ref GF/s", "% ref");
     fprintf(f, " %7s %6s", "speedup", "eff %");
-    if (bandwidth) fprintf(f, " %8s %9s %6s", "KV GB/s", "read GB/s", "% bw");
+    if (bandwidth) fprintf(f, " %8s", "KV GB/s");
+    if (bias_bw) fprintf(f, " %9s", "bias GB/s");
+    if (bandwidth || bias_bw) fprintf(f, " %9s", "read GB/s");
+    if (bandwidth) fprintf(f, " %6s", "% bw");
+    if (bias_bw) fprintf(f, " %9s", "% bias bw");
     if (blas) fprintf(f, " %9s %7s %4s", "BLAS GF/s", "x BLAS", "blas");
     fprintf(f, " %11s %9s %9s", "scratch KiB", "err out", "err lse");
     if (gradients) fprintf(f, " %9s %9s %9s", "err dq", "err dk", "err dv");
+    if (dsinks) fprintf(f, " %10s", "err dsinks");
     fputc('\n', f);
     int all_identical = 1;
     for (int r = 0; r < n; r++) {
         const bench_row *w = &rows[r];
         char blocks[32];
         snprintf(blocks, sizeof blocks, "%d/%d", w->stats.block_q, w->stats.block_k);
-        fprintf(f, "%7d %-6s %5d %9s %-6s", w->threads, bench_bind_name(w->stats.bind), w->stats.bound_threads,
-                blocks, w->isa);
+        fprintf(f, "%7d %-6s %5d %9s %-6s", w->threads, bench_bind_name(w->stats.bind),
+                w->stats.bound_threads, blocks, w->isa);
         if (gradients) fprintf(f, " %-9s", w->plan);
         fprintf(f, " %10.3f %10.3f %9.2f", 1e3 * w->timing.min_s, 1e3 * w->timing.median_s, w->gflops);
         if (peak) {
             print_ratio(f, w->peak_gflops, 10, 1);
             print_ratio(f, w->pct_peak, 7, 1);
         }
+        if (ref) {
+            print_ratio(f, w->reference_gflops, 9, 2);
+            print_ratio(f, w->pct_of_reference, 7, 1);
+        }
         print_ratio(f, w->speedup, 8, 2);
         print_ratio(f, 100.0 * w->efficiency, 7, 1);
-        if (bandwidth) {
-            print_ratio(f, w->kv_gbps, 9, 2);
-            print_ratio(f, w->read_gbps, 10, 2);
-            print_ratio(f, w->pct_read_bw, 7, 1);
-        }
+        if (bandwidth) print_ratio(f, w->kv_gbps, 9, 2);
+        if (bias_bw) print_ratio(f, w->bias_gbps, 10, 2);
+        if (bandwidth || bias_bw) print_ratio(f, w->read_gbps, 10, 2);
+        if (bandwidth) print_ratio(f, w->pct_read_bw, 7, 1);
+        if (bias_bw) print_ratio(f, w->pct_bias_bw, 10, 1);
         if (blas) {
             print_ratio(f, w->blas_gflops, 10, 2);
             print_ratio(f, w->speedup_vs_blas, 8, 2);
@@ -141,11 +198,14 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
         }
         fprintf(f, " %11.1f %9.2e %9.2e", (double)w->stats.scratch_peak / 1024.0, w->err_out, w->err_lse);
         if (gradients) fprintf(f, " %9.2e %9.2e %9.2e", w->err_dq, w->err_dk, w->err_dv);
+        if (dsinks) fprintf(f, " %10.2e", w->err_dsinks);
         fputc('\n', f);
         if (w->bitwise_identical != 1) all_identical = 0;
     }
     fprintf(f, "\n%s bitwise identical across thread counts and repetitions: %s\n",
-            gradients ? "out, lse, dq, dk and dv" : "out and lse",
+            gradients
+                ? (info->shape.mods.sinks ? "out, lse, dq, dk, dv and dsinks" : "out, lse, dq, dk and dv")
+                : "out and lse",
             all_identical ? "yes" : "not compared (block sizes differed between thread counts)");
     if (peak && n > 0)
         fprintf(f, "%% peak: GFLOP/s / the %s FMA probe at the same thread count, same pinning\n",
@@ -154,6 +214,15 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
         fprintf(
             f, "%% bw: %.4g bytes of K and V per call / min time / the read probe at the same thread count\n",
             info->kv_bytes);
+    if (bias_bw)
+        fprintf(f,
+                "%% bias bw: %.4g bytes of the bias per call / min time / the read probe at the same thread "
+                "count\n",
+                info->bias_bytes);
+    if (ref)
+        fprintf(
+            f, "%% ref: GFLOP/s / case %d's GFLOP/s at the same thread count, measured earlier in this run\n",
+            info->reference + 1);
     if (blas && n > 0)
         fprintf(
             f,
@@ -166,4 +235,26 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
                 "counts\n",
                 (long long)rows[0].rows_checked_dq, (long long)rows[0].rows_checked_dkdv,
                 info->grad_oracle_s);
+}
+
+void bench_report_summary(FILE *f, const bench_case_result *cases, int n)
+{
+    int any = 0;
+    for (int c = 0; c < n; c++) any |= cases[c].info.reference >= 0;
+    if (!any) return;
+    fprintf(f, "\nAgainst the reference cases (GFLOP/s on visible pairs, both measured in this run):\n");
+    for (int c = 0; c < n; c++) {
+        const bench_run_info *info = &cases[c].info;
+        if (info->reference < 0) continue;
+        char words[320];
+        bench_case words_of = {info->shape, info->pass, info->reference};
+        bench_case_words(&words_of, words, sizeof words);
+        fprintf(f, "  case %d vs case %d (%s):", c + 1, info->reference + 1, words);
+        for (int r = 0; r < cases[c].n_rows; r++) {
+            const bench_row *w = &cases[c].rows[r];
+            fprintf(f, "%s threads %d: %.1f / %.1f = %.1f%%", r ? ";" : "", w->threads, w->gflops,
+                    w->reference_gflops, w->pct_of_reference);
+        }
+        fputc('\n', f);
+    }
 }

@@ -25,6 +25,8 @@ void bench_row_clear_extras(bench_row *row)
     row->peak_isa[0] = '\0';
     row->peak_gflops = row->pct_peak = NAN;
     row->read_gbps = row->kv_gbps = row->pct_read_bw = NAN;
+    row->bias_gbps = row->pct_bias_bw = NAN;
+    row->reference_gflops = row->pct_of_reference = NAN;
     row->blas_mode = BENCH_BLAS_BEST;
     for (int m = 0; m < 3; m++) row->blas_mode_min_s[m] = NAN;
     row->blas_timing = (bench_timing){0, NAN, NAN, NAN};

@@ -23,6 +23,10 @@ typedef struct {
     bench_shape shape;
     bench_pass pass;
     double flops;          /* FLOP of one timed call of pass, by the formulas in --help */
+    int64_t visible_pairs; /* (i, j) pairs of one (batch, head) the causal mask and window let through */
+    double bias_bytes;     /* bias bytes one call must read (modifiers.h); 0 without a bias */
+    int bias_bandwidth;    /* a full bias: rows report bias_bytes against the read-bandwidth probe */
+    int reference;         /* the case this one is compared with (bench_case.reference), or -1 */
     double kv_bytes;       /* bytes of K and V one call must read: B*Hkv*Nk*(D+Dv)*sizeof(dtype) */
     int decode;            /* Nq <= BENCH_DECODE_MAX_NQ: rows report % of the read-bandwidth probe */
     double tolerance;      /* normwise verification bound of out and lse for this dtype */
@@ -50,6 +54,7 @@ typedef struct {
     double err_out, err_lse;
     int64_t rows_checked_dq, rows_checked_dkdv; /* 0 for --pass fwd */
     double err_dq, err_dk, err_dv;              /* NAN for --pass fwd */
+    double err_dsinks;     /* normwise error of dsinks; NAN without sinks or for --pass fwd */
     int bitwise_identical; /* 1: out, lse (and dq, dk, dv) equal, byte for byte, to the case's first
                               verified outputs across all timed repetitions; -1: not compared (block
                               sizes differed) */
@@ -60,6 +65,11 @@ typedef struct {
     double read_gbps;   /* read-bandwidth probe, GB/s (1e9 bytes); decode cases only */
     double kv_gbps;     /* kv_bytes / timing.min_s / 1e9; decode cases only */
     double pct_read_bw; /* 100 * kv_gbps / read_gbps */
+    double bias_gbps;   /* bias_bytes / timing.min_s / 1e9; full-bias cases only */
+    double pct_bias_bw; /* 100 * bias_gbps / read_gbps */
+    /* The reference case's row at the same thread count, measured earlier in the same run. */
+    double reference_gflops; /* its GFLOP/s; NAN without a reference */
+    double pct_of_reference; /* 100 * gflops / reference_gflops */
     /* The unfused BLAS baseline (blas_baseline.h) at this thread count; NAN where it did not run. */
     bench_blas_mode blas_mode; /* the mode reported (the faster with --blas-mode best); BEST: none */
     double blas_mode_min_s[3]; /* min time of each mode timed, by bench_blas_mode; NAN: not timed */

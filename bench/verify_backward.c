@@ -26,6 +26,12 @@ double bench_verify_gradient_tolerance(fa_dtype t)
     return t == FA_F64 ? 1e-11 : 1e-3;
 }
 
+double bench_verify_dsinks_tolerance(fa_dtype t)
+{
+    // dsinks is float for every dtype, rounded once (flashattn.h): half an ulp, 2^-24 relative, on top.
+    return bench_verify_gradient_tolerance(t) + 0x1p-24;
+}
+
 static void compute_dq_rows(bench_backward_oracle *o, const bench_problem *pb, const fa_params *p)
 {
     const bench_shape *s = &pb->shape;
@@ -71,6 +77,36 @@ static int compute_kv_rows(bench_backward_oracle *o, const bench_problem *pb, co
     return 0;
 }
 
+// dsinks from every query row's lse and delta (ref_backward_row_stats, in parallel), each row's term
+// kept in its own slot and summed serially, b-major then i: the same order for any team.
+static int compute_dsinks(bench_backward_oracle *o, const bench_problem *pb, const fa_params *p)
+{
+    const bench_shape *s = &pb->shape;
+    int64_t rows = s->b * s->hq * s->nq;
+    double *term = malloc(sizeof(double) * (size_t)rows);
+    o->dsinks = malloc(sizeof(double) * (size_t)s->hq);
+    if (!term || !o->dsinks) {
+        free(term);
+        return -1;
+    }
+#pragma omp parallel for schedule(dynamic, 16)
+    for (int64_t r = 0; r < rows; r++) {
+        row_index x = split_row(r, s->hq, s->nq);
+        double lse, delta;
+        ref_backward_row_stats(p, &pb->q, &pb->k, &pb->v, &pb->dout, x.b, x.h, x.s, &lse, &delta);
+        // lse includes the sink, so exp(sink - lse) <= 1; a row that sees nothing has delta = 0.
+        term[r] = exp((double)p->sinks[x.h] - lse) * delta;
+    }
+    for (int64_t h = 0; h < s->hq; h++) {
+        double sum = 0.0;
+        for (int64_t b = 0; b < s->b; b++)
+            for (int64_t i = 0; i < s->nq; i++) sum += term[(b * s->hq + h) * s->nq + i];
+        o->dsinks[h] = -sum;
+    }
+    free(term);
+    return 0;
+}
+
 int bench_backward_oracle_compute(bench_backward_oracle *o, const bench_problem *pb, const fa_params *p,
                                   int64_t check_rows)
 {
@@ -85,6 +121,7 @@ int bench_backward_oracle_compute(bench_backward_oracle *o, const bench_problem 
     if (!o->dq || !o->dk || !o->dv) return -1;
     compute_dq_rows(o, pb, p);
     if (compute_kv_rows(o, pb, p) != 0) return -1;
+    if (p->sinks && pb->dsinks && compute_dsinks(o, pb, p) != 0) return -1;
     o->seconds = bench_now() - start;
     return 0;
 }
@@ -94,7 +131,8 @@ void bench_backward_oracle_free(bench_backward_oracle *o)
     free(o->dq);
     free(o->dk);
     free(o->dv);
-    o->dq = o->dk = o->dv = NULL;
+    free(o->dsinks);
+    o->dq = o->dk = o->dv = o->dsinks = NULL;
 }
 
 // One gradient's sampled rows against the oracle's: the largest difference, the largest finite
@@ -151,6 +189,8 @@ void bench_verify_backward(const bench_problem *pb, const bench_backward_oracle 
     r->err_dq = errs[0];
     r->err_dk = errs[1];
     r->err_dv = errs[2];
+    r->err_dsinks = NAN;
+    r->dsinks_tolerance = bench_verify_dsinks_tolerance(pb->shape.dtype);
     r->passed = errs[0] <= r->tolerance && errs[1] <= r->tolerance && errs[2] <= r->tolerance;
     const fa_tensor *t = tensors[worst];
     row_index w = split_row(bench_sample_row(checks[worst].row, counts[worst], t->batch * t->heads * t->seq),
@@ -162,6 +202,20 @@ void bench_verify_backward(const bench_problem *pb, const bench_backward_oracle 
     r->worst_col = checks[worst].col;
     r->worst_got = checks[worst].got;
     r->worst_want = checks[worst].want;
+    if (!o->dsinks) return;
+    // dsinks as one flat row of Hq entries, judged like the others: normwise, and a NaN where the
+    // oracle has a number fails. It names the worst entry when its error is the largest.
+    const fa_tensor flat = {pb->dsinks, FA_F32, 1, 1, 1, pb->shape.hq, 0, 0, 0};
+    gradient_check c = compare_rows(&flat, 1, o->dsinks);
+    r->err_dsinks = c.diff / (c.ref_max > 0.0 ? c.ref_max : 1.0);
+    if (r->err_dsinks <= r->dsinks_tolerance) return;
+    r->passed = 0;
+    if (r->err_dsinks <= errs[worst]) return;
+    r->worst_name = "dsinks";
+    r->worst_b = r->worst_s = r->worst_col = 0;
+    r->worst_h = c.col; // the query head
+    r->worst_got = c.got;
+    r->worst_want = c.want;
 }
 
 void bench_verify_backward_print_worst(FILE *f, const bench_verify_backward_result *r)
@@ -173,4 +227,7 @@ void bench_verify_backward_print_worst(FILE *f, const bench_verify_backward_resu
             r->worst_name, (long long)r->worst_b, (long long)r->worst_h, (long long)r->worst_s,
             (long long)r->worst_col, r->worst_got, r->worst_want, r->err_dq, r->err_dk, r->err_dv,
             r->tolerance, (long long)r->rows_dq, (long long)r->rows_dkdv);
+    if (!isnan(r->err_dsinks))
+        fprintf(f, "  dsinks: normwise error %.3e over every head (tolerance %.3g)\n", r->err_dsinks,
+                r->dsinks_tolerance);
 }
