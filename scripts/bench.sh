@@ -8,9 +8,11 @@
 #                                    (a later option wins: --nq 4096 (Nk follows Nq unless --nk is given),
 #                                    --dtype f64, --threads 1,2,4, ...);
 #                                    if ARGS contain --causal, one run only. scripts/bench.sh --help lists them.
-#   scripts/bench.sh --preset NAME   one run of a preset's shapes (prefill, decode, scaling, long-bwd;
-#                                    fa-bench --help describes them), threads 1 and $(nproc) unless ARGS
-#                                    give --threads
+#   scripts/bench.sh --preset NAME   one run of a preset's shapes (prefill, decode, scaling, long-bwd,
+#                                    window, modifiers; fa-bench --help describes them), threads 1 and
+#                                    $(nproc) unless ARGS give --threads
+#   scripts/bench.sh --softcap 50    score modifiers (--window L,R, --softcap C, --alibi,
+#                                    --bias keypad|full, --sinks) go to fa-bench like any option
 #
 # The bench package set (scripts/deps.sh bench: OpenBLAS for the BLAS baseline, gnuplot for
 # scripts/thread_sweep.sh) is optional: missing, it is named and the run goes on without it. The

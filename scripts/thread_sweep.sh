@@ -19,7 +19,7 @@
 # One fa-bench run covers the whole list, so parallel efficiency is against that run's own 1-thread
 # row and the FMA peak / read-bandwidth probes are measured in the same run at every thread count.
 # sweep.png: GFLOP/s and parallel efficiency (and % of the in-run peak) against threads, one line
-# per shape and pass.
+# per shape, score modifiers and pass.
 #
 # Which fa-bench: $FA_BENCH when set. Installed (no source tree around the script), the fa-bench next
 # to the script, else the one on PATH. In a source tree, $FA_BUILD_DIR/bench/fa-bench, where
@@ -120,7 +120,7 @@ if ! command -v gnuplot >/dev/null 2>&1; then
     exit 0
 fi
 
-# One gnuplot data block per series (shape and pass), in the order the CSV has them: threads,
+# One gnuplot data block per series (shape, modifiers and pass), in the order the CSV has them: threads,
 # GFLOP/s, efficiency %, % of peak. Columns are found by name; quoted fields are parsed.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -146,7 +146,18 @@ NR == 1 { n = split_csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
     split_csv($0, f)
     causal = f[col["causal"]] == "none" ? "" : " " f[col["causal"]]
     n = f[col["nq"]] == f[col["nk"]] ? "N=" f[col["nq"]] : "Nq=" f[col["nq"]] " Nk=" f[col["nk"]]
-    key = f[col["pass"]] " " f[col["dtype"]] " B=" f[col["b"]] " H=" f[col["hq"]] " " n " D=" f[col["d"]] causal
+    # The score modifiers tell apart cases of one shape (the modifiers preset); a CSV from an
+    # fa-bench before them has no such columns.
+    mods = ""
+    if ("window_left" in col) {
+        if (f[col["window_left"]] != "-1" || f[col["window_right"]] != "-1")
+            mods = mods " window " f[col["window_left"]] "," f[col["window_right"]]
+        if (f[col["softcap"]] != "0") mods = mods " softcap " f[col["softcap"]]
+        if (f[col["alibi"]] == "true") mods = mods " alibi"
+        if (f[col["bias"]] != "none") mods = mods " bias " f[col["bias"]]
+        if (f[col["sinks"]] == "true") mods = mods " sinks"
+    }
+    key = f[col["pass"]] " " f[col["dtype"]] " B=" f[col["b"]] " H=" f[col["hq"]] " " n " D=" f[col["d"]] causal mods
     if (!(key in block)) { block[key] = nblocks++; order[block[key]] = key }
     line[block[key]] = line[block[key]] f[col["threads"]] " " num(f[col["gflops"]]) " " \
         (f[col["efficiency"]] == "" ? "NaN" : 100 * f[col["efficiency"]]) " " num(f[col["pct_peak"]]) "\n"
