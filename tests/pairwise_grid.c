@@ -13,12 +13,16 @@ static const int axis_size[PG_AXES] = {7, 7, 7, 3, 3, 2, 3, 2};
 /* Every axis on its own column, so any two axes see every pair. */
 static const int axis_column[PG_AXES] = {7, 0, 4, 6, 5, 1, 3, 2};
 
-int pg_level(int row, int axis)
+int pg_oa_value(int row, int column)
 {
     /* columns 0 and 1 are the row's two base-7 digits a, b; column c >= 2 is a + (c - 1)·b mod 7 */
-    int a = row / 7, b = row % 7, column = axis_column[axis];
-    int v = column == 0 ? a : column == 1 ? b : (a + (column - 1) * b) % 7;
-    return v % axis_size[axis];
+    int a = row / 7, b = row % 7;
+    return column == 0 ? a : column == 1 ? b : (a + (column - 1) * b) % 7;
+}
+
+int pg_level(int row, int axis)
+{
+    return pg_oa_value(row, axis_column[axis]) % axis_size[axis];
 }
 
 /* A value of Dv different from D (axis level 1), still inside 1..512. */

@@ -33,6 +33,10 @@ typedef struct {
 extern const fa_causal pg_causal_levels[3];
 extern const fa_dtype pg_dtype_levels[2];
 
+/* Entry (row, column) of the orthogonal array itself: 0 .. 6, for row 0 .. PG_ROWS - 1 and column
+ * 0 .. 7. Any two columns take every pair of values exactly once, so another grid (e.g. the score
+ * modifiers' of modifier_grid.h) may put its own axes on the columns. */
+int pg_oa_value(int row, int column);
 /* The value index (0 .. 6, fewer on the small axes) that row `row` (0 .. PG_ROWS - 1) takes on `axis`. */
 int pg_level(int row, int axis);
 /* The shape and parameters of grid row `row` with the suite's values: Dv = D at Dv level 0, another

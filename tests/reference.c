@@ -27,6 +27,66 @@ int ref_visible(fa_causal c, int64_t nq, int64_t nk, int64_t i, int64_t j)
     }
 }
 
+/* d0: the key on row i's diagonal is i + d0. */
+static int64_t diag_offset(const fa_params *p, int64_t nq, int64_t nk)
+{
+    return (p && p->causal == FA_CAUSAL_TOP_LEFT) ? 0 : nk - nq;
+}
+
+int ref_sees(const fa_params *p, int64_t nq, int64_t nk, int64_t i, int64_t j)
+{
+    if (!ref_visible(p ? p->causal : FA_CAUSAL_NONE, nq, nk, i, j)) return 0;
+    if (!p) return 1;
+    int64_t diag = i + diag_offset(p, nq, nk);
+    if (p->window_left >= 0 && j < diag - p->window_left) return 0;
+    if (p->window_right >= 0 && j > diag + p->window_right) return 0;
+    return 1;
+}
+
+double ref_bias(const fa_params *p, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (!p || !p->bias) return 0.0;
+    const fa_tensor *t = p->bias;
+    return ref_load(t, t->batch == 1 ? 0 : b, t->heads == 1 ? 0 : h, t->seq == 1 ? 0 : i, j);
+}
+
+/* |i + d0 - j|, the ALiBi distance. */
+static int64_t alibi_distance(const fa_params *p, int64_t nq, int64_t nk, int64_t i, int64_t j)
+{
+    int64_t dist = i + diag_offset(p, nq, nk) - j;
+    return dist < 0 ? -dist : dist;
+}
+
+double ref_modify(const fa_params *p, int64_t nq, int64_t nk, int64_t b, int64_t h, int64_t i, int64_t j,
+                  double s, double *dmod)
+{
+    double slope = 1.0;
+    if (p && p->softcap > 0) {
+        double t = tanh(s / p->softcap);
+        s = p->softcap * t;
+        slope = 1.0 - t * t;
+    }
+    if (p && p->alibi_slopes) s -= (double)p->alibi_slopes[h] * (double)alibi_distance(p, nq, nk, i, j);
+    if (p && p->bias) s += ref_bias(p, b, h, i, j);
+    if (dmod) *dmod = slope;
+    return s;
+}
+
+float ref_modify_f32(const fa_params *p, int64_t nq, int64_t nk, int64_t b, int64_t h, int64_t i, int64_t j,
+                     float s, float *dmod)
+{
+    float slope = 1.0f;
+    if (p && p->softcap > 0) {
+        float cap = (float)p->softcap, t = tanhf(s / cap);
+        s = cap * t;
+        slope = 1.0f - t * t;
+    }
+    if (p && p->alibi_slopes) s -= p->alibi_slopes[h] * (float)alibi_distance(p, nq, nk, i, j);
+    if (p && p->bias) s += (float)ref_bias(p, b, h, i, j);
+    if (dmod) *dmod = slope;
+    return s;
+}
+
 static double effective_scale(const fa_params *p, int64_t d)
 {
     return (p && p->scale != 0.0) ? p->scale : 1.0 / sqrt((double)d);
@@ -35,7 +95,6 @@ static double effective_scale(const fa_params *p, int64_t d)
 void ref_forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                      int64_t b, int64_t h, int64_t i, double *out_row, double *lse)
 {
-    fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
     int64_t nq = q->seq, nk = k->seq, d = q->dim, dv = v->dim;
     int64_t kvh = h / (q->heads / k->heads);
     double scale = effective_scale(p, d);
@@ -43,28 +102,32 @@ void ref_forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
     double row_max = -INFINITY;
     int any = 0;
     for (int64_t j = 0; j < nk; j++) {
-        if (!ref_visible(causal, nq, nk, i, j)) continue;
+        if (!ref_sees(p, nq, nk, i, j)) continue;
         double dot = 0.0;
         for (int64_t x = 0; x < d; x++) dot += ref_load(q, b, h, i, x) * ref_load(k, b, kvh, j, x);
-        score[j] = scale * dot;
+        score[j] = ref_modify(p, nq, nk, b, h, i, j, scale * dot, NULL);
         if (!any || score[j] > row_max || isnan(score[j])) row_max = score[j];
         any = 1;
     }
+    int has_sink = p && p->sinks;
+    double sink = has_sink ? (double)p->sinks[h] : -INFINITY;
     for (int64_t y = 0; y < dv; y++) out_row[y] = 0.0;
-    if (!any) {
-        *lse = -INFINITY;
+    if (row_max == -INFINITY) { /* no key, or only -inf scores: e^s = 0 for all, out = 0 */
+        *lse = sink;
         free(score);
         return;
     }
+    double ref = has_sink && sink > row_max ? sink : row_max; /* a NaN row_max stays */
     double sum = 0.0;
     for (int64_t j = 0; j < nk; j++) {
-        if (!ref_visible(causal, nq, nk, i, j)) continue;
-        double w = exp(score[j] - row_max);
+        if (!ref_sees(p, nq, nk, i, j)) continue;
+        double w = exp(score[j] - ref);
         sum += w;
         for (int64_t y = 0; y < dv; y++) out_row[y] += w * ref_load(v, b, kvh, j, y);
     }
+    if (has_sink) sum += exp(sink - ref);
     for (int64_t y = 0; y < dv; y++) out_row[y] /= sum;
-    *lse = row_max + log(sum);
+    *lse = ref + log(sum);
     free(score);
 }
 
@@ -86,7 +149,6 @@ void ref_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, con
 void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                                int64_t b, int64_t h, int64_t i, double *out_row, double *lse)
 {
-    fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
     int64_t nq = q->seq, nk = k->seq, d = q->dim, dv = v->dim;
     int64_t kvh = h / (q->heads / k->heads);
     float scale = (float)effective_scale(p, d);
@@ -95,24 +157,29 @@ void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_
     float row_max = -INFINITY;
     int any = 0;
     for (int64_t j = 0; j < nk; j++) {
-        if (!ref_visible(causal, nq, nk, i, j)) continue;
+        if (!ref_sees(p, nq, nk, i, j)) continue;
         float dot = 0.0f;
         for (int64_t x = 0; x < d; x++)
             dot += (float)ref_load(q, b, h, i, x) * (float)ref_load(k, b, kvh, j, x);
-        score[j] = scale * dot;
+        score[j] = ref_modify_f32(p, nq, nk, b, h, i, j, scale * dot, NULL);
         if (!any || score[j] > row_max || isnan(score[j])) row_max = score[j];
         any = 1;
     }
+    int has_sink = p && p->sinks;
+    float sink = has_sink ? p->sinks[h] : -INFINITY;
+    int live = row_max != -INFINITY;
+    float ref = has_sink && sink > row_max ? sink : row_max;
     for (int64_t y = 0; y < dv; y++) acc[y] = 0.0f;
     float sum = 0.0f;
-    for (int64_t j = 0; any && j < nk; j++) {
-        if (!ref_visible(causal, nq, nk, i, j)) continue;
-        float w = expf(score[j] - row_max);
+    for (int64_t j = 0; live && j < nk; j++) {
+        if (!ref_sees(p, nq, nk, i, j)) continue;
+        float w = expf(score[j] - ref);
         sum += w;
         for (int64_t y = 0; y < dv; y++) acc[y] += w * (float)ref_load(v, b, kvh, j, y);
     }
-    for (int64_t y = 0; y < dv; y++) out_row[y] = any ? (double)(acc[y] / sum) : 0.0;
-    *lse = any ? (double)(row_max + logf(sum)) : -INFINITY;
+    if (live && has_sink) sum += expf(sink - ref);
+    for (int64_t y = 0; y < dv; y++) out_row[y] = live ? (double)(acc[y] / sum) : 0.0;
+    *lse = live ? (double)(ref + logf(sum)) : (double)sink;
     free(acc);
     free(score);
 }

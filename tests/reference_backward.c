@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Naive analytic attention gradients, one (batch, head) at a time:
- *   P = softmax(scale·QKᵀ + mask), dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP - rowsum(P ∘ dP)),
- *   dQ = scale · dS K, dK = scale · dSᵀ Q.
+/* Naive analytic attention gradients, one (batch, head) at a time, under every modifier of p:
+ *   S = modify(scale·QKᵀ) (ref_modify: softcap, ALiBi, bias) over the keys each row sees,
+ *   P = softmax(S) with e^(sink) in each denominator, dV = Pᵀ dO, dP = dO Vᵀ,
+ *   dS = P ∘ (dP - rowsum(P ∘ dP)) ∘ modify', dQ = scale · dS K, dK = scale · dSᵀ Q,
+ *   dsink_h = -Σ_(b,i) P_sink · rowsum(P ∘ dP).
  * Written once as a macro over the arithmetic type, so the f32 yardstick does the same steps. */
 #include "reference_backward.h"
 
@@ -14,42 +16,46 @@ static double scale_of(const fa_params *p, int64_t d)
     return (p && p->scale != 0.0) ? p->scale : 1.0 / sqrt((double)d);
 }
 
-#define DEFINE_REF_BACKWARD(NAME, T, EXP)                                                                      \
-    void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,                  \
-              const fa_tensor *dout, double *dq, double *dk, double *dv)                                       \
+/* NAME(p, q, k, v, dout, dq, dk, dv, dsinks): every output may be NULL. */
+#define DEFINE_REF_BACKWARD(NAME, T, EXP, MODIFY)                                                              \
+    static void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,           \
+                     const fa_tensor *dout, double *dq, double *dk, double *dv, double *dsinks)                \
     {                                                                                                          \
-        fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;                                                     \
         int64_t B = q->batch, Hq = q->heads, Hkv = k->heads, nq = q->seq, nk = k->seq, d = q->dim,            \
                 dvd = v->dim, group = Hkv > 0 ? Hq / Hkv : 1;                                                  \
+        int grads = dq || dk || dv, has_sink = p && p->sinks;                                                  \
         T scale = (T)scale_of(p, d);                                                                           \
         size_t n_nk = (size_t)(nk > 0 ? nk : 1);                                                               \
-        T *prob = malloc(sizeof(T) * n_nk), *dprob = malloc(sizeof(T) * n_nk);                                 \
+        T *prob = malloc(sizeof(T) * n_nk), *dprob = malloc(sizeof(T) * n_nk), *dmod = malloc(sizeof(T) * n_nk); \
         T *gk = calloc((size_t)(B * Hkv * nk * d) + 1, sizeof(T));                                             \
         T *gv = calloc((size_t)(B * Hkv * nk * dvd) + 1, sizeof(T));                                           \
+        T *gsink = calloc((size_t)Hq + 1, sizeof(T));                                                          \
         for (int64_t b = 0; b < B; b++)                                                                        \
             for (int64_t h = 0; h < Hq; h++) {                                                                 \
                 int64_t kvh = h / group;                                                                       \
+                T sink = has_sink ? (T)p->sinks[h] : -(T)INFINITY;                                             \
                 for (int64_t i = 0; i < nq; i++) {                                                             \
                     T row_max = -(T)INFINITY, sum = 0;                                                         \
                     int any = 0;                                                                               \
                     for (int64_t j = 0; j < nk; j++) {                                                         \
-                        if (!ref_visible(causal, nq, nk, i, j)) continue;                                      \
+                        if (!ref_sees(p, nq, nk, i, j)) continue;                                              \
                         T dot = 0;                                                                             \
                         for (int64_t x = 0; x < d; x++)                                                        \
                             dot += (T)ref_load(q, b, h, i, x) * (T)ref_load(k, b, kvh, j, x);                  \
-                        prob[j] = scale * dot;                                                                 \
-                        if (!any || prob[j] > row_max) row_max = prob[j];                                      \
+                        prob[j] = MODIFY(p, nq, nk, b, h, i, j, scale * dot, &dmod[j]);                        \
+                        if (!any || prob[j] > row_max || isnan(prob[j])) row_max = prob[j];                    \
                         any = 1;                                                                               \
                     }                                                                                          \
-                    T *gq_row = NULL, gq_tmp[512];                                                             \
-                    (void)gq_row;                                                                              \
+                    T gq_tmp[512];                                                                             \
                     for (int64_t x = 0; x < d; x++) gq_tmp[x] = 0;                                             \
-                    if (any) {                                                                                 \
+                    if (row_max != -(T)INFINITY) { /* sees a key whose score is not -inf */                   \
+                        T ref = has_sink && sink > row_max ? sink : row_max;                                   \
                         for (int64_t j = 0; j < nk; j++)                                                       \
-                            if (ref_visible(causal, nq, nk, i, j)) sum += (prob[j] = EXP(prob[j] - row_max));  \
+                            if (ref_sees(p, nq, nk, i, j)) sum += (prob[j] = EXP(prob[j] - ref));              \
+                        if (has_sink) sum += EXP(sink - ref);                                                  \
                         T delta = 0;                                                                           \
                         for (int64_t j = 0; j < nk; j++) {                                                     \
-                            if (!ref_visible(causal, nq, nk, i, j)) continue;                                  \
+                            if (!ref_sees(p, nq, nk, i, j)) continue;                                          \
                             prob[j] /= sum;                                                                    \
                             T dp = 0;                                                                          \
                             for (int64_t y = 0; y < dvd; y++)                                                  \
@@ -57,9 +63,10 @@ static double scale_of(const fa_params *p, int64_t d)
                             dprob[j] = dp;                                                                     \
                             delta += prob[j] * dp;                                                             \
                         }                                                                                      \
-                        for (int64_t j = 0; j < nk; j++) {                                                     \
-                            if (!ref_visible(causal, nq, nk, i, j)) continue;                                  \
-                            T ds = prob[j] * (dprob[j] - delta);                                               \
+                        if (has_sink) gsink[h] -= EXP(sink - ref) / sum * delta;                               \
+                        for (int64_t j = 0; grads && j < nk; j++) {                                            \
+                            if (!ref_sees(p, nq, nk, i, j)) continue;                                          \
+                            T ds = prob[j] * (dprob[j] - delta) * dmod[j];                                     \
                             T *gkr = gk + ((b * Hkv + kvh) * nk + j) * d;                                      \
                             T *gvr = gv + ((b * Hkv + kvh) * nk + j) * dvd;                                    \
                             for (int64_t x = 0; x < d; x++) {                                                  \
@@ -75,14 +82,41 @@ static double scale_of(const fa_params *p, int64_t d)
             }                                                                                                  \
         for (int64_t x = 0; dk && x < B * Hkv * nk * d; x++) dk[x] = (double)gk[x];                            \
         for (int64_t x = 0; dv && x < B * Hkv * nk * dvd; x++) dv[x] = (double)gv[x];                          \
+        for (int64_t h = 0; dsinks && h < Hq; h++) dsinks[h] = (double)gsink[h];                               \
         free(gk);                                                                                              \
         free(gv);                                                                                              \
+        free(gsink);                                                                                           \
         free(prob);                                                                                            \
         free(dprob);                                                                                           \
+        free(dmod);                                                                                            \
     }
 
-DEFINE_REF_BACKWARD(ref_backward, double, exp)
-DEFINE_REF_BACKWARD(ref_backward_naive_f32, float, expf)
+DEFINE_REF_BACKWARD(backward_f64, double, exp, ref_modify)
+DEFINE_REF_BACKWARD(backward_f32, float, expf, ref_modify_f32)
+
+void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                  const fa_tensor *dout, double *dq, double *dk, double *dv)
+{
+    backward_f64(p, q, k, v, dout, dq, dk, dv, NULL);
+}
+
+void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                            const fa_tensor *dout, double *dq, double *dk, double *dv)
+{
+    backward_f32(p, q, k, v, dout, dq, dk, dv, NULL);
+}
+
+void ref_backward_dsinks(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                         const fa_tensor *dout, double *dsinks)
+{
+    backward_f64(p, q, k, v, dout, NULL, NULL, NULL, dsinks);
+}
+
+void ref_backward_dsinks_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                   const fa_tensor *v, const fa_tensor *dout, double *dsinks)
+{
+    backward_f32(p, q, k, v, dout, NULL, NULL, NULL, dsinks);
+}
 
 /* Row-level oracles (fa-bench's sampled check): the same definitions, one gradient row at a time. */
 
@@ -110,42 +144,50 @@ static double dot_with(const double *a, const fa_tensor *t, int64_t b, int64_t h
     return dot;
 }
 
-// P_ij and dP_ij of query row (b, h, i) for every key j (0 where masked), its lse and delta.
-// Returns whether the row sees any key.
+// P_ij, dP_ij and the modifiers' derivative m'_ij of query row (b, h, i) for every key j (0, 0, 1
+// where masked; dmod may be NULL), its lse and delta. Returns whether the row sees a key whose
+// score is not -inf.
 static int row_softmax(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                        const fa_tensor *dout, int64_t b, int64_t h, int64_t i, double *prob, double *dprob,
-                       double *lse, double *delta)
+                       double *dmod, double *lse, double *delta)
 {
-    fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
     int64_t nq = q->seq, nk = k->seq, kvh = h / (q->heads / k->heads);
     double scale = scale_of(p, q->dim);
     double *qi = load_row(q, b, h, i), *gi = load_row(dout, b, h, i);
+    int has_sink = p && p->sinks;
+    double sink = has_sink ? (double)p->sinks[h] : -INFINITY;
     double row_max = -INFINITY;
     int any = 0;
     for (int64_t j = 0; j < nk; j++) {
         prob[j] = dprob[j] = 0.0;
-        if (!ref_visible(causal, nq, nk, i, j)) continue;
-        prob[j] = scale * dot_with(qi, k, b, kvh, j); // the score, until it becomes P_ij below
+        if (dmod) dmod[j] = 1.0;
+        if (!ref_sees(p, nq, nk, i, j)) continue;
+        // the score, until it becomes P_ij below
+        prob[j] = ref_modify(p, nq, nk, b, h, i, j, scale * dot_with(qi, k, b, kvh, j), dmod ? &dmod[j] : NULL);
         if (!any || prob[j] > row_max || isnan(prob[j])) row_max = prob[j];
         any = 1;
     }
-    *lse = -INFINITY;
+    *lse = sink;
     *delta = 0.0;
-    if (any) {
-        double sum = 0.0;
+    int live = row_max != -INFINITY;
+    if (live) {
+        double ref = has_sink && sink > row_max ? sink : row_max, sum = 0.0;
         for (int64_t j = 0; j < nk; j++)
-            if (ref_visible(causal, nq, nk, i, j)) sum += exp(prob[j] - row_max);
-        *lse = row_max + log(sum);
+            if (ref_sees(p, nq, nk, i, j)) sum += exp(prob[j] - ref);
+        if (has_sink) sum += exp(sink - ref);
+        *lse = ref + log(sum);
         for (int64_t j = 0; j < nk; j++) {
-            if (!ref_visible(causal, nq, nk, i, j)) continue;
-            prob[j] = exp(prob[j] - row_max) / sum;
+            if (!ref_sees(p, nq, nk, i, j)) continue;
+            prob[j] = exp(prob[j] - ref) / sum;
             dprob[j] = dot_with(gi, v, b, kvh, j);
             *delta += prob[j] * dprob[j];
         }
+    } else {
+        for (int64_t j = 0; j < nk; j++) prob[j] = 0.0; // -inf scores: probability 0
     }
     free(qi);
     free(gi);
-    return any;
+    return live;
 }
 
 void ref_backward_row_stats(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
@@ -154,7 +196,7 @@ void ref_backward_row_stats(const fa_params *p, const fa_tensor *q, const fa_ten
 {
     size_t n_nk = (size_t)(k->seq > 0 ? k->seq : 1);
     double *prob = malloc(sizeof(double) * n_nk), *dprob = malloc(sizeof(double) * n_nk);
-    row_softmax(p, q, k, v, dout, b, h, i, prob, dprob, lse, delta);
+    row_softmax(p, q, k, v, dout, b, h, i, prob, dprob, NULL, lse, delta);
     free(prob);
     free(dprob);
 }
@@ -162,30 +204,30 @@ void ref_backward_row_stats(const fa_params *p, const fa_tensor *q, const fa_ten
 void ref_backward_dq_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                          const fa_tensor *dout, int64_t b, int64_t h, int64_t i, double *dq_row)
 {
-    fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
     int64_t nq = q->seq, nk = k->seq, d = q->dim, kvh = h / (q->heads / k->heads);
     double scale = scale_of(p, d);
     size_t n_nk = (size_t)(nk > 0 ? nk : 1);
     double *prob = malloc(sizeof(double) * n_nk), *dprob = malloc(sizeof(double) * n_nk);
+    double *dmod = malloc(sizeof(double) * n_nk);
     double lse, delta;
     for (int64_t x = 0; x < d; x++) dq_row[x] = 0.0;
-    if (row_softmax(p, q, k, v, dout, b, h, i, prob, dprob, &lse, &delta)) {
+    if (row_softmax(p, q, k, v, dout, b, h, i, prob, dprob, dmod, &lse, &delta)) {
         for (int64_t j = 0; j < nk; j++) {
-            if (!ref_visible(causal, nq, nk, i, j)) continue;
-            double ds = prob[j] * (dprob[j] - delta);
+            if (!ref_sees(p, nq, nk, i, j)) continue;
+            double ds = prob[j] * (dprob[j] - delta) * dmod[j];
             for (int64_t x = 0; x < d; x++) dq_row[x] += ds * ref_load(k, b, kvh, j, x);
         }
         for (int64_t x = 0; x < d; x++) dq_row[x] *= scale;
     }
     free(prob);
     free(dprob);
+    free(dmod);
 }
 
 void ref_backward_dkdv_row_stats(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                  const fa_tensor *v, const fa_tensor *dout, int64_t b, int64_t kvh, int64_t j,
                                  const double *lse, const double *delta, double *dk_row, double *dv_row)
 {
-    fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
     int64_t nq = q->seq, nk = k->seq, d = q->dim, dvd = v->dim, group = q->heads / k->heads;
     double scale = scale_of(p, d);
     double *kj = load_row(k, b, kvh, j), *vj = load_row(v, b, kvh, j);
@@ -193,10 +235,13 @@ void ref_backward_dkdv_row_stats(const fa_params *p, const fa_tensor *q, const f
     for (int64_t g = 0; g < group; g++) {
         int64_t h = kvh * group + g;
         for (int64_t i = 0; i < nq; i++) {
-            // A row that sees key j sees at least one key, so its lse is finite for finite inputs.
-            if (!ref_visible(causal, nq, nk, i, j) || lse[g * nq + i] == -INFINITY) continue;
-            double prob = exp(scale * dot_with(kj, q, b, h, i) - lse[g * nq + i]);
-            double ds = prob * (dot_with(vj, dout, b, h, i) - delta[g * nq + i]);
+            // lse is -inf only for a row without sinks that sees no key whose score is not -inf:
+            // its probabilities are all 0 (and exp(-inf - -inf) would be NaN).
+            if (!ref_sees(p, nq, nk, i, j) || lse[g * nq + i] == -INFINITY) continue;
+            double dmod;
+            double s = ref_modify(p, nq, nk, b, h, i, j, scale * dot_with(kj, q, b, h, i), &dmod);
+            double prob = exp(s - lse[g * nq + i]);
+            double ds = prob * (dot_with(vj, dout, b, h, i) - delta[g * nq + i]) * dmod;
             for (int64_t x = 0; x < d; x++) gk[x] += scale * ds * ref_load(q, b, h, i, x);
             for (int64_t y = 0; y < dvd; y++) gv[y] += prob * ref_load(dout, b, h, i, y);
         }

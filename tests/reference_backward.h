@@ -5,15 +5,36 @@
 
 #include "reference.h"
 
-/* Gradients of L = sum(dout ∘ out) with out = attention(q, k, v), all in double.
+/* Gradients of L = sum(dout ∘ out) with out = attention(q, k, v) under every score modifier of p
+ * (include/flashattn.h, fa_params), all in double.
  * dq [B][Hq][Nq][D], dk [B][Hkv][Nk][D], dv [B][Hkv][Nk][Dv], contiguous; any may be NULL.
- * Probabilities come from the oracle's own forward (not from the library's lse). */
+ * Probabilities come from the oracle's own forward (not from the library's lse): for row i,
+ * P_ij = e^(s_ij) / (sum_j' e^(s_ij') [+ e^(sinks[h])]) over the keys row i sees (s the modified
+ * score), dP_ij = dout_i·v_j, delta_i = sum_j P_ij·dP_ij, dS_ij = P_ij·(dP_ij - delta_i)·m'_ij with
+ * m' the derivative of the value modifiers (the softcap's 1 - tanh², else 1: ALiBi and bias are
+ * constants); dq = scale·dS·K, dk = scale·dSᵀ·Q, dv = Pᵀ·dO. A row that sees no key, or whose
+ * scores are all -inf, contributes nothing and gets dq = 0. */
 void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                   const fa_tensor *dout, double *dq, double *dk, double *dv);
 
-/* The same algorithm in float32 arithmetic: the yardstick for an f32 backward's error. */
+/* The same algorithm in float32 arithmetic (tanhf, expf): the yardstick for an f32 backward's
+ * error. */
 void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                             const fa_tensor *dout, double *dq, double *dk, double *dv);
+
+/* The gradient of L with respect to the sink logits, dsinks[0..Hq) (all 0 without p->sinks), in
+ * double, by the algorithm of ref_backward: the sink is one more logit of row i, with probability
+ * P_i,sink = e^(sinks[h]) / (that row's denominator) and a zero value row, so
+ *   dsinks[h] = -sum over b, then i, of P_(b,h,i),sink · delta_(b,h,i).
+ * Rows that see no key contribute nothing (their out is 0, so delta is 0). It is not rounded to
+ * float, unlike fa_backward's. Cost: that of the whole ref_backward; for a sample of a large
+ * problem, ref_backward_row_stats gives each row's lse and delta, and P_sink = e^(sinks[h] - lse). */
+void ref_backward_dsinks(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                         const fa_tensor *dout, double *dsinks);
+
+/* The same in float32 arithmetic, summed in float: the yardstick for an f32 dsinks' error. */
+void ref_backward_dsinks_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                   const fa_tensor *v, const fa_tensor *dout, double *dsinks);
 
 /* Row-level oracles: a deterministic sample of gradient rows, checked without the whole problem
  * (fa-bench). Same definitions as ref_backward, in double, straight from them: for query row i of
@@ -21,8 +42,9 @@ void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_ten
  * dP_ij = dout_i·v_j, delta_i = Σ_j P_ij·dP_ij, dS_ij = P_ij·(dP_ij − delta_i). They never use the
  * library's out or lse. A row that sees no key has P_i = 0: it contributes nothing and its dq is 0. */
 
-/* What every dk/dv row needs from query row (b, h, i): *lse = log Σ_j exp(s_ij) over the visible j
- * (−INFINITY when none) and *delta = delta_i (0 when none). Cost O(Nk·(D + Dv)). */
+/* What every dk/dv row needs from query row (b, h, i): *lse = log (Σ_j exp(s_ij) [+ exp(sinks[h])])
+ * over the visible j (−INFINITY when none, sinks[h] with sinks) and *delta = delta_i (0 when none).
+ * Cost O(Nk·(D + Dv)). */
 void ref_backward_row_stats(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                             const fa_tensor *dout, int64_t b, int64_t h, int64_t i, double *lse,
                             double *delta);

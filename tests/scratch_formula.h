@@ -8,9 +8,10 @@
  *
  *   forward  = r64(D·ld·e) + r64(bk·ld·e) + r64(bq·up(Dv)·e) + 2·r64(ld·e)
  *              (transposed query block, transposed score tile, output accumulator, row max, row sum)
- *   backward = r64(D·ld·e) + r64(Dv·ld·e) + 2·r64(ld·e) + 2·r64(bk·ld·e)
+ *   backward = r64(D·ld·e) + r64(Dv·ld·e) + 2·r64(ld·e) + (2 + c)·r64(bk·ld·e)
  *              + max(r64(bk·up(D)·e) + r64(bk·up(Dv)·e), r64(bq·up(D)·e))
- *              (Q and dO transposed, lse and delta, P and dS tiles, then the larger of a dK/dV
+ *              (Q and dO transposed, lse and delta, P and dS tiles and, with a softcap (c = 1,
+ *               else c = 0), the tile of its derivative 1 - tanh², then the larger of a dK/dV
  *               item's accumulators and a dQ item's)
  *
  * None of it depends on Nq or Nk. */
@@ -39,12 +40,12 @@ static inline size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t
            2 * sf_r64(ld * e);
 }
 
-static inline size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+static inline size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv, int softcap)
 {
     size_t e = tu_dtype_size(t), v = 64 / e, ld = sf_up(bq, (int64_t)v);
     size_t d_pad = sf_up(d, (int64_t)v), dv_pad = sf_up(dv, (int64_t)v);
     size_t queries = sf_r64((size_t)d * ld * e) + sf_r64((size_t)dv * ld * e) + 2 * sf_r64(ld * e);
-    size_t tiles = 2 * sf_r64((size_t)bk * ld * e);
+    size_t tiles = (size_t)(softcap ? 3 : 2) * sf_r64((size_t)bk * ld * e);
     size_t kv = sf_r64((size_t)bk * d_pad * e) + sf_r64((size_t)bk * dv_pad * e), q = sf_r64((size_t)bq * d_pad * e);
     return queries + tiles + (kv > q ? kv : q);
 }

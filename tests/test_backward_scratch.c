@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Bounded scratch memory in the backward: scratch_peak equals the documented backward formula
- * (scratch_formula.h). fa_stats.scratch_peak is the largest high-water mark over the threads since
+ * (scratch_formula.h), with and without the softcap's extra tile. fa_stats.scratch_peak is the largest high-water mark over the threads since
  * create or reset: after a forward and a backward without a reset it is the larger of the two
  * formulas, and so is scratch_capacity (one arena serves both passes and keeps the larger size).
  * Neither depends on Nq or Nk. */
@@ -42,13 +42,14 @@ Test(backward_scratch, peak_equals_documented_backward_formula)
         tu_shape s = {cfg[c].t, 1, 2, 1, 2 * cfg[c].bq + 3, 2 * cfg[c].bk + 5, cfg[c].d, cfg[c].dv, TU_BHSD};
         fa_params p = fa_params_default();
         p.causal = cfg[c].c;
+        p.softcap = (c / 2) % 2 ? 5.0 : 0.0; /* its derivative's tile: in f32 and f64 configurations */
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tub_problem bp;
         tub_make(&bp, &s, &rng, 2.0);
         char desc[320];
         tub_desc(&bp, &p, o.block_q, o.block_k, desc, sizeof desc);
         size_t fwd = forward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v);
-        size_t bwd = backward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v);
+        size_t bwd = backward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v, p.softcap > 0);
         fa_stats st;
 
         /* forward and backward without a reset: the larger formula */
@@ -117,7 +118,7 @@ Test(backward_scratch, peak_is_identical_for_1024_and_16384_tokens, .timeout = 6
                      (long long)bad);
         tub_free(&bp);
     }
-    size_t want = backward_scratch(FA_F32, BQ, BK, D, D);
+    size_t want = backward_scratch(FA_F32, BQ, BK, D, D, 0);
     cr_expect_eq(peak[0], peak[1], "backward scratch_peak %zu at N = 1024 but %zu at N = 16384", peak[0],
                  peak[1]);
     cr_expect_eq(peak[1], want, "backward scratch_peak %zu at N = 16384, formula says %zu", peak[1], want);
