@@ -123,7 +123,8 @@ print_summary() {
 # speed unless every thread count matches the float64 oracle and gives bitwise identical output, so
 # each run is a check of the library as the benchmarks see it (every pass, GQA, a causal mask, a
 # decode step with split-KV, the BLAS baseline's own check where OpenBLAS is built in, peaky inputs
-# whose probabilities are mostly subnormal or zero, with their rows written to CSV); then the
+# whose probabilities are mostly subnormal or zero, with their rows written to CSV; every score
+# modifier at once, forward and backward, and the modifiers preset against its references); then the
 # scripts users run on a node: scripts/node_check.sh, which drives thread_sweep.sh for both passes
 # and compare_torch.py (which says so and exits 0 where PyTorch is missing).
 bench_tools() {
@@ -139,6 +140,17 @@ bench_tools() {
     # The rows say which inputs and which machine and build they measured.
     head -n 1 "$out/peaky.csv" | grep -q ',dist,.*,host,cpu_model,.*,git_revision,run_utc,'
     test "$(grep -c ',peaky,' "$out/peaky.csv")" = 2
+    # Every score modifier at once, checked against the float64 oracle (dsinks too) before timing:
+    # the broadcast key-padding bias forward, the full bias forward and backward.
+    local mods=(--b 2 --h 4 --hkv 2 --nq 77 --nk 90 --d 24 --dv 40 --causal bottom-right --window 20,3
+        --softcap 5 --alibi --sinks --threads 1,2 --reps 1 --probe-time 0.01)
+    "$bench" "${mods[@]}" --bias keypad
+    "$bench" "${mods[@]}" --bias full --pass fwdbwd --csv "$out/mods.csv"
+    head -n 1 "$out/mods.csv" | grep -q ',window_left,window_right,softcap,alibi,bias,sinks,visible_pairs,'
+    test "$(grep -c ',20,3,5,true,full,true,' "$out/mods.csv")" = 2
+    # A preset's cases against their reference, one run: the closing summary compares them.
+    "$bench" --preset modifiers --nq 64 --h 2 --threads 1,2 --reps 1 --probe-time 0.01 >"$out/modifiers.txt"
+    grep -q '^  case 10 vs case 6 ' "$out/modifiers.txt"
     FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
         --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
