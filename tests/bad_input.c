@@ -19,9 +19,9 @@ static void fixture_make(fixture *f, fa_dtype dt, uint64_t seed)
     f->e = tu_dtype_size(dt);
     size_t big = (size_t)(Q_OFFSET + B * HQ * (NQ + 1) * MAXD) * 8;
     tu_rng rng = tu_rng_make(seed);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < BI_BUFS; i++) {
         f->buf[i] = tu_buf_alloc(big);
-        if (i < 3) { /* inputs: random finite values everywhere */
+        if (i < 3 || i == 5) { /* inputs: random finite values everywhere */
             for (size_t x = 0; x < big / f->e; x++) {
                 double val = tu_rng_uniform(&rng, -1, 1);
                 if (dt == FA_F64)
@@ -46,13 +46,13 @@ static void fixture_reset_args(fixture *f)
     f->lse = bi_at(f, 4, 0);
     f->params = fa_params_default();
     f->pp = &f->params;
-    f->bias = fa_tensor_bhsd(bi_at(f, 2, 0), f->dt, B, HQ, NQ, NK);
-    for (int h = 0; h < HQ; h++) f->alibi[h] = 0.5f;
+    f->bias = fa_tensor_bhsd(bi_at(f, 5, 0), f->dt, B, HQ, NQ, NK);
+    for (int h = 0; h < HQ; h++) f->alibi[h] = 0.5f, f->sinks[h] = 0.25f * (float)h;
 }
 
 static void fixture_free(fixture *f)
 {
-    for (int i = 0; i < 5; i++) tu_buf_free(&f->buf[i]);
+    for (int i = 0; i < BI_BUFS; i++) tu_buf_free(&f->buf[i]);
 }
 
 void bi_run_cases(const bad_case *cases, int n)
@@ -69,15 +69,15 @@ void bi_run_cases(const bad_case *cases, int n)
             for (int use_null = 0; use_null < 2; use_null++) {
                 fixture_reset_args(&f);
                 cases[c].mutate(&f);
-                unsigned char *snap[5];
-                for (int i = 0; i < 5; i++) snap[i] = tu_buf_snapshot(&f.buf[i]);
+                unsigned char *snap[BI_BUFS];
+                for (int i = 0; i < BI_BUFS; i++) snap[i] = tu_buf_snapshot(&f.buf[i]);
                 fa_status st = fa_forward(use_null ? NULL : ctx, f.pp, f.qp, f.kp, f.vp, f.outp, f.lse);
                 cr_expect(st == cases[c].want || st == cases[c].also,
                           "%s [%s, %s context], seed %llu: status %d (%s), want %d (%s)", cases[c].name,
                           t ? "f64" : "f32", use_null ? "NULL" : "own", (unsigned long long)seed, st,
                           fa_status_str(st), cases[c].want, fa_status_str(cases[c].want));
-                static const char *bufname[5] = {"q", "k", "v", "out", "lse"};
-                for (int i = 0; i < 5; i++) {
+                static const char *bufname[BI_BUFS] = {"q", "k", "v", "out", "lse", "bias"};
+                for (int i = 0; i < BI_BUFS; i++) {
                     cr_expect(tu_buf_equals_snapshot(&f.buf[i], snap[i]),
                               "%s [%s], seed %llu: the %s buffer changed", cases[c].name, t ? "f64" : "f32",
                               (unsigned long long)seed, bufname[i]);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad input, part 2: dtypes, aliasing outputs, scalar and enum arguments, features this build
  * lacks, several problems at once (the first class in the order NULL, ARG, DTYPE, SHAPE, STRIDE,
- * ALIAS, UNSUPPORTED wins), the context and stats calls; and valid edge cases that must not be
- * refused. Part 1 is test_bad_input.c. */
+ * ALIAS, UNSUPPORTED wins), the context and stats calls, each also for the score modifiers'
+ * arguments; and valid edge cases that must not be refused (those of the score modifiers are in
+ * test_modifier_edges.c). Part 1 is test_bad_input.c. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +43,21 @@ static void k_bf16_with_others_not(fixture *f)
 {
     f->k.dtype = FA_BF16;
 }
+static void bias_dtype_differs(fixture *f)
+{
+    f->params.bias = &f->bias; /* the bias has the dtype of q */
+    f->bias.dtype = f->dt == FA_F32 ? FA_F64 : FA_F32;
+}
+static void bias_dtype_unknown(fixture *f)
+{
+    f->params.bias = &f->bias;
+    f->bias.dtype = (fa_dtype)5;
+}
+static void bias_bf16_with_others_not(fixture *f)
+{
+    f->params.bias = &f->bias;
+    f->bias.dtype = FA_BF16;
+}
 
 Test(bad_input, unknown_or_mixed_dtypes_return_err_dtype_and_write_nothing)
 {
@@ -48,10 +65,10 @@ Test(bad_input, unknown_or_mixed_dtypes_return_err_dtype_and_write_nothing)
         CASE(all_dtypes_unknown, FA_ERR_DTYPE),     CASE(all_dtypes_negative, FA_ERR_DTYPE),
         CASE(q_dtype_unknown, FA_ERR_DTYPE),        CASE(q_dtype_differs, FA_ERR_DTYPE),
         CASE(v_dtype_differs, FA_ERR_DTYPE),        CASE(out_dtype_differs, FA_ERR_DTYPE),
-        CASE(k_bf16_with_others_not, FA_ERR_DTYPE),
+        CASE(k_bf16_with_others_not, FA_ERR_DTYPE), CASE(bias_dtype_differs, FA_ERR_DTYPE),
+        CASE(bias_dtype_unknown, FA_ERR_DTYPE),     CASE(bias_bf16_with_others_not, FA_ERR_DTYPE),
     };
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- FA_ERR_ALIAS --------------------------------------------------------------------------- */
@@ -100,6 +117,39 @@ static void lse_ends_on_first_element_of_out(fixture *f)
     f->out.data = (unsigned char *)f->out.data + 1024 * f->e;
     f->lse = (unsigned char *)f->out.data - ((int64_t)B * HQ * NQ - 1) * (int64_t)f->e;
 }
+/* The bias, alibi_slopes and sinks are inputs: an output must not overlap them. */
+static void out_on_bias(fixture *f)
+{
+    f->params.bias = &f->bias;
+    f->out.data = f->bias.data;
+}
+static void out_ends_on_first_element_of_bias(fixture *f)
+{
+    f->params.bias = &f->bias;
+    f->bias.data = (unsigned char *)f->out.data + (out_span() - 1) * (int64_t)f->e;
+}
+static void lse_inside_bias(fixture *f)
+{
+    f->params.bias = &f->bias;
+    f->lse = (unsigned char *)f->bias.data + 100 * f->e;
+}
+static void out_on_a_broadcast_bias_row(fixture *f)
+{
+    f->params.bias = &f->bias; /* [1][1][1][NK]: one row, still an input */
+    f->bias = fa_tensor_bhsd((unsigned char *)f->out.data + 7 * f->e, f->dt, 1, 1, 1, NK);
+}
+static void alibi_slopes_inside_out(fixture *f)
+{
+    f->params.alibi_slopes = (const float *)(const void *)((unsigned char *)f->out.data + 8 * f->e);
+}
+static void sinks_on_lse(fixture *f)
+{
+    f->params.sinks = (const float *)f->lse;
+}
+static void sinks_last_on_first_element_of_out(fixture *f)
+{
+    f->params.sinks = (const float *)(const void *)((unsigned char *)f->out.data - (HQ - 1) * sizeof(float));
+}
 Test(bad_input, outputs_overlapping_inputs_or_each_other_return_err_alias_and_write_nothing)
 {
     static const bad_case cases[] = {
@@ -113,6 +163,13 @@ Test(bad_input, outputs_overlapping_inputs_or_each_other_return_err_alias_and_wr
         CASE(lse_inside_v, FA_ERR_ALIAS),
         CASE(lse_inside_out, FA_ERR_ALIAS),
         CASE(lse_ends_on_first_element_of_out, FA_ERR_ALIAS),
+        CASE(out_on_bias, FA_ERR_ALIAS),
+        CASE(out_ends_on_first_element_of_bias, FA_ERR_ALIAS),
+        CASE(lse_inside_bias, FA_ERR_ALIAS),
+        CASE(out_on_a_broadcast_bias_row, FA_ERR_ALIAS),
+        CASE(alibi_slopes_inside_out, FA_ERR_ALIAS),
+        CASE(sinks_on_lse, FA_ERR_ALIAS),
+        CASE(sinks_last_on_first_element_of_out, FA_ERR_ALIAS),
     };
     bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
@@ -162,6 +219,27 @@ static void softcap_minus_inf(fixture *f)
 {
     f->params.softcap = -INFINITY;
 }
+static void softcap_plus_inf(fixture *f)
+{
+    f->params.softcap = INFINITY;
+}
+static void softcap_minus_nan(fixture *f)
+{
+    f->params.softcap = -NAN;
+}
+static void softcap_minus_dbl_min(fixture *f)
+{
+    f->params.softcap = -DBL_MIN;
+}
+static void window_right_int64_min(fixture *f)
+{
+    f->params.window_right = INT64_MIN;
+}
+static void windows_both_minus_2_with_causal(fixture *f)
+{
+    f->params.causal = FA_CAUSAL_TOP_LEFT;
+    f->params.window_left = f->params.window_right = -2;
+}
 
 Test(bad_input, invalid_scalars_and_enums_return_err_arg_and_write_nothing)
 {
@@ -177,9 +255,13 @@ Test(bad_input, invalid_scalars_and_enums_return_err_arg_and_write_nothing)
         CASE(softcap_nan, FA_ERR_ARG),
         CASE(softcap_negative, FA_ERR_ARG),
         CASE(softcap_minus_inf, FA_ERR_ARG),
+        CASE(softcap_plus_inf, FA_ERR_ARG),
+        CASE(softcap_minus_nan, FA_ERR_ARG),
+        CASE(softcap_minus_dbl_min, FA_ERR_ARG),
+        CASE(window_right_int64_min, FA_ERR_ARG),
+        CASE(windows_both_minus_2_with_causal, FA_ERR_ARG),
     };
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- FA_ERR_UNSUPPORTED --------------------------------------------------------------------- */
@@ -194,8 +276,7 @@ static void all_f16(fixture *f)
 Test(bad_input, features_not_in_this_build_return_err_unsupported_and_write_nothing)
 {
     static const bad_case cases[] = {CASE(all_bf16, FA_ERR_UNSUPPORTED), CASE(all_f16, FA_ERR_UNSUPPORTED)};
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- several problems at once: the first class in the documented order wins ----------------- */
@@ -239,17 +320,58 @@ static void dtype_and_unsupported(fixture *f)
     all_bf16(f);
     q_dtype_unknown(f);
 }
+static void bias_null_data_and_softcap_nan(fixture *f)
+{
+    softcap_nan(f); /* ARG */
+    f->params.bias = &f->bias;
+    f->bias.data = NULL; /* NULL */
+}
+static void softcap_inf_and_bias_dtype(fixture *f)
+{
+    bias_dtype_differs(f); /* DTYPE */
+    softcap_plus_inf(f);
+}
+static void bias_dtype_and_bias_dim(fixture *f)
+{
+    bias_dtype_unknown(f);
+    f->bias.dim = NK + 1; /* SHAPE */
+}
+static void bias_dim_and_misaligned_sinks(fixture *f)
+{
+    f->params.sinks = (const float *)(const void *)((const unsigned char *)f->sinks + 1); /* STRIDE */
+    f->params.bias = &f->bias;
+    f->bias.dim = 1; /* SHAPE */
+}
+static void misaligned_slopes_and_out_on_bias(fixture *f)
+{
+    out_on_bias(f); /* ALIAS */
+    f->params.alibi_slopes = (const float *)(const void *)((const unsigned char *)f->alibi + 3);
+}
+static void out_on_sinks_and_bf16(fixture *f)
+{
+    all_bf16(f);
+    f->params.sinks = (const float *)f->out.data; /* ALIAS */
+}
 
 Test(bad_input, several_problems_report_the_first_class_in_documented_order)
 {
     static const bad_case cases[] = {
-        CASE(null_and_arg, FA_ERR_NULL),       CASE(arg_and_dtype, FA_ERR_ARG),
-        CASE(dtype_and_shape, FA_ERR_DTYPE),   CASE(shape_and_stride, FA_ERR_SHAPE),
-        CASE(stride_and_alias, FA_ERR_STRIDE), CASE(alias_and_unsupported, FA_ERR_ALIAS),
-        CASE(arg_and_unsupported, FA_ERR_ARG), CASE(dtype_and_unsupported, FA_ERR_DTYPE),
+        CASE(null_and_arg, FA_ERR_NULL),
+        CASE(arg_and_dtype, FA_ERR_ARG),
+        CASE(dtype_and_shape, FA_ERR_DTYPE),
+        CASE(shape_and_stride, FA_ERR_SHAPE),
+        CASE(stride_and_alias, FA_ERR_STRIDE),
+        CASE(alias_and_unsupported, FA_ERR_ALIAS),
+        CASE(arg_and_unsupported, FA_ERR_ARG),
+        CASE(dtype_and_unsupported, FA_ERR_DTYPE),
+        CASE(bias_null_data_and_softcap_nan, FA_ERR_NULL),
+        CASE(softcap_inf_and_bias_dtype, FA_ERR_ARG),
+        CASE(bias_dtype_and_bias_dim, FA_ERR_DTYPE),
+        CASE(bias_dim_and_misaligned_sinks, FA_ERR_SHAPE),
+        CASE(misaligned_slopes_and_out_on_bias, FA_ERR_STRIDE),
+        CASE(out_on_sinks_and_bf16, FA_ERR_ALIAS),
     };
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- valid views that sit right next to each other are not aliases ---------------------------- */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Bad input, part 1: NULL pointers, sizes, views built from bad sizes, strides. Every invalid
- * argument gets its own status and the call writes no byte anywhere (canary-filled out and lse
- * unchanged, inputs unchanged). Part 2 is test_bad_args.c. */
+/* Bad input, part 1: NULL pointers, sizes, views built from bad sizes, strides, and the same for
+ * the score modifiers' arguments (the bias as a tensor, misaligned alibi_slopes and sinks). Every
+ * invalid argument gets its own status and the call writes no byte anywhere (canary-filled out and
+ * lse unchanged, inputs unchanged). Part 2 is test_bad_args.c. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,8 +52,7 @@ Test(bad_input, null_tensors_or_data_return_err_null_and_write_nothing)
         CASE(q_data_null, FA_ERR_NULL),   CASE(k_data_null, FA_ERR_NULL),
         CASE(v_data_null, FA_ERR_NULL),   CASE(out_data_null, FA_ERR_NULL),
     };
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- FA_ERR_SHAPE --------------------------------------------------------------------------- */
@@ -172,8 +172,7 @@ Test(bad_input, bad_sizes_return_err_shape_and_write_nothing)
         CASE(head_dim_513, FA_ERR_SHAPE),
         CASE(value_dim_513, FA_ERR_SHAPE),
     };
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- views from fa_tensor_bhsd/bshd with bad sizes ------------------------------------------ */
@@ -236,8 +235,7 @@ Test(bad_input, views_built_from_bad_sizes_are_refused)
         CASE2(k_and_v_views_with_overflowing_strides, FA_ERR_SHAPE, FA_ERR_STRIDE),
         CASE2(out_view_with_overflowing_strides, FA_ERR_SHAPE, FA_ERR_STRIDE),
     };
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 /* ---- FA_ERR_STRIDE -------------------------------------------------------------------------- */
@@ -321,6 +319,170 @@ Test(bad_input, bad_strides_return_err_stride_and_write_nothing)
         CASE(q_byte_offset_overflows, FA_ERR_STRIDE),
         CASE(v_offset_sum_overflows, FA_ERR_STRIDE),
     };
-    bi_run_cases(cases,
-                 (int)(sizeof cases / sizeof cases[0]));
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
+}
+
+/* ---- the score modifiers' arguments: the bias as a tensor, alibi_slopes and sinks ------------ */
+static void use_bias(fixture *f)
+{
+    f->params.bias = &f->bias;
+}
+static void bias_data_null(fixture *f)
+{
+    use_bias(f);
+    f->bias.data = NULL;
+}
+
+Test(bad_input, bias_with_null_data_returns_err_null_and_writes_nothing)
+{
+    static const bad_case cases[] = {CASE(bias_data_null, FA_ERR_NULL)};
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
+}
+
+/* Each of batch, heads and seq must be the problem's (B, HQ, NQ) or 1; dim must be NK. */
+static void bias_batch_3(fixture *f)
+{
+    use_bias(f);
+    f->bias.batch = B + 1;
+}
+static void bias_batch_0(fixture *f)
+{
+    use_bias(f);
+    f->bias.batch = 0;
+}
+static void bias_heads_2_neither_hq_nor_1(fixture *f)
+{
+    use_bias(f);
+    f->bias.heads = 2;
+}
+static void bias_heads_of_k(fixture *f)
+{
+    use_bias(f); /* one bias per kv head is not a broadcast the header allows */
+    f->bias.heads = HKV;
+}
+static void bias_seq_nq_plus_1(fixture *f)
+{
+    use_bias(f);
+    f->bias.seq = NQ + 1;
+}
+static void bias_seq_nk(fixture *f)
+{
+    use_bias(f);
+    f->bias.seq = NK;
+}
+static void bias_dim_nk_plus_1(fixture *f)
+{
+    use_bias(f);
+    f->bias.dim = NK + 1;
+}
+static void bias_dim_nq(fixture *f)
+{
+    use_bias(f);
+    f->bias.dim = NQ;
+}
+/* fa_tensor has no stride for dim, so a "broadcast stride on the key axis" is not expressible; its
+ * nearest form, one column for all NK keys, is a shape error: the key axis does not broadcast. */
+static void bias_dim_1_as_a_broadcast_key_axis(fixture *f)
+{
+    use_bias(f);
+    f->bias = fa_tensor_bhsd(f->bias.data, f->dt, B, HQ, NQ, 1);
+}
+static void bias_dim_0(fixture *f)
+{
+    use_bias(f);
+    f->bias.dim = 0;
+}
+static void bias_batch_negative(fixture *f)
+{
+    use_bias(f);
+    f->bias.batch = -1;
+}
+static void bias_seq_int64_min(fixture *f)
+{
+    use_bias(f);
+    f->bias.seq = INT64_MIN;
+}
+static void bias_dim_negative(fixture *f)
+{
+    use_bias(f);
+    f->bias.dim = -NK;
+}
+
+Test(bad_input, bias_of_the_wrong_shape_returns_err_shape_and_writes_nothing)
+{
+    static const bad_case cases[] = {
+        CASE(bias_batch_3, FA_ERR_SHAPE),
+        CASE(bias_batch_0, FA_ERR_SHAPE),
+        CASE(bias_heads_2_neither_hq_nor_1, FA_ERR_SHAPE),
+        CASE(bias_heads_of_k, FA_ERR_SHAPE),
+        CASE(bias_seq_nq_plus_1, FA_ERR_SHAPE),
+        CASE(bias_seq_nk, FA_ERR_SHAPE),
+        CASE(bias_dim_nk_plus_1, FA_ERR_SHAPE),
+        CASE(bias_dim_nq, FA_ERR_SHAPE),
+        CASE(bias_dim_1_as_a_broadcast_key_axis, FA_ERR_SHAPE),
+        CASE(bias_dim_0, FA_ERR_SHAPE),
+        CASE(bias_batch_negative, FA_ERR_SHAPE),
+        CASE(bias_seq_int64_min, FA_ERR_SHAPE),
+        CASE(bias_dim_negative, FA_ERR_SHAPE),
+    };
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
+}
+
+static void bias_stride_seq_negative(fixture *f)
+{
+    use_bias(f);
+    f->bias.stride_seq = -NK;
+}
+static void bias_stride_head_int64_min(fixture *f)
+{
+    use_bias(f);
+    f->bias.stride_head = INT64_MIN;
+}
+static void bias_batch_offset_overflows(fixture *f)
+{
+    use_bias(f);
+    f->bias.stride_batch = INT64_MAX - 10;
+}
+static void bias_byte_offset_overflows(fixture *f)
+{
+    use_bias(f);
+    f->bias.stride_seq = INT64_MAX / 16;
+}
+static void bias_data_one_byte_past_an_element(fixture *f)
+{
+    use_bias(f);
+    f->bias.data = (unsigned char *)f->bias.data + 1;
+}
+static void bias_data_half_an_element_past(fixture *f)
+{
+    use_bias(f);
+    f->bias.data = (unsigned char *)f->bias.data + f->e / 2;
+}
+static void alibi_slopes_misaligned(fixture *f)
+{
+    f->params.alibi_slopes = (const float *)(const void *)((const unsigned char *)f->alibi + 1);
+}
+static void sinks_misaligned(fixture *f)
+{
+    f->params.sinks = (const float *)(const void *)((const unsigned char *)f->sinks + 2);
+}
+static void sinks_wrap_around_the_address_space(fixture *f)
+{
+    f->params.sinks = (const float *)(uintptr_t)(UINTPTR_MAX - 7); /* 4 floats from 8 bytes below the top */
+}
+
+Test(bad_input, bad_bias_strides_or_misaligned_modifier_data_return_err_stride_and_write_nothing)
+{
+    static const bad_case cases[] = {
+        CASE(bias_stride_seq_negative, FA_ERR_STRIDE),
+        CASE(bias_stride_head_int64_min, FA_ERR_STRIDE),
+        CASE(bias_batch_offset_overflows, FA_ERR_STRIDE),
+        CASE(bias_byte_offset_overflows, FA_ERR_STRIDE),
+        CASE(bias_data_one_byte_past_an_element, FA_ERR_STRIDE),
+        CASE(bias_data_half_an_element_past, FA_ERR_STRIDE),
+        CASE(alibi_slopes_misaligned, FA_ERR_STRIDE),
+        CASE(sinks_misaligned, FA_ERR_STRIDE),
+        CASE(sinks_wrap_around_the_address_space, FA_ERR_STRIDE),
+    };
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
