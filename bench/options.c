@@ -13,7 +13,7 @@
 #include "timing.h" // BENCH_MAX_SAMPLES bounds --reps
 
 // Head dims the library accepts (flashattn.h); checked here so a typo gets a CLI message, not a status.
-#define BENCH_MAX_DIM 512
+#define BENCH_MAX_DIM FA_MAX_HEAD_DIM
 
 static const char help_intro[] =
     "usage: fa-bench [options]\n"
