@@ -3,6 +3,7 @@
  * a given problem and block size choice, out, lse, dq, dk, dv and dsinks are the same bytes for 1,
  * 2, 3 and 4 threads, and, in the backward, under each of its three plans (tests/test_backward_plans.c
  * forces them through the library's seam), with automatic blocks and with fixed odd ones (13/24).
+ * Blocks beyond Nq and Nk give the bytes of blocks equal to them (the same key tiling).
  * Each case's first result is also held to the oracles (tests/reference*.c) at the rules of
  * test_modifiers.c and test_backward_modifiers.c, so what is invariant is also right.
  * The cases cover every modifier (windows, softcap, ALiBi, each bias shape, sinks) and decode steps
@@ -227,4 +228,68 @@ Test(modifier_invariance, backward_bitwise_equal_on_1_to_4_threads_and_every_pla
 Test(modifier_invariance, backward_bitwise_equal_on_1_to_4_threads_and_every_plan_with_odd_blocks)
 {
     run_backward(blocks[1][0], blocks[1][1]);
+}
+
+/* ---- blocks beyond the sequence ----------------------------------------------------------------
+ * include/flashattn.h, fa_context_opts: "A call uses at most its Nq (a larger block covers the same
+ * rows, bit for bit)" and at most Nk keys per tile: blocks larger than the sequences keep the key
+ * tiling of blocks equal to them, so the bytes of every output are the same. */
+
+static fa_context *blocks_context(int block_q, int block_k)
+{
+    fa_context_opts o = fa_context_opts_default();
+    o.num_threads = 2;
+    o.block_q = block_q;
+    o.block_k = block_k;
+    fa_context *ctx;
+    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    return ctx;
+}
+
+Test(modifier_invariance, blocks_beyond_nq_and_nk_give_the_bytes_of_blocks_equal_to_them)
+{
+    static const char *names[3] = {"dq", "dk", "dv"};
+    uint64_t seed = tu_test_seed();
+    for (int c = 0; c < N_BACKWARD; c++) {
+        const inv_case *ic = &backward_cases[c];
+        int nq = (int)ic->shape.q_len, nk = (int)ic->shape.kv_len;
+        fa_context *exact = blocks_context(nq, nk), *beyond = blocks_context(nq + 29, nk + 61);
+        tu_rng rng = tu_rng_make(seed + (uint64_t)c);
+        tub_problem a, b;
+        tub_make(&a, &ic->shape, &rng, 2.5);
+        tm_mods m;
+        tm_mods_make(&m, &ic->spec, &ic->shape, 0.0, &rng);
+        rng = tu_rng_make(seed + (uint64_t)c);
+        tub_make(&b, &ic->shape, &rng, 2.5); /* the same inputs and dout, its own outputs */
+        char desc[512];
+        tm_desc(&ic->shape, &m, desc, sizeof desc);
+        float *dsinks_a = malloc(sizeof(float) * (size_t)(ic->shape.q_heads + 1));
+        tub_problem *pb[2] = {&a, &b};
+        fa_context *ctx[2] = {exact, beyond};
+        for (int x = 0; x < 2; x++) {
+            m.p.dsinks = NULL;
+            cr_assert_eq(tub_forward(ctx[x], &m.p, pb[x]), FA_OK, "%s", desc);
+            if (ic->spec.sinks) tm_mods_want_dsinks(&m);
+            cr_assert_eq(tub_backward(ctx[x], &m.p, pb[x]), FA_OK, "%s", desc);
+            if (ic->spec.sinks && x == 0) memcpy(dsinks_a, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads);
+        }
+        int64_t where = 0;
+        cr_expect(tu_outputs_bitwise_equal(&a.fw, &b.fw, &where),
+                  "%s, seed %llu: blocks %d/%d and %d/%d differ at %s %lld", desc, (unsigned long long)(seed + (uint64_t)c),
+                  nq, nk, nq + 29, nk + 61, where < 0 ? "lse" : "out row", (long long)where);
+        for (int g = 0; g < 3; g++)
+            cr_expect(tub_views_bitwise_equal(&a.grad[g], &b.grad[g], &where),
+                      "%s, seed %llu: %s of blocks %d/%d and %d/%d differ at flat index %lld", desc,
+                      (unsigned long long)(seed + (uint64_t)c), names[g], nq, nk, nq + 29, nk + 61, (long long)where);
+        if (ic->spec.sinks)
+            cr_expect(memcmp(dsinks_a, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads) == 0,
+                      "%s, seed %llu: dsinks of blocks %d/%d and %d/%d differ", desc,
+                      (unsigned long long)(seed + (uint64_t)c), nq, nk, nq + 29, nk + 61);
+        free(dsinks_a);
+        tm_mods_free(&m);
+        tub_free(&a);
+        tub_free(&b);
+        fa_context_destroy(exact);
+        fa_context_destroy(beyond);
+    }
 }
