@@ -66,8 +66,9 @@ void tm_desc(const tu_shape *s, const tm_mods *m, char *buf, size_t size);
 
 /* The accuracy rule for dsinks (the Hq floats at m->p.dsinks after fa_backward on bp):
  *   f64: fa_backward sums in double and rounds to float once, so each value must lie within half
- *        a float ulp of the exact sum, |lib - ref| <= 2^-24·|ref| + 1e-11·max|ref|, against
- *        ref_backward_dsinks (the 1e-11 normwise term: the backward's tolerance, for the sum);
+ *        a float ulp of the exact sum, |lib - ref| <= 2^-24·|ref| + 2^-150 + 1e-11·max|ref|, against
+ *        ref_backward_dsinks (2^-150: half the smallest subnormal float, the rounding of a tiny
+ *        sum; the 1e-11 normwise term: the backward's tolerance, for the sum);
  *   f32: max|lib - ref| <= 3 · max|naive f32 - ref| + 1e-5 (ref_backward_dsinks_naive_f32), the
  *        rule of the gradients.
  * Every value must be finite where the oracle's is, and match its non-finite values. Returns 1

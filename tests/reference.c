@@ -37,9 +37,11 @@ int ref_sees(const fa_params *p, int64_t nq, int64_t nk, int64_t i, int64_t j)
 {
     if (!ref_visible(p ? p->causal : FA_CAUSAL_NONE, nq, nk, i, j)) return 0;
     if (!p) return 1;
+    /* j >= diag - window_left and j <= diag + window_right, written as distances from the diagonal
+     * (within ±(Nq + Nk)), so that no window, up to INT64_MAX, overflows */
     int64_t diag = i + diag_offset(p, nq, nk);
-    if (p->window_left >= 0 && j < diag - p->window_left) return 0;
-    if (p->window_right >= 0 && j > diag + p->window_right) return 0;
+    if (p->window_left >= 0 && diag - j > p->window_left) return 0;
+    if (p->window_right >= 0 && j - diag > p->window_right) return 0;
     return 1;
 }
 
