@@ -11,7 +11,8 @@
  *   softcap       0, 1.5 (most scores capped), 30 (few)
  *   ALiBi         off, on (slopes 2^(-8(h + 1)/Hq))
  *   bias          off, key padding [B][1][1][Nk] with -inf padding, the same with strides 0,
- *                 full [B][Hq][Nq][Nk] (gaps, some -inf), broadcast over batch [1][Hq][Nq][Nk]
+ *                 full [B][Hq][Nq][Nk] (gaps, some -inf), broadcast over batch [1][Hq][Nq][Nk],
+ *                 broadcast over heads [B][1][Nq][Nk]
  *   sinks         off, on
  *   dtype         f32, f64
  * The shape is not an axis: row r takes shape (3r mod 7) of a list with grouped and multi-query

@@ -56,14 +56,15 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
         break;
     }
     case TM_BIAS_FULL:
-    case TM_BIAS_BATCH_BROADCAST: {
+    case TM_BIAS_BATCH_BROADCAST:
+    case TM_BIAS_HEAD_BROADCAST: {
         int full = m->spec.bias == TM_BIAS_FULL;
-        int64_t bb = full ? B : 1, ss = full ? Nk + 3 : Nk, sh = full ? Nq * ss + 1 : Nq * Nk,
-                sb = full ? H * sh + 2 : H * Nq * Nk;
+        int64_t bb = m->spec.bias == TM_BIAS_BATCH_BROADCAST ? 1 : B, hh = m->spec.bias == TM_BIAS_HEAD_BROADCAST ? 1 : H;
+        int64_t ss = full ? Nk + 3 : Nk, sh = full ? Nq * ss + 1 : Nq * Nk, sb = full ? hh * sh + 2 : hh * Nq * Nk;
         m->bias_buf = nan_buffer(t, bb * sb);
-        fa_tensor view = {tu_buf_data(&m->bias_buf), t, bb, H, Nq, Nk, sb, sh, ss};
+        fa_tensor view = {tu_buf_data(&m->bias_buf), t, bb, hh, Nq, Nk, sb, sh, ss};
         for (int64_t b = 0; b < bb; b++)
-            for (int64_t h = 0; h < H; h++)
+            for (int64_t h = 0; h < hh; h++)
                 for (int64_t i = 0; i < Nq; i++)
                     for (int64_t j = 0; j < Nk; j++)
                         tu_set(&view, b, h, i, j, tu_rng_below(rng, 32) == 0 ? -INFINITY : tu_rng_uniform(rng, -2.0, 2.0));
@@ -126,7 +127,8 @@ int tm_dsinks_guards_intact(const tm_mods *m)
 void tm_desc(const tu_shape *s, const tm_mods *m, char *buf, size_t size)
 {
     static const char *bias[TM_BIAS_KINDS] = {"off", "key-padding [B][1][1][Nk]", "key-padding (strides 0)",
-                                              "full [B][Hq][Nq][Nk]", "batch-broadcast [1][Hq][Nq][Nk]"};
+                                              "full [B][Hq][Nq][Nk]", "batch-broadcast [1][Hq][Nq][Nk]",
+                                              "head-broadcast [B][1][Nq][Nk]"};
     char shape[256];
     tu_shape_str(s, &m->p, shape, sizeof shape);
     snprintf(buf, size, "%s window %lld/%lld softcap %g alibi %s bias %s sinks %s", shape,

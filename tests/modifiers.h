@@ -27,6 +27,8 @@ typedef enum {
     TM_BIAS_FULL,
     /* [1][Hq][Nq][Nk], one bias for every batch: as TM_BIAS_FULL, contiguous */
     TM_BIAS_BATCH_BROADCAST,
+    /* [B][1][Nq][Nk], one bias for every head: as TM_BIAS_FULL, contiguous */
+    TM_BIAS_HEAD_BROADCAST,
     TM_BIAS_KINDS
 } tm_bias_kind;
 

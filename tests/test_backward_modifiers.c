@@ -82,6 +82,7 @@ static const struct {
     {"key-padding bias, strides 0", {FA_CAUSAL_NONE, -1, -1, 0.0, 0, TM_BIAS_KEY_PADDING_STRIDE0, 0}},
     {"full bias", {FA_CAUSAL_NONE, -1, -1, 0.0, 0, TM_BIAS_FULL, 0}},
     {"batch-broadcast bias", {FA_CAUSAL_NONE, -1, -1, 0.0, 0, TM_BIAS_BATCH_BROADCAST, 0}},
+    {"head-broadcast bias", {FA_CAUSAL_NONE, -1, -1, 0.0, 0, TM_BIAS_HEAD_BROADCAST, 0}},
     {"sinks", {FA_CAUSAL_NONE, -1, -1, 0.0, 0, TM_BIAS_OFF, 1}},
     {"all at once, causal", {FA_CAUSAL_TOP_LEFT, 10, 0, 5.0, 1, TM_BIAS_KEY_PADDING, 1}},
 };
@@ -100,7 +101,7 @@ Test(backward_modifiers, each_modifier_alone_matches_oracle_f32_and_f64)
         for (int t = 0; t < 2; t++)
             for (int c = 0; c < N_ALONE; c++) {
                 tu_shape s = {t ? FA_F64 : FA_F32, 2, 4, 2, 58, 41, 21, 15, (tu_layout)(c % 3)};
-                tu_rng rng = tu_rng_make(seed + (uint64_t)(100 * b + 10 * t + c));
+                tu_rng rng = tu_rng_make(seed + (uint64_t)(100 * b + 20 * t + c));
                 char where[128];
                 snprintf(where, sizeof where, "%s, blocks %d/%d", alone[c].name, o.block_q, o.block_k);
                 check_backward(ctx, &s, &alone[c].spec, 0.0, &rng, where, seed);

@@ -186,3 +186,46 @@ Test(modifier_masked_rows, rows_emptied_by_windows_or_bias_with_sinks_give_zeros
 {
     run(1);
 }
+
+/* No key at all (Nk = 0): every row is empty, with every modifier set. out = 0, lse = sinks[h]
+ * (-inf without sinks), dq = 0 and dsinks = +0 (nothing to sum). */
+Test(modifier_masked_rows, no_keys_at_all_give_zeros_lse_of_the_sink_and_zero_dsinks)
+{
+    uint64_t seed = tu_test_seed();
+    for (int t = 0; t < 2; t++)
+        for (int sinks = 0; sinks < 2; sinks++) {
+            tu_shape s = {t ? FA_F64 : FA_F32, 2, 4, 2, 9, 0, 6, 5, TU_BSHD};
+            tm_spec spec = {FA_CAUSAL_BOTTOM_RIGHT, 3, 1, 2.0, 1, TM_BIAS_FULL, sinks};
+            tu_rng rng = tu_rng_make(seed + (uint64_t)(2 * t + sinks));
+            tub_problem bp;
+            tub_make(&bp, &s, &rng, 2.0);
+            tm_mods m;
+            tm_mods_make(&m, &spec, &s, 0.0, &rng);
+            char desc[600];
+            tm_desc(&s, &m, desc, sizeof desc);
+            cr_assert_eq(tub_forward(NULL, &m.p, &bp), FA_OK, "%s", desc);
+            if (sinks) tm_mods_want_dsinks(&m);
+            cr_assert_eq(tub_backward(NULL, &m.p, &bp), FA_OK, "%s", desc);
+            for (int64_t b = 0; b < s.batch; b++)
+                for (int64_t h = 0; h < s.q_heads; h++)
+                    for (int64_t i = 0; i < s.q_len; i++) {
+                        double lse = tu_lse_get(&bp.fw, (b * s.q_heads + h) * s.q_len + i);
+                        double want = sinks ? (double)m.sinks[h] : -INFINITY;
+                        cr_expect(lse == want, "%s: lse of row (b %lld, h %lld, i %lld) is %g, expected %g", desc,
+                                  (long long)b, (long long)h, (long long)i, lse, want);
+                        for (int64_t y = 0; y < s.dim_v; y++)
+                            cr_expect(tu_get(&bp.fw.out, b, h, i, y) == 0.0, "%s: out of row (b %lld, h %lld, i %lld) is %g",
+                                      desc, (long long)b, (long long)h, (long long)i, tu_get(&bp.fw.out, b, h, i, y));
+                        for (int64_t x = 0; x < s.dim; x++)
+                            cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0, "%s: dq of row (b %lld, h %lld, i %lld) is %g",
+                                      desc, (long long)b, (long long)h, (long long)i, tu_get(&bp.grad[TUB_DQ], b, h, i, x));
+                    }
+            for (int64_t h = 0; sinks && h < s.q_heads; h++)
+                cr_expect(m.p.dsinks[h] == 0.0f && !signbit(m.p.dsinks[h]), "%s: dsinks[%lld] is %g, expected +0", desc,
+                          (long long)h, (double)m.p.dsinks[h]);
+            cr_expect(tub_grads_only_defined_written(&bp), "%s: wrote outside dq/dk/dv", desc);
+            if (sinks) cr_expect(tm_dsinks_guards_intact(&m), "%s: wrote around dsinks", desc);
+            tm_mods_free(&m);
+            tub_free(&bp);
+        }
+}
