@@ -118,8 +118,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (!fa_epilogue_knows(p)) return FA_ERR_ARG;
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p->dim, p->dim_v, elem, BACKWARD_MAX_BLOCK_K, p->q_len, p->kv_len, &block_q,
-                      &block_k);
+    fa_context_blocks(ctx, p, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
 
     int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0,

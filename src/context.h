@@ -8,6 +8,7 @@
 #include "arena.h"
 #include "flashattn.h"
 #include "kernels/kernels.h"
+#include "problem.h"
 #include "topology.h"
 
 struct fa_context {
@@ -43,13 +44,13 @@ fa_status fa_default_context(const char *call, fa_context **out);
  * (the old buffer is then kept). */
 int fa_context_reserve_rows(fa_context *ctx, size_t bytes);
 
-/* Block sizes for a problem with these head dims, lengths and element size: the configured ones,
- * or ones that keep a key/value tile and the score tile in L2; either way no larger than the
- * problem (q_len rows, kv_len keys), which changes no result (one block covers the same rows or
- * keys either way) but bounds the scratch by the problem. Depends on the machine's caches and the
- * problem, never on the thread count. */
-void fa_context_blocks(const fa_context *ctx, int64_t dim, int64_t dim_v, size_t elem, int64_t max_block_k,
-                       int64_t q_len, int64_t kv_len, int64_t *block_q, int64_t *block_k);
+/* Block sizes for a problem: the configured ones, or ones that keep a key/value tile and the score
+ * tile in L2 (and fewer query rows under a narrow window); either way no larger than the problem
+ * (q_len rows, kv_len keys), which changes no result (one block covers the same rows or keys either
+ * way) but bounds the scratch by the problem. Depends on the machine's caches and the problem, never
+ * on the thread count. */
+void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, int64_t max_block_k,
+                       int64_t *block_q, int64_t *block_k);
 
 /* The binding policy for a call from here: NONE from inside an active parallel region, where
  * pinning every user thread's team to the same first cores would fight the user. */

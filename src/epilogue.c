@@ -49,6 +49,17 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
     return r;
 }
 
+int64_t fa_row_key_span(const fa_problem *p)
+{
+    /* a row sees at most window_left keys before its diagonal key, the key, and window_right after
+     * it (none after it under a causal mask) */
+    int64_t before = p->window_left >= 0 ? p->window_left : p->kv_len;
+    int64_t after = p->window_right >= 0 ? p->window_right : p->causal != FA_CAUSAL_NONE ? 0 : p->kv_len;
+    if (before >= p->kv_len || after >= p->kv_len) return p->kv_len;
+    int64_t width = before + after + 1;
+    return width < p->kv_len ? width : p->kv_len;
+}
+
 int fa_epilogue_knows(const fa_problem *p)
 {
     fa_causal c = p->causal;

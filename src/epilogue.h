@@ -30,6 +30,9 @@ typedef struct {
 
 fa_key_range fa_visible_keys(const fa_problem *p, int64_t row);
 
+/* The most keys one row can see: Nk, or less under a window (an upper bound from its width). */
+int64_t fa_row_key_span(const fa_problem *p);
+
 /* Whether the epilogue computes every mask of p. validate.c admits only such problems; the drivers
  * check again and refuse the others (FA_ERR_ARG), so that an unknown mask is never run as none. */
 int fa_epilogue_knows(const fa_problem *p);

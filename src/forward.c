@@ -71,7 +71,7 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t pad = pad_elems_of(elem);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p->dim, p->dim_v, elem, 512, p->q_len, p->kv_len, &block_q, &block_k);
+    fa_context_blocks(ctx, p, elem, 512, &block_q, &block_k);
 
     fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, fa_round_up(block_q, pad),
                           {1, p->kv_len}, NULL, 0};

@@ -2,6 +2,8 @@
 /* Work decomposition for the forward pass: one item per (batch, head, query block). */
 #include "schedule.h"
 
+#include "epilogue.h"
+
 fa_q_schedule fa_q_schedule_make(const fa_problem *p, int64_t block_q)
 {
     fa_q_schedule s;
@@ -34,12 +36,26 @@ fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_
 /* Partial results of all chunks together stay under this many bytes. */
 #define SPLIT_MAX_PARTIAL_BYTES ((size_t)16 << 20)
 
+/* The most keys any query block sees, first row's begin to last row's end (ranges are monotone):
+ * Nk without a window, about the window's width with one. At most SPLIT_TARGET_ITEMS blocks. */
+static int64_t widest_key_span(const fa_problem *p, const fa_q_schedule *s)
+{
+    int64_t widest = 0;
+    for (int64_t row0 = 0; row0 < p->q_len; row0 += s->block_q) {
+        int64_t last = p->q_len - row0 < s->block_q ? p->q_len - 1 : row0 + s->block_q - 1;
+        int64_t span = fa_visible_keys(p, last).end - fa_visible_keys(p, row0).begin;
+        if (span > widest) widest = span;
+    }
+    return widest;
+}
+
 fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row)
 {
     fa_kv_split none = {1, p->kv_len};
     if (s->count == 0 || s->count >= SPLIT_TARGET_ITEMS) return none;
     int64_t splits = (SPLIT_TARGET_ITEMS + s->count - 1) / s->count;
-    int64_t by_length = p->kv_len / (SPLIT_MIN_TILES * block_k);
+    /* chunks of a query block's own keys: a window leaves most of a long sequence's chunks empty */
+    int64_t by_length = widest_key_span(p, s) / (SPLIT_MIN_TILES * block_k);
     if (splits > by_length) splits = by_length;
     size_t rows = (size_t)(s->count * s->block_q);
     int64_t by_memory = (int64_t)(SPLIT_MAX_PARTIAL_BYTES / (rows * partial_bytes_per_row));

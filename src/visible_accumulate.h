@@ -29,6 +29,17 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) *k, const fa_pro
         k->accumulate(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
+    /* A window gives a tile a left edge too: then the rows' parts outside the common span add up to
+     * as much as half the span, and one call over the whole tile beats row-by-row calls (25% fewer
+     * instructions for the P·V of a window of 256). It may be made when the operand rows are
+     * finite: the weights at masked entries are then exact zeros (the epilogue's -inf through exp,
+     * or zeroed score gradients), or NaN only in a row whose max is NaN, which is NaN anyway.
+     * Scanning x costs 1/rows of the product. On a causal diagonal alone (no left edge) the
+     * row-by-row part is small and the scan would only add. */
+    if (row_columns(p, row0 + rows - 1, col0, cols).begin > 0 && FA_NAME(all_finite_)(x, cols, dim, x_stride)) {
+        k->accumulate(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
+        return;
+    }
     span all = common_columns(p, row0, rows, col0, cols);
     if (all.end > all.begin)
         k->accumulate(rows, all.end - all.begin, dim, w + all.begin * ld, ld, x + all.begin * x_stride,
