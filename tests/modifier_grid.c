@@ -24,7 +24,8 @@ int mg_covers_every_pair(int *a1, int *a2, int *l1, int *l2)
             for (int lx = 0; lx < axis_size[x]; lx++)
                 for (int ly = 0; ly < axis_size[y]; ly++) {
                     int found = 0;
-                    for (int r = 0; r < PG_ROWS && !found; r++) found = mg_level(r, x) == lx && mg_level(r, y) == ly;
+                    for (int r = 0; r < PG_ROWS && !found; r++)
+                        found = mg_level(r, x) == lx && mg_level(r, y) == ly;
                     if (!found) {
                         *a1 = x, *a2 = y, *l1 = lx, *l2 = ly;
                         return 0;
@@ -35,9 +36,9 @@ int mg_covers_every_pair(int *a1, int *a2, int *l1, int *l2)
 
 /* batch, q heads, kv heads, Nq, Nk, D, Dv, layout (the dtype is the row's) */
 static const tu_shape shapes[7] = {
-    {FA_F32, 2, 4, 2, 37, 61, 19, 13, TU_BHSD},  {FA_F32, 1, 3, 1, 70, 45, 33, 40, TU_BSHD},
-    {FA_F32, 2, 2, 2, 1, 90, 8, 5, TU_PACKED},   {FA_F32, 1, 4, 1, 53, 53, 5, 7, TU_BHSD},
-    {FA_F32, 2, 6, 3, 29, 100, 47, 31, TU_BSHD}, {FA_F32, 1, 2, 1, 100, 17, 11, 11, TU_PACKED},
+    {FA_F32, 2, 4, 2, 37, 61, 19, 13, TU_BHSD},   {FA_F32, 1, 3, 1, 70, 45, 33, 40, TU_BSHD},
+    {FA_F32, 2, 2, 2, 1, 90, 8, 5, TU_PACKED},    {FA_F32, 1, 4, 1, 53, 53, 5, 7, TU_BHSD},
+    {FA_F32, 2, 6, 3, 29, 100, 47, 31, TU_BSHD},  {FA_F32, 1, 2, 1, 100, 17, 11, 11, TU_PACKED},
     {FA_F32, 1, 1, 1, 128, 130, 64, 24, TU_BHSD},
 };
 static const int blocks[3][2] = {{0, 0}, {13, 24}, {5, 7}};

@@ -28,7 +28,17 @@
 #include "modifiers.h"
 #include "util.h"
 
-enum { MG_CAUSAL, MG_WINDOW_LEFT, MG_WINDOW_RIGHT, MG_SOFTCAP, MG_ALIBI, MG_BIAS, MG_SINKS, MG_DTYPE, MG_AXES };
+enum {
+    MG_CAUSAL,
+    MG_WINDOW_LEFT,
+    MG_WINDOW_RIGHT,
+    MG_SOFTCAP,
+    MG_ALIBI,
+    MG_BIAS,
+    MG_SINKS,
+    MG_DTYPE,
+    MG_AXES
+};
 
 /* The value index that row `row` (0 .. PG_ROWS - 1) takes on `axis`. */
 int mg_level(int row, int axis);
@@ -41,10 +51,10 @@ typedef struct {
     int row;
     tu_shape s;
     tm_spec spec;
-    double scale;      /* 0 (1/sqrt(D)) or explicit */
+    double scale;         /* 0 (1/sqrt(D)) or explicit */
     int block_q, block_k; /* of the context the row runs on (0: automatic) */
-    uint64_t seed;     /* the test's seed, for messages */
-    tu_rng rng;        /* seeded with seed + row: the row's inputs and modifiers */
+    uint64_t seed;        /* the test's seed, for messages */
+    tu_rng rng;           /* seeded with seed + row: the row's inputs and modifiers */
 } mg_row;
 
 typedef void mg_row_check(fa_context *ctx, mg_row *g);

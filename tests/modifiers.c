@@ -47,7 +47,8 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
         fa_tensor one = fa_tensor_bhsd(tu_buf_data(&m->bias_buf), t, B, 1, 1, Nk);
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < Nk; j++)
-                tu_set(&one, b, 0, 0, j, j >= Nk - (b + 1) * Nk / 6 ? -INFINITY : tu_rng_uniform(rng, -0.5, 0.5));
+                tu_set(&one, b, 0, 0, j,
+                       j >= Nk - (b + 1) * Nk / 6 ? -INFINITY : tu_rng_uniform(rng, -0.5, 0.5));
         if (m->spec.bias == TM_BIAS_KEY_PADDING_STRIDE0) {
             fa_tensor wide = {one.data, t, B, H, Nq, Nk, Nk, 0, 0};
             one = wide;
@@ -59,15 +60,18 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
     case TM_BIAS_BATCH_BROADCAST:
     case TM_BIAS_HEAD_BROADCAST: {
         int full = m->spec.bias == TM_BIAS_FULL;
-        int64_t bb = m->spec.bias == TM_BIAS_BATCH_BROADCAST ? 1 : B, hh = m->spec.bias == TM_BIAS_HEAD_BROADCAST ? 1 : H;
-        int64_t ss = full ? Nk + 3 : Nk, sh = full ? Nq * ss + 1 : Nq * Nk, sb = full ? hh * sh + 2 : hh * Nq * Nk;
+        int64_t bb = m->spec.bias == TM_BIAS_BATCH_BROADCAST ? 1 : B,
+                hh = m->spec.bias == TM_BIAS_HEAD_BROADCAST ? 1 : H;
+        int64_t ss = full ? Nk + 3 : Nk, sh = full ? Nq * ss + 1 : Nq * Nk,
+                sb = full ? hh * sh + 2 : hh * Nq * Nk;
         m->bias_buf = nan_buffer(t, bb * sb);
         fa_tensor view = {tu_buf_data(&m->bias_buf), t, bb, hh, Nq, Nk, sb, sh, ss};
         for (int64_t b = 0; b < bb; b++)
             for (int64_t h = 0; h < hh; h++)
                 for (int64_t i = 0; i < Nq; i++)
                     for (int64_t j = 0; j < Nk; j++)
-                        tu_set(&view, b, h, i, j, tu_rng_below(rng, 32) == 0 ? -INFINITY : tu_rng_uniform(rng, -2.0, 2.0));
+                        tu_set(&view, b, h, i, j,
+                               tu_rng_below(rng, 32) == 0 ? -INFINITY : tu_rng_uniform(rng, -2.0, 2.0));
         m->bias = view;
         break;
     }
@@ -93,7 +97,8 @@ void tm_mods_make(tm_mods *m, const tm_spec *spec, const tu_shape *s, double sca
     }
     if (spec->sinks) {
         m->sinks = per_head(H);
-        for (int64_t h = 0; h < H; h++) m->sinks[h] = (float)(floor(tu_rng_uniform(rng, -1.0, 3.0) * 256.0) / 256.0);
+        for (int64_t h = 0; h < H; h++)
+            m->sinks[h] = (float)(floor(tu_rng_uniform(rng, -1.0, 3.0) * 256.0) / 256.0);
         m->p.sinks = m->sinks;
         m->dsinks_buf = tu_buf_alloc(sizeof(float) * (size_t)H);
     }
@@ -126,8 +131,11 @@ int tm_dsinks_guards_intact(const tm_mods *m)
 
 void tm_desc(const tu_shape *s, const tm_mods *m, char *buf, size_t size)
 {
-    static const char *bias[TM_BIAS_KINDS] = {"off", "key-padding [B][1][1][Nk]", "key-padding (strides 0)",
-                                              "full [B][Hq][Nq][Nk]", "batch-broadcast [1][Hq][Nq][Nk]",
+    static const char *bias[TM_BIAS_KINDS] = {"off",
+                                              "key-padding [B][1][1][Nk]",
+                                              "key-padding (strides 0)",
+                                              "full [B][Hq][Nq][Nk]",
+                                              "batch-broadcast [1][Hq][Nq][Nk]",
                                               "head-broadcast [B][1][Nq][Nk]"};
     char shape[256];
     tu_shape_str(s, &m->p, shape, sizeof shape);
@@ -148,7 +156,8 @@ int tm_check_dsinks(const tub_problem *bp, const tm_mods *m, char *msg, size_t m
     double max_ref = 0.0, naive_err = 0.0;
     for (int64_t h = 0; h < H; h++) {
         if (isfinite(ref[h]) && fabs(ref[h]) > max_ref) max_ref = fabs(ref[h]);
-        if (f32 && isfinite(ref[h]) && fabs(naive[h] - ref[h]) > naive_err) naive_err = fabs(naive[h] - ref[h]);
+        if (f32 && isfinite(ref[h]) && fabs(naive[h] - ref[h]) > naive_err)
+            naive_err = fabs(naive[h] - ref[h]);
     }
     int ok = tm_dsinks_guards_intact(m);
     if (!ok) snprintf(msg, msg_size, "dsinks: a byte around the Hq floats was written");
@@ -156,7 +165,8 @@ int tm_check_dsinks(const tub_problem *bp, const tm_mods *m, char *msg, size_t m
         double lib = (double)m->p.dsinks[h];
         if (!isfinite(lib) || !isfinite(ref[h])) {
             ok = (isnan(lib) && isnan(ref[h])) || lib == ref[h];
-            if (!ok) snprintf(msg, msg_size, "dsinks[%lld]: lib %.9g, oracle %.17g", (long long)h, lib, ref[h]);
+            if (!ok)
+                snprintf(msg, msg_size, "dsinks[%lld]: lib %.9g, oracle %.17g", (long long)h, lib, ref[h]);
             continue;
         }
         /* rounding to float: within half an ulp, 2^-24 relative, or half the smallest subnormal */

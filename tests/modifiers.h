@@ -50,8 +50,8 @@ typedef struct {
     fa_params p;
     float *slopes, *sinks; /* Hq each, or NULL */
     fa_tensor bias;
-    tu_buf bias_buf;    /* every byte outside the bias view's elements holds a NaN */
-    tu_buf dsinks_buf;  /* Hq floats inside guards, when spec.sinks */
+    tu_buf bias_buf;   /* every byte outside the bias view's elements holds a NaN */
+    tu_buf dsinks_buf; /* Hq floats inside guards, when spec.sinks */
 } tm_mods;
 
 /* p = the defaults with the spec's modifiers and the given scale, storage drawn from rng for the

@@ -17,78 +17,81 @@ static double scale_of(const fa_params *p, int64_t d)
 }
 
 /* NAME(p, q, k, v, dout, dq, dk, dv, dsinks): every output may be NULL. */
-#define DEFINE_REF_BACKWARD(NAME, T, EXP, MODIFY)                                                              \
-    static void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,           \
-                     const fa_tensor *dout, double *dq, double *dk, double *dv, double *dsinks)                \
-    {                                                                                                          \
-        int64_t B = q->batch, Hq = q->heads, Hkv = k->heads, nq = q->seq, nk = k->seq, d = q->dim,            \
-                dvd = v->dim, group = Hkv > 0 ? Hq / Hkv : 1;                                                  \
-        int grads = dq || dk || dv, has_sink = p && p->sinks;                                                  \
-        T scale = (T)scale_of(p, d);                                                                           \
-        size_t n_nk = (size_t)(nk > 0 ? nk : 1);                                                               \
-        T *prob = malloc(sizeof(T) * n_nk), *dprob = malloc(sizeof(T) * n_nk), *dmod = malloc(sizeof(T) * n_nk); \
-        T *gk = calloc((size_t)(B * Hkv * nk * d) + 1, sizeof(T));                                             \
-        T *gv = calloc((size_t)(B * Hkv * nk * dvd) + 1, sizeof(T));                                           \
-        T *gsink = calloc((size_t)Hq + 1, sizeof(T));                                                          \
-        for (int64_t b = 0; b < B; b++)                                                                        \
-            for (int64_t h = 0; h < Hq; h++) {                                                                 \
-                int64_t kvh = h / group;                                                                       \
-                T sink = has_sink ? (T)p->sinks[h] : -(T)INFINITY;                                             \
-                for (int64_t i = 0; i < nq; i++) {                                                             \
-                    T row_max = -(T)INFINITY, sum = 0;                                                         \
-                    int any = 0;                                                                               \
-                    for (int64_t j = 0; j < nk; j++) {                                                         \
-                        if (!ref_sees(p, nq, nk, i, j)) continue;                                              \
-                        T dot = 0;                                                                             \
-                        for (int64_t x = 0; x < d; x++)                                                        \
-                            dot += (T)ref_load(q, b, h, i, x) * (T)ref_load(k, b, kvh, j, x);                  \
-                        prob[j] = MODIFY(p, nq, nk, b, h, i, j, scale * dot, &dmod[j]);                        \
-                        if (!any || prob[j] > row_max || isnan(prob[j])) row_max = prob[j];                    \
-                        any = 1;                                                                               \
-                    }                                                                                          \
-                    T gq_tmp[512];                                                                             \
-                    for (int64_t x = 0; x < d; x++) gq_tmp[x] = 0;                                             \
-                    if (row_max != -(T)INFINITY) { /* sees a key whose score is not -inf */                   \
-                        T ref = has_sink && sink > row_max ? sink : row_max;                                   \
-                        for (int64_t j = 0; j < nk; j++)                                                       \
-                            if (ref_sees(p, nq, nk, i, j)) sum += (prob[j] = EXP(prob[j] - ref));              \
-                        if (has_sink) sum += EXP(sink - ref);                                                  \
-                        T delta = 0;                                                                           \
-                        for (int64_t j = 0; j < nk; j++) {                                                     \
-                            if (!ref_sees(p, nq, nk, i, j)) continue;                                          \
-                            prob[j] /= sum;                                                                    \
-                            T dp = 0;                                                                          \
-                            for (int64_t y = 0; y < dvd; y++)                                                  \
-                                dp += (T)ref_load(dout, b, h, i, y) * (T)ref_load(v, b, kvh, j, y);            \
-                            dprob[j] = dp;                                                                     \
-                            delta += prob[j] * dp;                                                             \
-                        }                                                                                      \
-                        if (has_sink) gsink[h] -= EXP(sink - ref) / sum * delta;                               \
-                        for (int64_t j = 0; grads && j < nk; j++) {                                            \
-                            if (!ref_sees(p, nq, nk, i, j)) continue;                                          \
-                            T ds = prob[j] * (dprob[j] - delta) * dmod[j];                                     \
-                            T *gkr = gk + ((b * Hkv + kvh) * nk + j) * d;                                      \
-                            T *gvr = gv + ((b * Hkv + kvh) * nk + j) * dvd;                                    \
-                            for (int64_t x = 0; x < d; x++) {                                                  \
-                                gq_tmp[x] += ds * (T)ref_load(k, b, kvh, j, x);                                \
-                                gkr[x] += scale * ds * (T)ref_load(q, b, h, i, x);                             \
-                            }                                                                                  \
-                            for (int64_t y = 0; y < dvd; y++) gvr[y] += prob[j] * (T)ref_load(dout, b, h, i, y); \
-                        }                                                                                      \
-                    }                                                                                          \
-                    if (dq)                                                                                    \
-                        for (int64_t x = 0; x < d; x++) dq[((b * Hq + h) * nq + i) * d + x] = (double)(scale * gq_tmp[x]); \
-                }                                                                                              \
-            }                                                                                                  \
-        for (int64_t x = 0; dk && x < B * Hkv * nk * d; x++) dk[x] = (double)gk[x];                            \
-        for (int64_t x = 0; dv && x < B * Hkv * nk * dvd; x++) dv[x] = (double)gv[x];                          \
-        for (int64_t h = 0; dsinks && h < Hq; h++) dsinks[h] = (double)gsink[h];                               \
-        free(gk);                                                                                              \
-        free(gv);                                                                                              \
-        free(gsink);                                                                                           \
-        free(prob);                                                                                            \
-        free(dprob);                                                                                           \
-        free(dmod);                                                                                            \
+#define DEFINE_REF_BACKWARD(NAME, T, EXP, MODIFY)                                                            \
+    static void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,         \
+                     const fa_tensor *dout, double *dq, double *dk, double *dv, double *dsinks)              \
+    {                                                                                                        \
+        int64_t B = q->batch, Hq = q->heads, Hkv = k->heads, nq = q->seq, nk = k->seq, d = q->dim,           \
+                dvd = v->dim, group = Hkv > 0 ? Hq / Hkv : 1;                                                \
+        int grads = dq || dk || dv, has_sink = p && p->sinks;                                                \
+        T scale = (T)scale_of(p, d);                                                                         \
+        size_t n_nk = (size_t)(nk > 0 ? nk : 1);                                                             \
+        T *prob = malloc(sizeof(T) * n_nk), *dprob = malloc(sizeof(T) * n_nk),                               \
+          *dmod = malloc(sizeof(T) * n_nk);                                                                  \
+        T *gk = calloc((size_t)(B * Hkv * nk * d) + 1, sizeof(T));                                           \
+        T *gv = calloc((size_t)(B * Hkv * nk * dvd) + 1, sizeof(T));                                         \
+        T *gsink = calloc((size_t)Hq + 1, sizeof(T));                                                        \
+        for (int64_t b = 0; b < B; b++)                                                                      \
+            for (int64_t h = 0; h < Hq; h++) {                                                               \
+                int64_t kvh = h / group;                                                                     \
+                T sink = has_sink ? (T)p->sinks[h] : -(T)INFINITY;                                           \
+                for (int64_t i = 0; i < nq; i++) {                                                           \
+                    T row_max = -(T)INFINITY, sum = 0;                                                       \
+                    int any = 0;                                                                             \
+                    for (int64_t j = 0; j < nk; j++) {                                                       \
+                        if (!ref_sees(p, nq, nk, i, j)) continue;                                            \
+                        T dot = 0;                                                                           \
+                        for (int64_t x = 0; x < d; x++)                                                      \
+                            dot += (T)ref_load(q, b, h, i, x) * (T)ref_load(k, b, kvh, j, x);                \
+                        prob[j] = MODIFY(p, nq, nk, b, h, i, j, scale * dot, &dmod[j]);                      \
+                        if (!any || prob[j] > row_max || isnan(prob[j])) row_max = prob[j];                  \
+                        any = 1;                                                                             \
+                    }                                                                                        \
+                    T gq_tmp[512];                                                                           \
+                    for (int64_t x = 0; x < d; x++) gq_tmp[x] = 0;                                           \
+                    if (row_max != -(T)INFINITY) { /* sees a key whose score is not -inf */                  \
+                        T ref = has_sink && sink > row_max ? sink : row_max;                                 \
+                        for (int64_t j = 0; j < nk; j++)                                                     \
+                            if (ref_sees(p, nq, nk, i, j)) sum += (prob[j] = EXP(prob[j] - ref));            \
+                        if (has_sink) sum += EXP(sink - ref);                                                \
+                        T delta = 0;                                                                         \
+                        for (int64_t j = 0; j < nk; j++) {                                                   \
+                            if (!ref_sees(p, nq, nk, i, j)) continue;                                        \
+                            prob[j] /= sum;                                                                  \
+                            T dp = 0;                                                                        \
+                            for (int64_t y = 0; y < dvd; y++)                                                \
+                                dp += (T)ref_load(dout, b, h, i, y) * (T)ref_load(v, b, kvh, j, y);          \
+                            dprob[j] = dp;                                                                   \
+                            delta += prob[j] * dp;                                                           \
+                        }                                                                                    \
+                        if (has_sink) gsink[h] -= EXP(sink - ref) / sum * delta;                             \
+                        for (int64_t j = 0; grads && j < nk; j++) {                                          \
+                            if (!ref_sees(p, nq, nk, i, j)) continue;                                        \
+                            T ds = prob[j] * (dprob[j] - delta) * dmod[j];                                   \
+                            T *gkr = gk + ((b * Hkv + kvh) * nk + j) * d;                                    \
+                            T *gvr = gv + ((b * Hkv + kvh) * nk + j) * dvd;                                  \
+                            for (int64_t x = 0; x < d; x++) {                                                \
+                                gq_tmp[x] += ds * (T)ref_load(k, b, kvh, j, x);                              \
+                                gkr[x] += scale * ds * (T)ref_load(q, b, h, i, x);                           \
+                            }                                                                                \
+                            for (int64_t y = 0; y < dvd; y++)                                                \
+                                gvr[y] += prob[j] * (T)ref_load(dout, b, h, i, y);                           \
+                        }                                                                                    \
+                    }                                                                                        \
+                    if (dq)                                                                                  \
+                        for (int64_t x = 0; x < d; x++)                                                      \
+                            dq[((b * Hq + h) * nq + i) * d + x] = (double)(scale * gq_tmp[x]);               \
+                }                                                                                            \
+            }                                                                                                \
+        for (int64_t x = 0; dk && x < B * Hkv * nk * d; x++) dk[x] = (double)gk[x];                          \
+        for (int64_t x = 0; dv && x < B * Hkv * nk * dvd; x++) dv[x] = (double)gv[x];                        \
+        for (int64_t h = 0; dsinks && h < Hq; h++) dsinks[h] = (double)gsink[h];                             \
+        free(gk);                                                                                            \
+        free(gv);                                                                                            \
+        free(gsink);                                                                                         \
+        free(prob);                                                                                          \
+        free(dprob);                                                                                         \
+        free(dmod);                                                                                          \
     }
 
 DEFINE_REF_BACKWARD(backward_f64, double, exp, ref_modify)
@@ -163,7 +166,8 @@ static int row_softmax(const fa_params *p, const fa_tensor *q, const fa_tensor *
         if (dmod) dmod[j] = 1.0;
         if (!ref_sees(p, nq, nk, i, j)) continue;
         // the score, until it becomes P_ij below
-        prob[j] = ref_modify(p, nq, nk, b, h, i, j, scale * dot_with(qi, k, b, kvh, j), dmod ? &dmod[j] : NULL);
+        prob[j] =
+            ref_modify(p, nq, nk, b, h, i, j, scale * dot_with(qi, k, b, kvh, j), dmod ? &dmod[j] : NULL);
         if (!any || prob[j] > row_max || isnan(prob[j])) row_max = prob[j];
         any = 1;
     }

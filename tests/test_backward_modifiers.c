@@ -33,8 +33,9 @@ static void check_backward(fa_context *ctx, const tu_shape *s, const tm_spec *sp
     cr_expect_eq(st, FA_OK, "%s (%s), seed %llu: status %d (%s)", where, desc, (unsigned long long)seed, st,
                  fa_status_str(st));
     if (st == FA_OK) {
-        cr_expect(tub_grads_only_defined_written(&bp), "%s (%s), seed %llu: a byte outside dq/dk/dv was written",
-                  where, desc, (unsigned long long)seed);
+        cr_expect(tub_grads_only_defined_written(&bp),
+                  "%s (%s), seed %llu: a byte outside dq/dk/dv was written", where, desc,
+                  (unsigned long long)seed);
         int f32 = s->dtype == FA_F32;
         tub_ref oracle, naive;
         tub_ref_compute(&oracle, &bp, &m.p);

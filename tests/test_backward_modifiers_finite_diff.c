@@ -37,8 +37,10 @@ static const struct {
 } configs[] = {
     {"softcap 1.5 + ALiBi", {FA_CAUSAL_NONE, -1, -1, 1.5, 1, TM_BIAS_OFF, 0}},
     {"sinks + ALiBi + window 4/1, bottom-right", {FA_CAUSAL_BOTTOM_RIGHT, 4, 1, 0.0, 1, TM_BIAS_OFF, 1}},
-    {"softcap 1 + sinks + key padding, top-left", {FA_CAUSAL_TOP_LEFT, -1, -1, 1.0, 0, TM_BIAS_KEY_PADDING, 1}},
-    {"all: softcap 2, ALiBi, full bias, sinks, window 5/-1", {FA_CAUSAL_NONE, 5, -1, 2.0, 1, TM_BIAS_FULL, 1}},
+    {"softcap 1 + sinks + key padding, top-left",
+     {FA_CAUSAL_TOP_LEFT, -1, -1, 1.0, 0, TM_BIAS_KEY_PADDING, 1}},
+    {"all: softcap 2, ALiBi, full bias, sinks, window 5/-1",
+     {FA_CAUSAL_NONE, 5, -1, 2.0, 1, TM_BIAS_FULL, 1}},
 };
 #define N_CONFIGS ((int)(sizeof configs / sizeof configs[0]))
 
@@ -92,7 +94,8 @@ static void expect_close(fd_run *r, const char *what, int64_t index, double fd, 
 {
     double tol = 1e-7 * (fabs(an) > floor_abs ? fabs(an) : floor_abs);
     cr_expect(fabs(fd - an) <= tol,
-              "%s, seed %llu: dL/d%s at flat index %lld: finite difference %.15g, fa_backward %.15g, |diff| %.3e > %.3e",
+              "%s, seed %llu: dL/d%s at flat index %lld: finite difference %.15g, fa_backward %.15g, |diff| "
+              "%.3e > %.3e",
               r->desc, (unsigned long long)r->seed, what, (long long)index, fd, an, fabs(fd - an), tol);
     r->checked++;
 }
@@ -117,14 +120,16 @@ static void check_inputs(fd_run *r, tu_rng *rng)
         double floor_abs = tensor_floor(analytic, n);
         for (int e = 0; e < SAMPLES_PER_TENSOR && e < n; e++) {
             int64_t flat = e == 0 ? 0 : e == 1 ? n - 1 : tu_rng_below(rng, n);
-            int64_t d = flat % t->dim, s = (flat / t->dim) % t->seq, h = (flat / (t->dim * t->seq)) % t->heads,
-                    b = flat / (t->dim * t->seq * t->heads);
+            int64_t d = flat % t->dim, s = (flat / t->dim) % t->seq,
+                    h = (flat / (t->dim * t->seq)) % t->heads, b = flat / (t->dim * t->seq * t->heads);
             double *x = (double *)t->data + b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
             double x0 = *x, step = step_for(x0);
-            double *p1 = out_with_f64(r->ctx, r->p, r->bp, x, x0 + step), *m1 = out_with_f64(r->ctx, r->p, r->bp, x, x0 - step);
+            double *p1 = out_with_f64(r->ctx, r->p, r->bp, x, x0 + step),
+                   *m1 = out_with_f64(r->ctx, r->p, r->bp, x, x0 - step);
             double *p2 = out_with_f64(r->ctx, r->p, r->bp, x, x0 + 2 * step),
                    *m2 = out_with_f64(r->ctx, r->p, r->bp, x, x0 - 2 * step);
-            double fd = (8.0 * loss_diff(r->dout, p1, m1, r->n_out) - loss_diff(r->dout, p2, m2, r->n_out)) / (12.0 * step);
+            double fd = (8.0 * loss_diff(r->dout, p1, m1, r->n_out) - loss_diff(r->dout, p2, m2, r->n_out)) /
+                        (12.0 * step);
             expect_close(r, names[g], flat, fd, analytic[flat], floor_abs);
             free(p1);
             free(m1);
@@ -144,10 +149,12 @@ static void check_sinks(fd_run *r, tm_mods *m, int64_t heads)
     for (int64_t h = 0; h < heads; h++) {
         float *x = &m->sinks[h];
         double x0 = (double)*x, step = step_for(x0);
-        double *p1 = out_with_f32(r->ctx, r->p, r->bp, x, x0 + step), *m1 = out_with_f32(r->ctx, r->p, r->bp, x, x0 - step);
+        double *p1 = out_with_f32(r->ctx, r->p, r->bp, x, x0 + step),
+               *m1 = out_with_f32(r->ctx, r->p, r->bp, x, x0 - step);
         double *p2 = out_with_f32(r->ctx, r->p, r->bp, x, x0 + 2 * step),
                *m2 = out_with_f32(r->ctx, r->p, r->bp, x, x0 - 2 * step);
-        double fd = (8.0 * loss_diff(r->dout, p1, m1, r->n_out) - loss_diff(r->dout, p2, m2, r->n_out)) / (12.0 * step);
+        double fd = (8.0 * loss_diff(r->dout, p1, m1, r->n_out) - loss_diff(r->dout, p2, m2, r->n_out)) /
+                    (12.0 * step);
         expect_close(r, "sinks", h, fd, analytic[h], floor_abs);
         free(p1);
         free(m1);
@@ -157,8 +164,8 @@ static void check_sinks(fd_run *r, tm_mods *m, int64_t heads)
     free(analytic);
 }
 
-static void check_problem(fa_context *ctx, const tu_shape *s, const tm_spec *spec, const char *name, uint64_t seed,
-                          int *checked)
+static void check_problem(fa_context *ctx, const tu_shape *s, const tm_spec *spec, const char *name,
+                          uint64_t seed, int *checked)
 {
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
@@ -173,7 +180,8 @@ static void check_problem(fa_context *ctx, const tu_shape *s, const tm_spec *spe
     cr_assert_eq(tub_backward(ctx, &m.p, &bp), FA_OK, "%s", desc);
     fa_params p_forward = m.p; /* the probing forwards need no dsinks */
     p_forward.dsinks = NULL;
-    fd_run r = {ctx, &bp, &p_forward, tub_view_copy(&bp.dout), tu_problem_rows(&bp.fw) * s->dim_v, desc, seed, 0};
+    fd_run r = {ctx,  &bp,  &p_forward, tub_view_copy(&bp.dout), tu_problem_rows(&bp.fw) * s->dim_v,
+                desc, seed, 0};
     check_inputs(&r, &rng);
     if (spec->sinks) check_sinks(&r, &m, s->q_heads);
     *checked += r.checked;
@@ -194,7 +202,8 @@ Test(backward_modifiers_finite_diff, gradients_and_dsinks_match_central_differen
     int checked = 0;
     for (int c = 0; c < N_CONFIGS; c++)
         for (int x = 0; x < N_SHAPES; x++)
-            check_problem(ctx, &shapes[x], &configs[c].spec, configs[c].name, seed + (uint64_t)(10 * c + x), &checked);
+            check_problem(ctx, &shapes[x], &configs[c].spec, configs[c].name, seed + (uint64_t)(10 * c + x),
+                          &checked);
     cr_assert_gt(checked, 0);
     fa_context_destroy(ctx);
 }

@@ -132,10 +132,11 @@ Test(bias_nonfinite, nan_inf_or_minus_inf_at_a_position_the_window_hides_changes
                         outputs now = outputs_copy(&pp);
                         for (int x = 0; x < 6; x++)
                             cr_expect(memcmp(clean.part[x], now.part[x], clean.bytes[x]) == 0,
-                                      "%s, blocks %d/%d, seed %llu: bias %g at hidden key %d of row (b %d, h %d, i %d) "
+                                      "%s, blocks %d/%d, seed %llu: bias %g at hidden key %d of row (b %d, h "
+                                      "%d, i %d) "
                                       "changed %s",
-                                      pp.desc, o.block_q, o.block_k, (unsigned long long)seed, values[v], (int)hidden[hpos],
-                                      AT_B, AT_H, AT_I, outs[x]);
+                                      pp.desc, o.block_q, o.block_k, (unsigned long long)seed, values[v],
+                                      (int)hidden[hpos], AT_B, AT_H, AT_I, outs[x]);
                         outputs_free(&now);
                         set_entry(&pp, hidden[hpos], saved);
                     }
@@ -155,12 +156,14 @@ static void expect_only_the_row_nan(const policy_problem *pp, const char *what)
             for (int64_t i = 0; i < s->q_len; i++) {
                 int mine = b == AT_B && h == AT_H && i == AT_I;
                 double lse = tu_lse_get(&pp->bp.fw, (b * s->q_heads + h) * s->q_len + i);
-                cr_expect(mine ? isnan(lse) : isfinite(lse), "%s (%s): lse of row (b %lld, h %lld, i %lld) is %g", what,
-                          pp->desc, (long long)b, (long long)h, (long long)i, lse);
+                cr_expect(mine ? isnan(lse) : isfinite(lse),
+                          "%s (%s): lse of row (b %lld, h %lld, i %lld) is %g", what, pp->desc, (long long)b,
+                          (long long)h, (long long)i, lse);
                 for (int64_t y = 0; y < s->dim_v; y++) {
                     double o = tu_get(&pp->bp.fw.out, b, h, i, y);
-                    cr_expect(mine ? isnan(o) : isfinite(o), "%s (%s): out[%lld] of row (b %lld, h %lld, i %lld) is %g",
-                              what, pp->desc, (long long)y, (long long)b, (long long)h, (long long)i, o);
+                    cr_expect(mine ? isnan(o) : isfinite(o),
+                              "%s (%s): out[%lld] of row (b %lld, h %lld, i %lld) is %g", what, pp->desc,
+                              (long long)y, (long long)b, (long long)h, (long long)i, o);
                 }
             }
 }
@@ -183,43 +186,51 @@ static void run_visible(double x, int expect_nan_row)
                 set_entry(&pp, VISIBLE_J, x);
                 run_both(ctx, &pp);
                 char what[160], msg[512];
-                snprintf(what, sizeof what, "bias %g at visible key %d of row (b %d, h %d, i %d), blocks %d/%d, seed %llu", x,
+                snprintf(what, sizeof what,
+                         "bias %g at visible key %d of row (b %d, h %d, i %d), blocks %d/%d, seed %llu", x,
                          VISIBLE_J, AT_B, AT_H, AT_I, o.block_q, o.block_k, (unsigned long long)seed);
                 if (expect_nan_row) {
                     expect_only_the_row_nan(&pp, what);
                 } else {
                     int64_t first;
-                    cr_expect_eq(tub_count_nonfinite(&pp.bp.fw.out, &first), 0, "%s (%s): out not finite at %lld", what,
-                                 pp.desc, (long long)first);
+                    cr_expect_eq(tub_count_nonfinite(&pp.bp.fw.out, &first), 0,
+                                 "%s (%s): out not finite at %lld", what, pp.desc, (long long)first);
                 }
                 int64_t *rows;
                 int64_t n = tu_pick_rows(&pp.bp.fw, &pp.m.p, INT64_MAX, &rows);
-                cr_expect(tu_check_accuracy(&pp.bp.fw, &pp.m.p, rows, n, 1e-12, msg, sizeof msg), "%s (%s): %s", what,
-                          pp.desc, msg);
+                cr_expect(tu_check_accuracy(&pp.bp.fw, &pp.m.p, rows, n, 1e-12, msg, sizeof msg),
+                          "%s (%s): %s", what, pp.desc, msg);
                 free(rows);
                 int f32 = !t;
                 tub_ref oracle, naive;
                 tub_ref_compute(&oracle, &pp.bp, &pp.m.p);
                 if (f32) tub_ref_compute_naive_f32(&naive, &pp.bp, &pp.m.p);
-                cr_expect(tub_check_accuracy(&pp.bp, &pp.m.p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg),
-                          "%s (%s): %s", what, pp.desc, msg);
-                if (sinks) cr_expect(tm_check_dsinks(&pp.bp, &pp.m, msg, sizeof msg), "%s (%s): %s", what, pp.desc, msg);
+                cr_expect(
+                    tub_check_accuracy(&pp.bp, &pp.m.p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg),
+                    "%s (%s): %s", what, pp.desc, msg);
+                if (sinks)
+                    cr_expect(tm_check_dsinks(&pp.bp, &pp.m, msg, sizeof msg), "%s (%s): %s", what, pp.desc,
+                              msg);
                 if (expect_nan_row) { /* the backward's NaNs: that row's dq, the keys it sees; dsinks[h] */
                     for (int64_t d = 0; d < pp.s.dim; d++)
-                        cr_expect(isnan(tu_get(&pp.bp.grad[TUB_DQ], AT_B, AT_H, AT_I, d)), "%s (%s): dq[%lld] of the row is not NaN",
-                                  what, pp.desc, (long long)d);
-                    int64_t nan_dv = 0, nan_dk = 0, seen = 0, first, kvh = AT_H / (pp.s.q_heads / pp.s.kv_heads);
+                        cr_expect(isnan(tu_get(&pp.bp.grad[TUB_DQ], AT_B, AT_H, AT_I, d)),
+                                  "%s (%s): dq[%lld] of the row is not NaN", what, pp.desc, (long long)d);
+                    int64_t nan_dv = 0, nan_dk = 0, seen = 0, first,
+                            kvh = AT_H / (pp.s.q_heads / pp.s.kv_heads);
                     for (int64_t j = 0; j < pp.s.kv_len; j++)
                         if (ref_sees(&pp.m.p, pp.s.q_len, pp.s.kv_len, AT_I, j)) seen++;
                     nan_dk = tub_count_nonfinite(&pp.bp.grad[TUB_DK], &first);
                     nan_dv = tub_count_nonfinite(&pp.bp.grad[TUB_DV], &first);
                     cr_expect(nan_dk == seen * pp.s.dim && nan_dv == seen * pp.s.dim_v,
-                              "%s (%s): %lld dk and %lld dv values are not finite; the row sees %lld keys of kv head %lld",
-                              what, pp.desc, (long long)nan_dk, (long long)nan_dv, (long long)seen, (long long)kvh);
+                              "%s (%s): %lld dk and %lld dv values are not finite; the row sees %lld keys of "
+                              "kv head %lld",
+                              what, pp.desc, (long long)nan_dk, (long long)nan_dv, (long long)seen,
+                              (long long)kvh);
                     if (sinks)
                         for (int64_t h = 0; h < pp.s.q_heads; h++)
                             cr_expect(h == AT_H ? isnan(pp.m.p.dsinks[h]) : isfinite(pp.m.p.dsinks[h]),
-                                      "%s (%s): dsinks[%lld] = %g", what, pp.desc, (long long)h, (double)pp.m.p.dsinks[h]);
+                                      "%s (%s): dsinks[%lld] = %g", what, pp.desc, (long long)h,
+                                      (double)pp.m.p.dsinks[h]);
                 }
                 if (f32) tub_ref_free(&naive);
                 tub_ref_free(&oracle);

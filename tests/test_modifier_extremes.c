@@ -58,15 +58,17 @@ Test(modifier_extremes, windows_of_nq_plus_nk_and_int64_max_give_the_bytes_of_un
                 cr_assert_eq(tub_forward(ctx, &p, &b), FA_OK, "%s, windows %lld", desc, (long long)wide[w]);
                 cr_assert_eq(tub_backward(ctx, &p, &b), FA_OK, "%s, windows %lld", desc, (long long)wide[w]);
                 int64_t where = 0;
-                cr_expect(tu_outputs_bitwise_equal(&a.fw, &b.fw, &where),
-                          "%s, blocks %d/%d, seed %llu: windows of %lld differ from unbounded ones at %s %lld", desc,
-                          o.block_q, o.block_k, (unsigned long long)case_seed, (long long)wide[w],
-                          where < 0 ? "lse" : "out row", (long long)where);
+                cr_expect(
+                    tu_outputs_bitwise_equal(&a.fw, &b.fw, &where),
+                    "%s, blocks %d/%d, seed %llu: windows of %lld differ from unbounded ones at %s %lld",
+                    desc, o.block_q, o.block_k, (unsigned long long)case_seed, (long long)wide[w],
+                    where < 0 ? "lse" : "out row", (long long)where);
                 for (int g = 0; g < 3; g++)
                     cr_expect(tub_views_bitwise_equal(&a.grad[g], &b.grad[g], &where),
-                              "%s, blocks %d/%d, seed %llu: %s with windows of %lld differs from unbounded ones at %lld",
-                              desc, o.block_q, o.block_k, (unsigned long long)case_seed, names[g], (long long)wide[w],
-                              (long long)where);
+                              "%s, blocks %d/%d, seed %llu: %s with windows of %lld differs from unbounded "
+                              "ones at %lld",
+                              desc, o.block_q, o.block_k, (unsigned long long)case_seed, names[g],
+                              (long long)wide[w], (long long)where);
                 tm_mods_free(&m);
                 tub_free(&a);
                 tub_free(&b);
@@ -86,17 +88,19 @@ static void check_against_oracles(fa_context *ctx, tub_problem *bp, tm_mods *m, 
     int64_t n = tu_pick_rows(&bp->fw, &m->p, INT64_MAX, &rows);
     cr_expect(tu_check_accuracy(&bp->fw, &m->p, rows, n, 1e-12, msg, sizeof msg), "%s: %s", desc, msg);
     free(rows);
-    cr_expect_eq(tub_count_nonfinite(&bp->fw.out, &first), 0, "%s: out not finite at %lld", desc, (long long)first);
+    cr_expect_eq(tub_count_nonfinite(&bp->fw.out, &first), 0, "%s: out not finite at %lld", desc,
+                 (long long)first);
     if (m->spec.sinks) tm_mods_want_dsinks(m);
     cr_assert_eq(tub_backward(ctx, &m->p, bp), FA_OK, "%s", desc);
     int f32 = bp->fw.shape.dtype == FA_F32;
     tub_ref oracle, naive;
     tub_ref_compute(&oracle, bp, &m->p);
     if (f32) tub_ref_compute_naive_f32(&naive, bp, &m->p);
-    cr_expect(tub_check_accuracy(bp, &m->p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg), "%s: %s", desc, msg);
+    cr_expect(tub_check_accuracy(bp, &m->p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg), "%s: %s",
+              desc, msg);
     for (int g = 0; g < 3; g++)
-        cr_expect_eq(tub_count_nonfinite(&bp->grad[g], &first), 0, "%s: gradient %d not finite at %lld", desc, g,
-                     (long long)first);
+        cr_expect_eq(tub_count_nonfinite(&bp->grad[g], &first), 0, "%s: gradient %d not finite at %lld", desc,
+                     g, (long long)first);
     if (m->spec.sinks) cr_expect(tm_check_dsinks(bp, m, msg, sizeof msg), "%s: %s", desc, msg);
     tub_ref_free(&oracle);
     if (f32) tub_ref_free(&naive);
@@ -138,7 +142,9 @@ Test(modifier_extremes, extreme_sinks_slopes_softcaps_and_finite_bias_match_orac
                             tu_set(&m.bias, b, h, i, (i * 7 + h) % s.kv_len, (i / 3) % 2 ? 1e30 : -1e30);
                 char desc[600], what[700];
                 tm_desc(&s, &m, desc, sizeof desc);
-                snprintf(what, sizeof what, "%s (sinks ±100, 1e20, -1e30, slopes -0.25, 0, 40, 1e-6, bias ±1e30), blocks %d/%d, seed %llu",
+                snprintf(what, sizeof what,
+                         "%s (sinks ±100, 1e20, -1e30, slopes -0.25, 0, 40, 1e-6, bias ±1e30), blocks %d/%d, "
+                         "seed %llu",
                          desc, o.block_q, o.block_k, (unsigned long long)case_seed);
                 check_against_oracles(ctx, &bp, &m, what);
                 tm_mods_free(&m);

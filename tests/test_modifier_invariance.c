@@ -29,14 +29,19 @@ typedef struct {
 static const inv_case forward_cases[] = {
     {{FA_F32, 2, 4, 2, 150, 170, 40, 24, TU_BHSD}, {FA_CAUSAL_NONE, 9, 3, 0.0, 0, TM_BIAS_OFF, 0}},
     {{FA_F64, 2, 4, 2, 150, 170, 40, 24, TU_BSHD}, {FA_CAUSAL_TOP_LEFT, -1, -1, 3.0, 1, TM_BIAS_OFF, 0}},
-    {{FA_F32, 2, 4, 1, 170, 150, 33, 17, TU_PACKED}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0.0, 0, TM_BIAS_FULL, 1}},
-    {{FA_F64, 2, 4, 2, 170, 150, 20, 24, TU_BHSD}, {FA_CAUSAL_BOTTOM_RIGHT, 20, -1, 0.0, 0, TM_BIAS_KEY_PADDING, 1}},
-    {{FA_F32, 2, 2, 2, 90, 130, 24, 24, TU_BSHD}, {FA_CAUSAL_NONE, -1, -1, 1.5, 1, TM_BIAS_BATCH_BROADCAST, 0}},
-    {{FA_F64, 2, 2, 1, 64, 80, 16, 8, TU_BHSD}, {FA_CAUSAL_NONE, -1, 5, 0.0, 0, TM_BIAS_KEY_PADDING_STRIDE0, 1}},
+    {{FA_F32, 2, 4, 1, 170, 150, 33, 17, TU_PACKED},
+     {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0.0, 0, TM_BIAS_FULL, 1}},
+    {{FA_F64, 2, 4, 2, 170, 150, 20, 24, TU_BHSD},
+     {FA_CAUSAL_BOTTOM_RIGHT, 20, -1, 0.0, 0, TM_BIAS_KEY_PADDING, 1}},
+    {{FA_F32, 2, 2, 2, 90, 130, 24, 24, TU_BSHD},
+     {FA_CAUSAL_NONE, -1, -1, 1.5, 1, TM_BIAS_BATCH_BROADCAST, 0}},
+    {{FA_F64, 2, 2, 1, 64, 80, 16, 8, TU_BHSD},
+     {FA_CAUSAL_NONE, -1, 5, 0.0, 0, TM_BIAS_KEY_PADDING_STRIDE0, 1}},
     /* decode steps, split over keys with either blocks: a row's keys span at least 4 key tiles of
      * the automatic size (at most 512); with 13/24 blocks most chunks of the windowed ones are empty */
     {{FA_F32, 1, 2, 1, 1, 4000, 64, 64, TU_BHSD}, {FA_CAUSAL_BOTTOM_RIGHT, 2200, -1, 0.0, 0, TM_BIAS_OFF, 1}},
-    {{FA_F64, 1, 2, 2, 3, 4200, 32, 48, TU_BSHD}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 4.0, 1, TM_BIAS_KEY_PADDING, 1}},
+    {{FA_F64, 1, 2, 2, 3, 4200, 32, 48, TU_BSHD},
+     {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 4.0, 1, TM_BIAS_KEY_PADDING, 1}},
     {{FA_F32, 2, 1, 1, 1, 4500, 24, 24, TU_BHSD}, {FA_CAUSAL_NONE, 2100, 0, 2.0, 1, TM_BIAS_FULL, 1}},
 };
 #define N_FORWARD ((int)(sizeof forward_cases / sizeof forward_cases[0]))
@@ -45,12 +50,17 @@ enum { FIRST_DECODE = 6 };
 static const inv_case backward_cases[] = {
     {{FA_F32, 2, 4, 2, 100, 110, 32, 24, TU_BHSD}, {FA_CAUSAL_NONE, 9, 3, 0.0, 0, TM_BIAS_OFF, 0}},
     {{FA_F64, 2, 4, 2, 100, 110, 32, 24, TU_BSHD}, {FA_CAUSAL_TOP_LEFT, -1, -1, 3.0, 1, TM_BIAS_OFF, 0}},
-    {{FA_F32, 2, 4, 1, 110, 100, 33, 17, TU_PACKED}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0.0, 0, TM_BIAS_FULL, 1}},
-    {{FA_F64, 1, 4, 1, 120, 90, 20, 24, TU_BHSD}, {FA_CAUSAL_BOTTOM_RIGHT, 20, -1, 0.0, 0, TM_BIAS_KEY_PADDING, 1}},
-    {{FA_F32, 2, 2, 2, 60, 90, 24, 24, TU_BSHD}, {FA_CAUSAL_NONE, -1, -1, 1.5, 1, TM_BIAS_BATCH_BROADCAST, 0}},
-    {{FA_F64, 2, 2, 1, 64, 80, 16, 8, TU_BHSD}, {FA_CAUSAL_NONE, -1, 5, 0.0, 0, TM_BIAS_KEY_PADDING_STRIDE0, 1}},
+    {{FA_F32, 2, 4, 1, 110, 100, 33, 17, TU_PACKED},
+     {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0.0, 0, TM_BIAS_FULL, 1}},
+    {{FA_F64, 1, 4, 1, 120, 90, 20, 24, TU_BHSD},
+     {FA_CAUSAL_BOTTOM_RIGHT, 20, -1, 0.0, 0, TM_BIAS_KEY_PADDING, 1}},
+    {{FA_F32, 2, 2, 2, 60, 90, 24, 24, TU_BSHD},
+     {FA_CAUSAL_NONE, -1, -1, 1.5, 1, TM_BIAS_BATCH_BROADCAST, 0}},
+    {{FA_F64, 2, 2, 1, 64, 80, 16, 8, TU_BHSD},
+     {FA_CAUSAL_NONE, -1, 5, 0.0, 0, TM_BIAS_KEY_PADDING_STRIDE0, 1}},
     /* one long sequence: only key and query blocks to spread the work over */
-    {{FA_F32, 1, 1, 1, 500, 500, 16, 16, TU_BHSD}, {FA_CAUSAL_TOP_LEFT, 60, -1, 2.0, 1, TM_BIAS_KEY_PADDING, 1}},
+    {{FA_F32, 1, 1, 1, 500, 500, 16, 16, TU_BHSD},
+     {FA_CAUSAL_TOP_LEFT, 60, -1, 2.0, 1, TM_BIAS_KEY_PADDING, 1}},
     /* a decode step */
     {{FA_F64, 1, 2, 1, 1, 1500, 24, 24, TU_BHSD}, {FA_CAUSAL_BOTTOM_RIGHT, 200, -1, 0.0, 1, TM_BIAS_OFF, 1}},
 };
@@ -111,9 +121,10 @@ static void run_forward(int block_q, int block_k)
                 free(rows);
                 continue;
             }
-            cr_expect(memcmp(out0, pr.out_buf.base, out_bytes) == 0 && memcmp(lse0, pr.lse_buf.base, lse_bytes) == 0,
-                      "%s, blocks %d/%d, seed %llu: out or lse on %d threads differs from 1 thread", desc, block_q,
-                      block_k, (unsigned long long)(seed + (uint64_t)c), x + 1);
+            cr_expect(memcmp(out0, pr.out_buf.base, out_bytes) == 0 &&
+                          memcmp(lse0, pr.lse_buf.base, lse_bytes) == 0,
+                      "%s, blocks %d/%d, seed %llu: out or lse on %d threads differs from 1 thread", desc,
+                      block_q, block_k, (unsigned long long)(seed + (uint64_t)c), x + 1);
         }
         free(out0);
         free(lse0);
@@ -140,8 +151,8 @@ static const struct {
     int threads;
     fa_backward_plan plan;
 } backward_runs[] = {
-    {1, FA_BACKWARD_PLAN_AUTO},  {2, FA_BACKWARD_PLAN_AUTO},      {3, FA_BACKWARD_PLAN_AUTO},
-    {4, FA_BACKWARD_PLAN_AUTO},  {2, FA_BACKWARD_PLAN_SPLIT},     {3, FA_BACKWARD_PLAN_FUSED},
+    {1, FA_BACKWARD_PLAN_AUTO},      {2, FA_BACKWARD_PLAN_AUTO},      {3, FA_BACKWARD_PLAN_AUTO},
+    {4, FA_BACKWARD_PLAN_AUTO},      {2, FA_BACKWARD_PLAN_SPLIT},     {3, FA_BACKWARD_PLAN_FUSED},
     {2, FA_BACKWARD_PLAN_WAVEFRONT}, {4, FA_BACKWARD_PLAN_WAVEFRONT},
 };
 #define N_BACKWARD_RUNS ((int)(sizeof backward_runs / sizeof backward_runs[0]))
@@ -183,8 +194,8 @@ static void run_backward(int block_q, int block_k)
             if (ic->spec.sinks) tm_mods_want_dsinks(&m);
             fa_status st = tub_backward(ctx[x], &m.p, &bp);
             const char *plan = fa_backward_plan_name(backward_runs[x].plan);
-            cr_assert_eq(st, FA_OK, "%s, blocks %d/%d, %d threads, plan %s: status %d", desc, block_q, block_k,
-                         backward_runs[x].threads, plan, st);
+            cr_assert_eq(st, FA_OK, "%s, blocks %d/%d, %d threads, plan %s: status %d", desc, block_q,
+                         block_k, backward_runs[x].threads, plan, st);
             if (x == 0) {
                 for (int g = 0; g < 3; g++) memcpy(first[g], bp.grad_buf[g].base, bytes[g]);
                 if (ic->spec.sinks) memcpy(dsinks0, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads);
@@ -196,21 +207,23 @@ static void run_backward(int block_q, int block_k)
                           "%s, blocks %d/%d, 1 thread, seed %llu: %s", desc, block_q, block_k,
                           (unsigned long long)case_seed, msg);
                 if (ic->spec.sinks)
-                    cr_expect(tm_check_dsinks(&bp, &m, msg, sizeof msg), "%s, blocks %d/%d, seed %llu: %s", desc,
-                              block_q, block_k, (unsigned long long)case_seed, msg);
+                    cr_expect(tm_check_dsinks(&bp, &m, msg, sizeof msg), "%s, blocks %d/%d, seed %llu: %s",
+                              desc, block_q, block_k, (unsigned long long)case_seed, msg);
                 tub_ref_free(&oracle);
                 if (f32) tub_ref_free(&naive);
                 continue;
             }
             for (int g = 0; g < 3; g++)
                 cr_expect(memcmp(first[g], bp.grad_buf[g].base, bytes[g]) == 0,
-                          "%s, blocks %d/%d, seed %llu: %s on %d threads, plan %s, differs from 1 thread's", desc,
-                          block_q, block_k, (unsigned long long)case_seed, names[g], backward_runs[x].threads, plan);
+                          "%s, blocks %d/%d, seed %llu: %s on %d threads, plan %s, differs from 1 thread's",
+                          desc, block_q, block_k, (unsigned long long)case_seed, names[g],
+                          backward_runs[x].threads, plan);
             if (ic->spec.sinks)
-                cr_expect(memcmp(dsinks0, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads) == 0 &&
-                              tm_dsinks_guards_intact(&m),
-                          "%s, blocks %d/%d, seed %llu: dsinks on %d threads, plan %s, differs from 1 thread's",
-                          desc, block_q, block_k, (unsigned long long)case_seed, backward_runs[x].threads, plan);
+                cr_expect(
+                    memcmp(dsinks0, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads) == 0 &&
+                        tm_dsinks_guards_intact(&m),
+                    "%s, blocks %d/%d, seed %llu: dsinks on %d threads, plan %s, differs from 1 thread's",
+                    desc, block_q, block_k, (unsigned long long)case_seed, backward_runs[x].threads, plan);
         }
         for (int g = 0; g < 3; g++) free(first[g]);
         free(dsinks0);
@@ -271,16 +284,19 @@ Test(modifier_invariance, blocks_beyond_nq_and_nk_give_the_bytes_of_blocks_equal
             cr_assert_eq(tub_forward(ctx[x], &m.p, pb[x]), FA_OK, "%s", desc);
             if (ic->spec.sinks) tm_mods_want_dsinks(&m);
             cr_assert_eq(tub_backward(ctx[x], &m.p, pb[x]), FA_OK, "%s", desc);
-            if (ic->spec.sinks && x == 0) memcpy(dsinks_a, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads);
+            if (ic->spec.sinks && x == 0)
+                memcpy(dsinks_a, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads);
         }
         int64_t where = 0;
         cr_expect(tu_outputs_bitwise_equal(&a.fw, &b.fw, &where),
-                  "%s, seed %llu: blocks %d/%d and %d/%d differ at %s %lld", desc, (unsigned long long)(seed + (uint64_t)c),
-                  nq, nk, nq + 29, nk + 61, where < 0 ? "lse" : "out row", (long long)where);
+                  "%s, seed %llu: blocks %d/%d and %d/%d differ at %s %lld", desc,
+                  (unsigned long long)(seed + (uint64_t)c), nq, nk, nq + 29, nk + 61,
+                  where < 0 ? "lse" : "out row", (long long)where);
         for (int g = 0; g < 3; g++)
             cr_expect(tub_views_bitwise_equal(&a.grad[g], &b.grad[g], &where),
                       "%s, seed %llu: %s of blocks %d/%d and %d/%d differ at flat index %lld", desc,
-                      (unsigned long long)(seed + (uint64_t)c), names[g], nq, nk, nq + 29, nk + 61, (long long)where);
+                      (unsigned long long)(seed + (uint64_t)c), names[g], nq, nk, nq + 29, nk + 61,
+                      (long long)where);
         if (ic->spec.sinks)
             cr_expect(memcmp(dsinks_a, m.p.dsinks, sizeof(float) * (size_t)ic->shape.q_heads) == 0,
                       "%s, seed %llu: dsinks of blocks %d/%d and %d/%d differ", desc,

@@ -31,20 +31,34 @@ typedef struct {
 } masked_case;
 
 static const masked_case cases[] = {
-    {"window 0/0, bottom-right, Nq > Nk", {FA_F32, 2, 4, 2, 40, 25, 9, 7, TU_BHSD},
-     {FA_CAUSAL_BOTTOM_RIGHT, 0, 0, 0.0, 0, TM_BIAS_OFF, 0}, EMPTY_NONE},
-    {"window 0/0, top-left, Nq > Nk", {FA_F32, 1, 3, 1, 40, 25, 16, 5, TU_BSHD},
-     {FA_CAUSAL_TOP_LEFT, 0, 0, 1.5, 1, TM_BIAS_OFF, 0}, EMPTY_NONE},
-    {"window 2/1 without a causal mask, Nq > Nk", {FA_F32, 1, 2, 2, 40, 20, 8, 8, TU_PACKED},
-     {FA_CAUSAL_NONE, 2, 1, 0.0, 1, TM_BIAS_OFF, 0}, EMPTY_NONE},
-    {"window -1/0 without a causal mask, Nq > Nk", {FA_F32, 2, 2, 1, 37, 16, 5, 9, TU_BHSD},
-     {FA_CAUSAL_NONE, -1, 0, 0.0, 0, TM_BIAS_OFF, 0}, EMPTY_NONE},
-    {"bias rows of -inf", {FA_F32, 2, 3, 1, 30, 45, 12, 10, TU_BHSD},
-     {FA_CAUSAL_NONE, -1, -1, 2.0, 0, TM_BIAS_FULL, 0}, EMPTY_BIAS_ROWS},
-    {"key padding of a whole sequence", {FA_F32, 2, 2, 2, 33, 29, 7, 11, TU_BSHD},
-     {FA_CAUSAL_TOP_LEFT, -1, -1, 0.0, 1, TM_BIAS_KEY_PADDING, 0}, EMPTY_PADDED_SEQUENCE},
-    {"window 2/0 over padded keys", {FA_F32, 1, 2, 1, 30, 30, 6, 6, TU_BHSD},
-     {FA_CAUSAL_BOTTOM_RIGHT, 2, 0, 0.0, 0, TM_BIAS_KEY_PADDING, 0}, EMPTY_NONE},
+    {"window 0/0, bottom-right, Nq > Nk",
+     {FA_F32, 2, 4, 2, 40, 25, 9, 7, TU_BHSD},
+     {FA_CAUSAL_BOTTOM_RIGHT, 0, 0, 0.0, 0, TM_BIAS_OFF, 0},
+     EMPTY_NONE},
+    {"window 0/0, top-left, Nq > Nk",
+     {FA_F32, 1, 3, 1, 40, 25, 16, 5, TU_BSHD},
+     {FA_CAUSAL_TOP_LEFT, 0, 0, 1.5, 1, TM_BIAS_OFF, 0},
+     EMPTY_NONE},
+    {"window 2/1 without a causal mask, Nq > Nk",
+     {FA_F32, 1, 2, 2, 40, 20, 8, 8, TU_PACKED},
+     {FA_CAUSAL_NONE, 2, 1, 0.0, 1, TM_BIAS_OFF, 0},
+     EMPTY_NONE},
+    {"window -1/0 without a causal mask, Nq > Nk",
+     {FA_F32, 2, 2, 1, 37, 16, 5, 9, TU_BHSD},
+     {FA_CAUSAL_NONE, -1, 0, 0.0, 0, TM_BIAS_OFF, 0},
+     EMPTY_NONE},
+    {"bias rows of -inf",
+     {FA_F32, 2, 3, 1, 30, 45, 12, 10, TU_BHSD},
+     {FA_CAUSAL_NONE, -1, -1, 2.0, 0, TM_BIAS_FULL, 0},
+     EMPTY_BIAS_ROWS},
+    {"key padding of a whole sequence",
+     {FA_F32, 2, 2, 2, 33, 29, 7, 11, TU_BSHD},
+     {FA_CAUSAL_TOP_LEFT, -1, -1, 0.0, 1, TM_BIAS_KEY_PADDING, 0},
+     EMPTY_PADDED_SEQUENCE},
+    {"window 2/0 over padded keys",
+     {FA_F32, 1, 2, 1, 30, 30, 6, 6, TU_BHSD},
+     {FA_CAUSAL_BOTTOM_RIGHT, 2, 0, 0.0, 0, TM_BIAS_KEY_PADDING, 0},
+     EMPTY_NONE},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -99,7 +113,8 @@ static void check_case(fa_context *ctx, const masked_case *mc, fa_dtype dtype, i
     int64_t empty = 0, rows = tu_problem_rows(&bp.fw);
     for (int64_t r = 0; r < rows; r++)
         empty += row_empty(&m.p, &s, r / (s.q_heads * s.q_len), (r / s.q_len) % s.q_heads, r % s.q_len);
-    cr_assert(empty > 0 && empty < rows, "%s: %lld of %lld rows see no key", desc, (long long)empty, (long long)rows);
+    cr_assert(empty > 0 && empty < rows, "%s: %lld of %lld rows see no key", desc, (long long)empty,
+              (long long)rows);
 
     cr_assert_eq(tub_forward(ctx, &m.p, &bp), FA_OK, "%s: forward", desc);
     int64_t *all;
@@ -113,12 +128,14 @@ static void check_case(fa_context *ctx, const masked_case *mc, fa_dtype dtype, i
                 double lse = tu_lse_get(&bp.fw, r);
                 int is_empty = row_empty(&m.p, &s, b, h, i);
                 double want = sinks ? (double)m.sinks[h] : -INFINITY; /* a float is exact in either dtype */
-                cr_expect(!isnan(lse) && (!is_empty || lse == want), "%s: row (b %lld, h %lld, i %lld)%s has lse %.17g",
-                          desc, (long long)b, (long long)h, (long long)i, is_empty ? ", which sees no key," : "", lse);
+                cr_expect(!isnan(lse) && (!is_empty || lse == want),
+                          "%s: row (b %lld, h %lld, i %lld)%s has lse %.17g", desc, (long long)b,
+                          (long long)h, (long long)i, is_empty ? ", which sees no key," : "", lse);
                 for (int64_t y = 0; y < s.dim_v; y++) {
                     double o = tu_get(&bp.fw.out, b, h, i, y);
-                    cr_expect(!isnan(o) && (!is_empty || o == 0.0), "%s: row (b %lld, h %lld, i %lld)%s has out[%lld] = %g",
-                              desc, (long long)b, (long long)h, (long long)i, is_empty ? ", which sees no key," : "",
+                    cr_expect(!isnan(o) && (!is_empty || o == 0.0),
+                              "%s: row (b %lld, h %lld, i %lld)%s has out[%lld] = %g", desc, (long long)b,
+                              (long long)h, (long long)i, is_empty ? ", which sees no key," : "",
                               (long long)y, o);
                 }
             }
@@ -127,30 +144,36 @@ static void check_case(fa_context *ctx, const masked_case *mc, fa_dtype dtype, i
     cr_assert_eq(tub_backward(ctx, &m.p, &bp), FA_OK, "%s: backward", desc);
     int64_t first;
     for (int g = 0; g < 3; g++)
-        cr_expect_eq(tub_count_nonfinite(&bp.grad[g], &first), 0, "%s: gradient %d has a non-finite value at %lld", desc,
-                     g, (long long)first);
+        cr_expect_eq(tub_count_nonfinite(&bp.grad[g], &first), 0,
+                     "%s: gradient %d has a non-finite value at %lld", desc, g, (long long)first);
     for (int64_t b = 0; b < s.batch; b++) {
         for (int64_t h = 0; h < s.q_heads; h++)
             for (int64_t i = 0; i < s.q_len; i++)
                 for (int64_t x = 0; x < s.dim && row_empty(&m.p, &s, b, h, i); x++)
-                    cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0, "%s: dq of row (b %lld, h %lld, i %lld), which sees no key, is %g",
-                              desc, (long long)b, (long long)h, (long long)i, tu_get(&bp.grad[TUB_DQ], b, h, i, x));
+                    cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
+                              "%s: dq of row (b %lld, h %lld, i %lld), which sees no key, is %g", desc,
+                              (long long)b, (long long)h, (long long)i, tu_get(&bp.grad[TUB_DQ], b, h, i, x));
         for (int64_t kvh = 0; kvh < s.kv_heads; kvh++)
             for (int64_t j = 0; j < s.kv_len; j++) {
                 if (!key_unused(&m.p, &s, b, kvh, j)) continue;
                 for (int64_t x = 0; x < s.dim; x++)
-                    cr_expect(tu_get(&bp.grad[TUB_DK], b, kvh, j, x) == 0.0, "%s: dk of key (b %lld, kv head %lld, j %lld), which no row uses, is %g",
-                              desc, (long long)b, (long long)kvh, (long long)j, tu_get(&bp.grad[TUB_DK], b, kvh, j, x));
+                    cr_expect(tu_get(&bp.grad[TUB_DK], b, kvh, j, x) == 0.0,
+                              "%s: dk of key (b %lld, kv head %lld, j %lld), which no row uses, is %g", desc,
+                              (long long)b, (long long)kvh, (long long)j,
+                              tu_get(&bp.grad[TUB_DK], b, kvh, j, x));
                 for (int64_t y = 0; y < s.dim_v; y++)
-                    cr_expect(tu_get(&bp.grad[TUB_DV], b, kvh, j, y) == 0.0, "%s: dv of key (b %lld, kv head %lld, j %lld), which no row uses, is %g",
-                              desc, (long long)b, (long long)kvh, (long long)j, tu_get(&bp.grad[TUB_DV], b, kvh, j, y));
+                    cr_expect(tu_get(&bp.grad[TUB_DV], b, kvh, j, y) == 0.0,
+                              "%s: dv of key (b %lld, kv head %lld, j %lld), which no row uses, is %g", desc,
+                              (long long)b, (long long)kvh, (long long)j,
+                              tu_get(&bp.grad[TUB_DV], b, kvh, j, y));
             }
     }
     int f32 = dtype == FA_F32;
     tub_ref oracle, naive;
     tub_ref_compute(&oracle, &bp, &m.p);
     if (f32) tub_ref_compute_naive_f32(&naive, &bp, &m.p);
-    cr_expect(tub_check_accuracy(&bp, &m.p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg), "%s: %s", desc, msg);
+    cr_expect(tub_check_accuracy(&bp, &m.p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg), "%s: %s",
+              desc, msg);
     if (sinks) cr_expect(tm_check_dsinks(&bp, &m, msg, sizeof msg), "%s: %s", desc, msg);
     tub_ref_free(&oracle);
     if (f32) tub_ref_free(&naive);
@@ -172,7 +195,8 @@ static void run(int sinks)
         snprintf(what, sizeof what, "blocks %d/%d", o.block_q, o.block_k);
         for (int t = 0; t < 2; t++)
             for (int c = 0; c < N_CASES; c++)
-                check_case(ctx, &cases[c], t ? FA_F64 : FA_F32, sinks, seed + (uint64_t)(100 * bl + 10 * t + c), what);
+                check_case(ctx, &cases[c], t ? FA_F64 : FA_F32, sinks,
+                           seed + (uint64_t)(100 * bl + 10 * t + c), what);
         fa_context_destroy(ctx);
     }
 }
@@ -211,18 +235,20 @@ Test(modifier_masked_rows, no_keys_at_all_give_zeros_lse_of_the_sink_and_zero_ds
                     for (int64_t i = 0; i < s.q_len; i++) {
                         double lse = tu_lse_get(&bp.fw, (b * s.q_heads + h) * s.q_len + i);
                         double want = sinks ? (double)m.sinks[h] : -INFINITY;
-                        cr_expect(lse == want, "%s: lse of row (b %lld, h %lld, i %lld) is %g, expected %g", desc,
-                                  (long long)b, (long long)h, (long long)i, lse, want);
+                        cr_expect(lse == want, "%s: lse of row (b %lld, h %lld, i %lld) is %g, expected %g",
+                                  desc, (long long)b, (long long)h, (long long)i, lse, want);
                         for (int64_t y = 0; y < s.dim_v; y++)
-                            cr_expect(tu_get(&bp.fw.out, b, h, i, y) == 0.0, "%s: out of row (b %lld, h %lld, i %lld) is %g",
-                                      desc, (long long)b, (long long)h, (long long)i, tu_get(&bp.fw.out, b, h, i, y));
+                            cr_expect(tu_get(&bp.fw.out, b, h, i, y) == 0.0,
+                                      "%s: out of row (b %lld, h %lld, i %lld) is %g", desc, (long long)b,
+                                      (long long)h, (long long)i, tu_get(&bp.fw.out, b, h, i, y));
                         for (int64_t x = 0; x < s.dim; x++)
-                            cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0, "%s: dq of row (b %lld, h %lld, i %lld) is %g",
-                                      desc, (long long)b, (long long)h, (long long)i, tu_get(&bp.grad[TUB_DQ], b, h, i, x));
+                            cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
+                                      "%s: dq of row (b %lld, h %lld, i %lld) is %g", desc, (long long)b,
+                                      (long long)h, (long long)i, tu_get(&bp.grad[TUB_DQ], b, h, i, x));
                     }
             for (int64_t h = 0; sinks && h < s.q_heads; h++)
-                cr_expect(m.p.dsinks[h] == 0.0f && !signbit(m.p.dsinks[h]), "%s: dsinks[%lld] is %g, expected +0", desc,
-                          (long long)h, (double)m.p.dsinks[h]);
+                cr_expect(m.p.dsinks[h] == 0.0f && !signbit(m.p.dsinks[h]),
+                          "%s: dsinks[%lld] is %g, expected +0", desc, (long long)h, (double)m.p.dsinks[h]);
             cr_expect(tub_grads_only_defined_written(&bp), "%s: wrote outside dq/dk/dv", desc);
             if (sinks) cr_expect(tm_dsinks_guards_intact(&m), "%s: wrote around dsinks", desc);
             tm_mods_free(&m);

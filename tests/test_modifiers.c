@@ -29,12 +29,13 @@ static void check_forward(fa_context *ctx, const tu_shape *s, const tm_spec *spe
     cr_expect_eq(st, FA_OK, "%s (%s), seed %llu: status %d (%s)", where, desc, (unsigned long long)seed, st,
                  fa_status_str(st));
     if (st == FA_OK) {
-        cr_expect(tu_problem_only_defined_written(&pr), "%s (%s), seed %llu: a byte outside out or lse was written",
-                  where, desc, (unsigned long long)seed);
+        cr_expect(tu_problem_only_defined_written(&pr),
+                  "%s (%s), seed %llu: a byte outside out or lse was written", where, desc,
+                  (unsigned long long)seed);
         int64_t *rows;
         int64_t n = tu_pick_rows(&pr, &m.p, INT64_MAX, &rows);
-        cr_expect(tu_check_accuracy(&pr, &m.p, rows, n, 1e-12, msg, sizeof msg), "%s (%s), seed %llu: %s", where,
-                  desc, (unsigned long long)seed, msg);
+        cr_expect(tu_check_accuracy(&pr, &m.p, rows, n, 1e-12, msg, sizeof msg), "%s (%s), seed %llu: %s",
+                  where, desc, (unsigned long long)seed, msg);
         free(rows);
     }
     tm_mods_free(&m);
@@ -44,8 +45,8 @@ static void check_forward(fa_context *ctx, const tu_shape *s, const tm_spec *spe
 Test(modifier_grid, covers_every_pair_of_modifier_values)
 {
     int a1 = 0, a2 = 0, l1 = 0, l2 = 0;
-    cr_assert(mg_covers_every_pair(&a1, &a2, &l1, &l2), "axes %d and %d: value pair (%d, %d) is not covered", a1,
-              a2, l1, l2);
+    cr_assert(mg_covers_every_pair(&a1, &a2, &l1, &l2), "axes %d and %d: value pair (%d, %d) is not covered",
+              a1, a2, l1, l2);
 }
 
 static void check_grid_row(fa_context *ctx, mg_row *g)
