@@ -81,7 +81,10 @@ static void FA_NAME(sink_grad_item_)(const void *job_ptr, fa_arena *arena, int64
     for (int64_t b = 0; b < p->batch; b++) {
         int64_t at = (b * p->q_heads + h) * p->q_len;
         const FA_T *lse = (const FA_T *)p->lse + at, *delta = (const FA_T *)job->delta + at;
-        for (int64_t i = 0; i < p->q_len; i++) sum += FA_EXP(sink - lse[i]) * delta[i];
+        /* lse = -inf only when the sink is -inf too and the row saw no key: P_sink is 0 there (not
+         * exp(-inf + inf)), as the probabilities kernel has it */
+        for (int64_t i = 0; i < p->q_len; i++)
+            if (lse[i] != -(FA_T)INFINITY) sum += FA_EXP(sink - lse[i]) * delta[i];
     }
     p->dsinks[h] = (float)(0 - sum); /* +0, not -0, when there is nothing to sum */
 }
