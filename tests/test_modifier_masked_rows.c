@@ -255,3 +255,33 @@ Test(modifier_masked_rows, no_keys_at_all_give_zeros_lse_of_the_sink_and_zero_ds
             tub_free(&bp);
         }
 }
+
+/* A sink of -inf (the sink switched off for one head) with rows that see no key: such a row's lse
+ * is -inf too, and its sink probability is 0, not exp(-inf + inf): dsinks stays finite and matches
+ * the oracle. */
+Test(modifier_masked_rows, a_sink_of_minus_inf_with_empty_rows_gives_a_finite_dsinks)
+{
+    uint64_t seed = tu_test_seed();
+    for (int t = 0; t < 2; t++) {
+        tu_shape s = {t ? FA_F64 : FA_F32, 1, 2, 1, 40, 25, 8, 8, TU_BSHD};
+        tm_spec spec = tm_spec_none();
+        spec.causal = FA_CAUSAL_BOTTOM_RIGHT; /* Nq > Nk: the first 15 rows see no key */
+        spec.sinks = 1;
+        tu_rng rng = tu_rng_make(seed + (uint64_t)t);
+        tub_problem bp;
+        tub_make(&bp, &s, &rng, 2.0);
+        tm_mods m;
+        tm_mods_make(&m, &spec, &s, 0.0, &rng);
+        m.sinks[0] = -INFINITY;
+        char desc[600], msg[512];
+        tm_desc(&s, &m, desc, sizeof desc);
+        cr_assert_eq(tub_forward(NULL, &m.p, &bp), FA_OK, "%s", desc);
+        tm_mods_want_dsinks(&m);
+        cr_assert_eq(tub_backward(NULL, &m.p, &bp), FA_OK, "%s", desc);
+        for (int h = 0; h < 2; h++)
+            cr_expect(isfinite(m.p.dsinks[h]), "%s: dsinks[%d] = %g", desc, h, (double)m.p.dsinks[h]);
+        cr_expect(tm_check_dsinks(&bp, &m, msg, sizeof msg), "%s: %s", desc, msg);
+        tm_mods_free(&m);
+        tub_free(&bp);
+    }
+}
