@@ -392,6 +392,30 @@ FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tenso
                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
                              const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv);
 
+/**
+ * Combines partial attention results over disjoint sets of keys into the result over their union:
+ * a KV cache split the caller made, a cached prefix and a new suffix (cascade attention), the
+ * ranks of a sequence-parallel job. With L_k the lse of part k (as fa_forward writes it),
+ *   lse = log Σ_k exp(L_k),   out = Σ_k exp(L_k − lse) · outs[k],
+ * computed with the largest L_k subtracted first (no overflow for any lse) and summed in the order
+ * k = 0..n-1 for every element, so the bytes do not depend on the thread count. A part whose lse
+ * is -INFINITY (its row saw no key) contributes nothing, whatever its out holds; a row no part saw
+ * gets out = 0 and lse = -INFINITY; a NaN lse makes the row NaN. Merging the fa_forward results of
+ * a split of the keys gives the result of one call over all of them up to rounding (compute the
+ * parts without sinks: each part's lse would count the sink once more).
+ *
+ * n >= 1 parts: outs[k] are views of one shape [B][H][Nq][Dv] (Dv in 1..FA_MAX_HEAD_DIM) and one
+ * dtype, FA_F32 or FA_F64; lses[k] point at contiguous [B][H][Nq] values of the accumulation type
+ * (float or double). out has the same shape and dtype; lse is NULL or [B][H][Nq] like lses[k].
+ *
+ * Refused, with nothing written: outs, lses, out, a part's data or a part's lse NULL (FA_ERR_NULL);
+ * n < 1 (FA_ERR_ARG); mixed dtypes (FA_ERR_DTYPE); a size that differs from outs[0]'s, or Dv out of
+ * range (FA_ERR_SHAPE); strides as fa_forward (FA_ERR_STRIDE); out or lse overlapping a part, its
+ * lse or each other (FA_ERR_ALIAS: no merging in place); FA_BF16/FA_F16 (FA_ERR_UNSUPPORTED).
+ */
+FA_API fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses, const fa_tensor *out,
+                          void *lse);
+
 #ifdef __cplusplus
 }
 #endif

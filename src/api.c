@@ -8,6 +8,7 @@
 #include "diagnostic.h"
 #include "flashattn.h"
 #include "forward.h"
+#include "merge.h"
 #include "validate.h"
 
 #define FA_STR2(x) #x
@@ -112,5 +113,25 @@ fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, c
     fa_problem prob;
     fa_status st = fa_validate_backward(call, p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
     if (st == FA_OK) st = run_on_context(call, ctx, &prob, fa_backward_run);
+    return fa_diag_finish(st, call);
+}
+
+fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses, const fa_tensor *out,
+                   void *lse)
+{
+    static const char call[] = "fa_merge";
+    fa_diag_clear();
+    fa_merge_problem mp;
+    fa_status st = fa_validate_merge(call, n, outs, lses, out, lse, &mp);
+    if (st == FA_OK) {
+        if (!ctx) st = fa_default_context(call, &ctx);
+        if (st == FA_OK && !fa_context_acquire(ctx))
+            st = fa_diag_fail(FA_ERR_BUSY, call, "ctx = %p is serving another call (one call at a time per context)",
+                              (void *)ctx);
+        else if (st == FA_OK) {
+            st = fa_merge_run(ctx, &mp);
+            fa_context_release(ctx);
+        }
+    }
     return fa_diag_finish(st, call);
 }

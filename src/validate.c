@@ -6,6 +6,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "diagnostic.h"
 #include "view_checks.h"
@@ -210,7 +211,7 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all)) != FA_OK) return st;
     byte_range in_range[6], out_range[2];
     if ((st = fa_check_strides(call, in, n_in, &nout, 1, in_range, out_range)) != FA_OK) return st;
-    if ((st = fa_lse_extent(call, lse, q, &out_range[1])) != FA_OK) return st;
+    if ((st = fa_lse_extent(call, lse, q, "lse", &out_range[1])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 2)) != FA_OK) return st;
     if ((st = check_supported(call, nq)) != FA_OK) return st;
@@ -241,7 +242,7 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
             if ((st = check_same(call, shaped_like[i][0], shaped_like[i][1], axis)) != FA_OK) return st;
     byte_range in_range[9], out_range[4];
     if ((st = fa_check_strides(call, in, n_in, grads, 3, in_range, out_range)) != FA_OK) return st;
-    if ((st = fa_lse_extent(call, lse, q, &in_range[n_in++])) != FA_OK) return st;
+    if ((st = fa_lse_extent(call, lse, q, "lse", &in_range[n_in++])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
     if ((st = fa_float_array_range(call, params.dsinks, q->heads, "p.dsinks", &out_range[3])) != FA_OK) return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 4)) != FA_OK) return st;
@@ -252,5 +253,70 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     prob->dq = view_of(dq);
     prob->dk = view_of(dk);
     prob->dv = view_of(dv);
+    return FA_OK;
+}
+
+/* ---- fa_merge ---- */
+
+/* Every status class of fa_merge in the documented order, one part at a time (names such as
+ * "outs[3].seq" are formatted per part, and the overlap test needs only the part at hand against
+ * the two outputs, so no storage grows with n). */
+fa_status fa_validate_merge(const char *call, int n, const fa_tensor *outs, const void *const *lses,
+                            const fa_tensor *out, const void *lse, fa_merge_problem *prob)
+{
+    if (!outs) return fa_diag_fail(FA_ERR_NULL, call, "outs is NULL");
+    if (!lses) return fa_diag_fail(FA_ERR_NULL, call, "lses is NULL");
+    const named_view nout = {out, "out"};
+    fa_status st = fa_check_null(call, &nout, 1);
+    if (st != FA_OK) return st;
+    if (n < 1) return fa_diag_fail(FA_ERR_ARG, call, "n = %d: expected at least one part", n);
+    char name[32];
+    for (int k = 0; k < n; k++) {
+        snprintf(name, sizeof name, "outs[%d]", k);
+        named_view part = {&outs[k], name};
+        if ((st = fa_check_null(call, &part, 1)) != FA_OK) return st;
+        if (!lses[k] && !fa_is_empty(&outs[k]))
+            return fa_diag_fail(FA_ERR_NULL, call, "lses[%d] is NULL: every part needs its log-sum-exp", k);
+    }
+    for (int k = 0; k <= n; k++) { /* dtypes: every part and out as outs[0] */
+        snprintf(name, sizeof name, "outs[%d]", k);
+        named_view pair[2] = {{&outs[0], "outs[0]"}, k < n ? (named_view){&outs[k], name} : nout};
+        if ((st = fa_check_dtypes(call, pair, 2)) != FA_OK) return st;
+    }
+    for (int k = 0; k <= n; k++) { /* shapes: every part and out as outs[0] */
+        snprintf(name, sizeof name, "outs[%d]", k);
+        named_view first = {&outs[0], "outs[0]"}, part = k < n ? (named_view){&outs[k], name} : nout;
+        for (int axis = 0; axis < 4; axis++)
+            if (fa_size_of(part.t, axis) < 0)
+                return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: sizes must be >= 0", part.name,
+                                    fa_size_names[axis], (long long)fa_size_of(part.t, axis));
+        for (int axis = 0; axis < 4; axis++)
+            if ((st = check_same(call, part, first, axis)) != FA_OK) return st;
+    }
+    if (out->dim < 1 || out->dim > FA_MAX_HEAD_DIM) /* as fa_forward's Dv; a row of it is held in scratch */
+        return fa_diag_fail(FA_ERR_SHAPE, call, "out.dim = %lld: head dims must be in 1..%d (FA_MAX_HEAD_DIM)",
+                            (long long)out->dim, FA_MAX_HEAD_DIM);
+    byte_range outputs[2], part_range[2], unused;
+    if ((st = fa_check_strides(call, NULL, 0, &nout, 1, NULL, &outputs[0])) != FA_OK) return st;
+    if ((st = fa_lse_extent(call, lse, out, "lse", &outputs[1])) != FA_OK) return st;
+    for (int k = 0; k < n; k++) {
+        snprintf(name, sizeof name, "outs[%d]", k);
+        named_view part = {&outs[k], name};
+        if ((st = fa_check_strides(call, &part, 1, NULL, 0, &part_range[0], &unused)) != FA_OK) return st;
+        char lse_name[32];
+        snprintf(lse_name, sizeof lse_name, "lses[%d]", k);
+        if ((st = fa_lse_extent(call, lses[k], out, lse_name, &part_range[1])) != FA_OK) return st;
+        if ((st = fa_check_alias(call, part_range, 2, outputs, 2)) != FA_OK) return st;
+    }
+    if ((st = fa_check_alias(call, NULL, 0, outputs, 2)) != FA_OK) return st; /* out against lse */
+    if (out->dtype != FA_F32 && out->dtype != FA_F64)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
+                            "out.dtype = %s: not supported by this version of the library (on any CPU)",
+                            fa_dtype_name(out->dtype));
+    prob->n = n;
+    prob->outs = outs;
+    prob->lses = lses;
+    prob->out = out;
+    prob->lse = (void *)(uintptr_t)lse;
     return FA_OK;
 }

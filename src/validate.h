@@ -18,4 +18,18 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
                                const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
                                const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv, fa_problem *prob);
 
+/* A validated fa_merge: the caller's arrays (read during the call only). */
+typedef struct {
+    int n;
+    const fa_tensor *outs;
+    const void *const *lses;
+    const fa_tensor *out;
+    void *lse;
+} fa_merge_problem;
+
+/* Checks every argument of fa_merge in the documented order (NULL, ARG, DTYPE, SHAPE, STRIDE,
+ * ALIAS, UNSUPPORTED) and fills *prob on FA_OK. */
+fa_status fa_validate_merge(const char *call, int n, const fa_tensor *outs, const void *const *lses,
+                            const fa_tensor *out, const void *lse, fa_merge_problem *prob);
+
 #endif

@@ -184,18 +184,19 @@ fa_status fa_check_strides(const char *call, const named_view *in, int n_in, con
 }
 
 /* The lse's range: contiguous [B][Hq][Nq] values of the accumulation type. */
-fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, byte_range *r)
+fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, const char *name, byte_range *r)
 {
     r->begin = r->end = 0;
     r->view = NULL;
-    r->name = "lse";
+    r->name = name;
     if (!lse || fa_is_empty(q)) return FA_OK;
     size_t elem = q->dtype == FA_F64 ? 8u : 4u, bytes = (size_t)(q->batch * q->heads * q->seq) * elem;
     if ((uintptr_t)lse % elem != 0)
-        return fa_diag_fail(FA_ERR_STRIDE, call, "lse = %p: not aligned to its %zu-byte elements", lse, elem);
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its %zu-byte elements", name, lse, elem);
     r->begin = (uintptr_t)lse;
     if (__builtin_add_overflow(r->begin, (uintptr_t)bytes, &r->end))
-        return fa_diag_fail(FA_ERR_STRIDE, call, "lse = %p: its %zu bytes wrap around the address space", lse, bytes);
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %zu bytes wrap around the address space", name, lse,
+                            bytes);
     return FA_OK;
 }
 

@@ -46,8 +46,8 @@ fa_status fa_check_dtypes(const char *call, const named_view *t, int n);
 fa_status fa_check_strides(const char *call, const named_view *in, int n_in, const named_view *out, int n_out,
                            byte_range *in_range, byte_range *out_range);
 
-/* The range of an lse: contiguous [B][Hq][Nq] values of the accumulation type of q's dtype. */
-fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, byte_range *r);
+/* The range of an lse (named `name`): contiguous [B][Hq][Nq] values of the accumulation type of q's dtype. */
+fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, const char *name, byte_range *r);
 
 /* The range of n floats of a per-head array; NULL spans nothing. */
 fa_status fa_float_array_range(const char *call, const float *a, int64_t n, const char *name, byte_range *r);
