@@ -187,6 +187,33 @@ typedef enum {
 } fa_causal;
 
 /**
+ * A batch of sequences of different lengths (varlen, KV caches, paged KV), for fa_params.seqs.
+ * Sequence b (0 <= b < batch):
+ * - queries: with cu_seqlens_q, q, out (and dout, dq) are packed [1][Hq][total_q][D] views and the
+ *   sequence owns query rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]; lse is then [1][Hq][total_q].
+ *   Without it, q is [batch][Hq][Nq][D] and every sequence has Nq rows.
+ * - keys: with cu_seqlens_k, k and v (and dk, dv) are packed [1][Hkv][total_k][D] and the sequence
+ *   owns key rows cu_seqlens_k[b] .. cu_seqlens_k[b+1]. With block_table (paged K/V, fa_forward only),
+ *   k and v are page pools with batch = number of pages and seq = page size: key t of sequence b
+ *   lives in page block_table[b·pages_per_seq + t / page_size], row t % page_size; its capacity is
+ *   pages_per_seq·page_size. Otherwise k is [batch][Hkv][Nk][D] and the capacity is Nk.
+ * - seqused_k[b] (optional) keys of the sequence are in use (<= its key count or capacity); the
+ *   others are never read.
+ * Causal alignment, windows, ALiBi and sinks apply per sequence, with its own Nq and Nk (its keys in
+ * use): d0 = Nk_b - Nq_b. A per-sequence bias is not supported (p.bias with seqs: FA_ERR_UNSUPPORTED).
+ * The arrays are read during the call only. Offsets are in rows of the token axis: they start at 0,
+ * never decrease and end within the tensor.
+ */
+typedef struct {
+    int64_t batch;               /**< number of sequences */
+    const int64_t *cu_seqlens_q; /**< batch+1 non-decreasing offsets into the query token axis, or NULL */
+    const int64_t *cu_seqlens_k; /**< batch+1 offsets into the key token axis, or NULL */
+    const int64_t *seqused_k;    /**< per sequence: keys in use, <= its key capacity, or NULL = all */
+    const int32_t *block_table;  /**< paged K/V: [batch][pages_per_seq] page indices, or NULL */
+    int64_t pages_per_seq;       /**< entries per sequence in block_table */
+} fa_seqs;
+
+/**
  * What to compute besides the plain product. Start from fa_params_default().
  *
  * ## Score modifiers
@@ -225,6 +252,9 @@ typedef struct {
      *  (delta = rowsum(dout ∘ out)), summed b-major in a fixed order in the accumulation type and
      *  rounded to float once. The bias gets no gradient. */
     float *dsinks;
+    /** NULL = every tensor is a dense batch, as described at fa_forward; otherwise the sequences of
+     *  the batch (see fa_seqs). */
+    const fa_seqs *seqs;
 } fa_params;
 
 /** scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no bias, no sinks. */

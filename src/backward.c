@@ -24,6 +24,7 @@ typedef struct {
     void *delta;              /* [batch][q_heads][q_len] of the accumulation type */
     fa_backward_plan plan;    /* resolved: FUSED, SPLIT or WAVEFRONT */
     atomic_int *dq_progress;  /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
+    const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
 } fa_backward_job;
 
 /* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
@@ -109,6 +110,53 @@ const char *fa_backward_plan_name(fa_backward_plan plan)
     }
 }
 
+/* A batch of sequences: every sequence runs the fused plan on its own dense problem (delta items,
+ * then one item per (sequence, kv head)), with the block sizes of the longest sequence, so each
+ * sequence's gradients are those of a dense call of it alone. Not paged (validate.c refuses it). */
+static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
+{
+    size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
+    fa_problem widest = *p, one;
+    widest.q_len = widest.kv_len = 0;
+    for (int64_t b = 0; b < p->batch; b++) {
+        fa_problem_sequence(p, b, &one);
+        if (one.q_len > widest.q_len) widest.q_len = one.q_len;
+        if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
+    }
+    int64_t block_q, block_k;
+    fa_context_blocks(ctx, &widest, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
+    /* the rows buffer: delta, laid out as lse, then the sequences' first delta items */
+    int64_t lse_elems = (p->seqs->cu_seqlens_q ? 1 : p->batch) * p->q_heads * p->lse_head_stride;
+    size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem);
+    if (fa_context_reserve_rows(ctx, delta_bytes + (size_t)(p->batch + 1) * sizeof(int64_t)) != 0)
+        return FA_ERR_NOMEM;
+    int64_t *first = (int64_t *)(void *)((char *)ctx->rows + delta_bytes);
+    first[0] = 0;
+    for (int64_t b = 0; b < p->batch; b++) {
+        fa_problem_sequence(p, b, &one);
+        first[b + 1] = first[b] + fa_q_schedule_make(&one, block_q).count;
+    }
+    fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(&widest, block_q), block_k, 0, 0,
+                           fa_round_up(block_q, pad), ctx->rows, FA_BACKWARD_PLAN_FUSED, NULL, first};
+    int f64 = p->dtype == FA_F64;
+    fa_team_work work = {
+        .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
+        .job = &job,
+        .phases = 2,
+        .phase = {{first[p->batch], f64 ? delta_sequence_item_f64 : delta_sequence_item_f32},
+                  {p->batch * p->kv_heads, f64 ? head_sequence_item_f64 : head_sequence_item_f32}},
+    };
+    if (p->dsinks) work.phase[work.phases++] = (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
+    fa_status st = fa_team_run(ctx, &work);
+    if (st == FA_OK) {
+        ctx->last_block_q = (int)block_q;
+        ctx->last_block_k = (int)block_k;
+        ctx->last_backward_plan = fa_backward_plan_name(job.plan);
+    }
+    return st;
+}
+
 fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
 {
     /* Items exist for f32 and f64 only, and the epilogue knows a fixed set of masks: validate.c lets
@@ -116,13 +164,14 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
      * run as f32 or unmasked. */
     if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
     if (!fa_epilogue_knows(p)) return FA_ERR_ARG;
+    if (p->seqs) return backward_sequences(ctx, p);
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t block_q, block_k;
     fa_context_blocks(ctx, p, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
 
     int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0,
-                           fa_round_up(block_q, pad), NULL, FA_BACKWARD_PLAN_AUTO, NULL};
+                           fa_round_up(block_q, pad), NULL, FA_BACKWARD_PLAN_AUTO, NULL, NULL};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;

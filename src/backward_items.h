@@ -48,7 +48,7 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
     fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index);
     const FA_T *o = (const FA_T *)fa_view_at(&p->out, sizeof(FA_T), it.batch, it.q_head, 0);
     const FA_T *d_o = (const FA_T *)fa_view_at(&p->dout, sizeof(FA_T), it.batch, it.q_head, 0);
-    FA_T *delta = (FA_T *)job->delta + (it.batch * p->q_heads + it.q_head) * p->q_len;
+    FA_T *delta = (FA_T *)job->delta + (it.batch * p->q_heads + it.q_head) * p->lse_head_stride;
     for (int64_t i = it.row0; i < it.row0 + it.rows; i++) {
         const FA_T *orow = o + i * p->out.stride_seq, *drow = d_o + i * p->dout.stride_seq;
         FA_T sum = 0;
@@ -79,11 +79,13 @@ static void FA_NAME(sink_grad_item_)(const void *job_ptr, fa_arena *arena, int64
     const FA_T sink = (FA_T)p->sinks[h];
     FA_T sum = 0;
     for (int64_t b = 0; b < p->batch; b++) {
-        int64_t at = (b * p->q_heads + h) * p->q_len;
+        fa_problem one; /* the rows of batch b (or sequence b), wherever its lse and delta start */
+        fa_problem_sequence(p, b, &one);
+        int64_t at = ((const char *)one.lse - (const char *)p->lse) / (int64_t)sizeof(FA_T) + h * p->lse_head_stride;
         const FA_T *lse = (const FA_T *)p->lse + at, *delta = (const FA_T *)job->delta + at;
         /* lse = -inf only when the sink is -inf too and the row saw no key: P_sink is 0 there (not
          * exp(-inf + inf)), as the probabilities kernel has it */
-        for (int64_t i = 0; i < p->q_len; i++)
+        for (int64_t i = 0; i < one.q_len; i++)
             if (lse[i] != -(FA_T)INFINITY) sum += FA_EXP(sink - lse[i]) * delta[i];
     }
     p->dsinks[h] = (float)(0 - sum); /* +0, not -0, when there is nothing to sum */
@@ -111,7 +113,7 @@ static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_
                                       int64_t q_head, int64_t row0, int64_t rows)
 {
     const fa_problem *p = job->problem;
-    int64_t ld = job->ld, rows_at = (batch * p->q_heads + q_head) * p->q_len + row0;
+    int64_t ld = job->ld, rows_at = (batch * p->q_heads + q_head) * p->lse_head_stride + row0;
     const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), batch, q_head, row0);
     const FA_T *d_o = (const FA_T *)fa_view_at(&p->dout, sizeof(FA_T), batch, q_head, row0);
     FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qp->qt, ld);
@@ -289,6 +291,40 @@ static void FA_NAME(head_item_)(const void *job_ptr, fa_arena *arena, int64_t in
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
         FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, 0, p->q_len, d, (FA_T)p->scale);
     }
+}
+
+/* A batch of sequences: the job of sequence b's dense problem `one` (its query schedule, key blocks
+ * and delta rows), so its items run exactly as a dense call of that sequence alone would. */
+static void FA_NAME(sequence_job_)(const fa_backward_job *job, int64_t b, fa_problem *one, fa_backward_job *mine)
+{
+    fa_problem_sequence(job->problem, b, one);
+    *mine = *job;
+    mine->problem = one;
+    mine->q_schedule = fa_q_schedule_make(one, job->q_schedule.block_q);
+    mine->kv_blocks = (one->kv_len + job->block_k - 1) / job->block_k;
+    mine->kv_items = one->kv_heads * mine->kv_blocks;
+    mine->delta = (char *)job->delta + ((const char *)one->lse - (const char *)job->problem->lse);
+}
+
+static void FA_NAME(delta_sequence_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_backward_job *job = job_ptr;
+    int64_t b = fa_sequence_of_item(job->first_item, job->problem->batch, index);
+    fa_problem one;
+    fa_backward_job mine;
+    FA_NAME(sequence_job_)(job, b, &one, &mine);
+    FA_NAME(delta_item_)(&mine, arena, index - job->first_item[b]);
+}
+
+/* Fused plan per sequence: item (b, kv head) of b·Hkv + kv head. */
+static void FA_NAME(head_sequence_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_backward_job *job = job_ptr;
+    int64_t b = index / job->problem->kv_heads;
+    fa_problem one;
+    fa_backward_job mine;
+    FA_NAME(sequence_job_)(job, b, &one, &mine);
+    FA_NAME(head_item_)(&mine, arena, index % job->problem->kv_heads);
 }
 
 /* Split plan: one query block's dQ, every key block in order. */

@@ -14,6 +14,21 @@ typedef struct {
     int64_t acc_stride;
 } FA_NAME(rows_state_);
 
+/* Paged keys (p->pages): keys [col0, col0 + cols) of kv_head copied from their pages into
+ * contiguous tiles, so the kernels see what a contiguous cache gives them, bit for bit. */
+static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t batch, int64_t kv_head, int64_t col0, int64_t cols,
+                                   FA_T *k_tile, FA_T *v_tile)
+{
+    (void)batch; /* the problem of one sequence: its pages are p->pages */
+    for (int64_t c = 0; c < cols; c++) {
+        int64_t t = col0 + c, page = p->pages[t / p->page_size], row = t % p->page_size;
+        const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), page, kv_head, row);
+        const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), page, kv_head, row);
+        for (int64_t x = 0; x < p->dim; x++) k_tile[c * p->dim + x] = k[x];
+        for (int64_t y = 0; y < p->dim_v; y++) v_tile[c * p->dim_v + y] = v[y];
+    }
+}
+
 /* Runs the online softmax of query item `it` over the keys [key_lo, key_hi) it may see
  * (key_lo a multiple of block_k), in the arena. */
 static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
@@ -33,8 +48,18 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     st.acc_stride = dv_pad;
 
     const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), it->batch, it->q_head, it->row0);
-    const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), it->batch, kv_head, 0);
-    const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), it->batch, kv_head, 0);
+    const FA_T *k = NULL, *v = NULL;
+    int64_t k_stride = p->dim, v_stride = p->dim_v;
+    FA_T *k_tile = NULL, *v_tile = NULL;
+    if (p->pages) {
+        k_tile = fa_arena_alloc(arena, (size_t)(bk * p->dim) * sizeof(FA_T));
+        v_tile = fa_arena_alloc(arena, (size_t)(bk * p->dim_v) * sizeof(FA_T));
+    } else {
+        k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), it->batch, kv_head, 0);
+        v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), it->batch, kv_head, 0);
+        k_stride = p->k.stride_seq;
+        v_stride = p->v.stride_seq;
+    }
 
     /* the scale folded into the queries: score tiles come out scaled */
     FA_CAT(fa_pack_transposed_, FA_SFX)(it->rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
@@ -55,7 +80,10 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
             fa_tile_cols_seen(p, it->row0, it->rows, block0, p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
-        kern->scores(it->rows, ld, cols, p->dim, qt, k + col0 * p->k.stride_seq, p->k.stride_seq, s);
+        const FA_T *kt = k_tile, *vt = v_tile;
+        if (p->pages) FA_NAME(gather_pages_)(p, it->batch, kv_head, col0, cols, k_tile, v_tile);
+        else kt = k + col0 * k_stride, vt = v + col0 * v_stride;
+        kern->scores(it->rows, ld, cols, p->dim, qt, kt, k_stride, s);
         if (modified) {
             fa_score_mods mods = fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
             kern->modify(&mods, ld, cols, s, NULL);
@@ -63,8 +91,8 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         if (!fa_tile_fully_visible(p, it->row0, it->rows, col0, cols))
             FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
         kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
-        FA_CAT(fa_accumulate_visible_, FA_SFX)(kern, p, it->row0, it->rows, col0, cols, dv, s, ld,
-                                              v + col0 * p->v.stride_seq, p->v.stride_seq, st.acc, dv_pad);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)(kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride,
+                                              st.acc, dv_pad);
     }
     return st;
 }
@@ -76,7 +104,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
 static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) *st)
 {
     FA_T *out = (FA_T *)fa_view_at(&p->out, sizeof(FA_T), it->batch, it->q_head, it->row0);
-    FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->q_len + it->row0 : NULL;
+    FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride + it->row0 : NULL;
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {
@@ -106,6 +134,20 @@ static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t
     fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, index);
     FA_NAME(rows_state_) st = FA_NAME(attend_)(job, arena, &it, 0, job->problem->kv_len);
     FA_NAME(write_rows_)(job->problem, &it, &st);
+}
+
+/* A batch of sequences: item `index` of all sequences' items is item index - first[b] of the dense
+ * problem of its sequence b, run exactly as a dense call of that sequence alone would run it. */
+static void FA_NAME(forward_sequence_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    int64_t b = fa_sequence_of_item(job->first_item, job->problem->batch, index);
+    fa_problem one;
+    fa_problem_sequence(job->problem, b, &one);
+    fa_forward_job mine = *job;
+    mine.problem = &one;
+    mine.schedule = fa_q_schedule_make(&one, job->schedule.block_q);
+    FA_NAME(forward_item_)(&mine, arena, index - job->first_item[b]);
 }
 
 /* ---- split-KV: (query item, chunk) items write partial states, merge items combine them ----

@@ -36,7 +36,27 @@ typedef struct {
                                           broadcast axes (size 1 in the caller's view) have stride 0 here */
     const float *sinks;                /* NULL: off; one logit per query head */
     float *dsinks;                     /* backward only: NULL, or one gradient per query head */
+    /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride + i:
+     * q_len for a dense batch, total_q when the queries are packed */
+    int64_t lse_head_stride;
+    /* A batch of sequences (fa_seqs), or NULL. Drivers never read it: they run the dense problem of
+     * one sequence at a time, from fa_problem_sequence. */
+    const fa_seqs *seqs;
+    /* Paged K/V, in the problem of one sequence: its page indices (k and v are page pools whose
+     * batch axis is the page, seq axis the row in it), or NULL for contiguous keys. */
+    const int32_t *pages;
+    int64_t page_size;
 } fa_problem;
+
+/* The dense problem of sequence b of a problem with seqs: batch 1, its own query rows and keys in
+ * use, views and lse moved to its first row, its diagonal offset (Nk_b - Nq_b unless top-left),
+ * paged keys as pages. For a problem without seqs, the problem of batch b alone. */
+void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one);
+
+/* Work items over the sequences of a problem: `per_sequence[b]` items for sequence b, numbered
+ * sequence after sequence. first[b] is the index of sequence b's first item; first has batch + 1
+ * entries (first[batch] = the count). Returns the sequence of item `index` (binary search). */
+int64_t fa_sequence_of_item(const int64_t *first, int64_t batch, int64_t index);
 
 /* Whether the problem has a value modifier, applied to every score computed (softcap, ALiBi, bias). */
 static inline int fa_problem_modifies_scores(const fa_problem *p)

@@ -33,6 +33,14 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
     if (!(p->softcap >= 0.0) || !isfinite(p->softcap))
         return fa_diag_fail(FA_ERR_ARG, call, "p.softcap = %g: expected 0 (off) or a finite positive value",
                             p->softcap);
+    if (p->seqs && p->seqs->batch < 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "p.seqs.batch = %lld: expected >= 0", (long long)p->seqs->batch);
+    if (p->seqs && p->seqs->block_table && p->seqs->pages_per_seq < 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "p.seqs.pages_per_seq = %lld: expected >= 0",
+                            (long long)p->seqs->pages_per_seq);
+    if (p->seqs && p->seqs->block_table && p->seqs->cu_seqlens_k)
+        return fa_diag_fail(FA_ERR_ARG, call,
+                            "p.seqs.cu_seqlens_k and p.seqs.block_table: paged keys have no packed offsets");
     if (q_dtype != FA_F64 && p->softcap != 0.0 && (p->softcap < FLT_MIN || p->softcap > FLT_MAX))
         return fa_diag_fail(FA_ERR_ARG, call,
                             "p.softcap = %g: outside float's normal range, in which the scores of %s tensors are capped",
@@ -57,7 +65,8 @@ static fa_status check_dim_range(const char *call, named_view nv)
 }
 
 /* The sizes fa_forward's four views share (fa_backward's others must equal these, check_same). */
-static fa_status check_shapes(const char *call, named_view q, named_view k, named_view v, named_view out)
+static fa_status check_shapes(const char *call, named_view q, named_view k, named_view v, named_view out,
+                              int keys_own_batch)
 {
     const named_view all[4] = {q, k, v, out};
     for (int i = 0; i < 4; i++)
@@ -71,8 +80,12 @@ static fa_status check_shapes(const char *call, named_view q, named_view k, name
     static const int pairs[][3] = {{1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {3, 0, 1}, {2, 1, 1},
                                    {3, 0, 2}, {2, 1, 2}, {1, 0, 3}, {3, 2, 3}};
     fa_status st;
-    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        /* with sequences, keys are batched their own way (packed, paged or per sequence): check_seqs */
+        if (keys_own_batch && pairs[i][1] == 0 && pairs[i][2] == 0 && (pairs[i][0] == 1 || pairs[i][0] == 2)) continue;
         if ((st = check_same(call, all[pairs[i][0]], all[pairs[i][1]], pairs[i][2])) != FA_OK) return st;
+    }
+    if (keys_own_batch && (st = check_same(call, v, k, 0)) != FA_OK) return st;
     if ((st = check_dim_range(call, q)) != FA_OK || (st = check_dim_range(call, v)) != FA_OK) return st;
     const fa_tensor *tq = q.t, *tk = k.t;
     if (tq->heads > 0 && tk->heads == 0)
@@ -93,13 +106,17 @@ static fa_status check_shapes(const char *call, named_view q, named_view k, name
 
 /* Valid requests this version does not compute: half-precision tensors, on every CPU (the kernel
  * tables a CPU lacks are fa_context_create's to report). */
-static fa_status check_supported(const char *call, named_view q)
+static fa_status check_supported(const char *call, named_view q, const fa_params *p, int backward)
 {
-    if (q.t->dtype == FA_F32 || q.t->dtype == FA_F64) return FA_OK;
-    return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
-                        "%s.dtype = %s: not supported by this version of the library (on any CPU); "
-                        "it computes FA_F32 and FA_F64",
-                        q.name, fa_dtype_name(q.t->dtype));
+    static const char *const later = "not supported by this version of the library (on any CPU)";
+    if (q.t->dtype != FA_F32 && q.t->dtype != FA_F64)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "%s.dtype = %s: %s; it computes FA_F32 and FA_F64", q.name,
+                            fa_dtype_name(q.t->dtype), later);
+    if (p->seqs && p->bias)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.bias with p.seqs: a per-sequence bias is %s", later);
+    if (backward && p->seqs && p->seqs->block_table)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.seqs.block_table: paged keys in the backward are %s", later);
+    return FA_OK;
 }
 
 /* ---- the score modifiers' arguments (fa_params) ---- */
@@ -130,8 +147,8 @@ static fa_status check_bias_shape(const char *call, named_view bias, const fa_te
 static fa_status per_head_input_ranges(const char *call, const fa_params *p, int64_t heads, byte_range *in, int *n)
 {
     fa_status st;
-    if ((st = fa_float_array_range(call, p->alibi_slopes, heads, "p.alibi_slopes", &in[(*n)++])) != FA_OK) return st;
-    return fa_float_array_range(call, p->sinks, heads, "p.sinks", &in[(*n)++]);
+    if ((st = fa_array_range(call, p->alibi_slopes, heads, sizeof(float), "p.alibi_slopes", &in[(*n)++])) != FA_OK) return st;
+    return fa_array_range(call, p->sinks, heads, sizeof(float), "p.sinks", &in[(*n)++]);
 }
 
 /* The internal view of a validated tensor. An empty tensor (a size of 0) has no element, so its
@@ -171,12 +188,89 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->alibi_slopes = params->alibi_slopes;
     prob->sinks = params->sinks;
     prob->dsinks = NULL;
+    prob->lse_head_stride = q->seq;
+    prob->seqs = params->seqs;
+    if (params->seqs) prob->batch = params->seqs->batch;
+    prob->pages = NULL;
+    prob->page_size = 0;
     prob->bias = view_of(params->bias);
     if (params->bias && prob->bias.data) { /* a broadcast axis reads element 0, whatever its stride */
         if (params->bias->batch == 1) prob->bias.stride_batch = 0;
         if (params->bias->heads == 1) prob->bias.stride_head = 0;
         if (params->bias->seq == 1) prob->bias.stride_seq = 0;
     }
+}
+
+/* Offsets into a token axis of `total` rows: batch + 1 of them, from 0, never decreasing, within. */
+static fa_status check_offsets(const char *call, const int64_t *cu, int64_t batch, int64_t total, const char *name,
+                               const char *axis)
+{
+    if (cu[0] != 0) return fa_diag_fail(FA_ERR_SHAPE, call, "%s[0] = %lld: offsets start at 0", name, (long long)cu[0]);
+    for (int64_t b = 0; b < batch; b++)
+        if (cu[b + 1] < cu[b])
+            return fa_diag_fail(FA_ERR_SHAPE, call, "%s[%lld] = %lld < %s[%lld] = %lld: offsets never decrease", name,
+                                (long long)(b + 1), (long long)cu[b + 1], name, (long long)b, (long long)cu[b]);
+    if (cu[batch] > total)
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s[%lld] = %lld but %s = %lld: past the tensor", name,
+                            (long long)batch, (long long)cu[batch], axis, (long long)total);
+    return FA_OK;
+}
+
+/* The sequences against the tensors: batch axes, offsets, keys in use within each capacity, and the
+ * pages of the keys in use inside the pools. */
+static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor *q, const fa_tensor *k)
+{
+    int64_t want_q = s->cu_seqlens_q ? 1 : s->batch;
+    if (q->batch != want_q)
+        return fa_diag_fail(FA_ERR_SHAPE, call, "q.batch = %lld but p.seqs says %lld (%s)", (long long)q->batch,
+                            (long long)want_q, s->cu_seqlens_q ? "packed queries" : "one per sequence");
+    if (!s->block_table && k->batch != (s->cu_seqlens_k ? 1 : s->batch))
+        return fa_diag_fail(FA_ERR_SHAPE, call, "k.batch = %lld but p.seqs says %lld (%s)", (long long)k->batch,
+                            (long long)(s->cu_seqlens_k ? 1 : s->batch),
+                            s->cu_seqlens_k ? "packed keys" : "one per sequence");
+    fa_status st;
+    if (s->cu_seqlens_q &&
+        (st = check_offsets(call, s->cu_seqlens_q, s->batch, q->seq, "p.seqs.cu_seqlens_q", "q.seq")) != FA_OK)
+        return st;
+    if (s->cu_seqlens_k &&
+        (st = check_offsets(call, s->cu_seqlens_k, s->batch, k->seq, "p.seqs.cu_seqlens_k", "k.seq")) != FA_OK)
+        return st;
+    for (int64_t b = 0; b < s->batch; b++) {
+        int64_t capacity = s->cu_seqlens_k ? s->cu_seqlens_k[b + 1] - s->cu_seqlens_k[b]
+                           : s->block_table ? s->pages_per_seq * k->seq
+                                            : k->seq;
+        int64_t used = s->seqused_k ? s->seqused_k[b] : capacity;
+        if (used < 0 || used > capacity)
+            return fa_diag_fail(FA_ERR_SHAPE, call, "p.seqs.seqused_k[%lld] = %lld: expected 0..%lld, the keys it has",
+                                (long long)b, (long long)used, (long long)capacity);
+        if (!s->block_table || k->seq == 0) continue;
+        for (int64_t page = 0; page < (used + k->seq - 1) / k->seq; page++) {
+            int64_t at = s->block_table[b * s->pages_per_seq + page];
+            if (at < 0 || at >= k->batch)
+                return fa_diag_fail(FA_ERR_SHAPE, call,
+                                    "p.seqs.block_table[%lld][%lld] = %lld: expected a page of the pool, 0..%lld",
+                                    (long long)b, (long long)page, (long long)at, (long long)(k->batch - 1));
+        }
+    }
+    return FA_OK;
+}
+
+/* The ranges of the sequences' arrays (inputs), appended to in[*n]. */
+static fa_status seqs_input_ranges(const char *call, const fa_seqs *s, byte_range *in, int *n)
+{
+    fa_status st;
+    int64_t rows = s ? s->batch : 0;
+    if ((st = fa_array_range(call, s ? s->cu_seqlens_q : NULL, rows + 1, sizeof(int64_t), "p.seqs.cu_seqlens_q",
+                             &in[(*n)++])) != FA_OK)
+        return st;
+    if ((st = fa_array_range(call, s ? s->cu_seqlens_k : NULL, rows + 1, sizeof(int64_t), "p.seqs.cu_seqlens_k",
+                             &in[(*n)++])) != FA_OK)
+        return st;
+    if ((st = fa_array_range(call, s ? s->seqused_k : NULL, rows, sizeof(int64_t), "p.seqs.seqused_k", &in[(*n)++])) !=
+        FA_OK)
+        return st;
+    return fa_array_range(call, s ? s->block_table : NULL, rows * (s ? s->pages_per_seq : 0), sizeof(int32_t),
+                          "p.seqs.block_table", &in[(*n)++]);
 }
 
 /* The steps both calls share, in the documented order, after their NULL checks: params, dtypes and
@@ -187,7 +281,8 @@ static fa_status check_common(const char *call, const fa_params *params, named_v
     fa_status st;
     if ((st = check_params(call, params, nq.t->dtype)) != FA_OK) return st;
     if ((st = fa_check_dtypes(call, all, n_all)) != FA_OK) return st;
-    if ((st = check_shapes(call, nq, nk, nv, nout)) != FA_OK) return st;
+    if ((st = check_shapes(call, nq, nk, nv, nout, params->seqs != NULL)) != FA_OK) return st;
+    if (params->seqs && (st = check_seqs(call, params->seqs, nq.t, nk.t)) != FA_OK) return st;
     if (params->bias) return check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t);
     return FA_OK;
 }
@@ -209,12 +304,13 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all)) != FA_OK) return st;
-    byte_range in_range[6], out_range[2];
+    byte_range in_range[10], out_range[2];
     if ((st = fa_check_strides(call, in, n_in, &nout, 1, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &out_range[1])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
+    if ((st = seqs_input_ranges(call, params.seqs, in_range, &n_in)) != FA_OK) return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 2)) != FA_OK) return st;
-    if ((st = check_supported(call, nq)) != FA_OK) return st;
+    if ((st = check_supported(call, nq, &params, 0)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     return FA_OK;
 }
@@ -240,13 +336,14 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     for (int i = 0; i < 4; i++)
         for (int axis = 0; axis < 4; axis++)
             if ((st = check_same(call, shaped_like[i][0], shaped_like[i][1], axis)) != FA_OK) return st;
-    byte_range in_range[9], out_range[4];
+    byte_range in_range[13], out_range[4];
     if ((st = fa_check_strides(call, in, n_in, grads, 3, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &in_range[n_in++])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
-    if ((st = fa_float_array_range(call, params.dsinks, q->heads, "p.dsinks", &out_range[3])) != FA_OK) return st;
+    if ((st = seqs_input_ranges(call, params.seqs, in_range, &n_in)) != FA_OK) return st;
+    if ((st = fa_array_range(call, params.dsinks, q->heads, sizeof(float), "p.dsinks", &out_range[3])) != FA_OK) return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 4)) != FA_OK) return st;
-    if ((st = check_supported(call, nq)) != FA_OK) return st;
+    if ((st = check_supported(call, nq, &params, 1)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     prob->dsinks = params.dsinks;
     prob->dout = view_of(dout);

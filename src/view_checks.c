@@ -273,17 +273,17 @@ fa_status fa_check_alias(const char *call, const byte_range *in, int n_in, const
 }
 
 /* The byte range of n floats of a per-head array (alibi_slopes, sinks, dsinks); NULL spans nothing. */
-fa_status fa_float_array_range(const char *call, const float *a, int64_t n, const char *name, byte_range *r)
+fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem, const char *name, byte_range *r)
 {
     r->begin = r->end = 0;
     r->view = NULL;
     r->name = name;
-    if (!a || n == 0) return FA_OK;
-    if ((uintptr_t)a % sizeof(float) != 0)
-        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its 4-byte elements", name, (const void *)a);
+    if (!a || n <= 0) return FA_OK;
+    if ((uintptr_t)a % elem != 0)
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its %zu-byte elements", name, a, elem);
     r->begin = (uintptr_t)a;
-    if (__builtin_add_overflow(r->begin, (uintptr_t)n * sizeof(float), &r->end))
-        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %lld floats wrap around the address space", name,
-                            (const void *)a, (long long)n);
+    if (__builtin_add_overflow(r->begin, (uintptr_t)n * elem, &r->end))
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %lld elements wrap around the address space", name,
+                            a, (long long)n);
     return FA_OK;
 }

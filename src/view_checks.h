@@ -49,8 +49,9 @@ fa_status fa_check_strides(const char *call, const named_view *in, int n_in, con
 /* The range of an lse (named `name`): contiguous [B][Hq][Nq] values of the accumulation type of q's dtype. */
 fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, const char *name, byte_range *r);
 
-/* The range of n floats of a per-head array; NULL spans nothing. */
-fa_status fa_float_array_range(const char *call, const float *a, int64_t n, const char *name, byte_range *r);
+/* The range of n elements of elem bytes of a plain array (per-head floats, offsets, page tables);
+ * NULL spans nothing. FA_ERR_STRIDE when misaligned or wrapping. */
+fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem, const char *name, byte_range *r);
 
 /* FA_ERR_ALIAS when an output may share a byte with an input or another output (row-interleaved
  * views whose columns are disjoint modulo the row width share none). */
