@@ -14,12 +14,12 @@ typedef struct {
     int64_t acc_stride;
 } FA_NAME(rows_state_);
 
-/* Paged keys (p->pages): keys [col0, col0 + cols) of kv_head copied from their pages into
- * contiguous tiles, so the kernels see what a contiguous cache gives them, bit for bit. */
-static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t batch, int64_t kv_head, int64_t col0, int64_t cols,
-                                   FA_T *k_tile, FA_T *v_tile)
+/* Paged keys (p->pages, the problem of one sequence): keys [col0, col0 + cols) of kv_head copied
+ * from their pages into contiguous tiles, so the kernels see what a contiguous cache gives them,
+ * bit for bit. The copy reads each key once, as the kernels would; it stays in L2 for them. */
+static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t kv_head, int64_t col0, int64_t cols, FA_T *k_tile,
+                                   FA_T *v_tile)
 {
-    (void)batch; /* the problem of one sequence: its pages are p->pages */
     for (int64_t c = 0; c < cols; c++) {
         int64_t t = col0 + c, page = p->pages[t / p->page_size], row = t % p->page_size;
         const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), page, kv_head, row);
@@ -81,7 +81,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
         const FA_T *kt = k_tile, *vt = v_tile;
-        if (p->pages) FA_NAME(gather_pages_)(p, it->batch, kv_head, col0, cols, k_tile, v_tile);
+        if (p->pages) FA_NAME(gather_pages_)(p, kv_head, col0, cols, k_tile, v_tile);
         else kt = k + col0 * k_stride, vt = v + col0 * v_stride;
         kern->scores(it->rows, ld, cols, p->dim, qt, kt, k_stride, s);
         if (modified) {
