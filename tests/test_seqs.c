@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fa_forward over a batch of sequences (include/flashattn.h, fa_seqs) with packed (varlen) queries
+ * and keys, and dense batches whose sequences use their own number of keys (seqused_k):
+ * - a sequence's rows of out and lse are bitwise those of a dense call of that sequence alone with
+ *   the same block sizes, for every causal mode and windows, GQA, f32 and f64;
+ * - against the float64 oracle applied to each sequence alone (its own Nq and keys in use, so its
+ *   own causal alignment d0 = Nk_b - Nq_b, window, ALiBi distances and sink), with sequences without
+ *   queries, without keys, of one token and with more queries than keys;
+ * - a sequence without keys gets exact zeros and lse = -inf, or its head's sink;
+ * - the bytes do not depend on the thread count (1..4);
+ * and every call writes only its sequences' rows: inputs that no sequence owns hold NaN, outputs
+ * outside the sequences' rows keep their canary bytes (seqs_util.h). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "seqs_util.h"
+
+/* Blocks of 16 queries and 16 keys, and sequences of at most 4·16 - 1 keys: the dense call of one
+ * sequence then never splits its keys (fa_forward splits a dense call with fewer than 128 query
+ * items only when its keys reach 4·block_k), and a batch of sequences never splits, so both run the
+ * same tiles in the same order. */
+enum { BQ = 16, BK = 16, MAX_Q = 40, MAX_K = 4 * BK - 1 };
+
+typedef struct {
+    fa_causal causal;
+    int64_t left, right;
+} mask_case;
+
+/* every causal alignment, and windows: alone, with each causal mode, one-sided and closed */
+static const mask_case masks[] = {
+    {FA_CAUSAL_NONE, -1, -1}, {FA_CAUSAL_TOP_LEFT, -1, -1}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1},
+    {FA_CAUSAL_NONE, 6, 3},   {FA_CAUSAL_TOP_LEFT, 9, -1},  {FA_CAUSAL_BOTTOM_RIGHT, 4, 0},
+    {FA_CAUSAL_NONE, -1, 2},
+};
+#define N_MASKS ((int)(sizeof masks / sizeof masks[0]))
+
+/* The layouts of a batch: packed or dense queries, packed or dense keys, with or without keys in
+ * use, token- or head-major memory, and the heads (grouped, multi-query, one per query head). */
+typedef struct {
+    int packed_q;
+    ts_keys keys;
+    int seqused, head_major;
+    int64_t batch, q_heads, kv_heads;
+} layout_case;
+
+static const layout_case layouts[] = {
+    {1, TS_KEYS_PACKED, 0, 0, 7, 4, 2}, {1, TS_KEYS_PACKED, 1, 1, 6, 3, 1}, {1, TS_KEYS_DENSE, 1, 0, 5, 2, 2},
+    {0, TS_KEYS_PACKED, 0, 1, 5, 4, 1}, {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},
+};
+#define N_LAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
+
+static ts_spec spec_of(const layout_case *l, fa_dtype dt, int64_t dim, int64_t dim_v)
+{
+    ts_spec s = {0};
+    s.dtype = dt;
+    s.batch = l->batch, s.q_heads = l->q_heads, s.kv_heads = l->kv_heads, s.dim = dim, s.dim_v = dim_v;
+    s.packed_q = l->packed_q, s.keys = l->keys, s.seqused = l->seqused, s.head_major = l->head_major;
+    s.spare_rows = 3;
+    return s;
+}
+
+static fa_context *context(int threads, int block_q, int block_k)
+{
+    fa_context_opts o = fa_context_opts_default();
+    o.num_threads = threads;
+    o.block_q = block_q;
+    o.block_k = block_k;
+    fa_context *ctx = NULL;
+    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
+    return ctx;
+}
+
+static fa_params mask_params(const mask_case *m)
+{
+    fa_params p = fa_params_default();
+    p.causal = m->causal;
+    p.window_left = m->left;
+    p.window_right = m->right;
+    return p;
+}
+
+Test(seqs, packed_rows_are_bitwise_those_of_a_dense_call_per_sequence)
+{
+    uint64_t seed = tu_test_seed();
+    fa_context *ctx = context(0, BQ, BK);
+    char desc[512], msg[1024];
+    for (int dt = 0; dt < 2; dt++)
+        for (int l = 0; l < N_LAYOUTS; l++)
+            for (int m = 0; m < N_MASKS; m++) {
+                tu_rng rng = tu_rng_make(seed + (uint64_t)((dt * N_LAYOUTS + l) * N_MASKS + m));
+                ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8 + 5 * l, 6 + 3 * m);
+                ts_spec_draw(&s, &rng, MAX_Q, MAX_K, 1);
+                ts_batch t;
+                ts_make(&t, &s, &rng, 2.0);
+                fa_params p = mask_params(&masks[m]);
+                ts_desc(&t, &p, desc, sizeof desc);
+                cr_assert_eq(ts_forward(ctx, &p, &t), FA_OK, "%s, seed %llu: %s", desc,
+                             (unsigned long long)seed, fa_last_error());
+                cr_expect(ts_only_sequence_rows_written(&t, 0, msg, sizeof msg), "%s, seed %llu: %s", desc,
+                          (unsigned long long)seed, msg);
+                cr_expect(ts_forward_equals_dense_calls(ctx, &p, &t, msg, sizeof msg),
+                          "%s, blocks %d/%d, seed %llu: %s", desc, BQ, BK, (unsigned long long)seed, msg);
+                ts_free(&t);
+            }
+    fa_context_destroy(ctx);
+}
+
+/* Sequences of every length class against the oracle, under every causal alignment and window and
+ * with the value modifiers and sinks, which apply per sequence too; automatic and odd blocks. */
+Test(seqs, every_sequence_matches_the_oracle_on_its_own_lengths)
+{
+    uint64_t seed = tu_test_seed();
+    fa_context *ctx[2] = {context(0, 0, 0), context(0, 5, 7)};
+    float slopes[4], sinks[4];
+    char desc[512], msg[1024];
+    for (int dt = 0; dt < 2; dt++)
+        for (int l = 0; l < N_LAYOUTS; l++)
+            for (int m = 0; m < N_MASKS; m++) {
+                tu_rng rng = tu_rng_make(seed + (uint64_t)((dt * N_LAYOUTS + l) * N_MASKS + m));
+                ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 12, 10);
+                ts_spec_draw(&s, &rng, 50, 90, 1);
+                ts_batch t;
+                ts_make(&t, &s, &rng, 2.5);
+                fa_params p = mask_params(&masks[m]);
+                for (int h = 0; h < 4; h++) {
+                    slopes[h] = (float)tu_rng_uniform(&rng, 0.0, 0.5);
+                    sinks[h] = (float)tu_rng_uniform(&rng, -2.0, 3.0);
+                }
+                int mods = (l + m) % 4; /* none, ALiBi, sinks, ALiBi + sinks + softcap */
+                if (mods & 1 || mods == 3) p.alibi_slopes = slopes;
+                if (mods >= 2) p.sinks = sinks;
+                if (mods == 3) p.softcap = 4.0;
+                ts_desc(&t, &p, desc, sizeof desc);
+                for (int c = 0; c < 2; c++) {
+                    ts_fill_canary(&t);
+                    cr_assert_eq(ts_forward(ctx[c], &p, &t), FA_OK, "%s, seed %llu: %s", desc,
+                                 (unsigned long long)seed, fa_last_error());
+                    cr_expect(ts_only_sequence_rows_written(&t, 0, msg, sizeof msg), "%s, seed %llu: %s",
+                              desc, (unsigned long long)seed, msg);
+                    cr_expect(ts_check_forward(&t, &p, msg, sizeof msg), "%s, blocks %s, seed %llu: %s", desc,
+                              c ? "5/7" : "auto", (unsigned long long)seed, msg);
+                }
+                ts_free(&t);
+            }
+    fa_context_destroy(ctx[0]);
+    fa_context_destroy(ctx[1]);
+}
+
+static double lse_at(const ts_batch *t, int64_t b, int64_t h, int64_t i)
+{
+    const void *row = ts_seq_lse(t, b, h);
+    return t->s.dtype == FA_F64 ? ((const double *)row)[i] : (double)((const float *)row)[i];
+}
+
+/* No key (none packed, or none in use): every row gets exact zeros and lse = -inf, or the sink. */
+Test(seqs, sequences_without_keys_get_zeros_and_minus_inf_or_their_sink)
+{
+    uint64_t seed = tu_test_seed();
+    tu_rng rng = tu_rng_make(seed);
+    float sinks[3] = {-1.5f, 0.0f, 2.25f};
+    for (int dt = 0; dt < 2; dt++)
+        for (int l = 0; l < 3; l++) {
+            ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8, 5);
+            s.q_heads = 3, s.kv_heads = 1;
+            ts_spec_draw(&s, &rng, 20, 30, 0);
+            for (int64_t b = 0; b < s.batch; b += 2) { /* every other sequence has no key */
+                s.k_len[b] = l == 0 ? 0 : s.k_len[b];
+                s.k_used[b] = 0;
+            }
+            ts_batch t;
+            ts_make(&t, &s, &rng, 2.0);
+            for (int with_sink = 0; with_sink < 2; with_sink++) {
+                fa_params p = fa_params_default();
+                p.causal = (fa_causal)(l % 3);
+                if (with_sink) p.sinks = sinks;
+                char desc[512];
+                ts_desc(&t, &p, desc, sizeof desc);
+                ts_fill_canary(&t);
+                cr_assert_eq(ts_forward(NULL, &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+                for (int64_t b = 0; b < s.batch; b += 2) {
+                    fa_tensor out = ts_seq_view(&t, TS_OUT, b);
+                    for (int64_t h = 0; h < s.q_heads; h++)
+                        for (int64_t i = 0; i < t.q_len[b]; i++) {
+                            double want = with_sink ? (double)sinks[h] : -INFINITY;
+                            cr_expect(lse_at(&t, b, h, i) == want,
+                                      "%s, seed %llu: sequence %lld head %lld row %lld: lse %g, want %g",
+                                      desc, (unsigned long long)seed, (long long)b, (long long)h,
+                                      (long long)i, lse_at(&t, b, h, i), want);
+                            for (int64_t y = 0; y < s.dim_v; y++)
+                                cr_expect(tu_get(&out, 0, h, i, y) == 0.0 &&
+                                              !signbit(tu_get(&out, 0, h, i, y)),
+                                          "%s, seed %llu: sequence %lld head %lld row %lld: out[%lld] = %g, "
+                                          "want +0",
+                                          desc, (unsigned long long)seed, (long long)b, (long long)h,
+                                          (long long)i, (long long)y, tu_get(&out, 0, h, i, y));
+                        }
+                }
+            }
+            ts_free(&t);
+        }
+}
+
+/* The same batch on 1, 2, 3 and 4 threads: the same bytes of out and lse. */
+Test(seqs, varlen_forward_is_thread_count_invariant)
+{
+    uint64_t seed = tu_test_seed();
+    fa_context *ctx[4];
+    for (int x = 0; x < 4; x++) ctx[x] = context(x + 1, 0, 0);
+    char desc[512];
+    for (int dt = 0; dt < 2; dt++)
+        for (int l = 0; l < N_LAYOUTS; l++) {
+            tu_rng rng = tu_rng_make(seed + (uint64_t)(dt * N_LAYOUTS + l));
+            ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 16, 16);
+            ts_spec_draw(&s, &rng, 150, 200, 1);
+            ts_batch t;
+            ts_make(&t, &s, &rng, 2.5);
+            fa_params p = mask_params(&masks[l % N_MASKS]);
+            ts_desc(&t, &p, desc, sizeof desc);
+            cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+            unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
+            for (int x = 1; x < 4; x++) {
+                ts_fill_canary(&t);
+                cr_assert_eq(ts_forward(ctx[x], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+                cr_expect(tu_buf_equals_snapshot(&t.buf[TS_OUT], out) &&
+                              tu_buf_equals_snapshot(&t.buf[TS_TENSORS], lse),
+                          "%s, seed %llu: %d threads differ from 1 thread", desc, (unsigned long long)seed,
+                          x + 1);
+            }
+            free(out), free(lse);
+            ts_free(&t);
+        }
+    for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
+}
