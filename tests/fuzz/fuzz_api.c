@@ -9,12 +9,15 @@
  *   - the status is one the header allows for these arguments (fuzz_model.c), in its order;
  *   - a refused call changed no byte of the pool (every view and the lse live there);
  *   - a call that succeeded changed no byte outside its outputs' elements;
- *   - on success: a row that sees no key has exact zeros and lse = -inf; a row whose q, visible
- *     k and v rows hold ordinary finite values has finite output, lse within rounding of the
- *     float64 log-sum-exp and output within rounding of the float64 softmax average; the backward
- *     of such a problem is finite, gives dq = 0 on rows that see no key and dk = dv = 0 on keys
- *     no row sees; a twin context (same kernel table and blocks, other thread count) gives the
- *     same bytes;
+ *   - on success: a row that sees no key (by the causal mask and the window, or behind a -inf
+ *     bias) has exact zeros and lse = -inf, or the sink with sinks; a row whose q, visible k and v
+ *     rows, bias entries, slope and sink hold ordinary finite values has finite output, lse within
+ *     rounding of the float64 log-sum-exp and output within rounding of the float64 softmax
+ *     average, with every score modifier computed in float64 from the header's definition; the
+ *     backward gives dq = 0 on rows that see no key and dk = dv = 0 on keys no row sees, and on
+ *     ordinary inputs finite gradients and dsinks within rounding of the header's formula from
+ *     the forward's out and lse; a twin context (same kernel table and blocks, other thread
+ *     count) gives the same bytes;
  *   - fa_tensor_bhsd/bshd, fa_context_create, fa_context_stats, fa_status_str as documented.
  *
  * Memory safety: the library trusts that a valid view points at memory the caller owns. So the
@@ -22,9 +25,10 @@
  * anyway (fuzz_model.c: a PRESENT class, e.g. offsets that overflow int64, an unknown dtype, a
  * shape mismatch). When a call would otherwise be valid but leave the pool (or exceed the work
  * budget that keeps one call near a millisecond), the harness "poisons" it with a second, certain
- * refusal: the lse (or dq) is pointed at q, an output overlapping an input (FA_ERR_ALIAS), else a
- * positive softcap (FA_ERR_UNSUPPORTED, both checked after the stride checks run on the wild
- * views). ASan then turns any access outside the pool into a crash.
+ * refusal: the lse (or dq) is pointed at q, an output overlapping an input (FA_ERR_ALIAS), else
+ * sinks not aligned to float (FA_ERR_STRIDE; both checked after the stride checks run on the wild
+ * views), else, with no query head, an unknown causal mode (FA_ERR_ARG). ASan then turns any
+ * access outside the pool into a crash.
  *
  * Built with -fsanitize=fuzzer,address,undefined by -DFLASHATTN_FUZZ=ON (clang); replay.c gives
  * it a main() for every other build (the corpus runs as a ctest). */
@@ -179,16 +183,19 @@ enum {
     L_NULL
 };
 
+#define FZ_ALL_VIEWS (FZ_VIEWS + 1) /* the eight tensors and the bias (FZ_BIAS) */
+
 typedef struct {
     fz_input in;
     fa_dtype dtype;
     int64_t B, Hkv, Hq, Nq, Nk, D, Dv;
     double amp;
-    fa_tensor view[FZ_VIEWS];
-    int layout[FZ_VIEWS];
-    int64_t base[FZ_VIEWS]; /* byte offset in the pool; -1 = data NULL */
-    int own[FZ_VIEWS];      /* has a region of its own */
-    int64_t lse_base;       /* -1 = NULL */
+    fa_tensor view[FZ_ALL_VIEWS];
+    int layout[FZ_ALL_VIEWS];      /* the bias's L_NULL: no bias */
+    int64_t base[FZ_ALL_VIEWS];    /* byte offset in the pool; -1 = data NULL */
+    int own[FZ_ALL_VIEWS];         /* has a region of its own */
+    int64_t array_base[FZ_ARRAYS]; /* alibi_slopes, sinks, dsinks: byte offset in the pool; -1 = NULL */
+    int64_t lse_base;              /* -1 = NULL */
     unsigned char *pool, *snap;
     size_t pool_bytes;
     fa_params params;
@@ -267,7 +274,7 @@ static void set_strides(fa_tensor *t, int64_t sb, int64_t sh, int64_t ss)
 /* Strides of one view from its layout; sizes are already final. Overflowing products give -1. */
 static void decode_strides(fz_case *c, int i)
 {
-    const fz_view_bytes *vb = &c->in.view[i];
+    const fz_view_bytes *vb = i == FZ_BIAS ? &c->in.bias : &c->in.view[i];
     fa_tensor *t = &c->view[i];
     const int64_t h = t->heads, s = t->seq, d = t->dim;
     int64_t a, b2;
@@ -357,20 +364,19 @@ static void decode_params(fz_case *c)
         p.causal = (fa_causal)(3 + (in->causal - 0xC0));
     else
         p.causal = (fa_causal)(int)(int8_t)(in->causal - 0x100);
-    if (in->window >= 0xC0) {
+    if (in->window >= 0x80) {
         p.window_left = in->window_left;
         p.window_right = in->window_right;
+        if (in->window & 1) p.window_left = p.window_left >= 0 ? INT64_MAX : INT64_MIN;
+        if (in->window & 2) p.window_right = p.window_right >= 0 ? INT64_MAX : INT64_MIN;
     }
-    if (in->softcap >= 0xC0) {
-        static const double caps[6] = {1.0, -1.0, NAN, INFINITY, -0.0, DBL_MIN};
-        p.softcap = in->softcap % 6 == 0 ? 1.0 + in->softcap : caps[in->softcap % 6];
+    if (in->softcap >= 0x80) {
+        static const double caps[14] = {0,           0,        0,       0,       -1.0,    NAN,
+                                        INFINITY,    -0.0,     DBL_MIN, FLT_MIN, FLT_MAX, 2.0 * FLT_MAX,
+                                        FLT_MIN / 2, -INFINITY};
+        p.softcap = in->softcap % 14 < 4 ? (1.0 + in->softcap_raw) / 8.0 : caps[in->softcap % 14];
     }
-    static float slopes[64];
-    static fa_tensor bias;
-    if (in->extras >= 0xF0) {
-        if (in->extras & 1) p.alibi_slopes = slopes;
-        if (in->extras & 2) p.bias = &bias;
-    }
+    /* the bias and the arrays point into the pool: set by decode_case */
     c->params = p;
     c->params_null = in->params_null >= 0xF0;
 }
@@ -399,8 +405,9 @@ static void write_specials(fz_case *c, const fz_pool *pool)
     const int n = c->in.specials % 5;
     for (int i = 0; i < n; i++) {
         const fz_special_bytes *sp = &c->in.special[i];
-        const fa_tensor *t = &c->view[sp->view % FZ_VIEWS];
-        if (t->dtype != c->dtype || !fz_view_fits(pool, t)) continue;
+        const int v = sp->view % FZ_ALL_VIEWS;
+        const fa_tensor *t = &c->view[v];
+        if (c->layout[v] == L_NULL || t->dtype != c->dtype || !fz_view_fits(pool, t)) continue;
         uint64_t count;
         if (__builtin_mul_overflow((uint64_t)t->batch, (uint64_t)t->heads, &count) ||
             __builtin_mul_overflow(count, (uint64_t)t->seq, &count) ||
@@ -429,6 +436,25 @@ static void write_specials(fz_case *c, const fz_pool *pool)
     }
 }
 
+/* Floats in the arrays' own regions (after fill_pool, which wrote the pool's dtype there). */
+static void fill_arrays(fz_case *c, const int64_t own[FZ_ARRAYS])
+{
+    uint64_t s = c->in.seed ^ 0x5851f42d4c957f2dull;
+    for (int a = 0; a < FZ_ARRAYS; a++) {
+        if (own[a] < 0) continue;
+        const fz_heads_bytes *hb = &c->in.array[a];
+        const double mag = ldexp(1.0, (hb->scale & 7) - 3);
+        for (int64_t h = 0; h < c->Hq; h++) {
+            float x = (float)(((double)(splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * mag);
+            if (h == 0 && hb->scale >= 0xF0) {
+                static const float special[4] = {NAN, INFINITY, -INFINITY, 1e30f};
+                x = special[hb->scale % 4];
+            }
+            memcpy(c->pool + own[a] + h * (int64_t)sizeof(float), &x, sizeof x);
+        }
+    }
+}
+
 static void describe_case(const fz_case *c)
 {
     const fz_input *in = &c->in;
@@ -437,9 +463,20 @@ static void describe_case(const fz_case *c)
         "dtype=%d B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld ctx=%d calls=0x%x pool=%zu layouts",
         (int)c->dtype, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
         (long long)c->Nk, (long long)c->D, (long long)c->Dv, in->ctx % 10, in->calls, c->pool_bytes);
-    for (int i = 0; i < FZ_VIEWS && used > 0 && (size_t)used < sizeof g_case; i++)
+    for (int i = 0; i < FZ_ALL_VIEWS && used > 0 && (size_t)used < sizeof g_case; i++)
         used += snprintf(g_case + used, sizeof g_case - (size_t)used, " %s@%lld", layout_name[c->layout[i]],
                          (long long)c->base[i]);
+    const fa_params *p = &c->params;
+    const fa_tensor *b = &c->view[FZ_BIAS];
+    if (used > 0 && (size_t)used < sizeof g_case)
+        used += snprintf(g_case + used, sizeof g_case - (size_t)used,
+                         " | causal=%d window=%lld/%lld softcap=%g bias=%s[%lld][%lld][%lld][%lld] "
+                         "arrays@%lld/%lld/%lld%s",
+                         (int)p->causal, (long long)p->window_left, (long long)p->window_right, p->softcap,
+                         c->layout[FZ_BIAS] == L_NULL ? "none" : "", (long long)b->batch, (long long)b->heads,
+                         (long long)b->seq, (long long)b->dim, (long long)c->array_base[0],
+                         (long long)c->array_base[1], (long long)c->array_base[2],
+                         c->params_null ? " p=NULL" : "");
 }
 
 /* Builds every view in the pool. */
@@ -454,37 +491,57 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     decode_shapes(c);
     decode_params(c);
 
-    const int64_t shape[FZ_VIEWS][4] = {{c->B, c->Hq, c->Nq, c->D},   {c->B, c->Hkv, c->Nk, c->D},
-                                        {c->B, c->Hkv, c->Nk, c->Dv}, {c->B, c->Hq, c->Nq, c->Dv},
-                                        {c->B, c->Hq, c->Nq, c->Dv},  {c->B, c->Hq, c->Nq, c->D},
-                                        {c->B, c->Hkv, c->Nk, c->D},  {c->B, c->Hkv, c->Nk, c->Dv}};
-    for (int i = 0; i < FZ_VIEWS; i++) {
-        const fz_view_bytes *vb = &in->view[i];
+    const int bias_bcast = in->extras & 7;
+    const int64_t shape[FZ_ALL_VIEWS][4] = {
+        {c->B, c->Hq, c->Nq, c->D},
+        {c->B, c->Hkv, c->Nk, c->D},
+        {c->B, c->Hkv, c->Nk, c->Dv},
+        {c->B, c->Hq, c->Nq, c->Dv},
+        {c->B, c->Hq, c->Nq, c->Dv},
+        {c->B, c->Hq, c->Nq, c->D},
+        {c->B, c->Hkv, c->Nk, c->D},
+        {c->B, c->Hkv, c->Nk, c->Dv},
+        {bias_bcast & 1 ? 1 : c->B, bias_bcast & 2 ? 1 : c->Hq, bias_bcast & 4 ? 1 : c->Nq, c->Nk}};
+    for (int i = 0; i < FZ_ALL_VIEWS; i++) {
+        const fz_view_bytes *vb = i == FZ_BIAS ? &in->bias : &in->view[i];
         fa_tensor *t = &c->view[i];
         int64_t sz[4] = {shape[i][0], shape[i][1], shape[i][2], shape[i][3]};
         if (vb->size_field >= 0xE0 && vb->size_field % 5 != 0)
             sz[vb->size_field % 5 - 1] = sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
         t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : c->dtype;
         t->batch = sz[0], t->heads = sz[1], t->seq = sz[2], t->dim = sz[3];
-        c->layout[i] = vb->layout >= 0xF8 ? L_NULL : vb->layout % 9;
+        c->layout[i] = vb->layout >= 0xF8 || (i == FZ_BIAS && in->extras < 0xA0) ? L_NULL : vb->layout % 9;
         if (c->layout[i] != L_NULL) decode_strides(c, i);
     }
 
     /* Regions, one after another with `gap` elements between them. */
     const int64_t es = c->dtype == FA_F64 ? 8 : 4, gap = (in->gap % 17) * es;
     int64_t cursor = 0, group_bytes[2] = {pack_group(c, FZ_Q), pack_group(c, FZ_DQ)};
-    for (int i = 0; i < FZ_VIEWS; i++) {
-        int place = in->view[i].place < 0xC0 ? 9 : in->view[i].place % 10;
+    for (int i = 0; i < FZ_ALL_VIEWS; i++) {
+        const fz_view_bytes *vb = i == FZ_BIAS ? &in->bias : &in->view[i];
+        int place = vb->place < 0xC0 ? 9 : vb->place % 10; /* 8: data NULL, for the bias too */
         int grouped =
             (i >= FZ_Q && i <= FZ_V && group_bytes[0]) || (i >= FZ_DQ && i <= FZ_DV && group_bytes[1]);
-        c->own[i] = c->layout[i] != L_NULL && (grouped || place == 9 || place == i);
+        c->own[i] = c->layout[i] != L_NULL && (grouped || place == 9 || (place == i && i != FZ_BIAS));
         c->base[i] = 0;
         if (!c->own[i] || (grouped && i != FZ_Q && i != FZ_DQ)) continue;
         int64_t bytes = grouped ? group_bytes[i == FZ_Q ? 0 : 1] : region_bytes(&c->view[i]);
-        int64_t skew = !grouped && in->view[i].place >= 0xC0 && place == 9 ? 1 + (in->view[i].shift & 3) : 0;
+        int64_t skew = !grouped && vb->place >= 0xC0 && place == 9 ? 1 + (vb->shift & 3) : 0;
         cursor += gap;
         c->base[i] = cursor + skew; /* skew: data not aligned to its element size */
         cursor += (bytes + skew + es - 1) / es * es;
+    }
+    /* The arrays' own regions: Hq floats, 1..3 bytes in when misaligned. */
+    int64_t array_own[FZ_ARRAYS];
+    const int64_t heads_bytes = c->Hq * (int64_t)sizeof(float);
+    for (int a = 0; a < FZ_ARRAYS; a++) {
+        const fz_heads_bytes *hb = &in->array[a];
+        c->array_base[a] = array_own[a] = -1;
+        if (hb->mode < 0x80 || hb->mode % 4 == 2) continue;
+        int64_t skew = hb->mode % 4 == 3 ? 1 + (hb->shift & 0x7fff) % 3 : 0;
+        cursor += gap;
+        c->array_base[a] = array_own[a] = cursor + skew;
+        cursor += (heads_bytes + skew + es - 1) / es * es;
     }
     for (int g = 0; g < 2; g++) { /* the other two slices of a packed group */
         int first = g == 0 ? FZ_Q : FZ_DQ;
@@ -505,15 +562,16 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     c->pool_bytes = (size_t)(cursor > 0 ? cursor : es);
 
     /* Views placed on another view's region, clamped to the pool. */
-    for (int i = 0; i < FZ_VIEWS; i++) {
-        int place = in->view[i].place < 0xC0 ? 9 : in->view[i].place % 10;
+    for (int i = 0; i < FZ_ALL_VIEWS; i++) {
+        const fz_view_bytes *vb = i == FZ_BIAS ? &in->bias : &in->view[i];
+        int place = vb->place < 0xC0 ? 9 : vb->place % 10;
         if (c->own[i] || c->layout[i] == L_NULL) continue;
         if (place == 8) {
             c->base[i] = -1;
             continue;
         }
         int64_t at = c->own[place] ? c->base[place] : 0;
-        at = sat_add(at, (int64_t)in->view[i].shift * es);
+        at = sat_add(at, (int64_t)vb->shift * es);
         c->base[i] = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
         c->base[i] -= c->base[i] % es; /* the shift is in elements: keep placed views aligned */
     }
@@ -523,14 +581,33 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
             sat_add(c->own[j] ? c->base[j] : 0, (int64_t)in->lse_shift * (in->lse_mode % 4 == 3 ? 1 : es));
         c->lse_base = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
     }
+    /* Arrays placed on a view's region or the lse, shifted by whole floats, clamped to the pool. */
+    for (int a = 0; a < FZ_ARRAYS; a++) {
+        const fz_heads_bytes *hb = &in->array[a];
+        if (hb->mode < 0x80 || hb->mode % 4 != 2) continue;
+        int j = (hb->mode >> 2) % 10;
+        int64_t at = j == 9 ? (c->lse_base >= 0 ? c->lse_base : 0) : c->own[j] ? c->base[j] : 0;
+        at = sat_add(at, (int64_t)hb->shift * (int64_t)sizeof(float));
+        at = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes : at);
+        c->array_base[a] = at - at % (int64_t)sizeof(float);
+    }
 
     c->pool = malloc(c->pool_bytes);
     c->snap = malloc(c->pool_bytes);
     if (!c->pool || !c->snap) abort();
     fill_pool(c);
-    for (int i = 0; i < FZ_VIEWS; i++) c->view[i].data = c->base[i] < 0 ? NULL : c->pool + c->base[i];
+    for (int i = 0; i < FZ_ALL_VIEWS; i++) c->view[i].data = c->base[i] < 0 ? NULL : c->pool + c->base[i];
+    fill_arrays(c, array_own);
     fz_pool pool = {c->pool, c->pool_bytes};
     write_specials(c, &pool);
+    /* the score modifiers' pointers into the pool */
+    float *array[FZ_ARRAYS];
+    for (int a = 0; a < FZ_ARRAYS; a++)
+        array[a] = c->array_base[a] < 0 ? NULL : (float *)(void *)(c->pool + c->array_base[a]);
+    c->params.alibi_slopes = array[FZ_SLOPES];
+    c->params.sinks = array[FZ_SINKS];
+    c->params.dsinks = array[FZ_DSINKS];
+    c->params.bias = c->layout[FZ_BIAS] == L_NULL ? NULL : &c->view[FZ_BIAS];
     describe_case(c);
 }
 
@@ -621,11 +698,21 @@ static double ld_lse(const void *lse, fa_dtype t, int64_t row)
     return t == FA_F64 ? ((const double *)lse)[row] : (double)((const float *)lse)[row];
 }
 
-static int sees(fa_causal causal, int64_t i, int64_t j, int64_t nq, int64_t nk)
+/* The index masks (causal and window), measured from the diagonal d0: whether row i sees key j. */
+static int visible(const fa_params *p, int64_t i, int64_t j, int64_t nq, int64_t nk)
 {
-    if (causal == FA_CAUSAL_TOP_LEFT) return j <= i;
-    if (causal == FA_CAUSAL_BOTTOM_RIGHT) return j <= i + nk - nq;
+    const int64_t d0 = p->causal == FA_CAUSAL_TOP_LEFT ? 0 : nk - nq;
+    const int64_t dist = i + d0 - j; /* > 0: a key before the diagonal; small: no overflow below */
+    if (p->causal != FA_CAUSAL_NONE && dist < 0) return 0;
+    if (p->window_left >= 0 && dist > p->window_left) return 0;
+    if (p->window_right >= 0 && -dist > p->window_right) return 0;
     return 1;
+}
+
+/* Bias element (b, h, i, j): a size-1 axis is read at index 0, whatever its stride. */
+static double bias_at(const fa_tensor *bias, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    return ld(bias, bias->batch == 1 ? 0 : b, bias->heads == 1 ? 0 : h, bias->seq == 1 ? 0 : i, j);
 }
 
 /* Elements of a view, as a double (no overflow). */
@@ -637,9 +724,9 @@ static double view_elements(const fa_tensor *t)
 /* A successful call can still name views far larger than its work (a stride-0 view of 2^32 keys
  * when there is no query): the value checks then walk only what a call within the work budget
  * could have touched. */
-static int checkable(const fz_case *c, int backward)
+static int checkable(const fz_case *c, const fa_params *p, int backward)
 {
-    double n = 0.0;
+    double n = p->bias ? view_elements(p->bias) : 0.0;
     for (int i = 0; i < (backward ? FZ_VIEWS : 4); i++) n += view_elements(&c->view[i]);
     return n <= 8.0 * FZ_WORK_MAX;
 }
@@ -649,21 +736,33 @@ static int ordinary(double x, double amp)
     return isfinite(x) && fabs(x) <= amp;
 }
 
-/* Whether every element of a (fitting) view is an ordinary value. */
-static int view_ordinary(const fa_tensor *t, double amp)
+/* Whether every element of a (fitting) view is an ordinary value (or, with mask_ok, -inf). */
+static int view_ordinary(const fa_tensor *t, double amp, int mask_ok)
 {
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++)
-                    if (!ordinary(ld(t, b, h, s, d), amp)) return 0;
+                for (int64_t d = 0; d < t->dim; d++) {
+                    double x = ld(t, b, h, s, d);
+                    if (!ordinary(x, amp) && !(mask_ok && x == -INFINITY)) return 0;
+                }
+    return 1;
+}
+
+/* Bounds on the per-head arrays' values for the numeric checks (their own regions hold at most 16). */
+#define FZ_SLOPE_MAX 16.0
+#define FZ_SINK_MAX  64.0
+
+static int heads_ordinary(const float *a, int64_t heads, double bound)
+{
+    for (int64_t h = 0; a && h < heads; h++)
+        if (!ordinary(a[h], bound)) return 0;
     return 1;
 }
 
 static double effective_scale(const fa_params *p, int64_t dim)
 {
-    double scale = p ? p->scale : 0.0;
-    return scale != 0.0 ? scale : 1.0 / sqrt((double)dim);
+    return p->scale != 0.0 ? p->scale : 1.0 / sqrt((double)dim);
 }
 
 /* Scores stay far from overflow in the call's type: numeric checks apply. */
@@ -673,21 +772,97 @@ static int scores_bounded(const fz_case *c, const fa_params *p)
     return fabs(scale) * c->amp * c->amp * (double)c->view[FZ_Q].dim <= 1e4 && fabs(scale) <= FLT_MAX;
 }
 
+/* Whether the scores of row (b, h, i) against the keys it sees by the index masks are certainly
+ * finite before the bias (q and those k rows moderate, the head's slope finite): then a -inf bias
+ * on every one of those keys hides them all. (A score that overflows, or is NaN, is not hidden.) */
+static int scores_finite(const fz_case *c, const fa_params *p, int64_t b, int64_t h, int64_t i)
+{
+    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K];
+    const int64_t g = h / (q->heads / k->heads);
+    const double moderate = 64.0 * c->amp;
+    if (!scores_bounded(c, p) || (p->alibi_slopes && !isfinite(p->alibi_slopes[h]))) return 0;
+    for (int64_t d = 0; d < q->dim; d++)
+        if (!ordinary(ld(q, b, h, i, d), moderate)) return 0;
+    for (int64_t j = 0; j < k->seq; j++) {
+        if (!visible(p, i, j, q->seq, k->seq)) continue;
+        for (int64_t d = 0; d < k->dim; d++)
+            if (!ordinary(ld(k, b, g, j, d), moderate)) return 0;
+    }
+    return 1;
+}
+
+/* The keys row (b, h, i) sees: by the index masks (*index), and of those, not hidden by a -inf
+ * bias (returned). */
+static int64_t keys_seen(const fa_params *p, int64_t nq, int64_t nk, int64_t b, int64_t h, int64_t i,
+                         int64_t *index)
+{
+    int64_t seen = 0;
+    *index = 0;
+    for (int64_t j = 0; j < nk; j++) {
+        if (!visible(p, i, j, nq, nk)) continue;
+        ++*index;
+        seen += !p->bias || bias_at(p->bias, b, h, i, j) != -INFINITY;
+    }
+    return seen;
+}
+
+/* Whether row (b, h, i) sees no key: none by the index masks, or all hidden by a -inf bias behind
+ * finite scores (the header's fully masked row; a NaN score is not hidden). */
+static int row_sees_nothing(const fz_case *c, const fa_params *p, int64_t b, int64_t h, int64_t i)
+{
+    int64_t index, seen = keys_seen(p, c->view[FZ_Q].seq, c->view[FZ_K].seq, b, h, i, &index);
+    return index == 0 || (seen == 0 && scores_finite(c, p, b, h, i));
+}
+
 /* Rows whose values are compared with float64 (every row is checked for the no-key rule): at most
  * this many per call, evenly spread, so the harness stays cheaper than the call it checks. */
 #define FZ_CHECKED_ROWS 16
 
-static void check_forward_values(const fz_case *c, const fa_params *p, const void *lse)
+/* The modified score of row (b, h, i) against key j in float64 (scale, softcap, ALiBi, bias, in
+ * the header's order), and in *mag a bound on the magnitudes its rounding scales with. */
+static double score(const fz_case *c, const fa_params *p, int64_t b, int64_t h, int64_t i, int64_t j,
+                    double *mag)
 {
+    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K];
+    const int64_t g = h / (q->heads / k->heads), nq = q->seq, nk = k->seq;
+    const double scale = effective_scale(p, q->dim);
+    double dot = 0.0, m = 0.0;
+    for (int64_t d = 0; d < q->dim; d++) {
+        double x = ld(q, b, h, i, d) * ld(k, b, g, j, d);
+        dot += x;
+        m += fabs(x);
+    }
+    double s = scale * dot;
+    m *= fabs(scale);
+    if (p->softcap > 0.0) s = p->softcap * tanh(s / p->softcap); /* |s| only shrinks: m still bounds it */
+    if (p->alibi_slopes) {
+        const int64_t d0 = p->causal == FA_CAUSAL_TOP_LEFT ? 0 : nk - nq;
+        const double term = (double)p->alibi_slopes[h] * (double)llabs(i + d0 - j);
+        s -= term;
+        m += fabs(term);
+    }
+    if (p->bias) {
+        const double x = bias_at(p->bias, b, h, i, j);
+        s += x;
+        if (isfinite(x)) m += fabs(x);
+    }
+    *mag = m;
+    return s;
+}
+
+static void check_forward_values(const fz_case *c, const fa_params *pp, const void *lse)
+{
+    const fa_params P = pp ? *pp : fa_params_default(), *p = &P;
     const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *v = &c->view[FZ_V], *o = &c->view[FZ_OUT];
-    const fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
     const int64_t nq = q->seq, nk = k->seq, group = k->heads > 0 ? q->heads / k->heads : 1;
-    const double scale = effective_scale(p, q->dim), amp = c->amp;
-    const int f64 = q->dtype == FA_F64, bounded = scores_bounded(c, p);
+    const double amp = c->amp;
+    const int f64 = q->dtype == FA_F64;
+    const int bounded = scores_bounded(c, p) && heads_ordinary(p->alibi_slopes, q->heads, FZ_SLOPE_MAX) &&
+                        heads_ordinary(p->sinks, q->heads, FZ_SINK_MAX);
     const double eps = f64 ? 1e-10 : 2e-4;
     const int64_t rows = q->batch * q->heads * nq;
     const int64_t every = rows > FZ_CHECKED_ROWS ? rows / FZ_CHECKED_ROWS : 1;
-    if (rows == 0 || !checkable(c, 0)) return;
+    if (rows == 0 || !checkable(c, p, 0)) return;
     double *weight = malloc((size_t)(nk > 0 ? nk : 1) * sizeof *weight);
     double *want = malloc((size_t)o->dim * sizeof *want);
     if (!weight || !want) abort();
@@ -695,42 +870,41 @@ static void check_forward_values(const fz_case *c, const fa_params *p, const voi
         for (int64_t h = 0; h < q->heads; h++)
             for (int64_t i = 0; i < nq; i++) {
                 const int64_t g = h / group, row = (b * q->heads + h) * nq + i;
-                /* keys 0 .. last-1 are the ones row i sees */
-                int64_t last = causal == FA_CAUSAL_TOP_LEFT       ? i + 1
-                               : causal == FA_CAUSAL_BOTTOM_RIGHT ? i + nk - nq + 1
-                                                                  : nk;
-                if (last > nk) last = nk;
-                if (last <= 0) {
+                if (row_sees_nothing(c, p, b, h, i)) { /* zeros, lse = -inf or the sink */
                     for (int64_t d = 0; d < o->dim; d++)
                         FZ_CHECK(ld(o, b, h, i, d) == 0.0, "row (%lld,%lld,%lld) sees no key: out[%lld] = %g",
                                  (long long)b, (long long)h, (long long)i, (long long)d, ld(o, b, h, i, d));
-                    if (lse)
-                        FZ_CHECK(ld_lse(lse, q->dtype, row) == -INFINITY, "row %lld sees no key: lse = %g",
-                                 (long long)row, ld_lse(lse, q->dtype, row));
+                    if (lse) {
+                        double got = ld_lse(lse, q->dtype, row), sink = p->sinks ? p->sinks[h] : -INFINITY;
+                        FZ_CHECK(got == sink || (isnan(got) && isnan(sink)),
+                                 "row %lld sees no key: lse = %g, not %g", (long long)row, got, sink);
+                    }
                     continue;
                 }
                 if (!bounded || row % every != 0) continue;
                 int clean = 1;
                 for (int64_t d = 0; d < q->dim && clean; d++) clean = ordinary(ld(q, b, h, i, d), amp);
-                for (int64_t j = 0; j < last && clean; j++) {
+                for (int64_t j = 0; j < nk && clean; j++) {
+                    if (!visible(p, i, j, nq, nk)) continue;
                     for (int64_t d = 0; d < k->dim && clean; d++) clean = ordinary(ld(k, b, g, j, d), amp);
                     for (int64_t d = 0; d < v->dim && clean; d++) clean = ordinary(ld(v, b, g, j, d), amp);
+                    if (clean && p->bias) {
+                        double x = bias_at(p->bias, b, h, i, j);
+                        clean = ordinary(x, amp) || x == -INFINITY;
+                    }
                 }
                 if (!clean) continue; /* NaN/Inf reach the rows that see them: no claim on this one */
-                double m = -INFINITY, smax = 0.0;
-                for (int64_t j = 0; j < last; j++) {
-                    double dot = 0.0, mag = 0.0;
-                    for (int64_t d = 0; d < q->dim; d++) {
-                        double x = ld(q, b, h, i, d) * ld(k, b, g, j, d);
-                        dot += x;
-                        mag += fabs(x);
-                    }
-                    weight[j] = scale * dot;
+                double m = p->sinks ? p->sinks[h] : -INFINITY, smax = p->sinks ? fabs(p->sinks[h]) : 0.0;
+                for (int64_t j = 0; j < nk; j++) {
+                    weight[j] = -INFINITY;
+                    if (!visible(p, i, j, nq, nk)) continue;
+                    double mag;
+                    weight[j] = score(c, p, b, h, i, j, &mag);
                     if (weight[j] > m) m = weight[j];
-                    if (fabs(scale) * mag > smax) smax = fabs(scale) * mag;
+                    if (mag > smax) smax = mag;
                 }
-                double sum = 0.0;
-                for (int64_t j = 0; j < last; j++) sum += (weight[j] = exp(weight[j] - m));
+                double sum = p->sinks ? exp(p->sinks[h] - m) : 0.0;
+                for (int64_t j = 0; j < nk; j++) sum += (weight[j] = exp(weight[j] - m));
                 const double tol = eps * (1.0 + smax);
                 if (lse) {
                     double lse_want = m + log(sum), got = ld_lse(lse, q->dtype, row);
@@ -738,8 +912,9 @@ static void check_forward_values(const fz_case *c, const fa_params *p, const voi
                              "row %lld: lse %.17g, float64 log-sum-exp %.17g", (long long)row, got, lse_want);
                 }
                 for (int64_t d = 0; d < o->dim; d++) want[d] = 0.0;
-                for (int64_t j = 0; j < last; j++)
-                    for (int64_t d = 0; d < o->dim; d++) want[d] += weight[j] / sum * ld(v, b, g, j, d);
+                for (int64_t j = 0; j < nk; j++)
+                    for (int64_t d = 0; d < o->dim && weight[j] > 0.0; d++)
+                        want[d] += weight[j] / sum * ld(v, b, g, j, d);
                 for (int64_t d = 0; d < o->dim; d++) {
                     double got = ld(o, b, h, i, d);
                     FZ_CHECK(isfinite(got) && fabs(got - want[d]) <= amp * 4.0 * tol,
@@ -751,25 +926,73 @@ static void check_forward_values(const fz_case *c, const fa_params *p, const voi
     free(want);
 }
 
-static void check_backward_values(const fz_case *c, const fa_params *p)
+/* dsinks[h] = -sum over b, i of exp(sinks[h] - lse) · rowsum(dout ∘ out), from the forward's own
+ * out and lse (the header's formula; its rounding scales with the terms' magnitudes, plus the one
+ * rounding to float). */
+static void check_dsinks(const fz_case *c, const fa_params *p, const void *lse)
 {
+    const fa_tensor *q = &c->view[FZ_Q], *o = &c->view[FZ_OUT], *dout = &c->view[FZ_DOUT];
+    const double eps = q->dtype == FA_F64 ? 1e-10 : 2e-4;
+    for (int64_t h = 0; h < q->heads; h++) {
+        double want = 0.0, mag = 0.0;
+        for (int64_t b = 0; b < q->batch; b++)
+            for (int64_t i = 0; i < q->seq; i++) {
+                double delta = 0.0, dmag = 0.0;
+                for (int64_t d = 0; d < o->dim; d++) {
+                    double x = ld(dout, b, h, i, d) * ld(o, b, h, i, d);
+                    delta += x;
+                    dmag += fabs(x);
+                }
+                double l = ld_lse(lse, q->dtype, (b * q->heads + h) * q->seq + i), w = exp(p->sinks[h] - l);
+                want -= w * delta;
+                mag += w * (dmag + 1e-300) * (1.0 + fabs(l));
+            }
+        double got = p->dsinks[h]; /* a float in every dtype: rounded once from the accumulation type */
+        FZ_CHECK(isfinite(got) && fabs(got - want) <= eps * mag + 0.5 * FLT_EPSILON * fabs(want),
+                 "dsinks[%lld] = %.17g, float64 %.17g (scale %g)", (long long)h, got, want, mag);
+    }
+}
+
+static void check_backward_values(const fz_case *c, const fa_params *pp, const void *lse)
+{
+    const fa_params P = pp ? *pp : fa_params_default(), *p = &P;
     const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *dq = &c->view[FZ_DQ];
     const fa_tensor *dk = &c->view[FZ_DK], *dv = &c->view[FZ_DV];
-    const fa_causal causal = p ? p->causal : FA_CAUSAL_NONE;
-    const int64_t nq = q->seq, nk = k->seq;
-    if (!checkable(c, 1)) return;
-    for (int64_t i = 0; i < nq; i++) { /* rows that see no key: dq = 0 */
-        int64_t seen = 0;
-        for (int64_t j = 0; j < nk; j++) seen += sees(causal, i, j, nq, nk);
-        if (seen) continue;
-        for (int64_t b = 0; b < q->batch; b++)
-            for (int64_t h = 0; h < q->heads; h++)
+    const int64_t nq = q->seq, nk = k->seq, group = k->heads > 0 ? q->heads / k->heads : 1;
+    if (!checkable(c, p, 1)) return;
+    for (int64_t b = 0; b < q->batch; b++) /* rows that see no key: dq = 0 */
+        for (int64_t h = 0; h < q->heads; h++)
+            for (int64_t i = 0; i < nq; i++) {
+                if (!row_sees_nothing(c, p, b, h, i)) continue;
                 for (int64_t d = 0; d < q->dim; d++)
-                    FZ_CHECK(ld(dq, b, h, i, d) == 0.0, "row %lld sees no key: dq = %g", (long long)i,
-                             ld(dq, b, h, i, d));
-    }
-    int clean = scores_bounded(c, p) && view_ordinary(q, c->amp) && view_ordinary(k, c->amp) &&
-                view_ordinary(&c->view[FZ_V], c->amp) && view_ordinary(&c->view[FZ_DOUT], c->amp);
+                    FZ_CHECK(ld(dq, b, h, i, d) == 0.0, "row (%lld,%lld,%lld) sees no key: dq = %g",
+                             (long long)b, (long long)h, (long long)i, ld(dq, b, h, i, d));
+            }
+    int clean = scores_bounded(c, p) && view_ordinary(q, c->amp, 0) && view_ordinary(k, c->amp, 0) &&
+                view_ordinary(&c->view[FZ_V], c->amp, 0) && view_ordinary(&c->view[FZ_DOUT], c->amp, 0) &&
+                (!p->bias || view_ordinary(p->bias, c->amp, 1)) &&
+                heads_ordinary(p->alibi_slopes, q->heads, FZ_SLOPE_MAX) &&
+                heads_ordinary(p->sinks, q->heads, FZ_SINK_MAX);
+    /* Keys no row of the group sees: dk = dv = 0. Hidden by the index masks: always; by a -inf bias
+     * as well: when every input is ordinary (a NaN elsewhere would make 0 · NaN). */
+    for (int64_t b = 0; b < k->batch; b++)
+        for (int64_t g = 0; g < k->heads; g++)
+            for (int64_t j = 0; j < nk; j++) {
+                int by_index = 0, seen = 0;
+                for (int64_t h = g * group; h < (g + 1) * group && !seen; h++)
+                    for (int64_t i = 0; i < nq && !seen; i++) {
+                        int vis = visible(p, i, j, nq, nk);
+                        by_index |= vis;
+                        seen = vis && (!p->bias || bias_at(p->bias, b, h, i, j) != -INFINITY);
+                    }
+                if (seen || (by_index && !clean)) continue;
+                for (int64_t d = 0; d < dk->dim; d++)
+                    FZ_CHECK(ld(dk, b, g, j, d) == 0.0, "key (%lld,%lld,%lld) seen by no row: dk = %g",
+                             (long long)b, (long long)g, (long long)j, ld(dk, b, g, j, d));
+                for (int64_t d = 0; d < dv->dim; d++)
+                    FZ_CHECK(ld(dv, b, g, j, d) == 0.0, "key (%lld,%lld,%lld) seen by no row: dv = %g",
+                             (long long)b, (long long)g, (long long)j, ld(dv, b, g, j, d));
+            }
     if (!clean) return;
     const fa_tensor *grads[3] = {dq, dk, dv};
     for (int g = 0; g < 3; g++) {
@@ -785,20 +1008,7 @@ static void check_backward_values(const fz_case *c, const fa_params *p)
                                           : "dv",
                                  (long long)b, (long long)h, (long long)s, (long long)d, ld(t, b, h, s, d));
     }
-    for (int64_t j = 0; j < nk; j++) { /* keys no row sees: dk = dv = 0 */
-        int64_t seen = 0;
-        for (int64_t i = 0; i < nq && q->heads > 0; i++) seen += sees(causal, i, j, nq, nk);
-        if (seen) continue;
-        for (int64_t b = 0; b < k->batch; b++)
-            for (int64_t h = 0; h < k->heads; h++) {
-                for (int64_t d = 0; d < dk->dim; d++)
-                    FZ_CHECK(ld(dk, b, h, j, d) == 0.0, "key %lld seen by no row: dk = %g", (long long)j,
-                             ld(dk, b, h, j, d));
-                for (int64_t d = 0; d < dv->dim; d++)
-                    FZ_CHECK(ld(dv, b, h, j, d) == 0.0, "key %lld seen by no row: dv = %g", (long long)j,
-                             ld(dv, b, h, j, d));
-            }
-    }
+    if (p->sinks && p->dsinks && lse) check_dsinks(c, p, lse);
 }
 
 /* ---- one call, checked ------------------------------------------------------------------------ */
@@ -824,7 +1034,11 @@ static void poison(fz_call *call, fa_tensor *copy, fa_params *pcopy)
         }
     }
     *pcopy = call->p ? *call->p : fa_params_default();
-    pcopy->softcap = 1.0;
+    const fa_tensor *q = call->t[FZ_Q];
+    if (q && q->heads > 0) { /* sinks not aligned to float: FA_ERR_STRIDE, after the views' strides */
+        pcopy->sinks = (const float *)(const void *)((const unsigned char *)q + 1);
+    } else
+        pcopy->causal = (fa_causal)99; /* FA_ERR_ARG, before anything is looked at */
     call->p = pcopy;
 }
 
@@ -874,6 +1088,10 @@ static fa_status run_call(fz_case *c, fz_call call, fz_invoke invoke, const char
         if (!call.is_out[i]) continue;
         FZ_CHECK(fz_view_empty(call.t[i]) || m.marked[i], "%s: output %d not mapped", name, i);
         out_bits |= 1u << i;
+    }
+    if (call.backward && call.p && call.p->dsinks) {
+        FZ_CHECK(call.t[FZ_Q]->heads == 0 || m.marked[FZ_DSINKS_BIT], "%s: dsinks not mapped", name);
+        out_bits |= 1u << FZ_DSINKS_BIT;
     }
     for (size_t u = 0; u < m.units; u++) {
         if (m.map[u] & out_bits) continue;
@@ -974,7 +1192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bwd_said = fa_status_str(bwd);
         if (bwd == FA_OK) {
             ok_calls++;
-            if (fwd == FA_OK) check_backward_values(c, p);
+            if (fwd == FA_OK) check_backward_values(c, p, lse);
         }
     }
     if (verbose) fprintf(stderr, "  %s\n  forward: %s, backward: %s\n", g_case, fwd_said, bwd_said);

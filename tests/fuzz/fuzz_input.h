@@ -3,7 +3,8 @@
  * (make_corpus.c), so the two cannot drift apart.
  *
  * An input is a fixed sequence of little-endian fields (FZ_CALL_FIELDS, then FZ_VIEW_FIELDS for
- * each of the eight views, then FZ_SPECIAL_FIELDS four times). A short input reads as if padded
+ * each of the eight views, then FZ_SPECIAL_FIELDS four times, then FZ_VIEW_FIELDS for the bias and
+ * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks). A short input reads as if padded
  * with zero bytes; bytes after the last field are ignored. Every field is a selector that the
  * harness maps to an argument; the mapping is written next to each field, and most selectors
  * keep the valid values in their lower range so that random bytes still reach the computing
@@ -29,15 +30,21 @@
  *   scale_mode     < 0x80: scale 0 (1/sqrt(D)); else by % 8: raw/64, NaN, +inf, -inf, 2^(raw % 1100),
  *                  -0.0, 5e-324, raw/1024
  *   causal         < 0xC0: % 3; 0xC0..0xDF: 3 + (value - 0xC0) (unknown); else (int8) value
- *   window         < 0xC0: both -1; else window_left and window_right as given
- *   softcap        < 0xC0: 0; else by % 6: 1 + value, -1, NaN, +inf, -0.0, DBL_MIN
- *   extras         >= 0xF0: bit 0 alibi_slopes non-NULL, bit 1 bias non-NULL
+ *   window         < 0x80: both -1; else window_left and window_right as given, each replaced by
+ *                  INT64_MAX (when >= 0) or INT64_MIN (when < 0) if bit 0 (left) or bit 1 (right)
+ *                  of the selector is set
+ *   softcap        < 0x80: 0; else by % 14: 0..3 (1 + softcap_raw) / 8, -1, NaN, +inf, -0.0,
+ *                  DBL_MIN, FLT_MIN, FLT_MAX, 2·FLT_MAX, FLT_MIN / 2, -inf (DBL_MIN, 2·FLT_MAX
+ *                  and FLT_MIN / 2 lie outside float's normal range: refused for f32 only)
+ *   extras         >= 0xA0: a bias (the ninth view, below; its layout NULL also means none), of
+ *                  [B|1][Hq|1][Nq|1][Nk] with bits 0, 1, 2 making batch, heads, seq 1
  *   lse_mode       < 0xC0: its own region; else by % 4: 0 NULL, 1..2 at view (value >> 2) % 8 + lse_shift
  *                  elements, 3 the same + lse_shift bytes (maybe misaligned)
  *   seed           the values: uniform in [-amp, amp] from splitmix64(seed)
  *   amp            % 4: 0.5, 1, 2, 4
  *   gap            % 17: elements between two regions of the pool (0: adjacent)
  *   specials       % 5: how many of the four special values are written
+ *   softcap_raw    see softcap
  *
  * Per view (q, k, v, out, dout, dq, dk, dv; the last four only matter to the backward):
  *   layout         >= 0xF8: the fa_tensor pointer is NULL; else % 9: bhsd (fa_tensor_bhsd), bshd
@@ -55,9 +62,18 @@
  *   dtype_override >= 0xF0: this view's dtype is entry value % 8 of the dtype table (f32, f64,
  *                  bf16, f16, -1, 4, 77, INT_MIN), so it may differ from the others
  *
- * Special values (view, index, kind): element index % count of that view (when it lies in the
- * pool) becomes by kind % 8: NaN, +inf, -inf, 1e30 (f32) / 1e300 (f64), -0.0, the smallest
- * subnormal, -1e30 / -1e300, 64·amp. */
+ * The bias has the view fields too, with its own shape; its place % 10 names q..dv as the others'.
+ *
+ * Per array of Hq floats (alibi_slopes, sinks, dsinks; dsinks only matters to the backward):
+ *   mode           < 0x80: NULL; else % 4: 0, 1 its own region; 2 at the region of (mode >> 2) % 10
+ *                  (q..dv, the bias, the lse) + shift floats (clamped to the pool); 3 its own
+ *                  region + 1..3 bytes (misaligned)
+ *   scale          the values in its own region: uniform in [-1, 1] times 2^((scale & 7) - 3);
+ *                  >= 0xF0: the first becomes by scale % 4 NaN, +inf, -inf, 1e30
+ *
+ * Special values (view, index, kind): element index % count of view % 9 (q..dv, the bias; when it
+ * lies in the pool) becomes by kind % 8: NaN, +inf, -inf, 1e30 (f32) / 1e300 (f64), -0.0, the
+ * smallest subnormal, -1e30 / -1e300, 64·amp. */
 #ifndef FA_FUZZ_INPUT_H
 #define FA_FUZZ_INPUT_H
 
@@ -78,7 +94,8 @@ typedef uint32_t fz_u32;
     X(u16, q_len) X(u16, kv_len) X(u16, dim) X(u16, dim_v)                                                  \
     X(u8, params_null) X(u8, scale_mode) X(i16, scale_raw) X(u8, causal)                                    \
     X(u8, window) X(i8, window_left) X(i8, window_right) X(u8, softcap) X(u8, extras)                       \
-    X(u8, lse_mode) X(i16, lse_shift) X(u32, seed) X(u8, amp) X(u8, gap) X(u8, specials)
+    X(u8, lse_mode) X(i16, lse_shift) X(u32, seed) X(u8, amp) X(u8, gap) X(u8, specials)                  \
+    X(u8, softcap_raw)
 
 #define FZ_VIEW_FIELDS(X)                                                                                   \
     X(u8, layout) X(u8, pad_seq) X(u8, pad_head) X(u8, pad_batch) X(u8, place) X(i16, shift)                \
@@ -87,10 +104,13 @@ typedef uint32_t fz_u32;
 /* clang-format on */
 
 #define FZ_SPECIAL_FIELDS(X) X(u8, view) X(u16, index) X(u8, kind)
+#define FZ_HEADS_FIELDS(X)   X(u8, mode) X(i16, shift) X(u8, scale)
 
-#define FZ_VIEWS    8
+#define FZ_VIEWS    8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS 4
-enum { FZ_Q, FZ_K, FZ_V, FZ_OUT, FZ_DOUT, FZ_DQ, FZ_DK, FZ_DV };
+#define FZ_ARRAYS   3
+enum { FZ_Q, FZ_K, FZ_V, FZ_OUT, FZ_DOUT, FZ_DQ, FZ_DK, FZ_DV, FZ_BIAS };
+enum { FZ_SLOPES, FZ_SINKS, FZ_DSINKS };
 
 #define FZ_MEMBER(type, name) fz_##type name;
 typedef struct {
@@ -100,9 +120,14 @@ typedef struct {
     FZ_SPECIAL_FIELDS(FZ_MEMBER)
 } fz_special_bytes;
 typedef struct {
+    FZ_HEADS_FIELDS(FZ_MEMBER)
+} fz_heads_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
+    fz_view_bytes bias;
+    fz_heads_bytes array[FZ_ARRAYS];
 } fz_input;
 #undef FZ_MEMBER
 
@@ -158,12 +183,18 @@ static inline void fz_read_special(fz_reader *r, fz_special_bytes *d)
 {
     FZ_SPECIAL_FIELDS(FZ_READ)
 }
+static inline void fz_read_heads(fz_reader *r, fz_heads_bytes *d)
+{
+    FZ_HEADS_FIELDS(FZ_READ)
+}
 static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
 {
     fz_reader rd = {data, size, 0}, *r = &rd;
     FZ_CALL_FIELDS(FZ_READ)
     for (int i = 0; i < FZ_VIEWS; i++) fz_read_view(r, &d->view[i]);
     for (int i = 0; i < FZ_SPECIALS; i++) fz_read_special(r, &d->special[i]);
+    fz_read_view(r, &d->bias);
+    for (int i = 0; i < FZ_ARRAYS; i++) fz_read_heads(r, &d->array[i]);
 }
 #undef FZ_READ
 
@@ -189,6 +220,10 @@ static inline void fz_write_special(fz_writer *w, const fz_special_bytes *d)
 {
     FZ_SPECIAL_FIELDS(FZ_WRITE)
 }
+static inline void fz_write_heads(fz_writer *w, const fz_heads_bytes *d)
+{
+    FZ_HEADS_FIELDS(FZ_WRITE)
+}
 /* Writes the whole input; returns the number of bytes (FZ_INPUT_BYTES when cap allows). */
 static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
 {
@@ -196,6 +231,8 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     FZ_CALL_FIELDS(FZ_WRITE)
     for (int i = 0; i < FZ_VIEWS; i++) fz_write_view(w, &d->view[i]);
     for (int i = 0; i < FZ_SPECIALS; i++) fz_write_special(w, &d->special[i]);
+    fz_write_view(w, &d->bias);
+    for (int i = 0; i < FZ_ARRAYS; i++) fz_write_heads(w, &d->array[i]);
     return wr.n;
 }
 #undef FZ_WRITE

@@ -16,7 +16,8 @@ const fa_status fz_class_status[FZ_CLASSES] = {FA_ERR_NULL,   FA_ERR_ARG,   FA_E
 enum { C_NULL, C_ARG, C_DTYPE, C_SHAPE, C_STRIDE, C_ALIAS, C_UNSUPPORTED, C_BUSY };
 static const char *const class_name[FZ_CLASSES] = {"NULL",   "ARG",   "DTYPE",       "SHAPE",
                                                    "STRIDE", "ALIAS", "UNSUPPORTED", "BUSY"};
-static const char *const view_name[FZ_VIEWS + 1] = {"q", "k", "v", "out", "dout", "dq", "dk", "dv", "lse"};
+static const char *const view_name[FZ_BITS] = {"q",  "k",    "v",   "out",          "dout",  "dq",    "dk",
+                                               "dv", "bias", "lse", "alibi_slopes", "sinks", "dsinks"};
 
 size_t fz_dtype_bytes(fa_dtype t)
 {
@@ -59,6 +60,12 @@ int fz_view_fits(const fz_pool *pool, const fa_tensor *t)
     return (size_t)span * es <= pool->bytes - (at - begin);
 }
 
+size_t fz_array_bytes(const fa_tensor *q)
+{
+    if (!q || q->heads <= 0 || (uint64_t)q->heads > SIZE_MAX / sizeof(float)) return 0;
+    return (size_t)q->heads * sizeof(float);
+}
+
 size_t fz_lse_bytes(const fa_tensor *q)
 {
     if (!q || q->batch <= 0 || q->heads <= 0 || q->seq <= 0 || q->dim <= 0) return 0;
@@ -83,6 +90,11 @@ static void set_class(fz_model *m, int c, int state, const char *why_fmt, const 
     }
 }
 
+static void maybe(fz_model *m, int c)
+{
+    if (m->state[c] < FZ_MAYBE) m->state[c] = FZ_MAYBE;
+}
+
 static int dtype_known(fa_dtype t)
 {
     return fz_dtype_bytes(t) != 0;
@@ -99,7 +111,29 @@ static int64_t mod_floor(int64_t x, int64_t w)
     return r < 0 ? r + w : r;
 }
 
-/* Byte range [begin, end) a view spans; begin == end when it is empty or its extent is not valid. */
+static fa_params params_of(const fz_call *c)
+{
+    return c->p ? *c->p : fa_params_default();
+}
+
+/* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS, or NULL). */
+static const fa_tensor *view_at(const fz_call *c, int i)
+{
+    if (i == FZ_BIAS) return c->p ? c->p->bias : NULL;
+    return i >= 0 && i < c->n && i < FZ_VIEWS ? c->t[i] : NULL;
+}
+
+/* The per-head arrays the call uses (fa_forward ignores dsinks). */
+static const void *array_at(const fz_call *c, int bit)
+{
+    if (!c->p) return NULL;
+    if (bit == FZ_SLOPES_BIT) return c->p->alibi_slopes;
+    if (bit == FZ_SINKS_BIT) return c->p->sinks;
+    return c->backward ? c->p->dsinks : NULL;
+}
+
+/* Byte range [begin, end) an argument spans; begin == end when it is empty or its extent is not
+ * valid. */
 typedef struct {
     uintptr_t begin, end;
 } range;
@@ -117,9 +151,22 @@ static range view_range(const fa_tensor *t)
     return r;
 }
 
+static range plain_range(const void *at, size_t bytes)
+{
+    range r = {(uintptr_t)at, (uintptr_t)at};
+    if (at && bytes && (uintptr_t)at <= UINTPTR_MAX - bytes) r.end = (uintptr_t)at + bytes;
+    return r;
+}
+
 static int ranges_meet(range a, range b)
 {
     return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
+}
+
+static int range_fits(const fz_pool *pool, range r)
+{
+    uintptr_t begin = (uintptr_t)pool->base;
+    return r.begin >= begin && r.end >= r.begin && r.end - begin <= pool->bytes;
 }
 
 /* Marks the elements of a view that fits with `bit`. Inputs may collapse stride-0 axes (the same
@@ -134,8 +181,9 @@ static int mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int b
         if (sh == 0) H = 1;
         if (ss == 0) S = 1;
     }
+    const size_t per = fz_dtype_bytes(t->dtype) / m->unit; /* units of one element */
     double marks = (double)B * (double)H * (double)S * (double)D;
-    if (!collapse && marks > (double)m->units) { /* more elements than the pool has: two share one */
+    if (!collapse && marks > (double)(m->units / per)) { /* more elements than the pool has: two share one */
         *dup = 1;
         return 0;
     }
@@ -145,13 +193,24 @@ static int mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int b
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t s = 0; s < S; s++) {
-                size_t row = off0 + (size_t)(b * sb + h * sh + s * ss);
-                for (int64_t d = 0; d < D; d++) {
-                    uint16_t *u = &m->map[row + (size_t)d];
-                    if (*u & mask) *dup = 1;
-                    *u |= mask;
+                size_t row = off0 + (size_t)(b * sb + h * sh + s * ss) * per;
+                for (size_t u = 0; u < (size_t)D * per; u++) {
+                    uint16_t *x = &m->map[row + u];
+                    if (*x & mask) *dup = 1;
+                    *x |= mask;
                 }
             }
+    return 1;
+}
+
+/* Marks a plain byte range (the lse, a per-head array) that fits and starts on a unit. */
+static int mark_range(fz_model *m, const fz_pool *pool, range r, int bit)
+{
+    size_t first = (size_t)(r.begin - (uintptr_t)pool->base);
+    if (r.begin >= r.end || !range_fits(pool, r) || first % m->unit != 0) return 0;
+    size_t last = (size_t)(r.end - (uintptr_t)pool->base);
+    for (size_t u = first / m->unit; u < (last + m->unit - 1) / m->unit; u++)
+        m->map[u] |= (uint16_t)(1u << bit);
     return 1;
 }
 
@@ -191,39 +250,50 @@ static int interleaved_disjoint(const fa_tensor *a, const fa_tensor *b, size_t e
 
 /* ---- the classes, in the header's order; each returns 1 when a class was found PRESENT ---- */
 
+static int null_data(const fa_tensor *t)
+{
+    return !t->data && t->batch > 0 && t->heads > 0 && t->seq > 0 && t->dim > 0;
+}
+
 static int model_null(const fz_call *c, fz_model *m)
 {
+    const fa_params p = params_of(c);
     for (int i = 0; i < c->n; i++)
         if (!c->t[i]) set_class(m, C_NULL, FZ_PRESENT, "%s tensor pointer", view_name[i]);
-    for (int i = 0; i < c->n && !m->refused; i++) {
-        const fa_tensor *t = c->t[i];
-        if (!t->data && t->batch > 0 && t->heads > 0 && t->seq > 0 && t->dim > 0)
-            set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
-    }
+    for (int i = 0; i < c->n && !m->refused; i++)
+        if (null_data(c->t[i])) set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
+    if (p.bias && null_data(p.bias)) set_class(m, C_NULL, FZ_PRESENT, "%s", "bias data of a non-empty view");
     if (c->backward && !c->lse) set_class(m, C_NULL, FZ_PRESENT, "%s", "lse of the backward");
+    if (c->backward && p.dsinks && !p.sinks) set_class(m, C_NULL, FZ_PRESENT, "%s", "dsinks without sinks");
     return m->refused;
 }
 
 static int model_arg(const fz_call *c, fz_model *m)
 {
-    fa_params p = c->p ? *c->p : fa_params_default();
-    if (!isfinite(p.scale)) set_class(m, C_ARG, FZ_PRESENT, "%s", "scale not finite");
-    else if (c->t[FZ_Q]->dtype != FA_F64 && fabs(p.scale) > FLT_MAX)
+    const fa_params p = params_of(c);
+    const int float_scores = c->t[FZ_Q]->dtype != FA_F64;
+    if (!isfinite(p.scale))
+        set_class(m, C_ARG, FZ_PRESENT, "%s", "scale not finite");
+    else if (float_scores && fabs(p.scale) > FLT_MAX)
         set_class(m, C_ARG, FZ_PRESENT, "%s", "scale beyond the float range with float scores");
     if (p.causal != FA_CAUSAL_NONE && p.causal != FA_CAUSAL_TOP_LEFT && p.causal != FA_CAUSAL_BOTTOM_RIGHT)
         set_class(m, C_ARG, FZ_PRESENT, "%s", "unknown causal value");
     if (p.window_left < -1 || p.window_right < -1) set_class(m, C_ARG, FZ_PRESENT, "%s", "window < -1");
     if (!(p.softcap >= 0.0) || !isfinite(p.softcap))
         set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap negative or NaN/Inf");
+    else if (float_scores && p.softcap != 0.0 && (p.softcap < FLT_MIN || p.softcap > FLT_MAX))
+        set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap outside float's normal range with float scores");
     return m->refused;
 }
 
 static int model_dtype(const fz_call *c, fz_model *m)
 {
-    for (int i = 0; i < c->n; i++) {
-        if (!dtype_known(c->t[i]->dtype))
+    for (int i = 0; i <= FZ_BIAS; i++) {
+        const fa_tensor *t = view_at(c, i);
+        if (!t) continue;
+        if (!dtype_known(t->dtype))
             set_class(m, C_DTYPE, FZ_PRESENT, "unknown dtype of %s", view_name[i]);
-        else if (c->t[i]->dtype != c->t[0]->dtype)
+        else if (t->dtype != c->t[0]->dtype)
             set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from q's", view_name[i]);
     }
     return m->refused;
@@ -232,9 +302,9 @@ static int model_dtype(const fz_call *c, fz_model *m)
 static int model_shape(const fz_call *c, fz_model *m)
 {
     const fa_tensor *q = c->t[FZ_Q], *k = c->t[FZ_K], *v = c->t[FZ_V], *o = c->t[FZ_OUT];
-    for (int i = 0; i < c->n; i++) {
-        const fa_tensor *t = c->t[i];
-        if (t->batch < 0 || t->heads < 0 || t->seq < 0 || t->dim < 0)
+    for (int i = 0; i <= FZ_BIAS; i++) {
+        const fa_tensor *t = view_at(c, i);
+        if (t && (t->batch < 0 || t->heads < 0 || t->seq < 0 || t->dim < 0))
             set_class(m, C_SHAPE, FZ_PRESENT, "negative size in %s", view_name[i]);
     }
     if (k->batch != q->batch || v->batch != q->batch || o->batch != q->batch)
@@ -254,51 +324,65 @@ static int model_shape(const fz_call *c, fz_model *m)
         if (!same_shape(c->t[FZ_DK], k)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dk shape != k shape");
         if (!same_shape(c->t[FZ_DV], v)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dv shape != v shape");
     }
+    const fa_tensor *bias = view_at(c, FZ_BIAS);
+    if (bias) { /* each of batch, heads, seq the problem's or 1; dim = Nk */
+        if ((bias->batch != q->batch && bias->batch != 1) || (bias->heads != q->heads && bias->heads != 1) ||
+            (bias->seq != q->seq && bias->seq != 1))
+            set_class(m, C_SHAPE, FZ_PRESENT, "%s", "bias batch, heads or seq neither the problem's nor 1");
+        if (bias->dim != k->seq) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "bias dim != Nk");
+    }
     if (m->refused) return 1;
     /* Not in the header's list: B·Hq·Nq lse values whose byte count overflows int64. */
     int64_t rows;
     if (__builtin_mul_overflow(q->batch, q->heads, &rows) || __builtin_mul_overflow(rows, q->seq, &rows) ||
         __builtin_mul_overflow(rows, (int64_t)8, &rows))
-        m->state[C_SHAPE] = FZ_MAYBE;
+        maybe(m, C_SHAPE);
     m->work =
         (double)q->batch * (double)q->heads * (double)q->seq * (double)k->seq * (double)(q->dim + v->dim);
     return 0;
 }
 
-static int model_stride(const fz_call *c, const fz_pool *pool, fz_model *m, int known_dup[FZ_VIEWS])
+static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_VIEWS])
 {
-    for (int i = 0; i < c->n; i++) {
-        const fa_tensor *t = c->t[i];
-        if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0)
+    for (int i = 0; i <= FZ_BIAS; i++) {
+        const fa_tensor *t = view_at(c, i);
+        if (t && (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0))
             set_class(m, C_STRIDE, FZ_PRESENT, "negative stride in %s", view_name[i]);
     }
     if (m->refused) return 1;
-    for (int i = 0; i < c->n; i++) { /* data must be aligned to its element size */
-        const fa_tensor *t = c->t[i];
-        if ((uintptr_t)t->data % fz_dtype_bytes(t->dtype) == 0) continue;
+    for (int i = 0; i <= FZ_BIAS; i++) { /* data must be aligned to its element size */
+        const fa_tensor *t = view_at(c, i);
+        if (!t || (uintptr_t)t->data % fz_dtype_bytes(t->dtype) == 0) continue;
         if (!fz_view_empty(t))
             set_class(m, C_STRIDE, FZ_PRESENT, "data of %s not aligned to its element size", view_name[i]);
-        else if (m->state[C_STRIDE] < FZ_MAYBE)
-            m->state[C_STRIDE] = FZ_MAYBE; /* an empty view: not said */
+        else
+            maybe(m, C_STRIDE); /* an empty view: not said */
     }
     if (c->lse && (uintptr_t)c->lse % (c->t[FZ_Q]->dtype == FA_F64 ? 8u : 4u) != 0) {
         if (fz_lse_bytes(c->t[FZ_Q]))
             set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to its element size", "lse");
-        else if (m->state[C_STRIDE] < FZ_MAYBE)
-            m->state[C_STRIDE] = FZ_MAYBE;
+        else
+            maybe(m, C_STRIDE);
     }
-    for (int i = 0; i < c->n; i++) {
-        const fa_tensor *t = c->t[i];
-        if (fz_view_empty(t)) continue;
+    const size_t heads = fz_array_bytes(c->t[FZ_Q]);
+    for (int bit = FZ_SLOPES_BIT; bit <= FZ_DSINKS_BIT; bit++) { /* Hq floats, aligned to float */
+        const void *a = array_at(c, bit);
+        if (!a || !heads) continue;
+        if ((uintptr_t)a % sizeof(float) != 0)
+            set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to float", view_name[bit]);
+        else if ((uintptr_t)a > UINTPTR_MAX - heads)
+            maybe(m, C_STRIDE); /* address wraps */
+    }
+    for (int i = 0; i <= FZ_BIAS; i++) {
+        const fa_tensor *t = view_at(c, i);
+        if (!t || fz_view_empty(t)) continue;
         int64_t span = fz_view_span(t), bytes;
         if (span < 0 || __builtin_mul_overflow(span, (int64_t)fz_dtype_bytes(t->dtype), &bytes))
             set_class(m, C_STRIDE, FZ_PRESENT, "offsets of %s overflow int64", view_name[i]);
         else if ((uintptr_t)t->data > UINTPTR_MAX - (uintptr_t)bytes)
-            m->state[C_STRIDE] =
-                m->state[C_STRIDE] > FZ_MAYBE ? m->state[C_STRIDE] : FZ_MAYBE; /* address wraps */
+            maybe(m, C_STRIDE); /* address wraps */
     }
-    if (c->lse && fz_lse_bytes(c->t[FZ_Q]) > UINTPTR_MAX - (uintptr_t)c->lse && m->state[C_STRIDE] < FZ_MAYBE)
-        m->state[C_STRIDE] = FZ_MAYBE;
+    if (c->lse && fz_lse_bytes(c->t[FZ_Q]) > UINTPTR_MAX - (uintptr_t)c->lse) maybe(m, C_STRIDE);
     if (m->refused) return 1;
     for (int i = 0; i < c->n; i++) {
         const fa_tensor *t = c->t[i];
@@ -309,56 +393,74 @@ static int model_stride(const fz_call *c, const fz_pool *pool, fz_model *m, int 
         for (int a = 0; a < 3; a++) repeated |= size[a] > 1 && stride[a] == 0;
         if (repeated || known_dup[i])
             set_class(m, C_STRIDE, FZ_PRESENT, "output %s overlaps itself", view_name[i]);
-        else if (c->raw[i] && m->state[C_STRIDE] < FZ_MAYBE)
-            m->state[C_STRIDE] = FZ_MAYBE;
+        else if (c->raw[i])
+            maybe(m, C_STRIDE);
     }
-    (void)pool;
     return m->refused;
 }
 
-static int model_alias(const fz_call *c, fz_model *m, unsigned shared[FZ_VIEWS + 1])
+/* Whether argument `bit` is an output of the call: out and the lse of fa_forward; dq, dk, dv and
+ * dsinks of fa_backward. */
+static int is_output(const fz_call *c, int bit)
 {
-    const int L = FZ_LSE_BIT;
-    range r[FZ_VIEWS + 1];
-    int is_out[FZ_VIEWS + 1];
-    const int n = c->n;
-    for (int i = 0; i < n; i++) {
-        r[i] = view_range(c->t[i]);
-        is_out[i] = c->is_out[i];
+    if (bit < c->n) return c->is_out[bit];
+    if (bit == FZ_LSE_BIT) return c->lse_out;
+    return bit == FZ_DSINKS_BIT;
+}
+
+/* The range of argument `bit`, and whether the call has it. */
+static int arg_range(const fz_call *c, int bit, range *r)
+{
+    if (bit < c->n || bit == FZ_BIAS_BIT) {
+        const fa_tensor *t = view_at(c, bit);
+        if (!t) return 0;
+        *r = view_range(t);
+        return 1;
     }
-    size_t lse_bytes = c->lse ? fz_lse_bytes(c->t[FZ_Q]) : 0;
-    r[L].begin = (uintptr_t)c->lse;
-    r[L].end = lse_bytes && (uintptr_t)c->lse <= UINTPTR_MAX - lse_bytes ? (uintptr_t)c->lse + lse_bytes
-                                                                         : r[L].begin;
-    is_out[L] = c->lse_out;
+    if (bit >= c->n && bit < FZ_VIEWS) return 0;
+    if (bit == FZ_LSE_BIT) {
+        *r = plain_range(c->lse, c->lse ? fz_lse_bytes(c->t[FZ_Q]) : 0);
+        return c->lse != NULL;
+    }
+    const void *a = array_at(c, bit);
+    *r = plain_range(a, fz_array_bytes(c->t[FZ_Q]));
+    return a != NULL;
+}
+
+static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_BITS])
+{
+    range r[FZ_BITS];
+    int has[FZ_BITS];
+    for (int i = 0; i < FZ_BITS; i++) has[i] = arg_range(c, i, &r[i]);
     const size_t es = fz_dtype_bytes(c->t[FZ_Q]->dtype);
-    for (int o = 0; o <= L; o++) {
-        if ((o < n || o == L) && is_out[o]) {
-            for (int x = 0; x <= L; x++) {
-                if (x == o || (x >= n && x != L) || (is_out[x] && x < o)) continue; /* each pair once */
-                if (!ranges_meet(r[o], r[x])) continue;
-                char what[32];
-                snprintf(what, sizeof what, "%s/%s", view_name[o], view_name[x]);
-                int both_known = m->marked[o] && m->marked[x];
-                int share = both_known && (shared[o] >> x & 1u);
-                if (o == L || x == L) { /* the lse is a plain range: meeting is overlapping */
-                    set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet (lse)", what);
-                    continue;
-                }
-                int ex = interleaved_disjoint(c->t[o], c->t[x], es);
-                if (ex == 1 && share) {
-                    fprintf(stderr, "fuzz model: %s interleaved-disjoint yet sharing elements\n", what);
-                    abort(); /* the harness contradicts itself */
-                }
-                if (share)
-                    set_class(m, C_ALIAS, FZ_PRESENT, "%s share elements", what);
-                else if (ex == 0)
-                    set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet, not interleaved-disjoint", what);
-                else if (ex < 0 && !both_known && c->t[o]->data == c->t[x]->data)
-                    set_class(m, C_ALIAS, FZ_PRESENT, "%s start at the same address", what);
-                else if (ex < 0 && m->state[C_ALIAS] < FZ_MAYBE)
-                    m->state[C_ALIAS] = FZ_MAYBE;
+    for (int o = 0; o < FZ_BITS; o++) {
+        if (!has[o] || !is_output(c, o)) continue;
+        for (int x = 0; x < FZ_BITS; x++) {
+            if (x == o || !has[x] || (is_output(c, x) && x < o)) continue; /* each pair once */
+            if (!ranges_meet(r[o], r[x])) continue;
+            char what[40];
+            snprintf(what, sizeof what, "%s/%s", view_name[o], view_name[x]);
+            const int views = (o < c->n || o == FZ_BIAS_BIT) && (x < c->n || x == FZ_BIAS_BIT);
+            if (!views) { /* the lse and the arrays are plain ranges: meeting is overlapping */
+                set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet", what);
+                continue;
             }
+            const fa_tensor *to = view_at(c, o), *tx = view_at(c, x);
+            int both_known = m->marked[o] && m->marked[x];
+            int share = both_known && (shared[o] >> x & 1u);
+            int ex = interleaved_disjoint(to, tx, es);
+            if (ex == 1 && share) {
+                fprintf(stderr, "fuzz model: %s interleaved-disjoint yet sharing elements\n", what);
+                abort(); /* the harness contradicts itself */
+            }
+            if (share)
+                set_class(m, C_ALIAS, FZ_PRESENT, "%s share elements", what);
+            else if (ex == 0)
+                set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet, not interleaved-disjoint", what);
+            else if (ex < 0 && !both_known && to->data == tx->data)
+                set_class(m, C_ALIAS, FZ_PRESENT, "%s start at the same address", what);
+            else if (ex < 0)
+                maybe(m, C_ALIAS);
         }
     }
     return m->refused;
@@ -366,66 +468,61 @@ static int model_alias(const fz_call *c, fz_model *m, unsigned shared[FZ_VIEWS +
 
 static int model_unsupported(const fz_call *c, fz_model *m)
 {
-    fa_params p = c->p ? *c->p : fa_params_default();
     fa_dtype t = c->t[FZ_Q]->dtype;
     if (t != FA_F32 && t != FA_F64) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "bf16/f16");
-    if (p.window_left != -1 || p.window_right != -1) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "window");
-    if (p.softcap != 0.0) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "softcap");
-    if (p.alibi_slopes) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "alibi");
-    if (p.bias) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "bias");
     return m->refused;
 }
 
-static int lse_fits(const fz_call *c, const fz_pool *pool)
-{
-    size_t lse_bytes = c->lse && c->t[FZ_Q] ? fz_lse_bytes(c->t[FZ_Q]) : 0;
-    if (!lse_bytes) return 1;
-    uintptr_t at = (uintptr_t)c->lse, begin = (uintptr_t)pool->base;
-    return at >= begin && at - begin <= pool->bytes && lse_bytes <= pool->bytes - (at - begin) &&
-           at % (c->t[FZ_Q]->dtype == FA_F64 ? 8u : 4u) == 0;
-}
-
-/* Whether every non-empty view and the lse lie inside the pool. */
+/* Whether every non-empty view, the lse and the arrays the call reads or writes lie inside the
+ * pool (alignment aside). */
 static int all_fit(const fz_call *c, const fz_pool *pool)
 {
-    for (int i = 0; i < c->n; i++) {
-        if (!c->t[i]) continue;
-        if (!fz_view_empty(c->t[i]) && !fz_view_fits(pool, c->t[i])) return 0;
+    for (int bit = 0; bit < FZ_BITS; bit++) {
+        range r;
+        if (!arg_range(c, bit, &r)) continue;
+        if (bit < c->n || bit == FZ_BIAS_BIT) {
+            const fa_tensor *t = view_at(c, bit);
+            if (!fz_view_empty(t) && !fz_view_fits(pool, t)) return 0;
+        } else if (r.begin < r.end && !range_fits(pool, r))
+            return 0;
+        else if (r.begin == r.end &&
+                 (bit == FZ_LSE_BIT ? fz_lse_bytes(c->t[FZ_Q]) : fz_array_bytes(c->t[FZ_Q])))
+            return 0; /* non-empty but wrapping around the address space */
     }
-    return lse_fits(c, pool);
+    return 1;
 }
 
 void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
 {
     memset(m, 0, sizeof *m);
-    m->all_fit = all_fit(c, pool);
-    if (model_null(c, m) || model_arg(c, m) || model_dtype(c, m) || model_shape(c, m)) return;
+    m->all_fit = model_null(c, m) ? 0 : all_fit(c, pool);
+    if (m->refused || model_arg(c, m) || model_dtype(c, m) || model_shape(c, m)) return;
 
-    /* One dtype from here on: map the pool in units of its element size. */
-    m->unit = fz_dtype_bytes(c->t[FZ_Q]->dtype);
+    /* One dtype from here on: map the pool in units that divide every element size. */
+    const size_t es = fz_dtype_bytes(c->t[FZ_Q]->dtype);
+    m->unit = es < sizeof(float) ? es : sizeof(float);
     m->units = pool->bytes / m->unit;
     m->map = calloc(m->units + 1, sizeof *m->map);
     if (!m->map) abort();
-    int dup[FZ_VIEWS] = {0};
-    for (int i = 0; i < c->n; i++)
-        if (fz_view_fits(pool, c->t[i]) && c->t[i]->stride_batch >= 0 && c->t[i]->stride_head >= 0 &&
-            c->t[i]->stride_seq >= 0)
-            m->marked[i] = mark_view(m, pool, c->t[i], i, !c->is_out[i], &dup[i]);
-    size_t lse_bytes = c->lse ? fz_lse_bytes(c->t[FZ_Q]) : 0;
-    if (lse_bytes && lse_fits(c, pool) && ((uintptr_t)c->lse - (uintptr_t)pool->base) % m->unit == 0) {
-        size_t first = (size_t)((const unsigned char *)c->lse - pool->base) / m->unit;
-        for (size_t u = first; u < first + lse_bytes / m->unit; u++)
-            m->map[u] |= (uint16_t)(1u << FZ_LSE_BIT);
-        m->marked[FZ_LSE_BIT] = 1;
+    int dup[FZ_VIEWS] = {0}, dup_bias = 0;
+    for (int i = 0; i <= FZ_BIAS; i++) {
+        const fa_tensor *t = view_at(c, i);
+        if (t && fz_view_fits(pool, t) && t->stride_batch >= 0 && t->stride_head >= 0 && t->stride_seq >= 0)
+            m->marked[i] =
+                mark_view(m, pool, t, i, i == FZ_BIAS || !c->is_out[i], i == FZ_BIAS ? &dup_bias : &dup[i]);
     }
-    unsigned shared[FZ_VIEWS + 1] = {0};
+    for (int bit = FZ_LSE_BIT; bit < FZ_BITS; bit++) {
+        range r;
+        if (arg_range(c, bit, &r)) m->marked[bit] = mark_range(m, pool, r, bit);
+    }
+    unsigned shared[FZ_BITS] = {0};
     for (size_t u = 0; u < m->units; u++) {
         unsigned bits = m->map[u];
         if ((bits & (bits - 1)) == 0) continue;
-        for (int i = 0; i <= FZ_LSE_BIT; i++)
+        for (int i = 0; i < FZ_BITS; i++)
             if (bits >> i & 1u) shared[i] |= bits & ~(1u << i);
     }
-    if (model_stride(c, pool, m, dup) || model_alias(c, m, shared) || model_unsupported(c, m)) return;
+    if (model_stride(c, m, dup) || model_alias(c, m, shared) || model_unsupported(c, m)) return;
 }
 
 void fz_model_free(fz_model *m)

@@ -9,7 +9,9 @@
  * the first PRESENT class or a MAYBE class before it, and FA_OK only when no class is PRESENT.
  *
  * The rules are written from the header's text, not from src/validate.c: where they disagree, the
- * fuzzer reports it. */
+ * fuzzer reports it. The score modifiers' arguments are judged like the tensors: the bias is an
+ * input view ([B|1][Hq|1][Nq|1][Nk], q's dtype), alibi_slopes and sinks are inputs of Hq floats,
+ * dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks. */
 #ifndef FA_FUZZ_MODEL_H
 #define FA_FUZZ_MODEL_H
 
@@ -19,7 +21,7 @@
 #include "flashattn.h"
 #include "fuzz_input.h"
 
-/* One call's arguments. */
+/* One call's arguments. The bias and the per-head arrays are p's. */
 typedef struct {
     int backward;
     const fa_params *p;
@@ -39,7 +41,8 @@ typedef struct {
 
 enum { FZ_ABSENT = 0, FZ_MAYBE = 1, FZ_PRESENT = 2 };
 #define FZ_CLASSES 8
-#define FZ_LSE_BIT 8 /* the lse's bit in the element map (views use bits 0..7) */
+/* Bits of the element map: the views use bits 0..7 (FZ_Q..FZ_DV), then these. */
+enum { FZ_BIAS_BIT = FZ_BIAS, FZ_LSE_BIT, FZ_SLOPES_BIT, FZ_SINKS_BIT, FZ_DSINKS_BIT, FZ_BITS };
 
 typedef struct {
     int state[FZ_CLASSES];
@@ -47,10 +50,11 @@ typedef struct {
     int all_fit;   /* every non-empty view, and the lse, lies inside the pool */
     double work;   /* B·Hq·Nq·Nk·(D+Dv), when the shapes are consistent */
     char why[200]; /* the first PRESENT class and its reason, for failure messages */
-    /* the element map (unit = element size of the call's dtype): bit i = view i covers it */
+    /* the element map, in units of 4 bytes (2 for half-precision calls), the float arrays' size
+     * and a divisor of every element size: bit i = argument i (FZ_BITS) covers it */
     uint16_t *map;
     size_t units, unit;
-    int marked[FZ_VIEWS + 1]; /* view i (or the lse) was marked in the map */
+    int marked[FZ_BITS]; /* argument i was marked in the map */
 } fz_model;
 
 extern const fa_status fz_class_status[FZ_CLASSES];
@@ -75,5 +79,7 @@ int64_t fz_view_span(const fa_tensor *t);
 int fz_view_fits(const fz_pool *pool, const fa_tensor *t);
 /* Bytes of the lse for q: B·Hq·Nq values of the accumulation type (0 when q is empty or invalid). */
 size_t fz_lse_bytes(const fa_tensor *q);
+/* Bytes of a per-head array for q: Hq floats (0 when Hq <= 0). */
+size_t fz_array_bytes(const fa_tensor *q);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes the seed corpus of the fuzz target: one file per seed, named after what it reaches.
  *
  *   fa-fuzz-make-corpus tests/fuzz/corpus
@@ -5,8 +6,10 @@
  * The seeds start from one valid problem and change what their name says, so between them they
  * reach every computing path (f32 and f64, each causal mode, GQA and MQA, every layout, packed
  * QKV and dQKV, broadcast inputs, split-KV decode shapes, empty shapes, D = 512, Dv != D, every
- * kind of context, NaN/Inf inputs) and every error class (NULL, ARG, DTYPE, SHAPE, STRIDE,
- * ALIAS, UNSUPPORTED, a refused fa_context_create) and the harness's poisoning of wild views.
+ * kind of context, NaN/Inf inputs, each score modifier alone and all together: windows, softcap,
+ * ALiBi, biases of every broadcast, sinks and dsinks) and every error class (NULL, ARG, DTYPE,
+ * SHAPE, STRIDE, ALIAS, UNSUPPORTED, a refused fa_context_create), each also through the
+ * modifiers' arguments, and the harness's poisoning of wild views and arrays.
  * The format is fuzz_input.h's; FA_FUZZ_VERBOSE=1 fa-fuzz-replay DIR shows each seed's statuses. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,49 @@ static fz_u8 sel(int lo, int mod, int want)
 static void layout_all(fz_input *in, int layout)
 {
     for (int i = 0; i < FZ_VIEWS; i++) in->view[i].layout = (fz_u8)layout;
+}
+
+/* A place selector (>= 0xC0) naming value % 10. */
+static fz_u8 place(int want)
+{
+    return sel(0xC0, 10, want);
+}
+
+/* Array modes: off, its own region, on the region of j (0..7 views, 8 the bias, 9 the lse),
+ * misaligned in its own region. */
+static fz_u8 array_own(void)
+{
+    return 0x80;
+}
+static fz_u8 array_on(int j)
+{
+    for (int v = 0x80; v < 256; v++)
+        if (v % 4 == 2 && (v >> 2) % 10 == j) return (fz_u8)v;
+    abort();
+}
+static fz_u8 array_misaligned(void)
+{
+    return 0x83;
+}
+
+/* The softcap selector of fuzz_input.h's entry `which` (0..3: (1 + raw) / 8 with raw). */
+static void softcap(fz_input *in, int which, int raw)
+{
+    in->softcap = sel(0x80, 14, which);
+    in->softcap_raw = (fz_u8)raw;
+}
+
+/* A bias of [B|1][Hq|1][Nq|1][Nk]: bits 0, 1, 2 of bcast make batch, heads, seq 1. */
+static void bias(fz_input *in, int bcast)
+{
+    in->extras = (fz_u8)(0xA0 | bcast);
+}
+
+static void windows(fz_input *in, int left, int right)
+{
+    in->window = 0x80;
+    in->window_left = (fz_i8)left;
+    in->window_right = (fz_i8)right;
 }
 
 /* q[B=2][Hq=4][Nq=13][D=16], k, v [2][2][29][16], f32, premade 1-thread context, forward then
@@ -241,6 +287,186 @@ static void valid_seeds(void)
     emit("ok_f64_packed_dqkv_only", &in);
 }
 
+/* Each score modifier alone, at its edges, and all together. */
+static void modifier_seeds(void)
+{
+    fz_input in = base();
+    windows(&in, 5, 2);
+    emit("ok_f32_window_left_5_right_2", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.causal = 2;
+    in.ctx = 4;
+    windows(&in, 3, -1);
+    dims(&in, 1, 2, 2, 40, 70, 8, 8);
+    emit("ok_f64_window_3_bottom_right_ref_7x20", &in);
+
+    in = base();
+    in.causal = 1;
+    in.ctx = 3;
+    windows(&in, 0, 0); /* the diagonal alone */
+    emit("ok_f32_window_0_top_left_blocks16", &in);
+
+    in = base();
+    windows(&in, 1, 1);
+    in.window |= 3; /* both INT64_MAX: unbounded */
+    dims(&in, 1, 2, 2, 29, 13, 16, 16);
+    emit("ok_f32_windows_int64_max", &in);
+
+    in = base();
+    in.dtype = 1;
+    windows(&in, 2, 0);
+    dims(&in, 1, 1, 1, 40, 5, 8, 8); /* Nq > Nk: rows past the keys see none */
+    emit("ok_f64_window_rows_without_keys", &in);
+
+    in = base();
+    softcap(&in, 0, 239); /* 30, Gemma 2's */
+    emit("ok_f32_softcap_30", &in);
+
+    in = base();
+    in.dtype = 1;
+    softcap(&in, 1, 0); /* 0.125: every score capped hard */
+    in.amp = 3;
+    emit("ok_f64_softcap_0_125", &in);
+
+    in = base();
+    softcap(&in, 9, 0);
+    emit("ok_f32_softcap_flt_min", &in);
+
+    in = base();
+    softcap(&in, 10, 0);
+    emit("ok_f32_softcap_flt_max", &in);
+
+    in = base();
+    in.dtype = 1;
+    softcap(&in, 8, 0);
+    emit("ok_f64_softcap_dbl_min", &in);
+
+    in = base();
+    in.dtype = 1;
+    softcap(&in, 11, 0);
+    emit("ok_f64_softcap_twice_flt_max", &in);
+
+    in = base();
+    softcap(&in, 7, 0);
+    emit("ok_f32_softcap_minus_zero_off", &in);
+
+    in = base();
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 2};
+    emit("ok_f32_alibi", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.causal = 1;
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 7}; /* slopes up to 16 */
+    emit("ok_f64_alibi_steep_top_left", &in);
+
+    in = base();
+    bias(&in, 0);
+    emit("ok_f32_bias_full", &in);
+
+    in = base();
+    in.dtype = 1;
+    bias(&in, 6);
+    emit("ok_f64_bias_key_padding", &in);
+
+    in = base();
+    bias(&in, 1);
+    in.bias.layout = LAY_BSHD;
+    emit("ok_f32_bias_one_batch_bshd", &in);
+
+    in = base();
+    bias(&in, 0);
+    in.bias.layout = LAY_S0; /* full seq with stride 0 */
+    in.ctx = 5;
+    emit("ok_f32_bias_seq_stride_0_ref", &in);
+
+    in = base();
+    in.dtype = 1;
+    bias(&in, 0);
+    in.bias.layout = LAY_PAD_BHSD;
+    in.bias.pad_seq = 3, in.bias.pad_head = 1, in.bias.pad_batch = 9;
+    emit("ok_f64_bias_padded", &in);
+
+    in = base();
+    bias(&in, 7);
+    in.bias.place = place(FZ_Q); /* an input over another input */
+    in.bias.shift = 3;
+    emit("ok_f32_bias_row_on_q", &in);
+
+    in = base();
+    bias(&in, 7);
+    dims(&in, 2, 2, 2, 13, 3, 16, 16);
+    in.specials = 3; /* one bias row for all: every key -inf, every row fully masked */
+    for (int i = 0; i < 3; i++) in.special[i] = (fz_special_bytes){FZ_BIAS, (fz_u16)i, 2};
+    emit("ok_f32_bias_masks_every_row", &in);
+
+    in = base();
+    in.dtype = 1;
+    bias(&in, 6);
+    in.specials = 2;
+    in.special[0] = (fz_special_bytes){FZ_BIAS, 3, 2}; /* -inf: a padded key */
+    in.special[1] = (fz_special_bytes){FZ_BIAS, 40, 2};
+    emit("ok_f64_bias_minus_inf_keys", &in);
+
+    in = base();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    emit("ok_f32_sinks", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 4};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("ok_f64_sinks_and_dsinks", &in);
+
+    in = base();
+    in.causal = 2;
+    dims(&in, 2, 2, 2, 30, 9, 16, 16); /* 21 rows of each head see no key: lse = the sink */
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("ok_f32_sinks_on_masked_rows", &in);
+
+    in = base();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_on(FZ_K), 5, 0}; /* inputs may overlap */
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_on(FZ_V), 1, 0};
+    emit("ok_f32_sinks_and_slopes_inside_inputs", &in);
+
+    in = base();
+    in.calls = 2; /* forward only: dsinks ignored, also misaligned and without sinks */
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_misaligned(), 1, 0};
+    emit("ok_f32_forward_ignores_dsinks", &in);
+
+    in = base();
+    in.causal = 2;
+    windows(&in, 6, 1);
+    softcap(&in, 2, 79); /* 10 */
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 1};
+    bias(&in, 6);
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("ok_f32_every_modifier", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.ctx = 6;
+    dims(&in, 2, 2, 3, 45, 90, 24, 16);
+    windows(&in, 20, 4);
+    softcap(&in, 3, 39); /* 5 */
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 0};
+    bias(&in, 2);
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 2};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("ok_f64_every_modifier_gqa_ref_2threads", &in);
+
+    in = base();
+    dims(&in, 1, 1, 1, 1, 1500, 64, 64); /* split-KV with sinks and a key-padding bias */
+    in.ctx = 3;
+    bias(&in, 6);
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    emit("ok_f32_split_kv_bias_and_sinks", &in);
+}
+
 /* The base problem, with the backward called even when the forward is refused. */
 static fz_input base_err(void)
 {
@@ -279,8 +505,29 @@ static void error_seeds(void)
     emit("err_arg_window_below_minus_1", &in);
 
     in = base_err();
-    in.softcap = sel(0xC0, 6, 1);
+    softcap(&in, 4, 0);
     emit("err_arg_negative_softcap", &in);
+
+    in = base_err();
+    softcap(&in, 5, 0);
+    emit("err_arg_nan_softcap", &in);
+
+    in = base_err();
+    softcap(&in, 13, 0);
+    emit("err_arg_minus_inf_softcap", &in);
+
+    in = base_err();
+    softcap(&in, 8, 0); /* DBL_MIN: below float's normal range */
+    emit("err_arg_f32_softcap_dbl_min", &in);
+
+    in = base_err();
+    softcap(&in, 11, 0);
+    emit("err_arg_f32_softcap_twice_flt_max", &in);
+
+    in = base_err();
+    windows(&in, 4, -3);
+    in.window |= 2; /* window_right INT64_MIN */
+    emit("err_arg_window_right_int64_min", &in);
 
     in = base_err();
     in.dtype = sel(0xC0, 8, 4);
@@ -381,18 +628,10 @@ static void error_seeds(void)
     emit("err_unsupported_f16", &in);
 
     in = base_err();
-    in.window = 0xC0;
-    in.window_left = 3;
-    in.window_right = -1;
-    emit("err_unsupported_window", &in);
-
-    in = base_err();
-    in.softcap = sel(0xC0, 6, 0);
-    emit("err_unsupported_softcap", &in);
-
-    in = base_err();
-    in.extras = 0xF3;
-    emit("err_unsupported_alibi_and_bias", &in);
+    in.dtype = sel(0xC0, 8, 2);
+    bias(&in, 0);
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("err_unsupported_bf16_with_modifiers", &in);
 
     in = base_err();
     in.ctx = 9;
@@ -442,6 +681,151 @@ static void error_seeds(void)
     emit("backward_only_on_unwritten_out_and_lse", &in);
 }
 
+/* The score modifiers' arguments, refused. */
+static void modifier_error_seeds(void)
+{
+    fz_input in = base_err();
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("err_null_dsinks_without_sinks", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.place = place(8);
+    emit("err_null_bias_data", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.dtype_override = sel(0xF0, 8, 1);
+    emit("err_dtype_bias_f64", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.size_field = sel(0xE0, 5, 4);
+    in.bias.size_value = 1; /* one column for 29 keys: no broadcast key axis */
+    emit("err_shape_bias_dim_1", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.size_field = sel(0xE0, 5, 2);
+    in.bias.size_value = 2; /* Hkv, not Hq or 1 */
+    emit("err_shape_bias_heads_of_kv", &in);
+
+    in = base_err();
+    bias(&in, 4);
+    in.bias.size_field = sel(0xE0, 5, 3);
+    in.bias.size_value = 14;
+    emit("err_shape_bias_seq_nq_plus_1", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.layout = LAY_RAW;
+    in.bias.raw_batch = 4 * 13 * 29;
+    in.bias.raw_head = -13 * 29;
+    in.bias.raw_seq = 29;
+    emit("err_stride_bias_negative", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.layout = LAY_RAW;
+    in.bias.raw_batch = 1 << 30;
+    in.bias.raw_head = 1 << 30;
+    in.bias.raw_seq = 29;
+    in.bias.raw_scale = 3 | 3 << 2;
+    emit("err_stride_bias_offsets_overflow", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.place = place(9);
+    in.bias.shift = 2;
+    emit("err_stride_bias_misaligned", &in);
+
+    in = base_err();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_misaligned(), 1, 0};
+    emit("err_stride_sinks_misaligned", &in);
+
+    in = base_err();
+    in.dtype = 1;
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_misaligned(), 0, 0};
+    emit("err_stride_slopes_misaligned", &in);
+
+    in = base_err();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_misaligned(), 2, 0};
+    emit("err_stride_dsinks_misaligned", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.place = place(FZ_OUT);
+    emit("err_alias_bias_on_out", &in);
+
+    in = base_err();
+    bias(&in, 6);
+    in.bias.place = place(FZ_DQ);
+    in.bias.shift = 7;
+    emit("err_alias_bias_row_inside_dq", &in);
+
+    in = base_err();
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_on(FZ_OUT), 9, 0};
+    emit("err_alias_slopes_inside_out", &in);
+
+    in = base_err();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_on(9), 0, 0};
+    emit("err_alias_sinks_on_lse", &in);
+
+    in = base_err();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_on(FZ_DK), 3, 0};
+    emit("err_alias_dsinks_inside_dk", &in);
+
+    in = base_err();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_on(FZ_Q), 0, 0};
+    emit("err_alias_dsinks_on_q", &in);
+
+    in = base_err();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_on(8), 0, 0};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_on(8), 0, 0};
+    bias(&in, 0);
+    emit("err_alias_dsinks_on_sinks_and_bias", &in);
+
+    in = base_err();
+    bias(&in, 0);
+    in.bias.layout = LAY_RAW; /* valid strides whose extent leaves the pool: poisoned */
+    in.bias.raw_batch = 1 << 20;
+    in.bias.raw_head = 1 << 12;
+    in.bias.raw_seq = 29;
+    in.bias.raw_scale = 2;
+    emit("poisoned_wild_bias_view", &in);
+
+    in = base_err();
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_on(9), 0x7fff, 0}; /* clamped to the pool's end */
+    emit("poisoned_sinks_past_the_pool", &in);
+
+    /* A wild k with no query row: no lse to point at q, so the forward is poisoned with misaligned
+     * sinks (FA_ERR_STRIDE, after the views' strides); with no query head, an unknown causal mode. */
+    in = base_err();
+    dims(&in, 2, 2, 2, 0, 29, 16, 16);
+    in.view[FZ_K].layout = LAY_RAW;
+    in.view[FZ_K].raw_batch = 1 << 20;
+    in.view[FZ_K].raw_head = 1 << 12;
+    in.view[FZ_K].raw_seq = 16;
+    in.view[FZ_K].raw_scale = 2;
+    emit("poisoned_no_query_rows_wild_k", &in);
+
+    in = base_err();
+    for (int i = 0; i < FZ_VIEWS; i++) /* Hq = 0 in q, out, dout, dq */
+        if (i == FZ_Q || i == FZ_OUT || i == FZ_DOUT || i == FZ_DQ) {
+            in.view[i].size_field = sel(0xE0, 5, 2);
+            in.view[i].size_value = 0;
+        }
+    in.view[FZ_K].layout = LAY_RAW;
+    in.view[FZ_K].raw_batch = 1 << 20;
+    in.view[FZ_K].raw_head = 1 << 12;
+    in.view[FZ_K].raw_seq = 16;
+    in.view[FZ_K].raw_scale = 2;
+    emit("poisoned_no_query_heads_wild_k", &in);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -450,7 +834,9 @@ int main(int argc, char **argv)
     }
     g_dir = argv[1];
     valid_seeds();
+    modifier_seeds();
     error_seeds();
+    modifier_error_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;
