@@ -205,3 +205,294 @@ Test(kernel_tables, f32_every_table_matches_ref_table_and_oracle_at_every_edge_r
 {
     check_dtype(FA_F32);
 }
+
+/* ---- modify and scale_grad, table by table (white-box: the tables are internal) -----------------
+ * Each table's modify against the ref table's on the same tile, and every table (ref included)
+ * against the modifiers computed here in double from the tile's input: every combination of softcap
+ * (off, 2.5 where most scores saturate, 30; with and without its derivative), ALiBi (off, distances
+ * negative, small positive, and 2^25 + 1, which float rounds), and bias (off, one row for all rows,
+ * a row per query row at two strides), with bias_rows = ld, ld - 5 (a partial vector), 1 and 0, on
+ * tiles whose ld is the padding unit or crosses the tables' 256-row chunks and whose cols are odd
+ * or cross their 64-column chunks. Scores include NaN, ±inf, ±0, subnormal and huge values; bias
+ * entries include -inf. The bias ends at a page the process may not read, so a read past the last
+ * real row's last column, or of the rows at or beyond bias_rows, crashes the test.
+ *
+ * Documented tolerances:
+ *  - softcap off, f64 throughout, and any input that is NaN, ±inf or ±0: the ref table's bits (NaN
+ *    for NaN). ALiBi and bias are the same IEEE operations in the same order in every table, and
+ *    the f64 tables call libm's tanh as ref does.
+ *  - f32 softcap on a finite input: |table - ref| <= 7ε·cap + ε·(|alibi term| + |ref|) (ε =
+ *    FLT_EPSILON): the two tanh differ by at most 5ε relative (the tables' 1.3 ulp, glibc tanhf's
+ *    2.2, and s·(1/cap) against s/cap, 1.5ε), times cap; cap·tanh rounds on each side (ε·cap), and
+ *    so does each later operation (at most ε·(cap + |alibi term| + |ref|) for both together). Its
+ *    derivative 1 - tanh²: within 12ε.
+ *  - against the double computation: the same with twice the room (it has no rounding of its own),
+ *    for f64 with DBL_EPSILON.
+ * scale_grad must give the IEEE product ds·dcap exactly. Neither kernel writes outside its tile's
+ * cols columns, and modify leaves dcap alone when softcap is off. */
+#if defined(__x86_64__)
+#include <float.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/avx512/avx512.h"
+#include "kernels/kernels.h"
+
+/* A block whose last byte is followed by a page the process may not touch. */
+typedef struct {
+    void *map;
+    size_t map_len;
+    void *data;
+} guarded_block;
+
+static void *guarded_alloc(guarded_block *g, size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    g->map_len = (bytes + page - 1) / page * page + page;
+    g->map = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(g->map != MAP_FAILED, "mmap of %zu bytes", g->map_len);
+    cr_assert_eq(mprotect((char *)g->map + g->map_len - page, page, PROT_NONE), 0);
+    g->data = (char *)g->map + g->map_len - page - bytes;
+    return g->data;
+}
+
+static void guarded_free(guarded_block *g)
+{
+    munmap(g->map, g->map_len);
+}
+
+/* Element i of a float or double array, as double (exact), and the reverse (rounded once). */
+static double elem_get(int f64, const void *a, int64_t i)
+{
+    return f64 ? ((const double *)a)[i] : ((const float *)a)[i];
+}
+
+static void elem_set(int f64, void *a, int64_t i, double v)
+{
+    if (f64)
+        ((double *)a)[i] = v;
+    else
+        ((float *)a)[i] = (float)v;
+}
+
+static int same_bits(int f64, const void *a, const void *b, int64_t i)
+{
+    if (isnan(elem_get(f64, a, i)) || isnan(elem_get(f64, b, i)))
+        return isnan(elem_get(f64, a, i)) && isnan(elem_get(f64, b, i));
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    return memcmp((const char *)a + i * (int64_t)es, (const char *)b + i * (int64_t)es, es) == 0;
+}
+
+typedef struct {
+    const char *name;
+    const fa_kernels_f32 *f32;
+    const fa_kernels_f64 *f64;
+} table_halves;
+
+static void run_modify(const table_halves *t, int f64, const fa_score_mods *m, int64_t ld, int64_t cols,
+                       void *s, void *dcap)
+{
+    if (f64)
+        t->f64->modify(m, ld, cols, s, dcap);
+    else
+        t->f32->modify(m, ld, cols, s, dcap);
+}
+
+/* One combination of modifiers. */
+typedef struct {
+    double softcap;
+    int want_d;
+    double slope;
+    int64_t dist0;
+    int bias;             /* 0 none, 1 stride 0, 2 stride cols + 3, 3 stride 1000 */
+    int64_t bias_rows_of; /* 0: ld, 1: ld - 5, 2: 1, 3: 0 */
+} mods_case;
+
+static const double caps[][2] = {{0, 0}, {2.5, 0}, {2.5, 1}, {30, 1}};
+static const struct {
+    double slope;
+    int64_t dist0;
+} alibis[] = {{0, 0}, {0.3, -300}, {0.0625, 7}, {0.3, (INT64_C(1) << 25) + 1}};
+
+/* What the double computation allows: see the block comment above. */
+static double allowed_error(int f64, double cap, double alibi, double want)
+{
+    double eps = f64 ? DBL_EPSILON : FLT_EPSILON;
+    return 7 * eps * cap + eps * (fabs(alibi) + fabs(want));
+}
+
+/* Checks one table on one tile and combination against ref's result and the double computation.
+ * Returns the number of mismatches; the first is described in msg. */
+static int64_t check_modify_case(const table_halves *t, const table_halves *ref, int f64, int64_t ld,
+                                 int64_t cols, const mods_case *mc, tu_rng *rng, char *msg, size_t msg_size)
+{
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    int64_t n = ld * (cols + 1); /* one column more than the tile: must stay untouched */
+    int64_t bias_rows = mc->bias_rows_of == 0   ? ld
+                        : mc->bias_rows_of == 1 ? ld - 5
+                        : mc->bias_rows_of == 2 ? 1
+                                                : 0;
+    int64_t stride = mc->bias == 1 ? 0 : mc->bias == 2 ? cols + 3 : 1000;
+    void *in = aligned_alloc(64, (size_t)n * es), *got = aligned_alloc(64, (size_t)n * es);
+    void *want = aligned_alloc(64, (size_t)n * es), *d_got = aligned_alloc(64, (size_t)n * es);
+    void *d_want = aligned_alloc(64, (size_t)n * es);
+    static const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40, -1e30, 1e30};
+    for (int64_t i = 0; i < n; i++) {
+        double v = tu_rng_below(rng, 12) == 0 ? specials[tu_rng_below(rng, 8)] : tu_rng_uniform(rng, -40, 40);
+        elem_set(f64, in, i, v);
+        elem_set(f64, d_got, i, 12345.0);
+    }
+    memcpy(d_want, d_got, (size_t)n * es);
+    /* the bias ends at the guard page: rows at or beyond bias_rows and columns past cols lie beyond it */
+    guarded_block g = {0};
+    int64_t bias_n = !mc->bias || bias_rows == 0 ? 0 : stride == 0 ? cols : (bias_rows - 1) * stride + cols;
+    void *bias = guarded_alloc(&g, (size_t)bias_n * es);
+    for (int64_t i = 0; i < bias_n; i++)
+        elem_set(f64, bias, i, tu_rng_below(rng, 20) == 0 ? -INFINITY : tu_rng_uniform(rng, -3, 3));
+    fa_score_mods m = {mc->softcap, mc->slope, mc->dist0, mc->bias ? bias : NULL, stride, bias_rows};
+
+    memcpy(got, in, (size_t)n * es);
+    memcpy(want, in, (size_t)n * es);
+    run_modify(t, f64, &m, ld, cols, got, mc->want_d ? d_got : NULL);
+    run_modify(ref, f64, &m, ld, cols, want, mc->want_d ? d_want : NULL);
+
+    int64_t bad = 0;
+    double eps = f64 ? DBL_EPSILON : FLT_EPSILON;
+    for (int64_t c = 0; c <= cols; c++)
+        for (int64_t r = 0; r < ld; r++) {
+            int64_t i = c * ld + r;
+            double x = elem_get(f64, in, i), g_s = elem_get(f64, got, i), w_s = elem_get(f64, want, i);
+            double g_d = elem_get(f64, d_got, i), w_d = elem_get(f64, d_want, i);
+            const char *what = NULL;
+            if (c == cols) {
+                if (!same_bits(f64, got, in, i))
+                    what = "a score outside the tile changed";
+                else if (g_d != 12345.0)
+                    what = "dcap outside the tile written";
+            } else {
+                /* the double computation, rounded as the tables round their inputs */
+                double cap = f64 ? mc->softcap : (float)mc->softcap,
+                       slope = f64 ? mc->slope : (float)mc->slope;
+                int64_t dist = mc->dist0 + r - c;
+                double alibi = mc->slope != 0 ? slope * (f64 ? (double)llabs(dist) : (float)llabs(dist)) : 0;
+                double b = mc->bias && r < bias_rows ? elem_get(f64, bias, r * stride + c) : 0;
+                double th = tanh(x / cap), s64 = (mc->softcap > 0 ? cap * th : x) - alibi + b;
+                int exact = mc->softcap == 0 || f64 || !isfinite(x) || x == 0;
+                if (exact
+                        ? !same_bits(f64, got, want, i)
+                        : !(isinf(w_s) || isinf(g_s) ? g_s == w_s
+                                                     : fabs(g_s - w_s) <= allowed_error(0, cap, alibi, w_s)))
+                    what = "score differs from ref's";
+                else if (isnan(s64) || isinf(s64)
+                             ? !(isnan(s64) ? isnan(g_s) : g_s == s64)
+                             : !(fabs(g_s - s64) <= 2 * allowed_error(f64, cap, alibi, s64)))
+                    what = "score differs from the double computation";
+                else if (mc->want_d) {
+                    double d64 = 1 - th * th;
+                    if (f64          ? !same_bits(1, d_got, d_want, i)
+                        : isnan(w_d) ? !isnan(g_d)
+                                     : !(fabs(g_d - w_d) <= 12 * eps))
+                        what = "dcap differs from ref's";
+                    else if (isnan(d64) ? !isnan(g_d) : !(fabs(g_d - d64) <= 24 * eps))
+                        what = "dcap differs from 1 - tanh^2";
+                } else if (g_d != 12345.0)
+                    what = "dcap written without a softcap derivative asked";
+            }
+            if (what && bad++ == 0)
+                snprintf(msg, msg_size,
+                         "%s: ld %lld cols %lld, softcap %g%s, alibi %g at %lld, bias %d (rows %lld), at c "
+                         "%lld r %lld: "
+                         "input %.9g, table %.9g, ref %.9g, dcap %.9g vs %.9g",
+                         what, (long long)ld, (long long)cols, mc->softcap, mc->want_d ? " with dcap" : "",
+                         mc->slope, (long long)mc->dist0, mc->bias, (long long)bias_rows, (long long)c,
+                         (long long)r, x, g_s, w_s, g_d, w_d);
+        }
+    guarded_free(&g);
+    free(in);
+    free(got);
+    free(want);
+    free(d_got);
+    free(d_want);
+    return bad;
+}
+
+static void check_modify(int f64)
+{
+    const table_halves all[3] = {{"ref", fa_kernels_ref.f32, fa_kernels_ref.f64},
+                                 {"avx2", &fa_avx2_kernels_f32, &fa_avx2_kernels_f64},
+                                 {"avx512", &fa_avx512_kernels_f32, &fa_avx512_kernels_f64}};
+    int64_t pad = f64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
+    /* the padding unit; 3 units; past the tables' 256-row chunk; odd cols, and past their 64-column chunk */
+    const int64_t shapes[][2] = {{pad, 1}, {pad, 7}, {3 * pad, 17}, {256 + pad, 70}, {2 * pad, 129}};
+    uint64_t seed = tu_test_part_seed(f64 ? "f64" : "f32");
+    for (int ti = 0; ti < 3; ti++) {
+        if (!cpu_runs(all[ti].name)) {
+            cr_log_info("%s: not on this CPU, its modifiers are exercised on machines that have it",
+                        all[ti].name);
+            continue;
+        }
+        tu_rng rng = tu_rng_make(seed);
+        int64_t bad = 0, cases = 0;
+        char msg[512] = "";
+        for (int sh = 0; sh < 5; sh++)
+            for (int ci = 0; ci < 4; ci++)
+                for (int ai = 0; ai < 4; ai++)
+                    for (int bi = 0; bi < 13; bi++) {
+                        mods_case mc = {caps[ci][0],
+                                        (int)caps[ci][1],
+                                        alibis[ai].slope,
+                                        alibis[ai].dist0,
+                                        bi == 0 ? 0 : 1 + (bi - 1) / 4,
+                                        bi == 0 ? 0 : (bi - 1) % 4};
+                        char one[512];
+                        int64_t b = check_modify_case(&all[ti], &all[0], f64, shapes[sh][0], shapes[sh][1],
+                                                      &mc, &rng, one, sizeof one);
+                        if (b && !bad) snprintf(msg, sizeof msg, "%s", one);
+                        bad += b;
+                        cases++;
+                    }
+        cr_expect(bad == 0, "table %s %s modify, seed %llu: %lld mismatches over %lld cases; first: %s",
+                  all[ti].name, f64 ? "f64" : "f32", (unsigned long long)seed, (long long)bad,
+                  (long long)cases, msg);
+
+        /* scale_grad: the IEEE product, and nothing outside the tile */
+        int64_t ld = 3 * pad, cols = 17, n = ld * (cols + 1);
+        size_t es = f64 ? sizeof(double) : sizeof(float);
+        void *ds = aligned_alloc(64, (size_t)n * es), *dcap = aligned_alloc(64, (size_t)n * es);
+        void *ds0 = malloc((size_t)n * es);
+        for (int64_t i = 0; i < n; i++) {
+            elem_set(f64, ds, i, tu_rng_uniform(&rng, -5, 5));
+            elem_set(f64, dcap, i, tu_rng_uniform(&rng, 0, 1));
+        }
+        memcpy(ds0, ds, (size_t)n * es);
+        if (f64)
+            all[ti].f64->scale_grad(ld, cols, ds, dcap);
+        else
+            all[ti].f32->scale_grad(ld, cols, ds, dcap);
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double p = elem_get(f64, ds0, i) * elem_get(f64, dcap, i); /* exact for float operands */
+            double want = i < ld * cols ? (f64 ? p : (float)p) : elem_get(f64, ds0, i);
+            wrong += elem_get(f64, ds, i) != want;
+        }
+        cr_expect(wrong == 0,
+                  "table %s %s scale_grad: %lld of %lld values are not ds·dcap (or changed outside)",
+                  all[ti].name, f64 ? "f64" : "f32", (long long)wrong, (long long)n);
+        free(ds);
+        free(dcap);
+        free(ds0);
+    }
+}
+
+Test(kernel_tables, f32_modify_and_scale_grad_of_every_table_match_ref_and_the_double_computation)
+{
+    check_modify(0);
+}
+
+Test(kernel_tables, f64_modify_and_scale_grad_of_every_table_give_refs_bits_and_match_the_double_computation)
+{
+    check_modify(1);
+}
+#endif

@@ -71,7 +71,11 @@ typedef struct {
         /* The value modifiers on every score of the tile (c < cols, r < ld), in the contract's order:        \
          * softcap, then ALiBi, then bias (rows r >= bias_rows get no bias, and their bias is never read).    \
          * With dcap != NULL (only when softcap is on) dcap[c][r] receives 1 - tanh², the softcap's           \
-         * derivative, for the backward. NaN stays NaN; softcap(±inf) = ±softcap. */                          \
+         * derivative, for the backward. NaN stays NaN; softcap(±inf) = ±softcap. softcap and alibi_slope     \
+         * are rounded to T once; the ALiBi term is slope·(T)|distance| from the exact integer distance, so    \
+         * a score's result does not depend on where its tile starts; otherwise IEEE operations in this       \
+         * order (-inf + a finite bias is -inf). Every table gives ref's bits but for the f32 tanh, which the \
+         * x86 tables approximate within 1.3 ulp (kernels/score_mods.h). */                                   \
         void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                       \
         /* Backward through the softcap: ds[c][r] *= dcap[c][r] for c < cols, r < ld. */                     \
         void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \

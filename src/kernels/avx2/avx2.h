@@ -15,4 +15,8 @@ extern const fa_kernels_f64 fa_avx2_kernels_f64;
 void fa_avx2_exp2_f32(const float *x, float *y, int64_t n);
 void fa_avx2_exp2_f64(const double *x, double *y, int64_t n);
 
+/* The softcap's tanh exactly as the f32 kernels compute it (unaligned x and y, nothing
+ * read or written past n): for tests. Accuracy and edge cases are documented in kernels/score_mods.h. */
+void fa_avx2_tanh_f32(const float *x, float *y, int64_t n);
+
 #endif

@@ -6,7 +6,6 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/exp2_poly.h"
-#include "kernels/ref/ref.h" /* modify, scale_grad: the portable ones until this table has its own */
 
 typedef __m256 vec;
 #define FA_T                 float
@@ -24,10 +23,12 @@ typedef __m256 vec;
 #define V_ADD(a, b)          _mm256_add_ps((a), (b))
 #define V_SUB(a, b)          _mm256_sub_ps((a), (b))
 #define V_MUL(a, b)          _mm256_mul_ps((a), (b))
+#define V_DIV(a, b)          _mm256_div_ps((a), (b))
 #define V_MAX(a, b)          _mm256_max_ps((a), (b))
 #define V_MIN(a, b)          _mm256_min_ps((a), (b))
 #define V_AND(a, b)          _mm256_and_ps((a), (b))
 #define V_OR(a, b)           _mm256_or_ps((a), (b))
+#define V_ANDNOT(a, b)       _mm256_andnot_ps((a), (b)) /* ~a & b */
 #define V_BLENDV(a, b, m)    _mm256_blendv_ps((a), (b), (m))
 #define V_CMP(a, b, op)      _mm256_cmp_ps((a), (b), (op))
 #define V_MOVEMASK(m)        _mm256_movemask_ps(m)
@@ -43,6 +44,7 @@ static inline float avx2_reduce_add_f32(__m256 v)
 
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define V_FROM_BITS(m) _mm256_castsi256_ps(m)
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-126, 128]
  * rounds it to an integer n (to nearest) and leaves n + 127 in the low mantissa bits; subtracting
  * it back gives n exactly, and shifting those bits into the exponent field gives 2^n (n = -126:
@@ -56,5 +58,32 @@ static inline float avx2_reduce_add_f32(__m256 v)
 #define FA_EXP2_HIGH (128.0f)
 #define FA_EXP2_COEF fa_exp2_coef_f32
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32
+
+/* v[i] lane j -> v[j] lane i, 8 x 8: pairs of rows interleaved (unpack ps), then pairs of pairs
+ * (unpack pd), then the 128-bit halves exchanged: 24 shuffles, 3 a vector. */
+static inline void avx2_transpose_f32(__m256 v[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+    }
+    /* u[g + k] (g = 0, 4), 128-bit half l: column 4l + k of rows g..g + 3 */
+    for (int g = 0; g < 8; g += 4) {
+        __m256d a = _mm256_castps_pd(t[g]), b = _mm256_castps_pd(t[g + 2]), c = _mm256_castps_pd(t[g + 1]),
+                d = _mm256_castps_pd(t[g + 3]);
+        u[g] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+        u[g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+        u[g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(c, d));
+        u[g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(c, d));
+    }
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
+        v[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
+    }
+}
+#define V_TRANSPOSE(v) avx2_transpose_f32(v)
+/* softcap: the vector tanh of kernels/score_mods.h */
+#define FA_TANH_VECTOR 1
 
 #include "avx2_tiles.h"

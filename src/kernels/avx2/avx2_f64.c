@@ -6,7 +6,6 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/exp2_poly.h"
-#include "kernels/ref/ref.h" /* modify, scale_grad: the portable ones until this table has its own */
 
 typedef __m256d vec;
 #define FA_T                 double
@@ -24,10 +23,12 @@ typedef __m256d vec;
 #define V_ADD(a, b)          _mm256_add_pd((a), (b))
 #define V_SUB(a, b)          _mm256_sub_pd((a), (b))
 #define V_MUL(a, b)          _mm256_mul_pd((a), (b))
+#define V_DIV(a, b)          _mm256_div_pd((a), (b))
 #define V_MAX(a, b)          _mm256_max_pd((a), (b))
 #define V_MIN(a, b)          _mm256_min_pd((a), (b))
 #define V_AND(a, b)          _mm256_and_pd((a), (b))
 #define V_OR(a, b)           _mm256_or_pd((a), (b))
+#define V_ANDNOT(a, b)       _mm256_andnot_pd((a), (b)) /* ~a & b */
 #define V_BLENDV(a, b, m)    _mm256_blendv_pd((a), (b), (m))
 #define V_CMP(a, b, op)      _mm256_cmp_pd((a), (b), (op))
 #define V_MOVEMASK(m)        _mm256_movemask_pd(m)
@@ -42,6 +43,7 @@ static inline double avx2_reduce_add_f64(__m256d v)
 
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(n)), _mm256_setr_epi64x(0, 1, 2, 3))
+#define V_FROM_BITS(m) _mm256_castsi256_pd(m)
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^52 + 1023 to x in
  * [-1022, 1024] rounds it to an integer n (to nearest) and leaves n + 1023 in the low mantissa bits
  * (AVX2 has no double -> int64 conversion); subtracting it back gives n exactly, and shifting those
@@ -55,5 +57,20 @@ static inline double avx2_reduce_add_f64(__m256d v)
 #define FA_EXP2_HIGH (1024.0)
 #define FA_EXP2_COEF fa_exp2_coef_f64
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F64
+
+/* v[i] lane j -> v[j] lane i, 4 x 4: pairs of rows interleaved, then the 128-bit halves exchanged:
+ * 8 shuffles, 2 a vector. */
+static inline void avx2_transpose_f64(__m256d v[4])
+{
+    __m256d t0 = _mm256_unpacklo_pd(v[0], v[1]), t1 = _mm256_unpackhi_pd(v[0], v[1]);
+    __m256d t2 = _mm256_unpacklo_pd(v[2], v[3]), t3 = _mm256_unpackhi_pd(v[2], v[3]);
+    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+#define V_TRANSPOSE(v) avx2_transpose_f64(v)
+/* softcap: libm's tanh per lane (kernels/score_mods.h) */
+#define FA_TANH_VECTOR 0
 
 #include "avx2_tiles.h"

@@ -277,11 +277,21 @@ static void FA_NAME(avx2_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, F
     }
 }
 
+/* ---- softcap, ALiBi and bias (kernels/score_mods.h) ---- */
+typedef vec vmask; /* AVX2 compares give a vector of all-ones or all-zero lanes */
+#define V_SELECT(m, a, b) V_BLENDV((a), (b), (m))
+FA_INLINE vec FA_NAME(lanes_below_)(int64_t n)
+{
+    return V_FROM_BITS(V_TAIL(n <= 0 ? 0 : n >= FA_LANES ? FA_LANES : n));
+}
+#define V_LANES_BELOW(n) FA_NAME(lanes_below_)(n)
+#include "kernels/score_mods.h"
+
 /* This element type's half of the AVX2 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx2_kernels_) = {
     FA_NAME(tile_scores_),       FA_NAME(avx2_online_softmax_), FA_NAME(avx2_accumulate_),
     FA_NAME(avx2_accumulate_t_), FA_NAME(avx2_probabilities_),  FA_NAME(avx2_score_grad_),
-    FA_NAME(fa_ref_modify_), FA_NAME(fa_ref_scale_grad_)};
+    FA_NAME(modify_),            FA_NAME(scale_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */
@@ -295,6 +305,22 @@ void FA_NAME(fa_avx2_exp2_)(const FA_T *x, FA_T *y, int64_t n)
     }
 }
 
+#if FA_TANH_VECTOR
+/* For the tests: the softcap's tanh of n values, as the kernels compute it; the tail is masked, so x
+ * and y are touched only within n. */
+void FA_NAME(fa_avx2_tanh_)(const FA_T *x, FA_T *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + FA_LANES <= n; i += FA_LANES) V_STOREU(y + i, FA_NAME(tanh_)(V_LOADU(x + i)));
+    if (i < n) {
+        __m256i m = V_TAIL(n - i);
+        V_MASKSTORE(y + i, m, FA_NAME(tanh_)(V_MASKLOAD(x + i, m)));
+    }
+}
+#endif
+
+#undef V_SELECT
+#undef V_LANES_BELOW
 #undef FA_LINE
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS

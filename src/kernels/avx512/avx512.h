@@ -14,4 +14,8 @@ extern const fa_kernels_f64 fa_avx512_kernels_f64;
 void fa_avx512_exp2_f32(const float *x, float *y, int64_t n);
 void fa_avx512_exp2_f64(const double *x, double *y, int64_t n);
 
+/* The softcap's tanh exactly as the f32 kernels compute it (n a multiple of 16): for tests.
+ * Accuracy and edge cases are documented in kernels/score_mods.h. */
+void fa_avx512_tanh_f32(const float *x, float *y, int64_t n);
+
 #endif

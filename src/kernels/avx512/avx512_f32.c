@@ -6,7 +6,6 @@
 
 #include "kernels/avx512/avx512.h"
 #include "kernels/exp2_poly.h"
-#include "kernels/ref/ref.h" /* modify, scale_grad: the portable ones until this table has its own */
 
 typedef __m512 vec;
 typedef __mmask16 mask;
@@ -14,6 +13,7 @@ typedef __mmask16 mask;
 #define FA_SFX f32
 #define FA_LANES 16
 #define V_LOAD(p) _mm512_load_ps(p)
+#define V_LOADU(p) _mm512_loadu_ps(p)
 #define V_LOADU_MASKZ(m, p) _mm512_maskz_loadu_ps((m), (p))
 #define V_STORE(p, v) _mm512_store_ps((p), (v))
 #define V_STOREU(p, v) _mm512_storeu_ps((p), (v))
@@ -24,6 +24,12 @@ typedef __mmask16 mask;
 #define V_ADD(a, b) _mm512_add_ps((a), (b))
 #define V_SUB(a, b) _mm512_sub_ps((a), (b))
 #define V_MUL(a, b) _mm512_mul_ps((a), (b))
+#define V_DIV(a, b) _mm512_div_ps((a), (b))
+/* bitwise, on the integer view (AVX-512F has no float and/or; DQ does, which this table does not need) */
+#define V_BITS(op, a, b) _mm512_castsi512_ps(op(_mm512_castps_si512(a), _mm512_castps_si512(b)))
+#define V_AND(a, b) V_BITS(_mm512_and_epi32, (a), (b))
+#define V_OR(a, b) V_BITS(_mm512_or_epi32, (a), (b))
+#define V_ANDNOT(a, b) V_BITS(_mm512_andnot_epi32, (a), (b)) /* ~a & b */
 #define V_MAX(a, b) _mm512_max_ps((a), (b))
 #define V_MASKZ_SCALEF(m, a, b) _mm512_maskz_scalef_ps((m), (a), (b))
 #define V_MASKZ_ROUND(m, a) \
@@ -37,6 +43,38 @@ typedef __mmask16 mask;
 #define FA_EXP2_LOW (-126.0f)
 #define FA_EXP2_COEF fa_exp2_coef_f32
 #define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32
+
+/* v[i] lane j -> v[j] lane i, 16 x 16: pairs of rows interleaved (unpack ps), then pairs of pairs
+ * (unpack pd), then 128-bit lanes gathered in two rounds of shuffle_f32x4: 64 shuffles, 4 a vector. */
+static inline void avx512_transpose_f32(__m512 v[16])
+{
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    }
+    /* u[g + k] (g = 0, 4, 8, 12), 128-bit lane l: column 4l + k of rows g..g + 3 */
+    for (int g = 0; g < 16; g += 4) {
+        __m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 2]), c = _mm512_castps_pd(t[g + 1]),
+                d = _mm512_castps_pd(t[g + 3]);
+        u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for (int k = 0; k < 4; k++) {
+        __m512 lo01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88), hi01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xdd);
+        __m512 lo23 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88),
+               hi23 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xdd);
+        v[k] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+        v[8 + k] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
+        v[4 + k] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+        v[12 + k] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
+    }
+}
+#define V_TRANSPOSE(v) avx512_transpose_f32(v)
+/* softcap: the vector tanh of kernels/score_mods.h */
+#define FA_TANH_VECTOR 1
 
 
 #include "avx512_tiles.h"

@@ -222,11 +222,17 @@ static void FA_NAME(avx512_score_grad_)(int64_t ld, int64_t cols, const FA_T *p,
     }
 }
 
+/* ---- softcap, ALiBi and bias (kernels/score_mods.h) ---- */
+typedef mask vmask;
+#define V_SELECT(m, a, b) V_MASK_BLEND((m), (a), (b))
+#define V_LANES_BELOW(n) FA_NAME(tail_mask_)(n)
+#include "kernels/score_mods.h"
+
 /* This element type's half of the AVX-512 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
-    FA_NAME(tile_scores_),        FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
+    FA_NAME(tile_scores_),         FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
     FA_NAME(avx512_accumulate_t_), FA_NAME(avx512_probabilities_),  FA_NAME(avx512_score_grad_),
-    FA_NAME(fa_ref_modify_), FA_NAME(fa_ref_scale_grad_)};
+    FA_NAME(modify_),              FA_NAME(scale_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_LANES). */
 void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
@@ -234,6 +240,16 @@ void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)
     for (int64_t i = 0; i < n; i += FA_LANES) V_STOREU(y + i, FA_NAME(exp2_)(V_LOADU_MASKZ(FA_ALL_LANES, x + i)));
 }
 
+#if FA_TANH_VECTOR
+/* For the tests: the softcap's tanh of n values, as the kernels compute it (n a multiple of FA_LANES). */
+void FA_NAME(fa_avx512_tanh_)(const FA_T *x, FA_T *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += FA_LANES) V_STOREU(y + i, FA_NAME(tanh_)(V_LOADU(x + i)));
+}
+#endif
+
+#undef V_SELECT
+#undef V_LANES_BELOW
 #undef FA_ALL_LANES
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS

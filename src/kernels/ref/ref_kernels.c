@@ -5,7 +5,6 @@
 #include <stdint.h>
 
 #include "kernels/kernels.h"
-#include "kernels/ref/ref.h"
 
 /* exp with results below the smallest normal flushed to +0, as every table computes probabilities
  * (the SIMD tables' exp2 says why: a subnormal probability makes every FMA that reads it about 30x
@@ -47,7 +46,7 @@ static inline double exp_flushed_f64(double x)
 #define FA_REF_SET(SFX)                                                                                        \
     {                                                                                                          \
         ref_scores_##SFX, ref_online_softmax_##SFX, ref_accumulate_##SFX, ref_accumulate_t_##SFX,              \
-            ref_probabilities_##SFX, ref_score_grad_##SFX, fa_ref_modify_##SFX, fa_ref_scale_grad_##SFX          \
+            ref_probabilities_##SFX, ref_score_grad_##SFX, ref_modify_##SFX, ref_scale_grad_##SFX              \
     }
 
 static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32);

@@ -103,8 +103,10 @@ static void FA_NAME(ref_score_grad_)(int64_t ld, int64_t cols, const FA_T *p, FA
     }
 }
 
-/* Exported (hidden) so that a table without its own modifiers can use these (ref.h). */
-void FA_NAME(fa_ref_modify_)(const fa_score_mods *m, int64_t ld, int64_t cols, FA_T *s, FA_T *dcap)
+/* The modifiers one after the other over each column, as kernels.h states them. The ALiBi product
+ * is its own statement, so that no compiler contracts it into the subtraction (an FMA would round
+ * once where the x86 tables round twice; with softcap off every table gives these bits). */
+static void FA_NAME(ref_modify_)(const fa_score_mods *m, int64_t ld, int64_t cols, FA_T *s, FA_T *dcap)
 {
     const FA_T cap = (FA_T)m->softcap, slope = (FA_T)m->alibi_slope;
     const FA_T *bias = (const FA_T *)m->bias;
@@ -116,17 +118,25 @@ void FA_NAME(fa_ref_modify_)(const fa_score_mods *m, int64_t ld, int64_t cols, F
                 sc[r] = cap * t;
                 if (dcap) dcap[c * ld + r] = 1 - t * t;
             }
-        if (m->alibi_slope != 0)
+        if (m->alibi_slope != 0) {
+            int64_t d0 = m->alibi_dist0 - c;
+#pragma omp simd
             for (int64_t r = 0; r < ld; r++) {
-                int64_t d = m->alibi_dist0 + r - c; /* an exact integer distance, whatever the tile */
-                sc[r] -= slope * (FA_T)(d < 0 ? -d : d);
+                int64_t d = d0 + r; /* an exact integer distance, whatever the tile */
+                FA_T term = slope * (FA_T)(d < 0 ? -d : d);
+                sc[r] -= term;
             }
-        if (bias)
-            for (int64_t r = 0; r < m->bias_rows; r++) sc[r] += bias[r * m->bias_stride + c];
+        }
+        if (bias) {
+            const FA_T *bc = bias + c;
+            int64_t stride = m->bias_stride;
+#pragma omp simd
+            for (int64_t r = 0; r < m->bias_rows; r++) sc[r] += bc[r * stride];
+        }
     }
 }
 
-void FA_NAME(fa_ref_scale_grad_)(int64_t ld, int64_t cols, FA_T *ds, const FA_T *dcap)
+static void FA_NAME(ref_scale_grad_)(int64_t ld, int64_t cols, FA_T *ds, const FA_T *dcap)
 {
 #pragma omp simd
     for (int64_t x = 0; x < ld * cols; x++) ds[x] *= dcap[x];
