@@ -773,11 +773,13 @@ static int scores_bounded(const fz_case *c, const fa_params *p)
 }
 
 /* Whether the scores of row (b, h, i) against the keys it sees by the index masks are certainly
- * finite before the bias (q and those k rows moderate, the head's slope finite): then a -inf bias
- * on every one of those keys hides them all. (A score that overflows, or is NaN, is not hidden.) */
+ * finite before the bias (q and those k rows moderate, the head's slope finite), and those keys'
+ * v rows finite: then a -inf bias on every one of those keys hides them all. (A score that
+ * overflows, or is NaN, is not hidden; and the header: "a -inf bias hides a key's score, not its
+ * value row: that row must then be finite".) */
 static int scores_finite(const fz_case *c, const fa_params *p, int64_t b, int64_t h, int64_t i)
 {
-    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K];
+    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *v = &c->view[FZ_V];
     const int64_t g = h / (q->heads / k->heads);
     const double moderate = 64.0 * c->amp;
     if (!scores_bounded(c, p) || (p->alibi_slopes && !isfinite(p->alibi_slopes[h]))) return 0;
@@ -787,6 +789,8 @@ static int scores_finite(const fz_case *c, const fa_params *p, int64_t b, int64_
         if (!visible(p, i, j, q->seq, k->seq)) continue;
         for (int64_t d = 0; d < k->dim; d++)
             if (!ordinary(ld(k, b, g, j, d), moderate)) return 0;
+        for (int64_t d = 0; d < v->dim; d++)
+            if (!isfinite(ld(v, b, g, j, d))) return 0;
     }
     return 1;
 }
