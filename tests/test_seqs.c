@@ -47,7 +47,7 @@ typedef struct {
 
 static const layout_case layouts[] = {
     {1, TS_KEYS_PACKED, 0, 0, 7, 4, 2}, {1, TS_KEYS_PACKED, 1, 1, 6, 3, 1}, {1, TS_KEYS_DENSE, 1, 0, 5, 2, 2},
-    {0, TS_KEYS_PACKED, 0, 1, 5, 4, 1}, {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},
+    {0, TS_KEYS_PACKED, 0, 1, 5, 4, 1}, {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},  {0, TS_KEYS_DENSE, 0, 1, 3, 2, 1},
 };
 #define N_LAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
 
