@@ -81,6 +81,21 @@ static fa_params mask_params(const mask_case *m)
     return p;
 }
 
+/* lse is optional: without it, out holds the same bytes and the lse storage is left alone. */
+static int out_without_lse_is_the_same(fa_context *ctx, const fa_params *p, ts_batch *t)
+{
+    unsigned char *out = tu_buf_snapshot(&t->buf[TS_OUT]);
+    ts_fill_canary(t);
+    unsigned char *lse = tu_buf_snapshot(&t->buf[TS_TENSORS]);
+    fa_params pp = *p;
+    pp.seqs = &t->seqs;
+    fa_status st = fa_forward(ctx, &pp, &t->t[TS_Q], &t->t[TS_K], &t->t[TS_V], &t->t[TS_OUT], NULL);
+    int ok = st == FA_OK && tu_buf_equals_snapshot(&t->buf[TS_OUT], out) &&
+             tu_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
+    free(out), free(lse);
+    return ok;
+}
+
 Test(seqs, packed_rows_are_bitwise_those_of_a_dense_call_per_sequence)
 {
     uint64_t seed = tu_test_seed();
@@ -102,6 +117,8 @@ Test(seqs, packed_rows_are_bitwise_those_of_a_dense_call_per_sequence)
                           (unsigned long long)seed, msg);
                 cr_expect(ts_forward_equals_dense_calls(ctx, &p, &t, msg, sizeof msg),
                           "%s, blocks %d/%d, seed %llu: %s", desc, BQ, BK, (unsigned long long)seed, msg);
+                cr_expect(out_without_lse_is_the_same(ctx, &p, &t), "%s, seed %llu: without lse, out differs",
+                          desc, (unsigned long long)seed);
                 ts_free(&t);
             }
     fa_context_destroy(ctx);
