@@ -51,7 +51,7 @@ typedef struct {
         void (*scores)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k,          \
                        int64_t k_stride, T *s);                                                                \
         /* Online-softmax step over a masked score tile (masked entries -inf), every row r < ld:              \
-         * m' = max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its        \
+         * m' = max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its         \
          * p entries become 0 and nothing else changes. Otherwise alpha = exp(m - m'),                         \
          * p = exp(s - m'), l = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by    \
          * alpha when alpha != 1 and r < rows (lazy rescaling). */                                             \
@@ -68,14 +68,14 @@ typedef struct {
         void (*probabilities)(int64_t ld, int64_t cols, T *s, const T *lse);                                   \
         /* Backward: dp[c][r] = p[c][r] · (dp[c][r] - delta[r]) for r < ld: the score gradient. */             \
         void (*score_grad)(int64_t ld, int64_t cols, const T *p, T *dp, const T *delta);                       \
-        /* The value modifiers on every score of the tile (c < cols, r < ld), in the contract's order:        \
-         * softcap, then ALiBi, then bias (rows r >= bias_rows get no bias, and their bias is never read).    \
-         * With dcap != NULL (only when softcap is on) dcap[c][r] receives 1 - tanh², the softcap's           \
-         * derivative, for the backward. NaN stays NaN; softcap(±inf) = ±softcap. softcap and alibi_slope     \
-         * are rounded to T once; the ALiBi term is slope·(T)|distance| from the exact integer distance, so    \
-         * a score's result does not depend on where its tile starts; otherwise IEEE operations in this       \
-         * order (-inf + a finite bias is -inf). Every table gives ref's bits but for the f32 tanh, which the \
-         * x86 tables approximate within 1.3 ulp (kernels/score_mods.h). */                                   \
+        /* The value modifiers on every score of the tile (c < cols, r < ld), in the contract's order:         \
+         * softcap, then ALiBi, then bias (rows r >= bias_rows get no bias, and their bias is never read).     \
+         * With dcap != NULL (only when softcap is on; 64-byte aligned, as s) dcap[c][r] receives 1 - tanh²,   \
+         * the softcap's derivative, for the backward. NaN stays NaN; softcap(±inf) = ±softcap. softcap and    \
+         * alibi_slope are rounded to T once; the ALiBi term is slope·(T)|distance| from the exact integer     \
+         * distance, so a score's result does not depend on where its tile starts; otherwise IEEE operations   \
+         * in this order (-inf + a finite bias is -inf). Every table gives ref's bits but for the f32 tanh,    \
+         * which the x86 tables approximate within 1.3 ulp (kernels/score_mods.h). */                          \
         void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                       \
         /* Backward through the softcap: ds[c][r] *= dcap[c][r] for c < cols, r < ld. */                     \
         void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \
