@@ -199,6 +199,8 @@ Test(seqs_paged, every_sequence_matches_the_oracle_on_its_own_keys_in_use)
     fa_context_destroy(ctx[1]);
 }
 
+/* Caches of up to 1200 keys (several key tiles of the automatic size, which is at most 512, and pages
+ * straddling them) on 1..4 threads. */
 Test(seqs_paged, paged_forward_is_thread_count_invariant)
 {
     uint64_t seed = tu_test_seed();
@@ -209,7 +211,7 @@ Test(seqs_paged, paged_forward_is_thread_count_invariant)
         for (int dt = 0; dt < 2; dt++) {
             tu_rng rng = tu_rng_make(seed + (uint64_t)(g * 2 + dt));
             paging big = pagings[g];
-            big.pages_per_seq *= 4;
+            big.pages_per_seq = (1200 + big.page_size - 1) / big.page_size;
             ts_spec s = paged_spec(dt ? FA_F64 : FA_F32, &big, dt == 0, 1, g % 4 == 0);
             s.batch = 9;
             ts_spec_draw(&s, &rng, dt ? 3 : 60, 0, 1); /* decode-like (few queries) and prefill-like */
@@ -229,7 +231,15 @@ Test(seqs_paged, paged_forward_is_thread_count_invariant)
                           x + 1);
             }
             free(out), free(lse);
-            ts_free(&t);
+            /* with the automatic blocks too, the bytes of the same keys in a packed cache */
+            ts_batch packed;
+            ts_make_twin(&packed, &t, TS_KEYS_PACKED, 0);
+            cr_assert_eq(ts_forward(ctx[1], &p, &packed), FA_OK, "%s (packed twin): %s", desc,
+                         fa_last_error());
+            char msg[512];
+            cr_expect(ts_outputs_bitwise_equal(&t, &packed, 0, msg, sizeof msg),
+                      "%s, seed %llu: paged against a packed cache: %s", desc, (unsigned long long)seed, msg);
+            ts_free(&t), ts_free(&packed);
         }
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }
