@@ -459,6 +459,20 @@ static void modifier_seeds(void)
     in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
     emit("ok_f64_every_modifier_gqa_ref_2threads", &in);
 
+    in = base(); /* found by the fuzzer: dsinks[h] far below float's range rounds to -0 (a model fix) */
+    in.dtype = 1;
+    in.ctx = 6;
+    dims(&in, 2, 2, 3, 45, 90, 24, 16);
+    in.scale_mode = 0x80; /* raw / 64: -166, scores in the hundreds */
+    in.scale_raw = -10634;
+    windows(&in, 98, 0);
+    bias(&in, 2);
+    in.view[FZ_Q].layout = LAY_B0;
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 0};
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 2};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("ok_f64_dsinks_underflow_to_zero", &in);
+
     in = base();
     dims(&in, 1, 1, 1, 1, 1500, 64, 64); /* split-KV with sinks and a key-padding bias */
     in.ctx = 3;
