@@ -201,8 +201,11 @@ typedef enum {
  *   others are never read.
  * Causal alignment, windows, ALiBi and sinks apply per sequence, with its own Nq and Nk (its keys in
  * use): d0 = Nk_b - Nq_b. A per-sequence bias is not supported (p.bias with seqs: FA_ERR_UNSUPPORTED).
- * The arrays are read during the call only. Offsets are in rows of the token axis: they start at 0,
- * never decrease and end within the tensor.
+ * The arrays are read during the call only (they are inputs: they may overlap other inputs, never
+ * an output). Offsets are in rows of the token axis: they start at 0, never decrease and end within
+ * the tensor. Outputs are written for the sequences' rows only: rows after cu_seqlens_q[batch] (out,
+ * lse, dq) and after cu_seqlens_k[batch] (dk, dv) are left as they are, and so are the dk and dv rows
+ * of keys beyond seqused_k. Sequences may share pages.
  */
 typedef struct {
     int64_t batch;               /**< number of sequences */

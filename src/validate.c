@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "diagnostic.h"
 #include "view_checks.h"
@@ -201,18 +202,36 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     }
 }
 
+/* Element i of the caller's arrays. Their alignment is checked later, with the strides (the class
+ * order puts SHAPE first), so they are read bytewise here: a misaligned int64_t read is undefined. */
+static int64_t load_i64(const int64_t *a, int64_t i)
+{
+    int64_t x;
+    memcpy(&x, (const char *)a + i * (int64_t)sizeof x, sizeof x);
+    return x;
+}
+
+static int32_t load_i32(const int32_t *a, int64_t i)
+{
+    int32_t x;
+    memcpy(&x, (const char *)a + i * (int64_t)sizeof x, sizeof x);
+    return x;
+}
+
 /* Offsets into a token axis of `total` rows: batch + 1 of them, from 0, never decreasing, within. */
 static fa_status check_offsets(const char *call, const int64_t *cu, int64_t batch, int64_t total, const char *name,
                                const char *axis)
 {
-    if (cu[0] != 0) return fa_diag_fail(FA_ERR_SHAPE, call, "%s[0] = %lld: offsets start at 0", name, (long long)cu[0]);
+    if (load_i64(cu, 0) != 0)
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s[0] = %lld: offsets start at 0", name, (long long)load_i64(cu, 0));
     for (int64_t b = 0; b < batch; b++)
-        if (cu[b + 1] < cu[b])
+        if (load_i64(cu, b + 1) < load_i64(cu, b))
             return fa_diag_fail(FA_ERR_SHAPE, call, "%s[%lld] = %lld < %s[%lld] = %lld: offsets never decrease", name,
-                                (long long)(b + 1), (long long)cu[b + 1], name, (long long)b, (long long)cu[b]);
-    if (cu[batch] > total)
+                                (long long)(b + 1), (long long)load_i64(cu, b + 1), name, (long long)b,
+                                (long long)load_i64(cu, b));
+    if (load_i64(cu, batch) > total)
         return fa_diag_fail(FA_ERR_SHAPE, call, "%s[%lld] = %lld but %s = %lld: past the tensor", name,
-                            (long long)batch, (long long)cu[batch], axis, (long long)total);
+                            (long long)batch, (long long)load_i64(cu, batch), axis, (long long)total);
     return FA_OK;
 }
 
@@ -235,17 +254,25 @@ static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor 
     if (s->cu_seqlens_k &&
         (st = check_offsets(call, s->cu_seqlens_k, s->batch, k->seq, "p.seqs.cu_seqlens_k", "k.seq")) != FA_OK)
         return st;
+    int64_t paged_capacity = 0, table_entries;
+    if (s->block_table && (__builtin_mul_overflow(s->pages_per_seq, k->seq, &paged_capacity) ||
+                           __builtin_mul_overflow(s->pages_per_seq, s->batch, &table_entries) ||
+                           __builtin_mul_overflow(table_entries, (int64_t)sizeof(int32_t), &table_entries)))
+        return fa_diag_fail(FA_ERR_SHAPE, call,
+                            "p.seqs.pages_per_seq = %lld: the table (times p.seqs.batch = %lld) or a sequence's "
+                            "capacity (times k.seq = %lld) overflows int64",
+                            (long long)s->pages_per_seq, (long long)s->batch, (long long)k->seq);
     for (int64_t b = 0; b < s->batch; b++) {
-        int64_t capacity = s->cu_seqlens_k ? s->cu_seqlens_k[b + 1] - s->cu_seqlens_k[b]
-                           : s->block_table ? s->pages_per_seq * k->seq
+        int64_t capacity = s->cu_seqlens_k ? load_i64(s->cu_seqlens_k, b + 1) - load_i64(s->cu_seqlens_k, b)
+                           : s->block_table ? paged_capacity
                                             : k->seq;
-        int64_t used = s->seqused_k ? s->seqused_k[b] : capacity;
+        int64_t used = s->seqused_k ? load_i64(s->seqused_k, b) : capacity;
         if (used < 0 || used > capacity)
             return fa_diag_fail(FA_ERR_SHAPE, call, "p.seqs.seqused_k[%lld] = %lld: expected 0..%lld, the keys it has",
                                 (long long)b, (long long)used, (long long)capacity);
         if (!s->block_table || k->seq == 0) continue;
         for (int64_t page = 0; page < (used + k->seq - 1) / k->seq; page++) {
-            int64_t at = s->block_table[b * s->pages_per_seq + page];
+            int64_t at = load_i32(s->block_table, b * s->pages_per_seq + page);
             if (at < 0 || at >= k->batch)
                 return fa_diag_fail(FA_ERR_SHAPE, call,
                                     "p.seqs.block_table[%lld][%lld] = %lld: expected a page of the pool, 0..%lld",
@@ -269,7 +296,9 @@ static fa_status seqs_input_ranges(const char *call, const fa_seqs *s, byte_rang
     if ((st = fa_array_range(call, s ? s->seqused_k : NULL, rows, sizeof(int64_t), "p.seqs.seqused_k", &in[(*n)++])) !=
         FA_OK)
         return st;
-    return fa_array_range(call, s ? s->block_table : NULL, rows * (s ? s->pages_per_seq : 0), sizeof(int32_t),
+    /* rows·pages_per_seq cannot overflow with a table: check_seqs refused that */
+    return fa_array_range(call, s ? s->block_table : NULL, s && s->block_table ? rows * s->pages_per_seq : 0,
+                          sizeof(int32_t),
                           "p.seqs.block_table", &in[(*n)++]);
 }
 

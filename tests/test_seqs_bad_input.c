@@ -282,9 +282,26 @@ static void page_past_a_shrunk_pool(fixture *f)
     for (int i = 0; i < 4; i++) f->x[pools[i]].batch = last;
 }
 
+/* A table so long that pages_per_seq·batch or pages_per_seq·page_size overflows int64: refused by
+ * value, before anything multiplies it (UBSan would report the overflow). */
+static void pages_per_seq_overflowing(fixture *f)
+{
+    f->seqs.pages_per_seq = INT64_MAX / 2;
+    for (int b = 0; b < B; b++) f->used[b] = 0; /* no page in use: only the count is wrong */
+    f->seqs.seqused_k = f->used;
+}
+static void pages_per_seq_overflowing_with_a_wrapped_table(fixture *f)
+{
+    f->seqs.pages_per_seq = (INT64_C(1) << 62) + 1;
+    for (int b = 0; b < B; b++) f->used[b] = 0;
+    f->seqs.seqused_k = f->used;
+}
+
 Test(seqs_bad_input, pages_outside_the_pool_or_negative_are_refused)
 {
     static const seqs_case cases[] = {
+        CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.pages_per_seq", pages_per_seq_overflowing),
+        CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.pages_per_seq", pages_per_seq_overflowing_with_a_wrapped_table),
         CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.block_table[1][0]", page_past_the_pool),
         CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.block_table[0][2]", page_negative_in_use),
         CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.block_table[3][1]", page_most_negative),
