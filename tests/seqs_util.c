@@ -581,3 +581,33 @@ void ts_desc(const ts_batch *t, const fa_params *p, char *buf, size_t size)
                  (long long)p->window_right, p->alibi_slopes ? " alibi" : "", p->sinks ? " sinks" : "",
                  p->softcap > 0 ? " softcap" : "");
 }
+
+ts_spec ts_spec_of(const ts_layout_case *l, fa_dtype dt, int64_t dim, int64_t dim_v)
+{
+    ts_spec s = {0};
+    s.dtype = dt;
+    s.batch = l->batch, s.q_heads = l->q_heads, s.kv_heads = l->kv_heads, s.dim = dim, s.dim_v = dim_v;
+    s.packed_q = l->packed_q, s.keys = l->keys, s.seqused = l->seqused, s.head_major = l->head_major;
+    s.spare_rows = 3;
+    return s;
+}
+
+fa_context *ts_context(int threads, int block_q, int block_k)
+{
+    fa_context_opts o = fa_context_opts_default();
+    o.num_threads = threads;
+    o.block_q = block_q;
+    o.block_k = block_k;
+    fa_context *ctx = NULL;
+    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
+    return ctx;
+}
+
+fa_params ts_mask_params(const ts_mask_case *m)
+{
+    fa_params p = fa_params_default();
+    p.causal = m->causal;
+    p.window_left = m->left;
+    p.window_right = m->right;
+    return p;
+}

@@ -127,4 +127,28 @@ int ts_only_sequence_rows_written(const ts_batch *t, int grads, char *msg, size_
 /* "f64 packed-q paged(16/4) B=3 Hq=4 Hkv=2 D=8 Dv=6 Nq=[..] Nk=[..] causal=.. window=.." */
 void ts_desc(const ts_batch *t, const fa_params *p, char *buf, size_t size);
 
+/* A mask of the test tables: a causal mode and a window (-1: unbounded). */
+typedef struct {
+    fa_causal causal;
+    int64_t left, right;
+} ts_mask_case;
+
+/* A layout of the test tables: packed or dense queries, the keys' layout, keys in use or not,
+ * token- or head-major memory, and the heads. */
+typedef struct {
+    int packed_q;
+    ts_keys keys;
+    int seqused, head_major;
+    int64_t batch, q_heads, kv_heads;
+} ts_layout_case;
+
+/* The batch spec of a layout, with these head dims and 3 spare rows. */
+ts_spec ts_spec_of(const ts_layout_case *l, fa_dtype dt, int64_t dim, int64_t dim_v);
+
+/* A context of `threads` threads (0: automatic) and these block sizes; asserts it was created. */
+fa_context *ts_context(int threads, int block_q, int block_k);
+
+/* The default parameters with the mask's causal mode and window. */
+fa_params ts_mask_params(const ts_mask_case *m);
+
 #endif

@@ -23,13 +23,9 @@
  * same tiles in the same order. */
 enum { BQ = 16, BK = 16, MAX_Q = 40, MAX_K = 4 * BK - 1 };
 
-typedef struct {
-    fa_causal causal;
-    int64_t left, right;
-} mask_case;
 
 /* every causal alignment, and windows: alone, with each causal mode, one-sided and closed */
-static const mask_case masks[] = {
+static const ts_mask_case masks[] = {
     {FA_CAUSAL_NONE, -1, -1}, {FA_CAUSAL_TOP_LEFT, -1, -1}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1},
     {FA_CAUSAL_NONE, 6, 3},   {FA_CAUSAL_TOP_LEFT, 9, -1},  {FA_CAUSAL_BOTTOM_RIGHT, 4, 0},
     {FA_CAUSAL_NONE, -1, 2},
@@ -38,48 +34,13 @@ static const mask_case masks[] = {
 
 /* The layouts of a batch: packed or dense queries, packed or dense keys, with or without keys in
  * use, token- or head-major memory, and the heads (grouped, multi-query, one per query head). */
-typedef struct {
-    int packed_q;
-    ts_keys keys;
-    int seqused, head_major;
-    int64_t batch, q_heads, kv_heads;
-} layout_case;
 
-static const layout_case layouts[] = {
+static const ts_layout_case layouts[] = {
     {1, TS_KEYS_PACKED, 0, 0, 7, 4, 2}, {1, TS_KEYS_PACKED, 1, 1, 6, 3, 1}, {1, TS_KEYS_DENSE, 1, 0, 5, 2, 2},
     {0, TS_KEYS_PACKED, 0, 1, 5, 4, 1}, {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},  {0, TS_KEYS_DENSE, 0, 1, 3, 2, 1},
 };
 #define N_LAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
 
-static ts_spec spec_of(const layout_case *l, fa_dtype dt, int64_t dim, int64_t dim_v)
-{
-    ts_spec s = {0};
-    s.dtype = dt;
-    s.batch = l->batch, s.q_heads = l->q_heads, s.kv_heads = l->kv_heads, s.dim = dim, s.dim_v = dim_v;
-    s.packed_q = l->packed_q, s.keys = l->keys, s.seqused = l->seqused, s.head_major = l->head_major;
-    s.spare_rows = 3;
-    return s;
-}
-
-static fa_context *context(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = fa_context_opts_default();
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
-    return ctx;
-}
-
-static fa_params mask_params(const mask_case *m)
-{
-    fa_params p = fa_params_default();
-    p.causal = m->causal;
-    p.window_left = m->left;
-    p.window_right = m->right;
-    return p;
-}
 
 /* lse is optional: without it, out holds the same bytes and the lse storage is left alone. */
 static int out_without_lse_is_the_same(fa_context *ctx, const fa_params *p, ts_batch *t)
@@ -99,17 +60,17 @@ static int out_without_lse_is_the_same(fa_context *ctx, const fa_params *p, ts_b
 Test(seqs, packed_rows_are_bitwise_those_of_a_dense_call_per_sequence)
 {
     uint64_t seed = tu_test_seed();
-    fa_context *ctx = context(0, BQ, BK);
+    fa_context *ctx = ts_context(0, BQ, BK);
     char desc[512], msg[1024];
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < N_LAYOUTS; l++)
             for (int m = 0; m < N_MASKS; m++) {
                 tu_rng rng = tu_rng_make(seed + (uint64_t)((dt * N_LAYOUTS + l) * N_MASKS + m));
-                ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8 + 5 * l, 6 + 3 * m);
+                ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8 + 5 * l, 6 + 3 * m);
                 ts_spec_draw(&s, &rng, MAX_Q, MAX_K, 1);
                 ts_batch t;
                 ts_make(&t, &s, &rng, 2.0);
-                fa_params p = mask_params(&masks[m]);
+                fa_params p = ts_mask_params(&masks[m]);
                 ts_desc(&t, &p, desc, sizeof desc);
                 cr_assert_eq(ts_forward(ctx, &p, &t), FA_OK, "%s, seed %llu: %s", desc,
                              (unsigned long long)seed, fa_last_error());
@@ -129,18 +90,18 @@ Test(seqs, packed_rows_are_bitwise_those_of_a_dense_call_per_sequence)
 Test(seqs, every_sequence_matches_the_oracle_on_its_own_lengths)
 {
     uint64_t seed = tu_test_seed();
-    fa_context *ctx[2] = {context(0, 0, 0), context(0, 5, 7)};
+    fa_context *ctx[2] = {ts_context(0, 0, 0), ts_context(0, 5, 7)};
     float slopes[4], sinks[4];
     char desc[512], msg[1024];
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < N_LAYOUTS; l++)
             for (int m = 0; m < N_MASKS; m++) {
                 tu_rng rng = tu_rng_make(seed + (uint64_t)((dt * N_LAYOUTS + l) * N_MASKS + m));
-                ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 12, 10);
+                ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 12, 10);
                 ts_spec_draw(&s, &rng, 50, 90, 1);
                 ts_batch t;
                 ts_make(&t, &s, &rng, 2.5);
-                fa_params p = mask_params(&masks[m]);
+                fa_params p = ts_mask_params(&masks[m]);
                 for (int h = 0; h < 4; h++) {
                     slopes[h] = (float)tu_rng_uniform(&rng, 0.0, 0.5);
                     sinks[h] = (float)tu_rng_uniform(&rng, -2.0, 3.0);
@@ -179,7 +140,7 @@ Test(seqs, sequences_without_keys_get_zeros_and_minus_inf_or_their_sink)
     float sinks[3] = {-1.5f, 0.0f, 2.25f};
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < 3; l++) {
-            ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8, 5);
+            ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8, 5);
             s.q_heads = 3, s.kv_heads = 1;
             ts_spec_draw(&s, &rng, 20, 30, 0);
             for (int64_t b = 0; b < s.batch; b += 2) { /* every other sequence has no key */
@@ -224,16 +185,16 @@ Test(seqs, varlen_forward_is_thread_count_invariant)
 {
     uint64_t seed = tu_test_seed();
     fa_context *ctx[4];
-    for (int x = 0; x < 4; x++) ctx[x] = context(x + 1, 0, 0);
+    for (int x = 0; x < 4; x++) ctx[x] = ts_context(x + 1, 0, 0);
     char desc[512];
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < N_LAYOUTS; l++) {
             tu_rng rng = tu_rng_make(seed + (uint64_t)(dt * N_LAYOUTS + l));
-            ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 16, 16);
+            ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 16, 16);
             ts_spec_draw(&s, &rng, 150, 200, 1);
             ts_batch t;
             ts_make(&t, &s, &rng, 2.5);
-            fa_params p = mask_params(&masks[l % N_MASKS]);
+            fa_params p = ts_mask_params(&masks[l % N_MASKS]);
             ts_desc(&t, &p, desc, sizeof desc);
             cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
             unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);

@@ -22,74 +22,35 @@
  * reads; the backward itself never splits keys). */
 enum { BQ = 16, BK = 16, MAX_Q = 40, MAX_K = 4 * BK - 1 };
 
-typedef struct {
-    fa_causal causal;
-    int64_t left, right;
-} mask_case;
 
-static const mask_case masks[] = {
+static const ts_mask_case masks[] = {
     {FA_CAUSAL_NONE, -1, -1}, {FA_CAUSAL_TOP_LEFT, -1, -1}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1},
     {FA_CAUSAL_NONE, 6, 3},   {FA_CAUSAL_TOP_LEFT, 9, -1},  {FA_CAUSAL_BOTTOM_RIGHT, 4, 0},
 };
 #define N_MASKS ((int)(sizeof masks / sizeof masks[0]))
 
-typedef struct {
-    int packed_q;
-    ts_keys keys;
-    int seqused, head_major;
-    int64_t batch, q_heads, kv_heads;
-} layout_case;
 
-static const layout_case layouts[] = {
+static const ts_layout_case layouts[] = {
     {1, TS_KEYS_PACKED, 0, 0, 7, 4, 2}, {1, TS_KEYS_PACKED, 1, 1, 6, 3, 1}, {1, TS_KEYS_DENSE, 1, 0, 5, 2, 2},
     {0, TS_KEYS_PACKED, 0, 1, 5, 4, 1}, {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},
 };
 #define N_LAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
 
-static ts_spec spec_of(const layout_case *l, fa_dtype dt, int64_t dim, int64_t dim_v)
-{
-    ts_spec s = {0};
-    s.dtype = dt;
-    s.batch = l->batch, s.q_heads = l->q_heads, s.kv_heads = l->kv_heads, s.dim = dim, s.dim_v = dim_v;
-    s.packed_q = l->packed_q, s.keys = l->keys, s.seqused = l->seqused, s.head_major = l->head_major;
-    s.spare_rows = 3;
-    return s;
-}
-
-static fa_context *context(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = fa_context_opts_default();
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
-    return ctx;
-}
-
-static fa_params mask_params(const mask_case *m)
-{
-    fa_params p = fa_params_default();
-    p.causal = m->causal;
-    p.window_left = m->left;
-    p.window_right = m->right;
-    return p;
-}
 
 Test(seqs_backward, packed_gradients_are_bitwise_those_of_a_dense_call_per_sequence)
 {
     uint64_t seed = tu_test_seed();
-    fa_context *ctx = context(0, BQ, BK);
+    fa_context *ctx = ts_context(0, BQ, BK);
     char desc[512], msg[1024];
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < N_LAYOUTS; l++)
             for (int m = 0; m < N_MASKS; m++) {
                 tu_rng rng = tu_rng_make(seed + (uint64_t)((dt * N_LAYOUTS + l) * N_MASKS + m));
-                ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8 + 5 * l, 6 + 3 * m);
+                ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 8 + 5 * l, 6 + 3 * m);
                 ts_spec_draw(&s, &rng, MAX_Q, MAX_K, 1);
                 ts_batch t;
                 ts_make(&t, &s, &rng, 2.0);
-                fa_params p = mask_params(&masks[m]);
+                fa_params p = ts_mask_params(&masks[m]);
                 ts_desc(&t, &p, desc, sizeof desc);
                 cr_assert_eq(ts_forward(ctx, &p, &t), FA_OK, "%s: forward: %s", desc, fa_last_error());
                 cr_assert_eq(ts_backward(ctx, &p, &t), FA_OK, "%s, seed %llu: %s", desc,
@@ -106,18 +67,18 @@ Test(seqs_backward, packed_gradients_are_bitwise_those_of_a_dense_call_per_seque
 Test(seqs_backward, every_sequence_gradient_matches_the_oracle_and_dsinks_sums_the_sequences)
 {
     uint64_t seed = tu_test_seed();
-    fa_context *ctx[2] = {context(0, 0, 0), context(0, 5, 7)};
+    fa_context *ctx[2] = {ts_context(0, 0, 0), ts_context(0, 5, 7)};
     float slopes[4], sinks[4], dsinks[4];
     char desc[512], msg[1024];
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < N_LAYOUTS; l++)
             for (int m = 0; m < N_MASKS; m++) {
                 tu_rng rng = tu_rng_make(seed + (uint64_t)((dt * N_LAYOUTS + l) * N_MASKS + m));
-                ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 10, 7);
+                ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 10, 7);
                 ts_spec_draw(&s, &rng, 30, 45, 1);
                 ts_batch t;
                 ts_make(&t, &s, &rng, 2.0);
-                fa_params p = mask_params(&masks[m]);
+                fa_params p = ts_mask_params(&masks[m]);
                 for (int h = 0; h < 4; h++) {
                     slopes[h] = (float)tu_rng_uniform(&rng, 0.0, 0.5);
                     sinks[h] = (float)tu_rng_uniform(&rng, -2.0, 3.0);
@@ -152,17 +113,17 @@ Test(seqs_backward, varlen_backward_is_thread_count_invariant)
 {
     uint64_t seed = tu_test_seed();
     fa_context *ctx[4];
-    for (int x = 0; x < 4; x++) ctx[x] = context(x + 1, 0, 0);
+    for (int x = 0; x < 4; x++) ctx[x] = ts_context(x + 1, 0, 0);
     float sinks[4] = {0.5f, -1.0f, 2.0f, 0.0f}, dsinks[4] = {0}, first[4];
     char desc[512];
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < N_LAYOUTS; l++) {
             tu_rng rng = tu_rng_make(seed + (uint64_t)(dt * N_LAYOUTS + l));
-            ts_spec s = spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 16, 16);
+            ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 16, 16);
             ts_spec_draw(&s, &rng, 120, 150, 1);
             ts_batch t;
             ts_make(&t, &s, &rng, 2.0);
-            fa_params p = mask_params(&masks[l % N_MASKS]);
+            fa_params p = ts_mask_params(&masks[l % N_MASKS]);
             p.sinks = sinks, p.dsinks = dsinks;
             ts_desc(&t, &p, desc, sizeof desc);
             cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: forward: %s", desc, fa_last_error());
