@@ -233,7 +233,10 @@ typedef struct {
  *   out_i = sum_j e^(s_ij) v_j / (sum_j e^(s_ij) + e^(sinks[h]))   over visible j
  * with the sink term only when sinks is set; lse_i is the log of that denominator. A row that sees
  * no key gets out = 0 and lse = sinks[h] with sinks, lse = -inf without (and zero gradients), also
- * when its scores are all -inf through the bias.
+ * when its scores are all -inf through the bias. A -inf bias hides scores, not rows of v or dout:
+ * the v rows of the keys it hides, and in the backward the dout row of a row it hides entirely,
+ * must be finite for them to contribute exact zeros (0 · NaN is NaN), as with any key whose
+ * probability is 0; the causal mask and windows have no such condition.
  * Costs: key tiles outside every row's window are never loaded or computed; the masks are applied
  * element-wise on edge tiles only; softcap, ALiBi and bias are applied to every score computed.
  */
@@ -377,12 +380,16 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * address range each view spans, except that row-interleaved views (same row
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
- * value, window < -1, negative, NaN or infinite softcap, a scale beyond float's
- * range when q is not FA_F64 (FA_ERR_ARG). The bias is checked as a tensor:
- * NULL data (FA_ERR_NULL), a dtype other than q's (FA_ERR_DTYPE), a batch,
- * heads or seq other than B, Hq, Nq or 1, or a dim other than Nk
- * (FA_ERR_SHAPE), its strides (FA_ERR_STRIDE), overlapping out or lse
- * (FA_ERR_ALIAS).
+ * value, window < -1, negative, NaN or infinite softcap, a scale or a softcap
+ * outside float's normal range when q is not FA_F64 (FA_ERR_ARG). The bias is
+ * checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than q's
+ * (FA_ERR_DTYPE), a batch, heads or seq other than B, Hq, Nq or 1, or a dim
+ * other than Nk (FA_ERR_SHAPE), its strides (FA_ERR_STRIDE), overlapping out or
+ * lse (FA_ERR_ALIAS). alibi_slopes and sinks (and the seqs arrays) are inputs:
+ * misaligned or wrapping (FA_ERR_STRIDE), overlapped by out or lse
+ * (FA_ERR_ALIAS). p->seqs: see fa_seqs (offsets, used keys and pages that do not
+ * fit: FA_ERR_SHAPE; cu_seqlens_k with block_table: FA_ERR_ARG; a bias with
+ * seqs: FA_ERR_UNSUPPORTED).
  */
 FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                             const fa_tensor *v, const fa_tensor *out, void *lse);
@@ -419,7 +426,9 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * of the wrong shape (FA_ERR_SHAPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any
  * input (q, k, v, out, dout, lse) or each other (FA_ERR_ALIAS), by the rule of fa_forward: dq, dk
  * and dv may be the three interleaved slices of one packed dQKV buffer. p->dsinks set without
- * p->sinks (FA_ERR_NULL); p->dsinks overlapping any tensor, lse or the sinks (FA_ERR_ALIAS).
+ * p->sinks (FA_ERR_NULL); p->dsinks misaligned or wrapping (FA_ERR_STRIDE), overlapping any tensor,
+ * lse, the bias, alibi_slopes or sinks (FA_ERR_ALIAS); p->seqs with block_table
+ * (FA_ERR_UNSUPPORTED: paged keys are forward only).
  */
 FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
