@@ -282,11 +282,11 @@ fuzz() {
 # between overlapping buffers (valgrind reports it inside libhwloc), and under valgrind a binding to
 # CPUs the machine lacks is not refused; the suite stages and ASan/TSan run it.
 valgrind_suites='@(bad_input|backward_bad_input|error_exit|misc|alloc|runtime|merge|seqs_bad_input)/*'
-# With FA_TEST_HEAVY=1, all but two suites (about 30 minutes on 2 cores): large_offsets reserves
+# With FA_TEST_HEAVY=1, all but three suites (placement, above, and): large_offsets reserves
 # tens of GiB of address space with mmap(MAP_NORESERVE), more than valgrind lets a process map;
 # stress runs 16 threads x 50 rounds, which valgrind (one thread at a time) cannot finish within
 # the test's own 300 s watchdog. TSan and the hostile-runtime stage cover stress.
-valgrind_suites_heavy='!(large_offsets|stress)/*'
+valgrind_suites_heavy='!(large_offsets|stress|placement)/*'
 
 valgrind_memcheck() {
     local logs=$tmp/valgrind rc=0 filter=$valgrind_suites
