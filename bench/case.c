@@ -309,23 +309,51 @@ static void compare_with_reference(bench_row *rows, int n, const bench_case_resu
     }
 }
 
-int bench_run_case(const bench_options *o, int index, const bench_identity *id, bench_machine *m,
+// Each row of an earlier round that was faster than this round's replaces it, whole: a row is
+// always one round's measurement, with that round's timing, stats and errors.
+static void keep_faster(bench_row *rows, int n, const bench_row *earlier, int n_earlier)
+{
+    for (int t = 0; t < n && t < n_earlier; t++)
+        if (earlier[t].timing.min_s < rows[t].timing.min_s) rows[t] = earlier[t];
+}
+
+int bench_run_case(const bench_options *o, int index, int round, const bench_identity *id, bench_machine *m,
                    const bench_case_result *reference, bench_case_result *r)
 {
+    // The rows of earlier rounds, before r is rebuilt for this one.
+    int n_earlier = round > 0 ? r->n_rows : 0;
+    bench_row *earlier = NULL;
+    if (n_earlier > 0) {
+        earlier = malloc(sizeof *earlier * (size_t)n_earlier);
+        if (!earlier) {
+            fprintf(stderr, "fa-bench: out of memory\n");
+            return -1;
+        }
+        memcpy(earlier, r->rows, sizeof *earlier * (size_t)n_earlier);
+    }
     memset(r, 0, sizeof *r);
     bench_run_info *info = &r->info;
     double case_start = bench_progress_elapsed();
-    char words[320];
+    const int last_round = round == o->rounds - 1;
+    char tag[64], words[320];
+    if (o->rounds > 1)
+        snprintf(tag, sizeof tag, "round %d/%d, case %d/%d", round + 1, o->rounds, index + 1, o->n_cases);
+    else
+        snprintf(tag, sizeof tag, "case %d/%d", index + 1, o->n_cases);
     bench_case_words(&o->cases[index], words, sizeof words);
-    bench_progress("case %d/%d%s%s: %s", index + 1, o->n_cases, o->preset ? " of preset " : "",
-                   o->preset ? o->preset : "", words);
+    bench_progress("%s%s%s: %s", tag, o->preset ? " of preset " : "", o->preset ? o->preset : "", words);
     fill_info(o, index, id, info);
-    bench_report_header(stdout, info);
-    fflush(stdout); // the header shows what is running while the (possibly long) runs go on
+    if (last_round) {
+        bench_report_header(stdout, info);
+        fflush(stdout); // the header shows what is running while the (possibly long) runs go on
+    }
 
     int gradients = info->pass != BENCH_PASS_FWD;
     bench_problem pb;
-    if (bench_problem_init(&pb, &info->shape, o->dist, o->seed, gradients) != 0) return -1;
+    if (bench_problem_init(&pb, &info->shape, o->dist, o->seed, gradients) != 0) {
+        free(earlier);
+        return -1;
+    }
     fa_params params = fa_params_default();
     bench_modifiers_params(&pb, &params);
 
@@ -333,7 +361,7 @@ int bench_run_case(const bench_options *o, int index, const bench_identity *id, 
     // The gradient oracle depends on the problem only: computed once, before any library call.
     bench_backward_oracle oracle = {0};
     if (gradients) {
-        bench_progress("case %d/%d: float64 gradient oracle", index + 1, o->n_cases);
+        bench_progress("%s: float64 gradient oracle", tag);
         if (bench_backward_oracle_compute(&oracle, &pb, &params, o->check_rows) != 0) {
             fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
             rc = -1;
@@ -347,31 +375,33 @@ int bench_run_case(const bench_options *o, int index, const bench_identity *id, 
         bench_row_clear_extras(row);
         int threads = o->thread_counts[t];
         double start = bench_progress_elapsed();
-        bench_progress("case %d/%d, threads %d (%d of %d): started", index + 1, o->n_cases, threads, t + 1,
-                       o->n_thread_counts);
+        bench_progress("%s, threads %d (%d of %d): started", tag, threads, t + 1, o->n_thread_counts);
         if (run_thread_count(o, info->pass, &pb, &params, &oracle, threads, &golden, row) != 0) {
             rc = -1;
         } else {
             row->gflops = info->flops / row->timing.min_s / 1e9;
-            bench_progress(
-                "case %d/%d, threads %d: done in %.1f s (%d timed call%s, min %.3f ms, %.1f GFLOP/s)",
-                index + 1, o->n_cases, threads, bench_progress_elapsed() - start, row->timing.count,
-                row->timing.count == 1 ? "" : "s", 1e3 * row->timing.min_s, row->gflops);
+            bench_progress("%s, threads %d: done in %.1f s (%d timed call%s, min %.3f ms, %.1f GFLOP/s)", tag,
+                           threads, bench_progress_elapsed() - start, row->timing.count,
+                           row->timing.count == 1 ? "" : "s", 1e3 * row->timing.min_s, row->gflops);
         }
     }
     if (rc == 0) {
         r->n_rows = o->n_thread_counts;
+        keep_faster(r->rows, r->n_rows, earlier, n_earlier);
         bench_rows_compute_scaling(r->rows, r->n_rows);
         compare_with_reference(r->rows, r->n_rows, reference);
-        measure_probes(m, info, r->rows, r->n_rows);
+        // The probes and the baseline once, in the last round, with the rows it reports.
+        if (last_round) {
+            measure_probes(m, info, r->rows, r->n_rows);
 #ifdef FA_BENCH_HAVE_BLAS
-        if (info->blas_runs) measure_blas(o, info, &pb, &params, r->rows, r->n_rows);
+            if (info->blas_runs) measure_blas(o, info, &pb, &params, r->rows, r->n_rows);
 #endif
-        bench_report_table(stdout, info, r->rows, r->n_rows);
-        fflush(stdout);
-        bench_progress("case %d/%d: done in %.1f s", index + 1, o->n_cases,
-                       bench_progress_elapsed() - case_start);
+            bench_report_table(stdout, info, r->rows, r->n_rows);
+            fflush(stdout);
+        }
+        bench_progress("%s: done in %.1f s", tag, bench_progress_elapsed() - case_start);
     }
+    free(earlier);
     bench_golden_free(&golden);
     bench_backward_oracle_free(&oracle);
     bench_problem_free(&pb);

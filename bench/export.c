@@ -132,7 +132,8 @@ static value vbool(int b)
     X("err_dsinks", vnum(row->err_dsinks))                                                                   \
     X("reference_case", vnum(info->reference >= 0 ? (double)info->reference : NAN))                          \
     X("reference_gflops", vnum(row->reference_gflops))                                                       \
-    X("pct_of_reference", vnum(row->pct_of_reference))
+    X("pct_of_reference", vnum(row->pct_of_reference))                                                       \
+    X("rounds", vint(info->opt->rounds))
 
 #define COLUMN_NAME(name, expr)  name,
 #define COLUMN_VALUE(name, expr) expr,

@@ -39,17 +39,22 @@ int main(int argc, char **argv)
         bench_machine_free(&machine);
         return 1;
     }
+    // Rounds interleave the cases (1, 2, ..., n, 1, 2, ...) and keep each row's fastest round, so
+    // that a neighbour's burst on a shared machine cannot fall on one case of a comparison only.
     int rc = 0, done = 0;
-    for (int c = 0; c < o.n_cases && rc == 0; c++) {
-        if (c > 0) fputc('\n', stdout);
-        // A reference is an earlier case (presets.c), already measured: its rows are compared as
-        // this case's come in.
-        int ref = o.cases[c].reference;
-        const bench_case_result *reference = ref >= 0 && ref < c ? &results[ref] : NULL;
-        if (bench_run_case(&o, c, &identity, &machine, reference, &results[c]) != 0)
-            rc = 1;
-        else
-            done++;
+    for (int round = 0; round < o.rounds && rc == 0; round++) {
+        done = 0;
+        for (int c = 0; c < o.n_cases && rc == 0; c++) {
+            if (c > 0 && round == o.rounds - 1) fputc('\n', stdout);
+            // A reference is an earlier case (presets.c), already measured in this round: its rows are
+            // compared as this case's come in.
+            int ref = o.cases[c].reference;
+            const bench_case_result *reference = ref >= 0 && ref < c ? &results[ref] : NULL;
+            if (bench_run_case(&o, c, round, &identity, &machine, reference, &results[c]) != 0)
+                rc = 1;
+            else
+                done++;
+        }
     }
     if (rc == 0) bench_report_summary(stdout, results, done);
     // Files only for a run whose every case passed: a file never mixes verified and missing cases.

@@ -92,6 +92,11 @@ static const char help_text[] =
     "  --warmup W         untimed calls before timing (default 1)\n"
     "  --reps R           timed calls (default 5)\n"
     "  --min-time S       keep timing past R calls until S seconds of calls are timed (default 0)\n"
+    "  --rounds N         run the whole list of cases N times, interleaved (1, 2, ..., 1, 2, ...), and\n"
+    "                     report each (case, thread count) from its fastest round (default 1). Every\n"
+    "                     round verifies before it times; probes and the BLAS baseline run in the last.\n"
+    "                     On a shared machine a neighbour's burst then cannot land on one side of a\n"
+    "                     comparison only (the %% ref of the window and modifiers presets)\n"
     "  --probe-time S     seconds per thread count of each in-run probe (default 0.2; 0 = no probes)\n"
     "  --blas-reps R      timed calls of the BLAS baseline, per mode (default 0: no baseline; it\n"
     "                     takes far longer than the library's own rows, 1 to 3 is enough for its min)\n"
@@ -201,6 +206,7 @@ enum {
     OPT_ALIBI,
     OPT_BIAS,
     OPT_SINKS,
+    OPT_ROUNDS,
 };
 
 static const struct option long_options[] = {
@@ -239,6 +245,7 @@ static const struct option long_options[] = {
     {"alibi", no_argument, NULL, OPT_ALIBI},
     {"bias", required_argument, NULL, OPT_BIAS},
     {"sinks", no_argument, NULL, OPT_SINKS},
+    {"rounds", required_argument, NULL, OPT_ROUNDS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -511,6 +518,7 @@ static void set_defaults(bench_options *o, bench_case *c)
     o->bind = FA_BIND_AUTO;
     o->warmup = 1;
     o->reps = 5;
+    o->rounds = 1;
     o->check_rows = 64;
     o->probe_time = 0.2;
     o->blas_reps = 0; // the baseline is opt-in: at 55 s a shape it dwarfed the library's 4 s
@@ -643,6 +651,7 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
         case OPT_WARMUP: rc = parse_int("warmup", arg, 0, 1000000, &o->warmup); break;
         case OPT_REPS: rc = parse_int("reps", arg, 1, BENCH_MAX_SAMPLES, &o->reps); break;
         case OPT_MIN_TIME: rc = parse_seconds("min-time", arg, &o->min_time); break;
+        case OPT_ROUNDS: rc = parse_int("rounds", arg, 1, 1000, &o->rounds); break;
         case OPT_PROBE_TIME: rc = parse_seconds("probe-time", arg, &o->probe_time); break;
         case OPT_BLAS_REPS: rc = parse_int("blas-reps", arg, 0, BENCH_MAX_SAMPLES, &o->blas_reps); break;
         case OPT_BLAS_MODE:

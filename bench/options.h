@@ -71,6 +71,7 @@ typedef struct {
     int block_q, block_k; /* 0 = the library chooses */
     int warmup, reps;     /* reps is a minimum: min_time may add more */
     double min_time;      /* seconds of timed calls to reach at least; 0 = exactly reps */
+    int rounds;           /* times the whole list of cases is run, interleaved; each row keeps its fastest */
     int64_t check_rows;
     double probe_time; /* seconds per thread count of each in-run probe (peak.h, stream.h); 0 = none */
     int blas_reps;     /* timed calls of the BLAS baseline; 0 (the default) = no baseline */

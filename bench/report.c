@@ -103,6 +103,7 @@ void bench_report_header(FILE *f, const bench_run_info *info)
             100.0 * (double)info->visible_pairs / ((double)s->nq * (double)s->nk), bench_dist_name(o->dist),
             (unsigned long long)o->seed, o->warmup, o->reps);
     if (o->min_time > 0.0) fprintf(f, ", min-time %gs", o->min_time);
+    if (o->rounds > 1) fprintf(f, "; %d rounds of every case, each row from its fastest round", o->rounds);
     fprintf(f,
             "\n  bind requested %s; kernel table requested %s; block q/k %d/%d (0 = library's choice); "
             "omp_get_max_threads %d; oracle check of %lld rows, normwise tolerance %.0e",

@@ -148,8 +148,10 @@ bench_tools() {
     "$bench" "${mods[@]}" --bias full --pass fwdbwd --csv "$out/mods.csv"
     head -n 1 "$out/mods.csv" | grep -q ',window_left,window_right,softcap,alibi,bias,sinks,visible_pairs,'
     test "$(grep -c ',20,3,5,true,full,true,' "$out/mods.csv")" = 2
-    # A preset's cases against their reference, one run: the closing summary compares them.
-    "$bench" --preset modifiers --nq 64 --h 2 --threads 1,2 --reps 1 --probe-time 0.01 >"$out/modifiers.txt"
+    # A preset's cases against their reference, in interleaved rounds of one run: the closing
+    # summary compares them.
+    "$bench" --preset modifiers --nq 64 --h 2 --threads 1,2 --reps 1 --rounds 2 --probe-time 0.01 \
+        >"$out/modifiers.txt"
     grep -q '^  case 10 vs case 6 ' "$out/modifiers.txt"
     FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
         --probe-time 0.01
