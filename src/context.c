@@ -198,9 +198,9 @@ void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, 
     int64_t bk = ctx->block_k;
     if (bk <= 0) {
         /* The key and value tiles plus the score tile, in three quarters of L2 (the rest keeps the
-         * packed queries and the accumulator). Measured on Zen 5 (1 MiB L2), f32 D=128: block_k 512
-         * runs at 81% of the FMA peak where half of L2 (400) gave 75%; D=64 is flat from 128 to 512.
-         * Multiples of 16 keep tiles whole vectors. */
+         * packed queries and the accumulator). Measured on a 2-core AMD EPYC VM (1 MiB L2), f32
+         * D=128: block_k 512 runs at 81% of the FMA peak where half of L2 (400) gave 75%; D=64 is
+         * flat from 128 to 512. Multiples of 16 keep tiles whole vectors. */
         size_t l2 = fa_topology_caches(ctx->topology).l2;
         if (l2 == 0) l2 = (size_t)1 << 20;
         int64_t per_key = (dim + dim_v + bq) * (int64_t)elem;
