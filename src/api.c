@@ -12,11 +12,12 @@
 #include "validate.h"
 
 #define FA_STR2(x) #x
-#define FA_STR(x) FA_STR2(x)
+#define FA_STR(x)  FA_STR2(x)
 
 const char *fa_version(void)
 {
-    return FA_STR(FLASHATTN_VERSION_MAJOR) "." FA_STR(FLASHATTN_VERSION_MINOR) "." FA_STR(FLASHATTN_VERSION_PATCH);
+    return FA_STR(FLASHATTN_VERSION_MAJOR) "." FA_STR(FLASHATTN_VERSION_MINOR) "." FA_STR(
+        FLASHATTN_VERSION_PATCH);
 }
 
 const char *fa_status_str(fa_status s)
@@ -49,7 +50,8 @@ fa_params fa_params_default(void)
 
 /* Contiguous views. Sizes are multiplied in int64 with overflow checks; a bad size yields
  * strides of -1, which every call refuses (FA_ERR_SHAPE for the size, else FA_ERR_STRIDE). */
-static fa_tensor contiguous(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int heads_inner)
+static fa_tensor contiguous(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d,
+                            int heads_inner)
 {
     fa_tensor x = {data, t, b, h, s, d, -1, -1, -1};
     if (b < 0 || h < 0 || s < 0 || d < 0) return x;
@@ -86,8 +88,8 @@ static fa_status run_on_context(const char *call, fa_context *ctx, const fa_prob
     fa_status st;
     if (!ctx && (st = fa_default_context(call, &ctx)) != FA_OK) return st;
     if (!fa_context_acquire(ctx))
-        return fa_diag_fail(FA_ERR_BUSY, call, "ctx = %p is serving another call (one call at a time per context)",
-                            (void *)ctx);
+        return fa_diag_fail(FA_ERR_BUSY, call,
+                            "ctx = %p is serving another call (one call at a time per context)", (void *)ctx);
     st = run(ctx, prob);
     fa_context_release(ctx);
     return st;
@@ -116,8 +118,8 @@ fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, c
     return fa_diag_finish(st, call);
 }
 
-fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses, const fa_tensor *out,
-                   void *lse)
+fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses,
+                   const fa_tensor *out, void *lse)
 {
     static const char call[] = "fa_merge";
     fa_diag_clear();
@@ -126,7 +128,8 @@ fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *co
     if (st == FA_OK) {
         if (!ctx) st = fa_default_context(call, &ctx);
         if (st == FA_OK && !fa_context_acquire(ctx))
-            st = fa_diag_fail(FA_ERR_BUSY, call, "ctx = %p is serving another call (one call at a time per context)",
+            st = fa_diag_fail(FA_ERR_BUSY, call,
+                              "ctx = %p is serving another call (one call at a time per context)",
                               (void *)ctx);
         else if (st == FA_OK) {
             st = fa_merge_run(ctx, &mp);

@@ -18,26 +18,27 @@ typedef struct {
     const fa_kernels *kernels;
     fa_q_schedule q_schedule; /* the delta and dQ items: (batch, q head, query block) */
     int64_t block_k;
-    int64_t kv_blocks;        /* key blocks per (batch, kv head) */
-    int64_t kv_items;         /* batch · kv_heads · kv_blocks dK/dV items */
-    int64_t ld;               /* block_q rounded up to the padding unit: row stride of transposed tiles */
-    void *delta;              /* [batch][q_heads][q_len] of the accumulation type */
-    fa_backward_plan plan;    /* resolved: FUSED, SPLIT or WAVEFRONT */
-    atomic_int *dq_progress;  /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
+    int64_t kv_blocks;         /* key blocks per (batch, kv head) */
+    int64_t kv_items;          /* batch · kv_heads · kv_blocks dK/dV items */
+    int64_t ld;                /* block_q rounded up to the padding unit: row stride of transposed tiles */
+    void *delta;               /* [batch][q_heads][q_len] of the accumulation type */
+    fa_backward_plan plan;     /* resolved: FUSED, SPLIT or WAVEFRONT */
+    atomic_int *dq_progress;   /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
     const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
 } fa_backward_job;
 
 /* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
-static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t batch, int64_t q_head, int64_t row0)
+static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t batch, int64_t q_head,
+                                           int64_t row0)
 {
     const fa_problem *p = job->problem;
-    return job->dq_progress + (batch * p->q_heads + q_head) * job->q_schedule.q_blocks + row0 / job->q_schedule.block_q;
+    return job->dq_progress + (batch * p->q_heads + q_head) * job->q_schedule.q_blocks +
+           row0 / job->q_schedule.block_q;
 }
 
-
-#define FA_T float
-#define FA_SFX f32
-#define FA_EXP expf
+#define FA_T         float
+#define FA_SFX       f32
+#define FA_EXP       expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
 #include "backward_items.h"
 #undef FA_T
@@ -45,9 +46,9 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 #undef FA_EXP
 #undef FA_PAD_ELEMS
 
-#define FA_T double
-#define FA_SFX f64
-#define FA_EXP exp
+#define FA_T         double
+#define FA_SFX       f64
+#define FA_EXP       exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
 #include "backward_items.h"
 #undef FA_T
@@ -66,10 +67,11 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     size_t ld = (size_t)fa_round_up(block_q, pad), bq = (size_t)block_q, bk = (size_t)block_k;
     size_t d = (size_t)dim, dv = (size_t)dim_v;
     size_t d_pad = (size_t)fa_round_up(dim, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
-    size_t queries = fa_size_add(fa_arena_tile(d, ld, elem), fa_arena_tile(dv, ld, elem)); /* Q, dO transposed */
-    queries = fa_size_add(queries, 2 * fa_arena_tile(1, ld, elem));                           /* lse, delta */
-    size_t tiles = fa_size_add(fa_arena_tile(bk, ld, elem), fa_arena_tile(bk, ld, elem));   /* P, dS */
-    if (softcap) tiles = fa_size_add(tiles, fa_arena_tile(bk, ld, elem));                   /* 1 - tanh² */
+    size_t queries =
+        fa_size_add(fa_arena_tile(d, ld, elem), fa_arena_tile(dv, ld, elem)); /* Q, dO transposed */
+    queries = fa_size_add(queries, 2 * fa_arena_tile(1, ld, elem));           /* lse, delta */
+    size_t tiles = fa_size_add(fa_arena_tile(bk, ld, elem), fa_arena_tile(bk, ld, elem)); /* P, dS */
+    if (softcap) tiles = fa_size_add(tiles, fa_arena_tile(bk, ld, elem));                 /* 1 - tanh² */
     size_t kv_acc = fa_size_add(fa_arena_tile(bk, d_pad, elem), fa_arena_tile(bk, dv_pad, elem));
     size_t q_acc = fa_arena_tile(bq, d_pad, elem);
     return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
@@ -83,7 +85,7 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
  * time would idle, else wavefront when every thread has a core, else the cheaper of fused and
  * split. */
 #define FUSED_IDLE_OK 1.1
-#define SPLIT_COST 1.3
+#define SPLIT_COST    1.3
 
 fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores)
 {
@@ -137,8 +139,17 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
         fa_problem_sequence(p, b, &one);
         first[b + 1] = first[b] + fa_q_schedule_make(&one, block_q).count;
     }
-    fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(&widest, block_q), block_k, 0, 0,
-                           fa_round_up(block_q, pad), ctx->rows, FA_BACKWARD_PLAN_FUSED, NULL, first};
+    fa_backward_job job = {p,
+                           ctx->kernels,
+                           fa_q_schedule_make(&widest, block_q),
+                           block_k,
+                           0,
+                           0,
+                           fa_round_up(block_q, pad),
+                           ctx->rows,
+                           FA_BACKWARD_PLAN_FUSED,
+                           NULL,
+                           first};
     int f64 = p->dtype == FA_F64;
     fa_team_work work = {
         .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
@@ -147,7 +158,9 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
         .phase = {{first[p->batch], f64 ? delta_sequence_item_f64 : delta_sequence_item_f32},
                   {p->batch * p->kv_heads, f64 ? head_sequence_item_f64 : head_sequence_item_f32}},
     };
-    if (p->dsinks) work.phase[work.phases++] = (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
+    if (p->dsinks)
+        work.phase[work.phases++] =
+            (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) {
         ctx->last_block_q = (int)block_q;
@@ -170,8 +183,17 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     fa_context_blocks(ctx, p, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
 
     int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
-    fa_backward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, 0, 0,
-                           fa_round_up(block_q, pad), NULL, FA_BACKWARD_PLAN_AUTO, NULL, NULL};
+    fa_backward_job job = {p,
+                           ctx->kernels,
+                           fa_q_schedule_make(p, block_q),
+                           block_k,
+                           0,
+                           0,
+                           fa_round_up(block_q, pad),
+                           NULL,
+                           FA_BACKWARD_PLAN_AUTO,
+                           NULL,
+                           NULL};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;
@@ -182,9 +204,8 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
 
     /* the rows buffer: delta, then (wavefront) one counter per query block, 64-byte aligned */
     size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);
-    size_t progress_bytes = job.plan == FA_BACKWARD_PLAN_WAVEFRONT
-                                ? (size_t)job.q_schedule.count * sizeof(atomic_int)
-                                : 0;
+    size_t progress_bytes =
+        job.plan == FA_BACKWARD_PLAN_WAVEFRONT ? (size_t)job.q_schedule.count * sizeof(atomic_int) : 0;
     if (fa_context_reserve_rows(ctx, delta_bytes + progress_bytes) != 0) return FA_ERR_NOMEM;
     job.delta = ctx->rows;
     if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
@@ -200,7 +221,8 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
         work.phase[1] = (fa_team_phase){head_items, f64 ? head_item_f64 : head_item_f32};
     if (job.plan == FA_BACKWARD_PLAN_WAVEFRONT) work.phase[1].items = job.kv_items; /* no dQ items */
     if (p->dsinks) /* one item per query head, after delta */
-        work.phase[work.phases++] = (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
+        work.phase[work.phases++] =
+            (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
         ctx->last_block_q = (int)block_q;

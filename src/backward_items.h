@@ -20,9 +20,9 @@
  * depends on the team. */
 
 #define FA_CAT2(a, b) a##b
-#define FA_CAT(a, b) FA_CAT2(a, b)
-#define FA_NAME(n) FA_CAT(n, FA_SFX)
-#define FA_KERN(job) ((job)->kernels->FA_SFX)
+#define FA_CAT(a, b)  FA_CAT2(a, b)
+#define FA_NAME(n)    FA_CAT(n, FA_SFX)
+#define FA_KERN(job)  ((job)->kernels->FA_SFX)
 
 /* The dq rows [row0, row0 + rows) of one head (row stride `stride`): every plan starts a query
  * block's dQ sums at +0 and ends them multiplied by the scale, as a dQ item does with its
@@ -33,7 +33,8 @@ static void FA_NAME(dq_rows_zero_)(FA_T *dq, int64_t stride, int64_t row0, int64
         for (int64_t x = 0; x < dim; x++) dq[r * stride + x] = 0;
 }
 
-static void FA_NAME(dq_rows_scale_)(FA_T *dq, int64_t stride, int64_t row0, int64_t rows, int64_t dim, FA_T scale)
+static void FA_NAME(dq_rows_scale_)(FA_T *dq, int64_t stride, int64_t row0, int64_t rows, int64_t dim,
+                                    FA_T scale)
 {
     for (int64_t r = row0; r < row0 + rows; r++)
         for (int64_t x = 0; x < dim; x++) dq[r * stride + x] = scale * dq[r * stride + x];
@@ -59,7 +60,8 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
     if (job->plan != FA_BACKWARD_PLAN_WAVEFRONT) return;
     /* The wavefront plan's dQ hand-off starts at 0 for this query block; a block that meets no key
      * block gets its dq (scale·0, as the other plans write it) here, since no key block item will. */
-    atomic_store_explicit(fa_backward_dq_progress(job, it.batch, it.q_head, it.row0), 0, memory_order_relaxed);
+    atomic_store_explicit(fa_backward_dq_progress(job, it.batch, it.q_head, it.row0), 0,
+                          memory_order_relaxed);
     fa_key_blocks met = fa_key_blocks_seen(p, it.row0, it.rows, job->block_k);
     if (met.end == met.first) {
         FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), it.batch, it.q_head, 0);
@@ -81,7 +83,8 @@ static void FA_NAME(sink_grad_item_)(const void *job_ptr, fa_arena *arena, int64
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem one; /* the rows of batch b (or sequence b), wherever its lse and delta start */
         fa_problem_sequence(p, b, &one);
-        int64_t at = ((const char *)one.lse - (const char *)p->lse) / (int64_t)sizeof(FA_T) + h * p->lse_head_stride;
+        int64_t at =
+            ((const char *)one.lse - (const char *)p->lse) / (int64_t)sizeof(FA_T) + h * p->lse_head_stride;
         const FA_T *lse = (const FA_T *)p->lse + at, *delta = (const FA_T *)job->delta + at;
         /* lse = -inf only when the sink is -inf too and the row saw no key: P_sink is 0 there (not
          * exp(-inf + inf)), as the probabilities kernel has it */
@@ -109,7 +112,7 @@ static FA_NAME(query_pack_) FA_NAME(query_pack_alloc_)(const fa_backward_job *jo
     return qp;
 }
 
-static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_pack_) *qp, int64_t batch,
+static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_pack_) * qp, int64_t batch,
                                       int64_t q_head, int64_t row0, int64_t rows)
 {
     const fa_problem *p = job->problem;
@@ -142,9 +145,9 @@ static FA_NAME(tiles_) FA_NAME(tiles_alloc_)(const fa_backward_job *job, fa_aren
 
 /* P (into t->p) and dS, the gradient of the scores before any modifier (into t->ds), for the tile
  * of query rows row0.. of (batch, q_head) and keys col0.. */
-static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(query_pack_) *qp, int64_t batch,
-                                      int64_t q_head, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                      const FA_T *k, const FA_T *v, const FA_NAME(tiles_) *t)
+static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(query_pack_) * qp,
+                                      int64_t batch, int64_t q_head, int64_t row0, int64_t rows, int64_t col0,
+                                      int64_t cols, const FA_T *k, const FA_T *v, const FA_NAME(tiles_) * t)
 {
     const fa_problem *p = job->problem;
     int64_t ld = job->ld;
@@ -206,7 +209,7 @@ static FA_NAME(key_scratch_) FA_NAME(key_scratch_alloc_)(const fa_backward_job *
  * threads: a tile waits until the previous key block has added to those rows, zeroes them if it is
  * their first key block and scales them if it is their last). Either way these are the same kernel
  * calls on the same tiles as a dQ item's, in the same key order, so the same bits. */
-static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_) *ks, int64_t batch,
+static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_) * ks, int64_t batch,
                                 int64_t kv_head, int64_t block, fa_backward_plan plan)
 {
     const fa_problem *p = job->problem;
@@ -231,12 +234,12 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
             const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), batch, kv_head, col0);
             FA_NAME(query_pack_fill_)(job, &ks->qp, batch, q_head, row0, rows);
             FA_NAME(probs_and_grads_)(job, &ks->qp, batch, q_head, row0, rows, col0, cols, k, v, &ks->tiles);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, dv, ks->tiles.p, ld,
-                                                     d_o + row0 * p->dout.stride_seq, p->dout.stride_seq,
-                                                     ks->dv_acc + seen.begin * dv_pad, dv_pad);
-            FA_CAT(fa_accumulate_t_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->tiles.ds, ld,
-                                                     q + row0 * p->q.stride_seq, p->q.stride_seq,
-                                                     ks->dk_acc + seen.begin * d_pad, d_pad);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)
+            (FA_KERN(job), p, row0, rows, col0, cols, dv, ks->tiles.p, ld, d_o + row0 * p->dout.stride_seq,
+             p->dout.stride_seq, ks->dv_acc + seen.begin * dv_pad, dv_pad);
+            FA_CAT(fa_accumulate_t_visible_, FA_SFX)
+            (FA_KERN(job), p, row0, rows, col0, cols, d, ks->tiles.ds, ld, q + row0 * p->q.stride_seq,
+             p->q.stride_seq, ks->dk_acc + seen.begin * d_pad, d_pad);
             if (plan == FA_BACKWARD_PLAN_SPLIT) continue;
             atomic_int *added = NULL;
             if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
@@ -244,8 +247,9 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
                 fa_team_wait_until(added, (int)(block - met.first));
                 if (block == met.first) FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, row0, rows, d);
             }
-            FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, row0, rows, col0, cols, d, ks->tiles.ds, ld, k,
-                                                   p->k.stride_seq, dq + row0 * p->dq.stride_seq, p->dq.stride_seq);
+            FA_CAT(fa_accumulate_visible_, FA_SFX)
+            (FA_KERN(job), p, row0, rows, col0, cols, d, ks->tiles.ds, ld, k, p->k.stride_seq,
+             dq + row0 * p->dq.stride_seq, p->dq.stride_seq);
             if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
                 if (block == met.end - 1)
                     FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale);
@@ -295,7 +299,8 @@ static void FA_NAME(head_item_)(const void *job_ptr, fa_arena *arena, int64_t in
 
 /* A batch of sequences: the job of sequence b's dense problem `one` (its query schedule, key blocks
  * and delta rows), so its items run exactly as a dense call of that sequence alone would. */
-static void FA_NAME(sequence_job_)(const fa_backward_job *job, int64_t b, fa_problem *one, fa_backward_job *mine)
+static void FA_NAME(sequence_job_)(const fa_backward_job *job, int64_t b, fa_problem *one,
+                                   fa_backward_job *mine)
 {
     fa_problem_sequence(job->problem, b, one);
     *mine = *job;
@@ -351,10 +356,10 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
         const FA_T *kb = k + col0 * p->k.stride_seq;
-        FA_NAME(probs_and_grads_)(job, &qp, it.batch, it.q_head, it.row0, it.rows, col0, cols, kb,
-                                  v + col0 * p->v.stride_seq, &tiles);
-        FA_CAT(fa_accumulate_visible_, FA_SFX)(FA_KERN(job), p, it.row0, it.rows, col0, cols, d, tiles.ds, ld, kb,
-                                               p->k.stride_seq, dq_acc, d_pad);
+        FA_NAME(probs_and_grads_)
+        (job, &qp, it.batch, it.q_head, it.row0, it.rows, col0, cols, kb, v + col0 * p->v.stride_seq, &tiles);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)
+        (FA_KERN(job), p, it.row0, it.rows, col0, cols, d, tiles.ds, ld, kb, p->k.stride_seq, dq_acc, d_pad);
     }
 
     const FA_T scale = (FA_T)p->scale;
@@ -368,8 +373,10 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
 static void FA_NAME(grad_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_backward_job *job = job_ptr;
-    if (index < job->kv_items) FA_NAME(dkdv_item_)(job, arena, index);
-    else FA_NAME(dq_item_)(job, arena, index - job->kv_items);
+    if (index < job->kv_items)
+        FA_NAME(dkdv_item_)(job, arena, index);
+    else
+        FA_NAME(dq_item_)(job, arena, index - job->kv_items);
 }
 
 #undef FA_KERN

@@ -21,9 +21,12 @@ static fa_status bind_from_env(const char *call, fa_bind *mode)
 {
     const char *s = getenv("FLASHATTN_BIND");
     if (!s || !*s) return FA_OK;
-    if (strcmp(s, "none") == 0) *mode = FA_BIND_NONE;
-    else if (strcmp(s, "core") == 0) *mode = FA_BIND_CORE;
-    else if (strcmp(s, "spread") == 0) *mode = FA_BIND_SPREAD;
+    if (strcmp(s, "none") == 0)
+        *mode = FA_BIND_NONE;
+    else if (strcmp(s, "core") == 0)
+        *mode = FA_BIND_CORE;
+    else if (strcmp(s, "spread") == 0)
+        *mode = FA_BIND_SPREAD;
     else if (strcmp(s, "auto") != 0)
         return fa_diag_fail(FA_ERR_ARG, call, "FLASHATTN_BIND=%s: expected auto, none, core or spread", s);
     return FA_OK;
@@ -33,12 +36,14 @@ static fa_status bind_from_env(const char *call, fa_bind *mode)
 static fa_status check_opts(const char *call, const fa_context_opts *o)
 {
     if (o->num_threads < 0)
-        return fa_diag_fail(FA_ERR_ARG, call, "opts.num_threads = %d: expected 0 (automatic) or a positive count",
+        return fa_diag_fail(FA_ERR_ARG, call,
+                            "opts.num_threads = %d: expected 0 (automatic) or a positive count",
                             o->num_threads);
     if (o->bind < FA_BIND_AUTO || o->bind > FA_BIND_SPREAD)
-        return fa_diag_fail(FA_ERR_ARG, call,
-                            "opts.bind = %d: expected FA_BIND_AUTO, FA_BIND_NONE, FA_BIND_CORE or FA_BIND_SPREAD",
-                            (int)o->bind);
+        return fa_diag_fail(
+            FA_ERR_ARG, call,
+            "opts.bind = %d: expected FA_BIND_AUTO, FA_BIND_NONE, FA_BIND_CORE or FA_BIND_SPREAD",
+            (int)o->bind);
     if (o->block_q < 0)
         return fa_diag_fail(FA_ERR_ARG, call, "opts.block_q = %d: expected 0 (automatic) or a positive size",
                             o->block_q);
@@ -73,7 +78,8 @@ static fa_status create_context(const char *call, fa_context **out, const fa_con
     if (rc != FA_OK) return (fa_status)rc;
 
     fa_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return fa_diag_fail(FA_ERR_NOMEM, call, "out of memory for the context (%zu bytes)", sizeof *ctx);
+    if (!ctx)
+        return fa_diag_fail(FA_ERR_NOMEM, call, "out of memory for the context (%zu bytes)", sizeof *ctx);
     ctx->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_max_threads();
     ctx->block_q = o.block_q;
     ctx->block_k = o.block_k;
@@ -232,14 +238,16 @@ fa_status fa_default_context(const char *call, fa_context **out)
 {
     pthread_once(&default_once, make_default_key);
     if (!default_key_ok)
-        return fa_diag_fail(FA_ERR_RUNTIME, call, "ctx = NULL: no thread-specific key for the default context");
+        return fa_diag_fail(FA_ERR_RUNTIME, call,
+                            "ctx = NULL: no thread-specific key for the default context");
     fa_context *ctx = pthread_getspecific(default_key);
     if (!ctx) {
         fa_status st = create_context(call, &ctx, NULL);
         if (st != FA_OK) return st;
         if (pthread_setspecific(default_key, ctx) != 0) {
             fa_context_destroy(ctx);
-            return fa_diag_fail(FA_ERR_NOMEM, call, "ctx = NULL: out of memory for the default context's key");
+            return fa_diag_fail(FA_ERR_NOMEM, call,
+                                "ctx = NULL: out of memory for the default context's key");
         }
     }
     *out = ctx;

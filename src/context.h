@@ -13,17 +13,17 @@
 
 struct fa_context {
     int num_threads;
-    fa_bind bind;             /* after resolving AUTO and FLASHATTN_BIND at create */
-    int block_q, block_k;     /* as configured; 0 = automatic per call */
+    fa_bind bind;         /* after resolving AUTO and FLASHATTN_BIND at create */
+    int block_q, block_k; /* as configured; 0 = automatic per call */
     const fa_kernels *kernels;
     fa_topology *topology;
-    fa_arena *arenas;         /* [num_threads], each owned by one team thread */
-    void *rows;               /* per-problem values, grown on demand, kept until destroy: the split-KV
+    fa_arena *arenas; /* [num_threads], each owned by one team thread */
+    void *rows;       /* per-problem values, grown on demand, kept until destroy: the split-KV
                                * forward's partial results, or the backward's delta and wavefront
                                * counters (one call at a time, so they share it) */
     size_t rows_bytes;
-    atomic_flag busy;         /* set while a call runs */
-    int backward_plan;        /* fa_backward_plan: AUTO (0, what create sets); only the tests' seam,
+    atomic_flag busy;  /* set while a call runs */
+    int backward_plan; /* fa_backward_plan: AUTO (0, what create sets); only the tests' seam,
                                * fa_backward_force_plan (backward.h), sets another */
     /* stats of the last call */
     fa_bind last_bind;

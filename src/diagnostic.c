@@ -32,7 +32,9 @@ void fa_diag_clear(void)
 
 fa_status fa_diag_finish(fa_status st, const char *call)
 {
-    if (st == FA_OK) fa_diag_clear();
-    else if (diag[0] == '\0') fa_diag_fail(st, call, "%s", fa_status_str(st));
+    if (st == FA_OK)
+        fa_diag_clear();
+    else if (diag[0] == '\0')
+        fa_diag_fail(st, call, "%s", fa_status_str(st));
     return st;
 }

@@ -10,7 +10,8 @@
 
 /* Writes "<call>: <formatted text>" and returns st, so a check reads
  *   return fa_diag_fail(FA_ERR_SHAPE, call, "k.dim = %lld but q.dim = %lld", ...); */
-__attribute__((format(printf, 3, 4))) fa_status fa_diag_fail(fa_status st, const char *call, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) fa_status fa_diag_fail(fa_status st, const char *call, const char *fmt,
+                                                             ...);
 
 /* The first step of every public call: no earlier call's text survives into this one's. */
 void fa_diag_clear(void);

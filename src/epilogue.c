@@ -92,32 +92,32 @@ fa_key_range fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, 
 
 /* What the masks hide becomes -inf in a score tile (fa_epilogue_*), 0 in a score gradient
  * (fa_zero_masked_*). */
-#define FA_T float
-#define FA_MASK_NAME fa_epilogue_f32
+#define FA_T          float
+#define FA_MASK_NAME  fa_epilogue_f32
 #define FA_MASK_VALUE -INFINITY
 #include "masked_fill.h"
 #undef FA_T
 #undef FA_MASK_NAME
 #undef FA_MASK_VALUE
 
-#define FA_T double
-#define FA_MASK_NAME fa_epilogue_f64
+#define FA_T          double
+#define FA_MASK_NAME  fa_epilogue_f64
 #define FA_MASK_VALUE -INFINITY
 #include "masked_fill.h"
 #undef FA_T
 #undef FA_MASK_NAME
 #undef FA_MASK_VALUE
 
-#define FA_T float
-#define FA_MASK_NAME fa_zero_masked_f32
+#define FA_T          float
+#define FA_MASK_NAME  fa_zero_masked_f32
 #define FA_MASK_VALUE 0.0f
 #include "masked_fill.h"
 #undef FA_T
 #undef FA_MASK_NAME
 #undef FA_MASK_VALUE
 
-#define FA_T double
-#define FA_MASK_NAME fa_zero_masked_f64
+#define FA_T          double
+#define FA_MASK_NAME  fa_zero_masked_f64
 #define FA_MASK_VALUE 0.0
 #include "masked_fill.h"
 #undef FA_T

@@ -70,7 +70,7 @@ void fa_epilogue_f64(const fa_problem *p, int64_t row0, int64_t rows, int64_t co
  * where p = 0 but the dO·Vᵀ term may hold a NaN from a key the row does not see. */
 void fa_zero_masked_f32(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *t,
                         int64_t ld);
-void fa_zero_masked_f64(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols, double *t,
-                        int64_t ld);
+void fa_zero_masked_f64(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                        double *t, int64_t ld);
 
 #endif

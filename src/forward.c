@@ -23,10 +23,10 @@ typedef struct {
     const int64_t *first_item; /* a batch of sequences: sequence b's first item (batch + 1 entries) */
 } fa_forward_job;
 
-#define FA_T float
-#define FA_SFX f32
-#define FA_LOG logf
-#define FA_EXP expf
+#define FA_T         float
+#define FA_SFX       f32
+#define FA_LOG       logf
+#define FA_EXP       expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
 #include "forward_item.h"
 #undef FA_T
@@ -35,10 +35,10 @@ typedef struct {
 #undef FA_EXP
 #undef FA_PAD_ELEMS
 
-#define FA_T double
-#define FA_SFX f64
-#define FA_LOG log
-#define FA_EXP exp
+#define FA_T         double
+#define FA_SFX       f64
+#define FA_LOG       log
+#define FA_EXP       exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
 #include "forward_item.h"
 #undef FA_T
@@ -86,8 +86,15 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
         fa_problem_sequence(p, b, &one);
         first[b + 1] = first[b] + fa_q_schedule_make(&one, block_q).count;
     }
-    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(&widest, block_q), block_k, fa_round_up(block_q, pad),
-                          {1, 0}, NULL, 0, first};
+    fa_forward_job job = {p,
+                          ctx->kernels,
+                          fa_q_schedule_make(&widest, block_q),
+                          block_k,
+                          fa_round_up(block_q, pad),
+                          {1, 0},
+                          NULL,
+                          0,
+                          first};
     size_t scratch = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem);
     if (p->seqs->block_table)
         scratch = fa_size_add(scratch, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)p->dim, elem),
@@ -96,7 +103,8 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
         .scratch_bytes = scratch,
         .job = &job,
         .phases = 1,
-        .phase = {{first[p->batch], p->dtype == FA_F64 ? forward_sequence_item_f64 : forward_sequence_item_f32}},
+        .phase = {{first[p->batch],
+                   p->dtype == FA_F64 ? forward_sequence_item_f64 : forward_sequence_item_f32}},
     };
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) {
@@ -119,8 +127,15 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     int64_t block_q, block_k;
     fa_context_blocks(ctx, p, elem, 512, &block_q, &block_k);
 
-    fa_forward_job job = {p, ctx->kernels, fa_q_schedule_make(p, block_q), block_k, fa_round_up(block_q, pad),
-                          {1, p->kv_len}, NULL, 0, NULL};
+    fa_forward_job job = {p,
+                          ctx->kernels,
+                          fa_q_schedule_make(p, block_q),
+                          block_k,
+                          fa_round_up(block_q, pad),
+                          {1, p->kv_len},
+                          NULL,
+                          0,
+                          NULL};
     job.partial_elems = 2 * job.ld + block_q * fa_round_up(p->dim_v, pad);
     /* a row's share of a partial, rounded up: the partials then stay within schedule.c's cap */
     size_t partial_row_bytes = ((size_t)job.partial_elems * elem + (size_t)block_q - 1) / (size_t)block_q;
@@ -139,7 +154,8 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
         work.phases = 2;
         work.phase[0] = (fa_team_phase){job.schedule.count * job.split.splits,
                                         f64 ? forward_chunk_item_f64 : forward_chunk_item_f32};
-        work.phase[1] = (fa_team_phase){job.schedule.count, f64 ? forward_merge_item_f64 : forward_merge_item_f32};
+        work.phase[1] =
+            (fa_team_phase){job.schedule.count, f64 ? forward_merge_item_f64 : forward_merge_item_f32};
     }
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */

@@ -4,8 +4,8 @@
  * (the padding unit of accumulator rows, kernels.h) defined. */
 
 #define FA_CAT2(a, b) a##b
-#define FA_CAT(a, b) FA_CAT2(a, b)
-#define FA_NAME(n) FA_CAT(n, FA_SFX)
+#define FA_CAT(a, b)  FA_CAT2(a, b)
+#define FA_NAME(n)    FA_CAT(n, FA_SFX)
 
 /* The online-softmax state of one query item: unnormalized output rows (stride acc_stride),
  * running max and sum per row. */
@@ -17,8 +17,8 @@ typedef struct {
 /* Paged keys (p->pages, the problem of one sequence): keys [col0, col0 + cols) of kv_head copied
  * from their pages into contiguous tiles, so the kernels see what a contiguous cache gives them,
  * bit for bit. The copy reads each key once, as the kernels would; it stays in L2 for them. */
-static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t kv_head, int64_t col0, int64_t cols, FA_T *k_tile,
-                                   FA_T *v_tile)
+static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t kv_head, int64_t col0, int64_t cols,
+                                   FA_T *k_tile, FA_T *v_tile)
 {
     for (int64_t c = 0; c < cols; c++) {
         int64_t t = col0 + c, page = p->pages[t / p->page_size], row = t % p->page_size;
@@ -76,23 +76,26 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     const int modified = fa_problem_modifies_scores(p);
     for (int64_t block0 = first * bk; block0 < end * bk; block0 += bk) {
         /* only the columns some row of the block sees */
-        fa_key_range seen =
-            fa_tile_cols_seen(p, it->row0, it->rows, block0, p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
+        fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0,
+                                              p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
         const FA_T *kt = k_tile, *vt = v_tile;
-        if (p->pages) FA_NAME(gather_pages_)(p, kv_head, col0, cols, k_tile, v_tile);
-        else kt = k + col0 * k_stride, vt = v + col0 * v_stride;
+        if (p->pages)
+            FA_NAME(gather_pages_)(p, kv_head, col0, cols, k_tile, v_tile);
+        else
+            kt = k + col0 * k_stride, vt = v + col0 * v_stride;
         kern->scores(it->rows, ld, cols, p->dim, qt, kt, k_stride, s);
         if (modified) {
-            fa_score_mods mods = fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
+            fa_score_mods mods =
+                fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
             kern->modify(&mods, ld, cols, s, NULL);
         }
         if (!fa_tile_fully_visible(p, it->row0, it->rows, col0, cols))
             FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
         kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
-        FA_CAT(fa_accumulate_visible_, FA_SFX)(kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride,
-                                              st.acc, dv_pad);
+        FA_CAT(fa_accumulate_visible_, FA_SFX)
+        (kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride, st.acc, dv_pad);
     }
     return st;
 }
@@ -101,10 +104,12 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
  * sink logit σ the denominator gains exp(σ - m): for the larger reference M = max(m, σ),
  * out = acc·exp(m - M) / (l·exp(m - M) + exp(σ - M)) and lse = M + log(that denominator), so
  * neither exponential overflows whichever of m and σ is larger. */
-static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) *st)
+static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) * st)
 {
     FA_T *out = (FA_T *)fa_view_at(&p->out, sizeof(FA_T), it->batch, it->q_head, it->row0);
-    FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride + it->row0 : NULL;
+    FA_T *lse = p->lse
+                    ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride + it->row0
+                    : NULL;
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {

@@ -16,7 +16,7 @@ typedef struct {
     int64_t row_blocks; /* items per (batch, head) */
 } fa_merge_job;
 
-#define FA_T float
+#define FA_T   float
 #define FA_SFX f32
 #define FA_EXP expf
 #define FA_LOG logf
@@ -26,7 +26,7 @@ typedef struct {
 #undef FA_EXP
 #undef FA_LOG
 
-#define FA_T double
+#define FA_T   double
 #define FA_SFX f64
 #define FA_EXP exp
 #define FA_LOG log

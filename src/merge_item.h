@@ -3,8 +3,8 @@
  * FA_SFX, FA_EXP and FA_LOG defined. */
 
 #define FA_CAT2(a, b) a##b
-#define FA_CAT(a, b) FA_CAT2(a, b)
-#define FA_NAME(n) FA_CAT(n, FA_SFX)
+#define FA_CAT(a, b)  FA_CAT2(a, b)
+#define FA_NAME(n)    FA_CAT(n, FA_SFX)
 
 /* The rows [row0, row0 + rows) of (batch, head): with M the largest part lse (NaN wins),
  * w_k = exp(lse_k - M), out = sum_k w_k·out_k / sum_k w_k and lse = M + log(sum_k w_k), summed in
@@ -32,9 +32,8 @@ static void FA_NAME(merge_rows_)(const fa_merge_job *job, fa_arena *arena, int64
                 FA_T l = ((const FA_T *)mp->lses[k])[at];
                 if (l == -(FA_T)INFINITY) continue;
                 FA_T w = FA_EXP(l - m);
-                const FA_T *part = (const FA_T *)mp->outs[k].data +
-                                   b * mp->outs[k].stride_batch + h * mp->outs[k].stride_head +
-                                   i * mp->outs[k].stride_seq;
+                const FA_T *part = (const FA_T *)mp->outs[k].data + b * mp->outs[k].stride_batch +
+                                   h * mp->outs[k].stride_head + i * mp->outs[k].stride_seq;
                 sum += w;
                 for (int64_t y = 0; y < dv; y++) acc[y] += w * part[y];
             }

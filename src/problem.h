@@ -32,10 +32,10 @@ typedef struct {
     int64_t window_left, window_right; /* -1: unbounded */
     double softcap;                    /* 0: off */
     const float *alibi_slopes;         /* NULL: off; one per query head */
-    fa_view bias;                      /* data NULL: off. Element (b, h, i, j) at fa_view_at(&bias, .., b, h, i) + j;
+    fa_view bias;       /* data NULL: off. Element (b, h, i, j) at fa_view_at(&bias, .., b, h, i) + j;
                                           broadcast axes (size 1 in the caller's view) have stride 0 here */
-    const float *sinks;                /* NULL: off; one logit per query head */
-    float *dsinks;                     /* backward only: NULL, or one gradient per query head */
+    const float *sinks; /* NULL: off; one logit per query head */
+    float *dsinks;      /* backward only: NULL, or one gradient per query head */
     /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride + i:
      * q_len for a dense batch, total_q when the queries are packed */
     int64_t lse_head_stride;

@@ -49,7 +49,8 @@ static int64_t widest_key_span(const fa_problem *p, const fa_q_schedule *s)
     return widest;
 }
 
-fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row)
+fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k,
+                             size_t partial_bytes_per_row)
 {
     fa_kv_split none = {1, p->kv_len};
     if (s->count == 0 || s->count >= SPLIT_TARGET_ITEMS) return none;

@@ -30,7 +30,8 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
     one->out = view_from(&p->out, elem, q_batch, q_row);
     one->dout = view_from(&p->dout, elem, q_batch, q_row);
     one->dq = view_from(&p->dq, elem, q_batch, q_row);
-    if (p->lse) one->lse = (char *)p->lse + (q_batch * p->q_heads * p->lse_head_stride + q_row) * (int64_t)elem;
+    if (p->lse)
+        one->lse = (char *)p->lse + (q_batch * p->q_heads * p->lse_head_stride + q_row) * (int64_t)elem;
     /* keys: packed rows of batch 0, pages, or batch b */
     int64_t k_batch = b, k_row = 0;
     if (s && s->cu_seqlens_k) {
@@ -59,8 +60,10 @@ int64_t fa_sequence_of_item(const int64_t *first, int64_t batch, int64_t index)
     int64_t lo = 0, hi = batch; /* first[lo] <= index < first[hi] */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (first[mid] <= index) lo = mid;
-        else hi = mid;
+        if (first[mid] <= index)
+            lo = mid;
+        else
+            hi = mid;
     }
     return lo;
 }

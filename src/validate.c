@@ -18,13 +18,15 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
 {
     if (!isfinite(p->scale)) return fa_diag_fail(FA_ERR_ARG, call, "p.scale = %g: must be finite", p->scale);
     if (q_dtype != FA_F64 && fabs(p->scale) > FLT_MAX)
-        return fa_diag_fail(FA_ERR_ARG, call,
-                            "p.scale = %g: beyond float's range, in which the scores of %s tensors accumulate",
-                            p->scale, fa_dtype_name(q_dtype));
+        return fa_diag_fail(
+            FA_ERR_ARG, call,
+            "p.scale = %g: beyond float's range, in which the scores of %s tensors accumulate", p->scale,
+            fa_dtype_name(q_dtype));
     if (p->causal != FA_CAUSAL_NONE && p->causal != FA_CAUSAL_TOP_LEFT && p->causal != FA_CAUSAL_BOTTOM_RIGHT)
-        return fa_diag_fail(FA_ERR_ARG, call,
-                            "p.causal = %d: expected FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT or FA_CAUSAL_BOTTOM_RIGHT",
-                            (int)p->causal);
+        return fa_diag_fail(
+            FA_ERR_ARG, call,
+            "p.causal = %d: expected FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT or FA_CAUSAL_BOTTOM_RIGHT",
+            (int)p->causal);
     if (p->window_left < -1)
         return fa_diag_fail(FA_ERR_ARG, call, "p.window_left = %lld: expected -1 (unbounded) or >= 0",
                             (long long)p->window_left);
@@ -35,7 +37,8 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
         return fa_diag_fail(FA_ERR_ARG, call, "p.softcap = %g: expected 0 (off) or a finite positive value",
                             p->softcap);
     if (p->seqs && p->seqs->batch < 0)
-        return fa_diag_fail(FA_ERR_ARG, call, "p.seqs.batch = %lld: expected >= 0", (long long)p->seqs->batch);
+        return fa_diag_fail(FA_ERR_ARG, call, "p.seqs.batch = %lld: expected >= 0",
+                            (long long)p->seqs->batch);
     if (p->seqs && p->seqs->block_table && p->seqs->pages_per_seq < 0)
         return fa_diag_fail(FA_ERR_ARG, call, "p.seqs.pages_per_seq = %lld: expected >= 0",
                             (long long)p->seqs->pages_per_seq);
@@ -43,9 +46,10 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
         return fa_diag_fail(FA_ERR_ARG, call,
                             "p.seqs.cu_seqlens_k and p.seqs.block_table: paged keys have no packed offsets");
     if (q_dtype != FA_F64 && p->softcap != 0.0 && (p->softcap < FLT_MIN || p->softcap > FLT_MAX))
-        return fa_diag_fail(FA_ERR_ARG, call,
-                            "p.softcap = %g: outside float's normal range, in which the scores of %s tensors are capped",
-                            p->softcap, fa_dtype_name(q_dtype));
+        return fa_diag_fail(
+            FA_ERR_ARG, call,
+            "p.softcap = %g: outside float's normal range, in which the scores of %s tensors are capped",
+            p->softcap, fa_dtype_name(q_dtype));
     return FA_OK;
 }
 
@@ -54,15 +58,15 @@ static fa_status check_same(const char *call, named_view a, named_view b, int ax
 {
     int64_t sa = fa_size_of(a.t, axis), sb = fa_size_of(b.t, axis);
     if (sa == sb) return FA_OK;
-    return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld but %s.%s = %lld", a.name, fa_size_names[axis], (long long)sa,
-                        b.name, fa_size_names[axis], (long long)sb);
+    return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld but %s.%s = %lld", a.name, fa_size_names[axis],
+                        (long long)sa, b.name, fa_size_names[axis], (long long)sb);
 }
 
 static fa_status check_dim_range(const char *call, named_view nv)
 {
     if (nv.t->dim >= 1 && nv.t->dim <= FA_MAX_HEAD_DIM) return FA_OK;
-    return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld: head dims must be in 1..%d (FA_MAX_HEAD_DIM)", nv.name,
-                        (long long)nv.t->dim, FA_MAX_HEAD_DIM);
+    return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld: head dims must be in 1..%d (FA_MAX_HEAD_DIM)",
+                        nv.name, (long long)nv.t->dim, FA_MAX_HEAD_DIM);
 }
 
 /* The sizes fa_forward's four views share (fa_backward's others must equal these, check_same). */
@@ -83,25 +87,26 @@ static fa_status check_shapes(const char *call, named_view q, named_view k, name
     fa_status st;
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         /* with sequences, keys are batched their own way (packed, paged or per sequence): check_seqs */
-        if (keys_own_batch && pairs[i][1] == 0 && pairs[i][2] == 0 && (pairs[i][0] == 1 || pairs[i][0] == 2)) continue;
+        if (keys_own_batch && pairs[i][1] == 0 && pairs[i][2] == 0 && (pairs[i][0] == 1 || pairs[i][0] == 2))
+            continue;
         if ((st = check_same(call, all[pairs[i][0]], all[pairs[i][1]], pairs[i][2])) != FA_OK) return st;
     }
     if (keys_own_batch && (st = check_same(call, v, k, 0)) != FA_OK) return st;
     if ((st = check_dim_range(call, q)) != FA_OK || (st = check_dim_range(call, v)) != FA_OK) return st;
     const fa_tensor *tq = q.t, *tk = k.t;
     if (tq->heads > 0 && tk->heads == 0)
-        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.heads = 0 but %s.heads = %lld: no kv head to read", k.name,
-                            q.name, (long long)tq->heads);
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.heads = 0 but %s.heads = %lld: no kv head to read",
+                            k.name, q.name, (long long)tq->heads);
     if (tq->heads > 0 && tq->heads % tk->heads != 0)
-        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.heads = %lld is not a multiple of %s.heads = %lld", q.name,
-                            (long long)tq->heads, k.name, (long long)tk->heads);
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.heads = %lld is not a multiple of %s.heads = %lld",
+                            q.name, (long long)tq->heads, k.name, (long long)tk->heads);
     int64_t rows; /* the lse holds batch·heads·seq values: that count must be representable in bytes */
     if (__builtin_mul_overflow(tq->batch, tq->heads, &rows) || __builtin_mul_overflow(rows, tq->seq, &rows) ||
         __builtin_mul_overflow(rows, (int64_t)8, &rows))
-        return fa_diag_fail(FA_ERR_SHAPE, call,
-                            "%s.batch = %lld, %s.heads = %lld, %s.seq = %lld: the lse's byte count overflows int64",
-                            q.name, (long long)tq->batch, q.name, (long long)tq->heads, q.name,
-                            (long long)tq->seq);
+        return fa_diag_fail(
+            FA_ERR_SHAPE, call,
+            "%s.batch = %lld, %s.heads = %lld, %s.seq = %lld: the lse's byte count overflows int64", q.name,
+            (long long)tq->batch, q.name, (long long)tq->heads, q.name, (long long)tq->seq);
     return FA_OK;
 }
 
@@ -111,12 +116,13 @@ static fa_status check_supported(const char *call, named_view q, const fa_params
 {
     static const char *const later = "not supported by this version of the library (on any CPU)";
     if (q.t->dtype != FA_F32 && q.t->dtype != FA_F64)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "%s.dtype = %s: %s; it computes FA_F32 and FA_F64", q.name,
-                            fa_dtype_name(q.t->dtype), later);
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "%s.dtype = %s: %s; it computes FA_F32 and FA_F64",
+                            q.name, fa_dtype_name(q.t->dtype), later);
     if (p->seqs && p->bias)
         return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.bias with p.seqs: a per-sequence bias is %s", later);
     if (backward && p->seqs && p->seqs->block_table)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.seqs.block_table: paged keys in the backward are %s", later);
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.seqs.block_table: paged keys in the backward are %s",
+                            later);
     return FA_OK;
 }
 
@@ -129,26 +135,30 @@ static fa_status check_bias_shape(const char *call, named_view bias, const fa_te
     const fa_tensor *b = bias.t;
     for (int axis = 0; axis < 4; axis++)
         if (fa_size_of(b, axis) < 0)
-            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: sizes must be >= 0", bias.name, fa_size_names[axis],
-                                (long long)fa_size_of(b, axis));
+            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: sizes must be >= 0", bias.name,
+                                fa_size_names[axis], (long long)fa_size_of(b, axis));
     const char *const of[3] = {"q.batch", "q.heads", "q.seq"};
     for (int axis = 0; axis < 3; axis++) {
         int64_t want = fa_size_of(q, axis), have = fa_size_of(b, axis);
         if (have != want && have != 1)
-            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: expected %s = %lld or 1 (broadcast)", bias.name,
-                                fa_size_names[axis], (long long)have, of[axis], (long long)want);
+            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: expected %s = %lld or 1 (broadcast)",
+                                bias.name, fa_size_names[axis], (long long)have, of[axis], (long long)want);
     }
     if (b->dim != k->seq)
-        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld but k.seq = %lld: the bias has one column per key",
-                            bias.name, (long long)b->dim, (long long)k->seq);
+        return fa_diag_fail(FA_ERR_SHAPE, call,
+                            "%s.dim = %lld but k.seq = %lld: the bias has one column per key", bias.name,
+                            (long long)b->dim, (long long)k->seq);
     return FA_OK;
 }
 
 /* The ranges of the per-head inputs (alibi_slopes, sinks), appended to in[*n]. */
-static fa_status per_head_input_ranges(const char *call, const fa_params *p, int64_t heads, byte_range *in, int *n)
+static fa_status per_head_input_ranges(const char *call, const fa_params *p, int64_t heads, byte_range *in,
+                                       int *n)
 {
     fa_status st;
-    if ((st = fa_array_range(call, p->alibi_slopes, heads, sizeof(float), "p.alibi_slopes", &in[(*n)++])) != FA_OK) return st;
+    if ((st = fa_array_range(call, p->alibi_slopes, heads, sizeof(float), "p.alibi_slopes", &in[(*n)++])) !=
+        FA_OK)
+        return st;
     return fa_array_range(call, p->sinks, heads, sizeof(float), "p.sinks", &in[(*n)++]);
 }
 
@@ -219,14 +229,16 @@ static int32_t load_i32(const int32_t *a, int64_t i)
 }
 
 /* Offsets into a token axis of `total` rows: batch + 1 of them, from 0, never decreasing, within. */
-static fa_status check_offsets(const char *call, const int64_t *cu, int64_t batch, int64_t total, const char *name,
-                               const char *axis)
+static fa_status check_offsets(const char *call, const int64_t *cu, int64_t batch, int64_t total,
+                               const char *name, const char *axis)
 {
     if (load_i64(cu, 0) != 0)
-        return fa_diag_fail(FA_ERR_SHAPE, call, "%s[0] = %lld: offsets start at 0", name, (long long)load_i64(cu, 0));
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s[0] = %lld: offsets start at 0", name,
+                            (long long)load_i64(cu, 0));
     for (int64_t b = 0; b < batch; b++)
         if (load_i64(cu, b + 1) < load_i64(cu, b))
-            return fa_diag_fail(FA_ERR_SHAPE, call, "%s[%lld] = %lld < %s[%lld] = %lld: offsets never decrease", name,
+            return fa_diag_fail(FA_ERR_SHAPE, call,
+                                "%s[%lld] = %lld < %s[%lld] = %lld: offsets never decrease", name,
                                 (long long)(b + 1), (long long)load_i64(cu, b + 1), name, (long long)b,
                                 (long long)load_i64(cu, b));
     if (load_i64(cu, batch) > total)
@@ -241,42 +253,46 @@ static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor 
 {
     int64_t want_q = s->cu_seqlens_q ? 1 : s->batch;
     if (q->batch != want_q)
-        return fa_diag_fail(FA_ERR_SHAPE, call, "q.batch = %lld but p.seqs says %lld (%s)", (long long)q->batch,
-                            (long long)want_q, s->cu_seqlens_q ? "packed queries" : "one per sequence");
+        return fa_diag_fail(FA_ERR_SHAPE, call, "q.batch = %lld but p.seqs says %lld (%s)",
+                            (long long)q->batch, (long long)want_q,
+                            s->cu_seqlens_q ? "packed queries" : "one per sequence");
     if (!s->block_table && k->batch != (s->cu_seqlens_k ? 1 : s->batch))
-        return fa_diag_fail(FA_ERR_SHAPE, call, "k.batch = %lld but p.seqs says %lld (%s)", (long long)k->batch,
-                            (long long)(s->cu_seqlens_k ? 1 : s->batch),
+        return fa_diag_fail(FA_ERR_SHAPE, call, "k.batch = %lld but p.seqs says %lld (%s)",
+                            (long long)k->batch, (long long)(s->cu_seqlens_k ? 1 : s->batch),
                             s->cu_seqlens_k ? "packed keys" : "one per sequence");
     fa_status st;
-    if (s->cu_seqlens_q &&
-        (st = check_offsets(call, s->cu_seqlens_q, s->batch, q->seq, "p.seqs.cu_seqlens_q", "q.seq")) != FA_OK)
+    if (s->cu_seqlens_q && (st = check_offsets(call, s->cu_seqlens_q, s->batch, q->seq, "p.seqs.cu_seqlens_q",
+                                               "q.seq")) != FA_OK)
         return st;
-    if (s->cu_seqlens_k &&
-        (st = check_offsets(call, s->cu_seqlens_k, s->batch, k->seq, "p.seqs.cu_seqlens_k", "k.seq")) != FA_OK)
+    if (s->cu_seqlens_k && (st = check_offsets(call, s->cu_seqlens_k, s->batch, k->seq, "p.seqs.cu_seqlens_k",
+                                               "k.seq")) != FA_OK)
         return st;
     int64_t paged_capacity = 0, table_entries;
     if (s->block_table && (__builtin_mul_overflow(s->pages_per_seq, k->seq, &paged_capacity) ||
                            __builtin_mul_overflow(s->pages_per_seq, s->batch, &table_entries) ||
                            __builtin_mul_overflow(table_entries, (int64_t)sizeof(int32_t), &table_entries)))
-        return fa_diag_fail(FA_ERR_SHAPE, call,
-                            "p.seqs.pages_per_seq = %lld: the table (times p.seqs.batch = %lld) or a sequence's "
-                            "capacity (times k.seq = %lld) overflows int64",
-                            (long long)s->pages_per_seq, (long long)s->batch, (long long)k->seq);
+        return fa_diag_fail(
+            FA_ERR_SHAPE, call,
+            "p.seqs.pages_per_seq = %lld: the table (times p.seqs.batch = %lld) or a sequence's "
+            "capacity (times k.seq = %lld) overflows int64",
+            (long long)s->pages_per_seq, (long long)s->batch, (long long)k->seq);
     for (int64_t b = 0; b < s->batch; b++) {
-        int64_t capacity = s->cu_seqlens_k ? load_i64(s->cu_seqlens_k, b + 1) - load_i64(s->cu_seqlens_k, b)
+        int64_t capacity = s->cu_seqlens_k  ? load_i64(s->cu_seqlens_k, b + 1) - load_i64(s->cu_seqlens_k, b)
                            : s->block_table ? paged_capacity
                                             : k->seq;
         int64_t used = s->seqused_k ? load_i64(s->seqused_k, b) : capacity;
         if (used < 0 || used > capacity)
-            return fa_diag_fail(FA_ERR_SHAPE, call, "p.seqs.seqused_k[%lld] = %lld: expected 0..%lld, the keys it has",
+            return fa_diag_fail(FA_ERR_SHAPE, call,
+                                "p.seqs.seqused_k[%lld] = %lld: expected 0..%lld, the keys it has",
                                 (long long)b, (long long)used, (long long)capacity);
         if (!s->block_table || k->seq == 0) continue;
         for (int64_t page = 0; page < (used + k->seq - 1) / k->seq; page++) {
             int64_t at = load_i32(s->block_table, b * s->pages_per_seq + page);
             if (at < 0 || at >= k->batch)
-                return fa_diag_fail(FA_ERR_SHAPE, call,
-                                    "p.seqs.block_table[%lld][%lld] = %lld: expected a page of the pool, 0..%lld",
-                                    (long long)b, (long long)page, (long long)at, (long long)(k->batch - 1));
+                return fa_diag_fail(
+                    FA_ERR_SHAPE, call,
+                    "p.seqs.block_table[%lld][%lld] = %lld: expected a page of the pool, 0..%lld",
+                    (long long)b, (long long)page, (long long)at, (long long)(k->batch - 1));
         }
     }
     return FA_OK;
@@ -287,25 +303,24 @@ static fa_status seqs_input_ranges(const char *call, const fa_seqs *s, byte_rang
 {
     fa_status st;
     int64_t rows = s ? s->batch : 0;
-    if ((st = fa_array_range(call, s ? s->cu_seqlens_q : NULL, rows + 1, sizeof(int64_t), "p.seqs.cu_seqlens_q",
-                             &in[(*n)++])) != FA_OK)
+    if ((st = fa_array_range(call, s ? s->cu_seqlens_q : NULL, rows + 1, sizeof(int64_t),
+                             "p.seqs.cu_seqlens_q", &in[(*n)++])) != FA_OK)
         return st;
-    if ((st = fa_array_range(call, s ? s->cu_seqlens_k : NULL, rows + 1, sizeof(int64_t), "p.seqs.cu_seqlens_k",
-                             &in[(*n)++])) != FA_OK)
+    if ((st = fa_array_range(call, s ? s->cu_seqlens_k : NULL, rows + 1, sizeof(int64_t),
+                             "p.seqs.cu_seqlens_k", &in[(*n)++])) != FA_OK)
         return st;
-    if ((st = fa_array_range(call, s ? s->seqused_k : NULL, rows, sizeof(int64_t), "p.seqs.seqused_k", &in[(*n)++])) !=
-        FA_OK)
+    if ((st = fa_array_range(call, s ? s->seqused_k : NULL, rows, sizeof(int64_t), "p.seqs.seqused_k",
+                             &in[(*n)++])) != FA_OK)
         return st;
     /* rows·pages_per_seq cannot overflow with a table: check_seqs refused that */
     return fa_array_range(call, s ? s->block_table : NULL, s && s->block_table ? rows * s->pages_per_seq : 0,
-                          sizeof(int32_t),
-                          "p.seqs.block_table", &in[(*n)++]);
+                          sizeof(int32_t), "p.seqs.block_table", &in[(*n)++]);
 }
 
 /* The steps both calls share, in the documented order, after their NULL checks: params, dtypes and
  * shapes of q, k, v, out and the bias. */
-static fa_status check_common(const char *call, const fa_params *params, named_view nq, named_view nk, named_view nv,
-                              named_view nout, const named_view *all, int n_all)
+static fa_status check_common(const char *call, const fa_params *params, named_view nq, named_view nk,
+                              named_view nv, named_view nout, const named_view *all, int n_all)
 {
     fa_status st;
     if ((st = check_params(call, params, nq.t->dtype)) != FA_OK) return st;
@@ -345,8 +360,9 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
 }
 
 fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
-                               const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
-                               const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv, fa_problem *prob)
+                               const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                               const void *lse, const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv,
+                               fa_problem *prob)
 {
     const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"}, ndout = {dout, "dout"};
     const named_view ndq = {dq, "dq"}, ndk = {dk, "dk"}, ndv = {dv, "dv"};
@@ -356,7 +372,8 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     int n_all = with_bias(all, 8, &params), n_in = with_bias(in, 5, &params);
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
-    if (!lse) return fa_diag_fail(FA_ERR_NULL, call, "lse is NULL: the backward needs the forward's log-sum-exp");
+    if (!lse)
+        return fa_diag_fail(FA_ERR_NULL, call, "lse is NULL: the backward needs the forward's log-sum-exp");
     if (params.dsinks && !params.sinks)
         return fa_diag_fail(FA_ERR_NULL, call, "p.sinks is NULL but p.dsinks asks for its gradient");
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all)) != FA_OK) return st;
@@ -370,7 +387,9 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     if ((st = fa_lse_extent(call, lse, q, "lse", &in_range[n_in++])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
     if ((st = seqs_input_ranges(call, params.seqs, in_range, &n_in)) != FA_OK) return st;
-    if ((st = fa_array_range(call, params.dsinks, q->heads, sizeof(float), "p.dsinks", &out_range[3])) != FA_OK) return st;
+    if ((st = fa_array_range(call, params.dsinks, q->heads, sizeof(float), "p.dsinks", &out_range[3])) !=
+        FA_OK)
+        return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 4)) != FA_OK) return st;
     if ((st = check_supported(call, nq, &params, 1)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
@@ -420,7 +439,8 @@ fa_status fa_validate_merge(const char *call, int n, const fa_tensor *outs, cons
             if ((st = check_same(call, part, first, axis)) != FA_OK) return st;
     }
     if (out->dim < 1 || out->dim > FA_MAX_HEAD_DIM) /* as fa_forward's Dv; a row of it is held in scratch */
-        return fa_diag_fail(FA_ERR_SHAPE, call, "out.dim = %lld: head dims must be in 1..%d (FA_MAX_HEAD_DIM)",
+        return fa_diag_fail(FA_ERR_SHAPE, call,
+                            "out.dim = %lld: head dims must be in 1..%d (FA_MAX_HEAD_DIM)",
                             (long long)out->dim, FA_MAX_HEAD_DIM);
     byte_range outputs[2], part_range[2], unused;
     if ((st = fa_check_strides(call, NULL, 0, &nout, 1, NULL, &outputs[0])) != FA_OK) return st;

@@ -66,7 +66,8 @@ fa_status fa_view_extent(const char *call, named_view nv, byte_range *r)
     int64_t last = t->dim - 1, term, largest = 0;
     int largest_axis = 0;
     for (int i = 0; i < 3; i++) {
-        if (__builtin_mul_overflow(size[i] - 1, stride[i], &term) || __builtin_add_overflow(last, term, &last))
+        if (__builtin_mul_overflow(size[i] - 1, stride[i], &term) ||
+            __builtin_add_overflow(last, term, &last))
             return fa_diag_fail(FA_ERR_STRIDE, call,
                                 "%s.%s = %lld with %s.%s = %lld: the last element's offset overflows int64",
                                 nv.name, stride_name[i], (long long)stride[i], nv.name, fa_size_names[i],
@@ -74,15 +75,17 @@ fa_status fa_view_extent(const char *call, named_view nv, byte_range *r)
         if (term > largest) largest = term, largest_axis = i;
     }
     int64_t bytes;
-    if (__builtin_add_overflow(last, 1, &bytes) || __builtin_mul_overflow(bytes, (int64_t)fa_dtype_size(t->dtype), &bytes))
+    if (__builtin_add_overflow(last, 1, &bytes) ||
+        __builtin_mul_overflow(bytes, (int64_t)fa_dtype_size(t->dtype), &bytes))
         return fa_diag_fail(FA_ERR_STRIDE, call,
                             "%s.%s = %lld with %s.%s = %lld: the view's byte count overflows int64", nv.name,
                             stride_name[largest_axis], (long long)stride[largest_axis], nv.name,
                             fa_size_names[largest_axis], (long long)size[largest_axis]);
     uintptr_t begin = (uintptr_t)t->data, end;
     if (__builtin_add_overflow(begin, (uintptr_t)bytes, &end))
-        return fa_diag_fail(FA_ERR_STRIDE, call, "%s.data = %p: the view's %lld bytes wrap around the address space",
-                            nv.name, t->data, (long long)bytes);
+        return fa_diag_fail(FA_ERR_STRIDE, call,
+                            "%s.data = %p: the view's %lld bytes wrap around the address space", nv.name,
+                            t->data, (long long)bytes);
     r->begin = begin;
     r->end = end;
     return FA_OK;
@@ -131,7 +134,8 @@ fa_status fa_check_null(const char *call, const named_view *t, int n)
         if (!t[i].t) return fa_diag_fail(FA_ERR_NULL, call, "%s is NULL", t[i].name);
     for (int i = 0; i < n; i++)
         if (null_data(t[i].t))
-            return fa_diag_fail(FA_ERR_NULL, call, "%s.data is NULL but the view has %lld x %lld x %lld x %lld elements",
+            return fa_diag_fail(FA_ERR_NULL, call,
+                                "%s.data is NULL but the view has %lld x %lld x %lld x %lld elements",
                                 t[i].name, (long long)t[i].t->batch, (long long)t[i].t->heads,
                                 (long long)t[i].t->seq, (long long)t[i].t->dim);
     return FA_OK;
@@ -141,18 +145,20 @@ fa_status fa_check_dtypes(const char *call, const named_view *t, int n)
 {
     for (int i = 0; i < n; i++)
         if (!dtype_known(t[i].t->dtype))
-            return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %d: expected FA_F32, FA_F64, FA_BF16 or FA_F16",
-                                t[i].name, (int)t[i].t->dtype);
+            return fa_diag_fail(FA_ERR_DTYPE, call,
+                                "%s.dtype = %d: expected FA_F32, FA_F64, FA_BF16 or FA_F16", t[i].name,
+                                (int)t[i].t->dtype);
     for (int i = 1; i < n; i++)
         if (t[i].t->dtype != t[0].t->dtype)
             return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %s but %s.dtype = %s: one call has one dtype",
-                                t[i].name, fa_dtype_name(t[i].t->dtype), t[0].name, fa_dtype_name(t[0].t->dtype));
+                                t[i].name, fa_dtype_name(t[i].t->dtype), t[0].name,
+                                fa_dtype_name(t[0].t->dtype));
     return FA_OK;
 }
 
 /* Strides of every view, then the byte range each spans; outputs must not overlap themselves. */
 fa_status fa_check_strides(const char *call, const named_view *in, int n_in, const named_view *out, int n_out,
-                               byte_range *in_range, byte_range *out_range)
+                           byte_range *in_range, byte_range *out_range)
 {
     fa_status st;
     for (int i = 0; i < n_in + n_out; i++) {
@@ -166,25 +172,27 @@ fa_status fa_check_strides(const char *call, const named_view *in, int n_in, con
                                     stride_name[axis], (long long)stride[axis]);
         /* element addresses must be whole elements: a misaligned float is undefined behaviour in C */
         if (!fa_is_empty(t) && (uintptr_t)t->data % fa_dtype_size(t->dtype) != 0)
-            return fa_diag_fail(FA_ERR_STRIDE, call, "%s.data = %p: not aligned to its %zu-byte elements", nv.name,
-                                t->data, fa_dtype_size(t->dtype));
+            return fa_diag_fail(FA_ERR_STRIDE, call, "%s.data = %p: not aligned to its %zu-byte elements",
+                                nv.name, t->data, fa_dtype_size(t->dtype));
         if ((st = fa_view_extent(call, nv, r)) != FA_OK) return st;
     }
     for (int i = 0; i < n_out; i++) {
         int axis = overlaps_itself(out[i].t);
         if (axis >= 0) {
             const int64_t stride[3] = {out[i].t->stride_batch, out[i].t->stride_head, out[i].t->stride_seq};
-            return fa_diag_fail(FA_ERR_STRIDE, call,
-                                "%s.%s = %lld: the output overlaps itself (the stride does not clear what the "
-                                "smaller-strided axes span)",
-                                out[i].name, stride_name[axis], (long long)stride[axis]);
+            return fa_diag_fail(
+                FA_ERR_STRIDE, call,
+                "%s.%s = %lld: the output overlaps itself (the stride does not clear what the "
+                "smaller-strided axes span)",
+                out[i].name, stride_name[axis], (long long)stride[axis]);
         }
     }
     return FA_OK;
 }
 
 /* The lse's range: contiguous [B][Hq][Nq] values of the accumulation type. */
-fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, const char *name, byte_range *r)
+fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, const char *name,
+                        byte_range *r)
 {
     r->begin = r->end = 0;
     r->view = NULL;
@@ -192,11 +200,12 @@ fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, c
     if (!lse || fa_is_empty(q)) return FA_OK;
     size_t elem = q->dtype == FA_F64 ? 8u : 4u, bytes = (size_t)(q->batch * q->heads * q->seq) * elem;
     if ((uintptr_t)lse % elem != 0)
-        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its %zu-byte elements", name, lse, elem);
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its %zu-byte elements", name, lse,
+                            elem);
     r->begin = (uintptr_t)lse;
     if (__builtin_add_overflow(r->begin, (uintptr_t)bytes, &r->end))
-        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %zu bytes wrap around the address space", name, lse,
-                            bytes);
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %zu bytes wrap around the address space", name,
+                            lse, bytes);
     return FA_OK;
 }
 
@@ -273,17 +282,19 @@ fa_status fa_check_alias(const char *call, const byte_range *in, int n_in, const
 }
 
 /* The byte range of n floats of a per-head array (alibi_slopes, sinks, dsinks); NULL spans nothing. */
-fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem, const char *name, byte_range *r)
+fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem, const char *name,
+                         byte_range *r)
 {
     r->begin = r->end = 0;
     r->view = NULL;
     r->name = name;
     if (!a || n <= 0) return FA_OK;
     if ((uintptr_t)a % elem != 0)
-        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its %zu-byte elements", name, a, elem);
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its %zu-byte elements", name, a,
+                            elem);
     r->begin = (uintptr_t)a;
     if (__builtin_add_overflow(r->begin, (uintptr_t)n * elem, &r->end))
-        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %lld elements wrap around the address space", name,
-                            a, (long long)n);
+        return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %lld elements wrap around the address space",
+                            name, a, (long long)n);
     return FA_OK;
 }

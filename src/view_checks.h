@@ -27,9 +27,9 @@ typedef struct {
 /* "batch", "heads", "seq", "dim": axis names for the diagnostics, in fa_tensor's order. */
 extern const char *const fa_size_names[4];
 
-size_t fa_dtype_size(fa_dtype t);        /* bytes per element; 2 for the half types */
-const char *fa_dtype_name(fa_dtype t);   /* "FA_F32", ..., or "unknown" */
-int fa_is_empty(const fa_tensor *t);     /* a size of 0: no element */
+size_t fa_dtype_size(fa_dtype t);                 /* bytes per element; 2 for the half types */
+const char *fa_dtype_name(fa_dtype t);            /* "FA_F32", ..., or "unknown" */
+int fa_is_empty(const fa_tensor *t);              /* a size of 0: no element */
 int64_t fa_size_of(const fa_tensor *t, int axis); /* axis 0..3: batch, heads, seq, dim */
 
 /* The byte range a non-empty view spans; FA_ERR_STRIDE naming the culprit on any overflow. */
@@ -47,11 +47,13 @@ fa_status fa_check_strides(const char *call, const named_view *in, int n_in, con
                            byte_range *in_range, byte_range *out_range);
 
 /* The range of an lse (named `name`): contiguous [B][Hq][Nq] values of the accumulation type of q's dtype. */
-fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, const char *name, byte_range *r);
+fa_status fa_lse_extent(const char *call, const void *lse, const fa_tensor *q, const char *name,
+                        byte_range *r);
 
 /* The range of n elements of elem bytes of a plain array (per-head floats, offsets, page tables);
  * NULL spans nothing. FA_ERR_STRIDE when misaligned or wrapping. */
-fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem, const char *name, byte_range *r);
+fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem, const char *name,
+                         byte_range *r);
 
 /* FA_ERR_ALIAS when an output may share a byte with an input or another output (row-interleaved
  * views whose columns are disjoint modulo the row width share none). */

@@ -4,8 +4,8 @@
  * the kernel table's type, fa_kernels_<FA_SFX>) defined. */
 
 #define FA_CAT2(a, b) a##b
-#define FA_CAT(a, b) FA_CAT2(a, b)
-#define FA_NAME(n) FA_CAT(n, FA_SFX)
+#define FA_CAT(a, b)  FA_CAT2(a, b)
+#define FA_NAME(n)    FA_CAT(n, FA_SFX)
 
 /* 1 when n rows of `width` values (row stride `stride`) are all finite: x·0 is 0 for finite x and
  * NaN for an infinity or a NaN, so the sum is 0 exactly when every value is finite. */
@@ -20,7 +20,7 @@ static int FA_NAME(all_finite_)(const FA_T *x, int64_t n, int64_t width, int64_t
     return sum == 0;
 }
 
-void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) *k, const fa_problem *p, int64_t row0,
+void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
                                      int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
                                      int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
                                      int64_t acc_stride)
@@ -36,7 +36,8 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) *k, const fa_pro
      * or zeroed score gradients), or NaN only in a row whose max is NaN, which is NaN anyway.
      * Scanning x costs 1/rows of the product. On a causal diagonal alone (no left edge) the
      * row-by-row part is small and the scan would only add. */
-    if (row_columns(p, row0 + rows - 1, col0, cols).begin > 0 && FA_NAME(all_finite_)(x, cols, dim, x_stride)) {
+    if (row_columns(p, row0 + rows - 1, col0, cols).begin > 0 &&
+        FA_NAME(all_finite_)(x, cols, dim, x_stride)) {
         k->accumulate(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
@@ -64,7 +65,7 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) *k, const fa_pro
  * call and a scan of the block's rows per key (the backward of B=8 H=16 N=512 D=64 causal ran 18%
  * slower so). fa_accumulate_visible_* keeps its row-by-row edge: there the few-rows kernel path is
  * as fast as the whole square, and the scan would only add. */
-void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) *k, const fa_problem *p, int64_t row0,
+void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
                                        int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
                                        int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
                                        int64_t acc_stride)
@@ -76,8 +77,8 @@ void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) *k, const fa_p
     }
     span all = rows_seeing(p, row0, rows, col0, 0, cols - 1, cols);
     if (all.end > all.begin)
-        k->accumulate_t(all.end - all.begin, cols, dim, w + all.begin, ld, x + all.begin * x_stride,
-                        x_stride, acc, acc_stride);
+        k->accumulate_t(all.end - all.begin, cols, dim, w + all.begin, ld, x + all.begin * x_stride, x_stride,
+                        acc, acc_stride);
     for (int64_t c = 0; c < cols; c++) {
         span mine = rows_seeing(p, row0, rows, col0, c, c, cols);
         span part[2] = {{mine.begin, mine.end < all.begin ? mine.end : all.begin},
