@@ -206,6 +206,10 @@ typedef enum {
  * the tensor. Outputs are written for the sequences' rows only: rows after cu_seqlens_q[batch] (out,
  * lse, dq) and after cu_seqlens_k[batch] (dk, dv) are left as they are, and so are the dk and dv rows
  * of keys beyond seqused_k. Sequences may share pages.
+ * Work: one item per (sequence, head, query block), and a sequence with few query items (a decode
+ * step) splits its keys exactly as a dense call of it alone would (fa_forward's split-KV), so each
+ * sequence's rows are bitwise those of a dense call of it alone with the same block sizes, at any
+ * thread count, and a decode batch keeps every thread busy.
  */
 typedef struct {
     int64_t batch;               /**< number of sequences */
@@ -368,9 +372,11 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * only where the keys are split (split-KV: possible when there are fewer than
  * 128 query items, B·Hq·ceil(Nq/block_q), as in decode steps or with few
  * heads, and Nk is at least 4·block_k), the partial results: for each (query
- * item, key chunk) a row max, a row sum and an unnormalized block_q×Dv output
- * block, at most 16 MiB in all (the split count is capped to keep them so),
- * kept in the context and grown only when a call needs more.
+ * item, key chunk) the rows' lse and normalized block_q×Dv outputs, merged as
+ * fa_merge merges, at most 16 MiB in all (the split count is capped to keep
+ * them so), kept in the context and grown only when a call needs more. A batch
+ * of sequences (p->seqs) splits each sequence as a dense call of it alone would
+ * (see fa_seqs) and keeps under 64·(batch+1) bytes of item tables besides.
  *
  * Refused, with nothing written: NULL tensors or data (FA_ERR_NULL); sizes as
  * above (FA_ERR_SHAPE); negative strides, an out that overlaps itself,

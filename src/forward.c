@@ -11,6 +11,15 @@
 #include "team.h"
 #include "visible_products.h"
 
+/* One sequence of a batch: the key split a dense call of it alone would make, and the offset of its
+ * partial results (elements from its wave's partials). A wave is a run of consecutive sequences
+ * whose partials fit FA_SPLIT_MAX_PARTIAL_BYTES together; waves run one after another. */
+typedef struct {
+    fa_kv_split split;
+    int64_t partials;
+    int starts_wave;
+} fa_sequence_plan;
+
 typedef struct {
     const fa_problem *problem;
     const fa_kernels *kernels;
@@ -18,9 +27,13 @@ typedef struct {
     int64_t block_k;
     int64_t ld;            /* block_q rounded up to the padding unit: the row stride of transposed tiles */
     fa_kv_split split;     /* splits == 1: one item per query block */
-    void *partials;        /* split-KV partial states (in the context's row buffer) */
-    int64_t partial_elems; /* elements of one (query item, chunk) partial state */
-    const int64_t *first_item; /* a batch of sequences: sequence b's first item (batch + 1 entries) */
+    void *partials;        /* split-KV partial results (in the context's row buffer) */
+    int64_t partial_elems; /* elements of one (query item, chunk) partial result */
+    /* A batch of sequences (batch + 1 entries each): sequence b's first phase-0 item (a query
+     * item, or a (query item, chunk) item when it splits) and its first merge item. */
+    const int64_t *first_item, *first_merge;
+    const fa_sequence_plan *plans;
+    int64_t wave_item0, wave_merge0; /* the global numbers of the running wave's first items */
 } fa_forward_job;
 
 #define FA_T         float
@@ -62,10 +75,71 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
     return fa_size_add(fa_size_add(queries, scores), fa_size_add(accumulator, row_stats));
 }
 
-/* A batch of sequences: one item per (sequence, head, query block) of each sequence's own problem,
- * with the block sizes of its longest sequence, so that a sequence computes exactly as a dense call
- * of it alone with those block sizes would. No split-KV here (yet): the items of many sequences feed
- * the threads. Paged keys are copied tile by tile into two more arena tiles. */
+static size_t fa_max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The arena of a split-KV merge item (forward_item.h): the state write_rows_ reads, and one lse and
+ * one row pointer per chunk; within the forward's own formula for any but the smallest tiles. */
+static size_t merge_scratch_bytes(int64_t block_q, int64_t dim_v, int64_t splits, size_t elem)
+{
+    int64_t pad = pad_elems_of(elem);
+    size_t ld = (size_t)fa_round_up(block_q, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
+    size_t state = fa_size_add(fa_arena_tile((size_t)block_q, dv_pad, elem), 2 * fa_arena_tile(1, ld, elem));
+    return fa_size_add(state, fa_size_add(fa_arena_tile((size_t)splits, 1, elem),
+                                          fa_arena_tile((size_t)splits, 1, sizeof(void *))));
+}
+
+/* The elements of one (query item, chunk) partial result: the rows' lse [ld], then their outputs
+ * [block_q][dv_pad] (forward_item.h). */
+static int64_t partial_elems_of(int64_t block_q, int64_t dim_v, int64_t pad)
+{
+    return fa_round_up(block_q, pad) + block_q * fa_round_up(dim_v, pad);
+}
+
+/* A row's share of a partial result, rounded up: the partials then stay within schedule.c's cap. */
+static size_t partial_row_bytes_of(int64_t partial_elems, size_t elem, int64_t block_q)
+{
+    return ((size_t)partial_elems * elem + (size_t)block_q - 1) / (size_t)block_q;
+}
+
+/* The plan of every sequence of a batch (into the tables when they are given) and the bytes of
+ * the largest wave's partial results. A sequence's split is the one fa_kv_split_make gives the
+ * dense problem of that sequence alone: chosen from its shape and the block sizes, never from the
+ * rest of the batch or the thread count, so a sequence's rows are bitwise those of a dense call of
+ * it alone with the same block sizes. A decode batch (one query item per head) thus splits every
+ * sequence's keys, and all threads have chunks to take. */
+static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block_k, int64_t partial_elems,
+                             size_t elem, int64_t *first_item, int64_t *first_merge, fa_sequence_plan *plans)
+{
+    size_t row_bytes = partial_row_bytes_of(partial_elems, elem, block_q), wave = 0, largest = 0;
+    int64_t items = 0, merges = 0;
+    for (int64_t b = 0; b < p->batch; b++) {
+        fa_problem one;
+        fa_problem_sequence(p, b, &one);
+        fa_q_schedule s = fa_q_schedule_make(&one, block_q);
+        fa_kv_split split = fa_kv_split_make(&one, &s, block_k, row_bytes);
+        int64_t merge_items = split.splits > 1 ? s.count : 0;
+        size_t bytes = (size_t)(merge_items * split.splits * partial_elems) * elem; /* <= the cap */
+        int starts = b == 0 || (wave > 0 && bytes > FA_SPLIT_MAX_PARTIAL_BYTES - wave);
+        if (starts) wave = 0;
+        if (plans) {
+            first_item[b] = items, first_merge[b] = merges;
+            plans[b] = (fa_sequence_plan){split, (int64_t)(wave / elem), starts};
+        }
+        wave += bytes;
+        if (wave > largest) largest = wave;
+        items += s.count * split.splits;
+        merges += merge_items;
+    }
+    if (plans) first_item[p->batch] = items, first_merge[p->batch] = merges;
+    return largest;
+}
+
+/* A batch of sequences: the items of each sequence's own problem, with the block sizes of its
+ * longest sequence, so that a sequence computes exactly as a dense call of it alone with those
+ * block sizes would. Paged keys are copied tile by tile into two more arena tiles. */
 static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
@@ -79,34 +153,54 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
     }
     int64_t block_q, block_k;
     fa_context_blocks(ctx, &widest, elem, 512, &block_q, &block_k);
-    if (fa_context_reserve_rows(ctx, (size_t)(p->batch + 1) * sizeof(int64_t)) != 0) return FA_ERR_NOMEM;
-    int64_t *first = ctx->rows;
-    first[0] = 0;
-    for (int64_t b = 0; b < p->batch; b++) {
-        fa_problem_sequence(p, b, &one);
-        first[b + 1] = first[b] + fa_q_schedule_make(&one, block_q).count;
-    }
+    int64_t partial_elems = partial_elems_of(block_q, p->dim_v, pad);
+
+    /* the row buffer: the two item tables and the plans, then the largest wave's partials */
+    size_t partial_bytes = plan_sequences(p, block_q, block_k, partial_elems, elem, NULL, NULL, NULL);
+    size_t tables = 2 * (size_t)(p->batch + 1) * sizeof(int64_t) + (size_t)p->batch * sizeof(fa_sequence_plan);
+    tables = (tables + 63) / 64 * 64;
+    if (fa_context_reserve_rows(ctx, tables + partial_bytes) != 0) return FA_ERR_NOMEM;
+    int64_t *first_item = ctx->rows, *first_merge = first_item + p->batch + 1;
+    fa_sequence_plan *plans = (fa_sequence_plan *)(first_merge + p->batch + 1);
+    plan_sequences(p, block_q, block_k, partial_elems, elem, first_item, first_merge, plans);
+
     fa_forward_job job = {p,
                           ctx->kernels,
                           fa_q_schedule_make(&widest, block_q),
                           block_k,
                           fa_round_up(block_q, pad),
                           {1, 0},
-                          NULL,
+                          (char *)ctx->rows + tables,
+                          partial_elems,
+                          first_item,
+                          first_merge,
+                          plans,
                           0,
-                          first};
+                          0};
     size_t scratch = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem);
     if (p->seqs->block_table)
         scratch = fa_size_add(scratch, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)p->dim, elem),
                                                    fa_arena_tile((size_t)block_k, (size_t)p->dim_v, elem)));
-    fa_team_work work = {
-        .scratch_bytes = scratch,
-        .job = &job,
-        .phases = 1,
-        .phase = {{first[p->batch],
-                   p->dtype == FA_F64 ? forward_sequence_item_f64 : forward_sequence_item_f32}},
-    };
-    fa_status st = fa_team_run(ctx, &work);
+    scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, FA_SPLIT_TARGET_ITEMS, elem));
+    int f64 = p->dtype == FA_F64;
+    fa_status st = FA_OK;
+    for (int64_t b0 = 0; b0 < p->batch && st == FA_OK;) {
+        int64_t b1 = b0 + 1;
+        while (b1 < p->batch && !plans[b1].starts_wave) b1++;
+        job.wave_item0 = first_item[b0];
+        job.wave_merge0 = first_merge[b0];
+        fa_team_work work = {
+            .scratch_bytes = scratch,
+            .job = &job,
+            .phases = first_merge[b1] > first_merge[b0] ? 2 : 1,
+            .phase = {{first_item[b1] - first_item[b0],
+                       f64 ? forward_sequence_item_f64 : forward_sequence_item_f32},
+                      {first_merge[b1] - first_merge[b0],
+                       f64 ? forward_sequence_merge_item_f64 : forward_sequence_merge_item_f32}},
+        };
+        st = fa_team_run(ctx, &work);
+        b0 = b1;
+    }
     if (st == FA_OK) {
         ctx->last_block_q = (int)block_q;
         ctx->last_block_k = (int)block_k;
@@ -134,15 +228,19 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           fa_round_up(block_q, pad),
                           {1, p->kv_len},
                           NULL,
+                          partial_elems_of(block_q, p->dim_v, pad),
+                          NULL,
+                          NULL,
+                          NULL,
                           0,
-                          NULL};
-    job.partial_elems = 2 * job.ld + block_q * fa_round_up(p->dim_v, pad);
-    /* a row's share of a partial, rounded up: the partials then stay within schedule.c's cap */
-    size_t partial_row_bytes = ((size_t)job.partial_elems * elem + (size_t)block_q - 1) / (size_t)block_q;
-    job.split = fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes);
+                          0};
+    job.split = fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     int f64 = p->dtype == FA_F64;
+    size_t scratch = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem);
+    if (job.split.splits > 1)
+        scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, job.split.splits, elem));
     fa_team_work work = {
-        .scratch_bytes = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+        .scratch_bytes = scratch,
         .job = &job,
         .phases = 1,
         .phase = {{job.schedule.count, f64 ? forward_item_f64 : forward_item_f32}},

@@ -141,23 +141,12 @@ static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t
     FA_NAME(write_rows_)(job->problem, &it, &st);
 }
 
-/* A batch of sequences: item `index` of all sequences' items is item index - first[b] of the dense
- * problem of its sequence b, run exactly as a dense call of that sequence alone would run it. */
-static void FA_NAME(forward_sequence_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
-{
-    const fa_forward_job *job = job_ptr;
-    int64_t b = fa_sequence_of_item(job->first_item, job->problem->batch, index);
-    fa_problem one;
-    fa_problem_sequence(job->problem, b, &one);
-    fa_forward_job mine = *job;
-    mine.problem = &one;
-    mine.schedule = fa_q_schedule_make(&one, job->schedule.block_q);
-    FA_NAME(forward_item_)(&mine, arena, index - job->first_item[b]);
-}
+/* ---- split-KV: (query item, chunk) items write partial results, merge items combine them ----
+ * The partial result of (item i, chunk c) is at partials + (i·splits + c)·partial_elems: the rows'
+ * lse [ld], then their normalized outputs [block_q][dv_pad], the form fa_merge takes, so that both
+ * merge with merge_row_ (merge_row.h). */
 
-/* ---- split-KV: (query item, chunk) items write partial states, merge items combine them ----
- * Partial state of (item i, chunk c) at partials + (i·splits + c)·partial_elems: row max [ld],
- * row sum [ld], then acc [block_q][dv_pad]. */
+#include "merge_row.h"
 
 static FA_T *FA_NAME(partial_at_)(const fa_forward_job *job, int64_t item, int64_t chunk)
 {
@@ -171,18 +160,23 @@ static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, i
     fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, item);
     int64_t key_lo = chunk * job->split.chunk, key_hi = key_lo + job->split.chunk;
     FA_NAME(rows_state_) st = FA_NAME(attend_)(job, arena, &it, key_lo, key_hi);
-    FA_T *part = FA_NAME(partial_at_)(job, item, chunk);
-    int64_t ld = job->ld;
-    for (int64_t r = 0; r < ld; r++) {
-        part[r] = st.row_max[r];
-        part[ld + r] = st.row_sum[r];
+    FA_T *lse = FA_NAME(partial_at_)(job, item, chunk), *out = lse + job->ld;
+    for (int64_t r = 0; r < it.rows; r++) {
+        FA_T l = st.row_sum[r];
+        if (l == 0) { /* the row saw no key of this chunk: its row is never read */
+            lse[r] = -(FA_T)INFINITY;
+            continue;
+        }
+        lse[r] = st.row_max[r] + FA_LOG(l);
+        const FA_T *a = st.acc + r * st.acc_stride;
+        FA_T *o = out + r * st.acc_stride;
+        for (int64_t y = 0; y < job->problem->dim_v; y++) o[y] = a[y] / l;
     }
-    for (int64_t x = 0; x < it.rows * st.acc_stride; x++) part[2 * ld + x] = st.acc[x];
 }
 
-/* Combines the chunks of one query item in chunk order: with M the largest chunk max,
- * acc = sum_c acc_c·exp(m_c - M) and l = sum_c l_c·exp(m_c - M); empty chunks (m = -inf, l = 0)
- * weigh 0, a NaN max makes the row NaN. */
+/* Merges the chunks of one query item in chunk order into a state write_rows_ finishes as it
+ * finishes an unsplit item: row max = the merged lse, row sum = 1 (0 for a row no chunk saw),
+ * acc = the merged output, so the sink, when there is one, enters once, after the merge. */
 static void FA_NAME(forward_merge_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_forward_job *job = job_ptr;
@@ -194,29 +188,59 @@ static void FA_NAME(forward_merge_item_)(const void *job_ptr, fa_arena *arena, i
     st.row_max = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
     st.row_sum = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
     st.acc_stride = dv_pad;
+    FA_T *lses = fa_arena_alloc(arena, (size_t)splits * sizeof(FA_T));
+    const FA_T **rows = fa_arena_alloc(arena, (size_t)splits * sizeof(FA_T *));
     for (int64_t r = 0; r < it.rows; r++) {
-        FA_T m = -(FA_T)INFINITY;
         for (int64_t c = 0; c < splits; c++) {
-            FA_T mc = FA_NAME(partial_at_)(job, index, c)[r];
-            if (mc > m || mc != mc) m = mc;
+            const FA_T *part = FA_NAME(partial_at_)(job, index, c);
+            lses[c] = part[r];
+            rows[c] = part + ld + r * dv_pad;
         }
-        FA_T *a = st.acc + r * dv_pad, l = 0;
-        for (int64_t y = 0; y < dv_pad; y++) a[y] = 0;
-        if (m != -(FA_T)INFINITY) {
-            for (int64_t c = 0; c < splits; c++) {
-                const FA_T *part = FA_NAME(partial_at_)(job, index, c);
-                FA_T lc = part[ld + r];
-                if (lc == 0) continue; /* a chunk this row saw nothing of */
-                FA_T w = (FA_T)exp((double)(part[r] - m));
-                l += w * lc;
-                const FA_T *ac = part + 2 * ld + r * dv_pad;
-                for (int64_t y = 0; y < dv_pad; y++) a[y] += w * ac[y];
-            }
-        }
-        st.row_max[r] = m;
-        st.row_sum[r] = l;
+        int seen = FA_NAME(merge_row_)(splits, lses, rows, p->dim_v, st.acc + r * dv_pad, &st.row_max[r]);
+        st.row_sum[r] = seen ? 1 : 0;
     }
     FA_NAME(write_rows_)(p, &it, &st);
+}
+
+/* ---- a batch of sequences: the items of each sequence's own dense problem ----
+ * Phase 0 item g (numbered over all sequences, from the wave's first) is item g - first_item[b] of
+ * sequence b: a whole query item, or a (query item, chunk) item when the sequence splits; phase 1
+ * items merge the split sequences' chunks. Each runs exactly as a dense call of its sequence alone
+ * would run it (same tiles, same split, same merge order). */
+
+static fa_forward_job FA_NAME(sequence_job_)(const fa_forward_job *job, const fa_problem *one, int64_t b)
+{
+    fa_forward_job mine = *job;
+    mine.problem = one;
+    mine.schedule = fa_q_schedule_make(one, job->schedule.block_q);
+    mine.split = job->plans[b].split;
+    mine.partials = (FA_T *)job->partials + job->plans[b].partials;
+    return mine;
+}
+
+static void FA_NAME(forward_sequence_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    int64_t g = job->wave_item0 + index;
+    int64_t b = fa_sequence_of_item(job->first_item, job->problem->batch, g);
+    fa_problem one;
+    fa_problem_sequence(job->problem, b, &one);
+    fa_forward_job mine = FA_NAME(sequence_job_)(job, &one, b);
+    if (mine.split.splits > 1)
+        FA_NAME(forward_chunk_item_)(&mine, arena, g - job->first_item[b]);
+    else
+        FA_NAME(forward_item_)(&mine, arena, g - job->first_item[b]);
+}
+
+static void FA_NAME(forward_sequence_merge_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    int64_t g = job->wave_merge0 + index;
+    int64_t b = fa_sequence_of_item(job->first_merge, job->problem->batch, g);
+    fa_problem one;
+    fa_problem_sequence(job->problem, b, &one);
+    fa_forward_job mine = FA_NAME(sequence_job_)(job, &one, b);
+    FA_NAME(forward_merge_item_)(&mine, arena, g - job->first_merge[b]);
 }
 
 #undef FA_NAME

@@ -53,7 +53,9 @@ fa_status fa_merge_run(fa_context *ctx, const fa_merge_problem *mp)
     fa_merge_job job = {mp, (out->seq + MERGE_ROWS - 1) / MERGE_ROWS};
     int64_t items = out->batch * out->heads * job.row_blocks; /* dim >= 1: validated */
     fa_team_work work = {
-        .scratch_bytes = fa_arena_tile((size_t)out->dim, 1, f64 ? sizeof(double) : sizeof(float)),
+        /* one row's gathered lse values and part pointers */
+        .scratch_bytes = fa_size_add(fa_arena_tile((size_t)mp->n, 1, f64 ? sizeof(double) : sizeof(float)),
+                                     fa_arena_tile((size_t)mp->n, 1, sizeof(void *))),
         .job = &job,
         .phases = 1,
         .phase = {{items, f64 ? merge_item_f64 : merge_item_f32}},

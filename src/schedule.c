@@ -29,15 +29,11 @@ fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_
     return it;
 }
 
-/* Aim for this many items: enough to feed the cores of a large node with dynamic scheduling. */
-#define SPLIT_TARGET_ITEMS 128
 /* A chunk spans at least this many key tiles, so the merge stays cheap next to the work. */
 #define SPLIT_MIN_TILES 2
-/* Partial results of all chunks together stay under this many bytes. */
-#define SPLIT_MAX_PARTIAL_BYTES ((size_t)16 << 20)
 
 /* The most keys any query block sees, first row's begin to last row's end (ranges are monotone):
- * Nk without a window, about the window's width with one. At most SPLIT_TARGET_ITEMS blocks. */
+ * Nk without a window, about the window's width with one. At most FA_SPLIT_TARGET_ITEMS blocks. */
 static int64_t widest_key_span(const fa_problem *p, const fa_q_schedule *s)
 {
     int64_t widest = 0;
@@ -53,13 +49,13 @@ fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_
                              size_t partial_bytes_per_row)
 {
     fa_kv_split none = {1, p->kv_len};
-    if (s->count == 0 || s->count >= SPLIT_TARGET_ITEMS) return none;
-    int64_t splits = (SPLIT_TARGET_ITEMS + s->count - 1) / s->count;
+    if (s->count == 0 || s->count >= FA_SPLIT_TARGET_ITEMS) return none;
+    int64_t splits = (FA_SPLIT_TARGET_ITEMS + s->count - 1) / s->count;
     /* chunks of a query block's own keys: a window leaves most of a long sequence's chunks empty */
     int64_t by_length = widest_key_span(p, s) / (SPLIT_MIN_TILES * block_k);
     if (splits > by_length) splits = by_length;
     size_t rows = (size_t)(s->count * s->block_q);
-    int64_t by_memory = (int64_t)(SPLIT_MAX_PARTIAL_BYTES / (rows * partial_bytes_per_row));
+    int64_t by_memory = (int64_t)(FA_SPLIT_MAX_PARTIAL_BYTES / (rows * partial_bytes_per_row));
     if (splits > by_memory) splits = by_memory;
     if (splits < 2) return none;
     /* whole tiles per chunk, so every chunk's tiles sit on the same grid as an unsplit run */

@@ -30,8 +30,15 @@ typedef struct {
     int64_t splits, chunk;
 } fa_kv_split;
 
+/* A split aims for this many items, enough to feed the cores of a large node with dynamic
+ * scheduling; so no split has more chunks. */
+#define FA_SPLIT_TARGET_ITEMS 128
+
+/* Partial results of one split problem together stay within this many bytes. */
+#define FA_SPLIT_MAX_PARTIAL_BYTES ((size_t)16 << 20)
+
 /* partial_bytes_per_row: bytes one query row's partial result takes in one chunk, rounded up, so
- * that every item's partials together stay within the cap (16 MiB, schedule.c). */
+ * that every item's partials together stay within FA_SPLIT_MAX_PARTIAL_BYTES. */
 fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row);
 
 /* Item `index` (0 <= index < count). Items are numbered batch-major, then head, then block

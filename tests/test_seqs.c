@@ -15,13 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "context.h" /* white-box: the row buffer that holds split-KV partials */
 #include "seqs_util.h"
 
-/* Blocks of 16 queries and 16 keys, and sequences of at most 4·16 - 1 keys: the dense call of one
- * sequence then never splits its keys (fa_forward splits a dense call with fewer than 128 query
- * items only when its keys reach 4·block_k), and a batch of sequences never splits, so both run the
- * same tiles in the same order. */
-enum { BQ = 16, BK = 16, MAX_Q = 40, MAX_K = 4 * BK - 1 };
+/* Blocks of 16 queries and 16 keys, and sequences of up to 10 key blocks: a sequence with few query
+ * items and at least 4·block_k keys splits them (split-KV), and it must split them exactly as a dense
+ * call of it alone does (include/flashattn.h, fa_seqs). */
+enum { BQ = 16, BK = 16, MAX_Q = 40, MAX_K = 10 * BK };
 
 
 /* every causal alignment, and windows: alone, with each causal mode, one-sided and closed */
@@ -196,6 +196,66 @@ Test(seqs, varlen_forward_is_thread_count_invariant)
             ts_make(&t, &s, &rng, 2.5);
             fa_params p = ts_mask_params(&masks[l % N_MASKS]);
             ts_desc(&t, &p, desc, sizeof desc);
+            cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+            unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
+            for (int x = 1; x < 4; x++) {
+                ts_fill_canary(&t);
+                cr_assert_eq(ts_forward(ctx[x], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+                cr_expect(tu_buf_equals_snapshot(&t.buf[TS_OUT], out) &&
+                              tu_buf_equals_snapshot(&t.buf[TS_TENSORS], lse),
+                          "%s, seed %llu: %d threads differ from 1 thread", desc, (unsigned long long)seed,
+                          x + 1);
+            }
+            free(out), free(lse);
+            ts_free(&t);
+        }
+    for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
+}
+
+/* A decode step: one query per sequence against caches of very different lengths, used keys given
+ * by seqused_k (a dense cache) or packed keys. Every sequence long enough splits its keys as a dense
+ * call of it alone does (so the threads have chunks to take however few sequences there are): its
+ * rows are bitwise those of that dense call, match the oracle, and do not depend on the thread
+ * count; the partials of the split exist in the context (white-box: its row buffer). */
+Test(seqs, decode_batch_splits_keys_as_dense_calls_do_on_any_thread_count)
+{
+    uint64_t seed = tu_test_seed();
+    enum { DEC_BQ = 16, DEC_BK = 32, DEC_MAX_K = 1500 };
+    fa_context *ctx[4];
+    for (int x = 0; x < 4; x++) ctx[x] = ts_context(x + 1, DEC_BQ, DEC_BK);
+    char desc[512], msg[1024];
+    for (int dt = 0; dt < 2; dt++)
+        for (int packed_k = 0; packed_k < 2; packed_k++) {
+            tu_rng rng = tu_rng_make(seed + (uint64_t)(dt * 2 + packed_k));
+            ts_spec s = {0};
+            s.dtype = dt ? FA_F64 : FA_F32;
+            s.batch = TS_MAX_SEQS, s.q_heads = 8, s.kv_heads = 2, s.dim = 32, s.dim_v = 24;
+            s.packed_q = 1, s.keys = packed_k ? TS_KEYS_PACKED : TS_KEYS_DENSE, s.seqused = !packed_k;
+            s.spare_rows = 1;
+            ts_spec_draw(&s, &rng, 1, DEC_MAX_K, 0);
+            int64_t longest = 0;
+            for (int64_t b = 0; b < s.batch; b++) {
+                s.q_len[b] = 1; /* one query each */
+                int64_t keys = packed_k ? s.k_len[b] : s.k_used[b];
+                if (keys > longest) longest = keys;
+            }
+            cr_assert_geq(longest, 4 * DEC_BK, "seed %llu: no sequence long enough to split",
+                          (unsigned long long)seed);
+            ts_batch t;
+            ts_make(&t, &s, &rng, 2.5);
+            fa_params p = fa_params_default();
+            p.causal = packed_k ? FA_CAUSAL_BOTTOM_RIGHT : FA_CAUSAL_NONE;
+            ts_desc(&t, &p, desc, sizeof desc);
+            cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+            /* the item tables take under 64 bytes per sequence; the rest is partials */
+            cr_expect_gt(ctx[0]->rows_bytes, (size_t)(64 * (s.batch + 2)),
+                         "%s: a decode batch with %lld-key caches did not split its keys", desc, (long long)longest);
+            cr_expect(ts_check_forward(&t, &p, msg, sizeof msg), "%s, seed %llu: %s", desc,
+                      (unsigned long long)seed, msg);
+            cr_expect(ts_only_sequence_rows_written(&t, 0, msg, sizeof msg), "%s, seed %llu: %s", desc,
+                      (unsigned long long)seed, msg);
+            cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg), "%s, seed %llu: %s", desc,
+                      (unsigned long long)seed, msg);
             cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
             unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
             for (int x = 1; x < 4; x++) {
