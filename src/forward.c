@@ -137,6 +137,13 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
     return largest;
 }
 
+static int plans_have_waves(const fa_sequence_plan *plans, int64_t batch)
+{
+    for (int64_t b = 1; b < batch; b++)
+        if (plans[b].starts_wave) return 1;
+    return 0;
+}
+
 /* A batch of sequences: the items of each sequence's own problem, with the block sizes of its
  * longest sequence, so that a sequence computes exactly as a dense call of it alone with those
  * block sizes would. Paged keys are copied tile by tile into two more arena tiles. */
@@ -184,6 +191,7 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
     scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, FA_SPLIT_TARGET_ITEMS, elem));
     int f64 = p->dtype == FA_F64;
     fa_status st = FA_OK;
+    if (plans_have_waves(plans, p->batch)) st = fa_team_reserve(ctx, scratch);
     for (int64_t b0 = 0; b0 < p->batch && st == FA_OK;) {
         int64_t b1 = b0 + 1;
         while (b1 < p->batch && !plans[b1].starts_wave) b1++;

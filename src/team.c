@@ -75,6 +75,19 @@ static fa_status run_serially(fa_context *ctx, const fa_team_work *work)
     return FA_OK;
 }
 
+static void reserve_only(const void *job, fa_arena *arena, int64_t index)
+{
+    (void)job, (void)arena, (void)index;
+}
+
+fa_status fa_team_reserve(fa_context *ctx, size_t scratch_bytes)
+{
+    /* one item per thread: fa_team_run starts every thread, and each reserves its arena */
+    fa_team_work work = {
+        .scratch_bytes = scratch_bytes, .job = NULL, .phases = 1, .phase = {{ctx->num_threads, reserve_only}}};
+    return fa_team_run(ctx, &work);
+}
+
 fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
 {
     fa_bind mode = fa_context_call_bind(ctx);

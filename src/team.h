@@ -35,6 +35,12 @@ typedef struct {
  * returns. */
 fa_status fa_team_run(fa_context *ctx, const fa_team_work *work);
 
+/* Places every thread of the context and reserves its arena for `scratch_bytes`, running no item:
+ * a driver that makes several fa_team_run calls for one user call (waves) makes this one first, so
+ * that a later run, which may use more threads than the first, cannot fail with FA_ERR_NOMEM after
+ * an earlier one wrote outputs. */
+fa_status fa_team_reserve(fa_context *ctx, size_t scratch_bytes);
+
 /* Waits until *counter == value (acquire), spinning briefly and then yielding the core, so that a
  * team on fewer cores than threads still moves. */
 void fa_team_wait_until(atomic_int *counter, int value);

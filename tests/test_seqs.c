@@ -271,3 +271,43 @@ Test(seqs, decode_batch_splits_keys_as_dense_calls_do_on_any_thread_count)
         }
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }
+
+/* Sequences whose split-KV partials exceed the 16 MiB cap together run in waves (src/forward.c):
+ * five sequences of 2 heads x 128 queries against 2048 keys, Dv = 256 and blocks of 64 split their
+ * keys into 16 chunks each, about 4.2 MB of partials a sequence, so they take two waves. Each
+ * sequence's rows are still bitwise those of its dense call, at every thread count, and the partial
+ * buffer stays within the cap (white-box: the context's row buffer). */
+Test(seqs, sequences_whose_partials_exceed_the_cap_run_in_waves)
+{
+    uint64_t seed = tu_test_seed();
+    tu_rng rng = tu_rng_make(seed);
+    fa_context *ctx[4];
+    for (int x = 0; x < 4; x++) ctx[x] = ts_context(x + 1, 64, 64);
+    ts_spec s = {0};
+    s.dtype = FA_F32;
+    s.batch = 5, s.q_heads = 2, s.kv_heads = 1, s.dim = 8, s.dim_v = 256;
+    s.packed_q = 1, s.keys = TS_KEYS_PACKED;
+    for (int64_t b = 0; b < s.batch; b++) s.q_len[b] = 128, s.k_len[b] = 2048;
+    ts_batch t;
+    ts_make(&t, &s, &rng, 2.0);
+    fa_params p = fa_params_default();
+    char desc[512], msg[1024];
+    ts_desc(&t, &p, desc, sizeof desc);
+    cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+    cr_expect_gt(ctx[0]->rows_bytes, (size_t)8 << 20, "%s: the sequences did not split as planned", desc);
+    cr_expect_leq(ctx[0]->rows_bytes, ((size_t)16 << 20) + 64 * (size_t)(s.batch + 1),
+                  "%s: %zu bytes of partials and tables", desc, ctx[0]->rows_bytes);
+    cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg), "%s, seed %llu: %s", desc,
+              (unsigned long long)seed, msg);
+    cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+    unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
+    for (int x = 1; x < 4; x++) {
+        ts_fill_canary(&t);
+        cr_assert_eq(ts_forward(ctx[x], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+        cr_expect(tu_buf_equals_snapshot(&t.buf[TS_OUT], out) && tu_buf_equals_snapshot(&t.buf[TS_TENSORS], lse),
+                  "%s, seed %llu: %d threads differ from 1 thread", desc, (unsigned long long)seed, x + 1);
+    }
+    free(out), free(lse);
+    ts_free(&t);
+    for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
+}
