@@ -36,6 +36,15 @@ typedef struct {
     int64_t wave_item0, wave_merge0; /* the global numbers of the running wave's first items */
 } fa_forward_job;
 
+/* The problem the forward runs for sequence b: its dense problem, with a GQA decode step's query
+ * heads grouped as rows (fa_problem_group_rows), exactly as fa_forward_run treats a dense call. */
+static void forward_problem_of_sequence(const fa_problem *p, int64_t b, fa_problem *one)
+{
+    fa_problem dense;
+    fa_problem_sequence(p, b, &dense);
+    if (!fa_problem_group_rows(&dense, one)) *one = dense;
+}
+
 #define FA_T         float
 #define FA_SFX       f32
 #define FA_LOG       logf
@@ -117,7 +126,7 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
     int64_t items = 0, merges = 0;
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem one;
-        fa_problem_sequence(p, b, &one);
+        forward_problem_of_sequence(p, b, &one);
         fa_q_schedule s = fa_q_schedule_make(&one, block_q);
         fa_kv_split split = fa_kv_split_make(&one, &s, block_k, row_bytes);
         int64_t merge_items = split.splits > 1 ? s.count : 0;
@@ -154,7 +163,7 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
     fa_problem widest = *p, one;
     widest.q_len = widest.kv_len = 0;
     for (int64_t b = 0; b < p->batch; b++) {
-        fa_problem_sequence(p, b, &one);
+        forward_problem_of_sequence(p, b, &one);
         if (one.q_len > widest.q_len) widest.q_len = one.q_len;
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
@@ -224,6 +233,8 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
     if (!fa_epilogue_knows(p)) return FA_ERR_ARG;
     if (p->seqs) return forward_sequences(ctx, p);
+    fa_problem grouped;
+    if (fa_problem_group_rows(p, &grouped)) p = &grouped;
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t pad = pad_elems_of(elem);
     int64_t block_q, block_k;

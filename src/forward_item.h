@@ -108,7 +108,8 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
 {
     FA_T *out = (FA_T *)fa_view_at(&p->out, sizeof(FA_T), it->batch, it->q_head, it->row0);
     FA_T *lse = p->lse
-                    ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride + it->row0
+                    ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride +
+                          it->row0 * p->lse_row_stride
                     : NULL;
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
@@ -120,15 +121,15 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
          * sink), never 0/0. A NaN l is not 0, so a row that saw a NaN stays NaN. */
         if (l == 0) {
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = 0;
-            if (lse) lse[r] = has_sink ? sink : -(FA_T)INFINITY;
+            if (lse) lse[r * p->lse_row_stride] = has_sink ? sink : -(FA_T)INFINITY;
         } else if (!has_sink) {
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] / l;
-            if (lse) lse[r] = m + FA_LOG(l);
+            if (lse) lse[r * p->lse_row_stride] = m + FA_LOG(l);
         } else {
             FA_T big = m > sink ? m : sink, keys = l * FA_EXP(m - big), denom = keys + FA_EXP(sink - big);
             FA_T w = FA_EXP(m - big) / denom;
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] * w;
-            if (lse) lse[r] = big + FA_LOG(denom);
+            if (lse) lse[r * p->lse_row_stride] = big + FA_LOG(denom);
         }
     }
 }
@@ -224,7 +225,7 @@ static void FA_NAME(forward_sequence_item_)(const void *job_ptr, fa_arena *arena
     int64_t g = job->wave_item0 + index;
     int64_t b = fa_sequence_of_item(job->first_item, job->problem->batch, g);
     fa_problem one;
-    fa_problem_sequence(job->problem, b, &one);
+    forward_problem_of_sequence(job->problem, b, &one);
     fa_forward_job mine = FA_NAME(sequence_job_)(job, &one, b);
     if (mine.split.splits > 1)
         FA_NAME(forward_chunk_item_)(&mine, arena, g - job->first_item[b]);
@@ -238,7 +239,7 @@ static void FA_NAME(forward_sequence_merge_item_)(const void *job_ptr, fa_arena 
     int64_t g = job->wave_merge0 + index;
     int64_t b = fa_sequence_of_item(job->first_merge, job->problem->batch, g);
     fa_problem one;
-    fa_problem_sequence(job->problem, b, &one);
+    forward_problem_of_sequence(job->problem, b, &one);
     fa_forward_job mine = FA_NAME(sequence_job_)(job, &one, b);
     FA_NAME(forward_merge_item_)(&mine, arena, g - job->first_merge[b]);
 }

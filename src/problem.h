@@ -36,9 +36,11 @@ typedef struct {
                                           broadcast axes (size 1 in the caller's view) have stride 0 here */
     const float *sinks; /* NULL: off; one logit per query head */
     float *dsinks;      /* backward only: NULL, or one gradient per query head */
-    /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride + i:
-     * q_len for a dense batch, total_q when the queries are packed */
-    int64_t lse_head_stride;
+    /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride +
+     * i·lse_row_stride: lse_head_stride is q_len for a dense batch, total_q when the queries are
+     * packed; lse_row_stride is 1 but in a problem of grouped rows (fa_problem_group_rows), which
+     * only the forward writes */
+    int64_t lse_head_stride, lse_row_stride;
     /* A batch of sequences (fa_seqs), or NULL. Drivers never read it: they run the dense problem of
      * one sequence at a time, from fa_problem_sequence. */
     const fa_seqs *seqs;
@@ -52,6 +54,13 @@ typedef struct {
  * use, views and lse moved to its first row, its diagonal offset (Nk_b - Nq_b unless top-left),
  * paged keys as pages. For a problem without seqs, the problem of batch b alone. */
 void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one);
+
+/* A forward problem with one query row per head that every key is visible to and nothing that
+ * differs between the heads of a group (a GQA decode step without ALiBi, bias or sinks): writes
+ * into *grouped the same problem with the `group` query heads of each key/value head as the rows of
+ * one head (q_len = group, views and lse strided over the heads), and returns 1; otherwise 0. The
+ * choice rests on the shape and parameters alone, so it never changes with the thread count. */
+int fa_problem_group_rows(const fa_problem *p, fa_problem *grouped);
 
 /* Work items over the sequences of a problem: `per_sequence[b]` items for sequence b, numbered
  * sequence after sequence. first[b] is the index of sequence b's first item; first has batch + 1

@@ -200,6 +200,7 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->sinks = params->sinks;
     prob->dsinks = NULL;
     prob->lse_head_stride = q->seq;
+    prob->lse_row_stride = 1;
     prob->seqs = params->seqs;
     if (params->seqs) prob->batch = params->seqs->batch;
     prob->pages = NULL;
