@@ -18,11 +18,37 @@
 #define REGION     ((int64_t)1024)
 #define POOL_SLOTS ((size_t)(EE_REGIONS + 2) * (size_t)REGION)
 
-/* As a parameter ("p->bias->seq"); fa_last_error() writes "->" as "." (default_names). */
-static const char *const slot_name[EE_REGIONS] = {"q",        "k",        "v",       "out",
-                                                  "dout",     "dq",       "dk",      "dv",
-                                                  "lse",      "packed",   "p->bias", "p->alibi_slopes",
-                                                  "p->sinks", "p->dsinks"};
+/* As a parameter ("p->bias->seq"); fa_last_error() writes "->" as "." (ee_default_names). */
+static const char *const slot_name[EE_SLOTS] = {"q",
+                                                "k",
+                                                "v",
+                                                "out",
+                                                "dout",
+                                                "dq",
+                                                "dk",
+                                                "dv",
+                                                "lse",
+                                                "packed",
+                                                "p->bias",
+                                                "p->alibi_slopes",
+                                                "p->sinks",
+                                                "p->dsinks",
+                                                "(the sequences' arrays)",
+                                                "p->seqs->cu_seqlens_q",
+                                                "p->seqs->cu_seqlens_k",
+                                                "p->seqs->seqused_k",
+                                                "p->seqs->block_table",
+                                                "outs[0]",
+                                                "outs[1]",
+                                                "outs[2]",
+                                                "lses[0]",
+                                                "lses[1]",
+                                                "lses[2]"};
+
+const char *ee_slot_name(int s)
+{
+    return s >= 0 && s < EE_SLOTS ? slot_name[s] : "?";
+}
 
 /* The per-head float arrays: Hq floats each, whatever the tensors' dtype. */
 static int is_head_array(int s)
@@ -43,7 +69,7 @@ static const int64_t shape_of[EE_NT][3] = {
     {EE_HQ, EE_N, EE_DIM_V}, {EE_HQ, EE_N, EE_DIM},  {EE_HKV, EE_N, EE_DIM},   {EE_HKV, EE_N, EE_DIM_V},
 };
 
-static int64_t lse_rows(void)
+int64_t ee_lse_rows(void)
 {
     return (int64_t)EE_B * EE_HQ * EE_N;
 }
@@ -67,6 +93,13 @@ void ee_valid_args(const ee_world *w, ee_args *a)
         a->t[i] =
             fa_tensor_bhsd(ee_region(w, i, 0), w->dt, EE_B, shape_of[i][0], shape_of[i][1], shape_of[i][2]);
     a->lse = ee_region(w, EE_LSE, 0);
+    a->world = w;
+    ee_merge_args(w, a);
+}
+
+const char *ee_call_name(ee_call call)
+{
+    return call == EE_FORWARD ? "fa_forward" : call == EE_BACKWARD ? "fa_backward" : "fa_merge";
 }
 
 fa_status ee_call_run(ee_call call, ee_args *a)
@@ -74,10 +107,16 @@ fa_status ee_call_run(ee_call call, ee_args *a)
     const fa_tensor *t[EE_NT];
     for (int i = 0; i < EE_NT; i++) t[i] = a->null_t[i] ? NULL : &a->t[i];
     if (a->busy && !fa_context_acquire(a->ctx)) return (fa_status)-1; /* the test's own mistake */
-    fa_status st = call == EE_FORWARD
-                       ? fa_forward(a->ctx, a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], a->lse)
-                       : fa_backward(a->ctx, a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], t[EE_DOUT], a->lse,
-                                     t[EE_DQ], t[EE_DK], t[EE_DV]);
+    ee_poison_seqs(a, 1);
+    fa_status st;
+    if (call == EE_FORWARD)
+        st = fa_forward(a->ctx, a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], a->lse);
+    else if (call == EE_BACKWARD)
+        st = fa_backward(a->ctx, a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], t[EE_DOUT], a->lse, t[EE_DQ],
+                         t[EE_DK], t[EE_DV]);
+    else
+        st = fa_merge(a->ctx, a->n, a->outs, a->lses, t[EE_OUT], a->lse);
+    ee_poison_seqs(a, 0);
     if (a->busy) fa_context_release(a->ctx);
     return st;
 }
@@ -85,11 +124,17 @@ fa_status ee_call_run(ee_call call, ee_args *a)
 void ee_world_restore(ee_world *w)
 {
     memcpy(w->pool.base, w->initial, w->pool.bytes + 2 * TU_GUARD);
+    memcpy(w->armed, w->initial, w->pool.bytes + 2 * TU_GUARD);
+}
+
+void ee_world_arm(ee_world *w)
+{
+    memcpy(w->armed, w->pool.base, w->pool.bytes + 2 * TU_GUARD);
 }
 
 int ee_world_unchanged(const ee_world *w)
 {
-    return tu_buf_equals_snapshot(&w->pool, w->initial);
+    return tu_buf_equals_snapshot(&w->pool, w->armed);
 }
 
 static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode);
@@ -119,6 +164,17 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
         }
     }
     w->initial = tu_buf_snapshot(&w->pool);
+    w->armed = tu_buf_snapshot(&w->pool);
+    /* fa_merge of many parts: the valid parts again and again, and a last one of another shape */
+    w->many_outs = malloc(EE_MANY_PARTS * sizeof *w->many_outs);
+    w->many_lses = malloc(EE_MANY_PARTS * sizeof *w->many_lses);
+    cr_assert(w->many_outs && w->many_lses);
+    for (int k = 0; k < EE_MANY_PARTS; k++) {
+        w->many_outs[k] =
+            fa_tensor_bhsd(ee_region(w, EE_Q + k % EE_PARTS, 0), dt, EE_B, EE_HQ, EE_N, EE_DIM_V);
+        w->many_lses[k] = ee_region(w, EE_DOUT + k % EE_PARTS, 0);
+    }
+    w->many_outs[EE_MANY_PARTS - 1].seq++;
     fa_context_opts o = fa_context_opts_default();
     o.num_threads = 2;
     cr_assert_eq(fa_context_create(&w->ctx, &o), FA_OK);
@@ -136,49 +192,41 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
         cr_assert_eq(st, FA_OK, "%s, the valid packed %s call: status %d (%s)", dt == FA_F64 ? "f64" : "f32",
                      call ? "fa_backward" : "fa_forward", st, fa_status_str(st));
         ee_world_restore(w);
+        /* the batches of sequences (fa_backward refuses paged keys: a case of its own) */
+        for (int layout = EE_SEQ_PACKED; layout < EE_LAYOUTS; layout++) {
+            if (call == EE_BACKWARD && layout == EE_SEQ_PAGED) continue;
+            ee_valid_args(w, &a);
+            ee_seqs_layout(w, &a, layout);
+            st = ee_call_run((ee_call)call, &a);
+            cr_assert_eq(st, FA_OK, "%s, the valid %s call on sequences (layout %d): status %d (%s)",
+                         dt == FA_F64 ? "f64" : "f32", ee_call_name((ee_call)call), layout, st,
+                         fa_last_error());
+            ee_world_restore(w);
+        }
     }
+    ee_args a;
+    ee_valid_args(w, &a);
+    fa_status st = ee_call_run(EE_MERGE, &a);
+    cr_assert_eq(st, FA_OK, "%s, the valid fa_merge call: status %d (%s)", dt == FA_F64 ? "f64" : "f32", st,
+                 fa_last_error());
+    ee_world_restore(w);
 }
 
 void ee_world_free(ee_world *w)
 {
     fa_context_destroy(w->ctx);
     free(w->initial);
+    free(w->armed);
+    free(w->many_outs);
+    free(w->many_lses);
     tu_buf_free(&w->pool);
 }
 
 /* ---- operations --------------------------------------------------------------------------- */
 
-enum {
-    OP_BUSY,
-    OP_NULL_TENSOR,
-    OP_NULL_DATA,
-    OP_NULL_LSE,
-    OP_DATA_TOP,
-    OP_DTYPE,
-    OP_SIZE,
-    OP_STRIDE,
-    OP_SCALE,
-    OP_CAUSAL,
-    OP_WINDOW,
-    OP_SOFTCAP,
-    OP_NULL_SINKS,
-    OP_MISALIGN,
-    OP_ALIAS,
-    OP_ROLES,
-    OP_PACKED,
-    OP_HELPER
-};
-
-/* sentinels for values that depend on the world */
-#define OTHER_DTYPE (INT64_C(1) << 40) /* the other of f32/f64 */
-#define PLUS_ONE    (INT64_C(1) << 41) /* the valid size + 1 */
-#define JUST_BELOW  (INT64_C(1) << 42) /* the valid (contiguous) stride - 1: shares one element */
-#define MINUS_ONE   (INT64_C(1) << 43) /* the valid size - 1 */
-#define HALF_ELEM   (INT64_C(1) << 44) /* half an element, in bytes */
-
-/* The view of a tensor slot or of the bias. */
-static fa_tensor *tensor_at(ee_args *a, int ti)
+fa_tensor *ee_tensor_at(ee_args *a, int ti)
 {
+    if (ti >= EE_OUTS0 && ti < EE_OUTS0 + EE_PARTS) return &a->parts[ti - EE_OUTS0];
     return ti == EE_BIAS ? &a->bias : ti >= 0 && ti < EE_NT ? &a->t[ti] : NULL;
 }
 
@@ -221,7 +269,7 @@ static void set_role(ee_args *a, int role, int64_t x)
 }
 
 /* The bias keeps the problem's shape [B][Hq][Nq][Nk] when a case changes a size that several
- * tensors share (OP_ROLES, OP_HELPER), so those cases still break only what they name. */
+ * tensors share (EE_OP_ROLES, EE_OP_HELPER), so those cases still break only what they name. */
 static void bias_follows(ee_args *a)
 {
     a->bias.batch = a->t[EE_Q].batch;
@@ -230,36 +278,53 @@ static void bias_follows(ee_args *a)
     a->bias.dim = a->t[EE_K].seq;
 }
 
-/* The first byte of a slot's elements, their count and size. */
-static unsigned char *slot_first(ee_args *a, int s)
+unsigned char *ee_slot_first(ee_args *a, int s)
 {
     switch (s) {
     case EE_LSE: return (unsigned char *)a->lse;
     case EE_SLOPES: return (unsigned char *)(uintptr_t)a->p.alibi_slopes;
     case EE_SINKS: return (unsigned char *)(uintptr_t)a->p.sinks;
     case EE_DSINKS: return (unsigned char *)a->p.dsinks;
-    default: return (unsigned char *)tensor_at(a, s)->data;
+    case EE_CU_Q: return (unsigned char *)(uintptr_t)a->seqs.cu_seqlens_q;
+    case EE_CU_K: return (unsigned char *)(uintptr_t)a->seqs.cu_seqlens_k;
+    case EE_USED: return (unsigned char *)(uintptr_t)a->seqs.seqused_k;
+    case EE_TABLE: return (unsigned char *)(uintptr_t)a->seqs.block_table;
+    case EE_LSES0:
+    case EE_LSES0 + 1:
+    case EE_LSES0 + 2: return (unsigned char *)(uintptr_t)a->part_lse[s - EE_LSES0];
+    default: return (unsigned char *)ee_tensor_at(a, s)->data;
     }
 }
 
-static int64_t slot_elems(ee_args *a, int s)
+int64_t ee_slot_elems(ee_args *a, int s)
 {
-    return s == EE_LSE ? lse_rows() : is_head_array(s) ? EE_HQ : numel(tensor_at(a, s));
+    if (s >= EE_CU_Q && s <= EE_TABLE) return a->seqs_len[s - EE_CU_Q];
+    if (s == EE_LSE || (s >= EE_LSES0 && s < EE_LSES0 + EE_PARTS)) return ee_lse_rows();
+    return is_head_array(s) ? EE_HQ : numel(ee_tensor_at(a, s));
 }
 
-static int64_t slot_elem_bytes(const ee_world *w, int s)
+int64_t ee_slot_elem_bytes(const ee_world *w, int s)
 {
+    if (s >= EE_CU_Q && s <= EE_USED) return (int64_t)sizeof(int64_t);
+    if (s == EE_TABLE) return (int64_t)sizeof(int32_t);
     return is_head_array(s) ? (int64_t)sizeof(float) : (int64_t)w->e;
 }
 
-static void set_slot(ee_args *a, int s, unsigned char *at)
+void ee_set_slot(ee_args *a, int s, unsigned char *at)
 {
     switch (s) {
     case EE_LSE: a->lse = at; break;
     case EE_SLOPES: a->p.alibi_slopes = (const float *)(void *)at; break;
     case EE_SINKS: a->p.sinks = (const float *)(void *)at; break;
     case EE_DSINKS: a->p.dsinks = (float *)(void *)at; break;
-    default: tensor_at(a, s)->data = at; break;
+    case EE_CU_Q: a->seqs.cu_seqlens_q = (const int64_t *)(void *)at; break;
+    case EE_CU_K: a->seqs.cu_seqlens_k = (const int64_t *)(void *)at; break;
+    case EE_USED: a->seqs.seqused_k = (const int64_t *)(void *)at; break;
+    case EE_TABLE: a->seqs.block_table = (const int32_t *)(void *)at; break;
+    case EE_LSES0:
+    case EE_LSES0 + 1:
+    case EE_LSES0 + 2: a->part_lse[s - EE_LSES0] = at; break;
+    default: ee_tensor_at(a, s)->data = at; break;
     }
 }
 
@@ -332,52 +397,61 @@ static void helper_views(const ee_world *w, ee_args *a, int bshd, int arg, int64
 
 void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
 {
-    fa_tensor *t = tensor_at(a, c->ti);
+    if (c->layout != EE_DENSE) ee_seqs_layout(w, a, c->layout);
+    if (c->op >= EE_OP_RAGGED) {
+        ee_apply_ragged(c, w, a);
+        return;
+    }
+    fa_tensor *t = ee_tensor_at(a, c->ti);
     int64_t x = c->i[0], sz;
     switch (c->op) {
-    case OP_BUSY: a->busy = 1; break;
-    case OP_NULL_TENSOR: a->null_t[c->ti] = 1; break;
-    case OP_NULL_DATA: t->data = NULL; break;
-    case OP_NULL_LSE: a->lse = NULL; break;
-    case OP_NULL_SINKS: a->p.sinks = NULL; break;
-    case OP_DATA_TOP: /* x bytes below the top of the address space */
-        set_slot(a, c->ti, (unsigned char *)(uintptr_t)(UINTPTR_MAX - (uintptr_t)(x - 1)));
+    case EE_OP_BUSY: a->busy = 1; break;
+    case EE_OP_NULL_TENSOR: a->null_t[c->ti] = 1; break;
+    case EE_OP_NULL_DATA: t->data = NULL; break;
+    case EE_OP_NULL_LSE: a->lse = NULL; break;
+    case EE_OP_NULL_SINKS: a->p.sinks = NULL; break;
+    case EE_OP_DATA_TOP: /* x bytes below the top of the address space */
+        ee_set_slot(a, c->ti, (unsigned char *)(uintptr_t)(UINTPTR_MAX - (uintptr_t)(x - 1)));
         break;
-    case OP_MISALIGN:
-        set_slot(a, c->ti, slot_first(a, c->ti) + (x == HALF_ELEM ? (int64_t)w->e / 2 : x));
+    case EE_OP_MISALIGN:
+        ee_set_slot(a, c->ti, ee_slot_first(a, c->ti) + (x == EE_HALF_ELEM ? (int64_t)w->e / 2 : x));
         break;
-    case OP_DTYPE: t->dtype = x == OTHER_DTYPE ? (w->dt == FA_F32 ? FA_F64 : FA_F32) : (fa_dtype)x; break;
-    case OP_SIZE:
+    case EE_OP_DTYPE:
+        t->dtype = x == EE_OTHER_DTYPE ? (w->dt == FA_F32 ? FA_F64 : FA_F32) : (fa_dtype)x;
+        break;
+    case EE_OP_SIZE:
         sz = *size_field(t, c->field);
-        *size_field(t, c->field) = x == PLUS_ONE ? sz + 1 : x == MINUS_ONE ? sz - 1 : x;
+        *size_field(t, c->field) = x == EE_PLUS_ONE ? sz + 1 : x == EE_MINUS_ONE ? sz - 1 : x;
         break;
-    case OP_STRIDE: *stride_field(t, c->field) = x == JUST_BELOW ? *stride_field(t, c->field) - 1 : x; break;
-    case OP_SCALE: a->p.scale = c->d; break;
-    case OP_CAUSAL: a->p.causal = (fa_causal)x; break;
-    case OP_WINDOW: *(c->field ? &a->p.window_right : &a->p.window_left) = x; break;
-    case OP_SOFTCAP: a->p.softcap = c->d; break;
-    case OP_ALIAS: {
+    case EE_OP_STRIDE:
+        *stride_field(t, c->field) = x == EE_JUST_BELOW ? *stride_field(t, c->field) - 1 : x;
+        break;
+    case EE_OP_SCALE: a->p.scale = c->d; break;
+    case EE_OP_CAUSAL: a->p.causal = (fa_causal)x; break;
+    case EE_OP_WINDOW: *(c->field ? &a->p.window_right : &a->p.window_left) = x; break;
+    case EE_OP_SOFTCAP: a->p.softcap = c->d; break;
+    case EE_OP_ALIAS: {
         int moved = c->ti, onto = c->field;
-        unsigned char *first = slot_first(a, onto);
-        int64_t e_moved = slot_elem_bytes(w, moved), e_onto = slot_elem_bytes(w, onto);
-        if (c->mode == 0) set_slot(a, moved, first); /* full */
+        unsigned char *first = ee_slot_first(a, onto);
+        int64_t e_moved = ee_slot_elem_bytes(w, moved), e_onto = ee_slot_elem_bytes(w, onto);
+        if (c->mode == 0) ee_set_slot(a, moved, first); /* full */
         if (c->mode == 1)
-            set_slot(a, moved, first - (slot_elems(a, moved) - 1) * e_moved); /* last on first */
+            ee_set_slot(a, moved, first - (ee_slot_elems(a, moved) - 1) * e_moved); /* last on first */
         if (c->mode == 2) { /* first on last; an f64 view on a float array's last element starts at the
                                double that holds it, so the case stays aligned and still overlaps */
-            int64_t at = (slot_elems(a, onto) - 1) * e_onto;
-            set_slot(a, moved, first + at / e_moved * e_moved);
+            int64_t at = (ee_slot_elems(a, onto) - 1) * e_onto;
+            ee_set_slot(a, moved, first + at / e_moved * e_moved);
         }
         break;
     }
-    case OP_ROLES:
+    case EE_OP_ROLES:
         set_role(a, c->ti, c->i[0]);
         set_role(a, c->field, c->i[1]);
         set_role(a, c->mode, c->i[2]);
         bias_follows(a);
         break;
-    case OP_PACKED: packed_views(w, c->call, a, c->mode); break;
-    case OP_HELPER:
+    case EE_OP_PACKED: packed_views(w, c->call, a, c->mode); break;
+    case EE_OP_HELPER:
         helper_views(w, a, c->ti, c->field, x);
         bias_follows(a);
         break;
@@ -417,7 +491,7 @@ int ee_names_argument(const char *diag, const char *call, const char *names)
 }
 
 /* The argument a parameter's diagnostic names by default: "q->stride_seq" names "q.stride_seq". */
-static void default_names(char *names, size_t size, const char *param)
+void ee_default_names(char *names, size_t size, const char *param)
 {
     size_t o = 0;
     for (const char *c = param; *c && o + 1 < size; c++) {
@@ -430,7 +504,7 @@ static void default_names(char *names, size_t size, const char *param)
     names[o] = '\0';
 }
 
-static ee_case *add(ee_table *t, ee_call call, const char *param, const char *value, fa_status want, int op)
+ee_case *ee_add(ee_table *t, ee_call call, const char *param, const char *value, fa_status want, int op)
 {
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 256;
@@ -440,19 +514,14 @@ static ee_case *add(ee_table *t, ee_call call, const char *param, const char *va
     ee_case *c = &t->v[t->n++];
     memset(c, 0, sizeof *c);
     c->call = call;
-    snprintf(c->param, sizeof c->param, "%s %s", call == EE_FORWARD ? "fa_forward" : "fa_backward", param);
+    snprintf(c->param, sizeof c->param, "%s %s", ee_call_name(call), param);
     snprintf(c->value, sizeof c->value, "%s", value);
     c->want = want;
     c->op = op;
     c->ti = c->field = c->mode = -1;
-    default_names(c->names, sizeof c->names, param);
+    ee_default_names(c->names, sizeof c->names, param);
     return c;
 }
-
-typedef struct {
-    const char *name;
-    int64_t x;
-} named_i64;
 
 typedef struct {
     const char *name;
@@ -462,8 +531,8 @@ typedef struct {
 static void add_params(ee_table *t, ee_call call)
 {
     static const named_f64 scale[] = {{"NaN", NAN}, {"-NaN", -NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}};
-    static const named_i64 causal[] = {{"3", 3}, {"-1", -1}, {"99", 99}, {"INT_MIN", INT_MIN}};
-    static const named_i64 window_arg[] = {{"-2", -2}, {"INT64_MIN", INT64_MIN}};
+    static const ee_named causal[] = {{"3", 3}, {"-1", -1}, {"99", 99}, {"INT_MIN", INT_MIN}};
+    static const ee_named window_arg[] = {{"-2", -2}, {"INT64_MIN", INT64_MIN}};
     static const named_f64 softcap_arg[] = {
         {"NaN", NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}, {"-1", -1.0}, {"-DBL_MIN", -DBL_MIN}};
     /* finite doubles the scores of f32 tensors cannot hold: refused for f32, valid for f64
@@ -476,28 +545,28 @@ static void add_params(ee_table *t, ee_call call)
                                             {"DBL_MIN (f32)", DBL_MIN},
                                             {"DBL_TRUE_MIN (f32)", DBL_TRUE_MIN}};
     ee_case *c;
-    add(t, call, "ctx", "a context serving another call", FA_ERR_BUSY, OP_BUSY);
+    ee_add(t, call, "ctx", "a context serving another call", FA_ERR_BUSY, EE_OP_BUSY);
     for (size_t i = 0; i < sizeof scale / sizeof *scale; i++)
-        add(t, call, "p->scale", scale[i].name, FA_ERR_ARG, OP_SCALE)->d = scale[i].x;
+        ee_add(t, call, "p->scale", scale[i].name, FA_ERR_ARG, EE_OP_SCALE)->d = scale[i].x;
     for (size_t i = 0; i < sizeof scale_f32 / sizeof *scale_f32; i++) {
-        c = add(t, call, "p->scale", scale_f32[i].name, FA_ERR_ARG, OP_SCALE);
+        c = ee_add(t, call, "p->scale", scale_f32[i].name, FA_ERR_ARG, EE_OP_SCALE);
         c->d = scale_f32[i].x;
         c->f32_only = 1;
     }
     for (size_t i = 0; i < sizeof causal / sizeof *causal; i++)
-        add(t, call, "p->causal", causal[i].name, FA_ERR_ARG, OP_CAUSAL)->i[0] = causal[i].x;
+        ee_add(t, call, "p->causal", causal[i].name, FA_ERR_ARG, EE_OP_CAUSAL)->i[0] = causal[i].x;
     for (int f = 0; f < 2; f++) {
         const char *param = f ? "p->window_right" : "p->window_left";
         for (size_t i = 0; i < sizeof window_arg / sizeof *window_arg; i++) {
-            c = add(t, call, param, window_arg[i].name, FA_ERR_ARG, OP_WINDOW);
+            c = ee_add(t, call, param, window_arg[i].name, FA_ERR_ARG, EE_OP_WINDOW);
             c->field = f;
             c->i[0] = window_arg[i].x;
         }
     }
     for (size_t i = 0; i < sizeof softcap_arg / sizeof *softcap_arg; i++)
-        add(t, call, "p->softcap", softcap_arg[i].name, FA_ERR_ARG, OP_SOFTCAP)->d = softcap_arg[i].x;
+        ee_add(t, call, "p->softcap", softcap_arg[i].name, FA_ERR_ARG, EE_OP_SOFTCAP)->d = softcap_arg[i].x;
     for (size_t i = 0; i < sizeof softcap_f32 / sizeof *softcap_f32; i++) {
-        c = add(t, call, "p->softcap", softcap_f32[i].name, FA_ERR_ARG, OP_SOFTCAP);
+        c = ee_add(t, call, "p->softcap", softcap_f32[i].name, FA_ERR_ARG, EE_OP_SOFTCAP);
         c->d = softcap_f32[i].x;
         c->f32_only = 1;
     }
@@ -510,68 +579,69 @@ static int is_output(ee_call call, int ti)
 
 static void add_tensor_fields(ee_table *t, ee_call call, int ti)
 {
-    static const named_i64 dtypes[] = {{"4", 4},
-                                       {"-1", -1},
-                                       {"99", 99},
-                                       {"the other of f32/f64", OTHER_DTYPE},
-                                       {"FA_BF16 among the others", FA_BF16}};
-    static const named_i64 sizes[] = {{"-1", -1},
-                                      {"INT64_MIN", INT64_MIN},
-                                      {"0 (others not)", 0},
-                                      {"+1 (mismatch)", PLUS_ONE},
-                                      {"INT64_MAX", INT64_MAX}};
-    static const named_i64 dims_extra[] = {{"513", 513}};
-    static const named_i64 strides[] = {{"-1", -1},
-                                        {"INT64_MIN", INT64_MIN},
-                                        {"INT64_MAX (offset overflows)", INT64_MAX},
-                                        {"INT64_MAX/2 (byte offset overflows)", INT64_MAX / 2},
-                                        {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
-    static const named_i64 out_strides[] = {{"0 (elements shared)", 0},
-                                            {"contiguous - 1 (one element shared)", JUST_BELOW}};
+    static const ee_named dtypes[] = {{"4", 4},
+                                      {"-1", -1},
+                                      {"99", 99},
+                                      {"the other of f32/f64", EE_OTHER_DTYPE},
+                                      {"FA_BF16 among the others", FA_BF16}};
+    static const ee_named sizes[] = {{"-1", -1},
+                                     {"INT64_MIN", INT64_MIN},
+                                     {"0 (others not)", 0},
+                                     {"+1 (mismatch)", EE_PLUS_ONE},
+                                     {"INT64_MAX", INT64_MAX}};
+    static const ee_named dims_extra[] = {{"513", 513}};
+    static const ee_named strides[] = {{"-1", -1},
+                                       {"INT64_MIN", INT64_MIN},
+                                       {"INT64_MAX (offset overflows)", INT64_MAX},
+                                       {"INT64_MAX/2 (byte offset overflows)", INT64_MAX / 2},
+                                       {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
+    static const ee_named out_strides[] = {{"0 (elements shared)", 0},
+                                           {"contiguous - 1 (one element shared)", EE_JUST_BELOW}};
     /* The bias's sizes are each the problem's or 1 (broadcast), and its dim is Nk: values that are
      * neither (the problem's B - 1 is 1, a valid broadcast, so batch does not get it). fa_tensor has
      * no stride for dim, so the nearest expressible "broadcast stride on the key axis" is dim = 1
      * with Nk > 1: refused, the key axis does not broadcast. */
-    static const named_i64 bias_extra[4][2] = {{{NULL, 0}, {NULL, 0}},
-                                               {{"the problem's - 1", MINUS_ONE}, {NULL, 0}},
-                                               {{"the problem's - 1", MINUS_ONE}, {NULL, 0}},
-                                               {{"Nk - 1", MINUS_ONE}, {"1 (broadcast key axis)", 1}}};
-    static const named_i64 misaligned[] = {{"1 byte past an element boundary", 1},
-                                           {"half an element past an element boundary", HALF_ELEM}};
+    static const ee_named bias_extra[4][2] = {{{NULL, 0}, {NULL, 0}},
+                                              {{"the problem's - 1", EE_MINUS_ONE}, {NULL, 0}},
+                                              {{"the problem's - 1", EE_MINUS_ONE}, {NULL, 0}},
+                                              {{"Nk - 1", EE_MINUS_ONE}, {"1 (broadcast key axis)", 1}}};
+    static const ee_named misaligned[] = {{"1 byte past an element boundary", 1},
+                                          {"half an element past an element boundary", EE_HALF_ELEM}};
     static const char *const size_name[4] = {"batch", "heads", "seq", "dim"};
     static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
     const int bias = ti == EE_BIAS;
     char param[48];
     ee_case *c;
-    if (!bias) add(t, call, slot_name[ti], "NULL", FA_ERR_NULL, OP_NULL_TENSOR)->ti = ti; /* bias NULL: off */
+    if (!bias)
+        ee_add(t, call, slot_name[ti], "NULL", FA_ERR_NULL, EE_OP_NULL_TENSOR)->ti = ti; /* bias NULL: off */
     snprintf(param, sizeof param, "%s->data", slot_name[ti]);
-    add(t, call, param, "NULL", FA_ERR_NULL, OP_NULL_DATA)->ti = ti;
-    c = add(t, call, param, "64 bytes below the top of the address space (its range wraps)", FA_ERR_STRIDE,
-            OP_DATA_TOP);
+    ee_add(t, call, param, "NULL", FA_ERR_NULL, EE_OP_NULL_DATA)->ti = ti;
+    c = ee_add(t, call, param, "64 bytes below the top of the address space (its range wraps)", FA_ERR_STRIDE,
+               EE_OP_DATA_TOP);
     c->ti = ti;
     c->i[0] = 64;
     for (size_t i = 0; bias && i < sizeof misaligned / sizeof *misaligned; i++) {
-        c = add(t, call, param, misaligned[i].name, FA_ERR_STRIDE, OP_MISALIGN);
+        c = ee_add(t, call, param, misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
         c->ti = ti;
         c->i[0] = misaligned[i].x;
     }
     snprintf(param, sizeof param, "%s->dtype", slot_name[ti]);
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++) {
-        c = add(t, call, param, dtypes[i].name, FA_ERR_DTYPE, OP_DTYPE);
+        c = ee_add(t, call, param, dtypes[i].name, FA_ERR_DTYPE, EE_OP_DTYPE);
         c->ti = ti;
         c->i[0] = dtypes[i].x;
     }
     for (int f = 0; f < 4; f++) {
         snprintf(param, sizeof param, "%s->%s", slot_name[ti], size_name[f]);
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes + (f == 3); i++) {
-            const named_i64 *v = i < sizeof sizes / sizeof *sizes ? &sizes[i] : &dims_extra[0];
-            c = add(t, call, param, v->name, FA_ERR_SHAPE, OP_SIZE);
+            const ee_named *v = i < sizeof sizes / sizeof *sizes ? &sizes[i] : &dims_extra[0];
+            c = ee_add(t, call, param, v->name, FA_ERR_SHAPE, EE_OP_SIZE);
             c->ti = ti;
             c->field = f;
             c->i[0] = v->x;
         }
         for (int i = 0; bias && i < 2 && bias_extra[f][i].name; i++) {
-            c = add(t, call, param, bias_extra[f][i].name, FA_ERR_SHAPE, OP_SIZE);
+            c = ee_add(t, call, param, bias_extra[f][i].name, FA_ERR_SHAPE, EE_OP_SIZE);
             c->ti = ti;
             c->field = f;
             c->i[0] = bias_extra[f][i].x;
@@ -581,8 +651,8 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
         snprintf(param, sizeof param, "%s->%s", slot_name[ti], stride_name[f]);
         size_t n = sizeof strides / sizeof *strides, n_out = is_output(call, ti) ? 2 : 0;
         for (size_t i = 0; i < n + n_out; i++) {
-            const named_i64 *v = i < n ? &strides[i] : &out_strides[i - n];
-            c = add(t, call, param, v->name, FA_ERR_STRIDE, OP_STRIDE);
+            const ee_named *v = i < n ? &strides[i] : &out_strides[i - n];
+            c = ee_add(t, call, param, v->name, FA_ERR_STRIDE, EE_OP_STRIDE);
             c->ti = ti;
             c->field = f;
             c->i[0] = v->x;
@@ -595,24 +665,25 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
  * NULL alibi_slopes or sinks means "off", so it is no bad value. */
 static void add_head_arrays(ee_table *t, ee_call call)
 {
-    static const named_i64 misaligned[] = {{"1 byte past a float boundary", 1},
-                                           {"2 bytes past a float boundary", 2},
-                                           {"3 bytes past a float boundary", 3}};
+    static const ee_named misaligned[] = {{"1 byte past a float boundary", 1},
+                                          {"2 bytes past a float boundary", 2},
+                                          {"3 bytes past a float boundary", 3}};
     const int arrays[3] = {EE_SLOPES, EE_SINKS, EE_DSINKS};
     ee_case *c;
     for (int a = 0; a < (call == EE_FORWARD ? 2 : 3); a++) {
         for (size_t i = 0; i < sizeof misaligned / sizeof *misaligned; i++) {
-            c = add(t, call, slot_name[arrays[a]], misaligned[i].name, FA_ERR_STRIDE, OP_MISALIGN);
+            c = ee_add(t, call, slot_name[arrays[a]], misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
             c->ti = arrays[a];
             c->i[0] = misaligned[i].x;
         }
-        c = add(t, call, slot_name[arrays[a]], "8 bytes below the top of the address space (its floats wrap)",
-                FA_ERR_STRIDE, OP_DATA_TOP);
+        c = ee_add(t, call, slot_name[arrays[a]],
+                   "8 bytes below the top of the address space (its floats wrap)", FA_ERR_STRIDE,
+                   EE_OP_DATA_TOP);
         c->ti = arrays[a];
         c->i[0] = 8;
     }
     if (call == EE_BACKWARD) {
-        c = add(t, call, "p->sinks", "NULL with p->dsinks set", FA_ERR_NULL, OP_NULL_SINKS);
+        c = ee_add(t, call, "p->sinks", "NULL with p->dsinks set", FA_ERR_NULL, EE_OP_NULL_SINKS);
         snprintf(c->names, sizeof c->names, "p.sinks p.dsinks");
     }
 }
@@ -634,10 +705,10 @@ static void add_aliases(ee_table *t, ee_call call)
             for (int m = 0; m < 3; m++) {
                 char value[64];
                 snprintf(value, sizeof value, mode_name[m], slot_name[onto]);
-                ee_case *c = add(t, call, slot_name[outs[o]], value, FA_ERR_ALIAS, OP_ALIAS);
+                ee_case *c = ee_add(t, call, slot_name[outs[o]], value, FA_ERR_ALIAS, EE_OP_ALIAS);
                 char both[64];
                 snprintf(both, sizeof both, "%s %s", slot_name[outs[o]], slot_name[onto]);
-                default_names(c->names, sizeof c->names, both);
+                ee_default_names(c->names, sizeof c->names, both);
                 c->ti = outs[o];
                 c->field = onto;
                 c->mode = m;
@@ -685,7 +756,7 @@ static void add_shared_sizes(ee_table *t, ee_call call)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char param[48];
         snprintf(param, sizeof param, "(sizes) %s", cases[i].param);
-        ee_case *c = add(t, call, param, cases[i].value, cases[i].want, OP_ROLES);
+        ee_case *c = ee_add(t, call, param, cases[i].value, cases[i].want, EE_OP_ROLES);
         /* the first role's size, as q, k or v carries it */
         static const char *const role_names[7] = {"q.batch", "q.heads", "k.heads", "q.seq",
                                                   "k.seq",   "q.dim",   "v.dim"};
@@ -708,7 +779,7 @@ static void add_packed(ee_table *t, ee_call call)
     int n = call == EE_FORWARD ? 3 : 4;
     for (int m = 1; m <= n; m++) {
         const char *value = call == EE_FORWARD ? fwd[m - 1] : bwd[m - 1];
-        ee_case *c = add(t, call, "(row-interleaved packed views)", value, FA_ERR_ALIAS, OP_PACKED);
+        ee_case *c = ee_add(t, call, "(row-interleaved packed views)", value, FA_ERR_ALIAS, EE_OP_PACKED);
         c->mode = m;
         snprintf(c->names, sizeof c->names, "%s", call == EE_FORWARD ? "out" : bwd_moved[m - 1]);
     }
@@ -750,7 +821,7 @@ static void add_helpers(ee_table *t)
             snprintf(param, sizeof param, "via fa_tensor_%s(%s)", bshd ? "bshd" : "bhsd",
                      arg_name[cases[i].arg]);
             snprintf(value, sizeof value, "%s, %s", cases[i].name, arg_role[cases[i].arg]);
-            ee_case *c = add(t, EE_FORWARD, param, value, cases[i].want, OP_HELPER);
+            ee_case *c = ee_add(t, EE_FORWARD, param, value, cases[i].want, EE_OP_HELPER);
             snprintf(c->names, sizeof c->names, "%s", arg_names[cases[i].arg]);
             c->ti = bshd;
             c->field = cases[i].arg;
@@ -765,9 +836,9 @@ void ee_build_table(ee_table *t)
     for (int call = 0; call < 2; call++) {
         add_params(t, (ee_call)call);
         for (int ti = 0; ti < (call == EE_FORWARD ? 4 : EE_NT); ti++) add_tensor_fields(t, (ee_call)call, ti);
-        if (call == EE_BACKWARD) add(t, (ee_call)call, "lse", "NULL", FA_ERR_NULL, OP_NULL_LSE);
-        c = add(t, (ee_call)call, "lse", "64 bytes below the top of the address space (its range wraps)",
-                FA_ERR_STRIDE, OP_DATA_TOP);
+        if (call == EE_BACKWARD) ee_add(t, (ee_call)call, "lse", "NULL", FA_ERR_NULL, EE_OP_NULL_LSE);
+        c = ee_add(t, (ee_call)call, "lse", "64 bytes below the top of the address space (its range wraps)",
+                   FA_ERR_STRIDE, EE_OP_DATA_TOP);
         c->ti = EE_LSE;
         c->i[0] = 64;
         add_tensor_fields(t, (ee_call)call, EE_BIAS);
@@ -777,6 +848,8 @@ void ee_build_table(ee_table *t)
         add_packed(t, (ee_call)call);
     }
     add_helpers(t);
+    ee_add_seqs_cases(t);
+    ee_add_merge_cases(t);
 }
 
 void ee_table_free(ee_table *t)

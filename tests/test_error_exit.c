@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Error exits, reference-BLAS style: every parameter of fa_forward, fa_backward,
+/* Error exits, reference-BLAS style: every parameter of fa_forward, fa_backward, fa_merge,
  * fa_context_create, fa_context_stats and the fa_tensor_* helpers, and every field of fa_tensor,
- * fa_params and fa_context_opts, gets every class of bad value that applies to it. Each call must
- * return the one status the header documents (first class in the order NULL, ARG, DTYPE, SHAPE,
- * STRIDE, ALIAS, UNSUPPORTED, BUSY), leave every byte of every tensor, of lse, of the context's
- * stats and of *ctx as it was, and leave in fa_last_error() a line that starts with the call's name
- * and names the offending argument. The table is in error_exit.c; this file runs it, adds the
- * context calls, and prints one line:
+ * fa_params, fa_seqs (with its arrays' elements) and fa_context_opts, gets every class of bad value
+ * that applies to it. Each call must return the one status the header documents (first class in
+ * the order NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY), leave every byte of every
+ * tensor, of lse, of the sequences' arrays, of the context's stats and of *ctx as it was, and leave
+ * in fa_last_error() a line that starts with the call's name and names the offending argument. The
+ * table is in error_exit.c and error_exit_ragged.c; this file runs it (a case whose bad pointer
+ * would crash a library that reads it runs in a child process, so a crash is one failed case, not
+ * the end of the table), adds the context calls, and prints one line:
  *   P parameters x V bad values: U undetected, C buffers changed, M messages not naming the argument
  * (P distinct parameters and V bad values counted from what actually ran; each value runs on f32
  * and f64, or on f32 alone when it is valid for f64, with an own context and with ctx = NULL).
@@ -16,9 +18,12 @@
 #include <criterion/logging.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "error_exit.h"
 #include "util.h"
@@ -61,7 +66,57 @@ static int stats_equal(const fa_stats *a, const fa_stats *b)
            a->scratch_capacity == b->scratch_capacity && a->scratch_peak == b->scratch_peak;
 }
 
-/* ---- fa_forward and fa_backward ------------------------------------------------------------ */
+/* ---- fa_forward, fa_backward and fa_merge ------------------------------------------------- */
+
+/* What one call did. */
+typedef struct {
+    int st;       /* its status; -2 when it did not return (crashed: signal in crash) */
+    int crash;    /* the signal that ended the child, or 0 (an exit without an outcome: -1) */
+    int pool_ok;  /* no byte of the pool changed */
+    int stats_ok; /* the context's stats did not change */
+    char diag[256];
+} ee_outcome;
+
+static void call_and_look(ee_world *wd, const ee_case *c, ee_args *a, ee_outcome *o)
+{
+    fa_stats before, after;
+    cr_assert_eq(fa_context_stats(wd->ctx, &before), FA_OK);
+    o->st = ee_call_run(c->call, a);
+    snprintf(o->diag, sizeof o->diag, "%s", fa_last_error());
+    cr_assert_eq(fa_context_stats(wd->ctx, &after), FA_OK);
+    o->pool_ok = ee_world_unchanged(wd);
+    o->stats_ok = stats_equal(&before, &after);
+}
+
+/* The call in a child process, its outcome sent back through a pipe. */
+static void call_isolated(ee_world *wd, const ee_case *c, ee_args *a, ee_outcome *o)
+{
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        ee_outcome mine;
+        memset(&mine, 0, sizeof mine);
+        call_and_look(wd, c, a, &mine);
+        ssize_t put = write(fd[1], &mine, sizeof mine);
+        _exit(put == (ssize_t)sizeof mine ? 0 : 1);
+    }
+    close(fd[1]);
+    memset(o, 0, sizeof *o);
+    ssize_t got = read(fd[0], o, sizeof *o);
+    close(fd[0]);
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    if (got != (ssize_t)sizeof *o) {
+        o->st = -2;
+        o->crash = WIFSIGNALED(status) ? WTERMSIG(status) : -1;
+        o->pool_ok = o->stats_ok = 1; /* nothing to say of a process that is gone */
+        snprintf(o->diag, sizeof o->diag, "(none: the call did not return)");
+    }
+}
 
 static void run_call_table(ee_tally *tally, uint64_t seed)
 {
@@ -81,45 +136,54 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                 ee_apply(c, wd, &a);
                 if (a.busy && use_null) continue; /* only an own context can be busy */
                 if (use_null) a.ctx = NULL;
-                fa_stats before, after;
-                cr_assert_eq(fa_context_stats(wd->ctx, &before), FA_OK);
-                fa_status st = ee_call_run(c->call, &a);
-                char diag[256];
-                snprintf(diag, sizeof diag, "%s", fa_last_error());
-                cr_assert_eq(fa_context_stats(wd->ctx, &after), FA_OK);
+                ee_world_arm(wd); /* the pool as the case left it (the arrays of its sequences) */
+                ee_outcome o;
+                if (c->isolate)
+                    call_isolated(wd, c, &a, &o);
+                else
+                    call_and_look(wd, c, &a, &o);
                 const char *how = dt ? (use_null ? "f64, ctx NULL" : "f64, own ctx")
                                      : (use_null ? "f32, ctx NULL" : "f32, own ctx");
-                if (st != c->want || a.helper_broken) {
+                if (o.st == -2) {
+                    undetected = 1;
+                    cr_expect_fail(
+                        "%s = %s [%s], seed %llu: the call did not return (%s %d), documented %d (%s)",
+                        c->param, c->value, how, (unsigned long long)wd->seed,
+                        o.crash > 0 ? "signal" : "exit without an outcome", o.crash, c->want,
+                        fa_status_str(c->want));
+                } else if (o.st != (int)c->want || a.helper_broken) {
                     undetected = 1;
                     cr_expect_fail("%s = %s [%s], seed %llu: status %d (%s), documented %d (%s)%s", c->param,
-                                   c->value, how, (unsigned long long)wd->seed, st, fa_status_str(st),
-                                   c->want, fa_status_str(c->want),
+                                   c->value, how, (unsigned long long)wd->seed, o.st,
+                                   fa_status_str((fa_status)o.st), c->want, fa_status_str(c->want),
                                    a.helper_broken ? "; the helper's view has no negative stride" : "");
                 }
-                const char *call_name = c->call == EE_FORWARD ? "fa_forward" : "fa_backward";
-                if (!ee_names_argument(diag, call_name, c->names)) {
+                const char *call_name = ee_call_name(c->call);
+                if (o.st != -2 && !ee_names_argument(o.diag, call_name, c->names)) {
                     unnamed = 1;
                     cr_expect_fail("%s = %s [%s]: fa_last_error() is \"%s\", which does not start with "
                                    "\"%s: \" and name %s",
-                                   c->param, c->value, how, diag, call_name, c->names);
+                                   c->param, c->value, how, o.diag, call_name, c->names);
                 }
-                int pool_ok = ee_world_unchanged(wd), stats_ok = stats_equal(&before, &after);
-                if (!pool_ok || !stats_ok) {
+                if (!o.pool_ok || !o.stats_ok) {
                     changed = 1;
                     cr_expect_fail("%s = %s [%s], seed %llu: status %d, and %s changed", c->param, c->value,
-                                   how, (unsigned long long)wd->seed, st,
-                                   !pool_ok ? "a byte of the tensors or lse" : "the context's stats");
-                    ee_world_restore(wd);
+                                   how, (unsigned long long)wd->seed, o.st,
+                                   !o.pool_ok ? "a byte of the tensors, lse or arrays"
+                                              : "the context's stats");
                 }
+                ee_world_restore(wd);
             }
         ee_tally_add(tally, c->param, undetected, changed, unnamed);
     }
     /* The contexts still serve valid calls after all those refusals. */
     for (int dt = 0; dt < 2; dt++) {
-        for (int call = 0; call < 2; call++) {
+        for (int call = 0; call < 3; call++) {
             ee_args a;
             ee_valid_args(&w[dt], &a);
-            cr_expect_eq(ee_call_run((ee_call)call, &a), FA_OK, "a valid call after the bad ones");
+            cr_expect_eq(ee_call_run((ee_call)call, &a), FA_OK, "a valid %s after the bad ones",
+                         ee_call_name((ee_call)call));
+            ee_world_restore(&w[dt]);
         }
         ee_world_free(&w[dt]);
     }
