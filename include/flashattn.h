@@ -70,7 +70,7 @@ extern "C" {
 #endif
 
 #define FLASHATTN_VERSION_MAJOR 0
-#define FLASHATTN_VERSION_MINOR 2
+#define FLASHATTN_VERSION_MINOR 3
 #define FLASHATTN_VERSION_PATCH 0
 /** The version as one number for #if checks: MAJOR·10000 + MINOR·100 + PATCH (0.1.0 is 100). */
 #define FLASHATTN_VERSION \
@@ -226,7 +226,7 @@ typedef struct {
  * ## Score modifiers
  * For query row i and key j (0-based) of batch b and query head h, with the diagonal offset
  * d0 = 0 under FA_CAUSAL_TOP_LEFT and d0 = Nk - Nq otherwise (the bottom-right convention, also
- * for windows without a causal mask), the score is built in this order:
+ * for windows without a causal mask), plus diagonal_shift, the score is built in this order:
  *   1. s = scale · q_i·k_j
  *   2. softcap > 0:      s = softcap · tanh(s / softcap)           (Gemma 2: after the scale)
  *   3. alibi_slopes:     s = s - alibi_slopes[h] · |i + d0 - j|
@@ -265,9 +265,18 @@ typedef struct {
     /** NULL = every tensor is a dense batch, as described at fa_forward; otherwise the sequences of
      *  the batch (see fa_seqs). */
     const fa_seqs *seqs;
+    /** Added to the diagonal offset d0 (0 by default): for a block of a longer sequence whose
+     *  query rows start at global position a and key rows at position b, FA_CAUSAL_TOP_LEFT with
+     *  diagonal_shift = a - b gives the causal mask, windows and ALiBi distances of the global
+     *  positions (ring attention, chunked prefill). With seqs it applies to every sequence.
+     *  |diagonal_shift| <= FA_MAX_DIAGONAL_SHIFT, else FA_ERR_ARG. */
+    int64_t diagonal_shift;
 } fa_params;
 
-/** scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no bias, no sinks. */
+/** The largest |fa_params.diagonal_shift|: 2^52, so that every distance stays exact in a double. */
+#define FA_MAX_DIAGONAL_SHIFT ((int64_t)1 << 52)
+
+/** scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no bias, no sinks, no shift. */
 FA_API fa_params fa_params_default(void);
 
 /** Thread placement. */

@@ -26,9 +26,9 @@ typedef struct {
     fa_view dout, dq, dk, dv;
     double scale;
     fa_causal causal;
-    /* Score modifiers (flashattn.h, fa_params). diag_offset is d0: key j is on row i's diagonal
-     * when j = i + d0. */
-    int64_t diag_offset;
+    /* Score modifiers (flashattn.h, fa_params). diag_offset is d0 (with fa_params.diagonal_shift,
+     * diag_shift, added): key j is on row i's diagonal when j = i + d0. */
+    int64_t diag_offset, diag_shift;
     int64_t window_left, window_right; /* -1: unbounded */
     double softcap;                    /* 0: off */
     const float *alibi_slopes;         /* NULL: off; one per query head */

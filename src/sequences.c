@@ -50,7 +50,7 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
         one->dv = view_from(&p->dv, elem, k_batch, k_row);
     }
     if (s && s->seqused_k) one->kv_len = s->seqused_k[b];
-    one->diag_offset = p->causal == FA_CAUSAL_TOP_LEFT ? 0 : one->kv_len - one->q_len;
+    one->diag_offset = (p->causal == FA_CAUSAL_TOP_LEFT ? 0 : one->kv_len - one->q_len) + p->diag_shift;
     /* a per-sequence bias is refused with seqs (validate.c); without seqs the bias is batch b's */
     if (!s && p->bias.data) one->bias.data = fa_view_at(&p->bias, elem, b, 0, 0);
 }

@@ -33,6 +33,10 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
     if (p->window_right < -1)
         return fa_diag_fail(FA_ERR_ARG, call, "p.window_right = %lld: expected -1 (unbounded) or >= 0",
                             (long long)p->window_right);
+    if (p->diagonal_shift < -FA_MAX_DIAGONAL_SHIFT || p->diagonal_shift > FA_MAX_DIAGONAL_SHIFT)
+        return fa_diag_fail(FA_ERR_ARG, call,
+                            "p.diagonal_shift = %lld: expected |diagonal_shift| <= FA_MAX_DIAGONAL_SHIFT (2^52)",
+                            (long long)p->diagonal_shift);
     if (!(p->softcap >= 0.0) || !isfinite(p->softcap))
         return fa_diag_fail(FA_ERR_ARG, call, "p.softcap = %g: expected 0 (off) or a finite positive value",
                             p->softcap);
@@ -192,7 +196,8 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->dout = prob->dq = prob->dk = prob->dv = view_of(NULL);
     prob->scale = params->scale != 0.0 ? params->scale : 1.0 / sqrt((double)q->dim);
     prob->causal = params->causal;
-    prob->diag_offset = params->causal == FA_CAUSAL_TOP_LEFT ? 0 : k->seq - q->seq;
+    prob->diag_shift = params->diagonal_shift;
+    prob->diag_offset = (params->causal == FA_CAUSAL_TOP_LEFT ? 0 : k->seq - q->seq) + prob->diag_shift;
     prob->window_left = params->window_left;
     prob->window_right = params->window_right;
     prob->softcap = params->softcap;

@@ -27,19 +27,21 @@ int ref_visible(fa_causal c, int64_t nq, int64_t nk, int64_t i, int64_t j)
     }
 }
 
-/* d0: the key on row i's diagonal is i + d0. */
+/* d0: the key on row i's diagonal is i + d0 (the alignment's offset plus diagonal_shift). */
 static int64_t diag_offset(const fa_params *p, int64_t nq, int64_t nk)
 {
-    return (p && p->causal == FA_CAUSAL_TOP_LEFT) ? 0 : nk - nq;
+    if (!p) return nk - nq;
+    return (p->causal == FA_CAUSAL_TOP_LEFT ? 0 : nk - nq) + p->diagonal_shift;
 }
 
 int ref_sees(const fa_params *p, int64_t nq, int64_t nk, int64_t i, int64_t j)
 {
-    if (!ref_visible(p ? p->causal : FA_CAUSAL_NONE, nq, nk, i, j)) return 0;
     if (!p) return 1;
-    /* j >= diag - window_left and j <= diag + window_right, written as distances from the diagonal
-     * (within ±(Nq + Nk)), so that no window, up to INT64_MAX, overflows */
+    /* j <= diag under a causal mask, j >= diag - window_left and j <= diag + window_right, written
+     * as distances from the diagonal (within ±(Nq + Nk + 2^52)), so that no window, up to
+     * INT64_MAX, overflows */
     int64_t diag = i + diag_offset(p, nq, nk);
+    if (p->causal != FA_CAUSAL_NONE && j > diag) return 0;
     if (p->window_left >= 0 && diag - j > p->window_left) return 0;
     if (p->window_right >= 0 && j - diag > p->window_right) return 0;
     return 1;
