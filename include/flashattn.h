@@ -126,7 +126,7 @@ typedef enum {
     FA_ERR_NOMEM = 7,       /**< scratch memory could not be allocated; the context stays usable */
     FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this version, or not on this CPU (e.g. FA_BF16) */
     FA_ERR_BUSY = 9,        /**< the context is serving another call */
-    FA_ERR_RUNTIME = 10     /**< the threading or topology runtime failed */
+    FA_ERR_RUNTIME = 10     /**< the threading, topology or MPI runtime failed */
 } fa_status;
 
 /** A short English description of s. Never NULL, also for values not in fa_status. */
@@ -448,6 +448,19 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
 FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
                              const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv);
+
+/**
+ * The status fa_forward (fa_backward) would return for these arguments, and the same fa_last_error
+ * message (naming fa_forward_check, fa_backward_check), with nothing computed, allocated or
+ * written: every refusal of bad input listed above, or FA_OK when the call would run. They cannot
+ * foresee FA_ERR_NOMEM or FA_ERR_BUSY. For callers that must agree on validity before any work
+ * starts: the ranks of a collective call (flashattn_mpi), a batch job checking its setup.
+ */
+FA_API fa_status fa_forward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                                  const fa_tensor *out, const void *lse);
+FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                                   const fa_tensor *out, const fa_tensor *dout, const void *lse,
+                                   const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv);
 
 /**
  * Combines partial attention results over disjoint sets of keys into the result over their union:

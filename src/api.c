@@ -118,6 +118,25 @@ fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, c
     return fa_diag_finish(st, call);
 }
 
+fa_status fa_forward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                           const fa_tensor *out, const void *lse)
+{
+    static const char call[] = "fa_forward_check";
+    fa_diag_clear();
+    fa_problem prob;
+    return fa_diag_finish(fa_validate_forward(call, p, q, k, v, out, lse, &prob), call);
+}
+
+fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                            const fa_tensor *out, const fa_tensor *dout, const void *lse, const fa_tensor *dq,
+                            const fa_tensor *dk, const fa_tensor *dv)
+{
+    static const char call[] = "fa_backward_check";
+    fa_diag_clear();
+    fa_problem prob;
+    return fa_diag_finish(fa_validate_backward(call, p, q, k, v, out, dout, lse, dq, dk, dv, &prob), call);
+}
+
 fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses,
                    const fa_tensor *out, void *lse)
 {

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * flashattn_mpi: sequence-parallel (ring) attention over MPI, forward and backward.
+ *
+ * One self-attention sequence of N positions is split across the P ranks of a communicator. Every
+ * rank passes its local shard of q, k and v (the same batch, heads and head dims on every rank);
+ * the key/value shards travel around the ring of ranks while each rank attends its queries to them,
+ * and the partial results merge through their log-sum-exp (fa_merge's arithmetic). Link with
+ * libflashattn_mpi and libflashattn and an MPI-3 library: CMake `flashattn::mpi`, pkg-config
+ * `flashattn-mpi`.
+ *
+ * Layouts (positions of the local rows):
+ * - FA_MPI_CONTIGUOUS: rank r holds a contiguous run of positions, the runs in rank order; the
+ *   lengths may differ between ranks (0 included).
+ * - FA_MPI_ZIGZAG: for causal load balance the sequence is cut into 2P chunks of N/(2P) positions
+ *   and rank r holds chunks r and 2P-1-r, in that order (every rank's shard length must be the
+ *   same even number, 2·N/(2P); otherwise FA_ERR_SHAPE on every rank).
+ *
+ * Semantics: those of one fa_forward / fa_backward over the whole sequence (q, k, v of N rows):
+ * causal masks (both alignments coincide, Nq = Nk), windows, ALiBi and p->diagonal_shift on the
+ * global positions; a bias (p->bias) holds the rows of the rank's own queries against the global
+ * key axis, [B][Hq][local Nq][N] (or broadcast over batch, heads or rows: seq 1); sinks and GQA as
+ * in fa_forward. p->seqs is not supported (FA_ERR_UNSUPPORTED). Key shards that no local query can
+ * see (under a causal mask or a window) are neither computed nor merged; their bytes still pass
+ * through the rank on their way around the ring.
+ *
+ * Collective: every rank of comm must call with the same layout and params (the same values; the
+ * pointers are each rank's own), and every rank returns the same status. The ranks agree on
+ * validity before any data moves: if one rank's arguments are bad, all return an error (the
+ * worst status over the ranks; fa_last_error() on the rank at fault names the argument, on the
+ * others the rank at fault), no rank writes an output, and none hangs. Outputs are written only
+ * after all ranks finished their computation (a rank that runs out of memory makes every rank
+ * return FA_ERR_NOMEM with nothing written).
+ *
+ * Deterministic: for a given P and layout, every output's bytes are the same on every run and at
+ * every thread count: partial results merge in ring order (shard r, r-1, ..., r+1 mod P at rank r),
+ * a fixed function of the rank, never in arrival order; gradient contributions are summed in the
+ * same fixed order.
+ *
+ * Communication: non-blocking sends and receives of the next shard while the current one is
+ * computed, double-buffered. The buffers are cached on the communicator (an MPI attribute), grown
+ * only when a call needs more, and freed with the communicator (MPI_Comm_free) or at MPI_Finalize
+ * for MPI_COMM_WORLD. A call is not thread-safe with another call on the same communicator (as
+ * with any MPI collective).
+ *
+ * Memory per rank, beyond the context's (see flashattn.h): the double-buffered K/V shards of the
+ * largest rank (2·B·Hkv·n_max·(D + Dv) elements), and B·Hq·n_local·(Dv + 1) elements of running
+ * results, times 3 (forward); the backward adds travelling dK/dV accumulators (2·B·Hkv·n_max·(D + Dv))
+ * and per-block gradient buffers.
+ */
+#ifndef FLASHATTN_MPI_H
+#define FLASHATTN_MPI_H
+
+#include <mpi.h>
+
+#include "flashattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    FA_MPI_CONTIGUOUS = 0, /**< rank r holds a contiguous run of positions, the runs in rank order */
+    FA_MPI_ZIGZAG = 1      /**< rank r holds chunks r and 2P-1-r of 2P equal chunks (causal load balance) */
+} fa_mpi_layout;
+
+/**
+ * Forward over the global sequence: out and lse (NULL allowed) receive the rows of the local
+ * queries, exactly as the rows of one fa_forward over the whole sequence up to rounding (the merge
+ * of P partial results). q is [B][Hq][n_r][D], k [B][Hkv][n_r][D], v [B][Hkv][n_r][Dv], out
+ * [B][Hq][n_r][Dv], lse [B][Hq][n_r] of the accumulation type, on rank r; refusals as fa_forward's
+ * (checked on each rank's shard), plus: an invalid comm or layout (FA_ERR_ARG), batch, heads, head
+ * dims or dtype differing between ranks (FA_ERR_SHAPE / FA_ERR_DTYPE), a ZIGZAG shard length that
+ * is not the same even number on every rank or a local Nq != Nk (FA_ERR_SHAPE), a bias whose key
+ * axis is not N (FA_ERR_SHAPE), p->seqs (FA_ERR_UNSUPPORTED), an MPI error (FA_ERR_RUNTIME).
+ */
+FA_API fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
+                                const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
+                                void *lse);
+
+/**
+ * Backward over the global sequence: dq, dk and dv receive the gradients of the local shard, out
+ * and lse being fa_mpi_forward's (lse required). The K/V shards travel the ring again with their
+ * dK/dV accumulators, which end on their own rank; every gradient is summed in the fixed ring
+ * order. With p->dsinks, every rank receives the sinks' gradient over the whole sequence (the
+ * ranks' sums added in rank order). Refusals as fa_backward's and fa_mpi_forward's.
+ */
+FA_API fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
+                                 const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
+                                 const fa_tensor *dout, const void *lse, const fa_tensor *dq, const fa_tensor *dk,
+                                 const fa_tensor *dv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHATTN_MPI_H */
