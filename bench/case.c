@@ -17,6 +17,7 @@
 #include "modifiers.h"
 #include "problem.h"
 #include "progress.h"
+#include "ragged_case.h"
 #include "report.h"
 #include "timing.h"
 #include "verify.h"
@@ -320,6 +321,8 @@ static void keep_faster(bench_row *rows, int n, const bench_row *earlier, int n_
 int bench_run_case(const bench_options *o, int index, int round, const bench_identity *id, bench_machine *m,
                    const bench_case_result *reference, bench_case_result *r)
 {
+    if (o->cases[index].shape.ragged.kind != BENCH_RAGGED_NONE)
+        return bench_run_ragged_case(o, index, round, id, m, r);
     // The rows of earlier rounds, before r is rebuilt for this one.
     int n_earlier = round > 0 ? r->n_rows : 0;
     bench_row *earlier = NULL;

@@ -133,7 +133,40 @@ static value vbool(int b)
     X("reference_case", vnum(info->reference >= 0 ? (double)info->reference : NAN))                          \
     X("reference_gflops", vnum(row->reference_gflops))                                                       \
     X("pct_of_reference", vnum(row->pct_of_reference))                                                       \
-    X("rounds", vint(info->opt->rounds))
+    X("rounds", vint(info->opt->rounds))                                                                     \
+    X("ragged", vstr(bench_ragged_name(s->ragged.kind)))                                                     \
+    X("seqs", vnum(RAGGED(s->ragged.count)))                                                                 \
+    X("len_lo", vnum(RAGGED(s->ragged.lo)))                                                                  \
+    X("len_hi", vnum(RAGGED(s->ragged.hi)))                                                                  \
+    X("len_total", vnum(RAGGED(info->ragged.total)))                                                         \
+    X("len_min", vnum(RAGGED(info->ragged.min)))                                                             \
+    X("len_mean", vnum(RAGGED(info->ragged.mean)))                                                           \
+    X("len_max", vnum(RAGGED(info->ragged.max)))                                                             \
+    X("l_eq", vnum(VARLEN(info->ragged.l_eq)))                                                               \
+    X("equal_flop", vnum(VARLEN(info->ragged.equal_flops)))                                                  \
+    X("equal_min_s", vnum(row->ragged.equal.min_s))                                                          \
+    X("equal_gflops", vnum(row->ragged.equal_gflops))                                                        \
+    X("loop_min_s", vnum(row->ragged.loop.min_s))                                                            \
+    X("loop_gflops", vnum(row->ragged.loop_gflops))                                                          \
+    X("varlen_vs_equal", vnum(row->ragged.vs_equal))                                                         \
+    X("varlen_vs_loop", vnum(row->ragged.vs_loop))                                                           \
+    X("loop_seqs_bitwise", vnum(VARLEN(row->ragged.seqs_bitwise)))                                           \
+    X("loop_seqs_other_blocks", vnum(VARLEN(row->ragged.seqs_other_blocks)))                                 \
+    X("loop_seqs_may_split", vnum(VARLEN(row->ragged.seqs_may_split)))                                       \
+    X("err_loop", vnum(VARLEN(row->ragged.err_loop)))                                                        \
+    X("page_size", vnum(DECODE(s->ragged.page_size)))                                                        \
+    X("kv_capacity", vnum(DECODE(info->ragged.capacity)))                                                    \
+    X("num_pages", vnum(DECODE(info->ragged.num_pages)))                                                     \
+    X("contiguous_min_s", vnum(row->ragged.contiguous.min_s))                                                \
+    X("contiguous_kv_gbps", vnum(row->ragged.contiguous_kv_gbps))                                            \
+    X("contiguous_pct_read_bw", vnum(row->ragged.contiguous_pct_read_bw))                                    \
+    X("paged_over_contiguous", vnum(row->ragged.paged_over_contiguous))
+
+// A ragged case's figure (of any kind, of --varlen's, of --decode-batch's) as a double; NAN (an empty
+// field, null in JSON) for the other rows.
+#define RAGGED(x) (s->ragged.kind != BENCH_RAGGED_NONE ? (double)(x) : NAN)
+#define VARLEN(x) (s->ragged.kind == BENCH_RAGGED_VARLEN ? (double)(x) : NAN)
+#define DECODE(x) (s->ragged.kind == BENCH_RAGGED_DECODE ? (double)(x) : NAN)
 
 #define COLUMN_NAME(name, expr)  name,
 #define COLUMN_VALUE(name, expr) expr,

@@ -78,6 +78,40 @@ static const char help_text[] =
     "  from the header's definition (tests/reference.c), so the check before timing covers them.\n"
     "  The BLAS baseline does not run for cases with a modifier.\n"
     "\n"
+    "ragged batches (fa_params.seqs; flashattn.h, fa_seqs; forward only, no --bias):\n"
+    "  --varlen N:LO-HI   N packed prompts whose lengths are drawn uniformly from LO..HI (N:L: all L)\n"
+    "                     with --seed; q, k, v and out are [total][H][D] memory (--layout bhsd:\n"
+    "                     [H][total][D]), cu_seqlens_q = cu_seqlens_k. Each thread count (and round)\n"
+    "                     times, in turn, on one context: (a) the packed call; (b) one dense call of\n"
+    "                     B = N sequences of one length L_eq with the same work: the L whose N*V(L)\n"
+    "                     is nearest the sum of V(L_b), V(L) the visible pairs of one head of L\n"
+    "                     tokens (L(L+1)/2 causal, L^2 without a mask, so about sqrt(mean L_b^2));\n"
+    "                     (c) one dense fa_forward per sequence, on views of (a)'s buffers. GFLOP/s\n"
+    "                     count each call's visible pairs (for a and c the real tokens', causal-\n"
+    "                     aware); the rows give a/b and a/c, and the issue's targets follow the table\n"
+    "                     (a/b >= 0.90; a/c >= 1.5 at 2 threads)\n"
+    "  --decode-batch N:LO-HI\n"
+    "                     one decode step (Nq = 1) of N sequences whose caches hold LO..HI keys\n"
+    "                     (drawn with --seed): a contiguous cache [N][cap][Hkv][D] (cap = the\n"
+    "                     longest; bhsd: [N][Hkv][cap][D]) with seqused_k = those lengths and, with\n"
+    "                     --page-size, a pool [pages][P][Hkv][D] of the same keys whose pages are\n"
+    "                     handed out in a shuffled order (block_table), timed in turn. KV GB/s =\n"
+    "                     the K and V bytes of the keys the queries see (all keys in use without a\n"
+    "                     window), sum_b used_b*Hkv*(D+Dv)*sizeof(dtype), / min time; %% bw = that /\n"
+    "                     the read-bandwidth probe; p/c = paged / contiguous min time. Targets after\n"
+    "                     the table: paged (contiguous without pages) >= 60%% of the probe, p/c <= 1.10\n"
+    "  --page-size P      keys per page of --decode-batch's pool; 0 = the contiguous cache only\n"
+    "                     (default 0)\n"
+    "  With either, the layout is bshd unless --layout says otherwise, and --b, --nq and --nk do\n"
+    "  not apply. Checks before timing, each failure exits 1: the packed (contiguous) rows against\n"
+    "  the float64 oracle run on each sequence alone, as are (c)'s; (c)'s rows bitwise equal to\n"
+    "  (a)'s for each sequence whose dense call took (a)'s block sizes and cannot split its keys,\n"
+    "  the others within the tolerance below (a context picks a call's blocks from its shape: a\n"
+    "  short sequence alone may get smaller query blocks; a dense call with fewer than 128 query\n"
+    "  items and >= 4*block_k keys may split them); the paged out and lse bitwise equal to the\n"
+    "  contiguous ones; no NaN left in any output (keys beyond seqused_k and unused page rows are\n"
+    "  NaN, so a read of them shows).\n"
+    "\n"
     "execution:\n"
     "  --threads LIST     comma-separated thread counts, e.g. 1,2,4 (default: 1 and omp_get_max_threads())\n"
     "  --bind P           auto | none | core | spread (default auto)\n"
@@ -169,7 +203,14 @@ static const char help_text[] =
     "this process may use, as the library counts them), allowed_cpus (logical CPUs in its affinity\n"
     "mask), compiler, build_type, git_revision (git describe of the source at build time, -dirty\n"
     "with local changes, unknown outside a git checkout), run_utc (start of the run, ISO 8601), and\n"
-    "blas_warning. library_version and isa (the kernel table in use) are earlier columns.\n"
+    "blas_warning. library_version and isa (the kernel table in use) are earlier columns. Rows of\n"
+    "--varlen and --decode-batch: b is the number of sequences, nq and nk the longest (decode: nq 1,\n"
+    "nk the cache capacity); flop, min_s, gflops, kv_bytes and kv_gbps are the packed (paged) call's;\n"
+    "then ragged (varlen or decode), seqs, len_lo, len_hi, len_total, len_min, len_mean, len_max, and\n"
+    "for varlen l_eq, equal_flop, equal_min_s, equal_gflops, loop_min_s, loop_gflops, varlen_vs_equal,\n"
+    "varlen_vs_loop, loop_seqs_bitwise, loop_seqs_other_blocks, loop_seqs_may_split, err_loop, for\n"
+    "decode page_size, kv_capacity, num_pages, contiguous_min_s, contiguous_kv_gbps,\n"
+    "contiguous_pct_read_bw, paged_over_contiguous (empty where they do not apply).\n"
     "\n"
     "Exit status: 0 success, 1 verification or library failure (no speed is reported), 2 bad arguments.\n";
 
@@ -210,6 +251,9 @@ enum {
     OPT_BIAS,
     OPT_SINKS,
     OPT_ROUNDS,
+    OPT_VARLEN,
+    OPT_DECODE_BATCH,
+    OPT_PAGE_SIZE,
 };
 
 static const struct option long_options[] = {
@@ -249,6 +293,9 @@ static const struct option long_options[] = {
     {"bias", required_argument, NULL, OPT_BIAS},
     {"sinks", no_argument, NULL, OPT_SINKS},
     {"rounds", required_argument, NULL, OPT_ROUNDS},
+    {"varlen", required_argument, NULL, OPT_VARLEN},
+    {"decode-batch", required_argument, NULL, OPT_DECODE_BATCH},
+    {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -322,6 +369,10 @@ const char *bench_blas_mode_name(bench_blas_mode m)
 const char *bench_bias_name(bench_bias_kind k)
 {
     return name_of(bias_names, (int)k);
+}
+const char *bench_ragged_name(bench_ragged_kind k)
+{
+    return k == BENCH_RAGGED_VARLEN ? "varlen" : k == BENCH_RAGGED_DECODE ? "decode" : "";
 }
 
 // Every parse helper prints its own message and returns -1, so the caller only propagates failure.
@@ -415,6 +466,39 @@ static int parse_window(const char *arg, bench_mods *m)
     return 0;
 }
 
+// "N:LO-HI" or "N:L": N sequences (1..65536) of lengths drawn from LO..HI, 1 <= LO <= HI < 2^31.
+static int parse_ragged(const char *opt, const char *arg, bench_ragged_kind kind, bench_ragged *r)
+{
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(arg, &end, 10), lo = -1, hi = -1;
+    int ok = end != arg && *end == ':' && errno != ERANGE && n >= 1 && n <= 65536;
+    if (ok) {
+        const char *p = end + 1;
+        lo = strtoll(p, &end, 10);
+        ok = end != p && errno != ERANGE && (*end == '-' || *end == '\0');
+        hi = lo;
+        if (ok && *end == '-') {
+            p = end + 1;
+            hi = strtoll(p, &end, 10);
+            ok = end != p && *end == '\0' && errno != ERANGE;
+        }
+        ok = ok && lo >= 1 && lo <= hi && hi <= INT32_MAX;
+    }
+    if (!ok) {
+        fprintf(stderr,
+                "fa-bench: --%s: '%s' is not N:LO-HI (or N:L), N sequences in 1..65536 of lengths "
+                "1 <= LO <= HI <= %d\n",
+                opt, arg, INT32_MAX);
+        return -1;
+    }
+    r->kind = kind;
+    r->count = (int64_t)n;
+    r->lo = (int64_t)lo;
+    r->hi = (int64_t)hi;
+    return 0;
+}
+
 static int parse_seed(const char *arg, uint64_t *out)
 {
     char *end = NULL;
@@ -472,6 +556,8 @@ enum {
     SET_ALIBI = 1 << 14,
     SET_BIAS = 1 << 15,
     SET_SINKS = 1 << 16,
+    SET_RAGGED = 1 << 17,
+    SET_PAGE_SIZE = 1 << 18,
 };
 
 static unsigned field_set_by(int option)
@@ -495,6 +581,9 @@ static unsigned field_set_by(int option)
     case OPT_ALIBI: return SET_ALIBI;
     case OPT_BIAS: return SET_BIAS;
     case OPT_SINKS: return SET_SINKS;
+    case OPT_VARLEN:
+    case OPT_DECODE_BATCH: return SET_RAGGED;
+    case OPT_PAGE_SIZE: return SET_PAGE_SIZE;
     default: return 0;
     }
 }
@@ -549,6 +638,50 @@ static void apply_overrides(bench_case *to, const bench_case *from, unsigned set
     if (set & SET_ALIBI) t->mods.alibi = f->mods.alibi;
     if (set & SET_BIAS) t->mods.bias = f->mods.bias;
     if (set & SET_SINKS) t->mods.sinks = f->mods.sinks;
+    if (set & SET_RAGGED) {
+        t->ragged.kind = f->ragged.kind;
+        t->ragged.count = f->ragged.count;
+        t->ragged.lo = f->ragged.lo;
+        t->ragged.hi = f->ragged.hi;
+    }
+    if (set & SET_PAGE_SIZE) t->ragged.page_size = f->ragged.page_size;
+}
+
+// A ragged case's fixed fields and the options that do not apply to it. Returns 0, or -1 after a
+// message.
+static int finish_ragged(bench_case *c, unsigned set)
+{
+    bench_shape *s = &c->shape;
+    bench_ragged *r = &s->ragged;
+    if (r->kind == BENCH_RAGGED_NONE) {
+        if (r->page_size != 0) {
+            fprintf(stderr, "fa-bench: --page-size applies to --decode-batch only\n");
+            return -1;
+        }
+        return 0;
+    }
+    const char *opt = r->kind == BENCH_RAGGED_VARLEN ? "--varlen" : "--decode-batch";
+    if (set & (SET_B | SET_NQ | SET_NK)) {
+        fprintf(stderr, "fa-bench: --b, --nq and --nk do not apply to %s: its SPEC gives the lengths\n", opt);
+        return -1;
+    }
+    if (r->page_size != 0 && r->kind != BENCH_RAGGED_DECODE) {
+        fprintf(stderr, "fa-bench: --page-size applies to --decode-batch only\n");
+        return -1;
+    }
+    if (c->pass != BENCH_PASS_FWD) {
+        fprintf(stderr, "fa-bench: %s times the forward only (--pass fwd)\n", opt);
+        return -1;
+    }
+    if (s->mods.bias != BENCH_BIAS_NONE) {
+        fprintf(stderr, "fa-bench: %s: the library has no per-sequence bias (--bias none)\n", opt);
+        return -1;
+    }
+    s->b = r->count;
+    s->nq = r->kind == BENCH_RAGGED_VARLEN ? r->hi : 1;
+    s->nk = r->hi;
+    if (!(set & SET_LAYOUT)) s->layout = BENCH_LAYOUT_BSHD; // FlashAttention's and vLLM's token-major memory
+    return 0;
 }
 
 // Defaults that depend on other options, and the checks that involve more than one option.
@@ -559,6 +692,12 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
         o->n_cases = p->n_cases;
         for (int i = 0; i < p->n_cases; i++) {
             o->cases[i] = p->cases[i];
+            if ((set & SET_RAGGED) && p->cases[i].shape.ragged.kind != command_line->shape.ragged.kind) {
+                fprintf(stderr, "fa-bench: --%s does not apply to preset %s\n",
+                        command_line->shape.ragged.kind == BENCH_RAGGED_VARLEN ? "varlen" : "decode-batch",
+                        o->preset);
+                return -1;
+            }
             apply_overrides(&o->cases[i], command_line, set);
         }
     } else {
@@ -567,6 +706,7 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
     }
     for (int i = 0; i < o->n_cases; i++) {
         bench_shape *s = &o->cases[i].shape;
+        if (finish_ragged(&o->cases[i], set) != 0) return -1;
         if (s->hkv < 0) s->hkv = s->hq;
         if (s->nk < 0) s->nk = s->nq;
         if (s->dv < 0) s->dv = s->d;
@@ -675,6 +815,19 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             cl.shape.mods.bias = (bench_bias_kind)choice;
             break;
         case OPT_SINKS: cl.shape.mods.sinks = 1; break;
+        case OPT_VARLEN:
+        case OPT_DECODE_BATCH:
+            if ((set & SET_RAGGED) &&
+                cl.shape.ragged.kind != (c == OPT_VARLEN ? BENCH_RAGGED_VARLEN : BENCH_RAGGED_DECODE)) {
+                fprintf(stderr, "fa-bench: --varlen and --decode-batch are two runs, not one\n");
+                return BENCH_PARSE_ERROR;
+            }
+            rc = parse_ragged(c == OPT_VARLEN ? "varlen" : "decode-batch", arg,
+                              c == OPT_VARLEN ? BENCH_RAGGED_VARLEN : BENCH_RAGGED_DECODE, &cl.shape.ragged);
+            break;
+        case OPT_PAGE_SIZE:
+            rc = parse_int64("page-size", arg, 0, INT32_MAX, &cl.shape.ragged.page_size);
+            break;
         case OPT_CHECK_ROWS: rc = parse_int64("check-rows", arg, 1, INT64_MAX, &o->check_rows); break;
         case OPT_CSV: o->csv_path = arg; break;
         case OPT_JSON: o->json_path = arg; break;

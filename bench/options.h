@@ -37,13 +37,28 @@ typedef struct {
     int sinks; /* 1: one sink logit per query head, drawn like the inputs; with a backward, dsinks too */
 } bench_mods;
 
-/* The problem, independent of how it is run. */
+/* A batch of sequences of different lengths (fa_params.seqs): none (a dense batch), packed prompts
+ * (--varlen) or one decode step over per-sequence KV caches (--decode-batch). */
+typedef enum { BENCH_RAGGED_NONE = 0, BENCH_RAGGED_VARLEN = 1, BENCH_RAGGED_DECODE = 2 } bench_ragged_kind;
+
+/* count sequences whose lengths (varlen: tokens; decode: keys in the cache) are drawn uniformly from
+ * lo..hi on a stream of the run's seed (lengths.h); page_size: decode's paged cache, tokens per
+ * page, 0 = the contiguous cache only. */
+typedef struct {
+    bench_ragged_kind kind;
+    int64_t count, lo, hi;
+    int64_t page_size;
+} bench_ragged;
+
+/* The problem, independent of how it is run. A ragged case keeps b = count, Nq = Nk = hi (varlen)
+ * or Nq = 1, Nk = hi (decode) here: bounds, the lengths themselves are drawn when it runs. */
 typedef struct {
     int64_t b, hq, hkv, nq, nk, d, dv;
     fa_dtype dtype;
     fa_causal causal;
     bench_layout layout;
     bench_mods mods;
+    bench_ragged ragged;
 } bench_shape;
 
 /* How the BLAS baseline (blas_baseline.h) is threaded; BEST times both and keeps the faster. */
@@ -96,5 +111,6 @@ const char *bench_dist_name(bench_dist d);
 const char *bench_pass_name(bench_pass p);
 const char *bench_blas_mode_name(bench_blas_mode m);
 const char *bench_bias_name(bench_bias_kind k);
+const char *bench_ragged_name(bench_ragged_kind k); /* "", "varlen", "decode" */
 
 #endif

@@ -16,8 +16,30 @@
     }
 #define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                            \
     {                                                                                                        \
-        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, (causal), BENCH_LAYOUT_BHSD, mods}, (pass), (reference)  \
+        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, (causal), BENCH_LAYOUT_BHSD, mods, NOT_RAGGED}, (pass),  \
+            (reference)                                                                                      \
     }
+#define NOT_RAGGED                                                                                           \
+    {                                                                                                        \
+        BENCH_RAGGED_NONE, 0, 0, 0, 0                                                                        \
+    }
+
+// A ragged case (--varlen, --decode-batch): n sequences of lengths lo..hi, pages of `page` keys (decode;
+// 0 = contiguous only), Hq = Hkv = h, f32, bshd (token-major, FlashAttention's and vLLM's memory);
+// B, Nq and Nk are set from the spec when the options are finished (options.c).
+#define RAGGED(kind, n, lo, hi, page, h, d, causal)                                                          \
+    {                                                                                                        \
+        {(n), (h), -1, (hi), (hi), (d), -1, FA_F32, (causal), BSHD, NO_MODS, SPEC(kind, n, lo, hi, page)},   \
+            FWD, -1                                                                                          \
+    }
+#define SPEC(kind, n, lo, hi, page)                                                                          \
+    {                                                                                                        \
+        (kind), (n), (lo), (hi), (page)                                                                      \
+    }
+#define BSHD    BENCH_LAYOUT_BSHD
+#define NO_MODS MODS(-1, -1, 0.0, 0, NO_BIAS, 0)
+#define VARLEN  BENCH_RAGGED_VARLEN
+#define DECODE  BENCH_RAGGED_DECODE
 
 #define NO_BIAS BENCH_BIAS_NONE
 #define KEYPAD  BENCH_BIAS_KEYPAD
@@ -71,6 +93,20 @@ static const bench_preset presets[] = {
       MODIFIED(64, 0.0, 1, NO_BIAS, 0), MODIFIED(64, 0.0, 0, KEYPAD, 0), MODIFIED(64, 0.0, 0, FULL, 0),
       CASE(1, 8, 4096, -1, 128, NONE, FWD), MODIFIED(128, 50.0, 0, NO_BIAS, 5),
       MODIFIED(128, 0.0, 1, NO_BIAS, 5), MODIFIED(128, 0.0, 0, KEYPAD, 5), MODIFIED(128, 0.0, 0, FULL, 5)}},
+    // Issue 11's targets (bench/README.md, "Ragged batches"): each case times its packed or paged call
+    // against the calls it replaces, in turn, at every thread count.
+    // D=64 only, so that it takes about a minute on 2 cores; --preset varlen --d 128 for the other.
+    {"varlen",
+     "32 causal prompts of 64..2048 tokens (--varlen 32:64-2048), H=8, D=64: packed,\n"
+     "                     against one dense call over equal lengths and a call per sequence",
+     1,
+     {RAGGED(VARLEN, 32, 64, 2048, 0, 8, 64, TOP)}},
+    {"decode-batch",
+     "a decode step of 16 caches of 1024..32768 keys (--decode-batch 16:1024-32768), H=8,\n"
+     "                     D=128, pages of 16 and of 256 keys: against the contiguous cache and the\n"
+     "                     read bandwidth",
+     2,
+     {RAGGED(DECODE, 16, 1024, 32768, 16, 8, 128, NONE), RAGGED(DECODE, 16, 1024, 32768, 256, 8, 128, NONE)}},
 };
 
 const bench_preset *bench_preset_find(const char *name)

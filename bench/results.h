@@ -16,6 +16,17 @@
  * so memory bandwidth, not the FMA peak, bounds the speed and the table reports % of it. */
 #define BENCH_DECODE_MAX_NQ 16
 
+/* What a ragged case (--varlen, --decode-batch; shape.ragged) adds to its run: the lengths drawn
+ * (varlen: tokens of each prompt; decode: keys in use of each cache) and what was built on them. */
+typedef struct {
+    int64_t total, min, max; /* of the lengths */
+    double mean;
+    int64_t l_eq;                     /* varlen: the length of the equal-work dense batch (lengths.h) */
+    double equal_flops;               /* varlen: FLOP of one call of that batch */
+    int64_t capacity;                 /* decode: keys per sequence of the contiguous cache (the longest) */
+    int64_t num_pages, pages_per_seq; /* decode with pages: the pool, the block table's row */
+} bench_ragged_info;
+
 typedef struct {
     const bench_options *opt;
     const char *version; /* fa_version() of the library actually linked */
@@ -39,7 +50,28 @@ typedef struct {
     const char *blas_warning;       /* why the baseline's figures may mislead (OpenBLAS runs kernels older
                                  than the CPU, blas_baseline.h), or "" */
     const bench_identity *identity; /* the machine and the build, the same for every case of a run */
+    bench_ragged_info ragged;       /* shape.ragged.kind != NONE only; flops, visible_pairs (summed over
+                                       the sequences) and kv_bytes (keys in use) are the packed or paged
+                                       call's there */
 } bench_run_info;
+
+/* What a ragged row adds: the calls it is compared with, timed in the same rounds at the same thread
+ * count on the same context (the row's own timing is the packed call, or the paged one; the contiguous
+ * one when there are no pages). Each keeps its fastest round, as the row does. NAN: not measured. */
+typedef struct {
+    bench_timing equal, loop;      /* varlen: one dense call over equal lengths; one call per sequence */
+    double equal_gflops;           /* equal_flops / equal.min_s / 1e9 */
+    double loop_gflops;            /* flops / loop.min_s / 1e9: the packed call's work */
+    double vs_equal, vs_loop;      /* gflops / equal_gflops, gflops / loop_gflops */
+    bench_timing contiguous;       /* decode with pages: the contiguous cache */
+    double contiguous_kv_gbps;     /* kv_bytes / contiguous.min_s / 1e9 */
+    double contiguous_pct_read_bw; /* 100 * contiguous_kv_gbps / read_gbps */
+    double paged_over_contiguous;  /* timing.min_s / contiguous.min_s */
+    int64_t seqs_bitwise;          /* varlen: sequences whose loop rows were bitwise the packed ones */
+    int64_t seqs_other_blocks;     /* varlen: compared within the tolerance, other block sizes */
+    int64_t seqs_may_split;        /* varlen: compared within the tolerance, their dense call may split */
+    double err_loop;               /* the worst normwise difference of those; 0 when there are none */
+} bench_ragged_row;
 
 typedef struct {
     int threads;
@@ -77,6 +109,7 @@ typedef struct {
     double blas_gflops;        /* flops / blas_timing.min_s / 1e9 */
     double speedup_vs_blas;    /* blas_timing.min_s / timing.min_s */
     double blas_err;           /* normwise difference of its out from the library's */
+    bench_ragged_row ragged;   /* ragged cases only; NAN elsewhere */
 } bench_row;
 
 /* Everything measured for one case. */

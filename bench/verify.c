@@ -7,15 +7,6 @@
 
 #include "reference.h"
 
-// What one checked row contributed; reduced serially so the result does not depend on the team.
-typedef struct {
-    int64_t b, h, i;
-    double out_diff, out_ref_max; // largest |got - want| in the row, largest finite |want|
-    int64_t col;
-    double got, want;
-    double lse_got, lse_want;
-} row_check;
-
 double bench_verify_tolerance(fa_dtype t)
 {
     return t == FA_F64 ? 1e-12 : 1e-4;
@@ -48,20 +39,15 @@ int64_t bench_sample_row(int64_t k, int64_t n, int64_t total)
     return k * (total - 1) / (n - 1);
 }
 
-static void check_row(const bench_problem *pb, const fa_params *p, int64_t row, double *want_row,
-                      row_check *c)
+void bench_row_check_fill(bench_row_check *c, const fa_tensor *out, int64_t b, int64_t h, int64_t i,
+                          const double *want_row, double lse_got, double lse_want)
 {
-    const bench_shape *s = &pb->shape;
-    c->i = row % s->nq;
-    c->h = (row / s->nq) % s->hq;
-    c->b = row / (s->nq * s->hq);
-    ref_forward_row(p, &pb->q, &pb->k, &pb->v, c->b, c->h, c->i, want_row, &c->lse_want);
     c->out_diff = 0.0;
     c->out_ref_max = 0.0;
     c->col = 0;
     c->got = c->want = 0.0;
-    for (int64_t y = 0; y < s->dv; y++) {
-        double got = ref_load(&pb->out, c->b, c->h, c->i, y);
+    for (int64_t y = 0; y < out->dim; y++) {
+        double got = ref_load(out, b, h, i, y);
         double diff = bench_abs_diff(got, want_row[y]);
         if (isfinite(want_row[y]) && fabs(want_row[y]) > c->out_ref_max) c->out_ref_max = fabs(want_row[y]);
         if (y == 0 || diff > c->out_diff) {
@@ -71,7 +57,20 @@ static void check_row(const bench_problem *pb, const fa_params *p, int64_t row, 
             c->want = want_row[y];
         }
     }
-    c->lse_got = load_lse(pb, row);
+    c->lse_got = lse_got;
+    c->lse_want = lse_want;
+}
+
+static void check_row(const bench_problem *pb, const fa_params *p, int64_t row, double *want_row,
+                      bench_row_check *c)
+{
+    const bench_shape *s = &pb->shape;
+    c->i = row % s->nq;
+    c->h = (row / s->nq) % s->hq;
+    c->b = row / (s->nq * s->hq);
+    double lse_want;
+    ref_forward_row(p, &pb->q, &pb->k, &pb->v, c->b, c->h, c->i, want_row, &lse_want);
+    bench_row_check_fill(c, &pb->out, c->b, c->h, c->i, want_row, load_lse(pb, row), lse_want);
 }
 
 int64_t bench_sample_count(int64_t check_rows, int64_t total)
@@ -86,7 +85,7 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
     const bench_shape *s = &pb->shape;
     int64_t total = s->b * s->hq * s->nq;
     int64_t n = bench_sample_count(check_rows, total);
-    row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
+    bench_row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
     if (!checks) return -1;
     int failed_alloc = 0;
 
@@ -105,10 +104,16 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
         free(checks);
         return -1;
     }
+    bench_verify_reduce(checks, n, s->dtype, r);
+    free(checks);
+    return 0;
+}
 
+void bench_verify_reduce(const bench_row_check *checks, int64_t n, fa_dtype dtype, bench_verify_result *r)
+{
     double out_diff = 0.0, out_scale = 0.0, lse_diff = 0.0, lse_scale = 1.0;
     for (int64_t k = 0; k < n; k++) {
-        const row_check *c = &checks[k];
+        const bench_row_check *c = &checks[k];
         if (c->out_diff > out_diff) out_diff = c->out_diff;
         if (c->out_ref_max > out_scale) out_scale = c->out_ref_max;
         double ld = bench_abs_diff(c->lse_got, c->lse_want);
@@ -131,12 +136,12 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
     }
 
     r->rows_checked = n;
-    r->tolerance = bench_verify_tolerance(s->dtype);
+    r->tolerance = bench_verify_tolerance(dtype);
     r->err_out = out_diff / out_scale;
     r->err_lse = lse_diff / lse_scale;
     r->passed = r->err_out <= r->tolerance && r->err_lse <= r->tolerance;
     if (n > 0) {
-        const row_check *c = &checks[worst];
+        const bench_row_check *c = &checks[worst];
         r->worst_b = c->b;
         r->worst_h = c->h;
         r->worst_i = c->i;
@@ -146,8 +151,6 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
         r->worst_lse_got = c->lse_got;
         r->worst_lse_want = c->lse_want;
     }
-    free(checks);
-    return 0;
 }
 
 void bench_verify_print_worst(FILE *f, const bench_verify_result *r)

@@ -32,6 +32,25 @@ double bench_verify_tolerance(fa_dtype t);
 int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t check_rows,
                          bench_verify_result *r);
 
+/* What one checked row contributed: where it is (b, h, i, as reported; set by the caller), its
+ * largest |got - want| and largest finite |want|, the column and values there, and its lse. */
+typedef struct {
+    int64_t b, h, i;
+    double out_diff, out_ref_max;
+    int64_t col;
+    double got, want;
+    double lse_got, lse_want;
+} bench_row_check;
+
+/* Fills c's differences from row (b, h, i) of out (read through the view, out->dim columns) against
+ * the oracle's want_row, and the two lse values; leaves c->b, c->h, c->i alone. */
+void bench_row_check_fill(bench_row_check *c, const fa_tensor *out, int64_t b, int64_t h, int64_t i,
+                          const double *want_row, double lse_got, double lse_want);
+
+/* The verdict over n checked rows, by the rules above (normwise errors, worst row), reduced in row
+ * order so that it does not depend on the team that checked them. */
+void bench_verify_reduce(const bench_row_check *checks, int64_t n, fa_dtype dtype, bench_verify_result *r);
+
 /* Prints the worst row of a failed (or passed) verification to f. */
 void bench_verify_print_worst(FILE *f, const bench_verify_result *r);
 

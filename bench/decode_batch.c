@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// --decode-batch: contiguous and paged KV caches of one decode step, their calls and checks.
+#include "decode_batch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "modifiers.h"
+#include "reference.h"
+
+static size_t elem_of(fa_dtype t)
+{
+    return t == FA_F64 ? sizeof(double) : sizeof(float);
+}
+
+static fa_tensor make_view(void *data, const bench_shape *s, int64_t batch, int64_t seq, int64_t dim)
+{
+    if (s->layout == BENCH_LAYOUT_BSHD) return fa_tensor_bshd(data, s->dtype, batch, seq, s->hkv, dim);
+    return fa_tensor_bhsd(data, s->dtype, batch, s->hkv, seq, dim);
+}
+
+static void store(fa_dtype t, void *row, int64_t d, double x)
+{
+    if (t == FA_F64)
+        ((double *)row)[d] = x;
+    else
+        ((float *)row)[d] = (float)x;
+}
+
+static char *row_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
+{
+    return (char *)t->data +
+           (size_t)(b * t->stride_batch + h * t->stride_head + s * t->stride_seq) * elem_of(t->dtype);
+}
+
+// A cache of count sequences: the keys in use drawn from (seed, stream), the rest NaN, so that a read
+// beyond seqused_k reaches the outputs and fails the checks. Rows in parallel (values depend on the
+// index only).
+static int init_cache(fa_tensor *t, const bench_decode *d, const bench_shape *s, int64_t dim, bench_dist dist,
+                      uint64_t seed, uint64_t stream, const char *what)
+{
+    int64_t count = d->used.count, cap = d->capacity, hkv = s->hkv;
+    size_t bytes = bench_checked_bytes(count, hkv, cap, dim, elem_of(s->dtype));
+    void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
+    if (!data) {
+        if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
+        return -1;
+    }
+    *t = make_view(data, s, count, cap, dim);
+    const fa_tensor view = *t;
+    const int64_t *used = d->used.len;
+    int64_t rows = count * hkv * cap;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t key = r % cap, h = r / cap % hkv, b = r / cap / hkv;
+        char *row = row_of(&view, b, h, key);
+        for (int64_t y = 0; y < dim; y++)
+            store(view.dtype, row, y,
+                  key < used[b] ? bench_sample(dist, seed, stream, (uint64_t)(r * dim + y)) : NAN);
+    }
+    return 0;
+}
+
+// The pages: a shuffled pool (Fisher-Yates on the seed's page stream) handed out to the sequences in
+// order, as many as each one's keys in use fill.
+static int init_table(bench_decode *d, uint64_t seed)
+{
+    int64_t count = d->used.count, p = d->page_size;
+    d->pages_per_seq = (d->capacity + p - 1) / p;
+    d->num_pages = 0;
+    for (int64_t b = 0; b < count; b++) d->num_pages += (d->used.len[b] + p - 1) / p;
+    int32_t *order = malloc(sizeof *order * (size_t)(d->num_pages > 0 ? d->num_pages : 1));
+    d->table = malloc(sizeof *d->table * (size_t)(count * d->pages_per_seq));
+    if (!order || !d->table || d->num_pages > INT32_MAX) {
+        fprintf(stderr, "fa-bench: cannot allocate the block table of %lld pages\n", (long long)d->num_pages);
+        free(order);
+        return -1;
+    }
+    for (int64_t i = 0; i < d->num_pages; i++) order[i] = (int32_t)i;
+    for (int64_t i = d->num_pages - 1; i > 0; i--) {
+        int64_t j = bench_draw_below(seed, BENCH_STREAM_PAGES, (uint64_t)i, i + 1);
+        int32_t x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+    }
+    int64_t next = 0;
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t j = 0; j < d->pages_per_seq; j++)
+            d->table[b * d->pages_per_seq + j] = j * p < d->used.len[b] ? order[next++] : -1;
+    free(order);
+    return 0;
+}
+
+// A pool of pages holding the keys of the contiguous cache c, row for row (so paged and contiguous
+// calls read the same values), NaN elsewhere.
+static int init_pool(fa_tensor *t, const fa_tensor *c, const bench_decode *d, const bench_shape *s,
+                     const char *what)
+{
+    int64_t dim = c->dim, p = d->page_size, hkv = s->hkv;
+    size_t e = elem_of(s->dtype), bytes = bench_checked_bytes(d->num_pages, hkv, p, dim, e);
+    void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
+    if (!data) {
+        if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
+        return -1;
+    }
+    *t = make_view(data, s, d->num_pages, p, dim);
+    const fa_tensor pool = *t, cache = *c;
+    int64_t rows = d->num_pages * hkv * p;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        char *row = row_of(&pool, r / p / hkv, r / p % hkv, r % p);
+        for (int64_t y = 0; y < dim; y++) store(pool.dtype, row, y, NAN);
+    }
+    int64_t count = d->used.count;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t key = 0; key < d->used.len[b]; key++) {
+            int64_t page = d->table[b * d->pages_per_seq + key / p];
+            for (int64_t h = 0; h < hkv; h++)
+                memcpy(row_of(&pool, page, h, key % p), row_of(&cache, b, h, key), (size_t)dim * e);
+        }
+    return 0;
+}
+
+static int same_mods(const bench_mods *a, const bench_mods *b)
+{
+    return a->window_left == b->window_left && a->window_right == b->window_right &&
+           a->softcap == b->softcap && a->alibi == b->alibi && a->bias == b->bias && a->sinks == b->sinks;
+}
+
+// Whether caches built for (a, dist, seed) serve shape b: everything but the page size is the same.
+static int same_caches(const bench_decode *d, const bench_shape *b, bench_dist dist, uint64_t seed)
+{
+    const bench_shape *a = &d->built_shape;
+    return d->built && d->built_dist == dist && d->built_seed == seed && a->hq == b->hq && a->hkv == b->hkv &&
+           a->d == b->d && a->dv == b->dv && a->dtype == b->dtype && a->causal == b->causal &&
+           a->layout == b->layout && same_mods(&a->mods, &b->mods) && a->ragged.kind == b->ragged.kind &&
+           a->ragged.count == b->ragged.count && a->ragged.lo == b->ragged.lo && a->ragged.hi == b->ragged.hi;
+}
+
+static void free_pages(bench_decode *d)
+{
+    free(d->kp.data);
+    free(d->vp.data);
+    free(d->paged_out.data);
+    free(d->paged_lse);
+    free(d->table);
+    d->kp = d->vp = d->paged_out = (fa_tensor){0};
+    d->paged_lse = NULL;
+    d->table = NULL;
+    d->page_size = d->pages_per_seq = d->num_pages = 0;
+    d->paged_seqs = (fa_seqs){0};
+    d->paged_params = fa_params_default();
+}
+
+static int init_pages(bench_decode *d, const bench_shape *s, int64_t page_size, uint64_t seed)
+{
+    d->page_size = page_size;
+    if (page_size == 0) return 0;
+    d->paged_out = d->pb.out;
+    d->paged_out.data = bench_alloc_aligned(d->pb.out_bytes, "the paged call's out");
+    d->paged_lse = d->paged_out.data ? bench_alloc_aligned(d->pb.lse_bytes, "the paged call's lse") : NULL;
+    if (!d->paged_lse || init_table(d, seed) != 0 ||
+        init_pool(&d->kp, &d->kc, d, s, "the K page pool") != 0 ||
+        init_pool(&d->vp, &d->vc, d, s, "the V page pool") != 0)
+        return -1;
+    d->paged_seqs = (fa_seqs){d->used.count, NULL, NULL, d->used.len, d->table, d->pages_per_seq};
+    d->paged_params = d->dense_params;
+    d->paged_params.seqs = &d->paged_seqs;
+    return 0;
+}
+
+static int init_caches(bench_decode *d, const bench_shape *s, bench_dist dist, uint64_t seed)
+{
+    if (bench_lengths_draw(&d->used, &s->ragged, seed) != 0) return -1;
+    d->capacity = d->used.max;
+    int64_t count = d->used.count;
+
+    bench_shape small = *s;
+    small.b = count;
+    small.nq = small.nk = 1;
+    small.ragged = (bench_ragged){BENCH_RAGGED_NONE, 0, 0, 0, 0};
+    if (bench_problem_init(&d->pb, &small, dist, seed, 0) != 0 ||
+        init_cache(&d->kc, d, s, s->d, dist, seed, BENCH_STREAM_CACHE_K, "the contiguous K cache") != 0 ||
+        init_cache(&d->vc, d, s, s->dv, dist, seed, BENCH_STREAM_CACHE_V, "the contiguous V cache") != 0)
+        return -1;
+    d->dense_params = fa_params_default();
+    bench_modifiers_params(&d->pb, &d->dense_params);
+    d->contiguous_seqs = (fa_seqs){count, NULL, NULL, d->used.len, NULL, 0};
+    d->contiguous_params = d->dense_params;
+    d->contiguous_params.seqs = &d->contiguous_seqs;
+
+    d->keys_seen = 0;
+    for (int64_t b = 0; b < count; b++) d->keys_seen += bench_sequence_pairs(s, 1, d->used.len[b]);
+    double seen = (double)d->keys_seen;
+    d->flops = 2.0 * (double)s->hq * seen * (double)(s->d + s->dv);
+    d->kv_bytes = seen * (double)s->hkv * (double)(s->d + s->dv) * (double)elem_of(s->dtype);
+    d->built = 1;
+    d->built_shape = *s;
+    d->built_dist = dist;
+    d->built_seed = seed;
+    return 0;
+}
+
+int bench_decode_prepare(bench_decode *d, const bench_shape *s, bench_dist dist, uint64_t seed)
+{
+    if (!same_caches(d, s, dist, seed)) {
+        bench_decode_free(d);
+        if (init_caches(d, s, dist, seed) != 0) {
+            bench_decode_free(d);
+            return -1;
+        }
+    }
+    if (d->page_size != s->ragged.page_size || (d->page_size > 0 && !d->table)) {
+        free_pages(d);
+        if (init_pages(d, s, s->ragged.page_size, seed) != 0) {
+            bench_decode_free(d);
+            return -1;
+        }
+    }
+    bench_decode_poison(d);
+    return 0;
+}
+
+void bench_decode_free(bench_decode *d)
+{
+    free_pages(d);
+    bench_problem_free(&d->pb);
+    free(d->kc.data);
+    free(d->vc.data);
+    bench_lengths_free(&d->used);
+    memset(d, 0, sizeof *d);
+}
+
+void bench_decode_poison(bench_decode *d)
+{
+    bench_problem_poison_outputs(&d->pb);
+    if (d->paged_out.data) memset(d->paged_out.data, 0xff, d->pb.out_bytes); // NaN, as problem.c's
+    if (d->paged_lse) memset(d->paged_lse, 0xff, d->pb.lse_bytes);
+}
+
+fa_status bench_decode_call_contiguous(void *arg)
+{
+    const bench_decode_call *c = arg;
+    const bench_decode *d = c->d;
+    return fa_forward(c->ctx, &d->contiguous_params, &d->pb.q, &d->kc, &d->vc, &d->pb.out, d->pb.lse);
+}
+
+fa_status bench_decode_call_paged(void *arg)
+{
+    const bench_decode_call *c = arg;
+    const bench_decode *d = c->d;
+    return fa_forward(c->ctx, &d->paged_params, &d->pb.q, &d->kp, &d->vp, &d->paged_out, d->paged_lse);
+}
+
+// Sequence b of a [count][H][S][dim] view, as a batch of one, its first `seq` rows.
+static fa_tensor one_sequence(const fa_tensor *t, int64_t b, int64_t seq)
+{
+    fa_tensor one = *t;
+    one.data = (char *)t->data + (size_t)(b * t->stride_batch) * elem_of(t->dtype);
+    one.batch = 1;
+    one.seq = seq;
+    return one;
+}
+
+int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_result *r)
+{
+    const bench_shape *s = &d->pb.shape;
+    int64_t rows = d->used.count * s->hq, n = bench_sample_count(check_rows, rows);
+    bench_row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
+    if (!checks) return -1;
+    int failed_alloc = 0;
+#pragma omp parallel reduction(| : failed_alloc)
+    {
+        double *want = malloc(sizeof(double) * (size_t)s->dv);
+        if (!want) failed_alloc = 1;
+#pragma omp for schedule(dynamic)
+        for (int64_t k = 0; k < n; k++) {
+            if (!want) continue;
+            int64_t row = bench_sample_row(k, n, rows), b = row / s->hq, h = row % s->hq;
+            fa_tensor q = one_sequence(&d->pb.q, b, 1), kk = one_sequence(&d->kc, b, d->used.len[b]);
+            fa_tensor vv = one_sequence(&d->vc, b, d->used.len[b]);
+            double lse_want, lse_got = s->dtype == FA_F64 ? ((const double *)d->pb.lse)[row]
+                                                          : (double)((const float *)d->pb.lse)[row];
+            ref_forward_row(&d->dense_params, &q, &kk, &vv, 0, h, 0, want, &lse_want);
+            bench_row_check_fill(&checks[k], &d->pb.out, b, h, 0, want, lse_got, lse_want);
+            checks[k].b = b;
+            checks[k].h = h;
+            checks[k].i = 0;
+        }
+        free(want);
+    }
+    if (!failed_alloc) bench_verify_reduce(checks, n, s->dtype, r);
+    free(checks);
+    return failed_alloc ? -1 : 0;
+}
+
+static int any_nan(const void *data, size_t bytes, fa_dtype t)
+{
+    size_t n = bytes / elem_of(t);
+    for (size_t i = 0; i < n; i++)
+        if (t == FA_F64 ? isnan(((const double *)data)[i]) : isnan(((const float *)data)[i])) return 1;
+    return 0;
+}
+
+const char *bench_decode_check_outputs(const bench_decode *d)
+{
+    fa_dtype t = d->pb.shape.dtype;
+    if (any_nan(d->pb.out.data, d->pb.out_bytes, t))
+        return "the contiguous call's out has a NaN (a row not written)";
+    if (any_nan(d->pb.lse, d->pb.lse_bytes, t))
+        return "the contiguous call's lse has a NaN (a row not written)";
+    if (d->page_size == 0) return NULL;
+    if (memcmp(d->paged_out.data, d->pb.out.data, d->pb.out_bytes) != 0)
+        return "the paged call's out differs bitwise from the contiguous call's";
+    if (memcmp(d->paged_lse, d->pb.lse, d->pb.lse_bytes) != 0)
+        return "the paged call's lse differs bitwise from the contiguous call's";
+    return NULL;
+}
