@@ -153,6 +153,15 @@ bench_tools() {
     "$bench" --preset modifiers --nq 64 --h 2 --threads 1,2 --reps 1 --rounds 2 --probe-time 0.01 \
         >"$out/modifiers.txt"
     grep -q '^  case 10 vs case 6 ' "$out/modifiers.txt"
+    # Ragged batches (fa_seqs): packed prompts against a dense call over equal lengths and a call per
+    # sequence (the loop's rows equal to the packed ones), a decode step over a contiguous and a
+    # shuffled paged cache (bitwise equal); every call checked against the oracle before timing.
+    "$bench" --varlen 5:1-200 --causal top-left --h 4 --hkv 2 --d 24 --threads 1,2 --reps 1 \
+        --probe-time 0.01 --csv "$out/varlen.csv"
+    test "$(grep -c ',varlen,5,1,200,' "$out/varlen.csv")" = 2
+    "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --threads 1,2 --reps 1 \
+        --probe-time 0.01 --csv "$out/decode.csv"
+    test "$(grep -c ',decode,6,1,900,' "$out/decode.csv")" = 2
     FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
         --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
