@@ -27,10 +27,13 @@
  * Collective: every rank of comm must call with the same layout and params (the same values; the
  * pointers are each rank's own), and every rank returns the same status. The ranks agree on
  * validity before any data moves: if one rank's arguments are bad, all return an error (the
- * worst status over the ranks; fa_last_error() on the rank at fault names the argument, on the
- * others the rank at fault), no rank writes an output, and none hangs. Outputs are written only
- * after all ranks finished their computation (a rank that runs out of memory makes every rank
- * return FA_ERR_NOMEM with nothing written).
+ * worst status over the ranks), no rank writes an output, and none hangs; fa_mpi_last_error() on
+ * every rank then names the rank at fault and its reason. Outputs are written only after all ranks
+ * finished their computation (a rank that runs out of memory makes every rank return FA_ERR_NOMEM
+ * with nothing written). comm = MPI_COMM_NULL, or MPI not initialized, is refused on the calling
+ * rank alone (FA_ERR_ARG, FA_ERR_RUNTIME): there is no communicator to agree over. The calls
+ * communicate over a duplicate of comm (made on the first call and cached with the buffers), so
+ * their messages never meet the caller's, and MPI errors there return FA_ERR_RUNTIME.
  *
  * Deterministic: for a given P and layout, every output's bytes are the same on every run and at
  * every thread count: partial results merge in ring order (shard r, r-1, ..., r+1 mod P at rank r),
@@ -72,7 +75,8 @@ typedef enum {
  * (checked on each rank's shard), plus: an invalid comm or layout (FA_ERR_ARG), batch, heads, head
  * dims or dtype differing between ranks (FA_ERR_SHAPE / FA_ERR_DTYPE), a ZIGZAG shard length that
  * is not the same even number on every rank or a local Nq != Nk (FA_ERR_SHAPE), a bias whose key
- * axis is not N (FA_ERR_SHAPE), p->seqs (FA_ERR_UNSUPPORTED), an MPI error (FA_ERR_RUNTIME).
+ * axis is not N (FA_ERR_SHAPE), |p->diagonal_shift| + N beyond FA_MAX_DIAGONAL_SHIFT (FA_ERR_ARG),
+ * p->seqs (FA_ERR_UNSUPPORTED), an MPI error (FA_ERR_RUNTIME).
  */
 FA_API fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
                                 const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
@@ -89,6 +93,14 @@ FA_API fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context
                                  const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
                                  const fa_tensor *dout, const void *lse, const fa_tensor *dq, const fa_tensor *dk,
                                  const fa_tensor *dv);
+
+/**
+ * The message of the last fa_mpi_* call of the calling thread: "" after a success; otherwise the
+ * call, the rank at fault and its reason, e.g. "fa_mpi_forward: rank 2 of 4: fa_forward_check:
+ * k.dim = 15 but q.dim = 16" (the same line on every rank). Never NULL; valid until the thread's
+ * next fa_mpi_* call.
+ */
+FA_API const char *fa_mpi_last_error(void);
 
 #ifdef __cplusplus
 }

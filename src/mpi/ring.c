@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The ring calls' shared machinery (ring.h). */
+#include "ring.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the message of the calling thread ---- */
+
+static _Thread_local char message[512];
+
+fa_status fa_ring_fail(fa_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+void fa_ring_clear_message(void)
+{
+    message[0] = '\0';
+}
+
+const char *fa_mpi_last_error(void)
+{
+    return message;
+}
+
+/* ---- what is cached on a communicator ---- */
+
+typedef struct {
+    MPI_Comm dup; /* the calls' own communicator: their messages never meet the caller's */
+    fa_ring_shape *shapes;
+    int shapes_cap;
+    void *buf;
+    size_t bytes;
+} ring_cache;
+
+static int cache_key = MPI_KEYVAL_INVALID;
+static MPI_Datatype mebibyte = MPI_DATATYPE_NULL; /* 1 MiB of bytes: counts of whole blocks fit an int */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* Called by MPI when the caller frees its communicator (collectively, so freeing the duplicate,
+ * itself collective, is too). */
+static int delete_cache(MPI_Comm comm, int key, void *value, void *extra)
+{
+    (void)comm, (void)key, (void)extra;
+    ring_cache *c = value;
+    MPI_Comm_free(&c->dup);
+    free(c->shapes);
+    free(c->buf);
+    free(c);
+    return MPI_SUCCESS;
+}
+
+static void make_keys(void)
+{
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cache, &cache_key, NULL) != MPI_SUCCESS)
+        cache_key = MPI_KEYVAL_INVALID;
+    if (MPI_Type_contiguous(1 << 20, MPI_BYTE, &mebibyte) != MPI_SUCCESS || MPI_Type_commit(&mebibyte) != MPI_SUCCESS)
+        mebibyte = MPI_DATATYPE_NULL;
+}
+
+static ring_cache *cache_of(MPI_Comm comm)
+{
+    void *value = NULL;
+    int found = 0;
+    if (MPI_Comm_get_attr(comm, cache_key, &value, &found) != MPI_SUCCESS) return NULL;
+    if (found) return value;
+    /* The first call on comm: every rank gets here in the same call, so the collective dup matches. */
+    ring_cache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (MPI_Comm_dup(comm, &c->dup) != MPI_SUCCESS) {
+        free(c);
+        return NULL;
+    }
+    MPI_Comm_set_errhandler(c->dup, MPI_ERRORS_RETURN);
+    if (MPI_Comm_set_attr(comm, cache_key, c) != MPI_SUCCESS) {
+        MPI_Comm_free(&c->dup);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void *fa_ring_buffer(fa_ring *r, size_t bytes)
+{
+    ring_cache *c = r->cache;
+    if (bytes <= c->bytes) return c->buf;
+    void *buf = NULL;
+    if (posix_memalign(&buf, 64, fa_ring_round(bytes)) != 0) return NULL;
+    free(c->buf);
+    c->buf = buf;
+    c->bytes = bytes;
+    return buf;
+}
+
+size_t fa_ring_round(size_t bytes)
+{
+    return (bytes + 63) / 64 * 64;
+}
+
+/* ---- setting up a call ---- */
+
+static fa_ring_shape shape_of(const fa_params *p, fa_mpi_layout layout, const fa_tensor *q, const fa_tensor *k,
+                              const fa_tensor *v)
+{
+    fa_ring_shape s;
+    memset(&s, 0, sizeof s);
+    s.present = q && k && v;
+    if (s.present) {
+        s.dtype = q->dtype, s.batch = q->batch, s.q_heads = q->heads, s.kv_heads = k->heads;
+        s.dim = q->dim, s.dim_v = v->dim, s.rows = q->seq;
+    }
+    s.causal = p->causal, s.window_left = p->window_left, s.window_right = p->window_right;
+    s.diagonal_shift = p->diagonal_shift, s.scale = p->scale, s.softcap = p->softcap;
+    s.alibi = p->alibi_slopes != NULL, s.sinks = p->sinks != NULL, s.bias = p->bias != NULL;
+    s.layout = layout;
+    return s;
+}
+
+fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layout layout, const fa_params *p,
+                       const fa_tensor *q, const fa_tensor *k, const fa_tensor *v)
+{
+    fa_ring_clear_message();
+    memset(r, 0, sizeof *r);
+    r->call = call;
+    r->layout = layout;
+    r->p = p ? *p : fa_params_default();
+    if (comm == MPI_COMM_NULL) return fa_ring_fail(FA_ERR_ARG, "%s: comm = MPI_COMM_NULL", call);
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI is %s", call, finalized ? "finalized" : "not initialized");
+    pthread_once(&once, make_keys);
+    if (cache_key == MPI_KEYVAL_INVALID || mebibyte == MPI_DATATYPE_NULL)
+        return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI refused an attribute key or a datatype", call);
+    ring_cache *c = cache_of(comm);
+    if (!c) return fa_ring_fail(FA_ERR_NOMEM, "%s: the communicator's duplicate and cache could not be made", call);
+    r->cache = c;
+    r->comm = c->dup;
+    if (MPI_Comm_rank(r->comm, &r->rank) != MPI_SUCCESS || MPI_Comm_size(r->comm, &r->size) != MPI_SUCCESS)
+        return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI_Comm_rank or MPI_Comm_size failed", call);
+    if (c->shapes_cap < r->size) {
+        fa_ring_shape *shapes = realloc(c->shapes, (size_t)r->size * sizeof *shapes);
+        if (!shapes) return fa_ring_fail(FA_ERR_NOMEM, "%s: no memory for %d ranks' shapes", call, r->size);
+        c->shapes = shapes;
+        c->shapes_cap = r->size;
+    }
+    fa_ring_shape me = shape_of(&r->p, layout, q, k, v);
+    if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, c->shapes, (int)sizeof me, MPI_BYTE, r->comm) != MPI_SUCCESS)
+        return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI_Allgather of the shapes failed", call);
+    r->shapes = c->shapes;
+    for (int s = 0; s < r->size; s++) r->total += r->shapes[s].rows;
+    r->elem = me.dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    return FA_OK;
+}
+
+/* ---- the checks only the ring adds ---- */
+
+static int scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
+{
+    return a->causal != b->causal || a->window_left != b->window_left || a->window_right != b->window_right ||
+           a->diagonal_shift != b->diagonal_shift || memcmp(&a->scale, &b->scale, sizeof a->scale) != 0 ||
+           memcmp(&a->softcap, &b->softcap, sizeof a->softcap) != 0 || a->alibi != b->alibi ||
+           a->sinks != b->sinks || a->bias != b->bias || a->layout != b->layout;
+}
+
+fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
+{
+    const fa_ring_shape *me = &r->shapes[r->rank], *first = &r->shapes[0];
+#define REFUSE(st, ...) return (snprintf(reason, size, __VA_ARGS__), (st))
+    if (r->layout != FA_MPI_CONTIGUOUS && r->layout != FA_MPI_ZIGZAG)
+        REFUSE(FA_ERR_ARG, "layout = %d: expected FA_MPI_CONTIGUOUS or FA_MPI_ZIGZAG", (int)r->layout);
+    if (r->p.seqs) REFUSE(FA_ERR_UNSUPPORTED, "p.seqs: a batch of sequences is not supported across ranks");
+    if (!me->present) return FA_OK; /* fa_forward_check names the NULL tensor */
+    if (q->seq != k->seq)
+        REFUSE(FA_ERR_SHAPE, "q.seq = %lld but k.seq = %lld: a rank's queries and keys are the same positions",
+               (long long)q->seq, (long long)k->seq);
+    if (scalar_params_differ(me, first))
+        REFUSE(FA_ERR_ARG, "p or layout differs from rank 0's (causal, windows, shift, scale, softcap, "
+                           "which modifiers are set, layout must be the same on every rank)");
+    if (first->present && me->dtype != first->dtype)
+        REFUSE(FA_ERR_DTYPE, "q.dtype = %lld but %lld on rank 0", (long long)me->dtype, (long long)first->dtype);
+    if (first->present && (me->batch != first->batch || me->q_heads != first->q_heads ||
+                           me->kv_heads != first->kv_heads || me->dim != first->dim || me->dim_v != first->dim_v))
+        REFUSE(FA_ERR_SHAPE,
+               "q.batch, q.heads, k.heads, q.dim, v.dim = %lld, %lld, %lld, %lld, %lld but %lld, %lld, %lld, %lld, "
+               "%lld on rank 0",
+               (long long)me->batch, (long long)me->q_heads, (long long)me->kv_heads, (long long)me->dim,
+               (long long)me->dim_v, (long long)first->batch, (long long)first->q_heads, (long long)first->kv_heads,
+               (long long)first->dim, (long long)first->dim_v);
+    if (r->layout == FA_MPI_ZIGZAG && (me->rows % 2 != 0 || me->rows != first->rows))
+        REFUSE(FA_ERR_SHAPE, "q.seq = %lld with FA_MPI_ZIGZAG: expected the same even length on every rank "
+                             "(rank 0 has %lld)",
+               (long long)me->rows, (long long)first->rows);
+    int64_t shift = r->p.diagonal_shift < 0 ? -r->p.diagonal_shift : r->p.diagonal_shift;
+    if (shift > FA_MAX_DIAGONAL_SHIFT - r->total)
+        REFUSE(FA_ERR_ARG, "p.diagonal_shift = %lld: |shift| + N (%lld) exceeds FA_MAX_DIAGONAL_SHIFT",
+               (long long)r->p.diagonal_shift, (long long)r->total);
+    if (r->p.bias && r->p.bias->dim != r->total)
+        REFUSE(FA_ERR_SHAPE, "p.bias.dim = %lld: expected the global key axis, N = %lld",
+               (long long)r->p.bias->dim, (long long)r->total);
+    if (r->p.bias && r->p.bias->seq != 1 && r->p.bias->seq != q->seq)
+        REFUSE(FA_ERR_SHAPE, "p.bias.seq = %lld: expected the local queries, %lld, or 1", (long long)r->p.bias->seq,
+               (long long)q->seq);
+#undef REFUSE
+    return FA_OK;
+}
+
+fa_ring_segments fa_ring_segments_of(const fa_ring *r, int s)
+{
+    fa_ring_segments out;
+    memset(&out, 0, sizeof out);
+    int64_t n = r->shapes[s].rows;
+    if (r->layout == FA_MPI_ZIGZAG) {
+        int64_t chunk = n / 2, chunks = 2 * (int64_t)r->size;
+        out.count = 2;
+        out.seg[0] = (fa_ring_segment){s * chunk, 0, chunk};
+        out.seg[1] = (fa_ring_segment){(chunks - 1 - s) * chunk, chunk, chunk};
+    } else {
+        int64_t pos = 0;
+        for (int x = 0; x < s; x++) pos += r->shapes[x].rows;
+        out.count = 1;
+        out.seg[0] = (fa_ring_segment){pos, 0, n};
+    }
+    return out;
+}
+
+/* ---- agreeing on a status ---- */
+
+fa_status fa_ring_agree(fa_ring *r, fa_status mine, const char *reason)
+{
+    struct {
+        int status, rank;
+    } in = {(int)mine, r->rank}, worst;
+    if (MPI_Allreduce(&in, &worst, 1, MPI_2INT, MPI_MAXLOC, r->comm) != MPI_SUCCESS)
+        return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI_Allreduce of the ranks' statuses failed", r->call);
+    if (worst.status == FA_OK) {
+        fa_ring_clear_message();
+        return FA_OK;
+    }
+    char why[400] = "";
+    if (r->rank == worst.rank) snprintf(why, sizeof why, "%s", reason ? reason : fa_status_str(mine));
+    if (MPI_Bcast(why, (int)sizeof why, MPI_CHAR, worst.rank, r->comm) != MPI_SUCCESS)
+        snprintf(why, sizeof why, "%s (MPI_Bcast of the reason failed)", fa_status_str((fa_status)worst.status));
+    return fa_ring_fail((fa_status)worst.status, "%s: rank %d of %d: %s", r->call, worst.rank, r->size, why);
+}
+
+/* ---- transfers ---- */
+
+fa_status fa_ring_post(fa_ring *r, fa_ring_transfer *t, void *buf, size_t bytes, int peer, int tag, int send)
+{
+    size_t blocks = bytes >> 20, rest = bytes & (((size_t)1 << 20) - 1);
+    t->req[0] = t->req[1] = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    if (blocks)
+        rc = send ? MPI_Isend(buf, (int)blocks, mebibyte, peer, tag, r->comm, &t->req[0])
+                  : MPI_Irecv(buf, (int)blocks, mebibyte, peer, tag, r->comm, &t->req[0]);
+    if (rc == MPI_SUCCESS && rest) {
+        char *tail = (char *)buf + (blocks << 20);
+        rc = send ? MPI_Isend(tail, (int)rest, MPI_BYTE, peer, tag + 1, r->comm, &t->req[1])
+                  : MPI_Irecv(tail, (int)rest, MPI_BYTE, peer, tag + 1, r->comm, &t->req[1]);
+    }
+    return rc == MPI_SUCCESS ? FA_OK : FA_ERR_RUNTIME;
+}
+
+fa_status fa_ring_wait(fa_ring_transfer *t)
+{
+    return MPI_Waitall(2, t->req, MPI_STATUSES_IGNORE) == MPI_SUCCESS ? FA_OK : FA_ERR_RUNTIME;
+}
+
+void fa_ring_progress(fa_ring_transfer *t, int count)
+{
+    for (int x = 0; x < count; x++) {
+        int done = 0;
+        MPI_Testall(2, t[x].req, &done, MPI_STATUSES_IGNORE);
+    }
+}
+
+/* ---- views ---- */
+
+fa_tensor fa_ring_rows(const fa_tensor *t, int64_t row, int64_t len, size_t elem)
+{
+    fa_tensor v = *t;
+    if (t->data) v.data = (char *)t->data + row * t->stride_seq * (int64_t)elem;
+    v.seq = len;
+    return v;
+}
+
+fa_tensor fa_ring_compact(void *data, fa_dtype dt, int64_t b, int64_t h, int64_t len, int64_t d)
+{
+    return fa_tensor_bhsd(data, dt, b, h, len, d);
+}
+
+void fa_ring_copy(const fa_tensor *from, const fa_tensor *to, size_t elem)
+{
+    size_t row = (size_t)from->dim * elem;
+    for (int64_t b = 0; b < from->batch; b++)
+        for (int64_t h = 0; h < from->heads; h++)
+            for (int64_t s = 0; s < from->seq; s++)
+                memcpy((char *)to->data + (b * to->stride_batch + h * to->stride_head + s * to->stride_seq) * (int64_t)elem,
+                       (const char *)from->data +
+                           (b * from->stride_batch + h * from->stride_head + s * from->stride_seq) * (int64_t)elem,
+                       row);
+}
+
+/* ---- blocks ---- */
+
+int fa_ring_block_visible(const fa_params *p, const fa_ring_segment *q, const fa_ring_segment *k)
+{
+    if (q->len == 0 || k->len == 0) return 0;
+    /* Global row i sees keys [i + lo, i + hi] (self-attention, d0 = diagonal_shift): lo = d0 -
+     * window_left, hi = d0 under a causal mask, d0 + window_right with a right window. Some row of
+     * [qa, qz] sees some key of [ka, kz] when kz >= i + lo and ka <= i + hi for one i. */
+    int64_t d0 = p->diagonal_shift, qa = q->pos, qz = q->pos + q->len - 1, ka = k->pos, kz = k->pos + k->len - 1;
+    /* positions and d0 stay below 2^53 (fa_ring_check); a window wider than 2^61 bounds nothing */
+    const int64_t unbounded = (int64_t)1 << 61;
+    int causal = p->causal != FA_CAUSAL_NONE;
+    int has_lo = p->window_left >= 0 && p->window_left < unbounded;
+    int has_hi = causal || (p->window_right >= 0 && p->window_right < unbounded);
+    int64_t lo = has_lo ? d0 - p->window_left : 0, hi = causal ? d0 : has_hi ? d0 + p->window_right : 0;
+    int64_t first = qa, last = qz; /* the rows that can see the block */
+    if (has_hi && ka - hi > first) first = ka - hi;
+    if (has_lo && kz - lo < last) last = kz - lo;
+    return first <= last;
+}
+
+fa_params fa_ring_block_params(const fa_ring *r, const fa_ring_segment *q, const fa_ring_segment *k,
+                               fa_tensor *bias)
+{
+    fa_params bp = r->p;
+    bp.sinks = NULL; /* applied once, to the merged rows */
+    bp.dsinks = NULL;
+    int64_t d0 = r->p.diagonal_shift + (q->pos - k->pos); /* the block's diagonal */
+    if (r->p.causal != FA_CAUSAL_NONE) {
+        bp.causal = FA_CAUSAL_TOP_LEFT;
+        bp.diagonal_shift = d0;
+    } else { /* without a causal mask, windows use the bottom-right offset nk - nq */
+        bp.diagonal_shift = d0 - (k->len - q->len);
+    }
+    if (r->p.bias) {
+        *bias = *r->p.bias;
+        int64_t row = bias->seq == 1 ? 0 : q->row;
+        bias->data = (char *)bias->data + (row * bias->stride_seq + k->pos) * (int64_t)r->elem;
+        if (bias->seq != 1) bias->seq = q->len;
+        bias->dim = k->len;
+        bp.bias = bias;
+    }
+    return bp;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fa_mpi_forward: the key/value shards travel the ring; every rank attends its queries to each
+ * shard it can see and merges the block results into running rows, in ring order. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ring.h"
+
+enum { TAG_KV = 100 };
+
+/* One segment of the rank's queries: the running rows (two, so a merge never writes its input)
+ * and one block's partial result, each compact [B][Hq][len][Dv] with lse [B][Hq][len]. */
+typedef struct {
+    fa_tensor out[2], part;
+    void *lse[2], *part_lse;
+    int cur;
+} segment_rows;
+
+static double load(const void *base, int64_t at, size_t elem)
+{
+    return elem == sizeof(double) ? ((const double *)base)[at] : (double)((const float *)base)[at];
+}
+
+static void store(void *base, int64_t at, size_t elem, double x)
+{
+    if (elem == sizeof(double))
+        ((double *)base)[at] = x;
+    else
+        ((float *)base)[at] = (float)x;
+}
+
+/* The bytes of one shard's K and V, compact. */
+static size_t shard_bytes(const fa_ring_shape *s, int64_t rows, size_t elem)
+{
+    return (size_t)(s->batch * s->kv_heads * rows * (s->dim + s->dim_v)) * elem;
+}
+
+/* Carves the segments' rows out of buf after the two shard buffers; returns the bytes used (buf
+ * NULL: only counts). */
+static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_bytes, char *buf, segment_rows *rows)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    fa_dtype dt = (fa_dtype)s->dtype;
+    size_t at = 2 * fa_ring_round(kv_bytes);
+    for (int g = 0; g < mine->count; g++) {
+        int64_t len = mine->seg[g].len;
+        size_t out_bytes = fa_ring_round((size_t)(s->batch * s->q_heads * len * s->dim_v) * r->elem);
+        size_t lse_bytes = fa_ring_round((size_t)(s->batch * s->q_heads * len) * r->elem);
+        for (int x = 0; x < 3; x++) {
+            fa_tensor t = fa_ring_compact(buf ? buf + at : NULL, dt, s->batch, s->q_heads, len, s->dim_v);
+            void *l = buf ? buf + at + out_bytes : NULL;
+            if (buf && x < 2) rows[g].out[x] = t, rows[g].lse[x] = l;
+            if (buf && x == 2) rows[g].part = t, rows[g].part_lse = l;
+            at += out_bytes + lse_bytes;
+        }
+        if (buf) rows[g].cur = 0;
+    }
+    return at;
+}
+
+/* No key seen yet: out 0, lse -inf (a merge then takes the first block's rows as they are). */
+static void start_rows(segment_rows *g, size_t elem)
+{
+    int64_t rows = g->out[0].batch * g->out[0].heads * g->out[0].seq;
+    memset(g->out[0].data, 0, (size_t)(rows * g->out[0].dim) * elem);
+    for (int64_t i = 0; i < rows; i++) store(g->lse[0], i, elem, -INFINITY);
+}
+
+/* Writes a segment's merged rows to the caller's out and lse, with the sink of each head entering
+ * once: lse' = log(e^lse + e^sink) (the larger of the two subtracted first), out' = out·e^(lse - lse'). */
+static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_segment *seg, const fa_tensor *out,
+                       void *lse)
+{
+    const fa_tensor *src = &g->out[g->cur];
+    const void *src_lse = g->lse[g->cur];
+    fa_tensor dst = fa_ring_rows(out, seg->row, seg->len, r->elem);
+    int64_t n = r->shapes[r->rank].rows;
+    for (int64_t b = 0; b < src->batch; b++)
+        for (int64_t h = 0; h < src->heads; h++)
+            for (int64_t i = 0; i < src->seq; i++) {
+                int64_t at = (b * src->heads + h) * src->seq + i;
+                double l = load(src_lse, at, r->elem), w = 1.0;
+                if (r->p.sinks) {
+                    double sink = (double)r->p.sinks[h], big = l > sink ? l : sink;
+                    double total = big + log(exp(l - big) + exp(sink - big));
+                    w = l == -INFINITY ? 0.0 : exp(l - total);
+                    l = total;
+                }
+                const char *from = (const char *)src->data + (at * src->dim) * (int64_t)r->elem;
+                char *to = (char *)dst.data +
+                           (b * dst.stride_batch + h * dst.stride_head + i * dst.stride_seq) * (int64_t)r->elem;
+                if (!r->p.sinks)
+                    memcpy(to, from, (size_t)src->dim * r->elem);
+                else
+                    for (int64_t y = 0; y < src->dim; y++) store(to, y, r->elem, load(from, y, r->elem) * w);
+                if (lse) store(lse, (b * src->heads + h) * n + seg->row + i, r->elem, l);
+            }
+}
+
+/* Attends the rank's query segments to the shard of rank src (K then V, compact, at kv) and merges
+ * each visible block into the running rows. FA_OK or the first failure, with its message in reason. */
+static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine, segment_rows *rows,
+                              int src, void *kv, const fa_tensor *q, fa_ring_transfer *pending, int npending,
+                              char *reason, size_t size)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    fa_dtype dt = (fa_dtype)s->dtype;
+    int64_t n_src = r->shapes[src].rows;
+    fa_tensor k = fa_ring_compact(kv, dt, s->batch, s->kv_heads, n_src, s->dim);
+    fa_tensor v = fa_ring_compact((char *)kv + (size_t)(s->batch * s->kv_heads * n_src * s->dim) * r->elem, dt,
+                                  s->batch, s->kv_heads, n_src, s->dim_v);
+    fa_ring_segments theirs = fa_ring_segments_of(r, src);
+    for (int a = 0; a < mine->count; a++)
+        for (int c = 0; c < theirs.count; c++) {
+            const fa_ring_segment *qs = &mine->seg[a], *ks = &theirs.seg[c];
+            if (!fa_ring_block_visible(&r->p, qs, ks)) continue;
+            fa_tensor bias, qv = fa_ring_rows(q, qs->row, qs->len, r->elem);
+            fa_tensor kv_k = fa_ring_rows(&k, ks->row, ks->len, r->elem), kv_v = fa_ring_rows(&v, ks->row, ks->len, r->elem);
+            fa_params bp = fa_ring_block_params(r, qs, ks, &bias);
+            segment_rows *g = &rows[a];
+            fa_status st = fa_forward(ctx, &bp, &qv, &kv_k, &kv_v, &g->part, g->part_lse);
+            if (st == FA_OK) {
+                const fa_tensor parts[2] = {g->out[g->cur], g->part};
+                const void *lses[2] = {g->lse[g->cur], g->part_lse};
+                st = fa_merge(ctx, 2, parts, lses, &g->out[1 - g->cur], g->lse[1 - g->cur]);
+            }
+            if (st != FA_OK) {
+                snprintf(reason, size, "%s", fa_last_error());
+                return st;
+            }
+            g->cur = 1 - g->cur;
+            fa_ring_progress(pending, npending);
+        }
+    return FA_OK;
+}
+
+fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
+                         const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out, void *lse)
+{
+    static const char call[] = "fa_mpi_forward";
+    fa_ring r;
+    fa_status st = fa_ring_open(&r, call, comm, layout, p, q, k, v);
+    if (st != FA_OK) return st;
+    char reason[400] = "";
+    st = fa_ring_check(&r, q, k, reason, sizeof reason);
+    fa_ring_segments mine = fa_ring_segments_of(&r, r.rank);
+    if (st == FA_OK) { /* the rank's own shard as fa_forward would see it */
+        fa_ring_segment all = {mine.seg[0].pos, 0, q ? q->seq : 0};
+        fa_tensor bias;
+        fa_params own = fa_ring_block_params(&r, &all, &all, &bias);
+        own.sinks = r.p.sinks;
+        st = fa_forward_check(&own, q, k, v, out, lse);
+        if (st != FA_OK) snprintf(reason, sizeof reason, "%s", fa_last_error());
+    }
+    const fa_ring_shape *s = &r.shapes[r.rank];
+    int64_t widest = 0;
+    for (int x = 0; x < r.size; x++)
+        if (r.shapes[x].rows > widest) widest = r.shapes[x].rows;
+    size_t kv_bytes = st == FA_OK ? shard_bytes(s, widest, r.elem) : 0;
+    segment_rows rows[2];
+    char *buf = NULL;
+    if (st == FA_OK) {
+        buf = fa_ring_buffer(&r, carve(&r, &mine, kv_bytes, NULL, NULL));
+        if (!buf) st = FA_ERR_NOMEM, snprintf(reason, sizeof reason, "no memory for the shard buffers");
+    }
+    if ((st = fa_ring_agree(&r, st, reason)) != FA_OK) return st;
+
+    carve(&r, &mine, kv_bytes, buf, rows);
+    for (int g = 0; g < mine.count; g++) start_rows(&rows[g], r.elem);
+    char *kv[2] = {buf, buf + fa_ring_round(kv_bytes)};
+    {
+        fa_tensor kc = fa_ring_compact(kv[0], (fa_dtype)s->dtype, s->batch, s->kv_heads, s->rows, s->dim);
+        fa_tensor vc = fa_ring_compact(kv[0] + (size_t)(s->batch * s->kv_heads * s->rows * s->dim) * r.elem,
+                                       (fa_dtype)s->dtype, s->batch, s->kv_heads, s->rows, s->dim_v);
+        fa_ring_copy(k, &kc, r.elem);
+        fa_ring_copy(v, &vc, r.elem);
+    }
+    int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
+    fa_status work = FA_OK;
+    for (int step = 0; step < r.size; step++) {
+        int src = (r.rank - step + r.size) % r.size, incoming = (src + r.size - 1) % r.size;
+        fa_ring_transfer tx[2];
+        int posted = 0;
+        if (step < r.size - 1) { /* the next shard travels while this one is computed */
+            fa_status a = fa_ring_post(&r, &tx[0], kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev,
+                                       TAG_KV, 0);
+            fa_status b = fa_ring_post(&r, &tx[1], kv[cur], shard_bytes(s, r.shapes[src].rows, r.elem), next, TAG_KV, 1);
+            posted = 2;
+            if ((a != FA_OK || b != FA_OK) && work == FA_OK)
+                work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting the shard transfers failed");
+        }
+        /* after a failure the rank still passes the shards on, so that no other rank waits forever */
+        if (work == FA_OK) work = attend_shard(&r, ctx, &mine, rows, src, kv[cur], q, tx, posted, reason, sizeof reason);
+        for (int x = 0; x < posted; x++)
+            if (fa_ring_wait(&tx[x]) != FA_OK && work == FA_OK)
+                work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "a shard transfer failed");
+        cur = 1 - cur;
+    }
+    if ((st = fa_ring_agree(&r, work, reason)) != FA_OK) return st;
+    for (int g = 0; g < mine.count; g++)
+        if (mine.seg[g].len > 0) write_rows(&r, &rows[g], &mine.seg[g], out, lse);
+    return FA_OK;
+}
