@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fa_mpi_backward: the key/value shards travel the ring again, their dK/dV accumulators one step
+ * behind them: each rank computes its blocks' gradients for the shard in hand into step buffers,
+ * adds them to the shard's accumulator when it arrives from the previous rank, and passes it on;
+ * after P steps every accumulator is back on its own rank. dq is summed locally in ring order. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ring.h"
+
+enum { TAG_KV = 200, TAG_ACC = 300 };
+
+/* Where the backward's buffers lie in the communicator's buffer. */
+typedef struct {
+    char *kv[2], *acc[2], *step, *dk_tmp, *dv_tmp;
+    double *sink_sums; /* every rank's sums for the sinks' gradient: P·Hq values, then the rank's Hq */
+    char *dq[2], *dq_tmp[2], *lse[2]; /* per query segment */
+} layout_of_buffers;
+
+/* The bytes of one shard's K and V (or dK and dV), compact. */
+static size_t shard_bytes(const fa_ring_shape *s, int64_t rows, size_t elem)
+{
+    return (size_t)(s->batch * s->kv_heads * rows * (s->dim + s->dim_v)) * elem;
+}
+
+static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t widest, char *buf, layout_of_buffers *b)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    size_t shard = fa_ring_round(shard_bytes(s, widest, r->elem)), at = 0;
+    size_t dk = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim) * r->elem);
+    size_t dv = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim_v) * r->elem);
+#define TAKE(field, bytes) (buf ? (b->field = buf + at) : NULL, at += (bytes))
+    TAKE(kv[0], shard), TAKE(kv[1], shard), TAKE(acc[0], shard), TAKE(acc[1], shard), TAKE(step, shard);
+    TAKE(dk_tmp, dk), TAKE(dv_tmp, dv);
+    if (buf) b->sink_sums = (double *)(buf + at);
+    at += fa_ring_round((size_t)((r->size + 1) * s->q_heads) * sizeof(double));
+    for (int g = 0; g < mine->count; g++) {
+        int64_t len = mine->seg[g].len;
+        size_t dq = fa_ring_round((size_t)(s->batch * s->q_heads * len * s->dim) * r->elem);
+        TAKE(dq[g], dq), TAKE(dq_tmp[g], dq), TAKE(lse[g], fa_ring_round((size_t)(s->batch * s->q_heads * len) * r->elem));
+    }
+#undef TAKE
+    return at;
+}
+
+/* to += from, element-wise over two views of one shape (compact or strided), in the element type. */
+static void add_into(const fa_tensor *to, const fa_tensor *from, size_t elem)
+{
+    for (int64_t b = 0; b < from->batch; b++)
+        for (int64_t h = 0; h < from->heads; h++)
+            for (int64_t i = 0; i < from->seq; i++) {
+                int64_t t = b * to->stride_batch + h * to->stride_head + i * to->stride_seq;
+                int64_t f = b * from->stride_batch + h * from->stride_head + i * from->stride_seq;
+                if (elem == sizeof(double)) {
+                    double *x = (double *)to->data + t;
+                    const double *y = (const double *)from->data + f;
+                    for (int64_t d = 0; d < from->dim; d++) x[d] += y[d];
+                } else {
+                    float *x = (float *)to->data + t;
+                    const float *y = (const float *)from->data + f;
+                    for (int64_t d = 0; d < from->dim; d++) x[d] += y[d];
+                }
+            }
+}
+
+/* The K and V (or dK and dV) halves of a compact shard buffer. */
+static void halves(const fa_ring *r, char *base, int64_t rows, fa_tensor *k, fa_tensor *v)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    *k = fa_ring_compact(base, (fa_dtype)s->dtype, s->batch, s->kv_heads, rows, s->dim);
+    *v = fa_ring_compact(base + (size_t)(s->batch * s->kv_heads * rows * s->dim) * r->elem, (fa_dtype)s->dtype,
+                         s->batch, s->kv_heads, rows, s->dim_v);
+}
+
+typedef struct {
+    const fa_tensor *q, *out, *dout;
+} query_side;
+
+/* The gradients of the blocks of the rank's queries against the shard of rank src (at kv): dq into
+ * the segments' accumulators, dK and dV into the step buffer (zeroed here). */
+static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine,
+                                 const layout_of_buffers *lb, const query_side *qs_in, int src, char *kv,
+                                 fa_ring_transfer *pending, int npending, char *reason, size_t size)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    fa_dtype dt = (fa_dtype)s->dtype;
+    int64_t n_src = r->shapes[src].rows;
+    fa_tensor k, v, dk_step, dv_step;
+    halves(r, kv, n_src, &k, &v);
+    halves(r, lb->step, n_src, &dk_step, &dv_step);
+    memset(lb->step, 0, shard_bytes(s, n_src, r->elem));
+    fa_ring_segments theirs = fa_ring_segments_of(r, src);
+    for (int a = 0; a < mine->count; a++)
+        for (int c = 0; c < theirs.count; c++) {
+            const fa_ring_segment *qs = &mine->seg[a], *ks = &theirs.seg[c];
+            if (!fa_ring_block_visible(&r->p, qs, ks)) continue;
+            fa_tensor bias;
+            fa_params bp = fa_ring_block_params(r, qs, ks, &bias);
+            fa_tensor q = fa_ring_rows(qs_in->q, qs->row, qs->len, r->elem);
+            fa_tensor out = fa_ring_rows(qs_in->out, qs->row, qs->len, r->elem);
+            fa_tensor dout = fa_ring_rows(qs_in->dout, qs->row, qs->len, r->elem);
+            fa_tensor kb = fa_ring_rows(&k, ks->row, ks->len, r->elem), vb = fa_ring_rows(&v, ks->row, ks->len, r->elem);
+            fa_tensor dq = fa_ring_compact(lb->dq_tmp[a], dt, s->batch, s->q_heads, qs->len, s->dim);
+            fa_tensor dk = fa_ring_compact(lb->dk_tmp, dt, s->batch, s->kv_heads, ks->len, s->dim);
+            fa_tensor dv = fa_ring_compact(lb->dv_tmp, dt, s->batch, s->kv_heads, ks->len, s->dim_v);
+            fa_status st = fa_backward(ctx, &bp, &q, &kb, &vb, &out, &dout, lb->lse[a], &dq, &dk, &dv);
+            if (st != FA_OK) {
+                snprintf(reason, size, "%s", fa_last_error());
+                return st;
+            }
+            fa_tensor dq_acc = fa_ring_compact(lb->dq[a], dt, s->batch, s->q_heads, qs->len, s->dim);
+            fa_tensor dk_rows = fa_ring_rows(&dk_step, ks->row, ks->len, r->elem);
+            fa_tensor dv_rows = fa_ring_rows(&dv_step, ks->row, ks->len, r->elem);
+            add_into(&dq_acc, &dq, r->elem);
+            add_into(&dk_rows, &dk, r->elem);
+            add_into(&dv_rows, &dv, r->elem);
+            fa_ring_progress(pending, npending);
+        }
+    return FA_OK;
+}
+
+/* The sinks' gradient over the whole sequence: each rank's sum over its rows of
+ * -exp(sink - lse)·rowsum(dout ∘ out), in double, then the ranks' sums added in rank order. */
+static fa_status sink_gradient(fa_ring *r, const fa_tensor *out, const fa_tensor *dout, const void *lse,
+                               double *sums)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    double *all = sums, *mine = sums + r->size * s->q_heads;
+    for (int64_t h = 0; h < s->q_heads; h++) {
+        double sum = 0.0, sink = (double)r->p.sinks[h];
+        for (int64_t b = 0; b < s->batch; b++)
+            for (int64_t i = 0; i < s->rows; i++) {
+                int64_t at = (b * s->q_heads + h) * s->rows + i;
+                double l = r->elem == sizeof(double) ? ((const double *)lse)[at] : (double)((const float *)lse)[at];
+                const char *o = (const char *)out->data +
+                                (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * (int64_t)r->elem;
+                const char *g = (const char *)dout->data +
+                                (b * dout->stride_batch + h * dout->stride_head + i * dout->stride_seq) * (int64_t)r->elem;
+                double delta = 0.0;
+                for (int64_t y = 0; y < s->dim_v; y++)
+                    delta += r->elem == sizeof(double) ? ((const double *)o)[y] * ((const double *)g)[y]
+                                                       : (double)((const float *)o)[y] * (double)((const float *)g)[y];
+                sum -= exp(sink - l) * delta;
+            }
+        mine[h] = sum;
+    }
+    int rc = MPI_Allgather(mine, (int)s->q_heads, MPI_DOUBLE, all, (int)s->q_heads, MPI_DOUBLE, r->comm);
+    if (rc == MPI_SUCCESS)
+        for (int64_t h = 0; h < s->q_heads; h++) {
+            double sum = 0.0;
+            for (int x = 0; x < r->size; x++) sum += all[x * s->q_heads + h];
+            r->p.dsinks[h] = (float)sum;
+        }
+    return rc == MPI_SUCCESS ? FA_OK : FA_ERR_RUNTIME;
+}
+
+fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
+                          const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
+                          const fa_tensor *dout, const void *lse, const fa_tensor *dq, const fa_tensor *dk,
+                          const fa_tensor *dv)
+{
+    static const char call[] = "fa_mpi_backward";
+    fa_ring r;
+    fa_status st = fa_ring_open(&r, call, comm, layout, p, q, k, v);
+    if (st != FA_OK) return st;
+    char reason[400] = "";
+    st = fa_ring_check(&r, q, k, reason, sizeof reason);
+    fa_ring_segments mine = fa_ring_segments_of(&r, r.rank);
+    if (st == FA_OK) { /* the rank's own shard as fa_backward would see it */
+        fa_ring_segment all = {mine.seg[0].pos, 0, q ? q->seq : 0};
+        fa_tensor bias;
+        fa_params own = fa_ring_block_params(&r, &all, &all, &bias);
+        own.sinks = r.p.sinks, own.dsinks = r.p.dsinks;
+        st = fa_backward_check(&own, q, k, v, out, dout, lse, dq, dk, dv);
+        if (st != FA_OK) snprintf(reason, sizeof reason, "%s", fa_last_error());
+    }
+    const fa_ring_shape *s = &r.shapes[r.rank];
+    int64_t widest = 0;
+    for (int x = 0; x < r.size; x++)
+        if (r.shapes[x].rows > widest) widest = r.shapes[x].rows;
+    layout_of_buffers lb;
+    memset(&lb, 0, sizeof lb);
+    char *buf = NULL;
+    if (st == FA_OK) {
+        buf = fa_ring_buffer(&r, carve(&r, &mine, widest, NULL, NULL));
+        if (!buf) st = FA_ERR_NOMEM, snprintf(reason, sizeof reason, "no memory for the shard buffers");
+    }
+    if ((st = fa_ring_agree(&r, st, reason)) != FA_OK) return st;
+
+    carve(&r, &mine, widest, buf, &lb);
+    fa_dtype dt = (fa_dtype)s->dtype;
+    for (int g = 0; g < mine.count; g++) { /* dq starts at 0; each segment's lse rows, contiguous */
+        const fa_ring_segment *seg = &mine.seg[g];
+        memset(lb.dq[g], 0, (size_t)(s->batch * s->q_heads * seg->len * s->dim) * r.elem);
+        for (int64_t bh = 0; bh < s->batch * s->q_heads; bh++)
+            memcpy(lb.lse[g] + (size_t)(bh * seg->len) * r.elem,
+                   (const char *)lse + (size_t)(bh * s->rows + seg->row) * r.elem, (size_t)seg->len * r.elem);
+    }
+    {
+        fa_tensor kc, vc;
+        halves(&r, lb.kv[0], s->rows, &kc, &vc);
+        fa_ring_copy(k, &kc, r.elem);
+        fa_ring_copy(v, &vc, r.elem);
+    }
+    query_side side = {q, out, dout};
+    int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
+    fa_status work = FA_OK;
+    fa_ring_transfer acc_send = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+#define FAIL_ONCE(st_, ...) \
+    do { \
+        if (work == FA_OK) work = (st_), snprintf(reason, sizeof reason, __VA_ARGS__); \
+    } while (0)
+    for (int step = 0; step < r.size; step++) {
+        int src = (r.rank - step + r.size) % r.size, incoming = (src + r.size - 1) % r.size;
+        size_t src_bytes = shard_bytes(s, r.shapes[src].rows, r.elem);
+        char *acc = lb.acc[step % 2];
+        fa_ring_transfer tx[3];
+        int posted = 0;
+        if (step < r.size - 1) { /* the next shard travels while this one is computed */
+            if (fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev,
+                             TAG_KV, 0) != FA_OK ||
+                fa_ring_post(&r, &tx[posted++], lb.kv[cur], src_bytes, next, TAG_KV, 1) != FA_OK)
+                FAIL_ONCE(FA_ERR_RUNTIME, "posting the shard transfers failed");
+        }
+        if (step > 0 && fa_ring_post(&r, &tx[posted++], acc, src_bytes, prev, TAG_ACC, 0) != FA_OK)
+            FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
+        /* after a failure the rank still passes shards and accumulators on: no other rank waits forever */
+        if (work == FA_OK) {
+            fa_status st2 =
+                shard_gradients(&r, ctx, &mine, &lb, &side, src, lb.kv[cur], tx, posted, reason, sizeof reason);
+            if (st2 != FA_OK) work = st2;
+        } else {
+            memset(lb.step, 0, src_bytes);
+        }
+        for (int x = 0; x < posted; x++)
+            if (fa_ring_wait(&tx[x]) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "a shard or accumulator transfer failed");
+        /* the shard's accumulator: this rank's step gradients, after those of the ranks before it */
+        fa_tensor ak, av, sk, sv;
+        halves(&r, acc, r.shapes[src].rows, &ak, &av);
+        halves(&r, lb.step, r.shapes[src].rows, &sk, &sv);
+        if (step == 0)
+            memcpy(acc, lb.step, src_bytes);
+        else
+            add_into(&ak, &sk, r.elem), add_into(&av, &sv, r.elem);
+        if (fa_ring_wait(&acc_send) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "an accumulator transfer failed");
+        if (r.size > 1 && fa_ring_post(&r, &acc_send, acc, src_bytes, next, TAG_ACC, 1) != FA_OK)
+            FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
+        cur = 1 - cur;
+    }
+    /* the rank's own accumulator comes home from the previous rank (P = 1: it never left) */
+    char *home = lb.acc[(r.size - 1) % 2];
+    if (r.size > 1) {
+        fa_ring_transfer back;
+        home = lb.acc[r.size % 2];
+        if (fa_ring_post(&r, &back, home, shard_bytes(s, s->rows, r.elem), prev, TAG_ACC, 0) != FA_OK ||
+            fa_ring_wait(&back) != FA_OK)
+            FAIL_ONCE(FA_ERR_RUNTIME, "the returning accumulator transfer failed");
+        if (fa_ring_wait(&acc_send) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "an accumulator transfer failed");
+    }
+#undef FAIL_ONCE
+    if ((st = fa_ring_agree(&r, work, reason)) != FA_OK) return st;
+    if (r.p.sinks && r.p.dsinks && (st = sink_gradient(&r, out, dout, lse, lb.sink_sums)) != FA_OK)
+        return fa_ring_fail(st, "%s: MPI_Allgather of the sinks' gradient sums failed", call);
+    for (int g = 0; g < mine.count; g++) {
+        const fa_ring_segment *seg = &mine.seg[g];
+        fa_tensor from = fa_ring_compact(lb.dq[g], dt, s->batch, s->q_heads, seg->len, s->dim);
+        fa_tensor to = fa_ring_rows(dq, seg->row, seg->len, r.elem);
+        fa_ring_copy(&from, &to, r.elem);
+    }
+    fa_tensor hk, hv;
+    halves(&r, home, s->rows, &hk, &hv);
+    fa_ring_copy(&hk, dk, r.elem);
+    fa_ring_copy(&hv, dv, r.elem);
+    return FA_OK;
+}
