@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Installation: header, shared + static library, pkg-config file and a CMake package.
+# Installation: header, shared + static library, pkg-config file and a CMake package; the same for
+# the MPI component when it is built (cmake/mpi.cmake): flashattn_mpi.h, libflashattn_mpi.{so,a},
+# flashattn-mpi.pc and the package's mpi component.
 #
 # Everything installed is relocatable: the CMake package locates itself through
 # PACKAGE_PREFIX_DIR and flashattn.pc through ${pcfiledir}, so a prefix may be
@@ -24,6 +26,22 @@ install(EXPORT flashattnTargets
   NAMESPACE flashattn::
   FILE flashattnTargets.cmake
   DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
+
+# The MPI component, when built: its header, both libraries, and their targets in a file of their
+# own that flashattnConfig.cmake loads only for COMPONENTS mpi (so plain find_package(flashattn)
+# never needs MPI). Its targets refer to flashattn::flashattn(_static) of the export above.
+if(FA_MPI)
+  install(FILES include/flashattn_mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(TARGETS flashattn_mpi flashattn_mpi_static
+    EXPORT flashattnMpiTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(EXPORT flashattnMpiTargets
+    NAMESPACE flashattn::
+    FILE flashattnMpiTargets.cmake
+    DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
+endif()
 
 configure_package_config_file(cmake/flashattnConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfig.cmake
@@ -65,3 +83,6 @@ if(NOT FA_PC_OPENMP_FLAGS)
 endif()
 configure_file(cmake/flashattn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/flashattn.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/flashattn.pc DESTINATION ${FLASHATTN_INSTALL_PKGCONFIGDIR})
+if(FA_MPI)
+  include(${CMAKE_CURRENT_LIST_DIR}/mpi_pkgconfig.cmake)
+endif()
