@@ -5,6 +5,11 @@
 #   2. pkg-config: cc main.c $(pkg-config --cflags --libs flashattn)            (shared)
 #                  cc main.c $(pkg-config --static --cflags --libs flashattn)   (static libflashattn.a)
 # and compiles + runs the API example of README.md as it is written there.
+# Where PREFIX has the MPI component (flashattn_mpi.h), tests/consumer/mpi/ is built the same ways:
+#   3. CMake:      find_package(flashattn COMPONENTS mpi) -> flashattn::mpi and flashattn::mpi_static
+#   4. pkg-config: mpicc and cc main.c $(pkg-config --cflags --libs flashattn-mpi), and --static
+# each run on 2 ranks through scripts/mpirun.sh (mpirun -np 2 --oversubscribe, --allow-run-as-root
+# as root). Where it has none, find_package(flashattn COMPONENTS mpi) must fail and say why.
 #
 # usage: tests/consumer/run.sh PREFIX [WORKDIR]
 #   PREFIX   where flashattn is installed (cmake --install BUILD --prefix PREFIX)
@@ -30,12 +35,12 @@ assert_static() {
     fi
 }
 # The shared binaries must load the library from PREFIX, not from somewhere else on the system.
-assert_shared_from_prefix() {
-    local lib
-    lib=$(ldd "$1" | awk '/libflashattn\.so/ {print $3}')
+assert_shared_from_prefix() { # assert_shared_from_prefix EXE [LIBRARY (default libflashattn)]
+    local lib name=${2:-libflashattn}
+    lib=$(ldd "$1" | awk -v so="$name.so" 'index($1, so) == 1 {print $3}')
     case "$lib" in
     "$prefix"/*) echo "$1 -> $lib" ;;
-    *) echo "consumer: $1 loads libflashattn from '$lib', expected under $prefix" >&2; exit 1 ;;
+    *) echo "consumer: $1 loads $name from '$lib', expected under $prefix" >&2; exit 1 ;;
     esac
 }
 
@@ -63,11 +68,26 @@ header=$(find "$prefix" -name flashattn.h -print -quit)
 for lib in $(find "$prefix" -name 'libflashattn.a' -o -name 'libflashattn.so.*.*' -type f); do
     assert_public_symbols "$header" "$lib"
 done
+# The MPI component's libraries export the calls of flashattn_mpi.h alone (the core's stay in the core).
+mpi_header=$(find "$prefix" -name flashattn_mpi.h -print -quit)
+if [ -n "$mpi_header" ]; then
+    mpi_libs=$(find "$prefix" -name 'libflashattn_mpi.a' -o -name 'libflashattn_mpi.so.*.*' -type f)
+    [ "$(echo "$mpi_libs" | wc -w)" = 2 ] ||
+        { echo "consumer: $mpi_header installed, but not both libflashattn_mpi libraries: [$mpi_libs]" >&2; exit 1; }
+    for lib in $mpi_libs; do
+        assert_public_symbols "$mpi_header" "$lib"
+    done
+fi
 
 step "find_package (CMAKE_PREFIX_PATH=$prefix)"
 cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$work/cmake-configure.log" \
     || { cat "$work/cmake-configure.log"; exit 1; }
 grep -- '-- flashattn ' "$work/cmake-configure.log" || true
+# Plain find_package(flashattn) asks for no component, so it must not need (or look for) MPI.
+if grep -q 'Found MPI' "$work/cmake-configure.log"; then
+    echo "consumer: find_package(flashattn) without COMPONENTS looked for MPI" >&2
+    exit 1
+fi
 cmake --build "$work/cmake" -j "$jobs"
 assert_shared_from_prefix "$work/cmake/consumer_shared"
 assert_static "$work/cmake/consumer_static"
@@ -117,4 +137,57 @@ for block in example example-backward example-modifiers example-varlen; do
     "$work/readme_$block"
 done
 
-printf '\nconsumer: all builds and runs passed (find_package shared+static, pkg-config shared+static, README examples)\n'
+mpi_summary="no MPI component in PREFIX, and find_package(flashattn COMPONENTS mpi) says so"
+if [ -z "$mpi_header" ]; then
+    step "find_package(flashattn COMPONENTS mpi) without the MPI component: must fail and say why"
+    if cmake -S "$here/mpi" -B "$work/cmake-mpi-absent" -DCMAKE_PREFIX_PATH="$prefix" \
+        >"$work/cmake-mpi-absent.log" 2>&1; then
+        echo "consumer: find_package(flashattn COMPONENTS mpi) succeeded on an install without it" >&2
+        exit 1
+    fi
+    grep 'has no MPI component' "$work/cmake-mpi-absent.log" ||
+        { cat "$work/cmake-mpi-absent.log"; echo "consumer: the failure does not say why" >&2; exit 1; }
+else
+    mpirun_2=("$root/scripts/mpirun.sh" 2)
+    # A hang (a rank stuck in a collective) fails the step instead of stalling the run.
+    run_mpi() { # run_mpi EXE
+        step "run $(basename "$1") on 2 ranks"
+        timeout 120 "${mpirun_2[@]}" "$1"
+    }
+    step "find_package(flashattn COMPONENTS mpi)"
+    cmake -S "$here/mpi" -B "$work/cmake-mpi" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+        >"$work/cmake-mpi-configure.log" || { cat "$work/cmake-mpi-configure.log"; exit 1; }
+    grep -- '-- flashattn ' "$work/cmake-mpi-configure.log" || true
+    cmake --build "$work/cmake-mpi" -j "$jobs"
+    assert_shared_from_prefix "$work/cmake-mpi/mpi_consumer_shared"
+    assert_shared_from_prefix "$work/cmake-mpi/mpi_consumer_shared" libflashattn_mpi
+    assert_static "$work/cmake-mpi/mpi_consumer_static"
+    run_mpi "$work/cmake-mpi/mpi_consumer_shared"
+    run_mpi "$work/cmake-mpi/mpi_consumer_static"
+
+    step "pkg-config flashattn-mpi"
+    echo "flashattn-mpi $(pkg-config --modversion flashattn-mpi)"
+    echo "cflags --libs: $(pkg-config --cflags --libs flashattn-mpi)"
+    mpi_libdir=$(pkg-config --variable=libdir flashattn-mpi)
+    # The line links an MPI program both with the MPI compiler wrapper and with plain cc.
+    for compiler in mpicc "$cc"; do
+        exe=$work/pc_mpi_$(basename "$compiler")
+        # shellcheck disable=SC2046
+        "$compiler" -std=c11 -O2 -Wall -Wextra -Werror -o "$exe" "$here/mpi/main.c" \
+            $(pkg-config --cflags --libs flashattn-mpi) -lm -Wl,-rpath,"$mpi_libdir"
+        assert_shared_from_prefix "$exe"
+        assert_shared_from_prefix "$exe" libflashattn_mpi
+        run_mpi "$exe"
+    done
+    mpi_static_libs=$(pkg-config --static --libs flashattn-mpi |
+        sed 's/-lflashattn_mpi\b/-l:libflashattn_mpi.a/; s/-lflashattn\b/-l:libflashattn.a/')
+    # shellcheck disable=SC2046,SC2086
+    "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/pc_mpi_static" "$here/mpi/main.c" \
+        $(pkg-config --static --cflags flashattn-mpi) $mpi_static_libs -lm
+    assert_static "$work/pc_mpi_static"
+    run_mpi "$work/pc_mpi_static"
+    mpi_summary="MPI component: find_package shared+static, pkg-config with mpicc and cc and static, on 2 ranks"
+fi
+
+printf '\nconsumer: all builds and runs passed (find_package shared+static, pkg-config shared+static, README examples; %s)\n' \
+    "$mpi_summary"
