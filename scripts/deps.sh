@@ -11,6 +11,9 @@
 #          + the reliability stages of scripts/test.sh and scripts/fuzz.sh: clang (the TSan and
 #          libFuzzer builds), libclang-rt-14-dev (clang 14's sanitizer and libFuzzer runtimes),
 #          libomp-dev (LLVM's OpenMP runtime and Archer, libarcher.so, for TSan) and valgrind
+#          + openmpi-bin and libopenmpi-dev: MPI (mpicc, mpirun, mpi.h) for the optional MPI component,
+#          libflashattn_mpi, which its tests and the consumer run under mpirun. Not in build: the
+#          library builds and installs without MPI (FLASHATTN_MPI=AUTO leaves the component out)
 #   bench: build + libopenblas-dev (fa-bench's unfused BLAS baseline) + gnuplot-nox
 #          (scripts/thread_sweep.sh's plot); fa-bench builds and runs without both
 #
@@ -22,7 +25,7 @@ fa_deps_packages() {
     local pkgs="cmake make gcc libc6-dev pkg-config libhwloc-dev"
     case "${1:-build}" in
     build) ;;
-    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind" ;;
+    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev" ;;
     bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
     *) echo "deps: unknown set '$1' (build|test|bench)" >&2; return 2 ;;
     esac
@@ -40,7 +43,7 @@ fa_deps() {
         done
         [ "$set" = bench ] && { command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot"; }
         if [ "$set" = test ]; then
-            for m in clang valgrind; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
+            for m in clang valgrind mpicc mpirun; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
         fi
         if command -v pkg-config >/dev/null 2>&1; then
             pkg-config --exists 'hwloc >= 2.0' || missing="$missing hwloc(>=2.0,pkg-config)"

@@ -13,6 +13,9 @@
 #                     the other ctest tests: the fuzz seeds, tests/fuzz/corpus, through fa-fuzz-replay)
 #   kernel tables     the suite once more per kernel table this CPU has besides the best one (which the
 #                     runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2
+#   mpi               the MPI component's driver tests/mpi/fa-mpi-tests under mpirun (scripts/mpirun.sh) on
+#                     P = 1, 2, 3 and 4 ranks at OMP_NUM_THREADS=1, and P = 2 at 2; skipped where the
+#                     component is not built, except in CI (CI=true), where deps installs MPI
 #   bench tools       fa-bench on small shapes of every pass (it checks the oracle and bitwise identical
 #                     output across thread counts before reporting), then scripts/node_check.sh (the
 #                     thread sweeps and compare_torch.py) on tiny shapes
@@ -217,6 +220,30 @@ suite_on_table() { # suite_on_table TABLE DIR
     FLASHATTN_ISA=$1 OMP_NUM_THREADS=2 suite "$2"
 }
 
+# The MPI test driver on P = 1..4 ranks of this machine (scripts/mpirun.sh: --oversubscribe, as root
+# --allow-run-as-root, shared memory without CMA; its header says why), one thread per rank, and
+# P = 2 once more at 2 threads per rank. A rank stuck in a collective must fail the stage, not hang
+# CI: every run is under timeout (TERM, then KILL 10 s later).
+mpi_tests() {
+    local exe=$build/tests/mpi/fa-mpi-tests run np nt t0 times=""
+    [ -x "$exe" ] || { echo "libflashattn_mpi is built but $exe is not (tests/mpi/)" >&2; return 1; }
+    for run in 1:1 2:1 3:1 4:1 2:2; do
+        np=${run%:*} nt=${run#*:}
+        echo "OMP_NUM_THREADS=$nt scripts/mpirun.sh $np $exe"
+        t0=$(now_ms)
+        OMP_NUM_THREADS=$nt timeout -k 10 300 "$root/scripts/mpirun.sh" "$np" "$exe"
+        times="$times${times:+, }P=$np x $nt thr $(fmt_s $(($(now_ms) - t0)))"
+    done
+    echo "$times" >"$tmp/stage.note"
+}
+
+# CI installs MPI (deps.sh test), so a build without the MPI component there is a failure.
+mpi_missing() {
+    echo "CI=true but $build has no libflashattn_mpi: MPI was not found at configure (scripts/deps.sh test" \
+        "installs openmpi-bin and libopenmpi-dev) or FLASHATTN_MPI=OFF" >&2
+    return 1
+}
+
 hostile_runtime() {
     FA_BUILD_DIR=$build "$root/scripts/hostile_runtime.sh" "$build/tests/fa-tests"
 }
@@ -366,6 +393,13 @@ read -r -a tables <<<"$(cpu_tables)"
 for t in "${tables[@]:0:${#tables[@]}-1}"; do # the best table ran above
     stage "suite FLASHATTN_ISA=$t (2 threads)" suite_on_table "$t" "$build"
 done
+if [ -e "$build/libflashattn_mpi.so" ]; then
+    stage "mpi (fa-mpi-tests, P = 1..4 ranks)" mpi_tests
+elif [ "${CI:-}" = true ]; then
+    stage "mpi (fa-mpi-tests)" mpi_missing
+else
+    skipped mpi "the MPI component is not built: no MPI found (scripts/deps.sh test), or FLASHATTN_MPI=OFF"
+fi
 stage "bench tools (fa-bench, sweeps)" bench_tools
 if [ -x "$root/scripts/hostile_runtime.sh" ]; then
     stage "hostile runtime" hostile_runtime
