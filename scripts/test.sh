@@ -225,7 +225,7 @@ suite_on_table() { # suite_on_table TABLE DIR
 # P = 2 once more at 2 threads per rank. A rank stuck in a collective must fail the stage, not hang
 # CI: every run is under timeout (TERM, then KILL 10 s later).
 mpi_tests() {
-    local exe=$build/tests/mpi/fa-mpi-tests run np nt t0 times=""
+    local exe=$build/tests/mpi/fa-mpi-tests run np nt t0 times="" # the note: each passed run's time
     [ -x "$exe" ] || { echo "libflashattn_mpi is built but $exe is not (tests/mpi/)" >&2; return 1; }
     for run in 1:1 2:1 3:1 4:1 2:2; do
         np=${run%:*} nt=${run#*:}
@@ -233,8 +233,8 @@ mpi_tests() {
         t0=$(now_ms)
         OMP_NUM_THREADS=$nt timeout -k 10 300 "$root/scripts/mpirun.sh" "$np" "$exe"
         times="$times${times:+, }P=$np x $nt thr $(fmt_s $(($(now_ms) - t0)))"
+        echo "$times" >"$tmp/stage.note"
     done
-    echo "$times" >"$tmp/stage.note"
 }
 
 # CI installs MPI (deps.sh test), so a build without the MPI component there is a failure.
