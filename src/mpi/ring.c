@@ -174,32 +174,39 @@ static int scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
 
 fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
 {
-    const fa_ring_shape *me = &r->shapes[r->rank], *first = &r->shapes[0];
+    /* Each rank compares itself with the first rank that has its tensors (a rank without them is
+     * refused by fa_forward_check, for its own reason, not blamed on the others). */
+    const fa_ring_shape *me = &r->shapes[r->rank], *first = NULL;
+    int ref = 0;
+    while (ref < r->size && !r->shapes[ref].present) ref++;
+    if (ref < r->size) first = &r->shapes[ref];
 #define REFUSE(st, ...) return (snprintf(reason, size, __VA_ARGS__), (st))
     if (r->layout != FA_MPI_CONTIGUOUS && r->layout != FA_MPI_ZIGZAG)
         REFUSE(FA_ERR_ARG, "layout = %d: expected FA_MPI_CONTIGUOUS or FA_MPI_ZIGZAG", (int)r->layout);
     if (r->p.seqs) REFUSE(FA_ERR_UNSUPPORTED, "p.seqs: a batch of sequences is not supported across ranks");
-    if (!me->present) return FA_OK; /* fa_forward_check names the NULL tensor */
+    if (!me->present || !first) return FA_OK; /* fa_forward_check names the NULL tensor */
     if (q->seq != k->seq)
         REFUSE(FA_ERR_SHAPE, "q.seq = %lld but k.seq = %lld: a rank's queries and keys are the same positions",
                (long long)q->seq, (long long)k->seq);
     if (scalar_params_differ(me, first))
-        REFUSE(FA_ERR_ARG, "p or layout differs from rank 0's (causal, windows, shift, scale, softcap, "
-                           "which modifiers are set, layout must be the same on every rank)");
-    if (first->present && me->dtype != first->dtype)
-        REFUSE(FA_ERR_DTYPE, "q.dtype = %lld but %lld on rank 0", (long long)me->dtype, (long long)first->dtype);
-    if (first->present && (me->batch != first->batch || me->q_heads != first->q_heads ||
+        REFUSE(FA_ERR_ARG, "p or layout differs from rank %d's (causal, windows, shift, scale, softcap, "
+                           "which modifiers are set, layout must be the same on every rank)",
+               ref);
+    if (me->dtype != first->dtype)
+        REFUSE(FA_ERR_DTYPE, "q.dtype = %lld but %lld on rank %d", (long long)me->dtype, (long long)first->dtype,
+               ref);
+    if ((me->batch != first->batch || me->q_heads != first->q_heads ||
                            me->kv_heads != first->kv_heads || me->dim != first->dim || me->dim_v != first->dim_v))
         REFUSE(FA_ERR_SHAPE,
                "q.batch, q.heads, k.heads, q.dim, v.dim = %lld, %lld, %lld, %lld, %lld but %lld, %lld, %lld, %lld, "
-               "%lld on rank 0",
+               "%lld on rank %d",
                (long long)me->batch, (long long)me->q_heads, (long long)me->kv_heads, (long long)me->dim,
                (long long)me->dim_v, (long long)first->batch, (long long)first->q_heads, (long long)first->kv_heads,
-               (long long)first->dim, (long long)first->dim_v);
+               (long long)first->dim, (long long)first->dim_v, ref);
     if (r->layout == FA_MPI_ZIGZAG && (me->rows % 2 != 0 || me->rows != first->rows))
         REFUSE(FA_ERR_SHAPE, "q.seq = %lld with FA_MPI_ZIGZAG: expected the same even length on every rank "
-                             "(rank 0 has %lld)",
-               (long long)me->rows, (long long)first->rows);
+                             "(rank %d has %lld)",
+               (long long)me->rows, ref, (long long)first->rows);
     int64_t shift = r->p.diagonal_shift < 0 ? -r->p.diagonal_shift : r->p.diagonal_shift;
     if (shift > FA_MAX_DIAGONAL_SHIFT - r->total)
         REFUSE(FA_ERR_ARG, "p.diagonal_shift = %lld: |shift| + N (%lld) exceeds FA_MAX_DIAGONAL_SHIFT",
