@@ -3,6 +3,7 @@
 #include "forward.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "arena.h"
 #include "epilogue.h"

@@ -14,18 +14,60 @@ typedef struct {
     int64_t acc_stride;
 } FA_NAME(rows_state_);
 
+/* The run of keys from t on that lie in one page of a paged pool (at most `left` keys): the
+ * rows of kv_head there, at k and v, p->k.stride_seq and p->v.stride_seq elements apart. */
+typedef struct {
+    const FA_T *k, *v;
+    int64_t rows;
+} FA_NAME(page_run_);
+
+static FA_NAME(page_run_) FA_NAME(page_run_at_)(const fa_problem *p, int64_t kv_head, int64_t t, int64_t left)
+{
+    FA_NAME(page_run_) run;
+    int64_t row0 = t % p->page_size, page = p->pages[t / p->page_size];
+    run.rows = p->page_size - row0 < left ? p->page_size - row0 : left;
+    run.k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), page, kv_head, row0);
+    run.v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), page, kv_head, row0);
+    return run;
+}
+
+/* Asks for a run's rows ahead of their copy, into L2 (so more misses can be in flight than L1
+ * holds). */
+static void FA_NAME(prefetch_run_)(const fa_problem *p, const FA_NAME(page_run_) * run)
+{
+    const int64_t line = 64 / (int64_t)sizeof(FA_T); /* elements per cache line */
+    for (int64_t r = 0; r < run->rows; r++) {
+        for (int64_t x = 0; x < p->dim; x += line) __builtin_prefetch(run->k + r * p->k.stride_seq + x, 0, 2);
+        for (int64_t y = 0; y < p->dim_v; y += line) __builtin_prefetch(run->v + r * p->v.stride_seq + y, 0, 2);
+    }
+}
+
 /* Paged keys (p->pages, the problem of one sequence): keys [col0, col0 + cols) of kv_head copied
  * from their pages into contiguous tiles, so the kernels see what a contiguous cache gives them,
- * bit for bit. The copy reads each key once, as the kernels would; it stays in L2 for them. */
+ * bit for bit. The copy reads each key once, as the kernels would; it stays in L2 for them. It
+ * walks the tile page by page (one division per page, not per key), asking for the next page's
+ * rows while it copies this one's: in a [pages][page_size][Hkv][D] pool one head's rows lie Hkv·D
+ * elements apart, each in another 4 KiB page, where the hardware prefetchers (which stop at page
+ * boundaries) never start, so without it every row waited for memory on its own. */
 static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t kv_head, int64_t col0, int64_t cols,
                                    FA_T *k_tile, FA_T *v_tile)
 {
-    for (int64_t c = 0; c < cols; c++) {
-        int64_t t = col0 + c, page = p->pages[t / p->page_size], row = t % p->page_size;
-        const FA_T *k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), page, kv_head, row);
-        const FA_T *v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), page, kv_head, row);
-        for (int64_t x = 0; x < p->dim; x++) k_tile[c * p->dim + x] = k[x];
-        for (int64_t y = 0; y < p->dim_v; y++) v_tile[c * p->dim_v + y] = v[y];
+    size_t k_row = (size_t)p->dim * sizeof(FA_T), v_row = (size_t)p->dim_v * sizeof(FA_T);
+    if (cols <= 0) return;
+    FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0, cols);
+    FA_NAME(prefetch_run_)(p, &run);
+    for (int64_t c = 0; c < cols;) {
+        int64_t after = c + run.rows;
+        FA_NAME(page_run_) next = {NULL, NULL, 0};
+        if (after < cols) {
+            next = FA_NAME(page_run_at_)(p, kv_head, col0 + after, cols - after);
+            FA_NAME(prefetch_run_)(p, &next);
+        }
+        for (int64_t r = 0; r < run.rows; r++, c++) {
+            memcpy(k_tile + c * p->dim, run.k + r * p->k.stride_seq, k_row);
+            memcpy(v_tile + c * p->dim_v, run.v + r * p->v.stride_seq, v_row);
+        }
+        run = next;
     }
 }
 
