@@ -2,9 +2,10 @@
 /* libFuzzer target: the public API of flashattn under fuzzed arguments.
  *
  * One input (format: fuzz_input.h) describes one problem: shapes, a layout per view, where each
- * view sits in one heap block (the "pool"), parameters, a context, and which calls to make. The
- * harness then calls fa_forward and, when asked, fa_backward with the forward's out and lse, and
- * checks what include/flashattn.h promises:
+ * view sits in one heap block (the "pool"), parameters (a batch of sequences among them, with its
+ * arrays in the pool too), a context, and which calls to make. The harness then calls fa_forward
+ * and, when asked, fa_backward with the forward's out and lse, or fa_merge on parts in the pool,
+ * and checks what include/flashattn.h promises:
  *
  *   - the status is one the header allows for these arguments (fuzz_model.c), in its order;
  *   - a refused call changed no byte of the pool (every view and the lse live there);
@@ -18,6 +19,11 @@
  *     ordinary inputs finite gradients and dsinks within rounding of the header's formula from
  *     the forward's out and lse; a twin context (same kernel table and blocks, other thread
  *     count) gives the same bytes;
+ *   - with sequences (fuzz_seqs.c): each sequence's rows as those of its own dense call (the
+ *     checks above, per sequence, with its keys in use and its pages gathered), dsinks over every
+ *     sequence, and the rows of no sequence unwritten;
+ *   - fa_merge (fuzz_merge.c): the header's formula row by row in float64, -inf parts ignoring
+ *     their out, rows no part saw zero with lse -inf, a NaN lse giving a NaN row;
  *   - fa_tensor_bhsd/bshd, fa_context_create, fa_context_stats, fa_status_str as documented.
  *
  * Memory safety: the library trusts that a valid view points at memory the caller owns. So the
@@ -27,8 +33,12 @@
  * budget that keeps one call near a millisecond), the harness "poisons" it with a second, certain
  * refusal: the lse (or dq) is pointed at q, an output overlapping an input (FA_ERR_ALIAS), else
  * sinks not aligned to float (FA_ERR_STRIDE; both checked after the stride checks run on the wild
- * views), else, with no query head, an unknown causal mode (FA_ERR_ARG). ASan then turns any
- * access outside the pool into a crash.
+ * views), else, with no query head, an unknown causal mode (FA_ERR_ARG); fa_merge's: its lse over
+ * the first part's lse (FA_ERR_ALIAS), else n = 0 (FA_ERR_ARG). The arrays of fa_seqs are read in
+ * the library's SHAPE step: a call whose arrays hold fewer entries than the library would read
+ * (the model's reads_outside) is poisoned with the unknown causal mode, so it is refused before;
+ * an array that wraps around the address space is passed as it is (the header refuses it with
+ * FA_ERR_STRIDE). ASan then turns any access outside the pool into a crash.
  *
  * Built with -fsanitize=fuzzer,address,undefined by -DFLASHATTN_FUZZ=ON (clang); replay.c gives
  * it a main() for every other build (the corpus runs as a ctest). */
@@ -41,33 +51,23 @@
 #include <string.h>
 
 #include "flashattn.h"
+#include "fuzz_case.h"
 #include "fuzz_input.h"
 #include "fuzz_model.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FZ_WORK_MAX    2.0e6              /* B·Hq·Nq·Nk·(D+Dv) of one call: about a millisecond */
-#define FZ_TENSOR_MAX  ((int64_t)1 << 17) /* elements of one tensor before the sizes are cut */
-#define FZ_REGION_MAX  ((int64_t)1 << 19) /* bytes of one view's region; larger views are left wild */
-#define FZ_WILD_REGION ((int64_t)64)      /* bytes given to a view too large for a region */
-
 /* ---- failures ---------------------------------------------------------------------------- */
 
-static char g_case[512]; /* the decoded case, printed with any failure */
+static char g_case[1024]; /* the decoded case, printed with any failure */
 
-#define FZ_CHECK(cond, ...)                                                                                  \
-    do {                                                                                                     \
-        if (!(cond)) fz_fail(__LINE__, #cond, __VA_ARGS__);                                                  \
-    } while (0)
-
-__attribute__((format(printf, 3, 4), noreturn)) static void fz_fail(int line, const char *cond,
-                                                                    const char *fmt, ...);
-static void fz_fail(int line, const char *cond, const char *fmt, ...)
+void fz_fail(int line, const char *file, const char *cond, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "\nfuzz_api.c:%d: check failed: %s\n  ", line, cond);
+    const char *base = strrchr(file, '/');
+    fprintf(stderr, "\n%s:%d: check failed: %s\n  ", base ? base + 1 : file, line, cond);
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n  case: %s\n", g_case);
     va_end(ap);
@@ -148,21 +148,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static const fa_dtype dtype_table[8] = {FA_F32,       FA_F64,      FA_BF16,      FA_F16,
                                         (fa_dtype)-1, (fa_dtype)4, (fa_dtype)77, (fa_dtype)INT_MIN};
 
-static int64_t sat_mul(int64_t a, int64_t b)
+int64_t fz_sat_mul(int64_t a, int64_t b)
 {
     int64_t r;
     if (!__builtin_mul_overflow(a, b, &r)) return r;
     return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
 }
 
-static int64_t sat_add(int64_t a, int64_t b)
+int64_t fz_sat_add(int64_t a, int64_t b)
 {
     int64_t r;
     if (!__builtin_add_overflow(a, b, &r)) return r;
     return a < 0 ? INT64_MIN : INT64_MAX;
 }
 
-static uint64_t splitmix64(uint64_t *s)
+uint64_t fz_splitmix64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -170,40 +170,10 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-enum {
-    L_BHSD,
-    L_BSHD,
-    L_PAD_BHSD,
-    L_PAD_BSHD,
-    L_BCAST_BATCH,
-    L_BCAST_HEAD,
-    L_BCAST_SEQ,
-    L_RAW,
-    L_PACKED,
-    L_NULL
-};
-
-#define FZ_ALL_VIEWS (FZ_VIEWS + 1) /* the eight tensors and the bias (FZ_BIAS) */
-
-typedef struct {
-    fz_input in;
-    fa_dtype dtype;
-    int64_t B, Hkv, Hq, Nq, Nk, D, Dv;
-    double amp;
-    fa_tensor view[FZ_ALL_VIEWS];
-    int layout[FZ_ALL_VIEWS];      /* the bias's L_NULL: no bias */
-    int64_t base[FZ_ALL_VIEWS];    /* byte offset in the pool; -1 = data NULL */
-    int own[FZ_ALL_VIEWS];         /* has a region of its own */
-    int64_t array_base[FZ_ARRAYS]; /* alibi_slopes, sinks, dsinks: byte offset in the pool; -1 = NULL */
-    int64_t lse_base;              /* -1 = NULL */
-    unsigned char *pool, *snap;
-    size_t pool_bytes;
-    fa_params params;
-    int params_null;
-    fa_context *ctx, *twin, *fresh[2];
-    int ctx_threads; /* threads of ctx (0 = unknown: the default context) */
-    int ctx_bq, ctx_bk;
-} fz_case;
+double fz_uniform(uint64_t *s)
+{
+    return (double)(fz_splitmix64(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+}
 
 static const char *const layout_name[] = {"bhsd", "bshd", "pad-bhsd", "pad-bshd", "b0",
                                           "h0",   "s0",   "raw",      "packed",   "NULL"};
@@ -218,6 +188,7 @@ static void decode_shapes(fz_case *c)
 {
     const fz_input *in = &c->in;
     c->B = in->batch % 4;
+    fz_seqs_wanted(in, &c->B); /* with sequences: one batch per sequence where dense */
     c->Hkv = in->kv_heads % 5;
     c->Hq = c->Hkv * (1 + in->group % 4);
     c->Nq = sel_len(in->q_len, 80, 1024);
@@ -282,23 +253,23 @@ static void decode_strides(fz_case *c, int i)
     case L_BHSD: *t = helper_view(t->dtype, t->batch, h, s, d, 0); break;
     case L_BSHD: *t = helper_view(t->dtype, t->batch, h, s, d, 1); break;
     case L_PAD_BHSD:
-        a = sat_add(d, vb->pad_seq % 17);
-        b2 = sat_add(sat_mul(s, a), vb->pad_head % 65);
-        set_strides(t, sat_add(sat_mul(h, b2), vb->pad_batch % 257), b2, a);
+        a = fz_sat_add(d, vb->pad_seq % 17);
+        b2 = fz_sat_add(fz_sat_mul(s, a), vb->pad_head % 65);
+        set_strides(t, fz_sat_add(fz_sat_mul(h, b2), vb->pad_batch % 257), b2, a);
         break;
     case L_PAD_BSHD:
-        a = sat_add(d, vb->pad_head % 17);
-        b2 = sat_add(sat_mul(h, a), vb->pad_seq % 65);
-        set_strides(t, sat_add(sat_mul(s, b2), vb->pad_batch % 257), a, b2);
+        a = fz_sat_add(d, vb->pad_head % 17);
+        b2 = fz_sat_add(fz_sat_mul(h, a), vb->pad_seq % 65);
+        set_strides(t, fz_sat_add(fz_sat_mul(s, b2), vb->pad_batch % 257), a, b2);
         break;
-    case L_BCAST_BATCH: set_strides(t, 0, sat_mul(s, d), d); break;
-    case L_BCAST_HEAD: set_strides(t, sat_mul(s, d), 0, d); break;
-    case L_BCAST_SEQ: set_strides(t, sat_mul(h, d), d, 0); break;
+    case L_BCAST_BATCH: set_strides(t, 0, fz_sat_mul(s, d), d); break;
+    case L_BCAST_HEAD: set_strides(t, fz_sat_mul(s, d), 0, d); break;
+    case L_BCAST_SEQ: set_strides(t, fz_sat_mul(h, d), d, 0); break;
     case L_RAW: {
         static const int64_t mult[4] = {1, (int64_t)1 << 12, (int64_t)1 << 31, (int64_t)1 << 45};
-        set_strides(t, sat_mul(vb->raw_batch, mult[vb->raw_scale & 3]),
-                    sat_mul(vb->raw_head, mult[(vb->raw_scale >> 2) & 3]),
-                    sat_mul(vb->raw_seq, mult[(vb->raw_scale >> 4) & 3]));
+        set_strides(t, fz_sat_mul(vb->raw_batch, mult[vb->raw_scale & 3]),
+                    fz_sat_mul(vb->raw_head, mult[(vb->raw_scale >> 2) & 3]),
+                    fz_sat_mul(vb->raw_seq, mult[(vb->raw_scale >> 4) & 3]));
         break;
     }
     default: *t = helper_view(t->dtype, t->batch, h, s, d, 1); break; /* packed, resolved later */
@@ -330,8 +301,8 @@ static int64_t pack_group(fz_case *c, int first)
     if (q->batch <= 0 || q->seq <= 0 || q->heads < 0 || k->heads < 0 || v->heads < 0 || q->dim < 1 ||
         v->dim < 1 || k->dim < 1)
         return 0;
-    int64_t w =
-        sat_add(sat_add(sat_mul(q->heads, q->dim), sat_mul(k->heads, k->dim)), sat_mul(v->heads, v->dim));
+    int64_t w = fz_sat_add(fz_sat_add(fz_sat_mul(q->heads, q->dim), fz_sat_mul(k->heads, k->dim)),
+                           fz_sat_mul(v->heads, v->dim));
     int64_t es = (int64_t)(fz_dtype_bytes(q->dtype) ? fz_dtype_bytes(q->dtype) : 8);
     double bytes = (double)q->batch * (double)q->seq * (double)w * (double)es;
     if (w <= 0 || bytes > (double)FZ_REGION_MAX * 2) return 0;
@@ -386,16 +357,16 @@ static void fill_pool(fz_case *c)
     uint64_t s = c->in.seed;
     if (c->dtype == FA_F64) {
         for (size_t i = 0; i + 8 <= c->pool_bytes; i += 8) {
-            double x = ((double)(splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp;
+            double x = ((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp;
             memcpy(c->pool + i, &x, 8);
         }
     } else if (c->dtype == FA_F32) {
         for (size_t i = 0; i + 4 <= c->pool_bytes; i += 4) {
-            float x = (float)(((double)(splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp);
+            float x = (float)(((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp);
             memcpy(c->pool + i, &x, 4);
         }
     } else {
-        for (size_t i = 0; i < c->pool_bytes; i++) c->pool[i] = (unsigned char)splitmix64(&s);
+        for (size_t i = 0; i < c->pool_bytes; i++) c->pool[i] = (unsigned char)fz_splitmix64(&s);
     }
 }
 
@@ -445,7 +416,7 @@ static void fill_arrays(fz_case *c, const int64_t own[FZ_ARRAYS])
         const fz_heads_bytes *hb = &c->in.array[a];
         const double mag = ldexp(1.0, (hb->scale & 7) - 3);
         for (int64_t h = 0; h < c->Hq; h++) {
-            float x = (float)(((double)(splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * mag);
+            float x = (float)(((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * mag);
             if (h == 0 && hb->scale >= 0xF0) {
                 static const float special[4] = {NAN, INFINITY, -INFINITY, 1e30f};
                 x = special[hb->scale % 4];
@@ -477,6 +448,11 @@ static void describe_case(const fz_case *c)
                          (long long)b->seq, (long long)b->dim, (long long)c->array_base[0],
                          (long long)c->array_base[1], (long long)c->array_base[2],
                          c->params_null ? " p=NULL" : "");
+    if (used > 0 && (size_t)used < sizeof g_case)
+        used += fz_seqs_describe(c, g_case + used, sizeof g_case - (size_t)used);
+    if (used > 0 && (size_t)used < sizeof g_case && c->mg.on)
+        snprintf(g_case + used, sizeof g_case - (size_t)used, " | merge n=%d%s%s", c->mg.n,
+                 c->mg.outs_null ? " outs=NULL" : "", c->mg.lses_null ? " lses=NULL" : "");
 }
 
 /* Builds every view in the pool. */
@@ -502,12 +478,18 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
         {c->B, c->Hkv, c->Nk, c->D},
         {c->B, c->Hkv, c->Nk, c->Dv},
         {bias_bcast & 1 ? 1 : c->B, bias_bcast & 2 ? 1 : c->Hq, bias_bcast & 4 ? 1 : c->Nq, c->Nk}};
+    int64_t shape_of[FZ_ALL_VIEWS][4];
+    memcpy(shape_of, shape, sizeof shape);
+    if (fz_seqs_wanted(in, NULL)) fz_seqs_shapes(c, shape_of);
+    if (fz_merge_wanted(in)) /* the parts: shaped like out */
+        for (int i = FZ_DOUT; i <= FZ_DV; i++) memcpy(shape_of[i], shape_of[FZ_OUT], sizeof shape_of[FZ_OUT]);
     for (int i = 0; i < FZ_ALL_VIEWS; i++) {
         const fz_view_bytes *vb = i == FZ_BIAS ? &in->bias : &in->view[i];
         fa_tensor *t = &c->view[i];
-        int64_t sz[4] = {shape[i][0], shape[i][1], shape[i][2], shape[i][3]};
+        int64_t sz[4] = {shape_of[i][0], shape_of[i][1], shape_of[i][2], shape_of[i][3]};
         if (vb->size_field >= 0xE0 && vb->size_field % 5 != 0)
-            sz[vb->size_field % 5 - 1] = sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
+            sz[vb->size_field % 5 - 1] =
+                fz_sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
         t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : c->dtype;
         t->batch = sz[0], t->heads = sz[1], t->seq = sz[2], t->dim = sz[3];
         c->layout[i] = vb->layout >= 0xF8 || (i == FZ_BIAS && in->extras < 0xA0) ? L_NULL : vb->layout % 9;
@@ -558,6 +540,8 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
         c->lse_base = cursor;
         cursor += ((int64_t)lse_bytes + es - 1) / es * es;
     }
+    cursor = fz_seqs_regions(c, cursor, gap);
+    cursor = fz_merge_regions(c, cursor, gap);
     cursor += gap;
     c->pool_bytes = (size_t)(cursor > 0 ? cursor : es);
 
@@ -571,14 +555,14 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
             continue;
         }
         int64_t at = c->own[place] ? c->base[place] : 0;
-        at = sat_add(at, (int64_t)vb->shift * es);
+        at = fz_sat_add(at, (int64_t)vb->shift * es);
         c->base[i] = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
         c->base[i] -= c->base[i] % es; /* the shift is in elements: keep placed views aligned */
     }
     if (in->lse_mode >= 0xC0 && in->lse_mode % 4 != 0) {
         int j = (in->lse_mode >> 2) % 8; /* lse_mode % 4 == 3: a shift in bytes, maybe misaligned */
         int64_t at =
-            sat_add(c->own[j] ? c->base[j] : 0, (int64_t)in->lse_shift * (in->lse_mode % 4 == 3 ? 1 : es));
+            fz_sat_add(c->own[j] ? c->base[j] : 0, (int64_t)in->lse_shift * (in->lse_mode % 4 == 3 ? 1 : es));
         c->lse_base = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
     }
     /* Arrays placed on a view's region or the lse, shifted by whole floats, clamped to the pool. */
@@ -587,7 +571,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
         if (hb->mode < 0x80 || hb->mode % 4 != 2) continue;
         int j = (hb->mode >> 2) % 10;
         int64_t at = j == 9 ? (c->lse_base >= 0 ? c->lse_base : 0) : c->own[j] ? c->base[j] : 0;
-        at = sat_add(at, (int64_t)hb->shift * (int64_t)sizeof(float));
+        at = fz_sat_add(at, (int64_t)hb->shift * (int64_t)sizeof(float));
         at = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes : at);
         c->array_base[a] = at - at % (int64_t)sizeof(float);
     }
@@ -608,6 +592,9 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     c->params.sinks = array[FZ_SINKS];
     c->params.dsinks = array[FZ_DSINKS];
     c->params.bias = c->layout[FZ_BIAS] == L_NULL ? NULL : &c->view[FZ_BIAS];
+    c->lse_head_stride = c->view[FZ_Q].seq;
+    fz_seqs_write(c); /* after the specials: they do not land on the arrays */
+    fz_merge_write(c);
     describe_case(c);
 }
 
@@ -685,349 +672,28 @@ static void choose_context(fz_case *c)
     }
 }
 
-/* ---- checks of a successful call ------------------------------------------------------------ */
-
-static double ld(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
-{
-    int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-    return t->dtype == FA_F64 ? ((const double *)t->data)[off] : (double)((const float *)t->data)[off];
-}
-
-static double ld_lse(const void *lse, fa_dtype t, int64_t row)
-{
-    return t == FA_F64 ? ((const double *)lse)[row] : (double)((const float *)lse)[row];
-}
-
-/* The index masks (causal and window), measured from the diagonal d0: whether row i sees key j. */
-static int visible(const fa_params *p, int64_t i, int64_t j, int64_t nq, int64_t nk)
-{
-    const int64_t d0 = p->causal == FA_CAUSAL_TOP_LEFT ? 0 : nk - nq;
-    const int64_t dist = i + d0 - j; /* > 0: a key before the diagonal; small: no overflow below */
-    if (p->causal != FA_CAUSAL_NONE && dist < 0) return 0;
-    if (p->window_left >= 0 && dist > p->window_left) return 0;
-    if (p->window_right >= 0 && -dist > p->window_right) return 0;
-    return 1;
-}
-
-/* Bias element (b, h, i, j): a size-1 axis is read at index 0, whatever its stride. */
-static double bias_at(const fa_tensor *bias, int64_t b, int64_t h, int64_t i, int64_t j)
-{
-    return ld(bias, bias->batch == 1 ? 0 : b, bias->heads == 1 ? 0 : h, bias->seq == 1 ? 0 : i, j);
-}
-
-/* Elements of a view, as a double (no overflow). */
-static double view_elements(const fa_tensor *t)
-{
-    return (double)t->batch * (double)t->heads * (double)t->seq * (double)t->dim;
-}
-
-/* A successful call can still name views far larger than its work (a stride-0 view of 2^32 keys
- * when there is no query): the value checks then walk only what a call within the work budget
- * could have touched. */
-static int checkable(const fz_case *c, const fa_params *p, int backward)
-{
-    double n = p->bias ? view_elements(p->bias) : 0.0;
-    for (int i = 0; i < (backward ? FZ_VIEWS : 4); i++) n += view_elements(&c->view[i]);
-    return n <= 8.0 * FZ_WORK_MAX;
-}
-
-static int ordinary(double x, double amp)
-{
-    return isfinite(x) && fabs(x) <= amp;
-}
-
-/* Whether every element of a (fitting) view is an ordinary value (or, with mask_ok, -inf). */
-static int view_ordinary(const fa_tensor *t, double amp, int mask_ok)
-{
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) {
-                    double x = ld(t, b, h, s, d);
-                    if (!ordinary(x, amp) && !(mask_ok && x == -INFINITY)) return 0;
-                }
-    return 1;
-}
-
-/* Bounds on the per-head arrays' values for the numeric checks (their own regions hold at most 16). */
-#define FZ_SLOPE_MAX 16.0
-#define FZ_SINK_MAX  64.0
-
-static int heads_ordinary(const float *a, int64_t heads, double bound)
-{
-    for (int64_t h = 0; a && h < heads; h++)
-        if (!ordinary(a[h], bound)) return 0;
-    return 1;
-}
-
-static double effective_scale(const fa_params *p, int64_t dim)
-{
-    return p->scale != 0.0 ? p->scale : 1.0 / sqrt((double)dim);
-}
-
-/* Scores stay far from overflow in the call's type: numeric checks apply. */
-static int scores_bounded(const fz_case *c, const fa_params *p)
-{
-    double scale = effective_scale(p, c->view[FZ_Q].dim);
-    return fabs(scale) * c->amp * c->amp * (double)c->view[FZ_Q].dim <= 1e4 && fabs(scale) <= FLT_MAX;
-}
-
-/* Whether the scores of row (b, h, i) against the keys it sees by the index masks are certainly
- * finite before the bias (q and those k rows moderate, the head's slope finite), and those keys'
- * v rows finite: then a -inf bias on every one of those keys hides them all. (A score that
- * overflows, or is NaN, is not hidden; and the header: "a -inf bias hides a key's score, not its
- * value row: that row must then be finite".) */
-static int scores_finite(const fz_case *c, const fa_params *p, int64_t b, int64_t h, int64_t i)
-{
-    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *v = &c->view[FZ_V];
-    const int64_t g = h / (q->heads / k->heads);
-    const double moderate = 64.0 * c->amp;
-    if (!scores_bounded(c, p) || (p->alibi_slopes && !isfinite(p->alibi_slopes[h]))) return 0;
-    for (int64_t d = 0; d < q->dim; d++)
-        if (!ordinary(ld(q, b, h, i, d), moderate)) return 0;
-    for (int64_t j = 0; j < k->seq; j++) {
-        if (!visible(p, i, j, q->seq, k->seq)) continue;
-        for (int64_t d = 0; d < k->dim; d++)
-            if (!ordinary(ld(k, b, g, j, d), moderate)) return 0;
-        for (int64_t d = 0; d < v->dim; d++)
-            if (!isfinite(ld(v, b, g, j, d))) return 0;
-    }
-    return 1;
-}
-
-/* The keys row (b, h, i) sees: by the index masks (*index), and of those, not hidden by a -inf
- * bias (returned). */
-static int64_t keys_seen(const fa_params *p, int64_t nq, int64_t nk, int64_t b, int64_t h, int64_t i,
-                         int64_t *index)
-{
-    int64_t seen = 0;
-    *index = 0;
-    for (int64_t j = 0; j < nk; j++) {
-        if (!visible(p, i, j, nq, nk)) continue;
-        ++*index;
-        seen += !p->bias || bias_at(p->bias, b, h, i, j) != -INFINITY;
-    }
-    return seen;
-}
-
-/* Whether row (b, h, i) sees no key: none by the index masks, or all hidden by a -inf bias behind
- * finite scores (the header's fully masked row; a NaN score is not hidden). */
-static int row_sees_nothing(const fz_case *c, const fa_params *p, int64_t b, int64_t h, int64_t i)
-{
-    int64_t index, seen = keys_seen(p, c->view[FZ_Q].seq, c->view[FZ_K].seq, b, h, i, &index);
-    return index == 0 || (seen == 0 && scores_finite(c, p, b, h, i));
-}
-
-/* Rows whose values are compared with float64 (every row is checked for the no-key rule): at most
- * this many per call, evenly spread, so the harness stays cheaper than the call it checks. */
-#define FZ_CHECKED_ROWS 16
-
-/* The modified score of row (b, h, i) against key j in float64 (scale, softcap, ALiBi, bias, in
- * the header's order), and in *mag a bound on the magnitudes its rounding scales with. */
-static double score(const fz_case *c, const fa_params *p, int64_t b, int64_t h, int64_t i, int64_t j,
-                    double *mag)
-{
-    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K];
-    const int64_t g = h / (q->heads / k->heads), nq = q->seq, nk = k->seq;
-    const double scale = effective_scale(p, q->dim);
-    double dot = 0.0, m = 0.0;
-    for (int64_t d = 0; d < q->dim; d++) {
-        double x = ld(q, b, h, i, d) * ld(k, b, g, j, d);
-        dot += x;
-        m += fabs(x);
-    }
-    double s = scale * dot;
-    m *= fabs(scale);
-    if (p->softcap > 0.0) s = p->softcap * tanh(s / p->softcap); /* |s| only shrinks: m still bounds it */
-    if (p->alibi_slopes) {
-        const int64_t d0 = p->causal == FA_CAUSAL_TOP_LEFT ? 0 : nk - nq;
-        const double term = (double)p->alibi_slopes[h] * (double)llabs(i + d0 - j);
-        s -= term;
-        m += fabs(term);
-    }
-    if (p->bias) {
-        const double x = bias_at(p->bias, b, h, i, j);
-        s += x;
-        if (isfinite(x)) m += fabs(x);
-    }
-    *mag = m;
-    return s;
-}
-
-static void check_forward_values(const fz_case *c, const fa_params *pp, const void *lse)
-{
-    const fa_params P = pp ? *pp : fa_params_default(), *p = &P;
-    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *v = &c->view[FZ_V], *o = &c->view[FZ_OUT];
-    const int64_t nq = q->seq, nk = k->seq, group = k->heads > 0 ? q->heads / k->heads : 1;
-    const double amp = c->amp;
-    const int f64 = q->dtype == FA_F64;
-    const int bounded = scores_bounded(c, p) && heads_ordinary(p->alibi_slopes, q->heads, FZ_SLOPE_MAX) &&
-                        heads_ordinary(p->sinks, q->heads, FZ_SINK_MAX);
-    const double eps = f64 ? 1e-10 : 2e-4;
-    const int64_t rows = q->batch * q->heads * nq;
-    const int64_t every = rows > FZ_CHECKED_ROWS ? rows / FZ_CHECKED_ROWS : 1;
-    if (rows == 0 || !checkable(c, p, 0)) return;
-    double *weight = malloc((size_t)(nk > 0 ? nk : 1) * sizeof *weight);
-    double *want = malloc((size_t)o->dim * sizeof *want);
-    if (!weight || !want) abort();
-    for (int64_t b = 0; b < q->batch; b++)
-        for (int64_t h = 0; h < q->heads; h++)
-            for (int64_t i = 0; i < nq; i++) {
-                const int64_t g = h / group, row = (b * q->heads + h) * nq + i;
-                if (row_sees_nothing(c, p, b, h, i)) { /* zeros, lse = -inf or the sink */
-                    for (int64_t d = 0; d < o->dim; d++)
-                        FZ_CHECK(ld(o, b, h, i, d) == 0.0, "row (%lld,%lld,%lld) sees no key: out[%lld] = %g",
-                                 (long long)b, (long long)h, (long long)i, (long long)d, ld(o, b, h, i, d));
-                    if (lse) {
-                        double got = ld_lse(lse, q->dtype, row), sink = p->sinks ? p->sinks[h] : -INFINITY;
-                        FZ_CHECK(got == sink || (isnan(got) && isnan(sink)),
-                                 "row %lld sees no key: lse = %g, not %g", (long long)row, got, sink);
-                    }
-                    continue;
-                }
-                if (!bounded || row % every != 0) continue;
-                int clean = 1;
-                for (int64_t d = 0; d < q->dim && clean; d++) clean = ordinary(ld(q, b, h, i, d), amp);
-                for (int64_t j = 0; j < nk && clean; j++) {
-                    if (!visible(p, i, j, nq, nk)) continue;
-                    for (int64_t d = 0; d < k->dim && clean; d++) clean = ordinary(ld(k, b, g, j, d), amp);
-                    for (int64_t d = 0; d < v->dim && clean; d++) clean = ordinary(ld(v, b, g, j, d), amp);
-                    if (clean && p->bias) {
-                        double x = bias_at(p->bias, b, h, i, j);
-                        clean = ordinary(x, amp) || x == -INFINITY;
-                    }
-                }
-                if (!clean) continue; /* NaN/Inf reach the rows that see them: no claim on this one */
-                double m = p->sinks ? p->sinks[h] : -INFINITY, smax = p->sinks ? fabs(p->sinks[h]) : 0.0;
-                for (int64_t j = 0; j < nk; j++) {
-                    weight[j] = -INFINITY;
-                    if (!visible(p, i, j, nq, nk)) continue;
-                    double mag;
-                    weight[j] = score(c, p, b, h, i, j, &mag);
-                    if (weight[j] > m) m = weight[j];
-                    if (mag > smax) smax = mag;
-                }
-                double sum = p->sinks ? exp(p->sinks[h] - m) : 0.0;
-                for (int64_t j = 0; j < nk; j++) sum += (weight[j] = exp(weight[j] - m));
-                const double tol = eps * (1.0 + smax);
-                if (lse) {
-                    double lse_want = m + log(sum), got = ld_lse(lse, q->dtype, row);
-                    FZ_CHECK(isfinite(got) && fabs(got - lse_want) <= 2.0 * tol + eps * fabs(lse_want),
-                             "row %lld: lse %.17g, float64 log-sum-exp %.17g", (long long)row, got, lse_want);
-                }
-                for (int64_t d = 0; d < o->dim; d++) want[d] = 0.0;
-                for (int64_t j = 0; j < nk; j++)
-                    for (int64_t d = 0; d < o->dim && weight[j] > 0.0; d++)
-                        want[d] += weight[j] / sum * ld(v, b, g, j, d);
-                for (int64_t d = 0; d < o->dim; d++) {
-                    double got = ld(o, b, h, i, d);
-                    FZ_CHECK(isfinite(got) && fabs(got - want[d]) <= amp * 4.0 * tol,
-                             "row %lld: out[%lld] = %.17g, float64 %.17g", (long long)row, (long long)d, got,
-                             want[d]);
-                }
-            }
-    free(weight);
-    free(want);
-}
-
-/* dsinks[h] = -sum over b, i of exp(sinks[h] - lse) · rowsum(dout ∘ out), from the forward's own
- * out and lse (the header's formula; its rounding scales with the terms' magnitudes, plus the one
- * rounding to float, which may underflow, and the flush of weights below the smallest normal). */
-static void check_dsinks(const fz_case *c, const fa_params *p, const void *lse)
-{
-    const fa_tensor *q = &c->view[FZ_Q], *o = &c->view[FZ_OUT], *dout = &c->view[FZ_DOUT];
-    const double eps = q->dtype == FA_F64 ? 1e-10 : 2e-4, tiny = q->dtype == FA_F64 ? DBL_MIN : FLT_MIN;
-    for (int64_t h = 0; h < q->heads; h++) {
-        double want = 0.0, mag = 0.0, flushed = 0.0;
-        for (int64_t b = 0; b < q->batch; b++)
-            for (int64_t i = 0; i < q->seq; i++) {
-                double delta = 0.0, dmag = 0.0;
-                for (int64_t d = 0; d < o->dim; d++) {
-                    double x = ld(dout, b, h, i, d) * ld(o, b, h, i, d);
-                    delta += x;
-                    dmag += fabs(x);
-                }
-                double l = ld_lse(lse, q->dtype, (b * q->heads + h) * q->seq + i), w = exp(p->sinks[h] - l);
-                want -= w * delta;
-                mag += w * (dmag + 1e-300) * (1.0 + fabs(l));
-                flushed += tiny * dmag; /* a weight below the smallest normal may count as 0 */
-            }
-        double got = p->dsinks[h]; /* a float in every dtype: rounded once from the accumulation type */
-        FZ_CHECK(isfinite(got) &&
-                     fabs(got - want) <= eps * mag + flushed + 0.5 * FLT_EPSILON * fabs(want) + FLT_TRUE_MIN,
-                 "dsinks[%lld] = %.17g, float64 %.17g (scale %g)", (long long)h, got, want, mag);
-    }
-}
-
-static void check_backward_values(const fz_case *c, const fa_params *pp, const void *lse)
-{
-    const fa_params P = pp ? *pp : fa_params_default(), *p = &P;
-    const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *dq = &c->view[FZ_DQ];
-    const fa_tensor *dk = &c->view[FZ_DK], *dv = &c->view[FZ_DV];
-    const int64_t nq = q->seq, nk = k->seq, group = k->heads > 0 ? q->heads / k->heads : 1;
-    if (!checkable(c, p, 1)) return;
-    int clean = scores_bounded(c, p) && view_ordinary(q, c->amp, 0) && view_ordinary(k, c->amp, 0) &&
-                view_ordinary(&c->view[FZ_V], c->amp, 0) && view_ordinary(&c->view[FZ_DOUT], c->amp, 0) &&
-                (!p->bias || view_ordinary(p->bias, c->amp, 1)) &&
-                heads_ordinary(p->alibi_slopes, q->heads, FZ_SLOPE_MAX) &&
-                heads_ordinary(p->sinks, q->heads, FZ_SINK_MAX);
-    /* Rows that see no key: dq = 0. Hidden by the index masks: always; all hidden by a -inf bias:
-     * when the inputs are ordinary (the bias hides scores, not dout or value rows, whose NaN then
-     * reaches the row as 0 · NaN: flashattn.h, fa_params). */
-    for (int64_t b = 0; b < q->batch; b++)
-        for (int64_t h = 0; h < q->heads; h++)
-            for (int64_t i = 0; i < nq; i++) {
-                if (!row_sees_nothing(c, p, b, h, i)) continue;
-                int64_t index;
-                keys_seen(p, nq, nk, b, h, i, &index);
-                if (index > 0 && !clean) continue;
-                for (int64_t d = 0; d < q->dim; d++)
-                    FZ_CHECK(ld(dq, b, h, i, d) == 0.0, "row (%lld,%lld,%lld) sees no key: dq = %g",
-                             (long long)b, (long long)h, (long long)i, ld(dq, b, h, i, d));
-            }
-    /* Keys no row of the group sees: dk = dv = 0. Hidden by the index masks: always; by a -inf bias
-     * as well: when every input is ordinary (a NaN elsewhere would make 0 · NaN). */
-    for (int64_t b = 0; b < k->batch; b++)
-        for (int64_t g = 0; g < k->heads; g++)
-            for (int64_t j = 0; j < nk; j++) {
-                int by_index = 0, seen = 0;
-                for (int64_t h = g * group; h < (g + 1) * group && !seen; h++)
-                    for (int64_t i = 0; i < nq && !seen; i++) {
-                        int vis = visible(p, i, j, nq, nk);
-                        by_index |= vis;
-                        seen = vis && (!p->bias || bias_at(p->bias, b, h, i, j) != -INFINITY);
-                    }
-                if (seen || (by_index && !clean)) continue;
-                for (int64_t d = 0; d < dk->dim; d++)
-                    FZ_CHECK(ld(dk, b, g, j, d) == 0.0, "key (%lld,%lld,%lld) seen by no row: dk = %g",
-                             (long long)b, (long long)g, (long long)j, ld(dk, b, g, j, d));
-                for (int64_t d = 0; d < dv->dim; d++)
-                    FZ_CHECK(ld(dv, b, g, j, d) == 0.0, "key (%lld,%lld,%lld) seen by no row: dv = %g",
-                             (long long)b, (long long)g, (long long)j, ld(dv, b, g, j, d));
-            }
-    if (!clean) return;
-    const fa_tensor *grads[3] = {dq, dk, dv};
-    for (int g = 0; g < 3; g++) {
-        const fa_tensor *t = grads[g];
-        for (int64_t b = 0; b < t->batch; b++)
-            for (int64_t h = 0; h < t->heads; h++)
-                for (int64_t s = 0; s < t->seq; s++)
-                    for (int64_t d = 0; d < t->dim; d++)
-                        FZ_CHECK(isfinite(ld(t, b, h, s, d)),
-                                 "%s (%lld,%lld,%lld,%lld) = %g from ordinary inputs",
-                                 g == 0   ? "dq"
-                                 : g == 1 ? "dk"
-                                          : "dv",
-                                 (long long)b, (long long)h, (long long)s, (long long)d, ld(t, b, h, s, d));
-    }
-    if (p->sinks && p->dsinks && lse) check_dsinks(c, p, lse);
-}
-
 /* ---- one call, checked ------------------------------------------------------------------------ */
+
+/* An unknown causal mode: FA_ERR_ARG, before anything is looked at (the sequences' arrays, which
+ * the library reads in its SHAPE step, among them). */
+static void poison_arg(fz_call *call, fa_params *pcopy)
+{
+    *pcopy = call->p ? *call->p : fa_params_default();
+    pcopy->causal = (fa_causal)99;
+    call->p = pcopy;
+}
 
 /* Makes a call that the model does not already refuse certain to be refused (see the top). */
 static void poison(fz_call *call, fa_tensor *copy, fa_params *pcopy)
 {
+    if (call->merge) { /* the merged lse over the first part's: FA_ERR_ALIAS, after the strides */
+        if (call->outs && call->lses && call->parts >= 1 && call->lses[0] &&
+            fz_lse_bytes(call->t[FZ_OUT]) > 0)
+            call->lse = call->lses[0];
+        else
+            call->parts = 0; /* FA_ERR_ARG */
+        return;
+    }
     if (!call->backward) {
         const fa_tensor *q = call->t[FZ_Q];
         if (!fz_view_empty(q) && fz_lse_bytes(q) > 0) {
@@ -1045,16 +711,14 @@ static void poison(fz_call *call, fa_tensor *copy, fa_params *pcopy)
             }
         }
     }
-    *pcopy = call->p ? *call->p : fa_params_default();
     const fa_tensor *q = call->t[FZ_Q];
     if (q && q->heads > 0) { /* sinks not aligned to float: FA_ERR_STRIDE, after the views' strides */
+        *pcopy = call->p ? *call->p : fa_params_default();
         pcopy->sinks = (const float *)(const void *)((const unsigned char *)q + 1);
+        call->p = pcopy;
     } else
-        pcopy->causal = (fa_causal)99; /* FA_ERR_ARG, before anything is looked at */
-    call->p = pcopy;
+        poison_arg(call, pcopy);
 }
-
-typedef fa_status (*fz_invoke)(fa_context *ctx, const fz_call *call);
 
 static fa_status invoke_forward(fa_context *ctx, const fz_call *c)
 {
@@ -1068,13 +732,19 @@ static fa_status invoke_backward(fa_context *ctx, const fz_call *c)
 }
 
 /* Runs one call with every generic check; returns its status (after poisoning, if it was). */
-static fa_status run_call(fz_case *c, fz_call call, fz_invoke invoke, const char *name)
+fa_status fz_run_call(fz_case *c, fz_call call, fz_invoke invoke, const char *name)
 {
     fz_pool pool = {c->pool, c->pool_bytes};
     fa_tensor copy[FZ_VIEWS];
     fa_params pcopy;
     fz_model m;
     fz_model_call(&call, &pool, &m);
+    if (m.reads_outside) { /* more sequences than the arrays hold: refused before they are read */
+        fz_model_free(&m);
+        poison_arg(&call, &pcopy);
+        fz_model_call(&call, &pool, &m);
+        FZ_CHECK(m.refused && !m.reads_outside, "%s: poisoned call not certainly refused", name);
+    }
     if (!m.refused && !(m.all_fit && m.work <= FZ_WORK_MAX)) {
         fz_model_free(&m);
         poison(&call, copy, &pcopy);
@@ -1095,18 +765,9 @@ static fa_status run_call(fz_case *c, fz_call call, fz_invoke invoke, const char
         return st;
     }
     /* Success: only the outputs' elements may have changed. */
-    unsigned out_bits = call.lse_out ? 1u << FZ_LSE_BIT : 0u;
-    for (int i = 0; i < call.n; i++) {
-        if (!call.is_out[i]) continue;
-        FZ_CHECK(fz_view_empty(call.t[i]) || m.marked[i], "%s: output %d not mapped", name, i);
-        out_bits |= 1u << i;
-    }
-    if (call.backward && call.p && call.p->dsinks) {
-        FZ_CHECK(call.t[FZ_Q]->heads == 0 || m.marked[FZ_DSINKS_BIT], "%s: dsinks not mapped", name);
-        out_bits |= 1u << FZ_DSINKS_BIT;
-    }
+    FZ_CHECK(m.outputs_mapped, "%s: an output is not mapped", name);
     for (size_t u = 0; u < m.units; u++) {
-        if (m.map[u] & out_bits) continue;
+        if (m.map[u] & m.out_bits) continue;
         FZ_CHECK(memcmp(c->snap + u * m.unit, c->pool + u * m.unit, m.unit) == 0,
                  "%s changed pool byte %zu, which belongs to no output", name, u * m.unit);
     }
@@ -1126,7 +787,7 @@ static fa_status run_call(fz_case *c, fz_call call, fz_invoke invoke, const char
     return st;
 }
 
-static void check_stats(const fz_case *c, int some_call_ran)
+static void check_stats(const fz_case *c, int blocks_known)
 {
     if (!c->ctx) return;
     fa_stats s;
@@ -1140,12 +801,12 @@ static void check_stats(const fz_case *c, int some_call_ran)
              s.bound_threads, s.num_threads);
     /* The last call that succeeded used the configured blocks, cut to its Nq and Nk. */
     const int64_t nq = c->view[FZ_Q].seq, nk = c->view[FZ_K].seq;
-    if (some_call_ran && c->ctx_bq > 0) {
+    if (blocks_known && c->ctx_bq > 0) {
         int64_t want = nq > 0 && nq < c->ctx_bq ? nq : c->ctx_bq;
         FZ_CHECK(s.block_q == want, "stats: block_q %d, configured %d, Nq %lld", s.block_q, c->ctx_bq,
                  (long long)nq);
     }
-    if (some_call_ran && c->ctx_bk > 0) {
+    if (blocks_known && c->ctx_bk > 0) {
         int64_t want = nk > 0 && nk < c->ctx_bk ? nk : c->ctx_bk;
         FZ_CHECK(s.block_k == want, "stats: block_k %d, configured %d, Nk %lld", s.block_k, c->ctx_bk,
                  (long long)nk);
@@ -1156,6 +817,18 @@ static void check_stats(const fz_case *c, int some_call_ran)
     fa_context_reset_stats(NULL);
     FZ_CHECK(fa_context_stats(c->ctx, &s) == FA_OK && s.scratch_peak == 0 && s.bound_threads == 0,
              "stats after reset: peak %zu, bound %d", s.scratch_peak, s.bound_threads);
+}
+
+/* The values of a successful backward of a dense batch, dsinks among them. */
+static void check_backward(const fz_case *c, const fa_params *p, const void *lse)
+{
+    if (!fz_check_backward_values(c, p) || !p || !p->sinks || !p->dsinks || !lse) return;
+    const int64_t heads = c->view[FZ_Q].heads;
+    double *sum = calloc((size_t)(3 * (heads > 0 ? heads : 1)), sizeof *sum);
+    if (!sum) abort();
+    fz_dsinks_terms(c, p, lse, sum, sum + heads, sum + 2 * heads);
+    fz_dsinks_compare(p, heads, c->view[FZ_Q].dtype, sum, sum + heads, sum + 2 * heads);
+    free(sum);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -1172,12 +845,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_CHECK(fa_status_str((fa_status)(int)c->in.seed) != NULL, "fa_status_str of any value");
 
     const fa_params *p = c->params_null ? NULL : &c->params;
+    const int seqs_call = p && p->seqs;
     const fa_tensor *t[FZ_VIEWS];
     for (int i = 0; i < FZ_VIEWS; i++) t[i] = c->layout[i] == L_NULL ? NULL : &c->view[i];
     void *lse = c->lse_base < 0 ? NULL : c->pool + c->lse_base;
     fa_status fwd = FA_ERR_ARG;
     int ok_calls = 0;
-    const char *fwd_said = "not called", *bwd_said = "not called";
+    const char *fwd_said = "not called", *bwd_said = "not called", *merge_said = "not called";
 
     if (!(c->in.calls & 8)) {
         fz_call call = {.backward = 0, .p = p, .n = 4, .lse = lse, .lse_out = 1};
@@ -1186,31 +860,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             call.raw[i] = c->layout[i] == L_RAW;
         }
         call.is_out[FZ_OUT] = 1;
-        fwd = run_call(c, call, invoke_forward, "fa_forward");
+        fwd = fz_run_call(c, call, invoke_forward, "fa_forward");
         fwd_said = fa_status_str(fwd);
         if (fwd == FA_OK) {
             ok_calls++;
-            check_forward_values(c, p, lse);
+            if (seqs_call)
+                fz_seqs_check_forward(c, p, lse);
+            else
+                fz_check_forward_values(c, p, lse);
         }
     }
-    if ((c->in.calls & 1) && (fwd == FA_OK || (c->in.calls & 12))) {
+    /* (with fa_merge the gradients' views are its parts: no backward) */
+    if ((c->in.calls & 1) && (fwd == FA_OK || (c->in.calls & 12)) && !c->mg.on) {
         fz_call call = {.backward = 1, .p = p, .n = 8, .lse = lse, .lse_out = 0};
         for (int i = 0; i < 8; i++) {
             call.t[i] = t[i];
             call.raw[i] = c->layout[i] == L_RAW;
             call.is_out[i] = i >= FZ_DQ;
         }
-        fa_status bwd = run_call(c, call, invoke_backward, "fa_backward");
+        fa_status bwd = fz_run_call(c, call, invoke_backward, "fa_backward");
         bwd_said = fa_status_str(bwd);
         if (bwd == FA_OK) {
             ok_calls++;
-            if (fwd == FA_OK) check_backward_values(c, p, lse);
+            if (fwd == FA_OK && seqs_call)
+                fz_seqs_check_backward(c, p, lse);
+            else if (fwd == FA_OK)
+                check_backward(c, p, lse);
         }
     }
-    if (verbose) fprintf(stderr, "  %s\n  forward: %s, backward: %s\n", g_case, fwd_said, bwd_said);
-    check_stats(c, ok_calls > 0);
+    if (c->mg.on) fz_merge_run(c, &merge_said);
+    if (verbose)
+        fprintf(stderr, "  %s\n  forward: %s, backward: %s, merge: %s\n", g_case, fwd_said, bwd_said,
+                merge_said);
+    /* the header does not say which blocks a call with sequences, or fa_merge, reports */
+    check_stats(c, ok_calls > 0 && !seqs_call && !c->mg.on);
     fa_context_destroy(c->fresh[0]);
     fa_context_destroy(c->fresh[1]);
+    fz_merge_free(c);
     free(c->pool);
     free(c->snap);
     free(c);

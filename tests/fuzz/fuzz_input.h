@@ -4,8 +4,11 @@
  *
  * An input is a fixed sequence of little-endian fields (FZ_CALL_FIELDS, then FZ_VIEW_FIELDS for
  * each of the eight views, then FZ_SPECIAL_FIELDS four times, then FZ_VIEW_FIELDS for the bias and
- * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks). A short input reads as if padded
- * with zero bytes; bytes after the last field are ignored. Every field is a selector that the
+ * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks, then the sequences: FZ_SEQS_FIELDS,
+ * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
+ * FZ_MERGE_FIELDS). A short input reads as if padded with zero bytes (so an input written before
+ * the sequences and fa_merge existed makes the same calls as it did then); bytes after the last
+ * field are ignored. Every field is a selector that the
  * harness maps to an argument; the mapping is written next to each field, and most selectors
  * keep the valid values in their lower range so that random bytes still reach the computing
  * paths about half of the time:
@@ -73,7 +76,45 @@
  *
  * Special values (view, index, kind): element index % count of view % 9 (q..dv, the bias; when it
  * lies in the pool) becomes by kind % 8: NaN, +inf, -inf, 1e30 (f32) / 1e300 (f64), -0.0, the
- * smallest subnormal, -1e30 / -1e300, 64·amp. */
+ * smallest subnormal, -1e30 / -1e300, 64·amp.
+ *
+ * Sequences (fa_params.seqs, for fa_forward and fa_backward):
+ *   seqs           < 0x80: none (p.seqs NULL); else bit 0: packed queries (cu_seqlens_q: q, out,
+ *                  dout, dq are [1][Hq][rows][D]); bits 1-2 % 3 the keys: 0 one cache per sequence
+ *                  (k [S][Hkv][Nk][D]), 1 packed (cu_seqlens_k: [1][Hkv][rows][D]), 2 paged (k, v
+ *                  [pool_pages][Hkv][page_size][D] and a block table); bit 3: seqused_k; bit 4: with
+ *                  paged keys, cu_seqlens_k as well (FA_ERR_ARG)
+ *   seqs_count     < 0xE0: S = value % 9 sequences and batch = S; else S = 2 and batch by value % 8:
+ *                  3, 1, 0, -1, INT64_MIN, 2^62, INT64_MAX, 2^31, where a tensor's batch axis pins
+ *                  the count (dense queries or dense keys); otherwise only the negative ones (a
+ *                  larger count would make the library read more entries than the arrays hold)
+ *   page_size      1 + % 16 keys per page; pool_pages 1 + % 12 pages in the pool
+ *   pages_per_seq  < 0xF0: % 7; else by % 4: -1, INT64_MIN, 2^61, INT64_MAX
+ *   spare_rows     % 4 rows after the last sequence on each packed axis
+ *   corrupt        < 0xC0: none; else element corrupt_index % its length of the array value % 4
+ *                  (cu_seqlens_q, cu_seqlens_k, seqused_k, block_table) becomes corrupt_value ·
+ *                  2^(16·(corrupt_scale % 4)) (saturating; the table's int32 at the int32 limits), or
+ *                  with corrupt_scale >= 0xF0 INT64_MIN (bit 0 clear) or INT64_MAX
+ *   arrays_place   < 0xC0: each array in its own region of the pool; else the array (value >> 4) % 4
+ *                  is, by value % 6: 0 NULL, 1 moved 1 + arrays_shift % 7 bytes (misaligned), 2 copied
+ *                  over the region of view arrays_shift % 8, 3 copied over the lse, 4 8 bytes below
+ *                  the top of the address space, 5 as it is
+ * Per sequence b < S (FZ_SEQ_FIELDS): q_len % 20 query rows (packed queries; dense ones have Nq),
+ * k_len % 40 keys (packed keys; dense ones have Nk, paged ones pages_per_seq pages), used % (its
+ * capacity + 1) keys in use (with seqused_k). The shapes are then cut to the work budget.
+ * Block table: entry j of the [S][pages_per_seq] table (j < FZ_TABLE_MAX): < 0xF0: value %
+ * pool_pages, else -1 (refused where the page is in use).
+ *
+ * fa_merge (FZ_MERGE_FIELDS): merge < 0x80: not called; else fa_merge is called last, on parts
+ * outs[k] = view dout + k % 4 (dout, dq, dk and dv are then shaped like out, [B][Hq][Nq][Dv], and
+ * the backward is not called) into out and the lse:
+ *   merge_n        < 0xF0: n = 1 + value % 8; else by % 4: 0, -1, INT_MIN, 64 (the parts again)
+ *   merge_minf     bit k: part k % 8's lse is -inf on the rows r with (r + k) % 3 == 0
+ *   merge_mode     bit 0: row 0 is -inf in every part; bit 1: part 0's lse is NaN on row 1; bit 2:
+ *                  the parts' lse in [-100, 100]·amp instead of [-4, 4]·amp
+ *   merge_lses     < 0xC0: the parts' lse in regions of their own (8 at most, lses[k] = region k %
+ *                  8); else by % 5: 0 lses[(value >> 3) % n] NULL, 1 lses NULL, 2 outs NULL,
+ *                  3 lses[0] over the lse, 4 lses[0] merge_shift % 7 + 1 bytes in (misaligned) */
 #ifndef FA_FUZZ_INPUT_H
 #define FA_FUZZ_INPUT_H
 
@@ -105,10 +146,21 @@ typedef uint32_t fz_u32;
 
 #define FZ_SPECIAL_FIELDS(X) X(u8, view) X(u16, index) X(u8, kind)
 #define FZ_HEADS_FIELDS(X)   X(u8, mode) X(i16, shift) X(u8, scale)
+/* clang-format off */
+#define FZ_SEQS_FIELDS(X)                                                                                   \
+    X(u8, seqs) X(u8, seqs_count) X(u8, page_size) X(u8, pool_pages) X(u8, pages_per_seq)                  \
+    X(u8, spare_rows) X(u8, corrupt) X(u8, corrupt_index) X(i32, corrupt_value) X(u8, corrupt_scale)       \
+    X(u8, arrays_place) X(i16, arrays_shift)
+/* clang-format on */
+#define FZ_SEQ_FIELDS(X) X(u8, q_len) X(u8, k_len) X(u8, used)
+#define FZ_MERGE_FIELDS(X)                                                                                   \
+    X(u8, merge) X(u8, merge_n) X(u8, merge_minf) X(u8, merge_mode) X(u8, merge_lses) X(i16, merge_shift)
 
-#define FZ_VIEWS    8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
-#define FZ_SPECIALS 4
-#define FZ_ARRAYS   3
+#define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
+#define FZ_SPECIALS  4
+#define FZ_ARRAYS    3
+#define FZ_SEQ_MAX   8  /* sequences the arrays describe */
+#define FZ_TABLE_MAX 48 /* block-table entries: FZ_SEQ_MAX sequences of 6 pages at most */
 enum { FZ_Q, FZ_K, FZ_V, FZ_OUT, FZ_DOUT, FZ_DQ, FZ_DK, FZ_DV, FZ_BIAS };
 enum { FZ_SLOPES, FZ_SINKS, FZ_DSINKS };
 
@@ -123,11 +175,24 @@ typedef struct {
     FZ_HEADS_FIELDS(FZ_MEMBER)
 } fz_heads_bytes;
 typedef struct {
+    FZ_SEQS_FIELDS(FZ_MEMBER)
+} fz_seqs_bytes;
+typedef struct {
+    FZ_SEQ_FIELDS(FZ_MEMBER)
+} fz_seq_bytes;
+typedef struct {
+    FZ_MERGE_FIELDS(FZ_MEMBER)
+} fz_merge_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
     fz_view_bytes bias;
     fz_heads_bytes array[FZ_ARRAYS];
+    fz_seqs_bytes seqs;
+    fz_seq_bytes seq[FZ_SEQ_MAX];
+    fz_u8 table[FZ_TABLE_MAX];
+    fz_merge_bytes merge;
 } fz_input;
 #undef FZ_MEMBER
 
@@ -187,6 +252,18 @@ static inline void fz_read_heads(fz_reader *r, fz_heads_bytes *d)
 {
     FZ_HEADS_FIELDS(FZ_READ)
 }
+static inline void fz_read_seqs(fz_reader *r, fz_seqs_bytes *d)
+{
+    FZ_SEQS_FIELDS(FZ_READ)
+}
+static inline void fz_read_seq(fz_reader *r, fz_seq_bytes *d)
+{
+    FZ_SEQ_FIELDS(FZ_READ)
+}
+static inline void fz_read_merge(fz_reader *r, fz_merge_bytes *d)
+{
+    FZ_MERGE_FIELDS(FZ_READ)
+}
 static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
 {
     fz_reader rd = {data, size, 0}, *r = &rd;
@@ -195,6 +272,10 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     for (int i = 0; i < FZ_SPECIALS; i++) fz_read_special(r, &d->special[i]);
     fz_read_view(r, &d->bias);
     for (int i = 0; i < FZ_ARRAYS; i++) fz_read_heads(r, &d->array[i]);
+    fz_read_seqs(r, &d->seqs);
+    for (int i = 0; i < FZ_SEQ_MAX; i++) fz_read_seq(r, &d->seq[i]);
+    for (int i = 0; i < FZ_TABLE_MAX; i++) d->table[i] = fz_get_u8(r);
+    fz_read_merge(r, &d->merge);
 }
 #undef FZ_READ
 
@@ -224,6 +305,18 @@ static inline void fz_write_heads(fz_writer *w, const fz_heads_bytes *d)
 {
     FZ_HEADS_FIELDS(FZ_WRITE)
 }
+static inline void fz_write_seqs(fz_writer *w, const fz_seqs_bytes *d)
+{
+    FZ_SEQS_FIELDS(FZ_WRITE)
+}
+static inline void fz_write_seq(fz_writer *w, const fz_seq_bytes *d)
+{
+    FZ_SEQ_FIELDS(FZ_WRITE)
+}
+static inline void fz_write_merge(fz_writer *w, const fz_merge_bytes *d)
+{
+    FZ_MERGE_FIELDS(FZ_WRITE)
+}
 /* Writes the whole input; returns the number of bytes (FZ_INPUT_BYTES when cap allows). */
 static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
 {
@@ -233,6 +326,10 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     for (int i = 0; i < FZ_SPECIALS; i++) fz_write_special(w, &d->special[i]);
     fz_write_view(w, &d->bias);
     for (int i = 0; i < FZ_ARRAYS; i++) fz_write_heads(w, &d->array[i]);
+    fz_write_seqs(w, &d->seqs);
+    for (int i = 0; i < FZ_SEQ_MAX; i++) fz_write_seq(w, &d->seq[i]);
+    for (int i = 0; i < FZ_TABLE_MAX; i++) fz_put(w, d->table[i], 1);
+    fz_write_merge(w, &d->merge);
     return wr.n;
 }
 #undef FZ_WRITE

@@ -13,11 +13,35 @@
 
 const fa_status fz_class_status[FZ_CLASSES] = {FA_ERR_NULL,   FA_ERR_ARG,   FA_ERR_DTYPE,       FA_ERR_SHAPE,
                                                FA_ERR_STRIDE, FA_ERR_ALIAS, FA_ERR_UNSUPPORTED, FA_ERR_BUSY};
-enum { C_NULL, C_ARG, C_DTYPE, C_SHAPE, C_STRIDE, C_ALIAS, C_UNSUPPORTED, C_BUSY };
+enum {
+    C_NULL = FZ_C_NULL,
+    C_ARG = FZ_C_ARG,
+    C_DTYPE = FZ_C_DTYPE,
+    C_SHAPE = FZ_C_SHAPE,
+    C_STRIDE = FZ_C_STRIDE,
+    C_ALIAS = FZ_C_ALIAS,
+    C_UNSUPPORTED = FZ_C_UNSUPPORTED,
+    C_BUSY = FZ_C_BUSY
+};
 static const char *const class_name[FZ_CLASSES] = {"NULL",   "ARG",   "DTYPE",       "SHAPE",
                                                    "STRIDE", "ALIAS", "UNSUPPORTED", "BUSY"};
-static const char *const view_name[FZ_BITS] = {"q",  "k",    "v",   "out",          "dout",  "dq",    "dk",
-                                               "dv", "bias", "lse", "alibi_slopes", "sinks", "dsinks"};
+static const char *const view_name[FZ_CALL_BITS] = {"q",
+                                                    "k",
+                                                    "v",
+                                                    "out",
+                                                    "dout",
+                                                    "dq",
+                                                    "dk",
+                                                    "dv",
+                                                    "bias",
+                                                    "lse",
+                                                    "alibi_slopes",
+                                                    "sinks",
+                                                    "dsinks",
+                                                    "cu_seqlens_q",
+                                                    "cu_seqlens_k",
+                                                    "seqused_k",
+                                                    "block_table"};
 
 size_t fz_dtype_bytes(fa_dtype t)
 {
@@ -78,7 +102,7 @@ size_t fz_lse_bytes(const fa_tensor *q)
 
 /* ---- helpers ---- */
 
-static void set_class(fz_model *m, int c, int state, const char *why_fmt, const char *what)
+void fz_set_class(fz_model *m, int c, int state, const char *why_fmt, const char *what)
 {
     if (state <= m->state[c]) return;
     m->state[c] = state;
@@ -90,7 +114,7 @@ static void set_class(fz_model *m, int c, int state, const char *why_fmt, const 
     }
 }
 
-static void maybe(fz_model *m, int c)
+void fz_maybe(fz_model *m, int c)
 {
     if (m->state[c] < FZ_MAYBE) m->state[c] = FZ_MAYBE;
 }
@@ -132,15 +156,67 @@ static const void *array_at(const fz_call *c, int bit)
     return c->backward ? c->p->dsinks : NULL;
 }
 
-/* Byte range [begin, end) an argument spans; begin == end when it is empty or its extent is not
- * valid. */
-typedef struct {
-    uintptr_t begin, end;
-} range;
-
-static range view_range(const fa_tensor *t)
+static const void *seqs_array(const fa_seqs *s, int which)
 {
-    range r = {0, 0};
+    if (!s) return NULL;
+    return which == 0   ? (const void *)s->cu_seqlens_q
+           : which == 1 ? (const void *)s->cu_seqlens_k
+           : which == 2 ? (const void *)s->seqused_k
+                        : (const void *)s->block_table;
+}
+
+size_t fz_seqs_elem(int which)
+{
+    return which == 3 ? sizeof(int32_t) : sizeof(int64_t);
+}
+
+int64_t fz_seqs_entries(const fa_seqs *s, int which)
+{
+    if (!seqs_array(s, which) || s->batch < 0) return 0;
+    if (which <= 1) return s->batch == INT64_MAX ? -1 : s->batch + 1;
+    if (which == 2) return s->batch;
+    int64_t n; /* batch·pages_per_seq 4-byte entries, when that is representable */
+    if (s->pages_per_seq < 0) return 0;
+    if (__builtin_mul_overflow(s->batch, s->pages_per_seq, &n) || n > INT64_MAX / (int64_t)sizeof(int32_t))
+        return -1;
+    return n;
+}
+
+/* The range of the sequences' array `which`: its entries, or empty (none, too many to count, or
+ * wrapping around the address space). */
+static fz_range seqs_range(const fa_seqs *s, int which)
+{
+    int64_t n = fz_seqs_entries(s, which);
+    if (n <= 0 || (uint64_t)n > UINTPTR_MAX / fz_seqs_elem(which)) return fz_plain_range(NULL, 0);
+    return fz_plain_range(seqs_array(s, which), (size_t)n * fz_seqs_elem(which));
+}
+
+/* Whether the sequences' array `which` has entries whose bytes wrap around the address space. */
+static int seqs_wraps(const fa_seqs *s, int which)
+{
+    int64_t n = fz_seqs_entries(s, which);
+    const void *a = seqs_array(s, which);
+    return n > 0 && (uint64_t)n <= UINTPTR_MAX / fz_seqs_elem(which) &&
+           (uintptr_t)a > UINTPTR_MAX - (uintptr_t)n * fz_seqs_elem(which);
+}
+
+/* Entry i of an array the model has found inside the pool (read bytewise: it may be misaligned). */
+static int64_t seqs_at(const fa_seqs *s, int which, int64_t i)
+{
+    const unsigned char *at = (const unsigned char *)seqs_array(s, which) + i * (int64_t)fz_seqs_elem(which);
+    if (which == 3) {
+        int32_t x;
+        memcpy(&x, at, sizeof x);
+        return x;
+    }
+    int64_t x;
+    memcpy(&x, at, sizeof x);
+    return x;
+}
+
+fz_range fz_view_range(const fa_tensor *t)
+{
+    fz_range r = {0, 0};
     int64_t span = fz_view_empty(t) ? -1 : fz_view_span(t);
     size_t es = fz_dtype_bytes(t->dtype);
     if (span < 0 || es == 0 || (uint64_t)span > UINTPTR_MAX / es) return r;
@@ -151,19 +227,19 @@ static range view_range(const fa_tensor *t)
     return r;
 }
 
-static range plain_range(const void *at, size_t bytes)
+fz_range fz_plain_range(const void *at, size_t bytes)
 {
-    range r = {(uintptr_t)at, (uintptr_t)at};
+    fz_range r = {(uintptr_t)at, (uintptr_t)at};
     if (at && bytes && (uintptr_t)at <= UINTPTR_MAX - bytes) r.end = (uintptr_t)at + bytes;
     return r;
 }
 
-static int ranges_meet(range a, range b)
+int fz_ranges_meet(fz_range a, fz_range b)
 {
     return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
 }
 
-static int range_fits(const fz_pool *pool, range r)
+int fz_range_fits(const fz_pool *pool, fz_range r)
 {
     uintptr_t begin = (uintptr_t)pool->base;
     return r.begin >= begin && r.end >= r.begin && r.end - begin <= pool->bytes;
@@ -172,7 +248,7 @@ static int range_fits(const fz_pool *pool, range r)
 /* Marks the elements of a view that fits with `bit`. Inputs may collapse stride-0 axes (the same
  * addresses again); outputs are walked whole and a second mark of the same element is a
  * self-overlap. Returns 1 when marked; 0 when over budget. */
-static int mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int bit, int collapse, int *dup)
+int fz_mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int bit, int collapse, int *dup)
 {
     int64_t B = t->batch, H = t->heads, S = t->seq, D = t->dim;
     const int64_t sb = t->stride_batch, sh = t->stride_head, ss = t->stride_seq;
@@ -189,13 +265,13 @@ static int mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int b
     }
     if (marks > FZ_MARK_BUDGET) return 0;
     const size_t off0 = (size_t)((const unsigned char *)t->data - pool->base) / m->unit;
-    const uint16_t mask = (uint16_t)(1u << bit);
+    const uint32_t mask = 1u << bit;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t s = 0; s < S; s++) {
                 size_t row = off0 + (size_t)(b * sb + h * sh + s * ss) * per;
                 for (size_t u = 0; u < (size_t)D * per; u++) {
-                    uint16_t *x = &m->map[row + u];
+                    uint32_t *x = &m->map[row + u];
                     if (*x & mask) *dup = 1;
                     *x |= mask;
                 }
@@ -204,13 +280,12 @@ static int mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int b
 }
 
 /* Marks a plain byte range (the lse, a per-head array) that fits and starts on a unit. */
-static int mark_range(fz_model *m, const fz_pool *pool, range r, int bit)
+int fz_mark_range(fz_model *m, const fz_pool *pool, fz_range r, int bit)
 {
     size_t first = (size_t)(r.begin - (uintptr_t)pool->base);
-    if (r.begin >= r.end || !range_fits(pool, r) || first % m->unit != 0) return 0;
+    if (r.begin >= r.end || !fz_range_fits(pool, r) || first % m->unit != 0) return 0;
     size_t last = (size_t)(r.end - (uintptr_t)pool->base);
-    for (size_t u = first / m->unit; u < (last + m->unit - 1) / m->unit; u++)
-        m->map[u] |= (uint16_t)(1u << bit);
+    for (size_t u = first / m->unit; u < (last + m->unit - 1) / m->unit; u++) m->map[u] |= 1u << bit;
     return 1;
 }
 
@@ -218,7 +293,7 @@ static int mark_range(fz_model *m, const fz_pool *pool, range r, int bit)
  * stride w (every batch on a row boundary, every head inside a row) and their column sets disjoint
  * modulo w. 1: it holds, 0: it does not, -1: the harness does not decide (misaligned bases, a
  * pairwise check the library may decline, very wide rows). */
-static int interleaved_disjoint(const fa_tensor *a, const fa_tensor *b, size_t es)
+int fz_interleaved_disjoint(const fa_tensor *a, const fa_tensor *b, size_t es)
 {
     const int64_t w = a->stride_seq;
     if (w <= 0 || b->stride_seq != w) return 0;
@@ -259,12 +334,15 @@ static int model_null(const fz_call *c, fz_model *m)
 {
     const fa_params p = params_of(c);
     for (int i = 0; i < c->n; i++)
-        if (!c->t[i]) set_class(m, C_NULL, FZ_PRESENT, "%s tensor pointer", view_name[i]);
+        if (!c->t[i]) fz_set_class(m, C_NULL, FZ_PRESENT, "%s tensor pointer", view_name[i]);
     for (int i = 0; i < c->n && !m->refused; i++)
-        if (null_data(c->t[i])) set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
-    if (p.bias && null_data(p.bias)) set_class(m, C_NULL, FZ_PRESENT, "%s", "bias data of a non-empty view");
-    if (c->backward && !c->lse) set_class(m, C_NULL, FZ_PRESENT, "%s", "lse of the backward");
-    if (c->backward && p.dsinks && !p.sinks) set_class(m, C_NULL, FZ_PRESENT, "%s", "dsinks without sinks");
+        if (null_data(c->t[i]))
+            fz_set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
+    if (p.bias && null_data(p.bias))
+        fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "bias data of a non-empty view");
+    if (c->backward && !c->lse) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "lse of the backward");
+    if (c->backward && p.dsinks && !p.sinks)
+        fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "dsinks without sinks");
     return m->refused;
 }
 
@@ -273,16 +351,24 @@ static int model_arg(const fz_call *c, fz_model *m)
     const fa_params p = params_of(c);
     const int float_scores = c->t[FZ_Q]->dtype != FA_F64;
     if (!isfinite(p.scale))
-        set_class(m, C_ARG, FZ_PRESENT, "%s", "scale not finite");
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "scale not finite");
     else if (float_scores && fabs(p.scale) > FLT_MAX)
-        set_class(m, C_ARG, FZ_PRESENT, "%s", "scale beyond the float range with float scores");
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "scale beyond the float range with float scores");
     if (p.causal != FA_CAUSAL_NONE && p.causal != FA_CAUSAL_TOP_LEFT && p.causal != FA_CAUSAL_BOTTOM_RIGHT)
-        set_class(m, C_ARG, FZ_PRESENT, "%s", "unknown causal value");
-    if (p.window_left < -1 || p.window_right < -1) set_class(m, C_ARG, FZ_PRESENT, "%s", "window < -1");
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "unknown causal value");
+    if (p.window_left < -1 || p.window_right < -1) fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "window < -1");
     if (!(p.softcap >= 0.0) || !isfinite(p.softcap))
-        set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap negative or NaN/Inf");
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap negative or NaN/Inf");
     else if (float_scores && p.softcap != 0.0 && (p.softcap < FLT_MIN || p.softcap > FLT_MAX))
-        set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap outside float's normal range with float scores");
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap outside float's normal range with float scores");
+    /* fa_seqs: counts are scalars (a negative one is an invalid argument, as the status list
+     * says of FA_ERR_ARG), and paged keys have no packed offsets */
+    const fa_seqs *s = p.seqs;
+    if (s && s->batch < 0) fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "seqs.batch < 0");
+    if (s && s->block_table && s->pages_per_seq < 0)
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "seqs.pages_per_seq < 0 with a block table");
+    if (s && s->block_table && s->cu_seqlens_k)
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "seqs.cu_seqlens_k with a block table");
     return m->refused;
 }
 
@@ -292,53 +378,135 @@ static int model_dtype(const fz_call *c, fz_model *m)
         const fa_tensor *t = view_at(c, i);
         if (!t) continue;
         if (!dtype_known(t->dtype))
-            set_class(m, C_DTYPE, FZ_PRESENT, "unknown dtype of %s", view_name[i]);
+            fz_set_class(m, C_DTYPE, FZ_PRESENT, "unknown dtype of %s", view_name[i]);
         else if (t->dtype != c->t[0]->dtype)
-            set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from q's", view_name[i]);
+            fz_set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from q's", view_name[i]);
     }
     return m->refused;
 }
 
-static int model_shape(const fz_call *c, fz_model *m)
+/* Whether the model can read the entries of array `which` the library reads (all of them: of the
+ * table, those of the pages in use are enough, but the harness writes every one). If not, SHAPE is
+ * undecided; a wrapping array is a STRIDE refusal (model_stride), any other one the harness must
+ * not pass (reads_outside). */
+static int seqs_readable(const fa_seqs *s, const fz_pool *pool, int which, fz_model *m)
+{
+    int64_t n = fz_seqs_entries(s, which);
+    fz_range r = seqs_range(s, which);
+    if (n == 0 || (r.begin < r.end && fz_range_fits(pool, r))) return 1;
+    fz_maybe(m, C_SHAPE);
+    if (!seqs_wraps(s, which)) m->reads_outside = 1;
+    return 0;
+}
+
+/* The sequences against the tensors (flashattn.h, fa_seqs): the offsets start at 0, never decrease
+ * and end within their token axis; the keys in use lie within each sequence's capacity; the pages
+ * of the keys in use lie in the pool; the table's size is representable. The arrays are read from
+ * the pool; one that is not inside it (the harness only passes such an array when it wraps around
+ * the address space, a STRIDE refusal) leaves SHAPE undecided. On success, m->work counts the
+ * sequences' own score pairs. */
+static void model_seqs_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
+{
+    const fa_seqs *s = c->p->seqs;
+    const fa_tensor *q = c->t[FZ_Q], *k = c->t[FZ_K], *v = c->t[FZ_V];
+    const int64_t batch = s->batch;
+    const int64_t *cu[2] = {s->cu_seqlens_q, s->cu_seqlens_k};
+    const int64_t total[2] = {q->seq, k->seq};
+    int offsets_ok = 1;
+    for (int a = 0; a < 2; a++) {
+        if (!cu[a]) continue;
+        if (!seqs_readable(s, pool, a, m)) return;
+        int ok = seqs_at(s, a, 0) == 0;
+        for (int64_t b = 0; b < batch && ok; b++) ok = seqs_at(s, a, b + 1) >= seqs_at(s, a, b);
+        if (ok && seqs_at(s, a, batch) > total[a]) ok = 0;
+        if (!ok)
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s start at 0, never decrease, end within the axis",
+                         a ? "cu_seqlens_k" : "cu_seqlens_q");
+        offsets_ok &= ok;
+    }
+    int64_t paged_capacity = 0, entries;
+    if (s->block_table && (__builtin_mul_overflow(s->pages_per_seq, k->seq, &paged_capacity) ||
+                           __builtin_mul_overflow(s->pages_per_seq, batch, &entries) ||
+                           __builtin_mul_overflow(entries, (int64_t)sizeof(int32_t), &entries))) {
+        fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "seqs.pages_per_seq: the table or a capacity overflows");
+        return;
+    }
+    if (!offsets_ok || !seqs_readable(s, pool, 2, m) || !seqs_readable(s, pool, 3, m)) return;
+    double pairs = 0.0;
+    for (int64_t b = 0; b < batch; b++) {
+        int64_t capacity = s->cu_seqlens_k  ? seqs_at(s, 1, b + 1) - seqs_at(s, 1, b)
+                           : s->block_table ? paged_capacity
+                                            : k->seq;
+        int64_t used = s->seqused_k ? seqs_at(s, 2, b) : capacity;
+        if (used < 0 || used > capacity) {
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "seqs.seqused_k beyond the capacity or negative");
+            continue;
+        }
+        if (s->block_table && k->seq > 0) /* the pages of the keys in use (no overflow: used <= capacity) */
+            for (int64_t page = 0; page < used / k->seq + (used % k->seq != 0); page++) {
+                int64_t at = seqs_at(s, 3, b * s->pages_per_seq + page);
+                if (at < 0 || at >= k->batch)
+                    fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "a page in use outside the pool");
+            }
+        pairs += (double)(s->cu_seqlens_q ? seqs_at(s, 0, b + 1) - seqs_at(s, 0, b) : q->seq) * (double)used;
+    }
+    m->work = pairs * (double)q->heads * (double)(q->dim + v->dim);
+}
+
+static int model_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
 {
     const fa_tensor *q = c->t[FZ_Q], *k = c->t[FZ_K], *v = c->t[FZ_V], *o = c->t[FZ_OUT];
+    const fa_seqs *seqs = c->p ? c->p->seqs : NULL;
     for (int i = 0; i <= FZ_BIAS; i++) {
         const fa_tensor *t = view_at(c, i);
         if (t && (t->batch < 0 || t->heads < 0 || t->seq < 0 || t->dim < 0))
-            set_class(m, C_SHAPE, FZ_PRESENT, "negative size in %s", view_name[i]);
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "negative size in %s", view_name[i]);
     }
-    if (k->batch != q->batch || v->batch != q->batch || o->batch != q->batch)
-        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "batch sizes differ");
+    if (!seqs && (k->batch != q->batch || v->batch != q->batch || o->batch != q->batch))
+        fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "batch sizes differ");
+    if (seqs) { /* q: 1 when packed, else one per sequence; k likewise unless paged (a pool of pages) */
+        if (o->batch != q->batch || v->batch != k->batch)
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "batch sizes differ");
+        if (q->batch != (seqs->cu_seqlens_q ? 1 : seqs->batch))
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "q.batch disagrees with the sequences");
+        if (!seqs->block_table && k->batch != (seqs->cu_seqlens_k ? 1 : seqs->batch))
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "k.batch disagrees with the sequences");
+    }
     if (o->heads != q->heads || v->heads != k->heads)
-        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "head counts differ");
+        fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "head counts differ");
     if (o->seq != q->seq || v->seq != k->seq)
-        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "sequence lengths differ");
-    if (k->dim != q->dim || o->dim != v->dim) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "head dims differ");
+        fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "sequence lengths differ");
+    if (k->dim != q->dim || o->dim != v->dim) fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "head dims differ");
     if (q->dim < 1 || q->dim > FA_MAX_HEAD_DIM || v->dim < 1 || v->dim > FA_MAX_HEAD_DIM)
-        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "D or Dv outside 1..FA_MAX_HEAD_DIM");
+        fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "D or Dv outside 1..FA_MAX_HEAD_DIM");
     if (q->heads > 0 && (k->heads <= 0 || q->heads % k->heads != 0))
-        set_class(m, C_SHAPE, FZ_PRESENT, "%s", "Hq not a multiple of Hkv");
+        fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "Hq not a multiple of Hkv");
     if (c->backward) {
-        if (!same_shape(c->t[FZ_DOUT], o)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dout shape != out shape");
-        if (!same_shape(c->t[FZ_DQ], q)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dq shape != q shape");
-        if (!same_shape(c->t[FZ_DK], k)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dk shape != k shape");
-        if (!same_shape(c->t[FZ_DV], v)) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dv shape != v shape");
+        if (!same_shape(c->t[FZ_DOUT], o))
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dout shape != out shape");
+        if (!same_shape(c->t[FZ_DQ], q)) fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dq shape != q shape");
+        if (!same_shape(c->t[FZ_DK], k)) fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dk shape != k shape");
+        if (!same_shape(c->t[FZ_DV], v)) fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "dv shape != v shape");
     }
     const fa_tensor *bias = view_at(c, FZ_BIAS);
-    if (bias) { /* each of batch, heads, seq the problem's or 1; dim = Nk */
+    if (bias) { /* each of batch, heads, seq the problem's or 1; dim = Nk (with sequences the header
+                   says no more than FA_ERR_UNSUPPORTED: the shape may or may not be judged first) */
+        const int state = seqs ? FZ_MAYBE : FZ_PRESENT;
         if ((bias->batch != q->batch && bias->batch != 1) || (bias->heads != q->heads && bias->heads != 1) ||
             (bias->seq != q->seq && bias->seq != 1))
-            set_class(m, C_SHAPE, FZ_PRESENT, "%s", "bias batch, heads or seq neither the problem's nor 1");
-        if (bias->dim != k->seq) set_class(m, C_SHAPE, FZ_PRESENT, "%s", "bias dim != Nk");
+            fz_set_class(m, C_SHAPE, state, "%s", "bias batch, heads or seq neither the problem's nor 1");
+        if (bias->dim != k->seq) fz_set_class(m, C_SHAPE, state, "%s", "bias dim != Nk");
     }
+    if (m->refused) return 1;
+    m->work =
+        (double)q->batch * (double)q->heads * (double)q->seq * (double)k->seq * (double)(q->dim + v->dim);
+    if (seqs) model_seqs_shape(c, pool, m);
     if (m->refused) return 1;
     /* Not in the header's list: B·Hq·Nq lse values whose byte count overflows int64. */
     int64_t rows;
     if (__builtin_mul_overflow(q->batch, q->heads, &rows) || __builtin_mul_overflow(rows, q->seq, &rows) ||
         __builtin_mul_overflow(rows, (int64_t)8, &rows))
-        maybe(m, C_SHAPE);
-    m->work =
-        (double)q->batch * (double)q->heads * (double)q->seq * (double)k->seq * (double)(q->dim + v->dim);
+        fz_maybe(m, C_SHAPE);
     return 0;
 }
 
@@ -347,42 +515,52 @@ static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_VIEWS])
     for (int i = 0; i <= FZ_BIAS; i++) {
         const fa_tensor *t = view_at(c, i);
         if (t && (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0))
-            set_class(m, C_STRIDE, FZ_PRESENT, "negative stride in %s", view_name[i]);
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "negative stride in %s", view_name[i]);
     }
     if (m->refused) return 1;
     for (int i = 0; i <= FZ_BIAS; i++) { /* data must be aligned to its element size */
         const fa_tensor *t = view_at(c, i);
         if (!t || (uintptr_t)t->data % fz_dtype_bytes(t->dtype) == 0) continue;
         if (!fz_view_empty(t))
-            set_class(m, C_STRIDE, FZ_PRESENT, "data of %s not aligned to its element size", view_name[i]);
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "data of %s not aligned to its element size", view_name[i]);
         else
-            maybe(m, C_STRIDE); /* an empty view: not said */
+            fz_maybe(m, C_STRIDE); /* an empty view: not said */
     }
     if (c->lse && (uintptr_t)c->lse % (c->t[FZ_Q]->dtype == FA_F64 ? 8u : 4u) != 0) {
         if (fz_lse_bytes(c->t[FZ_Q]))
-            set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to its element size", "lse");
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to its element size", "lse");
         else
-            maybe(m, C_STRIDE);
+            fz_maybe(m, C_STRIDE);
     }
     const size_t heads = fz_array_bytes(c->t[FZ_Q]);
     for (int bit = FZ_SLOPES_BIT; bit <= FZ_DSINKS_BIT; bit++) { /* Hq floats, aligned to float */
         const void *a = array_at(c, bit);
         if (!a || !heads) continue;
         if ((uintptr_t)a % sizeof(float) != 0)
-            set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to float", view_name[bit]);
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to float", view_name[bit]);
         else if ((uintptr_t)a > UINTPTR_MAX - heads)
-            maybe(m, C_STRIDE); /* address wraps */
+            fz_maybe(m, C_STRIDE); /* address wraps */
     }
     for (int i = 0; i <= FZ_BIAS; i++) {
         const fa_tensor *t = view_at(c, i);
         if (!t || fz_view_empty(t)) continue;
         int64_t span = fz_view_span(t), bytes;
         if (span < 0 || __builtin_mul_overflow(span, (int64_t)fz_dtype_bytes(t->dtype), &bytes))
-            set_class(m, C_STRIDE, FZ_PRESENT, "offsets of %s overflow int64", view_name[i]);
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "offsets of %s overflow int64", view_name[i]);
         else if ((uintptr_t)t->data > UINTPTR_MAX - (uintptr_t)bytes)
-            maybe(m, C_STRIDE); /* address wraps */
+            fz_maybe(m, C_STRIDE); /* address wraps */
     }
-    if (c->lse && fz_lse_bytes(c->t[FZ_Q]) > UINTPTR_MAX - (uintptr_t)c->lse) maybe(m, C_STRIDE);
+    if (c->lse && fz_lse_bytes(c->t[FZ_Q]) > UINTPTR_MAX - (uintptr_t)c->lse) fz_maybe(m, C_STRIDE);
+    const fa_seqs *seqs = c->p ? c->p->seqs : NULL;
+    for (int which = 0; seqs && which < 4; which++) { /* the sequences' arrays: inputs like sinks */
+        if (fz_seqs_entries(seqs, which) == 0) continue;
+        if ((uintptr_t)seqs_array(seqs, which) % fz_seqs_elem(which) != 0)
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "%s not aligned to its elements",
+                         view_name[FZ_CUQ_BIT + which]);
+        else if (seqs_wraps(seqs, which))
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "%s wraps around the address space",
+                         view_name[FZ_CUQ_BIT + which]);
+    }
     if (m->refused) return 1;
     for (int i = 0; i < c->n; i++) {
         const fa_tensor *t = c->t[i];
@@ -392,9 +570,9 @@ static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_VIEWS])
         int repeated = 0; /* an axis of size > 1 with stride 0 gives two elements one address */
         for (int a = 0; a < 3; a++) repeated |= size[a] > 1 && stride[a] == 0;
         if (repeated || known_dup[i])
-            set_class(m, C_STRIDE, FZ_PRESENT, "output %s overlaps itself", view_name[i]);
+            fz_set_class(m, C_STRIDE, FZ_PRESENT, "output %s overlaps itself", view_name[i]);
         else if (c->raw[i])
-            maybe(m, C_STRIDE);
+            fz_maybe(m, C_STRIDE);
     }
     return m->refused;
 }
@@ -409,27 +587,51 @@ static int is_output(const fz_call *c, int bit)
 }
 
 /* The range of argument `bit`, and whether the call has it. */
-static int arg_range(const fz_call *c, int bit, range *r)
+static int arg_range(const fz_call *c, int bit, fz_range *r)
 {
     if (bit < c->n || bit == FZ_BIAS_BIT) {
         const fa_tensor *t = view_at(c, bit);
         if (!t) return 0;
-        *r = view_range(t);
+        *r = fz_view_range(t);
         return 1;
     }
     if (bit >= c->n && bit < FZ_VIEWS) return 0;
     if (bit == FZ_LSE_BIT) {
-        *r = plain_range(c->lse, c->lse ? fz_lse_bytes(c->t[FZ_Q]) : 0);
+        *r = fz_plain_range(c->lse, c->lse ? fz_lse_bytes(c->t[FZ_Q]) : 0);
         return c->lse != NULL;
     }
+    if (bit >= FZ_CUQ_BIT && bit <= FZ_TABLE_BIT) {
+        const fa_seqs *s = c->p ? c->p->seqs : NULL;
+        *r = seqs_range(s, bit - FZ_CUQ_BIT);
+        return seqs_array(s, bit - FZ_CUQ_BIT) != NULL;
+    }
+    if (bit >= FZ_CALL_BITS) return 0;
     const void *a = array_at(c, bit);
-    *r = plain_range(a, fz_array_bytes(c->t[FZ_Q]));
+    *r = fz_plain_range(a, fz_array_bytes(c->t[FZ_Q]));
     return a != NULL;
+}
+
+void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share, size_t es,
+                    const char *what)
+{
+    int ex = fz_interleaved_disjoint(a, b, es);
+    if (ex == 1 && share) {
+        fprintf(stderr, "fuzz model: %s interleaved-disjoint yet sharing elements\n", what);
+        abort(); /* the harness contradicts itself */
+    }
+    if (share)
+        fz_set_class(m, C_ALIAS, FZ_PRESENT, "%s share elements", what);
+    else if (ex == 0)
+        fz_set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet, not interleaved-disjoint", what);
+    else if (ex < 0 && !known && a->data == b->data)
+        fz_set_class(m, C_ALIAS, FZ_PRESENT, "%s start at the same address", what);
+    else if (ex < 0)
+        fz_maybe(m, C_ALIAS);
 }
 
 static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_BITS])
 {
-    range r[FZ_BITS];
+    fz_range r[FZ_BITS];
     int has[FZ_BITS];
     for (int i = 0; i < FZ_BITS; i++) has[i] = arg_range(c, i, &r[i]);
     const size_t es = fz_dtype_bytes(c->t[FZ_Q]->dtype);
@@ -437,30 +639,17 @@ static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
         if (!has[o] || !is_output(c, o)) continue;
         for (int x = 0; x < FZ_BITS; x++) {
             if (x == o || !has[x] || (is_output(c, x) && x < o)) continue; /* each pair once */
-            if (!ranges_meet(r[o], r[x])) continue;
+            if (!fz_ranges_meet(r[o], r[x])) continue;
             char what[40];
             snprintf(what, sizeof what, "%s/%s", view_name[o], view_name[x]);
             const int views = (o < c->n || o == FZ_BIAS_BIT) && (x < c->n || x == FZ_BIAS_BIT);
             if (!views) { /* the lse and the arrays are plain ranges: meeting is overlapping */
-                set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet", what);
+                fz_set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet", what);
                 continue;
             }
-            const fa_tensor *to = view_at(c, o), *tx = view_at(c, x);
             int both_known = m->marked[o] && m->marked[x];
-            int share = both_known && (shared[o] >> x & 1u);
-            int ex = interleaved_disjoint(to, tx, es);
-            if (ex == 1 && share) {
-                fprintf(stderr, "fuzz model: %s interleaved-disjoint yet sharing elements\n", what);
-                abort(); /* the harness contradicts itself */
-            }
-            if (share)
-                set_class(m, C_ALIAS, FZ_PRESENT, "%s share elements", what);
-            else if (ex == 0)
-                set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet, not interleaved-disjoint", what);
-            else if (ex < 0 && !both_known && to->data == tx->data)
-                set_class(m, C_ALIAS, FZ_PRESENT, "%s start at the same address", what);
-            else if (ex < 0)
-                maybe(m, C_ALIAS);
+            fz_alias_views(m, view_at(c, o), view_at(c, x), both_known, both_known && (shared[o] >> x & 1u),
+                           es, what);
         }
     }
     return m->refused;
@@ -469,7 +658,11 @@ static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
 static int model_unsupported(const fz_call *c, fz_model *m)
 {
     fa_dtype t = c->t[FZ_Q]->dtype;
-    if (t != FA_F32 && t != FA_F64) set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "bf16/f16");
+    const fa_seqs *seqs = c->p ? c->p->seqs : NULL;
+    if (t != FA_F32 && t != FA_F64) fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "bf16/f16");
+    if (seqs && c->p->bias) fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "a bias with sequences");
+    if (seqs && c->backward && seqs->block_table)
+        fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "paged keys in the backward");
     return m->refused;
 }
 
@@ -478,50 +671,79 @@ static int model_unsupported(const fz_call *c, fz_model *m)
 static int all_fit(const fz_call *c, const fz_pool *pool)
 {
     for (int bit = 0; bit < FZ_BITS; bit++) {
-        range r;
+        fz_range r;
         if (!arg_range(c, bit, &r)) continue;
         if (bit < c->n || bit == FZ_BIAS_BIT) {
             const fa_tensor *t = view_at(c, bit);
             if (!fz_view_empty(t) && !fz_view_fits(pool, t)) return 0;
-        } else if (r.begin < r.end && !range_fits(pool, r))
+        } else if (r.begin < r.end && !fz_range_fits(pool, r))
             return 0;
-        else if (r.begin == r.end &&
-                 (bit == FZ_LSE_BIT ? fz_lse_bytes(c->t[FZ_Q]) : fz_array_bytes(c->t[FZ_Q])))
+        else if (bit >= FZ_CUQ_BIT && bit <= FZ_TABLE_BIT) {
+            if (r.begin == r.end && fz_seqs_entries(c->p->seqs, bit - FZ_CUQ_BIT) != 0)
+                return 0; /* entries that wrap, or too many to count */
+        } else if (r.begin == r.end &&
+                   (bit == FZ_LSE_BIT ? fz_lse_bytes(c->t[FZ_Q]) : fz_array_bytes(c->t[FZ_Q])))
             return 0; /* non-empty but wrapping around the address space */
     }
     return 1;
 }
 
-void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
+void fz_map_alloc(fz_model *m, const fz_pool *pool, size_t es)
 {
-    memset(m, 0, sizeof *m);
-    m->all_fit = model_null(c, m) ? 0 : all_fit(c, pool);
-    if (m->refused || model_arg(c, m) || model_dtype(c, m) || model_shape(c, m)) return;
-
-    /* One dtype from here on: map the pool in units that divide every element size. */
-    const size_t es = fz_dtype_bytes(c->t[FZ_Q]->dtype);
     m->unit = es < sizeof(float) ? es : sizeof(float);
     m->units = pool->bytes / m->unit;
     m->map = calloc(m->units + 1, sizeof *m->map);
     if (!m->map) abort();
-    int dup[FZ_VIEWS] = {0}, dup_bias = 0;
-    for (int i = 0; i <= FZ_BIAS; i++) {
-        const fa_tensor *t = view_at(c, i);
-        if (t && fz_view_fits(pool, t) && t->stride_batch >= 0 && t->stride_head >= 0 && t->stride_seq >= 0)
-            m->marked[i] =
-                mark_view(m, pool, t, i, i == FZ_BIAS || !c->is_out[i], i == FZ_BIAS ? &dup_bias : &dup[i]);
-    }
-    for (int bit = FZ_LSE_BIT; bit < FZ_BITS; bit++) {
-        range r;
-        if (arg_range(c, bit, &r)) m->marked[bit] = mark_range(m, pool, r, bit);
-    }
-    unsigned shared[FZ_BITS] = {0};
+}
+
+void fz_shared_bits(const fz_model *m, unsigned shared[FZ_BITS])
+{
+    for (int i = 0; i < FZ_BITS; i++) shared[i] = 0;
     for (size_t u = 0; u < m->units; u++) {
         unsigned bits = m->map[u];
         if ((bits & (bits - 1)) == 0) continue;
         for (int i = 0; i < FZ_BITS; i++)
             if (bits >> i & 1u) shared[i] |= bits & ~(1u << i);
     }
+}
+
+void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
+{
+    if (c->merge) {
+        fz_model_merge(c, pool, m);
+        return;
+    }
+    memset(m, 0, sizeof *m);
+    m->all_fit = model_null(c, m) ? 0 : all_fit(c, pool);
+    if (m->refused || model_arg(c, m) || model_dtype(c, m) || model_shape(c, pool, m)) return;
+
+    /* One dtype from here on: map the pool in units that divide every element size. */
+    fz_map_alloc(m, pool, fz_dtype_bytes(c->t[FZ_Q]->dtype));
+    int dup[FZ_VIEWS] = {0}, dup_bias = 0;
+    for (int i = 0; i <= FZ_BIAS; i++) {
+        const fa_tensor *t = view_at(c, i);
+        if (t && fz_view_fits(pool, t) && t->stride_batch >= 0 && t->stride_head >= 0 && t->stride_seq >= 0)
+            m->marked[i] = fz_mark_view(m, pool, t, i, i == FZ_BIAS || !c->is_out[i],
+                                        i == FZ_BIAS ? &dup_bias : &dup[i]);
+    }
+    for (int bit = FZ_LSE_BIT; bit < FZ_CALL_BITS; bit++) {
+        fz_range r;
+        if (arg_range(c, bit, &r)) m->marked[bit] = fz_mark_range(m, pool, r, bit);
+    }
+    /* what a successful call may write: its outputs' elements */
+    m->out_bits = c->lse_out ? 1u << FZ_LSE_BIT : 0u;
+    m->outputs_mapped = 1;
+    for (int i = 0; i < c->n; i++)
+        if (c->is_out[i]) {
+            m->out_bits |= 1u << i;
+            if (!fz_view_empty(c->t[i]) && !m->marked[i]) m->outputs_mapped = 0;
+        }
+    if (c->backward && c->p && c->p->dsinks) {
+        m->out_bits |= 1u << FZ_DSINKS_BIT;
+        if (c->t[FZ_Q]->heads > 0 && !m->marked[FZ_DSINKS_BIT]) m->outputs_mapped = 0;
+    }
+    unsigned shared[FZ_BITS];
+    fz_shared_bits(m, shared);
     if (model_stride(c, m, dup) || model_alias(c, m, shared) || model_unsupported(c, m)) return;
 }
 

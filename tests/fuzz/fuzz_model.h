@@ -11,7 +11,11 @@
  * The rules are written from the header's text, not from src/validate.c: where they disagree, the
  * fuzzer reports it. The score modifiers' arguments are judged like the tensors: the bias is an
  * input view ([B|1][Hq|1][Nq|1][Nk], q's dtype), alibi_slopes and sinks are inputs of Hq floats,
- * dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks. */
+ * dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks.
+ * A batch of sequences (fa_seqs) changes the batch axes' rules, brings its arrays as inputs (read
+ * from the pool: the offsets, the keys in use and the pages in use must fit) and makes a bias
+ * and, in the backward, paged keys FA_ERR_UNSUPPORTED. fa_merge has rules of its own
+ * (fuzz_model_merge.c). */
 #ifndef FA_FUZZ_MODEL_H
 #define FA_FUZZ_MODEL_H
 
@@ -21,9 +25,10 @@
 #include "flashattn.h"
 #include "fuzz_input.h"
 
-/* One call's arguments. The bias and the per-head arrays are p's. */
+/* One call's arguments. The bias, the per-head arrays and the sequences are p's. fa_merge (merge
+ * set): n parts outs[k] with lses[k], merged into t[FZ_OUT] and lse (lse_out set). */
 typedef struct {
-    int backward;
+    int backward, merge;
     const fa_params *p;
     int n; /* 4 (fa_forward: q k v out) or 8 (fa_backward: q k v out dout dq dk dv) */
     const fa_tensor *t[FZ_VIEWS];
@@ -31,6 +36,9 @@ typedef struct {
     int raw[FZ_VIEWS];    /* strides from the raw layout: the self-overlap test may refuse more */
     const void *lse;
     int lse_out; /* the forward writes lse, the backward reads it */
+    int parts;   /* fa_merge's n */
+    const fa_tensor *outs;
+    const void *const *lses;
 } fz_call;
 
 /* The one allocation every view of the harness lives in. */
@@ -41,20 +49,41 @@ typedef struct {
 
 enum { FZ_ABSENT = 0, FZ_MAYBE = 1, FZ_PRESENT = 2 };
 #define FZ_CLASSES 8
-/* Bits of the element map: the views use bits 0..7 (FZ_Q..FZ_DV), then these. */
-enum { FZ_BIAS_BIT = FZ_BIAS, FZ_LSE_BIT, FZ_SLOPES_BIT, FZ_SINKS_BIT, FZ_DSINKS_BIT, FZ_BITS };
+/* Bits of the element map: the views use bits 0..7 (FZ_Q..FZ_DV), then these, then the arrays of
+ * the sequences. fa_merge numbers its own: part k (k < 8) bit k, its lse bit FZ_MERGE_LSES + k,
+ * then out and the merged lse. */
+enum {
+    FZ_BIAS_BIT = FZ_BIAS,
+    FZ_LSE_BIT,
+    FZ_SLOPES_BIT,
+    FZ_SINKS_BIT,
+    FZ_DSINKS_BIT,
+    FZ_CUQ_BIT,
+    FZ_CUK_BIT,
+    FZ_USED_BIT,
+    FZ_TABLE_BIT,
+    FZ_CALL_BITS
+};
+enum { FZ_MERGE_LSES = 8, FZ_MERGE_OUT_BIT = 16, FZ_MERGE_LSE_BIT, FZ_MERGE_BITS };
+#define FZ_BITS       FZ_MERGE_BITS /* the larger of the two */
+#define FZ_MERGE_SEEN 8             /* parts with bits of their own; later ones repeat them */
 
 typedef struct {
     int state[FZ_CLASSES];
     int refused;   /* some class is PRESENT: the call must not succeed */
     int all_fit;   /* every non-empty view, and the lse, lies inside the pool */
-    double work;   /* B·Hq·Nq·Nk·(D+Dv), when the shapes are consistent */
+    double work;   /* the score pairs times (D+Dv) (B·Hq·Nq·Nk·(D+Dv) for a dense batch), when the
+                      shapes are consistent */
     char why[200]; /* the first PRESENT class and its reason, for failure messages */
     /* the element map, in units of 4 bytes (2 for half-precision calls), the float arrays' size
      * and a divisor of every element size: bit i = argument i (FZ_BITS) covers it */
-    uint16_t *map;
+    uint32_t *map;
     size_t units, unit;
     int marked[FZ_BITS]; /* argument i was marked in the map */
+    uint32_t out_bits;   /* the bits of the call's outputs */
+    int outputs_mapped;  /* every non-empty output is marked (a successful call may write only there) */
+    int reads_outside;   /* the library would read entries of the sequences' arrays the pool does not
+                            hold (more sequences than the harness wrote): the call must not be made */
 } fz_model;
 
 extern const fa_status fz_class_status[FZ_CLASSES];
@@ -81,5 +110,37 @@ int fz_view_fits(const fz_pool *pool, const fa_tensor *t);
 size_t fz_lse_bytes(const fa_tensor *q);
 /* Bytes of a per-head array for q: Hq floats (0 when Hq <= 0). */
 size_t fz_array_bytes(const fa_tensor *q);
+/* Entries the library reads of the sequences' array `which` (0 cu_seqlens_q, 1 cu_seqlens_k,
+ * 2 seqused_k, 3 block_table; 0 when it is NULL or the counts are invalid) and their bytes. */
+int64_t fz_seqs_entries(const fa_seqs *s, int which);
+size_t fz_seqs_elem(int which);
+
+/* ---- shared by fuzz_model.c and fuzz_model_merge.c ---- */
+
+/* Byte range [begin, end) an argument spans; begin == end when it is empty or its extent is not
+ * valid. */
+typedef struct {
+    uintptr_t begin, end;
+} fz_range;
+
+enum { FZ_C_NULL, FZ_C_ARG, FZ_C_DTYPE, FZ_C_SHAPE, FZ_C_STRIDE, FZ_C_ALIAS, FZ_C_UNSUPPORTED, FZ_C_BUSY };
+void fz_set_class(fz_model *m, int c, int state, const char *why_fmt, const char *what);
+void fz_maybe(fz_model *m, int c);
+fz_range fz_view_range(const fa_tensor *t);
+fz_range fz_plain_range(const void *at, size_t bytes);
+int fz_ranges_meet(fz_range a, fz_range b);
+int fz_range_fits(const fz_pool *pool, fz_range r);
+/* Allocates the element map for element size es. */
+void fz_map_alloc(fz_model *m, const fz_pool *pool, size_t es);
+int fz_mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int bit, int collapse, int *dup);
+int fz_mark_range(fz_model *m, const fz_pool *pool, fz_range r, int bit);
+/* For every bit, the other bits that share a unit with it. */
+void fz_shared_bits(const fz_model *m, unsigned shared[FZ_BITS]);
+int fz_interleaved_disjoint(const fa_tensor *a, const fa_tensor *b, size_t es);
+/* The alias rule between two views whose ranges meet (what, e.g. "out/q", for the reason). */
+void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share, size_t es,
+                    const char *what);
+/* fa_merge's model (fuzz_model_merge.c). */
+void fz_model_merge(const fz_call *c, const fz_pool *pool, fz_model *m);
 
 #endif

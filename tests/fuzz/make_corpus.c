@@ -9,7 +9,9 @@
  * kind of context, NaN/Inf inputs, each score modifier alone and all together: windows, softcap,
  * ALiBi, biases of every broadcast, sinks and dsinks) and every error class (NULL, ARG, DTYPE,
  * SHAPE, STRIDE, ALIAS, UNSUPPORTED, a refused fa_context_create), each also through the
- * modifiers' arguments, and the harness's poisoning of wild views and arrays.
+ * modifiers' arguments, and the harness's poisoning of wild views and arrays. Then batches of
+ * sequences (packed, KV caches with keys in use, paged keys; forward and backward; each of
+ * fa_seqs' refusals) and fa_merge (parts with -inf and NaN rows, many parts, each refusal).
  * The format is fuzz_input.h's; FA_FUZZ_VERBOSE=1 fa-fuzz-replay DIR shows each seed's statuses. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,6 +403,22 @@ static void modifier_seeds(void)
     in.specials = 3; /* one bias row for all: every key -inf, every row fully masked */
     for (int i = 0; i < 3; i++) in.special[i] = (fz_special_bytes){FZ_BIAS, (fz_u16)i, 2};
     emit("ok_f32_bias_masks_every_row", &in);
+
+    /* Two reproducers of a fuzzing run (commit e5d4902): a bias of -inf over both keys of every
+     * row, and a NaN in a dout row. A row the bias hides entirely gets dq = NaN there (0 · NaN), as
+     * the header says; the target asks dq = 0 of such rows only when the inputs are ordinary. */
+    in = base();
+    in.dtype = 1;
+    bias(&in, 7);
+    dims(&in, 2, 2, 2, 13, 2, 16, 16);
+    in.specials = 3;
+    in.special[0] = (fz_special_bytes){FZ_BIAS, 0, 2};
+    in.special[1] = (fz_special_bytes){FZ_BIAS, 1, 2};
+    in.special[2] = (fz_special_bytes){FZ_DOUT, 9, 0};
+    emit("ok_f64_bias_masks_every_row_nan_dout", &in);
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("ok_f64_bias_masks_every_row_sinks_nan_dout", &in);
 
     in = base();
     in.dtype = 1;
@@ -840,6 +858,351 @@ static void modifier_error_seeds(void)
     emit("poisoned_no_query_heads_wild_k", &in);
 }
 
+/* ---- batches of sequences ---- */
+
+enum { SEQ_PACKED_Q = 1, KEYS_DENSE = 0, KEYS_PACKED = 2, KEYS_PAGED = 4, SEQ_USED = 8, SEQ_CU_K_TOO = 16 };
+
+/* Sequences on the base problem: seqs bits, S sequences with their query rows, keys and keys in
+ * use (used % (capacity + 1)); paged keys: pages of page_size, pool_pages in the pool, pps each. */
+static void seqs(fz_input *in, int bits, int S, const int *q_len, const int *k_len, const int *used)
+{
+    in->seqs.seqs = (fz_u8)(0x80 | bits);
+    in->seqs.seqs_count = (fz_u8)S;
+    for (int b = 0; b < S; b++) {
+        in->seq[b].q_len = (fz_u8)(q_len ? q_len[b] : 0);
+        in->seq[b].k_len = (fz_u8)(k_len ? k_len[b] : 0);
+        in->seq[b].used = (fz_u8)(used ? used[b] : 0);
+    }
+}
+
+/* arrays_place: array `which` (0 cu_seqlens_q .. 3 block_table) by operation op (fuzz_input.h). */
+static fz_u8 place_array(int which, int op)
+{
+    for (int v = 0xC0; v < 256; v++)
+        if ((v >> 4) % 4 == which && v % 6 == op) return (fz_u8)v;
+    abort();
+}
+
+static void pages(fz_input *in, int page_size, int pool_pages, int pps, const int *table, int n)
+{
+    in->seqs.page_size = (fz_u8)(page_size - 1);
+    in->seqs.pool_pages = (fz_u8)(pool_pages - 1);
+    in->seqs.pages_per_seq = (fz_u8)pps;
+    for (int j = 0; j < n; j++) in->table[j] = (fz_u8)table[j];
+}
+
+static void seqs_seeds(void)
+{
+    static const int q4[4] = {5, 1, 12, 0}, k4[4] = {17, 9, 30, 4}, u4[4] = {12, 9, 30, 0};
+    fz_input in = base();
+    in.causal = 2;
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    emit("ok_f32_seqs_packed_bottom_right_used_keys", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.ctx = 4;
+    in.causal = 1;
+    windows(&in, 3, 1);
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED, 4, q4, k4, NULL);
+    in.seqs.spare_rows = 3;
+    emit("ok_f64_seqs_packed_window_top_left_spare_rows_ref", &in);
+
+    static const int u3[3] = {40, 7, 0};
+    in = base();
+    in.dtype = 1;
+    dims(&in, 2, 2, 3, 2, 40, 16, 8); /* GQA, 2 query rows per sequence, caches of 40 */
+    in.causal = 2;
+    seqs(&in, KEYS_DENSE | SEQ_USED, 3, NULL, NULL, u3);
+    emit("ok_f64_seqs_kv_cache_used_gqa_backward", &in);
+
+    /* pages of 4: 20, 13 and 5 keys in use take 5, 4 and 2 pages; -1 after them; page 1 shared */
+    static const int t3[18] = {9, 3, 0, 1, 7, 0xF0, 2, 5, 4, 8, 0xF0, 0xF0, 6, 1, 0xF0, 0xF0, 0xF0, 0xF0};
+    static const int u3p[3] = {20, 13, 5};
+    in = base();
+    dims(&in, 2, 2, 2, 1, 29, 32, 32); /* decode: one query row per sequence */
+    in.ctx = 3;
+    in.calls = 1 | 2;
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    emit("ok_f32_seqs_paged_decode_shuffled_pages_blocks16", &in);
+
+    static const int q2[2] = {7, 11}, t2[8] = {2, 0, 1, 0xF0, 3, 2, 0xF0, 0xF0};
+    in = base();
+    in.causal = 2;
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    seqs(&in, SEQ_PACKED_Q | KEYS_PAGED, 2, q2, NULL, NULL);
+    pages(&in, 5, 4, 2, t2, 8);
+    in.table[2] = 1, in.table[3] = 3; /* every page in use: pages 2, 0 and 1, 3 */
+    emit("ok_f32_seqs_packed_queries_paged_keys_sinks", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.ctx = 6;
+    in.causal = 2;
+    in.softcap = sel(0x80, 14, 2);
+    in.softcap_raw = 40;
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 1};
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    emit("ok_f64_seqs_packed_backward_every_modifier_dsinks", &in);
+
+    static const int z4q[4] = {0, 3, 2, 0}, z4k[4] = {6, 0, 5, 0}, z4u[4] = {0, 0, 5, 0};
+    in = base();
+    in.causal = 2;
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, z4q, z4k, z4u);
+    emit("ok_f32_seqs_empty_sequences_no_keys_no_queries", &in);
+
+    in = base();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED, 0, NULL, NULL, NULL);
+    emit("ok_f32_seqs_no_sequence", &in);
+
+    in = base();
+    in.ctx = 0;
+    layout_all(&in, LAY_BSHD);
+    seqs(&in, KEYS_DENSE | SEQ_USED, 2, NULL, NULL, (const int[]){29, 11});
+    emit("ok_f32_seqs_kv_cache_bshd_null_ctx_backward", &in);
+
+    /* refusals */
+    in = base_err();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    in.seqs.seqs_count = sel(0xE0, 8, 3); /* -1 */
+    emit("err_arg_seqs_negative_count", &in);
+
+    in = base_err();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PAGED | SEQ_CU_K_TOO, 2, q2, (const int[]){5, 5}, NULL);
+    pages(&in, 5, 4, 2, t2, 8);
+    emit("err_arg_seqs_key_offsets_with_a_block_table", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_PAGED, 2, NULL, NULL, NULL);
+    pages(&in, 5, 4, 2, t2, 8);
+    in.seqs.pages_per_seq = sel(0xF0, 4, 0); /* -1 */
+    emit("err_arg_seqs_negative_pages_per_seq", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_DENSE | SEQ_USED, 2, NULL, NULL, (const int[]){29, 11});
+    in.seqs.seqs_count = sel(0xE0, 8, 0); /* 3 sequences over tensors of 2 */
+    emit("err_shape_seqs_count_not_the_batch", &in);
+
+    in = base_err();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    in.seqs.corrupt = sel(0xC0, 4, 0);
+    in.seqs.corrupt_index = 2;
+    in.seqs.corrupt_value = 1; /* cu_seqlens_q[2] = 1 < cu_seqlens_q[1] = 5 */
+    emit("err_shape_seqs_query_offsets_decrease", &in);
+
+    in = base_err();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    in.seqs.corrupt = sel(0xC0, 4, 1);
+    in.seqs.corrupt_index = 4;
+    in.seqs.corrupt_scale = 0xF1; /* cu_seqlens_k[4] = INT64_MAX: past the tensor */
+    emit("err_shape_seqs_key_offsets_past_the_tensor", &in);
+
+    in = base_err();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    in.seqs.corrupt = sel(0xC0, 4, 0);
+    in.seqs.corrupt_index = 0;
+    in.seqs.corrupt_value = 1; /* offsets start at 1 */
+    emit("err_shape_seqs_offsets_not_from_0", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_DENSE | SEQ_USED, 2, NULL, NULL, (const int[]){29, 11});
+    in.seqs.corrupt = sel(0xC0, 4, 2);
+    in.seqs.corrupt_index = 1;
+    in.seqs.corrupt_value = 30; /* beyond the cache of 29 */
+    emit("err_shape_seqs_used_beyond_the_cache", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    in.table[1] = 0xF0; /* sequence 0's second page, in use, is -1 */
+    emit("err_shape_seqs_page_in_use_negative", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    in.seqs.corrupt = sel(0xC0, 4, 3);
+    in.seqs.corrupt_index = 6;
+    in.seqs.corrupt_value = 10; /* sequence 1's first page: the pool has 10 */
+    emit("err_shape_seqs_page_outside_the_pool", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_PAGED, 2, NULL, NULL, NULL);
+    pages(&in, 5, 4, 2, t2, 8);
+    in.seqs.pages_per_seq = sel(0xF0, 4, 2); /* 2^61: the table's bytes overflow */
+    emit("err_shape_seqs_pages_per_seq_overflows", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_DENSE | SEQ_USED, 2, NULL, NULL, (const int[]){29, 11});
+    in.seqs.arrays_place = place_array(2, 1); /* seqused_k moved 1 + 2 bytes */
+    in.seqs.arrays_shift = 2;
+    emit("err_stride_seqs_used_misaligned", &in);
+
+    in = base_err();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    in.seqs.arrays_place = place_array(0, 2); /* cu_seqlens_q copied over out */
+    in.seqs.arrays_shift = FZ_OUT;
+    emit("err_alias_seqs_query_offsets_under_out", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    in.seqs.arrays_place = place_array(3, 3); /* the block table copied over the lse */
+    emit("err_alias_seqs_block_table_under_lse", &in);
+
+    in = base_err();
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    bias(&in, 1 | 2 | 4);
+    emit("err_unsupported_seqs_with_a_bias", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    emit("err_unsupported_seqs_paged_keys_backward", &in); /* the forward computes */
+
+    in = base();
+    dims(&in, 2, 4, 4, 60, 150, 256, 256); /* 16 heads of 256: the lengths are halved to the budget */
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 8, (const int[]){19, 19, 19, 19, 19, 19, 19, 19},
+         (const int[]){39, 39, 39, 39, 39, 39, 39, 39}, (const int[]){39, 39, 39, 39, 39, 39, 39, 39});
+    emit("ok_f32_seqs_cut_to_the_work_budget", &in);
+
+    in = base_err();
+    seqs(&in, KEYS_DENSE | SEQ_USED, 2, NULL, NULL, (const int[]){29, 11});
+    in.view[FZ_V].layout = LAY_RAW; /* valid strides whose extent leaves the pool: poisoned */
+    in.view[FZ_V].raw_batch = 1 << 20;
+    in.view[FZ_V].raw_head = 1 << 12;
+    in.view[FZ_V].raw_seq = 16;
+    in.view[FZ_V].raw_scale = 2;
+    emit("poisoned_seqs_wild_v_view", &in);
+}
+
+/* ---- fa_merge ---- */
+
+/* fa_merge after the forward: n parts (views dout, dq, dk, dv again and again). */
+static void merge(fz_input *in, int n_sel)
+{
+    in->merge.merge = 0x80;
+    in->merge.merge_n = (fz_u8)n_sel;
+}
+
+static void merge_seeds(void)
+{
+    fz_input in = base();
+    merge(&in, 2); /* 3 parts */
+    emit("ok_f32_merge_3_parts", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.ctx = 2;
+    merge(&in, 5); /* 6 parts */
+    in.merge.merge_minf = 0x2D;
+    in.merge.merge_mode = 1; /* row 0: no part saw it */
+    in.view[FZ_DQ].layout = LAY_BSHD;
+    in.view[FZ_DV].layout = LAY_PAD_BHSD;
+    in.view[FZ_DV].pad_seq = 2;
+    emit("ok_f64_merge_minus_inf_parts_and_a_row_no_part_saw", &in);
+
+    in = base();
+    merge(&in, 3);
+    in.merge.merge_mode = 2 | 4; /* a NaN lse in part 0's row 1; lse values in [-100, 100] */
+    in.specials = 2;
+    in.special[0] = (fz_special_bytes){FZ_DK, 5, 0}; /* NaN in a part's out */
+    in.special[1] = (fz_special_bytes){FZ_DOUT, 77, 1};
+    in.merge.merge_minf = 0xFF;
+    emit("ok_f32_merge_nan_lse_wide_lse_and_nan_outs", &in);
+
+    in = base();
+    in.dtype = 1;
+    in.calls = 8 | 2;              /* fa_merge alone, on the twin context too */
+    merge(&in, 7);                 /* 8 parts */
+    in.lse_mode = sel(0xC0, 4, 0); /* no merged lse */
+    emit("ok_f64_merge_8_parts_alone_without_lse", &in);
+
+    in = base();
+    in.ctx = 5;
+    merge(&in, sel(0xF0, 4, 3)); /* 64 parts */
+    in.merge.merge_minf = 0x81;
+    emit("ok_f32_merge_64_parts_ref", &in);
+
+    static const int q2[2] = {7, 11}, k2[2] = {20, 9};
+    in = base();
+    in.causal = 2;
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED, 2, q2, k2, NULL);
+    merge(&in, 1);
+    emit("ok_f32_merge_packed_views_after_a_ragged_forward", &in);
+
+    in = base_err();
+    merge(&in, sel(0xF0, 4, 0));
+    emit("err_arg_merge_no_part", &in);
+
+    in = base_err();
+    merge(&in, sel(0xF0, 4, 2));
+    emit("err_arg_merge_int_min_parts", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.merge.merge_lses = sel(0xC0, 5, 1);
+    emit("err_null_merge_lses", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.merge.merge_lses = sel(0xC0, 5, 2);
+    emit("err_null_merge_outs", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    for (int v = 0xC0; v < 256; v++) /* lses[1] NULL: v % 5 == 0 and (v >> 3) % 3 == 1 */
+        if (v % 5 == 0 && (v >> 3) % 3 == 1) {
+            in.merge.merge_lses = (fz_u8)v;
+            break;
+        }
+    emit("err_null_merge_a_part_lse", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.view[FZ_DQ].place = sel(0xC0, 10, 8);
+    emit("err_null_merge_a_part_data", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.view[FZ_DK].dtype_override = sel(0xF0, 8, 1);
+    emit("err_dtype_merge_part_f64", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.view[FZ_DQ].size_field = sel(0xE0, 5, 3);
+    in.view[FZ_DQ].size_value = 12;
+    emit("err_shape_merge_part_of_another_length", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.view[FZ_OUT].layout = LAY_B0;
+    emit("err_stride_merge_out_overlaps_itself", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.merge.merge_lses = sel(0xC0, 5, 4);
+    in.merge.merge_shift = 2;
+    emit("err_stride_merge_part_lse_misaligned", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.view[FZ_OUT].place = sel(0xC0, 10, FZ_DOUT);
+    emit("err_alias_merge_out_on_a_part", &in);
+
+    in = base_err();
+    merge(&in, 2);
+    in.merge.merge_lses = sel(0xC0, 5, 3);
+    emit("err_alias_merge_part_lse_on_the_lse", &in);
+
+    in = base_err();
+    in.dtype = sel(0xC0, 8, 2);
+    merge(&in, 2);
+    emit("err_unsupported_merge_bf16", &in);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -851,6 +1214,8 @@ int main(int argc, char **argv)
     modifier_seeds();
     error_seeds();
     modifier_error_seeds();
+    seqs_seeds();
+    merge_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;

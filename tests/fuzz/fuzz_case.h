@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One decoded fuzz input (fz_case) and what the harness's files share: fuzz_api.c (decoding, the
+ * calls and their generic checks), fuzz_values.c (the values of a successful fa_forward or
+ * fa_backward), fuzz_seqs.c (batches of sequences) and fuzz_merge.c (fa_merge). */
+#ifndef FA_FUZZ_CASE_H
+#define FA_FUZZ_CASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashattn.h"
+#include "fuzz_input.h"
+#include "fuzz_model.h"
+
+#define FZ_WORK_MAX    2.0e6              /* B·Hq·Nq·Nk·(D+Dv) of one call: about a millisecond */
+#define FZ_TENSOR_MAX  ((int64_t)1 << 17) /* elements of one tensor before the sizes are cut */
+#define FZ_REGION_MAX  ((int64_t)1 << 19) /* bytes of one view's region; larger views are left wild */
+#define FZ_WILD_REGION ((int64_t)64)      /* bytes given to a view too large for a region */
+
+#define FZ_CHECK(cond, ...)                                                                                  \
+    do {                                                                                                     \
+        if (!(cond)) fz_fail(__LINE__, __FILE__, #cond, __VA_ARGS__);                                        \
+    } while (0)
+
+__attribute__((format(printf, 4, 5), noreturn)) void fz_fail(int line, const char *file, const char *cond,
+                                                             const char *fmt, ...);
+
+enum {
+    L_BHSD,
+    L_BSHD,
+    L_PAD_BHSD,
+    L_PAD_BSHD,
+    L_BCAST_BATCH,
+    L_BCAST_HEAD,
+    L_BCAST_SEQ,
+    L_RAW,
+    L_PACKED,
+    L_NULL
+};
+
+#define FZ_ALL_VIEWS (FZ_VIEWS + 1) /* the eight tensors and the bias (FZ_BIAS) */
+
+/* The keys of a batch of sequences. */
+enum { FZ_KEYS_DENSE, FZ_KEYS_PACKED, FZ_KEYS_PAGED };
+
+/* A batch of sequences as the harness built it (fuzz_seqs.c). */
+typedef struct {
+    int on;                      /* p.seqs set */
+    int packed_q, keys, used_on; /* packed queries, FZ_KEYS_*, seqused_k given */
+    int64_t S;                   /* sequences the arrays describe (and the tensors' batch where dense) */
+    int64_t batch;               /* p.seqs.batch */
+    int64_t q_len[FZ_SEQ_MAX], k_len[FZ_SEQ_MAX]; /* packed spans (dense: Nq, Nk) */
+    int64_t rows_q, rows_k;                       /* packed token axes: the spans and spare rows */
+    int64_t page_size, pool_pages, pps;
+    int64_t len[4];  /* entries written of cu_seqlens_q, cu_seqlens_k, seqused_k, block_table */
+    int64_t base[4]; /* their byte offsets in the pool; -1: NULL, -2: at the top of the address space */
+    fa_seqs seqs;
+} fz_seqs_case;
+
+/* fa_merge's arguments (fuzz_merge.c). */
+typedef struct {
+    int on, n;                       /* called; its n */
+    int outs_null, lses_null;        /* pass NULL for the arrays */
+    int64_t lse_base[FZ_MERGE_SEEN]; /* the parts' lse: byte offsets in the pool; -1: NULL */
+    fa_tensor *outs;                 /* n parts (malloc'ed) */
+    const void **lses;
+} fz_merge_case;
+
+typedef struct {
+    fz_input in;
+    fa_dtype dtype;
+    int64_t B, Hkv, Hq, Nq, Nk, D, Dv;
+    double amp;
+    fa_tensor view[FZ_ALL_VIEWS];
+    int layout[FZ_ALL_VIEWS];      /* the bias's L_NULL: no bias */
+    int64_t base[FZ_ALL_VIEWS];    /* byte offset in the pool; -1 = data NULL */
+    int own[FZ_ALL_VIEWS];         /* has a region of its own */
+    int64_t array_base[FZ_ARRAYS]; /* alibi_slopes, sinks, dsinks: byte offset in the pool; -1 = NULL */
+    int64_t lse_base;              /* -1 = NULL */
+    int64_t lse_head_stride;       /* lse values between two heads: q's seq (the value checks' sequences
+                                      set their own) */
+    unsigned char *pool, *snap;
+    size_t pool_bytes;
+    fa_params params;
+    int params_null;
+    fa_context *ctx, *twin, *fresh[2];
+    int ctx_threads; /* threads of ctx (0 = unknown: the default context) */
+    int ctx_bq, ctx_bk;
+    fz_seqs_case sq;
+    fz_merge_case mg;
+} fz_case;
+
+/* ---- fuzz_api.c ---- */
+
+int64_t fz_sat_mul(int64_t a, int64_t b);
+int64_t fz_sat_add(int64_t a, int64_t b);
+uint64_t fz_splitmix64(uint64_t *s);
+/* A uniform double in [-1, 1) from the generator. */
+double fz_uniform(uint64_t *s);
+
+typedef fa_status (*fz_invoke)(fa_context *ctx, const fz_call *call);
+/* Runs one call with every generic check (the model's status, nothing written on refusal, only the
+ * outputs' elements on success, the twin context's bytes); returns its status. */
+fa_status fz_run_call(fz_case *c, fz_call call, fz_invoke invoke, const char *name);
+
+/* ---- fuzz_values.c ---- */
+
+double fz_ld(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
+double fz_ld_lse(const void *lse, fa_dtype t, int64_t row);
+int fz_ordinary(double x, double amp);
+/* The values of a successful fa_forward (fa_backward) of a dense batch: c's views, lse with
+ * c->lse_head_stride values between heads. The backward's returns 1 when its inputs were ordinary
+ * and every gradient was checked (dsinks may then be compared with the header's formula). */
+void fz_check_forward_values(const fz_case *c, const fa_params *pp, const void *lse);
+int fz_check_backward_values(const fz_case *c, const fa_params *pp);
+/* dsinks: the terms of c's rows added to want[h], mag[h], flushed[h]; then the comparison. */
+void fz_dsinks_terms(const fz_case *c, const fa_params *p, const void *lse, double *want, double *mag,
+                     double *flushed);
+void fz_dsinks_compare(const fa_params *p, int64_t heads, fa_dtype dtype, const double *want,
+                       const double *mag, const double *flushed);
+
+/* ---- fuzz_seqs.c ---- */
+
+/* Whether the input asks for sequences, and how many the arrays describe (the tensors' batch). */
+int fz_seqs_wanted(const fz_input *in, int64_t *S);
+/* The shapes of the views with sequences (shape[i] = batch, heads, seq, dim), cut to the budget. */
+void fz_seqs_shapes(fz_case *c, int64_t shape[FZ_ALL_VIEWS][4]);
+/* Regions for the arrays from cursor on (gap bytes before each); returns the new cursor. */
+int64_t fz_seqs_regions(fz_case *c, int64_t cursor, int64_t gap);
+/* Writes the arrays into the pool, places them, and points p.seqs at them. */
+void fz_seqs_write(fz_case *c);
+/* The value checks of a successful call with sequences, sequence by sequence, and the rows outside
+ * the sequences left as they were (against c->snap, the pool before the call). */
+void fz_seqs_check_forward(const fz_case *c, const fa_params *p, const void *lse);
+void fz_seqs_check_backward(const fz_case *c, const fa_params *p, const void *lse);
+int fz_seqs_describe(const fz_case *c, char *buf, size_t size);
+
+/* ---- fuzz_merge.c ---- */
+
+int fz_merge_wanted(const fz_input *in);
+int64_t fz_merge_regions(fz_case *c, int64_t cursor, int64_t gap);
+void fz_merge_write(fz_case *c);
+/* Calls fa_merge with every generic check and, on success, the header's formula. */
+void fz_merge_run(fz_case *c, const char **said);
+void fz_merge_free(fz_case *c);
+
+#endif
