@@ -223,7 +223,9 @@ suite_on_table() { # suite_on_table TABLE DIR
 # The MPI test driver on P = 1..4 ranks of this machine (scripts/mpirun.sh: --oversubscribe, as root
 # --allow-run-as-root, shared memory without CMA; its header says why), one thread per rank, and
 # P = 2 once more at 2 threads per rank. A rank stuck in a collective must fail the stage, not hang
-# CI: every run is under timeout (TERM, then KILL 10 s later).
+# CI: every run is under timeout (TERM, then KILL 10 s later). With more ranks than cores, threads
+# that spin while they wait (OpenMP's default) take the cores from the ranks doing the work: passive
+# waiting took P = 4 from over 100 s to 4 s on 2 cores.
 mpi_tests() {
     local exe=$build/tests/mpi/fa-mpi-tests run np nt t0 times="" # the note: each passed run's time
     [ -x "$exe" ] || { echo "libflashattn_mpi is built but $exe is not (tests/mpi/)" >&2; return 1; }
@@ -231,7 +233,7 @@ mpi_tests() {
         np=${run%:*} nt=${run#*:}
         echo "OMP_NUM_THREADS=$nt scripts/mpirun.sh $np $exe"
         t0=$(now_ms)
-        OMP_NUM_THREADS=$nt timeout -k 10 300 "$root/scripts/mpirun.sh" "$np" "$exe"
+        OMP_NUM_THREADS=$nt OMP_WAIT_POLICY=passive timeout -k 10 300 "$root/scripts/mpirun.sh" "$np" "$exe"
         times="$times${times:+, }P=$np x $nt thr $(fmt_s $(($(now_ms) - t0)))"
         echo "$times" >"$tmp/stage.note"
     done
