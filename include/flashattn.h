@@ -335,7 +335,9 @@ typedef struct {
     int num_threads;          /**< threads a call asks for */
     fa_bind bind;             /**< the policy in force after resolving AUTO and FLASHATTN_BIND (for the last call, if any) */
     int bound_threads;        /**< threads actually pinned during the last call (0 before any call, or when the OS refused) */
-    int block_q, block_k;     /**< block sizes used by the last call (the configured ones before any call; 0 = automatic) */
+    int block_q, block_k;     /**< block sizes used by the last call (the configured ones before any call; 0 = automatic).
+                                   block_q counts the query rows of one head per item: a GQA decode step runs the
+                                   heads of a group as the rows of one item, and reports 1 */
     const char *isa;          /**< kernel table in use, e.g. "ref" */
     size_t scratch_capacity;  /**< bytes of one thread's arena (the largest over threads) */
     size_t scratch_peak;      /**< largest arena high-water mark over threads since create or reset, in bytes */

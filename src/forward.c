@@ -38,12 +38,22 @@ typedef struct {
 } fa_forward_job;
 
 /* The problem the forward runs for sequence b: its dense problem, with a GQA decode step's query
- * heads grouped as rows (fa_problem_group_rows), exactly as fa_forward_run treats a dense call. */
-static void forward_problem_of_sequence(const fa_problem *p, int64_t b, fa_problem *one)
+ * heads grouped as rows (fa_problem_group_rows), exactly as fa_forward_run treats a dense call.
+ * Returns the sequence's own query rows (per head). */
+static int64_t forward_problem_of_sequence(const fa_problem *p, int64_t b, fa_problem *one)
 {
     fa_problem dense;
     fa_problem_sequence(p, b, &dense);
     if (!fa_problem_group_rows(&dense, one)) *one = dense;
+    return dense.q_len;
+}
+
+/* fa_stats.block_q counts the query rows of one head an item covers: with grouped heads (a GQA
+ * decode step) an item covers one row of each head of the group, so at most the call's Nq (a call
+ * without queries reports its block as it is). */
+static int stats_block_q(int64_t block_q, int64_t rows_per_head)
+{
+    return (int)(rows_per_head > 0 && rows_per_head < block_q ? rows_per_head : block_q);
 }
 
 #define FA_T         float
@@ -163,8 +173,10 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
     int64_t pad = pad_elems_of(elem);
     fa_problem widest = *p, one;
     widest.q_len = widest.kv_len = 0;
+    int64_t widest_rows = 0; /* of one head */
     for (int64_t b = 0; b < p->batch; b++) {
-        forward_problem_of_sequence(p, b, &one);
+        int64_t rows = forward_problem_of_sequence(p, b, &one);
+        if (rows > widest_rows) widest_rows = rows;
         if (one.q_len > widest.q_len) widest.q_len = one.q_len;
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
@@ -220,7 +232,7 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
         b0 = b1;
     }
     if (st == FA_OK) {
-        ctx->last_block_q = (int)block_q;
+        ctx->last_block_q = stats_block_q(block_q, widest_rows);
         ctx->last_block_k = (int)block_k;
     }
     return st;
@@ -234,6 +246,7 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
     if (!fa_epilogue_knows(p)) return FA_ERR_ARG;
     if (p->seqs) return forward_sequences(ctx, p);
+    int64_t rows_per_head = p->q_len;
     fa_problem grouped;
     if (fa_problem_group_rows(p, &grouped)) p = &grouped;
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
@@ -277,7 +290,7 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     }
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
-        ctx->last_block_q = (int)block_q;
+        ctx->last_block_q = stats_block_q(block_q, rows_per_head);
         ctx->last_block_k = (int)block_k;
     }
     return st;

@@ -267,6 +267,19 @@ static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor 
                             (long long)k->batch, (long long)(s->cu_seqlens_k ? 1 : s->batch),
                             s->cu_seqlens_k ? "packed keys" : "one per sequence");
     fa_status st;
+    /* The arrays are read below to check the shapes they describe; one that is misaligned or wraps
+     * around the address space cannot be read, so their ranges come first (FA_ERR_STRIDE, as the
+     * stride step would report them). */
+    byte_range unread;
+    if (s->batch == INT64_MAX && (s->cu_seqlens_q || s->cu_seqlens_k))
+        return fa_diag_fail(FA_ERR_SHAPE, call, "p.seqs.batch = %lld: no offsets array has batch + 1 entries",
+                            (long long)s->batch);
+    if ((st = fa_array_range(call, s->cu_seqlens_q, s->batch + 1, sizeof(int64_t), "p.seqs.cu_seqlens_q",
+                             &unread)) != FA_OK ||
+        (st = fa_array_range(call, s->cu_seqlens_k, s->batch + 1, sizeof(int64_t), "p.seqs.cu_seqlens_k",
+                             &unread)) != FA_OK ||
+        (st = fa_array_range(call, s->seqused_k, s->batch, sizeof(int64_t), "p.seqs.seqused_k", &unread)) != FA_OK)
+        return st;
     if (s->cu_seqlens_q && (st = check_offsets(call, s->cu_seqlens_q, s->batch, q->seq, "p.seqs.cu_seqlens_q",
                                                "q.seq")) != FA_OK)
         return st;
@@ -282,6 +295,9 @@ static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor 
             "p.seqs.pages_per_seq = %lld: the table (times p.seqs.batch = %lld) or a sequence's "
             "capacity (times k.seq = %lld) overflows int64",
             (long long)s->pages_per_seq, (long long)s->batch, (long long)k->seq);
+    if (s->block_table && (st = fa_array_range(call, s->block_table, s->batch * s->pages_per_seq, sizeof(int32_t),
+                                               "p.seqs.block_table", &unread)) != FA_OK)
+        return st;
     for (int64_t b = 0; b < s->batch; b++) {
         int64_t capacity = s->cu_seqlens_k  ? load_i64(s->cu_seqlens_k, b + 1) - load_i64(s->cu_seqlens_k, b)
                            : s->block_table ? paged_capacity
@@ -292,7 +308,8 @@ static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor 
                                 "p.seqs.seqused_k[%lld] = %lld: expected 0..%lld, the keys it has",
                                 (long long)b, (long long)used, (long long)capacity);
         if (!s->block_table || k->seq == 0) continue;
-        for (int64_t page = 0; page < (used + k->seq - 1) / k->seq; page++) {
+        int64_t pages_used = used / k->seq + (used % k->seq != 0); /* no used + k.seq - 1: it may overflow */
+        for (int64_t page = 0; page < pages_used; page++) {
             int64_t at = load_i32(s->block_table, b * s->pages_per_seq + page);
             if (at < 0 || at >= k->batch)
                 return fa_diag_fail(

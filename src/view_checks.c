@@ -293,7 +293,8 @@ fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem
         return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: not aligned to its %zu-byte elements", name, a,
                             elem);
     r->begin = (uintptr_t)a;
-    if (__builtin_add_overflow(r->begin, (uintptr_t)n * elem, &r->end))
+    uintptr_t bytes;
+    if (__builtin_mul_overflow((uintptr_t)n, (uintptr_t)elem, &bytes) || __builtin_add_overflow(r->begin, bytes, &r->end))
         return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %lld elements wrap around the address space",
                             name, a, (long long)n);
     return FA_OK;

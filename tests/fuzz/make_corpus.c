@@ -428,6 +428,13 @@ static void modifier_seeds(void)
     in.special[1] = (fz_special_bytes){FZ_BIAS, 40, 2};
     emit("ok_f64_bias_minus_inf_keys", &in);
 
+    /* Found by the fuzzer: a GQA decode step (one query row, 2 query heads per key/value head) on a
+     * context with 16-row blocks reported block_q 2, its grouped rows, above the call's Nq. */
+    in = base();
+    in.ctx = 3;
+    dims(&in, 2, 2, 2, 1, 29, 32, 32);
+    emit("ok_f32_gqa_decode_stats_block_q", &in);
+
     in = base();
     in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
     emit("ok_f32_sinks", &in);
