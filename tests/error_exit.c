@@ -121,6 +121,21 @@ fa_status ee_call_run(ee_call call, ee_args *a)
     return st;
 }
 
+fa_status ee_check_run(ee_call call, ee_args *a)
+{
+    const fa_tensor *t[EE_NT];
+    for (int i = 0; i < EE_NT; i++) t[i] = a->null_t[i] ? NULL : &a->t[i];
+    ee_poison_seqs(a, 1);
+    fa_status st = (fa_status)-3;
+    if (call == EE_FORWARD)
+        st = fa_forward_check(a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], a->lse);
+    else if (call == EE_BACKWARD)
+        st = fa_backward_check(a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], t[EE_DOUT], a->lse, t[EE_DQ], t[EE_DK],
+                               t[EE_DV]);
+    ee_poison_seqs(a, 0);
+    return st;
+}
+
 void ee_world_restore(ee_world *w)
 {
     memcpy(w->pool.base, w->initial, w->pool.bytes + 2 * TU_GUARD);
@@ -429,6 +444,7 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
     case EE_OP_SCALE: a->p.scale = c->d; break;
     case EE_OP_CAUSAL: a->p.causal = (fa_causal)x; break;
     case EE_OP_WINDOW: *(c->field ? &a->p.window_right : &a->p.window_left) = x; break;
+    case EE_OP_SHIFT: a->p.diagonal_shift = x; break;
     case EE_OP_SOFTCAP: a->p.softcap = c->d; break;
     case EE_OP_ALIAS: {
         int moved = c->ti, onto = c->field;
@@ -563,6 +579,12 @@ static void add_params(ee_table *t, ee_call call)
             c->i[0] = window_arg[i].x;
         }
     }
+    static const ee_named shift_arg[] = {{"FA_MAX_DIAGONAL_SHIFT + 1", FA_MAX_DIAGONAL_SHIFT + 1},
+                                         {"-FA_MAX_DIAGONAL_SHIFT - 1", -FA_MAX_DIAGONAL_SHIFT - 1},
+                                         {"INT64_MAX", INT64_MAX},
+                                         {"INT64_MIN", INT64_MIN}};
+    for (size_t i = 0; i < sizeof shift_arg / sizeof *shift_arg; i++)
+        ee_add(t, call, "p->diagonal_shift", shift_arg[i].name, FA_ERR_ARG, EE_OP_SHIFT)->i[0] = shift_arg[i].x;
     for (size_t i = 0; i < sizeof softcap_arg / sizeof *softcap_arg; i++)
         ee_add(t, call, "p->softcap", softcap_arg[i].name, FA_ERR_ARG, EE_OP_SOFTCAP)->d = softcap_arg[i].x;
     for (size_t i = 0; i < sizeof softcap_f32 / sizeof *softcap_f32; i++) {

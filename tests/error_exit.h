@@ -145,6 +145,9 @@ void ee_valid_args(const ee_world *w, ee_args *a);
 unsigned char *ee_region(const ee_world *w, int r, int64_t el);
 /* Runs the call on a (taking and releasing the context when a->busy). */
 fa_status ee_call_run(ee_call call, ee_args *a);
+/* Runs fa_forward_check or fa_backward_check on a's arguments (they take no context); -3 for
+ * fa_merge, which has no check. */
+fa_status ee_check_run(ee_call call, ee_args *a);
 /* "fa_forward", "fa_backward", "fa_merge". */
 const char *ee_call_name(ee_call call);
 
@@ -174,6 +177,7 @@ enum {
     EE_OP_SCALE,
     EE_OP_CAUSAL,
     EE_OP_WINDOW,
+    EE_OP_SHIFT,
     EE_OP_SOFTCAP,
     EE_OP_NULL_SINKS,
     EE_OP_MISALIGN,

@@ -75,6 +75,8 @@ typedef struct {
     int pool_ok;  /* no byte of the pool changed */
     int stats_ok; /* the context's stats did not change */
     char diag[256];
+    int check_st; /* what fa_forward_check / fa_backward_check said of the same arguments (-3: none) */
+    char check_diag[256];
 } ee_outcome;
 
 static void call_and_look(ee_world *wd, const ee_case *c, ee_args *a, ee_outcome *o)
@@ -83,6 +85,8 @@ static void call_and_look(ee_world *wd, const ee_case *c, ee_args *a, ee_outcome
     cr_assert_eq(fa_context_stats(wd->ctx, &before), FA_OK);
     o->st = ee_call_run(c->call, a);
     snprintf(o->diag, sizeof o->diag, "%s", fa_last_error());
+    o->check_st = ee_check_run(c->call, a);
+    snprintf(o->check_diag, sizeof o->check_diag, "%s", fa_last_error());
     cr_assert_eq(fa_context_stats(wd->ctx, &after), FA_OK);
     o->pool_ok = ee_world_unchanged(wd);
     o->stats_ok = stats_equal(&before, &after);
@@ -164,6 +168,18 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                     cr_expect_fail("%s = %s [%s]: fa_last_error() is \"%s\", which does not start with "
                                    "\"%s: \" and name %s",
                                    c->param, c->value, how, o.diag, call_name, c->names);
+                }
+                /* The check calls give the same refusal and name the same argument (they cannot
+                 * foresee a busy context, and fa_merge has none). */
+                if (o.st != -2 && o.check_st != -3 && c->want != FA_ERR_BUSY) {
+                    char check_name[32];
+                    snprintf(check_name, sizeof check_name, "%s_check", call_name);
+                    if (o.check_st != (int)c->want || !ee_names_argument(o.check_diag, check_name, c->names)) {
+                        undetected = 1;
+                        cr_expect_fail("%s = %s [%s]: %s gave %d (%s), \"%s\"; documented %d", c->param, c->value,
+                                       how, check_name, o.check_st, fa_status_str((fa_status)o.check_st),
+                                       o.check_diag, c->want);
+                    }
                 }
                 if (!o.pool_ok || !o.stats_ok) {
                     changed = 1;
