@@ -42,14 +42,19 @@
  *
  * Communication: non-blocking sends and receives of the next shard while the current one is
  * computed, double-buffered. The buffers are cached on the communicator (an MPI attribute), grown
- * only when a call needs more, and freed with the communicator (MPI_Comm_free) or at MPI_Finalize
- * for MPI_COMM_WORLD. A call is not thread-safe with another call on the same communicator (as
- * with any MPI collective).
+ * only when a call needs more, and freed with the communicator (MPI_Comm_free); those of
+ * MPI_COMM_WORLD and MPI_COMM_SELF last until MPI_Finalize, or the end of the process where the
+ * MPI library does not delete their attributes. A call is not thread-safe with another call on the
+ * same communicator (as with any MPI collective).
  *
- * Memory per rank, beyond the context's (see flashattn.h): the double-buffered K/V shards of the
- * largest rank (2·B·Hkv·n_max·(D + Dv) elements), and B·Hq·n_local·(Dv + 1) elements of running
- * results, times 3 (forward); the backward adds travelling dK/dV accumulators (2·B·Hkv·n_max·(D + Dv))
- * and per-block gradient buffers.
+ * Memory per rank, beyond the context's (see flashattn.h), with n_max the longest shard and n_g
+ * the rank's query segments (one, or two for ZIGZAG), in elements: the forward keeps the K/V
+ * shards double-buffered, 2·B·Hkv·n_max·(D + Dv), and for each segment two running results and
+ * one block's, 3·B·Hq·n_g·(Dv + 1); the backward keeps the K/V shards and the travelling dK/dV
+ * accumulators double-buffered and one step's dK/dV, 5·B·Hkv·n_max·(D + Dv), one block's dK and
+ * dV, B·Hkv·n_max·(D + Dv), and for each segment dq, one block's dq and its lse rows,
+ * B·Hq·n_g·(2·D + 1), and (P + 1)·Hq doubles for the sinks' gradient; each piece rounded up to
+ * 64 bytes.
  */
 #ifndef FLASHATTN_MPI_H
 #define FLASHATTN_MPI_H
