@@ -36,6 +36,7 @@ const char *fa_mpi_last_error(void)
 typedef struct {
     MPI_Comm dup; /* the calls' own communicator: their messages never meet the caller's */
     fa_ring_shape *shapes;
+    int64_t *starts;
     int shapes_cap;
     void *buf;
     size_t bytes;
@@ -53,6 +54,7 @@ static int delete_cache(MPI_Comm comm, int key, void *value, void *extra)
     ring_cache *c = value;
     MPI_Comm_free(&c->dup);
     free(c->shapes);
+    free(c->starts);
     free(c->buf);
     free(c);
     return MPI_SUCCESS;
@@ -149,15 +151,21 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
         return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI_Comm_rank or MPI_Comm_size failed", call);
     if (c->shapes_cap < r->size) {
         fa_ring_shape *shapes = realloc(c->shapes, (size_t)r->size * sizeof *shapes);
-        if (!shapes) return fa_ring_fail(FA_ERR_NOMEM, "%s: no memory for %d ranks' shapes", call, r->size);
-        c->shapes = shapes;
+        if (shapes) c->shapes = shapes;
+        int64_t *starts = realloc(c->starts, (size_t)r->size * sizeof *starts);
+        if (starts) c->starts = starts;
+        if (!shapes || !starts) return fa_ring_fail(FA_ERR_NOMEM, "%s: no memory for %d ranks' shapes", call, r->size);
         c->shapes_cap = r->size;
     }
     fa_ring_shape me = shape_of(&r->p, layout, q, k, v);
     if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, c->shapes, (int)sizeof me, MPI_BYTE, r->comm) != MPI_SUCCESS)
         return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI_Allgather of the shapes failed", call);
     r->shapes = c->shapes;
-    for (int s = 0; s < r->size; s++) r->total += r->shapes[s].rows;
+    r->starts = c->starts;
+    for (int s = 0; s < r->size; s++) {
+        c->starts[s] = r->total;
+        r->total += r->shapes[s].rows;
+    }
     r->elem = me.dtype == FA_F64 ? sizeof(double) : sizeof(float);
     return FA_OK;
 }
@@ -236,10 +244,8 @@ fa_ring_segments fa_ring_segments_of(const fa_ring *r, int s)
         out.seg[0] = (fa_ring_segment){s * chunk, 0, chunk};
         out.seg[1] = (fa_ring_segment){(chunks - 1 - s) * chunk, chunk, chunk};
     } else {
-        int64_t pos = 0;
-        for (int x = 0; x < s; x++) pos += r->shapes[x].rows;
         out.count = 1;
-        out.seg[0] = (fa_ring_segment){pos, 0, n};
+        out.seg[0] = (fa_ring_segment){r->starts[s], 0, n};
     }
     return out;
 }
@@ -341,6 +347,22 @@ int fa_ring_block_visible(const fa_params *p, const fa_ring_segment *q, const fa
     if (has_hi && ka - hi > first) first = ka - hi;
     if (has_lo && kz - lo < last) last = kz - lo;
     return first <= last;
+}
+
+static int rank_sees_shard(const fa_ring *r, int x, int src)
+{
+    fa_ring_segments queries = fa_ring_segments_of(r, x), keys = fa_ring_segments_of(r, src);
+    for (int a = 0; a < queries.count; a++)
+        for (int c = 0; c < keys.count; c++)
+            if (fa_ring_block_visible(&r->p, &queries.seg[a], &keys.seg[c])) return 1;
+    return 0;
+}
+
+int fa_ring_reach(const fa_ring *r, int src)
+{
+    for (int d = r->size - 1; d > 0; d--)
+        if (rank_sees_shard(r, (src + d) % r->size, src)) return d;
+    return 0;
 }
 
 fa_params fa_ring_block_params(const fa_ring *r, const fa_ring_segment *q, const fa_ring_segment *k,

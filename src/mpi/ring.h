@@ -40,6 +40,7 @@ typedef struct {
     int rank, size;
     fa_mpi_layout layout;
     const fa_ring_shape *shapes; /* every rank's, in rank order (in the cache) */
+    const int64_t *starts;       /* CONTIGUOUS: rank s's first global position (in the cache) */
     int64_t total;               /* N, the global sequence length */
     size_t elem;                 /* bytes of one element */
     fa_params p;                 /* the caller's parameters (or the defaults) */
@@ -92,6 +93,12 @@ void fa_ring_copy(const fa_tensor *from, const fa_tensor *to, size_t elem);
 /* Whether some query of the segment q can see some key of the segment k under p's causal mask,
  * windows and diagonal_shift on the global positions (self-attention: d0 = diagonal_shift). */
 int fa_ring_block_visible(const fa_params *p, const fa_ring_segment *q, const fa_ring_segment *k);
+
+/* How far around the ring the shard of rank src travels: the largest d in 1..P-1 for which rank
+ * (src + d) mod P has a query that can see one of its keys, or 0. The ranks at distance 1..d
+ * receive it (those between pass it on); no rank beyond ever does. Every rank computes the same
+ * value from the shapes, so sender and receiver agree without asking. */
+int fa_ring_reach(const fa_ring *r, int src);
 
 /* p for one block: the queries at global position a, the keys at b, nq and nk of them: the same
  * mask and distances as the global call, without sinks (applied once, after the merge) and with

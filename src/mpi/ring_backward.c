@@ -9,11 +9,11 @@
 
 #include "ring.h"
 
-enum { TAG_KV = 200, TAG_ACC = 300 };
+enum { TAG_KV = 200, TAG_ACC = 300, TAG_HOME = 400 };
 
 /* Where the backward's buffers lie in the communicator's buffer. */
 typedef struct {
-    char *kv[2], *acc[2], *step, *dk_tmp, *dv_tmp;
+    char *kv[2], *acc[2], *step, *home, *dk_tmp, *dv_tmp;
     double *sink_sums; /* every rank's sums for the sinks' gradient: P·Hq values, then the rank's Hq */
     char *dq[2], *dq_tmp[2], *lse[2]; /* per query segment */
 } layout_of_buffers;
@@ -32,6 +32,7 @@ static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t wide
     size_t dv = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim_v) * r->elem);
 #define TAKE(field, bytes) (buf ? (b->field = buf + at) : NULL, at += (bytes))
     TAKE(kv[0], shard), TAKE(kv[1], shard), TAKE(acc[0], shard), TAKE(acc[1], shard), TAKE(step, shard);
+    TAKE(home, shard);
     TAKE(dk_tmp, dk), TAKE(dv_tmp, dv);
     if (buf) b->sink_sums = (double *)(buf + at);
     at += fa_ring_round((size_t)((r->size + 1) * s->q_heads) * sizeof(double));
@@ -207,57 +208,73 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
     fa_status work = FA_OK;
     fa_ring_transfer acc_send = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+    int in_flight = -1; /* the accumulator buffer acc_send is sending from, or -1 */
 #define FAIL_ONCE(st_, ...) \
     do { \
         if (work == FA_OK) work = (st_), snprintf(reason, sizeof reason, __VA_ARGS__); \
     } while (0)
+    /* A shard travels only as far as the last rank that can see it (fa_ring_reach); its accumulator
+     * travels with it and, from there, goes straight home. The rank's own comes from that rank. */
+    int my_reach = fa_ring_reach(&r, r.rank);
+    fa_ring_transfer home_recv = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+    if (my_reach > 0 && fa_ring_post(&r, &home_recv, lb.home, shard_bytes(s, s->rows, r.elem),
+                                     (r.rank + my_reach) % r.size, TAG_HOME, 0) != FA_OK)
+        FAIL_ONCE(FA_ERR_RUNTIME, "posting the returning accumulator's transfer failed");
     for (int step = 0; step < r.size; step++) {
         int src = (r.rank - step + r.size) % r.size, incoming = (src + r.size - 1) % r.size;
+        int reach = fa_ring_reach(&r, src), holds = step <= reach;
         size_t src_bytes = shard_bytes(s, r.shapes[src].rows, r.elem);
-        char *acc = lb.acc[step % 2];
+        /* the accumulator arrives in the buffer that is not still leaving with the last one sent */
+        int mine_buf = in_flight == 0 ? 1 : 0;
+        char *acc = lb.acc[mine_buf];
         fa_ring_transfer tx[3];
         int posted = 0;
-        if (step < r.size - 1) { /* the next shard travels while this one is computed */
-            if (fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev,
-                             TAG_KV, 0) != FA_OK ||
-                fa_ring_post(&r, &tx[posted++], lb.kv[cur], src_bytes, next, TAG_KV, 1) != FA_OK)
-                FAIL_ONCE(FA_ERR_RUNTIME, "posting the shard transfers failed");
-        }
-        if (step > 0 && fa_ring_post(&r, &tx[posted++], acc, src_bytes, prev, TAG_ACC, 0) != FA_OK)
+        /* the next shard travels while this one is computed */
+        if (step + 1 <= fa_ring_reach(&r, incoming) &&
+            fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev,
+                         TAG_KV, 0) != FA_OK)
+            FAIL_ONCE(FA_ERR_RUNTIME, "posting a shard transfer failed");
+        if (holds && step < reach && fa_ring_post(&r, &tx[posted++], lb.kv[cur], src_bytes, next, TAG_KV, 1) != FA_OK)
+            FAIL_ONCE(FA_ERR_RUNTIME, "posting a shard transfer failed");
+        if (holds && step > 0 && fa_ring_post(&r, &tx[posted++], acc, src_bytes, prev, TAG_ACC, 0) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
         /* after a failure the rank still passes shards and accumulators on: no other rank waits forever */
-        if (work == FA_OK) {
+        if (holds && work == FA_OK) {
             fa_status st2 =
                 shard_gradients(&r, ctx, &mine, &lb, &side, src, lb.kv[cur], tx, posted, reason, sizeof reason);
             if (st2 != FA_OK) work = st2;
-        } else {
+        } else if (holds) {
             memset(lb.step, 0, src_bytes);
         }
         for (int x = 0; x < posted; x++)
             if (fa_ring_wait(&tx[x]) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "a shard or accumulator transfer failed");
-        /* the shard's accumulator: this rank's step gradients, after those of the ranks before it */
-        fa_tensor ak, av, sk, sv;
-        halves(&r, acc, r.shapes[src].rows, &ak, &av);
-        halves(&r, lb.step, r.shapes[src].rows, &sk, &sv);
-        if (step == 0)
-            memcpy(acc, lb.step, src_bytes);
-        else
-            add_into(&ak, &sk, r.elem), add_into(&av, &sv, r.elem);
-        if (fa_ring_wait(&acc_send) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "an accumulator transfer failed");
-        if (r.size > 1 && fa_ring_post(&r, &acc_send, acc, src_bytes, next, TAG_ACC, 1) != FA_OK)
-            FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
+        if (holds) {
+            /* the shard's accumulator: this rank's step gradients, after those of the ranks before it */
+            fa_tensor ak, av, sk, sv;
+            halves(&r, acc, r.shapes[src].rows, &ak, &av);
+            halves(&r, lb.step, r.shapes[src].rows, &sk, &sv);
+            if (step == 0)
+                memcpy(step < reach ? acc : lb.home, lb.step, src_bytes); /* reach 0: it is home already */
+            else
+                add_into(&ak, &sk, r.elem), add_into(&av, &sv, r.elem);
+            /* at most one accumulator in flight: the next arrives in the other buffer */
+            if (fa_ring_wait(&acc_send) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "an accumulator transfer failed");
+            in_flight = -1;
+            if (step < reach) { /* on to the next rank, which sees the shard or passes it on */
+                if (fa_ring_post(&r, &acc_send, acc, src_bytes, next, TAG_ACC, 1) != FA_OK)
+                    FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
+                in_flight = mine_buf;
+            } else if (step > 0) { /* the last rank that sees it: home */
+                if (fa_ring_post(&r, &acc_send, acc, src_bytes, src, TAG_HOME, 1) != FA_OK)
+                    FAIL_ONCE(FA_ERR_RUNTIME, "posting the returning accumulator's transfer failed");
+                in_flight = mine_buf;
+            }
+        }
         cur = 1 - cur;
     }
-    /* the rank's own accumulator comes home from the previous rank (P = 1: it never left) */
-    char *home = lb.acc[(r.size - 1) % 2];
-    if (r.size > 1) {
-        fa_ring_transfer back;
-        home = lb.acc[r.size % 2];
-        if (fa_ring_post(&r, &back, home, shard_bytes(s, s->rows, r.elem), prev, TAG_ACC, 0) != FA_OK ||
-            fa_ring_wait(&back) != FA_OK)
-            FAIL_ONCE(FA_ERR_RUNTIME, "the returning accumulator transfer failed");
-        if (fa_ring_wait(&acc_send) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "an accumulator transfer failed");
-    }
+    if (fa_ring_wait(&acc_send) != FA_OK || fa_ring_wait(&home_recv) != FA_OK)
+        FAIL_ONCE(FA_ERR_RUNTIME, "the returning accumulator's transfer failed");
+    char *home = lb.home;
 #undef FAIL_ONCE
     if ((st = fa_ring_agree(&r, work, reason)) != FA_OK) return st;
     if (r.p.sinks && r.p.dsinks && (st = sink_gradient(&r, out, dout, lse, lb.sink_sums)) != FA_OK)

@@ -179,19 +179,26 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
     fa_status work = FA_OK;
     for (int step = 0; step < r.size; step++) {
+        /* At step s the rank holds the shard of rank r - s, if it travels that far (fa_ring_reach):
+         * a shard stops at the last rank that can see it, so no other rank is sent it. */
         int src = (r.rank - step + r.size) % r.size, incoming = (src + r.size - 1) % r.size;
+        int reach = fa_ring_reach(&r, src), holds = step <= reach;
         fa_ring_transfer tx[2];
         int posted = 0;
-        if (step < r.size - 1) { /* the next shard travels while this one is computed */
-            fa_status a = fa_ring_post(&r, &tx[0], kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev,
-                                       TAG_KV, 0);
-            fa_status b = fa_ring_post(&r, &tx[1], kv[cur], shard_bytes(s, r.shapes[src].rows, r.elem), next, TAG_KV, 1);
-            posted = 2;
-            if ((a != FA_OK || b != FA_OK) && work == FA_OK)
-                work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting the shard transfers failed");
-        }
+        /* the next shard travels while this one is computed */
+        if (step + 1 <= fa_ring_reach(&r, incoming) &&
+            fa_ring_post(&r, &tx[posted++], kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev, TAG_KV,
+                         0) != FA_OK &&
+            work == FA_OK)
+            work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
+        if (holds && step < reach &&
+            fa_ring_post(&r, &tx[posted++], kv[cur], shard_bytes(s, r.shapes[src].rows, r.elem), next, TAG_KV, 1) !=
+                FA_OK &&
+            work == FA_OK)
+            work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
         /* after a failure the rank still passes the shards on, so that no other rank waits forever */
-        if (work == FA_OK) work = attend_shard(&r, ctx, &mine, rows, src, kv[cur], q, tx, posted, reason, sizeof reason);
+        if (holds && work == FA_OK)
+            work = attend_shard(&r, ctx, &mine, rows, src, kv[cur], q, tx, posted, reason, sizeof reason);
         for (int x = 0; x < posted; x++)
             if (fa_ring_wait(&tx[x]) != FA_OK && work == FA_OK)
                 work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "a shard transfer failed");
