@@ -20,9 +20,10 @@
  * causal masks (both alignments coincide, Nq = Nk), windows, ALiBi and p->diagonal_shift on the
  * global positions; a bias (p->bias) holds the rows of the rank's own queries against the global
  * key axis, [B][Hq][local Nq][N] (or broadcast over batch, heads or rows: seq 1); sinks and GQA as
- * in fa_forward. p->seqs is not supported (FA_ERR_UNSUPPORTED). Key shards that no local query can
- * see (under a causal mask or a window) are neither computed nor merged; their bytes still pass
- * through the rank on their way around the ring.
+ * in fa_forward. p->seqs is not supported (FA_ERR_UNSUPPORTED). A key shard travels round the
+ * ring only as far as the last rank that can see one of its keys (under a causal mask or a window;
+ * the ranks on the way pass it on), so it is never sent beyond that rank, and blocks that no local
+ * query can see are neither computed nor merged.
  *
  * Collective: every rank of comm must call with the same layout and params (the same values; the
  * pointers are each rank's own), and every rank returns the same status. The ranks agree on
