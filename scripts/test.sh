@@ -237,6 +237,14 @@ mpi_tests() {
         times="$times${times:+, }P=$np x $nt thr $(fmt_s $(($(now_ms) - t0)))"
         echo "$times" >"$tmp/stage.note"
     done
+    # fa-bench-mpi's own checks on 2 ranks (MPI outputs against one process, bitwise after timing)
+    local bench=$build/bench/mpi/fa-bench-mpi
+    [ -x "$bench" ] || { echo "libflashattn_mpi is built but $bench is not (bench/mpi/)" >&2; return 1; }
+    echo "scripts/mpirun.sh 2 $bench --n 1024 --h 2 --d 64 --reps 1 --rounds 1"
+    t0=$(now_ms)
+    OMP_WAIT_POLICY=passive timeout -k 10 120 "$root/scripts/mpirun.sh" 2 "$bench" --n 1024 --h 2 --d 64 --reps 1 \
+        --rounds 1 >/dev/null
+    echo "$times, fa-bench-mpi P=2 $(fmt_s $(($(now_ms) - t0)))" >"$tmp/stage.note"
 }
 
 # CI installs MPI (deps.sh test), so a build without the MPI component there is a failure.
