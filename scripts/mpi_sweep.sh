@@ -286,7 +286,7 @@ set title 'MPI / one process with P x T threads (%)'
 set xlabel 'ranks P'
 set yrange [0:*]
 plot $(plots 2), 100 with lines dashtype 2 linecolor 'gray' notitle
-set title 'weak scaling ($(cat "$work2/weak") per rank): GFLOP/s per core in use, % of P=1; overlap %'
+set title 'weak ($(cat "$work2/weak") per rank): GFLOP/s per core, % of P=1; overlap %'
 set xlabel 'ranks P'
 set yrange [0:*]
 plot $(plots 3), 100 with lines dashtype 2 linecolor 'gray' notitle

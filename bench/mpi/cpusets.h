@@ -32,7 +32,7 @@ void bm_cpusets_free(bm_cpusets *c);
 /* "0-3,8" */
 void bm_cpulist(const cpu_set_t *set, char *out, size_t size);
 
-/* Collective: MPI_Ibarrier, then MPI_Test every 200 microseconds, sleeping in between. */
+/* Collective: MPI_Ibarrier, then MPI_Test every 10 ms, sleeping in between. */
 void bm_sleepy_barrier(MPI_Comm comm);
 
 #endif
