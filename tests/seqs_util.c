@@ -611,3 +611,19 @@ fa_params ts_mask_params(const ts_mask_case *m)
     p.window_right = m->right;
     return p;
 }
+
+int ts_forward_same_bytes_on(fa_context *const *ctx, int n, const fa_params *p, ts_batch *t, char *msg,
+                             size_t size)
+{
+    cr_assert_eq(ts_forward(ctx[0], p, t), FA_OK, "%s", fa_last_error());
+    unsigned char *out = tu_buf_snapshot(&t->buf[TS_OUT]), *lse = tu_buf_snapshot(&t->buf[TS_TENSORS]);
+    int same = 1;
+    for (int x = 1; x < n && same; x++) {
+        ts_fill_canary(t);
+        cr_assert_eq(ts_forward(ctx[x], p, t), FA_OK, "%s", fa_last_error());
+        same = tu_buf_equals_snapshot(&t->buf[TS_OUT], out) && tu_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
+        if (!same) snprintf(msg, size, "context %d's out or lse bytes differ from context 0's", x);
+    }
+    free(out), free(lse);
+    return same;
+}

@@ -119,6 +119,12 @@ int ts_backward_equals_dense_calls(fa_context *ctx, const fa_params *p, const ts
  * dq, dk, dv) hold the same bytes. */
 int ts_outputs_bitwise_equal(const ts_batch *a, const ts_batch *b, int grads, char *msg, size_t size);
 
+/* The forward on ctx[0], then on ctx[1..n-1] (outputs refilled with canaries before each): 1 when
+ * every call left the same bytes of out and lse as ctx[0]'s; otherwise 0, naming the first context
+ * that differs in msg. cr_asserts that every call succeeds. */
+int ts_forward_same_bytes_on(fa_context *const *ctx, int n, const fa_params *p, ts_batch *t, char *msg,
+                             size_t size);
+
 /* Every byte of the output storage that is no element of some sequence's rows (out, lse; with
  * grads dq and of its keys in use dk, dv) still holds TU_CANARY: gaps, guards, rows after the last
  * sequence, keys beyond the ones in use. */

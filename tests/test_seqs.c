@@ -196,17 +196,9 @@ Test(seqs, varlen_forward_is_thread_count_invariant)
             ts_make(&t, &s, &rng, 2.5);
             fa_params p = ts_mask_params(&masks[l % N_MASKS]);
             ts_desc(&t, &p, desc, sizeof desc);
-            cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-            unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
-            for (int x = 1; x < 4; x++) {
-                ts_fill_canary(&t);
-                cr_assert_eq(ts_forward(ctx[x], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-                cr_expect(tu_buf_equals_snapshot(&t.buf[TS_OUT], out) &&
-                              tu_buf_equals_snapshot(&t.buf[TS_TENSORS], lse),
-                          "%s, seed %llu: %d threads differ from 1 thread", desc, (unsigned long long)seed,
-                          x + 1);
-            }
-            free(out), free(lse);
+            char same_msg[128];
+            cr_expect(ts_forward_same_bytes_on(ctx, 4, &p, &t, same_msg, sizeof same_msg),
+                      "%s, seed %llu: 1 to 4 threads: %s", desc, (unsigned long long)seed, same_msg);
             ts_free(&t);
         }
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
@@ -256,17 +248,9 @@ Test(seqs, decode_batch_splits_keys_as_dense_calls_do_on_any_thread_count)
                       (unsigned long long)seed, msg);
             cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg), "%s, seed %llu: %s", desc,
                       (unsigned long long)seed, msg);
-            cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-            unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
-            for (int x = 1; x < 4; x++) {
-                ts_fill_canary(&t);
-                cr_assert_eq(ts_forward(ctx[x], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-                cr_expect(tu_buf_equals_snapshot(&t.buf[TS_OUT], out) &&
-                              tu_buf_equals_snapshot(&t.buf[TS_TENSORS], lse),
-                          "%s, seed %llu: %d threads differ from 1 thread", desc, (unsigned long long)seed,
-                          x + 1);
-            }
-            free(out), free(lse);
+            char same_msg[128];
+            cr_expect(ts_forward_same_bytes_on(ctx, 4, &p, &t, same_msg, sizeof same_msg),
+                      "%s, seed %llu: 1 to 4 threads: %s", desc, (unsigned long long)seed, same_msg);
             ts_free(&t);
         }
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
@@ -299,15 +283,8 @@ Test(seqs, sequences_whose_partials_exceed_the_cap_run_in_waves)
                   "%s: %zu bytes of partials and tables", desc, ctx[0]->rows_bytes);
     cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg), "%s, seed %llu: %s", desc,
               (unsigned long long)seed, msg);
-    cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-    unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
-    for (int x = 1; x < 4; x++) {
-        ts_fill_canary(&t);
-        cr_assert_eq(ts_forward(ctx[x], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-        cr_expect(tu_buf_equals_snapshot(&t.buf[TS_OUT], out) && tu_buf_equals_snapshot(&t.buf[TS_TENSORS], lse),
-                  "%s, seed %llu: %d threads differ from 1 thread", desc, (unsigned long long)seed, x + 1);
-    }
-    free(out), free(lse);
+    cr_expect(ts_forward_same_bytes_on(ctx, 4, &p, &t, msg, sizeof msg), "%s, seed %llu: 1 to 4 threads: %s", desc,
+              (unsigned long long)seed, msg);
     ts_free(&t);
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }

@@ -219,17 +219,9 @@ Test(seqs_paged, paged_forward_is_thread_count_invariant)
             fa_params p = fa_params_default();
             p.causal = causals[(g / 2 + dt) % 3];
             ts_desc(&t, &p, desc, sizeof desc);
-            cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-            unsigned char *out = tu_buf_snapshot(&t.buf[TS_OUT]), *lse = tu_buf_snapshot(&t.buf[TS_TENSORS]);
-            for (int x = 1; x < 4; x++) {
-                ts_fill_canary(&t);
-                cr_assert_eq(ts_forward(ctx[x], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
-                cr_expect(tu_buf_equals_snapshot(&t.buf[TS_OUT], out) &&
-                              tu_buf_equals_snapshot(&t.buf[TS_TENSORS], lse),
-                          "%s, seed %llu: %d threads differ from 1 thread", desc, (unsigned long long)seed,
-                          x + 1);
-            }
-            free(out), free(lse);
+            char same_msg[128];
+            cr_expect(ts_forward_same_bytes_on(ctx, 4, &p, &t, same_msg, sizeof same_msg),
+                      "%s, seed %llu: 1 to 4 threads: %s", desc, (unsigned long long)seed, same_msg);
             /* with the automatic blocks too, the bytes of the same keys in a packed cache */
             ts_batch packed;
             ts_make_twin(&packed, &t, TS_KEYS_PACKED, 0);

@@ -365,6 +365,23 @@ int fa_ring_reach(const fa_ring *r, int src)
     return 0;
 }
 
+fa_params fa_ring_own_params(const fa_ring *r, const fa_tensor *q, fa_tensor *bias)
+{
+    fa_ring_segments mine = fa_ring_segments_of(r, r->rank);
+    fa_ring_segment all = {mine.seg[0].pos, 0, q ? q->seq : 0};
+    fa_params own = fa_ring_block_params(r, &all, &all, bias);
+    own.sinks = r->p.sinks, own.dsinks = r->p.dsinks;
+    return own;
+}
+
+int64_t fa_ring_widest(const fa_ring *r)
+{
+    int64_t widest = 0;
+    for (int x = 0; x < r->size; x++)
+        if (r->shapes[x].rows > widest) widest = r->shapes[x].rows;
+    return widest;
+}
+
 fa_params fa_ring_block_params(const fa_ring *r, const fa_ring_segment *q, const fa_ring_segment *k,
                                fa_tensor *bias)
 {

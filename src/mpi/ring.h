@@ -106,6 +106,13 @@ int fa_ring_reach(const fa_ring *r, int src);
 fa_params fa_ring_block_params(const fa_ring *r, const fa_ring_segment *q, const fa_ring_segment *k,
                                fa_tensor *bias);
 
+/* p for the rank's whole shard as one call of it alone would see it, for fa_forward_check and
+ * fa_backward_check: the block of its rows against its own keys, with the sinks (and dsinks). */
+fa_params fa_ring_own_params(const fa_ring *r, const fa_tensor *q, fa_tensor *bias);
+
+/* The longest shard of any rank. */
+int64_t fa_ring_widest(const fa_ring *r);
+
 /* Bytes rounded up to 64. */
 size_t fa_ring_round(size_t bytes);
 

@@ -169,17 +169,13 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
     st = fa_ring_check(&r, q, k, reason, sizeof reason);
     fa_ring_segments mine = fa_ring_segments_of(&r, r.rank);
     if (st == FA_OK) { /* the rank's own shard as fa_backward would see it */
-        fa_ring_segment all = {mine.seg[0].pos, 0, q ? q->seq : 0};
         fa_tensor bias;
-        fa_params own = fa_ring_block_params(&r, &all, &all, &bias);
-        own.sinks = r.p.sinks, own.dsinks = r.p.dsinks;
+        fa_params own = fa_ring_own_params(&r, q, &bias);
         st = fa_backward_check(&own, q, k, v, out, dout, lse, dq, dk, dv);
         if (st != FA_OK) snprintf(reason, sizeof reason, "%s", fa_last_error());
     }
     const fa_ring_shape *s = &r.shapes[r.rank];
-    int64_t widest = 0;
-    for (int x = 0; x < r.size; x++)
-        if (r.shapes[x].rows > widest) widest = r.shapes[x].rows;
+    int64_t widest = fa_ring_widest(&r);
     layout_of_buffers lb;
     memset(&lb, 0, sizeof lb);
     char *buf = NULL;
