@@ -374,6 +374,20 @@ fa_params fa_ring_own_params(const fa_ring *r, const fa_tensor *q, fa_tensor *bi
     return own;
 }
 
+size_t fa_ring_shard_bytes(const fa_ring *r, int64_t rows)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    return (size_t)(s->batch * s->kv_heads * rows * (s->dim + s->dim_v)) * r->elem;
+}
+
+void fa_ring_shard_halves(const fa_ring *r, char *base, int64_t rows, fa_tensor *k, fa_tensor *v)
+{
+    const fa_ring_shape *s = &r->shapes[r->rank];
+    *k = fa_ring_compact(base, (fa_dtype)s->dtype, s->batch, s->kv_heads, rows, s->dim);
+    *v = fa_ring_compact(base + (size_t)(s->batch * s->kv_heads * rows * s->dim) * r->elem, (fa_dtype)s->dtype,
+                         s->batch, s->kv_heads, rows, s->dim_v);
+}
+
 int64_t fa_ring_widest(const fa_ring *r)
 {
     int64_t widest = 0;

@@ -113,6 +113,11 @@ fa_params fa_ring_own_params(const fa_ring *r, const fa_tensor *q, fa_tensor *bi
 /* The longest shard of any rank. */
 int64_t fa_ring_widest(const fa_ring *r);
 
+/* The bytes of rank `rows` keys' K and V (or dK and dV) as one compact shard buffer, K first. */
+size_t fa_ring_shard_bytes(const fa_ring *r, int64_t rows);
+/* The K and V (or dK and dV) halves of a compact shard buffer of `rows` keys at base. */
+void fa_ring_shard_halves(const fa_ring *r, char *base, int64_t rows, fa_tensor *k, fa_tensor *v);
+
 /* Bytes rounded up to 64. */
 size_t fa_ring_round(size_t bytes);
 

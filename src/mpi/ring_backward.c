@@ -18,16 +18,10 @@ typedef struct {
     char *dq[2], *dq_tmp[2], *lse[2]; /* per query segment */
 } layout_of_buffers;
 
-/* The bytes of one shard's K and V (or dK and dV), compact. */
-static size_t shard_bytes(const fa_ring_shape *s, int64_t rows, size_t elem)
-{
-    return (size_t)(s->batch * s->kv_heads * rows * (s->dim + s->dim_v)) * elem;
-}
-
 static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t widest, char *buf, layout_of_buffers *b)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
-    size_t shard = fa_ring_round(shard_bytes(s, widest, r->elem)), at = 0;
+    size_t shard = fa_ring_round(fa_ring_shard_bytes(r, widest)), at = 0;
     size_t dk = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim) * r->elem);
     size_t dv = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim_v) * r->elem);
 #define TAKE(field, bytes) (buf ? (b->field = buf + at) : NULL, at += (bytes))
@@ -65,15 +59,6 @@ static void add_into(const fa_tensor *to, const fa_tensor *from, size_t elem)
             }
 }
 
-/* The K and V (or dK and dV) halves of a compact shard buffer. */
-static void halves(const fa_ring *r, char *base, int64_t rows, fa_tensor *k, fa_tensor *v)
-{
-    const fa_ring_shape *s = &r->shapes[r->rank];
-    *k = fa_ring_compact(base, (fa_dtype)s->dtype, s->batch, s->kv_heads, rows, s->dim);
-    *v = fa_ring_compact(base + (size_t)(s->batch * s->kv_heads * rows * s->dim) * r->elem, (fa_dtype)s->dtype,
-                         s->batch, s->kv_heads, rows, s->dim_v);
-}
-
 typedef struct {
     const fa_tensor *q, *out, *dout;
 } query_side;
@@ -88,9 +73,9 @@ static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_rin
     fa_dtype dt = (fa_dtype)s->dtype;
     int64_t n_src = r->shapes[src].rows;
     fa_tensor k, v, dk_step, dv_step;
-    halves(r, kv, n_src, &k, &v);
-    halves(r, lb->step, n_src, &dk_step, &dv_step);
-    memset(lb->step, 0, shard_bytes(s, n_src, r->elem));
+    fa_ring_shard_halves(r, kv, n_src, &k, &v);
+    fa_ring_shard_halves(r, lb->step, n_src, &dk_step, &dv_step);
+    memset(lb->step, 0, fa_ring_shard_bytes(r, n_src));
     fa_ring_segments theirs = fa_ring_segments_of(r, src);
     for (int a = 0; a < mine->count; a++)
         for (int c = 0; c < theirs.count; c++) {
@@ -196,7 +181,7 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
     }
     {
         fa_tensor kc, vc;
-        halves(&r, lb.kv[0], s->rows, &kc, &vc);
+        fa_ring_shard_halves(&r, lb.kv[0], s->rows, &kc, &vc);
         fa_ring_copy(k, &kc, r.elem);
         fa_ring_copy(v, &vc, r.elem);
     }
@@ -213,13 +198,13 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
      * travels with it and, from there, goes straight home. The rank's own comes from that rank. */
     int my_reach = fa_ring_reach(&r, r.rank);
     fa_ring_transfer home_recv = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
-    if (my_reach > 0 && fa_ring_post(&r, &home_recv, lb.home, shard_bytes(s, s->rows, r.elem),
+    if (my_reach > 0 && fa_ring_post(&r, &home_recv, lb.home, fa_ring_shard_bytes(&r, s->rows),
                                      (r.rank + my_reach) % r.size, TAG_HOME, 0) != FA_OK)
         FAIL_ONCE(FA_ERR_RUNTIME, "posting the returning accumulator's transfer failed");
     for (int step = 0; step < r.size; step++) {
         int src = (r.rank - step + r.size) % r.size, incoming = (src + r.size - 1) % r.size;
         int reach = fa_ring_reach(&r, src), holds = step <= reach;
-        size_t src_bytes = shard_bytes(s, r.shapes[src].rows, r.elem);
+        size_t src_bytes = fa_ring_shard_bytes(&r, r.shapes[src].rows);
         /* the accumulator arrives in the buffer that is not still leaving with the last one sent */
         int mine_buf = in_flight == 0 ? 1 : 0;
         char *acc = lb.acc[mine_buf];
@@ -227,7 +212,7 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         int posted = 0;
         /* the next shard travels while this one is computed */
         if (step + 1 <= fa_ring_reach(&r, incoming) &&
-            fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev,
+            fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows), prev,
                          TAG_KV, 0) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting a shard transfer failed");
         if (holds && step < reach && fa_ring_post(&r, &tx[posted++], lb.kv[cur], src_bytes, next, TAG_KV, 1) != FA_OK)
@@ -247,8 +232,8 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         if (holds) {
             /* the shard's accumulator: this rank's step gradients, after those of the ranks before it */
             fa_tensor ak, av, sk, sv;
-            halves(&r, acc, r.shapes[src].rows, &ak, &av);
-            halves(&r, lb.step, r.shapes[src].rows, &sk, &sv);
+            fa_ring_shard_halves(&r, acc, r.shapes[src].rows, &ak, &av);
+            fa_ring_shard_halves(&r, lb.step, r.shapes[src].rows, &sk, &sv);
             if (step == 0)
                 memcpy(step < reach ? acc : lb.home, lb.step, src_bytes); /* reach 0: it is home already */
             else
@@ -282,7 +267,7 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         fa_ring_copy(&from, &to, r.elem);
     }
     fa_tensor hk, hv;
-    halves(&r, home, s->rows, &hk, &hv);
+    fa_ring_shard_halves(&r, home, s->rows, &hk, &hv);
     fa_ring_copy(&hk, dk, r.elem);
     fa_ring_copy(&hv, dv, r.elem);
     return FA_OK;

@@ -30,12 +30,6 @@ static void store(void *base, int64_t at, size_t elem, double x)
         ((float *)base)[at] = (float)x;
 }
 
-/* The bytes of one shard's K and V, compact. */
-static size_t shard_bytes(const fa_ring_shape *s, int64_t rows, size_t elem)
-{
-    return (size_t)(s->batch * s->kv_heads * rows * (s->dim + s->dim_v)) * elem;
-}
-
 /* Carves the segments' rows out of buf after the two shard buffers; returns the bytes used (buf
  * NULL: only counts). */
 static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_bytes, char *buf, segment_rows *rows)
@@ -104,12 +98,9 @@ static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_s
                               int src, void *kv, const fa_tensor *q, fa_ring_transfer *pending, int npending,
                               char *reason, size_t size)
 {
-    const fa_ring_shape *s = &r->shapes[r->rank];
-    fa_dtype dt = (fa_dtype)s->dtype;
     int64_t n_src = r->shapes[src].rows;
-    fa_tensor k = fa_ring_compact(kv, dt, s->batch, s->kv_heads, n_src, s->dim);
-    fa_tensor v = fa_ring_compact((char *)kv + (size_t)(s->batch * s->kv_heads * n_src * s->dim) * r->elem, dt,
-                                  s->batch, s->kv_heads, n_src, s->dim_v);
+    fa_tensor k, v;
+    fa_ring_shard_halves(r, kv, n_src, &k, &v);
     fa_ring_segments theirs = fa_ring_segments_of(r, src);
     for (int a = 0; a < mine->count; a++)
         for (int c = 0; c < theirs.count; c++) {
@@ -153,7 +144,7 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
     }
     const fa_ring_shape *s = &r.shapes[r.rank];
     int64_t widest = fa_ring_widest(&r);
-    size_t kv_bytes = st == FA_OK ? shard_bytes(s, widest, r.elem) : 0;
+    size_t kv_bytes = st == FA_OK ? fa_ring_shard_bytes(&r, widest) : 0;
     segment_rows rows[2];
     char *buf = NULL;
     if (st == FA_OK) {
@@ -166,9 +157,8 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
     for (int g = 0; g < mine.count; g++) start_rows(&rows[g], r.elem);
     char *kv[2] = {buf, buf + fa_ring_round(kv_bytes)};
     {
-        fa_tensor kc = fa_ring_compact(kv[0], (fa_dtype)s->dtype, s->batch, s->kv_heads, s->rows, s->dim);
-        fa_tensor vc = fa_ring_compact(kv[0] + (size_t)(s->batch * s->kv_heads * s->rows * s->dim) * r.elem,
-                                       (fa_dtype)s->dtype, s->batch, s->kv_heads, s->rows, s->dim_v);
+        fa_tensor kc, vc;
+        fa_ring_shard_halves(&r, kv[0], s->rows, &kc, &vc);
         fa_ring_copy(k, &kc, r.elem);
         fa_ring_copy(v, &vc, r.elem);
     }
@@ -183,12 +173,12 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
         int posted = 0;
         /* the next shard travels while this one is computed */
         if (step + 1 <= fa_ring_reach(&r, incoming) &&
-            fa_ring_post(&r, &tx[posted++], kv[1 - cur], shard_bytes(s, r.shapes[incoming].rows, r.elem), prev, TAG_KV,
+            fa_ring_post(&r, &tx[posted++], kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows), prev, TAG_KV,
                          0) != FA_OK &&
             work == FA_OK)
             work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
         if (holds && step < reach &&
-            fa_ring_post(&r, &tx[posted++], kv[cur], shard_bytes(s, r.shapes[src].rows, r.elem), next, TAG_KV, 1) !=
+            fa_ring_post(&r, &tx[posted++], kv[cur], fa_ring_shard_bytes(&r, r.shapes[src].rows), next, TAG_KV, 1) !=
                 FA_OK &&
             work == FA_OK)
             work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
