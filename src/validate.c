@@ -341,14 +341,21 @@ static fa_status seqs_input_ranges(const char *call, const fa_seqs *s, byte_rang
 }
 
 /* The steps both calls share, in the documented order, after their NULL checks: params, dtypes and
- * shapes of q, k, v, out and the bias. */
+ * shapes of q, k, v, out, of the n_like views that must have another's shape (the backward's dout
+ * and gradients: like[i][0] shaped as like[i][1]), then the sequences and the bias. The sequences'
+ * arrays come after every tensor shape: one that cannot be read (misaligned or wrapping) is
+ * FA_ERR_STRIDE, which must not pre-empt a wrong shape elsewhere. */
 static fa_status check_common(const char *call, const fa_params *params, named_view nq, named_view nk,
-                              named_view nv, named_view nout, const named_view *all, int n_all)
+                              named_view nv, named_view nout, const named_view *all, int n_all,
+                              const named_view (*like)[2], int n_like)
 {
     fa_status st;
     if ((st = check_params(call, params, nq.t->dtype)) != FA_OK) return st;
     if ((st = fa_check_dtypes(call, all, n_all)) != FA_OK) return st;
     if ((st = check_shapes(call, nq, nk, nv, nout, params->seqs != NULL)) != FA_OK) return st;
+    for (int i = 0; i < n_like; i++)
+        for (int axis = 0; axis < 4; axis++)
+            if ((st = check_same(call, like[i][0], like[i][1], axis)) != FA_OK) return st;
     if (params->seqs && (st = check_seqs(call, params->seqs, nq.t, nk.t)) != FA_OK) return st;
     if (params->bias) return check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t);
     return FA_OK;
@@ -370,7 +377,7 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
     int n_all = with_bias(all, 4, &params), n_in = with_bias(in, 3, &params);
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
-    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all)) != FA_OK) return st;
+    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all, NULL, 0)) != FA_OK) return st;
     byte_range in_range[10], out_range[2];
     if ((st = fa_check_strides(call, in, n_in, &nout, 1, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &out_range[1])) != FA_OK) return st;
@@ -399,12 +406,9 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
         return fa_diag_fail(FA_ERR_NULL, call, "lse is NULL: the backward needs the forward's log-sum-exp");
     if (params.dsinks && !params.sinks)
         return fa_diag_fail(FA_ERR_NULL, call, "p.sinks is NULL but p.dsinks asks for its gradient");
-    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all)) != FA_OK) return st;
     /* each gradient (and dout) has the shape of the tensor it belongs to */
     const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
-    for (int i = 0; i < 4; i++)
-        for (int axis = 0; axis < 4; axis++)
-            if ((st = check_same(call, shaped_like[i][0], shaped_like[i][1], axis)) != FA_OK) return st;
+    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all, shaped_like, 4)) != FA_OK) return st;
     byte_range in_range[13], out_range[4];
     if ((st = fa_check_strides(call, in, n_in, grads, 3, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &in_range[n_in++])) != FA_OK) return st;

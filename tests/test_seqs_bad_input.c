@@ -408,6 +408,28 @@ Test(seqs_bad_input, arrays_not_aligned_to_their_elements_return_err_stride)
     run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
+/* A wrong shape is refused as such even beside an array that cannot be read: the documented order
+ * puts every shape (dout's and the gradients' included) before the arrays' alignment. */
+static void dout_shorter_and_seqused_misaligned(fixture *f)
+{
+    seqused_misaligned(f);
+    f->x[TS_DOUT].dim -= 1;
+}
+static void dq_fewer_heads_and_cu_q_misaligned(fixture *f)
+{
+    cu_q_misaligned(f);
+    f->x[TS_DQ].heads -= 1;
+}
+
+Test(seqs_bad_input, a_wrong_gradient_shape_is_err_shape_beside_a_misaligned_array)
+{
+    static const seqs_case cases[] = {
+        CASE(FIX_DENSE, BWD, FA_ERR_SHAPE, "dout", dout_shorter_and_seqused_misaligned),
+        CASE(FIX_PACKED, BWD, FA_ERR_SHAPE, "dq", dq_fewer_heads_and_cu_q_misaligned),
+    };
+    run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
+}
+
 /* Element `x` of an output view's storage: inside the bytes the view spans. */
 static unsigned char *inside(fixture *f, int which, int64_t x)
 {

@@ -385,15 +385,20 @@ static int model_dtype(const fz_call *c, fz_model *m)
     return m->refused;
 }
 
-/* Whether the model can read the entries of array `which` the library reads (all of them: of the
- * table, those of the pages in use are enough, but the harness writes every one). If not, SHAPE is
- * undecided; a wrapping array is a STRIDE refusal (model_stride), any other one the harness must
- * not pass (reads_outside). */
+/* Whether the library reads the entries of array `which` (all of them: of the table, those of the
+ * pages in use are enough, but the harness writes every one) and the model can too. If not, SHAPE
+ * is undecided: a misaligned or wrapping array is a STRIDE refusal (model_stride) that the library
+ * makes before reading it, any other one the harness must not pass (reads_outside). */
 static int seqs_readable(const fa_seqs *s, const fz_pool *pool, int which, fz_model *m)
 {
     int64_t n = fz_seqs_entries(s, which);
     fz_range r = seqs_range(s, which);
-    if (n == 0 || (r.begin < r.end && fz_range_fits(pool, r))) return 1;
+    if (n == 0) return 1;
+    if ((uintptr_t)seqs_array(s, which) % fz_seqs_elem(which) != 0) {
+        fz_maybe(m, C_SHAPE);
+        return 0;
+    }
+    if (r.begin < r.end && fz_range_fits(pool, r)) return 1;
     fz_maybe(m, C_SHAPE);
     if (!seqs_wraps(s, which)) m->reads_outside = 1;
     return 0;
@@ -413,9 +418,10 @@ static void model_seqs_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
     const int64_t *cu[2] = {s->cu_seqlens_q, s->cu_seqlens_k};
     const int64_t total[2] = {q->seq, k->seq};
     int offsets_ok = 1;
+    /* the library takes the ranges of both offsets arrays and seqused_k before reading any */
+    if (!seqs_readable(s, pool, 0, m) || !seqs_readable(s, pool, 1, m) || !seqs_readable(s, pool, 2, m)) return;
     for (int a = 0; a < 2; a++) {
         if (!cu[a]) continue;
-        if (!seqs_readable(s, pool, a, m)) return;
         int ok = seqs_at(s, a, 0) == 0;
         for (int64_t b = 0; b < batch && ok; b++) ok = seqs_at(s, a, b + 1) >= seqs_at(s, a, b);
         if (ok && seqs_at(s, a, batch) > total[a]) ok = 0;
@@ -431,7 +437,7 @@ static void model_seqs_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
         fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s", "seqs.pages_per_seq: the table or a capacity overflows");
         return;
     }
-    if (!offsets_ok || !seqs_readable(s, pool, 2, m) || !seqs_readable(s, pool, 3, m)) return;
+    if (!offsets_ok || !seqs_readable(s, pool, 3, m)) return;
     double pairs = 0.0;
     for (int64_t b = 0; b < batch; b++) {
         int64_t capacity = s->cu_seqlens_k  ? seqs_at(s, 1, b + 1) - seqs_at(s, 1, b)
