@@ -73,7 +73,7 @@ static fa_status create_context(const char *call, fa_context **out, const fa_con
     fa_bind bind = o.bind;
     if (bind == FA_BIND_AUTO && (st = bind_from_env(call, &bind)) != FA_OK) return st;
 
-    const fa_kernels *kernels;
+    fa_kernels_resolved kernels;
     int rc = fa_kernels_select(call, &kernels);
     if (rc != FA_OK) return (fa_status)rc;
 
@@ -83,7 +83,10 @@ static fa_status create_context(const char *call, fa_context **out, const fa_con
     ctx->num_threads = o.num_threads > 0 ? o.num_threads : omp_get_max_threads();
     ctx->block_q = o.block_q;
     ctx->block_k = o.block_k;
-    ctx->kernels = kernels;
+    ctx->kernel_table = kernels;
+    ctx->kernel_table.table.f32 = &ctx->kernel_table.f32; /* the copy's own sets */
+    ctx->kernel_table.table.f64 = &ctx->kernel_table.f64;
+    ctx->kernels = &ctx->kernel_table.table;
     atomic_flag_clear(&ctx->busy);
 
     st = fa_topology_create(&ctx->topology, ctx->num_threads);

@@ -26,6 +26,8 @@
 
 #include <stdint.h>
 
+#include "flashattn.h"
+
 /* Elements in 64 bytes: the padding unit of every packed layout (rows of transposed tiles, accumulator
  * rows), whatever the lanes of the table's vectors. */
 #define FA_PAD_ELEMS_F32 16
@@ -42,9 +44,31 @@ typedef struct {
     int64_t bias_rows;   /* bias is read for r < bias_rows only (the tile's real rows) */
 } fa_score_mods;
 
-/* Declares the tile operations for element type T, as struct members. */
+/* The layout of score tiles (and of everything indexed like them: dcap, probabilities, dP). Only
+ * one exists: key-major ("transposed"), s[c][r] at s + c·ld + r, a vector spanning query rows. */
+typedef enum { FA_TILE_KEY_MAJOR = 1 } fa_tile_layout;
+
+/* What one element type's half of a table reads, accumulates in and blocks by (BLIS registers its
+ * block sizes beside its kernels the same way). Facts about the code they sit next to, not tuning
+ * knobs: tests/test_kernel_tables.c checks them against the contract above (padding of 64 bytes,
+ * a vector's lanes dividing it, the accumulator type the drivers allocate). */
+typedef struct {
+    fa_dtype input;          /* the type of the rows the kernels read: q, k, v, dout */
+    fa_dtype accum;          /* of score tiles, row statistics and accumulators */
+    int lanes;               /* elements per vector register of accum (1: scalar code) */
+    int pad_elems;           /* the padding unit of packed layouts, 64 bytes of accum */
+    int scores_keys;         /* S = Q·Kᵀ register block: keys ... */
+    int scores_vecs;         /* ... × vectors of query rows (tiles of few rows block otherwise) */
+    int rows_rows;           /* accumulate register block: accumulator rows ... */
+    int rows_vecs;           /* ... × vectors of dim (at most; narrower for one or two rows) */
+    fa_tile_layout score_tile;
+} fa_kernel_traits;
+
+/* Declares the tile operations for element type T, as struct members. A table may leave an
+ * operation NULL: the context then takes ref's (fa_kernels_select), whose contract is the same. */
 #define FA_KERNEL_SET(T)                                                                                       \
     struct {                                                                                                   \
+        fa_kernel_traits traits;                                                                               \
         /* s[c][r] = sum_x qt[x][r] · k[c][x] for c < cols and r < rows (qt: dim rows of stride ld); padding \
          * rows r in [rows, ld) get values nobody reads. A table may sum in another order for small `rows`   \
          * (a decode step): the choice depends on the tile, never on the thread. */                        \
@@ -81,14 +105,41 @@ typedef struct {
         void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \
     }
 
+/* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
+#define FA_KERNEL_OPS(X)                                                                                       \
+    X(scores) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities) X(score_grad) X(modify)         \
+        X(scale_grad)
+
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;
 
+/* CPU features a table's instructions need; selection requires every one (select.c checks the
+ * CPUID bits and that the OS saves the registers they use). */
+enum {
+    FA_CPU_AVX2 = 1u << 0,
+    FA_CPU_FMA = 1u << 1,
+    FA_CPU_AVX512F = 1u << 2,
+    FA_CPU_AVX512DQ = 1u << 3, /* vreduceps/pd, 512-bit float and/or */
+    FA_CPU_AVX512BW = 1u << 4,
+    FA_CPU_AVX512VL = 1u << 5,
+    FA_CPU_AVX512BF16 = 1u << 6, /* vdpbf16ps, vcvtne2ps2bf16 */
+    FA_CPU_AVX512FP16 = 1u << 7,
+    FA_CPU_F16C = 1u << 8,
+};
+
 typedef struct {
-    const char *name; /* "ref", "avx2", "avx512": what fa_stats.isa reports */
+    const char *name;  /* "ref", "avx2", "avx512": what fa_stats.isa reports */
+    unsigned requires; /* FA_CPU_* bits */
     const fa_kernels_f32 *f32;
     const fa_kernels_f64 *f64;
 } fa_kernels;
+
+/* A table as a context holds it: the operations the table leaves NULL filled from ref's. */
+typedef struct {
+    fa_kernels table; /* table.f32 and table.f64 point at the two sets below */
+    fa_kernels_f32 f32;
+    fa_kernels_f64 f64;
+} fa_kernels_resolved;
 
 /* The portable table: the oracle every other table is tested against. */
 extern const fa_kernels fa_kernels_ref;
@@ -97,10 +148,20 @@ extern const fa_kernels fa_kernels_avx2;
 extern const fa_kernels fa_kernels_avx512;
 #endif
 
-/* Picks the table for this CPU, or the one FLASHATTN_ISA names ("auto" or empty: the best). Returns
- * 0 and sets *out, or a nonzero fa_status (FA_ERR_UNSUPPORTED when the named table is missing from
- * the build or the CPU lacks its instructions, FA_ERR_ARG when the name is unknown), with the
- * diagnostic naming `call`, the variable and which of the two it is. Called once per context. */
-int fa_kernels_select(const char *call, const fa_kernels **out);
+/* Picks the table for this CPU, or the one FLASHATTN_ISA names ("auto" or empty: the best), and
+ * resolves it into *out. Returns 0, or a nonzero fa_status (FA_ERR_UNSUPPORTED when the named table
+ * is missing from the build or the CPU lacks one of its features, FA_ERR_ARG when the name is
+ * unknown), with the diagnostic naming `call`, the variable and which of the two it is. Called once
+ * per context. */
+int fa_kernels_select(const char *call, fa_kernels_resolved *out);
+
+/* The table named `name` ("ref", "avx2", "avx512") if this build has it, else NULL; and whether
+ * this CPU and OS run its instructions. For the selection and the tests. */
+const fa_kernels *fa_kernels_named(const char *name);
+int fa_kernels_cpu_runs(const fa_kernels *t);
+
+/* *out = t with every NULL operation replaced by ref's (out->table points at out's own sets; a
+ * copy of *out must point its table at its own copies). */
+void fa_kernels_resolve(const fa_kernels *t, fa_kernels_resolved *out);
 
 #endif

@@ -1,72 +1,113 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Chooses the kernel table once per context: the best this CPU runs, or the one FLASHATTN_ISA names. */
+/* Chooses the kernel table once per context: the best this CPU runs, or the one FLASHATTN_ISA names;
+ * then resolves it, ref's operations standing in for those the table leaves NULL. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "diagnostic.h"
 #include "flashattn.h"
+#include "kernels/cpu_features.h"
 #include "kernels/kernels.h"
 
-/* Whether this CPU (and its OS, which must save the wider registers) runs a table's instructions.
- * libgcc's cpu model checks both the CPUID bits and the OS's XSAVE support. */
-static int cpu_runs(const char *isa)
+/* Every table this build can have, best first. */
+static const char *const known[] = {"avx512", "avx2", "ref"};
+#define N_KNOWN (sizeof known / sizeof *known)
+
+/* The features a table may require, as a diagnostic names them. */
+static const struct {
+    unsigned bit;
+    const char *shown;
+} features[] = {
+    {FA_CPU_AVX2, "AVX2"},          {FA_CPU_FMA, "FMA"},           {FA_CPU_AVX512F, "AVX-512F"},
+    {FA_CPU_AVX512DQ, "AVX-512DQ"}, {FA_CPU_AVX512BW, "AVX-512BW"}, {FA_CPU_AVX512VL, "AVX-512VL"},
+    {FA_CPU_AVX512BF16, "AVX512-BF16"}, {FA_CPU_AVX512FP16, "AVX512-FP16"}, {FA_CPU_F16C, "F16C"},
+};
+
+int fa_kernels_cpu_runs(const fa_kernels *t)
 {
-#ifdef FA_HAVE_X86_KERNELS
-    __builtin_cpu_init();
-    if (strcmp(isa, "avx512") == 0) return __builtin_cpu_supports("avx512f");
-    if (strcmp(isa, "avx2") == 0) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-    return strcmp(isa, "ref") == 0;
+    return (t->requires & ~fa_cpu_features()) == 0;
 }
 
-static const fa_kernels *table_named(const char *isa)
+const fa_kernels *fa_kernels_named(const char *name)
 {
 #ifdef FA_HAVE_X86_KERNELS
-    if (strcmp(isa, "avx512") == 0) return &fa_kernels_avx512;
-    if (strcmp(isa, "avx2") == 0) return &fa_kernels_avx2;
+    if (strcmp(name, "avx512") == 0) return &fa_kernels_avx512;
+    if (strcmp(name, "avx2") == 0) return &fa_kernels_avx2;
 #endif
-    if (strcmp(isa, "ref") == 0) return &fa_kernels_ref;
+    if (strcmp(name, "ref") == 0) return &fa_kernels_ref;
     return NULL;
 }
 
-/* What the CPU lacks for a table, in words, for the diagnostic. */
-static const char *cpu_lacks(const char *isa)
+/* What the CPU lacks for a table, in words, for the diagnostic ("AVX-512F, AVX-512DQ"). */
+static const char *cpu_lacks(const fa_kernels *t, char *buf, size_t size)
 {
-    if (strcmp(isa, "avx512") == 0) return "AVX-512F";
-    return "AVX2 and FMA";
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof features / sizeof *features; i++) {
+        if (!(t->requires & features[i].bit) || (fa_cpu_features() & features[i].bit)) continue;
+        size_t n = strlen(features[i].shown) + (used ? 2 : 0);
+        if (used + n + 1 > size) break;
+        memcpy(buf + used, ", ", used ? 2 : 0);
+        memcpy(buf + used + (used ? 2 : 0), features[i].shown, strlen(features[i].shown) + 1);
+        used += n;
+    }
+    return buf;
 }
 
-int fa_kernels_select(const char *call, const fa_kernels **out)
+/* The assertion keeps FA_KERNEL_OPS whole when an operation is added to FA_KERNEL_SET. */
+#define FA_COUNT_OP(op) +1
+_Static_assert(sizeof(fa_kernels_f32) ==
+                   offsetof(fa_kernels_f32, scores) + (0 FA_KERNEL_OPS(FA_COUNT_OP)) * sizeof(void (*)(void)),
+               "FA_KERNEL_OPS must list every operation of FA_KERNEL_SET");
+
+void fa_kernels_resolve(const fa_kernels *t, fa_kernels_resolved *out)
 {
-    static const char *const known[] = {"avx512", "avx2", "ref"}; /* best first */
+    const fa_kernels *ref = &fa_kernels_ref;
+    out->f32 = *t->f32;
+    out->f64 = *t->f64;
+#define FA_FILL_OP(op)                                                                                         \
+    if (!out->f32.op) out->f32.op = ref->f32->op;                                                              \
+    if (!out->f64.op) out->f64.op = ref->f64->op;
+    FA_KERNEL_OPS(FA_FILL_OP)
+#undef FA_FILL_OP
+    out->table = *t;
+    out->table.f32 = &out->f32;
+    out->table.f64 = &out->f64;
+}
+
+int fa_kernels_select(const char *call, fa_kernels_resolved *out)
+{
     const char *want = getenv("FLASHATTN_ISA");
     if (want && *want && strcmp(want, "auto") != 0) {
         int is_known = 0;
-        for (size_t i = 0; i < sizeof known / sizeof *known; i++) is_known |= strcmp(want, known[i]) == 0;
+        for (size_t i = 0; i < N_KNOWN; i++) is_known |= strcmp(want, known[i]) == 0;
         if (!is_known)
             return fa_diag_fail(FA_ERR_ARG, call, "FLASHATTN_ISA=%s: expected ref, avx2, avx512 or auto", want);
         /* refused, never silently replaced */
-        const fa_kernels *t = table_named(want);
+        const fa_kernels *t = fa_kernels_named(want);
         if (!t)
             return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
                                 "FLASHATTN_ISA=%s: this build has no %s table (it was built for a CPU family "
                                 "without it); the build has ref%s",
-                                want, want, table_named("avx512") ? ", avx2 and avx512" : "");
-        if (!cpu_runs(want))
+                                want, want, fa_kernels_named("avx512") ? ", avx2 and avx512" : "");
+        if (!fa_kernels_cpu_runs(t)) {
+            char lacks[128];
             return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
                                 "FLASHATTN_ISA=%s: this CPU (or its OS) lacks %s; the build has the table, "
                                 "the CPU cannot run it",
-                                want, cpu_lacks(want));
-        *out = t;
+                                want, cpu_lacks(t, lacks, sizeof lacks));
+        }
+        fa_kernels_resolve(t, out);
         return FA_OK;
     }
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
-        const fa_kernels *t = table_named(known[i]);
-        if (t && cpu_runs(known[i])) {
-            *out = t;
+    for (size_t i = 0; i < N_KNOWN; i++) {
+        const fa_kernels *t = fa_kernels_named(known[i]);
+        if (t && fa_kernels_cpu_runs(t)) {
+            fa_kernels_resolve(t, out);
             return FA_OK;
         }
     }
-    *out = &fa_kernels_ref;
+    fa_kernels_resolve(&fa_kernels_ref, out);
     return FA_OK;
 }

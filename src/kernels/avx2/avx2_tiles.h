@@ -289,9 +289,23 @@ FA_INLINE vec FA_NAME(lanes_below_)(int64_t n)
 
 /* This element type's half of the AVX2 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx2_kernels_) = {
-    FA_NAME(tile_scores_),       FA_NAME(avx2_online_softmax_), FA_NAME(avx2_accumulate_),
-    FA_NAME(avx2_accumulate_t_), FA_NAME(avx2_probabilities_),  FA_NAME(avx2_score_grad_),
-    FA_NAME(modify_),            FA_NAME(scale_grad_)};
+    .traits = {.input = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
+               .accum = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
+               .lanes = FA_LANES,
+               .pad_elems = FA_LINE,
+               .scores_keys = FA_SCORES_KEYS,
+               .scores_vecs = FA_SCORES_VECS,
+               .rows_rows = FA_ROWS_ROWS,
+               .rows_vecs = FA_ROWS_VECS,
+               .score_tile = FA_TILE_KEY_MAJOR},
+    .scores = FA_NAME(tile_scores_),
+    .online_softmax = FA_NAME(avx2_online_softmax_),
+    .accumulate = FA_NAME(avx2_accumulate_),
+    .accumulate_t = FA_NAME(avx2_accumulate_t_),
+    .probabilities = FA_NAME(avx2_probabilities_),
+    .score_grad = FA_NAME(avx2_score_grad_),
+    .modify = FA_NAME(modify_),
+    .scale_grad = FA_NAME(scale_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */

@@ -230,9 +230,23 @@ typedef mask vmask;
 
 /* This element type's half of the AVX-512 table. */
 const FA_CAT(fa_kernels_, FA_SFX) FA_NAME(fa_avx512_kernels_) = {
-    FA_NAME(tile_scores_),         FA_NAME(avx512_online_softmax_), FA_NAME(avx512_accumulate_),
-    FA_NAME(avx512_accumulate_t_), FA_NAME(avx512_probabilities_),  FA_NAME(avx512_score_grad_),
-    FA_NAME(modify_),              FA_NAME(scale_grad_)};
+    .traits = {.input = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
+               .accum = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
+               .lanes = FA_LANES,
+               .pad_elems = FA_LANES, /* one vector is 64 bytes */
+               .scores_keys = FA_SCORES_KEYS,
+               .scores_vecs = FA_SCORES_VECS,
+               .rows_rows = 4, /* weighted_rows_: 4 rows × up to 4 vectors, 1-2 rows × up to 8 */
+               .rows_vecs = 4,
+               .score_tile = FA_TILE_KEY_MAJOR},
+    .scores = FA_NAME(tile_scores_),
+    .online_softmax = FA_NAME(avx512_online_softmax_),
+    .accumulate = FA_NAME(avx512_accumulate_),
+    .accumulate_t = FA_NAME(avx512_accumulate_t_),
+    .probabilities = FA_NAME(avx512_probabilities_),
+    .score_grad = FA_NAME(avx512_score_grad_),
+    .modify = FA_NAME(modify_),
+    .scale_grad = FA_NAME(scale_grad_)};
 
 /* For the tests: exp2 of n values, as the kernels compute it (n a multiple of FA_LANES). */
 void FA_NAME(fa_avx512_exp2_)(const FA_T *x, FA_T *y, int64_t n)

@@ -3,4 +3,5 @@
  * so nothing here runs an AVX-512 instruction before the CPU check in select.c. */
 #include "kernels/avx512/avx512.h"
 
-const fa_kernels fa_kernels_avx512 = {"avx512", &fa_avx512_kernels_f32, &fa_avx512_kernels_f64};
+const fa_kernels fa_kernels_avx512 = {
+    .name = "avx512", .requires = FA_CPU_AVX512F, .f32 = &fa_avx512_kernels_f32, .f64 = &fa_avx512_kernels_f64};

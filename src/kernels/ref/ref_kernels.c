@@ -43,13 +43,26 @@ static inline double exp_flushed_f64(double x)
 #undef FA_EXP
 #undef FA_TANH
 
-#define FA_REF_SET(SFX)                                                                                        \
+/* ref is scalar code: no vectors, no register blocks; its layouts are the contract's. */
+#define FA_REF_SET(SFX, DTYPE, PAD)                                                                            \
     {                                                                                                          \
-        ref_scores_##SFX, ref_online_softmax_##SFX, ref_accumulate_##SFX, ref_accumulate_t_##SFX,              \
-            ref_probabilities_##SFX, ref_score_grad_##SFX, ref_modify_##SFX, ref_scale_grad_##SFX              \
+        .traits = {.input = DTYPE,                                                                             \
+                   .accum = DTYPE,                                                                             \
+                   .lanes = 1,                                                                                 \
+                   .pad_elems = PAD,                                                                           \
+                   .scores_keys = 1,                                                                           \
+                   .scores_vecs = 1,                                                                           \
+                   .rows_rows = 1,                                                                             \
+                   .rows_vecs = 1,                                                                             \
+                   .score_tile = FA_TILE_KEY_MAJOR},                                                           \
+        .scores = ref_scores_##SFX, .online_softmax = ref_online_softmax_##SFX,                                \
+        .accumulate = ref_accumulate_##SFX, .accumulate_t = ref_accumulate_t_##SFX,                            \
+        .probabilities = ref_probabilities_##SFX, .score_grad = ref_score_grad_##SFX,                          \
+        .modify = ref_modify_##SFX, .scale_grad = ref_scale_grad_##SFX                                         \
     }
 
-static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32);
-static const fa_kernels_f64 ref_f64 = FA_REF_SET(f64);
+static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32, FA_F32, FA_PAD_ELEMS_F32);
+static const fa_kernels_f64 ref_f64 = FA_REF_SET(f64, FA_F64, FA_PAD_ELEMS_F64);
 
-const fa_kernels fa_kernels_ref = {"ref", &ref_f32, &ref_f64};
+/* Every operation is here: the table the others fall back on (select.c). */
+const fa_kernels fa_kernels_ref = {.name = "ref", .requires = 0, .f32 = &ref_f32, .f64 = &ref_f64};

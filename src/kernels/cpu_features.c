@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The FA_CPU_* features this CPU and its OS provide, from CPUID and XGETBV: a feature counts only
+ * when the CPU reports it and the OS saves the registers it uses (XCR0), as a table's instructions
+ * would otherwise fault. Read directly rather than with __builtin_cpu_supports, whose feature names
+ * differ between compilers (clang 14 knows neither "f16c" nor "avx512fp16"). */
+#include "kernels/cpu_features.h"
+
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static unsigned long long xcr0(void)
+{
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+static unsigned probe(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+    if (!osxsave || !avx) return 0;
+    const unsigned long long x = xcr0();
+    const int os_ymm = (x & 0x6) == 0x6;    /* SSE and AVX state */
+    const int os_zmm = (x & 0xe6) == 0xe6;  /* and the opmask, ZMM0-15 upper halves, ZMM16-31 */
+    if (!os_ymm) return 0;
+    unsigned have = 0;
+    if (fma) have |= FA_CPU_FMA;
+    if (f16c) have |= FA_CPU_F16C;
+    if (__get_cpuid_max(0, NULL) < 7) return have;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (b & (1u << 5)) have |= FA_CPU_AVX2;
+    if (os_zmm) {
+        if (b & (1u << 16)) have |= FA_CPU_AVX512F;
+        if (b & (1u << 17)) have |= FA_CPU_AVX512DQ;
+        if (b & (1u << 30)) have |= FA_CPU_AVX512BW;
+        if (b & (1u << 31)) have |= FA_CPU_AVX512VL;
+        if (d & (1u << 23)) have |= FA_CPU_AVX512FP16;
+        const unsigned max_sub = a;
+        if (max_sub >= 1) {
+            __cpuid_count(7, 1, a, b, c, d);
+            if (a & (1u << 5)) have |= FA_CPU_AVX512BF16;
+        }
+    }
+    return have;
+}
+#else
+static unsigned probe(void)
+{
+    return 0;
+}
+#endif
+
+unsigned fa_cpu_features(void)
+{
+    /* CPUID is cheap and its answer fixed: no caching (and so no synchronisation) needed. */
+    return probe();
+}
