@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the x86
- * templates' score kernel (tile_scores.h includes it), after the table's vector vocabulary:
+ * templates' score kernel (tile_scores.h includes it), after the table's vocabulary (simd/simd.h):
  *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, and
  *   V_LOAD_PART(p, n): lanes [0, n) of p (n >= 1), the others 0, nothing past p + n read;
  *   FA_FEW_ROWS_KEYS(rows): keys per block, so that rows·keys accumulators, `rows` query vectors

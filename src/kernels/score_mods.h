@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The score modifiers (kernels.h: modify, scale_grad) shared by the x86 templates (avx2_tiles.h,
- * avx512_tiles.h), which include it after their vector vocabulary:
+ * avx512_tiles.h), which include it after their vocabulary (simd/simd.h):
  *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_LOAD, V_LOADU, V_STORE, V_SET1, V_ADD, V_SUB, V_MUL,
  *   V_DIV, V_FMA, V_AND, V_OR, V_ANDNOT (~a & b, bitwise), V_CMP (a vmask), V_LOAD_PART (few_rows_scores.h)
  *   and FA_NAME(exp2_);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* AVX2+FMA kernels for float: the vector vocabulary, then the shared template. */
+/* AVX2+FMA kernels for float: what differs from the other element type,
+ * then the template (avx2_tiles.h). */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -8,30 +9,11 @@
 #include "kernels/exp2_poly.h"
 
 typedef __m256 vec;
-#define FA_T                 float
-#define FA_SFX               f32
-#define FA_LANES             8
-#define V_LOAD(p)            _mm256_load_ps(p)
-#define V_LOADU(p)           _mm256_loadu_ps(p)
-#define V_MASKLOAD(p, m)     _mm256_maskload_ps((p), (m))
-#define V_STORE(p, v)        _mm256_store_ps((p), (v))
-#define V_STOREU(p, v)       _mm256_storeu_ps((p), (v))
-#define V_MASKSTORE(p, m, v) _mm256_maskstore_ps((p), (m), (v))
-#define V_SET1(x)            _mm256_set1_ps(x)
-#define V_ZERO()             _mm256_setzero_ps()
-#define V_FMA(a, b, c)       _mm256_fmadd_ps((a), (b), (c))
-#define V_ADD(a, b)          _mm256_add_ps((a), (b))
-#define V_SUB(a, b)          _mm256_sub_ps((a), (b))
-#define V_MUL(a, b)          _mm256_mul_ps((a), (b))
-#define V_DIV(a, b)          _mm256_div_ps((a), (b))
-#define V_MAX(a, b)          _mm256_max_ps((a), (b))
-#define V_MIN(a, b)          _mm256_min_ps((a), (b))
-#define V_AND(a, b)          _mm256_and_ps((a), (b))
-#define V_OR(a, b)           _mm256_or_ps((a), (b))
-#define V_ANDNOT(a, b)       _mm256_andnot_ps((a), (b)) /* ~a & b */
-#define V_BLENDV(a, b, m)    _mm256_blendv_ps((a), (b), (m))
-#define V_CMP(a, b, op)      _mm256_cmp_ps((a), (b), (op))
-#define V_MOVEMASK(m)        _mm256_movemask_ps(m)
+#define FA_T     float
+#define FA_SFX   f32
+#define FA_PS    ps
+#define FA_LANES 8
+
 /* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
 static inline float avx2_reduce_add_f32(__m256 v)
 {
@@ -44,7 +26,6 @@ static inline float avx2_reduce_add_f32(__m256 v)
 
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
-#define V_FROM_BITS(m) _mm256_castsi256_ps(m)
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^23 + 127 to x in [-126, 128]
  * rounds it to an integer n (to nearest) and leaves n + 127 in the low mantissa bits; subtracting
  * it back gives n exactly, and shifting those bits into the exponent field gives 2^n (n = -126:
@@ -52,12 +33,7 @@ static inline float avx2_reduce_add_f32(__m256 v)
 #define FA_EXP2_SHIFT        (0x1.8p23f + 127.0f)
 #define V_POW2_OF_SHIFTED(t) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23))
 
-/* The clamp: -126 = log2 FLT_MIN, below which exp2 is flushed to +0 (avx2_tiles.h says why and
- * how); n = 128 is the one n whose biased exponent is 255 (+inf). */
-#define FA_EXP2_LOW  (-126.0f)
-#define FA_EXP2_HIGH (128.0f)
 #define FA_EXP2_COEF fa_exp2_coef_f32
-#define FA_EXP2_DEGREE FA_EXP2_DEGREE_F32
 
 /* v[i] lane j -> v[j] lane i, 8 x 8: pairs of rows interleaved (unpack ps), then pairs of pairs
  * (unpack pd), then the 128-bit halves exchanged: 24 shuffles, 3 a vector. */

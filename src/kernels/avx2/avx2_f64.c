@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* AVX2+FMA kernels for double: the vector vocabulary, then the shared template. */
+/* AVX2+FMA kernels for double: what differs from the other element type,
+ * then the template (avx2_tiles.h). */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -8,30 +9,11 @@
 #include "kernels/exp2_poly.h"
 
 typedef __m256d vec;
-#define FA_T                 double
-#define FA_SFX               f64
-#define FA_LANES             4
-#define V_LOAD(p)            _mm256_load_pd(p)
-#define V_LOADU(p)           _mm256_loadu_pd(p)
-#define V_MASKLOAD(p, m)     _mm256_maskload_pd((p), (m))
-#define V_STORE(p, v)        _mm256_store_pd((p), (v))
-#define V_STOREU(p, v)       _mm256_storeu_pd((p), (v))
-#define V_MASKSTORE(p, m, v) _mm256_maskstore_pd((p), (m), (v))
-#define V_SET1(x)            _mm256_set1_pd(x)
-#define V_ZERO()             _mm256_setzero_pd()
-#define V_FMA(a, b, c)       _mm256_fmadd_pd((a), (b), (c))
-#define V_ADD(a, b)          _mm256_add_pd((a), (b))
-#define V_SUB(a, b)          _mm256_sub_pd((a), (b))
-#define V_MUL(a, b)          _mm256_mul_pd((a), (b))
-#define V_DIV(a, b)          _mm256_div_pd((a), (b))
-#define V_MAX(a, b)          _mm256_max_pd((a), (b))
-#define V_MIN(a, b)          _mm256_min_pd((a), (b))
-#define V_AND(a, b)          _mm256_and_pd((a), (b))
-#define V_OR(a, b)           _mm256_or_pd((a), (b))
-#define V_ANDNOT(a, b)       _mm256_andnot_pd((a), (b)) /* ~a & b */
-#define V_BLENDV(a, b, m)    _mm256_blendv_pd((a), (b), (m))
-#define V_CMP(a, b, op)      _mm256_cmp_pd((a), (b), (op))
-#define V_MOVEMASK(m)        _mm256_movemask_pd(m)
+#define FA_T     double
+#define FA_SFX   f64
+#define FA_PS    pd
+#define FA_LANES 4
+
 /* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
 static inline double avx2_reduce_add_f64(__m256d v)
 {
@@ -43,7 +25,6 @@ static inline double avx2_reduce_add_f64(__m256d v)
 
 /* Lanes [0, n) as a maskload/maskstore mask, n in [0, FA_LANES]. */
 #define V_TAIL(n) _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)(n)), _mm256_setr_epi64x(0, 1, 2, 3))
-#define V_FROM_BITS(m) _mm256_castsi256_pd(m)
 /* exp2's split x = n + f without a rounding instruction: adding 1.5·2^52 + 1023 to x in
  * [-1022, 1024] rounds it to an integer n (to nearest) and leaves n + 1023 in the low mantissa bits
  * (AVX2 has no double -> int64 conversion); subtracting it back gives n exactly, and shifting those
@@ -51,12 +32,7 @@ static inline double avx2_reduce_add_f64(__m256d v)
 #define FA_EXP2_SHIFT        (0x1.8p52 + 1023.0)
 #define V_POW2_OF_SHIFTED(t) _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(t), 52))
 
-/* The clamp: -1022 = log2 DBL_MIN, below which exp2 is flushed to +0 (avx2_tiles.h says why and
- * how); n = 1024 is the one n whose biased exponent is 2047 (+inf). */
-#define FA_EXP2_LOW  (-1022.0)
-#define FA_EXP2_HIGH (1024.0)
 #define FA_EXP2_COEF fa_exp2_coef_f64
-#define FA_EXP2_DEGREE FA_EXP2_DEGREE_F64
 
 /* v[i] lane j -> v[j] lane i, 4 x 4: pairs of rows interleaved, then the 128-bit halves exchanged:
  * 8 shuffles, 2 a vector. */

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What an x86 table (avx2, avx512) exports besides its kernels, declared once for both: its two
+ * halves (simd/table.h defines them) and, for the tests, its exp2 and tanh exactly as the kernels
+ * compute them. Those take any n values, unaligned x and y, and touch nothing past n; exp2's
+ * accuracy and edge cases are documented in simd/simd.h and the ISA's template, tanh's in
+ * kernels/score_mods.h (float only: the double kernels call libm's tanh). */
+#ifndef FA_KERNELS_SIMD_ENTRY_POINTS_H
+#define FA_KERNELS_SIMD_ENTRY_POINTS_H
+
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+#define FA_SIMD_TABLE_DECLARATIONS(isa)                                                                      \
+    extern const fa_kernels_f32 fa_##isa##_kernels_f32;                                                     \
+    extern const fa_kernels_f64 fa_##isa##_kernels_f64;                                                     \
+    void fa_##isa##_exp2_f32(const float *x, float *y, int64_t n);                                          \
+    void fa_##isa##_exp2_f64(const double *x, double *y, int64_t n);                                        \
+    void fa_##isa##_tanh_f32(const float *x, float *y, int64_t n);
+
+#endif

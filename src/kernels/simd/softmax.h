@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The x86 tables' online softmax, probabilities and score gradient (kernels.h), written once against
+ * the vocabulary of simd/simd.h. Defines FA_NAME(online_softmax_), FA_NAME(probabilities_) and
+ * FA_NAME(score_grad_).
+ *
+ * A score tile is walked one 64-byte line of rows at a time (FA_LINE_VECS vectors: avx512 1, avx2
+ * 2): every vector of a line goes through each column together, so a pass over the tile reads each
+ * cache line once (the tile is larger than L1), and the row statistics are plain vertical vector
+ * operations. */
+
+/* ---- online softmax over a transposed tile ----
+ * Two passes per line. The first finds the new max: two columns per step give two independent max
+ * chains per vector (one alone would wait on the max latency at every column). The second computes
+ * p = exp(s - m), stores it and sums it. */
+static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                     FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+{
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY), one = V_SET1((FA_T)1),
+              nan = V_SET1((FA_T)NAN);
+    for (int64_t r = 0; r < ld; r += FA_LINE) {
+        FA_T *sr = s + r;
+        vec m_old[FA_LINE_VECS], hi[FA_LINE_VECS][2], m_new[FA_LINE_VECS], m_sub[FA_LINE_VECS],
+            sum[FA_LINE_VECS], alpha[FA_LINE_VECS];
+        vmask ordered[FA_LINE_VECS], live[FA_LINE_VECS];
+        for (int h = 0; h < FA_LINE_VECS; h++) {
+            m_old[h] = V_LOAD(row_max + r + h * FA_LANES);
+            hi[h][0] = m_old[h];
+            hi[h][1] = neg_inf;
+            /* The running max must become NaN if any score (or the old max) is NaN: V_MAX alone
+             * would drop it. `ordered` keeps the rows that have seen no NaN. */
+            ordered[h] = V_CMP(m_old[h], m_old[h], _CMP_ORD_Q);
+        }
+        int64_t c = 0;
+        for (; c + 1 < cols; c += 2)
+            for (int h = 0; h < FA_LINE_VECS; h++) {
+                vec x0 = V_LOAD(sr + c * ld + h * FA_LANES), x1 = V_LOAD(sr + (c + 1) * ld + h * FA_LANES);
+                hi[h][0] = V_MAX(hi[h][0], x0);
+                hi[h][1] = V_MAX(hi[h][1], x1);
+                /* one compare checks both columns for NaN */
+                ordered[h] = V_AND_CMP(ordered[h], x0, x1, _CMP_ORD_Q);
+            }
+        if (c < cols)
+            for (int h = 0; h < FA_LINE_VECS; h++) {
+                vec x0 = V_LOAD(sr + c * ld + h * FA_LANES);
+                hi[h][0] = V_MAX(hi[h][0], x0);
+                ordered[h] = V_AND_CMP(ordered[h], x0, x0, _CMP_ORD_Q);
+            }
+        for (int h = 0; h < FA_LINE_VECS; h++) {
+            m_new[h] = V_SELECT(ordered[h], nan, V_MAX(hi[h][0], hi[h][1]));
+            /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN).
+             * Their scores are all -inf, so subtracting +inf instead of their max gives -inf, which
+             * exp2 flushes to 0: no mask in the loop below. */
+            live[h] = V_CMP(m_new[h], neg_inf, _CMP_NEQ_UQ);
+            m_sub[h] = V_SELECT(live[h], pos_inf, m_new[h]);
+            sum[h] = V_ZERO();
+        }
+        for (c = 0; c < cols; c++)
+            for (int h = 0; h < FA_LINE_VECS; h++) {
+                FA_T *sc = sr + c * ld + h * FA_LANES;
+                vec p = FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), m_sub[h]));
+                V_STORE(sc, p);
+                sum[h] = V_ADD(sum[h], p);
+            }
+        unsigned raised = 0;
+        for (int h = 0; h < FA_LINE_VECS; h++) {
+            alpha[h] = V_SELECT(live[h], one, FA_NAME(exp_of_difference_)(V_SUB(m_old[h], m_new[h])));
+            V_STORE(row_sum + r + h * FA_LANES, V_FMA(alpha[h], V_LOAD(row_sum + r + h * FA_LANES), sum[h]));
+            V_STORE(row_max + r + h * FA_LANES, m_new[h]);
+            raised |= (unsigned)V_MASK_BITS(V_CMP(alpha[h], one, _CMP_NEQ_UQ)) << (h * FA_LANES);
+        }
+        /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
+        raised &= FA_NAME(line_bits_)(rows - r);
+        if (!raised) continue;
+        _Alignas(64) FA_T a[FA_LINE];
+        for (int h = 0; h < FA_LINE_VECS; h++) V_STORE(a + h * FA_LANES, alpha[h]);
+        for (int i = 0; i < FA_LINE; i++) {
+            if (!((raised >> i) & 1)) continue;
+            FA_T *ar = acc + (r + i) * acc_stride;
+            vec w = V_SET1(a[i]);
+            for (int64_t y = 0; y < acc_width; y += FA_LANES) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
+        }
+    }
+}
+
+/* Backward: p = exp(s - lse), a line at a time. */
+static void FA_NAME(probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse)
+{
+    const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY);
+    for (int64_t r = 0; r < ld; r += FA_LINE) {
+        vec l[FA_LINE_VECS];
+        for (int h = 0; h < FA_LINE_VECS; h++) {
+            /* Rows that saw no key (lse -inf, every score -inf) give 0, not NaN: they subtract +inf,
+             * and exp2 flushes the -inf that leaves (as in the online softmax). */
+            l[h] = V_LOAD(lse + r + h * FA_LANES);
+            l[h] = V_SELECT(V_CMP(l[h], neg_inf, _CMP_NEQ_UQ), pos_inf, l[h]);
+        }
+        for (int64_t c = 0; c < cols; c++)
+            for (int h = 0; h < FA_LINE_VECS; h++) {
+                FA_T *sc = s + c * ld + r + h * FA_LANES;
+                V_STORE(sc, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), l[h])));
+            }
+    }
+}
+
+/* Backward: dp = p · (dp - delta). */
+static void FA_NAME(score_grad_)(int64_t ld, int64_t cols, const FA_T *p, FA_T *dp, const FA_T *delta)
+{
+    for (int64_t r = 0; r < ld; r += FA_LANES) {
+        vec d = V_LOAD(delta + r);
+        for (int64_t c = 0; c < cols; c++)
+            V_STORE(dp + c * ld + r, V_MUL(V_LOAD(p + c * ld + r), V_SUB(V_LOAD(dp + c * ld + r), d)));
+    }
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One element type's half of an x86 table (fa_<isa>_kernels_<sfx>) and the tests' entry points to
+ * its exp2 and tanh, from the shared kernels and the ISA's vocabulary (simd/simd.h); last in each
+ * ISA's template, which then ends. */
+
+#define FA_ISA_NAME(n) FA_CAT(FA_CAT(fa_, FA_ISA), FA_CAT(n, FA_SFX))
+
+const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
+    .traits = {.input = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
+               .accum = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
+               .lanes = FA_LANES,
+               .pad_elems = FA_LINE,
+               .scores_keys = FA_SCORES_KEYS,
+               .scores_vecs = FA_SCORES_VECS,
+               .rows_rows = FA_ROWS_ROWS, /* weighted_rows.h: 1-2 rows take up to FA_ROWS_FEW_VECS */
+               .rows_vecs = FA_ROWS_VECS,
+               .score_tile = FA_TILE_KEY_MAJOR},
+    .scores = FA_NAME(tile_scores_),
+    .online_softmax = FA_NAME(online_softmax_),
+    .accumulate = FA_NAME(accumulate_),
+    .accumulate_t = FA_NAME(accumulate_t_),
+    .probabilities = FA_NAME(probabilities_),
+    .score_grad = FA_NAME(score_grad_),
+    .modify = FA_NAME(modify_),
+    .scale_grad = FA_NAME(scale_grad_)};
+
+/* For the tests: fn of n values, as the kernels compute it; the tail is masked, so x and y are
+ * touched only within n. */
+#define FA_ENTRY_POINT(name, fn)                                                                             \
+    void FA_ISA_NAME(name)(const FA_T *x, FA_T *y, int64_t n)                                                \
+    {                                                                                                        \
+        int64_t i = 0;                                                                                       \
+        for (; i + FA_LANES <= n; i += FA_LANES) V_STOREU(y + i, fn(V_LOADU(x + i)));                        \
+        if (i < n) {                                                                                         \
+            vtail m = V_TAIL(n - i);                                                                         \
+            V_STORE_TAIL(y + i, m, fn(V_LOAD_TAIL(x + i, m)));                                               \
+        }                                                                                                    \
+    }
+FA_ENTRY_POINT(_exp2_, FA_NAME(exp2_))
+#if FA_TANH_VECTOR
+FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
+#endif
+#undef FA_ENTRY_POINT
+
+#undef FA_ISA_NAME
+#undef FA_FEW_ROWS
+#undef FA_PREFETCH_KEYS
+#undef FA_FEW_ROWS_KEYS
+#undef FA_SCORES_KEYS
+#undef FA_SCORES_VECS
+#undef FA_ROWS_ROWS
+#undef FA_ROWS_VECS
+#undef FA_ROWS_FEW_VECS
+#undef FA_LINE
+#undef FA_LINE_VECS
+#undef FA_EXP2_LOW
+#undef FA_EXP2_DEGREE
+#undef FA_MM
+#undef FA_MM2
+#undef FA_MM3
+#undef FA_INLINE
+#undef FA_NAME
+#undef FA_CAT
+#undef FA_CAT2
