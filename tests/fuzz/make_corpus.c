@@ -1047,6 +1047,12 @@ static void seqs_seeds(void)
     in.seqs.arrays_shift = 2;
     emit("err_stride_seqs_used_misaligned", &in);
 
+    /* Found by the fuzzer: a misaligned seqused_k (STRIDE) was reported before a wrong dout shape
+     * (SHAPE), against the documented order; the backward now checks every shape first. */
+    in.view[FZ_DOUT].size_field = sel(0xE0, 5, 4);
+    in.view[FZ_DOUT].size_value = 15;
+    emit("regression_seqs_misaligned_used_beside_a_wrong_dout_shape", &in);
+
     in = base_err();
     seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
     in.seqs.arrays_place = place_array(0, 2); /* cu_seqlens_q copied over out */
