@@ -119,8 +119,8 @@ static void FA_NAME(query_pack_fill_)(const fa_backward_job *job, FA_NAME(query_
     int64_t ld = job->ld, rows_at = (batch * p->q_heads + q_head) * p->lse_head_stride + row0;
     const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), batch, q_head, row0);
     const FA_T *d_o = (const FA_T *)fa_view_at(&p->dout, sizeof(FA_T), batch, q_head, row0);
-    FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qp->qt, ld);
-    FA_CAT(fa_pack_transposed_, FA_SFX)(rows, p->dim_v, d_o, p->dout.stride_seq, (FA_T)1, qp->dot, ld);
+    FA_KERN(job)->pack_transposed(rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qp->qt, ld);
+    FA_KERN(job)->pack_transposed(rows, p->dim_v, d_o, p->dout.stride_seq, (FA_T)1, qp->dot, ld);
     const FA_T *lse = (const FA_T *)p->lse + rows_at, *delta = (const FA_T *)job->delta + rows_at;
     for (int64_t r = 0; r < ld; r++) {
         qp->lse[r] = r < rows ? lse[r] : -(FA_T)INFINITY;

@@ -104,7 +104,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     }
 
     /* the scale folded into the queries: score tiles come out scaled */
-    FA_CAT(fa_pack_transposed_, FA_SFX)(it->rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
+    kern->pack_transposed(it->rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
     for (int64_t r = 0; r < ld; r++) {
         st.row_max[r] = -(FA_T)INFINITY;
         st.row_sum[r] = 0;

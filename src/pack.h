@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Packing a query block transposed (see kernels/kernels.h). Portable C: done once per work item,
- * its cost is spread over every key tile of the item. */
+/* Packing a query block transposed (see kernels/kernels.h). Portable C: the ref table's
+ * pack_transposed, and the loop every table's pack must match byte for byte (tests/test_pack.c); the
+ * drivers call their table's. */
 #ifndef FA_PACK_H
 #define FA_PACK_H
 

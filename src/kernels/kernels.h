@@ -74,6 +74,12 @@ typedef struct {
          * (a decode step): the choice depends on the tile, never on the thread. */                        \
         void (*scores)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k,          \
                        int64_t k_stride, T *s);                                                                \
+        /* dst[x][r] = mult·src[r][x] for x < dim, r < rows, and 0 for r in [rows, ld) (ld >= rows): the query  \
+         * or dO block that scores reads as qt (pack.h, fa_pack_transposed, is ref's). src rows lie src_stride \
+         * elements apart at any alignment and are read only within dim; nothing outside dst's dim rows of ld  \
+         * elements is written. mult·src rounds once, so every table gives ref's bytes. */                     \
+        void (*pack_transposed)(int64_t rows, int64_t dim, const T *src, int64_t src_stride, T mult, T *dst,    \
+                                int64_t ld);                                                                   \
         /* Online-softmax step over a masked score tile (masked entries -inf), every row r < ld:              \
          * m' = max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its         \
          * p entries become 0 and nothing else changes. Otherwise alpha = exp(m - m'),                         \
@@ -107,8 +113,8 @@ typedef struct {
 
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
 #define FA_KERNEL_OPS(X)                                                                                       \
-    X(scores) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities) X(score_grad) X(modify)         \
-        X(scale_grad)
+    X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities)              \
+        X(score_grad) X(modify) X(scale_grad)
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;

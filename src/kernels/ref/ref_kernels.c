@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "pack.h"
 
 /* exp with results below the smallest normal flushed to +0, as every table computes probabilities
  * (the SIMD tables' exp2 says why: a subnormal probability makes every FMA that reads it about 30x
@@ -55,7 +56,8 @@ static inline double exp_flushed_f64(double x)
                    .rows_rows = 1,                                                                             \
                    .rows_vecs = 1,                                                                             \
                    .score_tile = FA_TILE_KEY_MAJOR},                                                           \
-        .scores = ref_scores_##SFX, .online_softmax = ref_online_softmax_##SFX,                                \
+        .scores = ref_scores_##SFX, .pack_transposed = fa_pack_transposed_##SFX,                               \
+        .online_softmax = ref_online_softmax_##SFX,                                                            \
         .accumulate = ref_accumulate_##SFX, .accumulate_t = ref_accumulate_t_##SFX,                            \
         .probabilities = ref_probabilities_##SFX, .score_grad = ref_score_grad_##SFX,                          \
         .modify = ref_modify_##SFX, .scale_grad = ref_scale_grad_##SFX                                         \
