@@ -26,7 +26,7 @@ static int cpu_runs(const char *table)
     if (strcmp(table, "ref") == 0) return 1;
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (strcmp(table, "avx512") == 0) return __builtin_cpu_supports("avx512f");
+    if (strcmp(table, "avx512") == 0) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
     if (strcmp(table, "avx2") == 0) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     return 0;

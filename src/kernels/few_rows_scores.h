@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the x86
  * templates' score kernel (tile_scores.h includes it), after the table's vocabulary (simd/simd.h):
- *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, and
+ *   FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, and
  *   V_LOAD_PART(p, n): lanes [0, n) of p (n >= 1), the others 0, nothing past p + n read;
  *   FA_FEW_ROWS_KEYS(rows): keys per block, so that rows·keys accumulators, `rows` query vectors
  *   and one key vector fit the register file (at most 8 keys).
@@ -22,18 +22,18 @@ FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[
                                    int64_t k_stride, FA_T *s, int64_t ld)
 {
     vec acc[8][FA_FEW_ROWS];
-    for (int i = 0; i < nk; i++)
-        for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
+    FA_UNROLL for (int i = 0; i < nk; i++)
+        FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
     for (int64_t x = 0; x < dim; x += FA_LANES) {
         vec qv[FA_FEW_ROWS];
-        for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
-        for (int i = 0; i < nk; i++) {
+        FA_UNROLL for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
+        FA_UNROLL for (int i = 0; i < nk; i++) {
             vec kv = V_LOAD_PART(k + i * k_stride + x, dim - x);
-            for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
+            FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
         }
     }
-    for (int i = 0; i < nk; i++)
-        for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
+    FA_UNROLL for (int i = 0; i < nk; i++)
+        FA_UNROLL for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
 }
 
 /* Instantiates (keys, rows) blocks whose accumulators fit the registers: the switch below turns

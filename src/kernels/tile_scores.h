@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The score kernel, s[c][r] = sum_x qt[x][r]·k[c][x] (transposed tile, kernels.h), shared by the
  * x86 templates (avx2_tiles.h, avx512_tiles.h), which include it after their vocabulary
- * (simd/simd.h): FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_ZERO, V_LOAD, V_STORE, V_SET1, V_FMA,
- *   and what few_rows_scores.h needs (V_LOAD_PART, FA_FEW_ROWS_KEYS, V_REDUCE_ADD);
+ * (simd/simd.h): FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO, V_LOAD, V_STORE,
+ *   V_SET1, V_FMA, and what few_rows_scores.h needs (V_LOAD_PART, FA_FEW_ROWS_KEYS, V_REDUCE_ADD);
  *   FA_SCORES_KEYS × FA_SCORES_VECS: the register block (avx2 6 × 2, avx512 4 × 4), chosen per ISA
  *   so that its accumulators, FA_SCORES_VECS query vectors and one broadcast fit the register file.
  * Defines FA_NAME(tile_scores_), the table's `scores`.
  *
  * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
- * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs. Tiles of at most
+ * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs (load ports only:
+ * nothing else takes an FMA-port slot but the store of each score vector once, at the block's end,
+ * about 1.3 slots per vector of scores on Intel; simd/softmax.h counts the budget). Tiles of at most
  * FA_FEW_ROWS real rows (a decode step) take the row-oriented dot products instead. */
 #include "kernels/few_rows_scores.h"
 
@@ -16,18 +18,18 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
                                       int64_t k_stride, FA_T *s)
 {
     vec acc[FA_SCORES_KEYS][FA_SCORES_VECS];
-    for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
+    FA_UNROLL for (int i = 0; i < nk; i++)
+        FA_UNROLL for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
     for (int64_t x = 0; x < dim; x++) {
         vec q[FA_SCORES_VECS];
-        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_LANES);
-        for (int i = 0; i < nk; i++) {
+        FA_UNROLL for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_LANES);
+        FA_UNROLL for (int i = 0; i < nk; i++) {
             vec w = V_SET1(k[i * k_stride + x]);
-            for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
+            FA_UNROLL for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
         }
     }
-    for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_LANES, acc[i][j]);
+    FA_UNROLL for (int i = 0; i < nk; i++)
+        FA_UNROLL for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_LANES, acc[i][j]);
 }
 
 /* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into

@@ -15,7 +15,8 @@ typedef __mmask16 mask;
 #define FA_PS ps
 #define FA_LANES 16
 
-#define FA_EXP2_COEF fa_exp2_coef_f32
+#define FA_EXP2_COEF fa_exp2_floor_coef_f32
+#define FA_EXP2_FLOOR 1
 
 /* v[i] lane j -> v[j] lane i, 16 x 16: pairs of rows interleaved (unpack ps), then pairs of pairs
  * (unpack pd), then 128-bit lanes gathered in two rounds of shuffle_f32x4: 64 shuffles, 4 a vector. */

@@ -16,6 +16,7 @@ typedef __mmask8 mask;
 #define FA_LANES 8
 
 #define FA_EXP2_COEF fa_exp2_coef_f64
+#define FA_EXP2_FLOOR 0
 
 /* v[i] lane j -> v[j] lane i, 8 x 8: pairs of rows interleaved (unpack pd), then 128-bit lanes
  * gathered in two rounds of shuffle_f64x2: 24 shuffles, 3 a vector. */

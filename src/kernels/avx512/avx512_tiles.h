@@ -3,7 +3,8 @@
  * then the shared kernels. Included by avx512_f32.c and avx512_f64.c, which define first what
  * differs between the two types:
  *   FA_T, FA_SFX, FA_PS (ps or pd: the intrinsics' suffix), FA_LANES, vec, mask (__mmask16 or
- *   __mmask8), V_TRANSPOSE, FA_TANH_VECTOR and FA_EXP2_COEF (the polynomial of kernels/exp2_poly.h).
+ *   __mmask8), V_TRANSPOSE, FA_TANH_VECTOR, FA_EXP2_COEF (the polynomial of kernels/exp2_poly.h) and
+ *   FA_EXP2_FLOOR (1: exp2 splits x at floor(x), with AVX512DQ's vreduce; 0: at the nearest integer).
  *
  * One vector is 64 bytes: a score tile's line of rows is one vector (FA_LINE_VECS = 1). */
 #define FA_ISA avx512
@@ -43,9 +44,29 @@ FA_INLINE mask FA_NAME(tail_mask_)(int64_t n)
     return (mask)((1u << (unsigned)n) - 1u);
 }
 
+#if FA_EXP2_FLOOR
+/* exp2(x), branch-free, in 4 instructions besides the polynomial's 6 FMAs: f = x - floor(x) in
+ * [0, 1] (vreduceps, round down; exact but where f rounds up to 1, which p takes as well), 2^f from
+ * the minimax polynomial (kernels/exp2_poly.h), and scalef(p, x) = p·2^floor(x) (scalef floors its
+ * second operand itself, so n is never formed). -inf gives exactly +0 (scalef by -inf), 0 exactly 1
+ * (f = 0, p(0) = 1), NaN stays NaN (reduce and scalef propagate it), and every x below FA_EXP2_LOW
+ * exactly +0 (simd/simd.h): its compare zero-masks scalef, which EVEX encodes for free, so no lane
+ * computes a subnormal (p >= 1, so x >= FA_EXP2_LOW gives at least the smallest normal). No clamp
+ * and no vrndscaleps (two FMA-port slots on Intel): per vector, on the FMA ports of an Intel server
+ * core, 1 compare + 1 reduce + 6 FMAs + 1 scalef = 9 slots, against 1 + 2 + 1 + 7 + 1 = 12 for the
+ * round-to-nearest split below. reduce(+-inf) is +0 and raises nothing, so it needs no mask. */
+FA_INLINE vec FA_NAME(exp2_)(vec x)
+{
+    mask keep = V_CMP(x, V_SET1(FA_EXP2_LOW), _CMP_NLT_UQ);
+    vec f = FA_MM(reduce)(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    return FA_MM(maskz_scalef)(keep, FA_NAME(exp2_poly_)(f), x);
+}
+#else
 /* exp2(x), branch-free: x = n + f with n the nearest integer and |f| <= 1/2, 2^f from the
  * polynomial and 2^n applied exactly by scalef. -inf gives exactly 0, 0 exactly 1, NaN stays NaN,
- * and every x below FA_EXP2_LOW exactly +0 (simd/simd.h).
+ * and every x below FA_EXP2_LOW exactly +0 (simd/simd.h). double keeps this split: the floor split
+ * above would need a longer polynomial on [0, 1) than Taylor's 13 terms on |f| <= 1/2, and f64
+ * speed is no target.
  *
  * The flush costs nothing on the FMA ports: the compare that decides it replaces the clamp that
  * would keep -inf out of the polynomial, and its mask zero-masks the rounding, the subtraction and
@@ -61,6 +82,7 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
     vec f = FA_MM(maskz_sub)(keep, x, n);
     return FA_MM(maskz_scalef)(keep, FA_NAME(exp2_poly_)(f), n);
 }
+#endif
 
 /* ---- S = Q·Kᵀ, transposed (kernels/tile_scores.h) ----
  * A 4 × 4 block: 16 accumulators + 4 query vectors + 1 broadcast of the 32 registers. Tiles of at

@@ -4,4 +4,4 @@
 #include "kernels/avx512/avx512.h"
 
 const fa_kernels fa_kernels_avx512 = {
-    .name = "avx512", .requires = FA_CPU_AVX512F, .f32 = &fa_avx512_kernels_f32, .f64 = &fa_avx512_kernels_f64};
+    .name = "avx512", .requires = FA_CPU_AVX512F | FA_CPU_AVX512DQ, .f32 = &fa_avx512_kernels_f32, .f64 = &fa_avx512_kernels_f64};

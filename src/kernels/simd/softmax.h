@@ -11,7 +11,28 @@
 /* ---- online softmax over a transposed tile ----
  * Two passes per line. The first finds the new max: two columns per step give two independent max
  * chains per vector (one alone would wait on the max latency at every column). The second computes
- * p = exp(s - m), stores it and sums it. */
+ * p = exp(s - m), stores it and sums it.
+ *
+ * The FMA-port budget. On Intel server cores every 512-bit op but a plain load or broadcast issues
+ * on the two FMA ports (issue 12's measurements: add, max, compare, kmov, masked moves, scalef one
+ * slot each, vrndscaleps two, a store about 1.3), so each op per score vector here is a slot taken
+ * from Q·Kᵀ and P·V, which spend D + Dv FMAs per vector. AVX-512 f32, per vector of 16 scores
+ * (from the object code of this loop, gcc 12 -O2):
+ *   first pass   1    max: the new row max, which exp needs before any p
+ *                0.5  one masked compare per two vectors (V_AND_CMP, ORD): NaN must win the max
+ *                     and V_MAX alone drops it; a k register AND costs nothing extra
+ *   second pass  1    subtract the max (before any rounding: kernels.h says why it is not folded
+ *                     into q or into one FMA with log2 e)
+ *                1    multiply by log2 e (exp through exp2)
+ *                9    exp2 (avx512_tiles.h: compare for the flush, vreduceps, 6 FMAs, scalef)
+ *                1    add to the row sum
+ *                1.3  store p, which P·V reads
+ *   total        14.8 (before issue 12: 19.3 = max, compare and kmovw, then subtract, multiply,
+ *                     compare, vrndscaleps (2), masked subtract, 7 FMAs, scalef, add, store)
+ * Rows that saw no key cost nothing per vector: they subtract +inf (m_sub) instead of being masked.
+ * The register copy of the reduced argument that the polynomial's first FMA needs is a move the
+ * renamer eliminates. AVX2 spends more per vector: its exp2 clamps and builds 2^n in the exponent
+ * field (avx2_tiles.h: 16 ops, 7 of them FMAs), and NaN takes a compare and an AND per two vectors. */
 static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                      FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
@@ -22,7 +43,7 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
         vec m_old[FA_LINE_VECS], hi[FA_LINE_VECS][2], m_new[FA_LINE_VECS], m_sub[FA_LINE_VECS],
             sum[FA_LINE_VECS], alpha[FA_LINE_VECS];
         vmask ordered[FA_LINE_VECS], live[FA_LINE_VECS];
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
             m_old[h] = V_LOAD(row_max + r + h * FA_LANES);
             hi[h][0] = m_old[h];
             hi[h][1] = neg_inf;
@@ -32,7 +53,7 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
         }
         int64_t c = 0;
         for (; c + 1 < cols; c += 2)
-            for (int h = 0; h < FA_LINE_VECS; h++) {
+            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
                 vec x0 = V_LOAD(sr + c * ld + h * FA_LANES), x1 = V_LOAD(sr + (c + 1) * ld + h * FA_LANES);
                 hi[h][0] = V_MAX(hi[h][0], x0);
                 hi[h][1] = V_MAX(hi[h][1], x1);
@@ -40,12 +61,12 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
                 ordered[h] = V_AND_CMP(ordered[h], x0, x1, _CMP_ORD_Q);
             }
         if (c < cols)
-            for (int h = 0; h < FA_LINE_VECS; h++) {
+            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
                 vec x0 = V_LOAD(sr + c * ld + h * FA_LANES);
                 hi[h][0] = V_MAX(hi[h][0], x0);
                 ordered[h] = V_AND_CMP(ordered[h], x0, x0, _CMP_ORD_Q);
             }
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
             m_new[h] = V_SELECT(ordered[h], nan, V_MAX(hi[h][0], hi[h][1]));
             /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN).
              * Their scores are all -inf, so subtracting +inf instead of their max gives -inf, which
@@ -55,14 +76,14 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
             sum[h] = V_ZERO();
         }
         for (c = 0; c < cols; c++)
-            for (int h = 0; h < FA_LINE_VECS; h++) {
+            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
                 FA_T *sc = sr + c * ld + h * FA_LANES;
                 vec p = FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), m_sub[h]));
                 V_STORE(sc, p);
                 sum[h] = V_ADD(sum[h], p);
             }
         unsigned raised = 0;
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
             alpha[h] = V_SELECT(live[h], one, FA_NAME(exp_of_difference_)(V_SUB(m_old[h], m_new[h])));
             V_STORE(row_sum + r + h * FA_LANES, V_FMA(alpha[h], V_LOAD(row_sum + r + h * FA_LANES), sum[h]));
             V_STORE(row_max + r + h * FA_LANES, m_new[h]);
@@ -72,7 +93,7 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
         raised &= FA_NAME(line_bits_)(rows - r);
         if (!raised) continue;
         _Alignas(64) FA_T a[FA_LINE];
-        for (int h = 0; h < FA_LINE_VECS; h++) V_STORE(a + h * FA_LANES, alpha[h]);
+        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) V_STORE(a + h * FA_LANES, alpha[h]);
         for (int i = 0; i < FA_LINE; i++) {
             if (!((raised >> i) & 1)) continue;
             FA_T *ar = acc + (r + i) * acc_stride;
@@ -88,14 +109,14 @@ static void FA_NAME(probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_
     const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY);
     for (int64_t r = 0; r < ld; r += FA_LINE) {
         vec l[FA_LINE_VECS];
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
             /* Rows that saw no key (lse -inf, every score -inf) give 0, not NaN: they subtract +inf,
              * and exp2 flushes the -inf that leaves (as in the online softmax). */
             l[h] = V_LOAD(lse + r + h * FA_LANES);
             l[h] = V_SELECT(V_CMP(l[h], neg_inf, _CMP_NEQ_UQ), pos_inf, l[h]);
         }
         for (int64_t c = 0; c < cols; c++)
-            for (int h = 0; h < FA_LINE_VECS; h++) {
+            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
                 FA_T *sc = s + c * ld + r + h * FA_LANES;
                 V_STORE(sc, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), l[h])));
             }

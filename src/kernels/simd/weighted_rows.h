@@ -11,7 +11,13 @@
  * a tail load and store (vtail): nothing past dim is read or written, so acc may be a caller's
  * row-major output (the backward's dQ) at any row stride, while whole vectors are plain loads.
  * Which product (TRANS) and whether a tail exists (TAIL) are compile-time cases, so each variant
- * keeps its accumulators in registers (gcc spilled them when the strides were run-time values). */
+ * keeps its accumulators in registers (gcc spilled them when the strides were run-time values).
+ *
+ * FMA-port budget (simd/softmax.h says why it is counted), AVX-512 f32, 4 × 4 block, per reduction
+ * step: 16 FMAs, 4 loads of x and 4 broadcasts of w (load ports only) and nothing else: every
+ * whole vector of x is a plain load (a masked one takes an FMA-port slot on Intel), and the
+ * accumulators are loaded and stored once per block, not per step. A chunk that ends inside a
+ * vector (dim not a multiple of the lanes) adds one masked load per step. */
 
 #define FA_ROWS_WIDE (FA_ROWS_FEW_VECS > FA_ROWS_VECS ? FA_ROWS_FEW_VECS : FA_ROWS_VECS)
 
@@ -21,26 +27,26 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(const int ni, const int nv, const i
                                              int prefetch)
 {
     vec a[FA_ROWS_ROWS][FA_ROWS_WIDE];
-    for (int i = 0; i < ni; i++)
-        for (int j = 0; j < nv; j++)
+    FA_UNROLL for (int i = 0; i < ni; i++)
+        FA_UNROLL for (int j = 0; j < nv; j++)
             a[i][j] = tail && j == nv - 1 ? V_LOAD_TAIL(acc + i * acc_stride + j * FA_LANES, last)
                                           : V_LOADU(acc + i * acc_stride + j * FA_LANES);
     for (int64_t t = 0; t < steps; t++) {
         /* with few rows each x row is used once, straight from memory: fetch it early */
         if (prefetch && t + 16 < steps)
-            for (int j = 0; j < nv; j += FA_LINE_VECS)
+            FA_UNROLL for (int j = 0; j < nv; j += FA_LINE_VECS)
                 _mm_prefetch((const char *)(x + (t + 16) * x_stride + j * FA_LANES), _MM_HINT_T0);
         vec xv[FA_ROWS_WIDE];
-        for (int j = 0; j < nv; j++)
+        FA_UNROLL for (int j = 0; j < nv; j++)
             xv[j] = tail && j == nv - 1 ? V_LOAD_TAIL(x + t * x_stride + j * FA_LANES, last)
                                         : V_LOADU(x + t * x_stride + j * FA_LANES);
-        for (int i = 0; i < ni; i++) {
+        FA_UNROLL for (int i = 0; i < ni; i++) {
             vec b = V_SET1(trans ? w[i * ld + t] : w[t * ld + i]);
-            for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+            FA_UNROLL for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
         }
     }
-    for (int i = 0; i < ni; i++)
-        for (int j = 0; j < nv; j++) {
+    FA_UNROLL for (int i = 0; i < ni; i++)
+        FA_UNROLL for (int j = 0; j < nv; j++) {
             if (tail && j == nv - 1) V_STORE_TAIL(acc + i * acc_stride + j * FA_LANES, last, a[i][j]);
             else V_STOREU(acc + i * acc_stride + j * FA_LANES, a[i][j]);
         }
