@@ -93,6 +93,8 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
 /* ---- softcap, ALiBi and bias (kernels/score_mods.h) ---- */
 #include "kernels/score_mods.h"
 
+/* the transposed pack, vectorised in its own file (avx2_pack.c) */
+#include "kernels/avx2/avx2_pack.h"
 #include "kernels/simd/table.h"
 
 #undef FA_ISA

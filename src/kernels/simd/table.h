@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* One element type's half of an x86 table (fa_<isa>_kernels_<sfx>) and the tests' entry points to
  * its exp2 and tanh, from the shared kernels and the ISA's vocabulary (simd/simd.h); last in each
- * ISA's template, which then ends. */
+ * ISA's template, which then ends. The transposed pack is the ISA's own file's
+ * (fa_<isa>_pack_transposed_<sfx>, <isa>_pack.c), declared by the template. */
 
 #define FA_ISA_NAME(n) FA_CAT(FA_CAT(fa_, FA_ISA), FA_CAT(n, FA_SFX))
 
@@ -16,6 +17,7 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
                .rows_vecs = FA_ROWS_VECS,
                .score_tile = FA_TILE_KEY_MAJOR},
     .scores = FA_NAME(tile_scores_),
+    .pack_transposed = FA_ISA_NAME(_pack_transposed_),
     .online_softmax = FA_NAME(online_softmax_),
     .accumulate = FA_NAME(accumulate_),
     .accumulate_t = FA_NAME(accumulate_t_),
