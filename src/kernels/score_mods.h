@@ -154,7 +154,7 @@ FA_INLINE void FA_NAME(modify_chunk_)(const int softcap, const int want_d, const
             if (below > 0) {
                 /* row i of the block, columns c..c + width (nothing past them read; rows at or beyond
                  * bias_rows not read at all, and add -0) */
-                for (int i = 0; i < FA_LANES; i++)
+                FA_UNROLL for (int i = 0; i < FA_LANES; i++)
                     bt[i] = i < below ? V_LOAD_PART(br + i * m->bias_stride + c, width) : neg_zero;
                 V_TRANSPOSE(bt);
             }

@@ -36,7 +36,7 @@ static inline double avx2_reduce_add_f64(__m256d v)
 
 /* v[i] lane j -> v[j] lane i, 4 x 4: pairs of rows interleaved, then the 128-bit halves exchanged:
  * 8 shuffles, 2 a vector. */
-static inline void avx2_transpose_f64(__m256d v[4])
+static inline __attribute__((always_inline)) void avx2_transpose_f64(__m256d v[4])
 {
     __m256d t0 = _mm256_unpacklo_pd(v[0], v[1]), t1 = _mm256_unpackhi_pd(v[0], v[1]);
     __m256d t2 = _mm256_unpacklo_pd(v[2], v[3]), t3 = _mm256_unpackhi_pd(v[2], v[3]);
