@@ -53,7 +53,7 @@ static const char *expected_isa(void)
     if (forced && *forced) return forced;
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return "avx512";
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return "avx512";
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
 #endif
     return "ref";

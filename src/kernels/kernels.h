@@ -4,9 +4,9 @@
  * Kernels see tiles and nothing else: no OpenMP, no hwloc, no allocation.
  *
  * Score tiles are TRANSPOSED: s[c][r] holds the score of query row r against key c, with a row
- * stride of `ld` (a multiple of FA_PAD_ELEMS_F32/F64, >= rows). The query block is packed transposed once per
- * work item (pack.h: qt[x][r] = scale·q[r][x], zero-padded to `ld` rows) and reused for
- * every key tile, while K and V are read where the caller keeps them (row-major, any row stride,
+ * stride of `ld` (a multiple of FA_PAD_ELEMS_F32/F64, >= rows). The query block is packed transposed by the
+ * table's pack_transposed (qt[x][r] = scale·q[r][x], zero-padded to `ld` rows): once per forward work
+ * item, reused for every key tile (the backward's key-block items pack Q and dO once per tile), while K and V are read where the caller keeps them (row-major, any row stride,
  * dim contiguous). A vector then spans one query row per lane: the softmax's running max and sum are
  * plain vertical vector operations, with no horizontal reduction anywhere in the hot loops.
  *

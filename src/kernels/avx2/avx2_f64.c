@@ -34,17 +34,7 @@ static inline double avx2_reduce_add_f64(__m256d v)
 
 #define FA_EXP2_COEF fa_exp2_coef_f64
 
-/* v[i] lane j -> v[j] lane i, 4 x 4: pairs of rows interleaved, then the 128-bit halves exchanged:
- * 8 shuffles, 2 a vector. */
-static inline __attribute__((always_inline)) void avx2_transpose_f64(__m256d v[4])
-{
-    __m256d t0 = _mm256_unpacklo_pd(v[0], v[1]), t1 = _mm256_unpackhi_pd(v[0], v[1]);
-    __m256d t2 = _mm256_unpacklo_pd(v[2], v[3]), t3 = _mm256_unpackhi_pd(v[2], v[3]);
-    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
-}
+#include "kernels/avx2/avx2_transpose.h"
 #define V_TRANSPOSE(v) avx2_transpose_f64(v)
 /* softcap: libm's tanh per lane (kernels/score_mods.h) */
 #define FA_TANH_VECTOR 0

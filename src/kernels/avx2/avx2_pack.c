@@ -10,46 +10,12 @@
 #include <stdint.h>
 
 #include "kernels/avx2/avx2_pack.h"
+#include "kernels/avx2/avx2_transpose.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 /* Every loop over a block's vectors carries `#pragma GCC unroll`: -O2 does not unroll them fully by
  * itself, and then the vector arrays live on the stack (measured: 4-5x slower than unrolled, where
  * they stay in registers). */
-
-/* v[j] = column j of the 8×8 block whose row i was v[i]: pairs of rows interleaved within 128-bit
- * lanes, pairs of pairs, then the two 128-bit halves exchanged. */
-ALWAYS_INLINE void transpose8_f32(__m256 v[8])
-{
-    __m256 t[8], u[8];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-    }
-    /* u[4g + m]: rows 4g..4g+3, column m in the low half and 4 + m in the high one */
-#pragma GCC unroll 2
-    for (int g = 0; g < 2; g++) {
-        u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-#pragma GCC unroll 4
-    for (int m = 0; m < 4; m++) {
-        v[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
-        v[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
-    }
-}
-
-ALWAYS_INLINE void transpose4_f64(__m256d v[4])
-{
-    __m256d t0 = _mm256_unpacklo_pd(v[0], v[1]), t1 = _mm256_unpackhi_pd(v[0], v[1]);
-    __m256d t2 = _mm256_unpacklo_pd(v[2], v[3]), t3 = _mm256_unpackhi_pd(v[2], v[3]);
-    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
-}
 
 /* Lanes [0, n) of a vmaskmov mask of 32-bit (64-bit) lanes: the sign bit set. */
 static __m256i lanes_below_32(int64_t n)
@@ -80,7 +46,7 @@ ALWAYS_INLINE void block_f32(const float *src, int64_t src_stride, __m256 mult, 
                                : _mm256_maskload_ps(src + i * src_stride, read);
         v[i] = _mm256_mul_ps(row, mult);
     }
-    transpose8_f32(v);
+    avx2_transpose_f32(v);
 #pragma GCC unroll 8
     for (int j = 0; j < cols; j++) {
         if (whole)
@@ -105,7 +71,7 @@ ALWAYS_INLINE void block_f64(const double *src, int64_t src_stride, __m256d mult
                                 : _mm256_maskload_pd(src + i * src_stride, read);
         v[i] = _mm256_mul_pd(row, mult);
     }
-    transpose4_f64(v);
+    avx2_transpose_f64(v);
 #pragma GCC unroll 4
     for (int j = 0; j < cols; j++) {
         if (whole)

@@ -14,68 +14,12 @@
 #include <stdint.h>
 
 #include "kernels/avx512/avx512_pack.h"
+#include "kernels/avx512/avx512_transpose.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 /* Every loop over a block's vectors carries `#pragma GCC unroll`: -O2 does not unroll them fully by
  * itself, and then the vector arrays live on the stack (measured: 4-5x slower than unrolled, where
  * they stay in registers). */
-
-/* v[j] = column j of the 16×16 block whose row i was v[i]: pairs of rows interleaved (unpack within
- * 128-bit lanes), then pairs of pairs (as doubles), then 128-bit lanes exchanged twice. */
-ALWAYS_INLINE void transpose16_f32(__m512 v[16])
-{
-    __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-    }
-    /* u[4g + m]: rows 4g..4g+3, column 4k + m in 128-bit lane k */
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-        __m512d lo = _mm512_castps_pd(t[4 * g]), lo2 = _mm512_castps_pd(t[4 * g + 2]);
-        __m512d hi = _mm512_castps_pd(t[4 * g + 1]), hi2 = _mm512_castps_pd(t[4 * g + 3]);
-        u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, lo2));
-        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, lo2));
-        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi, hi2));
-        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi, hi2));
-    }
-    /* column 4k + m gathers 128-bit lane k of u[m], u[4 + m], u[8 + m], u[12 + m] */
-#pragma GCC unroll 4
-    for (int m = 0; m < 4; m++) {
-        __m512 even01 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88),
-               odd01 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xdd);
-        __m512 even23 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
-        __m512 odd23 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xdd);
-        v[m] = _mm512_shuffle_f32x4(even01, even23, 0x88);
-        v[8 + m] = _mm512_shuffle_f32x4(even01, even23, 0xdd);
-        v[4 + m] = _mm512_shuffle_f32x4(odd01, odd23, 0x88);
-        v[12 + m] = _mm512_shuffle_f32x4(odd01, odd23, 0xdd);
-    }
-}
-
-/* The same for 8×8 doubles: pairs of rows interleaved, then 128-bit lanes exchanged twice. */
-ALWAYS_INLINE void transpose8_f64(__m512d v[8])
-{
-    __m512d t[8];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm512_unpacklo_pd(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_pd(v[2 * i], v[2 * i + 1]);
-    }
-    /* t[2g + m]: rows 2g, 2g+1, column 2k + m in 128-bit lane k */
-#pragma GCC unroll 2
-    for (int m = 0; m < 2; m++) {
-        __m512d even01 = _mm512_shuffle_f64x2(t[m], t[2 + m], 0x88),
-                odd01 = _mm512_shuffle_f64x2(t[m], t[2 + m], 0xdd);
-        __m512d even23 = _mm512_shuffle_f64x2(t[4 + m], t[6 + m], 0x88);
-        __m512d odd23 = _mm512_shuffle_f64x2(t[4 + m], t[6 + m], 0xdd);
-        v[m] = _mm512_shuffle_f64x2(even01, even23, 0x88);
-        v[4 + m] = _mm512_shuffle_f64x2(even01, even23, 0xdd);
-        v[2 + m] = _mm512_shuffle_f64x2(odd01, odd23, 0x88);
-        v[6 + m] = _mm512_shuffle_f64x2(odd01, odd23, 0xdd);
-    }
-}
 
 /* One block: `in` source rows (the rest zero) of `cols` columns, stored as `cols` destination rows of
  * the lanes in `keep`. Called with constants for whole blocks, so that path has no masks. */
@@ -94,7 +38,7 @@ ALWAYS_INLINE void block_f32(const float *src, int64_t src_stride, __m512 mult, 
                                 : _mm512_maskz_loadu_ps(read, src + i * src_stride);
         v[i] = _mm512_mul_ps(row, mult);
     }
-    transpose16_f32(v);
+    avx512_transpose_f32(v);
 #pragma GCC unroll 16
     for (int j = 0; j < cols; j++) {
         if (keep == 0xFFFF)
@@ -119,7 +63,7 @@ ALWAYS_INLINE void block_f64(const double *src, int64_t src_stride, __m512d mult
                                 : _mm512_maskz_loadu_pd(read, src + i * src_stride);
         v[i] = _mm512_mul_pd(row, mult);
     }
-    transpose8_f64(v);
+    avx512_transpose_f64(v);
 #pragma GCC unroll 8
     for (int j = 0; j < cols; j++) {
         if (keep == 0xFF)
