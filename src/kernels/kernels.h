@@ -4,10 +4,11 @@
  * Kernels see tiles and nothing else: no OpenMP, no hwloc, no allocation.
  *
  * Score tiles are TRANSPOSED: s[c][r] holds the score of query row r against key c, with a row
- * stride of `ld` (a multiple of FA_PAD_ELEMS_F32/F64, >= rows). The query block is packed transposed by the
- * table's pack_transposed (qt[x][r] = scale·q[r][x], zero-padded to `ld` rows): once per forward work
- * item, reused for every key tile (the backward's key-block items pack Q and dO once per tile), while K and V are read where the caller keeps them (row-major, any row stride,
- * dim contiguous). A vector then spans one query row per lane: the softmax's running max and sum are
+ * stride of `ld` (a multiple of FA_PAD_ELEMS_F32/F64, >= rows). The query block is packed transposed
+ * by the table's pack_transposed (qt[x][r] = scale·q[r][x], zero-padded to `ld` rows): once per
+ * forward work item, reused for every key tile (the backward's key-block items pack Q and dO once
+ * per tile), while K and V are read where the caller keeps them (row-major, any row stride, dim
+ * contiguous). A vector then spans one query row per lane: the softmax's running max and sum are
  * plain vertical vector operations, with no horizontal reduction anywhere in the hot loops.
  *
  * Only the scale is folded into the packed queries (qt = scale·qᵀ), not log2 e, so score tiles
@@ -50,7 +51,7 @@ typedef enum { FA_TILE_KEY_MAJOR = 1 } fa_tile_layout;
 
 /* What one element type's half of a table reads, accumulates in and blocks by (BLIS registers its
  * block sizes beside its kernels the same way). Facts about the code they sit next to, not tuning
- * knobs: tests/test_kernel_tables.c checks them against the contract above (padding of 64 bytes,
+ * knobs: tests/test_kernel_traits.c checks them against the contract above (padding of 64 bytes,
  * a vector's lanes dividing it, the accumulator type the drivers allocate). */
 typedef struct {
     fa_dtype input;          /* the type of the rows the kernels read: q, k, v, dout */
@@ -119,8 +120,8 @@ typedef struct {
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;
 
-/* CPU features a table's instructions need; selection requires every one (select.c checks the
- * CPUID bits and that the OS saves the registers they use). */
+/* CPU features a table's instructions need; selection requires every one (cpu_features.c reads
+ * the CPUID bits and checks that the OS saves the registers they use). */
 enum {
     FA_CPU_AVX2 = 1u << 0,
     FA_CPU_FMA = 1u << 1,
