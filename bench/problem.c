@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counter_rng.h"
 #include "modifiers.h"
 
 // Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
@@ -15,30 +16,11 @@
 // Stream ids keep q, k, v and dout independent for the same seed (modifiers.c has the next ones).
 enum { STREAM_Q = 1, STREAM_K = 2, STREAM_V = 3, STREAM_DOUT = 4 };
 
-// splitmix64's output function: a counter-based generator, so each element's value depends on
-// (seed, tensor, logical index) only and a future parallel fill gives the same numbers.
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-// Uniform in [0, 1) with 53 random bits.
-static double unit_uniform(uint64_t key, uint64_t counter)
-{
-    return (double)(mix64(key + counter) >> 11) * 0x1p-53;
-}
-
 static double sample(bench_dist dist, uint64_t key, uint64_t index)
 {
     if (dist == BENCH_DIST_UNIFORM) return 2.0 * unit_uniform(key, index) - 1.0;
     if (dist == BENCH_DIST_PEAKY) return 10.0 * (2.0 * unit_uniform(key, index) - 1.0);
-    // Box-Muller with two counters per element; 1 - u keeps the log argument in (0, 1].
-    double u1 = 1.0 - unit_uniform(key, 2 * index);
-    double u2 = unit_uniform(key, 2 * index + 1);
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+    return unit_normal(key, index);
 }
 
 static size_t elem_size(fa_dtype t)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counter_rng.h" /* bench/: the generator fa-bench uses, so a seed names the same problem */
+
 bm_shard bm_shard_of(const bm_options *o, int rank, int ranks)
 {
     bm_shard sh;
@@ -27,28 +29,6 @@ bm_shard bm_shard_of(const bm_options *o, int rank, int ranks)
     return sh;
 }
 
-// bench/problem.c's generator (splitmix64's output function, 53-bit uniforms, Box-Muller with two
-// counters per element), so that a seed names the same global problem as in fa-bench.
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static double unit_uniform(uint64_t key, uint64_t counter)
-{
-    return (double)(mix64(key + counter) >> 11) * 0x1p-53;
-}
-
-static double normal(uint64_t key, uint64_t index)
-{
-    double u1 = 1.0 - unit_uniform(key, 2 * index);
-    double u2 = unit_uniform(key, 2 * index + 1);
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
-}
-
 static size_t elem_of(fa_dtype t)
 {
     return t == FA_F64 ? sizeof(double) : sizeof(float);
@@ -65,7 +45,7 @@ void bm_fill(const fa_tensor *t, const bm_shard *sh, int64_t n, uint64_t seed, u
                     int64_t at =
                         b * t->stride_batch + h * t->stride_head + (sh->run[g].row + x) * t->stride_seq;
                     for (int64_t d = 0; d < t->dim; d++) {
-                        double v = normal(key, (uint64_t)(global_row * t->dim + d));
+                        double v = unit_normal(key, (uint64_t)(global_row * t->dim + d));
                         if (t->dtype == FA_F64)
                             ((double *)t->data)[at + d] = v;
                         else

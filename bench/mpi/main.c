@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h" /* bench/: bench_now() */
+
 #include "identity.h"
 #include "job.h"
 #include "measure.h"
@@ -17,19 +19,12 @@
 
 static double started;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // A progress line on stderr from rank 0, written whole (several ranks share the terminal).
 static void progress(const bm_job *j, const char *fmt, ...)
 {
     if (j->rank != 0) return;
     char line[512];
-    int n = snprintf(line, sizeof line, "fa-bench-mpi: [%7.1f s] ", now() - started);
+    int n = snprintf(line, sizeof line, "fa-bench-mpi: [%7.1f s] ", bench_now() - started);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof line) vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
@@ -156,7 +151,7 @@ int main(int argc, char **argv)
     // Only the main thread calls MPI; the library's OpenMP threads never do.
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    started = now();
+    started = bench_now();
     bm_options o;
     int rc = bm_options_parse(argc, argv, rank, &o);
     if (rc != 0) {

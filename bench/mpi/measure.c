@@ -8,14 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "verify.h"
+#include "timing.h" /* bench/: bench_now() */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "verify.h"
 
 void bm_pass_init(bm_pass_result *r, int pass)
 {
@@ -91,9 +86,9 @@ static fa_status reference_calls(bm_job *j, int pass, int untimed, int calls, bm
 {
     int st = FA_OK;
     for (int i = 0; j->rank == 0 && i < calls && st == FA_OK; i++) {
-        double started = now();
+        double started = bench_now();
         st = (int)reference_call(j, pass);
-        double took = now() - started;
+        double took = bench_now() - started;
         if (st == FA_OK && side && i >= untimed) add_sample(side, took);
     }
     if (st != FA_OK) fprintf(stderr, "fa-bench-mpi: the one-process reference failed: %s\n", fa_last_error());
@@ -165,9 +160,9 @@ fa_status bm_time_mpi(bm_job *j, bm_pass_result *r)
     for (int i = 0; i < j->o.warmup + j->o.reps; i++) {
         MPI_Barrier(j->comm); // the ranks start together: a rep's time is the slowest rank's
         bm_profile_start();
-        double started = now();
+        double started = bench_now();
         fa_status st = mpi_call(j, r->pass);
-        double own = now() - started;
+        double own = bench_now() - started;
         bm_profile profile = bm_profile_stop();
         if (st != FA_OK) { // every rank has the same status
             if (j->rank == 0) fprintf(stderr, "fa-bench-mpi: %s\n", fa_mpi_last_error());

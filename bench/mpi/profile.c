@@ -7,18 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h" /* bench/: bench_now() */
+
 #include "flashattn.h"
 #include "flashattn_mpi.h"
 
 static int counting;
 static bm_profile counted;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // The timing around one call: a statement that assigns rc from `call`.
 #define TIMED(part, call)                                                                                    \
@@ -27,9 +22,9 @@ static double now(void)
             call;                                                                                            \
             break;                                                                                           \
         }                                                                                                    \
-        double started_ = now();                                                                             \
+        double started_ = bench_now();                                                                             \
         call;                                                                                                \
-        counted.seconds[part] += now() - started_;                                                           \
+        counted.seconds[part] += bench_now() - started_;                                                           \
         counted.calls[part]++;                                                                               \
     } while (0)
 

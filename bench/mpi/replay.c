@@ -7,12 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "timing.h" /* bench/: bench_now() */
 
 int bm_replayer_init(bm_replayer *r, MPI_Comm comm)
 {
@@ -121,7 +116,7 @@ int bm_replay_prepare(bm_replayer *r, const bm_trace *t)
 double bm_replay_run(bm_replayer *r, const bm_trace *t)
 {
     // Only an MPI error can stop a rank here, and MPI errors end the job.
-    double started = now();
+    double started = bench_now();
     for (int x = 0; x < t->n_events; x++) {
         const bm_event *e = &t->events[x];
         if (e->kind == BM_EVENT_SEND) {
@@ -140,5 +135,5 @@ double bm_replay_run(bm_replayer *r, const bm_trace *t)
             }
         }
     }
-    return now() - started;
+    return bench_now() - started;
 }
