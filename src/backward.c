@@ -8,6 +8,7 @@
 
 #include "arena.h"
 #include "epilogue.h"
+#include "half_rows.h"
 #include "pack.h"
 #include "schedule.h"
 #include "team.h"
@@ -25,6 +26,7 @@ typedef struct {
     fa_backward_plan plan;     /* resolved: FUSED, SPLIT or WAVEFRONT */
     atomic_int *dq_progress;   /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
     const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
+    const int64_t *first_grad; /* ... and its first split-plan item (half-precision queries only) */
 } fa_backward_job;
 
 /* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
@@ -77,6 +79,25 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
 }
 
+size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows, int kv_tiles)
+{
+    size_t bytes = 0, e = sizeof(float); /* half precision accumulates in float */
+    if (q_rows)
+        bytes = fa_size_add(fa_arena_tile((size_t)block_q, (size_t)dim, e), fa_arena_tile((size_t)block_q, (size_t)dim_v, e));
+    if (kv_tiles)
+        bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, e),
+                                               fa_arena_tile((size_t)block_k, (size_t)dim_v, e)));
+    return bytes;
+}
+
+/* An item's arena: the formula, and the rows and tiles it widens from half precision. */
+static size_t item_scratch_bytes(const fa_problem *p, int64_t block_q, int64_t block_k, size_t elem)
+{
+    return fa_size_add(fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
+                       fa_backward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_dtype_is_half(p->q_type),
+                                              fa_dtype_is_half(p->kv_type)));
+}
+
 /* The fused plan runs whole heads, B·Hkv of them: with `rounds` of them per thread, threads sit
  * idle for rounds·threads - heads head-times. The wavefront plan does the same work in key-block
  * items and keeps every thread busy (its pipeline fills in a few tiles), but its threads wait by
@@ -113,8 +134,9 @@ const char *fa_backward_plan_name(fa_backward_plan plan)
 }
 
 /* A batch of sequences: every sequence runs the fused plan on its own dense problem (delta items,
- * then one item per (sequence, kv head)), with the block sizes of the longest sequence, so each
- * sequence's gradients are those of a dense call of it alone. Not paged (validate.c refuses it). */
+ * then one item per (sequence, kv head)), or the split plan when the queries are half precision
+ * (fa_backward_run says why), with the block sizes of the longest sequence, so each sequence's
+ * gradients are those of a dense call of it alone. Not paged (validate.c refuses it). */
 static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
@@ -131,14 +153,17 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
     /* the rows buffer: delta, laid out as lse, then the sequences' first delta items */
     int64_t lse_elems = (p->seqs->cu_seqlens_q ? 1 : p->batch) * p->q_heads * p->lse_head_stride;
     size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem);
-    if (fa_context_reserve_rows(ctx, delta_bytes + (size_t)(p->batch + 1) * sizeof(int64_t)) != 0)
+    if (fa_context_reserve_rows(ctx, delta_bytes + 2 * (size_t)(p->batch + 1) * sizeof(int64_t)) != 0)
         return FA_ERR_NOMEM;
-    int64_t *first = (int64_t *)(void *)((char *)ctx->rows + delta_bytes);
-    first[0] = 0;
+    int64_t *first = (int64_t *)(void *)((char *)ctx->rows + delta_bytes), *first_grad = first + p->batch + 1;
+    first[0] = first_grad[0] = 0;
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem_sequence(p, b, &one);
-        first[b + 1] = first[b] + fa_q_schedule_make(&one, block_q).count;
+        int64_t q_items = fa_q_schedule_make(&one, block_q).count;
+        first[b + 1] = first[b] + q_items;
+        first_grad[b + 1] = first_grad[b] + q_items + one.kv_heads * ((one.kv_len + block_k - 1) / block_k);
     }
+    const int split = fa_dtype_is_half(p->q_type);
     fa_backward_job job = {p,
                            ctx->kernels,
                            fa_q_schedule_make(&widest, block_q),
@@ -147,17 +172,19 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
                            0,
                            fa_round_up(block_q, pad),
                            ctx->rows,
-                           FA_BACKWARD_PLAN_FUSED,
+                           split ? FA_BACKWARD_PLAN_SPLIT : FA_BACKWARD_PLAN_FUSED,
                            NULL,
-                           first};
+                           first,
+                           first_grad};
     int f64 = p->dtype == FA_F64;
     fa_team_work work = {
-        .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
+        .scratch_bytes = item_scratch_bytes(p, block_q, block_k, elem),
         .job = &job,
         .phases = 2,
         .phase = {{first[p->batch], f64 ? delta_sequence_item_f64 : delta_sequence_item_f32},
                   {p->batch * p->kv_heads, f64 ? head_sequence_item_f64 : head_sequence_item_f32}},
     };
+    if (split) work.phase[1] = (fa_team_phase){first_grad[p->batch], f64 ? grad_sequence_item_f64 : grad_sequence_item_f32};
     if (p->dsinks)
         work.phase[work.phases++] =
             (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
@@ -193,6 +220,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
                            NULL,
                            FA_BACKWARD_PLAN_AUTO,
                            NULL,
+                           NULL,
                            NULL};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
@@ -201,6 +229,10 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     job.plan = ctx->backward_plan;
     if (job.plan == FA_BACKWARD_PLAN_AUTO)
         job.plan = fa_backward_plan_for(head_items, ctx->num_threads, fa_context_call_cores(ctx));
+    /* Half-precision dq is summed in float and rounded once: the split plan's dQ items sum in their
+     * arena; the fused and wavefront plans sum in the caller's dq rows, which would round at every
+     * key block. A function of the dtypes, not of the team: still the same bits at any thread count. */
+    if (fa_dtype_is_half(p->q_type)) job.plan = FA_BACKWARD_PLAN_SPLIT;
 
     /* the rows buffer: delta, then (wavefront) one counter per query block, 64-byte aligned */
     size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);
@@ -211,7 +243,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
 
     fa_team_work work = {
-        .scratch_bytes = fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
+        .scratch_bytes = item_scratch_bytes(p, block_q, block_k, elem),
         .job = &job,
         .phases = 2,
         .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},

@@ -7,6 +7,7 @@
 
 #include "arena.h"
 #include "epilogue.h"
+#include "half_rows.h"
 #include "pack.h"
 #include "schedule.h"
 #include "team.h"
@@ -93,6 +94,25 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
     size_t queries = fa_arena_tile(d, ld, elem), scores = fa_arena_tile(bk, ld, elem);
     size_t accumulator = fa_arena_tile(bq, dv_pad, elem), row_stats = 2 * fa_arena_tile(1, ld, elem);
     return fa_size_add(fa_size_add(queries, scores), fa_size_add(accumulator, row_stats));
+}
+
+size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem, int q_rows,
+                             int kv_tiles)
+{
+    size_t bytes = 0;
+    if (q_rows) bytes = fa_arena_tile((size_t)block_q, (size_t)dim, elem);
+    if (kv_tiles)
+        bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, elem),
+                                               fa_arena_tile((size_t)block_k, (size_t)dim_v, elem)));
+    return bytes;
+}
+
+/* The tiles a problem's items stage in their arena (forward_item.h): half-precision queries, and
+ * paged or half-precision keys and values. */
+static size_t problem_tile_bytes(const fa_problem *p, int paged, int64_t block_q, int64_t block_k)
+{
+    return fa_forward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_elem_size(p->dtype), fa_dtype_is_half(p->q_type),
+                                 paged || fa_dtype_is_half(p->kv_type));
 }
 
 static size_t fa_max_size(size_t a, size_t b)
@@ -207,9 +227,7 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
                           0,
                           0};
     size_t scratch = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem);
-    if (p->seqs->block_table)
-        scratch = fa_size_add(scratch, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)p->dim, elem),
-                                                   fa_arena_tile((size_t)block_k, (size_t)p->dim_v, elem)));
+    scratch = fa_size_add(scratch, problem_tile_bytes(p, p->seqs->block_table != NULL, block_q, block_k));
     scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, FA_SPLIT_TARGET_ITEMS, elem));
     int f64 = p->dtype == FA_F64;
     fa_status st = FA_OK;
@@ -269,7 +287,8 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           0};
     job.split = fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     int f64 = p->dtype == FA_F64;
-    size_t scratch = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem);
+    size_t scratch = fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+                                 problem_tile_bytes(p, 0, block_q, block_k));
     if (job.split.splits > 1)
         scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, job.split.splits, elem));
     fa_team_work work = {

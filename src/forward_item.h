@@ -15,19 +15,21 @@ typedef struct {
 } FA_NAME(rows_state_);
 
 /* The run of keys from t on that lie in one page of a paged pool (at most `left` keys): the
- * rows of kv_head there, at k and v, p->k.stride_seq and p->v.stride_seq elements apart. */
+ * rows of kv_head there, at k and v, p->k.stride_seq and p->v.stride_seq elements apart (of
+ * p->kv_type: bytes, since a half-precision pool widens as it is copied). */
 typedef struct {
-    const FA_T *k, *v;
+    const char *k, *v;
     int64_t rows;
 } FA_NAME(page_run_);
 
 static FA_NAME(page_run_) FA_NAME(page_run_at_)(const fa_problem *p, int64_t kv_head, int64_t t, int64_t left)
 {
     FA_NAME(page_run_) run;
+    size_t elem = fa_elem_size(p->kv_type);
     int64_t row0 = t % p->page_size, page = p->pages[t / p->page_size];
     run.rows = p->page_size - row0 < left ? p->page_size - row0 : left;
-    run.k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), page, kv_head, row0);
-    run.v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), page, kv_head, row0);
+    run.k = (const char *)fa_view_at(&p->k, elem, page, kv_head, row0);
+    run.v = (const char *)fa_view_at(&p->v, elem, page, kv_head, row0);
     return run;
 }
 
@@ -35,11 +37,26 @@ static FA_NAME(page_run_) FA_NAME(page_run_at_)(const fa_problem *p, int64_t kv_
  * holds). */
 static void FA_NAME(prefetch_run_)(const fa_problem *p, const FA_NAME(page_run_) * run)
 {
-    const int64_t line = 64 / (int64_t)sizeof(FA_T); /* elements per cache line */
+    const int64_t elem = (int64_t)fa_elem_size(p->kv_type);
     for (int64_t r = 0; r < run->rows; r++) {
-        for (int64_t x = 0; x < p->dim; x += line) __builtin_prefetch(run->k + r * p->k.stride_seq + x, 0, 2);
-        for (int64_t y = 0; y < p->dim_v; y += line) __builtin_prefetch(run->v + r * p->v.stride_seq + y, 0, 2);
+        for (int64_t x = 0; x < p->dim * elem; x += 64)
+            __builtin_prefetch(run->k + r * p->k.stride_seq * elem + x, 0, 2);
+        for (int64_t y = 0; y < p->dim_v * elem; y += 64)
+            __builtin_prefetch(run->v + r * p->v.stride_seq * elem + y, 0, 2);
     }
+}
+
+/* `rows` rows of one of k and v (`dim` wide, `stride` elements of p->kv_type apart) into a tile of
+ * FA_T rows `dim` apart: copied, or widened when the cache is half precision. */
+static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) *kern, const fa_problem *p, int64_t rows, int64_t dim,
+                                const char *src, int64_t stride, FA_T *dst)
+{
+    if (fa_dtype_is_half(p->kv_type)) {
+        kern->widen(rows, dim, (const uint16_t *)(const void *)src, stride, p->kv_type, dst, dim);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(dst + r * dim, src + r * stride * (int64_t)sizeof(FA_T), (size_t)dim * sizeof(FA_T));
 }
 
 /* Paged keys (p->pages, the problem of one sequence): keys [col0, col0 + cols) of kv_head copied
@@ -49,10 +66,9 @@ static void FA_NAME(prefetch_run_)(const fa_problem *p, const FA_NAME(page_run_)
  * rows while it copies this one's: in a [pages][page_size][Hkv][D] pool one head's rows lie Hkv·D
  * elements apart, each in another 4 KiB page, where the hardware prefetchers (which stop at page
  * boundaries) never start, so without it every row waited for memory on its own. */
-static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t kv_head, int64_t col0, int64_t cols,
-                                   FA_T *k_tile, FA_T *v_tile)
+static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) *kern, const fa_problem *p, int64_t kv_head, int64_t col0,
+                                   int64_t cols, FA_T *k_tile, FA_T *v_tile)
 {
-    size_t k_row = (size_t)p->dim * sizeof(FA_T), v_row = (size_t)p->dim_v * sizeof(FA_T);
     if (cols <= 0) return;
     FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0, cols);
     FA_NAME(prefetch_run_)(p, &run);
@@ -63,10 +79,9 @@ static void FA_NAME(gather_pages_)(const fa_problem *p, int64_t kv_head, int64_t
             next = FA_NAME(page_run_at_)(p, kv_head, col0 + after, cols - after);
             FA_NAME(prefetch_run_)(p, &next);
         }
-        for (int64_t r = 0; r < run.rows; r++, c++) {
-            memcpy(k_tile + c * p->dim, run.k + r * p->k.stride_seq, k_row);
-            memcpy(v_tile + c * p->dim_v, run.v + r * p->v.stride_seq, v_row);
-        }
+        FA_NAME(tile_rows_)(kern, p, run.rows, p->dim, run.k, p->k.stride_seq, k_tile + c * p->dim);
+        FA_NAME(tile_rows_)(kern, p, run.rows, p->dim_v, run.v, p->v.stride_seq, v_tile + c * p->dim_v);
+        c = after;
         run = next;
     }
 }
@@ -89,22 +104,33 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     st.row_sum = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
     st.acc_stride = dv_pad;
 
-    const FA_T *q = (const FA_T *)fa_view_at(&p->q, sizeof(FA_T), it->batch, it->q_head, it->row0);
-    const FA_T *k = NULL, *v = NULL;
-    int64_t k_stride = p->dim, v_stride = p->dim_v;
+    /* Queries: packed from the caller's rows, or from their widened copy when q is half precision.
+     * Keys and values: read where the caller keeps them, or from tiles of the arena, filled for each
+     * key tile, when they are paged or half precision. */
+    const int q_half = fa_dtype_is_half(p->q_type), kv_tiles = p->pages || fa_dtype_is_half(p->kv_type);
+    const size_t kv_elem = fa_elem_size(p->kv_type);
+    const char *q = (const char *)fa_view_at(&p->q, fa_elem_size(p->q_type), it->batch, it->q_head, it->row0);
+    const char *k = NULL, *v = NULL;
     FA_T *k_tile = NULL, *v_tile = NULL;
-    if (p->pages) {
+    if (kv_tiles) {
         k_tile = fa_arena_alloc(arena, (size_t)(bk * p->dim) * sizeof(FA_T));
         v_tile = fa_arena_alloc(arena, (size_t)(bk * p->dim_v) * sizeof(FA_T));
-    } else {
-        k = (const FA_T *)fa_view_at(&p->k, sizeof(FA_T), it->batch, kv_head, 0);
-        v = (const FA_T *)fa_view_at(&p->v, sizeof(FA_T), it->batch, kv_head, 0);
-        k_stride = p->k.stride_seq;
-        v_stride = p->v.stride_seq;
     }
+    if (!p->pages) {
+        k = (const char *)fa_view_at(&p->k, kv_elem, it->batch, kv_head, 0);
+        v = (const char *)fa_view_at(&p->v, kv_elem, it->batch, kv_head, 0);
+    }
+    const int64_t k_stride = kv_tiles ? p->dim : p->k.stride_seq, v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
 
     /* the scale folded into the queries: score tiles come out scaled */
-    kern->pack_transposed(it->rows, p->dim, q, p->q.stride_seq, (FA_T)p->scale, qt, ld);
+    if (q_half) {
+        FA_T *q_rows = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * p->dim) * sizeof(FA_T));
+        kern->widen(it->rows, p->dim, (const uint16_t *)(const void *)q, p->q.stride_seq, p->q_type, q_rows, p->dim);
+        kern->pack_transposed(it->rows, p->dim, q_rows, p->dim, (FA_T)p->scale, qt, ld);
+    } else {
+        kern->pack_transposed(it->rows, p->dim, (const FA_T *)(const void *)q, p->q.stride_seq, (FA_T)p->scale, qt,
+                              ld);
+    }
     for (int64_t r = 0; r < ld; r++) {
         st.row_max[r] = -(FA_T)INFINITY;
         st.row_sum[r] = 0;
@@ -123,10 +149,17 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
         const FA_T *kt = k_tile, *vt = v_tile;
-        if (p->pages)
-            FA_NAME(gather_pages_)(p, kv_head, col0, cols, k_tile, v_tile);
-        else
-            kt = k + col0 * k_stride, vt = v + col0 * v_stride;
+        if (p->pages) {
+            FA_NAME(gather_pages_)(kern, p, kv_head, col0, cols, k_tile, v_tile);
+        } else if (kv_tiles) {
+            FA_NAME(tile_rows_)(kern, p, cols, p->dim, k + col0 * p->k.stride_seq * (int64_t)kv_elem, p->k.stride_seq,
+                                k_tile);
+            FA_NAME(tile_rows_)(kern, p, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem,
+                                p->v.stride_seq, v_tile);
+        } else {
+            kt = (const FA_T *)(const void *)k + col0 * k_stride;
+            vt = (const FA_T *)(const void *)v + col0 * v_stride;
+        }
         kern->scores(it->rows, ld, cols, p->dim, qt, kt, k_stride, s);
         if (modified) {
             fa_score_mods mods =
@@ -148,7 +181,9 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
  * neither exponential overflows whichever of m and σ is larger. */
 static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) * st)
 {
-    FA_T *out = (FA_T *)fa_view_at(&p->out, sizeof(FA_T), it->batch, it->q_head, it->row0);
+    const size_t q_elem = fa_elem_size(p->q_type);
+    const int out_half = fa_dtype_is_half(p->q_type);
+    char *out = (char *)fa_view_at(&p->out, q_elem, it->batch, it->q_head, it->row0);
     FA_T *lse = p->lse
                     ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride +
                           it->row0 * p->lse_row_stride
@@ -156,7 +191,8 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {
-        FA_T *o = out + r * p->out.stride_seq;
+        char *row = out + r * p->out.stride_seq * (int64_t)q_elem;
+        FA_T *o = out_half ? st->acc + r * st->acc_stride : (FA_T *)(void *)row; /* half: in place, then rounded */
         const FA_T *a = st->acc + r * st->acc_stride;
         FA_T l = st->row_sum[r], m = st->row_max[r];
         /* l == 0 exactly when the row saw no key: exact zeros and -inf (the sink's logit with a
@@ -173,6 +209,9 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] * w;
             if (lse) lse[r * p->lse_row_stride] = big + FA_LOG(denom);
         }
+        /* the row in the accumulation type, rounded once to the output's */
+        if (out_half)
+            for (int64_t y = 0; y < p->dim_v; y++) fa_half_store(p->q_type, row, y, (float)o[y]);
     }
 }
 

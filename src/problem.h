@@ -16,7 +16,9 @@ typedef struct {
 } fa_view;
 
 typedef struct {
-    fa_dtype dtype;
+    fa_dtype dtype;   /* the accumulation type, FA_F32 or FA_F64: of scores, lse, delta, accumulators */
+    fa_dtype q_type;  /* of q, out, dout and dq: dtype, or FA_BF16/FA_F16 */
+    fa_dtype kv_type; /* of k, v, dk and dv: q_type, or FA_BF16/FA_F16 under f32 queries */
     int64_t batch, q_heads, kv_heads;
     int64_t group; /* q_heads / kv_heads: query head h reads kv head h / group */
     int64_t q_len, kv_len, dim, dim_v;
@@ -66,6 +68,17 @@ int fa_problem_group_rows(const fa_problem *p, fa_problem *grouped);
  * sequence after sequence. first[b] is the index of sequence b's first item; first has batch + 1
  * entries (first[batch] = the count). Returns the sequence of item `index` (binary search). */
 int64_t fa_sequence_of_item(const int64_t *first, int64_t batch, int64_t index);
+
+/* Bytes of one element of each group of views: q, out, dout, dq (q_type); k, v, dk, dv (kv_type). */
+static inline size_t fa_elem_size(fa_dtype t)
+{
+    return t == FA_F64 ? 8 : t == FA_F32 ? 4 : 2;
+}
+
+static inline int fa_dtype_is_half(fa_dtype t)
+{
+    return t == FA_BF16 || t == FA_F16;
+}
 
 /* Whether the problem has a value modifier, applied to every score computed (softcap, ALiBi, bias). */
 static inline int fa_problem_modifies_scores(const fa_problem *p)

@@ -14,7 +14,8 @@ static fa_view view_from(const fa_view *v, size_t elem, int64_t b, int64_t row)
 
 void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
 {
-    size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    /* the accumulation type's size moves lse and bias; each view moves by its own element size */
+    size_t elem = fa_elem_size(p->dtype), q_elem = fa_elem_size(p->q_type), kv_elem = fa_elem_size(p->kv_type);
     *one = *p;
     one->batch = 1;
     one->seqs = NULL;
@@ -26,10 +27,10 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
         q_row = s->cu_seqlens_q[b];
         one->q_len = s->cu_seqlens_q[b + 1] - q_row;
     }
-    one->q = view_from(&p->q, elem, q_batch, q_row);
-    one->out = view_from(&p->out, elem, q_batch, q_row);
-    one->dout = view_from(&p->dout, elem, q_batch, q_row);
-    one->dq = view_from(&p->dq, elem, q_batch, q_row);
+    one->q = view_from(&p->q, q_elem, q_batch, q_row);
+    one->out = view_from(&p->out, q_elem, q_batch, q_row);
+    one->dout = view_from(&p->dout, q_elem, q_batch, q_row);
+    one->dq = view_from(&p->dq, q_elem, q_batch, q_row);
     if (p->lse)
         one->lse = (char *)p->lse + (q_batch * p->q_heads * p->lse_head_stride + q_row) * (int64_t)elem;
     /* keys: packed rows of batch 0, pages, or batch b */
@@ -44,10 +45,10 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
         one->page_size = p->kv_len; /* the pools' seq axis */
         one->kv_len = s->pages_per_seq * p->kv_len;
     } else {
-        one->k = view_from(&p->k, elem, k_batch, k_row);
-        one->v = view_from(&p->v, elem, k_batch, k_row);
-        one->dk = view_from(&p->dk, elem, k_batch, k_row);
-        one->dv = view_from(&p->dv, elem, k_batch, k_row);
+        one->k = view_from(&p->k, kv_elem, k_batch, k_row);
+        one->v = view_from(&p->v, kv_elem, k_batch, k_row);
+        one->dk = view_from(&p->dk, kv_elem, k_batch, k_row);
+        one->dv = view_from(&p->dv, kv_elem, k_batch, k_row);
     }
     if (s && s->seqused_k) one->kv_len = s->seqused_k[b];
     one->diag_offset = (p->causal == FA_CAUSAL_TOP_LEFT ? 0 : one->kv_len - one->q_len) + p->diag_shift;

@@ -114,14 +114,11 @@ static fa_status check_shapes(const char *call, named_view q, named_view k, name
     return FA_OK;
 }
 
-/* Valid requests this version does not compute: half-precision tensors, on every CPU (the kernel
- * tables a CPU lacks are fa_context_create's to report). */
-static fa_status check_supported(const char *call, named_view q, const fa_params *p, int backward)
+/* Valid requests this version does not compute, on every CPU (the kernel tables a CPU lacks are
+ * fa_context_create's to report). */
+static fa_status check_supported(const char *call, const fa_params *p, int backward)
 {
     static const char *const later = "not supported by this version of the library (on any CPU)";
-    if (q.t->dtype != FA_F32 && q.t->dtype != FA_F64)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "%s.dtype = %s: %s; it computes FA_F32 and FA_F64",
-                            q.name, fa_dtype_name(q.t->dtype), later);
     if (p->seqs && p->bias)
         return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.bias with p.seqs: a per-sequence bias is %s", later);
     if (backward && p->seqs && p->seqs->block_table)
@@ -179,7 +176,9 @@ static fa_view view_of(const fa_tensor *t)
 static void fill_problem(fa_problem *prob, const fa_params *params, const fa_tensor *q, const fa_tensor *k,
                          const fa_tensor *v, const fa_tensor *out, const void *lse)
 {
-    prob->dtype = q->dtype;
+    prob->dtype = q->dtype == FA_F64 ? FA_F64 : FA_F32; /* half inputs accumulate in float */
+    prob->q_type = q->dtype;
+    prob->kv_type = k->dtype;
     prob->batch = q->batch;
     prob->q_heads = q->heads;
     prob->kv_heads = k->heads;
@@ -346,12 +345,12 @@ static fa_status seqs_input_ranges(const char *call, const fa_seqs *s, byte_rang
  * arrays come after every tensor shape: one that cannot be read (misaligned or wrapping) is
  * FA_ERR_STRIDE, which must not pre-empt a wrong shape elsewhere. */
 static fa_status check_common(const char *call, const fa_params *params, named_view nq, named_view nk,
-                              named_view nv, named_view nout, const named_view *all, int n_all,
-                              const named_view (*like)[2], int n_like)
+                              named_view nv, named_view nout, const named_view *all, const int *leader,
+                              int n_all, const named_view (*like)[2], int n_like)
 {
     fa_status st;
     if ((st = check_params(call, params, nq.t->dtype)) != FA_OK) return st;
-    if ((st = fa_check_dtypes(call, all, n_all)) != FA_OK) return st;
+    if ((st = fa_check_call_dtypes(call, all, leader, n_all)) != FA_OK) return st;
     if ((st = check_shapes(call, nq, nk, nv, nout, params->seqs != NULL)) != FA_OK) return st;
     for (int i = 0; i < n_like; i++)
         for (int axis = 0; axis < 4; axis++)
@@ -377,14 +376,16 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
     int n_all = with_bias(all, 4, &params), n_in = with_bias(in, 3, &params);
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
-    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all, NULL, 0)) != FA_OK) return st;
+    /* the group each view's dtype follows (view_checks.h): q's, k's, or the accumulation type */
+    static const int leader[5] = {0, 1, 1, 0, -1};
+    if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, NULL, 0)) != FA_OK) return st;
     byte_range in_range[10], out_range[2];
     if ((st = fa_check_strides(call, in, n_in, &nout, 1, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &out_range[1])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
     if ((st = seqs_input_ranges(call, params.seqs, in_range, &n_in)) != FA_OK) return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 2)) != FA_OK) return st;
-    if ((st = check_supported(call, nq, &params, 0)) != FA_OK) return st;
+    if ((st = check_supported(call, &params, 0)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     return FA_OK;
 }
@@ -408,7 +409,9 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
         return fa_diag_fail(FA_ERR_NULL, call, "p.sinks is NULL but p.dsinks asks for its gradient");
     /* each gradient (and dout) has the shape of the tensor it belongs to */
     const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
-    if ((st = check_common(call, &params, nq, nk, nv, nout, all, n_all, shaped_like, 4)) != FA_OK) return st;
+    static const int leader[9] = {0, 1, 1, 0, 0, 0, 1, 1, -1}; /* dout, dq: q's; dk, dv: k's */
+    if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, shaped_like, 4)) != FA_OK)
+        return st;
     byte_range in_range[13], out_range[4];
     if ((st = fa_check_strides(call, in, n_in, grads, 3, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &in_range[n_in++])) != FA_OK) return st;
@@ -418,7 +421,7 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
         FA_OK)
         return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 4)) != FA_OK) return st;
-    if ((st = check_supported(call, nq, &params, 1)) != FA_OK) return st;
+    if ((st = check_supported(call, &params, 1)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     prob->dsinks = params.dsinks;
     prob->dout = view_of(dout);

@@ -156,6 +156,45 @@ fa_status fa_check_dtypes(const char *call, const named_view *t, int n)
     return FA_OK;
 }
 
+/* The pair a call's dtypes may form: one type throughout, or f32 queries over a half-precision
+ * KV cache. */
+static int dtype_pair_allowed(fa_dtype q, fa_dtype k)
+{
+    return q == k || (q == FA_F32 && (k == FA_BF16 || k == FA_F16));
+}
+
+fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int *leader, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!dtype_known(t[i].t->dtype))
+            return fa_diag_fail(FA_ERR_DTYPE, call,
+                                "%s.dtype = %d: expected FA_F32, FA_F64, FA_BF16 or FA_F16", t[i].name,
+                                (int)t[i].t->dtype);
+    const fa_dtype q = t[0].t->dtype, k = t[1].t->dtype;
+    if (!dtype_pair_allowed(q, k))
+        return fa_diag_fail(FA_ERR_DTYPE, call,
+                            "%s.dtype = %s but %s.dtype = %s: q and k share a dtype, or q is FA_F32 over a "
+                            "FA_BF16 or FA_F16 k (a half-precision KV cache)",
+                            t[1].name, fa_dtype_name(k), t[0].name, fa_dtype_name(q));
+    const fa_dtype accum = q == FA_F64 ? FA_F64 : FA_F32;
+    for (int i = 2; i < n; i++) {
+        if (leader[i] < 0) {
+            if (t[i].t->dtype != accum)
+                return fa_diag_fail(FA_ERR_DTYPE, call,
+                                    "%s.dtype = %s but %s.dtype = %s: it must be the accumulation type, %s",
+                                    t[i].name, fa_dtype_name(t[i].t->dtype), t[0].name, fa_dtype_name(q),
+                                    fa_dtype_name(accum));
+            continue;
+        }
+        const named_view *lead = &t[leader[i]];
+        if (t[i].t->dtype != lead->t->dtype)
+            return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %s but %s.dtype = %s: %s has the dtype of %s",
+                                t[i].name, fa_dtype_name(t[i].t->dtype), lead->name,
+                                fa_dtype_name(lead->t->dtype), t[i].name, lead->name);
+    }
+    return FA_OK;
+}
+
 /* Strides of every view, then the byte range each spans; outputs must not overlap themselves. */
 fa_status fa_check_strides(const char *call, const named_view *in, int n_in, const named_view *out, int n_out,
                            byte_range *in_range, byte_range *out_range)

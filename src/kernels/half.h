@@ -2,7 +2,8 @@
 /* bfloat16 and IEEE binary16 elements, one at a time: the portable conversions that ref's widen
  * operation, the drivers' output rounding and the tests share.
  *
- * Widening (half -> float) is exact for both types. Narrowing (float -> half) rounds to nearest,
+ * Widening (half -> float) is exact for both types (an f16 NaN is made quiet, as vcvtph2ps does; a
+ * bf16 NaN keeps its bits). Narrowing (float -> half) rounds to nearest,
  * ties to even, once: a value beyond the largest finite half (after rounding) becomes ±inf,
  * values below the smallest normal become subnormals (f16; bf16 has float's exponent range, so
  * float subnormals become bf16 subnormals) or ±0, and a NaN stays a NaN with its sign and the top
@@ -38,7 +39,8 @@ static inline float fa_bf16_to_f32(uint16_t h)
 static inline float fa_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-    if (exponent == 0x1f) return fa_half_bits_float(sign | 0x7f800000u | (mantissa << 13)); /* inf, NaN */
+    if (exponent == 0x1f) /* inf; a NaN keeps sign and payload and is made quiet, as vcvtph2ps does */
+        return fa_half_bits_float(sign | 0x7f800000u | (mantissa << 13) | (mantissa ? 0x400000u : 0));
     if (exponent != 0) return fa_half_bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
     /* zero or subnormal: mantissa·2^-24, exact in float */
     return fa_half_bits_float(sign | fa_half_float_bits((float)mantissa * 0x1p-24f));

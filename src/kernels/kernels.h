@@ -110,12 +110,18 @@ typedef struct {
         void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                       \
         /* Backward through the softcap: ds[c][r] *= dcap[c][r] for c < cols, r < ld. */                     \
         void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \
+        /* dst[r][x] = src[r][x] for r < rows, x < dim: rows of `from` (FA_BF16 or FA_F16, 2-byte elements   \
+         * src_stride apart, any alignment) widened to T, which is exact, into rows dst_stride apart. How  \
+         * half-precision inputs reach the kernels above: the drivers widen a tile once into the arena   \
+         * (kernels/half.h has the scalar conversions). Every table gives ref's bits. */                    \
+        void (*widen)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, fa_dtype from,       \
+                      T *dst, int64_t dst_stride);                                                             \
     }
 
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
 #define FA_KERNEL_OPS(X)                                                                                       \
     X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities)              \
-        X(score_grad) X(modify) X(scale_grad)
+        X(score_grad) X(modify) X(scale_grad) X(widen)
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;

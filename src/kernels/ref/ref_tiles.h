@@ -142,6 +142,16 @@ static void FA_NAME(ref_scale_grad_)(int64_t ld, int64_t cols, FA_T *ds, const F
     for (int64_t x = 0; x < ld * cols; x++) ds[x] *= dcap[x];
 }
 
+static void FA_NAME(ref_widen_)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, fa_dtype from,
+                                FA_T *dst, int64_t dst_stride)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < dim; x++) {
+            uint16_t h = src[r * src_stride + x];
+            dst[r * dst_stride + x] = (FA_T)(from == FA_BF16 ? fa_bf16_to_f32(h) : fa_f16_to_f32(h));
+        }
+}
+
 #undef FA_NAME
 #undef FA_CAT
 #undef FA_CAT2

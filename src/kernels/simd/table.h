@@ -24,7 +24,8 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .probabilities = FA_NAME(probabilities_),
     .score_grad = FA_NAME(score_grad_),
     .modify = FA_NAME(modify_),
-    .scale_grad = FA_NAME(scale_grad_)};
+    .scale_grad = FA_NAME(scale_grad_),
+    .widen = FA_WIDEN_OP}; /* the ISA's <isa>_widen.c; NULL (ref's) for double, which no driver widens into */
 
 /* For the tests: fn of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */
@@ -45,6 +46,7 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef FA_ENTRY_POINT
 
 #undef FA_ISA_NAME
+#undef FA_WIDEN_OP
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
 #undef FA_FEW_ROWS_KEYS
