@@ -16,10 +16,13 @@ static double scale_of(const fa_params *p, int64_t d)
     return (p && p->scale != 0.0) ? p->scale : 1.0 / sqrt((double)d);
 }
 
-/* NAME(p, q, k, v, dout, dq, dk, dv, dsinks): every output may be NULL. */
+/* NAME(p, q, k, v, out, dout, dq, dk, dv, dsinks): every output may be NULL. out NULL: delta_i is
+ * sum_j P_ij·dP_ij from the oracle's own P; otherwise delta_i = dout_i·out_i from the given out
+ * tensor, summed in T in column order (what fa_backward does with the out it is handed). */
 #define DEFINE_REF_BACKWARD(NAME, T, EXP, MODIFY)                                                            \
     static void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,         \
-                     const fa_tensor *dout, double *dq, double *dk, double *dv, double *dsinks)              \
+                     const fa_tensor *out, const fa_tensor *dout, double *dq, double *dk, double *dv,        \
+                     double *dsinks)                                                                         \
     {                                                                                                        \
         int64_t B = q->batch, Hq = q->heads, Hkv = k->heads, nq = q->seq, nk = k->seq, d = q->dim,           \
                 dvd = v->dim, group = Hkv > 0 ? Hq / Hkv : 1;                                                \
@@ -62,8 +65,10 @@ static double scale_of(const fa_params *p, int64_t d)
                             for (int64_t y = 0; y < dvd; y++)                                                \
                                 dp += (T)ref_load(dout, b, h, i, y) * (T)ref_load(v, b, kvh, j, y);          \
                             dprob[j] = dp;                                                                   \
-                            delta += prob[j] * dp;                                                           \
+                            if (!out) delta += prob[j] * dp;                                                 \
                         }                                                                                    \
+                        for (int64_t y = 0; out && y < dvd; y++)                                             \
+                            delta += (T)ref_load(dout, b, h, i, y) * (T)ref_load(out, b, h, i, y);           \
                         if (has_sink) gsink[h] -= EXP(sink - ref) / sum * delta;                             \
                         for (int64_t j = 0; grads && j < nk; j++) {                                          \
                             if (!ref_sees(p, nq, nk, i, j)) continue;                                        \
@@ -100,25 +105,32 @@ DEFINE_REF_BACKWARD(backward_f32, float, expf, ref_modify_f32)
 void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                   const fa_tensor *dout, double *dq, double *dk, double *dv)
 {
-    backward_f64(p, q, k, v, dout, dq, dk, dv, NULL);
+    backward_f64(p, q, k, v, NULL, dout, dq, dk, dv, NULL);
 }
 
 void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                             const fa_tensor *dout, double *dq, double *dk, double *dv)
 {
-    backward_f32(p, q, k, v, dout, dq, dk, dv, NULL);
+    backward_f32(p, q, k, v, NULL, dout, dq, dk, dv, NULL);
 }
 
 void ref_backward_dsinks(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                          const fa_tensor *dout, double *dsinks)
 {
-    backward_f64(p, q, k, v, dout, NULL, NULL, NULL, dsinks);
+    backward_f64(p, q, k, v, NULL, dout, NULL, NULL, NULL, dsinks);
 }
 
 void ref_backward_dsinks_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                    const fa_tensor *v, const fa_tensor *dout, double *dsinks)
 {
-    backward_f32(p, q, k, v, dout, NULL, NULL, NULL, dsinks);
+    backward_f32(p, q, k, v, NULL, dout, NULL, NULL, NULL, dsinks);
+}
+
+void ref_backward_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                      const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                                      double *dq, double *dk, double *dv, double *dsinks)
+{
+    backward_f32(p, q, k, v, out, dout, dq, dk, dv, dsinks);
 }
 
 /* Row-level oracles (fa-bench's sampled check): the same definitions, one gradient row at a time. */
@@ -140,9 +152,11 @@ static double dot_with(const double *a, const fa_tensor *t, int64_t b, int64_t h
     if (t->dtype == FA_F64) {
         const double *row = (const double *)t->data + base;
         for (int64_t x = 0; x < t->dim; x++) dot += a[x] * row[x];
-    } else {
+    } else if (t->dtype == FA_F32) {
         const float *row = (const float *)t->data + base;
         for (int64_t x = 0; x < t->dim; x++) dot += a[x] * (double)row[x];
+    } else { // bf16, f16: widened element by element
+        for (int64_t x = 0; x < t->dim; x++) dot += a[x] * ref_load(t, b, h, s, x);
     }
     return dot;
 }

@@ -22,6 +22,17 @@ void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, co
 void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                             const fa_tensor *dout, double *dq, double *dk, double *dv);
 
+/* The f32 yardstick of a backward handed a rounded out (bf16, f16): the algorithm of
+ * ref_backward_naive_f32 from the inputs fa_backward gets, with delta_i = dout_i·out_i computed in
+ * float from the given out (as the header defines fa_backward's delta) instead of from its own P.
+ * An out rounded to half carries a relative error up to 2^-8 (bf16) or 2^-11 (f16) into delta and
+ * so into dS, dq and dk; an implementation judged against the exact oracle cannot do better than
+ * that, so the yardstick starts from the same out. dsinks (Hq values, summed in float) as
+ * ref_backward_dsinks_naive_f32 with that delta. Any output may be NULL. */
+void ref_backward_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                      const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                                      double *dq, double *dk, double *dv, double *dsinks);
+
 /* The gradient of L with respect to the sink logits, dsinks[0..Hq) (all 0 without p->sinks), in
  * double, by the algorithm of ref_backward: the sink is one more logit of row i, with probability
  * P_i,sink = e^(sinks[h]) / (that row's denominator) and a zero value row, so

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* bf16/f16 test helpers; see half_util.h. */
+#include "half_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/half.h"
+#include "reference.h"
+
+size_t hu_dtype_size(fa_dtype t)
+{
+    switch (t) {
+    case FA_F64: return sizeof(double);
+    case FA_BF16:
+    case FA_F16: return sizeof(uint16_t);
+    default: return sizeof(float);
+    }
+}
+
+const char *hu_dtype_name(fa_dtype t)
+{
+    switch (t) {
+    case FA_F32: return "f32";
+    case FA_F64: return "f64";
+    case FA_BF16: return "bf16";
+    case FA_F16: return "f16";
+    default: return "?";
+    }
+}
+
+double hu_round(fa_dtype t, double x)
+{
+    switch (t) {
+    case FA_F64: return x;
+    case FA_BF16: return (double)fa_bf16_to_f32(fa_bf16_from_f32((float)x));
+    case FA_F16: return (double)fa_f16_to_f32(fa_f16_from_f32((float)x));
+    default: return (double)(float)x;
+    }
+}
+
+double hu_ulp(fa_dtype t, double m)
+{
+    int p, emin; /* significant bits; exponent of the smallest subnormal */
+    switch (t) {
+    case FA_F64: p = 53, emin = -1074; break;
+    case FA_BF16: p = 8, emin = -133; break;
+    case FA_F16: p = 11, emin = -24; break;
+    default: p = 24, emin = -149; break;
+    }
+    int e = 0;
+    if (m > 0 && isfinite(m)) frexp(m, &e); /* m = f·2^e, 0.5 <= f < 1: 2^(e-1) <= m < 2^e */
+    double ulp = ldexp(1.0, e - p), least = ldexp(1.0, emin);
+    return m > 0 && ulp > least ? ulp : least;
+}
+
+/* ---- problems --------------------------------------------------------------------------- */
+
+static void element_address(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, void **a)
+{
+    int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
+    *a = (char *)t->data + off * (int64_t)hu_dtype_size(t->dtype);
+}
+
+void hu_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x)
+{
+    void *a;
+    element_address(t, b, h, s, d, &a);
+    uint16_t half;
+    switch (t->dtype) {
+    case FA_F64: memcpy(a, &x, sizeof x); break;
+    case FA_BF16:
+        half = fa_bf16_from_f32((float)x);
+        memcpy(a, &half, sizeof half);
+        break;
+    case FA_F16:
+        half = fa_f16_from_f32((float)x);
+        memcpy(a, &half, sizeof half);
+        break;
+    default: {
+        float f = (float)x;
+        memcpy(a, &f, sizeof f);
+    }
+    }
+}
+
+uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
+{
+    void *a;
+    element_address(t, b, h, s, d, &a);
+    uint64_t bits = 0;
+    /* little-endian x86 and ARM: the element's bytes are the low bytes of the integer */
+    memcpy(&bits, a, hu_dtype_size(t->dtype));
+    return bits;
+}
+
+int64_t hu_numel(const fa_tensor *t)
+{
+    return t->batch * t->heads * t->seq * t->dim;
+}
+
+static fa_tensor make_view(tu_buf *buf, fa_dtype t, int64_t B, int64_t H, int64_t S, int64_t D, int bshd)
+{
+    *buf = tu_buf_alloc((size_t)(B * H * S * D) * hu_dtype_size(t));
+    void *data = tu_buf_data(buf);
+    return bshd ? fa_tensor_bshd(data, t, B, S, H, D) : fa_tensor_bhsd(data, t, B, H, S, D);
+}
+
+static void fill(const fa_tensor *t, tu_rng *rng, double amp)
+{
+    for (int64_t b = 0; b < t->batch; b++)
+        for (int64_t h = 0; h < t->heads; h++)
+            for (int64_t s = 0; s < t->seq; s++)
+                for (int64_t d = 0; d < t->dim; d++) hu_set(t, b, h, s, d, tu_rng_uniform(rng, -amp, amp));
+}
+
+void hu_make(hu_problem *pr, const hu_shape *s, tu_rng *rng, double qk_amp)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->s = *s;
+    int64_t B = s->batch, Hq = s->q_heads, Hkv = s->kv_heads, Nq = s->q_len, Nk = s->kv_len, D = s->dim,
+            Dv = s->dim_v;
+    static const int q_group[HU_TENSORS] = {1, 0, 0, 1, 1, 1, 0, 0};
+    const int64_t heads[HU_TENSORS] = {Hq, Hkv, Hkv, Hq, Hq, Hq, Hkv, Hkv};
+    const int64_t seq[HU_TENSORS] = {Nq, Nk, Nk, Nq, Nq, Nq, Nk, Nk};
+    const int64_t dim[HU_TENSORS] = {D, D, Dv, Dv, Dv, D, D, Dv};
+    for (int x = 0; x < HU_TENSORS; x++)
+        pr->t[x] = make_view(&pr->buf[x], q_group[x] ? s->qt : s->kt, B, heads[x], seq[x], dim[x], s->bshd);
+    pr->lse_buf = tu_buf_alloc(sizeof(float) * (size_t)(B * Hq * Nq));
+    pr->lse = tu_buf_data(&pr->lse_buf);
+    fill(&pr->t[HU_Q], rng, qk_amp);
+    fill(&pr->t[HU_K], rng, qk_amp);
+    fill(&pr->t[HU_V], rng, 1.0);
+    fill(&pr->t[HU_DOUT], rng, 1.0);
+}
+
+void hu_free(hu_problem *pr)
+{
+    for (int x = 0; x < HU_TENSORS; x++) tu_buf_free(&pr->buf[x]);
+    tu_buf_free(&pr->lse_buf);
+    memset(pr, 0, sizeof *pr);
+}
+
+static void canary(tu_buf *b)
+{
+    memset(b->base, TU_CANARY, b->bytes + 2 * TU_GUARD);
+}
+
+void hu_fill_forward_canary(hu_problem *pr)
+{
+    canary(&pr->buf[HU_OUT]);
+    canary(&pr->lse_buf);
+}
+
+void hu_fill_grad_canary(hu_problem *pr)
+{
+    canary(&pr->buf[HU_DQ]);
+    canary(&pr->buf[HU_DK]);
+    canary(&pr->buf[HU_DV]);
+}
+
+double *hu_view_copy(const fa_tensor *t)
+{
+    double *x = malloc(sizeof(double) * (size_t)(hu_numel(t) + 1));
+    if (!x) abort();
+    int64_t n = 0;
+    for (int64_t b = 0; b < t->batch; b++)
+        for (int64_t h = 0; h < t->heads; h++)
+            for (int64_t s = 0; s < t->seq; s++)
+                for (int64_t d = 0; d < t->dim; d++) x[n++] = ref_load(t, b, h, s, d);
+    return x;
+}
+
+int hu_views_bitwise_equal(const fa_tensor *a, const fa_tensor *b, int64_t *where)
+{
+    int64_t n = 0;
+    for (int64_t bb = 0; bb < a->batch; bb++)
+        for (int64_t h = 0; h < a->heads; h++)
+            for (int64_t s = 0; s < a->seq; s++)
+                for (int64_t d = 0; d < a->dim; d++, n++)
+                    if (hu_bits(a, bb, h, s, d) != hu_bits(b, bb, h, s, d)) {
+                        *where = n;
+                        return 0;
+                    }
+    return 1;
+}
+
+int hu_guards_intact(const hu_problem *pr)
+{
+    for (int x = 0; x < HU_TENSORS; x++)
+        if (!tu_buf_guards_intact(&pr->buf[x])) return 0;
+    return tu_buf_guards_intact(&pr->lse_buf);
+}
+
+fa_status hu_forward(fa_context *ctx, const fa_params *p, hu_problem *pr)
+{
+    return fa_forward(ctx, p, &pr->t[HU_Q], &pr->t[HU_K], &pr->t[HU_V], &pr->t[HU_OUT], pr->lse);
+}
+
+fa_status hu_backward(fa_context *ctx, const fa_params *p, hu_problem *pr)
+{
+    return fa_backward(ctx, p, &pr->t[HU_Q], &pr->t[HU_K], &pr->t[HU_V], &pr->t[HU_OUT], &pr->t[HU_DOUT],
+                       pr->lse, &pr->t[HU_DQ], &pr->t[HU_DK], &pr->t[HU_DV]);
+}
+
+void hu_desc(const hu_shape *s, const fa_params *p, char *buf, size_t size)
+{
+    static const char *causal[] = {"none", "top-left", "bottom-right"};
+    int c = p ? (int)p->causal : 0;
+    snprintf(
+        buf, size,
+        "%s/%s B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld %s causal=%s scale=%g window=%lld/%lld "
+        "softcap=%g%s%s%s",
+        hu_dtype_name(s->qt), hu_dtype_name(s->kt), (long long)s->batch, (long long)s->q_heads,
+        (long long)s->kv_heads, (long long)s->q_len, (long long)s->kv_len, (long long)s->dim,
+        (long long)s->dim_v, s->bshd ? "bshd" : "bhsd", (c >= 0 && c < 3) ? causal[c] : "?",
+        p ? p->scale : 0.0, p ? (long long)p->window_left : -1LL, p ? (long long)p->window_right : -1LL,
+        p ? p->softcap : 0.0, p && p->alibi_slopes ? " alibi" : "", p && p->bias ? " bias" : "",
+        p && p->sinks ? " sinks" : "");
+}
+
+/* ---- the accuracy rule ------------------------------------------------------------------ */
+
+static int same_nonfinite(double x, double ref)
+{
+    return (isnan(x) && isnan(ref)) || x == ref;
+}
+
+hu_err hu_compare(const double *x, const double *ref, int64_t n)
+{
+    hu_err e = {0.0, 0.0, -1, 0.0, 0.0, 0, -1};
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(x[i]) || !isfinite(ref[i])) {
+            if (!same_nonfinite(x[i], ref[i]) && e.mismatches++ == 0) {
+                e.first_mismatch = i;
+                e.worst_x = x[i], e.worst_ref = ref[i];
+            }
+            continue;
+        }
+        double err = fabs(x[i] - ref[i]);
+        if (fabs(ref[i]) > e.max_ref) e.max_ref = fabs(ref[i]);
+        if (err > e.max_err || e.worst < 0) {
+            e.max_err = err, e.worst = i;
+            if (!e.mismatches) e.worst_x = x[i], e.worst_ref = ref[i];
+        }
+    }
+    return e;
+}
+
+int hu_check(const char *what, fa_dtype t, const double *lib, const double *oracle, const double *naive,
+             int64_t n, double f32_floor, char *msg, size_t msg_size)
+{
+    hu_err el = hu_compare(lib, oracle, n), en = hu_compare(naive, oracle, n);
+    if (el.mismatches) {
+        snprintf(msg, msg_size,
+                 "%s (%s): %lld non-finite mismatches, first at flat index %lld: lib %.9g oracle %.9g", what,
+                 hu_dtype_name(t), (long long)el.mismatches, (long long)el.first_mismatch, el.worst_x,
+                 el.worst_ref);
+        return 0;
+    }
+    double ulp = hu_ulp(t, el.max_ref), abs_floor = ulp > f32_floor ? ulp : f32_floor;
+    double limit = 3.0 * en.max_err + abs_floor;
+    if (!(el.max_err <= limit)) {
+        snprintf(
+            msg, msg_size,
+            "%s (%s): max error %.3e > 3 x naive f32 error %.3e + floor %.3e (max |oracle| %.3e), worst at "
+            "flat index %lld: lib %.9g oracle %.9g",
+            what, hu_dtype_name(t), el.max_err, en.max_err, abs_floor, el.max_ref, (long long)el.worst,
+            el.worst_x, el.worst_ref);
+        return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Test helpers for bf16 and f16 (issue 13): problems whose tensors have the dtypes of one call,
+ * q's group (q, out, dout, dq) in one type and k's group (k, v, dk, dv) in another, values rounded
+ * to their type, and the accuracy rule of the half suites against the float64 oracles of
+ * tests/reference.c and tests/reference_backward.c, which read half tensors as stored (ref_load).
+ * Nothing here judges the library by itself. */
+#ifndef FA_TEST_HALF_UTIL_H
+#define FA_TEST_HALF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashattn.h"
+#include "util.h"
+
+/* ---- scalars ---------------------------------------------------------------------------- */
+
+/* Bytes of one element of t (2 for FA_BF16 and FA_F16). */
+size_t hu_dtype_size(fa_dtype t);
+/* "f32", "f64", "bf16", "f16". */
+const char *hu_dtype_name(fa_dtype t);
+/* x rounded to t: exact for f64; f32 by the cast; bf16 and f16 through float, then the library's
+ * round-to-nearest-even narrowing (src/kernels/half.h), widened back. A float x (every value the
+ * f32 yardsticks produce) is rounded once. */
+double hu_round(fa_dtype t, double x);
+/* The spacing of t's values at magnitude m >= 0 (one ulp): 2^(e - p) for 2^(e-1) <= m < 2^e, with
+ * p = 8 (bf16), 11 (f16), 24 (f32), 53 (f64) significant bits, never below the smallest subnormal. */
+double hu_ulp(fa_dtype t, double m);
+
+/* ---- problems --------------------------------------------------------------------------- */
+
+enum { HU_Q, HU_K, HU_V, HU_OUT, HU_DOUT, HU_DQ, HU_DK, HU_DV, HU_TENSORS };
+
+typedef struct {
+    fa_dtype qt, kt; /* q's group: q, out, dout, dq; k's group: k, v, dk, dv */
+    int64_t batch, q_heads, kv_heads, q_len, kv_len, dim, dim_v;
+    int bshd; /* 0: every tensor contiguous [B][H][S][D]; 1: [B][S][H][D] */
+} hu_shape;
+
+typedef struct {
+    hu_shape s;
+    fa_tensor t[HU_TENSORS];
+    tu_buf buf[HU_TENSORS];
+    float *lse; /* [B][Hq][Nq] floats, in lse_buf (guarded) */
+    tu_buf lse_buf;
+} hu_problem;
+
+/* Allocates every tensor in guarded storage: q, k uniform in [-qk_amp, qk_amp), v and dout in
+ * [-1, 1), each rounded to its type; out, lse, dq, dk, dv filled with TU_CANARY. */
+void hu_make(hu_problem *pr, const hu_shape *s, tu_rng *rng, double qk_amp);
+void hu_free(hu_problem *pr);
+/* Refills out and lse (whole blocks, guards included) with TU_CANARY; the same for dq, dk, dv. */
+void hu_fill_forward_canary(hu_problem *pr);
+void hu_fill_grad_canary(hu_problem *pr);
+/* Stores x rounded to t's type at element (b, h, s, d). */
+void hu_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x);
+/* The storage bits of element (b, h, s, d): the bytes of one element, zero-extended. */
+uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
+/* Elements of a view, B·H·S·D. */
+int64_t hu_numel(const fa_tensor *t);
+/* The elements of t as doubles, contiguous [B][H][S][D] (malloc'ed, one spare element). */
+double *hu_view_copy(const fa_tensor *t);
+/* 1 when two views of one shape and dtype hold the same bytes in every element; else the flat
+ * [B][H][S][D] index of the first difference goes to *where. */
+int hu_views_bitwise_equal(const fa_tensor *a, const fa_tensor *b, int64_t *where);
+/* 1 when every byte of the guards around the tensors and lse still holds TU_CANARY. */
+int hu_guards_intact(const hu_problem *pr);
+
+/* fa_forward into pr's out and lse; fa_backward from pr's out, lse and dout into dq, dk, dv. */
+fa_status hu_forward(fa_context *ctx, const fa_params *p, hu_problem *pr);
+fa_status hu_backward(fa_context *ctx, const fa_params *p, hu_problem *pr);
+
+/* "bf16/bf16 B=.. Hq=.. ..." for messages (q's type / k's type). */
+void hu_desc(const hu_shape *s, const fa_params *p, char *buf, size_t size);
+
+/* ---- the accuracy rule ------------------------------------------------------------------ */
+
+typedef struct {
+    double max_err; /* max |x - ref| over the elements where both are finite */
+    double max_ref; /* max |ref| over the finite ref values */
+    int64_t worst;  /* flat index of max_err (-1 if none) */
+    double worst_x, worst_ref;
+    int64_t mismatches; /* elements where x or ref is not finite and they are not the same value (NaN
+                           matches NaN) */
+    int64_t first_mismatch;
+} hu_err;
+
+hu_err hu_compare(const double *x, const double *ref, int64_t n);
+
+/* The half suites' rule for one output quantity of type t (out, lse, dq, dk or dv), from the
+ * library's values lib, the float64 oracle's oracle (on the same rounded inputs) and the naive f32
+ * yardstick's naive, already rounded to t, n values each:
+ *   max|lib - oracle| <= 3 · max|naive - oracle| + floor,  floor = max(f32_floor, ulp_t(max|oracle|))
+ * and the non-finite values of lib must be those of the oracle. ulp_t(max|oracle|) is one ulp of
+ * the output type at the largest magnitude: the yardstick's error is its rounding, at most half an
+ * ulp per element, but may be ~0 by luck where every value lands near a representable one (a
+ * single element, or P = 1 rows whose out is a v row), while the library rounds its own f32 result,
+ * which may sit on the other side of a rounding boundary: up to half an ulp plus f32 error. f32_floor
+ * is the f32 suite's floor for the same quantity (tests/util.c, util_backward.h), which is what
+ * remains when t is f32 (the mixed mode's out and dq, and every lse). Returns 1 when it holds;
+ * otherwise explains in msg. */
+int hu_check(const char *what, fa_dtype t, const double *lib, const double *oracle, const double *naive,
+             int64_t n, double f32_floor, char *msg, size_t msg_size);
+
+#endif
