@@ -124,7 +124,7 @@ typedef enum {
     FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
     FA_ERR_ARG = 6,         /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
     FA_ERR_NOMEM = 7,       /**< scratch memory could not be allocated; the context stays usable */
-    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this version, or not on this CPU (e.g. FA_BF16) */
+    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this version (fa_merge of FA_BF16/FA_F16), or not on this CPU */
     FA_ERR_BUSY = 9,        /**< the context is serving another call */
     FA_ERR_RUNTIME = 10     /**< the threading, topology or MPI runtime failed */
 } fa_status;
@@ -148,8 +148,8 @@ FA_API const char *fa_last_error(void);
 typedef enum {
     FA_F32 = 0, /**< IEEE binary32; accumulates in binary32 */
     FA_F64 = 1, /**< IEEE binary64; accumulates in binary64 (the exactness mode) */
-    FA_BF16 = 2, /**< bfloat16 (not yet supported: FA_ERR_UNSUPPORTED) */
-    FA_F16 = 3   /**< IEEE binary16 (not yet supported: FA_ERR_UNSUPPORTED) */
+    FA_BF16 = 2, /**< bfloat16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
+    FA_F16 = 3   /**< IEEE binary16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
 } fa_dtype;
 
 /**
@@ -363,10 +363,19 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * succeeds and writes every defined value (with Nk = 0 every row is fully
  * masked). Hkv may be 0 only when Hq is 0.
  *
- * dtype: q, k, v and out share one dtype, FA_F32 or FA_F64 (FA_BF16 and
- * FA_F16: FA_ERR_UNSUPPORTED). f64 accumulates in f64, f32 in f32.
+ * dtype: q, k, v and out share one dtype (FA_F32, FA_F64, FA_BF16 or FA_F16),
+ * or q and out are FA_F32 while k and v are FA_BF16 or FA_F16 (f32 queries over
+ * a half-precision KV cache). f64 accumulates in f64; every other call in f32:
+ * scores, the running max and sum, the output accumulator (and every gradient
+ * accumulator of fa_backward). Half-precision inputs are widened exactly, tile by
+ * tile, and the float kernels run on them, so a half call computes bit for bit
+ * what an FA_F32 call on the widened inputs computes (with the same context and
+ * blocks); each output is then rounded to its dtype once: to nearest, ties to
+ * even, beyond the largest finite value to ±inf, NaN stays NaN (quiet, sign
+ * kept). P is not rounded to half precision before P·V. The bias is in the
+ * accumulation type (FA_F32 unless q is FA_F64).
  *
- * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (FA_F32):
+ * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (every other dtype):
  * the natural-log log-sum-exp of each row's modified, masked scores (with the
  * sink term when p->sinks is set).
  *
@@ -392,15 +401,16 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * Refused, with nothing written: NULL tensors or data (FA_ERR_NULL); sizes as
  * above (FA_ERR_SHAPE); negative strides, an out that overlaps itself,
  * offsets that overflow int64, data or lse not aligned to its element size
- * (FA_ERR_STRIDE); mixed or unknown dtypes
- * (FA_ERR_DTYPE); out or lse overlapping q, k, v or each other, judged by the
+ * (FA_ERR_STRIDE); unknown dtypes, then (q, k) dtypes other than the pairs
+ * above, then v of another dtype than k or out than q, named with the tensor
+ * it must match (FA_ERR_DTYPE); out or lse overlapping q, k, v or each other, judged by the
  * address range each view spans, except that row-interleaved views (same row
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
  * value, window < -1, negative, NaN or infinite softcap, a scale or a softcap
  * outside float's normal range when q is not FA_F64 (FA_ERR_ARG). The bias is
- * checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than q's
- * (FA_ERR_DTYPE), a batch, heads or seq other than B, Hq, Nq or 1, or a dim
+ * checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than the
+ * accumulation type (FA_ERR_DTYPE), a batch, heads or seq other than B, Hq, Nq or 1, or a dim
  * other than Nk (FA_ERR_SHAPE), its strides (FA_ERR_STRIDE), overlapping out or
  * lse (FA_ERR_ALIAS). alibi_slopes and sinks (and the seqs arrays) are inputs:
  * misaligned or wrapping (FA_ERR_STRIDE), overlapped by out or lse
@@ -416,8 +426,9 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  *
  * q, k, v, p: exactly what was passed to fa_forward. out and lse: what that fa_forward call
  * returned (lse is required here). dout has the shape of out; dq, dk and dv have the shapes of
- * q, k and v; all nine tensors share one dtype. dq, dk and dv are overwritten, not accumulated
- * into. With grouped-query attention, dk and dv of a kv head sum the contributions of every
+ * q, k and v; dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
+ * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv). dq, dk and dv are overwritten, not accumulated
+ * into; half-precision gradients are summed in float and rounded once, as fa_forward's out. With grouped-query attention, dk and dv of a kv head sum the contributions of every
  * query head that reads it, always in the same order. A row that was fully masked contributes
  * nothing and gets dq = 0. (A logit that is -inf because an input holds an infinity is not a
  * mask: its probability is 0, but the gradient terms that multiply the infinite input are 0·inf,
@@ -437,10 +448,13 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * fewer heads than that, when each thread has a core of its own); or items per key block for dk
  * and dv and items per query block for dq, which recompute the probabilities once more but never
  * wait (threads sharing cores). All three make the same arithmetic operations in the same order for
- * every output element, so the choice changes the speed and never a bit.
+ * every output element, so the choice changes the speed and never a bit. Half-precision q (FA_BF16,
+ * FA_F16) always takes the third, whose dq sums stay in float in the arena (the other two sum dq in
+ * the caller's dq rows); that choice depends on the dtype only.
  *
  * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
- * of the wrong shape (FA_ERR_SHAPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any
+ * of the wrong shape (FA_ERR_SHAPE); dout or dq of another dtype than q, dk or dv than k, checked
+ * after out (FA_ERR_DTYPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any
  * input (q, k, v, out, dout, lse) or each other (FA_ERR_ALIAS), by the rule of fa_forward: dq, dk
  * and dv may be the three interleaved slices of one packed dQKV buffer. p->dsinks set without
  * p->sinks (FA_ERR_NULL); p->dsinks misaligned or wrapping (FA_ERR_STRIDE), overlapping any tensor,

@@ -209,11 +209,35 @@ suite_with_threads() { # suite_with_threads N DIR
 }
 
 # The kernel tables this CPU runs, best last (the order the library prefers them in reverse).
+# Each table's CPU features as /proc/cpuinfo names them (src/kernels/*/table.c, .requires).
+table_flags() {
+    case $1 in
+    avx2) echo "avx2 fma f16c" ;;
+    avx512) echo "avx512f avx512dq" ;;
+    esac
+}
+
+table_runs_here() { # table_runs_here TABLE: every flag it needs is in /proc/cpuinfo
+    local f
+    for f in $(table_flags "$1"); do grep -qw "$f" /proc/cpuinfo 2>/dev/null || return 1; done
+}
+
 cpu_tables() {
-    local t="ref"
-    if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then t="$t avx2"; fi
-    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then t="$t avx512"; fi
+    local t="ref" x
+    for x in avx2 avx512; do table_runs_here "$x" && t="$t $x"; done
     echo "$t"
+}
+
+# Says plainly which tables the suite runs on and which this CPU cannot run (and for want of what).
+report_tables() {
+    local x f missing
+    echo "kernel tables run on this CPU: $(cpu_tables)"
+    for x in avx2 avx512; do
+        table_runs_here "$x" && continue
+        missing=""
+        for f in $(table_flags "$x"); do grep -qw "$f" /proc/cpuinfo 2>/dev/null || missing="$missing $f"; done
+        echo "kernel table NOT run (this CPU lacks:$missing): $x"
+    done
 }
 
 suite_on_table() { # suite_on_table TABLE DIR
@@ -399,6 +423,7 @@ fi
 for n in $threads; do
     stage "suite OMP_NUM_THREADS=$n" suite_with_threads "$n" "$build"
 done
+report_tables
 read -r -a tables <<<"$(cpu_tables)"
 for t in "${tables[@]:0:${#tables[@]}-1}"; do # the best table ran above
     stage "suite FLASHATTN_ISA=$t (2 threads)" suite_on_table "$t" "$build"

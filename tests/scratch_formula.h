@@ -14,6 +14,12 @@
  *               else c = 0), the tile of its derivative 1 - tanh², then the larger of a dK/dV
  *               item's accumulators and a dQ item's)
  *
+ * Half-precision views (bf16, f16) accumulate in float (e = 4) and widen their rows into float
+ * tiles on top of that (f = 4):
+ *   forward  + (q half) r64(bq·D·f) + (k, v half, or paged) r64(bk·D·f) + r64(bk·Dv·f)
+ *   backward + (q half) r64(bq·D·f) + r64(bq·Dv·f) + (k, v half) r64(bk·D·f) + r64(bk·Dv·f)
+ *              (the query block's Q and dO rows, the key block's K and V rows)
+ *
  * None of it depends on Nq or Nk. */
 #ifndef FA_TEST_SCRATCH_FORMULA_H
 #define FA_TEST_SCRATCH_FORMULA_H
@@ -48,6 +54,18 @@ static inline size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_
     size_t tiles = (size_t)(softcap ? 3 : 2) * sf_r64((size_t)bk * ld * e);
     size_t kv = sf_r64((size_t)bk * d_pad * e) + sf_r64((size_t)bk * dv_pad * e), q = sf_r64((size_t)bq * d_pad * e);
     return queries + tiles + (kv > q ? kv : q);
+}
+
+static inline size_t forward_half_tiles(int q_half, int kv_half, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+{
+    return (q_half ? sf_r64((size_t)(bq * d) * 4) : 0) +
+           (kv_half ? sf_r64((size_t)(bk * d) * 4) + sf_r64((size_t)(bk * dv) * 4) : 0);
+}
+
+static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+{
+    return (q_half ? sf_r64((size_t)(bq * d) * 4) + sf_r64((size_t)(bq * dv) * 4) : 0) +
+           (kv_half ? sf_r64((size_t)(bk * d) * 4) + sf_r64((size_t)(bk * dv) * 4) : 0);
 }
 
 #endif

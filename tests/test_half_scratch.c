@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Bounded scratch with half-precision views: scratch_peak is the float formula plus the widened
+ * tiles (scratch_formula.h), for bf16, f16 and f32 queries over a half cache, forward and
+ * backward, and does not grow with the sequence lengths. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "flashattn.h"
+#include "scratch_formula.h"
+#include "util.h"
+
+static fa_tensor hs_tensor(fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d)
+{
+    /* zeros are valid values of every type: the arena's size does not depend on them */
+    void *data = calloc((size_t)(b * h * s * d), t == FA_F32 ? 4 : 2);
+    cr_assert(data);
+    return fa_tensor_bhsd(data, t, b, h, s, d);
+}
+
+Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
+{
+    static const struct {
+        fa_dtype q, kv;
+    } types[] = {{FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}, {FA_F32, FA_F16}};
+    static const struct {
+        int bq, bk;
+        int64_t d, dv;
+    } blocks[] = {{64, 64, 32, 32}, {17, 33, 59, 24}, {128, 16, 128, 256}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t c = 0; c < sizeof blocks / sizeof blocks[0]; c++)
+            for (int64_t scale = 1; scale <= 4; scale *= 4) { /* lengths grow 4x, the arena must not */
+                fa_context_opts o = fa_context_opts_default();
+                o.num_threads = 2;
+                o.block_q = blocks[c].bq;
+                o.block_k = blocks[c].bk;
+                fa_context *ctx;
+                cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+                /* two heads sharing one kv head; Nk < 4·bk keeps the keys unsplit */
+                int64_t nq = (2 * blocks[c].bq + 3) * scale, nk = 3 * blocks[c].bk + 1, d = blocks[c].d, dv = blocks[c].dv;
+                fa_tensor q = hs_tensor(types[t].q, 1, 2, nq, d), k = hs_tensor(types[t].kv, 1, 1, nk, d);
+                fa_tensor v = hs_tensor(types[t].kv, 1, 1, nk, dv), out = hs_tensor(types[t].q, 1, 2, nq, dv);
+                fa_tensor dout = hs_tensor(types[t].q, 1, 2, nq, dv), dq = hs_tensor(types[t].q, 1, 2, nq, d);
+                fa_tensor dk = hs_tensor(types[t].kv, 1, 1, nk, d), dv_t = hs_tensor(types[t].kv, 1, 1, nk, dv);
+                float *lse = calloc((size_t)(2 * nq), sizeof(float));
+                int q_half = types[t].q != FA_F32;
+                fa_stats st;
+
+                cr_assert_eq(fa_forward(ctx, NULL, &q, &k, &v, &out, lse), FA_OK, "%s", fa_last_error());
+                cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+                size_t want = forward_scratch(FA_F32, o.block_q, o.block_k, d, dv) +
+                              forward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
+                cr_expect_eq(st.scratch_peak, want, "types %zu, blocks %d/%d, Nq %lld: forward peak %zu, formula %zu", t,
+                             o.block_q, o.block_k, (long long)nq, st.scratch_peak, want);
+
+                fa_context_reset_stats(ctx);
+                cr_assert_eq(fa_backward(ctx, NULL, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv_t), FA_OK, "%s",
+                             fa_last_error());
+                cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+                want = backward_scratch(FA_F32, o.block_q, o.block_k, d, dv, 0) +
+                       backward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
+                cr_expect_eq(st.scratch_peak, want, "types %zu, blocks %d/%d, Nq %lld: backward peak %zu, formula %zu", t,
+                             o.block_q, o.block_k, (long long)nq, st.scratch_peak, want);
+                fa_tensor *all[] = {&q, &k, &v, &out, &dout, &dq, &dk, &dv_t};
+                for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
+                free(lse);
+                fa_context_destroy(ctx);
+            }
+}
