@@ -124,7 +124,7 @@ typedef enum {
     FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
     FA_ERR_ARG = 6,         /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
     FA_ERR_NOMEM = 7,       /**< scratch memory could not be allocated; the context stays usable */
-    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this version (fa_merge of FA_BF16/FA_F16), or not on this CPU */
+    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this version (see each call), or not on this CPU */
     FA_ERR_BUSY = 9,        /**< the context is serving another call */
     FA_ERR_RUNTIME = 10     /**< the threading, topology or MPI runtime failed */
 } fa_status;
@@ -491,13 +491,14 @@ FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const
  * parts without sinks: each part's lse would count the sink once more).
  *
  * n >= 1 parts: outs[k] are views of one shape [B][H][Nq][Dv] (Dv in 1..FA_MAX_HEAD_DIM) and one
- * dtype, FA_F32 or FA_F64; lses[k] point at contiguous [B][H][Nq] values of the accumulation type
- * (float or double). out has the same shape and dtype; lse is NULL or [B][H][Nq] like lses[k].
+ * dtype; lses[k] point at contiguous [B][H][Nq] values of the accumulation type (double for FA_F64,
+ * float otherwise). FA_BF16/FA_F16 parts are widened, merged in float, and each out element is
+ * rounded once (as fa_forward rounds out); the arena then holds n·Dv + Dv floats more. out has the same shape and dtype; lse is NULL or [B][H][Nq] like lses[k].
  *
  * Refused, with nothing written: outs, lses, out, a part's data or a part's lse NULL (FA_ERR_NULL);
  * n < 1 (FA_ERR_ARG); mixed dtypes (FA_ERR_DTYPE); a size that differs from outs[0]'s, or Dv out of
  * range (FA_ERR_SHAPE); strides as fa_forward (FA_ERR_STRIDE); out or lse overlapping a part, its
- * lse or each other (FA_ERR_ALIAS: no merging in place); FA_BF16/FA_F16 (FA_ERR_UNSUPPORTED).
+ * lse or each other (FA_ERR_ALIAS: no merging in place).
  */
 FA_API fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses, const fa_tensor *out,
                           void *lse);

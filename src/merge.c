@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "arena.h"
+#include "half_rows.h"
 #include "team.h"
 #include "view_checks.h"
 
@@ -52,10 +53,14 @@ fa_status fa_merge_run(fa_context *ctx, const fa_merge_problem *mp)
     int f64 = out->dtype == FA_F64;
     fa_merge_job job = {mp, (out->seq + MERGE_ROWS - 1) / MERGE_ROWS};
     int64_t items = out->batch * out->heads * job.row_blocks; /* dim >= 1: validated */
+    /* half precision: the parts' rows widened, and the merged row before its rounding */
+    size_t wide = fa_dtype_is_half(out->dtype) ? fa_size_add(fa_arena_tile((size_t)mp->n, (size_t)out->dim, sizeof(float)),
+                                                             fa_arena_tile(1, (size_t)out->dim, sizeof(float)))
+                                               : 0;
     fa_team_work work = {
         /* one row's gathered lse values and part pointers */
         .scratch_bytes = fa_size_add(fa_arena_tile((size_t)mp->n, 1, f64 ? sizeof(double) : sizeof(float)),
-                                     fa_arena_tile((size_t)mp->n, 1, sizeof(void *))),
+                                     fa_size_add(fa_arena_tile((size_t)mp->n, 1, sizeof(void *)), wide)),
         .job = &job,
         .phases = 1,
         .phase = {{items, f64 ? merge_item_f64 : merge_item_f32}},

@@ -485,10 +485,6 @@ fa_status fa_validate_merge(const char *call, int n, const fa_tensor *outs, cons
         if ((st = fa_check_alias(call, part_range, 2, outputs, 2)) != FA_OK) return st;
     }
     if ((st = fa_check_alias(call, NULL, 0, outputs, 2)) != FA_OK) return st; /* out against lse */
-    if (out->dtype != FA_F32 && out->dtype != FA_F64)
-        return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
-                            "out.dtype = %s: not supported by this version of the library (on any CPU)",
-                            fa_dtype_name(out->dtype));
     prob->n = n;
     prob->outs = outs;
     prob->lses = lses;

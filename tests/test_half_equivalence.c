@@ -178,3 +178,37 @@ Test(half_equivalence, every_output_is_the_float_calls_rounded_once)
             he_check(ctx, &he_combos[c], &he_shapes[s], tu_test_part_seed(he_shapes[s].name) + c);
     fa_context_destroy(ctx);
 }
+
+/* fa_merge of half-precision parts: the float merge of their widening, rounded once. */
+Test(half_equivalence, merge_is_the_float_merge_of_the_widened_parts_rounded_once)
+{
+    const int64_t b = 2, h = 3, nq = 21, dv = 19;
+    static const fa_dtype types[] = {FA_BF16, FA_F16};
+    for (size_t t = 0; t < 2; t++) {
+        tu_rng rng = tu_rng_make(tu_test_seed() + t);
+        he_tensor parts[3], out = he_make(types[t], b, h, nq, dv);
+        fa_tensor narrow[3], wide[3];
+        float *lses[3];
+        const void *lse_ptrs[3];
+        for (int k = 0; k < 3; k++) {
+            parts[k] = he_make(types[t], b, h, nq, dv);
+            he_fill(&parts[k], &rng, 3.0);
+            narrow[k] = parts[k].t, wide[k] = parts[k].wide;
+            lses[k] = malloc((size_t)(b * h * nq) * sizeof(float));
+            for (int64_t i = 0; i < b * h * nq; i++) lses[k][i] = (float)tu_rng_uniform(&rng, -4, 4);
+            lses[k][k] = -INFINITY; /* a row some part did not see */
+            lse_ptrs[k] = lses[k];
+        }
+        float *lse = malloc((size_t)(b * h * nq) * sizeof(float)), *lse_wide = malloc((size_t)(b * h * nq) * sizeof(float));
+        cr_assert_eq(fa_merge(NULL, 3, narrow, lse_ptrs, &out.t, lse), FA_OK, "%s", fa_last_error());
+        cr_assert_eq(fa_merge(NULL, 3, wide, lse_ptrs, &out.wide, lse_wide), FA_OK, "%s", fa_last_error());
+        /* out.wide now holds the float merge: the half merge must be its rounding */
+        float *want = malloc((size_t)out.n * sizeof(float));
+        memcpy(want, out.wide_data, (size_t)out.n * sizeof(float));
+        he_expect_rounded(&out, want, "merged out", types[t] == FA_BF16 ? "bf16" : "f16", "B2 H3 N21 Dv19, 3 parts");
+        cr_assert_eq(memcmp(lse, lse_wide, (size_t)(b * h * nq) * sizeof(float)), 0, "merged lse differs");
+        free(want), free(lse), free(lse_wide);
+        for (int k = 0; k < 3; k++) he_free(&parts[k]), free(lses[k]);
+        he_free(&out);
+    }
+}
