@@ -496,3 +496,39 @@ Test(kernel_tables, f64_modify_and_scale_grad_of_every_table_give_refs_bits_and_
     check_modify(1);
 }
 #endif
+
+/* widen: every table's bits are ref's, for every bf16 and f16 bit pattern (NaNs, infinities,
+ * subnormals included), at every residue of a row's length against the tables' 8- and
+ * 16-element steps, at an odd source offset and stride (any alignment), and nothing outside the
+ * rows' dim elements is written. ref's own exactness is test_half_rounding.c's. */
+Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_half_pattern)
+{
+    const table_halves all[3] = {{"ref", fa_kernels_ref.f32, fa_kernels_ref.f64},
+                                 {"avx2", &fa_avx2_kernels_f32, &fa_avx2_kernels_f64},
+                                 {"avx512", &fa_avx512_kernels_f32, &fa_avx512_kernels_f64}};
+    const int64_t rows = 3, stride = 67, dst_stride = 71; /* odd: rows start at every alignment */
+    uint16_t *src = malloc((size_t)(rows * stride + 1) * sizeof(uint16_t));
+    float *want = malloc((size_t)(rows * dst_stride) * sizeof(float)), *got = malloc((size_t)(rows * dst_stride) * sizeof(float));
+    cr_assert(src && want && got);
+    static const fa_dtype types[] = {FA_BF16, FA_F16};
+    for (int ti = 1; ti < 3; ti++) {
+        if (!cpu_runs(all[ti].name)) {
+            cr_log_info("%s: not on this CPU, its widen is exercised on machines that have it", all[ti].name);
+            continue;
+        }
+        cr_assert_not_null(all[ti].f32->widen, "%s: the f32 half has no widen", all[ti].name);
+        for (int t = 0; t < 2; t++)
+            for (uint32_t base = 0; base < 65536; base += (uint32_t)(rows * stride))
+                for (int64_t dim = 1; dim <= 64; dim += dim < 40 ? 1 : 23) {
+                    /* every pattern appears over the bases; src + 1 makes the rows odd-aligned */
+                    for (int64_t i = 0; i < rows * stride; i++) src[1 + i] = (uint16_t)(base + (uint32_t)i);
+                    for (int64_t i = 0; i < rows * dst_stride; i++) want[i] = got[i] = -1.0f;
+                    fa_kernels_ref.f32->widen(rows, dim, src + 1, stride, types[t], want, dst_stride);
+                    all[ti].f32->widen(rows, dim, src + 1, stride, types[t], got, dst_stride);
+                    cr_assert_eq(memcmp(want, got, (size_t)(rows * dst_stride) * sizeof(float)), 0,
+                                 "%s, %s, dim %lld, patterns from 0x%x: widen differs from ref's", all[ti].name,
+                                 types[t] == FA_BF16 ? "bf16" : "f16", (long long)dim, base);
+                }
+    }
+    free(src), free(want), free(got);
+}
