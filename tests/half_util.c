@@ -187,6 +187,34 @@ int hu_views_bitwise_equal(const fa_tensor *a, const fa_tensor *b, int64_t *wher
     return 1;
 }
 
+void hu_copy_rows(const fa_tensor *dst, int64_t dst_b, int64_t dst_s0, const fa_tensor *src, int64_t src_b,
+                  int64_t src_s0, int64_t rows)
+{
+    size_t e = hu_dtype_size(src->dtype);
+    for (int64_t h = 0; h < src->heads; h++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t d = 0; d < src->dim; d++) {
+                void *to, *from;
+                element_address(dst, dst_b, h, dst_s0 + r, d, &to);
+                element_address(src, src_b, h, src_s0 + r, d, &from);
+                memcpy(to, from, e);
+            }
+}
+
+int hu_rows_bitwise_equal(const fa_tensor *a, int64_t a_b, int64_t a_s0, const fa_tensor *b, int64_t b_b,
+                          int64_t b_s0, int64_t rows, char *where, size_t where_size)
+{
+    for (int64_t h = 0; h < a->heads; h++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t d = 0; d < a->dim; d++)
+                if (hu_bits(a, a_b, h, a_s0 + r, d) != hu_bits(b, b_b, h, b_s0 + r, d)) {
+                    snprintf(where, where_size, "head %lld row %lld col %lld", (long long)h, (long long)r,
+                             (long long)d);
+                    return 0;
+                }
+    return 1;
+}
+
 int hu_guards_intact(const hu_problem *pr)
 {
     for (int x = 0; x < HU_TENSORS; x++)

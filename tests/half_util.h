@@ -63,6 +63,14 @@ double *hu_view_copy(const fa_tensor *t);
 /* 1 when two views of one shape and dtype hold the same bytes in every element; else the flat
  * [B][H][S][D] index of the first difference goes to *where. */
 int hu_views_bitwise_equal(const fa_tensor *a, const fa_tensor *b, int64_t *where);
+/* Copies the bytes of rows src_s0 .. src_s0 + rows - 1 of batch src_b of src (every head, every
+ * column) to rows dst_s0 .. of batch dst_b of dst: the same heads, dim and dtype. */
+void hu_copy_rows(const fa_tensor *dst, int64_t dst_b, int64_t dst_s0, const fa_tensor *src, int64_t src_b,
+                  int64_t src_s0, int64_t rows);
+/* 1 when rows a_s0 .. a_s0 + rows - 1 of batch a_b of a hold the same bytes as rows b_s0 .. of
+ * batch b_b of b (every head, every column); else the first difference as "head h row r col c". */
+int hu_rows_bitwise_equal(const fa_tensor *a, int64_t a_b, int64_t a_s0, const fa_tensor *b, int64_t b_b,
+                          int64_t b_s0, int64_t rows, char *where, size_t where_size);
 /* 1 when every byte of the guards around the tensors and lse still holds TU_CANARY. */
 int hu_guards_intact(const hu_problem *pr);
 
