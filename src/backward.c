@@ -79,11 +79,13 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
     return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
 }
 
-size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows, int kv_tiles)
+size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows,
+                              int kv_tiles)
 {
     size_t bytes = 0, e = sizeof(float); /* half precision accumulates in float */
     if (q_rows)
-        bytes = fa_size_add(fa_arena_tile((size_t)block_q, (size_t)dim, e), fa_arena_tile((size_t)block_q, (size_t)dim_v, e));
+        bytes = fa_size_add(fa_arena_tile((size_t)block_q, (size_t)dim, e),
+                            fa_arena_tile((size_t)block_q, (size_t)dim_v, e));
     if (kv_tiles)
         bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, e),
                                                fa_arena_tile((size_t)block_k, (size_t)dim_v, e)));
@@ -184,7 +186,9 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
         .phase = {{first[p->batch], f64 ? delta_sequence_item_f64 : delta_sequence_item_f32},
                   {p->batch * p->kv_heads, f64 ? head_sequence_item_f64 : head_sequence_item_f32}},
     };
-    if (split) work.phase[1] = (fa_team_phase){first_grad[p->batch], f64 ? grad_sequence_item_f64 : grad_sequence_item_f32};
+    if (split)
+        work.phase[1] =
+            (fa_team_phase){first_grad[p->batch], f64 ? grad_sequence_item_f64 : grad_sequence_item_f32};
     if (p->dsinks)
         work.phase[work.phases++] =
             (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};

@@ -19,7 +19,8 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
 /* What an item widens into its arena on top of that, in float: the query block's Q and dO rows
  * when they are half precision (q_rows: bq·D + bq·Dv), the key block's K and V rows when they are
  * (kv_tiles: bk·D + bk·Dv). */
-size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows, int kv_tiles);
+size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows,
+                              int kv_tiles);
 
 /* The three ways to cut a backward into items. They make the same kernel calls on the same tiles
  * in the same order for every output element, so their results are bitwise identical; only the

@@ -209,7 +209,8 @@ static void FA_NAME(kv_rows_fill_)(const fa_backward_job *job, FA_NAME(kv_rows_)
 {
     const fa_problem *p = job->problem;
     const size_t elem = fa_elem_size(p->kv_type);
-    const void *k = fa_view_at(&p->k, elem, batch, kv_head, col0), *v = fa_view_at(&p->v, elem, batch, kv_head, col0);
+    const void *k = fa_view_at(&p->k, elem, batch, kv_head, col0),
+               *v = fa_view_at(&p->v, elem, batch, kv_head, col0);
     if (kv->k_tile) {
         FA_KERN(job)->widen(cols, p->dim, k, p->k.stride_seq, p->kv_type, kv->k_tile, p->dim);
         FA_KERN(job)->widen(cols, p->dim_v, v, p->v.stride_seq, p->kv_type, kv->v_tile, p->dim_v);
@@ -225,8 +226,8 @@ static void FA_NAME(kv_rows_fill_)(const fa_backward_job *job, FA_NAME(kv_rows_)
  * of query rows row0.. of (batch, q_head) and keys col0.. */
 static void FA_NAME(probs_and_grads_)(const fa_backward_job *job, const FA_NAME(query_pack_) * qp,
                                       int64_t batch, int64_t q_head, int64_t row0, int64_t rows, int64_t col0,
-                                      int64_t cols, const FA_T *k, int64_t k_stride, const FA_T *v, int64_t v_stride,
-                                      const FA_NAME(tiles_) * t)
+                                      int64_t cols, const FA_T *k, int64_t k_stride, const FA_T *v,
+                                      int64_t v_stride, const FA_NAME(tiles_) * t)
 {
     const fa_problem *p = job->problem;
     int64_t ld = job->ld;
@@ -304,7 +305,9 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
         int64_t q_head = kv_head * p->group + g;
         /* dq is only summed here under the fused and wavefront plans, which half-precision queries
          * never take (fa_backward_run): it is the caller's float rows */
-        FA_T *dq = plan == FA_BACKWARD_PLAN_SPLIT ? NULL : (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
+        FA_T *dq = plan == FA_BACKWARD_PLAN_SPLIT
+                       ? NULL
+                       : (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
             fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
@@ -312,10 +315,12 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
             /* only the columns some row of the query block sees: [col0, col0 + cols) */
             fa_key_range seen = fa_tile_cols_seen(p, row0, rows, block0, block_cols);
             int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin; /* >= 1: the block is met */
-            const FA_T *k = ks->kv.k + seen.begin * ks->kv.k_stride, *v = ks->kv.v + seen.begin * ks->kv.v_stride;
+            const FA_T *k = ks->kv.k + seen.begin * ks->kv.k_stride,
+                       *v = ks->kv.v + seen.begin * ks->kv.v_stride;
             FA_NAME(query_pack_fill_)(job, &ks->qp, batch, q_head, row0, rows);
             FA_NAME(probs_and_grads_)
-            (job, &ks->qp, batch, q_head, row0, rows, col0, cols, k, ks->kv.k_stride, v, ks->kv.v_stride, &ks->tiles);
+            (job, &ks->qp, batch, q_head, row0, rows, col0, cols, k, ks->kv.k_stride, v, ks->kv.v_stride,
+             &ks->tiles);
             FA_CAT(fa_accumulate_t_visible_, FA_SFX)
             (FA_KERN(job), p, row0, rows, col0, cols, dv, ks->tiles.p, ld, ks->qp.d_o, ks->qp.do_stride,
              ks->dv_acc + seen.begin * dv_pad, dv_pad);
@@ -345,10 +350,13 @@ static void FA_NAME(key_block_)(const fa_backward_job *job, FA_NAME(key_scratch_
     char *dk = fa_view_at(&p->dk, kv_elem, batch, kv_head, block0);
     char *dvo = fa_view_at(&p->dv, kv_elem, batch, kv_head, block0);
     for (int64_t c = 0; c < block_cols; c++) {
-        char *dk_row = dk + c * p->dk.stride_seq * (int64_t)kv_elem, *dv_row = dvo + c * p->dv.stride_seq * (int64_t)kv_elem;
+        char *dk_row = dk + c * p->dk.stride_seq * (int64_t)kv_elem,
+             *dv_row = dvo + c * p->dv.stride_seq * (int64_t)kv_elem;
         if (fa_dtype_is_half(p->kv_type)) { /* rounded once, from the float sums */
-            for (int64_t x = 0; x < d; x++) fa_half_store(p->kv_type, dk_row, x, (float)(scale * ks->dk_acc[c * d_pad + x]));
-            for (int64_t y = 0; y < dv; y++) fa_half_store(p->kv_type, dv_row, y, (float)ks->dv_acc[c * dv_pad + y]);
+            for (int64_t x = 0; x < d; x++)
+                fa_half_store(p->kv_type, dk_row, x, (float)(scale * ks->dk_acc[c * d_pad + x]));
+            for (int64_t y = 0; y < dv; y++)
+                fa_half_store(p->kv_type, dv_row, y, (float)ks->dv_acc[c * dv_pad + y]);
             continue;
         }
         for (int64_t x = 0; x < d; x++) ((FA_T *)(void *)dk_row)[x] = scale * ks->dk_acc[c * d_pad + x];
@@ -460,7 +468,8 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
         if (cols == 0) continue;
         FA_NAME(kv_rows_fill_)(job, &kv, it.batch, kv_head, col0, cols);
         FA_NAME(probs_and_grads_)
-        (job, &qp, it.batch, it.q_head, it.row0, it.rows, col0, cols, kv.k, kv.k_stride, kv.v, kv.v_stride, &tiles);
+        (job, &qp, it.batch, it.q_head, it.row0, it.rows, col0, cols, kv.k, kv.k_stride, kv.v, kv.v_stride,
+         &tiles);
         FA_CAT(fa_accumulate_visible_, FA_SFX)
         (FA_KERN(job), p, it.row0, it.rows, col0, cols, d, tiles.ds, ld, kv.k, kv.k_stride, dq_acc, d_pad);
     }
@@ -471,7 +480,8 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     for (int64_t r = 0; r < it.rows; r++) {
         char *row = dq + r * p->dq.stride_seq * (int64_t)q_elem;
         if (fa_dtype_is_half(p->q_type)) /* rounded once, from the float sums */
-            for (int64_t x = 0; x < d; x++) fa_half_store(p->q_type, row, x, (float)(scale * dq_acc[r * d_pad + x]));
+            for (int64_t x = 0; x < d; x++)
+                fa_half_store(p->q_type, row, x, (float)(scale * dq_acc[r * d_pad + x]));
         else
             for (int64_t x = 0; x < d; x++) ((FA_T *)(void *)row)[x] = scale * dq_acc[r * d_pad + x];
     }

@@ -96,8 +96,8 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
     return fa_size_add(fa_size_add(queries, scores), fa_size_add(accumulator, row_stats));
 }
 
-size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem, int q_rows,
-                             int kv_tiles)
+size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
+                             int q_rows, int kv_tiles)
 {
     size_t bytes = 0;
     if (q_rows) bytes = fa_arena_tile((size_t)block_q, (size_t)dim, elem);
@@ -111,8 +111,8 @@ size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int6
  * paged or half-precision keys and values. */
 static size_t problem_tile_bytes(const fa_problem *p, int paged, int64_t block_q, int64_t block_k)
 {
-    return fa_forward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_elem_size(p->dtype), fa_dtype_is_half(p->q_type),
-                                 paged || fa_dtype_is_half(p->kv_type));
+    return fa_forward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_elem_size(p->dtype),
+                                 fa_dtype_is_half(p->q_type), paged || fa_dtype_is_half(p->kv_type));
 }
 
 static size_t fa_max_size(size_t a, size_t b)
@@ -206,7 +206,8 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
 
     /* the row buffer: the two item tables and the plans, then the largest wave's partials */
     size_t partial_bytes = plan_sequences(p, block_q, block_k, partial_elems, elem, NULL, NULL, NULL);
-    size_t tables = 2 * (size_t)(p->batch + 1) * sizeof(int64_t) + (size_t)p->batch * sizeof(fa_sequence_plan);
+    size_t tables =
+        2 * (size_t)(p->batch + 1) * sizeof(int64_t) + (size_t)p->batch * sizeof(fa_sequence_plan);
     tables = (tables + 63) / 64 * 64;
     if (fa_context_reserve_rows(ctx, tables + partial_bytes) != 0) return FA_ERR_NOMEM;
     int64_t *first_item = ctx->rows, *first_merge = first_item + p->batch + 1;
@@ -285,7 +286,8 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           NULL,
                           0,
                           0};
-    job.split = fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
+    job.split =
+        fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     int f64 = p->dtype == FA_F64;
     size_t scratch = fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
                                  problem_tile_bytes(p, 0, block_q, block_k));

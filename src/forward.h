@@ -17,8 +17,8 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
 /* What an item stages in its arena on top of that, in the accumulation type (elem bytes): the
  * query block's rows widened from half precision (q_rows: bq·D), and the key and value tiles
  * (kv_tiles: bk·D + bk·Dv) that paged or half-precision keys are copied or widened into. */
-size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem, int q_rows,
-                             int kv_tiles);
+size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
+                             int q_rows, int kv_tiles);
 
 /* Runs a validated problem on ctx (which the caller holds). */
 fa_status fa_forward_run(fa_context *ctx, const fa_problem *p);

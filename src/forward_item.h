@@ -48,8 +48,8 @@ static void FA_NAME(prefetch_run_)(const fa_problem *p, const FA_NAME(page_run_)
 
 /* `rows` rows of one of k and v (`dim` wide, `stride` elements of p->kv_type apart) into a tile of
  * FA_T rows `dim` apart: copied, or widened when the cache is half precision. */
-static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) *kern, const fa_problem *p, int64_t rows, int64_t dim,
-                                const char *src, int64_t stride, FA_T *dst)
+static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int64_t rows,
+                                int64_t dim, const char *src, int64_t stride, FA_T *dst)
 {
     if (fa_dtype_is_half(p->kv_type)) {
         kern->widen(rows, dim, (const uint16_t *)(const void *)src, stride, p->kv_type, dst, dim);
@@ -66,8 +66,8 @@ static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) *kern, const f
  * rows while it copies this one's: in a [pages][page_size][Hkv][D] pool one head's rows lie Hkv·D
  * elements apart, each in another 4 KiB page, where the hardware prefetchers (which stop at page
  * boundaries) never start, so without it every row waited for memory on its own. */
-static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) *kern, const fa_problem *p, int64_t kv_head, int64_t col0,
-                                   int64_t cols, FA_T *k_tile, FA_T *v_tile)
+static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                   int64_t kv_head, int64_t col0, int64_t cols, FA_T *k_tile, FA_T *v_tile)
 {
     if (cols <= 0) return;
     FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0, cols);
@@ -120,16 +120,18 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         k = (const char *)fa_view_at(&p->k, kv_elem, it->batch, kv_head, 0);
         v = (const char *)fa_view_at(&p->v, kv_elem, it->batch, kv_head, 0);
     }
-    const int64_t k_stride = kv_tiles ? p->dim : p->k.stride_seq, v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
+    const int64_t k_stride = kv_tiles ? p->dim : p->k.stride_seq,
+                  v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
 
     /* the scale folded into the queries: score tiles come out scaled */
     if (q_half) {
         FA_T *q_rows = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * p->dim) * sizeof(FA_T));
-        kern->widen(it->rows, p->dim, (const uint16_t *)(const void *)q, p->q.stride_seq, p->q_type, q_rows, p->dim);
+        kern->widen(it->rows, p->dim, (const uint16_t *)(const void *)q, p->q.stride_seq, p->q_type, q_rows,
+                    p->dim);
         kern->pack_transposed(it->rows, p->dim, q_rows, p->dim, (FA_T)p->scale, qt, ld);
     } else {
-        kern->pack_transposed(it->rows, p->dim, (const FA_T *)(const void *)q, p->q.stride_seq, (FA_T)p->scale, qt,
-                              ld);
+        kern->pack_transposed(it->rows, p->dim, (const FA_T *)(const void *)q, p->q.stride_seq,
+                              (FA_T)p->scale, qt, ld);
     }
     for (int64_t r = 0; r < ld; r++) {
         st.row_max[r] = -(FA_T)INFINITY;
@@ -152,10 +154,10 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         if (p->pages) {
             FA_NAME(gather_pages_)(kern, p, kv_head, col0, cols, k_tile, v_tile);
         } else if (kv_tiles) {
-            FA_NAME(tile_rows_)(kern, p, cols, p->dim, k + col0 * p->k.stride_seq * (int64_t)kv_elem, p->k.stride_seq,
-                                k_tile);
-            FA_NAME(tile_rows_)(kern, p, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem,
-                                p->v.stride_seq, v_tile);
+            FA_NAME(tile_rows_)
+            (kern, p, cols, p->dim, k + col0 * p->k.stride_seq * (int64_t)kv_elem, p->k.stride_seq, k_tile);
+            FA_NAME(tile_rows_)
+            (kern, p, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem, p->v.stride_seq, v_tile);
         } else {
             kt = (const FA_T *)(const void *)k + col0 * k_stride;
             vt = (const FA_T *)(const void *)v + col0 * v_stride;
@@ -184,15 +186,15 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
     const size_t q_elem = fa_elem_size(p->q_type);
     const int out_half = fa_dtype_is_half(p->q_type);
     char *out = (char *)fa_view_at(&p->out, q_elem, it->batch, it->q_head, it->row0);
-    FA_T *lse = p->lse
-                    ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride +
-                          it->row0 * p->lse_row_stride
-                    : NULL;
+    FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride +
+                             it->row0 * p->lse_row_stride
+                       : NULL;
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {
         char *row = out + r * p->out.stride_seq * (int64_t)q_elem;
-        FA_T *o = out_half ? st->acc + r * st->acc_stride : (FA_T *)(void *)row; /* half: in place, then rounded */
+        FA_T *o =
+            out_half ? st->acc + r * st->acc_stride : (FA_T *)(void *)row; /* half: in place, then rounded */
         const FA_T *a = st->acc + r * st->acc_stride;
         FA_T l = st->row_sum[r], m = st->row_max[r];
         /* l == 0 exactly when the row saw no key: exact zeros and -inf (the sink's logit with a

@@ -38,7 +38,8 @@ static void FA_NAME(merge_rows_)(const fa_merge_job *job, fa_arena *arena, int64
                 parts[k] = w;
             }
         }
-        char *o = (char *)out->data + (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * elem;
+        char *o =
+            (char *)out->data + (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * elem;
         FA_T lse;
         FA_NAME(merge_row_)(mp->n, lses, parts, out->dim, half ? merged : (FA_T *)(void *)o, &lse);
         if (half)

@@ -15,7 +15,8 @@ static fa_view view_from(const fa_view *v, size_t elem, int64_t b, int64_t row)
 void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
 {
     /* the accumulation type's size moves lse and bias; each view moves by its own element size */
-    size_t elem = fa_elem_size(p->dtype), q_elem = fa_elem_size(p->q_type), kv_elem = fa_elem_size(p->kv_type);
+    size_t elem = fa_elem_size(p->dtype), q_elem = fa_elem_size(p->q_type),
+           kv_elem = fa_elem_size(p->kv_type);
     *one = *p;
     one->batch = 1;
     one->seqs = NULL;

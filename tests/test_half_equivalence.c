@@ -85,8 +85,8 @@ static void he_expect_rounded(const he_tensor *got, const float *wide, const cha
             have = ((const uint16_t *)got->data)[i];
         }
         if (want != have)
-            cr_assert_fail("%s, %s, %s: element %lld is 0x%x, the float call's result rounded is 0x%x (%.9g)", combo,
-                     shape, what, (long long)i, have, want, (double)wide[i]);
+            cr_assert_fail("%s, %s, %s: element %lld is 0x%x, the float call's result rounded is 0x%x (%.9g)",
+                           combo, shape, what, (long long)i, have, want, (double)wide[i]);
     }
 }
 
@@ -106,10 +106,14 @@ typedef struct {
 static void he_check(fa_context *ctx, const he_types *ty, const he_shape *s, uint64_t seed)
 {
     tu_rng rng = tu_rng_make(seed);
-    he_tensor q = he_make(ty->q_type, s->b, s->hq, s->nq, s->d), k = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->d);
-    he_tensor v = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->dv), out = he_make(ty->q_type, s->b, s->hq, s->nq, s->dv);
-    he_tensor dout = he_make(ty->q_type, s->b, s->hq, s->nq, s->dv), dq = he_make(ty->q_type, s->b, s->hq, s->nq, s->d);
-    he_tensor dk = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->d), dv = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->dv);
+    he_tensor q = he_make(ty->q_type, s->b, s->hq, s->nq, s->d),
+              k = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->d);
+    he_tensor v = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->dv),
+              out = he_make(ty->q_type, s->b, s->hq, s->nq, s->dv);
+    he_tensor dout = he_make(ty->q_type, s->b, s->hq, s->nq, s->dv),
+              dq = he_make(ty->q_type, s->b, s->hq, s->nq, s->d);
+    he_tensor dk = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->d),
+              dv = he_make(ty->kv_type, s->b, s->hkv, s->nk, s->dv);
     he_fill(&q, &rng, 2.0);
     he_fill(&k, &rng, 2.0);
     he_fill(&v, &rng, 1.0);
@@ -118,7 +122,8 @@ static void he_check(fa_context *ctx, const he_types *ty, const he_shape *s, uin
     float *lse = calloc(rows + 1, sizeof(float)), *lse_wide = calloc(rows + 1, sizeof(float));
     float *out_wide = calloc((size_t)out.n + 1, sizeof(float));
     float slopes[8], sinks[8];
-    for (int h = 0; h < 8; h++) slopes[h] = 0.05f * (float)(h + 1), sinks[h] = (float)tu_rng_uniform(&rng, -1, 1);
+    for (int h = 0; h < 8; h++)
+        slopes[h] = 0.05f * (float)(h + 1), sinks[h] = (float)tu_rng_uniform(&rng, -1, 1);
     float *bias_data = calloc((size_t)(s->nq * s->nk) + 1, sizeof(float));
     for (int64_t i = 0; i < s->nq * s->nk; i++) bias_data[i] = (float)tu_rng_uniform(&rng, -1, 1);
     fa_tensor bias = fa_tensor_bhsd(bias_data, FA_F32, 1, 1, s->nq, s->nk);
@@ -135,20 +140,21 @@ static void he_check(fa_context *ctx, const he_types *ty, const he_shape *s, uin
     cr_assert_eq(fa_forward(ctx, &p, &q.t, &k.t, &v.t, &out.t, lse), FA_OK, "%s, %s: %s", ty->name, s->name,
                  fa_last_error());
     fa_tensor out_w = fa_tensor_bhsd(out_wide, FA_F32, s->b, s->hq, s->nq, s->dv);
-    cr_assert_eq(fa_forward(ctx, &p, &q.wide, &k.wide, &v.wide, &out_w, lse_wide), FA_OK, "%s", fa_last_error());
+    cr_assert_eq(fa_forward(ctx, &p, &q.wide, &k.wide, &v.wide, &out_w, lse_wide), FA_OK, "%s",
+                 fa_last_error());
     he_expect_rounded(&out, out_wide, "out", ty->name, s->name);
     cr_assert_eq(memcmp(lse, lse_wide, rows * sizeof(float)), 0, "%s, %s: lse differs from the float call's",
                  ty->name, s->name);
 
     /* the backward from the half call's own (rounded) output, against the float call on its widening */
     for (int64_t i = 0; i < out.n; i++)
-        out.wide_data[i] = ty->q_type == FA_F32 ? ((float *)out.data)[i]
+        out.wide_data[i] = ty->q_type == FA_F32    ? ((float *)out.data)[i]
                            : ty->q_type == FA_BF16 ? fa_bf16_to_f32(((uint16_t *)out.data)[i])
                                                    : fa_f16_to_f32(((uint16_t *)out.data)[i]);
     cr_assert_eq(fa_backward(ctx, &p, &q.t, &k.t, &v.t, &out.t, &dout.t, lse, &dq.t, &dk.t, &dv.t), FA_OK,
                  "%s, %s: %s", ty->name, s->name, fa_last_error());
-    cr_assert_eq(fa_backward(ctx, &p, &q.wide, &k.wide, &v.wide, &out.wide, &dout.wide, lse, &dq.wide, &dk.wide,
-                             &dv.wide),
+    cr_assert_eq(fa_backward(ctx, &p, &q.wide, &k.wide, &v.wide, &out.wide, &dout.wide, lse, &dq.wide,
+                             &dk.wide, &dv.wide),
                  FA_OK, "%s", fa_last_error());
     he_expect_rounded(&dq, dq.wide_data, "dq", ty->name, s->name);
     he_expect_rounded(&dk, dk.wide_data, "dk", ty->name, s->name);
@@ -199,13 +205,15 @@ Test(half_equivalence, merge_is_the_float_merge_of_the_widened_parts_rounded_onc
             lses[k][k] = -INFINITY; /* a row some part did not see */
             lse_ptrs[k] = lses[k];
         }
-        float *lse = malloc((size_t)(b * h * nq) * sizeof(float)), *lse_wide = malloc((size_t)(b * h * nq) * sizeof(float));
+        float *lse = malloc((size_t)(b * h * nq) * sizeof(float)),
+              *lse_wide = malloc((size_t)(b * h * nq) * sizeof(float));
         cr_assert_eq(fa_merge(NULL, 3, narrow, lse_ptrs, &out.t, lse), FA_OK, "%s", fa_last_error());
         cr_assert_eq(fa_merge(NULL, 3, wide, lse_ptrs, &out.wide, lse_wide), FA_OK, "%s", fa_last_error());
         /* out.wide now holds the float merge: the half merge must be its rounding */
         float *want = malloc((size_t)out.n * sizeof(float));
         memcpy(want, out.wide_data, (size_t)out.n * sizeof(float));
-        he_expect_rounded(&out, want, "merged out", types[t] == FA_BF16 ? "bf16" : "f16", "B2 H3 N21 Dv19, 3 parts");
+        he_expect_rounded(&out, want, "merged out", types[t] == FA_BF16 ? "bf16" : "f16",
+                          "B2 H3 N21 Dv19, 3 parts");
         cr_assert_eq(memcmp(lse, lse_wide, (size_t)(b * h * nq) * sizeof(float)), 0, "merged lse differs");
         free(want), free(lse), free(lse_wide);
         for (int k = 0; k < 3; k++) he_free(&parts[k]), free(lses[k]);

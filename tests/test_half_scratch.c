@@ -37,11 +37,13 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                 fa_context *ctx;
                 cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
                 /* two heads sharing one kv head; Nk < 4·bk keeps the keys unsplit */
-                int64_t nq = (2 * blocks[c].bq + 3) * scale, nk = 3 * blocks[c].bk + 1, d = blocks[c].d, dv = blocks[c].dv;
+                int64_t nq = (2 * blocks[c].bq + 3) * scale, nk = 3 * blocks[c].bk + 1, d = blocks[c].d,
+                        dv = blocks[c].dv;
                 fa_tensor q = hs_tensor(types[t].q, 1, 2, nq, d), k = hs_tensor(types[t].kv, 1, 1, nk, d);
                 fa_tensor v = hs_tensor(types[t].kv, 1, 1, nk, dv), out = hs_tensor(types[t].q, 1, 2, nq, dv);
                 fa_tensor dout = hs_tensor(types[t].q, 1, 2, nq, dv), dq = hs_tensor(types[t].q, 1, 2, nq, d);
-                fa_tensor dk = hs_tensor(types[t].kv, 1, 1, nk, d), dv_t = hs_tensor(types[t].kv, 1, 1, nk, dv);
+                fa_tensor dk = hs_tensor(types[t].kv, 1, 1, nk, d),
+                          dv_t = hs_tensor(types[t].kv, 1, 1, nk, dv);
                 float *lse = calloc((size_t)(2 * nq), sizeof(float));
                 int q_half = types[t].q != FA_F32;
                 fa_stats st;
@@ -50,17 +52,19 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
                 size_t want = forward_scratch(FA_F32, o.block_q, o.block_k, d, dv) +
                               forward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
-                cr_expect_eq(st.scratch_peak, want, "types %zu, blocks %d/%d, Nq %lld: forward peak %zu, formula %zu", t,
-                             o.block_q, o.block_k, (long long)nq, st.scratch_peak, want);
+                cr_expect_eq(st.scratch_peak, want,
+                             "types %zu, blocks %d/%d, Nq %lld: forward peak %zu, formula %zu", t, o.block_q,
+                             o.block_k, (long long)nq, st.scratch_peak, want);
 
                 fa_context_reset_stats(ctx);
-                cr_assert_eq(fa_backward(ctx, NULL, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv_t), FA_OK, "%s",
-                             fa_last_error());
+                cr_assert_eq(fa_backward(ctx, NULL, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv_t), FA_OK,
+                             "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
                 want = backward_scratch(FA_F32, o.block_q, o.block_k, d, dv, 0) +
                        backward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
-                cr_expect_eq(st.scratch_peak, want, "types %zu, blocks %d/%d, Nq %lld: backward peak %zu, formula %zu", t,
-                             o.block_q, o.block_k, (long long)nq, st.scratch_peak, want);
+                cr_expect_eq(st.scratch_peak, want,
+                             "types %zu, blocks %d/%d, Nq %lld: backward peak %zu, formula %zu", t, o.block_q,
+                             o.block_k, (long long)nq, st.scratch_peak, want);
                 fa_tensor *all[] = {&q, &k, &v, &out, &dout, &dq, &dk, &dv_t};
                 for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
                 free(lse);
