@@ -13,6 +13,7 @@
 #include "blas_baseline.h"
 #endif
 #include "calls.h"
+#include "dtypes.h"
 #include "golden.h"
 #include "modifiers.h"
 #include "problem.h"
@@ -32,17 +33,21 @@ static int report_status(const char *what, int threads, fa_status s)
 
 // Checks the outputs of the verified call: out and lse always (a backward's inputs come from that
 // forward), the gradients when the pass has them. Fills the row's error fields; -1 after a message.
+// A half q's gradient oracle starts from the out the backward was handed (given_out.h): computed here,
+// once out has passed, and again only when a thread count's out differs.
 static int verify_outputs(const bench_options *o, const bench_problem *pb, const fa_params *params,
-                          const bench_backward_oracle *oracle, int threads, bench_row *row)
+                          bench_backward_oracle *oracle, int threads, bench_row *row)
 {
     bench_verify_result vr;
     if (bench_verify_forward(pb, params, o->check_rows, &vr) != 0) {
         fprintf(stderr, "fa-bench: out of memory during verification\n");
         return -1;
     }
+    char types[48];
+    bench_dtypes_words(&pb->shape, types, sizeof types);
     if (!vr.passed) {
         fprintf(stderr, "fa-bench: verification of out and lse FAILED at threads=%d (%s, bind %s)\n", threads,
-                bench_dtype_name(pb->shape.dtype), bench_bind_name(o->bind));
+                types, bench_bind_name(o->bind));
         bench_verify_print_worst(stderr, &vr);
         return -1;
     }
@@ -52,11 +57,19 @@ static int verify_outputs(const bench_options *o, const bench_problem *pb, const
     row->err_dq = row->err_dk = row->err_dv = row->err_dsinks = NAN;
     if (!pb->has_gradients) return 0;
 
+    if (bench_backward_oracle_stale(oracle, pb)) {
+        bench_progress_detail("threads %d: float64 gradient oracle from the out the backward was handed",
+                              threads);
+        if (bench_backward_oracle_compute(oracle, pb, params, o->check_rows) != 0) {
+            fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
+            return -1;
+        }
+    }
     bench_verify_backward_result br;
     bench_verify_backward(pb, oracle, &br);
     if (!br.passed) {
         fprintf(stderr, "fa-bench: verification of dq, dk and dv FAILED at threads=%d (%s, bind %s)\n",
-                threads, bench_dtype_name(pb->shape.dtype), bench_bind_name(o->bind));
+                threads, types, bench_bind_name(o->bind));
         bench_verify_backward_print_worst(stderr, &br);
         return -1;
     }
@@ -71,7 +84,7 @@ static int verify_outputs(const bench_options *o, const bench_problem *pb, const
 
 // One thread count, start to finish. Returns 0 with *row filled, or -1 after printing why.
 static int run_thread_count(const bench_options *o, bench_pass pass, bench_problem *pb,
-                            const fa_params *params, const bench_backward_oracle *oracle, int threads,
+                            const fa_params *params, bench_backward_oracle *oracle, int threads,
                             bench_golden *golden, bench_row *row)
 {
     fa_context_opts copts = fa_context_opts_default();
@@ -159,7 +172,9 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
         bench_row *w = &rows[r];
         fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
         bench_probe_isa probe;
-        w->peak_gflops = bench_machine_peak(m, w->isa, info->shape.dtype, w->threads, bind, &probe);
+        // Half calls compute in f32: their peak is f32's, as their FLOP count is.
+        w->peak_gflops =
+            bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads, bind, &probe);
         snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
         w->pct_peak = 100.0 * w->gflops / w->peak_gflops;
         if (info->decode || info->bias_bandwidth) w->read_gbps = bench_machine_read_gbps(m, w->threads, bind);
@@ -235,6 +250,14 @@ static void measure_blas(const bench_options *o, const bench_run_info *info, con
 }
 #endif
 
+#ifdef FA_BENCH_HAVE_BLAS
+// The baseline's gemms are cblas_sgemm and cblas_dgemm on one type for q, k and v.
+static int blas_dtype_missing(const bench_shape *s)
+{
+    return bench_dtype_is_half(s->dtype) || bench_dtype_is_half(s->kv_dtype);
+}
+#endif
+
 // The BLAS baseline's description, or why it does not run for this case.
 static const char *blas_status(const bench_options *o, const bench_case *c)
 {
@@ -242,6 +265,7 @@ static const char *blas_status(const bench_options *o, const bench_case *c)
     if (o->blas_reps == 0) return "off (--blas-reps N turns it on)";
     if (c->pass != BENCH_PASS_FWD) return "forward pass only";
     if (bench_mods_any(&c->shape.mods)) return "not for score modifiers (it has the causal mask only)";
+    if (blas_dtype_missing(&c->shape)) return "f32 and f64 only (CBLAS has no bf16 or f16 gemm)";
     return bench_blas_describe();
 #else
     (void)o;
@@ -271,7 +295,8 @@ static void fill_info(const bench_options *o, int index, const bench_identity *i
     const bench_case *c = &o->cases[index];
     const bench_shape *s = &c->shape;
     int gradients = c->pass != BENCH_PASS_FWD;
-    double e = s->dtype == FA_F64 ? 8.0 : 4.0;
+    // K and V bytes at the kv group's element size: a bf16 KV cache reads half an f32 cache's bytes.
+    double e = (double)bench_dtype_size(s->kv_dtype);
     *info = (bench_run_info){
         .opt = o,
         .version = fa_version(),
@@ -286,14 +311,17 @@ static void fill_info(const bench_options *o, int index, const bench_identity *i
         .kv_bytes = (double)s->b * (double)s->hkv * (double)s->nk * (double)(s->d + s->dv) * e,
         .decode = s->nq <= BENCH_DECODE_MAX_NQ,
         .tolerance = bench_verify_tolerance(s->dtype),
+        .lse_tolerance = bench_verify_lse_tolerance(s->dtype),
         .grad_tolerance = gradients ? bench_verify_gradient_tolerance(s->dtype) : NAN,
+        .grad_kv_tolerance = gradients ? bench_verify_gradient_tolerance(s->kv_dtype) : NAN,
         .grad_oracle_s = NAN,
         .omp_max_threads = omp_get_max_threads(),
         .blas = blas_status(o, c),
         .identity = id,
     };
 #ifdef FA_BENCH_HAVE_BLAS
-    info->blas_runs = o->blas_reps > 0 && c->pass == BENCH_PASS_FWD && !bench_mods_any(&s->mods);
+    info->blas_runs =
+        o->blas_reps > 0 && c->pass == BENCH_PASS_FWD && !bench_mods_any(&s->mods) && !blas_dtype_missing(s);
 #endif
     info->blas_warning = blas_warning(info);
 }
@@ -361,15 +389,15 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
     bench_modifiers_params(&pb, &params);
 
     int rc = 0;
-    // The gradient oracle depends on the problem only: computed once, before any library call.
+    // The gradient oracle depends on the problem only: computed once, before any library call. With a
+    // half q it depends on the forward's out too: verify_outputs computes it then.
     bench_backward_oracle oracle = {0};
-    if (gradients) {
+    if (gradients && !bench_dtype_is_half(info->shape.dtype)) {
         bench_progress("%s: float64 gradient oracle", tag);
         if (bench_backward_oracle_compute(&oracle, &pb, &params, o->check_rows) != 0) {
             fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
             rc = -1;
         }
-        info->grad_oracle_s = oracle.seconds;
     }
 
     bench_golden golden = {0};
@@ -387,6 +415,10 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
                            threads, bench_progress_elapsed() - start, row->timing.count,
                            row->timing.count == 1 ? "" : "s", 1e3 * row->timing.min_s, row->gflops);
         }
+    }
+    if (gradients) {
+        info->grad_oracle_s = oracle.seconds;
+        info->grad_oracle_runs = oracle.runs;
     }
     if (rc == 0) {
         r->n_rows = o->n_thread_counts;

@@ -160,7 +160,10 @@ static value vbool(int b)
     X("contiguous_min_s", vnum(row->ragged.contiguous.min_s))                                                \
     X("contiguous_kv_gbps", vnum(row->ragged.contiguous_kv_gbps))                                            \
     X("contiguous_pct_read_bw", vnum(row->ragged.contiguous_pct_read_bw))                                    \
-    X("paged_over_contiguous", vnum(row->ragged.paged_over_contiguous))
+    X("paged_over_contiguous", vnum(row->ragged.paged_over_contiguous))                                      \
+    X("kv_dtype", vstr(bench_dtype_name(s->kv_dtype)))                                                       \
+    X("lse_tolerance", vnum(info->lse_tolerance))                                                            \
+    X("grad_kv_tolerance", vnum(info->grad_kv_tolerance))
 
 // A ragged case's figure (of any kind, of --varlen's, of --decode-batch's) as a double; NAN (an empty
 // field, null in JSON) for the other rows.

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dtypes.h"
+
 // Streams after problem.c's (q 1, k 2, v 3, dout 4): the modifiers' values never repeat an input's.
 enum { STREAM_BIAS = 5, STREAM_SINKS = 6 };
 
@@ -52,7 +54,8 @@ int64_t bench_visible_pairs(const bench_shape *s)
 
 double bench_bias_read_bytes(const bench_shape *s)
 {
-    double e = s->dtype == FA_F64 ? 8.0 : 4.0;
+    // The bias has the accumulation type (f32 under a half q, flashattn.h).
+    double e = (double)bench_dtype_size(bench_accum_dtype(s->dtype));
     switch (s->mods.bias) {
     case BENCH_BIAS_FULL: return (double)s->b * (double)s->hq * (double)bench_visible_pairs(s) * e;
     case BENCH_BIAS_KEYPAD: return (double)s->b * (double)s->nk * e;
@@ -60,24 +63,18 @@ double bench_bias_read_bytes(const bench_shape *s)
     }
 }
 
-static void store(fa_dtype t, void *data, int64_t index, double x)
-{
-    if (t == FA_F64)
-        ((double *)data)[index] = x;
-    else
-        ((float *)data)[index] = (float)x;
-}
-
 // The bias as a bhsd tensor of its own sizes, filled. Key padding: the last ceil(Nk/10) keys of
 // every batch are -inf, the others 0 (so even Nk = 1 has its one key padded: fully masked rows are
 // part of the contract). Full: values from the bias stream, in parallel (each element depends on
-// its index only, so the fill is the same for any team).
+// its index only, so the fill is the same for any team). Its type is the accumulation type: f64 for
+// f64, f32 for f32 and the half types (flashattn.h: a bias is never half).
 static int init_bias(bench_problem *p, bench_dist dist, uint64_t seed)
 {
     const bench_shape *s = &p->shape;
     int full = s->mods.bias == BENCH_BIAS_FULL;
     int64_t heads = full ? s->hq : 1, rows = full ? s->nq : 1;
-    size_t es = s->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    fa_dtype t = bench_accum_dtype(s->dtype);
+    size_t es = bench_dtype_size(t);
     p->bias_bytes = bench_checked_bytes(s->b, heads, rows, s->nk, es);
     if (!p->bias_bytes) {
         fprintf(stderr, "fa-bench: the bias is too large to allocate\n");
@@ -85,15 +82,14 @@ static int init_bias(bench_problem *p, bench_dist dist, uint64_t seed)
     }
     void *data = bench_alloc_aligned(p->bias_bytes, "the bias");
     if (!data) return -1;
-    p->bias = fa_tensor_bhsd(data, s->dtype, s->b, heads, rows, s->nk);
+    p->bias = fa_tensor_bhsd(data, t, s->b, heads, rows, s->nk);
     int64_t n = s->b * heads * rows, nk = s->nk, padded = (nk + 9) / 10;
-    fa_dtype t = s->dtype;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; r++)
         for (int64_t j = 0; j < nk; j++)
-            store(t, data, r * nk + j,
-                  full ? bench_sample(dist, seed, STREAM_BIAS, (uint64_t)(r * nk + j))
-                       : (j >= nk - padded ? -INFINITY : 0.0));
+            bench_store(t, data, r * nk + j,
+                        full ? bench_sample(dist, seed, STREAM_BIAS, (uint64_t)(r * nk + j))
+                             : (j >= nk - padded ? -INFINITY : 0.0));
     return 0;
 }
 

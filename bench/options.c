@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtypes.h"
 #include "presets.h"
 #include "timing.h" // BENCH_MAX_SAMPLES bounds --reps
 
@@ -50,7 +51,14 @@ static const char help_text[] =
     "  --nk Nk            key length (default Nq)\n"
     "  --d D              query/key head dim, 1..%d (default 64)\n"
     "  --dv Dv            value head dim, 1..%d (default D)\n"
-    "  --dtype T          f32 | f64 (default f32)\n"
+    "  --dtype T          f32 | f64 | bf16 | f16: q, out and, with a backward, dout and dq; also k, v, dk\n"
+    "                     and dv unless --kv-dtype says otherwise (default f32). bf16 and f16 compute in\n"
+    "                     f32 (lse is a float) and round each output once; their inputs are the f32\n"
+    "                     run's values of the same seed, rounded to nearest even\n"
+    "  --kv-dtype T       bf16 | f16 (or f32 | f64, the same as --dtype): k, v, dk and dv, with --dtype f32\n"
+    "                     (a half-precision KV cache: f32 queries, outputs and dq). Default: --dtype.\n"
+    "                     FLOP and %% peak are counted as for f32; KV bytes (decode shapes) count the\n"
+    "                     half type's 2 bytes\n"
     "  --causal C         none | top-left | bottom-right (default none)\n"
     "  --layout L         bhsd | bshd: memory order of q, k, v, out and their gradients (default bhsd)\n"
     "  --dist X           normal | uniform | peaky: q, k, v and dout drawn from N(0,1), U(-1,1) or\n"
@@ -76,7 +84,7 @@ static const char help_text[] =
     "                     fwdbwd also ask for dsinks (fa_params.dsinks) and check it\n"
     "  Modifiers given with a preset apply to every case of it. The oracle computes every modifier\n"
     "  from the header's definition (tests/reference.c), so the check before timing covers them.\n"
-    "  The BLAS baseline does not run for cases with a modifier.\n"
+    "  The BLAS baseline does not run for cases with a modifier, nor for bf16 or f16.\n"
     "\n"
     "ragged batches (fa_params.seqs; flashattn.h, fa_seqs; forward only, no --bias):\n"
     "  --varlen N:LO-HI   N packed prompts whose lengths are drawn uniformly from LO..HI (N:L: all L)\n"
@@ -162,7 +170,7 @@ static const char help_text[] =
     "             on every thread (OpenMP, pinned like the library's threads were): the best of\n"
     "             2 ms timings of the whole team over --probe-time seconds.\n"
     "  KV GB/s,   decode shapes only (Nq <= 16): bytes of K and V one call must read,\n"
-    "  %% bw       B*Hkv*Nk*(D+Dv)*sizeof(dtype), / min time, and that / the read-bandwidth probe at\n"
+    "  %% bw       B*Hkv*Nk*(D+Dv)*sizeof(kv-dtype), / min time, and that / the read-bandwidth probe at\n"
     "             the same thread count: every thread sums its own slice of an array of 4x the L3\n"
     "             (at least 128 MiB) with vector loads, best pass over --probe-time seconds.\n"
     "  BLAS GF/s, an unfused attention: for a block of query rows of one (b, h), S = scale*Q*K^T\n"
@@ -187,16 +195,24 @@ static const char help_text[] =
     "\n"
     "Verification: normwise relative error max|x - ref| / max|ref| over the checked rows of out, and\n"
     "max|lse - ref| / max(1, max|ref|) for lse; it must be <= 1e-12 for f64 and <= 1e-4 for f32.\n"
+    "A bf16 or f16 output is computed in f32 and rounded once to nearest, which moves it by at most\n"
+    "u*max|ref| (u = 2^-8 for bf16, 2^-11 for f16): its bound is f32's plus u (lse stays a float,\n"
+    "bound 1e-4). The oracle reads the rounded inputs the library read (as f32 copies), so the\n"
+    "inputs' rounding is no part of the error.\n"
     "bwd and fwdbwd also check out and lse, then dq, dk and dv against a float64 row-level oracle\n"
     "(tests/reference_backward.h) computed from q, k, v and dout alone, never from the library's out\n"
     "or lse: normwise error max|g - ref| / max|ref| per gradient, <= 1e-11 for f64 and <= 1e-3 for\n"
-    "f32. A dk/dv row sums over every query row that sees its key, so the oracle first computes the\n"
-    "softmax normaliser of every query row of each (batch, kv head) the sample touches: about one\n"
-    "float64 forward of those heads (every head when B*Hkv <= --check-rows), once per shape, shared by\n"
-    "all thread counts. Lower --check-rows to touch fewer heads of a very large problem. With --sinks,\n"
+    "f32, plus u for a bf16 or f16 gradient (dq: --dtype's; dk, dv: --kv-dtype's). With a bf16 or\n"
+    "f16 --dtype, delta_i = dout_i*out_i comes from the out the backward was handed (the header's\n"
+    "definition), once that out has passed its check: rounded to half, it moves delta, and so dq and\n"
+    "dk, by up to u relative, which no implementation can undo. A dk/dv row\n"
+    "sums over every query row that sees its key, so the oracle first computes the softmax\n"
+    "normaliser of every query row of each (batch, kv head) the sample touches: about one float64\n"
+    "forward of those heads (every head when B*Hkv <= --check-rows), once per shape, shared by all\n"
+    "thread counts. Lower --check-rows to touch fewer heads of a very large problem. With --sinks,\n"
     "dsinks is checked on every head against -sum over b, i of exp(sink - lse_i)*delta_i from the\n"
     "oracle's statistics of every query row (a float64 forward of the whole problem), within the\n"
-    "gradients' tolerance plus 2^-24 (dsinks is a float for every dtype).\n"
+    "gradients' f32 or f64 bound plus 2^-24 (dsinks is a float for every dtype).\n"
     "\n"
     "Rows (--csv, --json): the shape, the options and the figures above, then what identifies the\n"
     "machine and the build: host, cpu_model (/proc/cpuinfo or lscpu), allowed_cores (physical cores\n"
@@ -210,7 +226,9 @@ static const char help_text[] =
     "for varlen l_eq, equal_flop, equal_min_s, equal_gflops, loop_min_s, loop_gflops, varlen_vs_equal,\n"
     "varlen_vs_loop, loop_seqs_bitwise, loop_seqs_other_blocks, loop_seqs_may_split, err_loop, for\n"
     "decode page_size, kv_capacity, num_pages, contiguous_min_s, contiguous_kv_gbps,\n"
-    "contiguous_pct_read_bw, paged_over_contiguous (empty where they do not apply).\n"
+    "contiguous_pct_read_bw, paged_over_contiguous (empty where they do not apply); then kv_dtype\n"
+    "(k, v, dk and dv's type; dtype is q, out, dout and dq's), lse_tolerance and grad_kv_tolerance\n"
+    "(dk's and dv's; grad_tolerance is dq's).\n"
     "\n"
     "Exit status: 0 success, 1 verification or library failure (no speed is reported), 2 bad arguments.\n";
 
@@ -254,6 +272,7 @@ enum {
     OPT_VARLEN,
     OPT_DECODE_BATCH,
     OPT_PAGE_SIZE,
+    OPT_KV_DTYPE,
 };
 
 static const struct option long_options[] = {
@@ -266,6 +285,7 @@ static const struct option long_options[] = {
     {"d", required_argument, NULL, OPT_D},
     {"dv", required_argument, NULL, OPT_DV},
     {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
     {"causal", required_argument, NULL, OPT_CAUSAL},
     {"layout", required_argument, NULL, OPT_LAYOUT},
     {"dist", required_argument, NULL, OPT_DIST},
@@ -306,7 +326,8 @@ typedef struct {
     int value;
 } name_value;
 
-static const name_value dtype_names[] = {{"f32", FA_F32}, {"f64", FA_F64}, {NULL, 0}};
+static const name_value dtype_names[] = {
+    {"f32", FA_F32}, {"f64", FA_F64}, {"bf16", FA_BF16}, {"f16", FA_F16}, {NULL, 0}};
 static const name_value causal_names[] = {{"none", FA_CAUSAL_NONE},
                                           {"top-left", FA_CAUSAL_TOP_LEFT},
                                           {"bottom-right", FA_CAUSAL_BOTTOM_RIGHT},
@@ -558,6 +579,7 @@ enum {
     SET_SINKS = 1 << 16,
     SET_RAGGED = 1 << 17,
     SET_PAGE_SIZE = 1 << 18,
+    SET_KV_DTYPE = 1 << 19,
 };
 
 static unsigned field_set_by(int option)
@@ -571,6 +593,7 @@ static unsigned field_set_by(int option)
     case OPT_D: return SET_D;
     case OPT_DV: return SET_DV;
     case OPT_DTYPE: return SET_DTYPE;
+    case OPT_KV_DTYPE: return SET_KV_DTYPE;
     case OPT_CAUSAL: return SET_CAUSAL;
     case OPT_LAYOUT: return SET_LAYOUT;
     case OPT_PASS: return SET_PASS;
@@ -600,6 +623,7 @@ static void set_defaults(bench_options *o, bench_case *c)
     c->shape.d = 64;
     c->shape.dv = -1;
     c->shape.dtype = FA_F32;
+    c->shape.kv_dtype = FA_F32; // follows dtype unless --kv-dtype is given (finish)
     c->shape.causal = FA_CAUSAL_NONE;
     c->shape.layout = BENCH_LAYOUT_BHSD;
     c->shape.mods = (bench_mods){-1, -1, 0.0, 0, BENCH_BIAS_NONE, 0};
@@ -629,6 +653,7 @@ static void apply_overrides(bench_case *to, const bench_case *from, unsigned set
     if (set & SET_D) t->d = f->d;
     if (set & SET_DV) t->dv = f->dv;
     if (set & SET_DTYPE) t->dtype = f->dtype;
+    if (set & SET_KV_DTYPE) t->kv_dtype = f->kv_dtype;
     if (set & SET_CAUSAL) t->causal = f->causal;
     if (set & SET_LAYOUT) t->layout = f->layout;
     if (set & SET_PASS) to->pass = from->pass;
@@ -684,6 +709,29 @@ static int finish_ragged(bench_case *c, unsigned set)
     return 0;
 }
 
+// The kv group's type (k, v, dk, dv) follows --dtype unless --kv-dtype is given, and the pair must
+// be one flashattn.h accepts. Ragged cases stay f32/f64 for now: their caches and packed buffers are
+// filled and read as f32 or f64 only (decode_batch.c, varlen.c). Returns 0, or -1 after a message.
+static int finish_dtypes(bench_shape *s, unsigned set)
+{
+    if (!(set & SET_KV_DTYPE)) s->kv_dtype = s->dtype;
+    if (!bench_dtype_pair_ok(s->dtype, s->kv_dtype)) {
+        fprintf(stderr,
+                "fa-bench: --kv-dtype %s with --dtype %s: flashattn takes k and v of q's type, or bf16/f16 "
+                "k and v under f32 queries (--dtype f32 --kv-dtype bf16|f16)\n",
+                bench_dtype_name(s->kv_dtype), bench_dtype_name(s->dtype));
+        return -1;
+    }
+    if (s->ragged.kind != BENCH_RAGGED_NONE &&
+        (bench_dtype_is_half(s->dtype) || bench_dtype_is_half(s->kv_dtype))) {
+        fprintf(stderr,
+                "fa-bench: --%s runs f32 or f64 only (its caches and packed buffers are not half yet)\n",
+                s->ragged.kind == BENCH_RAGGED_VARLEN ? "varlen" : "decode-batch");
+        return -1;
+    }
+    return 0;
+}
+
 // Defaults that depend on other options, and the checks that involve more than one option.
 static int finish(bench_options *o, const bench_case *command_line, unsigned set)
 {
@@ -707,6 +755,7 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
     for (int i = 0; i < o->n_cases; i++) {
         bench_shape *s = &o->cases[i].shape;
         if (finish_ragged(&o->cases[i], set) != 0) return -1;
+        if (finish_dtypes(s, set) != 0) return -1;
         if (s->hkv < 0) s->hkv = s->hq;
         if (s->nk < 0) s->nk = s->nq;
         if (s->dv < 0) s->dv = s->d;
@@ -765,6 +814,10 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
         case OPT_DTYPE:
             rc = parse_choice("dtype", arg, dtype_names, &choice);
             cl.shape.dtype = (fa_dtype)choice;
+            break;
+        case OPT_KV_DTYPE:
+            rc = parse_choice("kv-dtype", arg, dtype_names, &choice);
+            cl.shape.kv_dtype = (fa_dtype)choice;
             break;
         case OPT_CAUSAL:
             rc = parse_choice("causal", arg, causal_names, &choice);

@@ -54,7 +54,8 @@ typedef struct {
  * or Nq = 1, Nk = hi (decode) here: bounds, the lengths themselves are drawn when it runs. */
 typedef struct {
     int64_t b, hq, hkv, nq, nk, d, dv;
-    fa_dtype dtype;
+    fa_dtype dtype;    /* q, out, dout, dq */
+    fa_dtype kv_dtype; /* k, v, dk, dv: dtype, or bf16/f16 under f32 queries (--kv-dtype; dtypes.h) */
     fa_causal causal;
     bench_layout layout;
     bench_mods mods;

@@ -4,7 +4,8 @@
 
 #include <string.h>
 
-// B, Hq, Nq, Nk, D, causal, pass; Hkv = Hq, Dv = D, f32, bhsd. Nk -1 = Nq. No modifier, no reference.
+// B, Hq, Nq, Nk, D, causal, pass; Hkv = Hq, Dv = D, f32 (q and k/v), bhsd. Nk -1 = Nq. No modifier,
+// no reference.
 #define CASE(b, h, nq, nk, d, causal, pass)                                                                  \
     CASE_MODS(b, h, nq, nk, d, causal, pass, MODS(-1, -1, 0.0, 0, NO_BIAS, 0), -1)
 
@@ -16,8 +17,8 @@
     }
 #define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                            \
     {                                                                                                        \
-        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, (causal), BENCH_LAYOUT_BHSD, mods, NOT_RAGGED}, (pass),  \
-            (reference)                                                                                      \
+        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, FA_F32, (causal), BENCH_LAYOUT_BHSD, mods, NOT_RAGGED},  \
+            (pass), (reference)                                                                              \
     }
 #define NOT_RAGGED                                                                                           \
     {                                                                                                        \
@@ -29,7 +30,7 @@
 // B, Nq and Nk are set from the spec when the options are finished (options.c).
 #define RAGGED(kind, n, lo, hi, page, h, d, causal)                                                          \
     {                                                                                                        \
-        {(n), (h), -1, (hi), (hi), (d), -1, FA_F32, (causal), BSHD, NO_MODS, SPEC(kind, n, lo, hi, page)},   \
+        {(n), (h), -1, (hi), (hi), (d), -1, F32, F32, (causal), BSHD, NO_MODS, SPEC(kind, n, lo, hi, page)}, \
             FWD, -1                                                                                          \
     }
 #define SPEC(kind, n, lo, hi, page)                                                                          \
@@ -37,6 +38,7 @@
         (kind), (n), (lo), (hi), (page)                                                                      \
     }
 #define BSHD    BENCH_LAYOUT_BSHD
+#define F32     FA_F32
 #define NO_MODS MODS(-1, -1, 0.0, 0, NO_BIAS, 0)
 #define VARLEN  BENCH_RAGGED_VARLEN
 #define DECODE  BENCH_RAGGED_DECODE

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "counter_rng.h"
+#include "dtypes.h"
 #include "modifiers.h"
 
 // Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
@@ -21,11 +22,6 @@ static double sample(bench_dist dist, uint64_t key, uint64_t index)
     if (dist == BENCH_DIST_UNIFORM) return 2.0 * unit_uniform(key, index) - 1.0;
     if (dist == BENCH_DIST_PEAKY) return 10.0 * (2.0 * unit_uniform(key, index) - 1.0);
     return unit_normal(key, index);
-}
-
-static size_t elem_size(fa_dtype t)
-{
-    return t == FA_F64 ? sizeof(double) : sizeof(float);
 }
 
 size_t bench_checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t size)
@@ -53,10 +49,11 @@ void *bench_alloc_aligned(size_t bytes, const char *what)
     return p;
 }
 
-static fa_tensor make_view(void *data, const bench_shape *s, int64_t heads, int64_t seq, int64_t dim)
+static fa_tensor make_view(void *data, fa_dtype t, const bench_shape *s, int64_t heads, int64_t seq,
+                           int64_t dim)
 {
-    if (s->layout == BENCH_LAYOUT_BSHD) return fa_tensor_bshd(data, s->dtype, s->b, seq, heads, dim);
-    return fa_tensor_bhsd(data, s->dtype, s->b, heads, seq, dim);
+    if (s->layout == BENCH_LAYOUT_BSHD) return fa_tensor_bshd(data, t, s->b, seq, heads, dim);
+    return fa_tensor_bhsd(data, t, s->b, heads, seq, dim);
 }
 
 // Fills through the view so that the value of (b, h, s, d) is the same in every layout:
@@ -69,14 +66,34 @@ static void fill(const fa_tensor *t, bench_dist dist, uint64_t seed, uint64_t st
             for (int64_t s = 0; s < t->seq; s++) {
                 int64_t row = (b * t->heads + h) * t->seq + s;
                 int64_t base = b * t->stride_batch + h * t->stride_head + s * t->stride_seq;
-                for (int64_t d = 0; d < t->dim; d++) {
-                    double x = sample(dist, key, (uint64_t)(row * t->dim + d));
-                    if (t->dtype == FA_F64)
-                        ((double *)t->data)[base + d] = x;
-                    else
-                        ((float *)t->data)[base + d] = (float)x;
-                }
+                for (int64_t d = 0; d < t->dim; d++)
+                    bench_store(t->dtype, t->data, base + d, sample(dist, key, (uint64_t)(row * t->dim + d)));
             }
+}
+
+// *oracle = t itself for f32 and f64; for a half type, an f32 tensor of the same sizes and layout
+// holding t's values widened (exactly), its buffer kept in *copy. Returns 0, or -1 after a message.
+static int make_oracle_view(const fa_tensor *t, const bench_shape *s, fa_tensor *oracle, void **copy,
+                            const char *what)
+{
+    *oracle = *t;
+    if (!bench_dtype_is_half(t->dtype)) return 0;
+    size_t bytes = bench_checked_bytes(t->batch, t->heads, t->seq, t->dim, sizeof(float));
+    if (!bytes) {
+        fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
+        return -1;
+    }
+    if (!(*copy = bench_alloc_aligned(bytes, what))) return -1;
+    *oracle = make_view(*copy, FA_F32, s, t->heads, t->seq, t->dim);
+    for (int64_t b = 0; b < t->batch; b++)
+        for (int64_t h = 0; h < t->heads; h++)
+            for (int64_t x = 0; x < t->seq; x++) {
+                int64_t from = b * t->stride_batch + h * t->stride_head + x * t->stride_seq;
+                int64_t to = b * oracle->stride_batch + h * oracle->stride_head + x * oracle->stride_seq;
+                for (int64_t d = 0; d < t->dim; d++)
+                    ((float *)*copy)[to + d] = (float)bench_load(t->dtype, t->data, from + d);
+            }
+    return 0;
 }
 
 // Allocates the backward's tensors: dout (filled), dq, dk, dv. Returns 0 or -1 (after a message).
@@ -91,14 +108,14 @@ static int init_gradients(bench_problem *p, bench_dist dist, uint64_t seed, size
     void *dq = dout ? bench_alloc_aligned(q_bytes, "dq") : NULL;
     void *dk = dq ? bench_alloc_aligned(k_bytes, "dk") : NULL;
     void *dv = dk ? bench_alloc_aligned(v_bytes, "dv") : NULL;
-    p->dout = make_view(dout, s, s->hq, s->nq, s->dv);
-    p->dq = make_view(dq, s, s->hq, s->nq, s->d);
-    p->dk = make_view(dk, s, s->hkv, s->nk, s->d);
-    p->dv = make_view(dv, s, s->hkv, s->nk, s->dv);
+    p->dout = make_view(dout, s->dtype, s, s->hq, s->nq, s->dv);
+    p->dq = make_view(dq, s->dtype, s, s->hq, s->nq, s->d);
+    p->dk = make_view(dk, s->kv_dtype, s, s->hkv, s->nk, s->d);
+    p->dv = make_view(dv, s->kv_dtype, s, s->hkv, s->nk, s->dv);
     if (!dv) return -1;
     p->has_gradients = 1;
     fill(&p->dout, dist, seed, STREAM_DOUT);
-    return 0;
+    return make_oracle_view(&p->dout, s, &p->oracle_dout, &p->oracle_copies[3], "dout's oracle copy");
 }
 
 int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed,
@@ -106,12 +123,12 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
 {
     memset(p, 0, sizeof *p);
     p->shape = *s;
-    size_t es = elem_size(s->dtype);
+    size_t es = bench_dtype_size(s->dtype), kv_es = bench_dtype_size(s->kv_dtype);
     size_t q_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->d, es);
-    size_t k_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->d, es);
-    size_t v_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->dv, es);
+    size_t k_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->d, kv_es);
+    size_t v_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->dv, kv_es);
     p->out_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->dv, es);
-    p->lse_bytes = bench_checked_bytes(s->b, s->hq, s->nq, 1, es);
+    p->lse_bytes = bench_checked_bytes(s->b, s->hq, s->nq, 1, bench_dtype_size(bench_accum_dtype(s->dtype)));
     if (!q_bytes || !k_bytes || !v_bytes || !p->out_bytes || !p->lse_bytes) {
         fprintf(stderr, "fa-bench: the shape is too large to allocate\n");
         return -1;
@@ -121,10 +138,10 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
     void *v = k ? bench_alloc_aligned(v_bytes, "v") : NULL;
     void *out = v ? bench_alloc_aligned(p->out_bytes, "out") : NULL;
     p->lse = out ? bench_alloc_aligned(p->lse_bytes, "lse") : NULL;
-    p->q = make_view(q, s, s->hq, s->nq, s->d);
-    p->k = make_view(k, s, s->hkv, s->nk, s->d);
-    p->v = make_view(v, s, s->hkv, s->nk, s->dv);
-    p->out = make_view(out, s, s->hq, s->nq, s->dv);
+    p->q = make_view(q, s->dtype, s, s->hq, s->nq, s->d);
+    p->k = make_view(k, s->kv_dtype, s, s->hkv, s->nk, s->d);
+    p->v = make_view(v, s->kv_dtype, s, s->hkv, s->nk, s->dv);
+    p->out = make_view(out, s->dtype, s, s->hq, s->nq, s->dv);
     if (!p->lse || (with_gradients && init_gradients(p, dist, seed, q_bytes, k_bytes, v_bytes) != 0) ||
         bench_modifiers_init(p, dist, seed) != 0) {
         bench_problem_free(p);
@@ -133,13 +150,19 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
     fill(&p->q, dist, seed, STREAM_Q);
     fill(&p->k, dist, seed, STREAM_K);
     fill(&p->v, dist, seed, STREAM_V);
+    if (make_oracle_view(&p->q, s, &p->oracle_q, &p->oracle_copies[0], "q's oracle copy") != 0 ||
+        make_oracle_view(&p->k, s, &p->oracle_k, &p->oracle_copies[1], "k's oracle copy") != 0 ||
+        make_oracle_view(&p->v, s, &p->oracle_v, &p->oracle_copies[2], "v's oracle copy") != 0) {
+        bench_problem_free(p);
+        return -1;
+    }
     bench_problem_poison_outputs(p);
     return 0;
 }
 
 void bench_problem_poison_outputs(bench_problem *p)
 {
-    // All-ones bytes are a NaN in both binary32 and binary64.
+    // All-ones bytes are a NaN in binary64, binary32, bfloat16 and binary16.
     memset(p->out.data, 0xff, p->out_bytes);
     memset(p->lse, 0xff, p->lse_bytes);
     if (!p->has_gradients) return;
@@ -164,6 +187,7 @@ void bench_problem_free(bench_problem *p)
     free(p->alibi_slopes);
     free(p->sinks);
     free(p->dsinks);
+    for (int i = 0; i < 4; i++) free(p->oracle_copies[i]);
     memset(p, 0, sizeof *p);
 }
 

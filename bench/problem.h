@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The tensors one benchmark run works on: allocated once, 64-byte aligned, filled from a seed.
- * The backward pass's tensors (dout, dq, dk, dv) exist only when the run times a backward. */
+ * The backward pass's tensors (dout, dq, dk, dv) exist only when the run times a backward.
+ * q, out, dout and dq have shape.dtype, k, v, dk and dv shape.kv_dtype (dtypes.h). */
 #ifndef FA_BENCH_PROBLEM_H
 #define FA_BENCH_PROBLEM_H
 
@@ -13,7 +14,7 @@
 typedef struct {
     bench_shape shape;
     fa_tensor q, k, v, out; /* views over the buffers below, in the requested layout */
-    void *lse;              /* contiguous [B][Hq][Nq] of double (f64) or float (f32) */
+    void *lse;              /* contiguous [B][Hq][Nq] of double (f64) or float (f32, bf16, f16) */
     size_t out_bytes, lse_bytes;
     int has_gradients;          /* 1: the four tensors below exist; 0: their data is NULL */
     fa_tensor dout, dq, dk, dv; /* dout shaped like out, dq/dk/dv like q/k/v, same layout */
@@ -24,10 +25,18 @@ typedef struct {
     float *alibi_slopes; /* Hq slopes, or NULL */
     float *sinks;        /* Hq sink logits, or NULL */
     float *dsinks;       /* Hq floats, with sinks and gradients (poisoned like the outputs), or NULL */
+    /* The inputs as the float64 oracles (tests/reference.h) read them. An f32 or f64 input is its own
+     * view; a bf16 or f16 one gets an f32 copy of its rounded values (exact: every half value is a
+     * float), which any oracle written for f32 reads, each element once converted rather than at every
+     * one of its Nq or Nk reads. So the oracle judges the library on the very values it was given.
+     * dout's exists with gradients only. */
+    fa_tensor oracle_q, oracle_k, oracle_v, oracle_dout;
+    void *oracle_copies[4]; /* the copies' buffers (NULL for an input that is its own view) */
 } bench_problem;
 
-/* Allocates and fills q, k, v (and, with_gradients, dout) from (seed, dist); out, lse (and dq, dk,
- * dv) are filled with NaN so that a value the library never writes cannot pass verification.
+/* Allocates and fills q, k, v (and, with_gradients, dout) from (seed, dist), and their oracle views;
+ * out, lse (and dq, dk, dv) are filled with NaN (all-ones bytes, a NaN in all four types) so that a
+ * value the library never writes cannot pass verification.
  * Returns 0, or -1 after printing why to stderr. */
 int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed,
                        int with_gradients);

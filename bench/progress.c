@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "dtypes.h"
 #include "modifiers.h"
 #include "timing.h"
 
@@ -86,7 +87,9 @@ void bench_case_words(const bench_case *c, char *out, size_t size)
                  s->layout == BENCH_LAYOUT_BHSD ? ", layout bhsd" : "", mods);
         return;
     }
-    snprintf(out, size, "%s, %s, B=%lld %s %s %s, causal %s%s%s", pass, bench_dtype_name(s->dtype),
-             (long long)s->b, heads, lengths, dims, bench_causal_name(s->causal),
+    char types[48];
+    bench_dtypes_words(s, types, sizeof types);
+    snprintf(out, size, "%s, %s, B=%lld %s %s %s, causal %s%s%s", pass, types, (long long)s->b, heads,
+             lengths, dims, bench_causal_name(s->causal),
              s->layout == BENCH_LAYOUT_BSHD ? ", layout bshd" : "", mods);
 }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "dtypes.h"
 #include "isa.h"
 #include "modifiers.h"
 #include "progress.h"
@@ -84,12 +85,14 @@ void bench_report_header(FILE *f, const bench_run_info *info)
 {
     const bench_options *o = info->opt;
     const bench_shape *s = &info->shape;
+    char types[48];
+    bench_dtypes_words(s, types, sizeof types);
     fprintf(f,
             "fa-bench: flashattn %s, %s, %s, B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld, "
             "causal=%s, layout=%s",
-            info->version, pass_title(info->pass), bench_dtype_name(s->dtype), (long long)s->b,
-            (long long)s->hq, (long long)s->hkv, (long long)s->nq, (long long)s->nk, (long long)s->d,
-            (long long)s->dv, bench_causal_name(s->causal), bench_layout_name(s->layout));
+            info->version, pass_title(info->pass), types, (long long)s->b, (long long)s->hq,
+            (long long)s->hkv, (long long)s->nq, (long long)s->nk, (long long)s->d, (long long)s->dv,
+            bench_causal_name(s->causal), bench_layout_name(s->layout));
     if (o->preset) fprintf(f, " [preset %s, shape %d of %d]", o->preset, info->case_index + 1, o->n_cases);
     const bench_identity *id = info->identity;
     fprintf(f, "\n  %s, %s, %d cores (%d CPUs) allowed; %s %s build, source %s; run started %s", id->host,
@@ -106,15 +109,22 @@ void bench_report_header(FILE *f, const bench_run_info *info)
     if (o->rounds > 1) fprintf(f, "; %d rounds of every case, each row from its fastest round", o->rounds);
     fprintf(f,
             "\n  bind requested %s; kernel table requested %s; block q/k %d/%d (0 = library's choice); "
-            "omp_get_max_threads %d; oracle check of %lld rows, normwise tolerance %.0e",
+            "omp_get_max_threads %d; oracle check of %lld rows, normwise tolerance %.3g",
             bench_bind_name(o->bind), bench_isa_requested(), o->block_q, o->block_k, info->omp_max_threads,
             (long long)o->check_rows, info->tolerance);
-    if (info->pass != BENCH_PASS_FWD)
-        fprintf(f, "; gradients: %lld rows of dq and of dk/dv, tolerance %.0e", (long long)o->check_rows,
+    // A half output's bound adds its rounding (verify.h), so lse's (never half) differs from out's.
+    if (info->lse_tolerance != info->tolerance)
+        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)",
+                (int)log2(bench_dtype_unit_roundoff(s->dtype)), info->lse_tolerance);
+    if (info->pass != BENCH_PASS_FWD) {
+        fprintf(f, "; gradients: %lld rows of dq and of dk/dv, tolerance %.3g", (long long)o->check_rows,
                 info->grad_tolerance);
+        if (info->grad_kv_tolerance != info->grad_tolerance)
+            fprintf(f, " (dq), %.3g (dk, dv)", info->grad_kv_tolerance);
+    }
     if (o->probe_time > 0.0)
         fprintf(f, "\n  in-run probes, %g s per thread count: FMA peak for the kernel table's ISA and %s%s",
-                o->probe_time, bench_dtype_name(s->dtype),
+                o->probe_time, bench_dtype_name(bench_accum_dtype(s->dtype)),
                 info->decode ? "; read bandwidth (decode shape: K and V are read once per call)" : "");
     else
         fprintf(f, "\n  in-run probes: off (--probe-time 0)");
@@ -230,12 +240,19 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
             "x BLAS: unfused OpenBLAS attention min time (blas: rows = row-blocks, gemm = gemm-threads, the "
             "faster of those timed) / flashattn min time; its out matched the library's (normwise %.1e)\n",
             rows[0].blas_err);
-    if (gradients && n > 0)
+    if (gradients && n > 0 && !bench_dtype_is_half(info->shape.dtype))
         fprintf(f,
                 "gradient oracle: %lld dq rows and %lld dk/dv rows in %.1f s, computed once for all thread "
                 "counts\n",
                 (long long)rows[0].rows_checked_dq, (long long)rows[0].rows_checked_dkdv,
                 info->grad_oracle_s);
+    else if (gradients && n > 0)
+        fprintf(f,
+                "gradient oracle: %lld dq rows and %lld dk/dv rows in %.1f s, with delta = dout*out from the "
+                "%s out the backward was handed; computed %d time%s (once per different out)\n",
+                (long long)rows[0].rows_checked_dq, (long long)rows[0].rows_checked_dkdv, info->grad_oracle_s,
+                bench_dtype_name(info->shape.dtype), info->grad_oracle_runs,
+                info->grad_oracle_runs == 1 ? "" : "s");
 }
 
 void bench_report_summary(FILE *f, const bench_case_result *cases, int n)

@@ -33,16 +33,19 @@ typedef struct {
     int case_index;      /* position in opt->cases, from 0 */
     bench_shape shape;
     bench_pass pass;
-    double flops;          /* FLOP of one timed call of pass, by the formulas in --help */
-    int64_t visible_pairs; /* (i, j) pairs of one (batch, head) the causal mask and window let through */
-    double bias_bytes;     /* bias bytes one call must read (modifiers.h); 0 without a bias */
-    int bias_bandwidth;    /* a full bias: rows report bias_bytes against the read-bandwidth probe */
-    int reference;         /* the case this one is compared with (bench_case.reference), or -1 */
-    double kv_bytes;       /* bytes of K and V one call must read: B*Hkv*Nk*(D+Dv)*sizeof(dtype) */
-    int decode;            /* Nq <= BENCH_DECODE_MAX_NQ: rows report % of the read-bandwidth probe */
-    double tolerance;      /* normwise verification bound of out and lse for this dtype */
-    double grad_tolerance; /* normwise bound of dq, dk, dv; NAN for --pass fwd */
-    double grad_oracle_s;  /* seconds the gradient oracle took (once per case); NAN for --pass fwd */
+    double flops;             /* FLOP of one timed call of pass, by the formulas in --help */
+    int64_t visible_pairs;    /* (i, j) pairs of one (batch, head) the causal mask and window let through */
+    double bias_bytes;        /* bias bytes one call must read (modifiers.h); 0 without a bias */
+    int bias_bandwidth;       /* a full bias: rows report bias_bytes against the read-bandwidth probe */
+    int reference;            /* the case this one is compared with (bench_case.reference), or -1 */
+    double kv_bytes;          /* bytes of K and V one call must read: B*Hkv*Nk*(D+Dv)*sizeof(kv_dtype) */
+    int decode;               /* Nq <= BENCH_DECODE_MAX_NQ: rows report % of the read-bandwidth probe */
+    double tolerance;         /* normwise verification bound of out (of the q group's dtype) */
+    double lse_tolerance;     /* of lse (f64 or f32: the accumulation type's) */
+    double grad_tolerance;    /* normwise bound of dq; NAN for --pass fwd */
+    double grad_kv_tolerance; /* of dk and dv (the kv group's dtype); NAN for --pass fwd */
+    double grad_oracle_s;     /* seconds the gradient oracle took (all its runs); NAN for --pass fwd */
+    int grad_oracle_runs;     /* 1, or (half q: from each different out handed) more; 0 for --pass fwd */
     int omp_max_threads;
     const char *blas; /* the BLAS baseline's library and core ("OpenBLAS 0.3.21 (core Haswell)"), or why
                          there is none ("not built (CMake found no OpenBLAS)") */
@@ -92,7 +95,7 @@ typedef struct {
                               sizes differed) */
     /* In-run probes (machine.h) at this thread count; NAN where not measured. */
     char peak_isa[16];  /* the FMA probe matching isa: "avx512", "avx2" or "portable" */
-    double peak_gflops; /* FMA peak probe for peak_isa and the case's dtype */
+    double peak_gflops; /* FMA peak probe for peak_isa and the case's accumulation type (f32 for half) */
     double pct_peak;    /* 100 * gflops / peak_gflops */
     double read_gbps;   /* read-bandwidth probe, GB/s (1e9 bytes); decode cases only */
     double kv_gbps;     /* kv_bytes / timing.min_s / 1e9; decode cases only */
