@@ -5,15 +5,22 @@ run, and print flashattn's GFLOP/s, PyTorch's and their ratio side by side.
 
     bench/compare_torch.py --json results/sweep.json
     bench/compare_torch.py --fa-bench build-bench/bench/fa-bench --fwdbwd -- --preset scaling --threads 1,16
+    bench/compare_torch.py --fa-bench build-bench/bench/fa-bench --dtype bf16 -- --preset scaling
 
 Sources of flashattn's figures (either or both):
   --json FILE        a file written by fa-bench --json (repeatable); every row is compared
   --fa-bench PATH    run that fa-bench with the arguments after `--`, once per pass of --passes
                      (default fwd; --fwdbwd adds fwdbwd), and compare its rows
+  --dtype T          f32, f64, bf16 or f16: passed to those fa-bench runs (--dtype T, after the
+                     arguments after `--`, so it wins); their rows, and so PyTorch's tensors, have it
 
 For each row, PyTorch computes the same problem: B, Hq, Hkv, Nq, Nk, D, Dv, dtype, layout and input
 distribution (--dist: normal, uniform or peaky) as in the row (bshd as a transposed view), is_causal for top-left (and for bottom-right when Nq = Nk; other
 bottom-right shapes get an explicit boolean mask, which PyTorch's flash kernel does not take),
+bf16 and f16 inputs drawn in float32 and rounded to the type (as fa-bench's are). A row with a
+half-precision KV cache (kv_dtype bf16 or f16 under f32 queries) has no PyTorch equivalent, as
+scaled_dot_product_attention takes one dtype: k and v are rounded to kv_dtype and handed over
+widened back to float32 (the note says so), so PyTorch reads twice the KV bytes flashattn does.
 torch.set_num_threads(threads), --warmup untimed calls then --reps timed ones, minimum time. The
 pass is the row's: fwd times the forward under torch.no_grad(); bwd times torch.autograd.grad of
 one forward's output (retain_graph); fwdbwd times a forward followed by that backward. GFLOP/s uses
@@ -35,6 +42,8 @@ import tempfile
 import time
 
 MIN_TORCH = (2, 1)
+# fa-bench's dtype names and torch's
+TORCH_DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16"}
 
 
 def torch_or_none():
@@ -69,6 +78,7 @@ def parse_args(argv):
                    help="fa-bench --json output to compare (repeatable)")
     p.add_argument("--fa-bench", metavar="PATH", help="run this fa-bench with the arguments after --")
     p.add_argument("--passes", default="fwd", help="passes of the --fa-bench runs, e.g. fwd,fwdbwd (default fwd)")
+    p.add_argument("--dtype", choices=sorted(TORCH_DTYPES), help="--dtype of the --fa-bench runs")
     p.add_argument("--fwdbwd", action="store_true", help="also forward+backward (adds fwdbwd to --passes)")
     p.add_argument("--warmup", type=int, default=1, help="untimed PyTorch calls per row (default 1)")
     p.add_argument("--reps", type=int, default=3, help="timed PyTorch calls per row, min reported (default 3)")
@@ -79,6 +89,8 @@ def parse_args(argv):
         p.error("give --json FILE or --fa-bench PATH")
     if extra and not args.fa_bench:
         p.error("arguments after -- go to --fa-bench, which is not given")
+    if args.dtype and not args.fa_bench:
+        p.error("--dtype goes to --fa-bench's runs; rows of --json files keep their own dtype")
     passes = [x for x in args.passes.split(",") if x]
     if args.fwdbwd and "fwdbwd" not in passes:
         passes.append("fwdbwd")
@@ -91,14 +103,14 @@ def parse_args(argv):
     return args
 
 
-def rows_from_fa_bench(path, extra, passes):
+def rows_from_fa_bench(path, extra, passes, dtype):
     """Runs fa-bench once per pass (its table goes to our stdout) and returns the rows of its JSON."""
     rows = []
     for pass_name in passes:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "fa.json")
-            # A later --pass wins in fa-bench, so ours goes last; --json likewise.
-            cmd = [path, *extra, "--pass", pass_name, "--json", out]
+            # A later --pass wins in fa-bench, so ours goes last; --json and --dtype likewise.
+            cmd = [path, *extra, "--pass", pass_name, "--json", out, *(["--dtype", dtype] if dtype else [])]
             print("compare_torch.py: " + " ".join(cmd), flush=True)
             done = subprocess.run(cmd, check=False)
             if done.returncode != 0:
@@ -115,7 +127,9 @@ def shape_label(r):
     d = f"D={r['d']}" if r["d"] == r["dv"] else f"D={r['d']} Dv={r['dv']}"
     causal = "" if r["causal"] == "none" else f" {r['causal']}"
     dist = "" if r.get("dist", "normal") == "normal" else f" {r['dist']}"
-    return f"{r['dtype']} B={r['b']} {heads} {n} {d}{causal}{dist}"
+    kv = r.get("kv_dtype", r["dtype"])
+    dtype = r["dtype"] if kv == r["dtype"] else f"{r['dtype']}/kv {kv}"
+    return f"{dtype} B={r['b']} {heads} {n} {d}{causal}{dist}"
 
 
 class TorchCase:
@@ -123,29 +137,39 @@ class TorchCase:
 
     def __init__(self, torch, r):
         self.torch = torch
-        dtype = {"f32": torch.float32, "f64": torch.float64}[r["dtype"]]
+        dtype = getattr(torch, TORCH_DTYPES[r["dtype"]])
+        kv_name = r.get("kv_dtype", r["dtype"])  # rows of an fa-bench older than --kv-dtype lack it
+        kv_dtype = getattr(torch, TORCH_DTYPES[kv_name])
         b, hq, hkv, nq, nk, d, dv = (int(r[k]) for k in ("b", "hq", "hkv", "nq", "nk", "d", "dv"))
         gen = torch.Generator().manual_seed(int(r.get("seed", 1)))
         dist = r.get("dist", "normal")
         if dist not in ("normal", "uniform", "peaky"):
             raise ValueError(f"fa-bench row with an unknown --dist {dist!r}")
 
-        def draw(*size):
-            # fa-bench's distributions (its own generator, so not its values): N(0,1), U(-1,1), U(-10,10)
+        def draw(t, *size):
+            # fa-bench's distributions (its own generator, so not its values): N(0,1), U(-1,1), U(-10,10),
+            # drawn in float64 or float32 and, for bf16 and f16, rounded from float32 as fa-bench does
+            wide = torch.float64 if t == torch.float64 else torch.float32
             if dist == "normal":
-                return torch.randn(*size, generator=gen, dtype=dtype)
-            x = 2 * torch.rand(*size, generator=gen, dtype=dtype) - 1
-            return 10 * x if dist == "peaky" else x
+                x = torch.randn(*size, generator=gen, dtype=wide)
+            else:
+                x = 2 * torch.rand(*size, generator=gen, dtype=wide) - 1
+                x = 10 * x if dist == "peaky" else x
+            return x.to(t)
 
-        def tensor(heads, seq, dim):
+        def tensor(t, heads, seq, dim):
             if r.get("layout") == "bshd":  # [B][S][H][D] memory, seen as [B][H][S][D]
-                return draw(b, seq, heads, dim).transpose(1, 2)
-            return draw(b, heads, seq, dim)
+                return draw(t, b, seq, heads, dim).transpose(1, 2)
+            return draw(t, b, heads, seq, dim)
 
-        self.q, self.k, self.v = tensor(hq, nq, d), tensor(hkv, nk, d), tensor(hkv, nk, dv)
-        self.dout = tensor(hq, nq, dv)
-        self.kwargs = {}
         notes = []
+        # A half KV cache under f32 queries: SDPA takes one dtype, so the rounded k and v go in widened.
+        self.q, self.k, self.v = tensor(dtype, hq, nq, d), tensor(kv_dtype, hkv, nk, d), tensor(kv_dtype, hkv, nk, dv)
+        if kv_dtype != dtype:
+            self.k, self.v = self.k.to(dtype), self.v.to(dtype)
+            notes.append(f"k, v {kv_name}-rounded, as {r['dtype']}")
+        self.dout = tensor(dtype, hq, nq, dv)
+        self.kwargs = {}
         if hq != hkv:
             try:  # enable_gqa: PyTorch >= 2.5
                 torch.nn.functional.scaled_dot_product_attention(
@@ -211,7 +235,7 @@ def main(argv):
         with open(path, encoding="utf-8") as f:
             rows.extend(json.load(f))
     if args.fa_bench:
-        rows.extend(rows_from_fa_bench(args.fa_bench, args.extra, args.pass_list))
+        rows.extend(rows_from_fa_bench(args.fa_bench, args.extra, args.pass_list, args.dtype))
     if not rows:
         print("compare_torch.py: no fa-bench rows to compare")
         return 0
@@ -232,23 +256,31 @@ def main(argv):
     cases = {}
     saved_threads = torch.get_num_threads()
     for r in rows:
-        key = tuple(r.get(k) for k in ("dtype", "layout", "b", "hq", "hkv", "nq", "nk", "d", "dv", "causal", "seed"))
-        if key not in cases:
-            cases[key] = TorchCase(torch, r)
-        case = cases[key]
+        key = tuple(r.get(k) for k in ("dtype", "kv_dtype", "layout", "b", "hq", "hkv", "nq", "nk", "d", "dv",
+                                       "causal", "seed"))
         threads = int(r["threads"])
         torch.set_num_threads(threads)
-        seconds = min_time(case.call(r["pass"]), args.warmup, args.reps)
+        # A PyTorch build whose CPU SDPA lacks the row's dtype raises RuntimeError (when the case is built,
+        # by the enable_gqa probe, or when it is timed): the row says so and the others still run.
+        try:
+            if key not in cases:
+                cases[key] = TorchCase(torch, r)
+            note = cases[key].note
+            seconds = min_time(cases[key].call(r["pass"]), args.warmup, args.reps)
+        except RuntimeError as e:
+            seconds = float("nan")
+            note = ", ".join(x for x in (cases[key].note if key in cases else "",
+                                         f"PyTorch failed: {str(e).splitlines()[0][:80]}") if x)
         torch_gflops = float(r["flop"]) / seconds / 1e9
         fa_gflops = float(r["gflops"]) if r.get("gflops") is not None else float("nan")
         ratio = fa_gflops / torch_gflops
         label = shape_label(r)
         print(f"{label:<{width}} {r['pass']:<6} {threads:>7} {fmt(fa_gflops, 14)} {fmt(torch_gflops, 12)} "
-              f"{fmt(ratio, 6, 2)}  {case.note}", flush=True)
+              f"{fmt(ratio, 6, 2)}  {note}", flush=True)
         results.append({"shape": label, "pass": r["pass"], "threads": threads, "flop": r["flop"],
                         "flashattn_gflops": fa_gflops, "flashattn_min_s": r.get("min_s"),
                         "torch_gflops": torch_gflops, "torch_min_s": seconds, "ratio": ratio,
-                        "torch_version": torch.__version__, "note": case.note})
+                        "torch_version": torch.__version__, "note": note})
     torch.set_num_threads(saved_threads)
     if args.csv:
         with open(args.csv, "w", newline="", encoding="utf-8") as f:
