@@ -151,6 +151,11 @@ bench_tools() {
     "$bench" "${mods[@]}" --bias full --pass fwdbwd --csv "$out/mods.csv"
     head -n 1 "$out/mods.csv" | grep -q ',window_left,window_right,softcap,alibi,bias,sinks,visible_pairs,'
     test "$(grep -c ',20,3,5,true,full,true,' "$out/mods.csv")" = 2
+    # Half precision: all-bf16 with sinks, and f32 queries over an f16 KV cache, forward and backward,
+    # each checked against the float64 oracle and across thread counts before timing.
+    "$bench" --dtype bf16 --pass fwdbwd --b 2 --h 4 --hkv 2 --nq 77 --nk 90 --d 24 --dv 40 \
+        --causal bottom-right --sinks --threads 1,2 --reps 1 --probe-time 0.01
+    "$bench" --kv-dtype f16 --pass fwdbwd --nq 64 --h 2 --threads 1,2 --reps 1 --probe-time 0.01
     # A preset's cases against their reference, in interleaved rounds of one run: the closing
     # summary compares them.
     "$bench" --preset modifiers --nq 64 --h 2 --threads 1,2 --reps 1 --rounds 2 --probe-time 0.01 \
