@@ -82,7 +82,8 @@ typedef enum {
  * dims or dtype differing between ranks (FA_ERR_SHAPE / FA_ERR_DTYPE), a ZIGZAG shard length that
  * is not the same even number on every rank or a local Nq != Nk (FA_ERR_SHAPE), a bias whose key
  * axis is not N (FA_ERR_SHAPE), |p->diagonal_shift| + N beyond FA_MAX_DIAGONAL_SHIFT (FA_ERR_ARG),
- * p->seqs (FA_ERR_UNSUPPORTED), an MPI error (FA_ERR_RUNTIME).
+ * p->seqs or FA_BF16/FA_F16 tensors (FA_ERR_UNSUPPORTED: f32 and f64 only across ranks, for now),
+ * an MPI error (FA_ERR_RUNTIME).
  */
 FA_API fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
                                 const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,

@@ -64,7 +64,8 @@ static void make_keys(void)
 {
     if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_cache, &cache_key, NULL) != MPI_SUCCESS)
         cache_key = MPI_KEYVAL_INVALID;
-    if (MPI_Type_contiguous(1 << 20, MPI_BYTE, &mebibyte) != MPI_SUCCESS || MPI_Type_commit(&mebibyte) != MPI_SUCCESS)
+    if (MPI_Type_contiguous(1 << 20, MPI_BYTE, &mebibyte) != MPI_SUCCESS ||
+        MPI_Type_commit(&mebibyte) != MPI_SUCCESS)
         mebibyte = MPI_DATATYPE_NULL;
 }
 
@@ -109,8 +110,8 @@ size_t fa_ring_round(size_t bytes)
 
 /* ---- setting up a call ---- */
 
-static fa_ring_shape shape_of(const fa_params *p, fa_mpi_layout layout, const fa_tensor *q, const fa_tensor *k,
-                              const fa_tensor *v)
+static fa_ring_shape shape_of(const fa_params *p, fa_mpi_layout layout, const fa_tensor *q,
+                              const fa_tensor *k, const fa_tensor *v)
 {
     fa_ring_shape s;
     memset(&s, 0, sizeof s);
@@ -139,12 +140,15 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (!initialized || finalized)
-        return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI is %s", call, finalized ? "finalized" : "not initialized");
+        return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI is %s", call,
+                            finalized ? "finalized" : "not initialized");
     pthread_once(&once, make_keys);
     if (cache_key == MPI_KEYVAL_INVALID || mebibyte == MPI_DATATYPE_NULL)
         return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI refused an attribute key or a datatype", call);
     ring_cache *c = cache_of(comm);
-    if (!c) return fa_ring_fail(FA_ERR_NOMEM, "%s: the communicator's duplicate and cache could not be made", call);
+    if (!c)
+        return fa_ring_fail(FA_ERR_NOMEM, "%s: the communicator's duplicate and cache could not be made",
+                            call);
     r->cache = c;
     r->comm = c->dup;
     if (MPI_Comm_rank(r->comm, &r->rank) != MPI_SUCCESS || MPI_Comm_size(r->comm, &r->size) != MPI_SUCCESS)
@@ -154,11 +158,13 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
         if (shapes) c->shapes = shapes;
         int64_t *starts = realloc(c->starts, (size_t)r->size * sizeof *starts);
         if (starts) c->starts = starts;
-        if (!shapes || !starts) return fa_ring_fail(FA_ERR_NOMEM, "%s: no memory for %d ranks' shapes", call, r->size);
+        if (!shapes || !starts)
+            return fa_ring_fail(FA_ERR_NOMEM, "%s: no memory for %d ranks' shapes", call, r->size);
         c->shapes_cap = r->size;
     }
     fa_ring_shape me = shape_of(&r->p, layout, q, k, v);
-    if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, c->shapes, (int)sizeof me, MPI_BYTE, r->comm) != MPI_SUCCESS)
+    if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, c->shapes, (int)sizeof me, MPI_BYTE, r->comm) !=
+        MPI_SUCCESS)
         return fa_ring_fail(FA_ERR_RUNTIME, "%s: MPI_Allgather of the shapes failed", call);
     r->shapes = c->shapes;
     r->starts = c->starts;
@@ -180,6 +186,17 @@ static int scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
            a->sinks != b->sinks || a->bias != b->bias || a->layout != b->layout;
 }
 
+fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
+{
+    static const char *const names[] = {"FA_F32", "FA_F64", "FA_BF16", "FA_F16"};
+    if (q->dtype != FA_BF16 && q->dtype != FA_F16 && k->dtype != FA_BF16 && k->dtype != FA_F16) return FA_OK;
+    snprintf(reason, size,
+             "q.dtype = %s, k.dtype = %s: bf16/f16 shards are not supported across ranks in this version "
+             "(f32 and f64 are)",
+             names[q->dtype], names[k->dtype]);
+    return FA_ERR_UNSUPPORTED;
+}
+
 fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
 {
     /* Each rank compares itself with the first rank that has its tensors (a rank without them is
@@ -194,26 +211,30 @@ fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k
     if (r->p.seqs) REFUSE(FA_ERR_UNSUPPORTED, "p.seqs: a batch of sequences is not supported across ranks");
     if (!me->present || !first) return FA_OK; /* fa_forward_check names the NULL tensor */
     if (q->seq != k->seq)
-        REFUSE(FA_ERR_SHAPE, "q.seq = %lld but k.seq = %lld: a rank's queries and keys are the same positions",
+        REFUSE(FA_ERR_SHAPE,
+               "q.seq = %lld but k.seq = %lld: a rank's queries and keys are the same positions",
                (long long)q->seq, (long long)k->seq);
     if (scalar_params_differ(me, first))
-        REFUSE(FA_ERR_ARG, "p or layout differs from rank %d's (causal, windows, shift, scale, softcap, "
-                           "which modifiers are set, layout must be the same on every rank)",
+        REFUSE(FA_ERR_ARG,
+               "p or layout differs from rank %d's (causal, windows, shift, scale, softcap, "
+               "which modifiers are set, layout must be the same on every rank)",
                ref);
     if (me->dtype != first->dtype)
-        REFUSE(FA_ERR_DTYPE, "q.dtype = %lld but %lld on rank %d", (long long)me->dtype, (long long)first->dtype,
-               ref);
-    if ((me->batch != first->batch || me->q_heads != first->q_heads ||
-                           me->kv_heads != first->kv_heads || me->dim != first->dim || me->dim_v != first->dim_v))
+        REFUSE(FA_ERR_DTYPE, "q.dtype = %lld but %lld on rank %d", (long long)me->dtype,
+               (long long)first->dtype, ref);
+    if ((me->batch != first->batch || me->q_heads != first->q_heads || me->kv_heads != first->kv_heads ||
+         me->dim != first->dim || me->dim_v != first->dim_v))
         REFUSE(FA_ERR_SHAPE,
-               "q.batch, q.heads, k.heads, q.dim, v.dim = %lld, %lld, %lld, %lld, %lld but %lld, %lld, %lld, %lld, "
+               "q.batch, q.heads, k.heads, q.dim, v.dim = %lld, %lld, %lld, %lld, %lld but %lld, %lld, %lld, "
+               "%lld, "
                "%lld on rank %d",
                (long long)me->batch, (long long)me->q_heads, (long long)me->kv_heads, (long long)me->dim,
-               (long long)me->dim_v, (long long)first->batch, (long long)first->q_heads, (long long)first->kv_heads,
-               (long long)first->dim, (long long)first->dim_v, ref);
+               (long long)me->dim_v, (long long)first->batch, (long long)first->q_heads,
+               (long long)first->kv_heads, (long long)first->dim, (long long)first->dim_v, ref);
     if (r->layout == FA_MPI_ZIGZAG && (me->rows % 2 != 0 || me->rows != first->rows))
-        REFUSE(FA_ERR_SHAPE, "q.seq = %lld with FA_MPI_ZIGZAG: expected the same even length on every rank "
-                             "(rank %d has %lld)",
+        REFUSE(FA_ERR_SHAPE,
+               "q.seq = %lld with FA_MPI_ZIGZAG: expected the same even length on every rank "
+               "(rank %d has %lld)",
                (long long)me->rows, ref, (long long)first->rows);
     /* N counts the rows of every rank: while a rank lacks its tensors (refused for that), the
      * checks against N would blame the others */
@@ -227,8 +248,8 @@ fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k
         REFUSE(FA_ERR_SHAPE, "p.bias.dim = %lld: expected the global key axis, N = %lld",
                (long long)r->p.bias->dim, (long long)r->total);
     if (r->p.bias && r->p.bias->seq != 1 && r->p.bias->seq != q->seq)
-        REFUSE(FA_ERR_SHAPE, "p.bias.seq = %lld: expected the local queries, %lld, or 1", (long long)r->p.bias->seq,
-               (long long)q->seq);
+        REFUSE(FA_ERR_SHAPE, "p.bias.seq = %lld: expected the local queries, %lld, or 1",
+               (long long)r->p.bias->seq, (long long)q->seq);
 #undef REFUSE
     return FA_OK;
 }
@@ -266,7 +287,8 @@ fa_status fa_ring_agree(fa_ring *r, fa_status mine, const char *reason)
     char why[400] = "";
     if (r->rank == worst.rank) snprintf(why, sizeof why, "%s", reason ? reason : fa_status_str(mine));
     if (MPI_Bcast(why, (int)sizeof why, MPI_CHAR, worst.rank, r->comm) != MPI_SUCCESS)
-        snprintf(why, sizeof why, "%s (MPI_Bcast of the reason failed)", fa_status_str((fa_status)worst.status));
+        snprintf(why, sizeof why, "%s (MPI_Bcast of the reason failed)",
+                 fa_status_str((fa_status)worst.status));
     return fa_ring_fail((fa_status)worst.status, "%s: rank %d of %d: %s", r->call, worst.rank, r->size, why);
 }
 
@@ -322,9 +344,11 @@ void fa_ring_copy(const fa_tensor *from, const fa_tensor *to, size_t elem)
     for (int64_t b = 0; b < from->batch; b++)
         for (int64_t h = 0; h < from->heads; h++)
             for (int64_t s = 0; s < from->seq; s++)
-                memcpy((char *)to->data + (b * to->stride_batch + h * to->stride_head + s * to->stride_seq) * (int64_t)elem,
+                memcpy((char *)to->data +
+                           (b * to->stride_batch + h * to->stride_head + s * to->stride_seq) * (int64_t)elem,
                        (const char *)from->data +
-                           (b * from->stride_batch + h * from->stride_head + s * from->stride_seq) * (int64_t)elem,
+                           (b * from->stride_batch + h * from->stride_head + s * from->stride_seq) *
+                               (int64_t)elem,
                        row);
 }
 
@@ -336,7 +360,8 @@ int fa_ring_block_visible(const fa_params *p, const fa_ring_segment *q, const fa
     /* Global row i sees keys [i + lo, i + hi] (self-attention, d0 = diagonal_shift): lo = d0 -
      * window_left, hi = d0 under a causal mask, d0 + window_right with a right window. Some row of
      * [qa, qz] sees some key of [ka, kz] when kz >= i + lo and ka <= i + hi for one i. */
-    int64_t d0 = p->diagonal_shift, qa = q->pos, qz = q->pos + q->len - 1, ka = k->pos, kz = k->pos + k->len - 1;
+    int64_t d0 = p->diagonal_shift, qa = q->pos, qz = q->pos + q->len - 1, ka = k->pos,
+            kz = k->pos + k->len - 1;
     /* positions and d0 stay below 2^53 (fa_ring_check); a window wider than 2^61 bounds nothing */
     const int64_t unbounded = (int64_t)1 << 61;
     int causal = p->causal != FA_CAUSAL_NONE;
@@ -384,8 +409,8 @@ void fa_ring_shard_halves(const fa_ring *r, char *base, int64_t rows, fa_tensor 
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
     *k = fa_ring_compact(base, (fa_dtype)s->dtype, s->batch, s->kv_heads, rows, s->dim);
-    *v = fa_ring_compact(base + (size_t)(s->batch * s->kv_heads * rows * s->dim) * r->elem, (fa_dtype)s->dtype,
-                         s->batch, s->kv_heads, rows, s->dim_v);
+    *v = fa_ring_compact(base + (size_t)(s->batch * s->kv_heads * rows * s->dim) * r->elem,
+                         (fa_dtype)s->dtype, s->batch, s->kv_heads, rows, s->dim_v);
 }
 
 int64_t fa_ring_widest(const fa_ring *r)

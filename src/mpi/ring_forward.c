@@ -141,6 +141,7 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
         fa_params own = fa_ring_own_params(&r, q, &bias);
         st = fa_forward_check(&own, q, k, v, out, lse);
         if (st != FA_OK) snprintf(reason, sizeof reason, "%s", fa_last_error());
+        if (st == FA_OK) st = fa_ring_refuse_half(q, k, reason, sizeof reason);
     }
     const fa_ring_shape *s = &r.shapes[r.rank];
     int64_t widest = fa_ring_widest(&r);

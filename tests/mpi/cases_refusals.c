@@ -182,6 +182,27 @@ static void seqs(call *c, const mt_local *l, const mt_global *g, int faulty)
     if (faulty) c->p.seqs = &c->seqs;
 }
 
+/* bf16 everywhere, or f32 queries over an f16 cache: valid for fa_forward/fa_backward (the
+ * buffers, made for f64, hold the narrower elements; the bias goes, as its dtype would have to be
+ * float), not across ranks in this version. */
+static void half_everywhere(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    c->p.bias = NULL;
+    if (!faulty) return;
+    c->q.dtype = c->out.dtype = c->dout.dtype = c->dq.dtype = FA_BF16;
+    c->k.dtype = c->v.dtype = c->dk.dtype = c->dv.dtype = FA_BF16;
+}
+
+static void half_cache(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    c->p.bias = NULL;
+    if (!faulty) return;
+    c->q.dtype = c->out.dtype = c->dout.dtype = c->dq.dtype = FA_F32;
+    c->k.dtype = c->v.dtype = c->dk.dtype = c->dv.dtype = FA_F16;
+}
+
 static void window_invalid(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
     (void)l, (void)g;
@@ -253,6 +274,8 @@ static const refusal refusals[] = {
     {"zigzag-shards-differ-on-last-rank", 0, WHO_LAST, 2, 1, 1, FA_ERR_SHAPE, zigzag_differ},
     {"seqs", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
     {"seqs-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
+    {"bf16", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_everywhere},
+    {"f32-queries-over-an-f16-cache", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_cache},
     {"window-below-minus-1", 0, WHO_ALL, 1, 0, 1, FA_ERR_ARG, window_invalid},
     {"diagonal-shift-beyond-range", 0, WHO_ALL, 1, 0, 1, FA_ERR_ARG, shift_beyond_range},
     {"out-overlaps-itself-on-first-rank", 0, WHO_FIRST, 1, 0, 1, FA_ERR_STRIDE, out_overlaps_itself},
@@ -267,6 +290,8 @@ static const refusal refusals[] = {
     {"backward-heads-differ-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_SHAPE, heads_differ},
     {"backward-zigzag-odd-shard", 1, WHO_ALL, 1, 1, 1, FA_ERR_SHAPE, zigzag_odd},
     {"backward-seqs", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
+    {"backward-bf16", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_everywhere},
+    {"backward-f32-queries-over-an-f16-cache", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_cache},
 };
 
 /* ---- the problem every refusal spoils ------------------------------------------------------ */
