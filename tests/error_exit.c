@@ -219,12 +219,42 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
             ee_world_restore(w);
         }
     }
+    /* The valid half-precision calls: every dtype row of the table (add_dtype_mixes) breaks one of
+     * these in one place. The pool's bytes read as halves are whatever they are: only the status
+     * matters here. */
+    static const fa_dtype half_pairs[4][2] = {
+        {FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}, {FA_F32, FA_F16}};
+    for (int call = 0; call < 2; call++)
+        for (int pr = 0; pr < 4; pr++) {
+            ee_args a;
+            ee_valid_args(w, &a);
+            for (int i = 0; i < EE_NT; i++)
+                a.t[i].dtype = i == EE_K || i == EE_V || i == EE_DK || i == EE_DV ? half_pairs[pr][1]
+                                                                                  : half_pairs[pr][0];
+            a.bias.dtype = FA_F32;
+            fa_status st = ee_call_run((ee_call)call, &a);
+            cr_assert_eq(st, FA_OK, "the valid %s call with q group %d, k group %d: status %d (%s)",
+                         ee_call_name((ee_call)call), (int)half_pairs[pr][0], (int)half_pairs[pr][1], st,
+                         fa_last_error());
+            ee_world_restore(w);
+        }
     ee_args a;
     ee_valid_args(w, &a);
     fa_status st = ee_call_run(EE_MERGE, &a);
     cr_assert_eq(st, FA_OK, "%s, the valid fa_merge call: status %d (%s)", dt == FA_F64 ? "f64" : "f32", st,
                  fa_last_error());
     ee_world_restore(w);
+    /* and of bf16 or f16 parts into an out of theirs (the lses stay float: the world's f32 or f64
+     * bytes read as floats) */
+    for (int h = 0; h < 2; h++) {
+        ee_valid_args(w, &a);
+        for (int k = 0; k < EE_PARTS; k++) a.parts[k].dtype = h ? FA_F16 : FA_BF16;
+        a.t[EE_OUT].dtype = h ? FA_F16 : FA_BF16;
+        st = ee_call_run(EE_MERGE, &a);
+        cr_assert_eq(st, FA_OK, "the valid fa_merge of %s parts: status %d (%s)", h ? "f16" : "bf16", st,
+                     fa_last_error());
+        ee_world_restore(w);
+    }
 }
 
 void ee_world_free(ee_world *w)
@@ -467,6 +497,10 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
         bias_follows(a);
         break;
     case EE_OP_PACKED: packed_views(w, c->call, a, c->mode); break;
+    case EE_OP_DTYPES:
+        for (int i = 0; i < EE_NT; i++) a->t[i].dtype = (fa_dtype)c->dt[i];
+        a->bias.dtype = (fa_dtype)c->dt[EE_NT];
+        break;
     case EE_OP_HELPER:
         helper_views(w, a, c->ti, c->field, x);
         bias_follows(a);
@@ -599,6 +633,32 @@ static int is_output(ee_call call, int ti)
     return call == EE_FORWARD ? ti == EE_OUT : ti >= EE_DQ && ti <= EE_DV;
 }
 
+/* The dtype of a call's tensor follows its group's leader (flashattn.h, fa_forward): q for q, out,
+ * dout and dq; k for k, v, dk and dv; the bias is the accumulation type. The leader of slot s. */
+static const char *dtype_leader(int s)
+{
+    return s == EE_V || s == EE_DK || s == EE_DV ? "k.dtype" : "q.dtype";
+}
+
+/* What a known but wrong dtype x of slot ti on the valid call (every other tensor of the world's
+ * dtype) names: q or k breaks the (q, k) pair, which names both; any other tensor itself and its
+ * leader, the bias itself and q. One exception: FA_BF16 k under f32 q is the allowed half-precision
+ * KV cache, so there the first tensor that breaks k's group, v, is named (and the f64 world, where
+ * the pair itself is refused, names q and k). */
+static void known_dtype_names(ee_case *c, int ti, int64_t x)
+{
+    if (ti == EE_Q || ti == EE_K)
+        snprintf(c->names, sizeof c->names, "k.dtype q.dtype");
+    else if (ti == EE_BIAS)
+        snprintf(c->names, sizeof c->names, "p.bias.dtype q.dtype");
+    else
+        snprintf(c->names, sizeof c->names, "%s.dtype %s", slot_name[ti], dtype_leader(ti));
+    if (ti == EE_K && x == FA_BF16) {
+        snprintf(c->names, sizeof c->names, "v.dtype k.dtype");
+        snprintf(c->names_f64, sizeof c->names_f64, "k.dtype q.dtype");
+    }
+}
+
 static void add_tensor_fields(ee_table *t, ee_call call, int ti)
 {
     static const ee_named dtypes[] = {{"4", 4},
@@ -652,6 +712,9 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
         c = ee_add(t, call, param, dtypes[i].name, FA_ERR_DTYPE, EE_OP_DTYPE);
         c->ti = ti;
         c->i[0] = dtypes[i].x;
+        /* an unknown value names the tensor alone (the default); a known one as the contract says */
+        if (dtypes[i].x == EE_OTHER_DTYPE || (dtypes[i].x >= 0 && dtypes[i].x < 4))
+            known_dtype_names(c, ti, dtypes[i].x);
     }
     for (int f = 0; f < 4; f++) {
         snprintf(param, sizeof param, "%s->%s", slot_name[ti], size_name[f]);
@@ -807,6 +870,110 @@ static void add_packed(ee_table *t, ee_call call)
     }
 }
 
+/* ---- the dtype contract (flashattn.h, fa_forward): q's group, k's group, the bias -------- */
+
+static const char *dtype_text(int x)
+{
+    static const char *const name[4] = {"f32", "f64", "bf16", "f16"};
+    return x >= 0 && x < 4 ? name[x] : "4 (unknown)";
+}
+
+/* A call whose q group (q, out, dout, dq) is q_dt, k group (k, v, dk, dv) k_dt and bias the
+ * accumulation type; the caller then breaks what the case names. */
+static ee_case *dtype_case(ee_table *t, ee_call call, const char *param, const char *value, int q_dt,
+                           int k_dt)
+{
+    ee_case *c = ee_add(t, call, param, value, FA_ERR_DTYPE, EE_OP_DTYPES);
+    static const int k_group[EE_NT] = {0, 1, 1, 0, 0, 0, 1, 1};
+    for (int i = 0; i < EE_NT; i++) c->dt[i] = k_group[i] ? k_dt : q_dt;
+    c->dt[EE_NT] = q_dt == FA_F64 ? FA_F64 : FA_F32;
+    return c;
+}
+
+/* Rows for the dtypes of one call: (q, k) pairs the contract refuses, with every group consistent;
+ * over each valid pair, one tensor of a group off its leader's dtype, and the bias off the
+ * accumulation type; two tensors off at once, where the first in the documented order (the pair,
+ * then v, out, dout, dq, dk, dv, then the bias) must be the one named. Each names what the
+ * contract says: the pair both q and k, a tensor itself and its leader, the bias itself and q. */
+static void add_dtype_mixes(ee_table *t, ee_call call)
+{
+    static const int refused_pairs[][2] = {{FA_BF16, FA_F16}, {FA_F16, FA_BF16}, {FA_F16, FA_F32},
+                                           {FA_BF16, FA_F32}, {FA_F64, FA_BF16}, {FA_F64, FA_F16},
+                                           {FA_BF16, FA_F64}, {FA_F16, FA_F64}};
+    static const int valid_pairs[][2] = {
+        {FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}, {FA_F32, FA_F16}};
+    char value[96], param[48];
+    ee_case *c;
+    for (size_t i = 0; i < sizeof refused_pairs / sizeof *refused_pairs; i++) {
+        const int q = refused_pairs[i][0], k = refused_pairs[i][1];
+        snprintf(value, sizeof value, "q group %s, k group %s", dtype_text(q), dtype_text(k));
+        c = dtype_case(t, call, "(q->dtype, k->dtype)", value, q, k);
+        snprintf(c->names, sizeof c->names, "k.dtype q.dtype");
+    }
+    const int n_slots = call == EE_FORWARD ? 4 : EE_NT;
+    for (size_t i = 0; i < sizeof valid_pairs / sizeof *valid_pairs; i++) {
+        const int q = valid_pairs[i][0], k = valid_pairs[i][1];
+        for (int s = 0; s < n_slots; s++) {
+            if (s == EE_Q || s == EE_K) continue; /* the leaders: the pair rows above */
+            const int own = s == EE_V || s == EE_DK || s == EE_DV ? k : q;
+            /* f32 where the group is half (the plain mistake), or the other half type; for f32 q
+             * over a half k, the half type on q's side */
+            const int wrong[2] = {own == FA_F32 ? k : FA_F32, own == FA_BF16 ? FA_F16 : FA_BF16};
+            for (int w = 0; w < 2; w++) {
+                if (wrong[w] == own || (w == 1 && wrong[1] == wrong[0])) continue;
+                snprintf(param, sizeof param, "%s->dtype", slot_name[s]);
+                snprintf(value, sizeof value, "%s, with q group %s, k group %s", dtype_text(wrong[w]),
+                         dtype_text(q), dtype_text(k));
+                c = dtype_case(t, call, param, value, q, k);
+                c->dt[s] = wrong[w];
+                snprintf(c->names, sizeof c->names, "%s.dtype %s", slot_name[s], dtype_leader(s));
+            }
+        }
+        /* the bias: q's own dtype (the rule before half precision), or f64 */
+        const int bias_wrong[2] = {q == FA_F32 ? k : q, FA_F64};
+        for (int w = 0; w < 2; w++) {
+            snprintf(value, sizeof value, "%s, with q group %s, k group %s", dtype_text(bias_wrong[w]),
+                     dtype_text(q), dtype_text(k));
+            c = dtype_case(t, call, "p->bias->dtype", value, q, k);
+            c->dt[EE_NT] = bias_wrong[w];
+            snprintf(c->names, sizeof c->names, "p.bias.dtype q.dtype");
+        }
+    }
+    /* two at once: the first in the documented order is named, the second is not */
+    static const struct {
+        int call_min; /* 0: both calls; 1: fa_backward only */
+        int q, k;
+        int s1, d1, s2, d2; /* slot EE_NT: the bias */
+        const char *names, *not_named;
+    } two[] = {
+        {0, FA_BF16, FA_F16, EE_V, FA_F32, -1, 0, "k.dtype q.dtype", "v.dtype"},
+        {0, FA_F32, FA_BF16, EE_V, FA_F16, EE_OUT, FA_BF16, "v.dtype k.dtype", "out.dtype"},
+        {0, FA_BF16, FA_BF16, EE_OUT, FA_F32, EE_NT, FA_BF16, "out.dtype q.dtype", "p.bias.dtype"},
+        {1, FA_F16, FA_F16, EE_OUT, FA_F32, EE_DOUT, FA_F32, "out.dtype q.dtype", "dout.dtype"},
+        {1, FA_F32, FA_F16, EE_DOUT, FA_F16, EE_DQ, FA_F16, "dout.dtype q.dtype", "dq.dtype"},
+        {1, FA_F32, FA_BF16, EE_DQ, FA_BF16, EE_DK, FA_F32, "dq.dtype q.dtype", "dk.dtype"},
+        {1, FA_BF16, FA_BF16, EE_DK, FA_F16, EE_DV, FA_F32, "dk.dtype k.dtype", "dv.dtype"},
+        {1, FA_F32, FA_F16, EE_DV, FA_F32, EE_NT, FA_F16, "dv.dtype k.dtype", "p.bias.dtype"},
+        {1, FA_BF16, FA_F16, EE_DV, 4, -1, 0, "dv.dtype", "q.dtype"}, /* unknown before the pair */
+    };
+    for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
+        if (two[i].call_min > (int)call) continue;
+        const char *what1 = two[i].s1 == EE_NT ? "bias" : slot_name[two[i].s1];
+        if (two[i].s2 < 0)
+            snprintf(value, sizeof value, "q group %s, k group %s; %s %s", dtype_text(two[i].q),
+                     dtype_text(two[i].k), what1, dtype_text(two[i].d1));
+        else
+            snprintf(value, sizeof value, "q group %s, k group %s; %s %s, %s %s", dtype_text(two[i].q),
+                     dtype_text(two[i].k), what1, dtype_text(two[i].d1),
+                     two[i].s2 == EE_NT ? "bias" : slot_name[two[i].s2], dtype_text(two[i].d2));
+        c = dtype_case(t, call, "(two dtypes off)", value, two[i].q, two[i].k);
+        c->dt[two[i].s1] = two[i].d1;
+        if (two[i].s2 >= 0) c->dt[two[i].s2] = two[i].d2;
+        snprintf(c->names, sizeof c->names, "%s", two[i].names);
+        snprintf(c->not_named, sizeof c->not_named, "%s", two[i].not_named);
+    }
+}
+
 static void add_helpers(ee_table *t)
 {
     static const struct {
@@ -868,6 +1035,7 @@ void ee_build_table(ee_table *t)
         add_aliases(t, (ee_call)call);
         add_shared_sizes(t, (ee_call)call);
         add_packed(t, (ee_call)call);
+        add_dtype_mixes(t, (ee_call)call);
     }
     add_helpers(t);
     ee_add_seqs_cases(t);

@@ -24,7 +24,8 @@
 enum { EE_B = 2, EE_HQ = 4, EE_HKV = 2, EE_N = 6, EE_DIM = 4, EE_DIM_V = 3 };
 
 /* Tensor slots (the order of fa_backward's tensor arguments), lse, the packed region, then the
- * score modifiers' arguments: the bias [B][Hq][N][N] (a tensor of the call's dtype) and three
+ * score modifiers' arguments: the bias [B][Hq][N][N] (a tensor of the accumulation type, the
+ * world's f32 or f64) and three
  * arrays of Hq floats (alibi_slopes and sinks, inputs; dsinks, an output of fa_backward), then the
  * region of the fa_seqs arrays. After the regions, slots that are arguments but no region of their
  * own: the four fa_seqs arrays (in the EE_SEQS region) and fa_merge's parts and their lse (in the
@@ -107,10 +108,14 @@ typedef struct {
 
 typedef struct {
     ee_call call;
-    char param[64]; /* e.g. "fa_backward dq->stride_head" */
-    char value[96]; /* e.g. "INT64_MAX" */
-    char names[64]; /* the argument(s) fa_last_error() must name, space-separated: "dq.stride_head",
+    char param[64];     /* e.g. "fa_backward dq->stride_head" */
+    char value[96];     /* e.g. "INT64_MAX" */
+    char names[64];     /* the argument(s) fa_last_error() must name, space-separated: "dq.stride_head",
                        "out q" (out overlapping q); see ee_names_argument */
+    char names_f64[64]; /* on the f64 world, when not empty: what it must name there instead (a dtype
+                           the f32 world pairs with k but the f64 world does not) */
+    char not_named[32]; /* when not empty: a word the diagnostic must not hold (of two refusals of one
+                           class, the later in the documented order) */
     fa_status want;
     int f32_only; /* the value is valid for f64 tensors (a double beyond float's range): run on f32 only */
     int layout;   /* the batch the case starts from (EE_DENSE, EE_SEQ_*) */
@@ -118,6 +123,7 @@ typedef struct {
     int op, ti, field, mode;
     int64_t i[3];
     double d;
+    int dt[EE_NT + 1]; /* EE_OP_DTYPES: the dtype of q..dv and of the bias (index EE_NT) */
 } ee_case;
 
 typedef struct {
@@ -185,7 +191,8 @@ enum {
     EE_OP_ROLES,
     EE_OP_PACKED,
     EE_OP_HELPER,
-    EE_OP_RAGGED /* the first of error_exit_ragged.c's own operations */
+    EE_OP_DTYPES, /* every tensor's dtype and the bias's as c->dt says */
+    EE_OP_RAGGED  /* the first of error_exit_ragged.c's own operations */
 };
 
 /* Sentinels for values that depend on the world. */

@@ -163,7 +163,7 @@ enum {
     OP_MERGE_NULL_ARRAY, /* outs (field 0) or lses (field 1) NULL */
     OP_MERGE_MANY,       /* EE_MANY_PARTS parts, the last of another shape */
     OP_MERGE_EVERY_DIM,  /* dim of every part and of out = i[0] */
-    OP_MERGE_EVERY_DTYPE /* dtype of every part and of out = i[0] */
+    OP_MERGE_EVERY_DTYPE /* dtype of every part = i[0], of out = i[1] */
 };
 
 static int64_t *size_of(fa_tensor *t, int f)
@@ -228,7 +228,7 @@ void ee_apply_ragged(const ee_case *c, const ee_world *w, ee_args *a)
             if (c->op == OP_MERGE_EVERY_DIM)
                 t->dim = x;
             else
-                t->dtype = (fa_dtype)x;
+                t->dtype = (fa_dtype)(k < EE_PARTS ? x : c->i[1]);
         }
         break;
     }
@@ -577,12 +577,22 @@ void ee_add_merge_cases(ee_table *t)
         snprintf(c->names, sizeof c->names, "out.dim");
         c->i[0] = dims[i].x;
     }
-    static const ee_named halves[] = {{"FA_BF16", FA_BF16}, {"FA_F16", FA_F16}};
-    for (size_t i = 0; i < sizeof halves / sizeof *halves; i++) {
-        c = ee_add(t, EE_MERGE, "(dtype of every part and out)", halves[i].name, FA_ERR_UNSUPPORTED,
+    /* bf16 and f16 parts merge (every part and out one dtype); out in another dtype, f32 among
+     * them (fa_forward's f32-over-half mix is no rule of fa_merge), names out and outs[0] */
+    static const struct {
+        const char *name;
+        fa_dtype parts, out;
+    } half_mixes[] = {{"bf16 parts, f16 out", FA_BF16, FA_F16},
+                      {"f16 parts, bf16 out", FA_F16, FA_BF16},
+                      {"bf16 parts, f32 out", FA_BF16, FA_F32},
+                      {"f16 parts, f32 out", FA_F16, FA_F32},
+                      {"f32 parts, f16 out", FA_F32, FA_F16}};
+    for (size_t i = 0; i < sizeof half_mixes / sizeof *half_mixes; i++) {
+        c = ee_add(t, EE_MERGE, "(dtype of every part, of out)", half_mixes[i].name, FA_ERR_DTYPE,
                    OP_MERGE_EVERY_DTYPE);
-        snprintf(c->names, sizeof c->names, "out.dtype");
-        c->i[0] = halves[i].x;
+        snprintf(c->names, sizeof c->names, "out.dtype outs[0].dtype");
+        c->i[0] = half_mixes[i].parts;
+        c->i[1] = half_mixes[i].out;
     }
     /* the outputs over a part, a part's lse or each other: no merging in place */
     static const char *const mode_name[3] = {"on all of %s", "last element on %s's first",
