@@ -237,10 +237,57 @@ static void dtype_cases(const bad_setup *b)
         snprintf(what, sizeof what, "%s of unknown dtype 9", tname[i]);
         expect_refused(b, &a, FA_ERR_DTYPE, what);
     }
-    /* Known and consistent, but not available: the last class in the documented order. */
-    bwd_args a = b->valid;
-    for (int i = 0; i < N_T; i++) a.t[i].dtype = FA_BF16;
-    expect_refused(b, &a, FA_ERR_UNSUPPORTED, "all nine tensors bf16");
+}
+
+/* The half-precision contract (flashattn.h, fa_backward): q, out, dout and dq share q's dtype; k,
+ * v, dk and dv share k's; (q, k) is one type or f32 q over bf16/f16 k; the bias is the
+ * accumulation type. Every dtype is set here, so the setup's own dtype does not matter. */
+static void set_groups(bwd_args *a, fa_dtype q, fa_dtype k)
+{
+    for (int i = 0; i < N_T; i++) a->t[i].dtype = i == K || i == V || i == DK || i == DV ? k : q;
+    a->bias.dtype = q == FA_F64 ? FA_F64 : FA_F32;
+}
+
+static void half_dtype_cases(const bad_setup *b)
+{
+    static const fa_dtype refused[][2] = {
+        {FA_BF16, FA_F16}, {FA_F16, FA_F32}, {FA_F64, FA_BF16}, {FA_BF16, FA_F32}, {FA_F16, FA_F64}};
+    static const char *const name[4] = {"f32", "f64", "bf16", "f16"};
+    char what[96];
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        bwd_args a = b->modified; /* the bias in use too */
+        set_groups(&a, refused[i][0], refused[i][1]);
+        snprintf(what, sizeof what, "q group %s, k group %s", name[refused[i][0]], name[refused[i][1]]);
+        expect_refused(b, &a, FA_ERR_DTYPE, what);
+    }
+    /* over each allowed pair, each of the nine tensors but the leaders off its group's dtype, and
+     * the bias off the accumulation type */
+    static const fa_dtype allowed[][2] = {
+        {FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}, {FA_F32, FA_F16}};
+    for (size_t p = 0; p < sizeof allowed / sizeof *allowed; p++) {
+        for (int i = 0; i < N_T; i++) {
+            if (i == Q || i == K) continue;
+            bwd_args a = b->modified;
+            set_groups(&a, allowed[p][0], allowed[p][1]);
+            fa_dtype own = a.t[i].dtype;
+            a.t[i].dtype = own == FA_F32 ? allowed[p][1] : FA_F32;
+            snprintf(what, sizeof what, "q group %s, k group %s, %s %s", name[allowed[p][0]],
+                     name[allowed[p][1]], tname[i], name[a.t[i].dtype]);
+            expect_refused(b, &a, FA_ERR_DTYPE, what);
+        }
+        bwd_args a = b->modified;
+        set_groups(&a, allowed[p][0], allowed[p][1]);
+        a.bias.dtype = allowed[p][1]; /* a half bias: q's dtype or k's, never the accumulation type */
+        snprintf(what, sizeof what, "q group %s, k group %s, bias %s", name[allowed[p][0]],
+                 name[allowed[p][1]], name[a.bias.dtype]);
+        expect_refused(b, &a, FA_ERR_DTYPE, what);
+    }
+}
+
+Test(backward_bad_input, half_precision_dtypes_outside_the_contract_are_refused_and_nothing_written)
+{
+    run_bad_input(FA_F64, half_dtype_cases);
+    run_bad_input(FA_F32, half_dtype_cases);
 }
 
 Test(backward_bad_input, dtype_mismatch_is_refused_and_nothing_written)

@@ -59,6 +59,76 @@ static void bias_bf16_with_others_not(fixture *f)
     f->bias.dtype = FA_BF16;
 }
 
+/* The half-precision contract (flashattn.h, fa_forward): q and out share q's dtype, k and v share
+ * k's; (q, k) is one type, or f32 q over bf16/f16 k; the bias is the accumulation type (f32 unless
+ * q is f64). Every dtype below is set, so the fixture's own dtype does not matter. */
+static void set_dtypes(fixture *f, fa_dtype q, fa_dtype k)
+{
+    f->q.dtype = f->out.dtype = q;
+    f->k.dtype = f->v.dtype = k;
+    f->bias.dtype = q == FA_F64 ? FA_F64 : FA_F32;
+}
+static void q_bf16_k_f16(fixture *f)
+{
+    set_dtypes(f, FA_BF16, FA_F16);
+}
+static void q_f16_k_f32(fixture *f)
+{
+    set_dtypes(f, FA_F16, FA_F32);
+}
+static void q_f64_k_bf16(fixture *f)
+{
+    set_dtypes(f, FA_F64, FA_BF16);
+}
+static void q_bf16_k_f32(fixture *f) /* the reverse of the allowed f32 q over a bf16 k */
+{
+    set_dtypes(f, FA_BF16, FA_F32);
+}
+static void out_f32_with_q_bf16(fixture *f)
+{
+    set_dtypes(f, FA_BF16, FA_BF16);
+    f->out.dtype = FA_F32;
+}
+static void out_bf16_with_q_f32_k_bf16(fixture *f)
+{
+    set_dtypes(f, FA_F32, FA_BF16);
+    f->out.dtype = FA_BF16;
+}
+static void v_f32_with_k_f16(fixture *f)
+{
+    set_dtypes(f, FA_F32, FA_F16);
+    f->v.dtype = FA_F32;
+}
+static void v_bf16_with_k_f16(fixture *f)
+{
+    set_dtypes(f, FA_F16, FA_F16);
+    f->v.dtype = FA_BF16;
+}
+static void bias_bf16_with_q_bf16(fixture *f)
+{
+    set_dtypes(f, FA_BF16, FA_BF16);
+    f->params.bias = &f->bias;
+    f->bias.dtype = FA_BF16; /* q's dtype, not the accumulation type */
+}
+static void bias_f16_with_q_f32_k_f16(fixture *f)
+{
+    set_dtypes(f, FA_F32, FA_F16);
+    f->params.bias = &f->bias;
+    f->bias.dtype = FA_F16;
+}
+
+Test(bad_input, half_precision_dtype_mixes_outside_the_contract_return_err_dtype_and_write_nothing)
+{
+    static const bad_case cases[] = {
+        CASE(q_bf16_k_f16, FA_ERR_DTYPE),          CASE(q_f16_k_f32, FA_ERR_DTYPE),
+        CASE(q_f64_k_bf16, FA_ERR_DTYPE),          CASE(q_bf16_k_f32, FA_ERR_DTYPE),
+        CASE(out_f32_with_q_bf16, FA_ERR_DTYPE),   CASE(out_bf16_with_q_f32_k_bf16, FA_ERR_DTYPE),
+        CASE(v_f32_with_k_f16, FA_ERR_DTYPE),      CASE(v_bf16_with_k_f16, FA_ERR_DTYPE),
+        CASE(bias_bf16_with_q_bf16, FA_ERR_DTYPE), CASE(bias_f16_with_q_f32_k_f16, FA_ERR_DTYPE),
+    };
+    bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
+}
+
 Test(bad_input, unknown_or_mixed_dtypes_return_err_dtype_and_write_nothing)
 {
     static const bad_case cases[] = {
@@ -265,17 +335,31 @@ Test(bad_input, invalid_scalars_and_enums_return_err_arg_and_write_nothing)
 }
 
 /* ---- FA_ERR_UNSUPPORTED --------------------------------------------------------------------- */
-static void all_bf16(fixture *f)
+/* A batch of sequences with dense queries and keys (one per batch entry, no arrays): valid alone,
+ * but a bias with sequences is not supported (flashattn.h, fa_seqs). */
+static const fa_seqs dense_seqs = {B, NULL, NULL, NULL, NULL, 0};
+static void bias_with_seqs(fixture *f)
 {
-    f->q.dtype = f->k.dtype = f->v.dtype = f->out.dtype = FA_BF16;
+    f->params.seqs = &dense_seqs;
+    f->params.bias = &f->bias;
 }
-static void all_f16(fixture *f)
+/* The same with a valid half-precision call (bf16 throughout, the bias of the accumulation type):
+ * the dtypes pass, the request is still refused, and refused as unsupported, not for its dtype. */
+static void bias_with_seqs_bf16(fixture *f)
 {
-    f->q.dtype = f->k.dtype = f->v.dtype = f->out.dtype = FA_F16;
+    bias_with_seqs(f);
+    set_dtypes(f, FA_BF16, FA_BF16);
+}
+static void bias_with_seqs_f32_over_f16(fixture *f)
+{
+    bias_with_seqs(f);
+    set_dtypes(f, FA_F32, FA_F16);
 }
 Test(bad_input, features_not_in_this_build_return_err_unsupported_and_write_nothing)
 {
-    static const bad_case cases[] = {CASE(all_bf16, FA_ERR_UNSUPPORTED), CASE(all_f16, FA_ERR_UNSUPPORTED)};
+    static const bad_case cases[] = {CASE(bias_with_seqs, FA_ERR_UNSUPPORTED),
+                                     CASE(bias_with_seqs_bf16, FA_ERR_UNSUPPORTED),
+                                     CASE(bias_with_seqs_f32_over_f16, FA_ERR_UNSUPPORTED)};
     bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
@@ -307,18 +391,28 @@ static void stride_and_alias(fixture *f)
 }
 static void alias_and_unsupported(fixture *f)
 {
-    all_bf16(f);
+    bias_with_seqs(f);
     out_is_q(f);
 }
 static void arg_and_unsupported(fixture *f)
 {
-    all_bf16(f);
+    bias_with_seqs(f);
     softcap_negative(f);
 }
 static void dtype_and_unsupported(fixture *f)
 {
-    all_bf16(f);
+    bias_with_seqs(f);
     q_dtype_unknown(f);
+}
+static void half_mix_and_unsupported(fixture *f)
+{
+    bias_with_seqs(f);
+    q_bf16_k_f16(f); /* DTYPE */
+}
+static void half_mix_and_shape(fixture *f)
+{
+    q_f16_k_f32(f);    /* DTYPE */
+    f->v.seq = NK - 1; /* SHAPE */
 }
 static void bias_null_data_and_softcap_nan(fixture *f)
 {
@@ -347,9 +441,9 @@ static void misaligned_slopes_and_out_on_bias(fixture *f)
     out_on_bias(f); /* ALIAS */
     f->params.alibi_slopes = (const float *)(const void *)((const unsigned char *)f->alibi + 3);
 }
-static void out_on_sinks_and_bf16(fixture *f)
+static void out_on_sinks_and_bias_with_seqs(fixture *f)
 {
-    all_bf16(f);
+    bias_with_seqs(f);
     f->params.sinks = (const float *)f->out.data; /* ALIAS */
 }
 
@@ -364,12 +458,14 @@ Test(bad_input, several_problems_report_the_first_class_in_documented_order)
         CASE(alias_and_unsupported, FA_ERR_ALIAS),
         CASE(arg_and_unsupported, FA_ERR_ARG),
         CASE(dtype_and_unsupported, FA_ERR_DTYPE),
+        CASE(half_mix_and_unsupported, FA_ERR_DTYPE),
+        CASE(half_mix_and_shape, FA_ERR_DTYPE),
         CASE(bias_null_data_and_softcap_nan, FA_ERR_NULL),
         CASE(softcap_inf_and_bias_dtype, FA_ERR_ARG),
         CASE(bias_dtype_and_bias_dim, FA_ERR_DTYPE),
         CASE(bias_dim_and_misaligned_sinks, FA_ERR_SHAPE),
         CASE(misaligned_slopes_and_out_on_bias, FA_ERR_STRIDE),
-        CASE(out_on_sinks_and_bf16, FA_ERR_ALIAS),
+        CASE(out_on_sinks_and_bias_with_seqs, FA_ERR_ALIAS),
     };
     bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }

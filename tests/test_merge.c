@@ -222,7 +222,11 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
         {"outs[1] f64", "outs[1].dtype", FA_ERR_DTYPE}, {"outs[1].seq + 1", "outs[1].seq", FA_ERR_SHAPE},
         {"out.dim + 1", "out.dim", FA_ERR_SHAPE},     {"out.stride_seq -1", "out.stride_seq", FA_ERR_STRIDE},
         {"out on outs[1]", "out outs[1]", FA_ERR_ALIAS}, {"lse on lses[0]", "lse lses[0]", FA_ERR_ALIAS},
-        {"all bf16", "out.dtype", FA_ERR_UNSUPPORTED},
+        /* bf16 and f16 parts merge, into an out of their own dtype: one dtype per call, and
+         * fa_forward's f32-over-half mix is no rule of fa_merge */
+        {"parts bf16, out f16", "out.dtype outs[0].dtype", FA_ERR_DTYPE},
+        {"parts bf16, out f32", "out.dtype outs[0].dtype", FA_ERR_DTYPE},
+        {"outs[1] f16 among bf16", "outs[1].dtype outs[0].dtype", FA_ERR_DTYPE},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         fa_tensor outs[2] = {out_view(&w, 0), out_view(&w, 1)}, out = fa_tensor_bhsd(tu_buf_data(&outb), FA_F32, B, H, NQ, DV);
@@ -244,7 +248,9 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
         case 9: out.stride_seq = -1; break;
         case 10: out.data = outs[1].data; break;
         case 11: lse = w.lses[0]; break;
-        case 12: outs[0].dtype = outs[1].dtype = out.dtype = FA_BF16; break;
+        case 12: outs[0].dtype = outs[1].dtype = FA_BF16, out.dtype = FA_F16; break;
+        case 13: outs[0].dtype = outs[1].dtype = FA_BF16; break;
+        case 14: outs[0].dtype = out.dtype = FA_BF16, outs[1].dtype = FA_F16; break;
         }
         unsigned char *snap_out = tu_buf_snapshot(&outb), *snap_lse = tu_buf_snapshot(&lseb);
         void *parts_before = malloc(bytes);
