@@ -220,3 +220,34 @@ Test(half_equivalence, merge_is_the_float_merge_of_the_widened_parts_rounded_onc
         he_free(&out);
     }
 }
+
+/* A paged decode step over a half-precision pool (shuffled, shared pages, keys in use shorter than
+ * the capacity): the float call on the widened pool, rounded once. The pages are widened as they
+ * are gathered, into the same tiles a float pool is copied into. */
+Test(half_equivalence, paged_half_cache_is_the_float_pool_widened)
+{
+    enum { SEQS = 3, PAGES = 7, PAGE = 5, PER_SEQ = 4, HQ = 4, HKV = 2, D = 24, DV = 40 };
+    static const int32_t table[SEQS * PER_SEQ] = {3, 0, 6, 2, 5, 5, 1, 4, 0, 2, 3, 6}; /* page 5 twice */
+    static const int64_t used[SEQS] = {17, 11, 20};
+    fa_seqs seqs = {SEQS, NULL, NULL, used, table, PER_SEQ};
+    for (size_t c = 0; c < sizeof he_combos / sizeof he_combos[0]; c++) {
+        tu_rng rng = tu_rng_make(tu_test_seed() + c);
+        const he_types *ty = &he_combos[c];
+        he_tensor q = he_make(ty->q_type, SEQS, HQ, 1, D), out = he_make(ty->q_type, SEQS, HQ, 1, DV);
+        he_tensor k = he_make(ty->kv_type, PAGES, HKV, PAGE, D),
+                  v = he_make(ty->kv_type, PAGES, HKV, PAGE, DV);
+        he_fill(&q, &rng, 2.0), he_fill(&k, &rng, 2.0), he_fill(&v, &rng, 1.0);
+        float lse[SEQS * HQ], lse_wide[SEQS * HQ];
+        fa_params p = fa_params_default();
+        p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+        p.seqs = &seqs;
+        cr_assert_eq(fa_forward(NULL, &p, &q.t, &k.t, &v.t, &out.t, lse), FA_OK, "%s: %s", ty->name,
+                     fa_last_error());
+        cr_assert_eq(fa_forward(NULL, &p, &q.wide, &k.wide, &v.wide, &out.wide, lse_wide), FA_OK, "%s",
+                     fa_last_error());
+        he_expect_rounded(&out, out.wide_data, "out", ty->name, "paged decode, 3 sequences");
+        cr_assert_eq(memcmp(lse, lse_wide, sizeof lse), 0, "%s: paged lse differs from the float call's",
+                     ty->name);
+        he_free(&q), he_free(&out), he_free(&k), he_free(&v);
+    }
+}
