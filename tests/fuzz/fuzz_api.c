@@ -14,7 +14,8 @@
  *     bias) has exact zeros and lse = -inf, or the sink with sinks; a row whose q, visible k and v
  *     rows, bias entries, slope and sink hold ordinary finite values has finite output, lse within
  *     rounding of the float64 log-sum-exp and output within rounding of the float64 softmax
- *     average, with every score modifier computed in float64 from the header's definition; the
+ *     average (bf16 and f16 elements decoded exactly, their outputs within one rounding to
+ *     their type more), with every score modifier computed in float64 from the header's definition; the
  *     backward gives dq = 0 on rows that see no key and dk = dv = 0 on keys no row sees, and on
  *     ordinary inputs finite gradients and dsinks within rounding of the header's formula from
  *     the forward's out and lse; a twin context (same kernel table and blocks, other thread
@@ -54,6 +55,7 @@
 #include "fuzz_case.h"
 #include "fuzz_input.h"
 #include "fuzz_model.h"
+#include "kernels/half.h" /* narrowing to bf16 / f16 for the inputs the harness writes */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -352,33 +354,60 @@ static void decode_params(fz_case *c)
     c->params_null = in->params_null >= 0xF0;
 }
 
-static void fill_pool(fz_case *c)
+/* Stores x as one element of dtype t (f64, f32, bf16 or f16; bf16 and f16 rounded to nearest). */
+static void store_elem(unsigned char *at, fa_dtype t, double x)
 {
-    uint64_t s = c->in.seed;
-    if (c->dtype == FA_F64) {
-        for (size_t i = 0; i + 8 <= c->pool_bytes; i += 8) {
-            double x = ((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp;
-            memcpy(c->pool + i, &x, 8);
-        }
-    } else if (c->dtype == FA_F32) {
-        for (size_t i = 0; i + 4 <= c->pool_bytes; i += 4) {
-            float x = (float)(((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * c->amp);
-            memcpy(c->pool + i, &x, 4);
-        }
+    if (t == FA_F64) {
+        memcpy(at, &x, 8);
+    } else if (t == FA_F32) {
+        float f = (float)x;
+        memcpy(at, &f, 4);
     } else {
-        for (size_t i = 0; i < c->pool_bytes; i++) c->pool[i] = (unsigned char)fz_splitmix64(&s);
+        uint16_t h = t == FA_BF16 ? fa_bf16_from_f32((float)x) : fa_f16_from_f32((float)x);
+        memcpy(at, &h, 2);
+    }
+}
+
+/* bytes of [at, at + bytes) as elements of dtype t, uniform in [-amp, amp] from seed s (any
+ * other dtype value: random bytes). Values of amp = 2^k stay within [-amp, amp] when rounded. */
+static void fill_values(unsigned char *at, size_t bytes, fa_dtype t, double amp, uint64_t s)
+{
+    const size_t es = fz_dtype_bytes(t);
+    if (es == 0) {
+        for (size_t i = 0; i < bytes; i++) at[i] = (unsigned char)fz_splitmix64(&s);
+        return;
+    }
+    for (size_t i = 0; i + es <= bytes; i += es)
+        store_elem(at + i, t, ((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * amp);
+}
+
+/* The pool in the call's dtype, then each view's own region whose dtype differs (k's group of a
+ * half-precision KV cache, a view with a dtype of its own) in that view's dtype, so every view
+ * holds ordinary values of its type. */
+static void fill_pool(fz_case *c, const int64_t group_bytes[2])
+{
+    fill_values(c->pool, c->pool_bytes, c->dtype, c->amp, c->in.seed);
+    for (int i = 0; i < FZ_ALL_VIEWS; i++) {
+        const fa_tensor *t = &c->view[i];
+        const int grouped =
+            (i >= FZ_Q && i <= FZ_V && group_bytes[0]) || (i >= FZ_DQ && i <= FZ_DV && group_bytes[1]);
+        if (!c->own[i] || t->dtype == c->dtype || !fz_dtype_bytes(t->dtype)) continue;
+        if (grouped && i != FZ_Q && i != FZ_DQ) continue; /* the group's first view fills the group */
+        const int64_t bytes = grouped ? group_bytes[i == FZ_Q ? 0 : 1] : region_bytes(t);
+        if (c->base[i] < 0 || bytes <= 0 || c->base[i] + bytes > (int64_t)c->pool_bytes) continue;
+        fill_values(c->pool + c->base[i], (size_t)bytes, t->dtype, c->amp,
+                    c->in.seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(i + 1)));
     }
 }
 
 static void write_specials(fz_case *c, const fz_pool *pool)
 {
-    if (c->dtype != FA_F32 && c->dtype != FA_F64) return;
     const int n = c->in.specials % 5;
     for (int i = 0; i < n; i++) {
         const fz_special_bytes *sp = &c->in.special[i];
         const int v = sp->view % FZ_ALL_VIEWS;
         const fa_tensor *t = &c->view[v];
-        if (c->layout[v] == L_NULL || t->dtype != c->dtype || !fz_view_fits(pool, t)) continue;
+        if (c->layout[v] == L_NULL || !fz_dtype_bytes(t->dtype) || !fz_view_fits(pool, t)) continue;
         uint64_t count;
         if (__builtin_mul_overflow((uint64_t)t->batch, (uint64_t)t->heads, &count) ||
             __builtin_mul_overflow(count, (uint64_t)t->seq, &count) ||
@@ -388,22 +417,25 @@ static void write_specials(fz_case *c, const fz_pool *pool)
         int64_t d = (int64_t)(e % (uint64_t)t->dim), r = (int64_t)(e / (uint64_t)t->dim);
         int64_t s = r % t->seq, h = r / t->seq % t->heads, b = r / t->seq / t->heads;
         int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-        const int f64 = c->dtype == FA_F64;
+        /* large: near the top of the type's range; tiny: its smallest subnormal (bf16 2^-133,
+         * f16 2^-24) */
+        const double large = t->dtype == FA_F64 ? 1e300 : t->dtype == FA_F16 ? 6e4 : 1e30;
+        const double tiny = t->dtype == FA_F64    ? 4.9406564584124654e-324
+                            : t->dtype == FA_F32  ? (double)FLT_TRUE_MIN
+                            : t->dtype == FA_BF16 ? 0x1p-133
+                                                  : 0x1p-24;
         double x;
         switch (sp->kind % 8) {
         case 0: x = NAN; break;
         case 1: x = INFINITY; break;
         case 2: x = -INFINITY; break;
-        case 3: x = f64 ? 1e300 : 1e30; break;
+        case 3: x = large; break;
         case 4: x = -0.0; break;
-        case 5: x = f64 ? 4.9406564584124654e-324 : (double)FLT_TRUE_MIN; break;
-        case 6: x = f64 ? -1e300 : -1e30; break;
+        case 5: x = tiny; break;
+        case 6: x = -large; break;
         default: x = 64.0 * c->amp; break;
         }
-        if (f64)
-            ((double *)t->data)[off] = x;
-        else
-            ((float *)t->data)[off] = (float)x;
+        store_elem((unsigned char *)t->data + off * (int64_t)fz_dtype_bytes(t->dtype), t->dtype, x);
     }
 }
 
@@ -429,11 +461,12 @@ static void fill_arrays(fz_case *c, const int64_t own[FZ_ARRAYS])
 static void describe_case(const fz_case *c)
 {
     const fz_input *in = &c->in;
-    int used = snprintf(
-        g_case, sizeof g_case,
-        "dtype=%d B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld ctx=%d calls=0x%x pool=%zu layouts",
-        (int)c->dtype, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
-        (long long)c->Nk, (long long)c->D, (long long)c->Dv, in->ctx % 10, in->calls, c->pool_bytes);
+    int used = snprintf(g_case, sizeof g_case,
+                        "dtype=%d/%d B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld ctx=%d "
+                        "calls=0x%x pool=%zu layouts",
+                        (int)c->dtype, (int)c->view[FZ_K].dtype, (long long)c->B, (long long)c->Hq,
+                        (long long)c->Hkv, (long long)c->Nq, (long long)c->Nk, (long long)c->D,
+                        (long long)c->Dv, in->ctx % 10, in->calls, c->pool_bytes);
     for (int i = 0; i < FZ_ALL_VIEWS && used > 0 && (size_t)used < sizeof g_case; i++)
         used += snprintf(g_case + used, sizeof g_case - (size_t)used, " %s@%lld", layout_name[c->layout[i]],
                          (long long)c->base[i]);
@@ -480,6 +513,12 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
         {bias_bcast & 1 ? 1 : c->B, bias_bcast & 2 ? 1 : c->Hq, bias_bcast & 4 ? 1 : c->Nq, c->Nk}};
     int64_t shape_of[FZ_ALL_VIEWS][4];
     memcpy(shape_of, shape, sizeof shape);
+    /* dtypes before overrides: q's group the call's, k's group kv_dtype's, the bias the
+     * accumulation type (flashattn.h, fa_forward) */
+    const fa_dtype kv_dt = in->dtypes.kv_dtype >= 0xC0 ? dtype_table[in->dtypes.kv_dtype % 8] : c->dtype;
+    const fa_dtype group_dtype[FZ_ALL_VIEWS] = {c->dtype, kv_dt,    kv_dt,
+                                                c->dtype, c->dtype, c->dtype,
+                                                kv_dt,    kv_dt,    c->dtype == FA_F64 ? FA_F64 : FA_F32};
     if (fz_seqs_wanted(in, NULL)) fz_seqs_shapes(c, shape_of);
     if (fz_merge_wanted(in)) /* the parts: shaped like out */
         for (int i = FZ_DOUT; i <= FZ_DV; i++) memcpy(shape_of[i], shape_of[FZ_OUT], sizeof shape_of[FZ_OUT]);
@@ -490,7 +529,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
         if (vb->size_field >= 0xE0 && vb->size_field % 5 != 0)
             sz[vb->size_field % 5 - 1] =
                 fz_sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
-        t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : c->dtype;
+        t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : group_dtype[i];
         t->batch = sz[0], t->heads = sz[1], t->seq = sz[2], t->dim = sz[3];
         c->layout[i] = vb->layout >= 0xF8 || (i == FZ_BIAS && in->extras < 0xA0) ? L_NULL : vb->layout % 9;
         if (c->layout[i] != L_NULL) decode_strides(c, i);
@@ -579,7 +618,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     c->pool = malloc(c->pool_bytes);
     c->snap = malloc(c->pool_bytes);
     if (!c->pool || !c->snap) abort();
-    fill_pool(c);
+    fill_pool(c, group_bytes);
     for (int i = 0; i < FZ_ALL_VIEWS; i++) c->view[i].data = c->base[i] < 0 ? NULL : c->pool + c->base[i];
     fill_arrays(c, array_own);
     fz_pool pool = {c->pool, c->pool_bytes};

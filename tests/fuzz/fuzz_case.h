@@ -105,7 +105,12 @@ fa_status fz_run_call(fz_case *c, fz_call call, fz_invoke invoke, const char *na
 
 /* ---- fuzz_values.c ---- */
 
+/* Element (b, h, s, d) of a view as a double (bf16 and f16 decoded exactly from their bits). */
 double fz_ld(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
+/* The rounding of a result stored once into dtype t (round to nearest even, flashattn.h): at most
+ * unit·|x| + floor_abs, floor_abs being half the smallest subnormal; 0 for f32 and f64, the types
+ * calls accumulate in, whose rounding the value checks' tolerances already hold. */
+void fz_store_rounding(fa_dtype t, double *unit, double *floor_abs);
 double fz_ld_lse(const void *lse, fa_dtype t, int64_t row);
 int fz_ordinary(double x, double amp);
 /* The values of a successful fa_forward (fa_backward) of a dense batch: c's views, lse with

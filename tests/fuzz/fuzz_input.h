@@ -6,9 +6,10 @@
  * each of the eight views, then FZ_SPECIAL_FIELDS four times, then FZ_VIEW_FIELDS for the bias and
  * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks, then the sequences: FZ_SEQS_FIELDS,
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
- * FZ_MERGE_FIELDS). A short input reads as if padded with zero bytes (so an input written before
- * the sequences and fa_merge existed makes the same calls as it did then); bytes after the last
- * field are ignored. Every field is a selector that the
+ * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS). A short input reads as if padded with zero bytes (so an
+ * input written before the sequences, fa_merge and kv_dtype existed makes the same calls as it did
+ * then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values of its
+ * half views, now ordinary numbers); bytes after the last field are ignored. Every field is a selector that the
  * harness maps to an argument; the mapping is written next to each field, and most selectors
  * keep the valid values in their lower range so that random bytes still reach the computing
  * paths about half of the time:
@@ -25,7 +26,8 @@
  *                  (same table and blocks, other thread count) and require identical bytes,
  *                  bit 2 backward even when the forward was refused, bit 3 no forward at all
  *   dtype          < 0xC0: f32 or f64 (bit 0), else entry value % 8 of the dtype table (f32, f64,
- *                  bf16, f16, -1, 4, 77, INT_MIN)
+ *                  bf16, f16, -1, 4, 77, INT_MIN): the dtype of q's group (q, out, dout, dq) and,
+ *                  unless kv_dtype (below) says otherwise, of k's
  *   batch % 4, kv_heads % 5, group 1 + % 4 (Hq = Hkv·group)
  *   q_len, kv_len  bit 15 clear: % 80 / % 160, set: % 1024 / % 2048 (then cut to the work budget)
  *   dim, dim_v     bit 15 clear: 1 + % 40, set: 1 + % 512
@@ -114,7 +116,14 @@
  *                  the parts' lse in [-100, 100]·amp instead of [-4, 4]·amp
  *   merge_lses     < 0xC0: the parts' lse in regions of their own (8 at most, lses[k] = region k %
  *                  8); else by % 5: 0 lses[(value >> 3) % n] NULL, 1 lses NULL, 2 outs NULL,
- *                  3 lses[0] over the lse, 4 lses[0] merge_shift % 7 + 1 bytes in (misaligned) */
+ *                  3 lses[0] over the lse, 4 lses[0] merge_shift % 7 + 1 bytes in (misaligned)
+ *
+ * Dtypes (FZ_DTYPE_FIELDS, last):
+ *   kv_dtype       < 0xC0: k, v, dk and dv have the call's dtype; else entry value % 8 of the dtype
+ *                  table, the dtype of k's group (f32 q over a bf16 or f16 k is the half-precision
+ *                  KV cache the header allows); a view's dtype_override still wins. The bias's
+ *                  dtype is the accumulation type (f64 for f64 calls, f32 otherwise) unless its
+ *                  dtype_override says otherwise. */
 #ifndef FA_FUZZ_INPUT_H
 #define FA_FUZZ_INPUT_H
 
@@ -156,6 +165,8 @@ typedef uint32_t fz_u32;
 #define FZ_MERGE_FIELDS(X)                                                                                   \
     X(u8, merge) X(u8, merge_n) X(u8, merge_minf) X(u8, merge_mode) X(u8, merge_lses) X(i16, merge_shift)
 
+#define FZ_DTYPE_FIELDS(X) X(u8, kv_dtype)
+
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS  4
 #define FZ_ARRAYS    3
@@ -184,6 +195,9 @@ typedef struct {
     FZ_MERGE_FIELDS(FZ_MEMBER)
 } fz_merge_bytes;
 typedef struct {
+    FZ_DTYPE_FIELDS(FZ_MEMBER)
+} fz_dtypes_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
@@ -193,6 +207,7 @@ typedef struct {
     fz_seq_bytes seq[FZ_SEQ_MAX];
     fz_u8 table[FZ_TABLE_MAX];
     fz_merge_bytes merge;
+    fz_dtypes_bytes dtypes;
 } fz_input;
 #undef FZ_MEMBER
 
@@ -264,6 +279,10 @@ static inline void fz_read_merge(fz_reader *r, fz_merge_bytes *d)
 {
     FZ_MERGE_FIELDS(FZ_READ)
 }
+static inline void fz_read_dtypes(fz_reader *r, fz_dtypes_bytes *d)
+{
+    FZ_DTYPE_FIELDS(FZ_READ)
+}
 static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
 {
     fz_reader rd = {data, size, 0}, *r = &rd;
@@ -276,6 +295,7 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     for (int i = 0; i < FZ_SEQ_MAX; i++) fz_read_seq(r, &d->seq[i]);
     for (int i = 0; i < FZ_TABLE_MAX; i++) d->table[i] = fz_get_u8(r);
     fz_read_merge(r, &d->merge);
+    fz_read_dtypes(r, &d->dtypes);
 }
 #undef FZ_READ
 
@@ -317,6 +337,10 @@ static inline void fz_write_merge(fz_writer *w, const fz_merge_bytes *d)
 {
     FZ_MERGE_FIELDS(FZ_WRITE)
 }
+static inline void fz_write_dtypes(fz_writer *w, const fz_dtypes_bytes *d)
+{
+    FZ_DTYPE_FIELDS(FZ_WRITE)
+}
 /* Writes the whole input; returns the number of bytes (FZ_INPUT_BYTES when cap allows). */
 static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
 {
@@ -330,6 +354,7 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     for (int i = 0; i < FZ_SEQ_MAX; i++) fz_write_seq(w, &d->seq[i]);
     for (int i = 0; i < FZ_TABLE_MAX; i++) fz_put(w, d->table[i], 1);
     fz_write_merge(w, &d->merge);
+    fz_write_dtypes(w, &d->dtypes);
     return wr.n;
 }
 #undef FZ_WRITE

@@ -126,6 +126,8 @@ static void check_row(const fz_call *call, int64_t b, int64_t h, int64_t i)
     const fa_dtype dt = out->dtype;
     const int64_t r = (b * out->heads + h) * out->seq + i, n = call->parts;
     const double eps = dt == FA_F64 ? DBL_EPSILON : FLT_EPSILON, tiny = dt == FA_F64 ? DBL_MIN : FLT_MIN;
+    double out_unit, out_floor;
+    fz_store_rounding(dt, &out_unit, &out_floor);
     double m = -INFINITY;
     int nan = 0;
     for (int64_t k = 0; k < n; k++) {
@@ -171,7 +173,10 @@ static void check_row(const fz_call *call, int64_t b, int64_t h, int64_t i)
         }
         if (!finite) continue; /* a NaN or Inf in a part that counts: no claim */
         double got = fz_ld(out, b, h, i, d);
-        FZ_CHECK(isfinite(got) && fabs(got - want) <= rel * mag + (double)n * tiny * largest,
+        /* the float result within rel·mag + n·tiny·largest, then (bf16, f16) rounded once to out's
+         * dtype: the type's unit roundoff of it, or half its smallest subnormal */
+        const double near = rel * mag + (double)n * tiny * largest;
+        FZ_CHECK(isfinite(got) && fabs(got - want) <= near + out_unit * (fabs(want) + near) + out_floor,
                  "merge row %lld: out[%lld] = %.17g, float64 %.17g", (long long)r, (long long)d, got, want);
     }
 }

@@ -293,10 +293,13 @@ int fz_mark_range(fz_model *m, const fz_pool *pool, fz_range r, int bit)
  * stride w (every batch on a row boundary, every head inside a row) and their column sets disjoint
  * modulo w. 1: it holds, 0: it does not, -1: the harness does not decide (misaligned bases, a
  * pairwise check the library may decline, very wide rows). */
-int fz_interleaved_disjoint(const fa_tensor *a, const fa_tensor *b, size_t es)
+int fz_interleaved_disjoint(const fa_tensor *a, const fa_tensor *b)
 {
     const int64_t w = a->stride_seq;
-    if (w <= 0 || b->stride_seq != w) return 0;
+    const size_t es = fz_dtype_bytes(a->dtype);
+    /* columns are counted in elements: views of two dtypes (f32 q's group over a half k's) have
+     * no common row width, so the exception never holds between them */
+    if (a->dtype != b->dtype || es == 0 || w <= 0 || b->stride_seq != w) return 0;
     const fa_tensor *both[2] = {a, b};
     for (int i = 0; i < 2; i++) {
         const fa_tensor *x = both[i];
@@ -372,16 +375,35 @@ static int model_arg(const fz_call *c, fz_model *m)
     return m->refused;
 }
 
+/* The pair of dtypes a call may have (flashattn.h, fa_forward): one type throughout, or f32 q over
+ * a bf16 or f16 k (a half-precision KV cache). */
+static int dtype_pair_allowed(fa_dtype q, fa_dtype k)
+{
+    return q == k || (q == FA_F32 && (k == FA_BF16 || k == FA_F16));
+}
+
+/* The header's dtype rules in its order: every dtype known (q, k, v, out, [dout, dq, dk, dv], the
+ * bias); the pair (q, k); each of v, out, dout, dq, dk, dv the dtype of its group's leader (k for
+ * v, dk, dv; q for out, dout, dq); the bias the accumulation type (f64 for f64 q, else f32). Any
+ * of them is FA_ERR_DTYPE; the reason names the first. */
 static int model_dtype(const fz_call *c, fz_model *m)
 {
+    static const int leader[FZ_VIEWS] = {FZ_Q, FZ_K, FZ_K, FZ_Q, FZ_Q, FZ_Q, FZ_K, FZ_K};
     for (int i = 0; i <= FZ_BIAS; i++) {
         const fa_tensor *t = view_at(c, i);
-        if (!t) continue;
-        if (!dtype_known(t->dtype))
+        if (t && !dtype_known(t->dtype))
             fz_set_class(m, C_DTYPE, FZ_PRESENT, "unknown dtype of %s", view_name[i]);
-        else if (t->dtype != c->t[0]->dtype)
-            fz_set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from q's", view_name[i]);
     }
+    if (m->refused) return 1;
+    const fa_dtype q = c->t[FZ_Q]->dtype, k = c->t[FZ_K]->dtype;
+    if (!dtype_pair_allowed(q, k))
+        fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "(q, k) dtypes neither one type nor f32 over bf16/f16");
+    for (int i = FZ_V; i < c->n; i++)
+        if (c->t[i]->dtype != c->t[leader[i]]->dtype)
+            fz_set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from its group leader's", view_name[i]);
+    const fa_tensor *bias = view_at(c, FZ_BIAS);
+    if (bias && bias->dtype != (q == FA_F64 ? FA_F64 : FA_F32))
+        fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "bias dtype not the accumulation type");
     return m->refused;
 }
 
@@ -617,10 +639,10 @@ static int arg_range(const fz_call *c, int bit, fz_range *r)
     return a != NULL;
 }
 
-void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share, size_t es,
+void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share,
                     const char *what)
 {
-    int ex = fz_interleaved_disjoint(a, b, es);
+    int ex = fz_interleaved_disjoint(a, b);
     if (ex == 1 && share) {
         fprintf(stderr, "fuzz model: %s interleaved-disjoint yet sharing elements\n", what);
         abort(); /* the harness contradicts itself */
@@ -640,7 +662,6 @@ static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
     fz_range r[FZ_BITS];
     int has[FZ_BITS];
     for (int i = 0; i < FZ_BITS; i++) has[i] = arg_range(c, i, &r[i]);
-    const size_t es = fz_dtype_bytes(c->t[FZ_Q]->dtype);
     for (int o = 0; o < FZ_BITS; o++) {
         if (!has[o] || !is_output(c, o)) continue;
         for (int x = 0; x < FZ_BITS; x++) {
@@ -655,7 +676,7 @@ static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
             }
             int both_known = m->marked[o] && m->marked[x];
             fz_alias_views(m, view_at(c, o), view_at(c, x), both_known, both_known && (shared[o] >> x & 1u),
-                           es, what);
+                           what);
         }
     }
     return m->refused;
@@ -663,9 +684,7 @@ static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
 
 static int model_unsupported(const fz_call *c, fz_model *m)
 {
-    fa_dtype t = c->t[FZ_Q]->dtype;
     const fa_seqs *seqs = c->p ? c->p->seqs : NULL;
-    if (t != FA_F32 && t != FA_F64) fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "bf16/f16");
     if (seqs && c->p->bias) fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "a bias with sequences");
     if (seqs && c->backward && seqs->block_table)
         fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "paged keys in the backward");
@@ -723,8 +742,14 @@ void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
     m->all_fit = model_null(c, m) ? 0 : all_fit(c, pool);
     if (m->refused || model_arg(c, m) || model_dtype(c, m) || model_shape(c, pool, m)) return;
 
-    /* One dtype from here on: map the pool in units that divide every element size. */
-    fz_map_alloc(m, pool, fz_dtype_bytes(c->t[FZ_Q]->dtype));
+    /* Known dtypes from here on (q's group, k's group, the bias): map the pool in units that
+     * divide every element size. */
+    size_t es_min = fz_dtype_bytes(c->t[FZ_Q]->dtype);
+    for (int i = 0; i <= FZ_BIAS; i++) {
+        const fa_tensor *t = view_at(c, i);
+        if (t && fz_dtype_bytes(t->dtype) < es_min) es_min = fz_dtype_bytes(t->dtype);
+    }
+    fz_map_alloc(m, pool, es_min);
     int dup[FZ_VIEWS] = {0}, dup_bias = 0;
     for (int i = 0; i <= FZ_BIAS; i++) {
         const fa_tensor *t = view_at(c, i);

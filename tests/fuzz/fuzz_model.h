@@ -10,8 +10,8 @@
  *
  * The rules are written from the header's text, not from src/validate.c: where they disagree, the
  * fuzzer reports it. The score modifiers' arguments are judged like the tensors: the bias is an
- * input view ([B|1][Hq|1][Nq|1][Nk], q's dtype), alibi_slopes and sinks are inputs of Hq floats,
- * dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks.
+ * input view ([B|1][Hq|1][Nq|1][Nk], of the accumulation type: f64 for f64 q, else f32),
+ * alibi_slopes and sinks are inputs of Hq floats, dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks.
  * A batch of sequences (fa_seqs) changes the batch axes' rules, brings its arrays as inputs (read
  * from the pool: the offsets, the keys in use and the pages in use must fit) and makes a bias
  * and, in the backward, paged keys FA_ERR_UNSUPPORTED. fa_merge has rules of its own
@@ -75,7 +75,7 @@ typedef struct {
     double work;   /* the score pairs times (D+Dv) (B·Hq·Nq·Nk·(D+Dv) for a dense batch), when the
                       shapes are consistent */
     char why[200]; /* the first PRESENT class and its reason, for failure messages */
-    /* the element map, in units of 4 bytes (2 for half-precision calls), the float arrays' size
+    /* the element map, in units of 4 bytes (2 when a view is bf16 or f16), the float arrays' size
      * and a divisor of every element size: bit i = argument i (FZ_BITS) covers it */
     uint32_t *map;
     size_t units, unit;
@@ -136,9 +136,9 @@ int fz_mark_view(fz_model *m, const fz_pool *pool, const fa_tensor *t, int bit, 
 int fz_mark_range(fz_model *m, const fz_pool *pool, fz_range r, int bit);
 /* For every bit, the other bits that share a unit with it. */
 void fz_shared_bits(const fz_model *m, unsigned shared[FZ_BITS]);
-int fz_interleaved_disjoint(const fa_tensor *a, const fa_tensor *b, size_t es);
+int fz_interleaved_disjoint(const fa_tensor *a, const fa_tensor *b);
 /* The alias rule between two views whose ranges meet (what, e.g. "out/q", for the reason). */
-void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share, size_t es,
+void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share,
                     const char *what);
 /* fa_merge's model (fuzz_model_merge.c). */
 void fz_model_merge(const fz_call *c, const fz_pool *pool, fz_model *m);

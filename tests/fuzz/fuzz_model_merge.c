@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The statuses include/flashattn.h lets fa_merge return (fuzz_model.h): n >= 1 parts outs[k] of one
  * shape [B][H][Nq][Dv] (Dv in 1..FA_MAX_HEAD_DIM) and one dtype, each with its lse lses[k]
- * ([B][H][Nq] of the accumulation type), merged into out (the parts' shape and dtype) and lse
- * (NULL, or like lses[k]). Refused: outs, lses, out, a part's data or a part's lse NULL; n < 1;
- * mixed dtypes; a size that differs from outs[0]'s or Dv out of range; strides as fa_forward; out
- * or lse overlapping a part, its lse or each other; FA_BF16/FA_F16.
+ * ([B][H][Nq] of the accumulation type: float for FA_F32, FA_BF16 and FA_F16), merged into out
+ * (the parts' shape and dtype) and lse (NULL, or like lses[k]). Refused: outs, lses, out, a part's
+ * data or a part's lse NULL; n < 1; mixed dtypes (f32 with bf16/f16 among them); a size that
+ * differs from outs[0]'s or Dv out of range; strides as fa_forward; out or lse overlapping a part,
+ * its lse or each other.
  *
  * Parts from the ninth on get no bits of their own in the element map: the harness repeats the
  * first eight, and a later part that is no copy of one of them leaves ALIAS undecided. */
@@ -143,7 +144,7 @@ static int part_bit(const fz_call *c, int k, int *repeat)
 static int merge_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_BITS])
 {
     const fa_tensor *out = c->t[FZ_OUT];
-    const size_t es = fz_dtype_bytes(out->dtype), lse_bytes = fz_lse_bytes(out);
+    const size_t lse_bytes = fz_lse_bytes(out);
     const fz_range out_r = fz_view_range(out), lse_r = fz_plain_range(c->lse, c->lse ? lse_bytes : 0);
     if (fz_ranges_meet(out_r, lse_r)) fz_set_class(m, FZ_C_ALIAS, FZ_PRESENT, "%s", "out/lse ranges meet");
     for (int k = 0; k < c->parts; k++) {
@@ -160,7 +161,7 @@ static int merge_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
         }
         if (bit < 0) continue; /* the same as an earlier part: judged there */
         int known = m->marked[bit] && m->marked[FZ_MERGE_OUT_BIT];
-        fz_alias_views(m, out, t, known, known && (shared[FZ_MERGE_OUT_BIT] >> bit & 1u), es, "out/a part");
+        fz_alias_views(m, out, t, known, known && (shared[FZ_MERGE_OUT_BIT] >> bit & 1u), "out/a part");
     }
     return m->refused;
 }
@@ -214,7 +215,6 @@ void fz_model_merge(const fz_call *c, const fz_pool *pool, fz_model *m)
                         (!c->lse || !lse_bytes || m->marked[FZ_MERGE_LSE_BIT]);
     unsigned shared[FZ_BITS];
     fz_shared_bits(m, shared);
+    /* bf16 and f16 parts merge too (into an out of their dtype): nothing is unsupported */
     if (merge_stride(c, m, out_dup, c->raw[FZ_OUT]) || merge_alias(c, m, shared)) return;
-    if (out->dtype != FA_F32 && out->dtype != FA_F64)
-        fz_set_class(m, FZ_C_UNSUPPORTED, FZ_PRESENT, "%s", "bf16/f16");
 }

@@ -7,13 +7,40 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fuzz_case.h"
+
+/* A bf16 or f16 element as a double, decoded from its bits here (not by the library's
+ * conversions, which the checks below are to judge): sign, exponent, significand. */
+static double half_value(uint16_t h, fa_dtype t)
+{
+    const int bf16 = t == FA_BF16, mbits = bf16 ? 7 : 10, ebits = bf16 ? 8 : 5, bias = bf16 ? 127 : 15;
+    const int sign = h >> 15, e = (h >> mbits) & ((1 << ebits) - 1), mant = h & ((1 << mbits) - 1);
+    double x;
+    if (e == (1 << ebits) - 1)
+        x = mant ? NAN : INFINITY;
+    else if (e == 0)
+        x = ldexp((double)mant, 1 - bias - mbits); /* zero or subnormal */
+    else
+        x = ldexp((double)(mant | (1 << mbits)), e - bias - mbits);
+    return sign ? -x : x;
+}
 
 double fz_ld(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
 {
     int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-    return t->dtype == FA_F64 ? ((const double *)t->data)[off] : (double)((const float *)t->data)[off];
+    if (t->dtype == FA_F64) return ((const double *)t->data)[off];
+    if (t->dtype == FA_F32) return (double)((const float *)t->data)[off];
+    uint16_t x;
+    memcpy(&x, (const unsigned char *)t->data + off * 2, sizeof x);
+    return half_value(x, t->dtype);
+}
+
+void fz_store_rounding(fa_dtype t, double *unit, double *floor_abs)
+{
+    *unit = t == FA_BF16 ? 0x1p-8 : t == FA_F16 ? 0x1p-11 : 0.0;
+    *floor_abs = t == FA_BF16 ? 0x1p-134 : t == FA_F16 ? 0x1p-25 : 0.0;
 }
 
 double fz_ld_lse(const void *lse, fa_dtype t, int64_t row)
@@ -186,7 +213,9 @@ void fz_check_forward_values(const fz_case *c, const fa_params *pp, const void *
     const int f64 = q->dtype == FA_F64;
     const int bounded = scores_bounded(c, p) && heads_ordinary(p->alibi_slopes, q->heads, FZ_SLOPE_MAX) &&
                         heads_ordinary(p->sinks, q->heads, FZ_SINK_MAX);
-    const double eps = f64 ? 1e-10 : 2e-4;
+    const double eps = f64 ? 1e-10 : 2e-4; /* bf16 and f16 inputs accumulate in float */
+    double out_unit, out_floor;
+    fz_store_rounding(o->dtype, &out_unit, &out_floor);
     const int64_t rows = q->batch * q->heads * nq;
     const int64_t every = rows > FZ_CHECKED_ROWS ? rows / FZ_CHECKED_ROWS : 1;
     if (rows == 0 || !checkable(c, p, 0)) return;
@@ -249,7 +278,10 @@ void fz_check_forward_values(const fz_case *c, const fa_params *pp, const void *
                         want[d] += weight[j] / sum * fz_ld(v, b, g, j, d);
                 for (int64_t d = 0; d < o->dim; d++) {
                     double got = fz_ld(o, b, h, i, d);
-                    FZ_CHECK(isfinite(got) && fabs(got - want[d]) <= amp * 4.0 * tol,
+                    /* the float result within amp·4·tol, then rounded once to out's dtype */
+                    const double near = amp * 4.0 * tol;
+                    FZ_CHECK(isfinite(got) &&
+                                 fabs(got - want[d]) <= near + out_unit * (fabs(want[d]) + near) + out_floor,
                              "row %lld: out[%lld] = %.17g, float64 %.17g", (long long)row, (long long)d, got,
                              want[d]);
                 }
@@ -344,8 +376,19 @@ int fz_check_backward_values(const fz_case *c, const fa_params *pp)
             }
     if (!clean) return 0;
     const fa_tensor *grads[3] = {dq, dk, dv};
+    /* Bounds on each gradient's magnitude from ordinary inputs (|x| <= amp; p <= 1 and each row's
+     * probabilities sum to at most 1; the softcap's factor at most 1): |dS| <= 2·Dv·amp²·p, so
+     * |dq| <= |scale|·2·Dv·amp³, |dk| <= |scale|·2·Dv·amp³ and |dv| <= amp, each times the rows of
+     * the group for dk and dv. A gradient stored as f16 holds values up to 65504 and rounds larger
+     * ones to inf (flashattn.h): it is required finite where its bound, with room for float's own
+     * rounding, stays below that. bf16, f32 and f64 hold every such bound. */
+    const double scale = fabs(effective_scale(p, q->dim)), amp3 = c->amp * c->amp * c->amp;
+    const double rows_per_key = (double)nq * (double)group, dv_dim = (double)c->view[FZ_V].dim;
+    const double bound[3] = {scale * 2.0 * dv_dim * amp3, rows_per_key * scale * 2.0 * dv_dim * amp3,
+                             rows_per_key * c->amp};
     for (int g = 0; g < 3; g++) {
         const fa_tensor *t = grads[g];
+        if (t->dtype == FA_F16 && bound[g] * (1.0 + 1e-3) >= 65504.0) continue; /* may round to inf */
         for (int64_t b = 0; b < t->batch; b++)
             for (int64_t h = 0; h < t->heads; h++)
                 for (int64_t s = 0; s < t->seq; s++)

@@ -120,6 +120,17 @@ static fz_input base(void)
     return in;
 }
 
+/* dtype and kv_dtype selectors (>= 0xC0) naming an entry of the harness's dtype table */
+#define F32  sel(0xC0, 8, 0)
+#define F64  sel(0xC0, 8, 1)
+#define BF16 sel(0xC0, 8, 2)
+#define F16  sel(0xC0, 8, 3)
+/* A dtype_override selector (>= 0xF0) naming entry `want` of the dtype table. */
+static fz_u8 override(int want)
+{
+    return sel(0xF0, 8, want);
+}
+
 enum { LAY_BHSD, LAY_BSHD, LAY_PAD_BHSD, LAY_PAD_BSHD, LAY_B0, LAY_H0, LAY_S0, LAY_RAW, LAY_PACKED };
 
 static void valid_seeds(void)
@@ -659,20 +670,6 @@ static void error_seeds(void)
     emit("err_alias_dv_on_dout", &in);
 
     in = base_err();
-    in.dtype = sel(0xC0, 8, 2);
-    emit("err_unsupported_bf16", &in);
-
-    in = base_err();
-    in.dtype = sel(0xC0, 8, 3);
-    emit("err_unsupported_f16", &in);
-
-    in = base_err();
-    in.dtype = sel(0xC0, 8, 2);
-    bias(&in, 0);
-    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 0};
-    emit("err_unsupported_bf16_with_modifiers", &in);
-
-    in = base_err();
     in.ctx = 9;
     in.fresh_threads = 0xF5;
     emit("err_context_negative_threads", &in);
@@ -1210,10 +1207,160 @@ static void merge_seeds(void)
     in.merge.merge_lses = sel(0xC0, 5, 3);
     emit("err_alias_merge_part_lse_on_the_lse", &in);
 
-    in = base_err();
-    in.dtype = sel(0xC0, 8, 2);
+    in = base();
+    in.dtype = BF16;
     merge(&in, 2);
-    emit("err_unsupported_merge_bf16", &in);
+    in.merge.merge_minf = 0x2; /* part 1 -inf on every third row */
+    emit("ok_bf16_merge_3_parts_minus_inf_rows", &in);
+}
+
+/* bf16 and f16 (flashattn.h, fa_forward): the whole call in one half type, or f32 q, out, dout and
+ * dq over a bf16 or f16 k, v, dk and dv (kv_dtype); the bias in the accumulation type (f32); and
+ * each way out of the contract: a (q, k) pair it refuses, a tensor off its group's dtype, a half
+ * bias, views of two dtypes overlapping, a half view misaligned. */
+static void half_seeds(void)
+{
+    static const char *const ok[4] = {"ok_bf16_bhsd_ctx1", "ok_f16_bhsd_ctx1", "ok_f32_q_bf16_kv",
+                                      "ok_f32_q_f16_kv"};
+    for (int i = 0; i < 4; i++) {
+        fz_input in = base();
+        in.dtype = i == 0 ? BF16 : i == 1 ? F16 : F32;
+        if (i >= 2) in.dtypes.kv_dtype = i == 2 ? BF16 : F16;
+        emit(ok[i], &in);
+    }
+
+    fz_input in = base();
+    in.dtype = BF16;
+    in.causal = 2;
+    windows(&in, 6, 1);
+    softcap(&in, 2, 79);
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 1};
+    bias(&in, 6);
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    emit("ok_bf16_every_modifier", &in);
+
+    in.dtype = F32;
+    in.dtypes.kv_dtype = F16;
+    in.ctx = 6;
+    dims(&in, 2, 2, 3, 45, 90, 24, 16);
+    emit("ok_f32_q_f16_kv_every_modifier_gqa_ref_2threads", &in);
+
+    in = base();
+    in.dtype = F16;
+    dims(&in, 2, 1, 4, 21, 21, 8, 6);
+    layout_all(&in, LAY_PACKED);
+    in.ctx = 7;
+    emit("ok_f16_packed_qkv_and_dqkv_avx2", &in);
+
+    in = base();
+    in.dtype = F32;
+    in.dtypes.kv_dtype = BF16;
+    dims(&in, 1, 1, 1, 1, 1500, 64, 64); /* split-KV decode over a bf16 cache */
+    in.ctx = 3;
+    emit("ok_f32_q_bf16_kv_split_kv_decode_blocks16", &in);
+
+    in = base();
+    in.dtype = F16;
+    in.amp = 3; /* values in [-4, 4]: the f16 gradients stay finite only where the bound says */
+    dims(&in, 1, 1, 4, 60, 70, 64, 64);
+    emit("ok_f16_gqa_wide_amp4", &in);
+
+    in = base();
+    in.dtype = F16;
+    in.specials = 4;
+    in.special[0] = (fz_special_bytes){FZ_K, 40, 0};   /* NaN in a key row */
+    in.special[1] = (fz_special_bytes){FZ_V, 500, 3};  /* 6e4, near f16's largest finite */
+    in.special[2] = (fz_special_bytes){FZ_Q, 7, 5};    /* f16's smallest subnormal */
+    in.special[3] = (fz_special_bytes){FZ_DOUT, 5, 1}; /* +inf in dout */
+    emit("ok_f16_nan_huge_subnormal_and_inf_dout", &in);
+
+    static const int q4[4] = {5, 1, 12, 0}, k4[4] = {17, 9, 30, 4}, u4[4] = {12, 9, 30, 0};
+    in = base();
+    in.dtype = BF16;
+    in.causal = 2;
+    in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+    in.array[FZ_DSINKS] = (fz_heads_bytes){array_own(), 0, 0};
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    emit("ok_bf16_seqs_packed_backward_sinks_dsinks", &in);
+
+    static const int t3[18] = {9, 3, 0, 1, 7, 0xF0, 2, 5, 4, 8, 0xF0, 0xF0, 6, 1, 0xF0, 0xF0, 0xF0, 0xF0};
+    static const int u3p[3] = {20, 13, 5};
+    in = base();
+    in.dtype = F32;
+    in.dtypes.kv_dtype = F16;
+    dims(&in, 2, 2, 2, 1, 29, 32, 32);
+    in.ctx = 3;
+    in.calls = 1 | 2;
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    emit("ok_f32_q_f16_kv_seqs_paged_decode_blocks16", &in);
+
+    /* refusals: (q, k) pairs, with every group consistent */
+    static const struct {
+        const char *name;
+        int q, k; /* dtype table entries */
+    } pairs[] = {{"err_dtype_q_bf16_k_f16", 2, 3},
+                 {"err_dtype_q_f16_k_f32", 3, 0},
+                 {"err_dtype_q_f64_k_bf16", 1, 2},
+                 {"err_dtype_q_bf16_k_f32", 2, 0}};
+    for (int i = 0; i < 4; i++) {
+        in = base_err();
+        in.dtype = sel(0xC0, 8, pairs[i].q);
+        in.dtypes.kv_dtype = sel(0xC0, 8, pairs[i].k);
+        emit(pairs[i].name, &in);
+    }
+    /* a tensor off its group's dtype, one per group member of the backward */
+    static const struct {
+        const char *name;
+        int q, k, view, to;
+    } off[] = {
+        {"err_dtype_out_f32_q_bf16", 2, 2, FZ_OUT, 0},      {"err_dtype_v_f32_k_bf16", 0, 2, FZ_V, 0},
+        {"err_dtype_out_f16_q_f32_k_f16", 0, 3, FZ_OUT, 3}, {"err_dtype_dout_f32_q_f16", 3, 3, FZ_DOUT, 0},
+        {"err_dtype_dq_bf16_q_f32_k_bf16", 0, 2, FZ_DQ, 2}, {"err_dtype_dk_f32_k_f16", 0, 3, FZ_DK, 0},
+        {"err_dtype_dv_bf16_k_f16", 3, 3, FZ_DV, 2}};
+    for (size_t i = 0; i < sizeof off / sizeof *off; i++) {
+        in = base_err();
+        in.dtype = sel(0xC0, 8, off[i].q);
+        in.dtypes.kv_dtype = sel(0xC0, 8, off[i].k);
+        in.view[off[i].view].dtype_override = override(off[i].to);
+        emit(off[i].name, &in);
+    }
+    in = base_err();
+    in.dtype = BF16;
+    bias(&in, 0);
+    in.bias.dtype_override = override(2); /* q's dtype: not the accumulation type */
+    emit("err_dtype_bias_bf16_q_bf16", &in);
+
+    in = base_err();
+    in.dtype = F32;
+    in.dtypes.kv_dtype = F16;
+    in.view[FZ_OUT].place = place(FZ_K); /* f32 out over the f16 k: two dtypes never interleave */
+    emit("err_alias_f32_out_on_f16_k", &in);
+
+    in = base_err();
+    in.dtype = BF16;
+    in.view[FZ_K].place = sel(0xC0, 10, 9); /* its own region, 1 + shift % 4 bytes in */
+    in.view[FZ_K].shift = 0;
+    emit("err_stride_bf16_k_misaligned", &in);
+
+    in = base_err(); /* valid bf16 sequences, refused as unsupported with a bias */
+    in.dtype = BF16;
+    bias(&in, 0);
+    seqs(&in, KEYS_DENSE, 2, NULL, NULL, NULL);
+    emit("err_unsupported_bf16_bias_with_seqs", &in);
+
+    in = base();
+    in.dtype = F16;
+    merge(&in, 7);               /* 8 parts */
+    in.merge.merge_mode = 1 | 2; /* row 0 -inf in every part, a NaN lse on row 1 */
+    emit("ok_f16_merge_8_parts_minus_inf_and_nan_rows", &in);
+
+    in = base_err();
+    in.dtype = BF16;
+    merge(&in, 2);
+    in.view[FZ_OUT].dtype_override = override(0); /* f32 out of bf16 parts: one dtype per merge */
+    emit("err_dtype_merge_bf16_parts_f32_out", &in);
 }
 
 int main(int argc, char **argv)
@@ -1229,6 +1376,7 @@ int main(int argc, char **argv)
     modifier_error_seeds();
     seqs_seeds();
     merge_seeds();
+    half_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;
