@@ -7,42 +7,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtypes.h"
 #include "modifiers.h"
 #include "reference.h"
 
-static size_t elem_of(fa_dtype t)
-{
-    return t == FA_F64 ? sizeof(double) : sizeof(float);
-}
-
+// A cache or a pool: k or v, of the kv group's type (a bf16 or f16 cache under f32 queries, dtypes.h).
 static fa_tensor make_view(void *data, const bench_shape *s, int64_t batch, int64_t seq, int64_t dim)
 {
-    if (s->layout == BENCH_LAYOUT_BSHD) return fa_tensor_bshd(data, s->dtype, batch, seq, s->hkv, dim);
-    return fa_tensor_bhsd(data, s->dtype, batch, s->hkv, seq, dim);
-}
-
-static void store(fa_dtype t, void *row, int64_t d, double x)
-{
-    if (t == FA_F64)
-        ((double *)row)[d] = x;
-    else
-        ((float *)row)[d] = (float)x;
+    if (s->layout == BENCH_LAYOUT_BSHD) return fa_tensor_bshd(data, s->kv_dtype, batch, seq, s->hkv, dim);
+    return fa_tensor_bhsd(data, s->kv_dtype, batch, s->hkv, seq, dim);
 }
 
 static char *row_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
 {
-    return (char *)t->data +
-           (size_t)(b * t->stride_batch + h * t->stride_head + s * t->stride_seq) * elem_of(t->dtype);
+    return (char *)t->data + (size_t)(b * t->stride_batch + h * t->stride_head + s * t->stride_seq) *
+                                 bench_dtype_size(t->dtype);
 }
 
 // A cache of count sequences: the keys in use drawn from (seed, stream), the rest NaN, so that a read
 // beyond seqused_k reaches the outputs and fails the checks. Rows in parallel (values depend on the
-// index only).
+// index only). A half cache holds the f32 cache's values of the seed, rounded to nearest even
+// (bench_store), as dense half runs do.
 static int init_cache(fa_tensor *t, const bench_decode *d, const bench_shape *s, int64_t dim, bench_dist dist,
                       uint64_t seed, uint64_t stream, const char *what)
 {
     int64_t count = d->used.count, cap = d->capacity, hkv = s->hkv;
-    size_t bytes = bench_checked_bytes(count, hkv, cap, dim, elem_of(s->dtype));
+    size_t bytes = bench_checked_bytes(count, hkv, cap, dim, bench_dtype_size(s->kv_dtype));
     void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
     if (!data) {
         if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
@@ -57,8 +47,8 @@ static int init_cache(fa_tensor *t, const bench_decode *d, const bench_shape *s,
         int64_t key = r % cap, h = r / cap % hkv, b = r / cap / hkv;
         char *row = row_of(&view, b, h, key);
         for (int64_t y = 0; y < dim; y++)
-            store(view.dtype, row, y,
-                  key < used[b] ? bench_sample(dist, seed, stream, (uint64_t)(r * dim + y)) : NAN);
+            bench_store(view.dtype, row, y,
+                        key < used[b] ? bench_sample(dist, seed, stream, (uint64_t)(r * dim + y)) : NAN);
     }
     return 0;
 }
@@ -99,7 +89,7 @@ static int init_pool(fa_tensor *t, const fa_tensor *c, const bench_decode *d, co
                      const char *what)
 {
     int64_t dim = c->dim, p = d->page_size, hkv = s->hkv;
-    size_t e = elem_of(s->dtype), bytes = bench_checked_bytes(d->num_pages, hkv, p, dim, e);
+    size_t e = bench_dtype_size(s->kv_dtype), bytes = bench_checked_bytes(d->num_pages, hkv, p, dim, e);
     void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
     if (!data) {
         if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
@@ -111,7 +101,7 @@ static int init_pool(fa_tensor *t, const fa_tensor *c, const bench_decode *d, co
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         char *row = row_of(&pool, r / p / hkv, r / p % hkv, r % p);
-        for (int64_t y = 0; y < dim; y++) store(pool.dtype, row, y, NAN);
+        for (int64_t y = 0; y < dim; y++) bench_store(pool.dtype, row, y, NAN);
     }
     int64_t count = d->used.count;
 #pragma omp parallel for schedule(dynamic)
@@ -135,9 +125,10 @@ static int same_caches(const bench_decode *d, const bench_shape *b, bench_dist d
 {
     const bench_shape *a = &d->built_shape;
     return d->built && d->built_dist == dist && d->built_seed == seed && a->hq == b->hq && a->hkv == b->hkv &&
-           a->d == b->d && a->dv == b->dv && a->dtype == b->dtype && a->causal == b->causal &&
-           a->layout == b->layout && same_mods(&a->mods, &b->mods) && a->ragged.kind == b->ragged.kind &&
-           a->ragged.count == b->ragged.count && a->ragged.lo == b->ragged.lo && a->ragged.hi == b->ragged.hi;
+           a->d == b->d && a->dv == b->dv && a->dtype == b->dtype && a->kv_dtype == b->kv_dtype &&
+           a->causal == b->causal && a->layout == b->layout && same_mods(&a->mods, &b->mods) &&
+           a->ragged.kind == b->ragged.kind && a->ragged.count == b->ragged.count &&
+           a->ragged.lo == b->ragged.lo && a->ragged.hi == b->ragged.hi;
 }
 
 static void free_pages(bench_decode *d)
@@ -196,7 +187,7 @@ static int init_caches(bench_decode *d, const bench_shape *s, bench_dist dist, u
     for (int64_t b = 0; b < count; b++) d->keys_seen += bench_sequence_pairs(s, 1, d->used.len[b]);
     double seen = (double)d->keys_seen;
     d->flops = 2.0 * (double)s->hq * seen * (double)(s->d + s->dv);
-    d->kv_bytes = seen * (double)s->hkv * (double)(s->d + s->dv) * (double)elem_of(s->dtype);
+    d->kv_bytes = seen * (double)s->hkv * (double)(s->d + s->dv) * (double)bench_dtype_size(s->kv_dtype);
     d->built = 1;
     d->built_shape = *s;
     d->built_dist = dist;
@@ -259,7 +250,7 @@ fa_status bench_decode_call_paged(void *arg)
 static fa_tensor one_sequence(const fa_tensor *t, int64_t b, int64_t seq)
 {
     fa_tensor one = *t;
-    one.data = (char *)t->data + (size_t)(b * t->stride_batch) * elem_of(t->dtype);
+    one.data = (char *)t->data + (size_t)(b * t->stride_batch) * bench_dtype_size(t->dtype);
     one.batch = 1;
     one.seq = seq;
     return one;
@@ -280,10 +271,12 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
         for (int64_t k = 0; k < n; k++) {
             if (!want) continue;
             int64_t row = bench_sample_row(k, n, rows), b = row / s->hq, h = row % s->hq;
-            fa_tensor q = one_sequence(&d->pb.q, b, 1), kk = one_sequence(&d->kc, b, d->used.len[b]);
+            // q's oracle view (an exact f32 copy of a half q, problem.h); the caches as they are: the
+            // oracle widens a half key exactly as it reads it (tests/reference.c, ref_load), and reads
+            // each key once per checked row: an f32 copy of the whole cache would cost more than it saves.
+            fa_tensor q = one_sequence(&d->pb.oracle_q, b, 1), kk = one_sequence(&d->kc, b, d->used.len[b]);
             fa_tensor vv = one_sequence(&d->vc, b, d->used.len[b]);
-            double lse_want, lse_got = s->dtype == FA_F64 ? ((const double *)d->pb.lse)[row]
-                                                          : (double)((const float *)d->pb.lse)[row];
+            double lse_want, lse_got = bench_load(bench_accum_dtype(s->dtype), d->pb.lse, row);
             ref_forward_row(&d->dense_params, &q, &kk, &vv, 0, h, 0, want, &lse_want);
             bench_row_check_fill(&checks[k], &d->pb.out, b, h, 0, want, lse_got, lse_want);
             checks[k].b = b;
@@ -299,9 +292,9 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
 
 static int any_nan(const void *data, size_t bytes, fa_dtype t)
 {
-    size_t n = bytes / elem_of(t);
+    size_t n = bytes / bench_dtype_size(t);
     for (size_t i = 0; i < n; i++)
-        if (t == FA_F64 ? isnan(((const double *)data)[i]) : isnan(((const float *)data)[i])) return 1;
+        if (isnan(bench_load(t, data, (int64_t)i))) return 1;
     return 0;
 }
 
@@ -310,7 +303,7 @@ const char *bench_decode_check_outputs(const bench_decode *d)
     fa_dtype t = d->pb.shape.dtype;
     if (any_nan(d->pb.out.data, d->pb.out_bytes, t))
         return "the contiguous call's out has a NaN (a row not written)";
-    if (any_nan(d->pb.lse, d->pb.lse_bytes, t))
+    if (any_nan(d->pb.lse, d->pb.lse_bytes, bench_accum_dtype(t)))
         return "the contiguous call's lse has a NaN (a row not written)";
     if (d->page_size == 0) return NULL;
     if (memcmp(d->paged_out.data, d->pb.out.data, d->pb.out_bytes) != 0)

@@ -4,7 +4,8 @@
  * out in a shuffled order (fa_seqs.block_table, as vLLM's allocator leaves them). Their inputs, the
  * two timed calls, and the checks: the contiguous rows against the float64 oracle on each sequence
  * alone, the paged rows bitwise equal to the contiguous ones (the library gathers paged keys into
- * the same tiles). */
+ * the same tiles). q and out have the shape's dtype, the caches and pools its kv_dtype (a bf16 or f16
+ * paged KV cache under f32 queries: dtypes.h), lse the accumulation type. */
 #ifndef FA_BENCH_DECODE_BATCH_H
 #define FA_BENCH_DECODE_BATCH_H
 
@@ -35,7 +36,7 @@ typedef struct {
      * a top-left causal mask. Each is read once per call in each kv head. */
     int64_t keys_seen;
     double flops;    /* 2 * Hq * keys_seen * (D + Dv) */
-    double kv_bytes; /* keys_seen * Hkv * (D + Dv) * sizeof(dtype): the K and V bytes one call reads */
+    double kv_bytes; /* keys_seen * Hkv * (D + Dv) * sizeof(kv_dtype): the K and V bytes one call reads */
     /* What the caches were built for (all but the page size), when built is 1. */
     int built;
     bench_shape built_shape;

@@ -105,7 +105,7 @@ static const char help_text[] =
     "                     --page-size, a pool [pages][P][Hkv][D] of the same keys whose pages are\n"
     "                     handed out in a shuffled order (block_table), timed in turn. KV GB/s =\n"
     "                     the K and V bytes of the keys the queries see (all keys in use without a\n"
-    "                     window), sum_b used_b*Hkv*(D+Dv)*sizeof(dtype), / min time; %% bw = that /\n"
+    "                     window), sum_b used_b*Hkv*(D+Dv)*sizeof(kv-dtype), / min time; %% bw = that /\n"
     "                     the read-bandwidth probe; p/c = paged / contiguous min time. Targets after\n"
     "                     the table: paged (contiguous without pages) >= 60%% of the probe, p/c <= 1.10\n"
     "  --page-size P      keys per page of --decode-batch's pool; 0 = the contiguous cache only\n"
@@ -116,9 +116,11 @@ static const char help_text[] =
     "  (a)'s for each sequence whose dense call took (a)'s block sizes and cannot split its keys,\n"
     "  the others within the tolerance below (a context picks a call's blocks from its shape: a\n"
     "  short sequence alone may get smaller query blocks; a dense call with fewer than 128 query\n"
-    "  items and >= 4*block_k keys may split them); the paged out and lse bitwise equal to the\n"
-    "  contiguous ones; no NaN left in any output (keys beyond seqused_k and unused page rows are\n"
-    "  NaN, so a read of them shows).\n"
+    "  items and >= 4*block_k keys may split them; a bf16 or f16 out is rounded once on each side,\n"
+    "  so its bound there is f32's + 2u); the paged out and lse bitwise equal to the contiguous\n"
+    "  ones; no NaN left in any output (keys beyond seqused_k and unused page rows are NaN, so a\n"
+    "  read of them shows). --dtype and --kv-dtype apply as to dense shapes: --decode-batch\n"
+    "  --kv-dtype bf16 is a bf16 paged KV cache under f32 queries; KV bytes count 2 per element.\n"
     "\n"
     "execution:\n"
     "  --threads LIST     comma-separated thread counts, e.g. 1,2,4 (default: 1 and omp_get_max_threads())\n"
@@ -710,8 +712,8 @@ static int finish_ragged(bench_case *c, unsigned set)
 }
 
 // The kv group's type (k, v, dk, dv) follows --dtype unless --kv-dtype is given, and the pair must
-// be one flashattn.h accepts. Ragged cases stay f32/f64 for now: their caches and packed buffers are
-// filled and read as f32 or f64 only (decode_batch.c, varlen.c). Returns 0, or -1 after a message.
+// be one flashattn.h accepts; ragged cases take the same pairs (varlen.c, decode_batch.c). Returns
+// 0, or -1 after a message.
 static int finish_dtypes(bench_shape *s, unsigned set)
 {
     if (!(set & SET_KV_DTYPE)) s->kv_dtype = s->dtype;
@@ -720,13 +722,6 @@ static int finish_dtypes(bench_shape *s, unsigned set)
                 "fa-bench: --kv-dtype %s with --dtype %s: flashattn takes k and v of q's type, or bf16/f16 "
                 "k and v under f32 queries (--dtype f32 --kv-dtype bf16|f16)\n",
                 bench_dtype_name(s->kv_dtype), bench_dtype_name(s->dtype));
-        return -1;
-    }
-    if (s->ragged.kind != BENCH_RAGGED_NONE &&
-        (bench_dtype_is_half(s->dtype) || bench_dtype_is_half(s->kv_dtype))) {
-        fprintf(stderr,
-                "fa-bench: --%s runs f32 or f64 only (its caches and packed buffers are not half yet)\n",
-                s->ragged.kind == BENCH_RAGGED_VARLEN ? "varlen" : "decode-batch");
         return -1;
     }
     return 0;

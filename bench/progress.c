@@ -70,25 +70,24 @@ void bench_case_words(const bench_case *c, char *out, size_t size)
                                                       : "forward";
     char mods[160];
     bench_mods_words(&s->mods, mods, sizeof mods);
+    char types[48];
+    bench_dtypes_words(s, types, sizeof types);
     const bench_ragged *r = &s->ragged;
     if (r->kind == BENCH_RAGGED_VARLEN) {
-        snprintf(out, size, "forward, %s, varlen %lld:%lld-%lld %s %s, causal %s%s%s",
-                 bench_dtype_name(s->dtype), (long long)r->count, (long long)r->lo, (long long)r->hi, heads,
-                 dims, bench_causal_name(s->causal), s->layout == BENCH_LAYOUT_BHSD ? ", layout bhsd" : "",
-                 mods);
+        snprintf(out, size, "forward, %s, varlen %lld:%lld-%lld %s %s, causal %s%s%s", types,
+                 (long long)r->count, (long long)r->lo, (long long)r->hi, heads, dims,
+                 bench_causal_name(s->causal), s->layout == BENCH_LAYOUT_BHSD ? ", layout bhsd" : "", mods);
         return;
     }
     if (r->kind == BENCH_RAGGED_DECODE) {
         char pages[48] = ", contiguous only";
         if (r->page_size > 0) snprintf(pages, sizeof pages, ", pages of %lld", (long long)r->page_size);
-        snprintf(out, size, "forward, %s, decode batch %lld:%lld-%lld %s %s, causal %s%s%s%s",
-                 bench_dtype_name(s->dtype), (long long)r->count, (long long)r->lo, (long long)r->hi, heads,
-                 dims, bench_causal_name(s->causal), pages,
-                 s->layout == BENCH_LAYOUT_BHSD ? ", layout bhsd" : "", mods);
+        snprintf(out, size, "forward, %s, decode batch %lld:%lld-%lld %s %s, causal %s%s%s%s", types,
+                 (long long)r->count, (long long)r->lo, (long long)r->hi, heads, dims,
+                 bench_causal_name(s->causal), pages, s->layout == BENCH_LAYOUT_BHSD ? ", layout bhsd" : "",
+                 mods);
         return;
     }
-    char types[48];
-    bench_dtypes_words(s, types, sizeof types);
     snprintf(out, size, "%s, %s, B=%lld %s %s %s, causal %s%s%s", pass, types, (long long)s->b, heads,
              lengths, dims, bench_causal_name(s->causal),
              s->layout == BENCH_LAYOUT_BSHD ? ", layout bshd" : "", mods);

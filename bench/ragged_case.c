@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "decode_batch.h"
+#include "dtypes.h"
 #include "golden.h"
 #include "progress.h"
 #include "ragged_report.h"
@@ -42,11 +43,13 @@ static fa_context *make_context(const bench_options *o, int threads)
 }
 
 static int verdict(const char *what, const bench_verify_result *r, int threads, const bench_options *o,
-                   fa_dtype dtype)
+                   const bench_shape *shape)
 {
     if (r->passed) return 0;
-    fprintf(stderr, "fa-bench: verification of %s FAILED at threads=%d (%s, bind %s)\n", what, threads,
-            bench_dtype_name(dtype), bench_bind_name(o->bind));
+    char types[48];
+    bench_dtypes_words(shape, types, sizeof types);
+    fprintf(stderr, "fa-bench: verification of %s FAILED at threads=%d (%s, bind %s)\n", what, threads, types,
+            bench_bind_name(o->bind));
     bench_verify_print_worst(stderr, r);
     return -1;
 }
@@ -104,7 +107,7 @@ static int varlen_row(const bench_options *o, bench_varlen *v, int threads, benc
     fa_context *ctx = make_context(o, threads);
     if (!ctx) return -1;
     bench_varlen_call call = {ctx, v};
-    fa_dtype dt = v->packed.shape.dtype;
+    const bench_shape *shape = &v->packed.shape;
     fa_stats packed_stats, equal_stats;
     int rc = -1;
     fa_status s;
@@ -134,9 +137,9 @@ static int varlen_row(const bench_options *o, bench_varlen *v, int threads, benc
         goto done;
     }
     bench_varlen_match match;
-    if (verdict("the packed out and lse", &vp, threads, o, dt) != 0 ||
-        verdict("the per-sequence loop's out and lse", &vl, threads, o, dt) != 0 ||
-        verdict("the equal-length batch's out and lse", &ve, threads, o, dt) != 0 ||
+    if (verdict("the packed out and lse", &vp, threads, o, shape) != 0 ||
+        verdict("the per-sequence loop's out and lse", &vl, threads, o, shape) != 0 ||
+        verdict("the equal-length batch's out and lse", &ve, threads, o, shape) != 0 ||
         loop_matches(v, &packed_stats, threads, "", &match) != 0)
         goto done;
     int packed_same = same_as_first(&golden[0], &v->packed, &packed_stats, "packed", threads, "");
@@ -205,7 +208,7 @@ static int decode_row(const bench_options *o, bench_decode *d, int threads, benc
         fprintf(stderr, "fa-bench: out of memory during verification\n");
         goto done;
     }
-    if (verdict("the contiguous cache's out and lse", &vr, threads, o, d->pb.shape.dtype) != 0) goto done;
+    if (verdict("the contiguous cache's out and lse", &vr, threads, o, &d->pb.shape) != 0) goto done;
     if ((bad = bench_decode_check_outputs(d)) != NULL) {
         fprintf(stderr, "fa-bench: at threads=%d, %s\n", threads, bad);
         goto done;
@@ -291,7 +294,9 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
             w->ragged.contiguous_pct_read_bw = 100.0 * w->ragged.contiguous_kv_gbps / w->read_gbps;
         } else {
             bench_probe_isa probe;
-            w->peak_gflops = bench_machine_peak(m, w->isa, info->shape.dtype, w->threads, bind, &probe);
+            // Half calls compute in f32: their peak is f32's, as their FLOP count is (case.c).
+            w->peak_gflops =
+                bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads, bind, &probe);
             snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
             w->pct_peak = 100.0 * w->gflops / w->peak_gflops;
         }

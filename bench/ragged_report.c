@@ -4,8 +4,10 @@
 
 #include <math.h>
 
+#include "dtypes.h"
 #include "isa.h"
 #include "modifiers.h"
+#include "varlen.h"
 
 static int is_varlen(const bench_run_info *info)
 {
@@ -26,7 +28,9 @@ void bench_ragged_report_header(FILE *f, const bench_run_info *info)
     const bench_ragged *g = &s->ragged;
     const bench_ragged_info *ri = &info->ragged;
     int varlen = is_varlen(info), bshd = s->layout == BENCH_LAYOUT_BSHD;
-    fprintf(f, "fa-bench: flashattn %s, forward, %s, ", info->version, bench_dtype_name(s->dtype));
+    char types[48];
+    bench_dtypes_words(s, types, sizeof types);
+    fprintf(f, "fa-bench: flashattn %s, forward, %s, ", info->version, types);
     if (varlen)
         fprintf(f, "varlen: %lld packed sequences of %lld..%lld tokens", (long long)g->count,
                 (long long)g->lo, (long long)g->hi);
@@ -75,7 +79,8 @@ void bench_ragged_report_header(FILE *f, const bench_run_info *info)
                 "\n  K and V bytes per call: %.4g = the keys each query sees (%lld) * Hkv*(D+Dv)*%d bytes; "
                 "FLOP per "
                 "call %.4g",
-                info->kv_bytes, (long long)info->visible_pairs, s->dtype == FA_F64 ? 8 : 4, info->flops);
+                info->kv_bytes, (long long)info->visible_pairs, (int)bench_dtype_size(s->kv_dtype),
+                info->flops);
     }
     fprintf(f, "\n  inputs %s, seed %llu; warmup %d, reps %d", bench_dist_name(o->dist),
             (unsigned long long)o->seed, o->warmup, o->reps);
@@ -85,12 +90,17 @@ void bench_ragged_report_header(FILE *f, const bench_run_info *info)
         fprintf(f, ", in %d rounds of every case, each call's figures from its fastest round", o->rounds);
     fprintf(f,
             "\n  bind requested %s; kernel table requested %s; block q/k %d/%d (0 = library's choice); "
-            "omp_get_max_threads %d; oracle check of %lld rows, normwise tolerance %.0e",
+            "omp_get_max_threads %d; oracle check of %lld rows, normwise tolerance %.3g",
             bench_bind_name(o->bind), bench_isa_requested(), o->block_q, o->block_k, info->omp_max_threads,
             (long long)o->check_rows, info->tolerance);
+    // A half output's bound adds its rounding (verify.h), so lse's (never half) differs from out's.
+    if (info->lse_tolerance != info->tolerance)
+        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)",
+                (int)log2(bench_dtype_unit_roundoff(s->dtype)), info->lse_tolerance);
     if (o->probe_time > 0.0)
-        fprintf(f, "\n  in-run probe, %g s per thread count: %s", o->probe_time,
-                varlen ? "FMA peak for the kernel table's ISA" : "read bandwidth");
+        fprintf(f, "\n  in-run probe, %g s per thread count: %s%s", o->probe_time,
+                varlen ? "FMA peak for the kernel table's ISA and " : "read bandwidth",
+                varlen ? bench_dtype_name(bench_accum_dtype(s->dtype)) : "");
     else
         fprintf(f, "\n  in-run probes: off (--probe-time 0)");
     fputc('\n', f);
@@ -220,12 +230,14 @@ void bench_ragged_report_table(FILE *f, const bench_run_info *info, const bench_
             fprintf(
                 f,
                 "(c)'s out and lse: bitwise (a)'s for %lld sequence%s (the same blocks, no split-KV); within "
-                "%.0e normwise (worst %.2e) for %lld whose dense call took other blocks and %lld whose dense "
-                "call "
-                "may split its keys\n",
+                "%.3g normwise (worst %.2e) for %lld whose dense call took other blocks and %lld whose dense "
+                "call may split its keys%s\n",
                 (long long)rows[0].ragged.seqs_bitwise, rows[0].ragged.seqs_bitwise == 1 ? "" : "s",
-                info->tolerance, rows[0].ragged.err_loop, (long long)rows[0].ragged.seqs_other_blocks,
-                (long long)rows[0].ragged.seqs_may_split);
+                bench_varlen_match_tolerance(info->shape.dtype), rows[0].ragged.err_loop,
+                (long long)rows[0].ragged.seqs_other_blocks, (long long)rows[0].ragged.seqs_may_split,
+                bench_dtype_is_half(info->shape.dtype)
+                    ? " (out: f32's bound + 2u, each side rounded once; lse: f32's)"
+                    : "");
     } else {
         fprintf(f, "KV GB/s: %.4g bytes of K and V in use per call / min time", info->kv_bytes);
         if (probe) fprintf(f, "; %% bw: that / the read probe at the same thread count");

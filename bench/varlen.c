@@ -7,32 +7,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtypes.h"
 #include "modifiers.h"
 #include "reference.h"
-
-static size_t elem_of(fa_dtype t)
-{
-    return t == FA_F64 ? sizeof(double) : sizeof(float);
-}
 
 // Sequence b's rows [cu[b], cu[b+1]) of a packed [1][H][total][dim] view, as a view of its own.
 static fa_tensor sequence_view(const fa_tensor *packed, const int64_t *cu, int64_t b)
 {
     fa_tensor t = *packed;
-    t.data = (char *)packed->data + (size_t)(cu[b] * packed->stride_seq) * elem_of(packed->dtype);
+    t.data = (char *)packed->data + (size_t)(cu[b] * packed->stride_seq) * bench_dtype_size(packed->dtype);
     t.seq = cu[b + 1] - cu[b];
     return t;
+}
+
+// lse's type: the accumulation type (float for bf16 and f16 calls, dtypes.h).
+static fa_dtype lse_dtype(const bench_varlen *v)
+{
+    return bench_accum_dtype(v->packed.shape.dtype);
 }
 
 // Sequence b's lse of the loop: [Hq][L_b], contiguous, at element Hq * cu[b].
 static void *loop_lse_of(const bench_varlen *v, int64_t b)
 {
-    return (char *)v->loop_lse + (size_t)(v->packed.shape.hq * v->cu[b]) * elem_of(v->packed.shape.dtype);
+    return (char *)v->loop_lse + (size_t)(v->packed.shape.hq * v->cu[b]) * bench_dtype_size(lse_dtype(v));
 }
 
-static double load(fa_dtype t, const void *p, int64_t index)
+double bench_varlen_match_tolerance(fa_dtype t)
 {
-    return t == FA_F64 ? ((const double *)p)[index] : (double)((const float *)p)[index];
+    // Each side is within f32's bound of the exact value before its one rounding (verify.h), so two
+    // rounded outputs differ by at most f32's bound plus u of each side's rounding.
+    return bench_verify_tolerance(t) + (bench_dtype_is_half(t) ? bench_dtype_unit_roundoff(t) : 0.0);
 }
 
 int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, uint64_t seed)
@@ -63,7 +67,7 @@ int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, ui
     v->packed_params = v->dense_params;
     v->packed_params.seqs = &v->seqs;
 
-    size_t e = elem_of(s->dtype);
+    size_t e = bench_dtype_size(bench_accum_dtype(s->dtype)); // lse's element
     v->loop_out = v->packed.out;
     v->loop_out.data = bench_alloc_aligned(v->packed.out_bytes, "the per-sequence loop's out");
     v->loop_lse_bytes = (size_t)(s->hq * l->total) * e;
@@ -110,7 +114,7 @@ void bench_varlen_free(bench_varlen *v)
 
 void bench_varlen_poison_loop(bench_varlen *v)
 {
-    memset(v->loop_out.data, 0xff, v->packed.out_bytes); // NaN in binary32 and binary64
+    memset(v->loop_out.data, 0xff, v->packed.out_bytes); // NaN in all four types, as problem.c's
     memset(v->loop_lse, 0xff, v->loop_lse_bytes);
 }
 
@@ -190,15 +194,17 @@ int bench_varlen_verify(const bench_varlen *v, int64_t check_rows, bench_verify_
             if (!want) continue;
             int64_t r = bench_sample_row(k, n, rows), t = r / hq, h = r % hq, b = sequence_of(v, t);
             int64_t i = t - v->cu[b], len = v->lengths.len[b];
-            fa_tensor q = sequence_view(&v->packed.q, v->cu, b), kk = sequence_view(&v->packed.k, v->cu, b);
-            fa_tensor vv = sequence_view(&v->packed.v, v->cu, b);
+            // The oracle views: the rounded half inputs as exact f32 copies (problem.h).
+            fa_tensor q = sequence_view(&v->packed.oracle_q, v->cu, b);
+            fa_tensor kk = sequence_view(&v->packed.oracle_k, v->cu, b);
+            fa_tensor vv = sequence_view(&v->packed.oracle_v, v->cu, b);
             double lse_want;
             ref_forward_row(&v->dense_params, &q, &kk, &vv, 0, h, i, want, &lse_want);
             bench_row_check *pc = &checks[k], *lc = &loop_checks[k];
             bench_row_check_fill(pc, &v->packed.out, 0, h, t, want,
-                                 load(s->dtype, v->packed.lse, h * total + t), lse_want);
+                                 bench_load(lse_dtype(v), v->packed.lse, h * total + t), lse_want);
             bench_row_check_fill(lc, &v->loop_out, 0, h, t, want,
-                                 load(s->dtype, loop_lse_of(v, b), h * len + i), lse_want);
+                                 bench_load(lse_dtype(v), loop_lse_of(v, b), h * len + i), lse_want);
             pc->b = lc->b = b; // reported as (sequence, head, row of the sequence)
             pc->h = lc->h = h;
             pc->i = lc->i = i;
@@ -214,13 +220,15 @@ int bench_varlen_verify(const bench_varlen *v, int64_t check_rows, bench_verify_
 }
 
 // The loop's rows of sequence b against the packed ones: byte for byte, or (tolerance) the largest
-// normwise difference, by the rules of verify.h. Either way a NaN in the packed rows (the poison of a
-// row never written: the inputs are finite) fails.
+// normwise difference, by the rules of verify.h: out within bench_varlen_match_tolerance, lse within
+// lse's bound. Either way a NaN in the packed rows (the poison of a row never written: the inputs are
+// finite) fails.
 static int match_sequence(const bench_varlen *v, int64_t b, int bitwise, double *err)
 {
     const bench_shape *s = &v->packed.shape;
     const fa_tensor *po = &v->packed.out, *lo = &v->loop_out;
-    size_t e = elem_of(s->dtype), row_bytes = (size_t)s->dv * e;
+    fa_dtype lt = lse_dtype(v);
+    size_t e = bench_dtype_size(s->dtype), row_bytes = (size_t)s->dv * e;
     int64_t len = v->lengths.len[b], total = v->lengths.total;
     double diff = 0.0, scale = 0.0, lse_diff = 0.0, lse_scale = 1.0;
     for (int64_t h = 0; h < s->hq; h++)
@@ -228,14 +236,14 @@ static int match_sequence(const bench_varlen *v, int64_t b, int bitwise, double 
             int64_t t = v->cu[b] + i, at = h * po->stride_head + t * po->stride_seq;
             const char *pr = (const char *)po->data + (size_t)at * e,
                        *lr = (const char *)lo->data + (size_t)at * e;
-            double pl = load(s->dtype, v->packed.lse, h * total + t);
-            double ll = load(s->dtype, loop_lse_of(v, b), h * len + i);
+            double pl = bench_load(lt, v->packed.lse, h * total + t);
+            double ll = bench_load(lt, loop_lse_of(v, b), h * len + i);
             if (isnan(pl)) return 0;
             for (int64_t y = 0; y < s->dv; y++) {
-                double x = load(s->dtype, pr, y);
+                double x = bench_load(s->dtype, pr, y);
                 if (isnan(x)) return 0;
                 if (!bitwise) {
-                    double d = bench_abs_diff(load(s->dtype, lr, y), x);
+                    double d = bench_abs_diff(bench_load(s->dtype, lr, y), x);
                     if (d > diff) diff = d;
                     if (fabs(x) > scale) scale = fabs(x);
                 }
@@ -249,10 +257,9 @@ static int match_sequence(const bench_varlen *v, int64_t b, int bitwise, double 
             }
         }
     if (bitwise) return 1;
-    double tol = bench_verify_tolerance(s->dtype), eo = diff / (scale > 0.0 ? scale : 1.0),
-           el = lse_diff / lse_scale;
+    double eo = diff / (scale > 0.0 ? scale : 1.0), el = lse_diff / lse_scale;
     *err = eo > el ? eo : el;
-    return *err <= tol;
+    return eo <= bench_varlen_match_tolerance(s->dtype) && el <= bench_verify_lse_tolerance(s->dtype);
 }
 
 void bench_varlen_match_loop(const bench_varlen *v, int block_q, int block_k, bench_varlen_match *m)

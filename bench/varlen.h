@@ -3,7 +3,8 @@
  * without it that it is compared with, on the same tokens: one dense call over equal lengths with the
  * same work, and one dense call per sequence on views of the packed buffers. Their inputs, the three
  * timed calls, and the checks that the packed rows are right (the float64 oracle on each sequence
- * alone) and equal to the loop's. */
+ * alone) and equal to the loop's. q and out have the shape's dtype, k and v its kv_dtype (dtypes.h);
+ * lse is the accumulation type; the oracle reads the packed problem's oracle views (problem.h). */
 #ifndef FA_BENCH_VARLEN_H
 #define FA_BENCH_VARLEN_H
 
@@ -67,6 +68,12 @@ void bench_varlen_poison_loop(bench_varlen *v);
 int bench_varlen_verify(const bench_varlen *v, int64_t check_rows, bench_verify_result *packed,
                         bench_verify_result *loop);
 
+/* The normwise bound of the difference between the loop's out and the packed out of type t, where
+ * they need not be bitwise equal: bench_verify_tolerance(t) for f32 and f64; a bf16 or f16 out is
+ * rounded once on each side (each moves by at most u*max|ref|), so f32's bound plus 2u. lse (never
+ * half) is held to bench_verify_lse_tolerance. */
+double bench_varlen_match_tolerance(fa_dtype t);
+
 /* How the loop's rows compared with the packed ones. */
 typedef struct {
     int64_t bitwise;      /* sequences compared byte for byte (and equal, when passed) */
@@ -82,8 +89,8 @@ typedef struct {
  * dense call took the packed call's block sizes (block_q, block_k: each capped at L, as a call caps
  * them) and cannot split its keys (Hq * ceil(L / block_q) >= 128 query items, or L < 4 * block_k;
  * fa_forward in flashattn.h) must be bitwise equal (the README's promise for a batch of sequences);
- * the others within the verification tolerance, normwise over the sequence. Needs the blocks of
- * bench_varlen_call_loop_recorded. */
+ * the others within bench_varlen_match_tolerance (lse: lse's), normwise over the sequence. Needs the
+ * blocks of bench_varlen_call_loop_recorded. */
 void bench_varlen_match_loop(const bench_varlen *v, int block_q, int block_k, bench_varlen_match *m);
 
 #endif
