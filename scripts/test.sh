@@ -170,6 +170,10 @@ bench_tools() {
     "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --threads 1,2 --reps 1 \
         --probe-time 0.01 --csv "$out/decode.csv"
     test "$(grep -c ',decode,6,1,900,' "$out/decode.csv")" = 2
+    # ... and over a bf16 paged cache (f32 queries): paged bitwise the contiguous cache, oracle-checked
+    "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --kv-dtype bf16 --threads 1,2 \
+        --reps 1 --probe-time 0.01 --csv "$out/decode-bf16.csv"
+    test "$(grep -c ',decode,6,1,900,' "$out/decode-bf16.csv")" = 2
     FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
         --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
