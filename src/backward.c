@@ -58,10 +58,6 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 #undef FA_EXP
 #undef FA_PAD_ELEMS
 
-/* Smaller key blocks than the forward: a dK/dV item holds block_k·(dim + dim_v) accumulators, and
- * more key blocks keep every thread busy on a single long sequence. */
-#define BACKWARD_MAX_BLOCK_K 128
-
 size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
                                  int softcap)
 {
@@ -151,7 +147,7 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, &widest, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
+    fa_context_blocks(ctx, &widest, elem, FA_PASS_BACKWARD, &block_q, &block_k);
     /* the rows buffer: delta, laid out as lse, then the sequences' first delta items */
     int64_t lse_elems = (p->seqs->cu_seqlens_q ? 1 : p->batch) * p->q_heads * p->lse_head_stride;
     size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem);
@@ -211,7 +207,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (p->seqs) return backward_sequences(ctx, p);
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p, elem, BACKWARD_MAX_BLOCK_K, &block_q, &block_k);
+    fa_context_blocks(ctx, p, elem, FA_PASS_BACKWARD, &block_q, &block_k);
 
     int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     fa_backward_job job = {p,

@@ -87,6 +87,7 @@ static fa_status create_context(const char *call, fa_context **out, const fa_con
     ctx->kernel_table.table.f32 = &ctx->kernel_table.f32; /* the copy's own sets */
     ctx->kernel_table.table.f64 = &ctx->kernel_table.f64;
     ctx->kernels = &ctx->kernel_table.table;
+    ctx->cpu = fa_cpu_identify();
     atomic_flag_clear(&ctx->busy);
 
     st = fa_topology_create(&ctx->topology, ctx->num_threads);
@@ -189,31 +190,21 @@ int fa_context_reserve_rows(fa_context *ctx, size_t bytes)
     return 0;
 }
 
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
-{
-    return x < lo ? lo : (x > hi ? hi : x);
-}
-
 /* Under a window a query block of bq rows computes about (width + bq) keys per row for the width a
  * row sees: 80% of them useful for a window of 256 with bq = 64, 89% with 32 (4% fewer instructions
  * in all, counted with callgrind, the kernels' per-block costs included). */
 #define NARROW_WINDOW_KEYS 1024
 
-void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, int64_t max_block_k,
+void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass,
                        int64_t *block_q, int64_t *block_k)
 {
-    int64_t dim = p->dim, dim_v = p->dim_v, q_len = p->q_len, kv_len = p->kv_len;
+    int64_t q_len = p->q_len, kv_len = p->kv_len;
     int64_t bq = ctx->block_q > 0 ? ctx->block_q : fa_row_key_span(p) < NARROW_WINDOW_KEYS ? 32 : 64;
     int64_t bk = ctx->block_k;
     if (bk <= 0) {
-        /* The key and value tiles plus the score tile, in three quarters of L2 (the rest keeps the
-         * packed queries and the accumulator). Measured on a 2-core AMD EPYC VM (1 MiB L2), f32
-         * D=128: block_k 512 runs at 81% of the FMA peak where half of L2 (400) gave 75%; D=64 is
-         * flat from 128 to 512. Multiples of 16 keep tiles whole vectors. */
-        size_t l2 = fa_topology_caches(ctx->topology).l2;
-        if (l2 == 0) l2 = (size_t)1 << 20;
-        int64_t per_key = (dim + dim_v + bq) * (int64_t)elem;
-        bk = clamp64((int64_t)(l2 / 4 * 3) / per_key, 16, max_block_k) / 16 * 16;
+        fa_block_inputs in = {ctx->cpu, ctx->kernels->name, fa_topology_caches(ctx->topology).l2,
+                              p->dim, p->dim_v, bq, q_len, elem};
+        bk = fa_block_k_automatic(pass, &in);
     }
     if (bq > q_len && q_len > 0) bq = q_len;
     if (bk > kv_len && kv_len > 0) bk = kv_len;

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "arena.h"
+#include "block_sizes.h"
 #include "flashattn.h"
 #include "kernels/kernels.h"
 #include "problem.h"
@@ -18,6 +19,7 @@ struct fa_context {
     const fa_kernels *kernels; /* &kernel_table.table */
     fa_kernels_resolved kernel_table;
     fa_topology *topology;
+    fa_cpu_model cpu;  /* read at create: the block-size table's key (block_sizes.c) */
     fa_arena *arenas; /* [num_threads], each owned by one team thread */
     void *rows;       /* per-problem values, grown on demand, kept until destroy: the split-KV
                                * forward's partial results, or the backward's delta and wavefront
@@ -45,12 +47,12 @@ fa_status fa_default_context(const char *call, fa_context **out);
  * (the old buffer is then kept). */
 int fa_context_reserve_rows(fa_context *ctx, size_t bytes);
 
-/* Block sizes for a problem: the configured ones, or ones that keep a key/value tile and the score
- * tile in L2 (and fewer query rows under a narrow window); either way no larger than the problem
- * (q_len rows, kv_len keys), which changes no result (one block covers the same rows or keys either
- * way) but bounds the scratch by the problem. Depends on the machine's caches and the problem, never
- * on the thread count. */
-void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, int64_t max_block_k,
+/* Block sizes of `pass` for a problem: the configured ones, or the automatic ones: block_k from the
+ * table of block_sizes.c (the CPU, the kernel table, the caches and the head dims), block_q 64 (32
+ * under a narrow window); either way no larger than the problem (q_len rows, kv_len keys), which
+ * changes no result (one block covers the same rows or keys either way) but bounds the scratch by
+ * the problem. Depends on the machine and the problem, never on the thread count. */
+void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass,
                        int64_t *block_q, int64_t *block_k);
 
 /* The binding policy for a call from here: NONE from inside an active parallel region, where

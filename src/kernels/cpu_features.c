@@ -47,10 +47,34 @@ static unsigned probe(void)
     }
     return have;
 }
+
+fa_cpu_model fa_cpu_identify(void)
+{
+    fa_cpu_model m = {FA_CPU_OTHER, 0, 0};
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return m;
+    /* the vendor string is EBX, EDX, ECX: "GenuineIntel", "AuthenticAMD" */
+    if (b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu) m.vendor = FA_CPU_INTEL;
+    else if (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u) m.vendor = FA_CPU_AMD;
+    else return m;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return m;
+    unsigned family = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
+    if (family == 0xf) family += (a >> 20) & 0xff;
+    if (family == 0x6 || family >= 0xf) model |= ((a >> 16) & 0xf) << 4;
+    m.family = family;
+    m.model = model;
+    return m;
+}
 #else
 static unsigned probe(void)
 {
     return 0;
+}
+
+fa_cpu_model fa_cpu_identify(void)
+{
+    fa_cpu_model m = {FA_CPU_OTHER, 0, 0};
+    return m;
 }
 #endif
 

@@ -26,6 +26,7 @@ typedef __m256i vtail;
 #define V_AND_CMP(m, a, b, op) V_AND((m), V_CMP((a), (b), (op)))
 #define V_SELECT(m, a, b)      FA_MM(blendv)((a), (b), (m))
 #define V_MASK_BITS(m)         FA_MM(movemask)(m)
+#define V_MASK_AND(a, b)       V_AND((a), (b))
 #define V_LOAD_TAIL(p, m)      FA_MM(maskload)((p), (m))
 #define V_STORE_TAIL(p, m, v)  FA_MM(maskstore)((p), (m), (v))
 #define V_LOAD_PART(p, n)      FA_NAME(load_part_)((p), (n))
@@ -79,7 +80,9 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
 #define FA_FEW_ROWS_KEYS(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
 #include "kernels/tile_scores.h"
 
-/* ---- softmax, probabilities, score gradient (simd/softmax.h) ---- */
+/* ---- softmax, probabilities, score gradient (simd/softmax.h) ----
+ * Two max chains per vector of a line (a line is two vectors here: four chains in all, as avx512 has). */
+#define FA_MAX_CHAINS 2
 #include "kernels/simd/softmax.h"
 
 /* ---- accumulate, accumulate_t (simd/weighted_rows.h) ----

@@ -28,6 +28,7 @@ typedef mask vtail;
 #define V_AND_CMP(m, a, b, op)  FA_CAT(FA_MM(mask_cmp), _mask)((m), (a), (b), (op))
 #define V_SELECT(m, a, b)       FA_MM(mask_blend)((m), (a), (b))
 #define V_MASK_BITS(m)          ((unsigned)(m))
+#define V_MASK_AND(a, b)        ((vmask)((a) & (b)))
 #define V_TAIL(n)               FA_NAME(tail_mask_)(n)
 #define V_LANES_BELOW(n)        FA_NAME(tail_mask_)(n)
 #define V_LOAD_TAIL(p, m)       FA_MM(maskz_loadu)((m), (p))
@@ -85,20 +86,28 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
 #endif
 
 /* ---- S = Q·Kᵀ, transposed (kernels/tile_scores.h) ----
- * A 4 × 4 block: 16 accumulators + 4 query vectors + 1 broadcast of the 32 registers. Tiles of at
- * most 4 rows: 8 keys a block for 1-2 rows, 4 for 3-4 (8 to 16 independent FMA chains). */
-#define FA_SCORES_KEYS 4
+ * A 6 × 4 block: 24 accumulators + 4 query vectors + 1-2 broadcasts of the 32 registers, so each
+ * dim step loads 4 vectors and broadcasts 6 keys for 24 FMAs. On the Intel Xeon VM of issue 12 a
+ * 512-bit load is not free for the FMA ports (16 FMAs beside 4 loads ran 14% slower than beside
+ * none), and the 4 × 4 block (8 loads per 16 FMAs) ran a 64 × 64 tile in L1 4-6% slower than this
+ * one, interleaved. Tiles of at most 4 rows: 8 keys a block for 1-2 rows, 4 for 3-4 (8 to 16
+ * independent FMA chains). */
+#define FA_SCORES_KEYS 6
 #define FA_SCORES_VECS 4
 #define FA_FEW_ROWS_KEYS(rows) ((rows) <= 2 ? 8 : 4)
 #include "kernels/tile_scores.h"
 
-/* ---- softmax, probabilities, score gradient (simd/softmax.h) ---- */
+/* ---- softmax, probabilities, score gradient (simd/softmax.h) ----
+ * Four independent max chains: one max has a latency of 4 cycles on Intel and Zen cores, and the
+ * first pass issues about one and a half ops per column, so one chain (or two) would wait on it. */
+#define FA_MAX_CHAINS 4
 #include "kernels/simd/softmax.h"
 
 /* ---- accumulate, accumulate_t (simd/weighted_rows.h) ----
- * 4 rows × 4 vectors: 16 accumulators + 4 x vectors + 1 broadcast; 1-2 rows × 8 vectors, so that
- * each x row (up to 128 floats) is streamed once. */
-#define FA_ROWS_ROWS     4
+ * 6 rows × 4 vectors: 24 accumulators + 4 x vectors + 1-2 broadcasts (4 loads and 6 broadcasts per
+ * 24 FMAs, as the score block above); 1-2 rows × 8 vectors, so that each x row (up to 128 floats)
+ * is streamed once. */
+#define FA_ROWS_ROWS     6
 #define FA_ROWS_VECS     4
 #define FA_ROWS_FEW_VECS 8
 #include "kernels/simd/weighted_rows.h"

@@ -18,13 +18,14 @@
  *     V_REDUCE_ADD (a fixed order);
  *   vmask, a lane predicate (AVX-512: a __mmask; AVX2: a vector of all-ones or all-zero lanes):
  *     V_CMP(a, b, op) -> vmask, V_AND_CMP(m, a, b, op) = m & V_CMP(a, b, op) (AVX-512: one masked
- *     compare), V_SELECT(m, a, b) = m ? b : a, V_MASK_BITS(m) = lane i's predicate in bit i
+ *     compare), V_SELECT(m, a, b) = m ? b : a, V_MASK_AND(m1, m2), V_MASK_BITS(m) = lane i's predicate in bit i
  *     (AVX2: movemask), V_LANES_BELOW(n) = lanes [0, n) as a vmask (n any);
  *   vtail, a mask for loads and stores of lanes [0, n) that touch nothing past them (AVX-512: the
  *     same __mmask; AVX2: an integer vector for vmaskmov): V_TAIL(n) for n in [0, FA_LANES],
  *     V_LOAD_TAIL(p, t) (other lanes 0), V_STORE_TAIL(p, t, v), V_LOAD_PART(p, n) for n >= 1;
  *   V_TRANSPOSE(v) for vec v[FA_LANES]; FA_TANH_VECTOR (score_mods.h);
  *   FA_EXP2_COEF: the coefficients (kernels/exp2_poly.h) of the polynomial this type's exp2 uses;
+ *   FA_MAX_CHAINS: independent max chains per vector in the softmax's first pass (even);
  *   register blocks: FA_SCORES_KEYS × FA_SCORES_VECS (tile_scores.h), FA_FEW_ROWS_KEYS(rows)
  *     (few_rows_scores.h), FA_ROWS_ROWS × FA_ROWS_VECS and FA_ROWS_FEW_VECS (weighted_rows.h):
  *     per ISA, since AVX2 has 16 vector registers and AVX-512 32.

@@ -9,9 +9,11 @@
  * operations. */
 
 /* ---- online softmax over a transposed tile ----
- * Two passes per line. The first finds the new max: two columns per step give two independent max
- * chains per vector (one alone would wait on the max latency at every column). The second computes
- * p = exp(s - m), stores it and sums it.
+ * Two passes per line. The first finds the new max: FA_MAX_CHAINS columns per step give as many
+ * independent max chains per vector, and the NaN check two mask chains (a max, or a masked compare
+ * into a k register, has a latency of 3-4 cycles: with two chains the pass waited on it, 17.4
+ * FMA-port slots per score vector for the whole softmax on the Intel VM against 15.8 with four, in
+ * L1). The second computes p = exp(s - m), stores it and sums it.
  *
  * The FMA-port budget. On Intel server cores every 512-bit op but a plain load or broadcast issues
  * on the two FMA ports (issue 12's measurements: add, max, compare, kmov, masked moves, scalef one
@@ -40,34 +42,41 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
               nan = V_SET1((FA_T)NAN);
     for (int64_t r = 0; r < ld; r += FA_LINE) {
         FA_T *sr = s + r;
-        vec m_old[FA_LINE_VECS], hi[FA_LINE_VECS][2], m_new[FA_LINE_VECS], m_sub[FA_LINE_VECS],
+        vec m_old[FA_LINE_VECS], hi[FA_LINE_VECS][FA_MAX_CHAINS], m_new[FA_LINE_VECS], m_sub[FA_LINE_VECS],
             sum[FA_LINE_VECS], alpha[FA_LINE_VECS];
-        vmask ordered[FA_LINE_VECS], live[FA_LINE_VECS];
+        vmask ordered[FA_LINE_VECS][2], live[FA_LINE_VECS];
         FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
             m_old[h] = V_LOAD(row_max + r + h * FA_LANES);
             hi[h][0] = m_old[h];
-            hi[h][1] = neg_inf;
+            FA_UNROLL for (int j = 1; j < FA_MAX_CHAINS; j++) hi[h][j] = neg_inf;
             /* The running max must become NaN if any score (or the old max) is NaN: V_MAX alone
              * would drop it. `ordered` keeps the rows that have seen no NaN. */
-            ordered[h] = V_CMP(m_old[h], m_old[h], _CMP_ORD_Q);
+            ordered[h][0] = V_CMP(m_old[h], m_old[h], _CMP_ORD_Q);
+            ordered[h][1] = ordered[h][0];
         }
         int64_t c = 0;
-        for (; c + 1 < cols; c += 2)
+        for (; c + FA_MAX_CHAINS <= cols; c += FA_MAX_CHAINS)
             FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
-                vec x0 = V_LOAD(sr + c * ld + h * FA_LANES), x1 = V_LOAD(sr + (c + 1) * ld + h * FA_LANES);
-                hi[h][0] = V_MAX(hi[h][0], x0);
-                hi[h][1] = V_MAX(hi[h][1], x1);
-                /* one compare checks both columns for NaN */
-                ordered[h] = V_AND_CMP(ordered[h], x0, x1, _CMP_ORD_Q);
+                vec x[FA_MAX_CHAINS];
+                FA_UNROLL for (int j = 0; j < FA_MAX_CHAINS; j++) {
+                    x[j] = V_LOAD(sr + (c + j) * ld + h * FA_LANES);
+                    hi[h][j] = V_MAX(hi[h][j], x[j]);
+                }
+                /* one compare checks two columns for NaN; two mask chains */
+                FA_UNROLL for (int j = 0; j < FA_MAX_CHAINS; j += 2)
+                    ordered[h][j / 2 % 2] = V_AND_CMP(ordered[h][j / 2 % 2], x[j], x[j + 1], _CMP_ORD_Q);
             }
-        if (c < cols)
+        for (; c < cols; c++)
             FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
                 vec x0 = V_LOAD(sr + c * ld + h * FA_LANES);
                 hi[h][0] = V_MAX(hi[h][0], x0);
-                ordered[h] = V_AND_CMP(ordered[h], x0, x0, _CMP_ORD_Q);
+                ordered[h][0] = V_AND_CMP(ordered[h][0], x0, x0, _CMP_ORD_Q);
             }
         FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
-            m_new[h] = V_SELECT(ordered[h], nan, V_MAX(hi[h][0], hi[h][1]));
+            FA_UNROLL for (int j = 1; j < FA_MAX_CHAINS; j++) hi[h][0] = V_MAX(hi[h][0], hi[h][j]);
+        }
+        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+            m_new[h] = V_SELECT(V_MASK_AND(ordered[h][0], ordered[h][1]), nan, hi[h][0]);
             /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN).
              * Their scores are all -inf, so subtracting +inf instead of their max gives -inf, which
              * exp2 flushes to 0: no mask in the loop below. */

@@ -53,6 +53,7 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef FA_SCORES_KEYS
 #undef FA_SCORES_VECS
 #undef FA_ROWS_ROWS
+#undef FA_MAX_CHAINS
 #undef FA_ROWS_VECS
 #undef FA_ROWS_FEW_VECS
 #undef FA_LINE

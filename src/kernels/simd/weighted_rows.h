@@ -13,8 +13,9 @@
  * Which product (TRANS) and whether a tail exists (TAIL) are compile-time cases, so each variant
  * keeps its accumulators in registers (gcc spilled them when the strides were run-time values).
  *
- * FMA-port budget (simd/softmax.h says why it is counted), AVX-512 f32, 4 × 4 block, per reduction
- * step: 16 FMAs, 4 loads of x and 4 broadcasts of w (load ports only) and nothing else: every
+ * FMA-port budget (simd/softmax.h says why it is counted), AVX-512 f32, 6 × 4 block, per reduction
+ * step: 24 FMAs, 4 loads of x and 6 broadcasts of w (load ports, though on Intel the loads still
+ * slow the FMAs a little: avx512_tiles.h) and nothing else: every
  * whole vector of x is a plain load (a masked one takes an FMA-port slot on Intel), and the
  * accumulators are loaded and stored once per block, not per step. A chunk that ends inside a
  * vector (dim not a multiple of the lanes) adds one masked load per step. */

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The automatic key-tile length, per microarchitecture.
+ *
+ * Every row below was measured (bench/README.md, "Block sizes"); a CPU that matches none takes the
+ * cache-size rule, which is where every row started. Rows are matched on the vendor and the kernel
+ * table, not on the model number: a hypervisor may report a model of its own (a 2-core Xeon VM
+ * showed family 6, model 167, a client part's number, with a server core's AVX-512 and AMX), and
+ * what the rows depend on is the core's ports and caches, which vendor and table tell apart.
+ *
+ *   CPU                        table   pass     block_k   why
+ *   Intel, AVX-512 cores       avx512  forward  64        two FMA ports take every other 512-bit op
+ *                                                         (issue 12), so L1 misses that a 512-key
+ *                                                         tile's 128 KiB score and value tiles make
+ *                                                         show: 64 keys keep the tiles of one step
+ *                                                         near L1 (f32 D=64: 5-10% faster than 512,
+ *                                                         D=128: 2-8%)
+ *   any other                  any     either   L2 rule   the key, value and score tiles in three
+ *                                                         quarters of L2 (the rest keeps the packed
+ *                                                         queries and the accumulator): on a Zen 4
+ *                                                         (1 MiB L2) f32 D=128, 512 keys ran at 81% of
+ *                                                         the FMA peak where 400 gave 75%; D=64 was
+ *                                                         flat from 128 to 512
+ * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
+ * Intel VM 128 keys were 7-10% faster than 64 at D=64. Decode-shaped calls (a few query rows) keep
+ * it too: their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
+#include "block_sizes.h"
+
+#include <string.h>
+
+/* Query rows at or below which a call counts as decode-shaped here (kernels' few-rows path). */
+#define FEW_ROWS 16
+
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+static int64_t l2_rule(const fa_block_inputs *in, int64_t max_block_k)
+{
+    size_t l2 = in->l2 ? in->l2 : (size_t)1 << 20;
+    int64_t per_key = (in->dim + in->dim_v + in->block_q) * (int64_t)in->elem;
+    return clamp64((int64_t)(l2 / 4 * 3) / per_key, 16, max_block_k) / 16 * 16;
+}
+
+int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
+{
+    if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K);
+    if (in->cpu.vendor == FA_CPU_INTEL && in->table && strcmp(in->table, "avx512") == 0 && in->elem == 4 &&
+        in->q_len > FEW_ROWS)
+        return 64;
+    return l2_rule(in, FA_FORWARD_MAX_BLOCK_K);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The automatic key-tile length (block_k = 0): a small table of what was measured on each
+ * microarchitecture, and the cache-size rule for the rest (block_sizes.c). */
+#ifndef FA_BLOCK_SIZES_H
+#define FA_BLOCK_SIZES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/cpu_features.h"
+
+typedef enum { FA_PASS_FORWARD, FA_PASS_BACKWARD } fa_pass;
+
+/* What the choice depends on: the CPU, the kernel table in use, the L2 size (0: unknown), and the
+ * problem's head dims, query block and element size (of the accumulation type). */
+typedef struct {
+    fa_cpu_model cpu;
+    const char *table; /* fa_kernels.name */
+    size_t l2;
+    int64_t dim, dim_v, block_q, q_len;
+    size_t elem;
+} fa_block_inputs;
+
+/* The largest automatic key tile of each pass. The backward's is smaller: a dK/dV item holds
+ * block_k·(dim + dim_v) accumulators besides its three tiles, and more key blocks keep every thread
+ * busy on a single long sequence. */
+#define FA_FORWARD_MAX_BLOCK_K  512
+#define FA_BACKWARD_MAX_BLOCK_K 128
+
+/* block_k for `pass`: a multiple of 16 in [16, the pass's maximum]. A function of its inputs only,
+ * so a context on one machine always picks the same tiles for the same problem. */
+int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The automatic key tile follows the documented table (src/block_sizes.c): Intel cores on the
+ * avx512 table take 64-key forward tiles for f32 calls of more than a few query rows; every other
+ * case (AMD, other tables, f64, decode-shaped calls, every backward) takes the L2 rule; every result
+ * is a multiple of 16 within the pass's range, whatever the cache size reported. And a context's
+ * automatic choice is the table's for this machine's CPU. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block_sizes.h"
+#include "context.h"
+#include "flashattn.h"
+#include "kernels/kernels.h"
+
+static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2, int64_t d, size_t elem,
+                              int64_t q_len)
+{
+    fa_block_inputs in = {{vendor, vendor == FA_CPU_AMD ? 0x19u : 6u, vendor == FA_CPU_AMD ? 0x11u : 0xcfu},
+                          table, l2, d, d, 64, q_len, elem};
+    return in;
+}
+
+/* The rule every row but Intel's forward takes: K, V and score tiles in 3/4 of L2. */
+static int64_t l2_rule(const fa_block_inputs *in, int64_t max)
+{
+    size_t l2 = in->l2 ? in->l2 : (size_t)1 << 20;
+    int64_t bk = (int64_t)(l2 / 4 * 3) / ((in->dim + in->dim_v + in->block_q) * (int64_t)in->elem);
+    bk = bk < 16 ? 16 : bk > max ? max : bk;
+    return bk / 16 * 16;
+}
+
+Test(block_sizes, intel_avx512_forward_takes_64_key_tiles)
+{
+    for (int64_t d = 16; d <= 512; d *= 2) {
+        fa_block_inputs in = inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, d, sizeof(float), 4096);
+        cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), 64, "D=%lld", (long long)d);
+    }
+}
+
+Test(block_sizes, every_other_case_takes_the_l2_rule)
+{
+    const size_t l2s[] = {0, (size_t)256 << 10, (size_t)1 << 20, (size_t)2 << 20, (size_t)32 << 20};
+    for (size_t i = 0; i < sizeof l2s / sizeof *l2s; i++)
+        for (int64_t d = 8; d <= 512; d *= 2) {
+            fa_block_inputs cases[] = {
+                inputs(FA_CPU_AMD, "avx512", l2s[i], d, sizeof(float), 4096),
+                inputs(FA_CPU_OTHER, "avx512", l2s[i], d, sizeof(float), 4096),
+                inputs(FA_CPU_INTEL, "avx2", l2s[i], d, sizeof(float), 4096),
+                inputs(FA_CPU_INTEL, "ref", l2s[i], d, sizeof(float), 4096),
+                inputs(FA_CPU_INTEL, "avx512", l2s[i], d, sizeof(double), 4096), /* f64: not measured */
+                inputs(FA_CPU_INTEL, "avx512", l2s[i], d, sizeof(float), 1),     /* a decode step */
+            };
+            for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+                int64_t fwd = fa_block_k_automatic(FA_PASS_FORWARD, &cases[c]);
+                cr_expect_eq(fwd, l2_rule(&cases[c], FA_FORWARD_MAX_BLOCK_K), "forward, case %zu, L2 %zu, D=%lld",
+                             c, l2s[i], (long long)d);
+                cr_expect(fwd % 16 == 0 && fwd >= 16 && fwd <= FA_FORWARD_MAX_BLOCK_K);
+            }
+            cases[0] = inputs(FA_CPU_INTEL, "avx512", l2s[i], d, sizeof(float), 4096);
+            for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+                int64_t bwd = fa_block_k_automatic(FA_PASS_BACKWARD, &cases[c]);
+                cr_expect_eq(bwd, l2_rule(&cases[c], FA_BACKWARD_MAX_BLOCK_K), "backward, case %zu", c);
+                cr_expect(bwd % 16 == 0 && bwd >= 16 && bwd <= FA_BACKWARD_MAX_BLOCK_K);
+            }
+        }
+}
+
+/* On this machine: an automatic forward's block_k (fa_stats) is the table's for this CPU, the
+ * context's kernel table and the L2 size its topology reports: the context hands the table its
+ * inputs (whose rows the tests above check). */
+Test(block_sizes, a_context_uses_the_table_for_this_cpu)
+{
+    enum { N = 256, D = 32 };
+    float *x = calloc((size_t)N * D, sizeof *x), *o = calloc((size_t)N * D, sizeof *o);
+    cr_assert(x && o);
+    fa_context *ctx = NULL;
+    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
+    fa_tensor t = fa_tensor_bhsd(x, FA_F32, 1, 1, N, D), out = fa_tensor_bhsd(o, FA_F32, 1, 1, N, D);
+    fa_params p = fa_params_default();
+    cr_assert_eq(fa_forward(ctx, &p, &t, &t, &t, &out, NULL), FA_OK);
+    fa_stats st;
+    fa_context_stats(ctx, &st);
+    fa_cpu_model cpu = fa_cpu_identify();
+    fa_block_inputs in = {cpu, st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, sizeof(float)};
+    int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
+    cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
+                 in.l2);
+    if (cpu.vendor == FA_CPU_INTEL && strcmp(st.isa, "avx512") == 0)
+        cr_expect_eq(st.block_k, 64, "Intel, avx512: 64-key forward tiles");
+    fa_context_destroy(ctx);
+    free(x), free(o);
+}
