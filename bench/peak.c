@@ -186,7 +186,8 @@ int bench_probe_isa_runs(bench_probe_isa isa)
 bench_probe_isa bench_probe_isa_for_table(const char *table)
 {
     bench_probe_isa isa = BENCH_PROBE_PORTABLE;
-    if (table && strncmp(table, "avx512", 6) == 0)
+    /* amx: its float kernels are avx512's (its bf16 products run on tiles, which no FMA probe measures) */
+    if (table && (strncmp(table, "avx512", 6) == 0 || strcmp(table, "amx") == 0))
         isa = BENCH_PROBE_AVX512;
     else if (table && strcmp(table, "avx2") == 0)
         isa = BENCH_PROBE_AVX2;

@@ -41,7 +41,9 @@
  * subnormal inputs are computed as IEEE 754 says, and the library never
  * reads or changes MXCSR (FTZ/DAZ). Why: on many x86 cores each multiply
  * that reads a subnormal is tens of times slower, and peaky scores make
- * many of them.
+ * many of them. The one exception is a bf16 forward on AMX tiles (see
+ * fa_forward, "dtype"): AMX reads bf16 subnormals (below 2^-126) of q, k
+ * and v as zero.
  *
  * ## Thread safety
  * A context serves one call at a time; a second concurrent call on the same
@@ -136,7 +138,7 @@ FA_API const char *fa_status_str(fa_status s);
  * What went wrong in the calling thread's last call that returned an fa_status: one line naming
  * the call, the offending argument and its values, e.g.
  *   "fa_forward: k.dim = 15 but q.dim = 16"
- *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512 or auto"
+ *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512, amx or auto"
  * Every such call sets it: to the message when it fails, to "" when it succeeds. The text is for
  * people (its wording may change between versions; the status is what programs test). Never NULL;
  * valid until the calling thread's next call into the library. Thread-local: calls on other threads
@@ -319,7 +321,7 @@ typedef struct fa_context fa_context;
  * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes, an
  * unknown bind value, or (with bind AUTO) a FLASHATTN_BIND other than
  * auto|none|core|spread, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
- * table (ref, avx2, avx512) this build or CPU lacks (fa_last_error() says
+ * table (ref, avx2, avx512, amx) this build or CPU lacks (fa_last_error() says
  * which of the two), FA_ERR_ARG if it names none of them nor "auto" (the
  * automatic choice, as when unset), FA_ERR_NOMEM, FA_ERR_RUNTIME if the
  * topology cannot be loaded. *ctx is written only on FA_OK.
@@ -374,6 +376,18 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * even, beyond the largest finite value to ±inf, NaN stays NaN (quiet, sign
  * kept). P is not rounded to half precision before P·V. The bias is in the
  * accumulation type (FA_F32 unless q is FA_F64).
+ * One exception, for speed: on the "amx" kernel table (fa_stats.isa; Intel
+ * Xeons with AMX, where Linux grants the process the tile state), a forward
+ * whose q, k, v and out are all FA_BF16 with an even D multiplies the bf16
+ * inputs on AMX tiles instead: the products are exact and summed in f32, so
+ * scores, maxima, sums and the accumulator keep f32's accuracy, but P is
+ * rounded to bf16 (nearest even) once before P·V, bf16 subnormal inputs are
+ * read as zero, and the result is then not bitwise the widened call's. It
+ * stays within the accuracy documented in the README (3x a naive f32
+ * computation from the same inputs, rounded to bf16), bitwise identical
+ * across thread counts, and NaN and Inf reach exactly the rows that see them.
+ * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. The
+ * backward, f16 and f32 queries over a half-precision cache always widen.
  *
  * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (every other dtype):
  * the natural-log log-sum-exp of each row's modified, masked scores (with the

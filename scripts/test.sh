@@ -223,17 +223,22 @@ table_flags() {
     case $1 in
     avx2) echo "avx2 fma f16c" ;;
     avx512) echo "avx512f avx512dq" ;;
+    amx) echo "avx512f avx512dq avx512bw avx512_bf16 amx_tile amx_bf16" ;;
     esac
 }
 
 table_runs_here() { # table_runs_here TABLE: every flag it needs is in /proc/cpuinfo
     local f
     for f in $(table_flags "$1"); do grep -qw "$f" /proc/cpuinfo 2>/dev/null || return 1; done
+    # amx also needs Linux's permission to use the tiles, which only a process can ask for: a tiny
+    # fa-bench run on the table says whether the library got it
+    [ "$1" != amx ] || FLASHATTN_ISA=amx "$build/bench/fa-bench" --nq 16 --h 1 --d 16 --threads 1 --reps 1 \
+        --warmup 0 --probe-time 0 >/dev/null 2>&1
 }
 
 cpu_tables() {
     local t="ref" x
-    for x in avx2 avx512; do table_runs_here "$x" && t="$t $x"; done
+    for x in avx2 avx512 amx; do table_runs_here "$x" && t="$t $x"; done
     echo "$t"
 }
 
@@ -241,7 +246,7 @@ cpu_tables() {
 report_tables() {
     local x f missing
     echo "kernel tables run on this CPU: $(cpu_tables)"
-    for x in avx2 avx512; do
+    for x in avx2 avx512 amx; do
         table_runs_here "$x" && continue
         missing=""
         for f in $(table_flags "$x"); do grep -qw "$f" /proc/cpuinfo 2>/dev/null || missing="$missing $f"; done

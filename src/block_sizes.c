@@ -8,8 +8,8 @@
  * what the rows depend on is the core's ports and caches, which vendor and table tell apart.
  *
  *   CPU                        table   pass     block_k   why
- *   Intel, AVX-512 cores       avx512  forward  64        two FMA ports take every other 512-bit op
- *                                                         (issue 12), so L1 misses that a 512-key
+ *   Intel, AVX-512 cores       avx512, forward  64        two FMA ports take every other 512-bit op
+ *                              amx                        (issue 12), so L1 misses that a 512-key
  *                                                         tile's 128 KiB score and value tiles make
  *                                                         show: 64 keys keep the tiles of one step
  *                                                         near L1 (f32 D=64: 5-10% faster than 512,
@@ -42,11 +42,16 @@ static int64_t l2_rule(const fa_block_inputs *in, int64_t max_block_k)
     return clamp64((int64_t)(l2 / 4 * 3) / per_key, 16, max_block_k) / 16 * 16;
 }
 
+/* The tables whose float kernels are avx512's: avx512 itself, and amx (its bf16 set aside). */
+static int avx512_kernels(const char *table)
+{
+    return table && (strcmp(table, "avx512") == 0 || strcmp(table, "amx") == 0);
+}
+
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
 {
     if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K);
-    if (in->cpu.vendor == FA_CPU_INTEL && in->table && strcmp(in->table, "avx512") == 0 && in->elem == 4 &&
-        in->q_len > FEW_ROWS)
+    if (in->cpu.vendor == FA_CPU_INTEL && avx512_kernels(in->table) && in->elem == 4 && in->q_len > FEW_ROWS)
         return 64;
     return l2_rule(in, FA_FORWARD_MAX_BLOCK_K);
 }

@@ -86,6 +86,7 @@ static fa_status create_context(const char *call, fa_context **out, const fa_con
     ctx->kernel_table = kernels;
     ctx->kernel_table.table.f32 = &ctx->kernel_table.f32; /* the copy's own sets */
     ctx->kernel_table.table.f64 = &ctx->kernel_table.f64;
+    if (kernels.table.bf16) ctx->kernel_table.table.bf16 = &ctx->kernel_table.bf16;
     ctx->kernels = &ctx->kernel_table.table;
     ctx->cpu = fa_cpu_identify();
     atomic_flag_clear(&ctx->busy);

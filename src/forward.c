@@ -36,7 +36,16 @@ typedef struct {
     const int64_t *first_item, *first_merge;
     const fa_sequence_plan *plans;
     int64_t wave_item0, wave_merge0; /* the global numbers of the running wave's first items */
+    int pairs;                       /* 1: all-bf16 on the table's bf16 set (forward_pairs.h) */
 } fa_forward_job;
+
+/* Whether a problem's items take the bf16 dot-product path: every tensor bf16, a table with a bf16
+ * set, an even head dim (the sets multiply pairs of dims; an odd D widens, as every half call does
+ * on a table without one). */
+static int takes_pairs(const fa_context *ctx, const fa_problem *p)
+{
+    return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0;
+}
 
 /* The problem the forward runs for sequence b: its dense problem, with a GQA decode step's query
  * heads grouped as rows (fa_problem_group_rows), exactly as fa_forward_run treats a dense call.
@@ -62,7 +71,9 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_LOG       logf
 #define FA_EXP       expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
+#define FA_PAIRS_PATH 1
 #include "forward_item.h"
+#undef FA_PAIRS_PATH
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -74,7 +85,9 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_LOG       log
 #define FA_EXP       exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
+#define FA_PAIRS_PATH 0
 #include "forward_item.h"
+#undef FA_PAIRS_PATH
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -104,6 +117,29 @@ size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int6
     if (kv_tiles)
         bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, elem),
                                                fa_arena_tile((size_t)block_k, (size_t)dim_v, elem)));
+    return bytes;
+}
+
+fa_pairs_tiles fa_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v)
+{
+    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), bk_k = (size_t)fa_round_up(block_k, pad_k);
+    size_t d_k = (size_t)fa_round_up(dim, pad_k), dv = (size_t)dim_v, half = sizeof(uint16_t);
+    fa_pairs_tiles t = {fa_arena_tile(d_k, ld, half), fa_arena_tile(bk_k, ld, half), fa_arena_tile(dv, bk_k, half),
+                        fa_arena_tile(dv, ld, sizeof(float))};
+    return t;
+}
+
+size_t fa_forward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v,
+                                      int paged)
+{
+    fa_pairs_tiles t = fa_pairs_tiles_of(pad_k, block_q, block_k, dim, dim_v);
+    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), dv_pad = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
+    size_t f = sizeof(float), bytes = fa_size_add(fa_size_add(t.queries, t.probabilities), fa_size_add(t.values_t, t.accumulator_t));
+    bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, ld, f), fa_arena_tile((size_t)block_q, dv_pad, f)));
+    bytes = fa_size_add(bytes, 2 * fa_arena_tile(1, ld, f));
+    if (paged)
+        bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, sizeof(uint16_t)),
+                                               fa_arena_tile((size_t)block_k, (size_t)dim_v, sizeof(uint16_t))));
     return bytes;
 }
 
@@ -226,9 +262,14 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
                           first_merge,
                           plans,
                           0,
+                          0,
                           0};
-    size_t scratch = fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem);
-    scratch = fa_size_add(scratch, problem_tile_bytes(p, p->seqs->block_table != NULL, block_q, block_k));
+    job.pairs = takes_pairs(ctx, p);
+    size_t scratch =
+        job.pairs ? fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k, p->dim, p->dim_v,
+                                                   p->seqs->block_table != NULL)
+                  : fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+                                problem_tile_bytes(p, p->seqs->block_table != NULL, block_q, block_k));
     scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, FA_SPLIT_TARGET_ITEMS, elem));
     int f64 = p->dtype == FA_F64;
     fa_status st = FA_OK;
@@ -285,12 +326,15 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           NULL,
                           NULL,
                           0,
-                          0};
+                          0,
+                          takes_pairs(ctx, p)};
     job.split =
         fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     int f64 = p->dtype == FA_F64;
-    size_t scratch = fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
-                                 problem_tile_bytes(p, 0, block_q, block_k));
+    size_t scratch = job.pairs ? fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k,
+                                                                p->dim, p->dim_v, p->pages != NULL)
+                               : fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+                                             problem_tile_bytes(p, 0, block_q, block_k));
     if (job.split.splits > 1)
         scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, job.split.splits, elem));
     fa_team_work work = {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Forward work items, written once for both element types: included by forward.c with FA_T,
  * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_EXP, FA_PAD_ELEMS
- * (the padding unit of accumulator rows, kernels.h) defined. */
+ * (the padding unit of accumulator rows, kernels.h) and FA_PAIRS_PATH (1 for float: the bf16
+ * dot-product path of forward_pairs.h) defined. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b)  FA_CAT2(a, b)
@@ -177,6 +178,20 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     return st;
 }
 
+#if FA_PAIRS_PATH
+#include "forward_pairs.h"
+#endif
+
+/* The item's online softmax on the path its job takes: the bf16 dot-product units, or the FA_T kernels. */
+static FA_NAME(rows_state_) FA_NAME(attend_item_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
+                                                  int64_t key_lo, int64_t key_hi)
+{
+#if FA_PAIRS_PATH
+    if (job->pairs) return attend_pairs_(job, arena, it, key_lo, key_hi);
+#endif
+    return FA_NAME(attend_)(job, arena, it, key_lo, key_hi);
+}
+
 /* out = acc / l and lse = m + log(l) for the item's rows, where l = sum_j exp(s_j - m). With a
  * sink logit σ the denominator gains exp(σ - m): for the larger reference M = max(m, σ),
  * out = acc·exp(m - M) / (l·exp(m - M) + exp(σ - M)) and lse = M + log(that denominator), so
@@ -221,7 +236,7 @@ static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t
 {
     const fa_forward_job *job = job_ptr;
     fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, index);
-    FA_NAME(rows_state_) st = FA_NAME(attend_)(job, arena, &it, 0, job->problem->kv_len);
+    FA_NAME(rows_state_) st = FA_NAME(attend_item_)(job, arena, &it, 0, job->problem->kv_len);
     FA_NAME(write_rows_)(job->problem, &it, &st);
 }
 
@@ -243,7 +258,7 @@ static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, i
     int64_t item = index / job->split.splits, chunk = index % job->split.splits;
     fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, item);
     int64_t key_lo = chunk * job->split.chunk, key_hi = key_lo + job->split.chunk;
-    FA_NAME(rows_state_) st = FA_NAME(attend_)(job, arena, &it, key_lo, key_hi);
+    FA_NAME(rows_state_) st = FA_NAME(attend_item_)(job, arena, &it, key_lo, key_hi);
     FA_T *lse = FA_NAME(partial_at_)(job, item, chunk), *out = lse + job->ld;
     for (int64_t r = 0; r < it.rows; r++) {
         FA_T l = st.row_sum[r];

@@ -20,6 +20,14 @@
  *   backward + (q half) r64(bq·D·f) + r64(bq·Dv·f) + (k, v half) r64(bk·D·f) + r64(bk·Dv·f)
  *              (the query block's Q and dO rows, the key block's K and V rows)
  *
+ * An all-bf16 forward on a table with bf16 dot-product units (amx: flashattn.h, "dtype") keeps its
+ * operands in bf16 instead, with k padded to p = 32 (a tile row), dp = D up to p, bkp = bk up to p,
+ * and drops the float query block:
+ *   forward  = r64(dp·ld·2) + r64(bkp·ld·2) + r64(Dv·bkp·2) + r64(Dv·ld·4)
+ *              + r64(bk·ld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4)   (+ paged: r64(bk·D·2) + r64(bk·Dv·2))
+ *              (queries and P in pairs, Vᵀ, the transposed accumulator; the score tile, output rows,
+ *               row max and row sum as above)
+ *
  * None of it depends on Nq or Nk. */
 #ifndef FA_TEST_SCRATCH_FORMULA_H
 #define FA_TEST_SCRATCH_FORMULA_H
@@ -66,6 +74,15 @@ static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, in
 {
     return (q_half ? sf_r64((size_t)(bq * d) * 4) + sf_r64((size_t)(bq * dv) * 4) : 0) +
            (kv_half ? sf_r64((size_t)(bk * d) * 4) + sf_r64((size_t)(bk * dv) * 4) : 0);
+}
+
+/* The all-bf16 forward on dot-product units (pad_k 32: the amx table). */
+static inline size_t forward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int paged)
+{
+    size_t ld = sf_up(bq, 16), bkp = sf_up(bk, 32), dp = sf_up(d, 32);
+    return sf_r64(dp * ld * 2) + sf_r64(bkp * ld * 2) + sf_r64((size_t)dv * bkp * 2) + sf_r64((size_t)dv * ld * 4) +
+           sf_r64((size_t)bk * ld * 4) + sf_r64((size_t)bq * sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4) +
+           (paged ? sf_r64((size_t)(bk * d) * 2) + sf_r64((size_t)(bk * dv) * 2) : 0);
 }
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The automatic key tile follows the documented table (src/block_sizes.c): Intel cores on the
- * avx512 table take 64-key forward tiles for f32 calls of more than a few query rows; every other
+ * avx512 or amx table take 64-key forward tiles for f32 calls of more than a few query rows; every other
  * case (AMD, other tables, f64, decode-shaped calls, every backward) takes the L2 rule; every result
  * is a multiple of 16 within the pass's range, whatever the cache size reported. And a context's
  * automatic choice is the table's for this machine's CPU. */
@@ -32,10 +32,13 @@ static int64_t l2_rule(const fa_block_inputs *in, int64_t max)
 
 Test(block_sizes, intel_avx512_forward_takes_64_key_tiles)
 {
-    for (int64_t d = 16; d <= 512; d *= 2) {
-        fa_block_inputs in = inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, d, sizeof(float), 4096);
-        cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), 64, "D=%lld", (long long)d);
-    }
+    static const char *const avx512_kernels[] = {"avx512", "amx"}; /* amx: avx512's float kernels */
+    for (int t = 0; t < 2; t++)
+        for (int64_t d = 16; d <= 512; d *= 2) {
+            fa_block_inputs in = inputs(FA_CPU_INTEL, avx512_kernels[t], (size_t)2 << 20, d, sizeof(float), 4096);
+            cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), 64, "%s, D=%lld", avx512_kernels[t],
+                         (long long)d);
+        }
 }
 
 Test(block_sizes, every_other_case_takes_the_l2_rule)
@@ -86,8 +89,8 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
     cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
                  in.l2);
-    if (cpu.vendor == FA_CPU_INTEL && strcmp(st.isa, "avx512") == 0)
-        cr_expect_eq(st.block_k, 64, "Intel, avx512: 64-key forward tiles");
+    if (cpu.vendor == FA_CPU_INTEL && (strcmp(st.isa, "avx512") == 0 || strcmp(st.isa, "amx") == 0))
+        cr_expect_eq(st.block_k, 64, "Intel, %s: 64-key forward tiles", st.isa);
     fa_context_destroy(ctx);
     free(x), free(o);
 }

@@ -13,24 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_facts.h"
 #include "flashattn.h"
 #include "util.h"
 #include "util_backward.h"
 
-static const char *const tables[] = {"ref", "avx2", "avx512"};
-#define N_TABLES 3
-
-/* Decided from cpuid here, independently of the library's own check. */
-static int cpu_runs(const char *table)
-{
-    if (strcmp(table, "ref") == 0) return 1;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (strcmp(table, "avx512") == 0) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-    if (strcmp(table, "avx2") == 0) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-    return 0;
-}
+/* Every table, and whether this CPU runs it: decided independently of the library (cpu_facts.h). */
+#define tables   cf_tables
+#define N_TABLES CF_TABLES
+#define cpu_runs cf_table_runs
 
 /* A context on `table`; the caller's FLASHATTN_ISA is put back afterwards. */
 static fa_status context_on(const char *table, int block_q, int block_k, fa_context **ctx)
@@ -71,7 +62,7 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
     }
     fa_context *ctx = NULL;
     cr_expect_eq(context_on("sse9", 0, 0, &ctx), FA_ERR_ARG, "an unknown table name is an argument error");
-    cr_expect_str_eq(fa_last_error(), "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512 or auto");
+    cr_expect_str_eq(fa_last_error(), "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512, amx or auto");
     /* "auto" is the automatic choice, as if the variable were unset */
     cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
     fa_stats s;

@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu_facts.h"
 #include "kernels/kernels.h"
 
-static const char *const names[] = {"ref", "avx2", "avx512"};
-#define N_NAMES 3
+static const char *const names[] = {"ref", "avx2", "avx512", "amx"};
+#define N_NAMES 4
 
 static void check_traits(const char *name, const char *half, const fa_kernel_traits *t, fa_dtype dtype,
                          size_t elem)
@@ -27,6 +28,17 @@ static void check_traits(const char *name, const char *half, const fa_kernel_tra
     cr_expect_eq(t->score_tile, FA_TILE_KEY_MAJOR, "%s.%s: score tiles are key-major", name, half);
 }
 
+/* A bf16 set: bf16 inputs, f32 accumulators padded like the f32 half's, operands padded by pairs. */
+static void check_bf16_traits(const char *name, const fa_kernels_bf16 *set)
+{
+    const fa_kernel_traits *b = &set->traits;
+    cr_expect_eq(b->input, FA_BF16, "%s.bf16: input type", name);
+    cr_expect_eq(b->accum, FA_F32, "%s.bf16: accumulator type", name);
+    cr_expect_eq((size_t)b->pad_elems * sizeof(float), 64u, "%s.bf16: the padding unit is 64 bytes", name);
+    cr_expect(set->pad_k >= 2 && set->pad_k % 2 == 0, "%s.bf16: pad_k %d pads whole pairs", name, set->pad_k);
+    cr_expect_eq(b->score_tile, FA_TILE_KEY_MAJOR, "%s.bf16: score tiles are key-major", name);
+}
+
 Test(kernel_traits, every_table_states_its_types_padding_and_layout)
 {
     int found = 0;
@@ -37,7 +49,10 @@ Test(kernel_traits, every_table_states_its_types_padding_and_layout)
         cr_expect_str_eq(t->name, names[i]);
         check_traits(names[i], "f32", &t->f32->traits, FA_F32, sizeof(float));
         check_traits(names[i], "f64", &t->f64->traits, FA_F64, sizeof(double));
+        if (t->bf16) check_bf16_traits(names[i], t->bf16);
     }
+    cr_expect_null(fa_kernels_named("ref")->bf16, "ref widens bf16: it has no dot-product set");
+    check_bf16_traits("ref_bf16", &fa_kernels_ref_bf16);
     cr_expect(found >= 1 && fa_kernels_named("ref"), "every build has ref");
     cr_expect_null(fa_kernels_named("sse9"));
 }
@@ -99,6 +114,8 @@ static int cpu_has(unsigned bit)
     } flags[] = {{FA_CPU_AVX2, "avx2"},         {FA_CPU_FMA, "fma"},           {FA_CPU_AVX512F, "avx512f"},
                  {FA_CPU_AVX512DQ, "avx512dq"}, {FA_CPU_AVX512BW, "avx512bw"}, {FA_CPU_AVX512VL, "avx512vl"},
                  {FA_CPU_AVX512BF16, "avx512_bf16"}, {FA_CPU_AVX512FP16, "avx512_fp16"}, {FA_CPU_F16C, "f16c"}};
+    /* AMX: both tile flags, and the permission Linux grants on request (cpu_facts.h) */
+    if (bit == FA_CPU_AMX_BF16) return cf_flag("amx_bf16") == 1 && cf_flag("amx_tile") == 1 && cf_table_runs("amx");
     const char *want = NULL;
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (flags[i].bit == bit) want = flags[i].flag;

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cpu_facts.h"
 #include "util.h"
 
 static const fa_bind all_binds[] = {FA_BIND_NONE, FA_BIND_CORE, FA_BIND_SPREAD, FA_BIND_AUTO};
@@ -46,17 +47,12 @@ static void small_problem(tu_problem *pr, fa_dtype dt, uint64_t seed)
 }
 
 /* The kernel table a context must pick: the one FLASHATTN_ISA names, else the best this CPU runs
- * (decided here from cpuid independently of the library). */
+ * (decided here from /proc/cpuinfo independently of the library: cpu_facts.h). */
 static const char *expected_isa(void)
 {
     const char *forced = getenv("FLASHATTN_ISA");
     if (forced && *forced) return forced;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return "avx512";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
-#endif
-    return "ref";
+    return cf_best_table();
 }
 
 Test(runtime, caller_affinity_unchanged_after_calls_in_every_binding_mode)

@@ -9,6 +9,23 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+/* Linux (5.16 and later) lets a process use AMX's 8 KiB of tile data only after it asks
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18): a tile instruction faults before.
+ * The request is process-wide, idempotent, and refused where the kernel or a seccomp filter says no;
+ * other systems are taken to refuse. */
+static int amx_permitted(void)
+{
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+    return 0;
+#endif
+}
 
 static unsigned long long xcr0(void)
 {
@@ -39,6 +56,9 @@ static unsigned probe(void)
         if (b & (1u << 30)) have |= FA_CPU_AVX512BW;
         if (b & (1u << 31)) have |= FA_CPU_AVX512VL;
         if (d & (1u << 23)) have |= FA_CPU_AVX512FP16;
+        /* AMX-BF16 (bit 22) with AMX-TILE (24), XTILECFG and XTILEDATA saved by the OS (XCR0 17, 18) */
+        const int os_tiles = ((x >> 17) & 3) == 3;
+        if ((d & (1u << 22)) && (d & (1u << 24)) && os_tiles && amx_permitted()) have |= FA_CPU_AMX_BF16;
         const unsigned max_sub = a;
         if (max_sub >= 1) {
             __cpuid_count(7, 1, a, b, c, d);

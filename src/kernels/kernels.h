@@ -126,6 +126,48 @@ typedef struct {
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;
 
+/* ---- bf16 on dot-product units ----
+ * A table whose CPU multiplies bf16 pairs into f32 (AMX tiles) runs an all-bf16 forward on them
+ * instead of widening (forward_pairs.h): the products of bf16 inputs are exact in f32 and summed in
+ * f32, so scores keep f32's accuracy; P is rounded to bf16 once before P·V (the accuracy contract,
+ * flashattn.h, bounds what that costs). Its operands are in two layouts:
+ *   rows:  row-major bf16, x[m·ld + k] (K and V rows where the caller keeps them, Vᵀ packed);
+ *   pairs: two consecutive k of one column side by side, x[(k/2)·2·ld + 2·n + k%2] (AMX's "VNNI"
+ *          B operand): queries packed, and P converted, with a column n = a query row, ld of them.
+ * Score tiles, row statistics and the output accumulator stay f32; the accumulator is transposed,
+ * acc[y·ld + r] (value dim y, query row r), the product that pairs of P make without a transpose. */
+typedef struct {
+    fa_kernel_traits traits; /* input FA_BF16, accum FA_F32; scores_keys/vecs: the dot's tile */
+    int pad_k;               /* padded operands (pack_pairs, pack_rows_t, pairs_of) are zero up to a
+                              * multiple of pad_k along k */
+    /* dst in pairs: dst[(x/2)·2·ld + 2r + x%2] = src[r·src_stride + x] for r < rows, x < dim; zero for
+     * r in [rows, ld) and x in [dim, dim rounded up to pad_k). src: bf16 rows at any alignment, read
+     * only within dim. (The query block, unscaled.) */
+    void (*pack_pairs)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+                       int64_t ld);
+    /* dst transposed, in rows: dst[x·ld + c] = src[c·src_stride + x] for c < cols, x < dim; zero for c in
+     * [cols, ld) (ld >= cols, a multiple of pad_k). (A value tile: Vᵀ.) */
+    void (*pack_rows_t)(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+                        int64_t ld);
+    /* pp in pairs of keys: pp[(c/2)·2·ld + 2r + c%2] = bf16(p[c·ld + r]) (round to nearest even) for
+     * c < cols, r < ld; zero for c in [cols, cols rounded up to pad_k). (P, for P·V.) */
+    void (*pairs_of)(int64_t ld, int64_t cols, const float *p, uint16_t *pp);
+    /* C[m·ldc + n] = alpha·sum_k A[m][k]·B[k][n] (accumulate 0) or C[m·ldc + n] += sum_k A[m][k]·B[k][n]
+     * (accumulate 1, alpha unused), for m < M, n < N (N a multiple of 16), k < K (K even): A in rows
+     * (lda; read only within K), B in pairs (ldb >= N). Products exact, sums in f32 in the table's
+     * order (the same for every call with these sizes), subnormal inputs and results flushed to 0
+     * as the dot-product units do (below 2^-126: never a probability, flashattn.h "Subnormals"). */
+    void (*dot)(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
+                int64_t ldb, float *c, int64_t ldc, float alpha, int accumulate);
+    /* online_softmax (FA_KERNEL_SET) over the tile s[c][r], with the transposed accumulator
+     * acc[y·ld + r], y < acc_dim: rows whose max rose are rescaled there. */
+    void (*online_softmax_t)(int64_t rows, int64_t ld, int64_t cols, float *s, float *row_max, float *row_sum,
+                             float *acc, int64_t acc_dim);
+} fa_kernels_bf16;
+
+/* Every operation of fa_kernels_bf16 by name. */
+#define FA_KERNEL_BF16_OPS(X) X(pack_pairs) X(pack_rows_t) X(pairs_of) X(dot) X(online_softmax_t)
+
 /* CPU features a table's instructions need; selection requires every one (cpu_features.c reads
  * the CPUID bits and checks that the OS saves the registers they use). */
 enum {
@@ -138,6 +180,8 @@ enum {
     FA_CPU_AVX512BF16 = 1u << 6, /* vdpbf16ps, vcvtne2ps2bf16 */
     FA_CPU_AVX512FP16 = 1u << 7,
     FA_CPU_F16C = 1u << 8,
+    FA_CPU_AMX_BF16 = 1u << 9, /* AMX-TILE and AMX-BF16, their state saved (XCR0), and Linux's
+                                * permission to use it (arch_prctl ARCH_REQ_XCOMP_PERM) granted */
 };
 
 typedef struct {
@@ -145,20 +189,26 @@ typedef struct {
     unsigned requires; /* FA_CPU_* bits */
     const fa_kernels_f32 *f32;
     const fa_kernels_f64 *f64;
+    const fa_kernels_bf16 *bf16; /* NULL: bf16 calls are widened and run on f32 */
 } fa_kernels;
 
 /* A table as a context holds it: the operations the table leaves NULL filled from ref's. */
 typedef struct {
-    fa_kernels table; /* table.f32 and table.f64 point at the two sets below */
+    fa_kernels table; /* table.f32, .f64 (and .bf16 when the table has one) point at the sets below */
     fa_kernels_f32 f32;
     fa_kernels_f64 f64;
+    fa_kernels_bf16 bf16;
 } fa_kernels_resolved;
 
-/* The portable table: the oracle every other table is tested against. */
+/* The portable table: the oracle every other table is tested against. It widens bf16 (its bf16 is
+ * NULL); fa_kernels_ref_bf16 is the same operations in scalar C, the oracle of the tables' bf16
+ * sets and what a set's NULL operations fall back on. */
 extern const fa_kernels fa_kernels_ref;
+extern const fa_kernels_bf16 fa_kernels_ref_bf16;
 #ifdef FA_HAVE_X86_KERNELS
 extern const fa_kernels fa_kernels_avx2;
 extern const fa_kernels fa_kernels_avx512;
+extern const fa_kernels fa_kernels_amx;
 #endif
 
 /* Picks the table for this CPU, or the one FLASHATTN_ISA names ("auto" or empty: the best), and
@@ -168,7 +218,7 @@ extern const fa_kernels fa_kernels_avx512;
  * per context. */
 int fa_kernels_select(const char *call, fa_kernels_resolved *out);
 
-/* The table named `name` ("ref", "avx2", "avx512") if this build has it, else NULL; and whether
+/* The table named `name` ("ref", "avx2", "avx512", "amx") if this build has it, else NULL; and whether
  * this CPU and OS run its instructions. For the selection and the tests. */
 const fa_kernels *fa_kernels_named(const char *name);
 int fa_kernels_cpu_runs(const fa_kernels *t);

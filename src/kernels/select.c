@@ -11,7 +11,7 @@
 #include "kernels/kernels.h"
 
 /* Every table this build can have, best first. */
-static const char *const known[] = {"avx512", "avx2", "ref"};
+static const char *const known[] = {"amx", "avx512", "avx2", "ref"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
 /* The features a table may require, as a diagnostic names them. */
@@ -22,6 +22,7 @@ static const struct {
     {FA_CPU_AVX2, "AVX2"},          {FA_CPU_FMA, "FMA"},           {FA_CPU_AVX512F, "AVX-512F"},
     {FA_CPU_AVX512DQ, "AVX-512DQ"}, {FA_CPU_AVX512BW, "AVX-512BW"}, {FA_CPU_AVX512VL, "AVX-512VL"},
     {FA_CPU_AVX512BF16, "AVX512-BF16"}, {FA_CPU_AVX512FP16, "AVX512-FP16"}, {FA_CPU_F16C, "F16C"},
+    {FA_CPU_AMX_BF16, "AMX-BF16 (with the OS's permission)"},
 };
 
 int fa_kernels_cpu_runs(const fa_kernels *t)
@@ -32,6 +33,7 @@ int fa_kernels_cpu_runs(const fa_kernels *t)
 const fa_kernels *fa_kernels_named(const char *name)
 {
 #ifdef FA_HAVE_X86_KERNELS
+    if (strcmp(name, "amx") == 0) return &fa_kernels_amx;
     if (strcmp(name, "avx512") == 0) return &fa_kernels_avx512;
     if (strcmp(name, "avx2") == 0) return &fa_kernels_avx2;
 #endif
@@ -71,9 +73,15 @@ void fa_kernels_resolve(const fa_kernels *t, fa_kernels_resolved *out)
     if (!out->f64.op) out->f64.op = ref->f64->op;
     FA_KERNEL_OPS(FA_FILL_OP)
 #undef FA_FILL_OP
+    out->bf16 = t->bf16 ? *t->bf16 : fa_kernels_ref_bf16;
+#define FA_FILL_BF16_OP(op)                                                                                    \
+    if (!out->bf16.op) out->bf16.op = fa_kernels_ref_bf16.op;
+    FA_KERNEL_BF16_OPS(FA_FILL_BF16_OP)
+#undef FA_FILL_BF16_OP
     out->table = *t;
     out->table.f32 = &out->f32;
     out->table.f64 = &out->f64;
+    out->table.bf16 = t->bf16 ? &out->bf16 : NULL;
 }
 
 int fa_kernels_select(const char *call, fa_kernels_resolved *out)
@@ -83,14 +91,15 @@ int fa_kernels_select(const char *call, fa_kernels_resolved *out)
         int is_known = 0;
         for (size_t i = 0; i < N_KNOWN; i++) is_known |= strcmp(want, known[i]) == 0;
         if (!is_known)
-            return fa_diag_fail(FA_ERR_ARG, call, "FLASHATTN_ISA=%s: expected ref, avx2, avx512 or auto", want);
+            return fa_diag_fail(FA_ERR_ARG, call, "FLASHATTN_ISA=%s: expected ref, avx2, avx512, amx or auto",
+                                want);
         /* refused, never silently replaced */
         const fa_kernels *t = fa_kernels_named(want);
         if (!t)
             return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
                                 "FLASHATTN_ISA=%s: this build has no %s table (it was built for a CPU family "
                                 "without it); the build has ref%s",
-                                want, want, fa_kernels_named("avx512") ? ", avx2 and avx512" : "");
+                                want, want, fa_kernels_named("avx512") ? ", avx2, avx512 and amx" : "");
         if (!fa_kernels_cpu_runs(t)) {
             char lacks[128];
             return fa_diag_fail(FA_ERR_UNSUPPORTED, call,

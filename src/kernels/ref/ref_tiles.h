@@ -26,8 +26,11 @@ static void FA_NAME(ref_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t
     }
 }
 
-static void FA_NAME(ref_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
-                                         FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+/* Element y of accumulator row r is at acc + r·acc_stride + y·acc_step: rows (acc_step 1) for the
+ * float sets, transposed (acc_stride 1, acc_step ld) for the bf16 set's online_softmax_t. */
+static void FA_NAME(ref_online_softmax_strided_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                                 FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_step,
+                                                 int64_t acc_width)
 {
     for (int64_t r = 0; r < ld; r++) {
         FA_T m_old = row_max[r], m_new = m_old;
@@ -52,10 +55,15 @@ static void FA_NAME(ref_online_softmax_)(int64_t rows, int64_t ld, int64_t cols,
         row_max[r] = m_new;
         if (alpha != (FA_T)1 && r < rows) {
             FA_T *ar = acc + r * acc_stride;
-#pragma omp simd
-            for (int64_t y = 0; y < acc_width; y++) ar[y] *= alpha;
+            for (int64_t y = 0; y < acc_width; y++) ar[y * acc_step] *= alpha;
         }
     }
+}
+
+static void FA_NAME(ref_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                         FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+{
+    FA_NAME(ref_online_softmax_strided_)(rows, ld, cols, s, row_max, row_sum, acc, acc_stride, 1, acc_width);
 }
 
 static void FA_NAME(ref_accumulate_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,

@@ -35,8 +35,9 @@
  * The register copy of the reduced argument that the polynomial's first FMA needs is a move the
  * renamer eliminates. AVX2 spends more per vector: its exp2 clamps and builds 2^n in the exponent
  * field (avx2_tiles.h: 16 ops, 7 of them FMAs), and NaN takes a compare and an AND per two vectors. */
-static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
-                                     FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, int64_t rows, int64_t ld, int64_t cols, FA_T *s,
+                                              FA_T *row_max, FA_T *row_sum, FA_T *acc, int64_t acc_stride,
+                                              int64_t acc_width)
 {
     const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY), one = V_SET1((FA_T)1),
               nan = V_SET1((FA_T)NAN);
@@ -101,6 +102,14 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
         /* Lazy rescaling: only rows whose max rose (alpha != 1) touch their accumulator. */
         raised &= FA_NAME(line_bits_)(rows - r);
         if (!raised) continue;
+        if (transposed) { /* acc[y·ld + r]: the line's rows are a vector of every acc row y */
+            for (int64_t y = 0; y < acc_width; y++)
+                FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+                    FA_T *ay = acc + y * ld + r + h * FA_LANES;
+                    V_STORE(ay, V_MUL(V_LOAD(ay), alpha[h]));
+                }
+            continue;
+        }
         _Alignas(64) FA_T a[FA_LINE];
         FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) V_STORE(a + h * FA_LANES, alpha[h]);
         for (int i = 0; i < FA_LINE; i++) {
@@ -111,6 +120,23 @@ static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_
         }
     }
 }
+
+static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                     FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+{
+    FA_NAME(online_softmax_body_)(0, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width);
+}
+
+#if FA_SOFTMAX_T_ENTRY
+/* The same over a transposed accumulator acc[y·ld + r], y < acc_dim (fa_kernels_bf16's
+ * online_softmax_t): a raised line multiplies every acc row y by its alpha vector, rows whose max
+ * did not rise by exactly 1. Exported by the ISA's template for the tables' bf16 sets. */
+static void FA_NAME(online_softmax_t_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                       FA_T *row_sum, FA_T *acc, int64_t acc_dim)
+{
+    FA_NAME(online_softmax_body_)(1, rows, ld, cols, s, row_max, row_sum, acc, ld, acc_dim);
+}
+#endif
 
 /* Backward: p = exp(s - lse), a line at a time. */
 static void FA_NAME(probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_T *lse)

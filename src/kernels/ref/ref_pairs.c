@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fa_kernels_ref_bf16: the operations of a bf16 set (kernels.h, "bf16 on dot-product units") in
+ * scalar C, one element at a time in the contract's order. No table runs bf16 on them (ref widens
+ * bf16 calls); they are the oracle tests/test_kernel_pairs.c holds every table's set to. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/half.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
+
+/* The padding unit along k of the packed operands: one 64-byte row of bf16, as AMX reads them. */
+#define REF_PAD_K 32
+
+static int64_t round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+static void ref_pack_pairs(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+                           int64_t ld)
+{
+    int64_t k_pad = round_up(dim, REF_PAD_K);
+    for (int64_t x = 0; x < k_pad; x++)
+        for (int64_t r = 0; r < ld; r++)
+            dst[(x / 2) * 2 * ld + 2 * r + x % 2] = r < rows && x < dim ? src[r * src_stride + x] : 0;
+}
+
+static void ref_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+                            int64_t ld)
+{
+    for (int64_t x = 0; x < dim; x++)
+        for (int64_t c = 0; c < ld; c++) dst[x * ld + c] = c < cols ? src[c * src_stride + x] : 0;
+}
+
+/* bf16 of a probability, rounded to nearest even, subnormals flushed as the conversion units do
+ * (probabilities are never subnormal: every table's exp flushes them) */
+static uint16_t probability_bf16(float p)
+{
+    return fabsf(p) < FLT_MIN ? (uint16_t)(fa_half_float_bits(p) >> 16 & 0x8000u) : fa_bf16_from_f32(p);
+}
+
+static void ref_pairs_of(int64_t ld, int64_t cols, const float *p, uint16_t *pp)
+{
+    int64_t c_pad = round_up(cols, REF_PAD_K);
+    for (int64_t c = 0; c < c_pad; c++)
+        for (int64_t r = 0; r < ld; r++)
+            pp[(c / 2) * 2 * ld + 2 * r + c % 2] = c < cols ? probability_bf16(p[c * ld + r]) : 0;
+}
+
+static void ref_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
+                    int64_t ldb, float *c, int64_t ldc, float alpha, int accumulate)
+{
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            float sum = accumulate ? c[m * ldc + n] : 0.0f;
+            for (int64_t k = 0; k < K; k++)
+                sum += fa_bf16_to_f32(a[m * lda + k]) * fa_bf16_to_f32(b[(k / 2) * 2 * ldb + 2 * n + k % 2]);
+            c[m * ldc + n] = accumulate ? sum : alpha * sum;
+        }
+}
+
+const fa_kernels_bf16 fa_kernels_ref_bf16 = {
+    .traits = {.input = FA_BF16,
+               .accum = FA_F32,
+               .lanes = 1,
+               .pad_elems = FA_PAD_ELEMS_F32,
+               .scores_keys = 1,
+               .scores_vecs = 1,
+               .rows_rows = 1,
+               .rows_vecs = 1,
+               .score_tile = FA_TILE_KEY_MAJOR},
+    .pad_k = REF_PAD_K,
+    .pack_pairs = ref_pack_pairs,
+    .pack_rows_t = ref_pack_rows_t,
+    .pairs_of = ref_pairs_of,
+    .dot = ref_dot,
+    .online_softmax_t = fa_ref_online_softmax_t_f32,
+};
