@@ -147,7 +147,7 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, &widest, elem, FA_PASS_BACKWARD, &block_q, &block_k);
+    fa_context_blocks(ctx, &widest, elem, FA_PASS_BACKWARD, 0, &block_q, &block_k);
     /* the rows buffer: delta, laid out as lse, then the sequences' first delta items */
     int64_t lse_elems = (p->seqs->cu_seqlens_q ? 1 : p->batch) * p->q_heads * p->lse_head_stride;
     size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem);
@@ -207,7 +207,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (p->seqs) return backward_sequences(ctx, p);
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p, elem, FA_PASS_BACKWARD, &block_q, &block_k);
+    fa_context_blocks(ctx, p, elem, FA_PASS_BACKWARD, 0, &block_q, &block_k);
 
     int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     fa_backward_job job = {p,

@@ -20,6 +20,11 @@
  *                                                         (1 MiB L2) f32 D=128, 512 keys ran at 81% of
  *                                                         the FMA peak where 400 gave 75%; D=64 was
  *                                                         flat from 128 to 512
+ *   Intel, AMX tiles           amx     forward  q 128,    an all-bf16 forward on tiles: a tile store
+ *                                      (bf16)   k 512     costs about two products, so the products
+ *                                                         want long keys and many rows per store
+ *                                                         (D=64: 61 ms against 89 at 64/64, D=128: 98
+ *                                                         against 124 at 64/128; bench/README.md)
  * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
  * Intel VM 128 keys were 7-10% faster than 64 at D=64. Decode-shaped calls (a few query rows) keep
  * it too: their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
@@ -48,9 +53,15 @@ static int avx512_kernels(const char *table)
     return table && (strcmp(table, "avx512") == 0 || strcmp(table, "amx") == 0);
 }
 
+int64_t fa_block_q_automatic(const fa_block_inputs *in)
+{
+    return in->pairs && in->q_len > FEW_ROWS ? 128 : 64;
+}
+
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
 {
     if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K);
+    if (in->pairs && in->q_len > FEW_ROWS) return FA_FORWARD_MAX_BLOCK_K;
     if (in->cpu.vendor == FA_CPU_INTEL && avx512_kernels(in->table) && in->elem == 4 && in->q_len > FEW_ROWS)
         return 64;
     return l2_rule(in, FA_FORWARD_MAX_BLOCK_K);

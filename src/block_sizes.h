@@ -19,6 +19,7 @@ typedef struct {
     size_t l2;
     int64_t dim, dim_v, block_q, q_len;
     size_t elem;
+    int pairs; /* an all-bf16 forward on the table's bf16 dot-product units (forward_pairs.h) */
 } fa_block_inputs;
 
 /* The largest automatic key tile of each pass. The backward's is smaller: a dK/dV item holds
@@ -27,8 +28,11 @@ typedef struct {
 #define FA_FORWARD_MAX_BLOCK_K  512
 #define FA_BACKWARD_MAX_BLOCK_K 128
 
-/* block_k for `pass`: a multiple of 16 in [16, the pass's maximum]. A function of its inputs only,
- * so a context on one machine always picks the same tiles for the same problem. */
+/* block_q of a problem no narrow window governs (context.c takes 32 under one): 64, or the table's
+ * row for it. block_k for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's
+ * maximum]. Functions of their inputs only, so a context on one machine always picks the same tiles
+ * for the same problem. */
+int64_t fa_block_q_automatic(const fa_block_inputs *in);
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in);
 
 #endif

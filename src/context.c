@@ -196,15 +196,19 @@ int fa_context_reserve_rows(fa_context *ctx, size_t bytes)
  * in all, counted with callgrind, the kernels' per-block costs included). */
 #define NARROW_WINDOW_KEYS 1024
 
-void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass,
+void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass, int pairs,
                        int64_t *block_q, int64_t *block_k)
 {
     int64_t q_len = p->q_len, kv_len = p->kv_len;
-    int64_t bq = ctx->block_q > 0 ? ctx->block_q : fa_row_key_span(p) < NARROW_WINDOW_KEYS ? 32 : 64;
+    fa_block_inputs in = {ctx->cpu,  ctx->kernels->name, fa_topology_caches(ctx->topology).l2,
+                          p->dim,    p->dim_v,           64,
+                          q_len,     elem,               pass == FA_PASS_FORWARD && pairs};
+    int64_t bq = ctx->block_q > 0                                  ? ctx->block_q
+                 : fa_row_key_span(p) < NARROW_WINDOW_KEYS ? 32
+                                                                   : fa_block_q_automatic(&in);
     int64_t bk = ctx->block_k;
     if (bk <= 0) {
-        fa_block_inputs in = {ctx->cpu, ctx->kernels->name, fa_topology_caches(ctx->topology).l2,
-                              p->dim, p->dim_v, bq, q_len, elem};
+        in.block_q = bq;
         bk = fa_block_k_automatic(pass, &in);
     }
     if (bq > q_len && q_len > 0) bq = q_len;

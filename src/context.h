@@ -47,12 +47,13 @@ fa_status fa_default_context(const char *call, fa_context **out);
  * (the old buffer is then kept). */
 int fa_context_reserve_rows(fa_context *ctx, size_t bytes);
 
-/* Block sizes of `pass` for a problem: the configured ones, or the automatic ones: block_k from the
- * table of block_sizes.c (the CPU, the kernel table, the caches and the head dims), block_q 64 (32
- * under a narrow window); either way no larger than the problem (q_len rows, kv_len keys), which
- * changes no result (one block covers the same rows or keys either way) but bounds the scratch by
- * the problem. Depends on the machine and the problem, never on the thread count. */
-void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass,
+/* Block sizes of `pass` for a problem (`pairs`: a forward on the table's bf16 dot-product units):
+ * the configured ones, or the automatic ones of block_sizes.c's table (the CPU, the kernel table,
+ * the caches, the head dims and the path), block_q 32 under a narrow window; either way no larger
+ * than the problem (q_len rows, kv_len keys), which changes no result (one block covers the same
+ * rows or keys either way) but bounds the scratch by the problem. Depends on the machine and the
+ * problem, never on the thread count. */
+void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass, int pairs,
                        int64_t *block_q, int64_t *block_k);
 
 /* The binding policy for a call from here: NONE from inside an active parallel region, where

@@ -237,7 +237,7 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, &widest, elem, FA_PASS_FORWARD, &block_q, &block_k);
+    fa_context_blocks(ctx, &widest, elem, FA_PASS_FORWARD, takes_pairs(ctx, p), &block_q, &block_k);
     int64_t partial_elems = partial_elems_of(block_q, p->dim_v, pad);
 
     /* the row buffer: the two item tables and the plans, then the largest wave's partials */
@@ -312,7 +312,7 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t pad = pad_elems_of(elem);
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, p, elem, FA_PASS_FORWARD, &block_q, &block_k);
+    fa_context_blocks(ctx, p, elem, FA_PASS_FORWARD, takes_pairs(ctx, p), &block_q, &block_k);
 
     fa_forward_job job = {p,
                           ctx->kernels,

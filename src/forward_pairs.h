@@ -7,8 +7,8 @@
  *
  * Per key tile: S = K·Qᵀ on the dot (A = the key rows where they lie, B = the query block packed in
  * pairs once per item), the value modifiers and masks on S as in attend_, the online softmax with
- * the accumulator transposed (acc_t[y·ld + r]), P rounded to bf16 in pairs of keys, Vᵀ packed from
- * the value rows, and acc_t += Vᵀ·P on the dot. At the end acc_t is transposed into the rows_state
+ * the accumulator transposed (acc_t[y·ld + r]) writing P rounded to bf16 in pairs of keys, Vᵀ
+ * packed from the value rows, and acc_t += Vᵀ·P on the dot. At the end acc_t is transposed into the rows_state
  * that write_rows_ reads. The tiles' layouts and padding are the set's (pad_k). */
 
 /* Whether a value run holds an Inf or NaN (its exponent bits all ones). */
@@ -108,6 +108,9 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
     int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
     int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
     const int modified = fa_problem_modifies_scores(p);
+    /* the scale: in the softmax's FMA when it is positive (the max of the raw scores is then the
+     * max of the scores), else first, as the modifiers need the scores themselves anyway */
+    const int scale_first = modified || !(p->scale > 0);
     for (int64_t block0 = first * bk; block0 < end * bk; block0 += bk) {
         fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0,
                                               p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
@@ -118,15 +121,15 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
             pairs_gather_pages_(p, kv_head, col0, cols, k_tile, v_tile);
         else
             kt = k + col0 * k_stride, vr = v + col0 * v_stride;
-        kb->dot(cols, ld, p->dim, kt, k_stride, qp, ld, s, ld, (float)p->scale, 0);
+        kb->dot(cols, ld, p->dim, kt, k_stride, qp, ld, s, ld, scale_first ? (float)p->scale : 1.0f, 0);
         if (modified) {
             fa_score_mods mods = fa_score_mods_of(p, sizeof(float), it->batch, it->q_head, it->row0, it->rows, col0);
             kern->modify(&mods, ld, cols, s, NULL);
         }
         const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
         if (!full) fa_epilogue_f32(p, it->row0, it->rows, col0, cols, s, ld);
-        kb->online_softmax_t(it->rows, ld, cols, s, st.row_max, st.row_sum, acc_t, dv);
-        kb->pairs_of(ld, cols, s, pp);
+        kb->online_softmax_pairs(it->rows, ld, cols, scale_first ? 1.0f : (float)p->scale, s, st.row_max,
+                                 st.row_sum, acc_t, dv, pp);
         if (!full && !pairs_rows_finite_(cols, dv, vr, v_stride)) {
             pairs_accumulate_visible_(p, it->row0, it->rows, col0, cols, pp, ld, vr, v_stride, acc_t);
             continue;
@@ -135,6 +138,7 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
         kb->pack_rows_t(cols, dv, vr, v_stride, vt, cols_k);
         kb->dot(dv, ld, cols_k, vt, cols_k, pp, ld, acc_t, ld, 1.0f, 1);
     }
+    kb->release();
     for (int64_t r = 0; r < it->rows; r++)
         for (int64_t y = 0; y < dv; y++) st.acc[r * st.acc_stride + y] = acc_t[y * ld + r];
     return st;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The automatic key tile follows the documented table (src/block_sizes.c): Intel cores on the
- * avx512 or amx table take 64-key forward tiles for f32 calls of more than a few query rows; every other
- * case (AMD, other tables, f64, decode-shaped calls, every backward) takes the L2 rule; every result
- * is a multiple of 16 within the pass's range, whatever the cache size reported. And a context's
- * automatic choice is the table's for this machine's CPU. */
+ * avx512 or amx table take 64-key forward tiles for f32 calls of more than a few query rows, an
+ * all-bf16 forward on AMX tiles 128 rows and 512 keys; every other case (AMD, other tables, f64,
+ * decode-shaped calls, every backward) takes the L2 rule; every result is a multiple of 16 within
+ * the pass's range, whatever the cache size reported. And a context's automatic choice is the
+ * table's for this machine's CPU. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2
                               int64_t q_len)
 {
     fa_block_inputs in = {{vendor, vendor == FA_CPU_AMD ? 0x19u : 6u, vendor == FA_CPU_AMD ? 0x11u : 0xcfu},
-                          table, l2, d, d, 64, q_len, elem};
+                          table, l2, d, d, 64, q_len, elem, 0};
     return in;
 }
 
@@ -39,6 +40,22 @@ Test(block_sizes, intel_avx512_forward_takes_64_key_tiles)
             cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), 64, "%s, D=%lld", avx512_kernels[t],
                          (long long)d);
         }
+}
+
+Test(block_sizes, amx_bf16_forward_takes_128_rows_and_512_keys)
+{
+    fa_block_inputs in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 4096);
+    in.pairs = 1;
+    cr_expect_eq(fa_block_q_automatic(&in), 128);
+    in.block_q = 128;
+    cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), FA_FORWARD_MAX_BLOCK_K);
+    /* a decode step on the tiles keeps the float rows' choices */
+    in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 1);
+    in.pairs = 1;
+    cr_expect_eq(fa_block_q_automatic(&in), 64);
+    cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), l2_rule(&in, FA_FORWARD_MAX_BLOCK_K));
+    in.pairs = 0;
+    cr_expect_eq(fa_block_q_automatic(&in), 64, "every float call: 64 rows");
 }
 
 Test(block_sizes, every_other_case_takes_the_l2_rule)
@@ -85,7 +102,7 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     fa_stats st;
     fa_context_stats(ctx, &st);
     fa_cpu_model cpu = fa_cpu_identify();
-    fa_block_inputs in = {cpu, st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, sizeof(float)};
+    fa_block_inputs in = {cpu, st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, sizeof(float), 0};
     int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
     cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
                  in.l2);

@@ -6,8 +6,9 @@
  *    write nothing past their output;
  *  - dot is within the bound of a sum of K exact products in f32 (K·2^-24·sum|a·b|) of the double
  *    result, for both modes, writes only its M × N block of C, and reads A only within K;
- *  - online_softmax_t leaves the row max ref's (NaN and rows that saw no key included), and the
- *    row sums, probabilities and the transposed accumulator within the f32 tables' tolerance of ref.
+ *  - online_softmax_pairs leaves the row max ref's (NaN and rows that saw no key included), the
+ *    row sums and the transposed accumulator within the f32 tables' tolerance of ref, and P in pairs
+ *    within a bf16 step of ref's, its padding zero, nothing written past it.
  * A set whose table the CPU cannot run is named in the log, not run. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -185,18 +186,20 @@ static void check_dot(const char *name, const fa_kernels_bf16 *set, tu_rng *rng)
               (long long)cases, first);
 }
 
-static void check_online_softmax_t(const char *name, const fa_kernels_bf16 *set, const fa_kernels_bf16 *ref,
-                                   tu_rng *rng)
+static void check_online_softmax_pairs(const char *name, const fa_kernels_bf16 *set, const fa_kernels_bf16 *ref,
+                                       tu_rng *rng)
 {
     const int64_t shapes[][3] = {{16, 16, 1}, {13, 16, 7}, {32, 32, 33}, {40, 48, 64}, {64, 64, 65}}; /* rows, ld, cols */
     const int64_t acc_dim = 19;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         int64_t rows = shapes[si][0], ld = shapes[si][1], cols = shapes[si][2];
-        size_t ns = (size_t)(ld * cols), na = (size_t)(acc_dim * ld);
+        size_t ns = (size_t)(ld * cols), na = (size_t)(acc_dim * ld), np = (size_t)(up(cols, set->pad_k) * ld);
         float *s[2], *m[2], *l[2], *acc[2];
+        guarded pp[2];
         for (int j = 0; j < 2; j++) {
             s[j] = aligned_alloc(64, ns * sizeof(float)), acc[j] = aligned_alloc(64, na * sizeof(float));
             m[j] = aligned_alloc(64, (size_t)ld * sizeof(float)), l[j] = aligned_alloc(64, (size_t)ld * sizeof(float));
+            pp[j] = guarded_make(np, 2);
         }
         for (int step = 0; step < 3; step++) { /* three tiles in a row: maxima rise, hold, or stay -inf */
             for (size_t i = 0; i < ns; i++) {
@@ -210,26 +213,33 @@ static void check_online_softmax_t(const char *name, const fa_kernels_bf16 *set,
                 for (int64_t r = 0; r < ld; r++) m[0][r] = m[1][r] = -INFINITY, l[0][r] = l[1][r] = 0;
                 for (size_t i = 0; i < na; i++) acc[0][i] = acc[1][i] = (float)tu_rng_uniform(rng, -1, 1);
             }
-            set->online_softmax_t(rows, ld, cols, s[0], m[0], l[0], acc[0], acc_dim);
-            ref->online_softmax_t(rows, ld, cols, s[1], m[1], l[1], acc[1], acc_dim);
+            const float scale = step == 2 ? 1.0f : 0.125f * (float)(si + 1); /* scaled raw scores, and scale 1 */
+            set->online_softmax_pairs(rows, ld, cols, scale, s[0], m[0], l[0], acc[0], acc_dim, (uint16_t *)(void *)pp[0].p);
+            ref->online_softmax_pairs(rows, ld, cols, scale, s[1], m[1], l[1], acc[1], acc_dim, (uint16_t *)(void *)pp[1].p);
             int64_t wrong = 0;
             for (int64_t r = 0; r < rows; r++) {
                 int same_max = memcmp(&m[0][r], &m[1][r], sizeof(float)) == 0 || (isnan(m[0][r]) && isnan(m[1][r]));
                 wrong += !same_max;
                 wrong += !(fabsf(l[0][r] - l[1][r]) <= 1e-6f * fabsf(l[1][r]) || (isnan(l[0][r]) && isnan(l[1][r])));
-                for (int64_t c = 0; c < cols; c++) {
-                    float g = s[0][c * ld + r], w = s[1][c * ld + r];
-                    wrong += !(fabsf(g - w) <= 1e-6f || (isnan(g) && isnan(w)));
-                }
                 for (int64_t y = 0; y < acc_dim; y++) {
                     float g = acc[0][y * ld + r], w = acc[1][y * ld + r];
                     wrong += !(fabsf(g - w) <= 1e-6f * (1 + fabsf(w)) || (isnan(g) && isnan(w)));
                 }
             }
-            cr_expect(wrong == 0, "%s online_softmax_t rows %lld ld %lld cols %lld, tile %d: %lld values off ref", name,
-                      (long long)rows, (long long)ld, (long long)cols, step, (long long)wrong);
+            /* P in pairs: ref's rounding of probabilities within 1e-6 of each other, so at most one
+             * bf16 step apart (a tie may round either way), zero padding exact, NaN for NaN */
+            const uint16_t *pg = (const uint16_t *)(void *)pp[0].p, *pw = (const uint16_t *)(void *)pp[1].p;
+            for (size_t i = 0; i < np; i++) {
+                int64_t r = (int64_t)(i / 2) % ld;
+                if (r >= rows) continue; /* padding rows: values nobody reads */
+                float g = fa_bf16_to_f32(pg[i]), w = fa_bf16_to_f32(pw[i]);
+                wrong += !(fabsf(g - w) <= ldexpf(fabsf(w), -7) + 1e-30f || (isnan(g) && isnan(w)));
+            }
+            wrong += !guard_intact(&pp[0]);
+            cr_expect(wrong == 0, "%s online_softmax_pairs rows %lld ld %lld cols %lld, tile %d: %lld values off ref",
+                      name, (long long)rows, (long long)ld, (long long)cols, step, (long long)wrong);
         }
-        for (int j = 0; j < 2; j++) free(s[j]), free(m[j]), free(l[j]), free(acc[j]);
+        for (int j = 0; j < 2; j++) free(s[j]), free(m[j]), free(l[j]), free(acc[j]), free(pp[j].p);
     }
 }
 
@@ -248,7 +258,8 @@ Test(kernel_pairs, every_bf16_set_matches_the_scalar_oracle_at_every_residue)
         check_packs(cf_tables[t], set, ref, &rng);
         check_pairs_of(cf_tables[t], set, ref, &rng);
         check_dot(cf_tables[t], set, &rng);
-        check_online_softmax_t(cf_tables[t], set, ref, &rng);
+        set->release();
+        check_online_softmax_pairs(cf_tables[t], set, ref, &rng);
         ran++;
     }
     /* and the oracle against itself on the dot's bound, so the check above is not vacuous anywhere */

@@ -159,14 +159,20 @@ typedef struct {
      * as the dot-product units do (below 2^-126: never a probability, flashattn.h "Subnormals"). */
     void (*dot)(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
                 int64_t ldb, float *c, int64_t ldc, float alpha, int accumulate);
-    /* online_softmax (FA_KERNEL_SET) over the tile s[c][r], with the transposed accumulator
-     * acc[y·ld + r], y < acc_dim: rows whose max rose are rescaled there. */
-    void (*online_softmax_t)(int64_t rows, int64_t ld, int64_t cols, float *s, float *row_max, float *row_sum,
-                             float *acc, int64_t acc_dim);
+    /* online_softmax (FA_KERNEL_SET) over the tile s[c][r] of raw scores whose scores are scale·s
+     * (scale > 0 and finite: the max is taken raw, then scaled; p = exp(scale·s - m)), with the
+     * transposed accumulator acc[y·ld + r], y < acc_dim (rows whose max rose are rescaled there), and
+     * P written as pairs_of writes it, into pp, not into s (whose contents it leaves undefined).
+     * row_max holds scores (scaled). */
+    void (*online_softmax_pairs)(int64_t rows, int64_t ld, int64_t cols, float scale, float *s, float *row_max,
+                                 float *row_sum, float *acc, int64_t acc_dim, uint16_t *pp);
+    /* The calling thread is done with the units until its next dot (an item's end): state a dot
+     * keeps between calls (AMX's tile configuration) is dropped. */
+    void (*release)(void);
 } fa_kernels_bf16;
 
 /* Every operation of fa_kernels_bf16 by name. */
-#define FA_KERNEL_BF16_OPS(X) X(pack_pairs) X(pack_rows_t) X(pairs_of) X(dot) X(online_softmax_t)
+#define FA_KERNEL_BF16_OPS(X) X(pack_pairs) X(pack_rows_t) X(pairs_of) X(dot) X(online_softmax_pairs) X(release)
 
 /* CPU features a table's instructions need; selection requires every one (cpu_features.c reads
  * the CPUID bits and checks that the OS saves the registers they use). */

@@ -10,8 +10,9 @@
  * 16-row blocks over the whole 32-wide k chunks, then (K not a multiple of 32) the same rows over
  * the last chunk, then the M % 16 last rows over both; each pass loads C back and adds, so every
  * C element sums its k chunks in order, the same for every call of these sizes. Loading a
- * configuration zeroes the tiles; C lives in memory between passes. The tiles are released at the
- * end (TILERELEASE), so a thread that stops calling holds no 8 KiB tile state across switches. */
+ * configuration zeroes the tiles; C lives in memory between passes. The driver releases the tiles
+ * (TILERELEASE, fa_amx_release) when an item is done, so a thread between calls holds no 8 KiB
+ * tile state across context switches, and no configuration another library could have changed. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -36,9 +37,16 @@ typedef struct {
     uint8_t rows[16];
 } amx_config;
 
-/* C and A tiles of `mrows` rows, A and B tiles `kc` bf16 deep (kc even, <= 32). */
+/* The configuration this thread's tiles hold (rows of C and A, k of A and B), 0 after a release:
+ * ldtilecfg with a tilerelease costs about 190 cycles, a 64 × 64 × 64 product about 1000, so the
+ * tiles keep theirs from call to call until the driver releases them (fa_amx_release). */
+static _Thread_local int loaded_mrows, loaded_kc;
+
+/* C and A tiles of `mrows` rows, A and B tiles `kc` bf16 deep (kc even, <= 32). Loading a
+ * configuration zeroes every tile; each pass starts by loading or zeroing its C tiles anyway. */
 static void configure(int mrows, int kc)
 {
+    if (mrows == loaded_mrows && kc == loaded_kc) return;
     amx_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
@@ -46,6 +54,14 @@ static void configure(int mrows, int kc)
     for (int t = 4; t < 6; t++) cfg.rows[t] = (uint8_t)mrows, cfg.colsb[t] = (uint16_t)(kc * 2);
     for (int t = 6; t < 8; t++) cfg.rows[t] = (uint8_t)(kc / 2), cfg.colsb[t] = 64;
     TILE_CONFIG(&cfg);
+    loaded_mrows = mrows, loaded_kc = kc;
+}
+
+void fa_amx_release(void)
+{
+    if (!loaded_mrows) return;
+    TILE_RELEASE();
+    loaded_mrows = loaded_kc = 0;
 }
 
 /* What one pass reads and writes: rows [m0, m1) of C in blocks of `mrows` (the pass's tiles), k
@@ -134,7 +150,6 @@ void fa_amx_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
         if (K == 0 && !accumulate)
             for (int64_t m = m0; m < m1; m++) memset(c + m * ldc, 0, (size_t)N * sizeof *c);
     }
-    TILE_RELEASE();
     if (accumulate || alpha == 1.0f) return;
     const __m512 scale = _mm512_set1_ps(alpha);
     for (int64_t m = 0; m < M; m++)

@@ -3,7 +3,7 @@
  * tiles (amx.h). Plain code: nothing here runs an AVX-512 or AMX instruction before select.c has
  * checked the CPU, its OS's tile state and the process's permission (FA_CPU_AMX_BF16). */
 #include "kernels/amx/amx.h"
-#include "kernels/avx512/avx512.h"
+#include "kernels/avx512/avx512.h" /* the float halves */
 
 const fa_kernels_bf16 fa_amx_kernels_bf16 = {
     .traits = {.input = FA_BF16,
@@ -20,7 +20,8 @@ const fa_kernels_bf16 fa_amx_kernels_bf16 = {
     .pack_rows_t = fa_amx_pack_rows_t,
     .pairs_of = fa_amx_pairs_of,
     .dot = fa_amx_dot,
-    .online_softmax_t = fa_avx512_online_softmax_t_f32,
+    .online_softmax_pairs = fa_amx_online_softmax_pairs,
+    .release = fa_amx_release,
 };
 
 const fa_kernels fa_kernels_amx = {.name = "amx",

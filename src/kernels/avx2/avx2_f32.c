@@ -14,7 +14,6 @@ typedef __m256 vec;
 #define FA_PS    ps
 #define FA_LANES 8
 #define FA_WIDEN_OP fa_avx2_widen_f32 /* simd/table.h */
-#define FA_SOFTMAX_T_ENTRY 0
 
 /* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
 static inline float avx2_reduce_add_f32(__m256 v)

@@ -14,7 +14,6 @@ typedef __m256d vec;
 #define FA_PS    pd
 #define FA_LANES 4
 #define FA_WIDEN_OP NULL /* simd/table.h */
-#define FA_SOFTMAX_T_ENTRY 0
 
 /* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
 static inline double avx2_reduce_add_f64(__m256d v)

@@ -15,7 +15,6 @@ typedef __mmask16 mask;
 #define FA_PS ps
 #define FA_LANES 16
 #define FA_WIDEN_OP fa_avx512_widen_f32 /* simd/table.h */
-#define FA_SOFTMAX_T_ENTRY 1 /* online_softmax_t for the amx table (simd/table.h) */
 
 #define FA_EXP2_COEF fa_exp2_floor_coef_f32
 #define FA_EXP2_FLOOR 1

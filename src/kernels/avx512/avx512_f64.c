@@ -15,7 +15,6 @@ typedef __mmask8 mask;
 #define FA_PS pd
 #define FA_LANES 8
 #define FA_WIDEN_OP NULL /* simd/table.h */
-#define FA_SOFTMAX_T_ENTRY 0
 
 #define FA_EXP2_COEF fa_exp2_coef_f64
 #define FA_EXP2_FLOOR 0

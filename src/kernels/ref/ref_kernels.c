@@ -69,10 +69,10 @@ static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32, FA_F32, FA_PAD_ELEMS_F32);
 static const fa_kernels_f64 ref_f64 = FA_REF_SET(f64, FA_F64, FA_PAD_ELEMS_F64);
 
 /* The bf16 set's softmax (ref_pairs.c): ref's float softmax over a transposed accumulator. */
-void fa_ref_online_softmax_t_f32(int64_t rows, int64_t ld, int64_t cols, float *s, float *row_max, float *row_sum,
-                                 float *acc, int64_t acc_dim)
+void fa_ref_online_softmax_t_f32(int64_t rows, int64_t ld, int64_t cols, float scale, float *s, float *row_max,
+                                 float *row_sum, float *acc, int64_t acc_dim)
 {
-    ref_online_softmax_strided_f32(rows, ld, cols, s, row_max, row_sum, acc, 1, ld, acc_dim);
+    ref_online_softmax_strided_f32(rows, ld, cols, scale, s, row_max, row_sum, acc, 1, ld, acc_dim);
 }
 
 /* Every operation is here: the table the others fall back on (select.c). */

@@ -61,6 +61,20 @@ static void ref_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t 
         }
 }
 
+/* ref's float softmax over the transposed accumulator, then pairs_of: the operations' contract,
+ * one after the other. */
+static void ref_online_softmax_pairs(int64_t rows, int64_t ld, int64_t cols, float scale, float *s, float *row_max,
+                                     float *row_sum, float *acc, int64_t acc_dim, uint16_t *pp)
+{
+    fa_ref_online_softmax_t_f32(rows, ld, cols, scale, s, row_max, row_sum, acc, acc_dim);
+    ref_pairs_of(ld, cols, s, pp);
+}
+
+/* scalar code keeps no state between calls */
+static void ref_release(void)
+{
+}
+
 const fa_kernels_bf16 fa_kernels_ref_bf16 = {
     .traits = {.input = FA_BF16,
                .accum = FA_F32,
@@ -76,5 +90,6 @@ const fa_kernels_bf16 fa_kernels_ref_bf16 = {
     .pack_rows_t = ref_pack_rows_t,
     .pairs_of = ref_pairs_of,
     .dot = ref_dot,
-    .online_softmax_t = fa_ref_online_softmax_t_f32,
+    .online_softmax_pairs = ref_online_softmax_pairs,
+    .release = ref_release,
 };

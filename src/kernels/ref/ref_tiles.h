@@ -27,16 +27,17 @@ static void FA_NAME(ref_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t
 }
 
 /* Element y of accumulator row r is at acc + r·acc_stride + y·acc_step: rows (acc_step 1) for the
- * float sets, transposed (acc_stride 1, acc_step ld) for the bf16 set's online_softmax_t. */
-static void FA_NAME(ref_online_softmax_strided_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
-                                                 FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_step,
-                                                 int64_t acc_width)
+ * float sets, transposed (acc_stride 1, acc_step ld) for the bf16 set's online_softmax_t, whose s
+ * holds raw scores, the scores being scale·s (scale 1 for the float sets: the same operations). */
+static void FA_NAME(ref_online_softmax_strided_)(int64_t rows, int64_t ld, int64_t cols, FA_T scale, FA_T *s,
+                                                 FA_T *row_max, FA_T *row_sum, FA_T *acc, int64_t acc_stride,
+                                                 int64_t acc_step, int64_t acc_width)
 {
     for (int64_t r = 0; r < ld; r++) {
         FA_T m_old = row_max[r], m_new = m_old;
         /* NaN must win the max, so a row that sees a NaN score ends as NaN, not as a masked row. */
         for (int64_t c = 0; c < cols; c++) {
-            FA_T v = s[c * ld + r];
+            FA_T v = scale * s[c * ld + r];
             if (v > m_new || v != v) m_new = v;
         }
         if (m_new == -(FA_T)INFINITY) {
@@ -46,7 +47,7 @@ static void FA_NAME(ref_online_softmax_strided_)(int64_t rows, int64_t ld, int64
         }
         FA_T sum = 0;
         for (int64_t c = 0; c < cols; c++) {
-            FA_T p = FA_EXP(s[c * ld + r] - m_new);
+            FA_T p = FA_EXP(scale * s[c * ld + r] - m_new);
             s[c * ld + r] = p;
             sum += p;
         }
@@ -63,7 +64,7 @@ static void FA_NAME(ref_online_softmax_strided_)(int64_t rows, int64_t ld, int64
 static void FA_NAME(ref_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                          FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
-    FA_NAME(ref_online_softmax_strided_)(rows, ld, cols, s, row_max, row_sum, acc, acc_stride, 1, acc_width);
+    FA_NAME(ref_online_softmax_strided_)(rows, ld, cols, 1, s, row_max, row_sum, acc, acc_stride, 1, acc_width);
 }
 
 static void FA_NAME(ref_accumulate_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,

@@ -18,8 +18,6 @@
     void fa_##isa##_exp2_f64(const double *x, double *y, int64_t n);                                        \
     void fa_##isa##_tanh_f32(const float *x, float *y, int64_t n);                                          \
     void fa_##isa##_widen_f32(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride,            \
-                              fa_dtype from, float *dst, int64_t dst_stride);                                \
-    void fa_##isa##_online_softmax_t_f32(int64_t rows, int64_t ld, int64_t cols, float *s, float *row_max,   \
-                                         float *row_sum, float *acc, int64_t acc_dim);
+                              fa_dtype from, float *dst, int64_t dst_stride);
 
 #endif

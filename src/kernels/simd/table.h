@@ -27,16 +27,6 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .scale_grad = FA_NAME(scale_grad_),
     .widen = FA_WIDEN_OP}; /* the ISA's <isa>_widen.c; NULL (ref's) for double, which no driver widens into */
 
-#if FA_SOFTMAX_T_ENTRY
-/* online_softmax over a transposed accumulator, for the bf16 sets of the tables built on this ISA
- * (simd/softmax.h). */
-void FA_ISA_NAME(_online_softmax_t_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max, FA_T *row_sum,
-                                     FA_T *acc, int64_t acc_dim)
-{
-    FA_NAME(online_softmax_t_)(rows, ld, cols, s, row_max, row_sum, acc, acc_dim);
-}
-#endif
-
 /* For the tests: fn of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */
 #define FA_ENTRY_POINT(name, fn)                                                                             \
@@ -57,7 +47,6 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 
 #undef FA_ISA_NAME
 #undef FA_WIDEN_OP
-#undef FA_SOFTMAX_T_ENTRY
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
 #undef FA_FEW_ROWS_KEYS
