@@ -386,8 +386,9 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * stays within the accuracy documented in the README (3x a naive f32
  * computation from the same inputs, rounded to bf16), bitwise identical
  * across thread counts, and NaN and Inf reach exactly the rows that see them.
- * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. The
- * backward, f16 and f32 queries over a half-precision cache always widen.
+ * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. f16,
+ * and f32 queries over a half-precision cache, always widen (fa_backward has
+ * the backward's rule).
  *
  * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (every other dtype):
  * the natural-log log-sum-exp of each row's modified, masked scores (with the
@@ -442,7 +443,11 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * returned (lse is required here). dout has the shape of out; dq, dk and dv have the shapes of
  * q, k and v; dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
  * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv). dq, dk and dv are overwritten, not accumulated
- * into; half-precision gradients are summed in float and rounded once, as fa_forward's out. With grouped-query attention, dk and dv of a kv head sum the contributions of every
+ * into; half-precision gradients are summed in float and rounded once, as fa_forward's out. On
+ * the "amx" kernel table an all-bf16 backward with even D and Dv multiplies on AMX tiles, as its
+ * forward does (see fa_forward, "dtype"): P and dS are rounded to bf16 once each for the products
+ * that read them, bf16 subnormal inputs are read as zero, and the gradients stay within the
+ * README's accuracy bound rather than being bitwise the widened call's. With grouped-query attention, dk and dv of a kv head sum the contributions of every
  * query head that reads it, always in the same order. A row that was fully masked contributes
  * nothing and gets dq = 0. (A logit that is -inf because an input holds an infinity is not a
  * mask: its probability is 0, but the gradient terms that multiply the infinite input are 0·inf,

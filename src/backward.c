@@ -27,7 +27,16 @@ typedef struct {
     atomic_int *dq_progress;   /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
     const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
     const int64_t *first_grad; /* ... and its first split-plan item (half-precision queries only) */
+    int pairs;                 /* 1: all-bf16 on the table's bf16 set (backward_pairs.h; split plan) */
 } fa_backward_job;
+
+/* Whether a backward's items take the bf16 dot-product path: every tensor bf16, a table with a
+ * bf16 set, even head dims (the products of S and dP run over D and Dv in pairs). */
+static int takes_pairs(const fa_context *ctx, const fa_problem *p)
+{
+    return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0 &&
+           p->dim_v % 2 == 0;
+}
 
 /* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
 static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t batch, int64_t q_head,
@@ -42,7 +51,9 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 #define FA_SFX       f32
 #define FA_EXP       expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
+#define FA_PAIRS_PATH 1
 #include "backward_items.h"
+#undef FA_PAIRS_PATH
 #undef FA_T
 #undef FA_SFX
 #undef FA_EXP
@@ -52,7 +63,9 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 #define FA_SFX       f64
 #define FA_EXP       exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
+#define FA_PAIRS_PATH 0
 #include "backward_items.h"
+#undef FA_PAIRS_PATH
 #undef FA_T
 #undef FA_SFX
 #undef FA_EXP
@@ -88,9 +101,44 @@ size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int
     return bytes;
 }
 
-/* An item's arena: the formula, and the rows and tiles it widens from half precision. */
-static size_t item_scratch_bytes(const fa_problem *p, int64_t block_q, int64_t block_k, size_t elem)
+fa_backward_pairs_tiles fa_backward_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
+                                                   int64_t dim_v, int softcap)
 {
+    const size_t h = sizeof(uint16_t), f = sizeof(float);
+    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), bk = (size_t)block_k;
+    size_t d = (size_t)dim, d16 = (size_t)fa_round_up(dim, FA_PAD_ELEMS_F32), dv16 = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
+    size_t bk_k = (size_t)fa_round_up(block_k, pad_k);
+    size_t kv_acc = fa_size_add(fa_arena_tile(bk, d16, f), fa_arena_tile(bk, dv16, f)), dq_acc = fa_arena_tile(d, ld, f);
+    fa_backward_pairs_tiles t = {fa_arena_tile((size_t)fa_round_up(dim, pad_k), ld, h),
+                                 fa_arena_tile((size_t)fa_round_up(dim_v, pad_k), ld, h),
+                                 fa_arena_tile(ld, d16, h),
+                                 fa_arena_tile(ld, dv16, h),
+                                 fa_arena_tile(1, ld, f),
+                                 fa_arena_tile(bk, ld, f),
+                                 softcap ? fa_arena_tile(bk, ld, f) : 0,
+                                 fa_arena_tile(bk_k, ld, h),
+                                 fa_arena_tile(d, bk_k, h),
+                                 kv_acc > dq_acc ? kv_acc : dq_acc};
+    return t;
+}
+
+size_t fa_backward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
+                                       int64_t dim_v, int softcap)
+{
+    fa_backward_pairs_tiles t = fa_backward_pairs_tiles_of(pad_k, block_q, block_k, dim, dim_v, softcap);
+    size_t bytes = fa_size_add(fa_size_add(t.qp, t.dop), fa_size_add(t.q_rp, t.do_rp));
+    bytes = fa_size_add(bytes, fa_size_add(2 * t.row, fa_size_add(2 * t.tile, t.dcap)));
+    return fa_size_add(bytes, fa_size_add(fa_size_add(t.ab, t.kt), t.acc));
+}
+
+/* An item's arena: the formula, and the rows and tiles it widens from half precision; or the bf16
+ * dot-product path's regions. */
+static size_t item_scratch_bytes(const fa_context *ctx, const fa_problem *p, int64_t block_q, int64_t block_k,
+                                 size_t elem)
+{
+    if (takes_pairs(ctx, p))
+        return fa_backward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k, p->dim, p->dim_v,
+                                               p->softcap > 0);
     return fa_size_add(fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
                        fa_backward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_dtype_is_half(p->q_type),
                                               fa_dtype_is_half(p->kv_type)));
@@ -173,10 +221,11 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
                            split ? FA_BACKWARD_PLAN_SPLIT : FA_BACKWARD_PLAN_FUSED,
                            NULL,
                            first,
-                           first_grad};
+                           first_grad,
+                           takes_pairs(ctx, p)};
     int f64 = p->dtype == FA_F64;
     fa_team_work work = {
-        .scratch_bytes = item_scratch_bytes(p, block_q, block_k, elem),
+        .scratch_bytes = item_scratch_bytes(ctx, p, block_q, block_k, elem),
         .job = &job,
         .phases = 2,
         .phase = {{first[p->batch], f64 ? delta_sequence_item_f64 : delta_sequence_item_f32},
@@ -221,7 +270,8 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
                            FA_BACKWARD_PLAN_AUTO,
                            NULL,
                            NULL,
-                           NULL};
+                           NULL,
+                           takes_pairs(ctx, p)};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;
@@ -243,7 +293,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
 
     fa_team_work work = {
-        .scratch_bytes = item_scratch_bytes(p, block_q, block_k, elem),
+        .scratch_bytes = item_scratch_bytes(ctx, p, block_q, block_k, elem),
         .job = &job,
         .phases = 2,
         .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},

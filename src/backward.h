@@ -22,6 +22,23 @@ size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, 
 size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows,
                               int kv_tiles);
 
+/* The regions of an item of the bf16 dot-product path (backward_pairs.h), in bytes, each rounded up
+ * to 64, for a set padding its operands to pad_k along k (ld = block_q up to 16 rows, u(x) = x up to
+ * 16): Q and dO in pairs (up(D, pad_k)·ld, up(Dv, pad_k)·ld bf16), in pairs of rows (ld·u(D),
+ * ld·u(Dv) bf16), lse and delta (ld floats each), the P and dS tiles (bk·ld floats; with a softcap
+ * its derivative's too), one bf16 tile for P or dS as rows or pairs (up(bk, pad_k)·ld), Kᵀ
+ * (D·up(bk, pad_k) bf16), and the larger of the dK/dV accumulators (bk·u(D) + bk·u(Dv) floats) and
+ * the transposed dQ (D·ld floats). */
+typedef struct {
+    size_t qp, dop, q_rp, do_rp, row, tile, dcap, ab, kt, acc;
+} fa_backward_pairs_tiles;
+
+fa_backward_pairs_tiles fa_backward_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
+                                                   int64_t dim_v, int softcap);
+/* Their sum: what every item of the path reaches. */
+size_t fa_backward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
+                                       int64_t dim_v, int softcap);
+
 /* The three ways to cut a backward into items. They make the same kernel calls on the same tiles
  * in the same order for every output element, so their results are bitwise identical; only the
  * cost differs, which is why the choice may follow the thread count (fa_backward_plan_for).

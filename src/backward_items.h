@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The backward's work items, written once for both element types: included by backward.c with
- * FA_T, FA_SFX (f32/f64: also the kernel-table member), FA_EXP (exp of FA_T) and FA_PAD_ELEMS (the
- * padding unit of accumulator rows, kernels.h) defined.
+ * FA_T, FA_SFX (f32/f64: also the kernel-table member), FA_EXP (exp of FA_T), FA_PAD_ELEMS (the
+ * padding unit of accumulator rows, kernels.h) and FA_PAIRS_PATH (1 for float: the bf16
+ * dot-product path of backward_pairs.h) defined.
  *
  * With P = exp(S - lse) recomputed tile by tile (S = scaled scores, from the packed, pre-scaled
  * queries) and dS = P ∘ (dO·Vᵀ - delta):
@@ -487,11 +488,21 @@ static void FA_NAME(dq_item_)(const fa_backward_job *job, fa_arena *arena, int64
     }
 }
 
+#if FA_PAIRS_PATH
+#include "backward_pairs.h"
+#endif
+
 /* The split plan's second phase: all dK/dV items first (each walks a whole column of query blocks,
  * so they are the long ones), then the dQ items. */
 static void FA_NAME(grad_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_backward_job *job = job_ptr;
+#if FA_PAIRS_PATH
+    if (job->pairs) {
+        pairs_grad_item_(job, arena, index);
+        return;
+    }
+#endif
     if (index < job->kv_items)
         FA_NAME(dkdv_item_)(job, arena, index);
     else

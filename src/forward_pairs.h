@@ -11,18 +11,6 @@
  * packed from the value rows, and acc_t += Vᵀ·P on the dot. At the end acc_t is transposed into the rows_state
  * that write_rows_ reads. The tiles' layouts and padding are the set's (pad_k). */
 
-/* Whether a value run holds an Inf or NaN (its exponent bits all ones). */
-static int pairs_rows_finite_(int64_t rows, int64_t dim, const uint16_t *v, int64_t stride)
-{
-    uint16_t all = 0;
-    for (int64_t c = 0; c < rows; c++)
-        for (int64_t y = 0; y < dim; y++) {
-            uint16_t e = (uint16_t)(v[c * stride + y] & 0x7f80u);
-            all = e == 0x7f80u ? e : all;
-        }
-    return all != 0x7f80u;
-}
-
 /* acc_t += P·V over the keys each row sees only, one element at a time: an edge tile whose values
  * hold an Inf or NaN, which a whole-tile product would hand (as 0·Inf) to rows that do not see it
  * (visible_products.h). P is the pairs the dot would read, so the rows that see every key of the
@@ -130,13 +118,12 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
         if (!full) fa_epilogue_f32(p, it->row0, it->rows, col0, cols, s, ld);
         kb->online_softmax_pairs(it->rows, ld, cols, scale_first ? 1.0f : (float)p->scale, s, st.row_max,
                                  st.row_sum, acc_t, dv, pp);
-        if (!full && !pairs_rows_finite_(cols, dv, vr, v_stride)) {
-            pairs_accumulate_visible_(p, it->row0, it->rows, col0, cols, pp, ld, vr, v_stride, acc_t);
-            continue;
-        }
         int64_t cols_k = fa_round_up(cols, kb->pad_k);
-        kb->pack_rows_t(cols, dv, vr, v_stride, vt, cols_k);
-        kb->dot(dv, ld, cols_k, vt, cols_k, pp, ld, acc_t, ld, 1.0f, 1);
+        int finite = kb->pack_rows_t(cols, dv, vr, v_stride, vt, cols_k);
+        if (!full && !finite)
+            pairs_accumulate_visible_(p, it->row0, it->rows, col0, cols, pp, ld, vr, v_stride, acc_t);
+        else
+            kb->dot(dv, ld, cols_k, vt, cols_k, pp, ld, acc_t, ld, 1.0f, 1);
     }
     kb->release();
     for (int64_t r = 0; r < it->rows; r++)

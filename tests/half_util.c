@@ -311,3 +311,8 @@ int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim)
     fa_context_destroy(own);
     return amx && qt == FA_BF16 && kt == FA_BF16 && dim % 2 == 0;
 }
+
+int hu_backward_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t dim_v)
+{
+    return hu_on_dot_units(ctx, qt, kt, dim) && dim_v % 2 == 0;
+}

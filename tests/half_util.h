@@ -80,6 +80,8 @@ int hu_guards_intact(const hu_problem *pr);
  * an all-bf16 call with an even D on the amx table. Such a forward is not bitwise the widened float
  * call, and reads bf16 subnormal inputs as zero. */
 int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim);
+/* The same for a backward, which also needs an even Dv. */
+int hu_backward_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t dim_v);
 
 fa_status hu_forward(fa_context *ctx, const fa_params *p, hu_problem *pr);
 fa_status hu_backward(fa_context *ctx, const fa_params *p, hu_problem *pr);

@@ -28,6 +28,13 @@
  *              (queries and P in pairs, Vᵀ, the transposed accumulator; the score tile, output rows,
  *               row max and row sum as above)
  *
+ * Its backward (even D and Dv too), u(x) = x up to 16:
+ *   backward = r64(dp·ld·2) + r64(up(Dv, p)·ld·2) + r64(ld·u(D)·2) + r64(ld·u(Dv)·2) + 2·r64(ld·4)
+ *              + (2 + c)·r64(bk·ld·4) + r64(bkp·ld·2) + r64(D·bkp·2)
+ *              + max(r64(bk·u(D)·4) + r64(bk·u(Dv)·4), r64(D·ld·4))
+ *              (Q and dO in pairs and in pairs of rows, lse and delta, the P and dS tiles (and the
+ *               softcap's), P or dS in bf16, Kᵀ, the larger of the dK/dV and the transposed dQ sums)
+ *
  * None of it depends on Nq or Nk. */
 #ifndef FA_TEST_SCRATCH_FORMULA_H
 #define FA_TEST_SCRATCH_FORMULA_H
@@ -74,6 +81,16 @@ static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, in
 {
     return (q_half ? sf_r64((size_t)(bq * d) * 4) + sf_r64((size_t)(bq * dv) * 4) : 0) +
            (kv_half ? sf_r64((size_t)(bk * d) * 4) + sf_r64((size_t)(bk * dv) * 4) : 0);
+}
+
+/* The all-bf16 backward on dot-product units. */
+static inline size_t backward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int softcap)
+{
+    size_t ld = sf_up(bq, 16), bkp = sf_up(bk, 32), u_d = sf_up(d, 16), u_dv = sf_up(dv, 16);
+    size_t kv = sf_r64((size_t)bk * u_d * 4) + sf_r64((size_t)bk * u_dv * 4), q = sf_r64((size_t)d * ld * 4);
+    return sf_r64(sf_up(d, 32) * ld * 2) + sf_r64(sf_up(dv, 32) * ld * 2) + sf_r64(ld * u_d * 2) + sf_r64(ld * u_dv * 2) +
+           2 * sf_r64(ld * 4) + (size_t)(softcap ? 3 : 2) * sf_r64((size_t)bk * ld * 4) + sf_r64(bkp * ld * 2) +
+           sf_r64((size_t)d * bkp * 2) + (kv > q ? kv : q);
 }
 
 /* The all-bf16 forward on dot-product units (pad_k 32: the amx table). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Bounded scratch with half-precision views: scratch_peak is the float formula plus the widened
  * tiles (scratch_formula.h), for bf16, f16 and f32 queries over a half cache, forward and
- * backward, or the bf16 tiles' formula for a forward on dot-product units, and does not grow with
+ * backward, or the bf16 tiles' formulas for a call on dot-product units, and does not grow with
  * the sequence lengths. */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -64,8 +64,10 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                 cr_assert_eq(fa_backward(ctx, NULL, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv_t), FA_OK,
                              "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
-                want = backward_scratch(FA_F32, o.block_q, o.block_k, d, dv, 0) +
-                       backward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
+                want = hu_backward_on_dot_units(ctx, types[t].q, types[t].kv, d, dv)
+                           ? backward_pairs_scratch(o.block_q, o.block_k, d, dv, 0)
+                           : backward_scratch(FA_F32, o.block_q, o.block_k, d, dv, 0) +
+                                 backward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
                 cr_expect_eq(st.scratch_peak, want,
                              "types %zu, blocks %d/%d, Nq %lld: backward peak %zu, formula %zu", t, o.block_q,
                              o.block_k, (long long)nq, st.scratch_peak, want);

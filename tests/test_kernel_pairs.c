@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Every table's bf16 set (kernels.h, "bf16 on dot-product units") against fa_kernels_ref_bf16, the
  * scalar oracle, on this CPU, at every residue of its tiles (16 rows, 32-wide k chunks, pairs):
- *  - the packs (queries in pairs, Vᵀ) and P's conversion give ref's bytes, padding zeros included,
- *    for every bf16 pattern (NaN, Inf, subnormals: they only move bits, or round as ref does), and
- *    write nothing past their output;
+ *  - the packs (queries in pairs, Vᵀ, rows in pairs) and the conversions of P and dS give ref's
+ *    bytes, padding zeros included, for every bf16 pattern (NaN, Inf, subnormals: they only move
+ *    bits, or round as ref does), report finiteness as ref does, and write nothing past their output;
  *  - dot is within the bound of a sum of K exact products in f32 (K·2^-24·sum|a·b|) of the double
  *    result, for both modes, writes only its M × N block of C, and reads A only within K;
  *  - online_softmax_pairs leaves the row max ref's (NaN and rows that saw no key included), the
@@ -86,12 +86,30 @@ static void check_packs(const char *name, const fa_kernels_bf16 *set, const fa_k
             int64_t ld_t = up(rows, set->pad_k) + (ri % 2) * set->pad_k;
             n = (size_t)(dim * ld_t);
             got = guarded_make(n, 2), want = guarded_make(n, 2);
-            set->pack_rows_t(rows, dim, src, stride, (uint16_t *)(void *)got.p, ld_t);
-            ref->pack_rows_t(rows, dim, src, stride, (uint16_t *)(void *)want.p, ld_t);
-            cr_expect(memcmp(got.p, want.p, got.bytes) == 0 && guard_intact(&got),
-                      "%s pack_rows_t cols %lld dim %lld ld %lld: not ref's bytes, or wrote past them", name,
-                      (long long)rows, (long long)dim, (long long)ld_t);
+            int fin_got = set->pack_rows_t(rows, dim, src, stride, (uint16_t *)(void *)got.p, ld_t);
+            int fin_want = ref->pack_rows_t(rows, dim, src, stride, (uint16_t *)(void *)want.p, ld_t);
+            cr_expect(memcmp(got.p, want.p, got.bytes) == 0 && guard_intact(&got) && fin_got == fin_want,
+                      "%s pack_rows_t cols %lld dim %lld ld %lld: not ref's bytes or finiteness (%d, ref %d), or "
+                      "wrote past them", name, (long long)rows, (long long)dim, (long long)ld_t, fin_got, fin_want);
             free(got.p), free(want.p);
+            /* rows in pairs: rows_pad (even) × ldd (a multiple of 16) elements */
+            int64_t rows_pad = up(rows, 2) + (di % 2) * 2, ldd = up(dim, 16) + (ri % 2) * 16;
+            n = (size_t)(rows_pad * ldd);
+            got = guarded_make(n, 2), want = guarded_make(n, 2);
+            fin_got = set->pack_rows_pairs(rows, rows_pad, dim, src, stride, (uint16_t *)(void *)got.p, ldd);
+            fin_want = ref->pack_rows_pairs(rows, rows_pad, dim, src, stride, (uint16_t *)(void *)want.p, ldd);
+            cr_expect(memcmp(got.p, want.p, got.bytes) == 0 && guard_intact(&got) && fin_got == fin_want,
+                      "%s pack_rows_pairs rows %lld/%lld dim %lld ldd %lld: not ref's bytes or finiteness (%d, ref "
+                      "%d), or wrote past them", name, (long long)rows, (long long)rows_pad, (long long)dim,
+                      (long long)ldd, fin_got, fin_want);
+            free(got.p), free(want.p);
+            /* and with every element finite: the flag says so */
+            uint16_t *ok = malloc((size_t)(rows * stride) * 2);
+            for (int64_t i = 0; i < rows * stride; i++) ok[i] = fa_bf16_from_f32((float)tu_rng_uniform(rng, -4, 4));
+            got = guarded_make(n, 2);
+            cr_expect(set->pack_rows_pairs(rows, rows_pad, dim, ok, stride, (uint16_t *)(void *)got.p, ldd) == 1,
+                      "%s pack_rows_pairs: finite rows reported non-finite", name);
+            free(got.p), free(ok);
             free(src);
         }
 }
@@ -126,6 +144,30 @@ static void check_pairs_of(const char *name, const fa_kernels_bf16 *set, const f
                       (long long)ld, (long long)cols, (long long)wrong);
             free(got.p), free(want.p), free(p);
         }
+}
+
+static void check_rows_of(const char *name, const fa_kernels_bf16 *set, const fa_kernels_bf16 *ref, tu_rng *rng)
+{
+    const int64_t ns[] = {1, 15, 16, 31, 32, 33, 64 * 48 + 7};
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+        int64_t n = ns[ni];
+        float *x = malloc((size_t)n * sizeof(float));
+        for (int64_t i = 0; i < n; i++) {
+            int64_t kind = tu_rng_below(rng, 8);
+            x[i] = kind == 0 ? NAN : kind == 1 ? ldexpf(1.0f, -130) : (float)tu_rng_uniform(rng, -3, 3); /* a subnormal */
+        }
+        guarded got = guarded_make((size_t)n, 2), want = guarded_make((size_t)n, 2);
+        set->rows_of(n, x, (uint16_t *)(void *)got.p);
+        ref->rows_of(n, x, (uint16_t *)(void *)want.p);
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t g = ((uint16_t *)(void *)got.p)[i], w = ((uint16_t *)(void *)want.p)[i];
+            wrong += g != w && !((g & 0x7fffu) > 0x7f80u && (w & 0x7fffu) > 0x7f80u);
+        }
+        cr_expect(wrong == 0 && guard_intact(&got), "%s rows_of n %lld: %lld elements not ref's, or wrote past them",
+                  name, (long long)n, (long long)wrong);
+        free(got.p), free(want.p), free(x);
+    }
 }
 
 static void check_dot(const char *name, const fa_kernels_bf16 *set, tu_rng *rng)
@@ -257,6 +299,7 @@ Test(kernel_pairs, every_bf16_set_matches_the_scalar_oracle_at_every_residue)
         tu_rng rng = tu_rng_make(tu_test_part_seed(cf_tables[t]));
         check_packs(cf_tables[t], set, ref, &rng);
         check_pairs_of(cf_tables[t], set, ref, &rng);
+        check_rows_of(cf_tables[t], set, ref, &rng);
         check_dot(cf_tables[t], set, &rng);
         set->release();
         check_online_softmax_pairs(cf_tables[t], set, ref, &rng);

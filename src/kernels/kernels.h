@@ -146,9 +146,18 @@ typedef struct {
     void (*pack_pairs)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
                        int64_t ld);
     /* dst transposed, in rows: dst[x·ld + c] = src[c·src_stride + x] for c < cols, x < dim; zero for c in
-     * [cols, ld) (ld >= cols, a multiple of pad_k). (A value tile: Vᵀ.) */
-    void (*pack_rows_t)(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
-                        int64_t ld);
+     * [cols, ld) (ld >= cols, a multiple of pad_k). Returns whether every element read is finite (no
+     * Inf or NaN: drivers then need no visible-keys products on a mask's edge). (Vᵀ, Kᵀ.) */
+    int (*pack_rows_t)(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+                       int64_t ld);
+    /* dst in pairs of rows: dst[(r/2)·2·ldd + 2x + r%2] = src[r·src_stride + x] for r < rows, x < dim;
+     * zero for x in [dim, ldd) and r in [rows, rows_pad) (rows_pad even, ldd a multiple of 16).
+     * Returns whether every element read is finite. (Q and dO as the B of dK += dSᵀ·Q, dV += Pᵀ·dO.) */
+    int (*pack_rows_pairs)(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src, int64_t src_stride,
+                           uint16_t *dst, int64_t ldd);
+    /* dst[i] = bf16(src[i]) for i < n (nearest even; subnormals to zero, as the units read them): a
+     * tile of P or dS, key-major, as the rows of A. */
+    void (*rows_of)(int64_t n, const float *src, uint16_t *dst);
     /* pp in pairs of keys: pp[(c/2)·2·ld + 2r + c%2] = bf16(p[c·ld + r]) (round to nearest even) for
      * c < cols, r < ld; zero for c in [cols, cols rounded up to pad_k). (P, for P·V.) */
     void (*pairs_of)(int64_t ld, int64_t cols, const float *p, uint16_t *pp);
@@ -172,7 +181,8 @@ typedef struct {
 } fa_kernels_bf16;
 
 /* Every operation of fa_kernels_bf16 by name. */
-#define FA_KERNEL_BF16_OPS(X) X(pack_pairs) X(pack_rows_t) X(pairs_of) X(dot) X(online_softmax_pairs) X(release)
+#define FA_KERNEL_BF16_OPS(X)                                                                                  \
+    X(pack_pairs) X(pack_rows_t) X(pack_rows_pairs) X(rows_of) X(pairs_of) X(dot) X(online_softmax_pairs) X(release)
 
 /* CPU features a table's instructions need; selection requires every one (cpu_features.c reads
  * the CPUID bits and checks that the OS saves the registers they use). */

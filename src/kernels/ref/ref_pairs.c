@@ -27,18 +27,47 @@ static void ref_pack_pairs(int64_t rows, int64_t dim, const uint16_t *src, int64
             dst[(x / 2) * 2 * ld + 2 * r + x % 2] = r < rows && x < dim ? src[r * src_stride + x] : 0;
 }
 
-static void ref_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
-                            int64_t ld)
+static int bf16_finite(uint16_t h)
 {
-    for (int64_t x = 0; x < dim; x++)
-        for (int64_t c = 0; c < ld; c++) dst[x * ld + c] = c < cols ? src[c * src_stride + x] : 0;
+    return (h & 0x7f80u) != 0x7f80u;
 }
 
-/* bf16 of a probability, rounded to nearest even, subnormals flushed as the conversion units do
- * (probabilities are never subnormal: every table's exp flushes them) */
+static int ref_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+                           int64_t ld)
+{
+    int finite = 1;
+    for (int64_t x = 0; x < dim; x++)
+        for (int64_t c = 0; c < ld; c++) {
+            uint16_t h = c < cols ? src[c * src_stride + x] : 0;
+            finite &= bf16_finite(h);
+            dst[x * ld + c] = h;
+        }
+    return finite;
+}
+
+static int ref_pack_rows_pairs(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src, int64_t src_stride,
+                               uint16_t *dst, int64_t ldd)
+{
+    int finite = 1;
+    for (int64_t r = 0; r < rows_pad; r++)
+        for (int64_t x = 0; x < ldd; x++) {
+            uint16_t h = r < rows && x < dim ? src[r * src_stride + x] : 0;
+            finite &= bf16_finite(h);
+            dst[(r / 2) * 2 * ldd + 2 * x + r % 2] = h;
+        }
+    return finite;
+}
+
+/* bf16 of a probability or score gradient, rounded to nearest even, subnormals flushed as the
+ * conversion units do (probabilities are never subnormal: every table's exp flushes them) */
 static uint16_t probability_bf16(float p)
 {
     return fabsf(p) < FLT_MIN ? (uint16_t)(fa_half_float_bits(p) >> 16 & 0x8000u) : fa_bf16_from_f32(p);
+}
+
+static void ref_rows_of(int64_t n, const float *src, uint16_t *dst)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = probability_bf16(src[i]);
 }
 
 static void ref_pairs_of(int64_t ld, int64_t cols, const float *p, uint16_t *pp)
@@ -88,6 +117,8 @@ const fa_kernels_bf16 fa_kernels_ref_bf16 = {
     .pad_k = REF_PAD_K,
     .pack_pairs = ref_pack_pairs,
     .pack_rows_t = ref_pack_rows_t,
+    .pack_rows_pairs = ref_pack_rows_pairs,
+    .rows_of = ref_rows_of,
     .pairs_of = ref_pairs_of,
     .dot = ref_dot,
     .online_softmax_pairs = ref_online_softmax_pairs,
