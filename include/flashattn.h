@@ -376,10 +376,13 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * even, beyond the largest finite value to ±inf, NaN stays NaN (quiet, sign
  * kept). P is not rounded to half precision before P·V. The bias is in the
  * accumulation type (FA_F32 unless q is FA_F64).
+ * (A decode step, at most 4 query rows an item, reads a half-precision cache
+ * where it lies and widens it in registers: the same bits, half the bytes.)
  * One exception, for speed: on the "amx" kernel table (fa_stats.isa; Intel
  * Xeons with AMX, where Linux grants the process the tile state), a forward
- * whose q, k, v and out are all FA_BF16 with an even D multiplies the bf16
- * inputs on AMX tiles instead: the products are exact and summed in f32, so
+ * whose q, k, v and out are all FA_BF16 with an even D and more than 4 query
+ * rows per head (a grouped decode step counts its group's heads) multiplies
+ * the bf16 inputs on AMX tiles instead: the products are exact and summed in f32, so
  * scores, maxima, sums and the accumulator keep f32's accuracy, but P is
  * rounded to bf16 (nearest even) once before P·V, bf16 subnormal inputs are
  * read as zero, and the result is then not bitwise the widened call's. It

@@ -41,10 +41,14 @@ typedef struct {
 
 /* Whether a problem's items take the bf16 dot-product path: every tensor bf16, a table with a bf16
  * set, an even head dim (the sets multiply pairs of dims; an odd D widens, as every half call does
- * on a table without one). */
+ * on a table without one), and more than FA_HALF_ROWS query rows a head: a decode step's one row
+ * would fill a sixteenth of a tile, where the float kernels read its half cache directly
+ * (forward_item.h, scores_half). A batch of sequences decides per sequence (sequence_job_), as a
+ * dense call of each would. */
 static int takes_pairs(const fa_context *ctx, const fa_problem *p)
 {
-    return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0;
+    return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0 &&
+           p->q_len > FA_HALF_ROWS;
 }
 
 /* The problem the forward runs for sequence b: its dense problem, with a GQA decode step's query
@@ -72,8 +76,10 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP       expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
 #define FA_PAIRS_PATH 1
+#define FA_HALF_DIRECT 1
 #include "forward_item.h"
 #undef FA_PAIRS_PATH
+#undef FA_HALF_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -86,8 +92,10 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP       exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
 #define FA_PAIRS_PATH 0
+#define FA_HALF_DIRECT 0
 #include "forward_item.h"
 #undef FA_PAIRS_PATH
+#undef FA_HALF_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -237,7 +245,7 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
     int64_t block_q, block_k;
-    fa_context_blocks(ctx, &widest, elem, FA_PASS_FORWARD, takes_pairs(ctx, p), &block_q, &block_k);
+    fa_context_blocks(ctx, &widest, elem, FA_PASS_FORWARD, takes_pairs(ctx, &widest), &block_q, &block_k);
     int64_t partial_elems = partial_elems_of(block_q, p->dim_v, pad);
 
     /* the row buffer: the two item tables and the plans, then the largest wave's partials */
@@ -264,12 +272,13 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
                           0,
                           0,
                           0};
-    job.pairs = takes_pairs(ctx, p);
-    size_t scratch =
-        job.pairs ? fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k, p->dim, p->dim_v,
-                                                   p->seqs->block_table != NULL)
-                  : fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
-                                problem_tile_bytes(p, p->seqs->block_table != NULL, block_q, block_k));
+    /* some sequences may take the dot-product path and others not (sequence_job_): room for either */
+    job.pairs = takes_pairs(ctx, &widest);
+    size_t scratch = fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+                                 problem_tile_bytes(p, p->seqs->block_table != NULL, block_q, block_k));
+    if (job.pairs)
+        scratch = fa_max_size(scratch, fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k,
+                                                                      p->dim, p->dim_v, p->seqs->block_table != NULL));
     scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, FA_SPLIT_TARGET_ITEMS, elem));
     int f64 = p->dtype == FA_F64;
     fa_status st = FA_OK;

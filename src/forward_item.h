@@ -2,7 +2,7 @@
 /* Forward work items, written once for both element types: included by forward.c with FA_T,
  * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_EXP, FA_PAD_ELEMS
  * (the padding unit of accumulator rows, kernels.h) and FA_PAIRS_PATH (1 for float: the bf16
- * dot-product path of forward_pairs.h) defined. */
+ * dot-product path of forward_pairs.h, and FA_HALF_DIRECT: the half-cache decode reads above) defined. */
 
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b)  FA_CAT2(a, b)
@@ -87,6 +87,49 @@ static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, con
     }
 }
 
+#if FA_HALF_DIRECT
+/* A decode step over a half-precision cache (at most FA_HALF_ROWS rows an item) reads the keys and
+ * values where they lie, 2 bytes an element, with the table's scores_half and accumulate_half,
+ * which give the bits scores and accumulate give on the widened tile (kernels.h): no widened copy
+ * is written and read again. Paged keys go a page run at a time, in key order: a score does not
+ * depend on its neighbours, and each accumulator element adds the runs' keys in the order one call
+ * over the whole tile would. */
+static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int64_t kv_head,
+                                    const char *k, int64_t rows, int64_t ld, int64_t col0, int64_t cols,
+                                    const FA_T *qt, FA_T *s)
+{
+    if (!p->pages) {
+        kern->scores_half(rows, ld, cols, p->dim, qt, (const uint16_t *)(const void *)k + col0 * p->k.stride_seq,
+                          p->k.stride_seq, p->kv_type, s);
+        return;
+    }
+    for (int64_t c = 0; c < cols;) {
+        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
+        kern->scores_half(rows, ld, run.rows, p->dim, qt, (const uint16_t *)(const void *)run.k, p->k.stride_seq,
+                          p->kv_type, s + c * ld);
+        c += run.rows;
+    }
+}
+
+static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                        int64_t kv_head, const char *v, int64_t rows, int64_t ld, int64_t col0,
+                                        int64_t cols, const FA_T *w, FA_T *acc, int64_t acc_stride)
+{
+    if (!p->pages) {
+        kern->accumulate_half(rows, cols, p->dim_v, w, ld,
+                              (const uint16_t *)(const void *)v + col0 * p->v.stride_seq, p->v.stride_seq,
+                              p->kv_type, acc, acc_stride);
+        return;
+    }
+    for (int64_t c = 0; c < cols;) {
+        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
+        kern->accumulate_half(rows, run.rows, p->dim_v, w + c * ld, ld, (const uint16_t *)(const void *)run.v,
+                              p->v.stride_seq, p->kv_type, acc, acc_stride);
+        c += run.rows;
+    }
+}
+#endif
+
 /* Runs the online softmax of query item `it` over the keys [key_lo, key_hi) it may see
  * (key_lo a multiple of block_k), in the arena. */
 static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
@@ -145,13 +188,42 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
     int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
     const int modified = fa_problem_modifies_scores(p);
+#if FA_HALF_DIRECT
+    const int direct = fa_dtype_is_half(p->kv_type) && it->rows <= FA_HALF_ROWS;
+#endif
     for (int64_t block0 = first * bk; block0 < end * bk; block0 += bk) {
         /* only the columns some row of the block sees */
         fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0,
                                               p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
+        const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
         const FA_T *kt = k_tile, *vt = v_tile;
+#if FA_HALF_DIRECT
+        if (direct) {
+            FA_NAME(scores_direct_)(kern, p, kv_head, k, it->rows, ld, col0, cols, qt, s);
+            if (modified) {
+                fa_score_mods mods =
+                    fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
+                kern->modify(&mods, ld, cols, s, NULL);
+            }
+            if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
+            kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
+            if (full) {
+                FA_NAME(accumulate_direct_)(kern, p, kv_head, v, it->rows, ld, col0, cols, s, st.acc, dv_pad);
+                continue;
+            }
+            /* a mask's edge: the widened tile and the visible-keys products, as below (the same bits) */
+            if (p->pages)
+                FA_NAME(gather_pages_)(kern, p, kv_head, col0, cols, k_tile, v_tile);
+            else
+                FA_NAME(tile_rows_)
+            (kern, p, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem, p->v.stride_seq, v_tile);
+            FA_CAT(fa_accumulate_visible_, FA_SFX)
+            (kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride, st.acc, dv_pad);
+            continue;
+        }
+#endif
         if (p->pages) {
             FA_NAME(gather_pages_)(kern, p, kv_head, col0, cols, k_tile, v_tile);
         } else if (kv_tiles) {
@@ -169,8 +241,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
                 fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
             kern->modify(&mods, ld, cols, s, NULL);
         }
-        if (!fa_tile_fully_visible(p, it->row0, it->rows, col0, cols))
-            FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
+        if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
         kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
         FA_CAT(fa_accumulate_visible_, FA_SFX)
         (kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride, st.acc, dv_pad);
@@ -314,6 +385,7 @@ static fa_forward_job FA_NAME(sequence_job_)(const fa_forward_job *job, const fa
     mine.schedule = fa_q_schedule_make(one, job->schedule.block_q);
     mine.split = job->plans[b].split;
     mine.partials = (FA_T *)job->partials + job->plans[b].partials;
+    mine.pairs = job->pairs && one->q_len > FA_HALF_ROWS; /* takes_pairs of the sequence alone */
     return mine;
 }
 

@@ -302,7 +302,7 @@ int hu_check(const char *what, fa_dtype t, const double *lib, const double *orac
     return 1;
 }
 
-int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim)
+static int amx_bf16_even(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim)
 {
     fa_context *own = NULL;
     if (!ctx && fa_context_create(&own, NULL) != FA_OK) return 0;
@@ -312,7 +312,12 @@ int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim)
     return amx && qt == FA_BF16 && kt == FA_BF16 && dim % 2 == 0;
 }
 
+int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t q_rows)
+{
+    return amx_bf16_even(ctx, qt, kt, dim) && q_rows > 4;
+}
+
 int hu_backward_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t dim_v)
 {
-    return hu_on_dot_units(ctx, qt, kt, dim) && dim_v % 2 == 0;
+    return amx_bf16_even(ctx, qt, kt, dim) && dim_v % 2 == 0;
 }

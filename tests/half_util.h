@@ -75,12 +75,13 @@ int hu_rows_bitwise_equal(const fa_tensor *a, int64_t a_b, int64_t a_s0, const f
 int hu_guards_intact(const hu_problem *pr);
 
 /* fa_forward into pr's out and lse; fa_backward from pr's out, lse and dout into dq, dk, dv. */
-/* Whether a forward with these types and head dim runs on ctx's bf16 dot-product units (NULL: the
- * calling thread's default context) rather than widened: the header's rule (flashattn.h, "dtype"),
- * an all-bf16 call with an even D on the amx table. Such a forward is not bitwise the widened float
- * call, and reads bf16 subnormal inputs as zero. */
-int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim);
-/* The same for a backward, which also needs an even Dv. */
+/* Whether a forward with these types, head dim and query rows per head (the rows of a grouped
+ * decode step: Nq times the group) runs on ctx's bf16 dot-product units (NULL: the calling thread's
+ * default context) rather than widened: the header's rule (flashattn.h, "dtype"), an all-bf16 call
+ * with an even D and more than 4 rows on the amx table. Such a forward is not bitwise the widened
+ * float call, and reads bf16 subnormal inputs as zero. */
+int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t q_rows);
+/* The same for a backward: even D and Dv, any rows. */
 int hu_backward_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t dim_v);
 
 fa_status hu_forward(fa_context *ctx, const fa_params *p, hu_problem *pr);

@@ -52,7 +52,7 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
 
                 cr_assert_eq(fa_forward(ctx, NULL, &q, &k, &v, &out, lse), FA_OK, "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
-                size_t want = hu_on_dot_units(ctx, types[t].q, types[t].kv, d)
+                size_t want = hu_on_dot_units(ctx, types[t].q, types[t].kv, d, nq)
                                   ? forward_pairs_scratch(o.block_q, o.block_k, d, dv, 0)
                                   : forward_scratch(FA_F32, o.block_q, o.block_k, d, dv) +
                                         forward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);

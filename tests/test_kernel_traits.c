@@ -92,11 +92,15 @@ Test(kernel_traits, a_table_leaving_operations_null_gets_refs_and_keeps_its_own)
     fa_kernels_resolved r;
     fa_kernels_resolve(&partial, &r);
     k = 0;
+/* (an operation the base table itself leaves NULL, as the x86 tables' double halves do scores_half,
+ * is ref's either way) */
 #define CHECK_FILL(op)                                                                                         \
     if (k++ % 2) {                                                                                             \
         cr_expect(r.f32.op == ref->f32->op && r.f64.op == ref->f64->op, #op ": ref's operation");               \
     } else {                                                                                                   \
-        cr_expect(r.f32.op == base->f32->op && r.f64.op == base->f64->op, #op ": the table's own kept");        \
+        cr_expect(r.f32.op == (base->f32->op ? base->f32->op : ref->f32->op) &&                                 \
+                      r.f64.op == (base->f64->op ? base->f64->op : ref->f64->op),                               \
+                  #op ": the table's own kept");                                                               \
     }
     FA_KERNEL_OPS(CHECK_FILL)
 #undef CHECK_FILL

@@ -116,12 +116,23 @@ typedef struct {
          * (kernels/half.h has the scalar conversions). Every table gives ref's bits. */                    \
         void (*widen)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, fa_dtype from,       \
                       T *dst, int64_t dst_stride);                                                             \
+        /* scores and accumulate with k (x) rows of half type kt (xt: FA_BF16 or FA_F16) where they lie,  \
+         * for tiles of at most FA_HALF_ROWS real query rows (a decode step over a half-precision cache): \
+         * bit for bit what scores and accumulate give on the same rows widened (by widen, exact). Only    \
+         * the float set's are called (half caches accumulate in float). */                                \
+        void (*scores_half)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,                 \
+                            const uint16_t *k, int64_t k_stride, fa_dtype kt, T *s);                          \
+        void (*accumulate_half)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,              \
+                                const uint16_t *x, int64_t x_stride, fa_dtype xt, T *acc, int64_t acc_stride); \
     }
 
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
 #define FA_KERNEL_OPS(X)                                                                                       \
     X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities)              \
-        X(score_grad) X(modify) X(scale_grad) X(widen)
+        X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_half) X(accumulate_half)
+
+/* The most real query rows of a tile that scores_half and accumulate_half take. */
+#define FA_HALF_ROWS 4
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;

@@ -161,6 +161,44 @@ static void FA_NAME(ref_widen_)(int64_t rows, int64_t dim, const uint16_t *src, 
         }
 }
 
+/* scores and accumulate over half-precision rows: the same operations in the same order, each
+ * element widened (exactly) as it is read, so the same bits as on the widened rows. */
+static FA_T FA_NAME(ref_half_)(uint16_t h, fa_dtype t)
+{
+    return (FA_T)(t == FA_BF16 ? fa_bf16_to_f32(h) : fa_f16_to_f32(h));
+}
+
+static void FA_NAME(ref_scores_half_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                      const uint16_t *k, int64_t k_stride, fa_dtype kt, FA_T *s)
+{
+    (void)rows;
+    for (int64_t c = 0; c < cols; c++) {
+        FA_T *sc = s + c * ld;
+        const uint16_t *kc = k + c * k_stride;
+        for (int64_t r = 0; r < ld; r++) sc[r] = 0;
+        for (int64_t x = 0; x < dim; x++) {
+            FA_T w = FA_NAME(ref_half_)(kc[x], kt);
+            const FA_T *qx = qt + x * ld;
+#pragma omp simd
+            for (int64_t r = 0; r < ld; r++) sc[r] += qx[r] * w;
+        }
+    }
+}
+
+static void FA_NAME(ref_accumulate_half_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
+                                          const uint16_t *x, int64_t x_stride, fa_dtype xt, FA_T *acc,
+                                          int64_t acc_stride)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        FA_T *ar = acc + r * acc_stride;
+        for (int64_t c = 0; c < cols; c++) {
+            FA_T w = p[c * ld + r];
+            const uint16_t *xc = x + c * x_stride;
+            for (int64_t y = 0; y < dim; y++) ar[y] += w * FA_NAME(ref_half_)(xc[y], xt);
+        }
+    }
+}
+
 #undef FA_NAME
 #undef FA_CAT
 #undef FA_CAT2

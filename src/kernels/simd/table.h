@@ -25,7 +25,9 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .score_grad = FA_NAME(score_grad_),
     .modify = FA_NAME(modify_),
     .scale_grad = FA_NAME(scale_grad_),
-    .widen = FA_WIDEN_OP}; /* the ISA's <isa>_widen.c; NULL (ref's) for double, which no driver widens into */
+    .widen = FA_WIDEN_OP, /* the ISA's <isa>_widen.c; NULL (ref's) for double, which no driver widens into */
+    .scores_half = FA_SCORES_HALF_OP,
+    .accumulate_half = FA_ACCUMULATE_HALF_OP};
 
 /* For the tests: fn of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */
@@ -47,6 +49,10 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 
 #undef FA_ISA_NAME
 #undef FA_WIDEN_OP
+#undef FA_SCORES_HALF_OP
+#undef FA_ACCUMULATE_HALF_OP
+#undef V_LOAD_HALF
+#undef FA_HALF_VECS
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
 #undef FA_FEW_ROWS_KEYS
