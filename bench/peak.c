@@ -187,7 +187,7 @@ bench_probe_isa bench_probe_isa_for_table(const char *table)
 {
     bench_probe_isa isa = BENCH_PROBE_PORTABLE;
     /* amx: its float kernels are avx512's (its bf16 products run on tiles, which no FMA probe measures) */
-    if (table && (strncmp(table, "avx512", 6) == 0 || strcmp(table, "amx") == 0))
+    if (table && (strncmp(table, "avx512", 6) == 0 || strcmp(table, "amx") == 0)) /* avx512, avx512_bf16 */
         isa = BENCH_PROBE_AVX512;
     else if (table && strcmp(table, "avx2") == 0)
         isa = BENCH_PROBE_AVX2;

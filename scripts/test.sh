@@ -223,7 +223,8 @@ table_flags() {
     case $1 in
     avx2) echo "avx2 fma f16c" ;;
     avx512) echo "avx512f avx512dq" ;;
-    amx) echo "avx512f avx512dq avx512bw avx512_bf16 amx_tile amx_bf16" ;;
+    avx512_bf16) echo "avx512f avx512dq avx512bw avx512vl avx512_bf16" ;;
+    amx) echo "avx512f avx512dq avx512bw avx512vl avx512_bf16 amx_tile amx_bf16" ;;
     esac
 }
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #endif
 
-const char *const cf_tables[] = {"ref", "avx2", "avx512", "amx"};
+const char *const cf_tables[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
 
 int cf_flag(const char *flag)
 {
@@ -27,12 +27,45 @@ int cf_flag(const char *flag)
     return found;
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+/* What CPUID tells this process, as a second witness: under an emulator (valgrind) the process
+ * sees the emulated CPU, not /proc/cpuinfo's. Leaf 7 (EBX: AVX2 5, AVX512F 16, DQ 17, BW 30, VL 31;
+ * EDX: AMX-BF16 22, AMX-TILE 24), leaf 7.1 (EAX: AVX512-BF16 5), leaf 1 (ECX: FMA 12, F16C 29). */
+static int cpuid_has(const char *flag)
+{
+    unsigned a, b, c, d, a1 = 0, b1, c1, d1;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    unsigned ecx1 = c;
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (a >= 1) __cpuid_count(7, 1, a1, b1, c1, d1);
+    static const struct {
+        const char *flag;
+        int reg; /* 0: leaf 7 EBX, 1: leaf 7 EDX, 2: leaf 7.1 EAX, 3: leaf 1 ECX */
+        int bit;
+    } bits[] = {{"avx2", 0, 5},      {"avx512f", 0, 16},     {"avx512dq", 0, 17}, {"avx512bw", 0, 30},
+                {"avx512vl", 0, 31}, {"amx_bf16", 1, 22},    {"amx_tile", 1, 24}, {"avx512_bf16", 2, 5},
+                {"fma", 3, 12},      {"f16c", 3, 29}};
+    const unsigned regs[4] = {b, d, a1, ecx1};
+    for (size_t i = 0; i < sizeof bits / sizeof *bits; i++)
+        if (strcmp(bits[i].flag, flag) == 0) return (regs[bits[i].reg] >> bits[i].bit) & 1u;
+    return 1; /* a flag this table does not know: /proc/cpuinfo alone decides */
+}
+#endif
+
 static int all_flags(const char *const *flags)
 {
-    for (; *flags; flags++)
+    for (; *flags; flags++) {
         if (cf_flag(*flags) != 1) return 0;
+#if defined(__x86_64__)
+        if (!cpuid_has(*flags)) return 0;
+#endif
+    }
     return 1;
 }
+
 
 static int tiles_permitted(void)
 {
@@ -47,11 +80,14 @@ int cf_table_runs(const char *table)
 {
     static const char *const avx2[] = {"avx2", "fma", "f16c", NULL};
     static const char *const avx512[] = {"avx512f", "avx512dq", NULL};
-    static const char *const amx[] = {"avx512f", "avx512dq", "avx512bw", "avx512_bf16", "amx_tile", "amx_bf16", NULL};
+    static const char *const avx512_bf16[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", NULL};
+    static const char *const amx[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile",
+                                      "amx_bf16", NULL};
     if (strcmp(table, "ref") == 0) return 1;
 #if defined(__x86_64__)
     if (strcmp(table, "avx2") == 0) return all_flags(avx2);
     if (strcmp(table, "avx512") == 0) return all_flags(avx512);
+    if (strcmp(table, "avx512_bf16") == 0) return all_flags(avx512_bf16);
     if (strcmp(table, "amx") == 0) return all_flags(amx) && tiles_permitted();
 #endif
     return 0;
@@ -59,8 +95,9 @@ int cf_table_runs(const char *table)
 
 const char *cf_best_table(void)
 {
+    static const char *const automatic[] = {"ref", "avx2", "avx512", "amx"}; /* avx512_bf16 only by name */
     const char *best = "ref";
-    for (int t = 0; t < CF_TABLES; t++)
-        if (cf_table_runs(cf_tables[t])) best = cf_tables[t];
+    for (int t = 0; t < 4; t++)
+        if (cf_table_runs(automatic[t])) best = automatic[t];
     return best;
 }

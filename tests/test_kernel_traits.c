@@ -12,8 +12,8 @@
 #include "cpu_facts.h"
 #include "kernels/kernels.h"
 
-static const char *const names[] = {"ref", "avx2", "avx512", "amx"};
-#define N_NAMES 4
+static const char *const names[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
+#define N_NAMES 5
 
 static void check_traits(const char *name, const char *half, const fa_kernel_traits *t, fa_dtype dtype,
                          size_t elem)

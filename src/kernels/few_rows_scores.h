@@ -37,11 +37,22 @@ FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[
 }
 
 /* Instantiates (keys, rows) blocks whose accumulators fit the registers: the switch below turns
- * run-time edge sizes into compile-time ones. */
+ * run-time edge sizes into compile-time ones; each size a function of its own (weighted_rows.h
+ * says why). */
+#define FA_DOT_FN(NK, NR) FA_NAME(dot_block_##NK##_##NR##_)
+#define FA_DOT_DEFINE(NK, NR)                                                                                  \
+    static __attribute__((noinline)) void FA_DOT_FN(NK, NR)(int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM],     \
+                                                            const FA_T *k, int64_t k_stride, FA_T *s, int64_t ld) \
+    {                                                                                                          \
+        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(NK, NR, dim, q, k, k_stride, s, ld);             \
+    }
+#define FA_DOT_DEFINE_KEYS(NR)                                                                                 \
+    FA_DOT_DEFINE(1, NR) FA_DOT_DEFINE(2, NR) FA_DOT_DEFINE(3, NR) FA_DOT_DEFINE(4, NR) FA_DOT_DEFINE(5, NR)    \
+    FA_DOT_DEFINE(6, NR) FA_DOT_DEFINE(7, NR) FA_DOT_DEFINE(8, NR)
+FA_DOT_DEFINE_KEYS(1) FA_DOT_DEFINE_KEYS(2) FA_DOT_DEFINE_KEYS(3) FA_DOT_DEFINE_KEYS(4)
 #define FA_DOT_CASE(NK, NR)                                                                                    \
     case (NK) * 16 + (NR):                                                                                     \
-        if ((NK) <= FA_FEW_ROWS_KEYS(NR))                                                                      \
-            FA_NAME(dot_block_)(NK, NR, dim, q, k + c * k_stride, k_stride, s + c * ld, ld);                   \
+        FA_DOT_FN(NK, NR)(dim, q, k + c * k_stride, k_stride, s + c * ld, ld);                                 \
         break;
 #define FA_DOT_ROWS_CASES(NR)                                                                                  \
     FA_DOT_CASE(1, NR) FA_DOT_CASE(2, NR) FA_DOT_CASE(3, NR) FA_DOT_CASE(4, NR) FA_DOT_CASE(5, NR)            \
@@ -73,3 +84,6 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
 
 #undef FA_DOT_ROWS_CASES
 #undef FA_DOT_CASE
+#undef FA_DOT_DEFINE_KEYS
+#undef FA_DOT_DEFINE
+#undef FA_DOT_FN

@@ -236,6 +236,7 @@ extern const fa_kernels_bf16 fa_kernels_ref_bf16;
 extern const fa_kernels fa_kernels_avx2;
 extern const fa_kernels fa_kernels_avx512;
 extern const fa_kernels fa_kernels_amx;
+extern const fa_kernels fa_kernels_avx512_bf16;
 #endif
 
 /* Picks the table for this CPU, or the one FLASHATTN_ISA names ("auto" or empty: the best), and
@@ -245,7 +246,7 @@ extern const fa_kernels fa_kernels_amx;
  * per context. */
 int fa_kernels_select(const char *call, fa_kernels_resolved *out);
 
-/* The table named `name` ("ref", "avx2", "avx512", "amx") if this build has it, else NULL; and whether
+/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx") if this build has it, else NULL; and whether
  * this CPU and OS run its instructions. For the selection and the tests. */
 const fa_kernels *fa_kernels_named(const char *name);
 int fa_kernels_cpu_runs(const fa_kernels *t);

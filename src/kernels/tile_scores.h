@@ -35,13 +35,24 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
 /* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
  * compile-time ones, so every block keeps its accumulators in registers. It lists the sizes of the
  * larger block of each axis over both ISAs (6 keys, 4 vectors); sizes beyond one ISA's own block
- * are never reached and compile to nothing. */
+ * are never reached and compile to nothing. Each size is a function of its own (weighted_rows.h
+ * says why). */
 _Static_assert(FA_SCORES_KEYS <= 6 && FA_SCORES_VECS <= 4, "the switch below lists blocks up to 6 x 4");
+#define FA_SCORES_FN(NK, NV) FA_NAME(scores_block_##NK##_##NV##_)
 // clang-format off
+#define FA_SCORES_DEFINE(NK, NV)                                                                             \
+    static __attribute__((noinline)) void FA_SCORES_FN(NK, NV)(int64_t dim, const FA_T *qt, int64_t ld,      \
+                                                               const FA_T *k, int64_t k_stride, FA_T *s)     \
+    {                                                                                                        \
+        if ((NK) <= FA_SCORES_KEYS && (NV) <= FA_SCORES_VECS)                                                \
+            FA_NAME(scores_block_)((NK), (NV), dim, qt, ld, k, k_stride, s);                                 \
+    }
+#define FA_SCORES_DEFINE_KEYS(NK) FA_SCORES_DEFINE(NK, 1) FA_SCORES_DEFINE(NK, 2) FA_SCORES_DEFINE(NK, 3) FA_SCORES_DEFINE(NK, 4)
+FA_SCORES_DEFINE_KEYS(1) FA_SCORES_DEFINE_KEYS(2) FA_SCORES_DEFINE_KEYS(3)
+FA_SCORES_DEFINE_KEYS(4) FA_SCORES_DEFINE_KEYS(5) FA_SCORES_DEFINE_KEYS(6)
 #define FA_SCORES_CASE(NK, NV)                                                                               \
     case (NK) * 8 + (NV):                                                                                    \
-        if ((NK) <= FA_SCORES_KEYS && (NV) <= FA_SCORES_VECS)                                                \
-            FA_NAME(scores_block_)((NK), (NV), dim, qb, ld, kb, k_stride, sb);                               \
+        FA_SCORES_FN(NK, NV)(dim, qb, ld, kb, k_stride, sb);                                                 \
         break;
 #define FA_SCORES_KEYS_CASES(NK)                                                                             \
     FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
@@ -74,3 +85,6 @@ static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_
 
 #undef FA_SCORES_KEYS_CASES
 #undef FA_SCORES_CASE
+#undef FA_SCORES_DEFINE_KEYS
+#undef FA_SCORES_DEFINE
+#undef FA_SCORES_FN

@@ -28,7 +28,7 @@ const fa_kernels_bf16 fa_amx_kernels_bf16 = {
 
 const fa_kernels fa_kernels_amx = {.name = "amx",
                                    .requires = FA_CPU_AVX512F | FA_CPU_AVX512DQ | FA_CPU_AVX512BW |
-                                               FA_CPU_AVX512BF16 | FA_CPU_AMX_BF16,
+                                               FA_CPU_AVX512VL | FA_CPU_AVX512BF16 | FA_CPU_AMX_BF16,
                                    .f32 = &fa_avx512_kernels_f32,
                                    .f64 = &fa_avx512_kernels_f64,
                                    .bf16 = &fa_amx_kernels_bf16};

@@ -40,10 +40,25 @@ FA_INLINE void FA_NAME(half_dot_block_)(const int bf16, const int nk, const int 
         FA_UNROLL for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
 }
 
+/* Each (type, keys, rows) a function of its own (weighted_rows.h says why). */
+#define FA_HALF_DOT_FN(B, NK, NR) FA_NAME(half_dot_block_##B##_##NK##_##NR##_)
 // clang-format off
+#define FA_HALF_DOT_DEFINE(B, NK, NR)                                                                        \
+    static __attribute__((noinline)) void FA_HALF_DOT_FN(B, NK, NR)(                                         \
+        int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM], const uint16_t *k, int64_t k_stride, FA_T *s, int64_t ld) \
+    {                                                                                                        \
+        FA_NAME(half_dot_block_)(B, NK, NR, dim, q, k, k_stride, s, ld);                                     \
+    }
+#define FA_HALF_DOT_DEFINE_ROWS(B, NR)                                                                       \
+    FA_HALF_DOT_DEFINE(B, 1, NR) FA_HALF_DOT_DEFINE(B, 2, NR) FA_HALF_DOT_DEFINE(B, 3, NR) FA_HALF_DOT_DEFINE(B, 4, NR)
+#define FA_HALF_DOT_DEFINE_TYPE(B)                                                                           \
+    FA_HALF_DOT_DEFINE_ROWS(B, 1) FA_HALF_DOT_DEFINE_ROWS(B, 2) FA_HALF_DOT_DEFINE_ROWS(B, 3) FA_HALF_DOT_DEFINE_ROWS(B, 4)
+FA_HALF_DOT_DEFINE_TYPE(0)
+FA_HALF_DOT_DEFINE_TYPE(1)
 #define FA_HALF_DOT_CASE(NK, NR)                                                                             \
     case (NK) * 8 + (NR):                                                                                    \
-        FA_NAME(half_dot_block_)(bf16, NK, NR, dim, q, k + c * k_stride, k_stride, s + c * ld, ld);          \
+        if (bf16) FA_HALF_DOT_FN(1, NK, NR)(dim, q, k + c * k_stride, k_stride, s + c * ld, ld);             \
+        else FA_HALF_DOT_FN(0, NK, NR)(dim, q, k + c * k_stride, k_stride, s + c * ld, ld);                  \
         break;
 #define FA_HALF_DOT_ROWS(NR) FA_HALF_DOT_CASE(1, NR) FA_HALF_DOT_CASE(2, NR) FA_HALF_DOT_CASE(3, NR) FA_HALF_DOT_CASE(4, NR)
 // clang-format on
@@ -71,6 +86,10 @@ FA_INLINE void FA_NAME(scores_half_body_)(const int bf16, int64_t rows, int64_t 
 
 #undef FA_HALF_DOT_ROWS
 #undef FA_HALF_DOT_CASE
+#undef FA_HALF_DOT_DEFINE_TYPE
+#undef FA_HALF_DOT_DEFINE_ROWS
+#undef FA_HALF_DOT_DEFINE
+#undef FA_HALF_DOT_FN
 
 static void FA_NAME(scores_half_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                   const uint16_t *k, int64_t k_stride, fa_dtype kt, FA_T *s)
@@ -112,12 +131,29 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int bf16, const int nr, const int
 }
 
 _Static_assert(FA_HALF_VECS <= 4, "the switch lists blocks up to 4 vectors");
+#define FA_HALF_ROWS_FN(B, NR, NV, TAIL) FA_NAME(half_rows_block_##B##_##NR##_##NV##_##TAIL##_)
 // clang-format off
+#define FA_HALF_ROWS_DEFINE(B, NR, NV, TAIL)                                                                 \
+    static __attribute__((noinline)) void FA_HALF_ROWS_FN(B, NR, NV, TAIL)(                                  \
+        int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const uint16_t *x, int64_t x_stride,     \
+        FA_T *acc, int64_t acc_stride)                                                                       \
+    {                                                                                                        \
+        if ((NV) <= FA_HALF_VECS)                                                                            \
+            FA_NAME(half_rows_block_)(B, NR, NV, TAIL, steps, dim_left, w, ld, x, x_stride, acc, acc_stride); \
+    }
+#define FA_HALF_ROWS_DEFINE_VECS(B, NR, NV) FA_HALF_ROWS_DEFINE(B, NR, NV, 0) FA_HALF_ROWS_DEFINE(B, NR, NV, 1)
+#define FA_HALF_ROWS_DEFINE_ROWS(B, NR)                                                                      \
+    FA_HALF_ROWS_DEFINE_VECS(B, NR, 1) FA_HALF_ROWS_DEFINE_VECS(B, NR, 2) FA_HALF_ROWS_DEFINE_VECS(B, NR, 3)  \
+    FA_HALF_ROWS_DEFINE_VECS(B, NR, 4)
+#define FA_HALF_ROWS_DEFINE_TYPE(B)                                                                          \
+    FA_HALF_ROWS_DEFINE_ROWS(B, 1) FA_HALF_ROWS_DEFINE_ROWS(B, 2) FA_HALF_ROWS_DEFINE_ROWS(B, 3)              \
+    FA_HALF_ROWS_DEFINE_ROWS(B, 4)
+FA_HALF_ROWS_DEFINE_TYPE(0)
+FA_HALF_ROWS_DEFINE_TYPE(1)
 #define FA_HALF_ROWS_CASE(NR, NV, TAIL)                                                                      \
     case ((NR) * 8 + (NV)) * 2 + (TAIL):                                                                     \
-        if ((NV) <= FA_HALF_VECS)                                                                            \
-            FA_NAME(half_rows_block_)(bf16, NR, NV, TAIL, cols, width, p, ld, x + y, x_stride, acc + y,       \
-                                      acc_stride);                                                           \
+        if (bf16) FA_HALF_ROWS_FN(1, NR, NV, TAIL)(cols, width, p, ld, x + y, x_stride, acc + y, acc_stride); \
+        else FA_HALF_ROWS_FN(0, NR, NV, TAIL)(cols, width, p, ld, x + y, x_stride, acc + y, acc_stride);      \
         break;
 #define FA_HALF_ROWS_VECS(NR, NV) FA_HALF_ROWS_CASE(NR, NV, 0) FA_HALF_ROWS_CASE(NR, NV, 1)
 #define FA_HALF_ROWS_ROWS(NR)                                                                                \
@@ -142,6 +178,11 @@ FA_INLINE void FA_NAME(accumulate_half_body_)(const int bf16, int64_t rows, int6
 #undef FA_HALF_ROWS_ROWS
 #undef FA_HALF_ROWS_VECS
 #undef FA_HALF_ROWS_CASE
+#undef FA_HALF_ROWS_DEFINE_TYPE
+#undef FA_HALF_ROWS_DEFINE_ROWS
+#undef FA_HALF_ROWS_DEFINE_VECS
+#undef FA_HALF_ROWS_DEFINE
+#undef FA_HALF_ROWS_FN
 #undef FA_HALF_PREFETCH
 
 static void FA_NAME(accumulate_half_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,

@@ -55,15 +55,38 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(const int ni, const int nv, const i
 
 /* Instantiates every (rows, vectors) edge size of the ISA's blocks, and only those: the switch turns
  * run-time edge sizes into compile-time ones. It lists up to 6 rows and 8 vectors (the larger block
- * of each axis over both ISAs); sizes beyond one ISA's own blocks compile to nothing. */
+ * of each axis over both ISAs); sizes beyond one ISA's own blocks compile to nothing. Each size is
+ * a function of its own, not inlined into the switch: one function holding every size took the
+ * instrumented builds' compilers (ASan, libFuzzer's coverage) minutes, as their costs grow faster
+ * than a function's length; a call per block of rows is nothing beside the block's FMAs. */
 _Static_assert(FA_ROWS_ROWS <= 6 && FA_ROWS_WIDE <= 8 && FA_ROWS_ROWS >= 2, "the switch lists blocks up to 6 x 8");
 #define FA_ROWS_FITS(NI, NV) (((NI) <= FA_ROWS_ROWS && (NV) <= FA_ROWS_VECS) || ((NI) <= 2 && (NV) <= FA_ROWS_FEW_VECS))
+#define FA_ROWS_FN(NI, NV, TAIL, TRANS) FA_NAME(rows_block_##NI##_##NV##_##TAIL##_##TRANS##_)
 // clang-format off
+#define FA_ROWS_DEFINE(NI, NV, TAIL, TRANS)                                                                  \
+    static __attribute__((noinline)) void FA_ROWS_FN(NI, NV, TAIL, TRANS)(                                   \
+        int64_t steps, const FA_T *w, int64_t ld, const FA_T *x, int64_t x_stride, vtail last, FA_T *acc,    \
+        int64_t acc_stride, int prefetch)                                                                    \
+    {                                                                                                        \
+        if (FA_ROWS_FITS(NI, NV))                                                                            \
+            FA_NAME(weighted_rows_block_)((NI), (NV), (TAIL), (TRANS), steps, w, ld, x, x_stride, last, acc, \
+                                          acc_stride, prefetch);                                             \
+    }
+#define FA_ROWS_DEFINE_TAILS(NI, NV, TRANS) FA_ROWS_DEFINE(NI, NV, 0, TRANS) FA_ROWS_DEFINE(NI, NV, 1, TRANS)
+#define FA_ROWS_DEFINE_ROWS(NI, TRANS)                                                                       \
+    FA_ROWS_DEFINE_TAILS(NI, 1, TRANS) FA_ROWS_DEFINE_TAILS(NI, 2, TRANS) FA_ROWS_DEFINE_TAILS(NI, 3, TRANS)  \
+    FA_ROWS_DEFINE_TAILS(NI, 4, TRANS) FA_ROWS_DEFINE_TAILS(NI, 5, TRANS) FA_ROWS_DEFINE_TAILS(NI, 6, TRANS)  \
+    FA_ROWS_DEFINE_TAILS(NI, 7, TRANS) FA_ROWS_DEFINE_TAILS(NI, 8, TRANS)
+#define FA_ROWS_DEFINE_ALL(TRANS)                                                                            \
+    FA_ROWS_DEFINE_ROWS(1, TRANS) FA_ROWS_DEFINE_ROWS(2, TRANS) FA_ROWS_DEFINE_ROWS(3, TRANS)                 \
+    FA_ROWS_DEFINE_ROWS(4, TRANS) FA_ROWS_DEFINE_ROWS(5, TRANS) FA_ROWS_DEFINE_ROWS(6, TRANS)
+FA_ROWS_DEFINE_ALL(0)
+FA_ROWS_DEFINE_ALL(1)
+
 #define FA_ROWS_CASE(NI, NV, TAIL)                                                                           \
     case (((NI) * 16 + (NV)) * 2 + (TAIL)):                                                                  \
-        if (FA_ROWS_FITS(NI, NV))                                                                            \
-            FA_NAME(weighted_rows_block_)((NI), (NV), (TAIL), TRANS, steps, wb, ld, xb, x_stride, last, ab,  \
-                                          acc_stride, few);                                                  \
+        if (TRANS) FA_ROWS_FN(NI, NV, TAIL, 1)(steps, wb, ld, xb, x_stride, last, ab, acc_stride, few);      \
+        else FA_ROWS_FN(NI, NV, TAIL, 0)(steps, wb, ld, xb, x_stride, last, ab, acc_stride, few);            \
         break;
 #define FA_ROWS_TAIL_CASES(NI, NV) FA_ROWS_CASE(NI, NV, 0) FA_ROWS_CASE(NI, NV, 1)
 #define FA_ROWS_ROWS_CASES(NI)                                                                               \
@@ -101,6 +124,11 @@ FA_INLINE void FA_NAME(weighted_rows_)(const int TRANS, int64_t n, int64_t steps
 #undef FA_ROWS_ROWS_CASES
 #undef FA_ROWS_TAIL_CASES
 #undef FA_ROWS_CASE
+#undef FA_ROWS_DEFINE_ALL
+#undef FA_ROWS_DEFINE_ROWS
+#undef FA_ROWS_DEFINE_TAILS
+#undef FA_ROWS_DEFINE
+#undef FA_ROWS_FN
 #undef FA_ROWS_FITS
 
 static void FA_NAME(accumulate_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
