@@ -11,8 +11,8 @@
 #                     -DFLASHATTN_WERROR=ON, tests, fa-bench and fa-tests-shim (for valgrind) on
 #   suite             the Criterion suite with OMP_NUM_THREADS=1, 2, 3 and 4 (each suite stage also runs
 #                     the other ctest tests: the fuzz seeds, tests/fuzz/corpus, through fa-fuzz-replay)
-#   kernel tables     the suite once more per kernel table this CPU has besides the best one (which the
-#                     runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2
+#   kernel tables     the suite once more per kernel table this CPU has besides the one the library picks
+#                     (which the runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2
 #   mpi               the MPI component's driver tests/mpi/fa-mpi-tests under mpirun (scripts/mpirun.sh) on
 #                     P = 1, 2, 3 and 4 ranks at OMP_NUM_THREADS=1, and P = 2 at 2; skipped where the
 #                     component is not built, except in CI (CI=true), where deps installs MPI
@@ -217,8 +217,9 @@ suite_with_threads() { # suite_with_threads N DIR
     OMP_NUM_THREADS=$1 suite "$2"
 }
 
-# The kernel tables this CPU runs, best last (the order the library prefers them in reverse).
-# Each table's CPU features as /proc/cpuinfo names them (src/kernels/*/table.c, .requires).
+# The kernel tables this CPU runs, and the one the library picks by itself (the last of ref, avx2,
+# avx512, amx it runs; avx512_bf16 is taken only by name). Each table's CPU features as
+# /proc/cpuinfo names them (src/kernels/*/table.c, .requires).
 table_flags() {
     case $1 in
     avx2) echo "avx2 fma f16c" ;;
@@ -239,7 +240,13 @@ table_runs_here() { # table_runs_here TABLE: every flag it needs is in /proc/cpu
 
 cpu_tables() {
     local t="ref" x
-    for x in avx2 avx512 amx; do table_runs_here "$x" && t="$t $x"; done
+    for x in avx2 avx512 avx512_bf16 amx; do table_runs_here "$x" && t="$t $x"; done
+    echo "$t"
+}
+
+default_table() {
+    local t="ref" x
+    for x in avx2 avx512 amx; do table_runs_here "$x" && t=$x; done
     echo "$t"
 }
 
@@ -247,7 +254,7 @@ cpu_tables() {
 report_tables() {
     local x f missing
     echo "kernel tables run on this CPU: $(cpu_tables)"
-    for x in avx2 avx512 amx; do
+    for x in avx2 avx512 avx512_bf16 amx; do
         table_runs_here "$x" && continue
         missing=""
         for f in $(table_flags "$x"); do grep -qw "$f" /proc/cpuinfo 2>/dev/null || missing="$missing $f"; done
@@ -440,7 +447,9 @@ for n in $threads; do
 done
 report_tables
 read -r -a tables <<<"$(cpu_tables)"
-for t in "${tables[@]:0:${#tables[@]}-1}"; do # the best table ran above
+default=$(default_table)
+for t in "${tables[@]}"; do
+    [ "$t" != "$default" ] || continue # the suites above ran on it
     stage "suite FLASHATTN_ISA=$t (2 threads)" suite_on_table "$t" "$build"
 done
 if [ -e "$build/libflashattn_mpi.so" ]; then
