@@ -12,8 +12,8 @@
  *                              amx                        (issue 12), so L1 misses that a 512-key
  *                                                         tile's 128 KiB score and value tiles make
  *                                                         show: 64 keys keep the tiles of one step
- *                                                         near L1 (f32 D=64: 5-10% faster than 512,
- *                                                         D=128: 2-8%)
+ *                                                         near L1 (f32 D=64: 3-10% faster than 512,
+ *                                                         D=128: 2-5%; bench/README.md)
  *   any other                  any     either   L2 rule   the key, value and score tiles in three
  *                                                         quarters of L2 (the rest keeps the packed
  *                                                         queries and the accumulator): on a Zen 4
@@ -23,10 +23,10 @@
  *   Intel, AMX tiles           amx     forward  q 128,    an all-bf16 forward on tiles: a tile store
  *                                      (bf16)   k 512     costs about two products, so the products
  *                                                         want long keys and many rows per store
- *                                                         (D=64: 61 ms against 89 at 64/64, D=128: 98
- *                                                         against 124 at 64/128; bench/README.md)
+ *                                                         (D=64 1.4x, D=128 1.3x the speed of 64 x 64;
+ *                                                         bench/README.md)
  * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
- * Intel VM 128 keys were 7-10% faster than 64 at D=64. Decode-shaped calls (a few query rows) keep
+ * Intel VM 128 keys were as fast as 64 or faster at D=64 (462-508 ms against 499-514). Decode-shaped calls (a few query rows) keep
  * it too: their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
 #include "block_sizes.h"
 
