@@ -188,9 +188,8 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
     int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
     const int modified = fa_problem_modifies_scores(p);
-#if FA_HALF_DIRECT
-    const int direct = fa_dtype_is_half(p->kv_type) && it->rows <= FA_HALF_ROWS;
-#endif
+    /* a decode step over a half cache reads it in place (scores_direct_ above), but on a mask's edge */
+    const int direct = FA_HALF_DIRECT && fa_dtype_is_half(p->kv_type) && it->rows <= FA_HALF_ROWS;
     for (int64_t block0 = first * bk; block0 < end * bk; block0 += bk) {
         /* only the columns some row of the block sees */
         fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0,
@@ -198,33 +197,11 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
         const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
+        const int in_place = direct && full;
         const FA_T *kt = k_tile, *vt = v_tile;
-#if FA_HALF_DIRECT
-        if (direct) {
-            FA_NAME(scores_direct_)(kern, p, kv_head, k, it->rows, ld, col0, cols, qt, s);
-            if (modified) {
-                fa_score_mods mods =
-                    fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
-                kern->modify(&mods, ld, cols, s, NULL);
-            }
-            if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
-            kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
-            if (full) {
-                FA_NAME(accumulate_direct_)(kern, p, kv_head, v, it->rows, ld, col0, cols, s, st.acc, dv_pad);
-                continue;
-            }
-            /* a mask's edge: the widened tile and the visible-keys products, as below (the same bits) */
-            if (p->pages)
-                FA_NAME(gather_pages_)(kern, p, kv_head, col0, cols, k_tile, v_tile);
-            else
-                FA_NAME(tile_rows_)
-            (kern, p, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem, p->v.stride_seq, v_tile);
-            FA_CAT(fa_accumulate_visible_, FA_SFX)
-            (kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride, st.acc, dv_pad);
-            continue;
-        }
-#endif
-        if (p->pages) {
+        if (in_place) {
+            /* read where they lie, below */
+        } else if (p->pages) {
             FA_NAME(gather_pages_)(kern, p, kv_head, col0, cols, k_tile, v_tile);
         } else if (kv_tiles) {
             FA_NAME(tile_rows_)
@@ -235,7 +212,12 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
             kt = (const FA_T *)(const void *)k + col0 * k_stride;
             vt = (const FA_T *)(const void *)v + col0 * v_stride;
         }
-        kern->scores(it->rows, ld, cols, p->dim, qt, kt, k_stride, s);
+#if FA_HALF_DIRECT
+        if (in_place)
+            FA_NAME(scores_direct_)(kern, p, kv_head, k, it->rows, ld, col0, cols, qt, s);
+        else
+#endif
+            kern->scores(it->rows, ld, cols, p->dim, qt, kt, k_stride, s);
         if (modified) {
             fa_score_mods mods =
                 fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
@@ -243,7 +225,12 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         }
         if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
         kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
-        FA_CAT(fa_accumulate_visible_, FA_SFX)
+#if FA_HALF_DIRECT
+        if (in_place)
+            FA_NAME(accumulate_direct_)(kern, p, kv_head, v, it->rows, ld, col0, cols, s, st.acc, dv_pad);
+        else
+#endif
+            FA_CAT(fa_accumulate_visible_, FA_SFX)
         (kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride, st.acc, dv_pad);
     }
     return st;

@@ -120,21 +120,9 @@ static int cpu_has(unsigned bit)
                  {FA_CPU_AVX512BF16, "avx512_bf16"}, {FA_CPU_AVX512FP16, "avx512_fp16"}, {FA_CPU_F16C, "f16c"}};
     /* AMX: both tile flags, and the permission Linux grants on request (cpu_facts.h) */
     if (bit == FA_CPU_AMX_BF16) return cf_flag("amx_bf16") == 1 && cf_flag("amx_tile") == 1 && cf_table_runs("amx");
-    const char *want = NULL;
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
-        if (flags[i].bit == bit) want = flags[i].flag;
-    FILE *f = want ? fopen("/proc/cpuinfo", "r") : NULL;
-    if (!f) return -1;
-    char line[8192];
-    int found = -1;
-    while (found < 0 && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "flags", 5) != 0) continue;
-        found = 0;
-        for (char *tok = strtok(strchr(line, ':') + 1, " \n"); tok; tok = strtok(NULL, " \n"))
-            if (strcmp(tok, want) == 0) found = 1;
-    }
-    fclose(f);
-    return found;
+        if (flags[i].bit == bit) return cf_flag(flags[i].flag);
+    return -1;
 }
 
 Test(kernel_traits, a_table_runs_exactly_when_the_cpu_has_every_feature_it_requires)

@@ -18,8 +18,22 @@
 #define FA_FEW_ROWS 4
 #define FA_PREFETCH_KEYS 16
 
-FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM], const FA_T *k,
-                                   int64_t k_stride, FA_T *s, int64_t ld)
+/* The rows a few-rows tile reads as key rows: FA_T (kind 0), or bf16 (1) and f16 (2) widened as they
+ * are loaded (simd/half_operands.h: scores_half), where the ISA's float file defines V_LOAD_HALF.
+ * One body for every kind, so a half cache's scores are the same FMAs in the same order as on its
+ * widened rows. */
+FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int64_t n)
+{
+#ifdef V_LOAD_HALF
+    if (kind) return V_LOAD_HALF((const uint16_t *)k + at, n, kind == 1);
+#else
+    (void)kind;
+#endif
+    return V_LOAD_PART((const FA_T *)k + at, n);
+}
+
+FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM],
+                                   const void *k, int64_t k_stride, FA_T *s, int64_t ld)
 {
     vec acc[8][FA_FEW_ROWS];
     FA_UNROLL for (int i = 0; i < nk; i++)
@@ -28,7 +42,7 @@ FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[
         vec qv[FA_FEW_ROWS];
         FA_UNROLL for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
         FA_UNROLL for (int i = 0; i < nk; i++) {
-            vec kv = V_LOAD_PART(k + i * k_stride + x, dim - x);
+            vec kv = FA_NAME(key_part_)(kind, k, i * k_stride + x, dim - x);
             FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
         }
     }
@@ -36,43 +50,65 @@ FA_INLINE void FA_NAME(dot_block_)(int nk, int nr, int64_t dim, const FA_T (*q)[
         FA_UNROLL for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
 }
 
-/* Instantiates (keys, rows) blocks whose accumulators fit the registers: the switch below turns
- * run-time edge sizes into compile-time ones; each size a function of its own (weighted_rows.h
- * says why). */
-#define FA_DOT_FN(NK, NR) FA_NAME(dot_block_##NK##_##NR##_)
-#define FA_DOT_DEFINE(NK, NR)                                                                                  \
-    static __attribute__((noinline)) void FA_DOT_FN(NK, NR)(int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM],     \
-                                                            const FA_T *k, int64_t k_stride, FA_T *s, int64_t ld) \
+/* Instantiates (kind, keys, rows) blocks whose accumulators fit the registers: the switch below
+ * turns run-time edge sizes into compile-time ones; each size a function of its own
+ * (weighted_rows.h says why). */
+#define FA_DOT_FN(KIND, NK, NR) FA_NAME(dot_block_##KIND##_##NK##_##NR##_)
+#define FA_DOT_DEFINE(KIND, NK, NR)                                                                            \
+    static __attribute__((noinline)) void FA_DOT_FN(KIND, NK, NR)(int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM], \
+                                                                  const void *k, int64_t k_stride, FA_T *s,     \
+                                                                  int64_t ld)                                   \
     {                                                                                                          \
-        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(NK, NR, dim, q, k, k_stride, s, ld);             \
+        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(KIND, NK, NR, dim, q, k, k_stride, s, ld);       \
     }
-#define FA_DOT_DEFINE_KEYS(NR)                                                                                 \
-    FA_DOT_DEFINE(1, NR) FA_DOT_DEFINE(2, NR) FA_DOT_DEFINE(3, NR) FA_DOT_DEFINE(4, NR) FA_DOT_DEFINE(5, NR)    \
-    FA_DOT_DEFINE(6, NR) FA_DOT_DEFINE(7, NR) FA_DOT_DEFINE(8, NR)
-FA_DOT_DEFINE_KEYS(1) FA_DOT_DEFINE_KEYS(2) FA_DOT_DEFINE_KEYS(3) FA_DOT_DEFINE_KEYS(4)
+#define FA_DOT_DEFINE_KEYS(KIND, NR)                                                                           \
+    FA_DOT_DEFINE(KIND, 1, NR) FA_DOT_DEFINE(KIND, 2, NR) FA_DOT_DEFINE(KIND, 3, NR) FA_DOT_DEFINE(KIND, 4, NR) \
+    FA_DOT_DEFINE(KIND, 5, NR) FA_DOT_DEFINE(KIND, 6, NR) FA_DOT_DEFINE(KIND, 7, NR) FA_DOT_DEFINE(KIND, 8, NR)
+#define FA_DOT_DEFINE_KIND(KIND)                                                                               \
+    FA_DOT_DEFINE_KEYS(KIND, 1) FA_DOT_DEFINE_KEYS(KIND, 2) FA_DOT_DEFINE_KEYS(KIND, 3) FA_DOT_DEFINE_KEYS(KIND, 4)
+FA_DOT_DEFINE_KIND(0)
+#ifdef V_LOAD_HALF
+FA_DOT_DEFINE_KIND(1)
+FA_DOT_DEFINE_KIND(2)
+#define FA_DOT_CALL(NK, NR)                                                                                    \
+    (kind == 1   ? FA_DOT_FN(1, NK, NR)(dim, q, kc, k_stride, sc, ld)                                          \
+     : kind == 2 ? FA_DOT_FN(2, NK, NR)(dim, q, kc, k_stride, sc, ld)                                          \
+                 : FA_DOT_FN(0, NK, NR)(dim, q, kc, k_stride, sc, ld))
+#else
+#define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, kc, k_stride, sc, ld)
+#endif
 #define FA_DOT_CASE(NK, NR)                                                                                    \
     case (NK) * 16 + (NR):                                                                                     \
-        FA_DOT_FN(NK, NR)(dim, q, k + c * k_stride, k_stride, s + c * ld, ld);                                 \
+        FA_DOT_CALL(NK, NR);                                                                                   \
         break;
 #define FA_DOT_ROWS_CASES(NR)                                                                                  \
     FA_DOT_CASE(1, NR) FA_DOT_CASE(2, NR) FA_DOT_CASE(3, NR) FA_DOT_CASE(4, NR) FA_DOT_CASE(5, NR)            \
     FA_DOT_CASE(6, NR) FA_DOT_CASE(7, NR) FA_DOT_CASE(8, NR)
 
-static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                      const FA_T *k, int64_t k_stride, FA_T *s)
+/* The scores of a tile of at most FA_FEW_ROWS real rows against `cols` key rows of `kind`, k_stride
+ * elements apart. K streams from memory once: rows are asked for `ahead` keys early, a line at a
+ * time, with `hint` (float: 16 keys into L1 within the tile; half: simd/half_operands.h). */
+FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols, int64_t dim,
+                                              const FA_T *qt, const void *k, int64_t k_stride, FA_T *s,
+                                              int64_t ahead, int past_tile, int hint)
 {
     /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
     _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_HEAD_DIM];
     int64_t dim_pad = (dim + FA_LANES - 1) / FA_LANES * FA_LANES;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
+    const int64_t elem = kind ? 2 : (int64_t)sizeof(FA_T);
     int keys = FA_FEW_ROWS_KEYS(rows);
     for (int64_t c = 0; c < cols; c += keys) {
         int nk = cols - c < keys ? (int)(cols - c) : keys;
-        /* K streams from memory once: ask for the rows FA_PREFETCH_KEYS ahead, a line at a time */
-        for (int64_t ahead = c + FA_PREFETCH_KEYS; ahead < c + FA_PREFETCH_KEYS + keys && ahead < cols; ahead++)
-            for (int64_t x = 0; x < dim; x += 64 / (int64_t)sizeof(FA_T))
-                _mm_prefetch((const char *)(k + ahead * k_stride + x), _MM_HINT_T0);
+        for (int64_t a = c + ahead; a < c + ahead + nk && (past_tile || a < cols); a++)
+            for (int64_t x = 0; x < dim * elem; x += 64) {
+                const char *line = (const char *)k + a * k_stride * elem + x;
+                if (hint == _MM_HINT_T1) _mm_prefetch(line, _MM_HINT_T1);
+                else _mm_prefetch(line, _MM_HINT_T0);
+            }
+        const char *kc = (const char *)k + c * k_stride * elem;
+        FA_T *sc = s + c * ld;
         switch (nk * 16 + (int)rows) {
             FA_DOT_ROWS_CASES(1) FA_DOT_ROWS_CASES(2) FA_DOT_ROWS_CASES(3) FA_DOT_ROWS_CASES(4)
         default: break;
@@ -82,8 +118,16 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
     }
 }
 
+static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                      const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    FA_NAME(scores_few_rows_body_)(0, rows, ld, cols, dim, qt, k, k_stride, s, FA_PREFETCH_KEYS, 0, _MM_HINT_T0);
+}
+
 #undef FA_DOT_ROWS_CASES
 #undef FA_DOT_CASE
+#undef FA_DOT_CALL
+#undef FA_DOT_DEFINE_KIND
 #undef FA_DOT_DEFINE_KEYS
 #undef FA_DOT_DEFINE
 #undef FA_DOT_FN

@@ -93,16 +93,6 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
 #define FA_ROWS_FEW_VECS 2
 #include "kernels/simd/weighted_rows.h"
 
-/* ---- scores_half, accumulate_half (simd/half_operands.h): the float half only ---- */
-#ifdef V_LOAD_HALF
-#include "kernels/simd/half_operands.h"
-#define FA_SCORES_HALF_OP     FA_NAME(scores_half_)
-#define FA_ACCUMULATE_HALF_OP FA_NAME(accumulate_half_)
-#else
-#define FA_SCORES_HALF_OP     NULL /* ref's: no driver reads half rows into double */
-#define FA_ACCUMULATE_HALF_OP NULL
-#endif
-
 /* ---- softcap, ALiBi and bias (kernels/score_mods.h) ---- */
 #include "kernels/score_mods.h"
 

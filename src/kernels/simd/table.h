@@ -6,6 +6,17 @@
 
 #define FA_ISA_NAME(n) FA_CAT(FA_CAT(fa_, FA_ISA), FA_CAT(n, FA_SFX))
 
+/* scores_half and accumulate_half (simd/half_operands.h): the float half only, whose ISA file
+ * defines V_LOAD_HALF */
+#ifdef V_LOAD_HALF
+#include "kernels/simd/half_operands.h"
+#define FA_SCORES_HALF_OP     FA_NAME(scores_half_)
+#define FA_ACCUMULATE_HALF_OP FA_NAME(accumulate_half_)
+#else
+#define FA_SCORES_HALF_OP     NULL /* ref's: no driver reads half rows into double */
+#define FA_ACCUMULATE_HALF_OP NULL
+#endif
+
 const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .traits = {.input = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
                .accum = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
