@@ -48,16 +48,19 @@ static void FA_NAME(prefetch_run_)(const fa_problem *p, const FA_NAME(page_run_)
 }
 
 /* `rows` rows of one of k and v (`dim` wide, `stride` elements of p->kv_type apart) into a tile of
- * FA_T rows `dim` apart: copied, or widened when the cache is half precision. */
-static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int64_t rows,
-                                int64_t dim, const char *src, int64_t stride, FA_T *dst)
+ * rows `dim` apart: FA_T rows, copied or widened when the cache is half precision; or, with
+ * `keep`, rows of the cache's own type copied as they are (the bf16 dot-product path,
+ * forward_pairs.h). */
+static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int keep,
+                                int64_t rows, int64_t dim, const char *src, int64_t stride, void *dst)
 {
-    if (fa_dtype_is_half(p->kv_type)) {
+    if (!keep && fa_dtype_is_half(p->kv_type)) {
         kern->widen(rows, dim, (const uint16_t *)(const void *)src, stride, p->kv_type, dst, dim);
         return;
     }
+    const size_t elem = fa_elem_size(p->kv_type);
     for (int64_t r = 0; r < rows; r++)
-        memcpy(dst + r * dim, src + r * stride * (int64_t)sizeof(FA_T), (size_t)dim * sizeof(FA_T));
+        memcpy((char *)dst + r * dim * (int64_t)elem, src + r * stride * (int64_t)elem, (size_t)dim * elem);
 }
 
 /* Paged keys (p->pages, the problem of one sequence): keys [col0, col0 + cols) of kv_head copied
@@ -67,9 +70,10 @@ static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const 
  * rows while it copies this one's: in a [pages][page_size][Hkv][D] pool one head's rows lie Hkv·D
  * elements apart, each in another 4 KiB page, where the hardware prefetchers (which stop at page
  * boundaries) never start, so without it every row waited for memory on its own. */
-static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                   int64_t kv_head, int64_t col0, int64_t cols, FA_T *k_tile, FA_T *v_tile)
+static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int keep,
+                                   int64_t kv_head, int64_t col0, int64_t cols, void *k_tile, void *v_tile)
 {
+    const int64_t elem = keep ? (int64_t)fa_elem_size(p->kv_type) : (int64_t)sizeof(FA_T); /* of the tiles */
     if (cols <= 0) return;
     FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0, cols);
     FA_NAME(prefetch_run_)(p, &run);
@@ -80,8 +84,9 @@ static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, con
             next = FA_NAME(page_run_at_)(p, kv_head, col0 + after, cols - after);
             FA_NAME(prefetch_run_)(p, &next);
         }
-        FA_NAME(tile_rows_)(kern, p, run.rows, p->dim, run.k, p->k.stride_seq, k_tile + c * p->dim);
-        FA_NAME(tile_rows_)(kern, p, run.rows, p->dim_v, run.v, p->v.stride_seq, v_tile + c * p->dim_v);
+        FA_NAME(tile_rows_)(kern, p, keep, run.rows, p->dim, run.k, p->k.stride_seq, (char *)k_tile + c * p->dim * elem);
+        FA_NAME(tile_rows_)
+        (kern, p, keep, run.rows, p->dim_v, run.v, p->v.stride_seq, (char *)v_tile + c * p->dim_v * elem);
         c = after;
         run = next;
     }
@@ -202,12 +207,12 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         if (in_place) {
             /* read where they lie, below */
         } else if (p->pages) {
-            FA_NAME(gather_pages_)(kern, p, kv_head, col0, cols, k_tile, v_tile);
+            FA_NAME(gather_pages_)(kern, p, 0, kv_head, col0, cols, k_tile, v_tile);
         } else if (kv_tiles) {
             FA_NAME(tile_rows_)
-            (kern, p, cols, p->dim, k + col0 * p->k.stride_seq * (int64_t)kv_elem, p->k.stride_seq, k_tile);
+            (kern, p, 0, cols, p->dim, k + col0 * p->k.stride_seq * (int64_t)kv_elem, p->k.stride_seq, k_tile);
             FA_NAME(tile_rows_)
-            (kern, p, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem, p->v.stride_seq, v_tile);
+            (kern, p, 0, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem, p->v.stride_seq, v_tile);
         } else {
             kt = (const FA_T *)(const void *)k + col0 * k_stride;
             vt = (const FA_T *)(const void *)v + col0 * v_stride;

@@ -29,30 +29,6 @@ static void pairs_accumulate_visible_(const fa_problem *p, int64_t row0, int64_t
     }
 }
 
-/* Keys [col0, col0 + cols) of kv_head from their pages into contiguous bf16 tiles (rows dim and
- * dim_v apart), a page run at a time, the next run's rows asked for ahead (as gather_pages_). */
-static void pairs_gather_pages_(const fa_problem *p, int64_t kv_head, int64_t col0, int64_t cols, uint16_t *k_tile,
-                                uint16_t *v_tile)
-{
-    if (cols <= 0) return;
-    FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0, cols);
-    FA_NAME(prefetch_run_)(p, &run);
-    for (int64_t c = 0; c < cols;) {
-        int64_t after = c + run.rows;
-        FA_NAME(page_run_) next = {NULL, NULL, 0};
-        if (after < cols) {
-            next = FA_NAME(page_run_at_)(p, kv_head, col0 + after, cols - after);
-            FA_NAME(prefetch_run_)(p, &next);
-        }
-        for (int64_t r = 0; r < run.rows; r++) {
-            memcpy(k_tile + (c + r) * p->dim, run.k + r * p->k.stride_seq * 2, (size_t)p->dim * 2);
-            memcpy(v_tile + (c + r) * p->dim_v, run.v + r * p->v.stride_seq * 2, (size_t)p->dim_v * 2);
-        }
-        c = after;
-        run = next;
-    }
-}
-
 static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
                                           int64_t key_lo, int64_t key_hi)
 {
@@ -106,7 +82,7 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
         if (cols == 0) continue;
         const uint16_t *kt = k_tile, *vr = v_tile;
         if (p->pages)
-            pairs_gather_pages_(p, kv_head, col0, cols, k_tile, v_tile);
+            FA_NAME(gather_pages_)(kern, p, 1, kv_head, col0, cols, k_tile, v_tile); /* bf16 rows kept */
         else
             kt = k + col0 * k_stride, vr = v + col0 * v_stride;
         kb->dot(cols, ld, p->dim, kt, k_stride, qp, ld, s, ld, scale_first ? (float)p->scale : 1.0f, 0);

@@ -236,20 +236,24 @@ Test(half_equivalence, merge_is_the_float_merge_of_the_widened_parts_rounded_onc
 /* A paged decode step over a half-precision pool (shuffled, shared pages, keys in use shorter than
  * the capacity): the float call on the widened pool, rounded once. The pages are widened as they
  * are gathered, into the same tiles a float pool is copied into. */
-Test(half_equivalence, paged_half_cache_is_the_float_pool_widened)
+/* nq query rows a sequence: 1, a decode step, which reads the pool in place; 6, which on AMX tiles
+ * takes the bf16 dot-product path (its pages copied, not widened, into bf16 tiles). */
+static void he_paged(int64_t nq)
 {
     enum { SEQS = 3, PAGES = 7, PAGE = 5, PER_SEQ = 4, HQ = 4, HKV = 2, D = 24, DV = 40 };
     static const int32_t table[SEQS * PER_SEQ] = {3, 0, 6, 2, 5, 5, 1, 4, 0, 2, 3, 6}; /* page 5 twice */
     static const int64_t used[SEQS] = {17, 11, 20};
     fa_seqs seqs = {SEQS, NULL, NULL, used, table, PER_SEQ};
+    const int64_t rows = nq == 1 ? HQ / HKV : nq; /* a decode step groups a kv head's query heads */
     for (size_t c = 0; c < sizeof he_combos / sizeof he_combos[0]; c++) {
         tu_rng rng = tu_rng_make(tu_test_seed() + c);
         const he_types *ty = &he_combos[c];
-        he_tensor q = he_make(ty->q_type, SEQS, HQ, 1, D), out = he_make(ty->q_type, SEQS, HQ, 1, DV);
+        he_tensor q = he_make(ty->q_type, SEQS, HQ, nq, D), out = he_make(ty->q_type, SEQS, HQ, nq, DV);
         he_tensor k = he_make(ty->kv_type, PAGES, HKV, PAGE, D),
                   v = he_make(ty->kv_type, PAGES, HKV, PAGE, DV);
         he_fill(&q, &rng, 2.0), he_fill(&k, &rng, 2.0), he_fill(&v, &rng, 1.0);
-        float lse[SEQS * HQ], lse_wide[SEQS * HQ];
+        float lse[SEQS * HQ * 6], lse_wide[SEQS * HQ * 6];
+        const size_t lse_bytes = (size_t)(SEQS * HQ * nq) * sizeof(float);
         fa_params p = fa_params_default();
         p.causal = FA_CAUSAL_BOTTOM_RIGHT;
         p.seqs = &seqs;
@@ -257,14 +261,14 @@ Test(half_equivalence, paged_half_cache_is_the_float_pool_widened)
                      fa_last_error());
         cr_assert_eq(fa_forward(NULL, &p, &q.wide, &k.wide, &v.wide, &out.wide, lse_wide), FA_OK, "%s",
                      fa_last_error());
-        if (!hu_on_dot_units(NULL, ty->q_type, ty->kv_type, D, HQ / HKV)) {
-            he_expect_rounded(&out, out.wide_data, "out", ty->name, "paged decode, 3 sequences");
-            cr_assert_eq(memcmp(lse, lse_wide, sizeof lse), 0, "%s: paged lse differs from the float call's",
+        if (!hu_on_dot_units(NULL, ty->q_type, ty->kv_type, D, rows)) {
+            he_expect_rounded(&out, out.wide_data, "out", ty->name, nq == 1 ? "paged decode" : "paged, 6 rows");
+            cr_assert_eq(memcmp(lse, lse_wide, lse_bytes), 0, "%s: paged lse differs from the float call's",
                          ty->name);
         }
         /* every path: the paged call is bitwise the same cache laid out contiguously */
         he_tensor kc = he_make(ty->kv_type, SEQS, HKV, PAGE * PER_SEQ, D),
-                  vc = he_make(ty->kv_type, SEQS, HKV, PAGE * PER_SEQ, DV), oc = he_make(ty->q_type, SEQS, HQ, 1, DV);
+                  vc = he_make(ty->kv_type, SEQS, HKV, PAGE * PER_SEQ, DV), oc = he_make(ty->q_type, SEQS, HQ, nq, DV);
         size_t kv_elem = ty->kv_type == FA_F32 ? 4 : 2;
         for (int sq = 0; sq < SEQS; sq++)
             for (int g = 0; g < PER_SEQ; g++)
@@ -276,14 +280,20 @@ Test(half_equivalence, paged_half_cache_is_the_float_pool_widened)
                            (char *)v.data + ((page * HKV + h) * PAGE) * DV * kv_elem, (size_t)(PAGE * DV) * kv_elem);
                 }
         fa_seqs contiguous = {SEQS, NULL, NULL, used, NULL, 0};
-        float lse_c[SEQS * HQ];
+        float lse_c[SEQS * HQ * 6];
         p.seqs = &contiguous;
         cr_assert_eq(fa_forward(NULL, &p, &q.t, &kc.t, &vc.t, &oc.t, lse_c), FA_OK, "%s: %s", ty->name,
                      fa_last_error());
         cr_assert_eq(memcmp(out.data, oc.data, (size_t)out.n * (ty->q_type == FA_F32 ? 4 : 2)), 0,
                      "%s: the paged out differs from the contiguous cache's", ty->name);
-        cr_assert_eq(memcmp(lse, lse_c, sizeof lse), 0, "%s: the paged lse differs from the contiguous cache's",
+        cr_assert_eq(memcmp(lse, lse_c, lse_bytes), 0, "%s: the paged lse differs from the contiguous cache's",
                      ty->name);
         he_free(&q), he_free(&out), he_free(&k), he_free(&v), he_free(&kc), he_free(&vc), he_free(&oc);
     }
+}
+
+Test(half_equivalence, paged_half_cache_is_the_float_pool_widened)
+{
+    he_paged(1);
+    he_paged(6);
 }
