@@ -12,7 +12,9 @@
 #   suite             the Criterion suite with OMP_NUM_THREADS=1, 2, 3 and 4 (each suite stage also runs
 #                     the other ctest tests: the fuzz seeds, tests/fuzz/corpus, through fa-fuzz-replay)
 #   kernel tables     the suite once more per kernel table this CPU has besides the one the library picks
-#                     (which the runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2
+#                     (which the runs above use): FLASHATTN_ISA=ref, avx2, ... at OMP_NUM_THREADS=2; of
+#                     avx512, avx512_bf16 and amx (one set of float kernels) all but the first run only
+#                     the suites of their bf16 paths and of the tables (suite_on_table_bf16_paths)
 #   mpi               the MPI component's driver tests/mpi/fa-mpi-tests under mpirun (scripts/mpirun.sh) on
 #                     P = 1, 2, 3 and 4 ranks at OMP_NUM_THREADS=1, and P = 2 at 2; skipped where the
 #                     component is not built, except in CI (CI=true), where deps installs MPI
@@ -266,6 +268,15 @@ suite_on_table() { # suite_on_table TABLE DIR
     FLASHATTN_ISA=$1 OMP_NUM_THREADS=2 suite "$2"
 }
 
+# avx512, avx512_bf16 and amx share one set of float kernels (src/kernels/*/table.c point their f32
+# and f64 halves at avx512's) and differ in how bf16 runs: the first of them the runs take covers
+# the float kernels, and the others run only the suites that reach their bf16 and half paths, the
+# kernel-table suites and the table choice (the suite's other tests would run the same code again).
+suite_on_table_bf16_paths() { # suite_on_table_bf16_paths TABLE DIR (in the stage's subshell)
+    test_args+=("--filter=@(half_*|kernel_*|runtime|block_sizes)/*")
+    suite_on_table "$1" "$2"
+}
+
 # The MPI test driver on P = 1..4 ranks of this machine (scripts/mpirun.sh: --oversubscribe, as root
 # --allow-run-as-root, shared memory without CMA; its header says why), one thread per rank, and
 # P = 2 once more at 2 threads per rank. A rank stuck in a collective must fail the stage, not hang
@@ -448,8 +459,19 @@ done
 report_tables
 read -r -a tables <<<"$(cpu_tables)"
 default=$(default_table)
+avx512_family_ran=0
+case $default in avx512 | amx) avx512_family_ran=1 ;; esac
 for t in "${tables[@]}"; do
     [ "$t" != "$default" ] || continue # the suites above ran on it
+    case $t in
+    avx512 | avx512_bf16 | amx)
+        if [ "$avx512_family_ran" = 1 ]; then
+            stage "suite FLASHATTN_ISA=$t (2 threads, bf16 paths)" suite_on_table_bf16_paths "$t" "$build"
+            continue
+        fi
+        avx512_family_ran=1
+        ;;
+    esac
     stage "suite FLASHATTN_ISA=$t (2 threads)" suite_on_table "$t" "$build"
 done
 if [ -e "$build/libflashattn_mpi.so" ]; then
