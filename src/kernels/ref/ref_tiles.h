@@ -27,7 +27,7 @@ static void FA_NAME(ref_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t
 }
 
 /* Element y of accumulator row r is at acc + r·acc_stride + y·acc_step: rows (acc_step 1) for the
- * float sets, transposed (acc_stride 1, acc_step ld) for the bf16 set's online_softmax_t, whose s
+ * float sets, transposed (acc_stride 1, acc_step ld) for the bf16 set's online_softmax_pairs, whose s
  * holds raw scores, the scores being scale·s (scale 1 for the float sets: the same operations). */
 static void FA_NAME(ref_online_softmax_strided_)(int64_t rows, int64_t ld, int64_t cols, FA_T scale, FA_T *s,
                                                  FA_T *row_max, FA_T *row_sum, FA_T *acc, int64_t acc_stride,
