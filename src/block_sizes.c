@@ -32,6 +32,8 @@
 
 #include <string.h>
 
+#include "schedule.h"
+
 /* Query rows at or below which a call counts as decode-shaped here (kernels' few-rows path). */
 #define FEW_ROWS 16
 
@@ -53,16 +55,26 @@ static int avx512_kernels(const char *table)
     return table && (strcmp(table, "avx512") == 0 || strcmp(table, "amx") == 0);
 }
 
-int64_t fa_block_q_automatic(const fa_block_inputs *in)
+/* Intel's f32 forward on avx512's kernels, past a decode step: the rows with their own choices. */
+static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
 {
-    return in->pairs && in->q_len > FEW_ROWS ? 128 : 64;
+    return pass == FA_PASS_FORWARD && in->cpu.vendor == FA_CPU_INTEL && avx512_kernels(in->table) &&
+           in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
+}
+
+int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
+{
+    if (pass == FA_PASS_FORWARD && in->pairs && in->q_len > FEW_ROWS) return 128;
+    if (intel_avx512_f32_forward(pass, in))
+        for (int64_t bq = 256; bq > 64; bq /= 2)
+            if (in->heads * ((in->q_len + bq - 1) / bq) >= FA_SPLIT_TARGET_ITEMS) return bq;
+    return 64;
 }
 
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
 {
     if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K);
     if (in->pairs && in->q_len > FEW_ROWS) return FA_FORWARD_MAX_BLOCK_K;
-    if (in->cpu.vendor == FA_CPU_INTEL && avx512_kernels(in->table) && in->elem == 4 && in->q_len > FEW_ROWS)
-        return 64;
+    if (intel_avx512_f32_forward(pass, in)) return 64;
     return l2_rule(in, FA_FORWARD_MAX_BLOCK_K);
 }

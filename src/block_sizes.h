@@ -12,12 +12,14 @@
 typedef enum { FA_PASS_FORWARD, FA_PASS_BACKWARD } fa_pass;
 
 /* What the choice depends on: the CPU, the kernel table in use, the L2 size (0: unknown), and the
- * problem's head dims, query block and element size (of the accumulation type). */
+ * problem's head dims, query block, query rows, heads (batch · query heads: the items one query
+ * block index makes; 0 for a batch of sequences, whose shorter sequences make fewer) and element
+ * size (of the accumulation type). */
 typedef struct {
     fa_cpu_model cpu;
     const char *table; /* fa_kernels.name */
     size_t l2;
-    int64_t dim, dim_v, block_q, q_len;
+    int64_t dim, dim_v, block_q, q_len, heads;
     size_t elem;
     int pairs; /* an all-bf16 forward on the table's bf16 dot-product units (forward_pairs.h) */
 } fa_block_inputs;
@@ -28,11 +30,12 @@ typedef struct {
 #define FA_FORWARD_MAX_BLOCK_K  512
 #define FA_BACKWARD_MAX_BLOCK_K 128
 
-/* block_q of a problem no narrow window governs (context.c takes 32 under one): 64, or the table's
- * row for it. block_k for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's
+/* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
+ * the table's row for it, which takes more rows only while they leave at least
+ * FA_SPLIT_TARGET_ITEMS items (fewer would split the keys: schedule.h). block_k for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's
  * maximum]. Functions of their inputs only, so a context on one machine always picks the same tiles
  * for the same problem. */
-int64_t fa_block_q_automatic(const fa_block_inputs *in);
+int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in);
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in);
 
 #endif

@@ -193,19 +193,30 @@ int fa_context_reserve_rows(fa_context *ctx, size_t bytes)
 
 /* Under a window a query block of bq rows computes about (width + bq) keys per row for the width a
  * row sees: 80% of them useful for a window of 256 with bq = 64, 89% with 32 (4% fewer instructions
- * in all, counted with callgrind, the kernels' per-block costs included). */
+ * in all, counted with callgrind, the kernels' per-block costs included). Only a window narrows
+ * what a row sees below Nk: a short sequence without one wastes nothing at 64 rows, and 32 cost it
+ * the kernels' longer register blocks (Intel Xeon VM, f32 B1 H64 N512 D64: 54.5-55.0% of the FMA
+ * peak at 32 rows, 57.8% at 64). */
 #define NARROW_WINDOW_KEYS 1024
 
 void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass, int pairs,
                        int64_t *block_q, int64_t *block_k)
 {
     int64_t q_len = p->q_len, kv_len = p->kv_len;
-    fa_block_inputs in = {ctx->cpu,  ctx->kernels->name, fa_topology_caches(ctx->topology).l2,
-                          p->dim,    p->dim_v,           64,
-                          q_len,     elem,               pass == FA_PASS_FORWARD && pairs};
-    int64_t bq = ctx->block_q > 0                                  ? ctx->block_q
-                 : fa_row_key_span(p) < NARROW_WINDOW_KEYS ? 32
-                                                                   : fa_block_q_automatic(&in);
+    fa_block_inputs in = {ctx->cpu,
+                          ctx->kernels->name,
+                          fa_topology_caches(ctx->topology).l2,
+                          p->dim,
+                          p->dim_v,
+                          64,
+                          q_len,
+                          p->seqs ? 0 : p->batch * p->q_heads,
+                          elem,
+                          pass == FA_PASS_FORWARD && pairs};
+    int64_t span = fa_row_key_span(p);
+    int64_t bq = ctx->block_q > 0                             ? ctx->block_q
+                 : span < kv_len && span < NARROW_WINDOW_KEYS ? 32
+                                                              : fa_block_q_automatic(pass, &in);
     int64_t bk = ctx->block_k;
     if (bk <= 0) {
         in.block_q = bq;

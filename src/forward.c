@@ -70,12 +70,12 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
     return (int)(rows_per_head > 0 && rows_per_head < block_q ? rows_per_head : block_q);
 }
 
-#define FA_T         float
-#define FA_SFX       f32
-#define FA_LOG       logf
-#define FA_EXP       expf
-#define FA_PAD_ELEMS FA_PAD_ELEMS_F32
-#define FA_PAIRS_PATH 1
+#define FA_T           float
+#define FA_SFX         f32
+#define FA_LOG         logf
+#define FA_EXP         expf
+#define FA_PAD_ELEMS   FA_PAD_ELEMS_F32
+#define FA_PAIRS_PATH  1
 #define FA_HALF_DIRECT 1
 #include "forward_item.h"
 #undef FA_PAIRS_PATH
@@ -86,12 +86,12 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #undef FA_EXP
 #undef FA_PAD_ELEMS
 
-#define FA_T         double
-#define FA_SFX       f64
-#define FA_LOG       log
-#define FA_EXP       exp
-#define FA_PAD_ELEMS FA_PAD_ELEMS_F64
-#define FA_PAIRS_PATH 0
+#define FA_T           double
+#define FA_SFX         f64
+#define FA_LOG         log
+#define FA_EXP         exp
+#define FA_PAD_ELEMS   FA_PAD_ELEMS_F64
+#define FA_PAIRS_PATH  0
 #define FA_HALF_DIRECT 0
 #include "forward_item.h"
 #undef FA_PAIRS_PATH
@@ -112,7 +112,9 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
     int64_t pad = pad_elems_of(elem);
     size_t ld = (size_t)fa_round_up(block_q, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
     size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim;
-    size_t queries = fa_arena_tile(d, ld, elem), scores = fa_arena_tile(bk, ld, elem);
+    /* the score tile: one query block's of at most FA_FORWARD_SUB_ROWS rows */
+    size_t sub_ld = ld < FA_FORWARD_SUB_ROWS ? ld : FA_FORWARD_SUB_ROWS;
+    size_t queries = fa_arena_tile(d, ld, elem), scores = fa_arena_tile(bk, sub_ld, elem);
     size_t accumulator = fa_arena_tile(bq, dv_pad, elem), row_stats = 2 * fa_arena_tile(1, ld, elem);
     return fa_size_add(fa_size_add(queries, scores), fa_size_add(accumulator, row_stats));
 }
@@ -132,22 +134,26 @@ fa_pairs_tiles fa_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k
 {
     size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), bk_k = (size_t)fa_round_up(block_k, pad_k);
     size_t d_k = (size_t)fa_round_up(dim, pad_k), dv = (size_t)dim_v, half = sizeof(uint16_t);
-    fa_pairs_tiles t = {fa_arena_tile(d_k, ld, half), fa_arena_tile(bk_k, ld, half), fa_arena_tile(dv, bk_k, half),
-                        fa_arena_tile(dv, ld, sizeof(float))};
+    fa_pairs_tiles t = {fa_arena_tile(d_k, ld, half), fa_arena_tile(bk_k, ld, half),
+                        fa_arena_tile(dv, bk_k, half), fa_arena_tile(dv, ld, sizeof(float))};
     return t;
 }
 
-size_t fa_forward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v,
-                                      int paged)
+size_t fa_forward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
+                                      int64_t dim_v, int paged)
 {
     fa_pairs_tiles t = fa_pairs_tiles_of(pad_k, block_q, block_k, dim, dim_v);
-    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), dv_pad = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
-    size_t f = sizeof(float), bytes = fa_size_add(fa_size_add(t.queries, t.probabilities), fa_size_add(t.values_t, t.accumulator_t));
-    bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, ld, f), fa_arena_tile((size_t)block_q, dv_pad, f)));
+    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32),
+           dv_pad = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
+    size_t f = sizeof(float), bytes = fa_size_add(fa_size_add(t.queries, t.probabilities),
+                                                  fa_size_add(t.values_t, t.accumulator_t));
+    bytes = fa_size_add(
+        bytes, fa_size_add(fa_arena_tile((size_t)block_k, ld, f), fa_arena_tile((size_t)block_q, dv_pad, f)));
     bytes = fa_size_add(bytes, 2 * fa_arena_tile(1, ld, f));
     if (paged)
-        bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, sizeof(uint16_t)),
-                                               fa_arena_tile((size_t)block_k, (size_t)dim_v, sizeof(uint16_t))));
+        bytes =
+            fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, sizeof(uint16_t)),
+                                           fa_arena_tile((size_t)block_k, (size_t)dim_v, sizeof(uint16_t))));
     return bytes;
 }
 
@@ -277,8 +283,9 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
     size_t scratch = fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
                                  problem_tile_bytes(p, p->seqs->block_table != NULL, block_q, block_k));
     if (job.pairs)
-        scratch = fa_max_size(scratch, fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k,
-                                                                      p->dim, p->dim_v, p->seqs->block_table != NULL));
+        scratch = fa_max_size(scratch,
+                              fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k,
+                                                             p->dim, p->dim_v, p->seqs->block_table != NULL));
     scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, FA_SPLIT_TARGET_ITEMS, elem));
     int f64 = p->dtype == FA_F64;
     fa_status st = FA_OK;
@@ -340,10 +347,11 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     job.split =
         fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     int f64 = p->dtype == FA_F64;
-    size_t scratch = job.pairs ? fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k,
-                                                                p->dim, p->dim_v, p->pages != NULL)
-                               : fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
-                                             problem_tile_bytes(p, 0, block_q, block_k));
+    size_t scratch = job.pairs
+                         ? fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k, p->dim,
+                                                          p->dim_v, p->pages != NULL)
+                         : fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
+                                       problem_tile_bytes(p, 0, block_q, block_k));
     if (job.split.splits > 1)
         scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, job.split.splits, elem));
     fa_team_work work = {

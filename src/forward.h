@@ -9,6 +9,12 @@
 #include "context.h"
 #include "problem.h"
 
+/* The most query rows the float kernels take at once: an item of more rows runs as query blocks
+ * of this many, all of them over one key tile before the next (forward_item.h), so the tile is
+ * read from memory once for the item while each block's score tile stays in L1. A multiple of
+ * every padding unit. */
+#define FA_FORWARD_SUB_ROWS 64
+
 /* Arena bytes one forward item needs: the transposed query block, the transposed score tile, the
  * output accumulator, row max and row sum, each rounded up to 64 bytes (see forward.c). The
  * README's memory formula is this function. */

@@ -84,7 +84,8 @@ static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, con
             next = FA_NAME(page_run_at_)(p, kv_head, col0 + after, cols - after);
             FA_NAME(prefetch_run_)(p, &next);
         }
-        FA_NAME(tile_rows_)(kern, p, keep, run.rows, p->dim, run.k, p->k.stride_seq, (char *)k_tile + c * p->dim * elem);
+        FA_NAME(tile_rows_)
+        (kern, p, keep, run.rows, p->dim, run.k, p->k.stride_seq, (char *)k_tile + c * p->dim * elem);
         FA_NAME(tile_rows_)
         (kern, p, keep, run.rows, p->dim_v, run.v, p->v.stride_seq, (char *)v_tile + c * p->dim_v * elem);
         c = after;
@@ -99,26 +100,28 @@ static void FA_NAME(gather_pages_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, con
  * is written and read again. Paged keys go a page run at a time, in key order: a score does not
  * depend on its neighbours, and each accumulator element adds the runs' keys in the order one call
  * over the whole tile would. */
-static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int64_t kv_head,
-                                    const char *k, int64_t rows, int64_t ld, int64_t col0, int64_t cols,
-                                    const FA_T *qt, FA_T *s)
+static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                    int64_t kv_head, const char *k, int64_t rows, int64_t ld, int64_t col0,
+                                    int64_t cols, const FA_T *qt, FA_T *s)
 {
     if (!p->pages) {
-        kern->scores_half(rows, ld, cols, p->dim, qt, (const uint16_t *)(const void *)k + col0 * p->k.stride_seq,
-                          p->k.stride_seq, p->kv_type, s);
+        kern->scores_half(rows, ld, cols, p->dim, qt,
+                          (const uint16_t *)(const void *)k + col0 * p->k.stride_seq, p->k.stride_seq,
+                          p->kv_type, s);
         return;
     }
     for (int64_t c = 0; c < cols;) {
         FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        kern->scores_half(rows, ld, run.rows, p->dim, qt, (const uint16_t *)(const void *)run.k, p->k.stride_seq,
-                          p->kv_type, s + c * ld);
+        kern->scores_half(rows, ld, run.rows, p->dim, qt, (const uint16_t *)(const void *)run.k,
+                          p->k.stride_seq, p->kv_type, s + c * ld);
         c += run.rows;
     }
 }
 
 static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                        int64_t kv_head, const char *v, int64_t rows, int64_t ld, int64_t col0,
-                                        int64_t cols, const FA_T *w, FA_T *acc, int64_t acc_stride)
+                                        int64_t kv_head, const char *v, int64_t rows, int64_t ld,
+                                        int64_t col0, int64_t cols, const FA_T *w, FA_T *acc,
+                                        int64_t acc_stride)
 {
     if (!p->pages) {
         kern->accumulate_half(rows, cols, p->dim_v, w, ld,
@@ -135,18 +138,120 @@ static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern
 }
 #endif
 
+/* One query block of an item, as the kernels see it: at most FA_FORWARD_SUB_ROWS rows (row0 of the
+ * problem), their packed queries (ld apart) and their part of the item's softmax state. */
+typedef struct {
+    int64_t row0, rows, ld, first, end; /* [first, end): the key blocks it meets */
+    FA_T *qt;
+    FA_NAME(rows_state_) st;
+} FA_NAME(sub_block_);
+
+static FA_NAME(sub_block_)
+    FA_NAME(sub_block_at_)(const fa_forward_job *job, const fa_q_item *it, int64_t g, FA_T *qt,
+                           const FA_NAME(rows_state_) * st, int64_t key_lo, int64_t key_hi)
+{
+    const fa_problem *p = job->problem;
+    const int64_t bk = job->block_k, r0 = g * FA_FORWARD_SUB_ROWS;
+    FA_NAME(sub_block_) sb;
+    sb.row0 = it->row0 + r0;
+    sb.rows = it->rows - r0 < FA_FORWARD_SUB_ROWS ? it->rows - r0 : FA_FORWARD_SUB_ROWS;
+    sb.ld = fa_round_up(sb.rows, FA_PAD_ELEMS);
+    sb.qt = qt + r0 * p->dim; /* every block before it is FA_FORWARD_SUB_ROWS wide: D x FA_FORWARD_SUB_ROWS */
+    sb.st = *st;
+    sb.st.acc = st->acc + r0 * st->acc_stride;
+    sb.st.row_max = st->row_max + r0;
+    sb.st.row_sum = st->row_sum + r0;
+    fa_key_blocks met = fa_key_blocks_seen(p, sb.row0, sb.rows, bk);
+    sb.first = met.first > key_lo / bk ? met.first : key_lo / bk;
+    sb.end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
+    return sb;
+}
+
+/* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
+ * key col0 first, k_stride and v_stride elements apart), or, for a decode step over a half cache
+ * (in_place), the cache itself (cache_k, cache_v: the rows of kv_head, read by key index). */
+typedef struct {
+    const FA_T *k, *v;
+    int64_t col0, k_stride, v_stride;
+    int in_place;
+    const char *cache_k, *cache_v;
+    int64_t kv_head;
+} FA_NAME(key_tile_);
+
+/* The block's scores against keys [col0, col0 + cols) of the tile, scaled (the scale is in qt). */
+static void FA_NAME(tile_scores_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                  const FA_NAME(sub_block_) * sb, const FA_NAME(key_tile_) * t, int in_place,
+                                  int64_t col0, int64_t cols, FA_T *s)
+{
+#if FA_HALF_DIRECT
+    if (in_place) {
+        FA_NAME(scores_direct_)(kern, p, t->kv_head, t->cache_k, sb->rows, sb->ld, col0, cols, sb->qt, s);
+        return;
+    }
+#else
+    (void)in_place; /* no half cache is read in place in this type */
+#endif
+    kern->scores(sb->rows, sb->ld, cols, p->dim, sb->qt, t->k + (col0 - t->col0) * t->k_stride, t->k_stride,
+                 s);
+}
+
+/* acc += P·V for the block over the same keys (P in s, masked columns zero). */
+static void FA_NAME(tile_accumulate_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                      const FA_NAME(sub_block_) * sb, const FA_NAME(key_tile_) * t,
+                                      int in_place, int64_t col0, int64_t cols, const FA_T *s)
+{
+#if FA_HALF_DIRECT
+    if (in_place) {
+        FA_NAME(accumulate_direct_)
+        (kern, p, t->kv_head, t->cache_v, sb->rows, sb->ld, col0, cols, s, sb->st.acc, sb->st.acc_stride);
+        return;
+    }
+#else
+    (void)in_place;
+#endif
+    FA_CAT(fa_accumulate_visible_, FA_SFX)
+    (kern, p, sb->row0, sb->rows, col0, cols, p->dim_v, s, sb->ld, t->v + (col0 - t->col0) * t->v_stride,
+     t->v_stride, sb->st.acc, sb->st.acc_stride);
+}
+
+/* One query block's online-softmax step over the columns [col0, col0 + cols) of a key tile. */
+static void FA_NAME(attend_tile_)(const fa_forward_job *job, const fa_q_item *it,
+                                  const FA_NAME(sub_block_) * sb, const FA_NAME(key_tile_) * t, int64_t col0,
+                                  int64_t cols, FA_T *s)
+{
+    const fa_problem *p = job->problem;
+    const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
+    const int full = fa_tile_fully_visible(p, sb->row0, sb->rows, col0, cols);
+    /* a decode step over a half cache reads it in place, but on a mask's edge */
+    const int in_place = t->in_place && full;
+    FA_NAME(tile_scores_)(kern, p, sb, t, in_place, col0, cols, s);
+    if (fa_problem_modifies_scores(p)) {
+        fa_score_mods mods =
+            fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, sb->row0, sb->rows, col0);
+        kern->modify(&mods, sb->ld, cols, s, NULL);
+    }
+    if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, sb->row0, sb->rows, col0, cols, s, sb->ld);
+    kern->online_softmax(sb->rows, sb->ld, cols, s, sb->st.row_max, sb->st.row_sum, sb->st.acc,
+                         sb->st.acc_stride, sb->st.acc_stride);
+    FA_NAME(tile_accumulate_)(kern, p, sb, t, in_place, col0, cols, s);
+}
+
 /* Runs the online softmax of query item `it` over the keys [key_lo, key_hi) it may see
- * (key_lo a multiple of block_k), in the arena. */
+ * (key_lo a multiple of block_k), in the arena. An item of more than FA_FORWARD_SUB_ROWS rows is run as
+ * query blocks of FA_FORWARD_SUB_ROWS rows, all of them over one key tile before the next: each block
+ * computes exactly what an item of its rows alone computes (the same tiles, columns and order),
+ * while the tile's keys and values are read from memory once for all of them. */
 static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
                                              int64_t key_lo, int64_t key_hi)
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-    int64_t bk = job->block_k, ld = job->ld, dv = p->dim_v, dv_pad = fa_round_up(dv, FA_PAD_ELEMS);
-    int64_t kv_head = it->q_head / p->group;
+    int64_t bk = job->block_k, ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
+    int64_t kv_head = it->q_head / p->group, sub_ld = ld < FA_FORWARD_SUB_ROWS ? ld : FA_FORWARD_SUB_ROWS;
+    int64_t blocks = (it->rows + FA_FORWARD_SUB_ROWS - 1) / FA_FORWARD_SUB_ROWS;
 
     FA_T *qt = fa_arena_alloc(arena, (size_t)(p->dim * ld) * sizeof(FA_T));
-    FA_T *s = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(FA_T));
+    FA_T *s = fa_arena_alloc(arena, (size_t)(bk * sub_ld) * sizeof(FA_T));
     FA_NAME(rows_state_) st;
     st.acc = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * dv_pad) * sizeof(FA_T));
     st.row_max = fa_arena_alloc(arena, (size_t)ld * sizeof(FA_T));
@@ -169,18 +274,28 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         k = (const char *)fa_view_at(&p->k, kv_elem, it->batch, kv_head, 0);
         v = (const char *)fa_view_at(&p->v, kv_elem, it->batch, kv_head, 0);
     }
-    const int64_t k_stride = kv_tiles ? p->dim : p->k.stride_seq,
-                  v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
+    FA_NAME(key_tile_) t;
+    t.cache_k = k;
+    t.cache_v = v;
+    t.kv_head = kv_head;
+    t.k_stride = kv_tiles ? p->dim : p->k.stride_seq;
+    t.v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
 
-    /* the scale folded into the queries: score tiles come out scaled */
+    /* the scale folded into the queries: score tiles come out scaled; each query block packed on its own */
+    const FA_T *q_rows = (const FA_T *)(const void *)q;
+    int64_t q_stride = p->q.stride_seq;
     if (q_half) {
-        FA_T *q_rows = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * p->dim) * sizeof(FA_T));
-        kern->widen(it->rows, p->dim, (const uint16_t *)(const void *)q, p->q.stride_seq, p->q_type, q_rows,
+        FA_T *widened = fa_arena_alloc(arena, (size_t)(job->schedule.block_q * p->dim) * sizeof(FA_T));
+        kern->widen(it->rows, p->dim, (const uint16_t *)(const void *)q, p->q.stride_seq, p->q_type, widened,
                     p->dim);
-        kern->pack_transposed(it->rows, p->dim, q_rows, p->dim, (FA_T)p->scale, qt, ld);
-    } else {
-        kern->pack_transposed(it->rows, p->dim, (const FA_T *)(const void *)q, p->q.stride_seq,
-                              (FA_T)p->scale, qt, ld);
+        q_rows = widened;
+        q_stride = p->dim;
+    }
+    for (int64_t g = 0; g < blocks; g++) {
+        int64_t r0 = g * FA_FORWARD_SUB_ROWS,
+                rows = it->rows - r0 < FA_FORWARD_SUB_ROWS ? it->rows - r0 : FA_FORWARD_SUB_ROWS;
+        kern->pack_transposed(rows, p->dim, q_rows + r0 * q_stride, q_stride, (FA_T)p->scale,
+                              qt + r0 * p->dim, fa_round_up(rows, FA_PAD_ELEMS));
     }
     for (int64_t r = 0; r < ld; r++) {
         st.row_max[r] = -(FA_T)INFINITY;
@@ -188,55 +303,44 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     }
     for (int64_t x = 0; x < it->rows * dv_pad; x++) st.acc[x] = 0;
 
-    /* The key blocks the query block meets (masked for all its rows elsewhere), within [key_lo, key_hi) */
+    /* The key blocks the item meets (masked for all its rows elsewhere), within [key_lo, key_hi) */
     fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
     int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
     int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
-    const int modified = fa_problem_modifies_scores(p);
-    /* a decode step over a half cache reads it in place (scores_direct_ above), but on a mask's edge */
+    /* a decode step over a half cache reads it in place (scores_direct_ above) */
     const int direct = FA_HALF_DIRECT && fa_dtype_is_half(p->kv_type) && it->rows <= FA_HALF_ROWS;
-    for (int64_t block0 = first * bk; block0 < end * bk; block0 += bk) {
-        /* only the columns some row of the block sees */
-        fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0,
-                                              p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
+    for (int64_t b = first; b < end; b++) {
+        int64_t block0 = b * bk, tile_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
+        /* only the columns some row of the item sees */
+        fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0, tile_cols);
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
-        const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
-        const int in_place = direct && full;
-        const FA_T *kt = k_tile, *vt = v_tile;
-        if (in_place) {
-            /* read where they lie, below */
+        t.col0 = col0;
+        t.in_place = direct && fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
+        t.k = k_tile;
+        t.v = v_tile;
+        if (t.in_place) {
+            /* read where they lie, in attend_tile_ */
         } else if (p->pages) {
             FA_NAME(gather_pages_)(kern, p, 0, kv_head, col0, cols, k_tile, v_tile);
         } else if (kv_tiles) {
             FA_NAME(tile_rows_)
-            (kern, p, 0, cols, p->dim, k + col0 * p->k.stride_seq * (int64_t)kv_elem, p->k.stride_seq, k_tile);
+            (kern, p, 0, cols, p->dim, k + col0 * p->k.stride_seq * (int64_t)kv_elem, p->k.stride_seq,
+             k_tile);
             FA_NAME(tile_rows_)
-            (kern, p, 0, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem, p->v.stride_seq, v_tile);
+            (kern, p, 0, cols, p->dim_v, v + col0 * p->v.stride_seq * (int64_t)kv_elem, p->v.stride_seq,
+             v_tile);
         } else {
-            kt = (const FA_T *)(const void *)k + col0 * k_stride;
-            vt = (const FA_T *)(const void *)v + col0 * v_stride;
+            t.k = (const FA_T *)(const void *)k + col0 * t.k_stride;
+            t.v = (const FA_T *)(const void *)v + col0 * t.v_stride;
         }
-#if FA_HALF_DIRECT
-        if (in_place)
-            FA_NAME(scores_direct_)(kern, p, kv_head, k, it->rows, ld, col0, cols, qt, s);
-        else
-#endif
-            kern->scores(it->rows, ld, cols, p->dim, qt, kt, k_stride, s);
-        if (modified) {
-            fa_score_mods mods =
-                fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, it->row0, it->rows, col0);
-            kern->modify(&mods, ld, cols, s, NULL);
+        for (int64_t g = 0; g < blocks; g++) {
+            FA_NAME(sub_block_) sb = FA_NAME(sub_block_at_)(job, it, g, qt, &st, key_lo, key_hi);
+            if (b < sb.first || b >= sb.end) continue;
+            fa_key_range mine = fa_tile_cols_seen(p, sb.row0, sb.rows, block0, tile_cols);
+            if (mine.end == mine.begin) continue;
+            FA_NAME(attend_tile_)(job, it, &sb, &t, block0 + mine.begin, mine.end - mine.begin, s);
         }
-        if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, it->row0, it->rows, col0, cols, s, ld);
-        kern->online_softmax(it->rows, ld, cols, s, st.row_max, st.row_sum, st.acc, dv_pad, dv_pad);
-#if FA_HALF_DIRECT
-        if (in_place)
-            FA_NAME(accumulate_direct_)(kern, p, kv_head, v, it->rows, ld, col0, cols, s, st.acc, dv_pad);
-        else
-#endif
-            FA_CAT(fa_accumulate_visible_, FA_SFX)
-        (kern, p, it->row0, it->rows, col0, cols, dv, s, ld, vt, v_stride, st.acc, dv_pad);
     }
     return st;
 }
@@ -246,8 +350,8 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
 #endif
 
 /* The item's online softmax on the path its job takes: the bf16 dot-product units, or the FA_T kernels. */
-static FA_NAME(rows_state_) FA_NAME(attend_item_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
-                                                  int64_t key_lo, int64_t key_hi)
+static FA_NAME(rows_state_) FA_NAME(attend_item_)(const fa_forward_job *job, fa_arena *arena,
+                                                  const fa_q_item *it, int64_t key_lo, int64_t key_hi)
 {
 #if FA_PAIRS_PATH
     if (job->pairs) return attend_pairs_(job, arena, it, key_lo, key_hi);

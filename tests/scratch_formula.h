@@ -4,10 +4,12 @@
  *
  * With e = sizeof(element) (4 for f32, 8 for f64), v = 64/e (elements per 64 bytes),
  * r64(x) = x rounded up to a multiple of 64, up(x) = x rounded up to a multiple of v,
- * bq = block_q, bk = block_k, ld = up(bq):
+ * bq = block_q, bk = block_k, ld = up(bq), sld = min(ld, 64) (the rows of one query block of the
+ * kernels, FA_FORWARD_SUB_ROWS):
  *
- *   forward  = r64(D·ld·e) + r64(bk·ld·e) + r64(bq·up(Dv)·e) + 2·r64(ld·e)
- *              (transposed query block, transposed score tile, output accumulator, row max, row sum)
+ *   forward  = r64(D·ld·e) + r64(bk·sld·e) + r64(bq·up(Dv)·e) + 2·r64(ld·e)
+ *              (transposed query block, transposed score tile of 64 rows at most, output
+ *               accumulator, row max, row sum)
  *   backward = r64(D·ld·e) + r64(Dv·ld·e) + 2·r64(ld·e) + (2 + c)·r64(bk·ld·e)
  *              + max(r64(bk·up(D)·e) + r64(bk·up(Dv)·e), r64(bq·up(D)·e))
  *              (Q and dO transposed, lse and delta, P and dS tiles and, with a softcap (c = 1,
@@ -25,8 +27,8 @@
  * and drops the float query block:
  *   forward  = r64(dp·ld·2) + r64(bkp·ld·2) + r64(Dv·bkp·2) + r64(Dv·ld·4)
  *              + r64(bk·ld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4)   (+ paged: r64(bk·D·2) + r64(bk·Dv·2))
- *              (queries and P in pairs, Vᵀ, the transposed accumulator; the score tile, output rows,
- *               row max and row sum as above)
+ *              (queries and P in pairs, Vᵀ, the transposed accumulator; the score tile of all ld
+ *               rows, output rows, row max and row sum)
  *
  * Its backward (even D and Dv too), u(x) = x up to 16:
  *   backward = r64(dp·ld·2) + r64(up(Dv, p)·ld·2) + r64(ld·u(D)·2) + r64(ld·u(Dv)·2) + 2·r64(ld·4)
@@ -56,9 +58,9 @@ static inline size_t sf_up(int64_t x, int64_t v)
 
 static inline size_t forward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv)
 {
-    size_t e = tu_dtype_size(t), v = 64 / e, ld = sf_up(bq, (int64_t)v);
-    return sf_r64((size_t)d * ld * e) + sf_r64((size_t)bk * ld * e) + sf_r64((size_t)bq * sf_up(dv, (int64_t)v) * e) +
-           2 * sf_r64(ld * e);
+    size_t e = tu_dtype_size(t), v = 64 / e, ld = sf_up(bq, (int64_t)v), sld = ld < 64 ? ld : 64;
+    return sf_r64((size_t)d * ld * e) + sf_r64((size_t)bk * sld * e) +
+           sf_r64((size_t)bq * sf_up(dv, (int64_t)v) * e) + 2 * sf_r64(ld * e);
 }
 
 static inline size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_t d, int64_t dv, int softcap)
@@ -67,17 +69,20 @@ static inline size_t backward_scratch(fa_dtype t, int64_t bq, int64_t bk, int64_
     size_t d_pad = sf_up(d, (int64_t)v), dv_pad = sf_up(dv, (int64_t)v);
     size_t queries = sf_r64((size_t)d * ld * e) + sf_r64((size_t)dv * ld * e) + 2 * sf_r64(ld * e);
     size_t tiles = (size_t)(softcap ? 3 : 2) * sf_r64((size_t)bk * ld * e);
-    size_t kv = sf_r64((size_t)bk * d_pad * e) + sf_r64((size_t)bk * dv_pad * e), q = sf_r64((size_t)bq * d_pad * e);
+    size_t kv = sf_r64((size_t)bk * d_pad * e) + sf_r64((size_t)bk * dv_pad * e),
+           q = sf_r64((size_t)bq * d_pad * e);
     return queries + tiles + (kv > q ? kv : q);
 }
 
-static inline size_t forward_half_tiles(int q_half, int kv_half, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+static inline size_t forward_half_tiles(int q_half, int kv_half, int64_t bq, int64_t bk, int64_t d,
+                                        int64_t dv)
 {
     return (q_half ? sf_r64((size_t)(bq * d) * 4) : 0) +
            (kv_half ? sf_r64((size_t)(bk * d) * 4) + sf_r64((size_t)(bk * dv) * 4) : 0);
 }
 
-static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, int64_t bk, int64_t d,
+                                         int64_t dv)
 {
     return (q_half ? sf_r64((size_t)(bq * d) * 4) + sf_r64((size_t)(bq * dv) * 4) : 0) +
            (kv_half ? sf_r64((size_t)(bk * d) * 4) + sf_r64((size_t)(bk * dv) * 4) : 0);
@@ -88,8 +93,9 @@ static inline size_t backward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, i
 {
     size_t ld = sf_up(bq, 16), bkp = sf_up(bk, 32), u_d = sf_up(d, 16), u_dv = sf_up(dv, 16);
     size_t kv = sf_r64((size_t)bk * u_d * 4) + sf_r64((size_t)bk * u_dv * 4), q = sf_r64((size_t)d * ld * 4);
-    return sf_r64(sf_up(d, 32) * ld * 2) + sf_r64(sf_up(dv, 32) * ld * 2) + sf_r64(ld * u_d * 2) + sf_r64(ld * u_dv * 2) +
-           2 * sf_r64(ld * 4) + (size_t)(softcap ? 3 : 2) * sf_r64((size_t)bk * ld * 4) + sf_r64(bkp * ld * 2) +
+    return sf_r64(sf_up(d, 32) * ld * 2) + sf_r64(sf_up(dv, 32) * ld * 2) + sf_r64(ld * u_d * 2) +
+           sf_r64(ld * u_dv * 2) + 2 * sf_r64(ld * 4) +
+           (size_t)(softcap ? 3 : 2) * sf_r64((size_t)bk * ld * 4) + sf_r64(bkp * ld * 2) +
            sf_r64((size_t)d * bkp * 2) + (kv > q ? kv : q);
 }
 
@@ -97,8 +103,9 @@ static inline size_t backward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, i
 static inline size_t forward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int paged)
 {
     size_t ld = sf_up(bq, 16), bkp = sf_up(bk, 32), dp = sf_up(d, 32);
-    return sf_r64(dp * ld * 2) + sf_r64(bkp * ld * 2) + sf_r64((size_t)dv * bkp * 2) + sf_r64((size_t)dv * ld * 4) +
-           sf_r64((size_t)bk * ld * 4) + sf_r64((size_t)bq * sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4) +
+    return sf_r64(dp * ld * 2) + sf_r64(bkp * ld * 2) + sf_r64((size_t)dv * bkp * 2) +
+           sf_r64((size_t)dv * ld * 4) + sf_r64((size_t)bk * ld * 4) +
+           sf_r64((size_t)bq * sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4) +
            (paged ? sf_r64((size_t)(bk * d) * 2) + sf_r64((size_t)(bk * dv) * 2) : 0);
 }
 

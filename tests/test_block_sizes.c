@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The automatic key tile follows the documented table (src/block_sizes.c): Intel cores on the
- * avx512 or amx table take 64-key forward tiles for f32 calls of more than a few query rows, an
- * all-bf16 forward on AMX tiles 128 rows and 512 keys; every other case (AMD, other tables, f64,
- * decode-shaped calls, every backward) takes the L2 rule; every result is a multiple of 16 within
- * the pass's range, whatever the cache size reported. And a context's automatic choice is the
- * table's for this machine's CPU. */
+/* The automatic blocks follow the documented table (src/block_sizes.c): Intel cores on the avx512
+ * or amx table take 64-key forward tiles for f32 calls of more than a few query rows, and 256 or
+ * 128 query rows while those leave FA_SPLIT_TARGET_ITEMS items, an all-bf16 forward on AMX tiles
+ * 128 rows and 512 keys; every other case (AMD, other tables, f64, decode-shaped calls, batches of
+ * sequences, every backward) takes 64 rows and the L2 rule; every block_k is a multiple of 16
+ * within the pass's range, whatever the cache size reported. And a context's automatic choice is
+ * the table's for this machine's CPU. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,21 @@
 #include "context.h"
 #include "flashattn.h"
 #include "kernels/kernels.h"
+#include "schedule.h"
 
 static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2, int64_t d, size_t elem,
                               int64_t q_len)
 {
     fa_block_inputs in = {{vendor, vendor == FA_CPU_AMD ? 0x19u : 6u, vendor == FA_CPU_AMD ? 0x11u : 0xcfu},
-                          table, l2, d, d, 64, q_len, elem, 0};
+                          table,
+                          l2,
+                          d,
+                          d,
+                          64,
+                          q_len,
+                          8,
+                          elem,
+                          0};
     return in;
 }
 
@@ -36,7 +46,8 @@ Test(block_sizes, intel_avx512_forward_takes_64_key_tiles)
     static const char *const avx512_kernels[] = {"avx512", "amx"}; /* amx: avx512's float kernels */
     for (int t = 0; t < 2; t++)
         for (int64_t d = 16; d <= 512; d *= 2) {
-            fa_block_inputs in = inputs(FA_CPU_INTEL, avx512_kernels[t], (size_t)2 << 20, d, sizeof(float), 4096);
+            fa_block_inputs in =
+                inputs(FA_CPU_INTEL, avx512_kernels[t], (size_t)2 << 20, d, sizeof(float), 4096);
             cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), 64, "%s, D=%lld", avx512_kernels[t],
                          (long long)d);
         }
@@ -46,16 +57,52 @@ Test(block_sizes, amx_bf16_forward_takes_128_rows_and_512_keys)
 {
     fa_block_inputs in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 4096);
     in.pairs = 1;
-    cr_expect_eq(fa_block_q_automatic(&in), 128);
+    cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 128);
     in.block_q = 128;
     cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), FA_FORWARD_MAX_BLOCK_K);
     /* a decode step on the tiles keeps the float rows' choices */
     in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 1);
     in.pairs = 1;
-    cr_expect_eq(fa_block_q_automatic(&in), 64);
+    cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64);
     cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), l2_rule(&in, FA_FORWARD_MAX_BLOCK_K));
     in.pairs = 0;
-    cr_expect_eq(fa_block_q_automatic(&in), 64, "every float call: 64 rows");
+    cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64, "a float decode step: 64 rows");
+}
+
+/* The widest of 256, 128 and 64 rows that leaves FA_SPLIT_TARGET_ITEMS items, for Intel's f32
+ * forward on avx512's kernels; 64 everywhere else. */
+Test(block_sizes, intel_avx512_f32_forward_takes_wide_query_items_that_keep_128_items)
+{
+    static const struct {
+        int64_t heads, q_len, want;
+    } rows[] = {
+        {8, 4096, 256}, {64, 512, 256}, {8, 4095, 256}, {8, 4096 - 256, 128}, {8, 2048, 128},
+        {8, 1024, 64},  {1, 4096, 64},  {128, 17, 256}, {0, 4096, 64}, /* 0: a batch of sequences */
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+        fa_block_inputs in =
+            inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(float), rows[r].q_len);
+        in.heads = rows[r].heads;
+        int64_t bq = fa_block_q_automatic(FA_PASS_FORWARD, &in);
+        cr_expect_eq(bq, rows[r].want, "heads %lld, Nq %lld: block_q %lld", (long long)rows[r].heads,
+                     (long long)rows[r].q_len, (long long)bq);
+        if (bq > 64)
+            cr_expect_geq(in.heads * ((in.q_len + bq - 1) / bq), FA_SPLIT_TARGET_ITEMS,
+                          "%lld rows leave too few items", (long long)bq);
+        in.table = "amx";
+        cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), rows[r].want, "amx: avx512's float kernels");
+        cr_expect_eq(fa_block_q_automatic(FA_PASS_BACKWARD, &in), 64, "the backward");
+    }
+    fa_block_inputs other[] = {
+        inputs(FA_CPU_AMD, "avx512", (size_t)1 << 20, 64, sizeof(float), 4096),
+        inputs(FA_CPU_INTEL, "avx2", (size_t)2 << 20, 64, sizeof(float), 4096),
+        inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(double), 4096),
+        inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(float), 16), /* a few rows */
+    };
+    for (size_t c = 0; c < sizeof other / sizeof *other; c++) {
+        other[c].heads = 64;
+        cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &other[c]), 64, "case %zu", c);
+    }
 }
 
 Test(block_sizes, every_other_case_takes_the_l2_rule)
@@ -73,8 +120,8 @@ Test(block_sizes, every_other_case_takes_the_l2_rule)
             };
             for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
                 int64_t fwd = fa_block_k_automatic(FA_PASS_FORWARD, &cases[c]);
-                cr_expect_eq(fwd, l2_rule(&cases[c], FA_FORWARD_MAX_BLOCK_K), "forward, case %zu, L2 %zu, D=%lld",
-                             c, l2s[i], (long long)d);
+                cr_expect_eq(fwd, l2_rule(&cases[c], FA_FORWARD_MAX_BLOCK_K),
+                             "forward, case %zu, L2 %zu, D=%lld", c, l2s[i], (long long)d);
                 cr_expect(fwd % 16 == 0 && fwd >= 16 && fwd <= FA_FORWARD_MAX_BLOCK_K);
             }
             cases[0] = inputs(FA_CPU_INTEL, "avx512", l2s[i], d, sizeof(float), 4096);
@@ -102,7 +149,8 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     fa_stats st;
     fa_context_stats(ctx, &st);
     fa_cpu_model cpu = fa_cpu_identify();
-    fa_block_inputs in = {cpu, st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, sizeof(float), 0};
+    fa_block_inputs in = {cpu,           st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, 1,
+                          sizeof(float), 0};
     int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
     cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
                  in.l2);

@@ -22,7 +22,8 @@ Test(scratch, peak_equals_documented_formula)
         {FA_F32, 64, 64, 32, 32, FA_CAUSAL_NONE},      {FA_F64, 17, 33, 59, 24, FA_CAUSAL_TOP_LEFT},
         {FA_F32, 1, 1, 8, 8, FA_CAUSAL_NONE},          {FA_F64, 128, 16, 128, 256, FA_CAUSAL_BOTTOM_RIGHT},
         {FA_F32, 5, 128, 3, 7, FA_CAUSAL_NONE},        {FA_F64, 3, 2, 1, 512, FA_CAUSAL_NONE},
-        {FA_F32, 48, 80, 64, 100, FA_CAUSAL_TOP_LEFT},
+        {FA_F32, 48, 80, 64, 100, FA_CAUSAL_TOP_LEFT}, {FA_F32, 256, 64, 64, 64, FA_CAUSAL_TOP_LEFT},
+        {FA_F32, 100, 48, 40, 24, FA_CAUSAL_NONE}, /* more than 64 rows: run as 64-row blocks */
     };
     for (int c = 0; c < (int)(sizeof cfg / sizeof cfg[0]); c++) {
         fa_context_opts o = fa_context_opts_default();
