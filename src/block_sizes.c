@@ -14,6 +14,11 @@
  *                                                         show: 64 keys keep the tiles of one step
  *                                                         near L1 (f32 D=64: 3-10% faster than 512,
  *                                                         D=128: 2-5%; bench/README.md)
+ *                                               q 256     items of four 64-row blocks read each key
+ *                                               (or 128)  tile once for all four (forward_item.h):
+ *                                                         min time 2-6% less at B1 H8 N4096, 12% at
+ *                                                         B4 H16 N512 causal; while the items stay
+ *                                                         >= FA_SPLIT_TARGET_ITEMS, else 64
  *   any other                  any     either   L2 rule   the key, value and score tiles in three
  *                                                         quarters of L2 (the rest keeps the packed
  *                                                         queries and the accumulator): on a Zen 4

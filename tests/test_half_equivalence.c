@@ -183,6 +183,9 @@ static const he_shape he_shapes[] = {
     {1, 2, 1, 130, 17, 20, 8, FA_CAUSAL_TOP_LEFT, 0, "B1 H2/1 Nq130 Nk17 D20 Dv8 top-left"},
     {1, 4, 2, 45, 90, 16, 24, FA_CAUSAL_BOTTOM_RIGHT, 1, "B1 H4/2 Nq45 Nk90 D16 Dv24 with every modifier"},
     {1, 8, 2, 1, 300, 64, 64, FA_CAUSAL_NONE, 0, "GQA decode Nq1 Nk300 D64"},
+    /* one and two rows an item read the values in blocks of up to 8 vectors: Dv past 128, and with a tail */
+    {1, 2, 2, 1, 300, 40, 136, FA_CAUSAL_NONE, 0, "decode Nq1 Nk300 D40 Dv136"},
+    {1, 4, 2, 1, 200, 72, 100, FA_CAUSAL_BOTTOM_RIGHT, 0, "GQA decode, groups of 2, Nq1 Nk200 D72 Dv100"},
 };
 
 Test(half_equivalence, every_output_is_the_float_calls_rounded_once)

@@ -53,6 +53,7 @@ static inline __attribute__((always_inline)) __m256 avx2_load_half(const uint16_
 }
 #define V_LOAD_HALF(p, n, bf16) avx2_load_half((p), (n), (bf16))
 #define FA_HALF_VECS            2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
+#define FA_HALF_VECS_FEW        4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
 
 #include "kernels/avx2/avx2_transpose.h"
 #define V_TRANSPOSE(v) avx2_transpose_f32(v)

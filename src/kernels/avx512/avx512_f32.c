@@ -37,6 +37,7 @@ static inline __attribute__((always_inline)) __m512 avx512_load_half(const uint1
 }
 #define V_LOAD_HALF(p, n, bf16) avx512_load_half((p), (n), (bf16))
 #define FA_HALF_VECS            4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast */
+#define FA_HALF_VECS_FEW        8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
 
 #include "kernels/avx512/avx512_transpose.h"
 #define V_TRANSPOSE(v) avx512_transpose_f32(v)

@@ -64,6 +64,7 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef FA_ACCUMULATE_HALF_OP
 #undef V_LOAD_HALF
 #undef FA_HALF_VECS
+#undef FA_HALF_VECS_FEW
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
 #undef FA_FEW_ROWS_KEYS
