@@ -179,6 +179,12 @@ bench_tools() {
     FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
         --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
+    # the kernels without the driver (bench/kernels/): runs, and reports every kernel at both head dims
+    local kernels
+    kernels=$(find "$build" -name fa-kernel-bench -type f -perm -u+x -print -quit)
+    [ -n "$kernels" ] || { echo "no fa-kernel-bench under $build" >&2; return 1; }
+    "$kernels" --d 24,40 --keys 256 --rounds 2 | tee "$out/kernels.txt"
+    test "$(grep -c 'all three' "$out/kernels.txt")" = 2
 }
 
 configure() { # configure DIR EXTRA-CMAKE-ARGS...

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fa-kernel-bench: one kernel table's f32 forward tile kernels on one thread, without the driver,
+ * against the FMA probe of the same run (bench/README.md, "The kernels alone"). The question it
+ * answers is the one a forward below the FMA peak raises: is the gap in the kernels (their
+ * instruction mix on this core), or in what the driver and memory add around them? */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "identity.h"
+#include "kernels/kernels.h"
+#include "peak.h"
+#include "port_costs.h"
+#include "timing.h"
+
+#define ROWS 64 /* one query block of the float kernels (FA_FORWARD_SUB_ROWS) */
+
+typedef enum { STEP_SCORES, STEP_SOFTMAX, STEP_ACCUMULATE, STEP_TILE } step_kind;
+static const char *const step_names[] = {"Q.K^T (scores)", "online softmax", "P.V (accumulate)",
+                                         "all three (one tile step)"};
+
+typedef struct {
+    const fa_kernels_f32 *k;
+    int64_t dim, dim_pad, keys, block_k; /* dim_pad: accumulator rows padded to 64 bytes, as the forward's */
+    float *qt, *s, *acc, *row_max, *row_sum, *kmat, *vmat;
+} tile_bench;
+
+static float *aligned_floats(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n * sizeof(float) + 64) != 0) return NULL;
+    memset(p, 0, n * sizeof(float) + 64);
+    return p;
+}
+
+static int tile_bench_init(tile_bench *b, const fa_kernels_f32 *k, int64_t dim, int64_t keys, int64_t block_k)
+{
+    b->k = k, b->dim = dim, b->dim_pad = (dim + 15) / 16 * 16, b->keys = keys, b->block_k = block_k;
+    b->qt = aligned_floats((size_t)(dim * ROWS));
+    b->s = aligned_floats((size_t)(block_k * ROWS));
+    b->acc = aligned_floats((size_t)(ROWS * b->dim_pad));
+    b->row_max = aligned_floats(ROWS);
+    b->row_sum = aligned_floats(ROWS);
+    b->kmat = aligned_floats((size_t)(keys * dim));
+    b->vmat = aligned_floats((size_t)(keys * dim));
+    if (!b->qt || !b->s || !b->acc || !b->row_max || !b->row_sum || !b->kmat || !b->vmat) return -1;
+    /* scores of a few units, as a scaled Q.K^T gives: the softmax's exponentials stay normal */
+    for (int64_t i = 0; i < keys * dim; i++) {
+        b->kmat[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+        b->vmat[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+    }
+    for (int64_t i = 0; i < dim * ROWS; i++) b->qt[i] = (float)(i % 97) / 97.0f * 0.2f;
+    return 0;
+}
+
+static void tile_bench_free(tile_bench *b)
+{
+    free(b->qt), free(b->s), free(b->acc), free(b->row_max), free(b->row_sum), free(b->kmat), free(b->vmat);
+}
+
+/* One pass of `what` over the b->keys keys (walk) or over the first tile b->keys / block_k times
+ * (in cache): the same work, the same tile count. */
+static void tile_bench_pass(const tile_bench *b, step_kind what, int walk)
+{
+    for (int64_t r = 0; r < ROWS; r++) b->row_max[r] = -INFINITY, b->row_sum[r] = 0;
+    for (int64_t c0 = 0; c0 + b->block_k <= b->keys; c0 += b->block_k) {
+        const float *kt = b->kmat + (walk ? c0 : 0) * b->dim, *vt = b->vmat + (walk ? c0 : 0) * b->dim;
+        if (what == STEP_SCORES || what == STEP_TILE)
+            b->k->scores(ROWS, ROWS, b->block_k, b->dim, b->qt, kt, b->dim, b->s);
+        if (what == STEP_SOFTMAX || what == STEP_TILE)
+            b->k->online_softmax(ROWS, ROWS, b->block_k, b->s, b->row_max, b->row_sum, b->acc, b->dim_pad,
+                                 b->dim_pad);
+        if (what == STEP_ACCUMULATE || what == STEP_TILE)
+            b->k->accumulate(ROWS, b->block_k, b->dim, b->s, ROWS, vt, b->dim, b->acc, b->dim_pad);
+    }
+}
+
+/* The fastest of `rounds` passes, in seconds. */
+static double tile_bench_time(const tile_bench *b, step_kind what, int walk, int rounds)
+{
+    double best = INFINITY;
+    tile_bench_pass(b, what, walk); /* warm-up */
+    for (int r = 0; r < rounds; r++) {
+        double t0 = bench_now();
+        tile_bench_pass(b, what, walk);
+        double dt = bench_now() - t0;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fa-kernel-bench [--isa NAME] [--d D[,D...]] [--keys N] [--block-k BK] [--rounds R]\n"
+            "\n"
+            "Times one kernel table's f32 forward kernels on this thread, without the driver: Q.K^T,\n"
+            "the online softmax and P.V of a %d-row query block against tiles of BK keys (default 64),\n"
+            "and the three in sequence; first on one tile again and again (operands in cache), then\n"
+            "walking N keys of K and V (default 4096) as an item of the forward does. Products in\n"
+            "GFLOP/s and %% of the FMA probe (bench/peak.c) taken in the same run; the softmax in\n"
+            "FMA-probe slots per vector of 16 scores. On AVX-512 it also times the score kernel's step\n"
+            "with and without its loads and broadcasts: what they cost beside the FMAs on this core.\n"
+            "  --isa NAME   ref | avx2 | avx512 | amx | avx512_bf16 (default: the library's choice)\n"
+            "  --d LIST     head dims, D = Dv (default 64,128)\n"
+            "  --rounds R   timings per figure, the fastest reported (default 200)\n",
+            ROWS);
+}
+
+int main(int argc, char **argv)
+{
+    const char *isa = NULL, *dims = "64,128";
+    int64_t keys = 4096, block_k = 64;
+    int rounds = 200;
+    static const struct option long_opts[] = {{"isa", required_argument, NULL, 'i'},
+                                              {"d", required_argument, NULL, 'd'},
+                                              {"keys", required_argument, NULL, 'n'},
+                                              {"block-k", required_argument, NULL, 'k'},
+                                              {"rounds", required_argument, NULL, 'r'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {NULL, 0, NULL, 0}};
+    for (int c; (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1;) {
+        switch (c) {
+        case 'i': isa = optarg; break;
+        case 'd': dims = optarg; break;
+        case 'n': keys = atoll(optarg); break;
+        case 'k': block_k = atoll(optarg); break;
+        case 'r': rounds = atoi(optarg); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (keys < 1 || block_k < 1 || block_k > keys || rounds < 1) {
+        fprintf(stderr, "fa-kernel-bench: expected 1 <= --block-k <= --keys and --rounds >= 1\n");
+        return 2;
+    }
+    fa_kernels_resolved table;
+    if (isa) {
+        const fa_kernels *t = fa_kernels_named(isa);
+        if (!t || !fa_kernels_cpu_runs(t)) {
+            fprintf(stderr, "fa-kernel-bench: kernel table '%s' is not in this build or this CPU lacks it\n",
+                    isa);
+            return 2;
+        }
+        fa_kernels_resolve(t, &table);
+    } else if (fa_kernels_select("fa-kernel-bench", &table) != 0) {
+        fprintf(stderr, "fa-kernel-bench: %s\n", fa_last_error());
+        return 1;
+    }
+    bench_identity id;
+    bench_identity_init(&id);
+    bench_probe_isa probe_isa = bench_probe_isa_for_table(table.table.name);
+    double peak = bench_peak_gflops(probe_isa, FA_F32, 1, NULL, 0.5);
+    printf("fa-kernel-bench: kernel table %s, 1 thread; %s; %s %s build, source %s\n", table.table.name,
+           id.cpu_model, id.compiler, id.build_type, id.git_revision);
+    printf("FMA probe (%s, f32, 1 thread): %.1f GFLOP/s\n\n", bench_probe_isa_name(probe_isa), peak);
+
+    const double fma_slot = 32.0 / (peak * 1e9); /* seconds of one 512-bit FMA at the probe's rate */
+    for (const char *d = dims; *d;) {
+        int64_t dim = atoll(d);
+        if (dim < 1) {
+            fprintf(stderr, "fa-kernel-bench: bad --d list '%s'\n", dims);
+            return 2;
+        }
+        tile_bench b;
+        if (tile_bench_init(&b, table.table.f32, dim, keys / block_k * block_k, block_k) != 0) {
+            fprintf(stderr, "fa-kernel-bench: out of memory\n");
+            return 1;
+        }
+        int64_t tiles = b.keys / block_k;
+        double product_flop = 2.0 * ROWS * (double)block_k * (double)dim * (double)tiles;
+        printf("D = Dv = %lld, %d rows x %lld keys a tile, %lld tiles\n", (long long)dim, ROWS,
+               (long long)block_k, (long long)tiles);
+        printf("  %-27s %22s %22s\n", "kernel", "one tile, in cache", "walking K and V");
+        for (int w = STEP_SCORES; w <= STEP_TILE; w++) {
+            double t[2];
+            for (int walk = 0; walk < 2; walk++) t[walk] = tile_bench_time(&b, (step_kind)w, walk, rounds);
+            printf("  %-27s", step_names[w]);
+            for (int walk = 0; walk < 2; walk++) {
+                if (w == STEP_SOFTMAX) {
+                    double vectors = (double)ROWS / 16.0 * (double)block_k * (double)tiles;
+                    printf(" %13.1f slots/vec", t[walk] / fma_slot / vectors);
+                } else {
+                    double flop = w == STEP_TILE ? 2 * product_flop : product_flop;
+                    double gf = flop / t[walk] * 1e-9;
+                    printf(" %9.1f GF/s %5.1f%%", gf, 100.0 * gf / peak);
+                }
+            }
+            printf("\n");
+        }
+        printf("\n");
+        tile_bench_free(&b);
+        const char *comma = strchr(d, ',');
+        d = comma ? comma + 1 : d + strlen(d);
+    }
+    if (port_costs_run_here()) {
+        double peak512 = probe_isa == BENCH_PROBE_AVX512
+                             ? peak
+                             : bench_peak_gflops(BENCH_PROBE_AVX512, FA_F32, 1, NULL, 0.5);
+        printf("What loads and broadcasts cost beside 512-bit FMAs (the avx512 score kernel's 6 x 4 step, in "
+               "L1;\n"
+               "the avx512 FMA probe %.1f GFLOP/s):\n",
+               peak512);
+        double base = port_costs_gflops(PORT_FMA_ONLY, 5);
+        for (int v = 0; v < PORT_VARIANTS; v++) {
+            double gf = v == PORT_FMA_ONLY ? base : port_costs_gflops((port_variant)v, 5);
+            printf("  %-52s %7.1f GF/s %5.1f%% of the probe, %5.1f%% of registers only\n",
+                   port_variant_name((port_variant)v), gf, 100.0 * gf / peak512, 100.0 * gf / base);
+        }
+    }
+    return 0;
+}
