@@ -30,6 +30,12 @@
  *                                                         want long keys and many rows per store
  *                                                         (D=64 1.4x, D=128 1.3x the speed of 64 x 64;
  *                                                         bench/README.md)
+ *                                               q 512     items of four 128-row blocks share each key
+ *                                               (or 256)  tile's packed Vᵀ (forward_pairs.h): 8-20%
+ *                                                         less time than 128 at B1 H8 N4096; while the
+ *                                                         items stay >= FA_SPLIT_TARGET_ITEMS / 2 (a
+ *                                                         split into two key chunks, which ran as fast
+ *                                                         per head as none: H8 against H16), else 128
  * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
  * Intel VM 128 keys were as fast as 64 or faster at D=64 (462-508 ms against 499-514). Decode-shaped calls (a few query rows) keep
  * it too: their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
@@ -67,12 +73,20 @@ static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
            in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
 }
 
+/* The widest of `widest`, half of it, ... down to `narrowest` rows that leaves at least `items` items. */
+static int64_t widest_rows_leaving(const fa_block_inputs *in, int64_t widest, int64_t narrowest,
+                                   int64_t items)
+{
+    for (int64_t bq = widest; bq > narrowest; bq /= 2)
+        if (in->heads * ((in->q_len + bq - 1) / bq) >= items) return bq;
+    return narrowest;
+}
+
 int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
 {
-    if (pass == FA_PASS_FORWARD && in->pairs && in->q_len > FEW_ROWS) return 128;
-    if (intel_avx512_f32_forward(pass, in))
-        for (int64_t bq = 256; bq > 64; bq /= 2)
-            if (in->heads * ((in->q_len + bq - 1) / bq) >= FA_SPLIT_TARGET_ITEMS) return bq;
+    if (pass == FA_PASS_FORWARD && in->pairs && in->q_len > FEW_ROWS)
+        return widest_rows_leaving(in, 512, 128, FA_SPLIT_TARGET_ITEMS / 2);
+    if (intel_avx512_f32_forward(pass, in)) return widest_rows_leaving(in, 256, 64, FA_SPLIT_TARGET_ITEMS);
     return 64;
 }
 

@@ -15,6 +15,10 @@
  * every padding unit. */
 #define FA_FORWARD_SUB_ROWS 64
 
+/* The same for the bf16 dot-product path (forward_pairs.h): the rows of one query block on the
+ * units, whose packed Vᵀ tile then serves every block of an item. A multiple of 16. */
+#define FA_PAIRS_SUB_ROWS 128
+
 /* Arena bytes one forward item needs: the transposed query block, the transposed score tile, the
  * output accumulator, row max and row sum, each rounded up to 64 bytes (see forward.c). The
  * README's memory formula is this function. */
@@ -27,9 +31,9 @@ size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int6
                              int q_rows, int kv_tiles);
 
 /* The tiles of the bf16 dot-product path (forward_pairs.h), in bytes, for a set padding its
- * operands to pad_k along k (ld = block_q rounded up to 16 rows): the query block in pairs
- * (D up to pad_k × ld bf16), P in pairs (bk up to pad_k × ld bf16), Vᵀ (Dv × bk up to pad_k bf16),
- * the transposed accumulator (Dv × ld floats). */
+ * operands to pad_k along k (ld = block_q rounded up to 16 rows, sld = min(ld, FA_PAIRS_SUB_ROWS)):
+ * the query block in pairs (D up to pad_k × ld bf16), P in pairs (bk up to pad_k × sld bf16), Vᵀ
+ * (Dv × (bk up to pad_k, plus pad_k) bf16), the transposed accumulator (Dv × ld floats). */
 typedef struct {
     size_t queries, probabilities, values_t, accumulator_t;
 } fa_pairs_tiles;
@@ -37,9 +41,9 @@ typedef struct {
 fa_pairs_tiles fa_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v);
 
 /* Arena bytes one item of the bf16 dot-product path needs: the tiles above, each rounded up to 64
- * bytes, and the float score tile, the output rows, row max and row sum of
- * fa_forward_scratch_bytes (with no transposed float queries); paged keys add their bf16 K and V
- * tiles (bk·D and bk·Dv). */
+ * bytes, the float score tile of one query block (bk × sld), and the output rows, row max and row
+ * sum of fa_forward_scratch_bytes (with no transposed float queries); paged keys add their bf16 K
+ * and V tiles (bk·D and bk·Dv). */
 size_t fa_forward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v,
                                       int paged);
 

@@ -15,18 +15,93 @@
  * hold an Inf or NaN, which a whole-tile product would hand (as 0·Inf) to rows that do not see it
  * (visible_products.h). P is the pairs the dot would read, so the rows that see every key of the
  * tile sum the same rounded weights, in another order. */
-static void pairs_accumulate_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                      const uint16_t *pp, int64_t ld, const uint16_t *v, int64_t v_stride,
-                                      float *acc_t)
+static void pairs_accumulate_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0,
+                                      int64_t cols, const uint16_t *pp, int64_t ld, const uint16_t *v,
+                                      int64_t v_stride, float *acc_t)
 {
     for (int64_t r = 0; r < rows; r++) {
         fa_key_range keys = fa_visible_keys(p, row0 + r);
-        int64_t lo = keys.begin - col0 < 0 ? 0 : keys.begin - col0, hi = keys.end - col0 > cols ? cols : keys.end - col0;
+        int64_t lo = keys.begin - col0 < 0 ? 0 : keys.begin - col0,
+                hi = keys.end - col0 > cols ? cols : keys.end - col0;
         for (int64_t c = lo; c < hi; c++) {
             float w = fa_bf16_to_f32(pp[(c / 2) * 2 * ld + 2 * r + c % 2]);
-            for (int64_t y = 0; y < p->dim_v; y++) acc_t[y * ld + r] += w * fa_bf16_to_f32(v[c * v_stride + y]);
+            for (int64_t y = 0; y < p->dim_v; y++)
+                acc_t[y * ld + r] += w * fa_bf16_to_f32(v[c * v_stride + y]);
         }
     }
+}
+
+/* One query block of a pairs item: at most FA_PAIRS_SUB_ROWS rows (row0 of the problem), their
+ * queries in pairs (ld apart), their transposed accumulator and their part of the row statistics. */
+typedef struct {
+    int64_t row0, rows, ld, first, end; /* [first, end): the key blocks it meets */
+    uint16_t *qp;
+    float *acc_t, *row_max, *row_sum;
+} pairs_block_;
+
+static pairs_block_ pairs_block_at_(const fa_forward_job *job, const fa_q_item *it, int64_t g, uint16_t *qp,
+                                    float *acc_t, const FA_NAME(rows_state_) * st, int64_t key_lo,
+                                    int64_t key_hi)
+{
+    const fa_problem *p = job->problem;
+    const int64_t bk = job->block_k, r0 = g * FA_PAIRS_SUB_ROWS,
+                  d_k = fa_round_up(p->dim, job->kernels->bf16->pad_k);
+    pairs_block_ pb;
+    pb.row0 = it->row0 + r0;
+    pb.rows = it->rows - r0 < FA_PAIRS_SUB_ROWS ? it->rows - r0 : FA_PAIRS_SUB_ROWS;
+    pb.ld = fa_round_up(pb.rows, FA_PAD_ELEMS);
+    pb.qp = qp + r0 * d_k; /* every block before it is FA_PAIRS_SUB_ROWS wide */
+    pb.acc_t = acc_t + r0 * p->dim_v;
+    pb.row_max = st->row_max + r0;
+    pb.row_sum = st->row_sum + r0;
+    fa_key_blocks met = fa_key_blocks_seen(p, pb.row0, pb.rows, bk);
+    pb.first = met.first > key_lo / bk ? met.first : key_lo / bk;
+    pb.end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
+    return pb;
+}
+
+/* The values of one key tile as the P·V dot reads them: the rows vr of the item's columns
+ * [col0, col0 + cols), and Vᵀ packed from them once for every block, its rows vt_stride apart:
+ * the columns rounded up to pad_k and pad_k more, zero past cols, so that a block's columns read
+ * from any offset within the tile stay inside its row. finite: no Inf or NaN among them. */
+typedef struct {
+    const uint16_t *vr;
+    int64_t col0, cols, v_stride, vt_stride;
+    const uint16_t *vt;
+    int finite;
+} pairs_values_;
+
+/* One query block's step over the columns [col0, col0 + cols) of a key tile whose key rows are kt
+ * (from col0 on, k_stride apart). */
+static void pairs_tile_(const fa_forward_job *job, const fa_q_item *it, const pairs_block_ *pb,
+                        const uint16_t *kt, int64_t k_stride, const pairs_values_ *vals, int64_t col0,
+                        int64_t cols, float *s, uint16_t *pp, int scale_first)
+{
+    const fa_problem *p = job->problem;
+    const fa_kernels_f32 *kern = job->kernels->f32;
+    const fa_kernels_bf16 *kb = job->kernels->bf16;
+    const int64_t dv = p->dim_v, ld = pb->ld, cols_k = fa_round_up(cols, kb->pad_k);
+    kb->dot(cols, ld, p->dim, kt, k_stride, pb->qp, ld, s, ld, scale_first ? (float)p->scale : 1.0f, 0);
+    if (fa_problem_modifies_scores(p)) {
+        fa_score_mods mods =
+            fa_score_mods_of(p, sizeof(float), it->batch, it->q_head, pb->row0, pb->rows, col0);
+        kern->modify(&mods, ld, cols, s, NULL);
+    }
+    const int full = fa_tile_fully_visible(p, pb->row0, pb->rows, col0, cols);
+    if (!full) fa_epilogue_f32(p, pb->row0, pb->rows, col0, cols, s, ld);
+    kb->online_softmax_pairs(pb->rows, ld, cols, scale_first ? 1.0f : (float)p->scale, s, pb->row_max,
+                             pb->row_sum, pb->acc_t, dv, pp);
+    /* The block's columns of the tile's Vᵀ, cols_k of them: past cols they hold other blocks' values
+     * (or zeros), which meet P's zero padding. With values that are not all finite that gives NaN
+     * (0·Inf), so then the product takes only what each row sees, unless the block's columns are
+     * the tile's (zeros past them) and it sees them all. */
+    const int64_t off = col0 - vals->col0;
+    if (!vals->finite && (!full || off != 0 || cols != vals->cols)) {
+        pairs_accumulate_visible_(p, pb->row0, pb->rows, col0, cols, pp, ld, vals->vr + off * vals->v_stride,
+                                  vals->v_stride, pb->acc_t);
+        return;
+    }
+    kb->dot(dv, ld, cols_k, vals->vt + off, vals->vt_stride, pp, ld, pb->acc_t, ld, 1.0f, 1);
 }
 
 static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
@@ -35,11 +110,14 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
     const fa_problem *p = job->problem;
     const fa_kernels_f32 *kern = job->kernels->f32;
     const fa_kernels_bf16 *kb = job->kernels->bf16;
-    const fa_pairs_tiles tiles = fa_pairs_tiles_of(kb->pad_k, job->schedule.block_q, job->block_k, p->dim, p->dim_v);
+    const fa_pairs_tiles tiles =
+        fa_pairs_tiles_of(kb->pad_k, job->schedule.block_q, job->block_k, p->dim, p->dim_v);
     int64_t bk = job->block_k, ld = job->ld, dv = p->dim_v, kv_head = it->q_head / p->group;
+    int64_t sub_ld = ld < FA_PAIRS_SUB_ROWS ? ld : FA_PAIRS_SUB_ROWS, d_k = fa_round_up(p->dim, kb->pad_k);
+    int64_t blocks = (it->rows + FA_PAIRS_SUB_ROWS - 1) / FA_PAIRS_SUB_ROWS;
 
     uint16_t *qp = fa_arena_alloc(arena, tiles.queries);
-    float *s = fa_arena_alloc(arena, (size_t)(bk * ld) * sizeof(float));
+    float *s = fa_arena_alloc(arena, (size_t)(bk * sub_ld) * sizeof(float));
     uint16_t *pp = fa_arena_alloc(arena, tiles.probabilities);
     uint16_t *vt = fa_arena_alloc(arena, tiles.values_t);
     float *acc_t = fa_arena_alloc(arena, tiles.accumulator_t);
@@ -61,7 +139,12 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
         v = fa_view_at(&p->v, 2, it->batch, kv_head, 0);
     }
     const int64_t k_stride = p->pages ? p->dim : p->k.stride_seq, v_stride = p->pages ? dv : p->v.stride_seq;
-    kb->pack_pairs(it->rows, p->dim, q, p->q.stride_seq, qp, ld);
+    for (int64_t g = 0; g < blocks; g++) {
+        int64_t r0 = g * FA_PAIRS_SUB_ROWS,
+                rows = it->rows - r0 < FA_PAIRS_SUB_ROWS ? it->rows - r0 : FA_PAIRS_SUB_ROWS;
+        kb->pack_pairs(rows, p->dim, q + r0 * p->q.stride_seq, p->q.stride_seq, qp + r0 * d_k,
+                       fa_round_up(rows, FA_PAD_ELEMS));
+    }
     for (int64_t r = 0; r < ld; r++) {
         st.row_max[r] = -INFINITY;
         st.row_sum[r] = 0;
@@ -71,13 +154,13 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
     fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
     int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
     int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
-    const int modified = fa_problem_modifies_scores(p);
     /* the scale: in the softmax's FMA when it is positive (the max of the raw scores is then the
      * max of the scores), else first, as the modifiers need the scores themselves anyway */
-    const int scale_first = modified || !(p->scale > 0);
-    for (int64_t block0 = first * bk; block0 < end * bk; block0 += bk) {
-        fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0,
-                                              p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
+    const int scale_first = fa_problem_modifies_scores(p) || !(p->scale > 0);
+    for (int64_t b = first; b < end; b++) {
+        int64_t block0 = b * bk, tile_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
+        /* the columns some row of the item sees: K and V rows staged, Vᵀ packed once for every block */
+        fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0, tile_cols);
         int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
         const uint16_t *kt = k_tile, *vr = v_tile;
@@ -85,24 +168,24 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
             FA_NAME(gather_pages_)(kern, p, 1, kv_head, col0, cols, k_tile, v_tile); /* bf16 rows kept */
         else
             kt = k + col0 * k_stride, vr = v + col0 * v_stride;
-        kb->dot(cols, ld, p->dim, kt, k_stride, qp, ld, s, ld, scale_first ? (float)p->scale : 1.0f, 0);
-        if (modified) {
-            fa_score_mods mods = fa_score_mods_of(p, sizeof(float), it->batch, it->q_head, it->row0, it->rows, col0);
-            kern->modify(&mods, ld, cols, s, NULL);
+        pairs_values_ vals = {vr, col0, cols, v_stride, fa_round_up(cols, kb->pad_k) + kb->pad_k, vt, 0};
+        vals.finite = kb->pack_rows_t(cols, dv, vr, v_stride, vt, vals.vt_stride);
+        for (int64_t g = 0; g < blocks; g++) {
+            pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st, key_lo, key_hi);
+            if (b < pb.first || b >= pb.end) continue;
+            fa_key_range mine = fa_tile_cols_seen(p, pb.row0, pb.rows, block0, tile_cols);
+            if (mine.end == mine.begin) continue;
+            int64_t c0 = block0 + mine.begin;
+            pairs_tile_(job, it, &pb, kt + (c0 - col0) * k_stride, k_stride, &vals, c0, mine.end - mine.begin,
+                        s, pp, scale_first);
         }
-        const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
-        if (!full) fa_epilogue_f32(p, it->row0, it->rows, col0, cols, s, ld);
-        kb->online_softmax_pairs(it->rows, ld, cols, scale_first ? 1.0f : (float)p->scale, s, st.row_max,
-                                 st.row_sum, acc_t, dv, pp);
-        int64_t cols_k = fa_round_up(cols, kb->pad_k);
-        int finite = kb->pack_rows_t(cols, dv, vr, v_stride, vt, cols_k);
-        if (!full && !finite)
-            pairs_accumulate_visible_(p, it->row0, it->rows, col0, cols, pp, ld, vr, v_stride, acc_t);
-        else
-            kb->dot(dv, ld, cols_k, vt, cols_k, pp, ld, acc_t, ld, 1.0f, 1);
     }
     kb->release();
-    for (int64_t r = 0; r < it->rows; r++)
-        for (int64_t y = 0; y < dv; y++) st.acc[r * st.acc_stride + y] = acc_t[y * ld + r];
+    for (int64_t g = 0; g < blocks; g++) {
+        pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st, key_lo, key_hi);
+        for (int64_t r = 0; r < pb.rows; r++)
+            for (int64_t y = 0; y < dv; y++)
+                st.acc[(pb.row0 - it->row0 + r) * st.acc_stride + y] = pb.acc_t[y * pb.ld + r];
+    }
     return st;
 }

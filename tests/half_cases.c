@@ -22,11 +22,12 @@ const hc_case hc_cases[HC_CASES] = {
     {1, 4, 2, 130, 1, 24, 16, 0, {FA_CAUSAL_TOP_LEFT, 3, -1, 0.0, 1, TM_BIAS_HEAD_BROADCAST, 0}, 0.0, 2},
     /* the smallest problem, odd head dims */
     {1, 2, 1, 1, 1, 5, 3, 0, {FA_CAUSAL_NONE, -1, -1, 0.0, 0, TM_BIAS_OFF, 0}, 0.0, 1},
-    /* 130 x 130 on automatic blocks, a window closed on both sides and a negative scale */
-    {1, 2, 1, 130, 130, 32, 24, 1, {FA_CAUSAL_BOTTOM_RIGHT, 40, 0, 0.0, 0, TM_BIAS_OFF, 1}, -0.2, 0},
+    /* 130 x 130 on 200/100 blocks (one item of 130 rows: two query blocks on AMX tiles, which see
+     * different columns of a key tile), a window closed on both sides and a negative scale */
+    {1, 2, 1, 130, 130, 32, 24, 1, {FA_CAUSAL_BOTTOM_RIGHT, 40, 0, 0.0, 0, TM_BIAS_OFF, 1}, -0.2, 3},
 };
 
-const int hc_context_blocks[HC_CONTEXTS][2] = {{0, 0}, {13, 24}, {5, 7}};
+const int hc_context_blocks[HC_CONTEXTS][2] = {{0, 0}, {13, 24}, {5, 7}, {200, 100}};
 
 const fa_dtype hc_dtype_pairs[HC_DTYPE_PAIRS][2] = {
     {FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}, {FA_F32, FA_F16}};

@@ -24,11 +24,12 @@
  *
  * An all-bf16 forward on a table with bf16 dot-product units (amx: flashattn.h, "dtype") keeps its
  * operands in bf16 instead, with k padded to p = 32 (a tile row), dp = D up to p, bkp = bk up to p,
- * and drops the float query block:
- *   forward  = r64(dp·ld·2) + r64(bkp·ld·2) + r64(Dv·bkp·2) + r64(Dv·ld·4)
- *              + r64(bk·ld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4)   (+ paged: r64(bk·D·2) + r64(bk·Dv·2))
- *              (queries and P in pairs, Vᵀ, the transposed accumulator; the score tile of all ld
- *               rows, output rows, row max and row sum)
+ * and psld = min(ld, 128) (the rows of one query block on the units, FA_PAIRS_SUB_ROWS), and drops
+ * the float query block:
+ *   forward  = r64(dp·ld·2) + r64(bkp·psld·2) + r64(Dv·(bkp + p)·2) + r64(Dv·ld·4)
+ *              + r64(bk·psld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4)   (+ paged: r64(bk·D·2) + r64(bk·Dv·2))
+ *              (queries in pairs, one block's P in pairs, Vᵀ with p columns to spare, the transposed
+ *               accumulator; one block's score tile, output rows, row max and row sum)
  *
  * Its backward (even D and Dv too), u(x) = x up to 16:
  *   backward = r64(dp·ld·2) + r64(up(Dv, p)·ld·2) + r64(ld·u(D)·2) + r64(ld·u(Dv)·2) + 2·r64(ld·4)
@@ -102,9 +103,9 @@ static inline size_t backward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, i
 /* The all-bf16 forward on dot-product units (pad_k 32: the amx table). */
 static inline size_t forward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int paged)
 {
-    size_t ld = sf_up(bq, 16), bkp = sf_up(bk, 32), dp = sf_up(d, 32);
-    return sf_r64(dp * ld * 2) + sf_r64(bkp * ld * 2) + sf_r64((size_t)dv * bkp * 2) +
-           sf_r64((size_t)dv * ld * 4) + sf_r64((size_t)bk * ld * 4) +
+    size_t ld = sf_up(bq, 16), sld = ld < 128 ? ld : 128, bkp = sf_up(bk, 32), dp = sf_up(d, 32);
+    return sf_r64(dp * ld * 2) + sf_r64(bkp * sld * 2) + sf_r64((size_t)dv * (bkp + 32) * 2) +
+           sf_r64((size_t)dv * ld * 4) + sf_r64((size_t)bk * sld * 4) +
            sf_r64((size_t)bq * sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4) +
            (paged ? sf_r64((size_t)(bk * d) * 2) + sf_r64((size_t)(bk * dv) * 2) : 0);
 }

@@ -2,7 +2,7 @@
 /* The automatic blocks follow the documented table (src/block_sizes.c): Intel cores on the avx512
  * or amx table take 64-key forward tiles for f32 calls of more than a few query rows, and 256 or
  * 128 query rows while those leave FA_SPLIT_TARGET_ITEMS items, an all-bf16 forward on AMX tiles
- * 128 rows and 512 keys; every other case (AMD, other tables, f64, decode-shaped calls, batches of
+ * 512, 256 or 128 rows (half as many items) and 512 keys; every other case (AMD, other tables, f64, decode-shaped calls, batches of
  * sequences, every backward) takes 64 rows and the L2 rule; every block_k is a multiple of 16
  * within the pass's range, whatever the cache size reported. And a context's automatic choice is
  * the table's for this machine's CPU. */
@@ -53,12 +53,24 @@ Test(block_sizes, intel_avx512_forward_takes_64_key_tiles)
         }
 }
 
-Test(block_sizes, amx_bf16_forward_takes_128_rows_and_512_keys)
+Test(block_sizes, amx_bf16_forward_takes_512_to_128_rows_and_512_keys)
 {
     fa_block_inputs in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 4096);
     in.pairs = 1;
-    cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 128);
-    in.block_q = 128;
+    /* the widest of 512, 256 and 128 rows that leaves FA_SPLIT_TARGET_ITEMS / 2 items */
+    static const struct {
+        int64_t heads, q_len, want;
+    } rows[] = {{8, 4096, 512},  {8, 2048, 256}, {8, 1024, 128},
+                {16, 2048, 512}, {0, 4096, 128}, {1, 64, 128}};
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+        in.heads = rows[r].heads;
+        in.q_len = rows[r].q_len;
+        cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), rows[r].want, "heads %lld, Nq %lld",
+                     (long long)rows[r].heads, (long long)rows[r].q_len);
+    }
+    in.heads = 8;
+    in.q_len = 4096;
+    in.block_q = 512;
     cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), FA_FORWARD_MAX_BLOCK_K);
     /* a decode step on the tiles keeps the float rows' choices */
     in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 1);

@@ -465,3 +465,33 @@ Test(half_rounding, half_kv_with_f32_queries_nan_reaches_exactly_the_outputs_the
     check_nan(FA_F32, FA_BF16);
     check_nan(FA_F32, FA_F16);
 }
+
+/* An item of more query rows than one block on the dot-product units (block_q 256: blocks of 128
+ * and 22 rows, src/forward_pairs.h) shares each key tile's packed values between its blocks. Under
+ * a bottom-right mask (20 keys ahead) with one 256-key tile, the first block's rows see keys up to
+ * 147, so its product reads the values of keys 148-159 too, against P's zero padding; a NaN at key
+ * 150 must still reach only the rows that see it (rows 130 and later), on every table. */
+Test(half_rounding, bf16_nan_in_v_of_a_wide_item_reaches_exactly_the_outputs_the_oracle_says)
+{
+    hu_shape sh = {FA_BF16, FA_BF16, 1, 2, 1, 150, 170, 32, 24, 0};
+    tu_rng rng = tu_rng_make(tu_test_part_seed("wide v"));
+    hu_problem pr;
+    hu_make(&pr, &sh, &rng, 2.0);
+    fa_params p = fa_params_default();
+    p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+    hu_set(&pr.t[HU_V], 0, 0, 150, 4, NAN);
+    fa_context_opts o = fa_context_opts_default();
+    o.block_q = 256;
+    o.block_k = 256;
+    fa_context *ctx;
+    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    cr_assert_eq(hu_forward(ctx, &p, &pr), FA_OK, "%s", fa_last_error());
+    double *out_o = malloc(sizeof(double) * (size_t)(sh.q_heads * sh.q_len * sh.dim_v)),
+           *lse_o = malloc(sizeof(double) * (size_t)(sh.q_heads * sh.q_len));
+    if (!out_o || !lse_o) abort();
+    ref_forward(&p, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], out_o, lse_o);
+    expect_nan_pattern("out", &pr.t[HU_OUT], out_o, "bf16, blocks 256/256, NaN in v at key 150");
+    free(out_o), free(lse_o);
+    fa_context_destroy(ctx);
+    hu_free(&pr);
+}

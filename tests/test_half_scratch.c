@@ -28,7 +28,7 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
     static const struct {
         int bq, bk;
         int64_t d, dv;
-    } blocks[] = {{64, 64, 32, 32}, {17, 33, 59, 24}, {128, 16, 128, 256}};
+    } blocks[] = {{64, 64, 32, 32}, {17, 33, 59, 24}, {128, 16, 128, 256}, {200, 100, 64, 40}};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t c = 0; c < sizeof blocks / sizeof blocks[0]; c++)
             for (int64_t scale = 1; scale <= 4; scale *= 4) { /* lengths grow 4x, the arena must not */
