@@ -307,7 +307,10 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
     int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
     int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
-    /* a decode step over a half cache reads it in place (scores_direct_ above) */
+    /* A decode step over a half cache reads it in place (scores_direct_ above). Its item is one
+     * query block, so the tile's fill (skipped when in place) and the block's attend_tile_ decide
+     * on the same rows and columns. */
+    _Static_assert(FA_HALF_ROWS <= FA_FORWARD_SUB_ROWS, "a decode item is one query block");
     const int direct = FA_HALF_DIRECT && fa_dtype_is_half(p->kv_type) && it->rows <= FA_HALF_ROWS;
     for (int64_t b = first; b < end; b++) {
         int64_t block0 = b * bk, tile_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
