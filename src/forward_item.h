@@ -146,9 +146,9 @@ typedef struct {
     FA_NAME(rows_state_) st;
 } FA_NAME(sub_block_);
 
-static FA_NAME(sub_block_)
-    FA_NAME(sub_block_at_)(const fa_forward_job *job, const fa_q_item *it, int64_t g, FA_T *qt,
-                           const FA_NAME(rows_state_) * st, int64_t key_lo, int64_t key_hi)
+/* (The item's loop over key blocks already keeps to a split chunk's keys.) */
+static FA_NAME(sub_block_) FA_NAME(sub_block_at_)(const fa_forward_job *job, const fa_q_item *it, int64_t g,
+                                                  FA_T *qt, const FA_NAME(rows_state_) * st)
 {
     const fa_problem *p = job->problem;
     const int64_t bk = job->block_k, r0 = g * FA_FORWARD_SUB_ROWS;
@@ -162,8 +162,8 @@ static FA_NAME(sub_block_)
     sb.st.row_max = st->row_max + r0;
     sb.st.row_sum = st->row_sum + r0;
     fa_key_blocks met = fa_key_blocks_seen(p, sb.row0, sb.rows, bk);
-    sb.first = met.first > key_lo / bk ? met.first : key_lo / bk;
-    sb.end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
+    sb.first = met.first;
+    sb.end = met.end;
     return sb;
 }
 
@@ -338,7 +338,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
             t.v = (const FA_T *)(const void *)v + col0 * t.v_stride;
         }
         for (int64_t g = 0; g < blocks; g++) {
-            FA_NAME(sub_block_) sb = FA_NAME(sub_block_at_)(job, it, g, qt, &st, key_lo, key_hi);
+            FA_NAME(sub_block_) sb = FA_NAME(sub_block_at_)(job, it, g, qt, &st);
             if (b < sb.first || b >= sb.end) continue;
             fa_key_range mine = fa_tile_cols_seen(p, sb.row0, sb.rows, block0, tile_cols);
             if (mine.end == mine.begin) continue;

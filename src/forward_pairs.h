@@ -39,9 +39,9 @@ typedef struct {
     float *acc_t, *row_max, *row_sum;
 } pairs_block_;
 
+/* (The item's loop over key blocks already keeps to a split chunk's keys.) */
 static pairs_block_ pairs_block_at_(const fa_forward_job *job, const fa_q_item *it, int64_t g, uint16_t *qp,
-                                    float *acc_t, const FA_NAME(rows_state_) * st, int64_t key_lo,
-                                    int64_t key_hi)
+                                    float *acc_t, const FA_NAME(rows_state_) * st)
 {
     const fa_problem *p = job->problem;
     const int64_t bk = job->block_k, r0 = g * FA_PAIRS_SUB_ROWS,
@@ -55,8 +55,8 @@ static pairs_block_ pairs_block_at_(const fa_forward_job *job, const fa_q_item *
     pb.row_max = st->row_max + r0;
     pb.row_sum = st->row_sum + r0;
     fa_key_blocks met = fa_key_blocks_seen(p, pb.row0, pb.rows, bk);
-    pb.first = met.first > key_lo / bk ? met.first : key_lo / bk;
-    pb.end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
+    pb.first = met.first;
+    pb.end = met.end;
     return pb;
 }
 
@@ -171,7 +171,7 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
         pairs_values_ vals = {vr, col0, cols, v_stride, fa_round_up(cols, kb->pad_k) + kb->pad_k, vt, 0};
         vals.finite = kb->pack_rows_t(cols, dv, vr, v_stride, vt, vals.vt_stride);
         for (int64_t g = 0; g < blocks; g++) {
-            pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st, key_lo, key_hi);
+            pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st);
             if (b < pb.first || b >= pb.end) continue;
             fa_key_range mine = fa_tile_cols_seen(p, pb.row0, pb.rows, block0, tile_cols);
             if (mine.end == mine.begin) continue;
@@ -182,7 +182,7 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
     }
     kb->release();
     for (int64_t g = 0; g < blocks; g++) {
-        pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st, key_lo, key_hi);
+        pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st);
         for (int64_t r = 0; r < pb.rows; r++)
             for (int64_t y = 0; y < dv; y++)
                 st.acc[(pb.row0 - it->row0 + r) * st.acc_stride + y] = pb.acc_t[y * pb.ld + r];

@@ -93,3 +93,57 @@ Test(query_sub_blocks, wide_items_give_the_bytes_of_64_row_items, .timeout = 600
         tu_problem_free(&wide);
     }
 }
+
+/* With few items a wide item's keys are split into chunks (schedule.h: 4 items of 256 rows against
+ * 2000 keys), each chunk clamping every block's key range on its own: the results meet the
+ * accuracy rule against the oracle and are the same bytes on 1 and 3 threads. */
+Test(query_sub_blocks, wide_items_split_over_keys_match_the_oracle_on_every_thread_count, .timeout = 600)
+{
+    uint64_t seed = tu_test_seed();
+    static const struct {
+        tu_shape shape;
+        fa_causal causal;
+        int64_t window_left;
+    } split_cases[] = {
+        {{FA_F32, 1, 2, 1, 300, 2000, 40, 24, TU_BHSD}, FA_CAUSAL_BOTTOM_RIGHT, -1},
+        {{FA_F64, 1, 2, 2, 300, 2000, 24, 40, TU_BSHD}, FA_CAUSAL_NONE, -1},
+        {{FA_F32, 1, 2, 1, 300, 2000, 32, 32, TU_BHSD}, FA_CAUSAL_BOTTOM_RIGHT, 500},
+    };
+    for (size_t c = 0; c < sizeof split_cases / sizeof *split_cases; c++) {
+        tu_rng rng = tu_rng_make(seed + (uint64_t)c);
+        tu_problem one, three;
+        tu_problem_make(&one, &split_cases[c].shape, &rng, 2.5);
+        rng = tu_rng_make(seed + (uint64_t)c);
+        tu_problem_make(&three, &split_cases[c].shape, &rng, 2.5);
+        fa_params p = fa_params_default();
+        p.causal = split_cases[c].causal;
+        p.window_left = split_cases[c].window_left;
+        char desc[256], msg[512];
+        tu_shape_str(&split_cases[c].shape, &p, desc, sizeof desc);
+        tu_problem *runs[2] = {&one, &three};
+        for (int r = 0; r < 2; r++) {
+            fa_context_opts o = fa_context_opts_default();
+            o.block_q = 256;
+            o.block_k = 64;
+            o.num_threads = r == 0 ? 1 : 3;
+            fa_context *ctx = NULL;
+            cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+            tu_problem_fill_canary(runs[r]);
+            fa_status st =
+                fa_forward(ctx, &p, &runs[r]->q, &runs[r]->k, &runs[r]->v, &runs[r]->out, runs[r]->lse);
+            cr_assert_eq(st, FA_OK, "%s, %d threads: status %d", desc, o.num_threads, st);
+            fa_context_destroy(ctx);
+        }
+        int64_t *rows;
+        int64_t n = tu_pick_rows(&one, &p, INT64_MAX, &rows);
+        cr_expect(tu_check_accuracy(&one, &p, rows, n, 1e-12, msg, sizeof msg),
+                  "%s, blocks 256/64, seed %llu: %s", desc, (unsigned long long)seed, msg);
+        free(rows);
+        int64_t where = 0;
+        cr_expect(tu_outputs_bitwise_equal(&one, &three, &where),
+                  "%s, blocks 256/64, seed %llu: 3 threads differ from 1 at %s %lld", desc,
+                  (unsigned long long)seed, where < 0 ? "lse" : "out row", (long long)where);
+        tu_problem_free(&one);
+        tu_problem_free(&three);
+    }
+}
