@@ -23,7 +23,6 @@
  * call of it alone does (include/flashattn.h, fa_seqs). */
 enum { BQ = 16, BK = 16, MAX_Q = 40, MAX_K = 10 * BK };
 
-
 /* every causal alignment, and windows: alone, with each causal mode, one-sided and closed */
 static const ts_mask_case masks[] = {
     {FA_CAUSAL_NONE, -1, -1}, {FA_CAUSAL_TOP_LEFT, -1, -1}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1},
@@ -40,7 +39,6 @@ static const ts_layout_case layouts[] = {
     {0, TS_KEYS_PACKED, 0, 1, 5, 4, 1}, {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},  {0, TS_KEYS_DENSE, 0, 1, 3, 2, 1},
 };
 #define N_LAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
-
 
 /* lse is optional: without it, out holds the same bytes and the lse storage is left alone. */
 static int out_without_lse_is_the_same(fa_context *ctx, const fa_params *p, ts_batch *t)
@@ -204,6 +202,35 @@ Test(seqs, varlen_forward_is_thread_count_invariant)
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }
 
+/* Items wider than the float kernels' 64 rows (src/forward_item.h: blocks of 64 rows over each key
+ * tile) in a batch of sequences: every sequence matches the oracle, each as its dense call alone,
+ * and the bytes do not depend on the thread count. */
+Test(seqs, wide_items_match_the_oracle_and_dense_calls_on_any_thread_count)
+{
+    uint64_t seed = tu_test_seed();
+    fa_context *ctx[3];
+    for (int x = 0; x < 3; x++) ctx[x] = ts_context(x + 1, 96, 40);
+    char desc[512], msg[1024];
+    for (int dt = 0; dt < 2; dt++)
+        for (int l = 0; l < N_LAYOUTS; l++) {
+            tu_rng rng = tu_rng_make(seed + (uint64_t)(dt * N_LAYOUTS + l));
+            ts_spec s = ts_spec_of(&layouts[l], dt ? FA_F64 : FA_F32, 16, 24);
+            ts_spec_draw(&s, &rng, 150, 200, 1);
+            ts_batch t;
+            ts_make(&t, &s, &rng, 2.5);
+            fa_params p = ts_mask_params(&masks[(l + dt) % N_MASKS]);
+            ts_desc(&t, &p, desc, sizeof desc);
+            cr_expect(ts_forward_same_bytes_on(ctx, 3, &p, &t, msg, sizeof msg),
+                      "%s, blocks 96/40, seed %llu: %s", desc, (unsigned long long)seed, msg);
+            cr_expect(ts_check_forward(&t, &p, msg, sizeof msg), "%s, blocks 96/40, seed %llu: %s", desc,
+                      (unsigned long long)seed, msg);
+            cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg),
+                      "%s, blocks 96/40, seed %llu: %s", desc, (unsigned long long)seed, msg);
+            ts_free(&t);
+        }
+    for (int x = 0; x < 3; x++) fa_context_destroy(ctx[x]);
+}
+
 /* A decode step: one query per sequence against caches of very different lengths, used keys given
  * by seqused_k (a dense cache) or packed keys. Every sequence long enough splits its keys as a dense
  * call of it alone does (so the threads have chunks to take however few sequences there are): its
@@ -241,13 +268,14 @@ Test(seqs, decode_batch_splits_keys_as_dense_calls_do_on_any_thread_count)
             cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
             /* the item tables take under 64 bytes per sequence; the rest is partials */
             cr_expect_gt(ctx[0]->rows_bytes, (size_t)(64 * (s.batch + 2)),
-                         "%s: a decode batch with %lld-key caches did not split its keys", desc, (long long)longest);
+                         "%s: a decode batch with %lld-key caches did not split its keys", desc,
+                         (long long)longest);
             cr_expect(ts_check_forward(&t, &p, msg, sizeof msg), "%s, seed %llu: %s", desc,
                       (unsigned long long)seed, msg);
             cr_expect(ts_only_sequence_rows_written(&t, 0, msg, sizeof msg), "%s, seed %llu: %s", desc,
                       (unsigned long long)seed, msg);
-            cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg), "%s, seed %llu: %s", desc,
-                      (unsigned long long)seed, msg);
+            cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg), "%s, seed %llu: %s",
+                      desc, (unsigned long long)seed, msg);
             char same_msg[128];
             cr_expect(ts_forward_same_bytes_on(ctx, 4, &p, &t, same_msg, sizeof same_msg),
                       "%s, seed %llu: 1 to 4 threads: %s", desc, (unsigned long long)seed, same_msg);
@@ -283,8 +311,8 @@ Test(seqs, sequences_whose_partials_exceed_the_cap_run_in_waves)
                   "%s: %zu bytes of partials and tables", desc, ctx[0]->rows_bytes);
     cr_expect(ts_forward_equals_dense_calls(ctx[0], &p, &t, msg, sizeof msg), "%s, seed %llu: %s", desc,
               (unsigned long long)seed, msg);
-    cr_expect(ts_forward_same_bytes_on(ctx, 4, &p, &t, msg, sizeof msg), "%s, seed %llu: 1 to 4 threads: %s", desc,
-              (unsigned long long)seed, msg);
+    cr_expect(ts_forward_same_bytes_on(ctx, 4, &p, &t, msg, sizeof msg), "%s, seed %llu: 1 to 4 threads: %s",
+              desc, (unsigned long long)seed, msg);
     ts_free(&t);
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }
