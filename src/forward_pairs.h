@@ -5,11 +5,12 @@
  * rows_state_ and the page runs, so that the items, the split-KV chunks and their merge finish it
  * exactly as they finish attend_.
  *
- * Per key tile: S = K·Qᵀ on the dot (A = the key rows where they lie, B = the query block packed in
- * pairs once per item), the value modifiers and masks on S as in attend_, the online softmax with
- * the accumulator transposed (acc_t[y·ld + r]) writing P rounded to bf16 in pairs of keys, Vᵀ
- * packed from the value rows, and acc_t += Vᵀ·P on the dot. At the end acc_t is transposed into the rows_state
- * that write_rows_ reads. The tiles' layouts and padding are the set's (pad_k). */
+ * Per key tile: Vᵀ packed from the value rows once, then for each query block of the item (at most
+ * FA_PAIRS_SUB_ROWS rows): S = K·Qᵀ on the dot (A = the key rows where they lie, B = the block's
+ * queries packed in pairs once per item), the value modifiers and masks on S as in attend_, the
+ * online softmax with the block's accumulator transposed (acc_t[y·ld + r]) writing P rounded to
+ * bf16 in pairs of keys, and acc_t += Vᵀ·P on the dot. At the end each acc_t is transposed into the
+ * rows_state that write_rows_ reads. The tiles' layouts and padding are the set's (pad_k). */
 
 /* acc_t += P·V over the keys each row sees only, one element at a time: an edge tile whose values
  * hold an Inf or NaN, which a whole-tile product would hand (as 0·Inf) to rows that do not see it
