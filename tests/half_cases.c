@@ -25,9 +25,12 @@ const hc_case hc_cases[HC_CASES] = {
     /* 130 x 130 on 200/100 blocks (one item of 130 rows: two query blocks on AMX tiles, which see
      * different columns of a key tile), a window closed on both sides and a negative scale */
     {1, 2, 1, 130, 130, 32, 24, 1, {FA_CAUSAL_BOTTOM_RIGHT, 40, 0, 0.0, 0, TM_BIAS_OFF, 1}, -0.2, 3},
+    /* items of 260 rows on 512/128 blocks (three query blocks on AMX tiles) whose 600 keys are split
+     * into two chunks (2 items: schedule.h splits them) */
+    {1, 2, 1, 260, 600, 32, 32, 0, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0.0, 0, TM_BIAS_OFF, 0}, 0.0, 4},
 };
 
-const int hc_context_blocks[HC_CONTEXTS][2] = {{0, 0}, {13, 24}, {5, 7}, {200, 100}};
+const int hc_context_blocks[HC_CONTEXTS][2] = {{0, 0}, {13, 24}, {5, 7}, {200, 100}, {512, 128}};
 
 const fa_dtype hc_dtype_pairs[HC_DTYPE_PAIRS][2] = {
     {FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}, {FA_F32, FA_F16}};

@@ -22,7 +22,7 @@ typedef struct {
     int ctx;      /* index into hc_context_blocks */
 } hc_case;
 
-enum { HC_CASES = 9, HC_CONTEXTS = 4, HC_DTYPE_PAIRS = 4 };
+enum { HC_CASES = 10, HC_CONTEXTS = 5, HC_DTYPE_PAIRS = 4 };
 
 extern const hc_case hc_cases[HC_CASES];
 /* The contexts' block_q, block_k (0: automatic), each with 2 threads. */
