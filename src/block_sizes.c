@@ -18,7 +18,8 @@
  *                                               (or 128)  tile once for all four (forward_item.h):
  *                                                         min time 2-6% less at B1 H8 N4096, 12% at
  *                                                         B4 H16 N512 causal; while the items stay
- *                                                         >= FA_SPLIT_TARGET_ITEMS, else 64
+ *                                                         >= FA_SPLIT_TARGET_ITEMS, else 64 (and 64
+ *                                                         under a bias row per query row)
  *   any other                  any     either   L2 rule   the key, value and score tiles in three
  *                                                         quarters of L2 (the rest keeps the packed
  *                                                         queries and the accumulator): on a Zen 4
@@ -73,6 +74,14 @@ static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
            in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
 }
 
+/* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than
+ * the hardware prefetchers follow: B1 H8 N2048 D64 with a full bias, 2 threads, three rounds:
+ * 30.5-32.4 ms at 64 rows, 32.1-32.7 at 128, 34.4-36.4 at 256. */
+static int wide_f32_rows_pay(const fa_block_inputs *in)
+{
+    return !in->row_bias;
+}
+
 /* The widest of `widest`, half of it, ... down to `narrowest` rows that leaves at least `items` items. */
 static int64_t widest_rows_leaving(const fa_block_inputs *in, int64_t widest, int64_t narrowest,
                                    int64_t items)
@@ -86,7 +95,8 @@ int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
 {
     if (pass == FA_PASS_FORWARD && in->pairs && in->q_len > FEW_ROWS)
         return widest_rows_leaving(in, 512, 128, FA_SPLIT_TARGET_ITEMS / 2);
-    if (intel_avx512_f32_forward(pass, in)) return widest_rows_leaving(in, 256, 64, FA_SPLIT_TARGET_ITEMS);
+    if (intel_avx512_f32_forward(pass, in) && wide_f32_rows_pay(in))
+        return widest_rows_leaving(in, 256, 64, FA_SPLIT_TARGET_ITEMS);
     return 64;
 }
 

@@ -212,7 +212,8 @@ void fa_context_blocks(const fa_context *ctx, const fa_problem *p, size_t elem, 
                           q_len,
                           p->seqs ? 0 : p->batch * p->q_heads,
                           elem,
-                          pass == FA_PASS_FORWARD && pairs};
+                          pass == FA_PASS_FORWARD && pairs,
+                          p->bias.data != NULL && p->bias.stride_seq != 0};
     int64_t span = fa_row_key_span(p);
     int64_t bq = ctx->block_q > 0                             ? ctx->block_q
                  : span < kv_len && span < NARROW_WINDOW_KEYS ? 32

@@ -28,6 +28,7 @@ static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2
                           q_len,
                           8,
                           elem,
+                          0,
                           0};
     return in;
 }
@@ -82,7 +83,7 @@ Test(block_sizes, amx_bf16_forward_takes_512_to_128_rows_and_512_keys)
 }
 
 /* The widest of 256, 128 and 64 rows that leaves FA_SPLIT_TARGET_ITEMS items, for Intel's f32
- * forward on avx512's kernels; 64 everywhere else. */
+ * forward on avx512's kernels without a bias row per query row; 64 everywhere else. */
 Test(block_sizes, intel_avx512_f32_forward_takes_wide_query_items_that_keep_128_items)
 {
     static const struct {
@@ -104,6 +105,8 @@ Test(block_sizes, intel_avx512_f32_forward_takes_wide_query_items_that_keep_128_
         in.table = "amx";
         cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), rows[r].want, "amx: avx512's float kernels");
         cr_expect_eq(fa_block_q_automatic(FA_PASS_BACKWARD, &in), 64, "the backward");
+        in.row_bias = 1;
+        cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64, "a bias with a row per query row");
     }
     fa_block_inputs other[] = {
         inputs(FA_CPU_AMD, "avx512", (size_t)1 << 20, 64, sizeof(float), 4096),
@@ -161,8 +164,8 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     fa_stats st;
     fa_context_stats(ctx, &st);
     fa_cpu_model cpu = fa_cpu_identify();
-    fa_block_inputs in = {cpu,           st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, 1,
-                          sizeof(float), 0};
+    fa_block_inputs in = {cpu, st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, 1, sizeof(float),
+                          0,   0};
     int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
     cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
                  in.l2);
