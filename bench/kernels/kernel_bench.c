@@ -101,11 +101,14 @@ static void usage(FILE *f)
             "and the three in sequence; first on one tile again and again (operands in cache), then\n"
             "walking N keys of K and V (default 4096) as an item of the forward does. Products in\n"
             "GFLOP/s and %% of the FMA probe (bench/peak.c) taken in the same run; the softmax in\n"
-            "FMA-probe slots per vector of 16 scores. On AVX-512 it also times the score kernel's step\n"
-            "with and without its loads and broadcasts: what they cost beside the FMAs on this core.\n"
-            "  --isa NAME   ref | avx2 | avx512 | amx | avx512_bf16 (default: the library's choice)\n"
-            "  --d LIST     head dims, D = Dv (default 64,128)\n"
-            "  --rounds R   timings per figure, the fastest reported (default 200)\n",
+            "FMA-probe slots (one FMA of the table's vector width) per vector of scores. On AVX-512 it\n"
+            "also times the avx512 score kernel's step with and without its loads and broadcasts:\n"
+            "what they cost beside the FMAs on this core.\n"
+            "  --isa NAME     ref | avx2 | avx512 | amx | avx512_bf16 (default: the library's choice)\n"
+            "  --d LIST       head dims, D = Dv (default 64,128)\n"
+            "  --keys N       keys walked (default 4096; a multiple of BK is taken)\n"
+            "  --block-k BK   keys a tile (default 64)\n"
+            "  --rounds R     timings per figure, the fastest reported (default 200)\n",
             ROWS);
 }
 
@@ -157,7 +160,9 @@ int main(int argc, char **argv)
            id.cpu_model, id.compiler, id.build_type, id.git_revision);
     printf("FMA probe (%s, f32, 1 thread): %.1f GFLOP/s\n\n", bench_probe_isa_name(probe_isa), peak);
 
-    const double fma_slot = 32.0 / (peak * 1e9); /* seconds of one 512-bit FMA at the probe's rate */
+    /* seconds of one FMA of the table's vector width at the probe's rate (2 FLOP a lane) */
+    const int lanes = table.table.f32->traits.lanes;
+    const double fma_slot = 2.0 * lanes / (peak * 1e9);
     for (const char *d = dims; *d;) {
         int64_t dim = atoll(d);
         if (dim < 1) {
@@ -180,7 +185,7 @@ int main(int argc, char **argv)
             printf("  %-27s", step_names[w]);
             for (int walk = 0; walk < 2; walk++) {
                 if (w == STEP_SOFTMAX) {
-                    double vectors = (double)ROWS / 16.0 * (double)block_k * (double)tiles;
+                    double vectors = (double)ROWS / lanes * (double)block_k * (double)tiles;
                     printf(" %13.1f slots/vec", t[walk] / fma_slot / vectors);
                 } else {
                     double flop = w == STEP_TILE ? 2 * product_flop : product_flop;
