@@ -120,49 +120,37 @@ static void block(const amx_operands *o, int two_m, int two_n, int64_t m0, int64
  * 2 × 2 block must wait for its four stores before its tiles take the next block: consecutive 1 × 2
  * blocks on alternate sets let one block's stores run under the next one's products (Q·Kᵀ at
  * D = 128: 30 cycles a product against 42, at D = 64 44 against 50, in a probe). */
+/* The body of short_block on C tiles C0, C1 and A tile A (tile numbers are immediates, so each set
+ * is its own instantiation of the same instructions). */
+#define SHORT_BLOCK_ON(C0, C1, A)                                                                            \
+    do {                                                                                                     \
+        if (zero) {                                                                                          \
+            TILE_ZERO(C0);                                                                                   \
+            if (two_n) TILE_ZERO(C1);                                                                        \
+        } else {                                                                                             \
+            TILE_LOAD(C0, C_AT(o, m0, n0), C_STRIDE(o));                                                     \
+            if (two_n) TILE_LOAD(C1, C_AT(o, m0, n0 + 16), C_STRIDE(o));                                     \
+        }                                                                                                    \
+        for (int64_t k = k0; k < k1; k += kc) {                                                              \
+            TILE_LOAD(A, A_AT(o, m0, k), A_STRIDE(o));                                                       \
+            TILE_LOAD(6, B_AT(o, k, n0), B_STRIDE(o));                                                       \
+            TILE_DP(C0, A, 6);                                                                               \
+            if (two_n) {                                                                                     \
+                TILE_LOAD(7, B_AT(o, k, n0 + 16), B_STRIDE(o));                                              \
+                TILE_DP(C1, A, 7);                                                                           \
+            }                                                                                                \
+        }                                                                                                    \
+        TILE_STORE(C0, C_AT(o, m0, n0), C_STRIDE(o));                                                        \
+        if (two_n) TILE_STORE(C1, C_AT(o, m0, n0 + 16), C_STRIDE(o));                                        \
+    } while (0)
+
 static void short_block(const amx_operands *o, int set, int two_n, int64_t m0, int64_t n0, int64_t k0, int64_t k1,
                         int64_t kc, int zero)
 {
-    if (set == 0) {
-        if (zero) {
-            TILE_ZERO(0);
-            if (two_n) TILE_ZERO(1);
-        } else {
-            TILE_LOAD(0, C_AT(o, m0, n0), C_STRIDE(o));
-            if (two_n) TILE_LOAD(1, C_AT(o, m0, n0 + 16), C_STRIDE(o));
-        }
-        for (int64_t k = k0; k < k1; k += kc) {
-            TILE_LOAD(4, A_AT(o, m0, k), A_STRIDE(o));
-            TILE_LOAD(6, B_AT(o, k, n0), B_STRIDE(o));
-            TILE_DP(0, 4, 6);
-            if (two_n) {
-                TILE_LOAD(7, B_AT(o, k, n0 + 16), B_STRIDE(o));
-                TILE_DP(1, 4, 7);
-            }
-        }
-        TILE_STORE(0, C_AT(o, m0, n0), C_STRIDE(o));
-        if (two_n) TILE_STORE(1, C_AT(o, m0, n0 + 16), C_STRIDE(o));
-        return;
-    }
-    if (zero) {
-        TILE_ZERO(2);
-        if (two_n) TILE_ZERO(3);
-    } else {
-        TILE_LOAD(2, C_AT(o, m0, n0), C_STRIDE(o));
-        if (two_n) TILE_LOAD(3, C_AT(o, m0, n0 + 16), C_STRIDE(o));
-    }
-    for (int64_t k = k0; k < k1; k += kc) {
-        TILE_LOAD(5, A_AT(o, m0, k), A_STRIDE(o));
-        TILE_LOAD(6, B_AT(o, k, n0), B_STRIDE(o));
-        TILE_DP(2, 5, 6);
-        if (two_n) {
-            TILE_LOAD(7, B_AT(o, k, n0 + 16), B_STRIDE(o));
-            TILE_DP(3, 5, 7);
-        }
-    }
-    TILE_STORE(2, C_AT(o, m0, n0), C_STRIDE(o));
-    if (two_n) TILE_STORE(3, C_AT(o, m0, n0 + 16), C_STRIDE(o));
+    if (set == 0) SHORT_BLOCK_ON(0, 1, 4);
+    else SHORT_BLOCK_ON(2, 3, 5);
 }
+#undef SHORT_BLOCK_ON
 
 /* The k chunks at or below which 1 × 2 blocks on alternate tiles beat 2 × 2 ones (short_block). */
 #define SHORT_CHUNKS 4
