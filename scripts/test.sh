@@ -231,7 +231,7 @@ suite_with_threads() { # suite_with_threads N DIR
 table_flags() {
     case $1 in
     avx2) echo "avx2 fma f16c" ;;
-    avx512) echo "avx512f avx512dq" ;;
+    avx512) echo "avx512f avx512dq avx512bw" ;;
     avx512_bf16) echo "avx512f avx512dq avx512bw avx512vl avx512_bf16" ;;
     amx) echo "avx512f avx512dq avx512bw avx512vl avx512_bf16 amx_tile amx_bf16" ;;
     esac

@@ -79,7 +79,7 @@ static int tiles_permitted(void)
 int cf_table_runs(const char *table)
 {
     static const char *const avx2[] = {"avx2", "fma", "f16c", NULL};
-    static const char *const avx512[] = {"avx512f", "avx512dq", NULL};
+    static const char *const avx512[] = {"avx512f", "avx512dq", "avx512bw", NULL};
     static const char *const avx512_bf16[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", NULL};
     static const char *const amx[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile",
                                       "amx_bf16", NULL};

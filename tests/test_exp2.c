@@ -29,7 +29,9 @@ static int cpu_has(const char *isa)
 {
     if (strcmp(isa, "ref") == 0) return 1;
     __builtin_cpu_init();
-    if (isa[3] == '5') return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    if (isa[3] == '5')
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw");
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 

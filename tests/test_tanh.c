@@ -26,7 +26,9 @@ typedef void (*tanh_f32_fn)(const float *, float *, int64_t);
 static int cpu_has(const char *isa)
 {
     __builtin_cpu_init();
-    if (strcmp(isa, "avx512") == 0) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    if (strcmp(isa, "avx512") == 0)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw");
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 

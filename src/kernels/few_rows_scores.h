@@ -4,7 +4,10 @@
  *   FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, and
  *   V_LOAD_PART(p, n): lanes [0, n) of p (n >= 1), the others 0, nothing past p + n read;
  *   FA_FEW_ROWS_KEYS(rows): keys per block, so that rows·keys accumulators, `rows` query vectors
- *   and one key vector fit the register file (at most 8 keys).
+ *   and one key vector fit the register file (at most 8 keys);
+ *   optionally V_REDUCE_ADD_8(v, out): out[m] = V_REDUCE_ADD(v[m]) for eight vectors, bit for bit,
+ *   and V_LOAD_BF16_RUN(p, lo, hi): 2·FA_LANES bf16 elements widened into two vectors, the lanes of
+ *   V_LOAD_HALF's.
  *
  * With one real row in a 16-row tile, the broadcast form of the scores spends a load and a full
  * FMA (15 lanes of padding) on every key element. Here each real query row is held as vectors
@@ -38,7 +41,24 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
     vec acc[8][FA_FEW_ROWS];
     FA_UNROLL for (int i = 0; i < nk; i++)
         FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
-    for (int64_t x = 0; x < dim; x += FA_LANES) {
+    int64_t x = 0;
+#ifdef V_LOAD_BF16_RUN
+    if (kind == 1) /* bf16: 32 elements a load, widened in order (the same FMAs in the same order) */
+        for (; x + 2 * FA_LANES <= dim; x += 2 * FA_LANES) {
+            vec q0[FA_FEW_ROWS], q1[FA_FEW_ROWS];
+            FA_UNROLL for (int r = 0; r < nr; r++) {
+                q0[r] = V_LOAD(q[r] + x);
+                q1[r] = V_LOAD(q[r] + x + FA_LANES);
+            }
+            FA_UNROLL for (int i = 0; i < nk; i++) {
+                vec k0, k1;
+                V_LOAD_BF16_RUN((const uint16_t *)k + i * k_stride + x, &k0, &k1);
+                FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k0, q0[r], acc[i][r]);
+                FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k1, q1[r], acc[i][r]);
+            }
+        }
+#endif
+    for (; x < dim; x += FA_LANES) {
         vec qv[FA_FEW_ROWS];
         FA_UNROLL for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
         FA_UNROLL for (int i = 0; i < nk; i++) {
@@ -46,8 +66,21 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
             FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
         }
     }
+#ifdef V_REDUCE_ADD_8
+    /* eight sums at a time where the vocabulary has the tree (the same bits as one at a time) */
+    const int n = nk * nr, whole = n / 8 * 8; /* accumulator g is key g / nr's, row g % nr's */
+    FA_UNROLL for (int g = 0; g < whole; g += 8) {
+        vec eight[8];
+        FA_T out[8];
+        FA_UNROLL for (int m = 0; m < 8; m++) eight[m] = acc[(g + m) / nr][(g + m) % nr];
+        V_REDUCE_ADD_8(eight, out);
+        FA_UNROLL for (int m = 0; m < 8; m++) s[(g + m) / nr * ld + (g + m) % nr] = out[m];
+    }
+    FA_UNROLL for (int g = whole; g < n; g++) s[g / nr * ld + g % nr] = V_REDUCE_ADD(acc[g / nr][g % nr]);
+#else
     FA_UNROLL for (int i = 0; i < nk; i++)
         FA_UNROLL for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
+#endif
 }
 
 /* Instantiates (kind, keys, rows) blocks whose accumulators fit the registers: the switch below

@@ -65,6 +65,11 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef V_LOAD_HALF
 #undef FA_HALF_VECS
 #undef FA_HALF_VECS_FEW
+#undef V_LOAD_BF16_PAIRS
+#undef V_LOAD_BF16_RUN
+#undef V_UNZIP
+#undef V_ZIP
+#undef V_REDUCE_ADD_8
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
 #undef FA_FEW_ROWS_KEYS
