@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the x86
  * templates' score kernel (tile_scores.h includes it), after the table's vocabulary (simd/simd.h):
- *   FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO, V_LOAD, V_FMA, V_REDUCE_ADD, and
+ *   FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO, V_LOAD, V_STOREU, V_FMA, V_REDUCE_ADD, and
  *   V_LOAD_PART(p, n): lanes [0, n) of p (n >= 1), the others 0, nothing past p + n read;
  *   FA_FEW_ROWS_KEYS(rows): keys per block, so that rows·keys accumulators, `rows` query vectors
  *   and one key vector fit the register file (at most 8 keys);
@@ -142,12 +142,17 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
             }
         const char *kc = (const char *)k + c * k_stride * elem;
         FA_T *sc = s + c * ld;
+        /* padding rows [rows, ld): defined anyway, zeroed a vector at a time before the block writes
+         * its rows' scores over the first (a byte loop here was a memset call per key) */
+        for (int i = 0; i < nk; i++) {
+            int64_t r = rows / FA_LANES * FA_LANES;
+            for (; r + FA_LANES <= ld; r += FA_LANES) V_STOREU(sc + i * ld + r, V_ZERO());
+            for (; r < ld; r++) sc[i * ld + r] = 0;
+        }
         switch (nk * 16 + (int)rows) {
             FA_DOT_ROWS_CASES(1) FA_DOT_ROWS_CASES(2) FA_DOT_ROWS_CASES(3) FA_DOT_ROWS_CASES(4)
         default: break;
         }
-        for (int i = 0; i < nk; i++)
-            for (int64_t r = rows; r < ld; r++) s[(c + i) * ld + r] = 0; /* padding rows: defined anyway */
     }
 }
 
