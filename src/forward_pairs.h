@@ -182,11 +182,12 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
         }
     }
     kb->release();
+    /* each block's acc_t (dv rows of ld) transposed into its rows of st.acc by the float set's pack
+     * (a copy: 1·x is x), 16 × 16 in registers where an element loop walked acc_t a row apart */
     for (int64_t g = 0; g < blocks; g++) {
         pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st);
-        for (int64_t r = 0; r < pb.rows; r++)
-            for (int64_t y = 0; y < dv; y++)
-                st.acc[(pb.row0 - it->row0 + r) * st.acc_stride + y] = pb.acc_t[y * pb.ld + r];
+        kern->pack_transposed(dv, pb.rows, pb.acc_t, pb.ld, 1.0f, st.acc + (pb.row0 - it->row0) * st.acc_stride,
+                              st.acc_stride);
     }
     return st;
 }
