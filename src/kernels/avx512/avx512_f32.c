@@ -89,10 +89,11 @@ static inline __attribute__((always_inline)) void avx512_load_bf16_run(const uin
 static inline __attribute__((always_inline)) void avx512_reduce_add_8(const __m512 v[8], float out[8])
 {
     __m512 b[4], c[2];
-    for (int m = 0; m < 4; m++) /* lanes i + 8: [v 2m's 8 sums | v 2m+1's] */
+    /* unrolled, so that b and c stay in registers at -O2 too */
+    _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++) /* lanes i + 8: [v 2m's 8 sums | v 2m+1's] */
         b[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0xee),
                              _mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44));
-    for (int m = 0; m < 2; m++) /* lanes i + 4: quarter q holds v 4m+q's 4 sums */
+    _Pragma("GCC unroll 2") for (int m = 0; m < 2; m++) /* lanes i + 4: quarter q holds v 4m+q's 4 sums */
         c[m] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * m], b[2 * m + 1], 0xdd),
                              _mm512_shuffle_f32x4(b[2 * m], b[2 * m + 1], 0x88));
     /* lanes i + 2, then i + 1: quarter q's lane 0 holds v q's sum, lane 2 v q+4's */
@@ -100,7 +101,7 @@ static inline __attribute__((always_inline)) void avx512_reduce_add_8(const __m5
     __m512 e = _mm512_add_ps(d, _mm512_permute_ps(d, 0xb1));
     _Alignas(64) float lanes[16];
     _mm512_store_ps(lanes, e);
-    for (int q = 0; q < 4; q++) {
+    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {
         out[q] = lanes[4 * q];
         out[q + 4] = lanes[4 * q + 2];
     }

@@ -169,6 +169,8 @@ FA_INLINE void FA_NAME(accumulate_half_body_)(const int bf16, int64_t rows, int6
         int64_t width = dim - y < chunk ? dim - y : chunk;
         int nv = (int)((width + FA_LANES - 1) / FA_LANES), tail = width % FA_LANES != 0;
 #ifdef V_LOAD_BF16_PAIRS
+        /* bf16 in whole 32-element runs: a paired block, then the next chunk (its case continues);
+         * any other chunk takes the blocks below */
         if (bf16 && width % (2 * FA_LANES) == 0) switch ((int)rows * 16 + nv) {
                 FA_HALF_PAIRS_WIDE(1) FA_HALF_PAIRS_WIDE(2) FA_HALF_PAIRS_ROWS(3) FA_HALF_PAIRS_ROWS(4)
             default: break;
