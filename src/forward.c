@@ -113,7 +113,7 @@ size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, i
     size_t ld = (size_t)fa_round_up(block_q, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
     size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim;
     /* the score tile: one query block's of at most FA_FORWARD_SUB_ROWS rows */
-    size_t sub_ld = ld < FA_FORWARD_SUB_ROWS ? ld : FA_FORWARD_SUB_ROWS;
+    size_t sub_ld = (size_t)fa_query_block_ld((int64_t)ld, FA_FORWARD_SUB_ROWS);
     size_t queries = fa_arena_tile(d, ld, elem), scores = fa_arena_tile(bk, sub_ld, elem);
     size_t accumulator = fa_arena_tile(bq, dv_pad, elem), row_stats = 2 * fa_arena_tile(1, ld, elem);
     return fa_size_add(fa_size_add(queries, scores), fa_size_add(accumulator, row_stats));
@@ -133,7 +133,7 @@ size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int6
 fa_pairs_tiles fa_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v)
 {
     size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), bk_k = (size_t)fa_round_up(block_k, pad_k);
-    size_t sub_ld = ld < FA_PAIRS_SUB_ROWS ? ld : FA_PAIRS_SUB_ROWS; /* P: one query block's */
+    size_t sub_ld = (size_t)fa_query_block_ld((int64_t)ld, FA_PAIRS_SUB_ROWS); /* P: one query block's */
     size_t d_k = (size_t)fa_round_up(dim, pad_k), dv = (size_t)dim_v, half = sizeof(uint16_t);
     fa_pairs_tiles t = {fa_arena_tile(d_k, ld, half), fa_arena_tile(bk_k, sub_ld, half),
                         fa_arena_tile(dv, bk_k + (size_t)pad_k, half), fa_arena_tile(dv, ld, sizeof(float))};
@@ -146,7 +146,8 @@ size_t fa_forward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t bl
     fa_pairs_tiles t = fa_pairs_tiles_of(pad_k, block_q, block_k, dim, dim_v);
     size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32),
            dv_pad = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
-    size_t sub_ld = ld < FA_PAIRS_SUB_ROWS ? ld : FA_PAIRS_SUB_ROWS; /* the score tile: one query block's */
+    /* the score tile: one query block's */
+    size_t sub_ld = (size_t)fa_query_block_ld((int64_t)ld, FA_PAIRS_SUB_ROWS);
     size_t f = sizeof(float), bytes = fa_size_add(fa_size_add(t.queries, t.probabilities),
                                                   fa_size_add(t.values_t, t.accumulator_t));
     bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, sub_ld, f),

@@ -19,6 +19,17 @@
  * units, whose packed Vᵀ tile then serves every block of an item. A multiple of 16. */
 #define FA_PAIRS_SUB_ROWS 128
 
+/* Query block g of an item of `rows` rows cut into blocks of `width` (one of the two above): its
+ * rows, and the leading dimension of a tile of one block in an item whose tiles are ld wide. */
+static inline int64_t fa_query_block_rows(int64_t rows, int64_t g, int64_t width)
+{
+    return rows - g * width < width ? rows - g * width : width;
+}
+static inline int64_t fa_query_block_ld(int64_t ld, int64_t width)
+{
+    return ld < width ? ld : width;
+}
+
 /* Arena bytes one forward item needs: the transposed query block, the transposed score tile, the
  * output accumulator, row max and row sum, each rounded up to 64 bytes (see forward.c). The
  * README's memory formula is this function. */

@@ -154,7 +154,7 @@ static FA_NAME(sub_block_) FA_NAME(sub_block_at_)(const fa_forward_job *job, con
     const int64_t bk = job->block_k, r0 = g * FA_FORWARD_SUB_ROWS;
     FA_NAME(sub_block_) sb;
     sb.row0 = it->row0 + r0;
-    sb.rows = it->rows - r0 < FA_FORWARD_SUB_ROWS ? it->rows - r0 : FA_FORWARD_SUB_ROWS;
+    sb.rows = fa_query_block_rows(it->rows, g, FA_FORWARD_SUB_ROWS);
     sb.ld = fa_round_up(sb.rows, FA_PAD_ELEMS);
     sb.qt = qt + r0 * p->dim; /* every block before it is FA_FORWARD_SUB_ROWS wide: D x FA_FORWARD_SUB_ROWS */
     sb.st = *st;
@@ -247,7 +247,7 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     int64_t bk = job->block_k, ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
-    int64_t kv_head = it->q_head / p->group, sub_ld = ld < FA_FORWARD_SUB_ROWS ? ld : FA_FORWARD_SUB_ROWS;
+    int64_t kv_head = it->q_head / p->group, sub_ld = fa_query_block_ld(ld, FA_FORWARD_SUB_ROWS);
     int64_t blocks = (it->rows + FA_FORWARD_SUB_ROWS - 1) / FA_FORWARD_SUB_ROWS;
 
     FA_T *qt = fa_arena_alloc(arena, (size_t)(p->dim * ld) * sizeof(FA_T));
@@ -292,10 +292,9 @@ static FA_NAME(rows_state_) FA_NAME(attend_)(const fa_forward_job *job, fa_arena
         q_stride = p->dim;
     }
     for (int64_t g = 0; g < blocks; g++) {
-        int64_t r0 = g * FA_FORWARD_SUB_ROWS,
-                rows = it->rows - r0 < FA_FORWARD_SUB_ROWS ? it->rows - r0 : FA_FORWARD_SUB_ROWS;
-        kern->pack_transposed(rows, p->dim, q_rows + r0 * q_stride, q_stride, (FA_T)p->scale,
-                              qt + r0 * p->dim, fa_round_up(rows, FA_PAD_ELEMS));
+        FA_NAME(sub_block_) sb = FA_NAME(sub_block_at_)(job, it, g, qt, &st);
+        kern->pack_transposed(sb.rows, p->dim, q_rows + (sb.row0 - it->row0) * q_stride, q_stride,
+                              (FA_T)p->scale, sb.qt, sb.ld);
     }
     for (int64_t r = 0; r < ld; r++) {
         st.row_max[r] = -(FA_T)INFINITY;

@@ -49,7 +49,7 @@ static pairs_block_ pairs_block_at_(const fa_forward_job *job, const fa_q_item *
                   d_k = fa_round_up(p->dim, job->kernels->bf16->pad_k);
     pairs_block_ pb;
     pb.row0 = it->row0 + r0;
-    pb.rows = it->rows - r0 < FA_PAIRS_SUB_ROWS ? it->rows - r0 : FA_PAIRS_SUB_ROWS;
+    pb.rows = fa_query_block_rows(it->rows, g, FA_PAIRS_SUB_ROWS);
     pb.ld = fa_round_up(pb.rows, FA_PAD_ELEMS);
     pb.qp = qp + r0 * d_k; /* every block before it is FA_PAIRS_SUB_ROWS wide */
     pb.acc_t = acc_t + r0 * p->dim_v;
@@ -114,7 +114,7 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
     const fa_pairs_tiles tiles =
         fa_pairs_tiles_of(kb->pad_k, job->schedule.block_q, job->block_k, p->dim, p->dim_v);
     int64_t bk = job->block_k, ld = job->ld, dv = p->dim_v, kv_head = it->q_head / p->group;
-    int64_t sub_ld = ld < FA_PAIRS_SUB_ROWS ? ld : FA_PAIRS_SUB_ROWS, d_k = fa_round_up(p->dim, kb->pad_k);
+    int64_t sub_ld = fa_query_block_ld(ld, FA_PAIRS_SUB_ROWS);
     int64_t blocks = (it->rows + FA_PAIRS_SUB_ROWS - 1) / FA_PAIRS_SUB_ROWS;
 
     uint16_t *qp = fa_arena_alloc(arena, tiles.queries);
@@ -141,10 +141,9 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
     }
     const int64_t k_stride = p->pages ? p->dim : p->k.stride_seq, v_stride = p->pages ? dv : p->v.stride_seq;
     for (int64_t g = 0; g < blocks; g++) {
-        int64_t r0 = g * FA_PAIRS_SUB_ROWS,
-                rows = it->rows - r0 < FA_PAIRS_SUB_ROWS ? it->rows - r0 : FA_PAIRS_SUB_ROWS;
-        kb->pack_pairs(rows, p->dim, q + r0 * p->q.stride_seq, p->q.stride_seq, qp + r0 * d_k,
-                       fa_round_up(rows, FA_PAD_ELEMS));
+        pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st);
+        kb->pack_pairs(pb.rows, p->dim, q + (pb.row0 - it->row0) * p->q.stride_seq, p->q.stride_seq, pb.qp,
+                       pb.ld);
     }
     for (int64_t r = 0; r < ld; r++) {
         st.row_max[r] = -INFINITY;
@@ -186,8 +185,8 @@ static FA_NAME(rows_state_) attend_pairs_(const fa_forward_job *job, fa_arena *a
      * (a copy: 1·x is x), 16 × 16 in registers where an element loop walked acc_t a row apart */
     for (int64_t g = 0; g < blocks; g++) {
         pairs_block_ pb = pairs_block_at_(job, it, g, qp, acc_t, &st);
-        kern->pack_transposed(dv, pb.rows, pb.acc_t, pb.ld, 1.0f, st.acc + (pb.row0 - it->row0) * st.acc_stride,
-                              st.acc_stride);
+        kern->pack_transposed(dv, pb.rows, pb.acc_t, pb.ld, 1.0f,
+                              st.acc + (pb.row0 - it->row0) * st.acc_stride, st.acc_stride);
     }
     return st;
 }

@@ -60,8 +60,10 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_pr
             /* what this row sees outside the common span: a part before it and a part after it */
             span part[2] = {{mine.begin, mine.end < all.begin ? mine.end : all.begin},
                             {mine.begin > all.end ? mine.begin : all.end, mine.end}};
-            if (all.end <= all.begin) part[1].end = part[1].begin; /* no common span: part[0] is it all */
-            if (all.end <= all.begin) part[0] = mine;
+            if (all.end <= all.begin) { /* no common span: part[0] is it all */
+                part[0] = mine;
+                part[1].end = part[1].begin;
+            }
             for (int i = 0; i < 2; i++)
                 if (part[i].end > part[i].begin)
                     k->accumulate(1, part[i].end - part[i].begin, dim, w + part[i].begin * ld + r, ld,
