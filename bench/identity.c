@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "bench_revision.h" // generated at build time by revision.cmake: FA_BENCH_GIT_REVISION
-#include "topology.h"
+#include "runtime/topology.h"
 
 #ifndef FA_BENCH_COMPILER
 #define FA_BENCH_COMPILER "unknown"

@@ -2,7 +2,7 @@
 // Where the probes' threads go (the library's own placement) and the machine's L3 size.
 #include "placement.h"
 
-#include "topology.h"
+#include "runtime/topology.h"
 
 #include <hwloc.h>
 #include <stdlib.h>
@@ -59,7 +59,7 @@ size_t bench_placement_l3_bytes(const bench_placement *p)
     return total;
 }
 
-/* Pinning goes through the library's own topology module (src/topology.c), so a probe's threads
+/* Pinning goes through the library's own topology module (src/runtime/topology.c), so a probe's threads
  * sit exactly where a timed call's threads sat: one set of placement rules, not two. */
 void bench_pinning_end(bench_pinning *pn)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Where the in-run probes put their threads: the library's own placement (src/topology.c, used
+/* Where the in-run probes put their threads: the library's own placement (src/runtime/topology.c, used
  * white-box), so that a probe's threads sit where a timed call's threads sat. Also the one machine
  * fact the probes need from the topology: the L3 size. */
 #ifndef FA_BENCH_PLACEMENT_H

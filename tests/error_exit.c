@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h" /* fa_context_acquire: a busy context without racing threads */
+#include "runtime/context.h" /* fa_context_acquire: a busy context without racing threads */
 
 /* Elements per region, in 8-byte slots (an f32 view uses half of its region). Every view a case
  * builds, re-pointed anywhere into a neighbouring region, stays inside the pool. */

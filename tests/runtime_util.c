@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "context.h" /* white-box: the row buffer that only a split-KV forward grows */
+#include "runtime/context.h" /* white-box: the row buffer that only a split-KV forward grows */
 
 /* Small enough that 16 threads x 50 steps stay within seconds on two cores, shaped so that
  * together they reach every driver path: GQA and MQA head groups, all causal modes, the three

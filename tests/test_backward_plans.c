@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The backward's three plans (src/backward.h): split (dK/dV items per key block, dQ items per
+/* The backward's three plans (src/drivers/backward.h): split (dK/dV items per key block, dQ items per
  * query block), fused (one item per batch and kv head, dQ summed on the way) and wavefront (dK/dV
  * items per key block that hand dQ on to each other in key order) must give bitwise identical dq, dk
  * and dv, because the library picks between them by thread count and promises results that do not
@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backward.h"
+#include "drivers/backward.h"
 #include "util.h"
 #include "util_backward.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The automatic blocks follow the documented table (src/block_sizes.c): Intel cores on the avx512
+/* The automatic blocks follow the documented table (src/plan/block_sizes.c): Intel cores on the avx512
  * or amx table take 64-key forward tiles for f32 calls of more than a few query rows, and 256 or
  * 128 query rows while those leave FA_SPLIT_TARGET_ITEMS items, an all-bf16 forward on AMX tiles
  * 512, 256 or 128 rows (half as many items) and 512 keys; every other case (AMD, other tables, f64, decode-shaped calls, batches of
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "block_sizes.h"
-#include "context.h"
+#include "plan/block_sizes.h"
+#include "runtime/context.h"
 #include "flashattn.h"
 #include "kernels/kernels.h"
-#include "schedule.h"
+#include "plan/schedule.h"
 
 static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2, int64_t d, size_t elem,
                               int64_t q_len)

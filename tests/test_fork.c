@@ -308,7 +308,7 @@ Test(fork, a_child_forked_before_any_parallel_region_may_use_threads_and_its_chi
     fork_before_first_call(0);
 }
 
-/* The user's region leaves libgomp's pool behind, which the child does not inherit: src/team.c
+/* The user's region leaves libgomp's pool behind, which the child does not inherit: src/runtime/team.c
  * counts the process's threads at every fork (pthread_atfork, armed at load), not only its own
  * regions, so the child's first call runs on its calling thread instead of waiting forever. */
 Test(fork, a_child_forked_after_the_users_own_parallel_region_runs_on_its_calling_thread)

@@ -20,6 +20,7 @@
 #include "cpu_facts.h"
 #include "kernels/half.h"
 #include "kernels/kernels.h"
+#include "runtime/dispatch.h"
 #include "util.h"
 
 /* The sets this build has, by table name. */

@@ -11,6 +11,7 @@
 
 #include "cpu_facts.h"
 #include "kernels/kernels.h"
+#include "runtime/dispatch.h"
 
 static const char *const names[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
 #define N_NAMES 5

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backward.h" /* white-box: fa_backward_force_plan */
-#include "context.h"  /* white-box: rows_bytes, the split-KV partials */
+#include "drivers/backward.h" /* white-box: fa_backward_force_plan */
+#include "runtime/context.h"  /* white-box: rows_bytes, the split-KV partials */
 #include "modifiers.h"
 #include "util.h"
 #include "util_backward.h"

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "kernels/kernels.h"
-#include "pack.h"
+#include "runtime/dispatch.h"
+#include "kernels/ref/ref_pack.h"
+#include "plan/problem.h"
 #include "util.h"
 #if defined(__x86_64__) /* the SIMD tables exist on x86-64 builds only */
 #include "kernels/avx2/avx2_pack.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topology.h"
+#include "runtime/topology.h"
 
 /* 2 packages x 2 NUMA nodes x 2 L3 domains x 8 cores x 2 PUs: 64 cores, 128 PUs, numbered in
  * order, so core c holds PUs 2c and 2c+1 and one L3 domain spans 8 cores. */

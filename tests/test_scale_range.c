@@ -40,7 +40,7 @@ Test(scale_range, a_scale_beyond_float_range_is_refused_for_f32_and_accepted_for
     for (int i = 0; i < 8; i++) cr_expect(isfinite(od[i]), "f64 out[%d] = %g with scale 1e300", i, od[i]);
 }
 
-/* A softcap must likewise lie in float's normal range when the scores are float (src/validate.c;
+/* A softcap must likewise lie in float's normal range when the scores are float (src/api/validate.c;
  * s/softcap and softcap·tanh are float products): below FLT_MIN or above FLT_MAX it is refused for
  * f32 (FA_ERR_ARG, nothing written, forward and backward) and valid for f64. The edges of the range
  * are valid for f32. A softcap far below every |score| caps them all to about ±softcap, so every

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "context.h" /* white-box: the row buffer that holds the split-KV partials */
+#include "runtime/context.h" /* white-box: the row buffer that holds the split-KV partials */
 #include "scratch_formula.h"
 #include "util.h"
 

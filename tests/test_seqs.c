@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "context.h" /* white-box: the row buffer that holds split-KV partials */
+#include "runtime/context.h" /* white-box: the row buffer that holds split-KV partials */
 #include "seqs_util.h"
 
 /* Blocks of 16 queries and 16 keys, and sequences of up to 10 key blocks: a sequence with few query
@@ -202,7 +202,7 @@ Test(seqs, varlen_forward_is_thread_count_invariant)
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }
 
-/* Items wider than the float kernels' 64 rows (src/forward_item.h: blocks of 64 rows over each key
+/* Items wider than the float kernels' 64 rows (src/drivers/forward_item.h: blocks of 64 rows over each key
  * tile) in a batch of sequences: every sequence matches the oracle, each as its dense call alone,
  * and the bytes do not depend on the thread count. */
 Test(seqs, wide_items_match_the_oracle_and_dense_calls_on_any_thread_count)
@@ -284,7 +284,7 @@ Test(seqs, decode_batch_splits_keys_as_dense_calls_do_on_any_thread_count)
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }
 
-/* Sequences whose split-KV partials exceed the 16 MiB cap together run in waves (src/forward.c):
+/* Sequences whose split-KV partials exceed the 16 MiB cap together run in waves (src/drivers/forward.c):
  * five sequences of 2 heads x 128 queries against 2048 keys, Dv = 256 and blocks of 64 split their
  * keys into 16 chunks each, about 4.2 MB of partials a sequence, so they take two waves. Each
  * sequence's rows are still bitwise those of its dense call, at every thread count, and the partial

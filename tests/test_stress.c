@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "runtime_util.h"
-#include "topology.h"
+#include "runtime/topology.h"
 
 enum { STRESS_THREADS = 16, STRESS_ROUNDS = 50 };
 

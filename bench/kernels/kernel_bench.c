@@ -11,6 +11,7 @@
 
 #include "identity.h"
 #include "kernels/kernels.h"
+#include "runtime/dispatch.h"
 #include "peak.h"
 #include "port_costs.h"
 #include "timing.h"

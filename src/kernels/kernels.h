@@ -239,20 +239,4 @@ extern const fa_kernels fa_kernels_amx;
 extern const fa_kernels fa_kernels_avx512_bf16;
 #endif
 
-/* Picks the table for this CPU, or the one FLASHATTN_ISA names ("auto" or empty: the best), and
- * resolves it into *out. Returns 0, or a nonzero fa_status (FA_ERR_UNSUPPORTED when the named table
- * is missing from the build or the CPU lacks one of its features, FA_ERR_ARG when the name is
- * unknown), with the diagnostic naming `call`, the variable and which of the two it is. Called once
- * per context. */
-int fa_kernels_select(const char *call, fa_kernels_resolved *out);
-
-/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx") if this build has it, else NULL; and whether
- * this CPU and OS run its instructions. For the selection and the tests. */
-const fa_kernels *fa_kernels_named(const char *name);
-int fa_kernels_cpu_runs(const fa_kernels *t);
-
-/* *out = t with every NULL operation replaced by ref's (out->table points at out's own sets; a
- * copy of *out must point its table at its own copies). */
-void fa_kernels_resolve(const fa_kernels *t, fa_kernels_resolved *out);
-
 #endif

@@ -8,7 +8,7 @@
  * because a view lies outside its buffers), or certainly not (ABSENT). The call must then return
  * the first PRESENT class or a MAYBE class before it, and FA_OK only when no class is PRESENT.
  *
- * The rules are written from the header's text, not from src/validate.c: where they disagree, the
+ * The rules are written from the header's text, not from src/api/validate.c: where they disagree, the
  * fuzzer reports it. The score modifiers' arguments are judged like the tensors: the bias is an
  * input view ([B|1][Hq|1][Nq|1][Nk], of the accumulation type: f64 for f64 q, else f32),
  * alibi_slopes and sinks are inputs of Hq floats, dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks.

@@ -7,7 +7,7 @@
 #include "kernels/half.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
-#include "pack.h"
+#include "kernels/ref/ref_pack.h"
 
 /* exp with results below the smallest normal flushed to +0, as every table computes probabilities
  * (the SIMD tables' exp2 says why: a subnormal probability makes every FMA that reads it about 30x

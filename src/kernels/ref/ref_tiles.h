@@ -5,9 +5,7 @@
  * Plain loops over query rows (the contiguous axis of a transposed score tile), which the
  * compiler vectorizes; every reduction order is fixed by the code. */
 
-#define FA_CAT2(a, b) a##b
-#define FA_CAT(a, b) FA_CAT2(a, b)
-#define FA_NAME(n) FA_CAT(n, FA_SFX)
+#include "template.h"
 
 static void FA_NAME(ref_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                  const FA_T *k, int64_t k_stride, FA_T *s)
@@ -199,6 +197,3 @@ static void FA_NAME(ref_accumulate_half_)(int64_t rows, int64_t cols, int64_t di
     }
 }
 
-#undef FA_NAME
-#undef FA_CAT
-#undef FA_CAT2

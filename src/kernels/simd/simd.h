@@ -35,9 +35,7 @@
 
 #include <float.h>
 
-#define FA_CAT2(a, b) a##b
-#define FA_CAT(a, b)  FA_CAT2(a, b)
-#define FA_NAME(n)    FA_CAT(n, FA_SFX)
+#include "template.h"
 #define FA_INLINE     static inline __attribute__((always_inline))
 /* Before each loop over a register block's rows or vectors (trip counts that are compile-time
  * constants in every instantiation): unrolled completely, its accumulators live in registers. gcc

@@ -87,6 +87,3 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef FA_MM2
 #undef FA_MM3
 #undef FA_INLINE
-#undef FA_NAME
-#undef FA_CAT
-#undef FA_CAT2

@@ -2,7 +2,7 @@
 /* A stand-in for <criterion/criterion.h>, for builds in which Criterion's runner cannot start.
  *
  * Criterion's runner maps a shared "inheritable arena" at a random address between 0x2000'0000'0000
- * and 0x6000'0000'0000 before it runs any test (BoxFort, src/arena.c); ThreadSanitizer reserves that
+ * and 0x6000'0000'0000 before it runs any test (BoxFort, src/runtime/arena.c); ThreadSanitizer reserves that
  * whole range for its shadow memory, so under -fsanitize=thread every Criterion binary stops with
  * "Could not initialize inheritable arena" or a SEGV inside libcriterion (Criterion issue #274).
  * tests/shim/runner.c runs the same test files instead: each test in a forked child, as Criterion

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Backward pass: delta = rowsum(dO ∘ O) once, then the items of one plan (backward.h), all
+ * independent. */
+#include "drivers/backward.h"
+
+#include <math.h>
+#include <stdatomic.h>
+
+#include "plan/block_sizes.h"
+#include "runtime/arena.h"
+#include "drivers/epilogue.h"
+#include "drivers/half_rows.h"
+#include "plan/schedule.h"
+#include "runtime/team.h"
+#include "drivers/visible_products.h"
+
+typedef struct {
+    const fa_problem *problem;
+    const fa_kernels *kernels;
+    fa_q_schedule q_schedule; /* the delta and dQ items: (batch, q head, query block) */
+    int64_t block_k;
+    int64_t kv_blocks;         /* key blocks per (batch, kv head) */
+    int64_t kv_items;          /* batch · kv_heads · kv_blocks dK/dV items */
+    int64_t ld;                /* block_q rounded up to the padding unit: row stride of transposed tiles */
+    void *delta;               /* [batch][q_heads][q_len] of the accumulation type */
+    fa_backward_plan plan;     /* resolved: FUSED, SPLIT or WAVEFRONT */
+    atomic_int *dq_progress;   /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
+    const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
+    const int64_t *first_grad; /* ... and its first split-plan item (half-precision queries only) */
+    int pairs;                 /* 1: all-bf16 on the table's bf16 set (backward_pairs.h; split plan) */
+} fa_backward_job;
+
+/* Whether a backward's items take the bf16 dot-product path: every tensor bf16, a table with a
+ * bf16 set, even head dims (the products of S and dP run over D and Dv in pairs). */
+static int takes_pairs(const fa_context *ctx, const fa_problem *p)
+{
+    return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0 &&
+           p->dim_v % 2 == 0;
+}
+
+/* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
+static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t batch, int64_t q_head,
+                                           int64_t row0)
+{
+    const fa_problem *p = job->problem;
+    return job->dq_progress + (batch * p->q_heads + q_head) * job->q_schedule.q_blocks +
+           row0 / job->q_schedule.block_q;
+}
+
+#define FA_T         float
+#define FA_SFX       f32
+#define FA_EXP       expf
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F32
+#define FA_PAIRS_PATH 1
+#include "drivers/backward_items.h"
+#undef FA_PAIRS_PATH
+#undef FA_T
+#undef FA_SFX
+#undef FA_EXP
+#undef FA_PAD_ELEMS
+
+#define FA_T         double
+#define FA_SFX       f64
+#define FA_EXP       exp
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F64
+#define FA_PAIRS_PATH 0
+#include "drivers/backward_items.h"
+#undef FA_PAIRS_PATH
+#undef FA_T
+#undef FA_SFX
+#undef FA_EXP
+#undef FA_PAD_ELEMS
+
+size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
+                                 int softcap)
+{
+    int64_t pad = elem == sizeof(double) ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
+    size_t ld = (size_t)fa_round_up(block_q, pad), bq = (size_t)block_q, bk = (size_t)block_k;
+    size_t d = (size_t)dim, dv = (size_t)dim_v;
+    size_t d_pad = (size_t)fa_round_up(dim, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
+    size_t queries =
+        fa_size_add(fa_arena_tile(d, ld, elem), fa_arena_tile(dv, ld, elem)); /* Q, dO transposed */
+    queries = fa_size_add(queries, 2 * fa_arena_tile(1, ld, elem));           /* lse, delta */
+    size_t tiles = fa_size_add(fa_arena_tile(bk, ld, elem), fa_arena_tile(bk, ld, elem)); /* P, dS */
+    if (softcap) tiles = fa_size_add(tiles, fa_arena_tile(bk, ld, elem));                 /* 1 - tanh² */
+    size_t kv_acc = fa_size_add(fa_arena_tile(bk, d_pad, elem), fa_arena_tile(bk, dv_pad, elem));
+    size_t q_acc = fa_arena_tile(bq, d_pad, elem);
+    return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
+}
+
+size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows,
+                              int kv_tiles)
+{
+    size_t bytes = 0, e = sizeof(float); /* half precision accumulates in float */
+    if (q_rows)
+        bytes = fa_size_add(fa_arena_tile((size_t)block_q, (size_t)dim, e),
+                            fa_arena_tile((size_t)block_q, (size_t)dim_v, e));
+    if (kv_tiles)
+        bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, e),
+                                               fa_arena_tile((size_t)block_k, (size_t)dim_v, e)));
+    return bytes;
+}
+
+fa_backward_pairs_tiles fa_backward_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
+                                                   int64_t dim_v, int softcap)
+{
+    const size_t h = sizeof(uint16_t), f = sizeof(float);
+    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), bk = (size_t)block_k;
+    size_t d = (size_t)dim, d16 = (size_t)fa_round_up(dim, FA_PAD_ELEMS_F32), dv16 = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
+    size_t bk_k = (size_t)fa_round_up(block_k, pad_k);
+    size_t kv_acc = fa_size_add(fa_arena_tile(bk, d16, f), fa_arena_tile(bk, dv16, f)), dq_acc = fa_arena_tile(d, ld, f);
+    fa_backward_pairs_tiles t = {fa_arena_tile((size_t)fa_round_up(dim, pad_k), ld, h),
+                                 fa_arena_tile((size_t)fa_round_up(dim_v, pad_k), ld, h),
+                                 fa_arena_tile(ld, d16, h),
+                                 fa_arena_tile(ld, dv16, h),
+                                 fa_arena_tile(1, ld, f),
+                                 fa_arena_tile(bk, ld, f),
+                                 softcap ? fa_arena_tile(bk, ld, f) : 0,
+                                 fa_arena_tile(bk_k, ld, h),
+                                 fa_arena_tile(d, bk_k, h),
+                                 kv_acc > dq_acc ? kv_acc : dq_acc};
+    return t;
+}
+
+size_t fa_backward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
+                                       int64_t dim_v, int softcap)
+{
+    fa_backward_pairs_tiles t = fa_backward_pairs_tiles_of(pad_k, block_q, block_k, dim, dim_v, softcap);
+    size_t bytes = fa_size_add(fa_size_add(t.qp, t.dop), fa_size_add(t.q_rp, t.do_rp));
+    bytes = fa_size_add(bytes, fa_size_add(2 * t.row, fa_size_add(2 * t.tile, t.dcap)));
+    return fa_size_add(bytes, fa_size_add(fa_size_add(t.ab, t.kt), t.acc));
+}
+
+/* An item's arena: the formula, and the rows and tiles it widens from half precision; or the bf16
+ * dot-product path's regions. */
+static size_t item_scratch_bytes(const fa_context *ctx, const fa_problem *p, int64_t block_q, int64_t block_k,
+                                 size_t elem)
+{
+    if (takes_pairs(ctx, p))
+        return fa_backward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k, p->dim, p->dim_v,
+                                               p->softcap > 0);
+    return fa_size_add(fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
+                       fa_backward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_dtype_is_half(p->q_type),
+                                              fa_dtype_is_half(p->kv_type)));
+}
+
+/* The fused plan runs whole heads, B·Hkv of them: with `rounds` of them per thread, threads sit
+ * idle for rounds·threads - heads head-times. The wavefront plan does the same work in key-block
+ * items and keeps every thread busy (its pipeline fills in a few tiles), but its threads wait by
+ * spinning. The split plan never waits but recomputes S, P, dP and dS for dQ: 1.21-1.34x the fused
+ * plan's time on one thread (README, Performance). So: fused when at most a tenth of the team's
+ * time would idle, else wavefront when every thread has a core, else the cheaper of fused and
+ * split. */
+#define FUSED_IDLE_OK 1.1
+#define SPLIT_COST    1.3
+
+fa_backward_plan fa_backward_plan_for(int64_t head_items, int threads, int cores)
+{
+    if (threads < 1) threads = 1;
+    if (head_items < 1) return FA_BACKWARD_PLAN_FUSED;
+    double idle = (double)((head_items + threads - 1) / threads * threads) / (double)head_items;
+    if (idle <= FUSED_IDLE_OK) return FA_BACKWARD_PLAN_FUSED;
+    if (threads <= cores) return FA_BACKWARD_PLAN_WAVEFRONT;
+    return idle <= SPLIT_COST ? FA_BACKWARD_PLAN_FUSED : FA_BACKWARD_PLAN_SPLIT;
+}
+
+void fa_backward_force_plan(fa_context *ctx, fa_backward_plan plan)
+{
+    ctx->backward_plan = plan;
+}
+
+const char *fa_backward_plan_name(fa_backward_plan plan)
+{
+    switch (plan) {
+    case FA_BACKWARD_PLAN_FUSED: return "fused";
+    case FA_BACKWARD_PLAN_WAVEFRONT: return "wavefront";
+    case FA_BACKWARD_PLAN_SPLIT: return "split";
+    default: return "auto";
+    }
+}
+
+/* A batch of sequences: every sequence runs the fused plan on its own dense problem (delta items,
+ * then one item per (sequence, kv head)), or the split plan when the queries are half precision
+ * (fa_backward_run says why), with the block sizes of the longest sequence, so each sequence's
+ * gradients are those of a dense call of it alone. Not paged (validate.c refuses it). */
+static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
+{
+    size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
+    fa_problem widest = *p, one;
+    widest.q_len = widest.kv_len = 0;
+    for (int64_t b = 0; b < p->batch; b++) {
+        fa_problem_sequence(p, b, &one);
+        if (one.q_len > widest.q_len) widest.q_len = one.q_len;
+        if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
+    }
+    int64_t block_q, block_k;
+    fa_blocks_for(ctx, &widest, elem, FA_PASS_BACKWARD, 0, &block_q, &block_k);
+    /* the rows buffer: delta, laid out as lse, then the sequences' first delta items */
+    int64_t lse_elems = (p->seqs->cu_seqlens_q ? 1 : p->batch) * p->q_heads * p->lse_head_stride;
+    size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem);
+    if (fa_context_reserve_rows(ctx, delta_bytes + 2 * (size_t)(p->batch + 1) * sizeof(int64_t)) != 0)
+        return FA_ERR_NOMEM;
+    int64_t *first = (int64_t *)(void *)((char *)ctx->rows + delta_bytes), *first_grad = first + p->batch + 1;
+    first[0] = first_grad[0] = 0;
+    for (int64_t b = 0; b < p->batch; b++) {
+        fa_problem_sequence(p, b, &one);
+        int64_t q_items = fa_q_schedule_make(&one, block_q).count;
+        first[b + 1] = first[b] + q_items;
+        first_grad[b + 1] = first_grad[b] + q_items + one.kv_heads * ((one.kv_len + block_k - 1) / block_k);
+    }
+    const int split = fa_dtype_is_half(p->q_type);
+    fa_backward_job job = {p,
+                           ctx->kernels,
+                           fa_q_schedule_make(&widest, block_q),
+                           block_k,
+                           0,
+                           0,
+                           fa_round_up(block_q, pad),
+                           ctx->rows,
+                           split ? FA_BACKWARD_PLAN_SPLIT : FA_BACKWARD_PLAN_FUSED,
+                           NULL,
+                           first,
+                           first_grad,
+                           takes_pairs(ctx, p)};
+    int f64 = p->dtype == FA_F64;
+    fa_team_work work = {
+        .scratch_bytes = item_scratch_bytes(ctx, p, block_q, block_k, elem),
+        .job = &job,
+        .phases = 2,
+        .phase = {{first[p->batch], f64 ? delta_sequence_item_f64 : delta_sequence_item_f32},
+                  {p->batch * p->kv_heads, f64 ? head_sequence_item_f64 : head_sequence_item_f32}},
+    };
+    if (split)
+        work.phase[1] =
+            (fa_team_phase){first_grad[p->batch], f64 ? grad_sequence_item_f64 : grad_sequence_item_f32};
+    if (p->dsinks)
+        work.phase[work.phases++] =
+            (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
+    fa_status st = fa_team_run(ctx, &work);
+    if (st == FA_OK) {
+        ctx->last_block_q = (int)block_q;
+        ctx->last_block_k = (int)block_k;
+        ctx->last_backward_plan = fa_backward_plan_name(job.plan);
+    }
+    return st;
+}
+
+fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
+{
+    /* Items exist for f32 and f64 only, and the epilogue knows a fixed set of masks: validate.c lets
+     * nothing else through. Should it come, it is refused here, with nothing written, rather than
+     * run as f32 or unmasked. */
+    if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
+    if (!fa_masks_known(p)) return FA_ERR_ARG;
+    if (p->seqs) return backward_sequences(ctx, p);
+    size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    int64_t block_q, block_k;
+    fa_blocks_for(ctx, p, elem, FA_PASS_BACKWARD, 0, &block_q, &block_k);
+
+    int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
+    fa_backward_job job = {p,
+                           ctx->kernels,
+                           fa_q_schedule_make(p, block_q),
+                           block_k,
+                           0,
+                           0,
+                           fa_round_up(block_q, pad),
+                           NULL,
+                           FA_BACKWARD_PLAN_AUTO,
+                           NULL,
+                           NULL,
+                           NULL,
+                           takes_pairs(ctx, p)};
+    job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
+    job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
+    int f64 = p->dtype == FA_F64;
+    int64_t head_items = p->batch * p->kv_heads;
+    job.plan = ctx->backward_plan;
+    if (job.plan == FA_BACKWARD_PLAN_AUTO)
+        job.plan = fa_backward_plan_for(head_items, ctx->num_threads, fa_context_call_cores(ctx));
+    /* Half-precision dq is summed in float and rounded once: the split plan's dQ items sum in their
+     * arena; the fused and wavefront plans sum in the caller's dq rows, which would round at every
+     * key block. A function of the dtypes, not of the team: still the same bits at any thread count. */
+    if (fa_dtype_is_half(p->q_type)) job.plan = FA_BACKWARD_PLAN_SPLIT;
+
+    /* the rows buffer: delta, then (wavefront) one counter per query block, 64-byte aligned */
+    size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);
+    size_t progress_bytes =
+        job.plan == FA_BACKWARD_PLAN_WAVEFRONT ? (size_t)job.q_schedule.count * sizeof(atomic_int) : 0;
+    if (fa_context_reserve_rows(ctx, delta_bytes + progress_bytes) != 0) return FA_ERR_NOMEM;
+    job.delta = ctx->rows;
+    if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
+
+    fa_team_work work = {
+        .scratch_bytes = item_scratch_bytes(ctx, p, block_q, block_k, elem),
+        .job = &job,
+        .phases = 2,
+        .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},
+                  {job.kv_items + job.q_schedule.count, f64 ? grad_item_f64 : grad_item_f32}},
+    };
+    if (job.plan == FA_BACKWARD_PLAN_FUSED)
+        work.phase[1] = (fa_team_phase){head_items, f64 ? head_item_f64 : head_item_f32};
+    if (job.plan == FA_BACKWARD_PLAN_WAVEFRONT) work.phase[1].items = job.kv_items; /* no dQ items */
+    if (p->dsinks) /* one item per query head, after delta */
+        work.phase[work.phases++] =
+            (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
+    fa_status st = fa_team_run(ctx, &work);
+    if (st == FA_OK) { /* the statistics describe the last call that succeeded */
+        ctx->last_block_q = (int)block_q;
+        ctx->last_block_k = (int)block_k;
+        ctx->last_backward_plan = fa_backward_plan_name(job.plan);
+    }
+    return st;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The automatic key-tile length, per microarchitecture.
+ *
+ * Every row below was measured (bench/README.md, "Block sizes"); a CPU that matches none takes the
+ * cache-size rule, which is where every row started. Rows are matched on the vendor and the kernel
+ * table, not on the model number: a hypervisor may report a model of its own (a 2-core Xeon VM
+ * showed family 6, model 167, a client part's number, with a server core's AVX-512 and AMX), and
+ * what the rows depend on is the core's ports and caches, which vendor and table tell apart.
+ *
+ *   CPU                        table   pass     block_k   why
+ *   Intel, AVX-512 cores       avx512, forward  64        two FMA ports take every other 512-bit op
+ *                              amx                        (issue 12), so L1 misses that a 512-key
+ *                                                         tile's 128 KiB score and value tiles make
+ *                                                         show: 64 keys keep the tiles of one step
+ *                                                         near L1 (f32 D=64: 3-10% faster than 512,
+ *                                                         D=128: 2-5%; bench/README.md)
+ *                                               q 256     items of four 64-row blocks read each key
+ *                                               (or 128)  tile once for all four (forward_item.h):
+ *                                                         min time 2-6% less at B1 H8 N4096, 12% at
+ *                                                         B4 H16 N512 causal; while the items stay
+ *                                                         >= FA_SPLIT_TARGET_ITEMS, else 64 (and 64
+ *                                                         under a bias row per query row)
+ *   any other                  any     either   L2 rule   the key, value and score tiles in three
+ *                                                         quarters of L2 (the rest keeps the packed
+ *                                                         queries and the accumulator): on a Zen 4
+ *                                                         (1 MiB L2) f32 D=128, 512 keys ran at 81% of
+ *                                                         the FMA peak where 400 gave 75%; D=64 was
+ *                                                         flat from 128 to 512
+ *   Intel, AMX tiles           amx     forward  q 128,    an all-bf16 forward on tiles: a tile store
+ *                                      (bf16)   k 512     costs about two products, so the products
+ *                                                         want long keys and many rows per store
+ *                                                         (D=64 1.4x, D=128 1.3x the speed of 64 x 64;
+ *                                                         bench/README.md)
+ *                                               q 512     items of four 128-row blocks share each key
+ *                                               (or 256)  tile's packed Vᵀ (forward_pairs.h): 8-20%
+ *                                                         less time than 128 at B1 H8 N4096; while the
+ *                                                         items stay >= FA_SPLIT_TARGET_ITEMS / 2 (a
+ *                                                         split into two key chunks, which ran as fast
+ *                                                         per head as none: H8 against H16), else 128
+ * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
+ * Intel VM 128 keys were as fast as 64 or faster at D=64 (462-508 ms against 499-514). Decode-shaped calls (a few query rows) keep
+ * it too: their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
+#include "plan/block_sizes.h"
+
+#include <string.h>
+
+#include "plan/mask.h"
+#include "plan/schedule.h"
+#include "runtime/topology.h"
+
+/* Query rows at or below which a call counts as decode-shaped here (kernels' few-rows path). */
+#define FEW_ROWS 16
+
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+static int64_t l2_rule(const fa_block_inputs *in, int64_t max_block_k)
+{
+    size_t l2 = in->l2 ? in->l2 : (size_t)1 << 20;
+    int64_t per_key = (in->dim + in->dim_v + in->block_q) * (int64_t)in->elem;
+    return clamp64((int64_t)(l2 / 4 * 3) / per_key, 16, max_block_k) / 16 * 16;
+}
+
+/* The tables whose float kernels are avx512's: avx512 itself, and amx (its bf16 set aside). */
+static int avx512_kernels(const char *table)
+{
+    return table && (strcmp(table, "avx512") == 0 || strcmp(table, "amx") == 0);
+}
+
+/* Intel's f32 forward on avx512's kernels, past a decode step: the rows with their own choices. */
+static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
+{
+    return pass == FA_PASS_FORWARD && in->cpu.vendor == FA_CPU_INTEL && avx512_kernels(in->table) &&
+           in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
+}
+
+/* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than
+ * the hardware prefetchers follow: B1 H8 N2048 D64 with a full bias, 2 threads, three rounds:
+ * 30.5-32.4 ms at 64 rows, 32.1-32.7 at 128, 34.4-36.4 at 256. */
+static int wide_f32_rows_pay(const fa_block_inputs *in)
+{
+    return !in->row_bias;
+}
+
+/* The widest of `widest`, half of it, ... down to `narrowest` rows that leaves at least `items` items. */
+static int64_t widest_rows_leaving(const fa_block_inputs *in, int64_t widest, int64_t narrowest,
+                                   int64_t items)
+{
+    for (int64_t bq = widest; bq > narrowest; bq /= 2)
+        if (in->heads * ((in->q_len + bq - 1) / bq) >= items) return bq;
+    return narrowest;
+}
+
+int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
+{
+    if (pass == FA_PASS_FORWARD && in->pairs && in->q_len > FEW_ROWS)
+        return widest_rows_leaving(in, 512, 128, FA_SPLIT_TARGET_ITEMS / 2);
+    if (intel_avx512_f32_forward(pass, in) && wide_f32_rows_pay(in))
+        return widest_rows_leaving(in, 256, 64, FA_SPLIT_TARGET_ITEMS);
+    return 64;
+}
+
+int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
+{
+    if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K);
+    if (in->pairs && in->q_len > FEW_ROWS) return FA_FORWARD_MAX_BLOCK_K;
+    if (intel_avx512_f32_forward(pass, in)) return 64;
+    return l2_rule(in, FA_FORWARD_MAX_BLOCK_K);
+}
+
+/* Under a window a query block of bq rows computes about (width + bq) keys per row for the width a
+ * row sees: 80% of them useful for a window of 256 with bq = 64, 89% with 32 (4% fewer instructions
+ * in all, counted with callgrind, the kernels' per-block costs included). Only a window narrows
+ * what a row sees below Nk: a short sequence without one wastes nothing at 64 rows, and 32 cost it
+ * the kernels' longer register blocks (Intel Xeon VM, f32 B1 H64 N512 D64: 54.5-55.0% of the FMA
+ * peak at 32 rows, 57.8% at 64). */
+#define NARROW_WINDOW_KEYS 1024
+
+void fa_blocks_for(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass, int pairs,
+                   int64_t *block_q, int64_t *block_k)
+{
+    int64_t q_len = p->q_len, kv_len = p->kv_len;
+    fa_block_inputs in = {ctx->cpu,
+                          ctx->kernels->name,
+                          fa_topology_caches(ctx->topology).l2,
+                          p->dim,
+                          p->dim_v,
+                          64,
+                          q_len,
+                          p->seqs ? 0 : p->batch * p->q_heads,
+                          elem,
+                          pass == FA_PASS_FORWARD && pairs,
+                          p->bias.data != NULL && p->bias.stride_seq != 0};
+    int64_t span = fa_row_key_span(p);
+    int64_t bq = ctx->block_q > 0                             ? ctx->block_q
+                 : span < kv_len && span < NARROW_WINDOW_KEYS ? 32
+                                                              : fa_block_q_automatic(pass, &in);
+    int64_t bk = ctx->block_k;
+    if (bk <= 0) {
+        in.block_q = bq;
+        bk = fa_block_k_automatic(pass, &in);
+    }
+    if (bq > q_len && q_len > 0) bq = q_len;
+    if (bk > kv_len && kv_len > 0) bk = kv_len;
+    *block_q = bq;
+    *block_k = bk;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The automatic key-tile length (block_k = 0): a small table of what was measured on each
+ * microarchitecture, and the cache-size rule for the rest (block_sizes.c). */
+#ifndef FA_BLOCK_SIZES_H
+#define FA_BLOCK_SIZES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan/problem.h"
+#include "runtime/context.h"
+#include "runtime/cpu_features.h"
+
+typedef enum { FA_PASS_FORWARD, FA_PASS_BACKWARD } fa_pass;
+
+/* What the choice depends on: the CPU, the kernel table in use, the L2 size (0: unknown), and the
+ * problem's head dims, query block, query rows, heads (batch · query heads: the items one query
+ * block index makes; 0 for a batch of sequences, whose shorter sequences make fewer) and element
+ * size (of the accumulation type). */
+typedef struct {
+    fa_cpu_model cpu;
+    const char *table; /* fa_kernels.name */
+    size_t l2;
+    int64_t dim, dim_v, block_q, q_len, heads;
+    size_t elem;
+    int pairs;    /* an all-bf16 forward on the table's bf16 dot-product units (forward_pairs.h) */
+    int row_bias; /* a bias with a row of its own per query row, which an item streams from memory */
+} fa_block_inputs;
+
+/* The largest automatic key tile of each pass. The backward's is smaller: a dK/dV item holds
+ * block_k·(dim + dim_v) accumulators besides its three tiles, and more key blocks keep every thread
+ * busy on a single long sequence. */
+#define FA_FORWARD_MAX_BLOCK_K  512
+#define FA_BACKWARD_MAX_BLOCK_K 128
+
+/* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
+ * the table's row for it, which takes more rows only while they leave at least
+ * FA_SPLIT_TARGET_ITEMS items (fewer would split the keys: schedule.h), half as many on AMX tiles. block_k for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's
+ * maximum]. Functions of their inputs only, so a context on one machine always picks the same tiles
+ * for the same problem. */
+int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in);
+int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in);
+
+/* Block sizes of `pass` for a problem (`pairs`: a forward on the table's bf16 dot-product units):
+ * the configured ones, or the automatic ones of block_sizes.c's table (the CPU, the kernel table,
+ * the caches, the head dims and the path), block_q 32 under a narrow window; either way no larger
+ * than the problem (q_len rows, kv_len keys), which changes no result (one block covers the same
+ * rows or keys either way) but bounds the scratch by the problem. Depends on the machine and the
+ * problem, never on the thread count. */
+void fa_blocks_for(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass, int pairs,
+                   int64_t *block_q, int64_t *block_k);
+
+#endif

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The validated, internal description of one attention problem.
+ * Only api.c/validate.c build it from user structs; drivers and kernels see nothing else. */
+#ifndef FA_PROBLEM_H
+#define FA_PROBLEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashattn.h"
+
+/* A strided [batch][heads][seq][dim] view; the dim axis is contiguous. Strides in elements. */
+typedef struct {
+    void *data;
+    int64_t stride_batch, stride_head, stride_seq;
+} fa_view;
+
+typedef struct {
+    fa_dtype dtype;   /* the accumulation type, FA_F32 or FA_F64: of scores, lse, delta, accumulators */
+    fa_dtype q_type;  /* of q, out, dout and dq: dtype, or FA_BF16/FA_F16 */
+    fa_dtype kv_type; /* of k, v, dk and dv: q_type, or FA_BF16/FA_F16 under f32 queries */
+    int64_t batch, q_heads, kv_heads;
+    int64_t group; /* q_heads / kv_heads: query head h reads kv head h / group */
+    int64_t q_len, kv_len, dim, dim_v;
+    fa_view q, k, v, out;
+    void *lse; /* NULL or contiguous [batch][q_heads][q_len] of the accumulation type */
+    /* backward only: the output gradient (read) and the input gradients (written) */
+    fa_view dout, dq, dk, dv;
+    double scale;
+    fa_causal causal;
+    /* Score modifiers (flashattn.h, fa_params). diag_offset is d0 (with fa_params.diagonal_shift,
+     * diag_shift, added): key j is on row i's diagonal when j = i + d0. */
+    int64_t diag_offset, diag_shift;
+    int64_t window_left, window_right; /* -1: unbounded */
+    double softcap;                    /* 0: off */
+    const float *alibi_slopes;         /* NULL: off; one per query head */
+    fa_view bias;       /* data NULL: off. Element (b, h, i, j) at fa_view_at(&bias, .., b, h, i) + j;
+                                          broadcast axes (size 1 in the caller's view) have stride 0 here */
+    const float *sinks; /* NULL: off; one logit per query head */
+    float *dsinks;      /* backward only: NULL, or one gradient per query head */
+    /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride +
+     * i·lse_row_stride: lse_head_stride is q_len for a dense batch, total_q when the queries are
+     * packed; lse_row_stride is 1 but in a problem of grouped rows (fa_problem_group_rows), which
+     * only the forward writes */
+    int64_t lse_head_stride, lse_row_stride;
+    /* A batch of sequences (fa_seqs), or NULL. Drivers never read it: they run the dense problem of
+     * one sequence at a time, from fa_problem_sequence. */
+    const fa_seqs *seqs;
+    /* Paged K/V, in the problem of one sequence: its page indices (k and v are page pools whose
+     * batch axis is the page, seq axis the row in it), or NULL for contiguous keys. */
+    const int32_t *pages;
+    int64_t page_size;
+} fa_problem;
+
+/* A validated fa_merge: the caller's arrays (read during the call only). */
+typedef struct {
+    int n;
+    const fa_tensor *outs;
+    const void *const *lses;
+    const fa_tensor *out;
+    void *lse;
+} fa_merge_problem;
+
+/* The dense problem of sequence b of a problem with seqs: batch 1, its own query rows and keys in
+ * use, views and lse moved to its first row, its diagonal offset (Nk_b - Nq_b unless top-left),
+ * paged keys as pages. For a problem without seqs, the problem of batch b alone. */
+void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one);
+
+/* A forward problem with one query row per head that every key is visible to and nothing that
+ * differs between the heads of a group (a GQA decode step without ALiBi, bias or sinks): writes
+ * into *grouped the same problem with the `group` query heads of each key/value head as the rows of
+ * one head (q_len = group, views and lse strided over the heads), and returns 1; otherwise 0. The
+ * choice rests on the shape and parameters alone, so it never changes with the thread count. */
+int fa_problem_group_rows(const fa_problem *p, fa_problem *grouped);
+
+/* Work items over the sequences of a problem: `per_sequence[b]` items for sequence b, numbered
+ * sequence after sequence. first[b] is the index of sequence b's first item; first has batch + 1
+ * entries (first[batch] = the count). Returns the sequence of item `index` (binary search). */
+int64_t fa_sequence_of_item(const int64_t *first, int64_t batch, int64_t index);
+
+/* n rounded up to a multiple of m (m > 0): tile widths, padded head dims. */
+static inline int64_t fa_round_up(int64_t n, int64_t m)
+{
+    return (n + m - 1) / m * m;
+}
+
+/* Bytes of one element of each group of views: q, out, dout, dq (q_type); k, v, dk, dv (kv_type). */
+static inline size_t fa_elem_size(fa_dtype t)
+{
+    return t == FA_F64 ? 8 : t == FA_F32 ? 4 : 2;
+}
+
+static inline int fa_dtype_is_half(fa_dtype t)
+{
+    return t == FA_BF16 || t == FA_F16;
+}
+
+/* Whether the problem has a value modifier, applied to every score computed (softcap, ALiBi, bias). */
+static inline int fa_problem_modifies_scores(const fa_problem *p)
+{
+    return p->softcap > 0 || p->alibi_slopes != NULL || p->bias.data != NULL;
+}
+
+/* Element (b, h, s, 0) of a view. An empty view has NULL data and zero strides (validate.c: its
+ * strides were never checked, and an offset from them could overflow), and pointer arithmetic on
+ * NULL is undefined even with a zero offset, so such a view gives NULL (never dereferenced: the
+ * loops over an empty view do not run). */
+static inline void *fa_view_at(const fa_view *v, size_t elem, int64_t b, int64_t h, int64_t s)
+{
+    if (!v->data) return NULL;
+    return (char *)v->data + (b * v->stride_batch + h * v->stride_head + s * v->stride_seq) * (int64_t)elem;
+}
+
+#endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Work decomposition. The list of work items and each item's internal order are functions of
+ * the problem (and the block sizes chosen for it) only, never of the thread count: that is what
+ * makes every output bitwise identical on 1 thread and on 64. */
+#ifndef FA_SCHEDULE_H
+#define FA_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "plan/problem.h"
+
+/* One forward work item: query rows [row0, row0 + rows) of (batch, q_head). */
+typedef struct {
+    int64_t batch, q_head, row0, rows;
+} fa_q_item;
+
+typedef struct {
+    int64_t q_blocks; /* query blocks per (batch, head) */
+    int64_t block_q;
+    int64_t count;    /* batch · q_heads · q_blocks */
+} fa_q_schedule;
+
+fa_q_schedule fa_q_schedule_make(const fa_problem *p, int64_t block_q);
+
+/* Split-KV for problems with few query items (decode, few heads): the keys are cut into `splits`
+ * chunks of `chunk` keys (a multiple of block_k), each (query item, chunk) is its own work item,
+ * and the partial results are merged in chunk order. Chosen from the shape alone, so the output
+ * stays bitwise independent of the thread count. splits == 1 means no split. */
+typedef struct {
+    int64_t splits, chunk;
+} fa_kv_split;
+
+/* A split aims for this many items, enough to feed the cores of a large node with dynamic
+ * scheduling; so no split has more chunks. */
+#define FA_SPLIT_TARGET_ITEMS 128
+
+/* Partial results of one split problem together stay within this many bytes. */
+#define FA_SPLIT_MAX_PARTIAL_BYTES ((size_t)16 << 20)
+
+/* partial_bytes_per_row: bytes one query row's partial result takes in one chunk, rounded up, so
+ * that every item's partials together stay within FA_SPLIT_MAX_PARTIAL_BYTES. */
+fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row);
+
+/* Item `index` (0 <= index < count). Items are numbered batch-major, then head, then block
+ * (the costliest block first under a causal mask). */
+fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_t index);
+
+#endif
