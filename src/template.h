@@ -10,5 +10,8 @@
 #define FA_CAT2(a, b) a##b
 #define FA_CAT(a, b)  FA_CAT2(a, b)
 #define FA_NAME(n)    FA_CAT(n, FA_SFX)
+/* The same for a set of tile products (drivers/forward_attend.h, drivers/backward_grads.h): FA_SET
+ * names the set (f32, f64, dot) where an element type alone does not. */
+#define FA_SET_NAME(n) FA_CAT(n, FA_SET)
 
 #endif

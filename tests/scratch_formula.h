@@ -5,7 +5,7 @@
  * With e = sizeof(element) (4 for f32, 8 for f64), v = 64/e (elements per 64 bytes),
  * r64(x) = x rounded up to a multiple of 64, up(x) = x rounded up to a multiple of v,
  * bq = block_q, bk = block_k, ld = up(bq), sld = min(ld, 64) (the rows of one query block of the
- * kernels, FA_FORWARD_SUB_ROWS):
+ * kernels, FA_FLOAT_BLOCK_ROWS):
  *
  *   forward  = r64(D·ld·e) + r64(bk·sld·e) + r64(bq·up(Dv)·e) + 2·r64(ld·e)
  *              (transposed query block, transposed score tile of 64 rows at most, output
@@ -24,7 +24,7 @@
  *
  * An all-bf16 forward on a table with bf16 dot-product units (amx: flashattn.h, "dtype") keeps its
  * operands in bf16 instead, with k padded to p = 32 (a tile row), dp = D up to p, bkp = bk up to p,
- * and psld = min(ld, 128) (the rows of one query block on the units, FA_PAIRS_SUB_ROWS), and drops
+ * and psld = min(ld, 128) (the rows of one query block on the units, FA_DOT_BLOCK_ROWS), and drops
  * the float query block:
  *   forward  = r64(dp·ld·2) + r64(bkp·psld·2) + r64(Dv·(bkp + p)·2) + r64(Dv·ld·4)
  *              + r64(bk·psld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4)   (+ paged: r64(bk·D·2) + r64(bk·Dv·2))
@@ -90,7 +90,7 @@ static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, in
 }
 
 /* The all-bf16 backward on dot-product units. */
-static inline size_t backward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int softcap)
+static inline size_t backward_dot_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int softcap)
 {
     size_t ld = sf_up(bq, 16), bkp = sf_up(bk, 32), u_d = sf_up(d, 16), u_dv = sf_up(dv, 16);
     size_t kv = sf_r64((size_t)bk * u_d * 4) + sf_r64((size_t)bk * u_dv * 4), q = sf_r64((size_t)d * ld * 4);
@@ -101,7 +101,7 @@ static inline size_t backward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, i
 }
 
 /* The all-bf16 forward on dot-product units (pad_k 32: the amx table). */
-static inline size_t forward_pairs_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int paged)
+static inline size_t forward_dot_scratch(int64_t bq, int64_t bk, int64_t d, int64_t dv, int paged)
 {
     size_t ld = sf_up(bq, 16), sld = ld < 128 ? ld : 128, bkp = sf_up(bk, 32), dp = sf_up(d, 32);
     return sf_r64(dp * ld * 2) + sf_r64(bkp * sld * 2) + sf_r64((size_t)dv * (bkp + 32) * 2) +

@@ -467,7 +467,7 @@ Test(half_rounding, half_kv_with_f32_queries_nan_reaches_exactly_the_outputs_the
 }
 
 /* An item of more query rows than one block on the dot-product units (block_q 256: blocks of 128
- * and 22 rows, src/drivers/forward_pairs.h) shares each key tile's packed values between its blocks. Under
+ * and 22 rows, src/drivers/forward_dot.h) shares each key tile's packed values between its blocks. Under
  * a bottom-right mask (20 keys ahead) with one 256-key tile, the first block's rows see keys up to
  * 147, so its product reads the values of keys 148-159 too, against P's zero padding; a NaN at key
  * 150 must still reach only the rows that see it (rows 130 and later), on every table. */

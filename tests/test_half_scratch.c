@@ -53,7 +53,7 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                 cr_assert_eq(fa_forward(ctx, NULL, &q, &k, &v, &out, lse), FA_OK, "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
                 size_t want = hu_on_dot_units(ctx, types[t].q, types[t].kv, d, nq)
-                                  ? forward_pairs_scratch(o.block_q, o.block_k, d, dv, 0)
+                                  ? forward_dot_scratch(o.block_q, o.block_k, d, dv, 0)
                                   : forward_scratch(FA_F32, o.block_q, o.block_k, d, dv) +
                                         forward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
                 cr_expect_eq(st.scratch_peak, want,
@@ -65,7 +65,7 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                              "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
                 want = hu_backward_on_dot_units(ctx, types[t].q, types[t].kv, d, dv)
-                           ? backward_pairs_scratch(o.block_q, o.block_k, d, dv, 0)
+                           ? backward_dot_scratch(o.block_q, o.block_k, d, dv, 0)
                            : backward_scratch(FA_F32, o.block_q, o.block_k, d, dv, 0) +
                                  backward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
                 cr_expect_eq(st.scratch_peak, want,

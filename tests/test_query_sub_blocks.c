@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* An item of more than 64 query rows runs as blocks of 64 rows, all of them over one key tile
- * before the next (src/drivers/forward_item.h): each block computes what an item of its rows alone
+ * before the next (src/drivers/forward_attend.h): each block computes what an item of its rows alone
  * computes, so out and lse with block_q = 100, 128 and 256 are the bytes of block_q = 64 with the
  * same block_k, under every causal alignment, a window, ALiBi with a softcap, grouped heads and
  * Dv != D. The shapes keep at least 128 items at every block_q, so that no call splits its keys

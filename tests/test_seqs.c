@@ -202,7 +202,7 @@ Test(seqs, varlen_forward_is_thread_count_invariant)
     for (int x = 0; x < 4; x++) fa_context_destroy(ctx[x]);
 }
 
-/* Items wider than the float kernels' 64 rows (src/drivers/forward_item.h: blocks of 64 rows over each key
+/* Items wider than the float kernels' 64 rows (src/drivers/forward_attend.h: blocks of 64 rows over each key
  * tile) in a batch of sequences: every sequence matches the oracle, each as its dense call alone,
  * and the bytes do not depend on the thread count. */
 Test(seqs, wide_items_match_the_oracle_and_dense_calls_on_any_thread_count)

@@ -16,7 +16,7 @@
 #include "port_costs.h"
 #include "timing.h"
 
-#define ROWS 64 /* one query block of the float kernels (FA_FORWARD_SUB_ROWS) */
+#define ROWS 64 /* one query block of the float kernels (FA_FLOAT_BLOCK_ROWS) */
 
 typedef enum { STEP_SCORES, STEP_SOFTMAX, STEP_ACCUMULATE, STEP_TILE } step_kind;
 static const char *const step_names[] = {"Q.K^T (scores)", "online softmax", "P.V (accumulate)",

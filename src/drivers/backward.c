@@ -6,13 +6,15 @@
 #include <math.h>
 #include <stdatomic.h>
 
-#include "plan/block_sizes.h"
-#include "runtime/arena.h"
 #include "drivers/epilogue.h"
 #include "drivers/half_rows.h"
-#include "plan/schedule.h"
-#include "runtime/team.h"
 #include "drivers/visible_products.h"
+#include "plan/block_sizes.h"
+#include "plan/mask.h"
+#include "plan/schedule.h"
+#include "plan/scratch.h"
+#include "runtime/arena.h"
+#include "runtime/team.h"
 
 typedef struct {
     const fa_problem *problem;
@@ -27,12 +29,12 @@ typedef struct {
     atomic_int *dq_progress;   /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
     const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
     const int64_t *first_grad; /* ... and its first split-plan item (half-precision queries only) */
-    int pairs;                 /* 1: all-bf16 on the table's bf16 set (backward_pairs.h; split plan) */
+    int dot;                   /* 1: all-bf16 on the table's bf16 dot-product set (backward_dot.h; split plan) */
 } fa_backward_job;
 
-/* Whether a backward's items take the bf16 dot-product path: every tensor bf16, a table with a
- * bf16 set, even head dims (the products of S and dP run over D and Dv in pairs). */
-static int takes_pairs(const fa_context *ctx, const fa_problem *p)
+/* Whether a backward's items run on the table's bf16 dot-product units: every tensor bf16, a table
+ * with a bf16 set, even head dims (the products of S and dP run over D and Dv in pairs). */
+static int takes_dot(const fa_context *ctx, const fa_problem *p)
 {
     return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0 &&
            p->dim_v % 2 == 0;
@@ -51,9 +53,9 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 #define FA_SFX       f32
 #define FA_EXP       expf
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F32
-#define FA_PAIRS_PATH 1
+#define FA_DOT_UNITS 1
 #include "drivers/backward_items.h"
-#undef FA_PAIRS_PATH
+#undef FA_DOT_UNITS
 #undef FA_T
 #undef FA_SFX
 #undef FA_EXP
@@ -63,85 +65,18 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 #define FA_SFX       f64
 #define FA_EXP       exp
 #define FA_PAD_ELEMS FA_PAD_ELEMS_F64
-#define FA_PAIRS_PATH 0
+#define FA_DOT_UNITS 0
 #include "drivers/backward_items.h"
-#undef FA_PAIRS_PATH
+#undef FA_DOT_UNITS
 #undef FA_T
 #undef FA_SFX
 #undef FA_EXP
 #undef FA_PAD_ELEMS
 
-size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
-                                 int softcap)
+/* The call's scratch plan (backward_items.h, backward_plan_): every thread reserves it. */
+static size_t backward_plan(const fa_backward_job *job)
 {
-    int64_t pad = elem == sizeof(double) ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
-    size_t ld = (size_t)fa_round_up(block_q, pad), bq = (size_t)block_q, bk = (size_t)block_k;
-    size_t d = (size_t)dim, dv = (size_t)dim_v;
-    size_t d_pad = (size_t)fa_round_up(dim, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
-    size_t queries =
-        fa_size_add(fa_arena_tile(d, ld, elem), fa_arena_tile(dv, ld, elem)); /* Q, dO transposed */
-    queries = fa_size_add(queries, 2 * fa_arena_tile(1, ld, elem));           /* lse, delta */
-    size_t tiles = fa_size_add(fa_arena_tile(bk, ld, elem), fa_arena_tile(bk, ld, elem)); /* P, dS */
-    if (softcap) tiles = fa_size_add(tiles, fa_arena_tile(bk, ld, elem));                 /* 1 - tanh² */
-    size_t kv_acc = fa_size_add(fa_arena_tile(bk, d_pad, elem), fa_arena_tile(bk, dv_pad, elem));
-    size_t q_acc = fa_arena_tile(bq, d_pad, elem);
-    return fa_size_add(fa_size_add(queries, tiles), kv_acc > q_acc ? kv_acc : q_acc);
-}
-
-size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows,
-                              int kv_tiles)
-{
-    size_t bytes = 0, e = sizeof(float); /* half precision accumulates in float */
-    if (q_rows)
-        bytes = fa_size_add(fa_arena_tile((size_t)block_q, (size_t)dim, e),
-                            fa_arena_tile((size_t)block_q, (size_t)dim_v, e));
-    if (kv_tiles)
-        bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, e),
-                                               fa_arena_tile((size_t)block_k, (size_t)dim_v, e)));
-    return bytes;
-}
-
-fa_backward_pairs_tiles fa_backward_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
-                                                   int64_t dim_v, int softcap)
-{
-    const size_t h = sizeof(uint16_t), f = sizeof(float);
-    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), bk = (size_t)block_k;
-    size_t d = (size_t)dim, d16 = (size_t)fa_round_up(dim, FA_PAD_ELEMS_F32), dv16 = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
-    size_t bk_k = (size_t)fa_round_up(block_k, pad_k);
-    size_t kv_acc = fa_size_add(fa_arena_tile(bk, d16, f), fa_arena_tile(bk, dv16, f)), dq_acc = fa_arena_tile(d, ld, f);
-    fa_backward_pairs_tiles t = {fa_arena_tile((size_t)fa_round_up(dim, pad_k), ld, h),
-                                 fa_arena_tile((size_t)fa_round_up(dim_v, pad_k), ld, h),
-                                 fa_arena_tile(ld, d16, h),
-                                 fa_arena_tile(ld, dv16, h),
-                                 fa_arena_tile(1, ld, f),
-                                 fa_arena_tile(bk, ld, f),
-                                 softcap ? fa_arena_tile(bk, ld, f) : 0,
-                                 fa_arena_tile(bk_k, ld, h),
-                                 fa_arena_tile(d, bk_k, h),
-                                 kv_acc > dq_acc ? kv_acc : dq_acc};
-    return t;
-}
-
-size_t fa_backward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
-                                       int64_t dim_v, int softcap)
-{
-    fa_backward_pairs_tiles t = fa_backward_pairs_tiles_of(pad_k, block_q, block_k, dim, dim_v, softcap);
-    size_t bytes = fa_size_add(fa_size_add(t.qp, t.dop), fa_size_add(t.q_rp, t.do_rp));
-    bytes = fa_size_add(bytes, fa_size_add(2 * t.row, fa_size_add(2 * t.tile, t.dcap)));
-    return fa_size_add(bytes, fa_size_add(fa_size_add(t.ab, t.kt), t.acc));
-}
-
-/* An item's arena: the formula, and the rows and tiles it widens from half precision; or the bf16
- * dot-product path's regions. */
-static size_t item_scratch_bytes(const fa_context *ctx, const fa_problem *p, int64_t block_q, int64_t block_k,
-                                 size_t elem)
-{
-    if (takes_pairs(ctx, p))
-        return fa_backward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k, p->dim, p->dim_v,
-                                               p->softcap > 0);
-    return fa_size_add(fa_backward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem, p->softcap > 0),
-                       fa_backward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_dtype_is_half(p->q_type),
-                                              fa_dtype_is_half(p->kv_type)));
+    return job->problem->dtype == FA_F64 ? backward_plan_f64(job) : backward_plan_f32(job);
 }
 
 /* The fused plan runs whole heads, B·Hkv of them: with `rounds` of them per thread, threads sit
@@ -209,7 +144,7 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
         first[b + 1] = first[b] + q_items;
         first_grad[b + 1] = first_grad[b] + q_items + one.kv_heads * ((one.kv_len + block_k - 1) / block_k);
     }
-    const int split = fa_dtype_is_half(p->q_type);
+    const int split = fa_q_widens(p);
     fa_backward_job job = {p,
                            ctx->kernels,
                            fa_q_schedule_make(&widest, block_q),
@@ -222,10 +157,10 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
                            NULL,
                            first,
                            first_grad,
-                           takes_pairs(ctx, p)};
+                           takes_dot(ctx, p)};
     int f64 = p->dtype == FA_F64;
     fa_team_work work = {
-        .scratch_bytes = item_scratch_bytes(ctx, p, block_q, block_k, elem),
+        .scratch_bytes = backward_plan(&job),
         .job = &job,
         .phases = 2,
         .phase = {{first[p->batch], f64 ? delta_sequence_item_f64 : delta_sequence_item_f32},
@@ -271,7 +206,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
                            NULL,
                            NULL,
                            NULL,
-                           takes_pairs(ctx, p)};
+                           takes_dot(ctx, p)};
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;
@@ -282,7 +217,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     /* Half-precision dq is summed in float and rounded once: the split plan's dQ items sum in their
      * arena; the fused and wavefront plans sum in the caller's dq rows, which would round at every
      * key block. A function of the dtypes, not of the team: still the same bits at any thread count. */
-    if (fa_dtype_is_half(p->q_type)) job.plan = FA_BACKWARD_PLAN_SPLIT;
+    if (fa_q_widens(p)) job.plan = FA_BACKWARD_PLAN_SPLIT;
 
     /* the rows buffer: delta, then (wavefront) one counter per query block, 64-byte aligned */
     size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);
@@ -293,7 +228,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
 
     fa_team_work work = {
-        .scratch_bytes = item_scratch_bytes(ctx, p, block_q, block_k, elem),
+        .scratch_bytes = backward_plan(&job),
         .job = &job,
         .phases = 2,
         .phase = {{job.q_schedule.count, f64 ? delta_item_f64 : delta_item_f32},

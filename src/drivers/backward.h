@@ -3,41 +3,10 @@
 #ifndef FA_BACKWARD_H
 #define FA_BACKWARD_H
 
-#include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/context.h"
 #include "plan/problem.h"
-
-/* Arena bytes one backward item needs: the query block's packs (Q and dO transposed, lse, delta),
- * the probability and score-gradient tiles (and with a softcap its derivative's tile), and the
- * larger of a dK/dV item's accumulators and a dQ item's, each region rounded up to 64 bytes (see
- * backward.c). The README's memory formula is this function. */
-size_t fa_backward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
-                                 int softcap);
-
-/* What an item widens into its arena on top of that, in float: the query block's Q and dO rows
- * when they are half precision (q_rows: bq·D + bq·Dv), the key block's K and V rows when they are
- * (kv_tiles: bk·D + bk·Dv). */
-size_t fa_backward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, int q_rows,
-                              int kv_tiles);
-
-/* The regions of an item of the bf16 dot-product path (backward_pairs.h), in bytes, each rounded up
- * to 64, for a set padding its operands to pad_k along k (ld = block_q up to 16 rows, u(x) = x up to
- * 16): Q and dO in pairs (up(D, pad_k)·ld, up(Dv, pad_k)·ld bf16), in pairs of rows (ld·u(D),
- * ld·u(Dv) bf16), lse and delta (ld floats each), the P and dS tiles (bk·ld floats; with a softcap
- * its derivative's too), one bf16 tile for P or dS as rows or pairs (up(bk, pad_k)·ld), Kᵀ
- * (D·up(bk, pad_k) bf16), and the larger of the dK/dV accumulators (bk·u(D) + bk·u(Dv) floats) and
- * the transposed dQ (D·ld floats). */
-typedef struct {
-    size_t qp, dop, q_rp, do_rp, row, tile, dcap, ab, kt, acc;
-} fa_backward_pairs_tiles;
-
-fa_backward_pairs_tiles fa_backward_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
-                                                   int64_t dim_v, int softcap);
-/* Their sum: what every item of the path reaches. */
-size_t fa_backward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
-                                       int64_t dim_v, int softcap);
+#include "runtime/context.h"
 
 /* The three ways to cut a backward into items. They make the same kernel calls on the same tiles
  * in the same order for every output element, so their results are bitwise identical; only the

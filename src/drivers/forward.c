@@ -5,13 +5,15 @@
 #include <math.h>
 #include <string.h>
 
-#include "plan/block_sizes.h"
-#include "runtime/arena.h"
 #include "drivers/epilogue.h"
 #include "drivers/half_rows.h"
-#include "plan/schedule.h"
-#include "runtime/team.h"
 #include "drivers/visible_products.h"
+#include "plan/block_sizes.h"
+#include "plan/mask.h"
+#include "plan/schedule.h"
+#include "plan/scratch.h"
+#include "runtime/arena.h"
+#include "runtime/team.h"
 
 /* One sequence of a batch: the key split a dense call of it alone would make, and the offset of its
  * partial results (elements from its wave's partials). A wave is a run of consecutive sequences
@@ -36,16 +38,17 @@ typedef struct {
     const int64_t *first_item, *first_merge;
     const fa_sequence_plan *plans;
     int64_t wave_item0, wave_merge0; /* the global numbers of the running wave's first items */
-    int pairs;                       /* 1: all-bf16 on the table's bf16 set (forward_pairs.h) */
+    int dot;                         /* 1: all-bf16 on the table's bf16 dot-product set (forward_dot.h) */
+    int paged;                       /* the keys are paged (the sequences' pools): staged tile by tile */
 } fa_forward_job;
 
-/* Whether a problem's items take the bf16 dot-product path: every tensor bf16, a table with a bf16
- * set, an even head dim (the sets multiply pairs of dims; an odd D widens, as every half call does
- * on a table without one), and more than FA_HALF_ROWS query rows a head: a decode step's one row
- * would fill a sixteenth of a tile, where the float kernels read its half cache directly
- * (forward_item.h, scores_half). A batch of sequences decides per sequence (sequence_job_), as a
+/* Whether a problem's items run on the table's bf16 dot-product units: every tensor bf16, a table
+ * with a bf16 set, an even head dim (the sets multiply pairs of dims; an odd D widens, as every half
+ * call does on a table without one), and more than FA_HALF_ROWS query rows a head: a decode step's
+ * one row would fill a sixteenth of a tile, where the float kernels read its half cache directly
+ * (forward_float.h, scores_half). A batch of sequences decides per sequence (sequence_job_), as a
  * dense call of each would. */
-static int takes_pairs(const fa_context *ctx, const fa_problem *p)
+static int takes_dot(const fa_context *ctx, const fa_problem *p)
 {
     return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0 &&
            p->q_len > FA_HALF_ROWS;
@@ -75,10 +78,10 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_LOG         logf
 #define FA_EXP         expf
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F32
-#define FA_PAIRS_PATH  1
+#define FA_DOT_UNITS   1
 #define FA_HALF_DIRECT 1
 #include "drivers/forward_item.h"
-#undef FA_PAIRS_PATH
+#undef FA_DOT_UNITS
 #undef FA_HALF_DIRECT
 #undef FA_T
 #undef FA_SFX
@@ -91,10 +94,10 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_LOG         log
 #define FA_EXP         exp
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F64
-#define FA_PAIRS_PATH  0
+#define FA_DOT_UNITS   0
 #define FA_HALF_DIRECT 0
 #include "drivers/forward_item.h"
-#undef FA_PAIRS_PATH
+#undef FA_DOT_UNITS
 #undef FA_HALF_DIRECT
 #undef FA_T
 #undef FA_SFX
@@ -107,81 +110,25 @@ static int64_t pad_elems_of(size_t elem)
     return elem == sizeof(double) ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
 }
 
-size_t fa_forward_scratch_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem)
-{
-    int64_t pad = pad_elems_of(elem);
-    size_t ld = (size_t)fa_round_up(block_q, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
-    size_t bq = (size_t)block_q, bk = (size_t)block_k, d = (size_t)dim;
-    /* the score tile: one query block's of at most FA_FORWARD_SUB_ROWS rows */
-    size_t sub_ld = (size_t)fa_query_block_ld((int64_t)ld, FA_FORWARD_SUB_ROWS);
-    size_t queries = fa_arena_tile(d, ld, elem), scores = fa_arena_tile(bk, sub_ld, elem);
-    size_t accumulator = fa_arena_tile(bq, dv_pad, elem), row_stats = 2 * fa_arena_tile(1, ld, elem);
-    return fa_size_add(fa_size_add(queries, scores), fa_size_add(accumulator, row_stats));
-}
+/* The item kinds a call runs: query items on the float kernels, on the dot-product units, and
+ * merge items over at most `splits` chunks (none when 1). */
+typedef struct {
+    int on_float, on_dot;
+    int64_t splits;
+} fa_forward_kinds;
 
-size_t fa_forward_tile_bytes(int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v, size_t elem,
-                             int q_rows, int kv_tiles)
+/* The call's scratch plan: the largest carve of the item kinds it runs, sized (plan/scratch.h).
+ * Every thread reserves it, and each of these kinds reaches it exactly, so a call's peak is its
+ * plan. */
+static size_t forward_plan(const fa_forward_job *job, fa_forward_kinds kinds)
 {
+    const int f64 = job->problem->dtype == FA_F64;
     size_t bytes = 0;
-    if (q_rows) bytes = fa_arena_tile((size_t)block_q, (size_t)dim, elem);
-    if (kv_tiles)
-        bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, elem),
-                                               fa_arena_tile((size_t)block_k, (size_t)dim_v, elem)));
+    if (kinds.on_float) bytes = f64 ? attend_plan_f64(job) : attend_plan_f32(job);
+    if (kinds.on_dot) bytes = fa_scratch_max(bytes, attend_plan_dot(job));
+    if (kinds.splits > 1)
+        bytes = fa_scratch_max(bytes, f64 ? merge_plan_f64(job, kinds.splits) : merge_plan_f32(job, kinds.splits));
     return bytes;
-}
-
-fa_pairs_tiles fa_pairs_tiles_of(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim, int64_t dim_v)
-{
-    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32), bk_k = (size_t)fa_round_up(block_k, pad_k);
-    size_t sub_ld = (size_t)fa_query_block_ld((int64_t)ld, FA_PAIRS_SUB_ROWS); /* P: one query block's */
-    size_t d_k = (size_t)fa_round_up(dim, pad_k), dv = (size_t)dim_v, half = sizeof(uint16_t);
-    fa_pairs_tiles t = {fa_arena_tile(d_k, ld, half), fa_arena_tile(bk_k, sub_ld, half),
-                        fa_arena_tile(dv, bk_k + (size_t)pad_k, half), fa_arena_tile(dv, ld, sizeof(float))};
-    return t;
-}
-
-size_t fa_forward_pairs_scratch_bytes(int64_t pad_k, int64_t block_q, int64_t block_k, int64_t dim,
-                                      int64_t dim_v, int paged)
-{
-    fa_pairs_tiles t = fa_pairs_tiles_of(pad_k, block_q, block_k, dim, dim_v);
-    size_t ld = (size_t)fa_round_up(block_q, FA_PAD_ELEMS_F32),
-           dv_pad = (size_t)fa_round_up(dim_v, FA_PAD_ELEMS_F32);
-    /* the score tile: one query block's */
-    size_t sub_ld = (size_t)fa_query_block_ld((int64_t)ld, FA_PAIRS_SUB_ROWS);
-    size_t f = sizeof(float), bytes = fa_size_add(fa_size_add(t.queries, t.probabilities),
-                                                  fa_size_add(t.values_t, t.accumulator_t));
-    bytes = fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, sub_ld, f),
-                                           fa_arena_tile((size_t)block_q, dv_pad, f)));
-    bytes = fa_size_add(bytes, 2 * fa_arena_tile(1, ld, f));
-    if (paged)
-        bytes =
-            fa_size_add(bytes, fa_size_add(fa_arena_tile((size_t)block_k, (size_t)dim, sizeof(uint16_t)),
-                                           fa_arena_tile((size_t)block_k, (size_t)dim_v, sizeof(uint16_t))));
-    return bytes;
-}
-
-/* The tiles a problem's items stage in their arena (forward_item.h): half-precision queries, and
- * paged or half-precision keys and values. */
-static size_t problem_tile_bytes(const fa_problem *p, int paged, int64_t block_q, int64_t block_k)
-{
-    return fa_forward_tile_bytes(block_q, block_k, p->dim, p->dim_v, fa_elem_size(p->dtype),
-                                 fa_dtype_is_half(p->q_type), paged || fa_dtype_is_half(p->kv_type));
-}
-
-static size_t fa_max_size(size_t a, size_t b)
-{
-    return a > b ? a : b;
-}
-
-/* The arena of a split-KV merge item (forward_item.h): the state write_rows_ reads, and one lse and
- * one row pointer per chunk; within the forward's own formula for any but the smallest tiles. */
-static size_t merge_scratch_bytes(int64_t block_q, int64_t dim_v, int64_t splits, size_t elem)
-{
-    int64_t pad = pad_elems_of(elem);
-    size_t ld = (size_t)fa_round_up(block_q, pad), dv_pad = (size_t)fa_round_up(dim_v, pad);
-    size_t state = fa_size_add(fa_arena_tile((size_t)block_q, dv_pad, elem), 2 * fa_arena_tile(1, ld, elem));
-    return fa_size_add(state, fa_size_add(fa_arena_tile((size_t)splits, 1, elem),
-                                          fa_arena_tile((size_t)splits, 1, sizeof(void *))));
 }
 
 /* The elements of one (query item, chunk) partial result: the rows' lse [ld], then their outputs
@@ -204,16 +151,25 @@ static size_t partial_row_bytes_of(int64_t partial_elems, size_t elem, int64_t b
  * it alone with the same block sizes. A decode batch (one query item per head) thus splits every
  * sequence's keys, and all threads have chunks to take. */
 static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block_k, int64_t partial_elems,
-                             size_t elem, int64_t *first_item, int64_t *first_merge, fa_sequence_plan *plans)
+                             size_t elem, int dot, int64_t *first_item, int64_t *first_merge,
+                             fa_sequence_plan *plans, fa_forward_kinds *kinds)
 {
     size_t row_bytes = partial_row_bytes_of(partial_elems, elem, block_q), wave = 0, largest = 0;
     int64_t items = 0, merges = 0;
+    fa_forward_kinds runs = {0, 0, 1};
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem one;
         forward_problem_of_sequence(p, b, &one);
         fa_q_schedule s = fa_q_schedule_make(&one, block_q);
         fa_kv_split split = fa_kv_split_make(&one, &s, block_k, row_bytes);
         int64_t merge_items = split.splits > 1 ? s.count : 0;
+        if (s.count > 0) { /* the set sequence_job_ gives it */
+            if (dot && one.q_len > FA_HALF_ROWS)
+                runs.on_dot = 1;
+            else
+                runs.on_float = 1;
+        }
+        if (merge_items > 0 && split.splits > runs.splits) runs.splits = split.splits;
         size_t bytes = (size_t)(merge_items * split.splits * partial_elems) * elem; /* <= the cap */
         int starts = b == 0 || (wave > 0 && bytes > FA_SPLIT_MAX_PARTIAL_BYTES - wave);
         if (starts) wave = 0;
@@ -227,6 +183,7 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
         merges += merge_items;
     }
     if (plans) first_item[p->batch] = items, first_merge[p->batch] = merges;
+    if (kinds) *kinds = runs;
     return largest;
 }
 
@@ -254,18 +211,20 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
     int64_t block_q, block_k;
-    fa_blocks_for(ctx, &widest, elem, FA_PASS_FORWARD, takes_pairs(ctx, &widest), &block_q, &block_k);
+    const int dot = takes_dot(ctx, &widest);
+    fa_blocks_for(ctx, &widest, elem, FA_PASS_FORWARD, dot, &block_q, &block_k);
     int64_t partial_elems = partial_elems_of(block_q, p->dim_v, pad);
 
     /* the row buffer: the two item tables and the plans, then the largest wave's partials */
-    size_t partial_bytes = plan_sequences(p, block_q, block_k, partial_elems, elem, NULL, NULL, NULL);
+    size_t partial_bytes = plan_sequences(p, block_q, block_k, partial_elems, elem, dot, NULL, NULL, NULL, NULL);
     size_t tables =
         2 * (size_t)(p->batch + 1) * sizeof(int64_t) + (size_t)p->batch * sizeof(fa_sequence_plan);
     tables = (tables + 63) / 64 * 64;
     if (fa_context_reserve_rows(ctx, tables + partial_bytes) != 0) return FA_ERR_NOMEM;
     int64_t *first_item = ctx->rows, *first_merge = first_item + p->batch + 1;
     fa_sequence_plan *plans = (fa_sequence_plan *)(first_merge + p->batch + 1);
-    plan_sequences(p, block_q, block_k, partial_elems, elem, first_item, first_merge, plans);
+    fa_forward_kinds kinds;
+    plan_sequences(p, block_q, block_k, partial_elems, elem, dot, first_item, first_merge, plans, &kinds);
 
     fa_forward_job job = {p,
                           ctx->kernels,
@@ -280,16 +239,10 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
                           plans,
                           0,
                           0,
-                          0};
-    /* some sequences may take the dot-product path and others not (sequence_job_): room for either */
-    job.pairs = takes_pairs(ctx, &widest);
-    size_t scratch = fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
-                                 problem_tile_bytes(p, p->seqs->block_table != NULL, block_q, block_k));
-    if (job.pairs)
-        scratch = fa_max_size(scratch,
-                              fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k,
-                                                             p->dim, p->dim_v, p->seqs->block_table != NULL));
-    scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, FA_SPLIT_TARGET_ITEMS, elem));
+                          dot,
+                          p->seqs->block_table != NULL};
+    /* some sequences may run on the dot-product units and others not (sequence_job_) */
+    size_t scratch = forward_plan(&job, kinds);
     int f64 = p->dtype == FA_F64;
     fa_status st = FA_OK;
     if (plans_have_waves(plans, p->batch)) st = fa_team_reserve(ctx, scratch);
@@ -331,7 +284,8 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t pad = pad_elems_of(elem);
     int64_t block_q, block_k;
-    fa_blocks_for(ctx, p, elem, FA_PASS_FORWARD, takes_pairs(ctx, p), &block_q, &block_k);
+    const int dot = takes_dot(ctx, p);
+    fa_blocks_for(ctx, p, elem, FA_PASS_FORWARD, dot, &block_q, &block_k);
 
     fa_forward_job job = {p,
                           ctx->kernels,
@@ -346,17 +300,13 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           NULL,
                           0,
                           0,
-                          takes_pairs(ctx, p)};
+                          dot,
+                          p->pages != NULL};
     job.split =
         fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     int f64 = p->dtype == FA_F64;
-    size_t scratch = job.pairs
-                         ? fa_forward_pairs_scratch_bytes(ctx->kernels->bf16->pad_k, block_q, block_k, p->dim,
-                                                          p->dim_v, p->pages != NULL)
-                         : fa_size_add(fa_forward_scratch_bytes(block_q, block_k, p->dim, p->dim_v, elem),
-                                       problem_tile_bytes(p, 0, block_q, block_k));
-    if (job.split.splits > 1)
-        scratch = fa_max_size(scratch, merge_scratch_bytes(block_q, p->dim_v, job.split.splits, elem));
+    fa_forward_kinds kinds = {!dot, dot, job.split.splits};
+    size_t scratch = forward_plan(&job, kinds);
     fa_team_work work = {
         .scratch_bytes = scratch,
         .job = &job,

@@ -4,8 +4,9 @@
 
 #include <math.h>
 
-#include "runtime/arena.h"
 #include "drivers/half_rows.h"
+#include "plan/scratch.h"
+#include "runtime/arena.h"
 #include "runtime/team.h"
 
 /* Rows per work item: enough to amortize an item, few enough to feed every thread. */
@@ -52,15 +53,8 @@ fa_status fa_merge_run(fa_context *ctx, const fa_merge_problem *mp)
     int f64 = out->dtype == FA_F64;
     fa_merge_job job = {mp, (out->seq + MERGE_ROWS - 1) / MERGE_ROWS};
     int64_t items = out->batch * out->heads * job.row_blocks; /* dim >= 1: validated */
-    /* half precision: the parts' rows widened, and the merged row before its rounding */
-    size_t wide = fa_dtype_is_half(out->dtype)
-                      ? fa_size_add(fa_arena_tile((size_t)mp->n, (size_t)out->dim, sizeof(float)),
-                                    fa_arena_tile(1, (size_t)out->dim, sizeof(float)))
-                      : 0;
     fa_team_work work = {
-        /* one row's gathered lse values and part pointers */
-        .scratch_bytes = fa_size_add(fa_arena_tile((size_t)mp->n, 1, f64 ? sizeof(double) : sizeof(float)),
-                                     fa_size_add(fa_arena_tile((size_t)mp->n, 1, sizeof(void *)), wide)),
+        .scratch_bytes = f64 ? merge_plan_f64(mp) : merge_plan_f32(mp),
         .job = &job,
         .phases = 1,
         .phase = {{items, f64 ? merge_item_f64 : merge_item_f32}},

@@ -139,7 +139,7 @@ typedef FA_KERNEL_SET(double) fa_kernels_f64;
 
 /* ---- bf16 on dot-product units ----
  * A table whose CPU multiplies bf16 pairs into f32 (AMX tiles) runs an all-bf16 forward on them
- * instead of widening (forward_pairs.h): the products of bf16 inputs are exact in f32 and summed in
+ * instead of widening (forward_dot.h): the products of bf16 inputs are exact in f32 and summed in
  * f32, so scores keep f32's accuracy; P is rounded to bf16 once before P·V (the accuracy contract,
  * flashattn.h, bounds what that costs). Its operands are in two layouts:
  *   rows:  row-major bf16, x[m·ld + k] (K and V rows where the caller keeps them, Vᵀ packed);

@@ -15,7 +15,7 @@
  *                                                         near L1 (f32 D=64: 3-10% faster than 512,
  *                                                         D=128: 2-5%; bench/README.md)
  *                                               q 256     items of four 64-row blocks read each key
- *                                               (or 128)  tile once for all four (forward_item.h):
+ *                                               (or 128)  tile once for all four (forward_attend.h):
  *                                                         min time 2-6% less at B1 H8 N4096, 12% at
  *                                                         B4 H16 N512 causal; while the items stay
  *                                                         >= FA_SPLIT_TARGET_ITEMS, else 64 (and 64
@@ -32,7 +32,7 @@
  *                                                         (D=64 1.4x, D=128 1.3x the speed of 64 x 64;
  *                                                         bench/README.md)
  *                                               q 512     items of four 128-row blocks share each key
- *                                               (or 256)  tile's packed Vᵀ (forward_pairs.h): 8-20%
+ *                                               (or 256)  tile's packed Vᵀ (forward_dot.h): 8-20%
  *                                                         less time than 128 at B1 H8 N4096; while the
  *                                                         items stay >= FA_SPLIT_TARGET_ITEMS / 2 (a
  *                                                         split into two key chunks, which ran as fast

@@ -23,7 +23,7 @@ typedef struct {
     size_t l2;
     int64_t dim, dim_v, block_q, q_len, heads;
     size_t elem;
-    int pairs;    /* an all-bf16 forward on the table's bf16 dot-product units (forward_pairs.h) */
+    int pairs;    /* an all-bf16 forward on the table's bf16 dot-product units (forward_dot.h) */
     int row_bias; /* a bias with a row of its own per query row, which an item streams from memory */
 } fa_block_inputs;
 

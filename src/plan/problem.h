@@ -95,6 +95,18 @@ static inline int fa_dtype_is_half(fa_dtype t)
     return t == FA_BF16 || t == FA_F16;
 }
 
+/* Whether the rows of q (and out, dout, dq), or of k (and v, dk, dv), are stored in another type
+ * than the one the problem computes in (bf16 or f16 under f32), and so are widened as they are
+ * read and rounded once as they are written. */
+static inline int fa_q_widens(const fa_problem *p)
+{
+    return p->q_type != p->dtype;
+}
+static inline int fa_kv_widens(const fa_problem *p)
+{
+    return p->kv_type != p->dtype;
+}
+
 /* Whether the problem has a value modifier, applied to every score computed (softcap, ALiBi, bias). */
 static inline int fa_problem_modifies_scores(const fa_problem *p)
 {

@@ -42,7 +42,10 @@ size_t fa_arena_tile(size_t rows, size_t cols, size_t elem)
 
 int fa_arena_reserve(fa_arena *a, size_t bytes)
 {
-    if (bytes <= a->capacity) return 0;
+    if (bytes <= a->capacity) {
+        a->plan = bytes;
+        return 0;
+    }
     if (bytes == SIZE_MAX) return -1; /* a saturated size: no allocation could hold it */
     size_t capacity = fa_arena_round(bytes);
     unsigned char *block = aligned_alloc(FA_ARENA_ALIGN, capacity);
@@ -52,6 +55,7 @@ int fa_arena_reserve(fa_arena *a, size_t bytes)
     a->base = block;
     a->capacity = capacity;
     a->used = 0;
+    a->plan = bytes;
     return 0;
 }
 
@@ -79,5 +83,5 @@ void fa_arena_free(fa_arena *a)
 {
     free(a->base);
     a->base = NULL;
-    a->capacity = a->used = a->peak = 0;
+    a->capacity = a->used = a->peak = a->plan = 0;
 }

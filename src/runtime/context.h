@@ -31,6 +31,7 @@ struct fa_context {
     fa_bind last_bind;
     int last_bound_threads;
     int last_block_q, last_block_k;
+    size_t last_scratch_plan; /* the bytes of one arena the last call's items planned (plan/scratch.h) */
     const char *last_backward_plan; /* a static name; NULL before any backward */
 };
 

@@ -53,11 +53,12 @@ __attribute__((constructor)) static void watch_forks(void)
 }
 
 /* The context's statistics describe the last call that succeeded: a failed call changes none. */
-static fa_status record_call(fa_context *ctx, fa_bind mode, int bound, fa_status st)
+static fa_status record_call(fa_context *ctx, fa_bind mode, int bound, size_t plan, fa_status st)
 {
     if (st == FA_OK) {
         ctx->last_bind = mode;
         ctx->last_bound_threads = bound;
+        ctx->last_scratch_plan = plan;
     }
     return st;
 }
@@ -94,8 +95,9 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
     int64_t most_items = 0;
     for (int ph = 0; ph < work->phases; ph++)
         if (work->phase[ph].items > most_items) most_items = work->phase[ph].items;
-    if (most_items == 0) return record_call(ctx, mode, 0, FA_OK);
-    if (atomic_load(&in_forked_child)) return record_call(ctx, FA_BIND_NONE, 0, run_serially(ctx, work));
+    if (most_items == 0) return record_call(ctx, mode, 0, 0, FA_OK);
+    if (atomic_load(&in_forked_child))
+        return record_call(ctx, FA_BIND_NONE, 0, work->scratch_bytes, run_serially(ctx, work));
 
     /* No more threads than items: an idle thread would only be placed and woken for nothing. */
     int threads = ctx->num_threads;
@@ -128,7 +130,8 @@ fa_status fa_team_run(fa_context *ctx, const fa_team_work *work)
         }
         if (pinned) fa_topology_restore(ctx->topology, tid);
     }
-    return record_call(ctx, mode, atomic_load(&bound), atomic_load(&out_of_memory) ? FA_ERR_NOMEM : FA_OK);
+    return record_call(ctx, mode, atomic_load(&bound), work->scratch_bytes,
+                       atomic_load(&out_of_memory) ? FA_ERR_NOMEM : FA_OK);
 }
 
 void fa_team_wait_until(atomic_int *counter, int value)

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The backward's two kinds of item, written once for every set of tile products: a key block's dK
+ * and dV (which also adds to dQ under the fused and wavefront plans), and a query block's dQ.
+ * Included by backward_items.h after a set (backward_float.h, backward_dot.h) with FA_T, FA_SFX,
+ * FA_PAD_ELEMS of the accumulation type and FA_SET (f32, f64, dot) defined. The set gives its
+ * scratch, its two score products (S and dP), its accumulations of dK, dV and dQ, and the layout of
+ * its dQ sums; everything between the products (modifiers, masks, probabilities, score gradient,
+ * the softcap's derivative), the tiles each block meets and their order, and the stores are here,
+ * once. */
+
+/* The block's lse and delta, padded to ld rows (lse = -inf there, so padding rows give p = 0). */
+static void FA_SET_NAME(row_stats_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t batch,
+                                         int64_t q_head, int64_t row0, int64_t rows)
+{
+    const fa_problem *p = job->problem;
+    const int64_t at = (batch * p->q_heads + q_head) * p->lse_head_stride + row0;
+    const FA_T *lse = (const FA_T *)p->lse + at, *delta = (const FA_T *)job->delta + at;
+    for (int64_t r = 0; r < job->ld; r++) {
+        s->lse[r] = r < rows ? lse[r] : -(FA_T)INFINITY;
+        s->delta[r] = r < rows ? delta[r] : 0;
+    }
+}
+
+/* P (into s->p) and dS, the gradient of the scores before any modifier (into s->ds), for the tile
+ * of query rows row0.. of (batch, q_head) and keys col0.. (`key` of the rows kv_fill_ staged). */
+static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
+                                          int64_t batch, int64_t q_head, int64_t row0, int64_t rows, int64_t col0,
+                                          int64_t cols, int64_t key, int full)
+{
+    const fa_problem *p = job->problem;
+    const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
+    const int64_t ld = job->ld;
+    FA_SET_NAME(scores_)(s, job, rows, cols, key);
+    if (fa_problem_modifies_scores(p)) {
+        fa_score_mods mods = fa_score_mods_of(p, sizeof(FA_T), batch, q_head, row0, rows, col0);
+        kern->modify(&mods, ld, cols, s->p, s->dcap);
+    }
+    if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, s->p, ld);
+    kern->probabilities(ld, cols, s->p, s->lse);
+    FA_SET_NAME(value_grads_)(s, job, rows, cols, key);
+    kern->score_grad(ld, cols, s->p, s->ds, s->delta);
+    if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, s->ds, ld);
+    /* through the softcap: ALiBi and bias are constants, their derivative 1 */
+    if (s->dcap) kern->scale_grad(ld, cols, s->ds, s->dcap);
+}
+
+/* dK and dV of key block `block` of (batch, kv_head): every query head of the group and every query
+ * block that sees the keys, in that fixed order, then scaled (dK) and stored once. Each tile's dS·K
+ * is also added to the unscaled dQ sums of its query rows, kept in the dq output, under the fused
+ * plan (whose item walks the key blocks in order itself) and under the wavefront plan (where the key
+ * blocks run on different threads: a tile waits until the previous key block has added to those
+ * rows, zeroes them if it is their first key block and scales them if it is their last). Either way
+ * these are the same kernel calls on the same tiles as a dQ item's, in the same key order, so the
+ * same bits. */
+static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAME(grads_scratch_) * s, int64_t batch,
+                                          int64_t kv_head, int64_t block, fa_backward_plan plan)
+{
+    const fa_problem *p = job->problem;
+    const int64_t bq = job->q_schedule.block_q, bk = job->block_k, d = p->dim, dv = p->dim_v;
+    const int64_t d_pad = fa_round_up(d, FA_PAD_ELEMS), dv_pad = fa_round_up(dv, FA_PAD_ELEMS);
+    const int64_t block0 = block * bk, block_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
+    FA_T *dk_acc = s->acc, *dv_acc = s->acc + bk * d_pad;
+    for (int64_t x = 0; x < block_cols * d_pad; x++) dk_acc[x] = 0;
+    for (int64_t x = 0; x < block_cols * dv_pad; x++) dv_acc[x] = 0;
+    FA_SET_NAME(kv_fill_)(s, job, batch, kv_head, block0, block_cols); /* staged once per key block */
+    for (int64_t g = 0; g < p->group; g++) {
+        const int64_t q_head = kv_head * p->group + g;
+#if FA_SET_DQ_IN_ROWS
+        /* dq is only summed here under the fused and wavefront plans, which half-precision queries
+         * never take (fa_backward_run): it is the caller's float rows */
+        FA_T *dq = plan == FA_BACKWARD_PLAN_SPLIT ? NULL : (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
+#endif
+        for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
+            const int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
+            fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
+            if (block < met.first || block >= met.end) continue;
+            /* only the columns some row of the query block sees: [col0, col0 + cols) */
+            fa_key_range seen = fa_tile_cols_seen(p, row0, rows, block0, block_cols);
+            const int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin; /* >= 1: the block is met */
+            FA_SET_NAME(query_fill_)(s, job, batch, q_head, row0, rows, 1);
+            FA_SET_NAME(row_stats_fill_)(s, job, batch, q_head, row0, rows);
+            const int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
+            FA_SET_NAME(probs_and_grads_)(s, job, batch, q_head, row0, rows, col0, cols, seen.begin, full);
+            FA_SET_NAME(accumulate_keys_)
+            (s, job, row0, rows, col0, cols, full, dk_acc + seen.begin * d_pad, dv_acc + seen.begin * dv_pad);
+#if FA_SET_DQ_IN_ROWS
+            if (plan == FA_BACKWARD_PLAN_SPLIT) continue;
+            atomic_int *added = NULL;
+            if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
+                added = fa_backward_dq_progress(job, batch, q_head, row0);
+                fa_team_wait_until(added, (int)(block - met.first));
+                if (block == met.first) FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, row0, rows, d);
+            }
+            FA_SET_NAME(accumulate_queries_)
+            (s, job, row0, rows, col0, cols, full, seen.begin, dq + row0 * p->dq.stride_seq, p->dq.stride_seq);
+            if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
+                if (block == met.end - 1) FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale);
+                atomic_store_explicit(added, (int)(block - met.first + 1), memory_order_release);
+            }
+#endif
+        }
+    }
+#if !FA_SET_DQ_IN_ROWS
+    (void)plan; /* the split plan only */
+#endif
+    FA_SET_NAME(release_)(job);
+
+    const FA_T scale = (FA_T)p->scale;
+    const size_t kv_elem = fa_elem_size(p->kv_type);
+    char *dk = fa_view_at(&p->dk, kv_elem, batch, kv_head, block0), *dvo = fa_view_at(&p->dv, kv_elem, batch, kv_head, block0);
+    for (int64_t c = 0; c < block_cols; c++) {
+        char *dk_row = dk + c * p->dk.stride_seq * (int64_t)kv_elem, *dv_row = dvo + c * p->dv.stride_seq * (int64_t)kv_elem;
+        if (fa_kv_widens(p)) { /* rounded once, from the float sums */
+            for (int64_t x = 0; x < d; x++) fa_half_store(p->kv_type, dk_row, x, (float)(scale * dk_acc[c * d_pad + x]));
+            for (int64_t y = 0; y < dv; y++) fa_half_store(p->kv_type, dv_row, y, (float)dv_acc[c * dv_pad + y]);
+            continue;
+        }
+        for (int64_t x = 0; x < d; x++) ((FA_T *)(void *)dk_row)[x] = scale * dk_acc[c * d_pad + x];
+        for (int64_t y = 0; y < dv; y++) ((FA_T *)(void *)dv_row)[y] = dv_acc[c * dv_pad + y];
+    }
+}
+
+/* dQ of one query block (the split plan): every key block it sees, in order, summed in the arena,
+ * then scaled and stored once. */
+static void FA_SET_NAME(grads_query_block_)(const fa_backward_job *job, FA_SET_NAME(grads_scratch_) * s,
+                                            const fa_q_item *it)
+{
+    const fa_problem *p = job->problem;
+    const int64_t bk = job->block_k, d = p->dim, d_pad = fa_round_up(d, FA_PAD_ELEMS), kv_head = it->q_head / p->group;
+    FA_SET_NAME(dq_zero_)(s, job, it->rows);
+    FA_SET_NAME(query_fill_)(s, job, it->batch, it->q_head, it->row0, it->rows, 0);
+    FA_SET_NAME(row_stats_fill_)(s, job, it->batch, it->q_head, it->row0, it->rows);
+    fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
+    for (int64_t block0 = met.first * bk; block0 < met.end * bk; block0 += bk) {
+        fa_key_range seen =
+            fa_tile_cols_seen(p, it->row0, it->rows, block0, p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
+        const int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
+        if (cols == 0) continue;
+        FA_SET_NAME(kv_fill_)(s, job, it->batch, kv_head, col0, cols);
+        const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
+        FA_SET_NAME(probs_and_grads_)(s, job, it->batch, it->q_head, it->row0, it->rows, col0, cols, 0, full);
+        FA_SET_NAME(accumulate_queries_)(s, job, it->row0, it->rows, col0, cols, full, 0, s->acc, d_pad);
+    }
+    FA_SET_NAME(release_)(job);
+
+    const FA_T scale = (FA_T)p->scale;
+    const size_t q_elem = fa_elem_size(p->q_type);
+    char *dq = fa_view_at(&p->dq, q_elem, it->batch, it->q_head, it->row0);
+    for (int64_t r = 0; r < it->rows; r++) {
+        char *row = dq + r * p->dq.stride_seq * (int64_t)q_elem;
+        if (fa_q_widens(p)) /* rounded once, from the float sums */
+            for (int64_t x = 0; x < d; x++)
+                fa_half_store(p->q_type, row, x, (float)(scale * FA_SET_NAME(dq_at_)(s, job, r, x)));
+        else
+            for (int64_t x = 0; x < d; x++) ((FA_T *)(void *)row)[x] = scale * FA_SET_NAME(dq_at_)(s, job, r, x);
+    }
+}
+
+/* The split plan's items on this set (and the wavefront plan's, which has only the first kind):
+ * all dK/dV items first (each walks a whole column of query blocks, so they are the long ones),
+ * then the dQ items. */
+static void FA_SET_NAME(grads_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
+{
+    const fa_problem *p = job->problem;
+    FA_SET_NAME(grads_scratch_) s;
+    fa_scratch scratch = fa_scratch_carver(arena);
+    FA_SET_NAME(grads_carve_)(&scratch, job, &s);
+    if (index < job->kv_items) {
+        const int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
+        FA_SET_NAME(grads_key_block_)(job, &s, bh / p->kv_heads, bh % p->kv_heads, block, job->plan);
+        return;
+    }
+    fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index - job->kv_items);
+    FA_SET_NAME(grads_query_block_)(job, &s, &it);
+}
+
+/* The arena bytes of an item on this set: its carve, sized. */
+static size_t FA_SET_NAME(grads_plan_)(const fa_backward_job *job)
+{
+    FA_SET_NAME(grads_scratch_) s;
+    fa_scratch sizer = fa_scratch_sizer();
+    FA_SET_NAME(grads_carve_)(&sizer, job, &s);
+    return sizer.bytes;
+}
+
+#undef FA_SET_DQ_IN_ROWS

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The forward's tile products on the table's float kernels, the set forward_attend.h runs for
+ * every call but an all-bf16 one on dot-product units. Included by forward_item.h with FA_T,
+ * FA_SFX (f32/f64: also the kernel-table member), FA_PAD_ELEMS and FA_HALF_DIRECT defined, before
+ * forward_attend.h with FA_SET = FA_SFX.
+ *
+ * Queries are packed transposed and scaled (qt[x][r] = scale·q[r][x]) once per item, so score
+ * tiles come out scaled; the accumulator is row-major (acc[r][y]). Keys and values are read where
+ * the caller keeps them, or from tiles of the arena filled per key tile when they are paged or
+ * stored in another type (kv_tiles.h), or, for a decode step over a half-precision cache, where
+ * they lie by the table's scores_half and accumulate_half, which give the widened tile's bits. */
+
+#define FA_SET_ROWS FA_FLOAT_BLOCK_ROWS
+
+#if FA_HALF_DIRECT
+/* A decode step over a half-precision cache (at most FA_HALF_ROWS rows an item) reads the keys and
+ * values where they lie, 2 bytes an element, with the table's scores_half and accumulate_half,
+ * which give the bits scores and accumulate give on the widened tile (kernels.h): no widened copy
+ * is written and read again. Paged keys go a page run at a time, in key order: a score does not
+ * depend on its neighbours, and each accumulator element adds the runs' keys in the order one call
+ * over the whole tile would. */
+static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                    int64_t kv_head, const char *k, int64_t rows, int64_t ld, int64_t col0,
+                                    int64_t cols, const FA_T *qt, FA_T *s)
+{
+    if (!p->pages) {
+        kern->scores_half(rows, ld, cols, p->dim, qt,
+                          (const uint16_t *)(const void *)k + col0 * p->k.stride_seq, p->k.stride_seq,
+                          p->kv_type, s);
+        return;
+    }
+    for (int64_t c = 0; c < cols;) {
+        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
+        kern->scores_half(rows, ld, run.rows, p->dim, qt, (const uint16_t *)(const void *)run.k,
+                          p->k.stride_seq, p->kv_type, s + c * ld);
+        c += run.rows;
+    }
+}
+
+static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                        int64_t kv_head, const char *v, int64_t rows, int64_t ld,
+                                        int64_t col0, int64_t cols, const FA_T *w, FA_T *acc,
+                                        int64_t acc_stride)
+{
+    if (!p->pages) {
+        kern->accumulate_half(rows, cols, p->dim_v, w, ld,
+                              (const uint16_t *)(const void *)v + col0 * p->v.stride_seq, p->v.stride_seq,
+                              p->kv_type, acc, acc_stride);
+        return;
+    }
+    for (int64_t c = 0; c < cols;) {
+        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
+        kern->accumulate_half(rows, run.rows, p->dim_v, w + c * ld, ld, (const uint16_t *)(const void *)run.v,
+                              p->v.stride_seq, p->kv_type, acc, acc_stride);
+        c += run.rows;
+    }
+}
+#endif
+
+/* One item's scratch and what it reads. */
+typedef struct {
+    FA_T *qt;                  /* every query block packed transposed, D × FA_SET_ROWS apart */
+    FA_T *s;                   /* one block's score tile */
+    FA_NAME(rows_state_) st;   /* the output rows, row max and row sum */
+    FA_T *k_tile, *v_tile;     /* paged or widened keys and values (NULL when read in place) */
+    FA_T *q_wide;              /* widened half-precision queries (NULL otherwise) */
+    const FA_T *q_rows;        /* the rows the packs read: the caller's or q_wide */
+    int64_t q_stride;
+    const char *k, *v;         /* the kv head's rows in the caller's cache (NULL when paged) */
+    int64_t kv_head, k_stride, v_stride; /* strides of the rows the kernels read */
+    int direct;                /* a decode step over a half cache: read in place (FA_HALF_DIRECT) */
+} FA_SET_NAME(item_);
+
+/* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
+ * key col0 first), or the cache itself (in_place). */
+typedef struct {
+    const FA_T *k, *v;
+    int64_t col0;
+    int in_place;
+} FA_SET_NAME(tile_);
+
+/* The item's regions, in this order (sizing and carving alike, plan/scratch.h). */
+static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, FA_SET_NAME(item_) * item)
+{
+    const fa_problem *p = job->problem;
+    const size_t e = sizeof(FA_T);
+    const int64_t bk = job->block_k, ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
+    item->qt = fa_scratch_take(sc, (size_t)p->dim, (size_t)ld, e);
+    /* the score tile: one query block's of at most FA_SET_ROWS rows */
+    item->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(ld, FA_SET_ROWS), e);
+    item->st.acc = fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)dv_pad, e);
+    item->st.row_max = fa_scratch_take(sc, 1, (size_t)ld, e);
+    item->st.row_sum = fa_scratch_take(sc, 1, (size_t)ld, e);
+    item->st.acc_stride = dv_pad;
+    item->k_tile = item->v_tile = NULL;
+    if (job->paged || fa_kv_widens(p)) {
+        item->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, e);
+        item->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, e);
+    }
+    item->q_wide = fa_q_widens(p) ? fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)p->dim, e) : NULL;
+}
+
+/* What the item reads: its query rows (widened first when half precision), its kv head's cache. */
+static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
+{
+    const fa_problem *p = job->problem;
+    const size_t kv_elem = fa_elem_size(p->kv_type);
+    const int kv_tiles = item->k_tile != NULL;
+    item->kv_head = it->q_head / p->group;
+    item->k = item->v = NULL;
+    if (!p->pages) {
+        item->k = (const char *)fa_view_at(&p->k, kv_elem, it->batch, item->kv_head, 0);
+        item->v = (const char *)fa_view_at(&p->v, kv_elem, it->batch, item->kv_head, 0);
+    }
+    item->k_stride = kv_tiles ? p->dim : p->k.stride_seq;
+    item->v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
+    const void *q = fa_view_at(&p->q, fa_elem_size(p->q_type), it->batch, it->q_head, it->row0);
+    item->q_rows = q;
+    item->q_stride = p->q.stride_seq;
+    if (item->q_wide) {
+        job->kernels->FA_SFX->widen(it->rows, p->dim, q, p->q.stride_seq, p->q_type, item->q_wide, p->dim);
+        item->q_rows = item->q_wide;
+        item->q_stride = p->dim;
+    }
+    /* A decode step over a half cache reads it in place. Its item is one query block, so the
+     * tile's fill (skipped when in place) and the block's products decide on the same rows and
+     * columns. */
+    _Static_assert(FA_HALF_ROWS <= FA_SET_ROWS, "a decode item is one query block");
+    item->direct = FA_HALF_DIRECT && fa_kv_widens(p) && it->rows <= FA_HALF_ROWS;
+}
+
+/* Query block r0.. of the item: its packed queries and its accumulator rows. */
+static void *FA_SET_NAME(block_queries_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, int64_t r0)
+{
+    return item->qt + r0 * job->problem->dim; /* every block before it is FA_SET_ROWS wide */
+}
+
+static FA_T *FA_SET_NAME(block_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, int64_t r0)
+{
+    (void)job;
+    return item->st.acc + r0 * item->st.acc_stride;
+}
+
+/* The block's queries, scaled: score tiles then come out scaled. */
+static void FA_SET_NAME(pack_block_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                     const fa_q_item *it, const FA_NAME(query_block_) * b)
+{
+    const fa_problem *p = job->problem;
+    job->kernels->FA_SFX->pack_transposed(b->rows, p->dim, item->q_rows + (b->row0 - it->row0) * item->q_stride,
+                                          item->q_stride, (FA_T)p->scale, (FA_T *)b->queries, b->ld);
+}
+
+static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
+{
+    (void)job;
+    for (int64_t x = 0; x < it->rows * item->st.acc_stride; x++) item->st.acc[x] = 0;
+}
+
+/* The keys [col0, col0 + cols) of a tile, where the blocks will read them. */
+static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                     const fa_q_item *it, int64_t col0, int64_t cols, FA_SET_NAME(tile_) * t)
+{
+    const fa_problem *p = job->problem;
+    const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
+    const int64_t kv_elem = (int64_t)fa_elem_size(p->kv_type);
+    t->col0 = col0;
+    t->in_place = item->direct && fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
+    t->k = item->k_tile;
+    t->v = item->v_tile;
+    if (t->in_place) {
+        /* read where they lie, by the block's products */
+    } else if (p->pages) {
+        FA_NAME(gather_pages_)(kern, p, 0, item->kv_head, col0, cols, item->k_tile, item->v_tile);
+    } else if (item->k_tile) {
+        FA_NAME(tile_rows_)
+        (kern, p, 0, cols, p->dim, item->k + col0 * p->k.stride_seq * kv_elem, p->k.stride_seq, item->k_tile);
+        FA_NAME(tile_rows_)
+        (kern, p, 0, cols, p->dim_v, item->v + col0 * p->v.stride_seq * kv_elem, p->v.stride_seq, item->v_tile);
+    } else {
+        t->k = (const FA_T *)(const void *)item->k + col0 * item->k_stride;
+        t->v = (const FA_T *)(const void *)item->v + col0 * item->v_stride;
+    }
+}
+
+/* The block's scores against keys [col0, col0 + cols) of the tile, scaled (the scale is in qt). */
+static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                 const FA_NAME(query_block_) * b, const FA_SET_NAME(tile_) * t, int64_t col0,
+                                 int64_t cols, int full)
+{
+    const fa_problem *p = job->problem;
+    const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
+#if FA_HALF_DIRECT
+    if (t->in_place && full) { /* a decode step reads its half cache in place, but on a mask's edge */
+        FA_NAME(scores_direct_)(kern, p, item->kv_head, item->k, b->rows, b->ld, col0, cols, (const FA_T *)b->queries, item->s);
+        return;
+    }
+#else
+    (void)full; /* no cache is read in place in this type */
+#endif
+    kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, t->k + (col0 - t->col0) * item->k_stride,
+                 item->k_stride, item->s);
+}
+
+/* The online-softmax step on the block's masked, modified scores, then acc += P·V over the same
+ * keys (masked columns are zero in P; on a mask's edge only the keys each row sees are summed). */
+static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                             const FA_NAME(query_block_) * b, const FA_SET_NAME(tile_) * t,
+                                             int64_t col0, int64_t cols, int full)
+{
+    const fa_problem *p = job->problem;
+    const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
+    const int64_t acc_stride = item->st.acc_stride;
+    kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride, acc_stride);
+#if FA_HALF_DIRECT
+    if (t->in_place && full) {
+        FA_NAME(accumulate_direct_)
+        (kern, p, item->kv_head, item->v, b->rows, b->ld, col0, cols, item->s, b->acc, acc_stride);
+        return;
+    }
+#else
+    (void)full;
+#endif
+    FA_CAT(fa_accumulate_visible_, FA_SFX)
+    (kern, p, b->row0, b->rows, col0, cols, p->dim_v, item->s, b->ld, t->v + (col0 - t->col0) * item->v_stride,
+     item->v_stride, b->acc, acc_stride);
+}
+
+/* The item's rows, as write_rows_ and the split-KV chunks read them: the accumulator itself. */
+static FA_NAME(rows_state_) FA_SET_NAME(item_end_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                                   const fa_q_item *it)
+{
+    (void)job, (void)it;
+    return item->st;
+}
