@@ -78,7 +78,7 @@ void ee_valid_args(const ee_world *w, ee_args *a)
 {
     memset(a, 0, sizeof *a);
     a->ctx = w->ctx;
-    a->p = fa_params_default();
+    a->p = (fa_params)FA_PARAMS_INIT;
     a->p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     a->p.window_left = 3;
     a->p.window_right = 1;
@@ -190,7 +190,7 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
         w->many_lses[k] = ee_region(w, EE_DOUT + k % EE_PARTS, 0);
     }
     w->many_outs[EE_MANY_PARTS - 1].seq++;
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     cr_assert_eq(fa_context_create(&w->ctx, &o), FA_OK);
     /* The unbroken calls and the valid packed layouts succeed: every case below breaks exactly the

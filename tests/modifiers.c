@@ -83,7 +83,7 @@ void tm_mods_make(tm_mods *m, const tm_spec *spec, const tu_shape *s, double sca
 {
     memset(m, 0, sizeof *m);
     m->spec = *spec;
-    m->p = fa_params_default();
+    m->p = (fa_params)FA_PARAMS_INIT;
     m->p.scale = scale;
     m->p.causal = spec->causal;
     m->p.window_left = spec->window_left;

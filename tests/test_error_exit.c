@@ -83,7 +83,7 @@ typedef struct {
 
 static void call_and_look(ee_world *wd, const ee_case *c, ee_args *a, ee_outcome *o)
 {
-    fa_stats before, after;
+    fa_stats before = FA_STATS_INIT, after = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(wd->ctx, &before), FA_OK);
     o->st = ee_call_run(c->call, a);
     snprintf(o->diag, sizeof o->diag, "%s", fa_last_error());
@@ -221,34 +221,37 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
 
 static void run_context_create(ee_tally *tally)
 {
+    /* Each case's opts: FA_CONTEXT_OPTS_INIT with the fields it names set (fields_set: the values
+     * below replace num_threads, bind, block_q, block_k; struct_size and a byte past the struct are
+     * the ABI section's rule, ee_struct_sizes()). */
     static const struct {
         const char *param, *value;
-        int null_ctx, null_opts;
-        fa_context_opts o;
+        int null_ctx, null_opts, fields_set;
+        int num_threads, bind, block_q, block_k;
         const char *env, *env_value; /* set around the call, with bind AUTO */
         fa_status want;
     } cases[] = {
-        {"ctx", "NULL (opts NULL)", 1, 1, {0, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_NULL},
-        {"ctx", "NULL (opts valid)", 1, 0, {0, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_NULL},
-        {"opts", "every field invalid", 0, 0, {-1, (fa_bind)9, -1, -1}, NULL, NULL, FA_ERR_ARG},
-        {"opts->num_threads", "-1", 0, 0, {-1, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->num_threads", "INT_MIN", 0, 0, {INT_MIN, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "4", 0, 0, {0, (fa_bind)4, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "-1", 0, 0, {0, (fa_bind)-1, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "99", 0, 0, {0, (fa_bind)99, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "INT_MIN", 0, 0, {0, (fa_bind)INT_MIN, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "INT_MAX", 0, 0, {0, (fa_bind)INT_MAX, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_q", "-1", 0, 0, {0, FA_BIND_AUTO, -1, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_q", "INT_MIN", 0, 0, {0, FA_BIND_AUTO, INT_MIN, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_k", "-1", 0, 0, {0, FA_BIND_AUTO, 0, -1}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_k", "INT_MIN", 0, 0, {0, FA_BIND_AUTO, 0, INT_MIN}, NULL, NULL, FA_ERR_ARG},
-        {"env FLASHATTN_BIND", "bogus", 0, 1, {0}, "FLASHATTN_BIND", "bogus", FA_ERR_ARG},
-        {"env FLASHATTN_BIND", "CORE", 0, 1, {0}, "FLASHATTN_BIND", "CORE", FA_ERR_ARG},
-        {"env FLASHATTN_BIND", "\"core \"", 0, 1, {0}, "FLASHATTN_BIND", "core ", FA_ERR_ARG},
+        {"ctx", "NULL (opts NULL)", 1, 1, 0, 0, 0, 0, 0, NULL, NULL, FA_ERR_NULL},
+        {"ctx", "NULL (opts valid)", 1, 0, 0, 0, 0, 0, 0, NULL, NULL, FA_ERR_NULL},
+        {"opts", "every field invalid", 0, 0, 1, -1, 9, -1, -1, NULL, NULL, FA_ERR_ARG},
+        {"opts->num_threads", "-1", 0, 0, 1, -1, FA_BIND_AUTO, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->num_threads", "INT_MIN", 0, 0, 1, INT_MIN, FA_BIND_AUTO, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "4", 0, 0, 1, 0, 4, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "-1", 0, 0, 1, 0, -1, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "99", 0, 0, 1, 0, 99, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "INT_MIN", 0, 0, 1, 0, INT_MIN, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "INT_MAX", 0, 0, 1, 0, INT_MAX, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_q", "-1", 0, 0, 1, 0, FA_BIND_AUTO, -1, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_q", "INT_MIN", 0, 0, 1, 0, FA_BIND_AUTO, INT_MIN, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_k", "-1", 0, 0, 1, 0, FA_BIND_AUTO, 0, -1, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_k", "INT_MIN", 0, 0, 1, 0, FA_BIND_AUTO, 0, INT_MIN, NULL, NULL, FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "bogus", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_BIND", "bogus", FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "CORE", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_BIND", "CORE", FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "\"core \"", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_BIND", "core ", FA_ERR_ARG},
         /* README: "Any other name is FA_ERR_ARG" (a known table this CPU lacks: FA_ERR_UNSUPPORTED) */
-        {"env FLASHATTN_ISA", "bogus", 0, 1, {0}, "FLASHATTN_ISA", "bogus", FA_ERR_ARG},
-        {"env FLASHATTN_ISA", "AVX512", 0, 1, {0}, "FLASHATTN_ISA", "AVX512", FA_ERR_ARG},
-        {"env FLASHATTN_ISA", "sse2", 0, 1, {0}, "FLASHATTN_ISA", "sse2", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "bogus", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_ISA", "bogus", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "AVX512", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_ISA", "AVX512", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "sse2", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_ISA", "sse2", FA_ERR_ARG},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char saved[256];
@@ -258,7 +261,14 @@ static void run_context_create(ee_tally *tally)
         if (cases[i].env) setenv(cases[i].env, cases[i].env_value, 1);
         static int marker;
         fa_context *ctx = (fa_context *)(void *)&marker;
-        fa_context_opts opts = cases[i].o, copy = opts;
+        fa_context_opts opts = FA_CONTEXT_OPTS_INIT;
+        if (cases[i].fields_set) {
+            opts.num_threads = cases[i].num_threads;
+            opts.bind = (fa_bind)cases[i].bind;
+            opts.block_q = cases[i].block_q;
+            opts.block_k = cases[i].block_k;
+        }
+        fa_context_opts copy = opts;
         fa_status st = fa_context_create(cases[i].null_ctx ? NULL : &ctx, cases[i].null_opts ? NULL : &opts);
         char diag[256], names[32];
         snprintf(diag, sizeof diag, "%s", fa_last_error());
@@ -302,7 +312,7 @@ static void run_context_stats(ee_tally *tally)
         static const char *const param[3] = {"fa_context_stats ctx", "fa_context_stats out",
                                              "fa_context_stats ctx"};
         static const char *const value[3] = {"NULL", "NULL", "NULL (out NULL too)"};
-        fa_stats out, copy, before, after;
+        fa_stats out = FA_STATS_INIT, copy = FA_STATS_INIT, before = FA_STATS_INIT, after = FA_STATS_INIT;
         memset(&out, TU_CANARY, sizeof out);
         copy = out;
         cr_assert_eq(fa_context_stats(ctx, &before), FA_OK);
@@ -412,7 +422,7 @@ Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
 static void *refuse_on_another_thread(void *arg)
 {
     (void)arg;
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     fa_status s = fa_context_stats(NULL, &st);
     return (void *)(uintptr_t)(s == FA_ERR_NULL && strstr(fa_last_error(), "fa_context_stats: ctx") != NULL);
 }

@@ -53,7 +53,7 @@ Test(packed_gradients, dqkv_slices_of_one_buffer_equal_separate_buffers_bitwise)
     uint64_t seed = tu_test_seed();
     inputs in;
     make_inputs(&in, seed);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
     cr_assert_eq(fa_forward(NULL, &p, &in.q, &in.k, &in.v, &in.o, in.lse), FA_OK);
 

@@ -6,6 +6,7 @@
 #include "drivers/backward.h"
 #include "runtime/context.h"
 #include "api/diagnostic.h"
+#include "api/params.h"
 #include "flashattn.h"
 #include "drivers/forward.h"
 #include "drivers/merge.h"
@@ -18,6 +19,11 @@ const char *fa_version(void)
 {
     return FA_STR(FLASHATTN_VERSION_MAJOR) "." FA_STR(FLASHATTN_VERSION_MINOR) "." FA_STR(
         FLASHATTN_VERSION_PATCH);
+}
+
+unsigned fa_version_number(void)
+{
+    return FLASHATTN_VERSION;
 }
 
 /* Contiguous views. Sizes are multiplied in int64 with overflow checks; a bad size yields
@@ -72,8 +78,10 @@ fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, co
 {
     static const char call[] = "fa_forward";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    fa_status st = fa_validate_forward(call, p, q, k, v, out, lse, &prob);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_forward(call, &params.p, q, k, v, out, lse, &prob);
     if (st == FA_OK) st = run_on_context(call, ctx, &prob, fa_forward_run);
     return fa_diag_finish(st, call);
 }
@@ -84,8 +92,10 @@ fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, c
 {
     static const char call[] = "fa_backward";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    fa_status st = fa_validate_backward(call, p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_backward(call, &params.p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
     if (st == FA_OK) st = run_on_context(call, ctx, &prob, fa_backward_run);
     return fa_diag_finish(st, call);
 }
@@ -95,8 +105,11 @@ fa_status fa_forward_check(const fa_params *p, const fa_tensor *q, const fa_tens
 {
     static const char call[] = "fa_forward_check";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    return fa_diag_finish(fa_validate_forward(call, p, q, k, v, out, lse, &prob), call);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_forward(call, &params.p, q, k, v, out, lse, &prob);
+    return fa_diag_finish(st, call);
 }
 
 fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
@@ -105,8 +118,11 @@ fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_ten
 {
     static const char call[] = "fa_backward_check";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    return fa_diag_finish(fa_validate_backward(call, p, q, k, v, out, dout, lse, dq, dk, dv, &prob), call);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_backward(call, &params.p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
+    return fa_diag_finish(st, call);
 }
 
 fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses,

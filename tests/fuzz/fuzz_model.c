@@ -137,7 +137,7 @@ static int64_t mod_floor(int64_t x, int64_t w)
 
 static fa_params params_of(const fz_call *c)
 {
-    return c->p ? *c->p : fa_params_default();
+    return c->p ? *c->p : (fa_params)FA_PARAMS_INIT;
 }
 
 /* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS, or NULL). */

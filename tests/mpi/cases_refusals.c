@@ -178,6 +178,7 @@ static void zigzag_differ(call *c, const mt_local *l, const mt_global *g, int fa
 static void seqs(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
     (void)l;
+    c->seqs = (fa_seqs)FA_SEQS_INIT;
     c->seqs.batch = g->c.batch; /* a dense batch: valid for fa_forward */
     if (faulty) c->p.seqs = &c->seqs;
 }
