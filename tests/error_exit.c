@@ -505,6 +505,7 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
         helper_views(w, a, c->ti, c->field, x);
         bias_follows(a);
         break;
+    case EE_OP_STRUCT: ee_apply_struct(c, a); break;
     }
 }
 
@@ -1038,6 +1039,7 @@ void ee_build_table(ee_table *t)
         add_dtype_mixes(t, (ee_call)call);
     }
     add_helpers(t);
+    ee_add_struct_cases(t);
     ee_add_seqs_cases(t);
     ee_add_merge_cases(t);
 }

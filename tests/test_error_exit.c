@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Error exits, reference-BLAS style: every parameter of fa_forward, fa_backward, fa_merge,
- * fa_context_create, fa_context_stats and the fa_tensor_* helpers, and every field of fa_tensor,
- * fa_params, fa_seqs (with its arrays' elements) and fa_context_opts, gets every class of bad value
- * that applies to it. Each call must return the one status the header documents (first class in
+ * fa_context_create, fa_context_stats and the fa_tensor_* helpers, every field of fa_tensor,
+ * fa_params, fa_seqs (with its arrays' elements) and fa_context_opts, and the size tag of each of
+ * fa_params, fa_seqs, fa_context_opts and fa_stats (struct_size, and the bytes past this build's
+ * struct: include/flashattn.h, "ABI"), gets every class of bad value that applies to it. Each call must return the one status the header documents (first class in
  * the order NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY), leave every byte of every
  * tensor, of lse, of the sequences' arrays, of the context's stats and of *ctx as it was, and leave
  * in fa_last_error() a line that starts with the call's name and names the offending argument. The
@@ -222,8 +223,8 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
 static void run_context_create(ee_tally *tally)
 {
     /* Each case's opts: FA_CONTEXT_OPTS_INIT with the fields it names set (fields_set: the values
-     * below replace num_threads, bind, block_q, block_k; struct_size and a byte past the struct are
-     * the ABI section's rule, ee_struct_sizes()). */
+     * below replace num_threads, bind, block_q, block_k). struct_size and the bytes past the struct
+     * (include/flashattn.h, "ABI") are run_context_create_sizes'. */
     static const struct {
         const char *param, *value;
         int null_ctx, null_opts, fields_set;
@@ -302,6 +303,38 @@ static void run_context_create(ee_tally *tally)
     }
 }
 
+/* opts's size tag: each bad size (ee_struct_cases), FA_ERR_ARG or FA_ERR_UNSUPPORTED naming opts, with
+ * *ctx and opts's bytes as they were. */
+static void run_context_create_sizes(ee_tally *tally)
+{
+    ee_struct_case cases[16];
+    int n = ee_struct_cases(sizeof(fa_context_opts), cases, 16);
+    static unsigned char bytes[FA_STRUCT_SIZE_MAX], before[FA_STRUCT_SIZE_MAX];
+    for (int i = 0; i < n; i++) {
+        const fa_context_opts init = FA_CONTEXT_OPTS_INIT;
+        const fa_context_opts *opts = ee_struct_apply(&cases[i], &init, sizeof init, bytes);
+        memcpy(before, bytes, sizeof bytes);
+        static int marker;
+        fa_context *ctx = (fa_context *)(void *)&marker;
+        fa_status st = fa_context_create(&ctx, opts);
+        char names[64];
+        if (cases[i].byte)
+            snprintf(names, sizeof names, "opts %zu", cases[i].field);
+        else
+            snprintf(names, sizeof names, "opts.struct_size");
+        int undetected = st != cases[i].want;
+        int unnamed = !ee_names_argument(fa_last_error(), "fa_context_create", names);
+        int changed = ctx != (fa_context *)(void *)&marker || memcmp(bytes, before, sizeof bytes) != 0;
+        cr_expect(!undetected, "fa_context_create opts %s: status %d (%s), documented %d", cases[i].value, st,
+                  fa_status_str(st), cases[i].want);
+        cr_expect(!unnamed, "fa_context_create opts %s: fa_last_error() is \"%s\", not naming %s", cases[i].value,
+                  fa_last_error(), names);
+        cr_expect(!changed, "fa_context_create opts %s: *ctx or opts was written", cases[i].value);
+        if (st == FA_OK && ctx != (fa_context *)(void *)&marker) fa_context_destroy(ctx);
+        ee_tally_add(tally, "fa_context_create opts->struct_size", undetected, changed, unnamed);
+    }
+}
+
 /* ---- fa_context_stats ---------------------------------------------------------------------- */
 
 static void run_context_stats(ee_tally *tally)
@@ -328,6 +361,32 @@ static void run_context_stats(ee_tally *tally)
         cr_expect(!changed, "%s = %s: *out or the context's stats changed", param[c], value[c]);
         ee_tally_add(tally, param[c], undetected, changed, unnamed);
     }
+    /* out's size tag: each bad size refused (FA_ERR_ARG, or FA_ERR_UNSUPPORTED for a byte of a field
+     * this library could not fill), naming out, with no byte of *out written */
+    ee_struct_case cases[16];
+    int n = ee_struct_cases(sizeof(fa_stats), cases, 16);
+    static unsigned char bytes[FA_STRUCT_SIZE_MAX], before[FA_STRUCT_SIZE_MAX];
+    for (int i = 0; i < n; i++) {
+        fa_stats canary;
+        memset(&canary, TU_CANARY, sizeof canary);
+        fa_stats *out = ee_struct_apply(&cases[i], &canary, sizeof canary, bytes);
+        memcpy(before, bytes, sizeof bytes);
+        fa_status st = fa_context_stats(ctx, out);
+        char names[64];
+        if (cases[i].byte)
+            snprintf(names, sizeof names, "out %zu", cases[i].field);
+        else
+            snprintf(names, sizeof names, "out.struct_size");
+        int undetected = st != cases[i].want;
+        int unnamed = !ee_names_argument(fa_last_error(), "fa_context_stats", names);
+        int changed = memcmp(bytes, before, sizeof bytes) != 0;
+        cr_expect(!undetected, "fa_context_stats out %s: status %d (%s), documented %d", cases[i].value, st,
+                  fa_status_str(st), cases[i].want);
+        cr_expect(!unnamed, "fa_context_stats out %s: fa_last_error() is \"%s\", not naming %s", cases[i].value,
+                  fa_last_error(), names);
+        cr_expect(!changed, "fa_context_stats out %s: *out was written", cases[i].value);
+        ee_tally_add(tally, "fa_context_stats out->struct_size", undetected, changed, unnamed);
+    }
     fa_context_destroy(ctx);
 }
 
@@ -338,6 +397,7 @@ Test(error_exit, every_bad_argument_returns_its_documented_status_and_changes_no
     memset(&tally, 0, sizeof tally);
     run_call_table(&tally, seed);
     run_context_create(&tally);
+    run_context_create_sizes(&tally);
     run_context_stats(&tally);
     char line[200];
     snprintf(line, sizeof line,

@@ -654,11 +654,18 @@ static fa_context *fresh_context(fz_case *c, int threads_flip, int *threads)
     const int opts_null = in->fresh_isa >= 0xF0, out_null = in->fresh_bind == 0xFF;
     if (opts_null) o = (fa_context_opts)FA_CONTEXT_OPTS_INIT;
 
+    /* opts resized as the input asks (fuzz_struct.c): read by the header's rule after ctx's NULL check */
+    const fa_context_opts *given = opts_null ? NULL : &o;
+    if (given && fz_abi_target(c) == FZ_ABI_OPTS) given = fz_abi_resize(in, &o, sizeof o, &c->abi);
+    const fa_status read = given ? fz_abi_read_status(given, FA_CONTEXT_OPTS_SIZE_MIN) : FA_OK;
+
     fa_context *sentinel = (fa_context *)&c->in, *ctx = sentinel;
-    fa_status st = create_on(out_null ? NULL : &ctx, opts_null ? NULL : &o, isa);
+    fa_status st = create_on(out_null ? NULL : &ctx, given, isa);
     fa_status want_one = FA_OK;
     if (out_null)
         want_one = FA_ERR_NULL;
+    else if (read != FA_OK)
+        want_one = read;
     else if (o.num_threads < 0 || o.block_q < 0 || o.block_k < 0 || o.bind < FA_BIND_AUTO ||
              o.bind > FA_BIND_SPREAD)
         want_one = FA_ERR_ARG;
@@ -718,6 +725,7 @@ static void choose_context(fz_case *c)
 static void poison_arg(fz_call *call, fa_params *pcopy)
 {
     *pcopy = call->p ? *call->p : (fa_params)FA_PARAMS_INIT;
+    pcopy->struct_size = sizeof *pcopy; /* call->p may be larger: its bytes past ours are zero */
     pcopy->causal = (fa_causal)99;
     call->p = pcopy;
 }
@@ -753,6 +761,7 @@ static void poison(fz_call *call, fa_tensor *copy, fa_params *pcopy)
     const fa_tensor *q = call->t[FZ_Q];
     if (q && q->heads > 0) { /* sinks not aligned to float: FA_ERR_STRIDE, after the views' strides */
         *pcopy = call->p ? *call->p : (fa_params)FA_PARAMS_INIT;
+        pcopy->struct_size = sizeof *pcopy; /* call->p may be larger: its bytes past ours are zero */
         pcopy->sinks = (const float *)(const void *)((const unsigned char *)q + 1);
         call->p = pcopy;
     } else
@@ -883,7 +892,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_CHECK(fa_version() != NULL && strcmp(fa_version(), version) == 0, "fa_version");
     FZ_CHECK(fa_status_str((fa_status)(int)c->in.seed) != NULL, "fa_status_str of any value");
 
-    const fa_params *p = c->params_null ? NULL : &c->params;
+    /* p as the value checks read it, and as the calls pass it: resized, or with its sequences
+     * resized, as the input asks (fuzz_struct.c) */
+    const fa_params *p = c->params_null ? NULL : &c->params, *p_call = p;
+    fa_params with_seqs;
+    if (fz_abi_target(c) == FZ_ABI_SEQS) {
+        with_seqs = *p;
+        with_seqs.seqs = fz_abi_resize(&c->in, p->seqs, sizeof *p->seqs, &c->abi);
+        p_call = &with_seqs;
+    } else if (fz_abi_target(c) == FZ_ABI_P)
+        p_call = fz_abi_resize(&c->in, p, sizeof *p, &c->abi);
     const int seqs_call = p && p->seqs;
     const fa_tensor *t[FZ_VIEWS];
     for (int i = 0; i < FZ_VIEWS; i++) t[i] = c->layout[i] == L_NULL ? NULL : &c->view[i];
@@ -893,7 +911,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *fwd_said = "not called", *bwd_said = "not called", *merge_said = "not called";
 
     if (!(c->in.calls & 8)) {
-        fz_call call = {.backward = 0, .p = p, .n = 4, .lse = lse, .lse_out = 1};
+        fz_call call = {.backward = 0, .p = p_call, .n = 4, .lse = lse, .lse_out = 1};
         for (int i = 0; i < 4; i++) {
             call.t[i] = t[i];
             call.raw[i] = c->layout[i] == L_RAW;
@@ -911,7 +929,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* (with fa_merge the gradients' views are its parts: no backward) */
     if ((c->in.calls & 1) && (fwd == FA_OK || (c->in.calls & 12)) && !c->mg.on) {
-        fz_call call = {.backward = 1, .p = p, .n = 8, .lse = lse, .lse_out = 0};
+        fz_call call = {.backward = 1, .p = p_call, .n = 8, .lse = lse, .lse_out = 0};
         for (int i = 0; i < 8; i++) {
             call.t[i] = t[i];
             call.raw[i] = c->layout[i] == L_RAW;
