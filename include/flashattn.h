@@ -251,6 +251,7 @@ typedef enum {
 
 /**
  * A batch of sequences of different lengths (varlen, KV caches, paged KV), for fa_params.seqs.
+ * Start from FA_SEQS_INIT (or fa_seqs_init), then set the fields you need by name.
  * Sequence b (0 <= b < batch):
  * - queries: with cu_seqlens_q, q, out (and dout, dq) are packed [1][Hq][total_q][D] views and the
  *   sequence owns query rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]; lse is then [1][Hq][total_q].
@@ -375,7 +376,8 @@ typedef enum {
     FA_BIND_SPREAD = 3  /**< threads spread evenly across packages, NUMA nodes and L3 domains */
 } fa_bind;
 
-/** Context options; 0 means "choose automatically" for every field. */
+/** Context options; 0 means "choose automatically" for every field. Start from FA_CONTEXT_OPTS_INIT
+ *  (or fa_context_opts_init), then set the fields you need by name. */
 typedef struct {
     size_t struct_size; /**< sizeof(fa_context_opts) of the caller (FA_CONTEXT_OPTS_INIT sets it; see the ABI section) */
     int num_threads; /**< threads per call; 0 = omp_get_max_threads() when the context is created */
