@@ -124,5 +124,10 @@ void fa_stats_write(fa_stats *out, const fa_stats *all)
     size_t size = out->struct_size;
     fa_stats copy = *all;
     copy.struct_size = size;
+#ifdef FLASHATTN_ABI_GROWN_STATS
+    /* tests/abi's grown build (tests/abi/grown.cmake) fills the field its header appends, as a later
+     * version fills a new output field: an older caller's smaller fa_stats must not see it */
+    copy.abi_grown = FLASHATTN_ABI_GROWN_STATS;
+#endif
     memcpy(out, &copy, size < sizeof copy ? size : sizeof copy);
 }
