@@ -203,7 +203,7 @@ enum {
     EE_OP_HELPER,
     EE_OP_DTYPES, /* every tensor's dtype and the bias's as c->dt says */
     EE_OP_STRUCT, /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
-    EE_OP_RAGGED  /* the first of error_exit_ragged.c's own operations */
+    EE_OP_RAGGED /* the first of error_exit_ragged.c's own operations */
 };
 
 /* Sentinels for values that depend on the world. */
@@ -247,11 +247,11 @@ void ee_poison_seqs(const ee_args *a, int poison);
 
 /* error_exit_structs.c: the size tag's refusals (include/flashattn.h, "ABI"). */
 typedef struct {
-    char value[64];    /* e.g. "struct_size = 0", "a byte at 97 set (struct_size 104)" */
-    size_t size;       /* struct_size */
-    size_t byte;       /* the byte set to nonzero past the struct (0: none) */
-    fa_status want;    /* FA_ERR_ARG (size out of range) or FA_ERR_UNSUPPORTED (a field unknown here) */
-    size_t field;      /* with a byte: the field's offset the diagnostic names */
+    char value[64]; /* e.g. "struct_size = 0", "a byte at 97 set (struct_size 104)" */
+    size_t size;    /* struct_size */
+    size_t byte;    /* the byte set to nonzero past the struct (0: none) */
+    fa_status want; /* FA_ERR_ARG (size out of range) or FA_ERR_UNSUPPORTED (a field unknown here) */
+    size_t field;   /* with a byte: the field's offset the diagnostic names */
 } ee_struct_case;
 /* The bad sizes of a struct of `own` bytes (this build's sizeof, which is its minimum): 0, the size
  * field alone, one byte and one field short, one byte over FA_STRUCT_SIZE_MAX, SIZE_MAX; then

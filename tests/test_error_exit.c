@@ -327,8 +327,8 @@ static void run_context_create_sizes(ee_tally *tally)
         int changed = ctx != (fa_context *)(void *)&marker || memcmp(bytes, before, sizeof bytes) != 0;
         cr_expect(!undetected, "fa_context_create opts %s: status %d (%s), documented %d", cases[i].value, st,
                   fa_status_str(st), cases[i].want);
-        cr_expect(!unnamed, "fa_context_create opts %s: fa_last_error() is \"%s\", not naming %s", cases[i].value,
-                  fa_last_error(), names);
+        cr_expect(!unnamed, "fa_context_create opts %s: fa_last_error() is \"%s\", not naming %s",
+                  cases[i].value, fa_last_error(), names);
         cr_expect(!changed, "fa_context_create opts %s: *ctx or opts was written", cases[i].value);
         if (st == FA_OK && ctx != (fa_context *)(void *)&marker) fa_context_destroy(ctx);
         ee_tally_add(tally, "fa_context_create opts->struct_size", undetected, changed, unnamed);
@@ -382,8 +382,8 @@ static void run_context_stats(ee_tally *tally)
         int changed = memcmp(bytes, before, sizeof bytes) != 0;
         cr_expect(!undetected, "fa_context_stats out %s: status %d (%s), documented %d", cases[i].value, st,
                   fa_status_str(st), cases[i].want);
-        cr_expect(!unnamed, "fa_context_stats out %s: fa_last_error() is \"%s\", not naming %s", cases[i].value,
-                  fa_last_error(), names);
+        cr_expect(!unnamed, "fa_context_stats out %s: fa_last_error() is \"%s\", not naming %s",
+                  cases[i].value, fa_last_error(), names);
         cr_expect(!changed, "fa_context_stats out %s: *out was written", cases[i].value);
         ee_tally_add(tally, "fa_context_stats out->struct_size", undetected, changed, unnamed);
     }

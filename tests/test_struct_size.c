@@ -52,8 +52,9 @@ static const struct_kind kinds[4] = {
 Test(struct_size, this_version_is_the_first_size_tagged_layout)
 {
     for (int k = 0; k < 4; k++)
-        cr_expect_eq(kinds[k].min, kinds[k].own, "%s: FA_*_SIZE_MIN %zu, sizeof %zu: 0.4.0's layout is the first",
-                     kinds[k].name, kinds[k].min, kinds[k].own);
+        cr_expect_eq(kinds[k].min, kinds[k].own,
+                     "%s: FA_*_SIZE_MIN %zu, sizeof %zu: 0.4.0's layout is the first", kinds[k].name,
+                     kinds[k].min, kinds[k].own);
     cr_expect_eq(params_init.struct_size, sizeof(fa_params));
     cr_expect_eq(seqs_init.struct_size, sizeof(fa_seqs));
     cr_expect_eq(opts_init.struct_size, sizeof(fa_context_opts));
@@ -86,7 +87,8 @@ Test(struct_size, init_functions_write_the_initialisers_values_into_exactly_size
                 cr_assert_eq(buf[b], 0, "%s_init(size %zu): byte %zu past this build's struct is %d", s->name,
                              size, b, buf[b]);
             for (size_t b = size; b < sizeof buf; b++)
-                cr_assert_eq(buf[b], TU_CANARY, "%s_init(size %zu) wrote byte %zu past the size", s->name, size, b);
+                cr_assert_eq(buf[b], TU_CANARY, "%s_init(size %zu) wrote byte %zu past the size", s->name,
+                             size, b);
         }
         s->fill(NULL, s->own); /* NULL: nothing to write, and no crash */
     }
@@ -135,8 +137,9 @@ Test(struct_size, a_larger_struct_whose_unknown_bytes_are_zero_reads_as_this_bui
         cr_assert_eq(fa_forward(NULL, &larger_p.p, &b.q, &b.k, &b.v, &b.out, b.lse), FA_OK, "%s",
                      fa_last_error());
         int64_t where = 0;
-        cr_expect(tu_outputs_bitwise_equal(&a, &b, &where), "seqs %d, seed %llu: forward bytes differ at %lld",
-                  with_seqs, (unsigned long long)seed, (long long)where);
+        cr_expect(tu_outputs_bitwise_equal(&a, &b, &where),
+                  "seqs %d, seed %llu: forward bytes differ at %lld", with_seqs, (unsigned long long)seed,
+                  (long long)where);
         /* the backward reads the same p: its gradients too */
         size_t n = (size_t)(B * HQ * N * D), nk = (size_t)(B * HKV * N * D);
         tu_buf grads[2][4];
@@ -147,12 +150,14 @@ Test(struct_size, a_larger_struct_whose_unknown_bytes_are_zero_reads_as_this_bui
                 int64_t heads = i == 0 || i == 1 ? HQ : HKV;
                 g[x][i] = fa_tensor_bhsd(tu_buf_data(&grads[x][i]), FA_F32, B, heads, N, D);
             }
-        for (size_t e = 0; e < n; e++) ((float *)tu_buf_data(&grads[0][0]))[e] = (float)(e % 7) * 0.25f - 0.75f;
+        for (size_t e = 0; e < n; e++)
+            ((float *)tu_buf_data(&grads[0][0]))[e] = (float)(e % 7) * 0.25f - 0.75f;
         memcpy(tu_buf_data(&grads[1][0]), tu_buf_data(&grads[0][0]), n * sizeof(float));
-        cr_assert_eq(fa_backward(NULL, &p, &a.q, &a.k, &a.v, &a.out, &g[0][0], a.lse, &g[0][1], &g[0][2], &g[0][3]),
-                     FA_OK, "%s", fa_last_error());
-        cr_assert_eq(fa_backward(NULL, &larger_p.p, &b.q, &b.k, &b.v, &b.out, &g[1][0], b.lse, &g[1][1], &g[1][2],
-                                 &g[1][3]),
+        cr_assert_eq(
+            fa_backward(NULL, &p, &a.q, &a.k, &a.v, &a.out, &g[0][0], a.lse, &g[0][1], &g[0][2], &g[0][3]),
+            FA_OK, "%s", fa_last_error());
+        cr_assert_eq(fa_backward(NULL, &larger_p.p, &b.q, &b.k, &b.v, &b.out, &g[1][0], b.lse, &g[1][1],
+                                 &g[1][2], &g[1][3]),
                      FA_OK, "%s", fa_last_error());
         for (int i = 1; i < 4; i++)
             cr_expect(memcmp(tu_buf_data(&grads[0][i]), tu_buf_data(&grads[1][i]),

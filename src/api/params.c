@@ -19,14 +19,30 @@ typedef struct {
     const void *defaults;
 } struct_kind;
 
-static const struct_kind params_kind = {"fa_params", "FA_PARAMS_INIT", "fa_params_init", FA_PARAMS_SIZE_MIN,
-                                        sizeof(fa_params), &params_defaults};
-static const struct_kind seqs_kind = {"fa_seqs", "FA_SEQS_INIT", "fa_seqs_init", FA_SEQS_SIZE_MIN,
-                                      sizeof(fa_seqs), &seqs_defaults};
-static const struct_kind opts_kind = {"fa_context_opts", "FA_CONTEXT_OPTS_INIT", "fa_context_opts_init",
-                                      FA_CONTEXT_OPTS_SIZE_MIN, sizeof(fa_context_opts), &opts_defaults};
-static const struct_kind stats_kind = {"fa_stats", "FA_STATS_INIT", "fa_stats_init", FA_STATS_SIZE_MIN,
-                                       sizeof(fa_stats), &stats_defaults};
+static const struct_kind params_kind = {.type = "fa_params",
+                                        .macro = "FA_PARAMS_INIT",
+                                        .function = "fa_params_init",
+                                        .min = FA_PARAMS_SIZE_MIN,
+                                        .own = sizeof(fa_params),
+                                        .defaults = &params_defaults};
+static const struct_kind seqs_kind = {.type = "fa_seqs",
+                                      .macro = "FA_SEQS_INIT",
+                                      .function = "fa_seqs_init",
+                                      .min = FA_SEQS_SIZE_MIN,
+                                      .own = sizeof(fa_seqs),
+                                      .defaults = &seqs_defaults};
+static const struct_kind opts_kind = {.type = "fa_context_opts",
+                                      .macro = "FA_CONTEXT_OPTS_INIT",
+                                      .function = "fa_context_opts_init",
+                                      .min = FA_CONTEXT_OPTS_SIZE_MIN,
+                                      .own = sizeof(fa_context_opts),
+                                      .defaults = &opts_defaults};
+static const struct_kind stats_kind = {.type = "fa_stats",
+                                       .macro = "FA_STATS_INIT",
+                                       .function = "fa_stats_init",
+                                       .min = FA_STATS_SIZE_MIN,
+                                       .own = sizeof(fa_stats),
+                                       .defaults = &stats_defaults};
 
 /* ---- the init functions: the macros' values for structs not declared from the header ---- */
 

@@ -27,7 +27,8 @@
 #else
 #define ABI_MORE 0
 #endif
-_Static_assert(sizeof(fa_params) == FA_PARAMS_SIZE_MIN + ABI_MORE, "fa_params of the header compiled against");
+_Static_assert(sizeof(fa_params) == FA_PARAMS_SIZE_MIN + ABI_MORE,
+               "fa_params of the header compiled against");
 _Static_assert(sizeof(fa_seqs) == FA_SEQS_SIZE_MIN + ABI_MORE, "fa_seqs of the header compiled against");
 _Static_assert(sizeof(fa_context_opts) == FA_CONTEXT_OPTS_SIZE_MIN + ABI_MORE, "fa_context_opts");
 _Static_assert(sizeof(fa_stats) == FA_STATS_SIZE_MIN + ABI_MORE, "fa_stats of the header compiled against");
@@ -109,7 +110,8 @@ static void stats(FILE *f, fa_context *ctx, int grown_library)
 #ifdef FA_ABI_GROWN_CLIENT
     uint64_t want = grown_library ? FLASHATTN_ABI_GROWN_STATS : 0;
     ABI_CHECK(fails, st.s.abi_grown == want, "fa_stats.abi_grown = %#llx from the %s library, expected %#llx",
-              (unsigned long long)st.s.abi_grown, grown_library ? "grown" : "normal", (unsigned long long)want);
+              (unsigned long long)st.s.abi_grown, grown_library ? "grown" : "normal",
+              (unsigned long long)want);
 #else
     (void)grown_library;
 #endif
@@ -163,8 +165,8 @@ static int write_mode(int grown_library, const char *path, const char *ffi_path)
     if (st != FA_OK) return 1;
 
     put_status(f, "A forward_check", fa_forward_check(&w.p, &w.q, &w.k, &w.v, &w.out, w.lsea));
-    put_status(f, "A backward_check", fa_backward_check(&w.p, &w.q, &w.k, &w.v, &w.out, &w.dout, w.lsea, &w.dq,
-                                                        &w.dk, &w.dv));
+    put_status(f, "A backward_check",
+               fa_backward_check(&w.p, &w.q, &w.k, &w.v, &w.out, &w.dout, w.lsea, &w.dq, &w.dk, &w.dv));
     put_status(f, "A forward", fa_forward(ctx, &w.p, &w.q, &w.k, &w.v, &w.out, w.lsea));
     put_status(f, "A backward",
                fa_backward(ctx, &w.p, &w.q, &w.k, &w.v, &w.out, &w.dout, w.lsea, &w.dq, &w.dk, &w.dv));

@@ -17,7 +17,8 @@ enum { A_B = 2, A_HQ = 4, A_HKV = 2, A_NQ = 23, A_NK = 37, A_D = 16, A_DV = 24 }
 enum { S_COUNT = 3, S_H = 2, S_D = 8, S_TQ = 14, S_TK = 21, PAGE = 4, PAGES = 8, PAGES_PER_SEQ = 3 };
 
 typedef struct {
-    float *qa, *ka, *va, *outa, *lsea, *douta, *dqa, *dka, *dva, *bias, slopes[A_HQ], sinks[A_HQ], dsinks[A_HQ];
+    float *qa, *ka, *va, *outa, *lsea, *douta, *dqa, *dka, *dva, *bias, slopes[A_HQ], sinks[A_HQ],
+        dsinks[A_HQ];
     fa_tensor q, k, v, out, dout, dq, dk, dv, bias_view;
     fa_params p; /* every modifier of A */
     float *qs, *ks, *vs, *outs, *lses;

@@ -38,11 +38,11 @@ int abi_unknown_fields(abi_world *w)
     abi_world_reset(w);
     w->p.abi_grown = 1;
     st = fa_forward(NULL, &w->p, &w->q, &w->k, &w->v, &w->out, w->lsea);
-    ABI_CHECK(fails, st == FA_ERR_UNSUPPORTED && names("fa_forward", "p"), "fa_forward, p.abi_grown set: %d, \"%s\"",
-              (int)st, fa_last_error());
+    ABI_CHECK(fails, st == FA_ERR_UNSUPPORTED && names("fa_forward", "p"),
+              "fa_forward, p.abi_grown set: %d, \"%s\"", (int)st, fa_last_error());
     st = fa_backward(NULL, &w->p, &w->q, &w->k, &w->v, &w->out, &w->dout, w->lsea, &w->dq, &w->dk, &w->dv);
-    ABI_CHECK(fails, st == FA_ERR_UNSUPPORTED && names("fa_backward", "p"), "fa_backward, p.abi_grown set: %d, \"%s\"",
-              (int)st, fa_last_error());
+    ABI_CHECK(fails, st == FA_ERR_UNSUPPORTED && names("fa_backward", "p"),
+              "fa_backward, p.abi_grown set: %d, \"%s\"", (int)st, fa_last_error());
     st = fa_forward_check(&w->p, &w->q, &w->k, &w->v, &w->out, w->lsea);
     ABI_CHECK(fails, st == FA_ERR_UNSUPPORTED, "fa_forward_check, p.abi_grown set: %d", (int)st);
     st = fa_backward_check(&w->p, &w->q, &w->k, &w->v, &w->out, &w->dout, w->lsea, &w->dq, &w->dk, &w->dv);
@@ -70,8 +70,9 @@ int abi_unknown_fields(abi_world *w)
     static int marker;
     fa_context *ctx = (fa_context *)(void *)&marker;
     st = fa_context_create(&ctx, &o);
-    ABI_CHECK(fails, st == FA_ERR_UNSUPPORTED && names("fa_context_create", "opts") &&
-                         ctx == (fa_context *)(void *)&marker,
+    ABI_CHECK(fails,
+              st == FA_ERR_UNSUPPORTED && names("fa_context_create", "opts") &&
+                  ctx == (fa_context *)(void *)&marker,
               "fa_context_create, opts.abi_grown set: %d, \"%s\", ctx %s", (int)st, fa_last_error(),
               ctx == (fa_context *)(void *)&marker ? "untouched" : "written");
     o.abi_grown = 0;
@@ -86,7 +87,8 @@ int abi_unknown_fields(abi_world *w)
     s.abi_grown = 1;
     before = s;
     st = fa_context_stats(ctx, &s);
-    ABI_CHECK(fails, st == FA_ERR_UNSUPPORTED && names("fa_context_stats", "out") && !memcmp(&s, &before, sizeof s),
+    ABI_CHECK(fails,
+              st == FA_ERR_UNSUPPORTED && names("fa_context_stats", "out") && !memcmp(&s, &before, sizeof s),
               "fa_context_stats, out.abi_grown set: %d, \"%s\", out %s", (int)st, fa_last_error(),
               memcmp(&s, &before, sizeof s) ? "written" : "untouched");
     s.abi_grown = 0;

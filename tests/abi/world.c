@@ -71,7 +71,8 @@ void abi_world_make(abi_world *w)
      * token-major [1][total][H][D] */
     static const int64_t cu_q[S_COUNT + 1] = {0, 5, 5, 14}, cu_k[S_COUNT + 1] = {0, 7, 10, 21};
     static const int64_t used[S_COUNT] = {6, 3, 11};
-    memcpy(w->cu_q, cu_q, sizeof cu_q), memcpy(w->cu_k, cu_k, sizeof cu_k), memcpy(w->used, used, sizeof used);
+    memcpy(w->cu_q, cu_q, sizeof cu_q), memcpy(w->cu_k, cu_k, sizeof cu_k),
+        memcpy(w->used, used, sizeof used);
     w->qs = make(N_S_Q, 1), w->ks = make(N_S_K, 1), w->vs = make(N_S_K, 1);
     w->outs = make(N_S_Q, 0), w->lses = make((size_t)S_H * S_TQ, 0);
     w->sq = fa_tensor_bshd(w->qs, FA_F32, 1, S_TQ, S_H, S_D);
@@ -111,13 +112,15 @@ void abi_world_make(abi_world *w)
 
 int abi_world_outputs(abi_world *w, void **at, size_t *bytes, const char **names, int cap)
 {
-    void *const a[] = {w->outa, w->lsea, w->dqa, w->dka, w->dva, w->dsinks, w->outs, w->lses, w->outc, w->lsec};
-    const size_t n[] = {N_A_O, N_A_L, N_A_Q, N_A_K, N_A_V, A_HQ, N_S_Q, (size_t)S_H * S_TQ, N_C_Q,
-                        (size_t)S_COUNT * S_H};
-    static const char *const name[] = {"A out", "A lse", "A dq",  "A dk",  "A dv",
+    void *const a[] = {w->outa,   w->lsea, w->dqa,  w->dka,  w->dva,
+                       w->dsinks, w->outs, w->lses, w->outc, w->lsec};
+    const size_t n[] = {
+        N_A_O, N_A_L, N_A_Q, N_A_K, N_A_V, A_HQ, N_S_Q, (size_t)S_H * S_TQ, N_C_Q, (size_t)S_COUNT * S_H};
+    static const char *const name[] = {"A out",    "A lse", "A dq",  "A dk",  "A dv",
                                        "A dsinks", "B out", "B lse", "C out", "C lse"};
     int count = (int)(sizeof a / sizeof *a);
-    for (int i = 0; i < count && i < cap; i++) at[i] = a[i], bytes[i] = n[i] * sizeof(float), names[i] = name[i];
+    for (int i = 0; i < count && i < cap; i++)
+        at[i] = a[i], bytes[i] = n[i] * sizeof(float), names[i] = name[i];
     return count < cap ? count : cap;
 }
 
@@ -140,7 +143,7 @@ int abi_all_canary(const void *p, size_t n)
 
 void abi_world_free(abi_world *w)
 {
-    float *all[] = {w->qa, w->ka, w->va, w->outa, w->lsea, w->douta, w->dqa, w->dka, w->dva, w->bias,
-                    w->qs, w->ks, w->vs, w->outs, w->lses, w->qc,   w->kc,  w->vc,  w->outc, w->lsec};
+    float *all[] = {w->qa, w->ka, w->va, w->outa, w->lsea, w->douta, w->dqa, w->dka, w->dva,  w->bias,
+                    w->qs, w->ks, w->vs, w->outs, w->lses, w->qc,    w->kc,  w->vc,  w->outc, w->lsec};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }

@@ -744,7 +744,8 @@ static int model_structs(const fz_call *c, fz_model *m)
         fa_status st = fz_abi_read_status(s[i], min[i]);
         if (st != FA_OK) {
             fz_set_class(m, st == FA_ERR_ARG ? FZ_C_ARG : FZ_C_UNSUPPORTED, FZ_PRESENT,
-                         st == FA_ERR_ARG ? "%s: struct_size out of range" : "%s: a field this library does not know",
+                         st == FA_ERR_ARG ? "%s: struct_size out of range"
+                                          : "%s: a field this library does not know",
                          what[i]);
             return 1;
         }

@@ -12,7 +12,8 @@ int fz_abi_target(const fz_case *c)
     const fz_input *in = &c->in;
     if (in->abi.abi < 0xC0 || c->params_null) return -1;
     const int want = (in->abi.abi >> 3) % 3;
-    if (want == FZ_ABI_OPTS && in->ctx % 10 == 9 && in->fresh_isa < 0xF0) return FZ_ABI_OPTS; /* fresh, opts given */
+    if (want == FZ_ABI_OPTS && in->ctx % 10 == 9 && in->fresh_isa < 0xF0)
+        return FZ_ABI_OPTS; /* fresh, opts given */
     if (want == FZ_ABI_SEQS && c->params.seqs) return FZ_ABI_SEQS;
     return FZ_ABI_P;
 }

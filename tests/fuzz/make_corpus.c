@@ -1378,9 +1378,9 @@ static void abi_seeds(void)
     static const char *const name[3] = {"p", "seqs", "opts"};
     static const int q2[2] = {7, 11}, k2[2] = {9, 13};
     for (int which = 0; which < 3; which++) {
-        static const char *const mode_name[6] = {"err_%s_struct_size_0", "err_%s_struct_size_too_small",
-                                                 "err_%s_struct_size_above_4096", "err_%s_struct_size_huge",
-                                                 "ok_%s_struct_size_larger_zero_tail", "err_%s_unknown_field_set"};
+        static const char *const mode_name[6] = {
+            "err_%s_struct_size_0",    "err_%s_struct_size_too_small",       "err_%s_struct_size_above_4096",
+            "err_%s_struct_size_huge", "ok_%s_struct_size_larger_zero_tail", "err_%s_unknown_field_set"};
         for (int mode = 0; mode < 6; mode++) {
             fz_input in = base();
             in.calls = 1; /* the backward too */

@@ -113,8 +113,10 @@ static void determinism_case(const mt_env *env, const mt_case *c, fa_dtype dtype
     mt_local_make(&again, &g, &s);
 
     if (run(env, env->ctx1, c, &first, NULL, "1 thread")) {
-        if (run(env, env->ctx1, c, &again, NULL, "1 thread, repeated")) expect_same(&first, &again, "repeated run");
-        if (run(env, env->ctx2, c, &again, NULL, "2 threads")) expect_same(&first, &again, "2 threads per rank");
+        if (run(env, env->ctx1, c, &again, NULL, "1 thread, repeated"))
+            expect_same(&first, &again, "repeated run");
+        if (run(env, env->ctx2, c, &again, NULL, "2 threads"))
+            expect_same(&first, &again, "2 threads per rank");
         static union {
             fa_params p;
             unsigned char bytes[FA_STRUCT_SIZE_MAX];

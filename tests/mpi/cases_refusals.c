@@ -23,7 +23,7 @@ typedef struct {
     const fa_tensor *qp, *kp, *vp, *outp, *doutp, *dqp, *dkp, *dvp;
     void *lse;
     fa_seqs seqs;
-    mt_buf extra[6]; /* buffers a spoil adds (they must stay canary) */
+    mt_buf extra[6];     /* buffers a spoil adds (they must stay canary) */
     const fa_params *pp; /* the p passed: &p, or a spoil's larger struct */
     union {
         fa_params p;
@@ -92,7 +92,6 @@ static void p_unknown_field(call *c, const mt_local *l, const mt_global *g, int 
     c->larger.bytes[sizeof(fa_params) + 9] = 1;
     c->pp = &c->larger.p;
 }
-
 
 static void q_dim(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
