@@ -385,7 +385,15 @@ static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode)
                                EE_HQ * EE_DIM + EE_HKV * (EE_DIM + EE_DIM_V)};
         for (int i = 0; i < 4; i++) {
             int64_t dim = shape_of[i][2];
-            fa_tensor t = {ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[i][0], EE_N, dim, sb, dim, wd};
+            fa_tensor t = {.data = ee_region(w, EE_PACKED, at[i]),
+                           .dtype = dt,
+                           .batch = EE_B,
+                           .heads = shape_of[i][0],
+                           .seq = EE_N,
+                           .dim = dim,
+                           .stride_batch = sb,
+                           .stride_head = dim,
+                           .stride_seq = wd};
             a->t[i] = t;
         }
         if (mode == 1) a->t[EE_OUT].data = ee_region(w, EE_PACKED, at[3] - 1); /* shares v's last column */
@@ -401,8 +409,15 @@ static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode)
                                half, half + EE_HQ * EE_DIM, half + EE_HQ * EE_DIM + EE_HKV * EE_DIM};
         for (int i = 0; i < 6; i++) {
             int64_t dim = shape_of[slot[i]][2];
-            fa_tensor t = {
-                ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[slot[i]][0], EE_N, dim, sb, dim, wd};
+            fa_tensor t = {.data = ee_region(w, EE_PACKED, at[i]),
+                           .dtype = dt,
+                           .batch = EE_B,
+                           .heads = shape_of[slot[i]][0],
+                           .seq = EE_N,
+                           .dim = dim,
+                           .stride_batch = sb,
+                           .stride_head = dim,
+                           .stride_seq = wd};
             a->t[slot[i]] = t;
         }
         if (mode == 1) a->t[EE_DK].data = ee_region(w, EE_PACKED, at[4] - 1); /* shares dq's last column */

@@ -24,7 +24,15 @@ static fa_tensor make_view(tu_buf *buf, fa_dtype dt, int64_t B, int64_t H, int64
     else
         sh = row, ss = H * row, sb = S * ss;
     *buf = tu_buf_alloc((size_t)(B * sb) * tu_dtype_size(dt));
-    fa_tensor v = {tu_buf_data(buf), dt, B, H, S, dim, sb, sh, ss};
+    fa_tensor v = {.data = tu_buf_data(buf),
+                   .dtype = dt,
+                   .batch = B,
+                   .heads = H,
+                   .seq = S,
+                   .dim = dim,
+                   .stride_batch = sb,
+                   .stride_head = sh,
+                   .stride_seq = ss};
     return v;
 }
 

@@ -31,7 +31,15 @@ unsigned fa_version_number(void)
 static fa_tensor contiguous(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d,
                             int heads_inner)
 {
-    fa_tensor x = {data, t, b, h, s, d, -1, -1, -1};
+    fa_tensor x = {.data = data,
+                   .dtype = t,
+                   .batch = b,
+                   .heads = h,
+                   .seq = s,
+                   .dim = d,
+                   .stride_batch = -1,
+                   .stride_head = -1,
+                   .stride_seq = -1};
     if (b < 0 || h < 0 || s < 0 || d < 0) return x;
     int64_t row, plane, whole;
     if (heads_inner) { /* [B][S][H][D] */
