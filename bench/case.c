@@ -87,7 +87,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
                             const fa_params *params, bench_backward_oracle *oracle, int threads,
                             bench_golden *golden, bench_row *row)
 {
-    fa_context_opts copts = fa_context_opts_default();
+    fa_context_opts copts = FA_CONTEXT_OPTS_INIT;
     copts.num_threads = threads;
     copts.bind = o->bind;
     copts.block_q = o->block_q;
@@ -114,7 +114,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
     bench_progress_detail("threads %d: verifying", threads);
     if (verify_outputs(o, pb, params, oracle, threads, row) != 0) goto done;
 
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     fa_context_stats(ctx, &st);
     int comparable = 1;
     const char *differs = NULL;
@@ -148,6 +148,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
         goto done;
     }
 
+    row->stats = (fa_stats)FA_STATS_INIT;
     fa_context_stats(ctx, &row->stats);
     snprintf(row->isa, sizeof row->isa, "%s", row->stats.isa ? row->stats.isa : "?");
     snprintf(row->plan, sizeof row->plan, "%s", row->stats.backward_plan ? row->stats.backward_plan : "-");
@@ -385,7 +386,7 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
         free(earlier);
         return -1;
     }
-    fa_params params = fa_params_default();
+    fa_params params = FA_PARAMS_INIT;
     bench_modifiers_params(&pb, &params);
 
     int rc = 0;

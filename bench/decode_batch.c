@@ -142,8 +142,8 @@ static void free_pages(bench_decode *d)
     d->paged_lse = NULL;
     d->table = NULL;
     d->page_size = d->pages_per_seq = d->num_pages = 0;
-    d->paged_seqs = (fa_seqs){0};
-    d->paged_params = fa_params_default();
+    d->paged_seqs = (fa_seqs)FA_SEQS_INIT;
+    d->paged_params = (fa_params)FA_PARAMS_INIT;
 }
 
 static int init_pages(bench_decode *d, const bench_shape *s, int64_t page_size, uint64_t seed)
@@ -157,7 +157,11 @@ static int init_pages(bench_decode *d, const bench_shape *s, int64_t page_size, 
         init_pool(&d->kp, &d->kc, d, s, "the K page pool") != 0 ||
         init_pool(&d->vp, &d->vc, d, s, "the V page pool") != 0)
         return -1;
-    d->paged_seqs = (fa_seqs){d->used.count, NULL, NULL, d->used.len, d->table, d->pages_per_seq};
+    d->paged_seqs = (fa_seqs)FA_SEQS_INIT;
+    d->paged_seqs.batch = d->used.count;
+    d->paged_seqs.seqused_k = d->used.len;
+    d->paged_seqs.block_table = d->table;
+    d->paged_seqs.pages_per_seq = d->pages_per_seq;
     d->paged_params = d->dense_params;
     d->paged_params.seqs = &d->paged_seqs;
     return 0;
@@ -177,9 +181,11 @@ static int init_caches(bench_decode *d, const bench_shape *s, bench_dist dist, u
         init_cache(&d->kc, d, s, s->d, dist, seed, BENCH_STREAM_CACHE_K, "the contiguous K cache") != 0 ||
         init_cache(&d->vc, d, s, s->dv, dist, seed, BENCH_STREAM_CACHE_V, "the contiguous V cache") != 0)
         return -1;
-    d->dense_params = fa_params_default();
+    d->dense_params = (fa_params)FA_PARAMS_INIT;
     bench_modifiers_params(&d->pb, &d->dense_params);
-    d->contiguous_seqs = (fa_seqs){count, NULL, NULL, d->used.len, NULL, 0};
+    d->contiguous_seqs = (fa_seqs)FA_SEQS_INIT;
+    d->contiguous_seqs.batch = count;
+    d->contiguous_seqs.seqused_k = d->used.len;
     d->contiguous_params = d->dense_params;
     d->contiguous_params.seqs = &d->contiguous_seqs;
 

@@ -33,11 +33,16 @@
 #                     and over the API suites of fa-tests-shim
 #   install           cmake --install build/ into a temporary prefix, then moved elsewhere (relocatable)
 #   consumer          tests/consumer built and run against that copy through find_package and pkg-config
+#   abi               tests/abi/run.sh: the library built again against a header whose size-tagged structs
+#                     have one more field each (build-abi/, FA_ABI_BUILD_DIR); programs compiled against
+#                     the frozen 0.4.0 header, against the grown one and a ctypes mirror run on both
+#                     libraries: the same bytes, unknown fields refused by exactly their calls
 #
 # Each stage prints a banner; the first failing stage stops the run with its name; a summary with the
 # time of every stage (and its figures: tests passed, fuzz executions, valgrind errors) ends the output.
 # Environment:
-#   FA_BUILD_DIR, FA_ASAN_BUILD_DIR, FA_TSAN_BUILD_DIR, FA_FUZZ_BUILD_DIR   build directories
+#   FA_BUILD_DIR, FA_ASAN_BUILD_DIR, FA_TSAN_BUILD_DIR, FA_FUZZ_BUILD_DIR, FA_ABI_BUILD_DIR
+#                                     build directories
 #   FA_JOBS                           parallel build jobs (default: nproc)
 #   FA_TEST_THREADS                   OMP_NUM_THREADS values of the sweep (default "1 2 3 4")
 #   FA_TEST_HEAVY=1                   the heavier variants: fuzzing for FA_FUZZ_SECONDS (default then 3600)
@@ -64,6 +69,7 @@ source "$root/scripts/deps.sh"
 build=${FA_BUILD_DIR:-$root/build}
 build_asan=${FA_ASAN_BUILD_DIR:-$root/build-asan}
 build_tsan=${FA_TSAN_BUILD_DIR:-$root/build-tsan}
+build_abi=${FA_ABI_BUILD_DIR:-$root/build-abi}
 jobs=${FA_JOBS:-$(nproc)}
 threads=${FA_TEST_THREADS:-1 2 3 4}
 heavy=${FA_TEST_HEAVY:-0}
@@ -392,7 +398,7 @@ fuzz() {
 # placement: it loads synthetic topologies (HWLOC_SYNTHETIC), whose parsing in hwloc 2.9 copies
 # between overlapping buffers (valgrind reports it inside libhwloc), and under valgrind a binding to
 # CPUs the machine lacks is not refused; the suite stages and ASan/TSan run it.
-valgrind_suites='@(bad_input|backward_bad_input|error_exit|misc|alloc|runtime|merge|seqs_bad_input)/*'
+valgrind_suites='@(bad_input|backward_bad_input|error_exit|misc|alloc|runtime|merge|seqs_bad_input|struct_size)/*'
 # With FA_TEST_HEAVY=1, all but three suites (placement, above, and): large_offsets reserves
 # tens of GiB of address space with mmap(MAP_NORESERVE), more than valgrind lets a process map;
 # stress runs 16 threads x 50 rounds, which valgrind (one thread at a time) cannot finish within
@@ -435,6 +441,11 @@ valgrind_memcheck() {
         grep -L 'ERROR SUMMARY: 0 errors' "$logs"/*.log | xargs -r cat
     fi
     return "$rc"
+}
+
+# tests/abi/run.sh: the grown library in build_abi, built as build is; the clients in tmp.
+abi_layouts() {
+    FA_JOBS=$jobs "$root/tests/abi/run.sh" "$build" "$build_abi" "$tmp/abi"
 }
 
 install_relocated() {
@@ -517,6 +528,7 @@ else
 fi
 stage "install (relocated prefix)" install_relocated
 stage "consumer (find_package + pkg-config)" "$root/tests/consumer/run.sh" "$tmp/prefix" "$tmp/consumer"
+stage "abi (0.4.0 and grown layouts, ctypes mirror)" abi_layouts
 
 print_summary
 printf '\ntest.sh: PASSED, %d stages in %s\n' "$stage_no" "$(fmt_s $(($(now_ms) - t_start)))"

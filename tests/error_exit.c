@@ -78,7 +78,7 @@ void ee_valid_args(const ee_world *w, ee_args *a)
 {
     memset(a, 0, sizeof *a);
     a->ctx = w->ctx;
-    a->p = fa_params_default();
+    a->p = (fa_params)FA_PARAMS_INIT;
     a->p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     a->p.window_left = 3;
     a->p.window_right = 1;
@@ -190,7 +190,7 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
         w->many_lses[k] = ee_region(w, EE_DOUT + k % EE_PARTS, 0);
     }
     w->many_outs[EE_MANY_PARTS - 1].seq++;
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     cr_assert_eq(fa_context_create(&w->ctx, &o), FA_OK);
     /* The unbroken calls and the valid packed layouts succeed: every case below breaks exactly the
@@ -385,7 +385,15 @@ static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode)
                                EE_HQ * EE_DIM + EE_HKV * (EE_DIM + EE_DIM_V)};
         for (int i = 0; i < 4; i++) {
             int64_t dim = shape_of[i][2];
-            fa_tensor t = {ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[i][0], EE_N, dim, sb, dim, wd};
+            fa_tensor t = {.data = ee_region(w, EE_PACKED, at[i]),
+                           .dtype = dt,
+                           .batch = EE_B,
+                           .heads = shape_of[i][0],
+                           .seq = EE_N,
+                           .dim = dim,
+                           .stride_batch = sb,
+                           .stride_head = dim,
+                           .stride_seq = wd};
             a->t[i] = t;
         }
         if (mode == 1) a->t[EE_OUT].data = ee_region(w, EE_PACKED, at[3] - 1); /* shares v's last column */
@@ -401,8 +409,15 @@ static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode)
                                half, half + EE_HQ * EE_DIM, half + EE_HQ * EE_DIM + EE_HKV * EE_DIM};
         for (int i = 0; i < 6; i++) {
             int64_t dim = shape_of[slot[i]][2];
-            fa_tensor t = {
-                ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[slot[i]][0], EE_N, dim, sb, dim, wd};
+            fa_tensor t = {.data = ee_region(w, EE_PACKED, at[i]),
+                           .dtype = dt,
+                           .batch = EE_B,
+                           .heads = shape_of[slot[i]][0],
+                           .seq = EE_N,
+                           .dim = dim,
+                           .stride_batch = sb,
+                           .stride_head = dim,
+                           .stride_seq = wd};
             a->t[slot[i]] = t;
         }
         if (mode == 1) a->t[EE_DK].data = ee_region(w, EE_PACKED, at[4] - 1); /* shares dq's last column */
@@ -505,6 +520,7 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
         helper_views(w, a, c->ti, c->field, x);
         bias_follows(a);
         break;
+    case EE_OP_STRUCT: ee_apply_struct(c, a); break;
     }
 }
 
@@ -1038,6 +1054,7 @@ void ee_build_table(ee_table *t)
         add_dtype_mixes(t, (ee_call)call);
     }
     add_helpers(t);
+    ee_add_struct_cases(t);
     ee_add_seqs_cases(t);
     ee_add_merge_cases(t);
 }

@@ -81,7 +81,7 @@ void ee_seqs_layout(const ee_world *w, ee_args *a, int layout)
 {
     a->layout = layout;
     memset(a->seqs_len, 0, sizeof a->seqs_len);
-    memset(&a->seqs, 0, sizeof a->seqs);
+    a->seqs = (fa_seqs)FA_SEQS_INIT;
     a->seqs.batch = EE_B;
     a->p.seqs = &a->seqs;
     if (layout == EE_SEQ_PACKED) {

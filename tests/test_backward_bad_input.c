@@ -83,7 +83,7 @@ static void setup(bad_setup *b, fa_dtype dt)
     at += heads_bytes;
     b->grads_bytes = (size_t)(at - b->grads_at) + (size_t)largest * b->e;
     b->valid.lse = b->lse_at;
-    b->valid.p = fa_params_default();
+    b->valid.p = (fa_params)FA_PARAMS_INIT;
     b->valid.p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     b->valid.null_tensor = -1;
     b->valid.bias = bias;

@@ -31,7 +31,7 @@ static fa_status context_on(const char *table, int block_q, int block_k, fa_cont
     int had = old != NULL;
     if (had) snprintf(saved, sizeof saved, "%s", old);
     setenv("FLASHATTN_ISA", table, 1);
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = block_q;
     o.block_k = block_k;
     o.num_threads = 2;
@@ -55,7 +55,7 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
             continue;
         }
         cr_assert_eq(st, FA_OK, "table %s: %s", tables[t], fa_status_str(st));
-        fa_stats s;
+        fa_stats s = FA_STATS_INIT;
         cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
         cr_expect_str_eq(s.isa, tables[t]);
         fa_context_destroy(ctx);
@@ -65,7 +65,7 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
     cr_expect_str_eq(fa_last_error(), "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512, avx512_bf16, amx or auto");
     /* "auto" is the automatic choice, as if the variable were unset */
     cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
-    fa_stats s;
+    fa_stats s = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
     cr_expect_str_eq(s.isa, cf_best_table(), "FLASHATTN_ISA=auto picks the best table this CPU runs");
     fa_context_destroy(ctx);
@@ -91,7 +91,7 @@ static void case_shape(int c, fa_dtype dtype, tu_shape *s, fa_params *p, int *bq
     s->dim = dims[c % 9];
     s->dim_v = dims_v[(c * 2 + 1) % 5];
     s->layout = (tu_layout)(c % 3);
-    *p = fa_params_default();
+    *p = (fa_params)FA_PARAMS_INIT;
     p->causal = (fa_causal)(c % 3);
     *bq = blocks[c % 4][0];
     *bk = blocks[c % 4][1];

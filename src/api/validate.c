@@ -372,7 +372,7 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
 {
     const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"};
     named_view in[4] = {nq, nk, nv}, all[5] = {nq, nk, nv, nout};
-    fa_params params = p ? *p : fa_params_default();
+    const fa_params params = *p;
     int n_all = with_bias(all, 4, &params), n_in = with_bias(in, 3, &params);
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
@@ -399,7 +399,7 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     const named_view ndq = {dq, "dq"}, ndk = {dk, "dk"}, ndv = {dv, "dv"};
     named_view in[6] = {nq, nk, nv, nout, ndout}, all[9] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
     const named_view grads[3] = {ndq, ndk, ndv};
-    fa_params params = p ? *p : fa_params_default();
+    const fa_params params = *p;
     int n_all = with_bias(all, 8, &params), n_in = with_bias(in, 5, &params);
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;

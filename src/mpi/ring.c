@@ -110,6 +110,35 @@ size_t fa_ring_round(size_t bytes)
 
 /* ---- setting up a call ---- */
 
+/* flashattn.h's reading rule (ABI section) for the caller's p, against the fa_params this library
+ * was built with. The ring passes the core its own copies, never the caller's struct, so the core
+ * cannot apply the rule for it; and the core it runs with may be newer, with a larger fa_params whose
+ * fields the ring would drop unread, so the unknown bytes are checked here against the ring's size. */
+static fa_status read_params(const fa_params *p, fa_params *copy, char *reason, size_t size)
+{
+    fa_params_init(copy, sizeof *copy);
+    if (!p) return FA_OK;
+    size_t given;
+    memcpy(&given, p, sizeof given); /* the caller's struct may be smaller or larger than ours */
+    if (given < FA_PARAMS_SIZE_MIN || given > FA_STRUCT_SIZE_MAX) {
+        snprintf(reason, size,
+                 "p.struct_size = %zu: expected %zu..%d, the caller's sizeof(fa_params); initialise p with "
+                 "FA_PARAMS_INIT or fa_params_init",
+                 given, (size_t)FA_PARAMS_SIZE_MIN, FA_STRUCT_SIZE_MAX);
+        return FA_ERR_ARG;
+    }
+    const unsigned char *bytes = (const unsigned char *)p;
+    for (size_t at = sizeof *copy; at < given; at++)
+        if (bytes[at] != 0) {
+            snprintf(reason, size, "p sets a field at byte %zu that this library (%s) does not know",
+                     sizeof *copy + (at - sizeof *copy) / 8 * 8, fa_version());
+            return FA_ERR_UNSUPPORTED;
+        }
+    memcpy(copy, p, given < sizeof *copy ? given : sizeof *copy);
+    copy->struct_size = sizeof *copy;
+    return FA_OK;
+}
+
 static fa_ring_shape shape_of(const fa_params *p, fa_mpi_layout layout, const fa_tensor *q,
                               const fa_tensor *k, const fa_tensor *v)
 {
@@ -134,7 +163,8 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
     memset(r, 0, sizeof *r);
     r->call = call;
     r->layout = layout;
-    r->p = p ? *p : fa_params_default();
+    r->p_read = read_params(p, &r->p, r->p_reason, sizeof r->p_reason);
+    if (r->p_read != FA_OK) fa_params_init(&r->p, sizeof r->p); /* refused by fa_ring_check */
     if (comm == MPI_COMM_NULL) return fa_ring_fail(FA_ERR_ARG, "%s: comm = MPI_COMM_NULL", call);
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
@@ -206,6 +236,7 @@ fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k
     while (ref < r->size && !r->shapes[ref].present) ref++;
     if (ref < r->size) first = &r->shapes[ref];
 #define REFUSE(st, ...) return (snprintf(reason, size, __VA_ARGS__), (st))
+    if (r->p_read != FA_OK) REFUSE(r->p_read, "%s", r->p_reason);
     if (r->layout != FA_MPI_CONTIGUOUS && r->layout != FA_MPI_ZIGZAG)
         REFUSE(FA_ERR_ARG, "layout = %d: expected FA_MPI_CONTIGUOUS or FA_MPI_ZIGZAG", (int)r->layout);
     if (r->p.seqs) REFUSE(FA_ERR_UNSUPPORTED, "p.seqs: a batch of sequences is not supported across ranks");
