@@ -72,7 +72,7 @@ extern "C" {
 #endif
 
 #define FLASHATTN_VERSION_MAJOR 0
-#define FLASHATTN_VERSION_MINOR 4
+#define FLASHATTN_VERSION_MINOR 5
 #define FLASHATTN_VERSION_PATCH 0
 /** The version of this header as one number for #if checks: MAJOR·10000 + MINOR·100 + PATCH
  *  (0.4.0 is 400). fa_version_number() is the library a program runs with. */
@@ -112,9 +112,10 @@ extern "C" {
  * and sets struct_size = size. The reading rule, applied by every call to every such struct it is
  * given (p and p->seqs of fa_forward, fa_backward and their _check calls; opts of
  * fa_context_create; out of fa_context_stats; the same in flashattn_mpi.h):
- *   1. struct_size must lie in [FA_<STRUCT>_SIZE_MIN, FA_STRUCT_SIZE_MAX]; otherwise FA_ERR_ARG, with
- *      fa_last_error() naming <argument>.struct_size and the initialiser to use. FA_<STRUCT>_SIZE_MIN
- *      is the size of the struct in 0.4.0, the first size-tagged layout; FA_STRUCT_SIZE_MAX is 4096.
+ *   1. struct_size must be FA_<STRUCT>_SIZE_MIN plus a multiple of 8 (every layout since is), at
+ *      most FA_STRUCT_SIZE_MAX; otherwise FA_ERR_ARG, with fa_last_error() naming
+ *      <argument>.struct_size and the initialiser to use. FA_<STRUCT>_SIZE_MIN is the size of the
+ *      struct in 0.4.0, the first size-tagged layout; FA_STRUCT_SIZE_MAX is 4096.
  *   2. The library reads min(struct_size, its own sizeof) bytes. The fields that a smaller struct
  *      (built against an older header) lacks take their defaults.
  *   3. The bytes from the library's own sizeof up to struct_size (fields of a newer header that this
@@ -211,7 +212,12 @@ typedef enum {
     FA_F32 = 0, /**< IEEE binary32; accumulates in binary32 */
     FA_F64 = 1, /**< IEEE binary64; accumulates in binary64 (the exactness mode) */
     FA_BF16 = 2, /**< bfloat16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
-    FA_F16 = 3   /**< IEEE binary16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
+    FA_F16 = 3,  /**< IEEE binary16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
+    /* Quantized KV caches (k and v of fa_forward only, under FA_F32 q and out): each element is read
+     * as scale · element, with its row's scale from fa_params.k_scale / v_scale. */
+    FA_I8 = 4,      /**< signed 8-bit integer (int8_t storage) */
+    FA_F8_E4M3 = 5, /**< OCP FP8 E4M3 (uint8_t storage): no infinities, S.1111.111 is NaN, ±448 the largest */
+    FA_F8_E5M2 = 6  /**< OCP FP8 E5M2 (uint8_t storage): binary16's top byte, S.11111.00 ±inf, others NaN */
 } fa_dtype;
 
 /**
@@ -348,6 +354,18 @@ typedef struct {
      *  positions (ring attention, chunked prefill). With seqs it applies to every sequence.
      *  |diagonal_shift| <= FA_MAX_DIAGONAL_SHIFT, else FA_ERR_ARG. */
     int64_t diagonal_shift;
+    /* ---- 0.5.0 ---- */
+    /** A quantized KV cache's scales: required when k (v) is FA_I8, FA_F8_E4M3 or FA_F8_E5M2
+     *  (FA_ERR_NULL without them), refused with any other k (FA_ERR_ARG). FA_F32 views shaped like k
+     *  (v) with dim 1, [k.batch or 1][k.heads or 1][k.seq or 1][1]: a size of 1 (or a stride of 0)
+     *  broadcasts, so one scale for the tensor, per head, per token and head all work. Key j of kv
+     *  head h is read as k_scale(b, h, j) · k(b, h, j, x), one float multiplication of the exactly
+     *  converted element. The scales follow k's layout: per sequence with packed keys (the token axis
+     *  of k), per page with a paged cache (a pool of the pages' scales, [pages][Hkv][page_size][1] or
+     *  broadcast, read through the same block_table). Inputs: they may overlap other inputs, never an
+     *  output. */
+    const fa_tensor *k_scale;
+    const fa_tensor *v_scale;
 } fa_params;
 
 /** The largest |fa_params.diagonal_shift|: 2^52, so that every distance stays exact in a double. */
@@ -358,7 +376,7 @@ typedef struct {
 /** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
  *  bias, no sinks, no dsinks, no sequences, no shift. (The header owns this order: outside it, set
  *  fields by name.) */
-#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0}
+#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL}
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
  *  library does not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when p is
@@ -497,6 +515,14 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. f16,
  * and f32 queries over a half-precision cache, always widen (fa_backward has
  * the backward's rule).
+ * A quantized KV cache: q and out FA_F32, k and v FA_I8, FA_F8_E4M3 or FA_F8_E5M2
+ * (one type for both), with p->k_scale and p->v_scale. Every element is converted
+ * exactly (OCP FP8's NaN codes to NaN, E5M2's infinities to ±inf) and multiplied
+ * by its row's scale in float, once; the call then computes bit for bit what an
+ * FA_F32 call on that dequantized cache computes (same context and blocks), and a
+ * NaN or infinity in the cache or its scales reaches exactly the rows that see
+ * it. A decode step reads the cache where it lies, one byte an element. Forward
+ * only: fa_backward refuses a quantized k (FA_ERR_UNSUPPORTED).
  *
  * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (every other dtype):
  * the natural-log log-sum-exp of each row's modified, masked scores (with the

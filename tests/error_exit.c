@@ -677,7 +677,7 @@ static void known_dtype_names(ee_case *c, int ti, int64_t x)
 
 static void add_tensor_fields(ee_table *t, ee_call call, int ti)
 {
-    static const ee_named dtypes[] = {{"4", 4},
+    static const ee_named dtypes[] = {{"7 (past the last)", 7},
                                       {"-1", -1},
                                       {"99", 99},
                                       {"the other of f32/f64", EE_OTHER_DTYPE},
@@ -729,7 +729,7 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
         c->ti = ti;
         c->i[0] = dtypes[i].x;
         /* an unknown value names the tensor alone (the default); a known one as the contract says */
-        if (dtypes[i].x == EE_OTHER_DTYPE || (dtypes[i].x >= 0 && dtypes[i].x < 4))
+        if (dtypes[i].x == EE_OTHER_DTYPE || (dtypes[i].x >= 0 && dtypes[i].x < 7))
             known_dtype_names(c, ti, dtypes[i].x);
     }
     for (int f = 0; f < 4; f++) {
@@ -890,8 +890,8 @@ static void add_packed(ee_table *t, ee_call call)
 
 static const char *dtype_text(int x)
 {
-    static const char *const name[4] = {"f32", "f64", "bf16", "f16"};
-    return x >= 0 && x < 4 ? name[x] : "4 (unknown)";
+    static const char *const name[7] = {"f32", "f64", "bf16", "f16", "i8", "f8e4m3", "f8e5m2"};
+    return x >= 0 && x < 7 ? name[x] : "7 (unknown)";
 }
 
 /* A call whose q group (q, out, dout, dq) is q_dt, k group (k, v, dk, dv) k_dt and bias the
@@ -970,7 +970,7 @@ static void add_dtype_mixes(ee_table *t, ee_call call)
         {1, FA_F32, FA_BF16, EE_DQ, FA_BF16, EE_DK, FA_F32, "dq.dtype q.dtype", "dk.dtype"},
         {1, FA_BF16, FA_BF16, EE_DK, FA_F16, EE_DV, FA_F32, "dk.dtype k.dtype", "dv.dtype"},
         {1, FA_F32, FA_F16, EE_DV, FA_F32, EE_NT, FA_F16, "dv.dtype k.dtype", "p.bias.dtype"},
-        {1, FA_BF16, FA_F16, EE_DV, 4, -1, 0, "dv.dtype", "q.dtype"}, /* unknown before the pair */
+        {1, FA_BF16, FA_F16, EE_DV, 7, -1, 0, "dv.dtype", "q.dtype"}, /* unknown before the pair */
     };
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         if (two[i].call_min > (int)call) continue;
@@ -999,7 +999,7 @@ static void add_helpers(ee_table *t)
         fa_status want;
     } cases[] = {
         {0, "NULL", 0, FA_ERR_NULL},
-        {1, "4", 4, FA_ERR_DTYPE},
+        {1, "7 (past the last)", 7, FA_ERR_DTYPE},
         {1, "-1", -1, FA_ERR_DTYPE},
         {2, "-1", -1, FA_ERR_SHAPE},
         {2, "INT64_MIN", INT64_MIN, FA_ERR_SHAPE},

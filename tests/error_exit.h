@@ -253,10 +253,11 @@ typedef struct {
     fa_status want; /* FA_ERR_ARG (size out of range) or FA_ERR_UNSUPPORTED (a field unknown here) */
     size_t field;   /* with a byte: the field's offset the diagnostic names */
 } ee_struct_case;
-/* The bad sizes of a struct of `own` bytes (this build's sizeof, which is its minimum): 0, the size
- * field alone, one byte and one field short, one byte over FA_STRUCT_SIZE_MAX, SIZE_MAX; then
- * larger structs with one byte of a field this library does not know set. Returns the count. */
-int ee_struct_cases(size_t own, ee_struct_case *out, int cap);
+/* The bad sizes of a struct whose first layout has `min` bytes and this build's `own` bytes: 0, the
+ * size field alone, one byte and one field short of the first layout, a size between layouts, one
+ * byte over FA_STRUCT_SIZE_MAX, SIZE_MAX; then larger structs with one byte of a field this library
+ * does not know set. Returns the count. */
+int ee_struct_cases(size_t min, size_t own, ee_struct_case *out, int cap);
 /* Puts case k's size and byte into the struct of `own` bytes at s, copied into `bytes` (at least
  * FA_STRUCT_SIZE_MAX), and returns bytes. */
 void *ee_struct_apply(const ee_struct_case *k, const void *s, size_t own, unsigned char *bytes);

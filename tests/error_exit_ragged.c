@@ -489,7 +489,7 @@ void ee_add_seqs_cases(ee_table *t)
 
 void ee_add_merge_cases(ee_table *t)
 {
-    static const ee_named dtypes[] = {{"4", 4},
+    static const ee_named dtypes[] = {{"7 (past the last)", 7},
                                       {"-1", -1},
                                       {"99", 99},
                                       {"the other of f32/f64", EE_OTHER_DTYPE},

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The error-exit fixture's size tags (include/flashattn.h, "ABI"; see error_exit.h): the sizes and
  * bytes the reading rule refuses, for every size-tagged struct, and the fa_forward / fa_backward
- * cases of p and p.seqs. A struct_size out of [the 0.4.0 size, FA_STRUCT_SIZE_MAX] is FA_ERR_ARG
- * naming <argument>.struct_size; a larger struct with a byte of a field this library does not know
+ * cases of p and p.seqs. A struct_size that is not the 0.4.0 size plus a multiple of 8, at most
+ * FA_STRUCT_SIZE_MAX, is FA_ERR_ARG naming <argument>.struct_size; a larger struct with a byte of a field this library does not know
  * set is FA_ERR_UNSUPPORTED naming the argument and the field's byte offset. Both come before every
  * other check of the call (the cases start from a call with every field of p in use). */
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include "error_exit.h"
 
-int ee_struct_cases(size_t own, ee_struct_case *out, int cap)
+int ee_struct_cases(size_t min, size_t own, ee_struct_case *out, int cap)
 {
     const struct {
         const char *name;
@@ -18,8 +18,9 @@ int ee_struct_cases(size_t own, ee_struct_case *out, int cap)
     } sizes[] = {
         {"0", 0, 0},
         {"8 (the size field alone)", sizeof(size_t), 0},
-        {"its size - 1", own - 1, 0},
-        {"its size - 8 (a field short)", own - 8, 0},
+        {"the first layout's - 1", min - 1, 0},
+        {"the first layout's - 8 (a field short)", min - 8, 0},
+        {"the first layout's + 4 (between layouts)", min + 4, 0},
         {"FA_STRUCT_SIZE_MAX + 1", FA_STRUCT_SIZE_MAX + 1, 0},
         {"SIZE_MAX", SIZE_MAX, 0},
         /* the bytes past this build's struct: a later version's fields, which must be zero */
@@ -64,8 +65,9 @@ void ee_add_struct_cases(ee_table *t)
     for (int call = 0; call < 2; call++)
         for (int which = 0; which < 2; which++) {
             const size_t own = which ? sizeof(fa_seqs) : sizeof(fa_params);
+            const size_t min = which ? FA_SEQS_SIZE_MIN : FA_PARAMS_SIZE_MIN;
             const char *arg = which ? "p.seqs" : "p";
-            int n = ee_struct_cases(own, cases, 16);
+            int n = ee_struct_cases(min, own, cases, 16);
             for (int i = 0; i < n; i++) {
                 ee_case *c = ee_add(t, (ee_call)call, which ? "p->seqs->struct_size" : "p->struct_size",
                                     cases[i].value, cases[i].want, EE_OP_STRUCT);
@@ -81,7 +83,7 @@ void ee_apply_struct(const ee_case *c, ee_args *a)
 {
     ee_struct_case cases[16];
     const size_t own = c->ti ? sizeof(fa_seqs) : sizeof(fa_params);
-    ee_struct_cases(own, cases, 16);
+    ee_struct_cases(c->ti ? FA_SEQS_SIZE_MIN : FA_PARAMS_SIZE_MIN, own, cases, 16);
     const ee_struct_case *k = &cases[c->i[0]];
     if (c->ti)
         a->p.seqs = ee_struct_apply(k, &a->seqs, own, a->larger.bytes);

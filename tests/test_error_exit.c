@@ -308,7 +308,7 @@ static void run_context_create(ee_tally *tally)
 static void run_context_create_sizes(ee_tally *tally)
 {
     ee_struct_case cases[16];
-    int n = ee_struct_cases(sizeof(fa_context_opts), cases, 16);
+    int n = ee_struct_cases(FA_CONTEXT_OPTS_SIZE_MIN, sizeof(fa_context_opts), cases, 16);
     static unsigned char bytes[FA_STRUCT_SIZE_MAX], before[FA_STRUCT_SIZE_MAX];
     for (int i = 0; i < n; i++) {
         const fa_context_opts init = FA_CONTEXT_OPTS_INIT;
@@ -364,7 +364,7 @@ static void run_context_stats(ee_tally *tally)
     /* out's size tag: each bad size refused (FA_ERR_ARG, or FA_ERR_UNSUPPORTED for a byte of a field
      * this library could not fill), naming out, with no byte of *out written */
     ee_struct_case cases[16];
-    int n = ee_struct_cases(sizeof(fa_stats), cases, 16);
+    int n = ee_struct_cases(FA_STATS_SIZE_MIN, sizeof(fa_stats), cases, 16);
     static unsigned char bytes[FA_STRUCT_SIZE_MAX], before[FA_STRUCT_SIZE_MAX];
     for (int i = 0; i < n; i++) {
         fa_stats canary;

@@ -485,11 +485,13 @@ Test(kernel_tables, f64_modify_and_scale_grad_of_every_table_give_refs_bits_and_
 }
 #endif
 
-/* widen: every table's bits are ref's, for every bf16 and f16 bit pattern (NaNs, infinities,
- * subnormals included), at every residue of a row's length against the tables' 8- and
- * 16-element steps, at an odd source offset and stride (any alignment), and nothing outside the
- * rows' dim elements is written. ref's own exactness is test_half_rounding.c's. */
-Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_half_pattern)
+/* widen: every table's bits are ref's, for every bf16 and f16 bit pattern and every code of the
+ * one-byte types (NaNs, infinities, subnormals included), times row scales of every kind (ordinary,
+ * tiny, huge enough to overflow, zero, negative, NaN, infinite), at every residue of a row's length
+ * against the tables' 8- and 16-element steps, at an odd source offset and stride (any alignment),
+ * and nothing outside the rows' dim elements is written. ref's own exactness is test_half_rounding.c's
+ * and test_quant.c's. */
+Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_pattern_and_scale)
 {
     const table_halves all[3] = {{"ref", fa_kernels_ref.f32, fa_kernels_ref.f64},
                                  {"avx2", &fa_avx2_kernels_f32, &fa_avx2_kernels_f64},
@@ -498,25 +500,42 @@ Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_half_pattern)
     uint16_t *src = malloc((size_t)(rows * stride + 1) * sizeof(uint16_t));
     float *want = malloc((size_t)(rows * dst_stride) * sizeof(float)), *got = malloc((size_t)(rows * dst_stride) * sizeof(float));
     cr_assert(src && want && got);
-    static const fa_dtype types[] = {FA_BF16, FA_F16};
+    static const fa_dtype types[] = {FA_BF16, FA_F16, FA_I8, FA_F8_E4M3, FA_F8_E5M2};
+    /* three rows' scales per set; NULL for the half types */
+    static const float scales[][3] = {{1.0f, 0.5f, -3.25f},     {0x1p-140f, 0x1.8p126f, 6.1e-5f},
+                                      {0.0f, -0.0f, INFINITY},  {NAN, -INFINITY, 0.0078125f}};
     for (int ti = 1; ti < 3; ti++) {
         if (!cpu_runs(all[ti].name)) {
             cr_log_info("%s: not on this CPU, its widen is exercised on machines that have it", all[ti].name);
             continue;
         }
         cr_assert_not_null(all[ti].f32->widen, "%s: the f32 half has no widen", all[ti].name);
-        for (int t = 0; t < 2; t++)
-            for (uint32_t base = 0; base < 65536; base += (uint32_t)(rows * stride))
-                for (int64_t dim = 1; dim <= 64; dim += dim < 40 ? 1 : 23) {
-                    /* every pattern appears over the bases; src + 1 makes the rows odd-aligned */
-                    for (int64_t i = 0; i < rows * stride; i++) src[1 + i] = (uint16_t)(base + (uint32_t)i);
-                    for (int64_t i = 0; i < rows * dst_stride; i++) want[i] = got[i] = -1.0f;
-                    fa_kernels_ref.f32->widen(rows, dim, src + 1, stride, types[t], want, dst_stride);
-                    all[ti].f32->widen(rows, dim, src + 1, stride, types[t], got, dst_stride);
-                    cr_assert_eq(memcmp(want, got, (size_t)(rows * dst_stride) * sizeof(float)), 0,
-                                 "%s, %s, dim %lld, patterns from 0x%x: widen differs from ref's", all[ti].name,
-                                 types[t] == FA_BF16 ? "bf16" : "f16", (long long)dim, base);
-                }
+        for (int t = 0; t < 5; t++) {
+            const int one_byte = types[t] != FA_BF16 && types[t] != FA_F16;
+            const uint32_t patterns = one_byte ? 256 : 65536;
+            for (int sc = 0; sc < (one_byte ? 4 : 1); sc++)
+                for (uint32_t base = 0; base < patterns; base += (uint32_t)(rows * stride))
+                    for (int64_t dim = 1; dim <= 64; dim += dim < 40 ? 1 : 23) {
+                        /* every pattern appears over the bases; one element past src makes the rows
+                         * odd-aligned */
+                        const void *rows_at;
+                        if (one_byte) {
+                            uint8_t *b = (uint8_t *)src + 1;
+                            for (int64_t i = 0; i < rows * stride; i++) b[i] = (uint8_t)(base + (uint32_t)i);
+                            rows_at = b;
+                        } else {
+                            for (int64_t i = 0; i < rows * stride; i++) src[1 + i] = (uint16_t)(base + (uint32_t)i);
+                            rows_at = src + 1;
+                        }
+                        const float *scale = one_byte ? scales[sc] : NULL;
+                        for (int64_t i = 0; i < rows * dst_stride; i++) want[i] = got[i] = -1.0f;
+                        fa_kernels_ref.f32->widen(rows, dim, rows_at, stride, types[t], scale, 1, want, dst_stride);
+                        all[ti].f32->widen(rows, dim, rows_at, stride, types[t], scale, 1, got, dst_stride);
+                        cr_assert_eq(memcmp(want, got, (size_t)(rows * dst_stride) * sizeof(float)), 0,
+                                     "%s, dtype %d, scales %d, dim %lld, patterns from 0x%x: widen differs from ref's",
+                                     all[ti].name, (int)types[t], sc, (long long)dim, base);
+                    }
+        }
     }
     free(src), free(want), free(got);
 }

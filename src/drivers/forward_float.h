@@ -7,51 +7,49 @@
  * Queries are packed transposed and scaled (qt[x][r] = scale·q[r][x]) once per item, so score
  * tiles come out scaled; the accumulator is row-major (acc[r][y]). Keys and values are read where
  * the caller keeps them, or from tiles of the arena filled per key tile when they are paged or
- * stored in another type (kv_tiles.h), or, for a decode step over a half-precision cache, where
- * they lie by the table's scores_half and accumulate_half, which give the widened tile's bits. */
+ * stored in another type (kv_tiles.h), or, for a decode step over a stored cache, where they lie by
+ * the table's scores_stored and accumulate_stored, which give the widened tile's bits. */
 
 #define FA_SET_ROWS FA_FLOAT_BLOCK_ROWS
 
 #if FA_HALF_DIRECT
-/* A decode step over a half-precision cache (at most FA_HALF_ROWS rows an item) reads the keys and
- * values where they lie, 2 bytes an element, with the table's scores_half and accumulate_half,
- * which give the bits scores and accumulate give on the widened tile (kernels.h): no widened copy
- * is written and read again. Paged keys go a page run at a time, in key order: a score does not
- * depend on its neighbours, and each accumulator element adds the runs' keys in the order one call
- * over the whole tile would. */
+/* A decode step over a stored cache (at most FA_HALF_ROWS rows an item) reads the keys and values
+ * where they lie, 2 bytes an element (bf16, f16) or 1 (int8, FP8), with the table's scores_stored and
+ * accumulate_stored, which give the bits scores and accumulate give on the widened tile
+ * (kernels.h): no widened copy is written and read again. Paged keys go a page run at a time, in key
+ * order: a score does not depend on its neighbours, and each accumulator element adds the runs' keys
+ * in the order one call over the whole tile would. */
 static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                    int64_t kv_head, const char *k, int64_t rows, int64_t ld, int64_t col0,
-                                    int64_t cols, const FA_T *qt, FA_T *s)
+                                    int64_t kv_head, const FA_NAME(stored_rows_) * k, int64_t rows, int64_t ld,
+                                    int64_t col0, int64_t cols, const FA_T *qt, FA_T *s)
 {
     if (!p->pages) {
-        kern->scores_half(rows, ld, cols, p->dim, qt,
-                          (const uint16_t *)(const void *)k + col0 * p->k.stride_seq, p->k.stride_seq,
-                          p->kv_type, s);
+        FA_NAME(stored_rows_) at = FA_NAME(stored_rows_skip_)(p, *k, col0);
+        kern->scores_stored(rows, ld, cols, p->dim, qt, at.at, at.stride, p->kv_type, at.scale, at.scale_stride, s);
         return;
     }
     for (int64_t c = 0; c < cols;) {
         FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        kern->scores_half(rows, ld, run.rows, p->dim, qt, (const uint16_t *)(const void *)run.k,
-                          p->k.stride_seq, p->kv_type, s + c * ld);
+        kern->scores_stored(rows, ld, run.rows, p->dim, qt, run.k.at, run.k.stride, p->kv_type, run.k.scale,
+                            run.k.scale_stride, s + c * ld);
         c += run.rows;
     }
 }
 
 static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                        int64_t kv_head, const char *v, int64_t rows, int64_t ld,
-                                        int64_t col0, int64_t cols, const FA_T *w, FA_T *acc,
-                                        int64_t acc_stride)
+                                        int64_t kv_head, const FA_NAME(stored_rows_) * v, int64_t rows, int64_t ld,
+                                        int64_t col0, int64_t cols, const FA_T *w, FA_T *acc, int64_t acc_stride)
 {
     if (!p->pages) {
-        kern->accumulate_half(rows, cols, p->dim_v, w, ld,
-                              (const uint16_t *)(const void *)v + col0 * p->v.stride_seq, p->v.stride_seq,
-                              p->kv_type, acc, acc_stride);
+        FA_NAME(stored_rows_) at = FA_NAME(stored_rows_skip_)(p, *v, col0);
+        kern->accumulate_stored(rows, cols, p->dim_v, w, ld, at.at, at.stride, p->kv_type, at.scale,
+                                at.scale_stride, acc, acc_stride);
         return;
     }
     for (int64_t c = 0; c < cols;) {
         FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        kern->accumulate_half(rows, run.rows, p->dim_v, w + c * ld, ld, (const uint16_t *)(const void *)run.v,
-                              p->v.stride_seq, p->kv_type, acc, acc_stride);
+        kern->accumulate_stored(rows, run.rows, p->dim_v, w + c * ld, ld, run.v.at, run.v.stride, p->kv_type,
+                                run.v.scale, run.v.scale_stride, acc, acc_stride);
         c += run.rows;
     }
 }
@@ -66,7 +64,7 @@ typedef struct {
     FA_T *q_wide;              /* widened half-precision queries (NULL otherwise) */
     const FA_T *q_rows;        /* the rows the packs read: the caller's or q_wide */
     int64_t q_stride;
-    const char *k, *v;         /* the kv head's rows in the caller's cache (NULL when paged) */
+    FA_NAME(stored_rows_) k, v; /* the kv head's rows in the caller's cache (unused when paged) */
     int64_t kv_head, k_stride, v_stride; /* strides of the rows the kernels read */
     int direct;                /* a decode step over a half cache: read in place (FA_HALF_DIRECT) */
 } FA_SET_NAME(item_);
@@ -104,13 +102,11 @@ static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, FA_SE
 static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
 {
     const fa_problem *p = job->problem;
-    const size_t kv_elem = fa_elem_size(p->kv_type);
     const int kv_tiles = item->k_tile != NULL;
     item->kv_head = it->q_head / p->group;
-    item->k = item->v = NULL;
     if (!p->pages) {
-        item->k = (const char *)fa_view_at(&p->k, kv_elem, it->batch, item->kv_head, 0);
-        item->v = (const char *)fa_view_at(&p->v, kv_elem, it->batch, item->kv_head, 0);
+        item->k = FA_NAME(stored_rows_at_)(p, &p->k, &p->k_scale, it->batch, item->kv_head, 0);
+        item->v = FA_NAME(stored_rows_at_)(p, &p->v, &p->v_scale, it->batch, item->kv_head, 0);
     }
     item->k_stride = kv_tiles ? p->dim : p->k.stride_seq;
     item->v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
@@ -118,7 +114,7 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
     item->q_rows = q;
     item->q_stride = p->q.stride_seq;
     if (item->q_wide) {
-        job->kernels->FA_SFX->widen(it->rows, p->dim, q, p->q.stride_seq, p->q_type, item->q_wide, p->dim);
+        job->kernels->FA_SFX->widen(it->rows, p->dim, q, p->q.stride_seq, p->q_type, NULL, 0, item->q_wide, p->dim);
         item->q_rows = item->q_wide;
         item->q_stride = p->dim;
     }
@@ -162,7 +158,6 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-    const int64_t kv_elem = (int64_t)fa_elem_size(p->kv_type);
     t->col0 = col0;
     t->in_place = item->direct && fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
     t->k = item->k_tile;
@@ -172,13 +167,12 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
     } else if (p->pages) {
         FA_NAME(gather_pages_)(kern, p, 0, item->kv_head, col0, cols, item->k_tile, item->v_tile);
     } else if (item->k_tile) {
-        FA_NAME(tile_rows_)
-        (kern, p, 0, cols, p->dim, item->k + col0 * p->k.stride_seq * kv_elem, p->k.stride_seq, item->k_tile);
-        FA_NAME(tile_rows_)
-        (kern, p, 0, cols, p->dim_v, item->v + col0 * p->v.stride_seq * kv_elem, p->v.stride_seq, item->v_tile);
+        FA_NAME(stored_rows_) k = FA_NAME(stored_rows_skip_)(p, item->k, col0), v = FA_NAME(stored_rows_skip_)(p, item->v, col0);
+        FA_NAME(tile_rows_)(kern, p, 0, cols, p->dim, &k, item->k_tile);
+        FA_NAME(tile_rows_)(kern, p, 0, cols, p->dim_v, &v, item->v_tile);
     } else {
-        t->k = (const FA_T *)(const void *)item->k + col0 * item->k_stride;
-        t->v = (const FA_T *)(const void *)item->v + col0 * item->v_stride;
+        t->k = (const FA_T *)(const void *)item->k.at + col0 * item->k_stride;
+        t->v = (const FA_T *)(const void *)item->v.at + col0 * item->v_stride;
     }
 }
 
@@ -191,7 +185,7 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
 #if FA_HALF_DIRECT
     if (t->in_place && full) { /* a decode step reads its half cache in place, but on a mask's edge */
-        FA_NAME(scores_direct_)(kern, p, item->kv_head, item->k, b->rows, b->ld, col0, cols, (const FA_T *)b->queries, item->s);
+        FA_NAME(scores_direct_)(kern, p, item->kv_head, &item->k, b->rows, b->ld, col0, cols, (const FA_T *)b->queries, item->s);
         return;
     }
 #else
@@ -214,7 +208,7 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
 #if FA_HALF_DIRECT
     if (t->in_place && full) {
         FA_NAME(accumulate_direct_)
-        (kern, p, item->kv_head, item->v, b->rows, b->ld, col0, cols, item->s, b->acc, acc_stride);
+        (kern, p, item->kv_head, &item->v, b->rows, b->ld, col0, cols, item->s, b->acc, acc_stride);
         return;
     }
 #else

@@ -110,28 +110,32 @@ typedef struct {
         void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                       \
         /* Backward through the softcap: ds[c][r] *= dcap[c][r] for c < cols, r < ld. */                     \
         void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \
-        /* dst[r][x] = src[r][x] for r < rows, x < dim: rows of `from` (FA_BF16 or FA_F16, 2-byte elements   \
-         * src_stride apart, any alignment) widened to T, which is exact, into rows dst_stride apart. How  \
-         * half-precision inputs reach the kernels above: the drivers widen a tile once into the arena   \
-         * (kernels/half.h has the scalar conversions). Every table gives ref's bits. */                    \
-        void (*widen)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, fa_dtype from,       \
-                      T *dst, int64_t dst_stride);                                                             \
-        /* scores and accumulate with k (x) rows of half type kt (xt: FA_BF16 or FA_F16) where they lie,  \
-         * for tiles of at most FA_HALF_ROWS real query rows (a decode step over a half-precision cache): \
-         * bit for bit what scores and accumulate give on the same rows widened (by widen, exact). Only    \
-         * the float set's are called (half caches accumulate in float). */                                \
-        void (*scores_half)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,                 \
-                            const uint16_t *k, int64_t k_stride, fa_dtype kt, T *s);                          \
-        void (*accumulate_half)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,              \
-                                const uint16_t *x, int64_t x_stride, fa_dtype xt, T *acc, int64_t acc_stride); \
+        /* dst[r][x] = value of src[r][x] for r < rows, x < dim: rows of a stored type `from` (FA_BF16 or      \
+         * FA_F16, 2-byte elements; FA_I8, FA_F8_E4M3 or FA_F8_E5M2, 1-byte elements) src_stride elements    \
+         * apart at any alignment, into T rows dst_stride apart. The value is the element converted        \
+         * exactly (kernels/half.h, kernels/quant.h), times scale[r·scale_stride] (one float                \
+         * multiplication) when scale is not NULL (the quantized types; NULL for the half ones). How a      \
+         * stored type reaches the kernels above: the drivers widen a tile once into the arena. Every      \
+         * table gives ref's bits. */                                                                       \
+        void (*widen)(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,           \
+                      const float *scale, int64_t scale_stride, T *dst, int64_t dst_stride);                   \
+        /* scores and accumulate with k (x) rows of a stored type kt (xt), scaled as widen scales them,   \
+         * where they lie, for tiles of at most FA_HALF_ROWS real query rows (a decode step over a half or \
+         * quantized cache): bit for bit what scores and accumulate give on the same rows widened. Only the \
+         * float set's are called (stored types accumulate in float). */                                   \
+        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const void *k,  \
+                              int64_t k_stride, fa_dtype kt, const float *scale, int64_t scale_stride, T *s);  \
+        void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const void *x, \
+                                  int64_t x_stride, fa_dtype xt, const float *scale, int64_t scale_stride,     \
+                                  T *acc, int64_t acc_stride);                                                 \
     }
 
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
 #define FA_KERNEL_OPS(X)                                                                                       \
     X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities)              \
-        X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_half) X(accumulate_half)
+        X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored) X(accumulate_stored)
 
-/* The most real query rows of a tile that scores_half and accumulate_half take. */
+/* The most real query rows of a tile that scores_stored and accumulate_stored take. */
 #define FA_HALF_ROWS 4
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;

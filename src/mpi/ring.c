@@ -120,10 +120,10 @@ static fa_status read_params(const fa_params *p, fa_params *copy, char *reason, 
     if (!p) return FA_OK;
     size_t given;
     memcpy(&given, p, sizeof given); /* the caller's struct may be smaller or larger than ours */
-    if (given < FA_PARAMS_SIZE_MIN || given > FA_STRUCT_SIZE_MAX) {
+    if (given < FA_PARAMS_SIZE_MIN || given > FA_STRUCT_SIZE_MAX || (given - FA_PARAMS_SIZE_MIN) % 8 != 0) {
         snprintf(reason, size,
-                 "p.struct_size = %zu: expected %zu..%d, the caller's sizeof(fa_params); initialise p with "
-                 "FA_PARAMS_INIT or fa_params_init",
+                 "p.struct_size = %zu: expected %zu plus a multiple of 8, at most %d: the caller's "
+                 "sizeof(fa_params); initialise p with FA_PARAMS_INIT or fa_params_init",
                  given, (size_t)FA_PARAMS_SIZE_MIN, FA_STRUCT_SIZE_MAX);
         return FA_ERR_ARG;
     }
@@ -218,12 +218,14 @@ static int scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
 
 fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
 {
-    static const char *const names[] = {"FA_F32", "FA_F64", "FA_BF16", "FA_F16"};
-    if (q->dtype != FA_BF16 && q->dtype != FA_F16 && k->dtype != FA_BF16 && k->dtype != FA_F16) return FA_OK;
+    static const char *const names[] = {"FA_F32", "FA_F64", "FA_BF16", "FA_F16", "FA_I8", "FA_F8_E4M3", "FA_F8_E5M2"};
+    const int qt = (int)q->dtype, kt = (int)k->dtype;
+    if ((qt == FA_F32 || qt == FA_F64) && (kt == FA_F32 || kt == FA_F64)) return FA_OK;
+    if (qt < 0 || qt > FA_F8_E5M2 || kt < 0 || kt > FA_F8_E5M2) return FA_OK; /* unknown: fa_forward_check's to name */
     snprintf(reason, size,
-             "q.dtype = %s, k.dtype = %s: bf16/f16 shards are not supported across ranks in this version "
-             "(f32 and f64 are)",
-             names[q->dtype], names[k->dtype]);
+             "q.dtype = %s, k.dtype = %s: half-precision and quantized shards are not supported across ranks in "
+             "this version (f32 and f64 are)",
+             names[qt], names[kt]);
     return FA_ERR_UNSUPPORTED;
 }
 

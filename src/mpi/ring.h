@@ -63,9 +63,9 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
  * shift's range, p->seqs. FA_OK, or a status with its reason in `reason`. */
 fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k, char *reason, size_t size);
 
-/* FA_ERR_UNSUPPORTED, with the reason, for bf16/f16 tensors (which fa_forward takes, but whose
- * shards the ring would carry as floats); FA_OK otherwise. Called once a rank's own call checks
- * out, so a bad argument keeps its own status. */
+/* FA_ERR_UNSUPPORTED, with the reason, for bf16/f16 tensors and quantized caches (which fa_forward
+ * takes, but whose shards the ring would carry as floats, without their scales); FA_OK otherwise.
+ * Called once a rank's own call checks out, so a bad argument keeps its own status. */
 fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size);
 
 /* The segments of rank s's rows. */

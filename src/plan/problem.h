@@ -37,6 +37,10 @@ typedef struct {
     fa_view bias;       /* data NULL: off. Element (b, h, i, j) at fa_view_at(&bias, .., b, h, i) + j;
                                           broadcast axes (size 1 in the caller's view) have stride 0 here */
     const float *sinks; /* NULL: off; one logit per query head */
+    /* A quantized cache's scales (kv_type FA_I8, FA_F8_*): float views of one element per row of k and
+     * v, element (b, h, s) at fa_view_at(&k_scale, 4, b, h, s); data NULL otherwise. Broadcast axes
+     * have stride 0. They move with k and v in the problem of one sequence (fa_problem_sequence). */
+    fa_view k_scale, v_scale;
     float *dsinks;      /* backward only: NULL, or one gradient per query head */
     /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride +
      * i·lse_row_stride: lse_head_stride is q_len for a dense batch, total_q when the queries are
@@ -87,7 +91,7 @@ static inline int64_t fa_round_up(int64_t n, int64_t m)
 /* Bytes of one element of each group of views: q, out, dout, dq (q_type); k, v, dk, dv (kv_type). */
 static inline size_t fa_elem_size(fa_dtype t)
 {
-    return t == FA_F64 ? 8 : t == FA_F32 ? 4 : 2;
+    return t == FA_F64 ? 8 : t == FA_F32 ? 4 : t == FA_BF16 || t == FA_F16 ? 2 : 1;
 }
 
 static inline int fa_dtype_is_half(fa_dtype t)

@@ -148,7 +148,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* ---- decoding ------------------------------------------------------------------------------ */
 
 static const fa_dtype dtype_table[8] = {FA_F32,       FA_F64,      FA_BF16,      FA_F16,
-                                        (fa_dtype)-1, (fa_dtype)4, (fa_dtype)77, (fa_dtype)INT_MIN};
+                                        (fa_dtype)-1, (fa_dtype)7, (fa_dtype)77, (fa_dtype)INT_MIN};
 
 int64_t fz_sat_mul(int64_t a, int64_t b)
 {

@@ -50,6 +50,9 @@ size_t fz_dtype_bytes(fa_dtype t)
     case FA_F32: return 4;
     case FA_BF16:
     case FA_F16: return 2;
+    case FA_I8:
+    case FA_F8_E4M3:
+    case FA_F8_E5M2: return 1;
     }
     return 0;
 }
