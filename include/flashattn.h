@@ -150,7 +150,7 @@ extern "C" {
 #define FA_STRUCT_SIZE_MAX 4096
 
 /** The largest head dimension (D and Dv) any call accepts. */
-#define FA_MAX_HEAD_DIM 512
+#define FA_MAX_HEAD_DIM 576
 
 #if defined(FLASHATTN_STATIC_DEFINE)
 #define FA_API
@@ -181,7 +181,7 @@ FA_API unsigned fa_version_number(void);
 typedef enum {
     FA_OK = 0,              /**< success */
     FA_ERR_NULL = 1,        /**< a required pointer is NULL (a tensor, or the data of a non-empty tensor) */
-    FA_ERR_SHAPE = 2,       /**< negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..512 */
+    FA_ERR_SHAPE = 2,       /**< negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..FA_MAX_HEAD_DIM */
     FA_ERR_STRIDE = 3,      /**< negative stride, self-overlapping output, offsets overflowing int64, data or lse not aligned to its element size */
     FA_ERR_DTYPE = 4,       /**< unknown dtype, or tensors of one call with different dtypes */
     FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
@@ -484,7 +484,7 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * Shapes: q [B][Hq][Nq][D], k [B][Hkv][Nk][D], v [B][Hkv][Nk][Dv],
  * out [B][Hq][Nq][Dv], with Hq a multiple of Hkv (grouped-query and
  * multi-query attention: query head h reads kv head h / (Hq/Hkv)).
- * D and Dv are in 1..512 and may differ. B, Hq, Nq and Nk may be 0: the call
+ * D and Dv are in 1..FA_MAX_HEAD_DIM (576) and may differ. B, Hq, Nq and Nk may be 0: the call
  * succeeds and writes every defined value (with Nk = 0 every row is fully
  * masked). Hkv may be 0 only when Hq is 0.
  *

@@ -687,7 +687,7 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
                                      {"0 (others not)", 0},
                                      {"+1 (mismatch)", EE_PLUS_ONE},
                                      {"INT64_MAX", INT64_MAX}};
-    static const ee_named dims_extra[] = {{"513", 513}};
+    static const ee_named dims_extra[] = {{"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}};
     static const ee_named strides[] = {{"-1", -1},
                                        {"INT64_MIN", INT64_MIN},
                                        {"INT64_MAX (offset overflows)", INT64_MAX},
@@ -831,11 +831,11 @@ static void add_shared_sizes(ee_table *t, ee_call call)
         {"Hkv", "0 with Hq 4", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {0}},
         {"Hkv", "-1", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {-1}},
         {"D", "0", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {0}},
-        {"D", "513", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {513}},
+        {"D", "FA_MAX_HEAD_DIM + 1", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {FA_MAX_HEAD_DIM + 1}},
         {"D", "-1", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {-1}},
         {"D", "INT64_MAX", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {INT64_MAX}},
         {"Dv", "0", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {0}},
-        {"Dv", "513", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {513}},
+        {"Dv", "FA_MAX_HEAD_DIM + 1", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {FA_MAX_HEAD_DIM + 1}},
         {"Dv", "-1", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {-1}},
         {"Dv", "INT64_MAX", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {INT64_MAX}},
         {"B", "-1", FA_ERR_SHAPE, {R_B, R_NONE, R_NONE}, {-1}},
@@ -1011,7 +1011,7 @@ static void add_helpers(ee_table *t)
         {4, "INT64_MIN", INT64_MIN, FA_ERR_SHAPE},
         {4, "2^62 (h·s·d overflows)", INT64_C(1) << 62, FA_ERR_STRIDE},
         {5, "-1", -1, FA_ERR_SHAPE},
-        {5, "513", 513, FA_ERR_SHAPE},
+        {5, "FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1, FA_ERR_SHAPE},
         {5, "2^62 (h·s·d overflows)", INT64_C(1) << 62, FA_ERR_SHAPE},
     };
     static const char *const arg_name[6] = {"data", "t", "b", "h", "s", "d"};

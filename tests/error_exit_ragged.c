@@ -570,7 +570,7 @@ void ee_add_merge_cases(ee_table *t)
         }
     }
     /* sizes every view shares, out of range */
-    static const ee_named dims[] = {{"0", 0}, {"513", 513}, {"INT64_MAX", INT64_MAX}};
+    static const ee_named dims[] = {{"0", 0}, {"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}, {"INT64_MAX", INT64_MAX}};
     for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
         c = ee_add(t, EE_MERGE, "(dim of every part and out)", dims[i].name, FA_ERR_SHAPE,
                    OP_MERGE_EVERY_DIM);

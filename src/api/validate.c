@@ -268,6 +268,8 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->dsinks = NULL;
     prob->lse_head_stride = q->seq;
     prob->lse_row_stride = 1;
+    prob->row_group = 1;
+    prob->q_sub_stride = prob->out_sub_stride = prob->lse_sub_stride = 0;
     prob->seqs = params->seqs;
     if (params->seqs) prob->batch = params->seqs->batch;
     prob->pages = NULL;

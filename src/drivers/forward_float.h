@@ -7,66 +7,99 @@
  * Queries are packed transposed and scaled (qt[x][r] = scale·q[r][x]) once per item, so score
  * tiles come out scaled; the accumulator is row-major (acc[r][y]). Keys and values are read where
  * the caller keeps them, or from tiles of the arena filled per key tile when they are paged or
- * stored in another type (kv_tiles.h), or, for a decode step over a stored cache, where they lie by
- * the table's scores_stored and accumulate_stored, which give the widened tile's bits. */
+ * stored in another type (kv_tiles.h), or, for a decode step over a stored or paged cache, where they
+ * lie (below), with the widened or copied tile's bits. */
 
 #define FA_SET_ROWS FA_FLOAT_BLOCK_ROWS
 
-#if FA_HALF_DIRECT
-/* A decode step over a stored cache (at most FA_HALF_ROWS rows an item) reads the keys and values
- * where they lie, 2 bytes an element (bf16, f16) or 1 (int8, FP8), with the table's scores_stored and
- * accumulate_stored, which give the bits scores and accumulate give on the widened tile
- * (kernels.h): no widened copy is written and read again. Paged keys go a page run at a time, in key
- * order: a score does not depend on its neighbours, and each accumulator element adds the runs' keys
- * in the order one call over the whole tile would. */
+/* A decode step (at most FA_HALF_ROWS rows an item) reads its keys and values where they lie: a
+ * cache stored in another type (bf16, f16: 2 bytes an element; int8, FP8: 1) with the table's
+ * scores_stored and accumulate_stored, which give the bits scores and accumulate give on the widened
+ * tile (kernels.h), so no widened copy is written and read again; and a paged cache of FA_T rows with
+ * scores and accumulate themselves, page run by page run, so no copy of the pages is made. A page run
+ * goes at a time, in key order: a score does not depend on its neighbours, and each accumulator
+ * element adds the runs' keys in the order one call over the whole tile would. */
 static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                    int64_t kv_head, const FA_NAME(stored_rows_) * k, int64_t rows, int64_t ld,
-                                    int64_t col0, int64_t cols, const FA_T *qt, FA_T *s)
+                                    const FA_NAME(stored_rows_) * k, int64_t rows, int64_t ld, const FA_T *qt,
+                                    int64_t cols, FA_T *s)
+{
+#if FA_HALF_DIRECT
+    if (fa_kv_widens(p)) {
+        kern->scores_stored(rows, ld, cols, p->dim, qt, k->at, k->stride, p->kv_type, k->scale, k->scale_stride, s);
+        return;
+    }
+#endif
+    kern->scores(rows, ld, cols, p->dim, qt, (const FA_T *)(const void *)k->at, k->stride, s);
+}
+
+static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                        const FA_NAME(stored_rows_) * v, int64_t rows, int64_t ld, const FA_T *w,
+                                        int64_t cols, FA_T *acc, int64_t acc_stride)
+{
+#if FA_HALF_DIRECT
+    if (fa_kv_widens(p)) {
+        kern->accumulate_stored(rows, cols, p->dim_v, w, ld, v->at, v->stride, p->kv_type, v->scale, v->scale_stride,
+                                acc, acc_stride);
+        return;
+    }
+#endif
+    kern->accumulate(rows, cols, p->dim_v, w, ld, (const FA_T *)(const void *)v->at, v->stride, acc, acc_stride);
+}
+
+/* The products of a block over keys [col0, col0 + cols) read in place: the cache's rows, or a
+ * paged pool's a page run at a time. */
+static void FA_NAME(scores_in_place_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int64_t kv_head,
+                                      const FA_NAME(stored_rows_) * k, int64_t rows, int64_t ld, int64_t col0,
+                                      int64_t cols, const FA_T *qt, FA_T *s)
 {
     if (!p->pages) {
         FA_NAME(stored_rows_) at = FA_NAME(stored_rows_skip_)(p, *k, col0);
-        kern->scores_stored(rows, ld, cols, p->dim, qt, at.at, at.stride, p->kv_type, at.scale, at.scale_stride, s);
+        FA_NAME(scores_direct_)(kern, p, &at, rows, ld, qt, cols, s);
         return;
     }
     for (int64_t c = 0; c < cols;) {
         FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        kern->scores_stored(rows, ld, run.rows, p->dim, qt, run.k.at, run.k.stride, p->kv_type, run.k.scale,
-                            run.k.scale_stride, s + c * ld);
+        FA_NAME(scores_direct_)(kern, p, &run.k, rows, ld, qt, run.rows, s + c * ld);
         c += run.rows;
     }
 }
 
-static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                        int64_t kv_head, const FA_NAME(stored_rows_) * v, int64_t rows, int64_t ld,
-                                        int64_t col0, int64_t cols, const FA_T *w, FA_T *acc, int64_t acc_stride)
+static void FA_NAME(accumulate_in_place_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
+                                          int64_t kv_head, const FA_NAME(stored_rows_) * v, int64_t rows, int64_t ld,
+                                          int64_t col0, int64_t cols, const FA_T *w, FA_T *acc, int64_t acc_stride)
 {
     if (!p->pages) {
         FA_NAME(stored_rows_) at = FA_NAME(stored_rows_skip_)(p, *v, col0);
-        kern->accumulate_stored(rows, cols, p->dim_v, w, ld, at.at, at.stride, p->kv_type, at.scale,
-                                at.scale_stride, acc, acc_stride);
+        FA_NAME(accumulate_direct_)(kern, p, &at, rows, ld, w, cols, acc, acc_stride);
         return;
     }
     for (int64_t c = 0; c < cols;) {
         FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        kern->accumulate_stored(rows, run.rows, p->dim_v, w + c * ld, ld, run.v.at, run.v.stride, p->kv_type,
-                                run.v.scale, run.v.scale_stride, acc, acc_stride);
+        FA_NAME(accumulate_direct_)(kern, p, &run.v, rows, ld, w + c * ld, run.rows, acc, acc_stride);
         c += run.rows;
     }
 }
-#endif
+
+/* The regions the items of a group share (forward_attend.h: a decode step's heads over one key
+ * chunk): one block's score tile, and the key and value tiles a paged or widened cache is staged in
+ * (NULL when read in place), used by one item after the other. */
+typedef struct {
+    FA_T *s;
+    FA_T *k_tile, *v_tile;
+} FA_SET_NAME(shared_);
 
 /* One item's scratch and what it reads. */
 typedef struct {
     FA_T *qt;                  /* every query block packed transposed, D × FA_SET_ROWS apart */
-    FA_T *s;                   /* one block's score tile */
+    FA_T *s;                   /* the group's score tile */
     FA_NAME(rows_state_) st;   /* the output rows, row max and row sum */
-    FA_T *k_tile, *v_tile;     /* paged or widened keys and values (NULL when read in place) */
+    FA_T *k_tile, *v_tile;     /* the group's staged tiles */
     FA_T *q_wide;              /* widened half-precision queries (NULL otherwise) */
     const FA_T *q_rows;        /* the rows the packs read: the caller's or q_wide */
     int64_t q_stride;
     FA_NAME(stored_rows_) k, v; /* the kv head's rows in the caller's cache (unused when paged) */
     int64_t kv_head, k_stride, v_stride; /* strides of the rows the kernels read */
-    int direct;                /* a decode step over a half cache: read in place (FA_HALF_DIRECT) */
+    int direct;                /* a decode step over a stored or paged cache: read in place */
 } FA_SET_NAME(item_);
 
 /* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
@@ -77,25 +110,39 @@ typedef struct {
     int in_place;
 } FA_SET_NAME(tile_);
 
-/* The item's regions, in this order (sizing and carving alike, plan/scratch.h). */
-static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, FA_SET_NAME(item_) * item)
+/* The group's regions, then each item's, in this order (sizing and carving alike, plan/scratch.h). */
+static void FA_SET_NAME(carve_shared_)(fa_scratch *sc, const fa_forward_job *job, FA_SET_NAME(shared_) * sh)
 {
     const fa_problem *p = job->problem;
     const size_t e = sizeof(FA_T);
-    const int64_t bk = job->block_k, ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
-    item->qt = fa_scratch_take(sc, (size_t)p->dim, (size_t)ld, e);
+    const int64_t bk = job->block_k;
     /* the score tile: one query block's of at most FA_SET_ROWS rows */
-    item->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(ld, FA_SET_ROWS), e);
+    sh->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(job->ld, FA_SET_ROWS), e);
+    sh->k_tile = sh->v_tile = NULL;
+    if (job->paged || fa_kv_widens(p)) {
+        sh->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, e);
+        sh->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, e);
+    }
+}
+
+static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const FA_SET_NAME(shared_) * sh,
+                                FA_SET_NAME(item_) * item)
+{
+    const fa_problem *p = job->problem;
+    const size_t e = sizeof(FA_T);
+    const int64_t ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
+    item->s = sh->s;
+    item->k_tile = sh->k_tile;
+    item->v_tile = sh->v_tile;
+    item->qt = fa_scratch_take(sc, (size_t)p->dim, (size_t)ld, e);
     item->st.acc = fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)dv_pad, e);
     item->st.row_max = fa_scratch_take(sc, 1, (size_t)ld, e);
     item->st.row_sum = fa_scratch_take(sc, 1, (size_t)ld, e);
     item->st.acc_stride = dv_pad;
-    item->k_tile = item->v_tile = NULL;
-    if (job->paged || fa_kv_widens(p)) {
-        item->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, e);
-        item->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, e);
-    }
-    item->q_wide = fa_q_widens(p) ? fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)p->dim, e) : NULL;
+    /* half-precision queries are widened here, and a grouped problem's rows over several positions
+     * gathered (fa_rows_stride): for a batch of sequences, when any sequence's are (job->gather_q) */
+    const int gather = fa_q_widens(p) || job->gather_q;
+    item->q_wide = gather ? fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)p->dim, e) : NULL;
 }
 
 /* What the item reads: its query rows (widened first when half precision), its kv head's cache. */
@@ -110,19 +157,29 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
     }
     item->k_stride = kv_tiles ? p->dim : p->k.stride_seq;
     item->v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
-    const void *q = fa_view_at(&p->q, fa_elem_size(p->q_type), it->batch, it->q_head, it->row0);
-    item->q_rows = q;
-    item->q_stride = p->q.stride_seq;
+    /* the item's query rows: where they lie, evenly apart; or gathered (widened when stored in half
+     * precision) into q_wide, when they are half precision or, in a grouped problem, span positions */
+    const size_t q_elem = fa_elem_size(p->q_type);
+    const char *head = fa_view_at(&p->q, q_elem, it->batch, it->q_head, 0);
+    const int64_t stride = fa_rows_stride(p, it->row0, it->rows, p->q.stride_seq, p->q_sub_stride);
+    item->q_rows = (const FA_T *)(const void *)(head + fa_row_offset(p, it->row0, p->q.stride_seq, p->q_sub_stride) * (int64_t)q_elem);
+    item->q_stride = stride;
     if (item->q_wide) {
-        job->kernels->FA_SFX->widen(it->rows, p->dim, q, p->q.stride_seq, p->q_type, NULL, 0, item->q_wide, p->dim);
+        for (int64_t r = 0; r < it->rows; r++) {
+            const char *row = head + fa_row_offset(p, it->row0 + r, p->q.stride_seq, p->q_sub_stride) * (int64_t)q_elem;
+            if (fa_q_widens(p))
+                job->kernels->FA_SFX->widen(1, p->dim, row, 0, p->q_type, NULL, 0, item->q_wide + r * p->dim, p->dim);
+            else
+                memcpy(item->q_wide + r * p->dim, row, (size_t)p->dim * sizeof(FA_T));
+        }
         item->q_rows = item->q_wide;
         item->q_stride = p->dim;
     }
-    /* A decode step over a half cache reads it in place. Its item is one query block, so the
-     * tile's fill (skipped when in place) and the block's products decide on the same rows and
-     * columns. */
+    /* A decode step over a stored or paged cache reads it in place. Its item is one query block
+     * (and the items of a group have the same rows), so the tile's fill (skipped when in place) and
+     * the block's products decide on the same rows and columns. */
     _Static_assert(FA_HALF_ROWS <= FA_SET_ROWS, "a decode item is one query block");
-    item->direct = FA_HALF_DIRECT && fa_kv_widens(p) && it->rows <= FA_HALF_ROWS;
+    item->direct = it->rows <= FA_HALF_ROWS && ((FA_HALF_DIRECT && fa_kv_widens(p)) || p->pages);
 }
 
 /* Query block r0.. of the item: its packed queries and its accumulator rows. */
@@ -183,14 +240,11 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-#if FA_HALF_DIRECT
-    if (t->in_place && full) { /* a decode step reads its half cache in place, but on a mask's edge */
-        FA_NAME(scores_direct_)(kern, p, item->kv_head, &item->k, b->rows, b->ld, col0, cols, (const FA_T *)b->queries, item->s);
+    if (t->in_place && full) { /* a decode step reads its cache in place, but on a mask's edge */
+        FA_NAME(scores_in_place_)(kern, p, item->kv_head, &item->k, b->rows, b->ld, col0, cols, (const FA_T *)b->queries,
+                                  item->s);
         return;
     }
-#else
-    (void)full; /* no cache is read in place in this type */
-#endif
     kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, t->k + (col0 - t->col0) * item->k_stride,
                  item->k_stride, item->s);
 }
@@ -205,15 +259,11 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     const int64_t acc_stride = item->st.acc_stride;
     kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride, acc_stride);
-#if FA_HALF_DIRECT
     if (t->in_place && full) {
-        FA_NAME(accumulate_direct_)
+        FA_NAME(accumulate_in_place_)
         (kern, p, item->kv_head, &item->v, b->rows, b->ld, col0, cols, item->s, b->acc, acc_stride);
         return;
     }
-#else
-    (void)full;
-#endif
     FA_CAT(fa_accumulate_visible_, FA_SFX)
     (kern, p, b->row0, b->rows, col0, cols, p->dim_v, item->s, b->ld, t->v + (col0 - t->col0) * item->v_stride,
      item->v_stride, b->acc, acc_stride);

@@ -657,7 +657,7 @@ static fa_context *fresh_context(fz_case *c, int threads_flip, int *threads)
     /* opts resized as the input asks (fuzz_struct.c): read by the header's rule after ctx's NULL check */
     const fa_context_opts *given = opts_null ? NULL : &o;
     if (given && fz_abi_target(c) == FZ_ABI_OPTS) given = fz_abi_resize(in, &o, sizeof o, &c->abi);
-    const fa_status read = given ? fz_abi_read_status(given, FA_CONTEXT_OPTS_SIZE_MIN) : FA_OK;
+    const fa_status read = given ? fz_abi_read_status(given, FA_CONTEXT_OPTS_SIZE_MIN, sizeof(fa_context_opts)) : FA_OK;
 
     fa_context *sentinel = (fa_context *)&c->in, *ctx = sentinel;
     fa_status st = create_on(out_null ? NULL : &ctx, given, isa);

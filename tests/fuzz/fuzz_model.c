@@ -741,10 +741,10 @@ static int model_structs(const fz_call *c, fz_model *m)
 {
     static const char *const what[2] = {"p", "p.seqs"};
     const void *s[2] = {c->p, NULL};
-    const size_t min[2] = {FA_PARAMS_SIZE_MIN, FA_SEQS_SIZE_MIN};
+    const size_t min[2] = {FA_PARAMS_SIZE_MIN, FA_SEQS_SIZE_MIN}, own[2] = {sizeof(fa_params), sizeof(fa_seqs)};
     for (int i = 0; i < 2; i++) {
         if (!s[i]) return 0;
-        fa_status st = fz_abi_read_status(s[i], min[i]);
+        fa_status st = fz_abi_read_status(s[i], min[i], own[i]);
         if (st != FA_OK) {
             fz_set_class(m, st == FA_ERR_ARG ? FZ_C_ARG : FZ_C_UNSUPPORTED, FZ_PRESENT,
                          st == FA_ERR_ARG ? "%s: struct_size out of range"

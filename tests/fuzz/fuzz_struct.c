@@ -38,15 +38,15 @@ void *fz_abi_resize(const fz_input *in, const void *s, size_t own, fz_struct_byt
     return buf->bytes;
 }
 
-fa_status fz_abi_read_status(const void *s, size_t min)
+fa_status fz_abi_read_status(const void *s, size_t min, size_t own)
 {
-    /* the header's rule: struct_size in [min, FA_STRUCT_SIZE_MAX], then every byte past this
-     * build's struct (whose size is min: 0.4.0's layout is the first) zero */
+    /* the header's rule: struct_size the first layout's (min) plus whole 8-byte fields, at most
+     * FA_STRUCT_SIZE_MAX; then every byte past this build's struct (own) zero */
     size_t size;
     memcpy(&size, s, sizeof size);
-    if (size < min || size > FA_STRUCT_SIZE_MAX) return FA_ERR_ARG;
+    if (size < min || size > FA_STRUCT_SIZE_MAX || (size - min) % 8 != 0) return FA_ERR_ARG;
     const unsigned char *bytes = s;
-    for (size_t at = min; at < size; at++)
+    for (size_t at = own; at < size; at++)
         if (bytes[at]) return FA_ERR_UNSUPPORTED;
     return FA_OK;
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flashattn.h" /* FA_MAX_HEAD_DIM */
 #include "fuzz_input.h"
 
 static const char *g_dir;
@@ -603,10 +604,10 @@ static void error_seeds(void)
 
     in = base_err();
     in.view[FZ_V].size_field = sel(0xE0, 5, 4);
-    in.view[FZ_V].size_value = 513;
+    in.view[FZ_V].size_value = FA_MAX_HEAD_DIM + 1;
     in.view[FZ_OUT].size_field = sel(0xE0, 5, 4);
-    in.view[FZ_OUT].size_value = 513;
-    emit("err_shape_dv_513", &in);
+    in.view[FZ_OUT].size_value = FA_MAX_HEAD_DIM + 1;
+    emit("err_shape_dv_past_max", &in);
 
     in = base_err();
     in.view[FZ_K].size_field = sel(0xE0, 5, 3);
