@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -64,4 +65,45 @@ Test(grouped_rows, grouped_decode_rows_match_the_oracle_and_every_thread_count)
                 fa_context_destroy(c1), fa_context_destroy(c3);
                 tu_problem_free(&one), tu_problem_free(&three);
             }
+}
+
+/* DeepSeek's MLA keeps one latent cache: the values are the first 512 dims of the 576-dim keys (a
+ * view of the same memory, which an input may share with another input). 128 query heads over one
+ * cache, 1 and 4 rows a head (the rows grouped), f32 and a bf16 cache under f32 queries: against the
+ * oracle on the same values, and bitwise the call with the values copied out. */
+Test(grouped_rows, mla_values_as_a_view_of_the_keys_match_a_separate_copy_and_the_oracle)
+{
+    const uint64_t seed = tu_test_seed();
+    enum { HQ = 128, NK = 200, D = 576, DV = 512 };
+    for (int64_t nq = 1; nq <= 4; nq += 3) {
+        tu_shape sh = {FA_F32, 1, HQ, 1, nq, NK, D, DV, TU_BHSD};
+        fa_params p = FA_PARAMS_INIT;
+        p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+        tu_rng rng = tu_rng_make(seed + (uint64_t)nq);
+        tu_problem pr;
+        tu_problem_make(&pr, &sh, &rng, 1.0);
+        /* the separate values are the keys' first DV dims, copied */
+        for (int64_t j = 0; j < NK; j++)
+            for (int64_t y = 0; y < DV; y++)
+                tu_set(&pr.v, 0, 0, j, y, tu_get(&pr.k, 0, 0, j, y));
+        char desc[256], msg[512];
+        tu_shape_str(&sh, &p, desc, sizeof desc);
+        cr_assert_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s: %s", desc, fa_last_error());
+        int64_t *rows;
+        int64_t n = tu_pick_rows(&pr, &p, INT64_MAX, &rows);
+        cr_expect(tu_check_accuracy(&pr, &p, rows, n, 1e-12, msg, sizeof msg), "%s: %s", desc, msg);
+        free(rows);
+        double *copied = tu_out_copy(&pr), *lse_copied = tu_lse_copy(&pr);
+        fa_tensor view = pr.k; /* the values: the same memory, its first DV dims */
+        view.dim = DV;
+        tu_problem_fill_canary(&pr);
+        cr_assert_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &view, &pr.out, pr.lse), FA_OK, "%s, v a view of k: %s", desc,
+                     fa_last_error());
+        double *viewed = tu_out_copy(&pr), *lse_viewed = tu_lse_copy(&pr);
+        cr_expect(memcmp(copied, viewed, sizeof(double) * (size_t)(HQ * nq * DV)) == 0 &&
+                      memcmp(lse_copied, lse_viewed, sizeof(double) * (size_t)(HQ * nq)) == 0,
+                  "%s: v as a view of k differs from v copied out of it", desc);
+        free(copied), free(viewed), free(lse_copied), free(lse_viewed);
+        tu_problem_free(&pr);
+    }
 }
