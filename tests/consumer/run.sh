@@ -142,8 +142,9 @@ assert_static "$work/pc_static"
 step "run pc_static (pkg-config --static, libflashattn.a)"
 "$work/pc_static"
 
-# Every marked example block of README.md (example, example-backward, example-modifiers, example-varlen), compiled as written and run.
-for block in example example-backward example-modifiers example-varlen; do
+# Every marked example block of README.md (example, example-backward, example-modifiers, example-varlen,
+# example-quantized), compiled as written and run.
+for block in example example-backward example-modifiers example-varlen example-quantized; do
     step "README.md $block block, compiled as written"
     awk -v b="$block" '$0 == "<!-- " b ":begin -->" {on = 1; next} $0 == "<!-- " b ":end -->" {on = 0} on && !/^```/' \
         "$root/README.md" >"$work/readme_$block.c"
