@@ -111,10 +111,10 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP         expf
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F32
 #define FA_DOT_UNITS   1
-#define FA_HALF_DIRECT 1
+#define FA_STORED_DIRECT 1
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
-#undef FA_HALF_DIRECT
+#undef FA_STORED_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -127,10 +127,10 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP         exp
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F64
 #define FA_DOT_UNITS   0
-#define FA_HALF_DIRECT 0
+#define FA_STORED_DIRECT 0
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
-#undef FA_HALF_DIRECT
+#undef FA_STORED_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG

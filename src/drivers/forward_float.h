@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The forward's tile products on the table's float kernels, the set forward_attend.h runs for
  * every call but an all-bf16 one on dot-product units. Included by forward_item.h with FA_T,
- * FA_SFX (f32/f64: also the kernel-table member), FA_PAD_ELEMS and FA_HALF_DIRECT defined, before
+ * FA_SFX (f32/f64: also the kernel-table member), FA_PAD_ELEMS and FA_STORED_DIRECT defined, before
  * forward_attend.h with FA_SET = FA_SFX.
  *
  * Queries are packed transposed and scaled (qt[x][r] = scale·q[r][x]) once per item, so score
@@ -23,7 +23,7 @@ static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, co
                                     const FA_NAME(stored_rows_) * k, int64_t rows, int64_t ld, const FA_T *qt,
                                     int64_t cols, FA_T *s)
 {
-#if FA_HALF_DIRECT
+#if FA_STORED_DIRECT
     if (fa_kv_widens(p)) {
         kern->scores_stored(rows, ld, cols, p->dim, qt, k->at, k->stride, p->kv_type, k->scale, k->scale_stride, s);
         return;
@@ -36,7 +36,7 @@ static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern
                                         const FA_NAME(stored_rows_) * v, int64_t rows, int64_t ld, const FA_T *w,
                                         int64_t cols, FA_T *acc, int64_t acc_stride)
 {
-#if FA_HALF_DIRECT
+#if FA_STORED_DIRECT
     if (fa_kv_widens(p)) {
         kern->accumulate_stored(rows, cols, p->dim_v, w, ld, v->at, v->stride, p->kv_type, v->scale, v->scale_stride,
                                 acc, acc_stride);
@@ -179,7 +179,7 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
      * (and the items of a group have the same rows), so the tile's fill (skipped when in place) and
      * the block's products decide on the same rows and columns. */
     _Static_assert(FA_HALF_ROWS <= FA_SET_ROWS, "a decode item is one query block");
-    item->direct = it->rows <= FA_HALF_ROWS && ((FA_HALF_DIRECT && fa_kv_widens(p)) || p->pages);
+    item->direct = it->rows <= FA_HALF_ROWS && ((FA_STORED_DIRECT && fa_kv_widens(p)) || p->pages);
 }
 
 /* Query block r0.. of the item: its packed queries and its accumulator rows. */
