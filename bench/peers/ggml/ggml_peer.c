@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "counter_rng.h" // fa-bench's input generator (bench/counter_rng.h)
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
 
@@ -440,6 +441,26 @@ static void cpu_model(char *out, size_t size)
     fclose(f);
 }
 
+// The CPU backend's features as ggml reports them ("AVX2 AVX512 ... OPENMP ..."); *openmp set when its
+// threads are an OpenMP team (GGML_OPENMP) rather than ggml's own threadpool.
+static void cpu_features(char *out, size_t size, int *openmp)
+{
+    *openmp = 0;
+    snprintf(out, size, "?");
+    void *sym = ggml_backend_reg_get_proc_address(ggml_backend_cpu_reg(), "ggml_backend_get_features");
+    ggml_backend_get_features_t get;
+    if (!sym) return;
+    memcpy(&get, &sym, sizeof get); // a function's address, handed out as a void *
+    size_t n = 0;
+    out[0] = '\0';
+    for (struct ggml_backend_feature *f = get(ggml_backend_cpu_reg()); f && f->name; f++) {
+        if (strcmp(f->name, "OPENMP") == 0) *openmp = 1;
+        int w = snprintf(out + n, size - n, "%s%s", n ? " " : "", f->name);
+        if (w < 0 || (size_t)w >= size - n) break;
+        n += (size_t)w;
+    }
+}
+
 typedef struct {
     timing t;
     double err, kv_bytes;
@@ -458,8 +479,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int batch = o.seqs > 0;
-    char cpu[256], host[256] = "?", utc[32];
+    char cpu[256], host[256] = "?", utc[32], features[512];
+    int openmp;
     cpu_model(cpu, sizeof cpu);
+    cpu_features(features, sizeof features, &openmp);
     gethostname(host, sizeof host);
     time_t wall = time(NULL);
     strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&wall));
@@ -479,8 +502,10 @@ int main(int argc, char **argv)
             "[S][1][cap] f16, -inf beyond each sequence's keys\n",
             (unsigned long long)o.seed, (long long)p.total, (long long)p.min,
             (double)p.total / (double)p.streams, (long long)p.max, (long long)p.streams, (long long)p.cap);
-    printf("  %s, %s; run started %s; warmup %d, reps %d, rounds %d; ggml's default threadpool (unpinned)\n",
-           host, cpu, utc, o.warmup, o.reps, o.rounds);
+    printf("  %s, %s; run started %s; warmup %d, reps %d, rounds %d\n  ggml CPU backend: %s; threads: %s\n",
+           host, cpu, utc, o.warmup, o.reps, o.rounds, features,
+           openmp ? "an OpenMP team (GGML_OPENMP), placed as OMP_PROC_BIND/OMP_PLACES say (unset: unpinned)"
+                  : "ggml's threadpool, unpinned");
     printf(
         "  KV GB/s: the K and V bytes of the keys in use (f16: 2 bytes an element; q8_0: 34 per block of 32) "
         "/ min time\n");
@@ -567,14 +592,14 @@ int main(int argc, char **argv)
                 f,
                 "peer,library_version,ragged,seqs,len_lo,len_hi,len_total,len_min,len_mean,len_max,b,hq,hkv,"
                 "nq,nk,d,dv,kv_dtype,threads,warmup,reps,rounds,min_s,median_s,kv_bytes,kv_gbps,err_out,"
-                "bitwise_identical,seed,host,cpu_model,run_utc\n");
+                "bitwise_identical,seed,host,cpu_model,run_utc,ggml_features\n");
             for (int ty = 0; ty < o.n_types; ty++)
                 for (int ti = 0; ti < o.n_threads; ti++) {
                     const cell *c = &cells[ty][ti];
                     fprintf(f,
-                            "ggml,%s,%s,%lld,%lld,%lld,%lld,%lld,%.1f,%lld,%lld,%lld,%lld,1,%lld,%lld,%lld,%"
-                            "s,%d,%d,%d,"
-                            "%d,%.9g,%.9g,%.9g,%.9g,%.3e,%s,%llu,%s,\"%s\",%s\n",
+                            "ggml,%s,%s,%lld,%lld,%lld,%lld,%lld,%.1f,%lld,"  // peer .. len_max
+                            "%lld,%lld,%lld,1,%lld,%lld,%lld,%s,%d,%d,%d,%d," // b .. rounds
+                            "%.9g,%.9g,%.9g,%.9g,%.3e,%s,%llu,%s,\"%s\",%s,\"%s\"\n",
                             ggml_version(), batch ? "decode" : "", (long long)(batch ? o.seqs : 0),
                             (long long)(batch ? o.lo : 0), (long long)(batch ? o.hi : 0), (long long)p.total,
                             (long long)p.min, (double)p.total / (double)p.streams, (long long)p.max,
@@ -582,7 +607,7 @@ int main(int argc, char **argv)
                             (long long)p.d, (long long)p.d, ggml_type_name(o.types[ty]), o.threads[ti],
                             o.warmup, c->t.reps, o.rounds, c->t.min_s, c->t.median_s, c->kv_bytes,
                             c->kv_bytes / c->t.min_s / 1e9, c->err, c->bitwise_first ? "true" : "false",
-                            (unsigned long long)o.seed, host, cpu, utc);
+                            (unsigned long long)o.seed, host, cpu, utc, features);
                 }
             if (fclose(f) != 0) rc = 1;
         }
