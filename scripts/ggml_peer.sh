@@ -23,10 +23,10 @@ if [ $# -lt 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
 fi
 ggml=$(cd "$1" && pwd)
 shift
-[ -f "$ggml/include/ggml.h" ] && [ -f "$ggml/CMakeLists.txt" ] || {
+if [ ! -f "$ggml/include/ggml.h" ] || [ ! -f "$ggml/CMakeLists.txt" ]; then
     echo "ggml_peer.sh: $ggml is not a ggml source tree (no include/ggml.h and CMakeLists.txt)" >&2
     exit 2
-}
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${GGML_PEER_BUILD_DIR:-$root/build-ggml-peer}
 jobs=${FA_JOBS:-$(nproc)}
@@ -38,8 +38,12 @@ cmake -S "$ggml" -B "$build/ggml" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -D
     -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 cmake --build "$build/ggml" -j "$jobs" >>"$log" 2>&1 || { tail -40 "$log" >&2; exit 1; }
 
-lib=$(dirname "$(find "$build/ggml/" -name 'libggml-cpu.so' -print -quit)")
-[ -n "$lib" ] && [ -d "$lib" ] || { echo "ggml_peer.sh: no libggml-cpu.so under $build/ggml" >&2; exit 1; }
+cpu_lib=$(find "$build/ggml/" -name 'libggml-cpu.so' -print -quit)
+if [ -z "$cpu_lib" ]; then
+    echo "ggml_peer.sh: no libggml-cpu.so under $build/ggml" >&2
+    exit 1
+fi
+lib=$(dirname "$cpu_lib")
 source_id=$(git -C "$ggml" describe --always --dirty 2>/dev/null || echo "$ggml")
 # ggml's headers go in as system headers: fa-ggml-peer's own code is held to fa-bench's warnings.
 "${CC:-cc}" -std=c11 -O2 -fopenmp -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion \

@@ -16,10 +16,12 @@
 // K and V: f16 (the f32 values rounded to nearest even, as fa-bench's --kv-dtype f16) and q8_0 (ggml's
 // quantize_row_q8_0 of the f32 values: an f16 scale per block of 32 elements); q f32, scale 1/sqrt(D).
 //
-// Checked before it is timed (a sanity check, not fa-bench's bound: ggml rounds q to the cache's type
-// and, over an f16 V, sums P·V in f16): out on sampled (sequence, head) rows against a float64
-// oracle over the cache as stored (f16 widened, q8_0 dequantized by ggml's to_float), normwise error
-// at most --tolerance (default 0.05; a wrong mask or layout gives errors of order 1). Each row also says
+// Checked before it is timed (a sanity check, not fa-bench's bound): out on sampled (sequence, head)
+// rows against a float64 oracle over the cache as stored (f16 widened, q8_0 dequantized by ggml's
+// to_float), normwise error at most --tolerance (default 0.1). ggml rounds q to the cache's type and,
+// over an f16 V, sums P·V in an f16 accumulator, whose error grows with the keys (about 2% normwise
+// over the decode batch's caches of up to 30500 keys, 5% over 32768 keys in one sequence, on this
+// project's 2-core test machine); a wrong mask or layout gives errors of order 1. Each row also says
 // whether its out is bitwise the first thread count's (ggml splits a single sequence's keys by thread
 // count, so the answer may be no there).
 #define _GNU_SOURCE
@@ -148,7 +150,7 @@ static int parse(int argc, char **argv, options *o)
                    .reps = 5,
                    .rounds = 1,
                    .check_rows = 64,
-                   .tolerance = 0.05};
+                   .tolerance = 0.1};
     static const struct option opts[] = {{"decode-batch", required_argument, NULL, 'b'},
                                          {"nk", required_argument, NULL, 'n'},
                                          {"h", required_argument, NULL, 'H'},
