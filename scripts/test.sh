@@ -135,7 +135,8 @@ print_summary() {
 # each run is a check of the library as the benchmarks see it (every pass, GQA, a causal mask, a
 # decode step with split-KV, the BLAS baseline's own check where OpenBLAS is built in, peaky inputs
 # whose probabilities are mostly subnormal or zero, with their rows written to CSV; every score
-# modifier at once, forward and backward, and the modifiers preset against its references); then the
+# modifier at once, forward and backward, and the modifiers preset against its references; half and
+# quantized KV caches, contiguous and paged, and MLA's latent cache shared by k and v); then the
 # scripts users run on a node: scripts/node_check.sh, which drives thread_sweep.sh for both passes
 # and compare_torch.py (which says so and exits 0 where PyTorch is missing).
 bench_tools() {
@@ -182,6 +183,18 @@ bench_tools() {
     "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --kv-dtype bf16 --threads 1,2 \
         --reps 1 --probe-time 0.01 --csv "$out/decode-bf16.csv"
     test "$(grep -c ',decode,6,1,900,' "$out/decode-bf16.csv")" = 2
+    # ... and over int8 and both FP8 caches with f32 scales per token and head (issue 24), the paged
+    # ones' scales a pool read through the same block table: checked against the float64 oracle on
+    # scale * code, the paged rows bitwise the contiguous ones, bitwise across thread counts
+    local t
+    for t in i8 f8e4m3 f8e5m2; do
+        "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --kv-dtype "$t" \
+            --threads 1,2 --reps 1 --probe-time 0.01 --csv "$out/decode-$t.csv"
+        test "$(grep -c ",decode,6,1,900,.*,$t,[^,]*,[^,]*,token-head,false\$" "$out/decode-$t.csv")" = 2
+    done
+    # DeepSeek's MLA shapes at head dims the library takes: v a view of k's memory, an fp8 latent cache
+    "$bench" --preset mla --d 96 --dv 64 --h 8 --nq 4 --nk 300 --kv-dtype f8e4m3 --threads 1,2 --reps 1 \
+        --probe-time 0.01
     FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
         --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
