@@ -42,6 +42,7 @@ typedef struct {
     int paged;                       /* the keys are paged (the sequences' pools): staged tile by tile */
     int group;                       /* query items a phase-0 item groups (forward_group_of); 1: none */
     int gather_q;                    /* items gather their query rows (rows_gathered; forward_float.h) */
+    int in_place;                    /* items read their keys in place (reads_in_place; forward_float.h) */
 } fa_forward_job;
 
 /* Whether a problem's query rows are not evenly apart within an item: a grouped problem's rows over
@@ -49,6 +50,15 @@ typedef struct {
 static int rows_gathered(const fa_problem *p)
 {
     return p->row_group > 1 && p->q_len > p->row_group;
+}
+
+/* Whether a problem's items read their keys and values where they lie, by row lists
+ * (forward_float.h): a decode step (at most FA_HALF_ROWS query rows, so one query block an item) in
+ * f32, the type of the tables' scores_stored and accumulate_stored, over a cache stored in another
+ * type or paged. Otherwise such keys are staged in tiles (kv_tiles.h). */
+static int reads_in_place(const fa_problem *p)
+{
+    return p->dtype == FA_F32 && p->q_len <= FA_HALF_ROWS && (fa_kv_widens(p) || p->pages != NULL);
 }
 
 /* How many query items of a problem one item groups (forward_attend.h, attend_group_): a decode
@@ -111,10 +121,8 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP         expf
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F32
 #define FA_DOT_UNITS   1
-#define FA_STORED_DIRECT 1
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
-#undef FA_STORED_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -127,10 +135,8 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP         exp
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F64
 #define FA_DOT_UNITS   0
-#define FA_STORED_DIRECT 0
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
-#undef FA_STORED_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -149,6 +155,7 @@ typedef struct {
     int64_t splits;
     int group;
     int gather_q; /* some sequence's items gather their query rows */
+    int in_place; /* some sequence's items read their keys in place */
 } fa_forward_kinds;
 
 /* The call's scratch plan: the largest carve of the item kinds it runs, sized (plan/scratch.h).
@@ -191,7 +198,7 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
 {
     size_t row_bytes = partial_row_bytes_of(partial_elems, elem, block_q), wave = 0, largest = 0;
     int64_t items = 0, merges = 0;
-    fa_forward_kinds runs = {0, 0, 1, 1, 0};
+    fa_forward_kinds runs = {0, 0, 1, 1, 0, 0};
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem one;
         forward_problem_of_sequence(p, b, &one);
@@ -206,6 +213,7 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
                 runs.on_float = 1;
             if (group > runs.group) runs.group = group;
             if (rows_gathered(&one)) runs.gather_q = 1;
+            if (!on_dot && reads_in_place(&one)) runs.in_place = 1;
         }
         if (merge_items > 0 && split.splits > runs.splits) runs.splits = split.splits;
         size_t bytes = (size_t)(merge_items * split.splits * partial_elems) * elem; /* <= the cap */
@@ -280,7 +288,8 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
                           dot,
                           p->seqs->block_table != NULL,
                           1,
-                          kinds.gather_q};
+                          kinds.gather_q,
+                          kinds.in_place};
     /* some sequences may run on the dot-product units and others not (sequence_job_) */
     size_t scratch = forward_plan(&job, kinds);
     int f64 = p->dtype == FA_F64;
@@ -343,13 +352,14 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           dot,
                           p->pages != NULL,
                           1,
-                          rows_gathered(p)};
+                          rows_gathered(p),
+                          !dot && reads_in_place(p)};
     job.split =
         fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     job.group = forward_group_of(p, &job.schedule, dot);
     const int64_t units = forward_units(p, &job.schedule, job.group);
     int f64 = p->dtype == FA_F64;
-    fa_forward_kinds kinds = {!dot, dot, job.split.splits, job.group, job.gather_q};
+    fa_forward_kinds kinds = {!dot, dot, job.split.splits, job.group, job.gather_q, job.in_place};
     size_t scratch = forward_plan(&job, kinds);
     fa_team_work work = {
         .scratch_bytes = scratch,

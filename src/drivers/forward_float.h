@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The forward's tile products on the table's float kernels, the set forward_attend.h runs for
  * every call but an all-bf16 one on dot-product units. Included by forward_item.h with FA_T,
- * FA_SFX (f32/f64: also the kernel-table member), FA_PAD_ELEMS and FA_STORED_DIRECT defined, before
+ * FA_SFX (f32/f64: also the kernel-table member), and FA_PAD_ELEMS defined, before
  * forward_attend.h with FA_SET = FA_SFX.
  *
  * Queries are packed transposed and scaled (qt[x][r] = scale·q[r][x]) once per item, so score
@@ -13,71 +13,44 @@
 #define FA_SET_ROWS FA_FLOAT_BLOCK_ROWS
 
 /* A decode step (at most FA_HALF_ROWS rows an item) reads its keys and values where they lie: a
- * cache stored in another type (bf16, f16: 2 bytes an element; int8, FP8: 1) with the table's
- * scores_stored and accumulate_stored, which give the bits scores and accumulate give on the widened
- * tile (kernels.h), so no widened copy is written and read again; and a paged cache of FA_T rows with
- * scores and accumulate themselves, page run by page run, so no copy of the pages is made. A page run
- * goes at a time, in key order: a score does not depend on its neighbours, and each accumulator
- * element adds the runs' keys in the order one call over the whole tile would. */
-static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                    const FA_NAME(stored_rows_) * k, int64_t rows, int64_t ld, const FA_T *qt,
-                                    int64_t cols, FA_T *s)
-{
-#if FA_STORED_DIRECT
-    if (fa_kv_widens(p)) {
-        kern->scores_stored(rows, ld, cols, p->dim, qt, k->at, k->stride, p->kv_type, k->scale, k->scale_stride, s);
-        return;
-    }
-#endif
-    kern->scores(rows, ld, cols, p->dim, qt, (const FA_T *)(const void *)k->at, k->stride, s);
-}
+ * cache stored in another type (bf16, f16: 2 bytes an element; int8, FP8: 1), or paged, with the
+ * table's scores_stored and accumulate_stored, which take each key's row from a list and give the
+ * bits scores and accumulate give on the widened (or copied) tile (kernels.h): no copy is written
+ * and read again, and a page of any size, one key included, is as good as a contiguous run. The
+ * lists are made once per tile and kv head (stage_tile_, row_list_). */
 
-static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                        const FA_NAME(stored_rows_) * v, int64_t rows, int64_t ld, const FA_T *w,
-                                        int64_t cols, FA_T *acc, int64_t acc_stride)
+/* The rows of keys [key0, key0 + n) of kv_head in `rows` (k or v) into list[0..n), and when `scale`
+ * is given their scales (in `scales`, a quantized cache's) into scale[0..n). A paged cache a page
+ * run at a time: one division per page, not per key. */
+static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
+                                int64_t kv_head, int64_t key0, int64_t n, const void **list, float *scale)
 {
-#if FA_STORED_DIRECT
-    if (fa_kv_widens(p)) {
-        kern->accumulate_stored(rows, cols, p->dim_v, w, ld, v->at, v->stride, p->kv_type, v->scale, v->scale_stride,
-                                acc, acc_stride);
-        return;
-    }
-#endif
-    kern->accumulate(rows, cols, p->dim_v, w, ld, (const FA_T *)(const void *)v->at, v->stride, acc, acc_stride);
-}
-
-/* The products of a block over keys [col0, col0 + cols) read in place: the cache's rows, or a
- * paged pool's a page run at a time. */
-static void FA_NAME(scores_in_place_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p, int64_t kv_head,
-                                      const FA_NAME(stored_rows_) * k, int64_t rows, int64_t ld, int64_t col0,
-                                      int64_t cols, const FA_T *qt, FA_T *s)
-{
-    if (!p->pages) {
-        FA_NAME(stored_rows_) at = FA_NAME(stored_rows_skip_)(p, *k, col0);
-        FA_NAME(scores_direct_)(kern, p, &at, rows, ld, qt, cols, s);
-        return;
-    }
-    for (int64_t c = 0; c < cols;) {
-        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        FA_NAME(scores_direct_)(kern, p, &run.k, rows, ld, qt, run.rows, s + c * ld);
-        c += run.rows;
+    const int64_t elem = (int64_t)fa_elem_size(p->kv_type);
+    for (int64_t i = 0; i < n;) {
+        const int64_t key = key0 + i;
+        int64_t page = batch, row = key, run = n - i;
+        if (p->pages) {
+            page = p->pages[key / p->page_size], row = key % p->page_size;
+            if (p->page_size - row < run) run = p->page_size - row;
+        }
+        const char *first = fa_view_at(rows, (size_t)elem, page, kv_head, row);
+        const float *first_scale = scale ? (const float *)fa_view_at(scales, sizeof(float), page, kv_head, row) : NULL;
+        for (int64_t j = 0; j < run; j++, i++) {
+            list[i] = first + j * rows->stride_seq * elem;
+            if (scale) scale[i] = first_scale[j * scales->stride_seq];
+        }
     }
 }
 
-static void FA_NAME(accumulate_in_place_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                          int64_t kv_head, const FA_NAME(stored_rows_) * v, int64_t rows, int64_t ld,
-                                          int64_t col0, int64_t cols, const FA_T *w, FA_T *acc, int64_t acc_stride)
+/* A tile's list: keys [col0, col0 + n) with their scales, then FA_STORED_AHEAD more rows, which the
+ * kernels only prefetch: the next keys', and past the last key the last key's again. */
+static void FA_NAME(row_list_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
+                               int64_t kv_head, int64_t col0, int64_t n, const void **list, float *scale)
 {
-    if (!p->pages) {
-        FA_NAME(stored_rows_) at = FA_NAME(stored_rows_skip_)(p, *v, col0);
-        FA_NAME(accumulate_direct_)(kern, p, &at, rows, ld, w, cols, acc, acc_stride);
-        return;
-    }
-    for (int64_t c = 0; c < cols;) {
-        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        FA_NAME(accumulate_direct_)(kern, p, &run.v, rows, ld, w + c * ld, run.rows, acc, acc_stride);
-        c += run.rows;
-    }
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0, n, list, scales->data ? scale : NULL);
+    const int64_t left = p->kv_len - (col0 + n), ahead = left < FA_STORED_AHEAD ? left : FA_STORED_AHEAD;
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0 + n, ahead, list + n, NULL);
+    for (int64_t i = n + ahead; i < n + FA_STORED_AHEAD; i++) list[i] = list[n + ahead - 1];
 }
 
 /* The regions the items of a group share (forward_attend.h: a decode step's heads over one key
@@ -86,6 +59,8 @@ static void FA_NAME(accumulate_in_place_)(const FA_CAT(fa_kernels_, FA_SFX) * ke
 typedef struct {
     FA_T *s;
     FA_T *k_tile, *v_tile;
+    const void **k_list, **v_list; /* a tile's key and value rows read in place (row_list_), or NULL */
+    float *k_scales, *v_scales;    /* and their scales */
 } FA_SET_NAME(shared_);
 
 /* One item's scratch and what it reads. */
@@ -94,6 +69,8 @@ typedef struct {
     FA_T *s;                   /* the group's score tile */
     FA_NAME(rows_state_) st;   /* the output rows, row max and row sum */
     FA_T *k_tile, *v_tile;     /* the group's staged tiles */
+    const void **k_list, **v_list; /* the group's row lists for in-place reads */
+    float *k_scales, *v_scales;
     FA_T *q_wide;              /* widened half-precision queries (NULL otherwise) */
     const FA_T *q_rows;        /* the rows the packs read: the caller's or q_wide */
     int64_t q_stride;
@@ -103,7 +80,7 @@ typedef struct {
 } FA_SET_NAME(item_);
 
 /* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
- * key col0 first), or the cache itself (in_place). */
+ * key col0 first), or the cache itself (in_place: the row lists, key col0 first). */
 typedef struct {
     const FA_T *k, *v;
     int64_t col0;
@@ -123,6 +100,16 @@ static void FA_SET_NAME(carve_shared_)(fa_scratch *sc, const fa_forward_job *job
         sh->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, e);
         sh->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, e);
     }
+    sh->k_list = sh->v_list = NULL;
+    sh->k_scales = sh->v_scales = NULL;
+    if (job->in_place) { /* some item is a decode step over a stored or paged cache */
+        sh->k_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
+        sh->v_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
+        if (p->k_scale.data) {
+            sh->k_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
+            sh->v_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
+        }
+    }
 }
 
 static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const FA_SET_NAME(shared_) * sh,
@@ -134,6 +121,8 @@ static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const
     item->s = sh->s;
     item->k_tile = sh->k_tile;
     item->v_tile = sh->v_tile;
+    item->k_list = sh->k_list, item->v_list = sh->v_list;
+    item->k_scales = sh->k_scales, item->v_scales = sh->v_scales;
     item->qt = fa_scratch_take(sc, (size_t)p->dim, (size_t)ld, e);
     item->st.acc = fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)dv_pad, e);
     item->st.row_max = fa_scratch_take(sc, 1, (size_t)ld, e);
@@ -179,7 +168,7 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
      * (and the items of a group have the same rows), so the tile's fill (skipped when in place) and
      * the block's products decide on the same rows and columns. */
     _Static_assert(FA_HALF_ROWS <= FA_SET_ROWS, "a decode item is one query block");
-    item->direct = it->rows <= FA_HALF_ROWS && ((FA_STORED_DIRECT && fa_kv_widens(p)) || p->pages);
+    item->direct = item->k_list && it->rows <= FA_HALF_ROWS && (fa_kv_widens(p) || p->pages);
 }
 
 /* Query block r0.. of the item: its packed queries and its accumulator rows. */
@@ -219,8 +208,9 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
     t->in_place = item->direct && fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
     t->k = item->k_tile;
     t->v = item->v_tile;
-    if (t->in_place) {
-        /* read where they lie, by the block's products */
+    if (t->in_place) { /* read where they lie, by the block's products: their rows listed */
+        FA_NAME(row_list_)(p, &p->k, &p->k_scale, it->batch, item->kv_head, col0, cols, item->k_list, item->k_scales);
+        FA_NAME(row_list_)(p, &p->v, &p->v_scale, it->batch, item->kv_head, col0, cols, item->v_list, item->v_scales);
     } else if (p->pages) {
         FA_NAME(gather_pages_)(kern, p, 0, item->kv_head, col0, cols, item->k_tile, item->v_tile);
     } else if (item->k_tile) {
@@ -241,8 +231,9 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     if (t->in_place && full) { /* a decode step reads its cache in place, but on a mask's edge */
-        FA_NAME(scores_in_place_)(kern, p, item->kv_head, &item->k, b->rows, b->ld, col0, cols, (const FA_T *)b->queries,
-                                  item->s);
+        const int64_t at = col0 - t->col0;
+        kern->scores_stored(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, item->k_list + at, p->kv_type,
+                            p->k_scale.data ? item->k_scales + at : NULL, item->s);
         return;
     }
     kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, t->k + (col0 - t->col0) * item->k_stride,
@@ -260,8 +251,9 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     const int64_t acc_stride = item->st.acc_stride;
     kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride, acc_stride);
     if (t->in_place && full) {
-        FA_NAME(accumulate_in_place_)
-        (kern, p, item->kv_head, &item->v, b->rows, b->ld, col0, cols, item->s, b->acc, acc_stride);
+        const int64_t at = col0 - t->col0;
+        kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, item->v_list + at, p->kv_type,
+                                p->v_scale.data ? item->v_scales + at : NULL, b->acc, acc_stride);
         return;
     }
     FA_CAT(fa_accumulate_visible_, FA_SFX)

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Forward work items, written once for both accumulation types: included by forward.c with FA_T,
  * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_EXP, FA_PAD_ELEMS (the padding unit of
- * accumulator rows, kernels.h), FA_STORED_DIRECT (1 for float: the decode products over stored rows,
- * bf16 to FP8, exist in this type) and FA_DOT_UNITS (1 for float: the set of bf16 dot-product units)
+ * accumulator rows, kernels.h) and FA_DOT_UNITS (1 for float: the set of bf16 dot-product units)
  * defined.
  *
  * The item's online softmax is forward_attend.h, instantiated once per set of tile products: the

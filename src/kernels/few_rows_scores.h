@@ -45,8 +45,7 @@ FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int6
 }
 
 FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM],
-                                   const void *k, int64_t k_stride, const float *scale, int64_t scale_stride,
-                                   FA_T *s, int64_t ld)
+                                   const char *const *keys, const float *scale, FA_T *s, int64_t ld)
 {
     vec acc[8][FA_FEW_ROWS];
     FA_UNROLL for (int i = 0; i < nk; i++)
@@ -54,7 +53,7 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
     /* a quantized key row's scale, one multiplication of each converted element (kernels.h, widen) */
     const int scaled = kind > FA_F16;
     vec sv[8];
-    FA_UNROLL for (int i = 0; i < nk; i++) sv[i] = V_SET1(scaled ? (FA_T)scale[i * scale_stride] : (FA_T)1);
+    FA_UNROLL for (int i = 0; i < nk; i++) sv[i] = V_SET1(scaled ? (FA_T)scale[i] : (FA_T)1);
     int64_t x = 0;
 #ifdef V_LOAD_BF16_RUN
     if (kind == FA_BF16) /* bf16: 32 elements a load, widened in order (the same FMAs in the same order) */
@@ -66,7 +65,7 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
             }
             FA_UNROLL for (int i = 0; i < nk; i++) {
                 vec k0, k1;
-                V_LOAD_BF16_RUN((const uint16_t *)k + i * k_stride + x, &k0, &k1);
+                V_LOAD_BF16_RUN((const uint16_t *)(const void *)keys[i] + x, &k0, &k1);
                 FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k0, q0[r], acc[i][r]);
                 FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k1, q1[r], acc[i][r]);
             }
@@ -76,7 +75,7 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
         vec qv[FA_FEW_ROWS];
         FA_UNROLL for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
         FA_UNROLL for (int i = 0; i < nk; i++) {
-            vec kv = FA_NAME(key_part_)(kind, k, i * k_stride + x, dim - x);
+            vec kv = FA_NAME(key_part_)(kind, keys[i], x, dim - x);
             if (scaled) kv = V_MUL(sv[i], kv);
             FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
         }
@@ -104,12 +103,10 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
 #define FA_DOT_FN(KIND, NK, NR) FA_NAME(dot_block_##KIND##_##NK##_##NR##_)
 #define FA_DOT_DEFINE(KIND, NK, NR)                                                                            \
     static __attribute__((noinline)) void FA_DOT_FN(KIND, NK, NR)(int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM], \
-                                                                  const void *k, int64_t k_stride,              \
-                                                                  const float *scale, int64_t scale_stride,     \
+                                                                  const char *const *keys, const float *scale,  \
                                                                   FA_T *s, int64_t ld)                          \
     {                                                                                                          \
-        if ((NK) <= FA_FEW_ROWS_KEYS(NR))                                                                      \
-            FA_NAME(dot_block_)(KIND, NK, NR, dim, q, k, k_stride, scale, scale_stride, s, ld);                \
+        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(KIND, NK, NR, dim, q, keys, scale, s, ld);       \
     }
 #define FA_DOT_DEFINE_KEYS(KIND, NR)                                                                           \
     FA_DOT_DEFINE(KIND, 1, NR) FA_DOT_DEFINE(KIND, 2, NR) FA_DOT_DEFINE(KIND, 3, NR) FA_DOT_DEFINE(KIND, 4, NR) \
@@ -124,7 +121,7 @@ FA_DOT_DEFINE_KIND(3)
 FA_DOT_DEFINE_KIND(4)
 FA_DOT_DEFINE_KIND(5)
 FA_DOT_DEFINE_KIND(6)
-#define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, kc, k_stride, scale_c, scale_stride, sc, ld)
+#define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, kp, scale_c, sc, ld)
 #define FA_DOT_CALL(NK, NR)                                                                                    \
     switch (kind) {                                                                                            \
     case FA_BF16: FA_DOT_KIND_CALL(2, NK, NR); break;                                                          \
@@ -135,7 +132,7 @@ FA_DOT_DEFINE_KIND(6)
     default: FA_DOT_KIND_CALL(0, NK, NR); break;                                                               \
     }
 #else
-#define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, kc, k_stride, scale_c, scale_stride, sc, ld)
+#define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, kp, scale_c, sc, ld)
 #endif
 #define FA_DOT_CASE(NK, NR)                                                                                    \
     case (NK) * 16 + (NR): {                                                                                   \
@@ -146,13 +143,15 @@ FA_DOT_DEFINE_KIND(6)
     FA_DOT_CASE(1, NR) FA_DOT_CASE(2, NR) FA_DOT_CASE(3, NR) FA_DOT_CASE(4, NR) FA_DOT_CASE(5, NR)            \
     FA_DOT_CASE(6, NR) FA_DOT_CASE(7, NR) FA_DOT_CASE(8, NR)
 
-/* The scores of a tile of at most FA_FEW_ROWS real rows against `cols` key rows of `kind`, k_stride
- * elements apart (with their scales, scale_stride apart, for a quantized kind). K streams from
- * memory once: rows are asked for `ahead` keys early, a line at a time, with `hint` (float: 16 keys
- * into L1 within the tile; stored: simd/half_operands.h). */
+/* The scores of a tile of at most FA_FEW_ROWS real rows against `cols` key rows of `kind`: k_stride
+ * elements apart from k, or, with k_rows, key c at k_rows[c] (with its scale, scale[c], for a
+ * quantized kind). K streams from memory once: rows are asked for `ahead` keys early, a line at a
+ * time, with `hint` (float: 16 keys into L1 within the tile; stored: simd/half_operands.h), up to
+ * the tile's end unless past_tile (k_rows then has cols + ahead entries: kernels.h). */
 FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols, int64_t dim,
-                                              const FA_T *qt, const void *k, int64_t k_stride, const float *scale,
-                                              int64_t scale_stride, FA_T *s, int64_t ahead, int past_tile, int hint)
+                                              const FA_T *qt, const void *k, int64_t k_stride,
+                                              const void *const *k_rows, const float *scale, FA_T *s, int64_t ahead,
+                                              int past_tile, int hint)
 {
     /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
     _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_HEAD_DIM];
@@ -163,14 +162,17 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
     int keys = FA_FEW_ROWS_KEYS(rows);
     for (int64_t c = 0; c < cols; c += keys) {
         int nk = cols - c < keys ? (int)(cols - c) : keys;
-        for (int64_t a = c + ahead; a < c + ahead + nk && (past_tile || a < cols); a++)
+        for (int64_t a = c + ahead; a < c + ahead + nk && (past_tile || a < cols); a++) {
+            const char *row = k_rows ? (const char *)k_rows[a] : (const char *)k + a * k_stride * elem;
             for (int64_t x = 0; x < dim * elem; x += 64) {
-                const char *line = (const char *)k + a * k_stride * elem + x;
-                if (hint == _MM_HINT_T1) _mm_prefetch(line, _MM_HINT_T1);
-                else _mm_prefetch(line, _MM_HINT_T0);
+                if (hint == _MM_HINT_T1) _mm_prefetch(row + x, _MM_HINT_T1);
+                else _mm_prefetch(row + x, _MM_HINT_T0);
             }
-        const char *kc = (const char *)k + c * k_stride * elem;
-        const float *scale_c = scale ? scale + c * scale_stride : NULL;
+        }
+        const char *kp[8];
+        for (int i = 0; i < nk; i++)
+            kp[i] = k_rows ? (const char *)k_rows[c + i] : (const char *)k + (c + i) * k_stride * elem;
+        const float *scale_c = scale ? scale + c : NULL;
         FA_T *sc = s + c * ld;
         /* padding rows [rows, ld): defined anyway, zeroed a vector at a time before the block writes
          * its rows' scores over the first (a byte loop here was a memset call per key) */
@@ -189,8 +191,8 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
 static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                       const FA_T *k, int64_t k_stride, FA_T *s)
 {
-    FA_NAME(scores_few_rows_body_)(FA_KIND_OWN, rows, ld, cols, dim, qt, k, k_stride, NULL, 0, s, FA_PREFETCH_KEYS,
-                                   0, _MM_HINT_T0);
+    FA_NAME(scores_few_rows_body_)(FA_KIND_OWN, rows, ld, cols, dim, qt, k, k_stride, NULL, NULL, s,
+                                   FA_PREFETCH_KEYS, 0, _MM_HINT_T0);
 }
 
 #undef FA_DOT_ROWS_CASES

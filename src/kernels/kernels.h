@@ -119,15 +119,18 @@ typedef struct {
          * table gives ref's bits. */                                                                       \
         void (*widen)(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,           \
                       const float *scale, int64_t scale_stride, T *dst, int64_t dst_stride);                   \
-        /* scores and accumulate with k (x) rows of a stored type kt (xt), scaled as widen scales them,   \
-         * where they lie, for tiles of at most FA_HALF_ROWS real query rows (a decode step over a half or \
-         * quantized cache): bit for bit what scores and accumulate give on the same rows widened. Only the \
-         * float set's are called (stored types accumulate in float). */                                   \
-        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const void *k,  \
-                              int64_t k_stride, fa_dtype kt, const float *scale, int64_t scale_stride, T *s);  \
-        void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const void *x, \
-                                  int64_t x_stride, fa_dtype xt, const float *scale, int64_t scale_stride,     \
-                                  T *acc, int64_t acc_stride);                                                 \
+        /* scores and accumulate over key (value) rows of a stored type kt (xt; or the set's own type,  \
+         * FA_F32 in the float set), scaled as widen scales them, read where they lie, for tiles of at most \
+         * FA_HALF_ROWS real query rows (a decode step): bit for bit what scores and accumulate give on    \
+         * the same rows widened. Key c's row is k_rows[c] (any address and alignment: a page of a paged  \
+         * cache is as good as a contiguous run), its scale scale[c] (NULL but for the quantized types);  \
+         * the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched. Only the  \
+         * float set's are called (stored types accumulate in float). */                                  \
+        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,               \
+                              const void *const *k_rows, fa_dtype kt, const float *scale, T *s);              \
+        void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,            \
+                                  const void *const *x_rows, fa_dtype xt, const float *scale, T *acc,         \
+                                  int64_t acc_stride);                                                        \
     }
 
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
@@ -137,6 +140,10 @@ typedef struct {
 
 /* The most real query rows of a tile that scores_stored and accumulate_stored take. */
 #define FA_HALF_ROWS 4
+
+/* The rows past a tile that the row lists of scores_stored and accumulate_stored carry: how far
+ * ahead the kernels prefetch. */
+#define FA_STORED_AHEAD 64
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;

@@ -160,21 +160,26 @@ static void FA_NAME(ref_widen_)(int64_t rows, int64_t dim, const void *src, int6
     }
 }
 
-/* scores and accumulate over stored rows: the same operations in the same order, each element
- * converted (and scaled) as it is read, so the same bits as on the widened rows. */
+/* scores and accumulate over stored rows (key c at rows[c]): the same operations in the same order,
+ * each element converted (and scaled) as it is read, so the same bits as on the widened rows. The
+ * set's own type (FA_F32 in float, FA_F64 in double) is read as it is. */
+static FA_T FA_NAME(ref_stored_)(fa_dtype t, const void *row, int64_t x, const float *scale)
+{
+    if (t == FA_F32) return (FA_T)((const float *)row)[x];
+    if (t == FA_F64) return (FA_T)((const double *)row)[x];
+    return (FA_T)fa_stored_value(t, row, x, scale);
+}
+
 static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                        const void *k, int64_t k_stride, fa_dtype kt, const float *scale,
-                                        int64_t scale_stride, FA_T *s)
+                                        const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
 {
     (void)rows;
-    const int64_t elem = fa_stored_size(kt);
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
-        const char *kc = (const char *)k + c * k_stride * elem;
-        const float *scale_c = scale ? scale + c * scale_stride : NULL;
+        const float *scale_c = scale ? scale + c : NULL;
         for (int64_t r = 0; r < ld; r++) sc[r] = 0;
         for (int64_t x = 0; x < dim; x++) {
-            FA_T w = (FA_T)fa_stored_value(kt, kc, x, scale_c);
+            FA_T w = FA_NAME(ref_stored_)(kt, k_rows[c], x, scale_c);
             const FA_T *qx = qt + x * ld;
 #pragma omp simd
             for (int64_t r = 0; r < ld; r++) sc[r] += qx[r] * w;
@@ -183,18 +188,15 @@ static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, 
 }
 
 static void FA_NAME(ref_accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
-                                            const void *x, int64_t x_stride, fa_dtype xt, const float *scale,
-                                            int64_t scale_stride, FA_T *acc, int64_t acc_stride)
+                                            const void *const *x_rows, fa_dtype xt, const float *scale, FA_T *acc,
+                                            int64_t acc_stride)
 {
-    const int64_t elem = fa_stored_size(xt);
     for (int64_t r = 0; r < rows; r++) {
         FA_T *ar = acc + r * acc_stride;
         for (int64_t c = 0; c < cols; c++) {
             FA_T w = p[c * ld + r];
-            const char *xc = (const char *)x + c * x_stride * elem;
-            const float *scale_c = scale ? scale + c * scale_stride : NULL;
-            for (int64_t y = 0; y < dim; y++) ar[y] += w * (FA_T)fa_stored_value(xt, xc, y, scale_c);
+            const float *scale_c = scale ? scale + c : NULL;
+            for (int64_t y = 0; y < dim; y++) ar[y] += w * FA_NAME(ref_stored_)(xt, x_rows[c], y, scale_c);
         }
     }
 }
-

@@ -21,29 +21,28 @@
  * 2 bytes an element, a quantized one 1, once, instead of widening a tile into the arena and reading
  * that again. */
 
-/* Rows asked for ahead of their use, into L2: far enough that a row's DRAM latency is hidden behind
- * the rows before it, near enough that L2 keeps them. Past the tile too (prefetches never fault):
- * in a contiguous cache the next tile's first rows then arrive in time. On the Xeon VM a decode
- * step over a bf16 cache (B1 H8 Nk32768 D128) took 14.2 ms with 16 keys ahead into L1 and within
- * the tile, 11.7-12.1 with 64 keys into L2. */
-#define FA_HALF_PREFETCH 64
+/* Rows are asked for FA_STORED_AHEAD (kernels.h: 64) keys ahead of their use, into L2: far enough that
+ * a row's DRAM latency is hidden behind the rows before it, near enough that L2 keeps them; the row
+ * lists carry that many more rows, the next keys' (the drivers' next tile, or a page's next page),
+ * so the next rows arrive in time across tiles and pages. On the Xeon VM a decode step over a bf16
+ * cache (B1 H8 Nk32768 D128) took 14.2 ms with 16 keys ahead into L1 and within the tile, 11.7-12.1
+ * with 64 keys into L2. */
 
 static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                    const void *k, int64_t k_stride, fa_dtype kt, const float *scale,
-                                    int64_t scale_stride, FA_T *s)
+                                    const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
 {
-    FA_NAME(scores_few_rows_body_)((int)kt, rows, ld, cols, dim, qt, k, k_stride, scale, scale_stride, s,
-                                   FA_HALF_PREFETCH, 1, _MM_HINT_T1);
+    FA_NAME(scores_few_rows_body_)((int)kt, rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s, FA_STORED_AHEAD, 1,
+                                   _MM_HINT_T1);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
- * `kind` (x rows x_stride elements apart; a quantized key's elements times its scale). */
+ * `kind` (FA_KIND_OWN: FA_T itself), key t's row at x_rows[t] from element x_off on (a quantized
+ * key's elements times scale[t]); x_rows has FA_STORED_AHEAD entries past `steps` to prefetch. */
 FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int nv, const int tail, int64_t steps,
-                                         int64_t dim_left, const FA_T *w, int64_t ld, const void *x,
-                                         int64_t x_stride, const float *scale, int64_t scale_stride, FA_T *acc,
-                                         int64_t acc_stride)
+                                         int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows,
+                                         int64_t x_off, const float *scale, FA_T *acc, int64_t acc_stride)
 {
-    const int64_t elem = FA_NAME(kind_size_)(kind), row_bytes = x_stride * elem;
+    const int64_t elem = FA_NAME(kind_size_)(kind);
     const int scaled = kind > FA_F16;
     vtail last = V_TAIL(dim_left - (int64_t)(nv - 1) * FA_LANES < FA_LANES ? dim_left - (int64_t)(nv - 1) * FA_LANES
                                                                           : FA_LANES);
@@ -53,13 +52,17 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
             a[i][j] = tail && j == nv - 1 ? V_LOAD_TAIL(acc + i * acc_stride + j * FA_LANES, last)
                                           : V_LOADU(acc + i * acc_stride + j * FA_LANES);
     for (int64_t t = 0; t < steps; t++) {
-        const char *row = (const char *)x + t * row_bytes;
+        const char *row = (const char *)x_rows[t] + x_off * elem, *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* every 64-byte line of the chunk's part */
-            _mm_prefetch(row + FA_HALF_PREFETCH * row_bytes + e, _MM_HINT_T1);
+            _mm_prefetch(ahead + x_off * elem + e, _MM_HINT_T1);
         vec xv[FA_HALF_VECS_FEW];
-        const vec sv = V_SET1(scaled ? (FA_T)scale[t * scale_stride] : (FA_T)1);
+        const vec sv = V_SET1(scaled ? (FA_T)scale[t] : (FA_T)1);
         FA_UNROLL for (int j = 0; j < nv; j++) {
-            xv[j] = V_LOAD_STORED(row + (int64_t)j * FA_LANES * elem, dim_left - (int64_t)j * FA_LANES, (fa_dtype)kind);
+            const int64_t n = dim_left - (int64_t)j * FA_LANES;
+            if (kind == FA_KIND_OWN)
+                xv[j] = V_LOAD_PART((const FA_T *)(const void *)row + (int64_t)j * FA_LANES, n);
+            else
+                xv[j] = V_LOAD_STORED(row + (int64_t)j * FA_LANES * elem, n, (fa_dtype)kind);
             if (scaled) xv[j] = V_MUL(sv, xv[j]);
         }
         FA_UNROLL for (int i = 0; i < nr; i++) {
@@ -82,7 +85,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
  * the bits are half_rows_block_'s; the loop spends one instruction per 16 elements widening, not two
  * (on an Intel server core both ran on the FMA ports). */
 FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w, int64_t ld,
-                                          const uint16_t *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+                                          const void *const *x_rows, int64_t x_off, FA_T *acc, int64_t acc_stride)
 {
     vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
     FA_UNROLL for (int i = 0; i < nr; i++)
@@ -90,10 +93,11 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
             V_UNZIP(V_LOADU(acc + i * acc_stride + j * FA_LANES), V_LOADU(acc + i * acc_stride + (j + 1) * FA_LANES),
                     &a[i][j], &a[i][j + 1]);
     for (int64_t t = 0; t < steps; t++) {
+        const uint16_t *x = (const uint16_t *)x_rows[t] + x_off, *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
-            _mm_prefetch((const char *)(x + (t + FA_HALF_PREFETCH) * x_stride + e), _MM_HINT_T1);
+            _mm_prefetch((const char *)(ahead + e), _MM_HINT_T1);
         vec xv[FA_HALF_VECS_FEW];
-        FA_UNROLL for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + t * x_stride + j * FA_LANES, &xv[j], &xv[j + 1]);
+        FA_UNROLL for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
         FA_UNROLL for (int i = 0; i < nr; i++) {
             vec b = V_SET1(w[t * ld + i]);
             FA_UNROLL for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
@@ -117,12 +121,12 @@ _Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW && FA_HALF_
 // clang-format off
 #define FA_HALF_ROWS_DEFINE(K, NR, NV, TAIL)                                                                 \
     static __attribute__((noinline)) void FA_HALF_ROWS_FN(K, NR, NV, TAIL)(                                  \
-        int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *x, int64_t x_stride,         \
-        const float *scale, int64_t scale_stride, FA_T *acc, int64_t acc_stride)                             \
+        int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows, int64_t x_off, \
+        const float *scale, FA_T *acc, int64_t acc_stride)                                                   \
     {                                                                                                        \
         if ((NV) <= FA_HALF_VECS_OF(NR))                                                                     \
-            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x, x_stride, scale,            \
-                                      scale_stride, acc, acc_stride);                                        \
+            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale, acc,     \
+                                      acc_stride);                                                           \
     }
 #define FA_HALF_ROWS_DEFINE_VECS(K, NR, NV) FA_HALF_ROWS_DEFINE(K, NR, NV, 0) FA_HALF_ROWS_DEFINE(K, NR, NV, 1)
 #define FA_HALF_ROWS_DEFINE_ROWS(K, NR)                                                                      \
@@ -134,7 +138,8 @@ _Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW && FA_HALF_
 #define FA_HALF_ROWS_DEFINE_TYPE(K)                                                                          \
     FA_HALF_ROWS_DEFINE_WIDE(K, 1) FA_HALF_ROWS_DEFINE_WIDE(K, 2) FA_HALF_ROWS_DEFINE_ROWS(K, 3)              \
     FA_HALF_ROWS_DEFINE_ROWS(K, 4)
-/* the kinds by the values of their fa_dtype: FA_BF16 = 2 ... FA_F8_E5M2 = 6 */
+/* the kinds by the values of their fa_dtype: FA_KIND_OWN (FA_F32's 0), FA_BF16 = 2 ... FA_F8_E5M2 = 6 */
+FA_HALF_ROWS_DEFINE_TYPE(0)
 FA_HALF_ROWS_DEFINE_TYPE(2)
 FA_HALF_ROWS_DEFINE_TYPE(3)
 FA_HALF_ROWS_DEFINE_TYPE(4)
@@ -144,10 +149,10 @@ FA_HALF_ROWS_DEFINE_TYPE(6)
 #define FA_HALF_PAIRS_FN(NR, NV) FA_NAME(half_pairs_block_##NR##_##NV##_)
 #define FA_HALF_PAIRS_DEFINE(NR, NV)                                                                         \
     static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(int64_t steps, const FA_T *w, int64_t ld, \
-                                                                   const uint16_t *x, int64_t x_stride,      \
+                                                                   const void *const *x_rows, int64_t x_off, \
                                                                    FA_T *acc, int64_t acc_stride)            \
     {                                                                                                        \
-        if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x, x_stride, acc, acc_stride); \
+        if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, x_off, acc, acc_stride); \
     }
 #define FA_HALF_PAIRS_DEFINE_ROWS(NR) FA_HALF_PAIRS_DEFINE(NR, 2) FA_HALF_PAIRS_DEFINE(NR, 4)
 #define FA_HALF_PAIRS_DEFINE_WIDE(NR)                                                                        \
@@ -158,14 +163,13 @@ FA_HALF_PAIRS_DEFINE_ROWS(3)
 FA_HALF_PAIRS_DEFINE_ROWS(4)
 #define FA_HALF_PAIRS_CASE(NR, NV)                                                                           \
     case (NR) * 16 + (NV):                                                                                   \
-        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, (const uint16_t *)x + y, x_stride, acc + y, acc_stride);       \
+        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, x_rows, y, acc + y, acc_stride);                               \
         continue;
 #define FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 2) FA_HALF_PAIRS_CASE(NR, 4)
 #define FA_HALF_PAIRS_WIDE(NR) FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 6) FA_HALF_PAIRS_CASE(NR, 8)
 #endif
 #define FA_HALF_ROWS_KIND_CALL(K, NR, NV, TAIL)                                                              \
-    FA_HALF_ROWS_FN(K, NR, NV, TAIL)(cols, width, p, ld, (const char *)x + y * elem, x_stride, scale, scale_stride, \
-                                     acc + y, acc_stride)
+    FA_HALF_ROWS_FN(K, NR, NV, TAIL)(cols, width, p, ld, x_rows, y, scale, acc + y, acc_stride)
 #define FA_HALF_ROWS_CASE(NR, NV, TAIL)                                                                      \
     case ((NR) * 16 + (NV)) * 2 + (TAIL):                                                                    \
         switch (kind) {                                                                                      \
@@ -173,7 +177,8 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
         case FA_F16: FA_HALF_ROWS_KIND_CALL(3, NR, NV, TAIL); break;                                         \
         case FA_I8: FA_HALF_ROWS_KIND_CALL(4, NR, NV, TAIL); break;                                          \
         case FA_F8_E4M3: FA_HALF_ROWS_KIND_CALL(5, NR, NV, TAIL); break;                                     \
-        default: FA_HALF_ROWS_KIND_CALL(6, NR, NV, TAIL); break;                                             \
+        case FA_F8_E5M2: FA_HALF_ROWS_KIND_CALL(6, NR, NV, TAIL); break;                                     \
+        default: FA_HALF_ROWS_KIND_CALL(0, NR, NV, TAIL); break;                                             \
         }                                                                                                    \
         break;
 #define FA_HALF_ROWS_VECS(NR, NV) FA_HALF_ROWS_CASE(NR, NV, 0) FA_HALF_ROWS_CASE(NR, NV, 1)
@@ -185,11 +190,11 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
 // clang-format on
 
 static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
-                                        const void *x, int64_t x_stride, fa_dtype xt, const float *scale,
-                                        int64_t scale_stride, FA_T *acc, int64_t acc_stride)
+                                        const void *const *x_rows, fa_dtype xt, const float *scale, FA_T *acc,
+                                        int64_t acc_stride)
 {
     const int kind = (int)xt;
-    const int64_t elem = FA_NAME(kind_size_)(kind), chunk = (int64_t)FA_HALF_VECS_OF(rows) * FA_LANES;
+    const int64_t chunk = (int64_t)FA_HALF_VECS_OF(rows) * FA_LANES;
     for (int64_t y = 0; y < dim; y += chunk) {
         int64_t width = dim - y < chunk ? dim - y : chunk;
         int nv = (int)((width + FA_LANES - 1) / FA_LANES), tail = width % FA_LANES != 0;
@@ -228,5 +233,4 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
 #undef FA_HALF_ROWS_DEFINE_VECS
 #undef FA_HALF_ROWS_DEFINE
 #undef FA_HALF_ROWS_FN
-#undef FA_HALF_PREFETCH
 #undef FA_HALF_VECS_OF
