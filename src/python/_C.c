@@ -230,12 +230,13 @@ static int read_array(PyObject *t, const char *name, int want, int64_t count, vo
         return -1;
     }
     int64_t n = 1;
-    for (int i = ti.ndim - 1; i >= 0; i--) {
-        if (ti.size[i] != 1 && ti.stride[i] != n) {
+    for (int i = 0; i < ti.ndim; i++) n *= ti.size[i];
+    for (int64_t i = ti.ndim - 1, want = 1; i >= 0 && n > 0; i--) { /* an empty array has no layout */
+        if (ti.size[i] != 1 && ti.stride[i] != want) {
             PyErr_Format(PyExc_ValueError, "flashattn: %s must be contiguous", name);
             return -1;
         }
-        n *= ti.size[i];
+        want *= ti.size[i];
     }
     if (count >= 0 && n != count) {
         PyErr_Format(PyExc_ValueError, "flashattn: %s has %lld elements; expected %lld", name, (long long)n,
@@ -583,7 +584,11 @@ PyMODINIT_FUNC PyInit__C(void)
         PyModule_AddIntConstant(m, "MAX_HEAD_DIM", FA_MAX_HEAD_DIM) < 0 ||
         PyModule_AddIntConstant(m, "CAUSAL_NONE", FA_CAUSAL_NONE) < 0 ||
         PyModule_AddIntConstant(m, "CAUSAL_TOP_LEFT", FA_CAUSAL_TOP_LEFT) < 0 ||
-        PyModule_AddIntConstant(m, "CAUSAL_BOTTOM_RIGHT", FA_CAUSAL_BOTTOM_RIGHT) < 0)
+        PyModule_AddIntConstant(m, "CAUSAL_BOTTOM_RIGHT", FA_CAUSAL_BOTTOM_RIGHT) < 0 ||
+        PyModule_AddIntConstant(m, "BIND_AUTO", FA_BIND_AUTO) < 0 ||
+        PyModule_AddIntConstant(m, "BIND_NONE", FA_BIND_NONE) < 0 ||
+        PyModule_AddIntConstant(m, "BIND_CORE", FA_BIND_CORE) < 0 ||
+        PyModule_AddIntConstant(m, "BIND_SPREAD", FA_BIND_SPREAD) < 0)
         goto fail;
     return m;
 fail:

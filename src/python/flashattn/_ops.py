@@ -20,9 +20,14 @@ diagonal_shift, exactly as fa_params.
 
 Threads: each call uses ``get_num_threads()`` threads: ``set_num_threads(n)``'s n, else
 ``torch.get_num_threads()``. One fa_context per thread count and per Python thread is created on
-first use and kept, so steady-state calls allocate no context or scratch memory.
+first use and kept, so steady-state calls allocate no context or scratch memory. The threads are
+not pinned (FA_BIND_NONE), as PyTorch does not pin its own: pinning, which the library does and
+undoes around every call, moves the calling thread to its core each time, and on a busy machine a
+small call then waits for that core (measured: 2 us unpinned against 80 us pinned at load 7 on 2
+cores). FLASHATTN_BIND=core|spread|auto in the environment restores the library's placement.
 """
 
+import os
 import threading
 from typing import List, Optional, Tuple
 
@@ -37,6 +42,7 @@ _C.register_dtypes(torch.float32, torch.float64, torch.bfloat16, torch.float16, 
 
 _num_threads: Optional[int] = None
 _tls = threading.local()
+_BIND = _C.BIND_AUTO if os.environ.get("FLASHATTN_BIND") else _C.BIND_NONE
 
 
 def set_num_threads(n: Optional[int]) -> None:
@@ -61,7 +67,7 @@ def context() -> "_C.Context":
         _tls.contexts = {}
     except KeyError:
         pass
-    ctx = _tls.contexts[n] = _C.Context(n)
+    ctx = _tls.contexts[n] = _C.Context(n, _BIND)
     return ctx
 
 
@@ -222,8 +228,7 @@ def _sequence_calls(q, k, v, out, lse, s: _Seqs, alibi):
 
 # ---- flashattn::fwd ----
 
-@torch.library.custom_op("flashattn::fwd", mutates_args=(), device_types="cpu")
-def fwd(q: Tensor, k: Optional[Tensor], v: Optional[Tensor], bias: Optional[Tensor],
+def _fwd_impl(q: Tensor, k: Optional[Tensor], v: Optional[Tensor], bias: Optional[Tensor],
         alibi_slopes: Optional[Tensor], sinks: Optional[Tensor], cu_seqlens_q: Optional[Tensor],
         cu_seqlens_k: Optional[Tensor], seqused_k: Optional[Tensor], block_table: Optional[Tensor],
         leftpad_k: Optional[Tensor], scale: float, causal: int, window_left: int, window_right: int,
@@ -254,6 +259,9 @@ def fwd(q: Tensor, k: Optional[Tensor], v: Optional[Tensor], bias: Optional[Tens
     return out, lse
 
 
+fwd = torch.library.custom_op("flashattn::fwd", _fwd_impl, mutates_args=(), device_types="cpu")
+
+
 @fwd.register_fake
 def _fwd_fake(q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table,
               leftpad_k, scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd):
@@ -263,8 +271,7 @@ def _fwd_fake(q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, se
 
 # ---- flashattn::bwd ----
 
-@torch.library.custom_op("flashattn::bwd", mutates_args=(), device_types="cpu")
-def bwd(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor], out: Tensor, lse: Tensor,
+def _bwd_impl(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor], out: Tensor, lse: Tensor,
         bias: Optional[Tensor], alibi_slopes: Optional[Tensor], sinks: Optional[Tensor],
         cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], seqused_k: Optional[Tensor],
         block_table: Optional[Tensor], scale: float, causal: int, window_left: int, window_right: int,
@@ -325,6 +332,9 @@ def _key_rows(t, k, s: _Seqs, b: int):
     return t
 
 
+bwd = torch.library.custom_op("flashattn::bwd", _bwd_impl, mutates_args=(), device_types="cpu")
+
+
 @bwd.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k,
               block_table, scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd, want_dsinks):
@@ -345,7 +355,8 @@ def _fwd_setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(lse)
 
 
-def _fwd_backward(ctx, dout, dlse):
+def _gradients(ctx, dout, backward):
+    """fwd's input gradients from dout, computed by `backward` (the bwd op, or its implementation)."""
     (q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse) = ctx.saved_tensors
     if leftpad is not None:
         raise NotImplementedError("flashattn: cache_leftpad (a KV cache) has no backward")
@@ -353,11 +364,48 @@ def _fwd_backward(ctx, dout, dlse):
         raise NotImplementedError("flashattn: the gradient of an attention bias (a float attn_mask that "
                                   "requires grad) is not computed by the C library")
     want_dsinks = sinks is not None and ctx.needs_input_grad[5]
-    dq, dk, dv, dsinks = bwd(dout, q, k, v, out, lse, bias, alibi, sinks, cu_q, cu_k, used, table,
-                             *ctx.scalars, want_dsinks)
-    grads = [dq, dk if k is not None else None, dv if v is not None else None, None, None,
-             dsinks.to(sinks.dtype) if want_dsinks else None]
-    return tuple(grads) + (None,) * (_FWD_TENSORS - 6) + (None,) * len(ctx.scalars)
+    dq, dk, dv, dsinks = backward(dout, q, k, v, out, lse, bias, alibi, sinks, cu_q, cu_k, used, table,
+                                  *ctx.scalars, want_dsinks)
+    return (dq, dk if k is not None else None, dv if v is not None else None, None, None,
+            dsinks.to(sinks.dtype) if want_dsinks else None) + (None,) * (_FWD_TENSORS - 6 + len(ctx.scalars))
+
+
+def _fwd_backward(ctx, dout, dlse):
+    return _gradients(ctx, dout, bwd)
 
 
 torch.library.register_autograd("flashattn::fwd", _fwd_backward, setup_context=_fwd_setup_context)
+
+
+class _EagerAttention(torch.autograd.Function):
+    """fwd with its derivative for eager calls, on the implementations without torch's dispatcher
+    (the custom op's Python dispatch and autograd wrapper cost several times the C call on small
+    problems). The same functions compute, so results are the op's, bit for bit."""
+
+    @staticmethod
+    def forward(ctx, *args):
+        out, lse = _fwd_impl(*args)
+        _fwd_setup_context(ctx, args, (out, lse))
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        return _gradients(ctx, dout, _bwd_impl)
+
+
+def attention(q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k,
+              scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd):
+    """flashattn::fwd with its autograd, as every public function calls it: through the custom op
+    while torch.compile, torch.export or a dispatch or function mode traces (or for tensor
+    subclasses), and straight to the implementation in plain eager calls."""
+    args = (q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k,
+            scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd)
+    if type(q) is not Tensor or torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() \
+            or torch._C._is_torch_function_mode_enabled() or torch._C._are_functorch_transforms_active():
+        return fwd(*args)
+    if torch.is_grad_enabled() and (q.requires_grad or (k is not None and k.requires_grad)
+                                    or (v is not None and v.requires_grad)
+                                    or (sinks is not None and sinks.requires_grad)
+                                    or (bias is not None and bias.requires_grad)):
+        return _EagerAttention.apply(*args)
+    return _fwd_impl(*args)

@@ -88,7 +88,7 @@ def _attention(q, k, v, cu_q, cu_k, seqlen_k, dropout_p, softmax_scale, causal, 
                alibi_slopes, return_attn_probs, head_dim, block_table=None):
     _check_dropout(dropout_p)
     mode, left, right = _window(causal, window_size, seqlen_k)
-    out, lse = _ops.fwd(q, k, v, None, alibi_slopes, None, cu_q, cu_k, None, block_table, None,
+    out, lse = _ops.attention(q, k, v, None, alibi_slopes, None, cu_q, cu_k, None, block_table, None,
                         _scale(softmax_scale, head_dim), mode, left, right, float(softcap), 0, False)
     return _finish(out, lse, return_attn_probs, q)
 
@@ -240,7 +240,7 @@ def flash_attn_with_kvcache(
         k_cache, v_cache = k_cache[:batch], v_cache[:batch]
     if used is not None:
         used = used.to(torch.int64)
-    out, lse = _ops.fwd(q, k_cache, v_cache, None, alibi_slopes, None, None, None, used, block_table,
+    out, lse = _ops.attention(q, k_cache, v_cache, None, alibi_slopes, None, None, None, used, block_table,
                         cache_leftpad, _scale(softmax_scale, q.shape[-1]), mode, left, right, float(softcap),
                         0, False)
     return (out, _fa_lse(lse)) if return_softmax_lse else out

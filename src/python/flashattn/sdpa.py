@@ -75,6 +75,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     mode = _C.CAUSAL_TOP_LEFT if is_causal else _C.CAUSAL_NONE
     shift = 0 if is_causal else nq - nk
     sc = float(scale) if scale is not None else 1.0 / math.sqrt(query.size(-1))
-    out, _ = _ops.fwd(query, key, value, bias, alibi, sinks, None, None, None, None, None, sc, mode, left, right,
+    out, _ = _ops.attention(query, key, value, bias, alibi, sinks, None, None, None, None, None, sc, mode, left, right,
                       float(softcap), shift, True)
     return out.squeeze(1) if squeeze else out
