@@ -100,6 +100,9 @@ def _lse_dtype(q: Tensor) -> torch.dtype:
 
 def _alloc_fwd(q: Tensor, v: Tensor, bhsd: bool) -> Tuple[Tensor, Tensor]:
     """out and lse for views q, v (shared by the real and the fake implementation)."""
+    if q.dim() not in (3, 4) or v.dim() not in (3, 4):
+        raise ValueError(f"flashattn: q has {q.dim()} and v {v.dim()} dimensions; expected 4 (batch, seqlen, heads, "
+                         "dim) or 3 (tokens, heads, dim)")
     dv = v.size(-1)
     if q.dim() == 3:  # packed tokens
         total, h = q.size(0), q.size(1)
