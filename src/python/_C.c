@@ -167,8 +167,10 @@ static int read_view(PyObject *t, int layout, const char *name, fa_tensor *v)
     tensor_info ti;
     if (read_info(t, name, &ti)) return -1;
     if (ti.dtype < 0 || ti.dtype >= DT_I32) {
-        PyErr_Format(PyExc_TypeError, "flashattn: %s has a dtype the library does not take "
-                                      "(float32, float64, bfloat16 or float16)", name);
+        PyErr_Format(PyExc_TypeError,
+                     "flashattn: %s has a dtype the library does not take "
+                     "(float32, float64, bfloat16 or float16)",
+                     name);
         return -1;
     }
     int seq_axis, head_axis;
@@ -179,14 +181,18 @@ static int read_view(PyObject *t, int layout, const char *name, fa_tensor *v)
         seq_axis = 0;
         head_axis = 1;
     } else {
-        PyErr_Format(PyExc_ValueError, "flashattn: %s has %d dimensions; expected 4 (batch, seq, heads, dim) "
-                                       "or 3 (tokens, heads, dim)", name, ti.ndim);
+        PyErr_Format(PyExc_ValueError,
+                     "flashattn: %s has %d dimensions; expected 4 (batch, seq, heads, dim) "
+                     "or 3 (tokens, heads, dim)",
+                     name, ti.ndim);
         return -1;
     }
     int last = ti.ndim - 1;
     if (ti.stride[last] != 1 && ti.size[last] > 1) {
-        PyErr_Format(PyExc_ValueError, "flashattn: %s: the last dimension must be contiguous (stride 1), "
-                                       "its stride is %lld", name, (long long)ti.stride[last]);
+        PyErr_Format(PyExc_ValueError,
+                     "flashattn: %s: the last dimension must be contiguous (stride 1), "
+                     "its stride is %lld",
+                     name, (long long)ti.stride[last]);
         return -1;
     }
     memset(v, 0, sizeof *v);
@@ -215,7 +221,8 @@ static int read_bias(PyObject *t, fa_tensor *v)
 
 /* A contiguous array of `count` elements (count < 0: any number) of dtype `want` (an fa_dtype,
  * DT_I32 or DT_I64), or None (NULL). */
-static const char *const dtype_names[N_DTYPES] = {"float32", "float64", "bfloat16", "float16", "int32", "int64"};
+static const char *const dtype_names[N_DTYPES] = {"float32", "float64", "bfloat16",
+                                                  "float16", "int32",   "int64"};
 
 static int read_array(PyObject *t, const char *name, int want, int64_t count, void **data)
 {
@@ -406,7 +413,8 @@ static int read_params(PyObject *const *a, const fa_tensor *q, call_params *cp)
     if (table != Py_None) {
         if (read_info(table, "block_table", &ti)) return -1;
         if (ti.ndim != 2 || ti.size[0] != batch) {
-            PyErr_Format(PyExc_ValueError, "flashattn: block_table must be (batch = %lld, pages per sequence)",
+            PyErr_Format(PyExc_ValueError,
+                         "flashattn: block_table must be (batch = %lld, pages per sequence)",
                          (long long)batch);
             return -1;
         }
@@ -476,8 +484,7 @@ static PyObject *py_backward(PyObject *self, PyObject *const *args, Py_ssize_t n
         read_view(args[9], layout, "dk", &dk) || read_view(args[10], layout, "dv", &dv))
         return NULL;
     void *lse, *dsinks;
-    if (check_lse(args[7], &q, &lse) || read_array(args[11], "dsinks", FA_F32, q.heads, &dsinks))
-        return NULL;
+    if (check_lse(args[7], &q, &lse) || read_array(args[11], "dsinks", FA_F32, q.heads, &dsinks)) return NULL;
     call_params cp;
     if (read_params(args + 12, &q, &cp)) return NULL;
     cp.p.dsinks = dsinks;
@@ -494,7 +501,8 @@ static PyObject *py_register_dtypes(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *objs[N_DTYPES];
-    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+        return NULL;
     for (int i = 0; i < N_DTYPES; i++) {
         Py_INCREF(objs[i]);
         Py_XSETREF(dtype_objects[i], objs[i]);
@@ -524,16 +532,16 @@ static PyMethodDef methods[] = {
      "cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, scale, causal, window_left, window_right, softcap, "
      "diagonal_shift) -> ns\nfa_backward on these views."},
     {"register_dtypes", py_register_dtypes, METH_VARARGS,
-     "register_dtypes(float32, float64, bfloat16, float16, int32, int64): the dtype objects matched by identity"},
+     "register_dtypes(float32, float64, bfloat16, float16, int32, int64): the dtype objects matched by "
+     "identity"},
     {"c_time_ns", py_c_time_ns, METH_NOARGS,
      "c_time_ns() -> int: nanoseconds this thread has spent inside fa_forward and fa_backward"},
     {"version", py_version, METH_NOARGS, "version() -> str: fa_version() of the library loaded"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "flashattn._C",
-    .m_doc = "The C library's calls on tensor views (see src/python/_C.c).", .m_size = -1,
-    .m_methods = methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "flashattn._C",
+                                    .m_doc = "The C library's calls on tensor views (see src/python/_C.c).",
+                                    .m_size = -1, .m_methods = methods};
 
 static PyObject *new_error(const char *name, PyObject *bases, const char *doc)
 {
@@ -563,7 +571,8 @@ PyMODINIT_FUNC PyInit__C(void)
                                       "Valid, but not in this version of the library (FA_ERR_UNSUPPORTED).")
                           : NULL;
     PyObject *b3 = Error ? PyTuple_Pack(2, Error, PyExc_MemoryError) : NULL;
-    OutOfMemoryError = b3 ? new_error("flashattn.OutOfMemoryError", b3, "Scratch memory (FA_ERR_NOMEM).") : NULL;
+    OutOfMemoryError =
+        b3 ? new_error("flashattn.OutOfMemoryError", b3, "Scratch memory (FA_ERR_NOMEM).") : NULL;
     Py_XDECREF(b1);
     Py_XDECREF(b2);
     Py_XDECREF(b3);
