@@ -74,3 +74,29 @@ def test_model_with_sdpa_swapped_in_compiles(seed):
     assert abs(loss.item() - eager.item()) <= 1e-12 * abs(eager.item())
     for p, w in zip(model.parameters(), want):
         assert torch.allclose(p.grad, w, rtol=1e-10, atol=1e-12)
+
+
+def test_opcheck(seed):
+    """torch.library.opcheck: the schema, the autograd registration, the fake implementations'
+    shapes and strides against the real ones, and AOT dispatch with dynamic shapes, for the dense,
+    packed and varlen forms of fwd and for bwd."""
+    from flashattn import _ops
+
+    q, k, v = randn(2, 9, 4, 8, grad=True), randn(2, 11, 2, 8, grad=True), randn(2, 11, 2, 8, grad=True)
+    dense = (q, k, v, None, None, None, None, None, None, None, None, 0.3, 2, 4, -1, 0.0, 0, False)
+    qkv = randn(2, 9, 3, 2, 8, grad=True)
+    packed = (qkv, None, None, None, None, None, None, None, None, None, None, 0.3, 1, -1, -1, 1.5, 0, False)
+    cu = torch.tensor([0, 4, 9], dtype=torch.int32)
+    t = randn(9, 2, 8, grad=True)
+    varlen = (t, t.detach().clone().requires_grad_(), t.detach().clone().requires_grad_(), None, None, None, cu, cu,
+              None, None, None, 0.3, 2, -1, -1, 0.0, 0, False)
+    sdpa = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, None, randn(4, dtype=torch.float32),
+            None, None, None, None, None, 0.3, 1, -1, -1, 0.0, 0, True)
+    for args in (dense, packed, varlen, sdpa):
+        result = torch.library.opcheck(_ops.fwd, args)
+        assert all(r == "SUCCESS" for r in result.values()), result
+    out, lse = _ops.fwd(*dense)
+    bargs = (torch.randn_like(out), q.detach(), k.detach(), v.detach(), out.detach(), lse) + (None,) * 7 + \
+        (0.3, 2, 4, -1, 0.0, 0, False, False)
+    result = torch.library.opcheck(_ops.bwd, bargs)
+    assert all(r == "SUCCESS" for r in result.values()), result
