@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """Per-call cost of the Python binding beyond the C call, on a problem small enough that the C call
-is a few microseconds: each layer is timed as the minimum over rounds of the mean of --calls calls.
+is a few microseconds: each layer is timed as the minimum over --rounds rounds of the mean of --calls
+calls, less the time those calls spent inside the C library.
 
     python bench/python/overhead.py [--threads 1] [--calls 2000] [--rounds 7]
 
@@ -14,7 +15,10 @@ Rows (microseconds per call):
   flash_attn_func (no grad)   the public function, inputs without grad
   flash_attn_func (grad)      the public function, inputs requiring grad (autograd node, saves)
   forward+backward  flash_attn_func then .backward(): both custom ops and autograd's engine
-The overhead of a layer is its time minus the C call's time.
+The overhead of a layer is its time minus the C call's time, in wall time and in the calling thread's
+CPU time (time.thread_time_ns, and CLOCK_THREAD_CPUTIME_ID around the C call): on a shared machine
+the CPU time does not count the moments the thread waits for a core. With --threads 1 the library
+computes on the calling thread, so both clocks see all of its work.
 """
 import argparse
 import time
@@ -25,21 +29,24 @@ import flashattn
 from flashattn import _C, _ops
 
 
-def measure(fn, calls, rounds):
-    """(overhead, total) in microseconds per call: the minimum over rounds of the wall time per call
-    minus the time the same calls spent inside the C library (flashattn._C's per-thread counter), so a
-    round that other processes slow down inside the C call does not count against the binding."""
-    best_over, best_total = float("inf"), float("inf")
+def measure(layers, rounds):
+    """{name: (overhead, total)} in microseconds per call: for each layer the minimum over rounds of
+    the wall time per call minus the time the same calls spent inside the C library (flashattn._C's
+    per-thread counter), so a round that other processes slow down inside the C call does not count
+    against the binding. Each round times every layer in turn, so all layers see the same load."""
+    best = {name: [float("inf")] * 4 for name, _, _ in layers}
     for _ in range(rounds):
-        c0 = _C.c_time_ns()
-        t0 = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        wall = time.perf_counter_ns() - t0
-        c = _C.c_time_ns() - c0
-        best_over = min(best_over, (wall - c) / calls)
-        best_total = min(best_total, wall / calls)
-    return best_over / 1000.0, best_total / 1000.0
+        for name, fn, calls in layers:
+            c0, cc0 = _C.c_time_ns(), _C.c_cpu_ns()
+            t0, tc0 = time.perf_counter_ns(), time.thread_time_ns()
+            for _ in range(calls):
+                fn()
+            wall, cpu = time.perf_counter_ns() - t0, time.thread_time_ns() - tc0
+            c, cc = _C.c_time_ns() - c0, _C.c_cpu_ns() - cc0
+            b = best[name]
+            for i, x in enumerate((wall - c, wall, cpu - cc, cpu)):
+                b[i] = min(b[i], x / calls / 1000.0)
+    return best
 
 
 class _Trivial(torch.autograd.Function):
@@ -58,11 +65,12 @@ class _Trivial(torch.autograd.Function):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--calls", type=int, default=400)
-    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--shape", default="1,16,2,32", help="batch,seqlen,heads,dim (default 1,16,2,32)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    _C.set_cpu_timing(True)
     b, s, h, d = (int(x) for x in a.shape.split(","))
     torch.manual_seed(0)
     q, k, v = (torch.randn(b, s, h, d) for _ in range(3))
@@ -97,10 +105,12 @@ def main():
             f()
     print(f"shape (batch, seqlen, heads, dim) = {a.shape}, f32, causal, {a.threads} thread(s), "
           f"torch {torch.__version__}; min over {a.rounds} rounds")
-    print(f"{'layer':50s} {'us/call':>9s} {'beyond C us':>12s}")
-    for name, f, calls in layers:
-        over, total = measure(f, calls, a.rounds)
-        print(f"{name:50s} {total:9.2f} {over:12.2f}")
+    print(f"{'':50s} {'wall time (us/call)':>22s}   {'CPU time of the thread':>22s}")
+    print(f"{'layer':50s} {'total':>10s} {'beyond C':>11s}   {'total':>10s} {'beyond C':>11s}")
+    best = measure(layers, a.rounds)
+    for name, _, _ in layers:
+        over, total, cpu_over, cpu = best[name]
+        print(f"{name:50s} {total:10.2f} {over:11.2f}   {cpu:10.2f} {cpu_over:11.2f}")
 
 
 if __name__ == "__main__":

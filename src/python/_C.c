@@ -31,14 +31,25 @@ static PyObject *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_is_cpu;
 /* torch's dtype objects: indexed by fa_dtype (float32, float64, bfloat16, float16), then int32, int64 */
 enum { DT_I32 = 4, DT_I64 = 5, N_DTYPES = 6 };
 static PyObject *dtype_objects[N_DTYPES];
-static PyObject *Error, *ArgumentError, *UnsupportedError, *OutOfMemoryError;
-static _Thread_local unsigned long long c_time_total_ns;
+static PyObject *Error, *ArgumentError, *UnsupportedError, *OutOfMemoryError, *NotContiguousError;
+static _Thread_local unsigned long long c_time_total_ns, c_cpu_total_ns;
+static int timing_cpu; /* set_cpu_timing(): also count the calling thread's CPU time inside calls */
+
+static unsigned long long clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
 
 static unsigned long long now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+static unsigned long long cpu_ns(void)
+{
+    return timing_cpu ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
 }
 
 static const char *status_name(fa_status s)
@@ -189,7 +200,7 @@ static int read_view(PyObject *t, int layout, const char *name, fa_tensor *v)
     }
     int last = ti.ndim - 1;
     if (ti.stride[last] != 1 && ti.size[last] > 1) {
-        PyErr_Format(PyExc_ValueError,
+        PyErr_Format(NotContiguousError,
                      "flashattn: %s: the last dimension must be contiguous (stride 1), "
                      "its stride is %lld",
                      name, (long long)ti.stride[last]);
@@ -458,10 +469,11 @@ static PyObject *py_forward(PyObject *self, PyObject *const *args, Py_ssize_t na
     call_params cp;
     if (read_params(args + 7, &q, &cp)) return NULL;
     fa_status s;
-    unsigned long long t0 = now_ns(), dt;
+    unsigned long long c0 = cpu_ns(), t0 = now_ns(), dt;
     Py_BEGIN_ALLOW_THREADS s = fa_forward(ctx, &cp.p, &q, &k, &v, &out, lse);
     Py_END_ALLOW_THREADS dt = now_ns() - t0;
     c_time_total_ns += dt;
+    c_cpu_total_ns += cpu_ns() - c0;
     if (s != FA_OK) return raise_status(s);
     return PyLong_FromUnsignedLongLong(dt);
 }
@@ -489,10 +501,11 @@ static PyObject *py_backward(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (read_params(args + 12, &q, &cp)) return NULL;
     cp.p.dsinks = dsinks;
     fa_status s;
-    unsigned long long t0 = now_ns(), dt;
+    unsigned long long c0 = cpu_ns(), t0 = now_ns(), dt;
     Py_BEGIN_ALLOW_THREADS s = fa_backward(ctx, &cp.p, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv);
     Py_END_ALLOW_THREADS dt = now_ns() - t0;
     c_time_total_ns += dt;
+    c_cpu_total_ns += cpu_ns() - c0;
     if (s != FA_OK) return raise_status(s);
     return PyLong_FromUnsignedLongLong(dt);
 }
@@ -516,6 +529,21 @@ static PyObject *py_c_time_ns(PyObject *self, PyObject *noargs)
     return PyLong_FromUnsignedLongLong(c_time_total_ns);
 }
 
+static PyObject *py_c_cpu_ns(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    return PyLong_FromUnsignedLongLong(c_cpu_total_ns);
+}
+
+static PyObject *py_set_cpu_timing(PyObject *self, PyObject *on)
+{
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0) return NULL;
+    timing_cpu = v;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_version(PyObject *self, PyObject *noargs)
 {
     (void)self, (void)noargs;
@@ -536,6 +564,12 @@ static PyMethodDef methods[] = {
      "identity"},
     {"c_time_ns", py_c_time_ns, METH_NOARGS,
      "c_time_ns() -> int: nanoseconds this thread has spent inside fa_forward and fa_backward"},
+    {"c_cpu_ns", py_c_cpu_ns, METH_NOARGS,
+     "c_cpu_ns() -> int: this thread's CPU time inside fa_forward and fa_backward while "
+     "set_cpu_timing(True)"},
+    {"set_cpu_timing", py_set_cpu_timing, METH_O,
+     "set_cpu_timing(on): count the calling thread's CPU time inside calls too (two more clock reads a "
+     "call)"},
     {"version", py_version, METH_NOARGS, "version() -> str: fa_version() of the library loaded"},
     {NULL, NULL, 0, NULL}};
 
@@ -573,17 +607,21 @@ PyMODINIT_FUNC PyInit__C(void)
     PyObject *b3 = Error ? PyTuple_Pack(2, Error, PyExc_MemoryError) : NULL;
     OutOfMemoryError =
         b3 ? new_error("flashattn.OutOfMemoryError", b3, "Scratch memory (FA_ERR_NOMEM).") : NULL;
+    NotContiguousError = new_error("flashattn._C.NotContiguousError", PyExc_ValueError,
+                                   "A tensor whose last dimension is not contiguous: the package copies it "
+                                   "and calls again (the C API's one layout requirement).");
     Py_XDECREF(b1);
     Py_XDECREF(b2);
     Py_XDECREF(b3);
     if (!s_dtype || !s_shape || !s_stride || !s_data_ptr || !s_is_cpu || !Error || !ArgumentError ||
-        !UnsupportedError || !OutOfMemoryError)
+        !UnsupportedError || !OutOfMemoryError || !NotContiguousError)
         goto fail;
     Py_INCREF(&ContextType);
     if (PyModule_AddObject(m, "Context", (PyObject *)&ContextType) < 0) goto fail;
-    PyObject *objs[] = {Error, ArgumentError, UnsupportedError, OutOfMemoryError};
-    const char *names[] = {"FlashAttnError", "ArgumentError", "UnsupportedError", "OutOfMemoryError"};
-    for (int i = 0; i < 4; i++) {
+    PyObject *objs[] = {Error, ArgumentError, UnsupportedError, OutOfMemoryError, NotContiguousError};
+    const char *names[] = {"FlashAttnError", "ArgumentError", "UnsupportedError", "OutOfMemoryError",
+                           "NotContiguousError"};
+    for (int i = 0; i < 5; i++) {
         Py_INCREF(objs[i]);
         if (PyModule_AddObject(m, names[i], objs[i]) < 0) goto fail;
     }

@@ -85,6 +85,24 @@ def _contig_last(x: Optional[Tensor]) -> Optional[Tensor]:
     return x
 
 
+def _c_forward(ctx, bhsd, q, k, v, out, lse, *params):
+    """_C.forward, copying q, k or v first only if the C API cannot take it (a last dimension that
+    is not contiguous, which the extension reports before calling the library)."""
+    try:
+        return _C.forward(ctx, bhsd, q, k, v, out, lse, *params)
+    except _C.NotContiguousError:
+        return _C.forward(ctx, bhsd, _contig_last(q), _contig_last(k), _contig_last(v), out, lse, *params)
+
+
+def _c_backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, *params):
+    """_C.backward, copying an input first only if the C API cannot take it (as _c_forward)."""
+    try:
+        return _C.backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, *params)
+    except _C.NotContiguousError:
+        q, k, v, out, dout = (_contig_last(x) for x in (q, k, v, out, dout))
+        return _C.backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, *params)
+
+
 def _unpack(q: Tensor, k: Optional[Tensor], v: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
     """The q, k, v views of the (possibly packed) inputs: no copy."""
     if k is None:
@@ -238,24 +256,23 @@ def _fwd_impl(q: Tensor, k: Optional[Tensor], v: Optional[Tensor], bias: Optiona
         softcap: float, diagonal_shift: int, bhsd: bool) -> Tuple[Tensor, Tensor]:
     """out, lse = attention of q over k, v (see the module's docstring for the layouts)."""
     q, k, v = _unpack(q, k, v)
-    q, k, v = _contig_last(q), _contig_last(k), _contig_last(v)
     out, lse = _alloc_fwd(q, v, bhsd)
     alibi = _f32(alibi_slopes)
     sinks = _f32(sinks)
     ctx = context()
     if cu_seqlens_q is None and cu_seqlens_k is None and seqused_k is None and block_table is None \
             and leftpad_k is None and (alibi is None or alibi.dim() == 1):
-        _C.forward(ctx, bhsd, q, k, v, out, lse, bias, alibi, sinks, None, None, None, None,
+        _c_forward(ctx, bhsd, q, k, v, out, lse, bias, alibi, sinks, None, None, None, None,
                    scale, causal, window_left, window_right, softcap, diagonal_shift)
         return out, lse
     s = _Seqs(cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k)
     if not _per_sequence(q, k, v, s, alibi):
-        _C.forward(ctx, bhsd, q, k, v, out, lse, bias, alibi, sinks, s.cu_q, s.cu_k, s.used, s.table,
+        _c_forward(ctx, bhsd, q, k, v, out, lse, bias, alibi, sinks, s.cu_q, s.cu_k, s.used, s.table,
                    scale, causal, window_left, window_right, softcap, diagonal_shift)
         return out, lse
     for qb, kb, vb, ob, lb, dest, ab, seqs_b in _sequence_calls(q, k, v, out, lse, s, alibi):
         table, used = seqs_b if seqs_b is not None else (None, None)
-        _C.forward(ctx, bhsd, qb, kb, vb, ob, lb, bias, ab, sinks, None, None, used, table,
+        _c_forward(ctx, bhsd, qb, kb, vb, ob, lb, bias, ab, sinks, None, None, used, table,
                    scale, causal, window_left, window_right, softcap, diagonal_shift)
         if dest is not None:
             dest.copy_(lb[0])
@@ -283,13 +300,12 @@ def _bwd_impl(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor],
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None or seqused_k is not None
     outs, (dq, dk, dv) = _alloc_bwd(q, k, v, varlen, want_dsinks, bhsd)
     q, k, v = _unpack(q, k, v)
-    q, k, v, out, dout = (_contig_last(x) for x in (q, k, v, out, dout))
     alibi, sinks = _f32(alibi_slopes), _f32(sinks)
     dsinks = outs[3] if want_dsinks else None
     ctx = context()
     s = _Seqs(cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, None)
     if alibi is None or alibi.dim() == 1:
-        _C.backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, dsinks, bias, alibi, sinks,
+        _c_backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, dsinks, bias, alibi, sinks,
                     s.cu_q, s.cu_k, s.used, s.table, scale, causal, window_left, window_right, softcap,
                     diagonal_shift)
         return outs
@@ -305,7 +321,7 @@ def _bwd_impl(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor],
         sl = _sequence_rows(q, s, b)
         dob, dqb = _rows(dout, q, s, b, sl), _rows(dq, q, s, b, sl)
         dkb, dvb = _key_rows(dk, k, s, b), _key_rows(dv, v, s, b)
-        _C.backward(ctx, bhsd, qb, kb, vb, ob, dob, lb, dqb, dkb, dvb, part, bias, ab, sinks,
+        _c_backward(ctx, bhsd, qb, kb, vb, ob, dob, lb, dqb, dkb, dvb, part, bias, ab, sinks,
                     None, None, None, None, scale, causal, window_left, window_right, softcap, diagonal_shift)
         if want_dsinks:
             dsinks.add_(part)
@@ -358,15 +374,20 @@ def _fwd_setup_context(ctx, inputs, output):
     ctx.mark_non_differentiable(lse)
 
 
-def _gradients(ctx, dout, backward):
-    """fwd's input gradients from dout, computed by `backward` (the bwd op, or its implementation)."""
-    (q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse) = ctx.saved_tensors
+def _gradients(ctx, dout, backward, sinks_at=5):
+    """fwd's input gradients from dout, computed by `backward` (the bwd op, or its implementation);
+    sinks_at: the index of sinks among the inputs (needs_input_grad)."""
+    if getattr(ctx, "dense", False):
+        q, k, v, out, lse = ctx.saved_tensors
+        bias = alibi = sinks = cu_q = cu_k = used = table = leftpad = None
+    else:
+        (q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse) = ctx.saved_tensors
     if leftpad is not None:
         raise NotImplementedError("flashattn: cache_leftpad (a KV cache) has no backward")
     if bias is not None and ctx.needs_input_grad[3]:
         raise NotImplementedError("flashattn: the gradient of an attention bias (a float attn_mask that "
                                   "requires grad) is not computed by the C library")
-    want_dsinks = sinks is not None and ctx.needs_input_grad[5]
+    want_dsinks = sinks is not None and ctx.needs_input_grad[sinks_at]
     dq, dk, dv, dsinks = backward(dout, q, k, v, out, lse, bias, alibi, sinks, cu_q, cu_k, used, table,
                                   *ctx.scalars, want_dsinks)
     return (dq, dk if k is not None else None, dv if v is not None else None, None, None,
@@ -383,17 +404,30 @@ torch.library.register_autograd("flashattn::fwd", _fwd_backward, setup_context=_
 class _EagerAttention(torch.autograd.Function):
     """fwd with its derivative for eager calls, on the implementations without torch's dispatcher
     (the custom op's Python dispatch and autograd wrapper cost several times the C call on small
-    problems). The same functions compute, so results are the op's, bit for bit."""
+    problems). The same functions compute, so results are the op's, bit for bit. Only the tensors
+    that may take a gradient are arguments of their own; the rest come as one tuple (each argument
+    of apply() costs autograd time)."""
 
     @staticmethod
-    def forward(ctx, *args):
-        out, lse = _fwd_impl(*args)
-        _fwd_setup_context(ctx, args, (out, lse))
-        return out, lse
+    def forward(ctx, q, k, v, bias, sinks, rest):
+        alibi, cu_q, cu_k, used, table, leftpad, holder = rest[:7]
+        scalars = rest[7:]
+        out, lse = _fwd_impl(q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, *scalars)
+        if bias is None and alibi is None and sinks is None and cu_q is None and cu_k is None and used is None \
+                and table is None and leftpad is None:
+            ctx.save_for_backward(q, k, v, out, lse)  # each saved slot costs, even an empty one
+            ctx.dense = True
+        else:
+            ctx.save_for_backward(q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse)
+            ctx.dense = False
+        ctx.scalars = scalars
+        holder.append(lse)  # handed back beside out, outside the graph: lse takes no gradient
+        return out
 
     @staticmethod
-    def backward(ctx, dout, dlse):
-        return _gradients(ctx, dout, _bwd_impl)
+    def backward(ctx, dout):
+        dq, dk, dv, _, _, dsinks = _gradients(ctx, dout, _bwd_impl, 4)[:6]
+        return dq, dk, dv, None, dsinks, None
 
 
 def attention(q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k,
@@ -410,5 +444,8 @@ def attention(q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, se
                                     or (v is not None and v.requires_grad)
                                     or (sinks is not None and sinks.requires_grad)
                                     or (bias is not None and bias.requires_grad)):
-        return _EagerAttention.apply(*args)
+        holder = []
+        out = _EagerAttention.apply(q, k, v, bias, sinks, (alibi_slopes, cu_seqlens_q, cu_seqlens_k, seqused_k,
+                                                           block_table, leftpad_k, holder) + args[11:])
+        return out, holder[0]
     return _fwd_impl(*args)
