@@ -134,3 +134,24 @@ def test_varlen_paged_keys(seed):
     v = torch.cat([v_rows[b, :lk[b]] for b in range(3)])
     ref, _ = varlen_ref(q, k, v, cu_q, cu_k, causal=True)
     assert_close_to_ref(out, ref)
+
+
+def test_bert_padding_round_trip_into_varlen(seed):
+    """flashattn.bert_padding (FlashAttention's helpers): padded batches to packed rows and back; the
+    varlen call on the packed rows gives, row for row, flash_attn_func on each unpadded sequence."""
+    from flashattn.bert_padding import pad_input, unpad_input
+
+    b, s, h, d = 3, 12, 2, 8
+    mask = torch.arange(s).unsqueeze(0) < torch.tensor([[12], [5], [9]])
+    x = randn(b, s, h, d, grad=True)
+    rows, idx, cu, maxlen, used = unpad_input(x, mask)
+    assert rows.shape == (int(mask.sum()), h, d) and cu.tolist() == [0, 12, 17, 26] and maxlen == 12
+    assert used.tolist() == [12, 5, 9]
+    back = pad_input(rows, idx, b, s)
+    assert torch.equal(back, x.detach() * mask[..., None, None])
+    out = pad_input(flashattn.flash_attn_varlen_func(rows, rows, rows, cu, cu, maxlen, maxlen, causal=True), idx, b, s)
+    for i, n in enumerate([12, 5, 9]):
+        one = flashattn.flash_attn_func(x[i:i + 1, :n], x[i:i + 1, :n], x[i:i + 1, :n], causal=True)
+        assert torch.equal(out[i, :n], one[0])
+    (g,) = torch.autograd.grad(out.sum(), (x,))
+    assert torch.equal(g[1, 5:], torch.zeros_like(g[1, 5:]))
