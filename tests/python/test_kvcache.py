@@ -142,3 +142,31 @@ def test_kvcache_refusals(seed):
         flashattn.flash_attn_with_kvcache(q, kc, vc, randn(2, 1, 2, 8), randn(2, 1, 2, 8))
     with pytest.raises(ValueError, match="contiguous last"):
         flashattn.flash_attn_with_kvcache(q, kc.transpose(-1, -2), vc, cache_seqlens=3)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_apply_rotary_emb_as_flash_attention(seed, interleaved):
+    """flashattn.layers.rotary.apply_rotary_emb (FlashAttention's signature) against the complex
+    rotation of the reference: int and per-sequence offsets, packed sequences, in place, a rotary
+    dim below the head dim, positions past the table left as they are."""
+    from flashattn.layers.rotary import apply_rotary_emb
+
+    b, s, h, d, half = 2, 7, 3, 20, 6
+    angle = torch.rand(12, half, dtype=torch.float64) * 2 * math.pi
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    x = randn(b, s, h, d)
+    for offsets in (0, 3, torch.tensor([1, 4])):
+        got = apply_rotary_emb(x, cos, sin, interleaved=interleaved, seqlen_offsets=offsets)
+        pos = torch.arange(s).unsqueeze(0) + (offsets.unsqueeze(1) if isinstance(offsets, torch.Tensor) else offsets)
+        inside = pos < 12
+        want = rotary_ref(x, cos, sin, pos.clamp(max=11), interleaved)
+        want = torch.where(inside[..., None, None], want, x)
+        assert_close_to_ref(got, want)
+    cu = torch.tensor([0, 3, 7], dtype=torch.int32)
+    packed = x[0]  # 7 tokens: sequences of 3 and 4
+    got = apply_rotary_emb(packed, cos, sin, interleaved=interleaved, cu_seqlens=cu, max_seqlen=4)
+    pos = torch.tensor([0, 1, 2, 0, 1, 2, 3]).unsqueeze(0)
+    assert_close_to_ref(got, rotary_ref(packed.unsqueeze(0), cos, sin, pos, interleaved)[0])
+    y = x.clone()
+    assert apply_rotary_emb(y, cos, sin, interleaved=interleaved, inplace=True) is y
+    assert torch.equal(y, apply_rotary_emb(x, cos, sin, interleaved=interleaved))
