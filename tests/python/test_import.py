@@ -33,3 +33,22 @@ def test_public_names():
                  "flash_attn_varlen_qkvpacked_func", "flash_attn_varlen_kvpacked_func", "flash_attn_with_kvcache",
                  "scaled_dot_product_attention", "set_num_threads", "get_num_threads"):
         assert callable(getattr(flashattn, name)), name
+
+
+def test_readme_python_block_runs_as_written():
+    """The README's Python example (between its example-python markers) runs as it is written."""
+    import os
+
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+    lines, on = [], False
+    for line in open(readme, encoding="utf-8"):
+        if line.strip() == "<!-- example-python:begin -->":
+            on = True
+        elif line.strip() == "<!-- example-python:end -->":
+            on = False
+        elif on and not line.startswith("```"):
+            lines.append(line)
+    assert len(lines) == 3
+    scope = {}
+    exec(compile("".join(lines), "README.md", "exec"), scope)
+    assert scope["q"].grad is not None and scope["q"].grad.shape == (2, 128, 8, 64)
