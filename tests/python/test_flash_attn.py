@@ -165,11 +165,12 @@ def test_strided_views_are_taken_without_copies(seed):
     assert torch.equal(flashattn.flash_attn_func(qt, k, v, causal=True), ref)
 
 
-def test_deterministic_and_softmax_scale_defaults(seed):
+def test_deterministic_softmax_scale_and_softcap_defaults(seed):
     q, k, v = (randn(1, 12, 2, 25) for _ in range(3))
     a = flashattn.flash_attn_func(q, k, v, deterministic=False)
     b = flashattn.flash_attn_func(q, k, v, deterministic=True, softmax_scale=1 / math.sqrt(25))
-    assert torch.equal(a, b)
+    c = flashattn.flash_attn_func(q, k, v, softcap=-1.0)  # FlashAttention: <= 0 deactivates it
+    assert torch.equal(a, b) and torch.equal(a, c)
 
 
 def test_dropout_is_refused_until_the_library_has_it(seed):

@@ -69,6 +69,12 @@ def _window(causal: bool, window_size, seqlen_k: int) -> Tuple[int, int, int]:
     return mode, left, right
 
 
+def _softcap(softcap) -> float:
+    """FlashAttention's softcap: anything <= 0 deactivates it (NaN reaches the library's check)."""
+    softcap = float(softcap)
+    return 0.0 if softcap <= 0.0 else softcap
+
+
 def _scale(softmax_scale, head_dim: int) -> float:
     return float(softmax_scale) if softmax_scale is not None else 1.0 / math.sqrt(head_dim)
 
@@ -89,7 +95,7 @@ def _attention(q, k, v, cu_q, cu_k, seqlen_k, dropout_p, softmax_scale, causal, 
     _check_dropout(dropout_p)
     mode, left, right = _window(causal, window_size, seqlen_k)
     out, lse = _ops.attention(q, k, v, None, alibi_slopes, None, cu_q, cu_k, None, block_table, None,
-                        _scale(softmax_scale, head_dim), mode, left, right, float(softcap), 0, False)
+                        _scale(softmax_scale, head_dim), mode, left, right, _softcap(softcap), 0, False)
     return _finish(out, lse, return_attn_probs, q)
 
 
@@ -241,7 +247,7 @@ def flash_attn_with_kvcache(
     if used is not None:
         used = used.to(torch.int64)
     out, lse = _ops.attention(q, k_cache, v_cache, None, alibi_slopes, None, None, None, used, block_table,
-                        cache_leftpad, _scale(softmax_scale, q.shape[-1]), mode, left, right, float(softcap),
+                        cache_leftpad, _scale(softmax_scale, q.shape[-1]), mode, left, right, _softcap(softcap),
                         0, False)
     return (out, _fa_lse(lse)) if return_softmax_lse else out
 
