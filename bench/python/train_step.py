@@ -10,7 +10,9 @@ through its autograd node) is timed from Python, and the time it spent inside fa
 fa_backward is read from flashattn._C's counter: the difference is the binding's time (argument
 handling, output allocation, context lookup, the autograd node's own work). The C API step is the
 step minus that difference: the same kernel calls timed directly, as a C program making them
-would spend them. Reported: the minimum and median over --steps steps after --warmup steps.
+would spend them. Reported: the minimum and median over --steps steps after --warmup steps, in wall
+time and in the calling thread's CPU time (with --threads 1 every operation of the step runs on the
+calling thread, and on a shared machine the CPU time leaves out the waits for a core).
 """
 import argparse
 import os
@@ -27,13 +29,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", 
 from models import TinyLM, loss_fn  # noqa: E402
 
 _binding_ns = 0
+_binding_cpu = 0
 
 
 def timed_sdpa(*args, **kw):
-    global _binding_ns
-    t0 = time.perf_counter_ns()
+    global _binding_ns, _binding_cpu
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     out = flashattn.scaled_dot_product_attention(*args, **kw)
     _binding_ns += time.perf_counter_ns() - t0
+    _binding_cpu += time.thread_time_ns() - c0
     return out
 
 
@@ -41,10 +45,11 @@ _gradients = _ops._gradients
 
 
 def timed_gradients(*args):
-    global _binding_ns
-    t0 = time.perf_counter_ns()
+    global _binding_ns, _binding_cpu
+    t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
     out = _gradients(*args)
     _binding_ns += time.perf_counter_ns() - t0
+    _binding_cpu += time.thread_time_ns() - c0
     return out
 
 
@@ -66,32 +71,35 @@ def main():
     _ops._gradients = timed_gradients
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     tokens = torch.randint(0, 61, (a.batch, a.seq + 1))
-    global _binding_ns
-    rows = []
+    global _binding_ns, _binding_cpu
+    _C.set_cpu_timing(True)
+    rows, cpu_rows = [], []
     for step in range(a.warmup + a.steps):
-        _binding_ns = 0
-        c0 = _C.c_time_ns()
-        t0 = time.perf_counter_ns()
+        _binding_ns = _binding_cpu = 0
+        c0, cc0 = _C.c_time_ns(), _C.c_cpu_ns()
+        t0, tc0 = time.perf_counter_ns(), time.thread_time_ns()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model, tokens)
         loss.backward()
         opt.step()
-        total = time.perf_counter_ns() - t0
-        c = _C.c_time_ns() - c0
+        total, total_cpu = time.perf_counter_ns() - t0, time.thread_time_ns() - tc0
+        c, cc = _C.c_time_ns() - c0, _C.c_cpu_ns() - cc0
         if step >= a.warmup:
             rows.append((total, _binding_ns, c))
+            cpu_rows.append((total_cpu, _binding_cpu, cc))
     calls = 2 * a.layers  # a forward and a backward per layer
     print(f"TinyLM dim={a.dim} heads={a.heads}/{a.kv_heads} layers={a.layers} batch={a.batch} seq={a.seq}, f32, "
           f"{a.threads} thread(s), torch {torch.__version__}; {a.layers} attention forwards and {a.layers} "
           f"backwards per step, {a.steps} steps")
-    for name, pick in (("min", min), ("median", statistics.median)):
-        step = pick(r[0] for r in rows)
-        binding = pick(r[1] - r[2] for r in rows)
-        c = pick(r[2] for r in rows)
-        c_api = step - binding
-        print(f"{name:6s}: step {step / 1e6:8.3f} ms, attention in C {c / 1e6:7.3f} ms, binding {binding / 1e3:8.1f} us "
-              f"({binding / 1e3 / calls:5.1f} us per call) -> step through the C API {c_api / 1e6:8.3f} ms, "
-              f"binding / C API = {step / c_api:.4f}")
+    for clock, data in (("wall", rows), ("cpu", cpu_rows)):
+        for name, pick in (("min", min), ("median", statistics.median)):
+            step = pick(r[0] for r in data)
+            binding = pick(r[1] - r[2] for r in data)
+            c = pick(r[2] for r in data)
+            c_api = step - binding
+            print(f"{clock:4s} {name:6s}: step {step / 1e6:8.3f} ms, attention in C {c / 1e6:7.3f} ms, binding "
+                  f"{binding / 1e3:8.1f} us ({binding / 1e3 / calls:5.1f} us per call) -> step through the C API "
+                  f"{c_api / 1e6:8.3f} ms, binding / C API = {step / c_api:.4f}")
 
 
 if __name__ == "__main__":
