@@ -15,6 +15,9 @@
 #          libflashattn_mpi, which its tests and the consumer run under mpirun. Not in build: the
 #          library builds and installs without MPI (FLASHATTN_MPI=AUTO leaves the component out)
 #          + python3: tests/abi/ffi_mirror.py (ctypes, in the standard library) and bench/compare_torch.py
+#          + python3-venv, python3-dev and g++: the Python package's stage (virtual environments, Python.h
+#          for its extension module where the interpreter is Debian's, and the C++ compiler that
+#          torch.compile's CPU code generation runs in tests/python)
 #   bench: build + libopenblas-dev (fa-bench's unfused BLAS baseline) + gnuplot-nox
 #          (scripts/thread_sweep.sh's plot); fa-bench builds and runs without both
 #
@@ -26,7 +29,7 @@ fa_deps_packages() {
     local pkgs="cmake make gcc libc6-dev pkg-config libhwloc-dev"
     case "${1:-build}" in
     build) ;;
-    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev python3" ;;
+    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev python3 python3-venv python3-dev g++" ;;
     bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
     *) echo "deps: unknown set '$1' (build|test|bench)" >&2; return 2 ;;
     esac
@@ -44,7 +47,7 @@ fa_deps() {
         done
         [ "$set" = bench ] && { command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot"; }
         if [ "$set" = test ]; then
-            for m in clang valgrind mpicc mpirun python3; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
+            for m in clang valgrind mpicc mpirun python3 c++; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
         fi
         if command -v pkg-config >/dev/null 2>&1; then
             pkg-config --exists 'hwloc >= 2.0' || missing="$missing hwloc(>=2.0,pkg-config)"

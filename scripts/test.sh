@@ -31,6 +31,12 @@
 #   fuzz              scripts/fuzz.sh FA_FUZZ_SECONDS (default 60): libFuzzer + ASan + UBSan on the public API
 #   valgrind          memcheck (--leak-check=full, definite and indirect leaks are errors) over the fuzz seeds
 #                     and over the API suites of fa-tests-shim
+#   python            the Python package (src/python, pyproject.toml): one wheel built by pip from this
+#                     checkout (pip's build isolation, scikit-build-core, the library's own CMake), installed
+#                     into a fresh virtual environment without PyTorch (import flashattn must work there) and
+#                     into the suite's environment, FA_PY_VENV (default ~/.cache/flashattn-venv, created with
+#                     tests/python/requirements.txt on first use and reused: PyTorch is about 5 GB); then
+#                     pytest tests/python (tests/README.md, "Python")
 #   install           cmake --install build/ into a temporary prefix, then moved elsewhere (relocatable)
 #   consumer          tests/consumer built and run against that copy through find_package and pkg-config
 #   abi               tests/abi/run.sh: the library built again against a header whose size-tagged structs
@@ -48,8 +54,10 @@
 #   FA_TEST_HEAVY=1                   the heavier variants: fuzzing for FA_FUZZ_SECONDS (default then 3600)
 #                                     and valgrind over the whole suite instead of the API suites
 #   FA_FUZZ_SECONDS                   seconds of fuzzing (default 60, or 3600 with FA_TEST_HEAVY=1)
-#   FA_SKIP_ASAN=1, FA_SKIP_TSAN=1, FA_SKIP_FUZZ=1, FA_SKIP_VALGRIND=1
+#   FA_SKIP_ASAN=1, FA_SKIP_TSAN=1, FA_SKIP_FUZZ=1, FA_SKIP_VALGRIND=1, FA_SKIP_PYTHON=1
 #                                     skip those stages (for a quick local run; CI never sets them)
+#   FA_PY_VENV                        the Python suite's virtual environment (default ~/.cache/flashattn-venv)
+#   FA_PYTHON                         the interpreter that creates the environments (default python3)
 #   FA_TEST_ARGS                      extra arguments for the test runners (e.g. --filter='forward/*')
 #   FA_KEEP_TMP=1                     keep the temporary install prefix, consumer builds and valgrind logs
 set -euo pipefail
@@ -456,6 +464,49 @@ valgrind_memcheck() {
     return "$rc"
 }
 
+# The Python package. One wheel, built the way `pip install .` builds it (build isolation: pip fetches
+# scikit-build-core, which runs the library's own CMake in build-python/), goes into a fresh virtual
+# environment without PyTorch, where `import flashattn` must work and load the library it ships, and
+# into the suite's environment, kept outside the clone and reused between runs: it is created, and
+# tests/python/requirements.txt installed (PyTorch's wheel with its CUDA libraries, about 5 GB), only
+# when missing or when the requirements file changed (its copy in the environment says which it has).
+python_package() {
+    local venv=${FA_PY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/flashattn-venv} py=${FA_PYTHON:-python3}
+    local req=$root/tests/python/requirements.txt wheels=$tmp/wheels t0
+    if ! "$venv/bin/python" -c 'import sys' 2>/dev/null; then
+        echo "python: creating $venv ($("$py" --version 2>&1))"
+        rm -rf "$venv"
+        "$py" -m venv "$venv"
+    fi
+    if ! cmp -s "$req" "$venv/fa-requirements.txt"; then
+        echo "python: installing $req into $venv"
+        t0=$(now_ms)
+        "$venv/bin/python" -m pip install --no-cache-dir --disable-pip-version-check -r "$req"
+        cp "$req" "$venv/fa-requirements.txt"
+        echo "python: requirements installed in $(fmt_s $(($(now_ms) - t0)))"
+    fi
+    rm -rf "$wheels" "$tmp/bare"
+    CMAKE_BUILD_PARALLEL_LEVEL=$jobs "$venv/bin/python" -m pip wheel --no-deps --disable-pip-version-check \
+        -w "$wheels" "$root"
+    "$py" -m venv "$tmp/bare"
+    "$tmp/bare/bin/python" -m pip install --disable-pip-version-check -q "$wheels"/flashattn-*.whl
+    (cd "$tmp" && "$tmp/bare/bin/python" -c 'import sys, flashattn
+assert "torch" not in sys.modules
+print("import flashattn without torch:", flashattn.library_version(), flashattn.__file__)')
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q --force-reinstall --no-deps \
+        "$wheels"/flashattn-*.whl
+    "$venv/bin/python" -c 'import torch; print("torch", torch.__version__)'
+    local rc=0
+    (cd "$tmp" && "$venv/bin/python" -m pytest -p no:cacheprovider -q "$root/tests/python") 2>&1 |
+        tee "$tmp/pytest.log" || rc=$?
+    local passed failed
+    passed=$(grep -oE '[0-9]+ passed' "$tmp/pytest.log" | tail -n 1 | grep -oE '[0-9]+' || echo 0)
+    failed=$(grep -oE '[0-9]+ failed' "$tmp/pytest.log" | tail -n 1 | grep -oE '[0-9]+' || echo 0)
+    echo "$passed $failed" >>"$tmp/totals"
+    echo "pytest: $passed passed, $failed failed" >"$tmp/stage.note"
+    return "$rc"
+}
+
 # tests/abi/run.sh: the grown library in build_abi, built as build is; the clients in tmp.
 abi_layouts() {
     FA_JOBS=$jobs "$root/tests/abi/run.sh" "$build" "$build_abi" "$tmp/abi"
@@ -538,6 +589,11 @@ if [ "${FA_SKIP_VALGRIND:-0}" = 1 ]; then
     skipped valgrind "FA_SKIP_VALGRIND=1"
 else
     stage "valgrind memcheck$([ "$heavy" = 1 ] && echo ' (whole suite)')" valgrind_memcheck
+fi
+if [ "${FA_SKIP_PYTHON:-0}" = 1 ]; then
+    skipped python "FA_SKIP_PYTHON=1"
+else
+    stage "python (pip wheel, import, pytest tests/python)" python_package
 fi
 stage "install (relocated prefix)" install_relocated
 stage "consumer (find_package + pkg-config)" "$root/tests/consumer/run.sh" "$tmp/prefix" "$tmp/consumer"
