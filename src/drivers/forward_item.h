@@ -111,7 +111,7 @@ static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t
 {
     const fa_forward_job *job = job_ptr;
     if (job->group > 1) { /* a group of a decode step's heads, written one after another */
-        fa_q_item its[FA_GROUP_ITEMS];
+        fa_q_item its[FA_GROUP_ITEMS] = {0}; /* group_items_ fills n of them; gcc -O3 cannot see it */
         FA_NAME(rows_state_) states[FA_GROUP_ITEMS];
         int64_t first;
         int n = FA_NAME(group_items_)(job, index, its, &first);
@@ -160,7 +160,7 @@ static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, i
     int64_t unit = index / job->split.splits, chunk = index % job->split.splits;
     int64_t key_lo = chunk * job->split.chunk, key_hi = key_lo + job->split.chunk;
     if (job->group > 1) { /* a group of a decode step's heads over one chunk */
-        fa_q_item its[FA_GROUP_ITEMS];
+        fa_q_item its[FA_GROUP_ITEMS] = {0}; /* group_items_ fills n of them; gcc -O3 cannot see it */
         FA_NAME(rows_state_) states[FA_GROUP_ITEMS];
         int64_t first;
         int n = FA_NAME(group_items_)(job, unit, its, &first);

@@ -42,31 +42,38 @@ include(${VERSION_FILE})
 set(_this ${PACKAGE_VERSION})
 string(REGEX MATCH "^([0-9]+)\\.([0-9]+)" _mm "${_this}")
 math(EXPR _next_minor "${CMAKE_MATCH_2} + 1")
-math(EXPR _prev_minor "${CMAKE_MATCH_2} - 1")
 set(_next "${CMAKE_MATCH_1}.${_next_minor}")
-set(_prev "${CMAKE_MATCH_1}.${_prev_minor}")
+# The release that began this ABI version (the version file's comment says which) and the minor
+# release before it, whose programs may use what that ABI version removed.
+file(READ ${VERSION_FILE} _text)
+string(REGEX MATCH "began with release ([0-9.]+[0-9])" _first "${_text}")
+set(_first ${CMAKE_MATCH_1})
+string(REGEX MATCH "^([0-9]+)\\.([0-9]+)" _first_mm "${_first}")
+math(EXPR _before_minor "${CMAKE_MATCH_2} - 1")
+set(_before "${CMAKE_MATCH_1}.${_before_minor}")
 
-# The installed release: itself, no earlier ABI's release, nothing later than itself.
+# The installed release: itself and every earlier release of its ABI version, no earlier ABI's
+# release, nothing later than itself.
 expect(${VERSION_FILE} "" TRUE)
 expect(${VERSION_FILE} "${_mm}" TRUE)
 expect(${VERSION_FILE} "${_this}" TRUE)
-expect(${VERSION_FILE} "${_prev}" FALSE)
+expect(${VERSION_FILE} "${_first}" TRUE)
+expect(${VERSION_FILE} "${_first_mm}" TRUE)
+expect(${VERSION_FILE} "${_before}" FALSE)
 expect(${VERSION_FILE} "${_next}" FALSE)
-expect(${VERSION_FILE} "${_prev}...${_next}" TRUE)
-expect(${VERSION_FILE} "${_prev}...<${_mm}" FALSE)
+expect(${VERSION_FILE} "${_before}...${_next}" TRUE)
+expect(${VERSION_FILE} "${_before}...<${_mm}" FALSE)
 
 # A later release of the same ABI version takes a request for this one; one of the next ABI
 # version (whose first release is 9.0.0) does not.
-file(READ ${VERSION_FILE} _text)
 string(REGEX MATCH "ABI version ([0-9]+)" _abi "${_text}")
 set(FLASHATTN_SOVERSION ${CMAKE_MATCH_1})
-string(REGEX MATCH "began with release ([0-9.]+[0-9])" _first "${_text}")
-set(FLASHATTN_ABI_FIRST_RELEASE ${CMAKE_MATCH_1})
+set(FLASHATTN_ABI_FIRST_RELEASE ${_first})
 set(PROJECT_VERSION 9.9.9)
 configure_file(${TEMPLATE} ${WORK}/later-same-abi.cmake @ONLY)
 expect(${WORK}/later-same-abi.cmake "${_mm}" TRUE)
 expect(${WORK}/later-same-abi.cmake "${FLASHATTN_ABI_FIRST_RELEASE}" TRUE)
-expect(${WORK}/later-same-abi.cmake "${_prev}" FALSE)
+expect(${WORK}/later-same-abi.cmake "${_before}" FALSE)
 math(EXPR FLASHATTN_SOVERSION "${FLASHATTN_SOVERSION} + 1")
 set(FLASHATTN_ABI_FIRST_RELEASE 9.0.0)
 configure_file(${TEMPLATE} ${WORK}/later-next-abi.cmake @ONLY)
