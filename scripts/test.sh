@@ -16,8 +16,9 @@
 #                     avx512, avx512_bf16 and amx (one set of float kernels) all but the first run only
 #                     the suites of their bf16 paths and of the tables (suite_on_table_bf16_paths)
 #   mpi               the MPI component's driver tests/mpi/fa-mpi-tests under mpirun (scripts/mpirun.sh) on
-#                     P = 1, 2, 3 and 4 ranks at OMP_NUM_THREADS=1, and P = 2 at 2; skipped where the
-#                     component is not built, except in CI (CI=true), where deps installs MPI
+#                     P = 1, 2, 3 and 4 ranks at OMP_NUM_THREADS=1, and P = 2 at 2, then README.md's MPI
+#                     example on 2 ranks; skipped where the component is not built, except in CI
+#                     (CI=true), where deps installs MPI
 #   bench tools       fa-bench on small shapes of every pass (it checks the oracle and bitwise identical
 #                     output across thread counts before reporting), then scripts/node_check.sh (the
 #                     thread sweeps and compare_torch.py) on tiny shapes
@@ -327,6 +328,11 @@ mpi_tests() {
         times="$times${times:+, }P=$np x $nt thr $(fmt_s $(($(now_ms) - t0)))"
         echo "$times" >"$tmp/stage.note"
     done
+    # README.md's MPI example (tests/mpi/example_ring.c) as its mpirun line runs it
+    local example=$build/tests/mpi/fa-mpi-example-ring
+    [ -x "$example" ] || { echo "libflashattn_mpi is built but $example is not (tests/mpi/)" >&2; return 1; }
+    echo "OMP_NUM_THREADS=1 scripts/mpirun.sh 2 $example"
+    OMP_NUM_THREADS=1 timeout -k 10 120 "$root/scripts/mpirun.sh" 2 "$example"
     # fa-bench-mpi's own checks on 2 ranks (MPI outputs against one process, bitwise after timing)
     local bench=$build/bench/mpi/fa-bench-mpi
     [ -x "$bench" ] || { echo "libflashattn_mpi is built but $bench is not (bench/mpi/)" >&2; return 1; }

@@ -10,7 +10,7 @@
 # Where PREFIX has the MPI component (flashattn_mpi.h), tests/consumer/mpi/ is built the same ways:
 #   3. CMake:      find_package(flashattn COMPONENTS mpi) -> flashattn::mpi and flashattn::mpi_static
 #   4. pkg-config: mpicc and cc main.c $(pkg-config --cflags --libs flashattn-mpi), and --static
-# each run on 2 ranks through scripts/mpirun.sh (mpirun -np 2 --oversubscribe, --allow-run-as-root
+# and so is README.md's MPI example (mpicc), each run on 2 ranks through scripts/mpirun.sh (mpirun -np 2 --oversubscribe, --allow-run-as-root
 # as root). Where it has none, find_package(flashattn COMPONENTS mpi) must fail and say why.
 #
 # usage: tests/consumer/run.sh PREFIX [WORKDIR]
@@ -143,7 +143,7 @@ step "run pc_static (pkg-config --static, libflashattn.a)"
 "$work/pc_static"
 
 # Every marked example block of README.md (example, example-backward, example-modifiers, example-varlen,
-# example-quantized), compiled as written and run.
+# example-quantized), compiled as written and run; example-mpi with the MPI component, below.
 for block in example example-backward example-modifiers example-varlen example-quantized; do
     step "README.md $block block, compiled as written"
     awk -v b="$block" '$0 == "<!-- " b ":begin -->" {on = 1; next} $0 == "<!-- " b ":end -->" {on = 0} on && !/^```/' \
@@ -154,6 +154,14 @@ for block in example example-backward example-modifiers example-varlen example-q
         $(pkg-config --cflags --libs flashattn) -lm -Wl,-rpath,"$libdir"
     "$work/readme_$block"
 done
+# The MPI example block is tests/mpi/example_ring.c, which the build compiles (tests/mpi/), without
+# its licence line; it is compiled and run from README.md below where PREFIX has the MPI component.
+awk '$0 == "<!-- example-mpi:begin -->" {on = 1; next} $0 == "<!-- example-mpi:end -->" {on = 0} on && !/^```/' \
+    "$root/README.md" >"$work/readme_example-mpi.c"
+if ! diff -u <(tail -n +2 "$root/tests/mpi/example_ring.c") "$work/readme_example-mpi.c"; then
+    echo "consumer: README.md's example-mpi block differs from tests/mpi/example_ring.c (after its first line)" >&2
+    exit 1
+fi
 
 mpi_summary="no MPI component in PREFIX, and find_package(flashattn COMPONENTS mpi) says so"
 if [ -z "$mpi_header" ]; then
@@ -197,6 +205,11 @@ else
         assert_shared_from_prefix "$exe" libflashattn_mpi
         run_mpi "$exe"
     done
+    step "README.md example-mpi block, compiled as written (mpicc)"
+    # shellcheck disable=SC2046
+    mpicc -std=c11 -O2 -Wall -Wextra -Werror -o "$work/readme_example-mpi" "$work/readme_example-mpi.c" \
+        $(pkg-config --cflags --libs flashattn-mpi) -Wl,-rpath,"$mpi_libdir"
+    OMP_NUM_THREADS=1 run_mpi "$work/readme_example-mpi"
     mpi_static_libs=$(pkg-config --static --libs flashattn-mpi |
         sed 's/-lflashattn_mpi\b/-l:libflashattn_mpi.a/; s/-lflashattn\b/-l:libflashattn.a/')
     # shellcheck disable=SC2046,SC2086
