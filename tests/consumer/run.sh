@@ -142,6 +142,16 @@ assert_static "$work/pc_static"
 step "run pc_static (pkg-config --static, libflashattn.a)"
 "$work/pc_static"
 
+# A size-tagged struct starts from its FA_*_INIT macro (flashattn.h's ABI section), never from a
+# positional list, which would go stale when a field is appended.
+assert_init_by_macro() { # assert_init_by_macro FILE BLOCK
+    local tagged='fa_seqs|fa_params|fa_context_opts|fa_stats'
+    if grep -nE "(\(|\b)($tagged)\)?[^;(]*=[[:space:]]*\{|\(($tagged)\)[[:space:]]*\{" "$1"; then
+        echo "consumer: README.md's $2 block initialises a size-tagged struct positionally (use FA_*_INIT)" >&2
+        exit 1
+    fi
+}
+
 # Every marked example block of README.md (example, example-backward, example-modifiers, example-varlen,
 # example-quantized), compiled as written and run; example-mpi with the MPI component, below.
 for block in example example-backward example-modifiers example-varlen example-quantized; do
@@ -149,6 +159,7 @@ for block in example example-backward example-modifiers example-varlen example-q
     awk -v b="$block" '$0 == "<!-- " b ":begin -->" {on = 1; next} $0 == "<!-- " b ":end -->" {on = 0} on && !/^```/' \
         "$root/README.md" >"$work/readme_$block.c"
     [ -s "$work/readme_$block.c" ] || { echo "consumer: no $block block in README.md" >&2; exit 1; }
+    assert_init_by_macro "$work/readme_$block.c" "$block"
     # shellcheck disable=SC2046
     "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/readme_$block" "$work/readme_$block.c" \
         $(pkg-config --cflags --libs flashattn) -lm -Wl,-rpath,"$libdir"
@@ -158,6 +169,7 @@ done
 # its licence line; it is compiled and run from README.md below where PREFIX has the MPI component.
 awk '$0 == "<!-- example-mpi:begin -->" {on = 1; next} $0 == "<!-- example-mpi:end -->" {on = 0} on && !/^```/' \
     "$root/README.md" >"$work/readme_example-mpi.c"
+assert_init_by_macro "$work/readme_example-mpi.c" example-mpi
 if ! diff -u <(tail -n +2 "$root/tests/mpi/example_ring.c") "$work/readme_example-mpi.c"; then
     echo "consumer: README.md's example-mpi block differs from tests/mpi/example_ring.c (after its first line)" >&2
     exit 1
