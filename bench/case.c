@@ -192,11 +192,15 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
         fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
         bench_probe_isa probe;
         // Half calls compute in f32: their peak is f32's, as their FLOP count is.
-        w->peak_gflops =
-            bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads, bind, &probe);
+        w->peak_gflops = bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads, bind,
+                                            &probe, &w->probe_spread);
         snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
         w->pct_peak = 100.0 * w->gflops / w->peak_gflops;
-        if (info->decode || info->bias_bandwidth) w->read_gbps = bench_machine_read_gbps(m, w->threads, bind);
+        if (info->decode || info->bias_bandwidth) {
+            double spread;
+            w->read_gbps = bench_machine_read_gbps(m, w->threads, bind, &spread);
+            w->probe_spread = fmax(w->probe_spread, spread); // the more disturbed of the two
+        }
         if (info->decode) {
             w->kv_gbps = info->kv_bytes / w->timing.min_s / 1e9;
             w->pct_read_bw = 100.0 * w->kv_gbps / w->read_gbps;

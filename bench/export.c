@@ -166,7 +166,9 @@ static value vbool(int b)
     X("lse_tolerance", vnum(info->lse_tolerance))                                                            \
     X("grad_kv_tolerance", vnum(info->grad_kv_tolerance))                                                    \
     X("kv_scales", vstr(bench_dtype_is_quantized(s->kv_dtype) ? "token-head" : ""))                          \
-    X("shared_kv", vbool(s->shared_kv))
+    X("shared_kv", vbool(s->shared_kv))                                                                      \
+    X("probe_spread", vnum(row->probe_spread))                                                               \
+    X("disturbed", vbool(bench_row_disturbed(row, NULL, NULL, NULL)))
 
 // A ragged case's figure (of any kind, of --varlen's, of --decode-batch's) as a double; NAN (an empty
 // field, null in JSON) for the other rows.

@@ -32,42 +32,54 @@ static bench_machine_entry *find(bench_machine *m, const bench_machine_entry *ke
     return NULL;
 }
 
-static double remember(bench_machine *m, const bench_machine_entry *key, double value)
+static double remember(bench_machine *m, const bench_machine_entry *key, double value, double spread)
 {
     if (m->n_entries < BENCH_MACHINE_MAX_ENTRIES) {
         m->entries[m->n_entries] = *key;
-        m->entries[m->n_entries++].value = value;
+        m->entries[m->n_entries].value = value;
+        m->entries[m->n_entries++].spread = spread;
     }
     return value;
 }
 
-double bench_machine_peak(bench_machine *m, const char *table, fa_dtype dtype, int threads, fa_bind bind,
-                          bench_probe_isa *probe)
+// A cached probe's figures.
+static double known_value(const bench_machine_entry *known, double *spread)
 {
-    *probe = bench_probe_isa_for_table(table);
-    if (!(m->probe_time > 0.0)) return NAN;
-    bench_machine_entry key = {0, *probe, dtype, threads, bind, NAN};
-    const bench_machine_entry *known = find(m, &key);
-    if (known) return known->value;
-    bench_pinning *pn = bench_pinning_begin(m->placement, bind, threads);
-    double v = bench_peak_gflops(*probe, dtype, threads, pn, m->probe_time);
-    bench_pinning_end(pn);
-    return remember(m, &key, v);
+    if (spread) *spread = known->spread;
+    return known->value;
 }
 
-double bench_machine_read_gbps(bench_machine *m, int threads, fa_bind bind)
+double bench_machine_peak(bench_machine *m, const char *table, fa_dtype dtype, int threads, fa_bind bind,
+                          bench_probe_isa *probe, double *spread)
 {
-    if (!(m->probe_time > 0.0) || m->stream_failed) return NAN;
-    bench_machine_entry key = {1, BENCH_PROBE_PORTABLE, FA_F32, threads, bind, NAN};
+    *probe = bench_probe_isa_for_table(table);
+    if (spread) *spread = NAN;
+    if (!(m->probe_time > 0.0)) return NAN;
+    bench_machine_entry key = {0, *probe, dtype, threads, bind, NAN, NAN};
     const bench_machine_entry *known = find(m, &key);
-    if (known) return known->value;
+    if (known) return known_value(known, spread);
+    bench_pinning *pn = bench_pinning_begin(m->placement, bind, threads);
+    double s, v = bench_peak_gflops(*probe, dtype, threads, pn, m->probe_time, &s);
+    bench_pinning_end(pn);
+    if (spread) *spread = s;
+    return remember(m, &key, v, s);
+}
+
+double bench_machine_read_gbps(bench_machine *m, int threads, fa_bind bind, double *spread)
+{
+    if (spread) *spread = NAN;
+    if (!(m->probe_time > 0.0) || m->stream_failed) return NAN;
+    bench_machine_entry key = {1, BENCH_PROBE_PORTABLE, FA_F32, threads, bind, NAN, NAN};
+    const bench_machine_entry *known = find(m, &key);
+    if (known) return known_value(known, spread);
     if (!m->stream.data &&
         bench_stream_init(&m->stream, bench_placement_l3_bytes(m->placement), m->max_threads) != 0) {
         m->stream_failed = 1;
         return NAN;
     }
     bench_pinning *pn = bench_pinning_begin(m->placement, bind, threads);
-    double v = bench_stream_read_gbps(&m->stream, threads, pn, m->probe_time);
+    double s, v = bench_stream_read_gbps(&m->stream, threads, pn, m->probe_time, &s);
     bench_pinning_end(pn);
-    return remember(m, &key, v);
+    if (spread) *spread = s;
+    return remember(m, &key, v, s);
 }

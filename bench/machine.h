@@ -19,6 +19,7 @@ typedef struct {
     int threads;
     fa_bind bind; /* how the probe's threads were pinned: CORE, SPREAD or NONE */
     double value; /* GFLOP/s or GB/s; NAN if it could not be measured */
+    double spread; /* its median timing / its best (peak.h, stream.h); NAN with a NAN value */
 } bench_machine_entry;
 
 typedef struct {
@@ -36,11 +37,12 @@ void bench_machine_free(bench_machine *m);
 
 /* FMA peak GFLOP/s for the kernel table named table (fa_stats.isa), dtype and threads, with the
  * probe's threads pinned by bind (the policy the timed call used; NONE when it pinned nothing).
- * *probe is set to the probe's instruction set. */
+ * *probe is set to the probe's instruction set, *spread (when not NULL) to the probe's median timing /
+ * its best. */
 double bench_machine_peak(bench_machine *m, const char *table, fa_dtype dtype, int threads, fa_bind bind,
-                          bench_probe_isa *probe);
+                          bench_probe_isa *probe, double *spread);
 
-/* Read bandwidth in GB/s for threads threads pinned by bind. */
-double bench_machine_read_gbps(bench_machine *m, int threads, fa_bind bind);
+/* Read bandwidth in GB/s for threads threads pinned by bind; *spread as bench_machine_peak's. */
+double bench_machine_read_gbps(bench_machine *m, int threads, fa_bind bind, double *spread);
 
 #endif

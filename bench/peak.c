@@ -227,15 +227,20 @@ static int64_t calibrate(probe pr, double target)
 #define PEAK_TRIAL_S    0.002
 #define PEAK_MIN_TRIALS 5
 #define PEAK_MAX_TRIALS 100000
+#define PEAK_SAMPLES    1024 // trial times kept for the median (the last ones, past that many)
 
-double bench_peak_gflops(bench_probe_isa isa, fa_dtype dtype, int threads, bench_pinning *pn, double seconds)
+double bench_peak_gflops(bench_probe_isa isa, fa_dtype dtype, int threads, bench_pinning *pn, double seconds,
+                         double *spread)
 {
+    if (spread) *spread = NAN;
     if (!bench_probe_isa_runs(isa) || threads < 1 || !(seconds > 0.0)) return NAN;
     probe pr = probe_for(isa, dtype);
     int64_t iters = calibrate(pr, PEAK_TRIAL_S);
-    double best = INFINITY;
-    int team = 0, done = 0; // done: set by thread 0 between barriers, so every thread runs the same trials
-#pragma omp parallel num_threads(threads) default(none) shared(pr, iters, pn, seconds, best, team, done, sink)
+    double best = INFINITY, trial_s[PEAK_SAMPLES];
+    int team = 0, kept = 0;
+    int done = 0; // set by thread 0 between barriers, so every thread runs the same trials
+#pragma omp parallel num_threads(threads) default(none)                                                      \
+    shared(pr, iters, pn, seconds, best, trial_s, kept, team, done, sink)
     {
         int tid = omp_get_thread_num();
         int pinned = bench_pinning_apply(pn, tid);
@@ -251,6 +256,8 @@ double bench_peak_gflops(bench_probe_isa isa, fa_dtype dtype, int threads, bench
                 total += elapsed;
                 if (elapsed < best) best = elapsed;
                 done = t + 1 >= PEAK_MIN_TRIALS && total >= seconds;
+                trial_s[t % PEAK_SAMPLES] = elapsed;
+                if (kept < PEAK_SAMPLES) kept++;
             }
 #pragma omp barrier
             if (done) break;
@@ -260,6 +267,7 @@ double bench_peak_gflops(bench_probe_isa isa, fa_dtype dtype, int threads, bench
         if (tid == 0) team = omp_get_num_threads();
         if (pinned) bench_pinning_undo(pn, tid);
     }
+    if (spread) *spread = bench_median(trial_s, kept) / best;
     // team, not threads: the runtime may give fewer threads than asked (OMP_THREAD_LIMIT).
     return (double)team * (double)iters * pr.flop_per_iter / best / 1e9;
 }

@@ -30,7 +30,9 @@ const char *bench_probe_isa_name(bench_probe_isa isa);
 /* GFLOP/s of threads threads (an OpenMP team, each pinned by pn when pn is not NULL) all running
  * the probe for isa and dtype (FA_F32 or FA_F64) at once: the best of many 2 ms timings of the
  * whole team, each from a barrier to a barrier, over about seconds in total. FLOP = 2 per lane per
- * multiply-add. NAN if isa does not run here. */
-double bench_peak_gflops(bench_probe_isa isa, fa_dtype dtype, int threads, bench_pinning *pn, double seconds);
+ * multiply-add. NAN if isa does not run here. *spread (when not NULL): the median timing / the
+ * best, how much other processes slowed the probe down (NAN with the NAN result). */
+double bench_peak_gflops(bench_probe_isa isa, fa_dtype dtype, int threads, bench_pinning *pn, double seconds,
+                         double *spread);
 
 #endif

@@ -290,14 +290,14 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
         bench_row *w = &rows[r];
         fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
         if (decode) {
-            w->read_gbps = bench_machine_read_gbps(m, w->threads, bind);
+            w->read_gbps = bench_machine_read_gbps(m, w->threads, bind, &w->probe_spread);
             w->pct_read_bw = 100.0 * w->kv_gbps / w->read_gbps;
             w->ragged.contiguous_pct_read_bw = 100.0 * w->ragged.contiguous_kv_gbps / w->read_gbps;
         } else {
             bench_probe_isa probe;
             // Half calls compute in f32: their peak is f32's, as their FLOP count is (case.c).
-            w->peak_gflops =
-                bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads, bind, &probe);
+            w->peak_gflops = bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads,
+                                                bind, &probe, &w->probe_spread);
             snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
             w->pct_peak = 100.0 * w->gflops / w->peak_gflops;
         }

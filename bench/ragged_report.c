@@ -8,6 +8,7 @@
 #include "isa.h"
 #include "kv_quant.h"
 #include "modifiers.h"
+#include "report.h"
 #include "varlen.h"
 
 static int is_varlen(const bench_run_info *info)
@@ -228,6 +229,7 @@ void bench_ragged_report_table(FILE *f, const bench_run_info *info, const bench_
         fprintf(f, " %11.1f %9.2e %9.2e\n", (double)w->stats.scratch_peak / 1024.0, w->err_out, w->err_lse);
         if (w->bitwise_identical != 1) all_identical = 0;
     }
+    bench_report_disturbed(f, info, rows, n);
     fputc('\n', f);
     if (varlen) {
         fprintf(f, "a/b, a/c: (a)'s GFLOP/s over (b)'s and over (c)'s at the same thread count\n");

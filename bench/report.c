@@ -160,6 +160,29 @@ static void print_ratio(FILE *f, double x, int width, int precision)
         fprintf(f, "%*s", width, "-");
 }
 
+#define UNRELIABLE "speedups from this run are not reliable"
+
+int bench_report_disturbed(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
+{
+    int count = 0, cpus = info->identity ? info->identity->allowed_cpus : 0;
+    for (int r = 0; r < n; r++) {
+        double ratio, spread;
+        const char *which;
+        if (!bench_row_disturbed(&rows[r], &ratio, &which, &spread)) continue;
+        count++;
+        fprintf(f, "disturbed: %d thread%s: ", rows[r].threads, rows[r].threads == 1 ? "" : "s");
+        int calls = ratio > BENCH_DISTURBED_RATIO, probe = spread > BENCH_DISTURBED_RATIO;
+        if (calls)
+            fprintf(f, "median %.2fx min%s%s%s", ratio, which[0] ? " (" : "", which, which[0] ? ")" : "");
+        if (probe) fprintf(f, "%sthe in-run probe's median %.2fx its best", calls ? ", " : "", spread);
+        if (cpus > 0 && rows[r].threads > cpus)
+            fprintf(f, " -- more threads than the %d CPUs allowed; " UNRELIABLE "\n", cpus);
+        else
+            fprintf(f, " -- the machine was busy; " UNRELIABLE "\n");
+    }
+    return count;
+}
+
 void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
 {
     int gradients = info->pass != BENCH_PASS_FWD;
@@ -227,6 +250,7 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
         fputc('\n', f);
         if (w->bitwise_identical != 1) all_identical = 0;
     }
+    bench_report_disturbed(f, info, rows, n);
     fprintf(f, "\n%s bitwise identical across thread counts and repetitions: %s\n",
             gradients
                 ? (info->shape.mods.sinks ? "out, lse, dq, dk, dv and dsinks" : "out, lse, dq, dk and dv")
@@ -269,9 +293,26 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
                 info->grad_oracle_runs == 1 ? "" : "s");
 }
 
-void bench_report_summary(FILE *f, const bench_case_result *cases, int n)
+// How many rows of the run were disturbed, once more at its end (each is named under its table).
+static void disturbed_summary(FILE *f, const bench_case_result *cases, int n)
 {
-    bench_ragged_report_decode_summary(f, cases, n);
+    int rows = 0, disturbed = 0;
+    for (int c = 0; c < n; c++)
+        for (int r = 0; r < cases[c].n_rows; r++) {
+            rows++;
+            disturbed += bench_row_disturbed(&cases[c].rows[r], NULL, NULL, NULL);
+        }
+    if (disturbed)
+        fprintf(
+            f,
+            "\ndisturbed: %d of the %d rows of this run (median over %.2fx min, or an in-run probe's median "
+            "over %.2fx its best; under their tables) -- " UNRELIABLE "\n",
+            disturbed, rows, BENCH_DISTURBED_RATIO, BENCH_DISTURBED_RATIO);
+}
+
+// Each case that has a reference against it, one line each.
+static void references_summary(FILE *f, const bench_case_result *cases, int n)
+{
     int any = 0;
     for (int c = 0; c < n; c++) any |= cases[c].info.reference >= 0;
     if (!any) return;
@@ -290,4 +331,11 @@ void bench_report_summary(FILE *f, const bench_case_result *cases, int n)
         }
         fputc('\n', f);
     }
+}
+
+void bench_report_summary(FILE *f, const bench_case_result *cases, int n)
+{
+    bench_ragged_report_decode_summary(f, cases, n);
+    references_summary(f, cases, n);
+    disturbed_summary(f, cases, n);
 }

@@ -13,9 +13,14 @@ void bench_report_header(FILE *f, const bench_run_info *info);
 /* The column titles, the rows, and a closing line on bitwise reproducibility. */
 void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *rows, int n);
 
+/* One line per disturbed row of rows[0..n) (bench_row_disturbed), saying so in words, which figure
+ * shows it and why (a busy machine, or more threads than the CPUs allowed); returns how many there
+ * were. Every table calls it under its rows. */
+int bench_report_disturbed(FILE *f, const bench_run_info *info, const bench_row *rows, int n);
+
 /* After the last case: the decode batches side by side (bench_ragged_report_decode_summary), then each
  * case that has a reference, with its GFLOP/s over the reference's at every thread count, one line
- * each. Nothing when there are neither. */
+ * each, then how many rows of the run were disturbed. Nothing when there are none of these. */
 void bench_report_summary(FILE *f, const bench_case_result *cases, int n);
 
 #endif

@@ -3,6 +3,7 @@
 #include "results.h"
 
 #include <math.h>
+#include <stddef.h>
 
 void bench_rows_compute_scaling(bench_row *rows, int n)
 {
@@ -20,12 +21,44 @@ void bench_rows_compute_scaling(bench_row *rows, int n)
     }
 }
 
+// A timing's median / min; NAN when it was not measured.
+static double median_over_min(const bench_timing *t)
+{
+    return t->count > 0 && t->min_s > 0.0 ? t->median_s / t->min_s : NAN;
+}
+
+int bench_row_disturbed(const bench_row *row, double *median_over_min_out, const char **which,
+                        double *probe_spread)
+{
+    const struct {
+        const bench_timing *t;
+        const char *what;
+    } timings[] = {{&row->timing, ""},
+                   {&row->ragged.equal, "the equal-length call"},
+                   {&row->ragged.loop, "the per-sequence loop"},
+                   {&row->ragged.contiguous, "the contiguous cache"},
+                   {&row->blas_timing, "the BLAS baseline"}};
+    double worst = NAN;
+    const char *what = "";
+    for (size_t i = 0; i < sizeof timings / sizeof timings[0]; i++) {
+        double x = median_over_min(timings[i].t);
+        if (isfinite(x) && !(x <= worst)) {
+            worst = x;
+            what = timings[i].what;
+        }
+    }
+    if (median_over_min_out) *median_over_min_out = worst;
+    if (which) *which = what;
+    if (probe_spread) *probe_spread = row->probe_spread;
+    return worst > BENCH_DISTURBED_RATIO || row->probe_spread > BENCH_DISTURBED_RATIO;
+}
+
 void bench_row_clear_extras(bench_row *row)
 {
     row->peak_isa[0] = '\0';
     row->peak_gflops = row->pct_peak = NAN;
     row->read_gbps = row->kv_gbps = row->pct_read_bw = NAN;
-    row->bias_gbps = row->pct_bias_bw = NAN;
+    row->bias_gbps = row->pct_bias_bw = row->probe_spread = NAN;
     row->reference_gflops = row->pct_of_reference = NAN;
     row->blas_mode = BENCH_BLAS_BEST;
     for (int m = 0; m < 3; m++) row->blas_mode_min_s[m] = NAN;

@@ -12,6 +12,12 @@
 #include "options.h"
 #include "timing.h"
 
+/* A row was disturbed (other processes, or its own surplus threads, took its cores for part of the
+ * run) when one of its timings has a median over this many times its min, or an in-run probe a median
+ * timing over this many times its best: the report says so in words, since its speedups and ratios
+ * are then not reliable. */
+#define BENCH_DISTURBED_RATIO 1.10
+
 /* Query lengths up to this are decode-shaped: K and V are read once per call for a few queries,
  * so memory bandwidth, not the FMA peak, bounds the speed and the table reports % of it. */
 #define BENCH_DECODE_MAX_NQ 16
@@ -103,6 +109,7 @@ typedef struct {
     double pct_read_bw; /* 100 * kv_gbps / read_gbps */
     double bias_gbps;   /* bias_bytes / timing.min_s / 1e9; full-bias cases only */
     double pct_bias_bw; /* 100 * bias_gbps / read_gbps */
+    double probe_spread; /* the probes' median timing / their best (the larger of the two where both ran) */
     /* The reference case's row at the same thread count, measured earlier in the same run. */
     double reference_gflops; /* its GFLOP/s; NAN without a reference */
     double pct_of_reference; /* 100 * gflops / reference_gflops */
@@ -128,5 +135,12 @@ void bench_rows_compute_scaling(bench_row *rows, int n);
 
 /* Sets every probe and baseline field of a row to "not measured". */
 void bench_row_clear_extras(bench_row *row);
+
+/* Whether the row was disturbed (BENCH_DISTURBED_RATIO). *median_over_min: the largest median / min
+ * of its timings (its own calls' and those it is compared with), *which: "" for its own calls, else
+ * the words naming the others ("the BLAS baseline"); *probe_spread: its probes' (row.probe_spread).
+ * Either figure is NAN where nothing was measured. */
+int bench_row_disturbed(const bench_row *row, double *median_over_min, const char **which,
+                        double *probe_spread);
 
 #endif

@@ -130,16 +130,18 @@ void bench_stream_free(bench_stream *s)
 
 #define STREAM_MAX_PASSES 1000
 
-double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning *pn, double seconds)
+double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning *pn, double seconds,
+                              double *spread)
 {
+    if (spread) *spread = NAN;
     if (!s->data || threads < 1 || !(seconds > 0.0)) return NAN;
     sum_fn sum = best_sum();
     const float *data = s->data;
     size_t floats = s->bytes / sizeof(float);
-    double best = INFINITY;
-    int done = 0; // set by thread 0 between barriers, read by all: every thread runs the same passes
+    double best = INFINITY, pass_s[STREAM_MAX_PASSES];
+    int done = 0, passes = 0; // done: set by thread 0 between barriers: every thread runs the same passes
 #pragma omp parallel num_threads(threads) default(none)                                                      \
-    shared(sum, data, floats, pn, seconds, best, done, sink)
+    shared(sum, data, floats, pn, seconds, best, pass_s, passes, done, sink)
     {
         int tid = omp_get_thread_num(), n = omp_get_num_threads();
         int pinned = bench_pinning_apply(pn, tid);
@@ -156,6 +158,7 @@ double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning 
                 total += elapsed;
                 if (elapsed < best) best = elapsed;
                 done = pass >= 2 && total >= seconds;
+                pass_s[passes++] = elapsed;
             }
 #pragma omp barrier
             if (done) break;
@@ -164,5 +167,6 @@ double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning 
         sink += local;
         if (pinned) bench_pinning_undo(pn, tid);
     }
+    if (spread) *spread = bench_median(pass_s, passes) / best;
     return (double)s->bytes / best / 1e9;
 }

@@ -23,7 +23,9 @@ int bench_stream_init(bench_stream *s, size_t l3_bytes, int max_threads);
 void bench_stream_free(bench_stream *s);
 
 /* GB/s (1e9 bytes) of threads threads (each pinned by pn when it is not NULL) reading the whole
- * array, disjoint slices, one pass per timing: the best pass over about seconds (3 at least). */
-double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning *pn, double seconds);
+ * array, disjoint slices, one pass per timing: the best pass over about seconds (3 at least).
+ * *spread (when not NULL): the median pass time / the best (NAN with a NAN result). */
+double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning *pn, double seconds,
+                              double *spread);
 
 #endif

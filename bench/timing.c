@@ -2,6 +2,7 @@
 // Repeated-call timing with CLOCK_MONOTONIC.
 #include "timing.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -16,6 +17,13 @@ static int compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+double bench_median(double *x, int n)
+{
+    if (n < 1) return NAN;
+    qsort(x, (size_t)n, sizeof(double), compare_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 fa_status bench_time_calls(bench_call_fn fn, void *arg, int warmup, int reps, double min_time,
@@ -54,10 +62,9 @@ fa_status bench_time_calls(bench_call_fn fn, void *arg, int warmup, int reps, do
         samples[count++] = elapsed;
         total += elapsed;
     }
-    qsort(samples, (size_t)count, sizeof(double), compare_double);
     t->count = count;
+    t->median_s = bench_median(samples, count); // sorted
     t->min_s = samples[0];
-    t->median_s = count % 2 ? samples[count / 2] : 0.5 * (samples[count / 2 - 1] + samples[count / 2]);
     t->total_s = total;
     free(samples);
     return FA_OK;

@@ -20,6 +20,9 @@ typedef struct {
 /* Seconds on CLOCK_MONOTONIC (immune to wall-clock adjustments). */
 double bench_now(void);
 
+/* The median of x[0..n), which it sorts (the mean of the middle two for an even n); NAN when n < 1. */
+double bench_median(double *x, int n);
+
 /* Runs fn warmup times untimed, then times calls one by one until at least reps calls and at least
  * min_time seconds of timed calls are done (capped at BENCH_MAX_SAMPLES calls).
  * Returns FA_OK, the first failing status of fn, or FA_ERR_NOMEM. *t is written only on FA_OK. */

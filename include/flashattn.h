@@ -267,8 +267,9 @@ typedef enum {
  *   k and v are page pools with batch = number of pages and seq = page size: key t of sequence b
  *   lives in page block_table[b·pages_per_seq + t / page_size], row t % page_size; its capacity is
  *   pages_per_seq·page_size. Otherwise k is [batch][Hkv][Nk][D] and the capacity is Nk.
- * - seqused_k[b] (optional) keys of the sequence are in use (<= its key count or capacity); the
- *   others are never read.
+ * - seqused_k[b] (optional) keys of the sequence are in use (<= its key count or capacity): the call
+ *   reads keys [0, seqused_k[b]) and never the others. k and v are inputs, never written: for a
+ *   decode step, write the new token's K and V into the cache first and count it in seqused_k[b].
  * Causal alignment, windows, ALiBi and sinks apply per sequence, with its own Nq and Nk (its keys in
  * use): d0 = Nk_b - Nq_b. A per-sequence bias is not supported (p.bias with seqs: FA_ERR_UNSUPPORTED).
  * The arrays are read during the call only (they are inputs: they may overlap other inputs, never
@@ -286,7 +287,7 @@ typedef struct {
     int64_t batch;               /**< number of sequences */
     const int64_t *cu_seqlens_q; /**< batch+1 non-decreasing offsets into the query token axis, or NULL */
     const int64_t *cu_seqlens_k; /**< batch+1 offsets into the key token axis, or NULL */
-    const int64_t *seqused_k;    /**< per sequence: keys in use, <= its key capacity, or NULL = all */
+    const int64_t *seqused_k;    /**< per sequence: keys in use [0, seqused_k[b]), the new token's included; NULL = all */
     const int32_t *block_table;  /**< paged K/V: [batch][pages_per_seq] page indices, or NULL */
     int64_t pages_per_seq;       /**< entries per sequence in block_table */
 } fa_seqs;

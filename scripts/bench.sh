@@ -21,7 +21,10 @@
 #
 # fa-bench checks each thread count's output against a float64 oracle on a sample of rows, and that
 # every thread count gives bitwise identical output, before it reports a speed; it exits non-zero
-# (and so does this script) if a check fails.
+# (and so does this script) if a check fails. Under each table it marks a row "disturbed:" when its
+# median time is over 1.10x its min or an in-run probe varied as much (a busy machine, or more
+# threads than CPUs), and counts those rows again at the end of its run: their speedups are not
+# reliable.
 # Environment: FA_BENCH_BUILD_DIR (default build-bench/), FA_JOBS (default nproc).
 set -euo pipefail
 

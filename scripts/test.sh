@@ -16,8 +16,9 @@
 #                     avx512, avx512_bf16 and amx (one set of float kernels) all but the first run only
 #                     the suites of their bf16 paths and of the tables (suite_on_table_bf16_paths)
 #   mpi               the MPI component's driver tests/mpi/fa-mpi-tests under mpirun (scripts/mpirun.sh) on
-#                     P = 1, 2, 3 and 4 ranks at OMP_NUM_THREADS=1, and P = 2 at 2; skipped where the
-#                     component is not built, except in CI (CI=true), where deps installs MPI
+#                     P = 1, 2, 3 and 4 ranks at OMP_NUM_THREADS=1, and P = 2 at 2, then README.md's MPI
+#                     example on 2 ranks; skipped where the component is not built, except in CI
+#                     (CI=true), where deps installs MPI
 #   bench tools       fa-bench on small shapes of every pass (it checks the oracle and bitwise identical
 #                     output across thread counts before reporting), then scripts/node_check.sh (the
 #                     thread sweeps and compare_torch.py) on tiny shapes
@@ -159,6 +160,8 @@ bench_tools() {
         --csv "$out/peaky.csv"
     # The rows say which inputs and which machine and build they measured.
     head -n 1 "$out/peaky.csv" | grep -q ',dist,.*,host,cpu_model,.*,git_revision,run_utc,'
+    # ... and whether a busy machine disturbed them (the tables say so in words; never a failure here)
+    head -n 1 "$out/peaky.csv" | grep -q ',probe_spread,disturbed'
     test "$(grep -c ',peaky,' "$out/peaky.csv")" = 2
     # Every score modifier at once, checked against the float64 oracle (dsinks too) before timing:
     # the broadcast key-padding bias forward, the full bias forward and backward.
@@ -198,7 +201,7 @@ bench_tools() {
     for t in i8 f8e4m3 f8e5m2; do
         "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --kv-dtype "$t" \
             --threads 1,2 --reps 1 --probe-time 0.01 --csv "$out/decode-$t.csv"
-        test "$(grep -c ",decode,6,1,900,.*,$t,[^,]*,[^,]*,token-head,false\$" "$out/decode-$t.csv")" = 2
+        test "$(grep -c ",decode,6,1,900,.*,$t,[^,]*,[^,]*,token-head,false," "$out/decode-$t.csv")" = 2
     done
     # DeepSeek's MLA shapes at head dims the library takes: v a view of k's memory, an fp8 latent cache
     "$bench" --preset mla --d 96 --dv 64 --h 8 --nq 4 --nk 300 --kv-dtype f8e4m3 --threads 1,2 --reps 1 \
@@ -327,6 +330,11 @@ mpi_tests() {
         times="$times${times:+, }P=$np x $nt thr $(fmt_s $(($(now_ms) - t0)))"
         echo "$times" >"$tmp/stage.note"
     done
+    # README.md's MPI example (tests/mpi/example_ring.c) as its mpirun line runs it
+    local example=$build/tests/mpi/fa-mpi-example-ring
+    [ -x "$example" ] || { echo "libflashattn_mpi is built but $example is not (tests/mpi/)" >&2; return 1; }
+    echo "OMP_NUM_THREADS=1 scripts/mpirun.sh 2 $example"
+    OMP_NUM_THREADS=1 timeout -k 10 120 "$root/scripts/mpirun.sh" 2 "$example"
     # fa-bench-mpi's own checks on 2 ranks (MPI outputs against one process, bitwise after timing)
     local bench=$build/bench/mpi/fa-bench-mpi
     [ -x "$bench" ] || { echo "libflashattn_mpi is built but $bench is not (bench/mpi/)" >&2; return 1; }

@@ -19,7 +19,9 @@
 # One fa-bench run covers the whole list, so parallel efficiency is against that run's own 1-thread
 # row and the FMA peak / read-bandwidth probes are measured in the same run at every thread count.
 # sweep.png: GFLOP/s and parallel efficiency (and % of the in-run peak) against threads, one line
-# per shape, score modifiers and pass.
+# per shape, score modifiers and pass. fa-bench marks a row "disturbed:" when its median time is over
+# 1.10x its min or an in-run probe varied as much (another process had the cores); the sweep then
+# says so at its end and in the plot's title, since its speedups are not reliable.
 #
 # Which fa-bench: $FA_BENCH when set. Installed (no source tree around the script), the fa-bench next
 # to the script, else the one on PATH. In a source tree, $FA_BUILD_DIR/bench/fa-bench, where
@@ -115,16 +117,8 @@ else
     echo "$me: wrote $csv, $out/sweep.json, $out/sweep.txt"
 fi
 
-if ! command -v gnuplot >/dev/null 2>&1; then
-    echo "$me: gnuplot is not installed: no sweep.png (apt-get install gnuplot-nox)"
-    exit 0
-fi
-
-# One gnuplot data block per series (shape, modifiers and pass), in the order the CSV has them: threads,
-# GFLOP/s, efficiency %, % of peak. Columns are found by name; quoted fields are parsed.
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-awk -v data="$work/data" -v titles="$work/titles" '
+# Splits a CSV line into f[1..n] (quoted fields may hold commas and doubled quotes); returns n.
+split_csv='
 function split_csv(line, f,    n, i, c, q, field) {
     n = 0; field = ""; q = 0
     for (i = 1; i <= length(line); i++) {
@@ -140,6 +134,29 @@ function split_csv(line, f,    n, i, c, q, field) {
     f[++n] = field
     return n
 }
+
+'
+# The CSV's disturbed column (fa-bench's own verdict per row; absent from older files).
+disturbed=$(awk "$split_csv"'
+NR == 1 { n = split_csv($0, h); for (i = 1; i <= n; i++) if (h[i] == "disturbed") c = i; next }
+c { split_csv($0, f); if (f[c] == "true") d++ }
+END { print d + 0 }' "$csv")
+rows=$(($(wc -l <"$csv") - 1))
+if [ "$disturbed" -gt 0 ]; then
+    echo "$me: disturbed: $disturbed of the $rows rows (fa-bench's 'disturbed:' lines say which and why) --" \
+        "speedups from this run are not reliable"
+fi
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "$me: gnuplot is not installed: no sweep.png (apt-get install gnuplot-nox)"
+    exit 0
+fi
+
+# One gnuplot data block per series (shape, modifiers and pass), in the order the CSV has them: threads,
+# GFLOP/s, efficiency %, % of peak. Columns are found by name; quoted fields are parsed.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+awk -v data="$work/data" -v titles="$work/titles" "$split_csv"'
 function num(x) { return x == "" ? "NaN" : x }
 NR == 1 { n = split_csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i; next }
 {
@@ -184,6 +201,7 @@ if [ -z "$title" ]; then # the run was made here
     cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)
     title="$host, ${cpu:-unknown CPU}, $(date +%F)"
 fi
+[ "$disturbed" = 0 ] || title="$title; DISTURBED: $disturbed of $rows rows, speedups not reliable"
 cat >"$work/plot.gp" <<GP
 set terminal $terminal
 set output '$out/sweep.png'

@@ -26,8 +26,8 @@ typedef struct {
     int32_t *table;
     float *sinks, *dsinks;
     unsigned char *spare; /* META_BYTES / 2 free bytes at the end of meta */
-    tu_buf bias_buf;
-    fa_tensor bias; /* a valid bias, broadcast over everything: [1][1][1][k.seq] */
+    tu_buf bias_buf;      /* room for PPS·k.seq values: a paged cache's capacity */
+    fa_tensor bias;       /* a valid bias, broadcast over everything: [1][1][1][k.seq] */
     /* the call, as a case changes it */
     fa_seqs seqs;
     fa_params p;
@@ -68,7 +68,7 @@ static void fixture_make(fixture *f, int kind, fa_dtype dt, uint64_t seed)
     f->spare = m + META_BYTES / 2;
     cr_assert((unsigned char *)(f->dsinks + HQ) <= f->spare);
     f->bias = fa_tensor_bhsd(NULL, dt, 1, 1, 1, f->t.t[TS_K].seq);
-    f->bias_buf = tu_buf_alloc((size_t)f->bias.dim * tu_dtype_size(dt) + 8);
+    f->bias_buf = tu_buf_alloc((size_t)(PPS * f->bias.dim) * tu_dtype_size(dt) + 8);
     f->bias.data = tu_buf_data(&f->bias_buf);
 }
 
@@ -486,6 +486,13 @@ static void bias_with_sequences(fixture *f)
 {
     f->p.bias = &f->bias;
 }
+/* One column per key of a paged cache's capacity, not per key of a page (k.seq): refused for what it
+ * is, a bias with sequences, never as a shape against the page size. */
+static void bias_over_the_paged_capacity(fixture *f)
+{
+    f->bias.dim = PPS * f->x[TS_K].seq;
+    f->p.bias = &f->bias;
+}
 static void paged_keys_in_the_backward(fixture *f)
 {
     (void)f; /* the valid paged batch: fa_backward does not take it */
@@ -496,6 +503,7 @@ Test(seqs_bad_input, a_bias_with_sequences_and_paged_keys_in_the_backward_are_un
     static const seqs_case cases[] = {
         CASE(FIX_PACKED, BOTH, FA_ERR_UNSUPPORTED, "p.bias", bias_with_sequences),
         CASE(FIX_DENSE, BOTH, FA_ERR_UNSUPPORTED, "p.bias", bias_with_sequences),
+        CASE(FIX_PAGED, BOTH, FA_ERR_UNSUPPORTED, "p.bias with p.seqs", bias_over_the_paged_capacity),
         CASE(FIX_PAGED, BWD, FA_ERR_UNSUPPORTED, "p.seqs.block_table", paged_keys_in_the_backward),
     };
     run_cases(cases, (int)(sizeof cases / sizeof cases[0]));

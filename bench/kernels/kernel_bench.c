@@ -156,7 +156,7 @@ int main(int argc, char **argv)
     bench_identity id;
     bench_identity_init(&id);
     bench_probe_isa probe_isa = bench_probe_isa_for_table(table.table.name);
-    double peak = bench_peak_gflops(probe_isa, FA_F32, 1, NULL, 0.5);
+    double peak = bench_peak_gflops(probe_isa, FA_F32, 1, NULL, 0.5, NULL);
     printf("fa-kernel-bench: kernel table %s, 1 thread; %s; %s %s build, source %s\n", table.table.name,
            id.cpu_model, id.compiler, id.build_type, id.git_revision);
     printf("FMA probe (%s, f32, 1 thread): %.1f GFLOP/s\n\n", bench_probe_isa_name(probe_isa), peak);
@@ -204,7 +204,7 @@ int main(int argc, char **argv)
     if (port_costs_run_here()) {
         double peak512 = probe_isa == BENCH_PROBE_AVX512
                              ? peak
-                             : bench_peak_gflops(BENCH_PROBE_AVX512, FA_F32, 1, NULL, 0.5);
+                             : bench_peak_gflops(BENCH_PROBE_AVX512, FA_F32, 1, NULL, 0.5, NULL);
         printf("What loads and broadcasts cost beside 512-bit FMAs (the avx512 score kernel's 6 x 4 step, in "
                "L1;\n"
                "the avx512 FMA probe %.1f GFLOP/s):\n",

@@ -21,6 +21,29 @@ static double other_of(const bm_rank_figures *f)
     return rest;
 }
 
+// A side whose median is over this many times its best was disturbed (fa-bench's rule, bench/results.h).
+#define DISTURBED_RATIO 1.10
+
+// One line per disturbed side of each pass, under the table: its timings are not reliable.
+static void disturbed_lines(FILE *f, const bm_pass_report *passes, int n)
+{
+    for (int p = 0; p < n; p++) {
+        const bm_pass_result *r = passes[p].result;
+        const struct {
+            const bm_side *s;
+            const char *name;
+        } sides[2] = {{&r->mpi, "MPI"}, {&r->ref, "one process"}};
+        for (int x = 0; x < 2; x++) {
+            double ratio = sides[x].s->count > 0 ? bm_median(sides[x].s) / sides[x].s->best : NAN;
+            if (ratio > DISTURBED_RATIO)
+                fprintf(f,
+                        "disturbed: %s, %s: median %.2fx min -- the machine was busy; speedups from this run "
+                        "are not reliable\n",
+                        pass_name(r->pass), sides[x].name, ratio);
+        }
+    }
+}
+
 // The share of the messages' time alone that the call did not wait for, at least 0.
 static double overlap_of(const bm_pass_result *r, const bm_rank_figures *f)
 {
@@ -130,6 +153,7 @@ void bm_report(FILE *f, const bm_job *j, const bm_identity *id, const bm_pass_re
                 1e3 * r->ref.best, 1e3 * bm_median(&r->ref), flop / r->ref.best / 1e9,
                 100.0 * r->ref.best / r->mpi.best);
     }
+    disturbed_lines(f, passes, n);
     fprintf(f,
             "\nwhere each rank's time went in the fastest MPI rep (ms; calls in parentheses; bench/README.md "
             "says what each part is):\n");

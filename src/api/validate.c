@@ -180,14 +180,18 @@ static fa_status check_supported(const char *call, const fa_params *p, int backw
 /* ---- the score modifiers' arguments (fa_params) ---- */
 
 /* The bias is an input view like q, with its own shape rule: each of batch, heads and seq is the
- * problem's or 1 (broadcast), dim is Nk. */
-static fa_status check_bias_shape(const char *call, named_view bias, const fa_tensor *q, const fa_tensor *k)
+ * problem's or 1 (broadcast), dim is Nk. With sequences there is no one Nk (k.seq may be a page, or
+ * every sequence's keys packed) and any bias is refused (check_supported), so only its sizes' signs
+ * are checked. */
+static fa_status check_bias_shape(const char *call, named_view bias, const fa_tensor *q, const fa_tensor *k,
+                                  int seqs)
 {
     const fa_tensor *b = bias.t;
     for (int axis = 0; axis < 4; axis++)
         if (fa_size_of(b, axis) < 0)
             return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: sizes must be >= 0", bias.name,
                                 fa_size_names[axis], (long long)fa_size_of(b, axis));
+    if (seqs) return FA_OK;
     const char *const of[3] = {"q.batch", "q.heads", "q.seq"};
     for (int axis = 0; axis < 3; axis++) {
         int64_t want = fa_size_of(q, axis), have = fa_size_of(b, axis);
@@ -419,7 +423,8 @@ static fa_status check_common(const char *call, const fa_params *params, named_v
         for (int axis = 0; axis < 4; axis++)
             if ((st = check_same(call, like[i][0], like[i][1], axis)) != FA_OK) return st;
     if (params->seqs && (st = check_seqs(call, params->seqs, nq.t, nk.t)) != FA_OK) return st;
-    if (params->bias && (st = check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t)) != FA_OK)
+    if (params->bias && (st = check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t,
+                                               params->seqs != NULL)) != FA_OK)
         return st;
     if (params->k_scale && (st = check_scale_shape(call, (named_view){params->k_scale, "p.k_scale"}, nk)) != FA_OK)
         return st;

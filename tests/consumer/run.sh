@@ -10,7 +10,7 @@
 # Where PREFIX has the MPI component (flashattn_mpi.h), tests/consumer/mpi/ is built the same ways:
 #   3. CMake:      find_package(flashattn COMPONENTS mpi) -> flashattn::mpi and flashattn::mpi_static
 #   4. pkg-config: mpicc and cc main.c $(pkg-config --cflags --libs flashattn-mpi), and --static
-# each run on 2 ranks through scripts/mpirun.sh (mpirun -np 2 --oversubscribe, --allow-run-as-root
+# and so is README.md's MPI example (mpicc), each run on 2 ranks through scripts/mpirun.sh (mpirun -np 2 --oversubscribe, --allow-run-as-root
 # as root). Where it has none, find_package(flashattn COMPONENTS mpi) must fail and say why.
 #
 # usage: tests/consumer/run.sh PREFIX [WORKDIR]
@@ -142,18 +142,38 @@ assert_static "$work/pc_static"
 step "run pc_static (pkg-config --static, libflashattn.a)"
 "$work/pc_static"
 
+# A size-tagged struct starts from its FA_*_INIT macro (flashattn.h's ABI section), never from a
+# positional list, which would go stale when a field is appended.
+assert_init_by_macro() { # assert_init_by_macro FILE BLOCK
+    local tagged='fa_seqs|fa_params|fa_context_opts|fa_stats'
+    if grep -nE "(\(|\b)($tagged)\)?[^;(]*=[[:space:]]*\{|\(($tagged)\)[[:space:]]*\{" "$1"; then
+        echo "consumer: README.md's $2 block initialises a size-tagged struct positionally (use FA_*_INIT)" >&2
+        exit 1
+    fi
+}
+
 # Every marked example block of README.md (example, example-backward, example-modifiers, example-varlen,
-# example-quantized), compiled as written and run.
+# example-quantized), compiled as written and run; example-mpi with the MPI component, below.
 for block in example example-backward example-modifiers example-varlen example-quantized; do
     step "README.md $block block, compiled as written"
     awk -v b="$block" '$0 == "<!-- " b ":begin -->" {on = 1; next} $0 == "<!-- " b ":end -->" {on = 0} on && !/^```/' \
         "$root/README.md" >"$work/readme_$block.c"
     [ -s "$work/readme_$block.c" ] || { echo "consumer: no $block block in README.md" >&2; exit 1; }
+    assert_init_by_macro "$work/readme_$block.c" "$block"
     # shellcheck disable=SC2046
     "$cc" -std=c11 -O2 -Wall -Wextra -Werror -o "$work/readme_$block" "$work/readme_$block.c" \
         $(pkg-config --cflags --libs flashattn) -lm -Wl,-rpath,"$libdir"
     "$work/readme_$block"
 done
+# The MPI example block is tests/mpi/example_ring.c, which the build compiles (tests/mpi/), without
+# its licence line; it is compiled and run from README.md below where PREFIX has the MPI component.
+awk '$0 == "<!-- example-mpi:begin -->" {on = 1; next} $0 == "<!-- example-mpi:end -->" {on = 0} on && !/^```/' \
+    "$root/README.md" >"$work/readme_example-mpi.c"
+assert_init_by_macro "$work/readme_example-mpi.c" example-mpi
+if ! diff -u <(tail -n +2 "$root/tests/mpi/example_ring.c") "$work/readme_example-mpi.c"; then
+    echo "consumer: README.md's example-mpi block differs from tests/mpi/example_ring.c (after its first line)" >&2
+    exit 1
+fi
 
 mpi_summary="no MPI component in PREFIX, and find_package(flashattn COMPONENTS mpi) says so"
 if [ -z "$mpi_header" ]; then
@@ -197,6 +217,11 @@ else
         assert_shared_from_prefix "$exe" libflashattn_mpi
         run_mpi "$exe"
     done
+    step "README.md example-mpi block, compiled as written (mpicc)"
+    # shellcheck disable=SC2046
+    mpicc -std=c11 -O2 -Wall -Wextra -Werror -o "$work/readme_example-mpi" "$work/readme_example-mpi.c" \
+        $(pkg-config --cflags --libs flashattn-mpi) -Wl,-rpath,"$mpi_libdir"
+    OMP_NUM_THREADS=1 run_mpi "$work/readme_example-mpi"
     mpi_static_libs=$(pkg-config --static --libs flashattn-mpi |
         sed 's/-lflashattn_mpi\b/-l:libflashattn_mpi.a/; s/-lflashattn\b/-l:libflashattn.a/')
     # shellcheck disable=SC2046,SC2086
