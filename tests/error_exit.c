@@ -34,6 +34,8 @@ static const char *const slot_name[EE_SLOTS] = {"q",
                                                 "p->sinks",
                                                 "p->dsinks",
                                                 "(the sequences' arrays)",
+                                                "p->k_scale",
+                                                "p->v_scale",
                                                 "p->seqs->cu_seqlens_q",
                                                 "p->seqs->cu_seqlens_k",
                                                 "p->seqs->seqused_k",
@@ -48,6 +50,13 @@ static const char *const slot_name[EE_SLOTS] = {"q",
 const char *ee_slot_name(int s)
 {
     return s >= 0 && s < EE_SLOTS ? slot_name[s] : "?";
+}
+
+/* The scale views of a quantized cache: f32 whatever the world's dtype (a quantized cache has f32
+ * queries), so their elements are 4 bytes. */
+static int is_scale(int s)
+{
+    return s == EE_KSCALE || s == EE_VSCALE;
 }
 
 /* The per-head float arrays: Hq floats each, whatever the tensors' dtype. */
@@ -94,6 +103,10 @@ void ee_valid_args(const ee_world *w, ee_args *a)
             fa_tensor_bhsd(ee_region(w, i, 0), w->dt, EE_B, shape_of[i][0], shape_of[i][1], shape_of[i][2]);
     a->lse = ee_region(w, EE_LSE, 0);
     a->world = w;
+    /* the scales of a quantized cache, one per key (value) row; p does not point at them unless a
+     * case asks (ee_quant_start) */
+    a->k_scale = fa_tensor_bhsd(ee_region(w, EE_KSCALE, 0), FA_F32, EE_B, EE_HKV, EE_N, 1);
+    a->v_scale = fa_tensor_bhsd(ee_region(w, EE_VSCALE, 0), FA_F32, EE_B, EE_HKV, EE_N, 1);
     ee_merge_args(w, a);
 }
 
@@ -238,6 +251,8 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
                          fa_last_error());
             ee_world_restore(w);
         }
+    /* quantized caches take f32 queries: their valid calls belong to the f32 world */
+    if (dt == FA_F32) ee_quant_check_valid(w);
     ee_args a;
     ee_valid_args(w, &a);
     fa_status st = ee_call_run(EE_MERGE, &a);
@@ -272,6 +287,7 @@ void ee_world_free(ee_world *w)
 fa_tensor *ee_tensor_at(ee_args *a, int ti)
 {
     if (ti >= EE_OUTS0 && ti < EE_OUTS0 + EE_PARTS) return &a->parts[ti - EE_OUTS0];
+    if (is_scale(ti)) return ti == EE_KSCALE ? &a->k_scale : &a->v_scale;
     return ti == EE_BIAS ? &a->bias : ti >= 0 && ti < EE_NT ? &a->t[ti] : NULL;
 }
 
@@ -352,7 +368,7 @@ int64_t ee_slot_elem_bytes(const ee_world *w, int s)
 {
     if (s >= EE_CU_Q && s <= EE_USED) return (int64_t)sizeof(int64_t);
     if (s == EE_TABLE) return (int64_t)sizeof(int32_t);
-    return is_head_array(s) ? (int64_t)sizeof(float) : (int64_t)w->e;
+    return is_head_array(s) || is_scale(s) ? (int64_t)sizeof(float) : (int64_t)w->e;
 }
 
 void ee_set_slot(ee_args *a, int s, unsigned char *at)
@@ -458,6 +474,11 @@ static void helper_views(const ee_world *w, ee_args *a, int bshd, int arg, int64
 void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
 {
     if (c->layout != EE_DENSE) ee_seqs_layout(w, a, c->layout);
+    if (c->kv_dt || c->scales) ee_quant_start(c, w, a); /* scales shaped like the layout's k and v */
+    if (c->op >= EE_OP_QUANT) {
+        ee_apply_quant(c, w, a);
+        return;
+    }
     if (c->op >= EE_OP_RAGGED) {
         ee_apply_ragged(c, w, a);
         return;
@@ -1057,6 +1078,7 @@ void ee_build_table(ee_table *t)
     ee_add_struct_cases(t);
     ee_add_seqs_cases(t);
     ee_add_merge_cases(t);
+    ee_add_quant_cases(t);
 }
 
 void ee_table_free(ee_table *t)

@@ -14,7 +14,8 @@
  * are poisoned during the call, so a read past an array's end is reported. error_exit.c holds the
  * world and the dense cases; error_exit_ragged.c the sequences' and fa_merge's; error_exit_structs.c
  * the size tags of p and p.seqs (include/flashattn.h, "ABI"), and the bad sizes every size-tagged
- * struct is given. */
+ * struct is given; error_exit_quantized.c the quantized KV caches (k and v of FA_I8, FA_F8_E4M3 or
+ * FA_F8_E5M2 with p.k_scale and p.v_scale, whose regions are in the pool too). */
 #ifndef FA_TEST_ERROR_EXIT_H
 #define FA_TEST_ERROR_EXIT_H
 
@@ -30,7 +31,7 @@ enum { EE_B = 2, EE_HQ = 4, EE_HKV = 2, EE_N = 6, EE_DIM = 4, EE_DIM_V = 3 };
  * score modifiers' arguments: the bias [B][Hq][N][N] (a tensor of the accumulation type, the
  * world's f32 or f64) and three
  * arrays of Hq floats (alibi_slopes and sinks, inputs; dsinks, an output of fa_backward), then the
- * region of the fa_seqs arrays. After the regions, slots that are arguments but no region of their
+ * region of the fa_seqs arrays, then the two scale views of a quantized cache. After the regions, slots that are arguments but no region of their
  * own: the four fa_seqs arrays (in the EE_SEQS region) and fa_merge's parts and their lse (in the
  * regions of q, k, v and of dout, dq, dk). */
 enum {
@@ -50,6 +51,8 @@ enum {
     EE_SINKS,
     EE_DSINKS,
     EE_SEQS,
+    EE_KSCALE, /* a quantized cache's scales: f32 [B][Hkv][N][1] views, p.k_scale and p.v_scale */
+    EE_VSCALE,
     EE_REGIONS,
     EE_CU_Q = EE_REGIONS,
     EE_CU_K,
@@ -91,6 +94,8 @@ typedef struct {
     fa_tensor t[EE_NT];
     int null_t[EE_NT]; /* pass NULL instead of &t[i] */
     fa_tensor bias;    /* p.bias points here */
+    /* p.k_scale and p.v_scale point here in the quantized cases (ee_quant_start); NULL otherwise */
+    fa_tensor k_scale, v_scale;
     void *lse;         /* fa_forward's, fa_backward's and fa_merge's lse */
     int helper_broken; /* a fa_tensor_* helper broke its own documented promise */
     const ee_world *world;
@@ -134,6 +139,9 @@ typedef struct {
     int64_t i[3];
     double d;
     int dt[EE_NT + 1]; /* EE_OP_DTYPES: the dtype of q..dv and of the bias (index EE_NT) */
+    /* error_exit_quantized.c: before the operation, k, v, dk and dv get dtype kv_dt (0: the world's)
+     * and p.k_scale (bit 0 of scales), p.v_scale (bit 1) point at views shaped like k and v */
+    int kv_dt, scales;
 } ee_case;
 
 typedef struct {
@@ -203,7 +211,8 @@ enum {
     EE_OP_HELPER,
     EE_OP_DTYPES, /* every tensor's dtype and the bias's as c->dt says */
     EE_OP_STRUCT, /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
-    EE_OP_RAGGED /* the first of error_exit_ragged.c's own operations */
+    EE_OP_RAGGED,              /* the first of error_exit_ragged.c's own operations */
+    EE_OP_QUANT = EE_OP_RAGGED + 32 /* the first of error_exit_quantized.c's (ragged has fewer) */
 };
 
 /* Sentinels for values that depend on the world. */
@@ -244,6 +253,14 @@ void ee_add_merge_cases(ee_table *t);
 void ee_apply_ragged(const ee_case *c, const ee_world *w, ee_args *a);
 /* Poisons (1) or unpoisons (0) the bytes after the sequences' arrays of a, under ASan. */
 void ee_poison_seqs(const ee_args *a, int poison);
+
+/* error_exit_quantized.c: the quantized caches' cases; the start every such case makes (the case's
+ * kv_dt and scales, after its batch of sequences); its own operations (op >= EE_OP_QUANT); and the
+ * valid quantized calls every world must accept (asserted in ee_world_make, f32 world). */
+void ee_add_quant_cases(ee_table *t);
+void ee_quant_start(const ee_case *c, const ee_world *w, ee_args *a);
+void ee_apply_quant(const ee_case *c, const ee_world *w, ee_args *a);
+void ee_quant_check_valid(ee_world *w);
 
 /* error_exit_structs.c: the size tag's refusals (include/flashattn.h, "ABI"). */
 typedef struct {

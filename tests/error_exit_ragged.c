@@ -165,6 +165,8 @@ enum {
     OP_MERGE_EVERY_DIM,  /* dim of every part and of out = i[0] */
     OP_MERGE_EVERY_DTYPE /* dtype of every part = i[0], of out = i[1] */
 };
+/* error_exit_quantized.c's operations start at EE_OP_QUANT: these must end before */
+_Static_assert((int)OP_MERGE_EVERY_DTYPE < (int)EE_OP_QUANT, "the ragged operations run into the quantized ones");
 
 static int64_t *size_of(fa_tensor *t, int f)
 {

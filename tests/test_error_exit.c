@@ -16,7 +16,9 @@
  * Every case starts from a call with every field of fa_params in use; the dtype rows set every
  * tensor's dtype themselves (bf16, f16 and f32 over a half KV cache among them, flashattn.h's dtype
  * groups), and where two dtypes are off at once, the diagnostic must name the first in the
- * documented order and not the second. Then: element-misaligned data. */
+ * documented order and not the second. Quantized KV caches (error_exit_quantized.c) start from the
+ * same call with k and v quantized and their scales set, and break the scales' pointers, dtypes,
+ * shapes, strides and places. Then: element-misaligned data. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <limits.h>
