@@ -20,6 +20,8 @@
  *     ordinary inputs finite gradients and dsinks within rounding of the header's formula from
  *     the forward's out and lse; a twin context (same kernel table and blocks, other thread
  *     count) gives the same bytes;
+ *   - a quantized KV cache (k, v int8 or FP8 with p.k_scale, p.v_scale: fuzz_input.h, quant) is
+ *     held to all of the above as the f32 cache it dequantizes to (fz_dequantized);
  *   - with sequences (fuzz_seqs.c): each sequence's rows as those of its own dense call (the
  *     checks above, per sequence, with its keys in use and its pages gathered), dsinks over every
  *     sequence, and the rows of no sequence unwritten;
@@ -244,14 +246,12 @@ static void set_strides(fa_tensor *t, int64_t sb, int64_t sh, int64_t ss)
     t->stride_seq = ss;
 }
 
-/* Strides of one view from its layout; sizes are already final. Overflowing products give -1. */
-static void decode_strides(fz_case *c, int i)
+/* Strides of a view from its layout; sizes are already final. Overflowing products give -1. */
+static void decode_strides_of(const fz_view_bytes *vb, fa_tensor *t, int layout)
 {
-    const fz_view_bytes *vb = i == FZ_BIAS ? &c->in.bias : &c->in.view[i];
-    fa_tensor *t = &c->view[i];
     const int64_t h = t->heads, s = t->seq, d = t->dim;
     int64_t a, b2;
-    switch (c->layout[i]) {
+    switch (layout) {
     case L_BHSD: *t = helper_view(t->dtype, t->batch, h, s, d, 0); break;
     case L_BSHD: *t = helper_view(t->dtype, t->batch, h, s, d, 1); break;
     case L_PAD_BHSD:
@@ -277,8 +277,13 @@ static void decode_strides(fz_case *c, int i)
     default: *t = helper_view(t->dtype, t->batch, h, s, d, 1); break; /* packed, resolved later */
     }
     if (t->stride_batch == INT64_MAX || t->stride_head == INT64_MAX || t->stride_seq == INT64_MAX) {
-        if (c->layout[i] != L_RAW) set_strides(t, -1, -1, -1); /* a saturated product: mirror the helpers */
+        if (layout != L_RAW) set_strides(t, -1, -1, -1); /* a saturated product: mirror the helpers */
     }
+}
+
+static void decode_strides(fz_case *c, int i)
+{
+    decode_strides_of(i == FZ_BIAS ? &c->in.bias : &c->in.view[i], &c->view[i], c->layout[i]);
 }
 
 /* Bytes a view's own region needs: its span, or a small stand-in when it is too large (the view
@@ -354,10 +359,44 @@ static void decode_params(fz_case *c)
     c->params_null = in->params_null >= 0xF0;
 }
 
-/* Stores x as one element of dtype t (f64, f32, bf16 or f16; bf16 and f16 rounded to nearest). */
+/* A quantized element's code for the value v (any code near it will do: the checks decode the
+ * stored bits themselves): int8 rounded and clamped (NaN 0); FP8 truncated, NaN kept, E5M2's
+ * infinities kept, values past the largest finite saturated (an infinity becomes E4M3's NaN code:
+ * the type has none). */
+static uint8_t quant_code(fa_dtype t, double v)
+{
+    if (t == FA_I8) {
+        const double r = isnan(v) ? 0.0 : nearbyint(v);
+        return (uint8_t)(int8_t)(r < -128.0 ? -128.0 : r > 127.0 ? 127.0 : r);
+    }
+    const int e4m3 = t == FA_F8_E4M3, mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+    const uint8_t sign = signbit(v) ? 0x80 : 0;
+    const double a = fabs(v);
+    if (isnan(v) || (e4m3 && isinf(v))) return sign | 0x7F;
+    if (isinf(v)) return sign | 0x7C;
+    if (a >= (e4m3 ? 448.0 : 57344.0)) return sign | (e4m3 ? 0x7E : 0x7B);
+    int e;
+    frexp(a, &e); /* a in [2^(e-1), 2^e) */
+    if (a == 0.0 || e - 1 < 1 - bias) return sign | (uint8_t)(a / ldexp(1.0, 1 - bias - mbits)); /* subnormal */
+    const int mant = (int)((a / ldexp(1.0, e - 1) - 1.0) * (1 << mbits));
+    return sign | (uint8_t)(((e - 1 + bias) << mbits) | mant);
+}
+
+/* The magnitude of a quantized type's codes in the pool (and 1/Q that of its scales), so that a
+ * dequantized element lies in [-amp, amp] as a float cache's does: int8 codes use the type's
+ * range, FP8 codes are values of [-1, 1]. */
+static double quant_range(fa_dtype t)
+{
+    return t == FA_I8 ? 127.0 : 1.0;
+}
+
+/* Stores x as one element of dtype t (f64, f32, bf16 or f16; bf16 and f16 rounded to nearest; a
+ * quantized type's code for x). */
 static void store_elem(unsigned char *at, fa_dtype t, double x)
 {
-    if (t == FA_F64) {
+    if (fz_dtype_quantized(t)) {
+        *at = quant_code(t, x);
+    } else if (t == FA_F64) {
         memcpy(at, &x, 8);
     } else if (t == FA_F32) {
         float f = (float)x;
@@ -377,8 +416,9 @@ static void fill_values(unsigned char *at, size_t bytes, fa_dtype t, double amp,
         for (size_t i = 0; i < bytes; i++) at[i] = (unsigned char)fz_splitmix64(&s);
         return;
     }
+    const double mag = fz_dtype_quantized(t) ? quant_range(t) : amp; /* codes: see quant_range */
     for (size_t i = 0; i + es <= bytes; i += es)
-        store_elem(at + i, t, ((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * amp);
+        store_elem(at + i, t, ((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * mag);
 }
 
 /* The pool in the call's dtype, then each view's own region whose dtype differs (k's group of a
@@ -458,6 +498,100 @@ static void fill_arrays(fz_case *c, const int64_t own[FZ_ARRAYS])
     }
 }
 
+/* ---- quantized caches (fuzz_input.h, quant and the scale views) ---- */
+
+static const fa_dtype quant_types[3] = {FA_I8, FA_F8_E4M3, FA_F8_E5M2};
+
+/* k's group of a quantized type and the input's twist on the groups; returns whether the scales are
+ * given (a quantized k's, or with twist 4 whatever k is). */
+static int quant_dtypes(const fz_input *in, fa_dtype call, fa_dtype group[FZ_ALL_VIEWS])
+{
+    const fz_quant_bytes *qb = &in->quant;
+    if (qb->quant >= 0x80)
+        group[FZ_K] = group[FZ_V] = group[FZ_DK] = group[FZ_DV] = quant_types[qb->quant % 3];
+    const int q = qb->quant >= 0x80 ? qb->quant % 3 : 0; /* k's type, or int8 for a float k */
+    switch (qb->quant_twist >= 0xC0 ? qb->quant_twist % 6 : -1) {
+    case 0: group[FZ_V] = group[FZ_DV] = quant_types[(q + 1) % 3]; break;
+    case 1: group[FZ_Q] = group[FZ_OUT] = group[FZ_DOUT] = group[FZ_DQ] = quant_types[q]; break;
+    case 2: group[FZ_OUT] = group[FZ_DOUT] = quant_types[q]; break;
+    case 3: group[FZ_V] = group[FZ_DV] = call; break;
+    case 4: return 1;
+    case 5: group[FZ_DK] = group[FZ_DV] = call; break;
+    }
+    return qb->quant >= 0x80;
+}
+
+/* k_scale and v_scale: [k's batch or 1][heads or 1][seq or 1][1] (v's for v_scale) in their layout,
+ * with the input's size override and dtype (else f32); no pointer when the scales are off or the
+ * layout says NULL. */
+static void scale_views(fz_case *c, int scales_on)
+{
+    for (int s = 0; s < 2; s++) {
+        const fz_view_bytes *vb = &c->in.scale[s];
+        const fa_tensor *of = &c->view[s ? FZ_V : FZ_K];
+        const int bc = s ? c->in.quant.v_bcast : c->in.quant.k_bcast;
+        int64_t sz[4] = {bc & 1 ? 1 : of->batch, bc & 2 ? 1 : of->heads, bc & 4 ? 1 : of->seq, 1};
+        if (vb->size_field >= 0xE0 && vb->size_field % 5 != 0)
+            sz[vb->size_field % 5 - 1] = fz_sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
+        fa_tensor *t = &c->scale[s];
+        t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : FA_F32;
+        t->batch = sz[0], t->heads = sz[1], t->seq = sz[2], t->dim = sz[3];
+        c->scale_layout[s] = !scales_on || vb->layout >= 0xF8 ? L_NULL : vb->layout % 9;
+        if (c->scale_layout[s] != L_NULL) decode_strides_of(vb, t, c->scale_layout[s]);
+    }
+}
+
+/* Their own regions, after every other (so an input without scales keeps its pool as it was). */
+static int64_t scale_regions(fz_case *c, int64_t cursor, int64_t gap)
+{
+    const int64_t es = c->dtype == FA_F64 ? 8 : 4;
+    for (int s = 0; s < 2; s++) {
+        const fz_view_bytes *vb = &c->in.scale[s];
+        const int place = vb->place < 0xC0 ? 9 : vb->place % 10;
+        c->scale_own[s] = c->scale_layout[s] != L_NULL && place == 9;
+        c->scale_base[s] = 0;
+        if (!c->scale_own[s]) continue;
+        const int64_t skew = vb->place >= 0xC0 ? 1 + (vb->shift & 3) : 0; /* misaligned */
+        cursor += gap;
+        c->scale_base[s] = cursor + skew;
+        cursor += (region_bytes(&c->scale[s]) + skew + es - 1) / es * es;
+    }
+    return cursor;
+}
+
+/* A scale placed on view 0..7's region + shift elements (clamped, aligned), or with NULL data. */
+static void scale_places(fz_case *c, int64_t es)
+{
+    for (int s = 0; s < 2; s++) {
+        const fz_view_bytes *vb = &c->in.scale[s];
+        const int place = vb->place < 0xC0 ? 9 : vb->place % 10;
+        if (c->scale_own[s] || c->scale_layout[s] == L_NULL) continue;
+        if (place == 8) {
+            c->scale_base[s] = -1;
+            continue;
+        }
+        int64_t at = fz_sat_add(c->own[place] ? c->base[place] : 0, (int64_t)vb->shift * es);
+        at = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
+        c->scale_base[s] = at - at % es;
+    }
+}
+
+/* Data pointers, and the values of the scales' own regions: uniform in [-1, 1]·amp/Q for the type
+ * of the tensor they scale (quant_range), so the dequantized cache lies in [-amp, amp]. */
+static void fill_scales(fz_case *c)
+{
+    uint64_t seed = c->in.seed ^ 0x2545f4914f6cdd1dull;
+    for (int s = 0; s < 2; s++) {
+        fa_tensor *t = &c->scale[s];
+        t->data = c->scale_base[s] < 0 ? NULL : c->pool + c->scale_base[s];
+        if (!c->scale_own[s]) continue;
+        const fa_dtype of = c->view[s ? FZ_V : FZ_K].dtype;
+        const double mag = c->amp / (fz_dtype_quantized(of) ? quant_range(of) : 1.0);
+        const int64_t bytes = region_bytes(t), room = (int64_t)c->pool_bytes - c->scale_base[s];
+        fill_values(c->pool + c->scale_base[s], (size_t)(bytes < room ? bytes : room), t->dtype, mag, seed + (uint64_t)s);
+    }
+}
+
 static void describe_case(const fz_case *c)
 {
     const fz_input *in = &c->in;
@@ -483,6 +617,14 @@ static void describe_case(const fz_case *c)
                          c->params_null ? " p=NULL" : "");
     if (used > 0 && (size_t)used < sizeof g_case)
         used += fz_seqs_describe(c, g_case + used, sizeof g_case - (size_t)used);
+    if (used > 0 && (size_t)used < sizeof g_case && (c->params.k_scale || c->params.v_scale))
+        used += snprintf(g_case + used, sizeof g_case - (size_t)used,
+                         " | scales %s[%lld][%lld][%lld][%lld]@%lld %s[%lld][%lld][%lld][%lld]@%lld",
+                         c->params.k_scale ? layout_name[c->scale_layout[0]] : "none", (long long)c->scale[0].batch,
+                         (long long)c->scale[0].heads, (long long)c->scale[0].seq, (long long)c->scale[0].dim,
+                         (long long)c->scale_base[0], c->params.v_scale ? layout_name[c->scale_layout[1]] : "none",
+                         (long long)c->scale[1].batch, (long long)c->scale[1].heads, (long long)c->scale[1].seq,
+                         (long long)c->scale[1].dim, (long long)c->scale_base[1]);
     if (used > 0 && (size_t)used < sizeof g_case && c->mg.on)
         snprintf(g_case + used, sizeof g_case - (size_t)used, " | merge n=%d%s%s", c->mg.n,
                  c->mg.outs_null ? " outs=NULL" : "", c->mg.lses_null ? " lses=NULL" : "");
@@ -516,9 +658,10 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     /* dtypes before overrides: q's group the call's, k's group kv_dtype's, the bias the
      * accumulation type (flashattn.h, fa_forward) */
     const fa_dtype kv_dt = in->dtypes.kv_dtype >= 0xC0 ? dtype_table[in->dtypes.kv_dtype % 8] : c->dtype;
-    const fa_dtype group_dtype[FZ_ALL_VIEWS] = {c->dtype, kv_dt,    kv_dt,
-                                                c->dtype, c->dtype, c->dtype,
-                                                kv_dt,    kv_dt,    c->dtype == FA_F64 ? FA_F64 : FA_F32};
+    fa_dtype group_dtype[FZ_ALL_VIEWS] = {c->dtype, kv_dt,    kv_dt,
+                                          c->dtype, c->dtype, c->dtype,
+                                          kv_dt,    kv_dt,    c->dtype == FA_F64 ? FA_F64 : FA_F32};
+    const int scales_on = quant_dtypes(in, c->dtype, group_dtype);
     if (fz_seqs_wanted(in, NULL)) fz_seqs_shapes(c, shape_of);
     if (fz_merge_wanted(in)) /* the parts: shaped like out */
         for (int i = FZ_DOUT; i <= FZ_DV; i++) memcpy(shape_of[i], shape_of[FZ_OUT], sizeof shape_of[FZ_OUT]);
@@ -581,6 +724,8 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     }
     cursor = fz_seqs_regions(c, cursor, gap);
     cursor = fz_merge_regions(c, cursor, gap);
+    scale_views(c, scales_on); /* shaped like k and v as decoded above */
+    cursor = scale_regions(c, cursor, gap);
     cursor += gap;
     c->pool_bytes = (size_t)(cursor > 0 ? cursor : es);
 
@@ -598,6 +743,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
         c->base[i] = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
         c->base[i] -= c->base[i] % es; /* the shift is in elements: keep placed views aligned */
     }
+    scale_places(c, es);
     if (in->lse_mode >= 0xC0 && in->lse_mode % 4 != 0) {
         int j = (in->lse_mode >> 2) % 8; /* lse_mode % 4 == 3: a shift in bytes, maybe misaligned */
         int64_t at =
@@ -621,6 +767,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     fill_pool(c, group_bytes);
     for (int i = 0; i < FZ_ALL_VIEWS; i++) c->view[i].data = c->base[i] < 0 ? NULL : c->pool + c->base[i];
     fill_arrays(c, array_own);
+    fill_scales(c);
     fz_pool pool = {c->pool, c->pool_bytes};
     write_specials(c, &pool);
     /* the score modifiers' pointers into the pool */
@@ -631,6 +778,8 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     c->params.sinks = array[FZ_SINKS];
     c->params.dsinks = array[FZ_DSINKS];
     c->params.bias = c->layout[FZ_BIAS] == L_NULL ? NULL : &c->view[FZ_BIAS];
+    c->params.k_scale = c->scale_layout[0] == L_NULL ? NULL : &c->scale[0];
+    c->params.v_scale = c->scale_layout[1] == L_NULL ? NULL : &c->scale[1];
     c->lse_head_stride = c->view[FZ_Q].seq;
     fz_seqs_write(c); /* after the specials: they do not land on the arrays */
     fz_merge_write(c);
@@ -921,10 +1070,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fwd_said = fa_status_str(fwd);
         if (fwd == FA_OK) {
             ok_calls++;
-            if (seqs_call)
-                fz_seqs_check_forward(c, p, lse);
-            else
-                fz_check_forward_values(c, p, lse);
+            /* a quantized cache is checked as the f32 cache it dequantizes to (flashattn.h) */
+            void *deq = NULL;
+            fz_case *wide = fz_dtype_quantized(c->view[FZ_K].dtype) ? fz_dequantized(c, p, &deq) : NULL;
+            const fz_case *vc = fz_dtype_quantized(c->view[FZ_K].dtype) ? wide : c;
+            if (vc && seqs_call)
+                fz_seqs_check_forward(vc, p, lse);
+            else if (vc)
+                fz_check_forward_values(vc, p, lse);
+            free(wide);
+            free(deq);
         }
     }
     /* (with fa_merge the gradients' views are its parts: no backward) */

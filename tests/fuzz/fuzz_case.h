@@ -98,6 +98,12 @@ typedef struct {
     fz_seqs_case sq;
     fz_merge_case mg;
     fz_struct_bytes abi; /* the struct the input resizes (fuzz_struct.c) */
+    /* p.k_scale, p.v_scale of a quantized cache: views like the others' (layout L_NULL: the
+     * pointer is NULL), each in its own region unless placed on a view's */
+    fa_tensor scale[2];
+    int scale_layout[2];
+    int64_t scale_base[2]; /* byte offset in the pool; -1 = data NULL */
+    int scale_own[2];
 } fz_case;
 
 /* ---- fuzz_struct.c ---- */
@@ -142,6 +148,16 @@ void fz_dsinks_terms(const fz_case *c, const fa_params *p, const void *lse, doub
                      double *flushed);
 void fz_dsinks_compare(const fa_params *p, int64_t heads, fa_dtype dtype, const double *want,
                        const double *mag, const double *flushed);
+
+/* A quantized element's value from its code (FA_I8, FA_F8_E4M3, FA_F8_E5M2), decoded here from the
+ * formats' definitions, not by the library's conversions. */
+double fz_quant_value(uint8_t code, fa_dtype t);
+/* The dequantized cache of a successful quantized call: a copy of c whose k and v are f32 views
+ * (contiguous, in k's and v's own index space, so packed and paged layouts read as before) of
+ * float(element) · float(its row's scale), one float multiplication as the header says; the
+ * buffer is *buf (free it, and the copy). NULL when the views are too large to copy (the value
+ * checks skip such calls). */
+fz_case *fz_dequantized(const fz_case *c, const fa_params *p, void **buf);
 
 /* ---- fuzz_seqs.c ---- */
 

@@ -6,8 +6,9 @@
  * each of the eight views, then FZ_SPECIAL_FIELDS four times, then FZ_VIEW_FIELDS for the bias and
  * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks, then the sequences: FZ_SEQS_FIELDS,
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
- * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS). A short input reads as if padded with zero bytes (so an
- * input written before the sequences, fa_merge and kv_dtype existed makes the same calls as it did
+ * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS, then FZ_QUANT_FIELDS and FZ_VIEW_FIELDS
+ * for k_scale and v_scale). A short input reads as if padded with zero bytes (so an
+ * input written before the sequences, fa_merge, kv_dtype and quantized caches existed makes the same calls as it did
  * then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values of its
  * half views, now ordinary numbers); bytes after the last field are ignored. Every field is a selector that the
  * harness maps to an argument; the mapping is written next to each field, and most selectors
@@ -125,7 +126,7 @@
  *                  dtype is the accumulation type (f64 for f64 calls, f32 otherwise) unless its
  *                  dtype_override says otherwise.
  *
- * Size-tagged structs (FZ_ABI_FIELDS, last; include/flashattn.h, "ABI"):
+ * Size-tagged structs (FZ_ABI_FIELDS; include/flashattn.h, "ABI"):
  *   abi            < 0xC0: every struct as FA_*_INIT makes it; else the struct (abi >> 3) % 3 (p,
  *                  p.seqs, or the fresh context's opts; p when the call has no such struct, none
  *                  when p is NULL) is copied into a 4096-byte buffer and by abi % 6 gets struct_size
@@ -133,7 +134,26 @@
  *                  (too large: FA_ERR_ARG); its size + 1 + abi_size % (4096 - its size) with the bytes
  *                  past its size zero (valid: the call is made as without it); or that size with byte
  *                  its size + abi_byte % (struct_size - its size) set to abi_value | 1 (a field this
- *                  library does not know: FA_ERR_UNSUPPORTED) */
+ *                  library does not know: FA_ERR_UNSUPPORTED)
+ *
+ * Quantized KV caches (FZ_QUANT_FIELDS, then the view fields of k_scale and v_scale; last):
+ *   quant          < 0x80: k's group keeps its dtype (kv_dtype); else k, v, dk and dv are FA_I8,
+ *                  FA_F8_E4M3 or FA_F8_E5M2 by value % 3 (a view's dtype_override still wins), and
+ *                  p.k_scale and p.v_scale are given
+ *   quant_twist    < 0xC0: none; else by % 6: 0 v and dv of the next quantized type, 1 q, out, dout
+ *                  and dq of k's quantized type, 2 out and dout of it, 3 v and dv of the call's
+ *                  dtype, 4 the scales given whatever k is (FA_ERR_ARG for a float k), 5 dk and dv of
+ *                  the call's dtype
+ *   k_bcast, v_bcast  bits 0, 1, 2 make the scale's batch, heads, seq 1 (broadcast); the scale is
+ *                  otherwise shaped like k (v) as the call has it, with dim 1
+ *   k_scale, v_scale  the view fields: layout >= 0xF8 leaves the scale's pointer NULL (missing),
+ *                  else % 9 as a view's (packed reads as bshd); place % 10 on the region of view
+ *                  0..7, 8 data NULL, 9 own region misaligned; the raw strides, size override and
+ *                  dtype_override (else FA_F32) as a view's. Their own regions hold uniform values
+ *                  in [-1, 1]·amp/Q, and the quantized elements codes of uniform values in [-Q, Q]
+ *                  (Q = 127 for FA_I8, 1 for the FP8 types), so the dequantized cache lies in
+ *                  [-amp, amp] as the float caches' values do
+ */
 #ifndef FA_FUZZ_INPUT_H
 #define FA_FUZZ_INPUT_H
 
@@ -177,6 +197,7 @@ typedef uint32_t fz_u32;
 
 #define FZ_DTYPE_FIELDS(X) X(u8, kv_dtype)
 #define FZ_ABI_FIELDS(X)   X(u8, abi) X(u16, abi_size) X(u16, abi_byte) X(u8, abi_value)
+#define FZ_QUANT_FIELDS(X) X(u8, quant) X(u8, quant_twist) X(u8, k_bcast) X(u8, v_bcast)
 
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS  4
@@ -212,6 +233,9 @@ typedef struct {
     FZ_ABI_FIELDS(FZ_MEMBER)
 } fz_abi_bytes;
 typedef struct {
+    FZ_QUANT_FIELDS(FZ_MEMBER)
+} fz_quant_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
@@ -223,6 +247,8 @@ typedef struct {
     fz_merge_bytes merge;
     fz_dtypes_bytes dtypes;
     fz_abi_bytes abi;
+    fz_quant_bytes quant;
+    fz_view_bytes scale[2]; /* k_scale, v_scale */
 } fz_input;
 #undef FZ_MEMBER
 
@@ -302,6 +328,10 @@ static inline void fz_read_abi(fz_reader *r, fz_abi_bytes *d)
 {
     FZ_ABI_FIELDS(FZ_READ)
 }
+static inline void fz_read_quant(fz_reader *r, fz_quant_bytes *d)
+{
+    FZ_QUANT_FIELDS(FZ_READ)
+}
 static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
 {
     fz_reader rd = {data, size, 0}, *r = &rd;
@@ -316,6 +346,8 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     fz_read_merge(r, &d->merge);
     fz_read_dtypes(r, &d->dtypes);
     fz_read_abi(r, &d->abi);
+    fz_read_quant(r, &d->quant);
+    for (int i = 0; i < 2; i++) fz_read_view(r, &d->scale[i]);
 }
 #undef FZ_READ
 
@@ -365,6 +397,10 @@ static inline void fz_write_abi(fz_writer *w, const fz_abi_bytes *d)
 {
     FZ_ABI_FIELDS(FZ_WRITE)
 }
+static inline void fz_write_quant(fz_writer *w, const fz_quant_bytes *d)
+{
+    FZ_QUANT_FIELDS(FZ_WRITE)
+}
 /* Writes the whole input; returns the number of bytes (FZ_INPUT_BYTES when cap allows). */
 static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
 {
@@ -380,6 +416,8 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     fz_write_merge(w, &d->merge);
     fz_write_dtypes(w, &d->dtypes);
     fz_write_abi(w, &d->abi);
+    fz_write_quant(w, &d->quant);
+    for (int i = 0; i < 2; i++) fz_write_view(w, &d->scale[i]);
     return wr.n;
 }
 #undef FZ_WRITE

@@ -41,7 +41,9 @@ static const char *const view_name[FZ_CALL_BITS] = {"q",
                                                     "cu_seqlens_q",
                                                     "cu_seqlens_k",
                                                     "seqused_k",
-                                                    "block_table"};
+                                                    "block_table",
+                                                    "k_scale",
+                                                    "v_scale"};
 
 size_t fz_dtype_bytes(fa_dtype t)
 {
@@ -55,6 +57,11 @@ size_t fz_dtype_bytes(fa_dtype t)
     case FA_F8_E5M2: return 1;
     }
     return 0;
+}
+
+int fz_dtype_quantized(fa_dtype t)
+{
+    return t == FA_I8 || t == FA_F8_E4M3 || t == FA_F8_E5M2;
 }
 
 int fz_view_empty(const fa_tensor *t)
@@ -143,11 +150,32 @@ static fa_params params_of(const fz_call *c)
     return c->p ? *c->p : (fa_params)FA_PARAMS_INIT;
 }
 
-/* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS, or NULL). */
+/* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS) and a quantized
+ * cache's scales (FZ_KSCALE_BIT, FZ_VSCALE_BIT), or NULL. */
 static const fa_tensor *view_at(const fz_call *c, int i)
 {
     if (i == FZ_BIAS) return c->p ? c->p->bias : NULL;
+    if (i == FZ_KSCALE_BIT) return c->p ? c->p->k_scale : NULL;
+    if (i == FZ_VSCALE_BIT) return c->p ? c->p->v_scale : NULL;
     return i >= 0 && i < c->n && i < FZ_VIEWS ? c->t[i] : NULL;
+}
+
+/* Whether argument bit i is a view (a tensor, the bias, a scale), and the next such bit: the loops
+ * over every view run `for (i = 0; i < FZ_CALL_BITS; i = next_view(i))`. */
+static int is_view_bit(const fz_call *c, int i)
+{
+    return i < c->n || i == FZ_BIAS_BIT || i == FZ_KSCALE_BIT || i == FZ_VSCALE_BIT;
+}
+
+static int next_view(int i)
+{
+    return i == FZ_BIAS ? FZ_KSCALE_BIT : i + 1;
+}
+
+/* Whether k is a quantized cache (then its scales are required, and only then allowed). */
+static int k_quantized(const fz_call *c)
+{
+    return c->t[FZ_K] && fz_dtype_quantized(c->t[FZ_K]->dtype);
 }
 
 /* The per-head arrays the call uses (fa_forward ignores dsinks). */
@@ -346,6 +374,11 @@ static int model_null(const fz_call *c, fz_model *m)
             fz_set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
     if (p.bias && null_data(p.bias))
         fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "bias data of a non-empty view");
+    for (int i = FZ_KSCALE_BIT; i <= FZ_VSCALE_BIT; i++)
+        if (view_at(c, i) && null_data(view_at(c, i)))
+            fz_set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
+    if (k_quantized(c) && !p.k_scale) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "a quantized k without k_scale");
+    if (k_quantized(c) && !p.v_scale) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "a quantized k without v_scale");
     if (c->backward && !c->lse) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "lse of the backward");
     if (c->backward && p.dsinks && !p.sinks)
         fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "dsinks without sinks");
@@ -375,14 +408,18 @@ static int model_arg(const fz_call *c, fz_model *m)
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "seqs.pages_per_seq < 0 with a block table");
     if (s && s->block_table && s->cu_seqlens_k)
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "seqs.cu_seqlens_k with a block table");
+    /* scales given to a k that is not quantized: refused, not ignored */
+    if ((p.k_scale || p.v_scale) && !k_quantized(c))
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "k_scale or v_scale with a k that is not quantized");
     return m->refused;
 }
 
-/* The pair of dtypes a call may have (flashattn.h, fa_forward): one type throughout, or f32 q over
- * a bf16 or f16 k (a half-precision KV cache). */
+/* The pair of dtypes a call may have (flashattn.h, fa_forward): one type throughout (not a quantized
+ * one: those are a KV cache's storage only), or f32 q over a bf16, f16 or quantized k. */
 static int dtype_pair_allowed(fa_dtype q, fa_dtype k)
 {
-    return q == k || (q == FA_F32 && (k == FA_BF16 || k == FA_F16));
+    if (q == k) return !fz_dtype_quantized(q);
+    return q == FA_F32 && (k == FA_BF16 || k == FA_F16 || fz_dtype_quantized(k));
 }
 
 /* The header's dtype rules in its order: every dtype known (q, k, v, out, [dout, dq, dk, dv], the
@@ -392,7 +429,7 @@ static int dtype_pair_allowed(fa_dtype q, fa_dtype k)
 static int model_dtype(const fz_call *c, fz_model *m)
 {
     static const int leader[FZ_VIEWS] = {FZ_Q, FZ_K, FZ_K, FZ_Q, FZ_Q, FZ_Q, FZ_K, FZ_K};
-    for (int i = 0; i <= FZ_BIAS; i++) {
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
         const fa_tensor *t = view_at(c, i);
         if (t && !dtype_known(t->dtype))
             fz_set_class(m, C_DTYPE, FZ_PRESENT, "unknown dtype of %s", view_name[i]);
@@ -407,6 +444,9 @@ static int model_dtype(const fz_call *c, fz_model *m)
     const fa_tensor *bias = view_at(c, FZ_BIAS);
     if (bias && bias->dtype != (q == FA_F64 ? FA_F64 : FA_F32))
         fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "bias dtype not the accumulation type");
+    for (int i = FZ_KSCALE_BIT; i <= FZ_VSCALE_BIT; i++) /* the scales: f32 views */
+        if (view_at(c, i) && view_at(c, i)->dtype != (q == FA_F64 ? FA_F64 : FA_F32))
+            fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s dtype not the accumulation type", view_name[i]);
     return m->refused;
 }
 
@@ -488,7 +528,7 @@ static int model_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
 {
     const fa_tensor *q = c->t[FZ_Q], *k = c->t[FZ_K], *v = c->t[FZ_V], *o = c->t[FZ_OUT];
     const fa_seqs *seqs = c->p ? c->p->seqs : NULL;
-    for (int i = 0; i <= FZ_BIAS; i++) {
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
         const fa_tensor *t = view_at(c, i);
         if (t && (t->batch < 0 || t->heads < 0 || t->seq < 0 || t->dim < 0))
             fz_set_class(m, C_SHAPE, FZ_PRESENT, "negative size in %s", view_name[i]);
@@ -528,6 +568,14 @@ static int model_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
             fz_set_class(m, C_SHAPE, state, "%s", "bias batch, heads or seq neither the problem's nor 1");
         if (bias->dim != k->seq) fz_set_class(m, C_SHAPE, state, "%s", "bias dim != Nk");
     }
+    for (int i = FZ_KSCALE_BIT; i <= FZ_VSCALE_BIT; i++) { /* shaped like k (v) with dim 1, or 1s */
+        const fa_tensor *s = view_at(c, i), *of = i == FZ_KSCALE_BIT ? k : v;
+        if (!s) continue;
+        if ((s->batch != of->batch && s->batch != 1) || (s->heads != of->heads && s->heads != 1) ||
+            (s->seq != of->seq && s->seq != 1))
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s batch, heads or seq neither its tensor's nor 1", view_name[i]);
+        if (s->dim != 1) fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s dim != 1", view_name[i]);
+    }
     if (m->refused) return 1;
     m->work =
         (double)q->batch * (double)q->heads * (double)q->seq * (double)k->seq * (double)(q->dim + v->dim);
@@ -543,13 +591,13 @@ static int model_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
 
 static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_VIEWS])
 {
-    for (int i = 0; i <= FZ_BIAS; i++) {
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
         const fa_tensor *t = view_at(c, i);
         if (t && (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0))
             fz_set_class(m, C_STRIDE, FZ_PRESENT, "negative stride in %s", view_name[i]);
     }
     if (m->refused) return 1;
-    for (int i = 0; i <= FZ_BIAS; i++) { /* data must be aligned to its element size */
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) { /* data must be aligned to its element size */
         const fa_tensor *t = view_at(c, i);
         if (!t || (uintptr_t)t->data % fz_dtype_bytes(t->dtype) == 0) continue;
         if (!fz_view_empty(t))
@@ -572,7 +620,7 @@ static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_VIEWS])
         else if ((uintptr_t)a > UINTPTR_MAX - heads)
             fz_maybe(m, C_STRIDE); /* address wraps */
     }
-    for (int i = 0; i <= FZ_BIAS; i++) {
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
         const fa_tensor *t = view_at(c, i);
         if (!t || fz_view_empty(t)) continue;
         int64_t span = fz_view_span(t), bytes;
@@ -620,7 +668,7 @@ static int is_output(const fz_call *c, int bit)
 /* The range of argument `bit`, and whether the call has it. */
 static int arg_range(const fz_call *c, int bit, fz_range *r)
 {
-    if (bit < c->n || bit == FZ_BIAS_BIT) {
+    if (is_view_bit(c, bit)) {
         const fa_tensor *t = view_at(c, bit);
         if (!t) return 0;
         *r = fz_view_range(t);
@@ -672,7 +720,7 @@ static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
             if (!fz_ranges_meet(r[o], r[x])) continue;
             char what[40];
             snprintf(what, sizeof what, "%s/%s", view_name[o], view_name[x]);
-            const int views = (o < c->n || o == FZ_BIAS_BIT) && (x < c->n || x == FZ_BIAS_BIT);
+            const int views = is_view_bit(c, o) && is_view_bit(c, x);
             if (!views) { /* the lse and the arrays are plain ranges: meeting is overlapping */
                 fz_set_class(m, C_ALIAS, FZ_PRESENT, "%s ranges meet", what);
                 continue;
@@ -691,6 +739,8 @@ static int model_unsupported(const fz_call *c, fz_model *m)
     if (seqs && c->p->bias) fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "a bias with sequences");
     if (seqs && c->backward && seqs->block_table)
         fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "paged keys in the backward");
+    if (c->backward && k_quantized(c))
+        fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "the gradients of a quantized cache");
     return m->refused;
 }
 
@@ -701,7 +751,7 @@ static int all_fit(const fz_call *c, const fz_pool *pool)
     for (int bit = 0; bit < FZ_BITS; bit++) {
         fz_range r;
         if (!arg_range(c, bit, &r)) continue;
-        if (bit < c->n || bit == FZ_BIAS_BIT) {
+        if (is_view_bit(c, bit)) {
             const fa_tensor *t = view_at(c, bit);
             if (!fz_view_empty(t) && !fz_view_fits(pool, t)) return 0;
         } else if (r.begin < r.end && !fz_range_fits(pool, r))
@@ -771,19 +821,19 @@ void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
     /* Known dtypes from here on (q's group, k's group, the bias): map the pool in units that
      * divide every element size. */
     size_t es_min = fz_dtype_bytes(c->t[FZ_Q]->dtype);
-    for (int i = 0; i <= FZ_BIAS; i++) {
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
         const fa_tensor *t = view_at(c, i);
         if (t && fz_dtype_bytes(t->dtype) < es_min) es_min = fz_dtype_bytes(t->dtype);
     }
     fz_map_alloc(m, pool, es_min);
-    int dup[FZ_VIEWS] = {0}, dup_bias = 0;
-    for (int i = 0; i <= FZ_BIAS; i++) {
+    int dup[FZ_VIEWS] = {0}, dup_input = 0; /* an input's repeated elements are no self-overlap */
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
         const fa_tensor *t = view_at(c, i);
+        const int input = i >= FZ_VIEWS || !c->is_out[i];
         if (t && fz_view_fits(pool, t) && t->stride_batch >= 0 && t->stride_head >= 0 && t->stride_seq >= 0)
-            m->marked[i] = fz_mark_view(m, pool, t, i, i == FZ_BIAS || !c->is_out[i],
-                                        i == FZ_BIAS ? &dup_bias : &dup[i]);
+            m->marked[i] = fz_mark_view(m, pool, t, i, input, i >= FZ_VIEWS ? &dup_input : &dup[i]);
     }
-    for (int bit = FZ_LSE_BIT; bit < FZ_CALL_BITS; bit++) {
+    for (int bit = FZ_LSE_BIT; bit <= FZ_TABLE_BIT; bit++) { /* the plain ranges */
         fz_range r;
         if (arg_range(c, bit, &r)) m->marked[bit] = fz_mark_range(m, pool, r, bit);
     }

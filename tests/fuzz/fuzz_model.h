@@ -14,7 +14,10 @@
  * alibi_slopes and sinks are inputs of Hq floats, dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks.
  * A batch of sequences (fa_seqs) changes the batch axes' rules, brings its arrays as inputs (read
  * from the pool: the offsets, the keys in use and the pages in use must fit) and makes a bias
- * and, in the backward, paged keys FA_ERR_UNSUPPORTED. fa_merge has rules of its own
+ * and, in the backward, paged keys FA_ERR_UNSUPPORTED. A quantized cache (k and v FA_I8, FA_F8_E4M3
+ * or FA_F8_E5M2 under f32 q and out) needs p.k_scale and p.v_scale, f32 views shaped like k and v
+ * with dim 1 (each other size k's or 1), inputs like the bias; scales with any other k are
+ * FA_ERR_ARG, and its backward FA_ERR_UNSUPPORTED. fa_merge has rules of its own
  * (fuzz_model_merge.c). */
 #ifndef FA_FUZZ_MODEL_H
 #define FA_FUZZ_MODEL_H
@@ -62,10 +65,13 @@ enum {
     FZ_CUK_BIT,
     FZ_USED_BIT,
     FZ_TABLE_BIT,
+    FZ_KSCALE_BIT, /* p.k_scale and p.v_scale: input views, like the bias */
+    FZ_VSCALE_BIT,
     FZ_CALL_BITS
 };
 enum { FZ_MERGE_LSES = 8, FZ_MERGE_OUT_BIT = 16, FZ_MERGE_LSE_BIT, FZ_MERGE_BITS };
-#define FZ_BITS       FZ_MERGE_BITS /* the larger of the two */
+#define FZ_BITS       FZ_CALL_BITS /* the larger of the two */
+_Static_assert((int)FZ_CALL_BITS >= (int)FZ_MERGE_BITS && (int)FZ_CALL_BITS <= 32, "FZ_BITS: the map's bits");
 #define FZ_MERGE_SEEN 8             /* parts with bits of their own; later ones repeat them */
 
 typedef struct {
@@ -98,7 +104,8 @@ void fz_model_describe(const fz_model *m, char *buf, size_t size);
 
 /* ---- geometry, shared with the harness ---- */
 
-size_t fz_dtype_bytes(fa_dtype t); /* 8, 4, 2, 2 for f64, f32, bf16, f16; 0 for unknown values */
+size_t fz_dtype_bytes(fa_dtype t); /* 8, 4, 2, 2, 1 for f64, f32, bf16, f16, quantized; 0 unknown */
+int fz_dtype_quantized(fa_dtype t); /* FA_I8, FA_F8_E4M3, FA_F8_E5M2: a KV cache's storage only */
 int fz_view_empty(const fa_tensor *t);
 /* Elements from the first to one past the last element of a non-empty view with sizes and strides
  * >= 0, in elements; -1 if that overflows int64. */

@@ -5,7 +5,7 @@
  * (the parts' shape and dtype) and lse (NULL, or like lses[k]). Refused: outs, lses, out, a part's
  * data or a part's lse NULL; n < 1; mixed dtypes (f32 with bf16/f16 among them); a size that
  * differs from outs[0]'s or Dv out of range; strides as fa_forward; out or lse overlapping a part,
- * its lse or each other.
+ * its lse or each other. Quantized parts or out (a KV cache's storage only) are FA_ERR_DTYPE.
  *
  * Parts from the ninth on get no bits of their own in the element map: the harness repeats the
  * first eight, and a later part that is no copy of one of them leaves ALIAS undecided. */
@@ -59,6 +59,8 @@ static int merge_dtype_shape(const fz_call *c, fz_model *m)
         fa_dtype t = view_of(c, k)->dtype;
         if (!fz_dtype_bytes(t))
             fz_set_class(m, FZ_C_DTYPE, FZ_PRESENT, "%s", "an unknown dtype");
+        else if (fz_dtype_quantized(t)) /* a KV cache's storage only (flashattn.h, fa_dtype) */
+            fz_set_class(m, FZ_C_DTYPE, FZ_PRESENT, "%s", "a quantized part or out");
         else if (t != first->dtype)
             fz_set_class(m, FZ_C_DTYPE, FZ_PRESENT, "%s", "dtypes differ");
     }

@@ -27,14 +27,60 @@ static double half_value(uint16_t h, fa_dtype t)
     return sign ? -x : x;
 }
 
+/* OCP FP8 (E4M3: no infinities, S.1111.111 NaN; E5M2: binary16's top byte) and int8 codes. */
+double fz_quant_value(uint8_t code, fa_dtype t)
+{
+    if (t == FA_I8) return (double)(int8_t)code;
+    const int e4m3 = t == FA_F8_E4M3, mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, top = e4m3 ? 15 : 31;
+    const int sign = code >> 7, e = (code >> mbits) & top, mant = code & ((1 << mbits) - 1);
+    double x;
+    if (e4m3 && e == top && mant == (1 << mbits) - 1)
+        x = NAN;
+    else if (!e4m3 && e == top)
+        x = mant ? NAN : INFINITY;
+    else if (e == 0)
+        x = ldexp((double)mant, 1 - bias - mbits); /* zero or subnormal */
+    else
+        x = ldexp((double)(mant | (1 << mbits)), e - bias - mbits);
+    return sign ? -x : x;
+}
+
 double fz_ld(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
 {
     int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
     if (t->dtype == FA_F64) return ((const double *)t->data)[off];
     if (t->dtype == FA_F32) return (double)((const float *)t->data)[off];
+    if (fz_dtype_quantized(t->dtype)) return fz_quant_value(((const uint8_t *)t->data)[off], t->dtype);
     uint16_t x;
     memcpy(&x, (const unsigned char *)t->data + off * 2, sizeof x);
     return half_value(x, t->dtype);
+}
+
+fz_case *fz_dequantized(const fz_case *c, const fa_params *p, void **buf)
+{
+    const fa_tensor *kv[2] = {&c->view[FZ_K], &c->view[FZ_V]}, *scale[2] = {p->k_scale, p->v_scale};
+    double n[2];
+    for (int i = 0; i < 2; i++) n[i] = (double)kv[i]->batch * (double)kv[i]->heads * (double)kv[i]->seq * (double)kv[i]->dim;
+    *buf = NULL;
+    if (n[0] + n[1] > 8.0 * FZ_WORK_MAX) return NULL;
+    fz_case *one = malloc(sizeof *one);
+    float *x = malloc(sizeof(float) * (size_t)(n[0] + n[1] + 1));
+    if (!one || !x) abort();
+    memcpy(one, c, sizeof *one);
+    float *at = x;
+    for (int i = 0; i < 2; i++) {
+        const fa_tensor *t = kv[i], *s = scale[i];
+        for (int64_t b = 0; b < t->batch; b++)
+            for (int64_t h = 0; h < t->heads; h++)
+                for (int64_t r = 0; r < t->seq; r++) {
+                    /* a size-1 axis of the scale is read at index 0, whatever its stride */
+                    const float sc = (float)fz_ld(s, s->batch == 1 ? 0 : b, s->heads == 1 ? 0 : h, s->seq == 1 ? 0 : r, 0);
+                    for (int64_t d = 0; d < t->dim; d++) *at++ = (float)fz_ld(t, b, h, r, d) * sc;
+                }
+        one->view[i ? FZ_V : FZ_K] = fa_tensor_bhsd(at - (int64_t)n[i], FA_F32, t->batch, t->heads, t->seq, t->dim);
+    }
+    *buf = x;
+    return one;
 }
 
 void fz_store_rounding(fa_dtype t, double *unit, double *floor_abs)

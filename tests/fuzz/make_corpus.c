@@ -11,7 +11,8 @@
  * SHAPE, STRIDE, ALIAS, UNSUPPORTED, a refused fa_context_create), each also through the
  * modifiers' arguments, and the harness's poisoning of wild views and arrays. Then batches of
  * sequences (packed, KV caches with keys in use, paged keys; forward and backward; each of
- * fa_seqs' refusals) and fa_merge (parts with -inf and NaN rows, many parts, each refusal).
+ * fa_seqs' refusals) and fa_merge (parts with -inf and NaN rows, many parts, each refusal); then
+ * quantized KV caches (int8, E4M3, E5M2 with their scales: computing, and each refusal of theirs).
  * The format is fuzz_input.h's; FA_FUZZ_VERBOSE=1 fa-fuzz-replay DIR shows each seed's statuses. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,15 @@ static void emit(const char *name, const fz_input *in)
     g_count++;
 }
 
+/* A head dim's selector: d - 1 for small ones; else bit 15 set and the value % FA_MAX_HEAD_DIM
+ * d - 1 (the harness's 1 + value % FA_MAX_HEAD_DIM; 2^15 is no multiple of 576, so not 0x8000 | d - 1). */
+static fz_u16 dim_sel(int d)
+{
+    if (d <= 40) return (fz_u16)(d - 1);
+    const int low = 0x8000 % FA_MAX_HEAD_DIM;
+    return (fz_u16)(0x8000 + ((d - 1 - low) % FA_MAX_HEAD_DIM + FA_MAX_HEAD_DIM) % FA_MAX_HEAD_DIM);
+}
+
 /* Sizes as the harness decodes them (fuzz_input.h): small values directly, large ones with bit 15. */
 static void dims(fz_input *in, int b, int hkv, int group, int nq, int nk, int d, int dv)
 {
@@ -45,8 +55,8 @@ static void dims(fz_input *in, int b, int hkv, int group, int nq, int nk, int d,
     in->group = (fz_u8)(group - 1);
     in->q_len = (fz_u16)(nq < 80 ? nq : 0x8000 | nq);
     in->kv_len = (fz_u16)(nk < 160 ? nk : 0x8000 | nk);
-    in->dim = (fz_u16)(d <= 40 ? d - 1 : 0x8000 | (d - 1));
-    in->dim_v = (fz_u16)(dv <= 40 ? dv - 1 : 0x8000 | (dv - 1));
+    in->dim = dim_sel(d);
+    in->dim_v = dim_sel(dv);
 }
 
 /* A selector byte >= lo whose value % mod is want. */
@@ -1401,6 +1411,218 @@ static void abi_seeds(void)
     }
 }
 
+/* ---- quantized KV caches (fuzz_input.h, quant) ---- */
+
+static const char *const qname[3] = {"i8", "f8e4m3", "f8e5m2"};
+
+/* k, v, dk and dv of quantized type q (0 int8, 1 E4M3, 2 E5M2), with both scales */
+static fz_u8 quant(int q)
+{
+    return sel(0x80, 3, q);
+}
+
+static fz_u8 twist(int t)
+{
+    return sel(0xC0, 6, t);
+}
+
+/* A size override of a view: size f (1 batch, 2 heads, 3 seq, 4 dim) = x. */
+static void size_to(fz_view_bytes *v, int f, int x)
+{
+    v->size_field = sel(0xE0, 5, f);
+    v->size_value = x;
+}
+
+static void quant_seeds(void)
+{
+    char name[96];
+    for (int q = 0; q < 3; q++) {
+        fz_input in = base();
+        in.quant.quant = quant(q);
+        snprintf(name, sizeof name, "ok_f32_q_%s_kv", qname[q]);
+        emit(name, &in); /* the backward: FA_ERR_UNSUPPORTED */
+
+        in = base();
+        in.calls = 2;
+        in.causal = 2;
+        windows(&in, 6, 1);
+        softcap(&in, 2, 79);
+        in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 1};
+        bias(&in, 6);
+        in.array[FZ_SINKS] = (fz_heads_bytes){array_own(), 0, 3};
+        in.ctx = 6;
+        dims(&in, 2, 2, 3, 45, 90, 24, 16);
+        in.quant.quant = quant(q);
+        snprintf(name, sizeof name, "ok_f32_q_%s_kv_every_modifier_gqa_ref_2threads", qname[q]);
+        emit(name, &in);
+
+        /* a decode step over a long cache (split keys, grouped GQA rows, the cache read in place):
+         * one scale per head for k, one for the tensor for v */
+        in = base();
+        in.calls = 2;
+        dims(&in, 2, 2, 4, 1, 300, 64, 64);
+        in.quant.quant = quant(q);
+        in.quant.k_bcast = 1 | 4;
+        in.quant.v_bcast = 7;
+        snprintf(name, sizeof name, "ok_f32_q_%s_kv_decode_split_gqa_scales_per_head_and_tensor", qname[q]);
+        emit(name, &in);
+    }
+    /* pages of 4 with a pool of the pages' scales, read through the same table */
+    static const int t3[18] = {9, 3, 0, 1, 7, 0xF0, 2, 5, 4, 8, 0xF0, 0xF0, 6, 1, 0xF0, 0xF0, 0xF0, 0xF0};
+    static const int u3p[3] = {20, 13, 5};
+    fz_input in = base();
+    dims(&in, 2, 2, 2, 1, 29, 32, 32);
+    in.ctx = 3;
+    in.calls = 2;
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    in.quant.quant = quant(1);
+    emit("ok_f32_q_f8e4m3_kv_seqs_paged_decode_blocks16", &in);
+    in.quant.k_bcast = 2; /* one scale per page and token, for every head */
+    in.quant.quant = quant(0);
+    emit("ok_f32_q_i8_kv_seqs_paged_decode_scales_per_token", &in);
+
+    static const int q4[4] = {5, 1, 12, 0}, k4[4] = {17, 9, 30, 4}, u4[4] = {12, 9, 30, 0};
+    in = base();
+    in.calls = 2;
+    in.causal = 2;
+    seqs(&in, SEQ_PACKED_Q | KEYS_PACKED | SEQ_USED, 4, q4, k4, u4);
+    in.quant.quant = quant(2);
+    emit("ok_f32_q_f8e5m2_kv_seqs_packed_used_keys", &in);
+
+    in = base();
+    in.calls = 2;
+    dims(&in, 1, 1, 2, 2, 9, FA_MAX_HEAD_DIM, 512); /* MLA's head dims */
+    in.quant.quant = quant(0);
+    emit("ok_f32_q_i8_kv_d576_dv512", &in);
+
+    in = base();
+    in.calls = 2;
+    in.quant.quant = quant(1);
+    in.specials = 4;
+    in.special[0] = (fz_special_bytes){FZ_K, 40, 0}; /* a NaN code in a key row */
+    in.special[1] = (fz_special_bytes){FZ_V, 500, 6}; /* the largest code in a value row */
+    in.special[2] = (fz_special_bytes){FZ_V, 77, 5}; /* a subnormal code */
+    in.special[3] = (fz_special_bytes){FZ_K, 3, 4};  /* -0 */
+    emit("ok_f32_q_f8e4m3_kv_nan_and_edge_codes", &in);
+    in.quant.quant = quant(2);
+    in.special[1] = (fz_special_bytes){FZ_V, 500, 1}; /* +inf in a value row */
+    emit("ok_f32_q_f8e5m2_kv_nan_inf_codes", &in);
+
+    in = base();
+    in.calls = 2;
+    in.quant.quant = quant(0);
+    in.scale[0].layout = LAY_B0; /* broadcast by a stride of 0, the size kept */
+    in.scale[1].layout = LAY_S0;
+    emit("ok_f32_q_i8_kv_scales_stride0", &in);
+    in.scale[0].layout = LAY_PAD_BSHD;
+    in.scale[0].pad_head = 3;
+    in.scale[1].layout = LAY_BSHD;
+    emit("ok_f32_q_i8_kv_scales_padded_bshd", &in);
+    in.scale[0] = in.scale[1] = (fz_view_bytes){0};
+    in.scale[0].place = place(1); /* over k's bytes: inputs may overlap inputs */
+    in.scale[1].place = place(0); /* over q's */
+    emit("ok_f32_q_i8_kv_scales_over_inputs", &in);
+
+    /* refusals, in the header's order of classes */
+    in = base_err();
+    in.quant.quant = quant(0);
+    in.scale[0].layout = 0xF8;
+    emit("err_null_quant_no_k_scale", &in);
+    in = base_err();
+    in.quant.quant = quant(1);
+    in.scale[1].layout = 0xF8;
+    emit("err_null_quant_no_v_scale", &in);
+    in = base_err();
+    in.quant.quant = quant(2);
+    in.scale[0].place = place(8);
+    emit("err_null_quant_k_scale_data", &in);
+
+    in = base_err();
+    in.quant.quant_twist = twist(4);
+    emit("err_arg_scales_with_f32_kv", &in);
+    in.dtypes.kv_dtype = F16;
+    emit("err_arg_scales_with_f16_kv", &in);
+
+    static const char *const twisted[6] = {"err_dtype_quant_v_other_type", "err_dtype_quant_q_and_out",
+                                           "err_dtype_quant_out", "err_dtype_quant_v_f32", NULL,
+                                           "err_dtype_quant_backward_dk_dv_f32"};
+    for (int t = 0; t < 6; t++) {
+        if (!twisted[t]) continue;
+        in = base_err();
+        in.quant.quant = quant(t % 3);
+        in.quant.quant_twist = twist(t);
+        emit(twisted[t], &in);
+    }
+    in = base_err();
+    in.dtype = 1;
+    in.quant.quant = quant(1);
+    emit("err_dtype_quant_under_f64_q", &in);
+    static const struct {
+        int which, entry;
+        const char *name;
+    } scale_dtypes[3] = {{0, 1, "err_dtype_quant_k_scale_f64"}, {1, 2, "err_dtype_quant_v_scale_bf16"},
+                         {0, 5, "err_dtype_quant_k_scale_unknown"}};
+    for (int i = 0; i < 3; i++) {
+        in = base_err();
+        in.quant.quant = quant(i);
+        in.scale[scale_dtypes[i].which].dtype_override = override(scale_dtypes[i].entry);
+        emit(scale_dtypes[i].name, &in);
+    }
+
+    in = base_err();
+    in.quant.quant = quant(0);
+    size_to(&in.scale[0], 4, 2);
+    emit("err_shape_quant_k_scale_dim_2", &in);
+    in = base_err();
+    in.quant.quant = quant(1);
+    size_to(&in.scale[1], 1, 3);
+    emit("err_shape_quant_v_scale_batch_3", &in);
+    in = base_err();
+    in.quant.quant = quant(2);
+    size_to(&in.scale[0], 3, 28);
+    emit("err_shape_quant_k_scale_seq_nk_minus_1", &in);
+    in = base();
+    dims(&in, 2, 2, 2, 1, 29, 32, 32);
+    in.calls = 2;
+    seqs(&in, KEYS_PAGED | SEQ_USED, 3, NULL, NULL, u3p);
+    pages(&in, 4, 10, 6, t3, 18);
+    in.quant.quant = quant(0);
+    size_to(&in.scale[0], 1, 11); /* a pool of 11 pages' scales for 10 pages */
+    emit("err_shape_quant_seqs_paged_k_scale_pool_larger", &in);
+
+    in = base_err();
+    in.quant.quant = quant(0);
+    in.scale[0].layout = LAY_RAW;
+    in.scale[0].raw_batch = 58;
+    in.scale[0].raw_head = 29;
+    in.scale[0].raw_seq = -1;
+    emit("err_stride_quant_k_scale_negative", &in);
+    in.scale[0].raw_seq = 1;
+    in.scale[0].raw_batch = 1 << 30;
+    in.scale[0].raw_scale = 3; /* x 2^45: the batch offset overflows int64 */
+    emit("err_stride_quant_k_scale_offset_overflow", &in);
+    in = base_err();
+    in.quant.quant = quant(1);
+    in.scale[1].place = place(9); /* its own region, 1 byte in */
+    emit("err_stride_quant_v_scale_misaligned", &in);
+
+    in = base_err();
+    in.quant.quant = quant(2);
+    in.scale[0].place = place(3); /* on out's region */
+    emit("err_alias_quant_k_scale_under_out", &in);
+
+    in = base();
+    in.calls = 1; /* the forward computes, the backward is refused */
+    in.quant.quant = quant(1);
+    emit("err_unsupported_quant_backward", &in);
+
+    in = base();
+    in.quant.quant = quant(0);
+    merge(&in, 3); /* parts dout, dq, dk, dv: dk and dv quantized */
+    emit("err_dtype_quant_merge_parts", &in);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -1416,6 +1638,7 @@ int main(int argc, char **argv)
     merge_seeds();
     half_seeds();
     abi_seeds();
+    quant_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;
