@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* scores_half and accumulate_half (kernels.h) of the x86 float sets: a decode step's products with
+/* scores_half and accumulate_half (kernels.h) of the SIMD tables' float sets: a decode step's products with
  * the key and value rows read in bf16 or f16 where they lie, widened in registers. Included by
  * simd/table.h when the ISA's float file defines V_LOAD_HALF (after few_rows_scores.h and
  * weighted_rows.h, so with the vocabulary and their constants), with:
@@ -29,8 +29,8 @@
 static void FA_NAME(scores_half_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                   const uint16_t *k, int64_t k_stride, fa_dtype kt, FA_T *s)
 {
-    FA_NAME(scores_few_rows_body_)(kt == FA_BF16 ? 1 : 2, rows, ld, cols, dim, qt, k, k_stride, s, FA_HALF_PREFETCH, 1,
-                                   _MM_HINT_T1);
+    FA_NAME(scores_few_rows_body_)
+    (kt == FA_BF16 ? 1 : 2, rows, ld, cols, dim, qt, k, k_stride, s, FA_HALF_PREFETCH, 1, FA_HINT_L2);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys. */
@@ -47,7 +47,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int bf16, const int nr, const int
                                           : V_LOADU(acc + i * acc_stride + j * FA_LANES);
     for (int64_t t = 0; t < steps; t++) {
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
-            _mm_prefetch((const char *)(x + (t + FA_HALF_PREFETCH) * x_stride + e), _MM_HINT_T1);
+            FA_PREFETCH(x + (t + FA_HALF_PREFETCH) * x_stride + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
         FA_UNROLL for (int j = 0; j < nv; j++)
             xv[j] = V_LOAD_HALF(x + t * x_stride + j * FA_LANES, dim_left - (int64_t)j * FA_LANES, bf16);
@@ -80,7 +80,7 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
                     &a[i][j], &a[i][j + 1]);
     for (int64_t t = 0; t < steps; t++) {
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
-            _mm_prefetch((const char *)(x + (t + FA_HALF_PREFETCH) * x_stride + e), _MM_HINT_T1);
+            FA_PREFETCH(x + (t + FA_HALF_PREFETCH) * x_stride + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
         FA_UNROLL for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + t * x_stride + j * FA_LANES, &xv[j], &xv[j + 1]);
         FA_UNROLL for (int i = 0; i < nr; i++) {
