@@ -28,5 +28,5 @@ set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
 # the loader and libraries lie in / as on an arm64 machine). -cpu max: every feature qemu emulates.
 find_program(FA_QEMU_AARCH64 qemu-aarch64)
 if(FA_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${FA_QEMU_AARCH64} -cpu max)
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${FA_QEMU_AARCH64} -L / -cpu max)
 endif()
