@@ -19,7 +19,10 @@
 #   aarch64: scripts/test.sh's emulated aarch64 stage: the cross compiler (gcc-aarch64-linux-gnu, with
 #          its binutils, objdump among them), qemu-user (qemu-aarch64: SVE, SVE2, BF16 and I8MM at any
 #          vector length), and arm64 hwloc from Debian's multiarch packages (libhwloc-dev:arm64; the
-#          arm64 architecture is added to dpkg first). Not libcriterion-dev:arm64: in Debian 12 it and
+#          arm64 architecture is added to dpkg first), with libgomp1:arm64, so that qemu-aarch64 -L / runs
+#          the programs against arm64's own / as an arm64 machine would (with the cross toolchain's
+#          /usr/aarch64-linux-gnu as -L, a fork() under qemu 7.2 never returns in the child). Not
+#          libcriterion-dev:arm64: in Debian 12 it and
 #          libcriterion3 (and their libnanomsg5, libgit2-dev) are not Multi-Arch: same, so apt installs
 #          the arm64 ones only by REMOVING the amd64 Criterion the native suite needs. The emulated
 #          suite runs on tests/shim's stand-in for Criterion's runner instead, which needs no library.
@@ -34,7 +37,7 @@ fa_deps_packages() {
     build) ;;
     test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev" ;;
     bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
-    aarch64) pkgs="cmake make pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libhwloc-dev:arm64" ;;
+    aarch64) pkgs="cmake make pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libhwloc-dev:arm64 libgomp1:arm64" ;;
     *) echo "deps: unknown set '$1' (build|test|bench|aarch64)" >&2; return 2 ;;
     esac
     echo "$pkgs"
