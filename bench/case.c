@@ -26,8 +26,26 @@
 
 static int report_status(const char *what, int threads, fa_status s)
 {
-    fprintf(stderr, "fa-bench: %s at threads=%d failed: %s (status %d)\n", what, threads, fa_status_str(s),
-            (int)s);
+    fprintf(stderr, "fa-bench: %s at threads=%d failed: %s (status %d): %s\n", what, threads,
+            fa_status_str(s), (int)s, fa_last_error());
+    return -1;
+}
+
+// A head dim above the header's limit is refused by the library (the mla preset's D=576 until it is
+// raised): said before anything is built, in words, with the library's own refusal. Returns 0 when the
+// library accepts the shape's sizes (or refuses for another reason, which the call then reports).
+static int refused_head_dim(const bench_problem *pb, const fa_params *params)
+{
+    const bench_shape *s = &pb->shape;
+    if (s->d <= FA_MAX_HEAD_DIM && s->dv <= FA_MAX_HEAD_DIM) return 0;
+    fa_status st = fa_forward_check(params, &pb->q, &pb->k, &pb->v, &pb->out, pb->lse);
+    if (st == FA_OK) return 0; // a library built with a larger limit than this header's
+    fprintf(stderr,
+            "fa-bench: flashattn %s refuses D=%lld Dv=%lld: %s (status %d): %s\n"
+            "fa-bench: (this build's flashattn.h allows head dims up to FA_MAX_HEAD_DIM = %d; the shape "
+            "needs a library that accepts %lld)\n",
+            fa_version(), (long long)s->d, (long long)s->dv, fa_status_str(st), (int)st, fa_last_error(),
+            FA_MAX_HEAD_DIM, (long long)(s->d > s->dv ? s->d : s->dv));
     return -1;
 }
 
@@ -87,7 +105,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
                             const fa_params *params, bench_backward_oracle *oracle, int threads,
                             bench_golden *golden, bench_row *row)
 {
-    fa_context_opts copts = fa_context_opts_default();
+    fa_context_opts copts = FA_CONTEXT_OPTS_INIT;
     copts.num_threads = threads;
     copts.bind = o->bind;
     copts.block_q = o->block_q;
@@ -114,7 +132,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
     bench_progress_detail("threads %d: verifying", threads);
     if (verify_outputs(o, pb, params, oracle, threads, row) != 0) goto done;
 
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     fa_context_stats(ctx, &st);
     int comparable = 1;
     const char *differs = NULL;
@@ -148,6 +166,7 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
         goto done;
     }
 
+    row->stats = (fa_stats)FA_STATS_INIT;
     fa_context_stats(ctx, &row->stats);
     snprintf(row->isa, sizeof row->isa, "%s", row->stats.isa ? row->stats.isa : "?");
     snprintf(row->plan, sizeof row->plan, "%s", row->stats.backward_plan ? row->stats.backward_plan : "-");
@@ -254,7 +273,8 @@ static void measure_blas(const bench_options *o, const bench_run_info *info, con
 // The baseline's gemms are cblas_sgemm and cblas_dgemm on one type for q, k and v.
 static int blas_dtype_missing(const bench_shape *s)
 {
-    return bench_dtype_is_half(s->dtype) || bench_dtype_is_half(s->kv_dtype);
+    return bench_dtype_is_half(s->dtype) || bench_dtype_is_half(s->kv_dtype) ||
+           bench_dtype_is_quantized(s->kv_dtype);
 }
 #endif
 
@@ -265,7 +285,7 @@ static const char *blas_status(const bench_options *o, const bench_case *c)
     if (o->blas_reps == 0) return "off (--blas-reps N turns it on)";
     if (c->pass != BENCH_PASS_FWD) return "forward pass only";
     if (bench_mods_any(&c->shape.mods)) return "not for score modifiers (it has the causal mask only)";
-    if (blas_dtype_missing(&c->shape)) return "f32 and f64 only (CBLAS has no bf16 or f16 gemm)";
+    if (blas_dtype_missing(&c->shape)) return "f32 and f64 only (CBLAS has no bf16, f16 or 8-bit gemm)";
     return bench_blas_describe();
 #else
     (void)o;
@@ -295,8 +315,10 @@ static void fill_info(const bench_options *o, int index, const bench_identity *i
     const bench_case *c = &o->cases[index];
     const bench_shape *s = &c->shape;
     int gradients = c->pass != BENCH_PASS_FWD;
-    // K and V bytes at the kv group's element size: a bf16 KV cache reads half an f32 cache's bytes.
-    double e = (double)bench_dtype_size(s->kv_dtype);
+    // K and V bytes at the kv group's element size (a bf16 KV cache reads half an f32 cache's bytes),
+    // a quantized row's scale included; with --shared-kv, V's rows are inside K's: read once.
+    double row_bytes =
+        bench_kv_row_bytes(s->kv_dtype, s->d) + (s->shared_kv ? 0.0 : bench_kv_row_bytes(s->kv_dtype, s->dv));
     *info = (bench_run_info){
         .opt = o,
         .version = fa_version(),
@@ -308,7 +330,7 @@ static void fill_info(const bench_options *o, int index, const bench_identity *i
         .bias_bytes = bench_bias_read_bytes(s),
         .bias_bandwidth = s->mods.bias == BENCH_BIAS_FULL,
         .reference = c->reference,
-        .kv_bytes = (double)s->b * (double)s->hkv * (double)s->nk * (double)(s->d + s->dv) * e,
+        .kv_bytes = (double)s->b * (double)s->hkv * (double)s->nk * row_bytes,
         .decode = s->nq <= BENCH_DECODE_MAX_NQ,
         .tolerance = bench_verify_tolerance(s->dtype),
         .lse_tolerance = bench_verify_lse_tolerance(s->dtype),
@@ -385,14 +407,15 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
         free(earlier);
         return -1;
     }
-    fa_params params = fa_params_default();
+    fa_params params = FA_PARAMS_INIT;
     bench_modifiers_params(&pb, &params);
+    bench_problem_kv_scales(&pb, &params);
 
-    int rc = 0;
+    int rc = refused_head_dim(&pb, &params);
     // The gradient oracle depends on the problem only: computed once, before any library call. With a
     // half q it depends on the forward's out too: verify_outputs computes it then.
     bench_backward_oracle oracle = {0};
-    if (gradients && !bench_dtype_is_half(info->shape.dtype)) {
+    if (rc == 0 && gradients && !bench_dtype_is_half(info->shape.dtype)) {
         bench_progress("%s: float64 gradient oracle", tag);
         if (bench_backward_oracle_compute(&oracle, &pb, &params, o->check_rows) != 0) {
             fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");

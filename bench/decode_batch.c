@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dtypes.h"
+#include "kv_quant.h"
 #include "modifiers.h"
 #include "reference.h"
 
@@ -24,12 +25,28 @@ static char *row_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
                                  bench_dtype_size(t->dtype);
 }
 
+// A quantized cache's scales, [batch][Hkv][seq][1] f32 (what: for a message); *t zeroed without one.
+static int init_scales(fa_tensor *t, const bench_shape *s, int64_t batch, int64_t seq, const char *what)
+{
+    *t = (fa_tensor){0};
+    if (!bench_dtype_is_quantized(s->kv_dtype)) return 0;
+    size_t bytes = bench_checked_bytes(batch, s->hkv, seq, 1, sizeof(float));
+    void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
+    if (!data) {
+        if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
+        return -1;
+    }
+    *t = fa_tensor_bhsd(data, FA_F32, batch, s->hkv, seq, 1);
+    return 0;
+}
+
 // A cache of count sequences: the keys in use drawn from (seed, stream), the rest NaN, so that a read
 // beyond seqused_k reaches the outputs and fails the checks. Rows in parallel (values depend on the
 // index only). A half cache holds the f32 cache's values of the seed, rounded to nearest even
-// (bench_store), as dense half runs do.
-static int init_cache(fa_tensor *t, const bench_decode *d, const bench_shape *s, int64_t dim, bench_dist dist,
-                      uint64_t seed, uint64_t stream, const char *what)
+// (bench_store), as dense half runs do; a quantized one those values quantized row by row, with its
+// scales in *scale (NaN beyond the keys in use: a read of them then shows too).
+static int init_cache(fa_tensor *t, fa_tensor *scale, const bench_decode *d, const bench_shape *s,
+                      int64_t dim, bench_dist dist, uint64_t seed, uint64_t stream, const char *what)
 {
     int64_t count = d->used.count, cap = d->capacity, hkv = s->hkv;
     size_t bytes = bench_checked_bytes(count, hkv, cap, dim, bench_dtype_size(s->kv_dtype));
@@ -39,6 +56,8 @@ static int init_cache(fa_tensor *t, const bench_decode *d, const bench_shape *s,
         return -1;
     }
     *t = make_view(data, s, count, cap, dim);
+    if (init_scales(scale, s, count, cap, "a contiguous cache's scales") != 0) return -1;
+    if (scale->data) return bench_fill_quantized(t, scale, dist, seed, stream, d->used.len);
     const fa_tensor view = *t;
     const int64_t *used = d->used.len;
     int64_t rows = count * hkv * cap;
@@ -83,10 +102,17 @@ static int init_table(bench_decode *d, uint64_t seed)
     return 0;
 }
 
+// Scale (b, h, s) of a [batch][Hkv][seq][1] scale tensor.
+static float *scale_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
+{
+    return (float *)t->data + b * t->stride_batch + h * t->stride_head + s * t->stride_seq;
+}
+
 // A pool of pages holding the keys of the contiguous cache c, row for row (so paged and contiguous
-// calls read the same values), NaN elsewhere.
-static int init_pool(fa_tensor *t, const fa_tensor *c, const bench_decode *d, const bench_shape *s,
-                     const char *what)
+// calls read the same values), NaN elsewhere; a quantized cache's pool of scales likewise from
+// c_scale (NaN scales, code 0, in the rows no key fills).
+static int init_pool(fa_tensor *t, fa_tensor *scale, const fa_tensor *c, const fa_tensor *c_scale,
+                     const bench_decode *d, const bench_shape *s, const char *what)
 {
     int64_t dim = c->dim, p = d->page_size, hkv = s->hkv;
     size_t e = bench_dtype_size(s->kv_dtype), bytes = bench_checked_bytes(d->num_pages, hkv, p, dim, e);
@@ -96,11 +122,19 @@ static int init_pool(fa_tensor *t, const fa_tensor *c, const bench_decode *d, co
         return -1;
     }
     *t = make_view(data, s, d->num_pages, p, dim);
-    const fa_tensor pool = *t, cache = *c;
+    if (init_scales(scale, s, d->num_pages, p, "a page pool's scales") != 0) return -1;
+    const fa_tensor pool = *t, cache = *c, pool_scale = *scale, cache_scale = *c_scale;
+    int quantized = pool_scale.data != NULL;
     int64_t rows = d->num_pages * hkv * p;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
-        char *row = row_of(&pool, r / p / hkv, r / p % hkv, r % p);
+        int64_t page = r / p / hkv, h = r / p % hkv, key = r % p;
+        char *row = row_of(&pool, page, h, key);
+        if (quantized) {
+            memset(row, 0, (size_t)dim);
+            *scale_of(&pool_scale, page, h, key) = NAN;
+            continue;
+        }
         for (int64_t y = 0; y < dim; y++) bench_store(pool.dtype, row, y, NAN);
     }
     int64_t count = d->used.count;
@@ -108,8 +142,10 @@ static int init_pool(fa_tensor *t, const fa_tensor *c, const bench_decode *d, co
     for (int64_t b = 0; b < count; b++)
         for (int64_t key = 0; key < d->used.len[b]; key++) {
             int64_t page = d->table[b * d->pages_per_seq + key / p];
-            for (int64_t h = 0; h < hkv; h++)
+            for (int64_t h = 0; h < hkv; h++) {
                 memcpy(row_of(&pool, page, h, key % p), row_of(&cache, b, h, key), (size_t)dim * e);
+                if (quantized) *scale_of(&pool_scale, page, h, key % p) = *scale_of(&cache_scale, b, h, key);
+            }
         }
     return 0;
 }
@@ -135,15 +171,17 @@ static void free_pages(bench_decode *d)
 {
     free(d->kp.data);
     free(d->vp.data);
+    free(d->kp_scale.data);
+    free(d->vp_scale.data);
     free(d->paged_out.data);
     free(d->paged_lse);
     free(d->table);
-    d->kp = d->vp = d->paged_out = (fa_tensor){0};
+    d->kp = d->vp = d->kp_scale = d->vp_scale = d->paged_out = (fa_tensor){0};
     d->paged_lse = NULL;
     d->table = NULL;
     d->page_size = d->pages_per_seq = d->num_pages = 0;
-    d->paged_seqs = (fa_seqs){0};
-    d->paged_params = fa_params_default();
+    d->paged_seqs = (fa_seqs)FA_SEQS_INIT;
+    d->paged_params = (fa_params)FA_PARAMS_INIT;
 }
 
 static int init_pages(bench_decode *d, const bench_shape *s, int64_t page_size, uint64_t seed)
@@ -154,12 +192,18 @@ static int init_pages(bench_decode *d, const bench_shape *s, int64_t page_size, 
     d->paged_out.data = bench_alloc_aligned(d->pb.out_bytes, "the paged call's out");
     d->paged_lse = d->paged_out.data ? bench_alloc_aligned(d->pb.lse_bytes, "the paged call's lse") : NULL;
     if (!d->paged_lse || init_table(d, seed) != 0 ||
-        init_pool(&d->kp, &d->kc, d, s, "the K page pool") != 0 ||
-        init_pool(&d->vp, &d->vc, d, s, "the V page pool") != 0)
+        init_pool(&d->kp, &d->kp_scale, &d->kc, &d->kc_scale, d, s, "the K page pool") != 0 ||
+        init_pool(&d->vp, &d->vp_scale, &d->vc, &d->vc_scale, d, s, "the V page pool") != 0)
         return -1;
-    d->paged_seqs = (fa_seqs){d->used.count, NULL, NULL, d->used.len, d->table, d->pages_per_seq};
+    d->paged_seqs = (fa_seqs)FA_SEQS_INIT;
+    d->paged_seqs.batch = d->used.count;
+    d->paged_seqs.seqused_k = d->used.len;
+    d->paged_seqs.block_table = d->table;
+    d->paged_seqs.pages_per_seq = d->pages_per_seq;
     d->paged_params = d->dense_params;
     d->paged_params.seqs = &d->paged_seqs;
+    d->paged_params.k_scale = d->kp_scale.data ? &d->kp_scale : NULL;
+    d->paged_params.v_scale = d->vp_scale.data ? &d->vp_scale : NULL;
     return 0;
 }
 
@@ -174,20 +218,27 @@ static int init_caches(bench_decode *d, const bench_shape *s, bench_dist dist, u
     small.nq = small.nk = 1;
     small.ragged = (bench_ragged){BENCH_RAGGED_NONE, 0, 0, 0, 0};
     if (bench_problem_init(&d->pb, &small, dist, seed, 0) != 0 ||
-        init_cache(&d->kc, d, s, s->d, dist, seed, BENCH_STREAM_CACHE_K, "the contiguous K cache") != 0 ||
-        init_cache(&d->vc, d, s, s->dv, dist, seed, BENCH_STREAM_CACHE_V, "the contiguous V cache") != 0)
+        init_cache(&d->kc, &d->kc_scale, d, s, s->d, dist, seed, BENCH_STREAM_CACHE_K,
+                   "the contiguous K cache") != 0 ||
+        init_cache(&d->vc, &d->vc_scale, d, s, s->dv, dist, seed, BENCH_STREAM_CACHE_V,
+                   "the contiguous V cache") != 0)
         return -1;
-    d->dense_params = fa_params_default();
+    d->dense_params = (fa_params)FA_PARAMS_INIT;
     bench_modifiers_params(&d->pb, &d->dense_params);
-    d->contiguous_seqs = (fa_seqs){count, NULL, NULL, d->used.len, NULL, 0};
+    d->contiguous_seqs = (fa_seqs)FA_SEQS_INIT;
+    d->contiguous_seqs.batch = count;
+    d->contiguous_seqs.seqused_k = d->used.len;
     d->contiguous_params = d->dense_params;
     d->contiguous_params.seqs = &d->contiguous_seqs;
+    d->contiguous_params.k_scale = d->kc_scale.data ? &d->kc_scale : NULL;
+    d->contiguous_params.v_scale = d->vc_scale.data ? &d->vc_scale : NULL;
 
     d->keys_seen = 0;
     for (int64_t b = 0; b < count; b++) d->keys_seen += bench_sequence_pairs(s, 1, d->used.len[b]);
     double seen = (double)d->keys_seen;
     d->flops = 2.0 * (double)s->hq * seen * (double)(s->d + s->dv);
-    d->kv_bytes = seen * (double)s->hkv * (double)(s->d + s->dv) * (double)bench_dtype_size(s->kv_dtype);
+    d->kv_bytes = seen * (double)s->hkv *
+                  (bench_kv_row_bytes(s->kv_dtype, s->d) + bench_kv_row_bytes(s->kv_dtype, s->dv));
     d->built = 1;
     d->built_shape = *s;
     d->built_dist = dist;
@@ -221,6 +272,8 @@ void bench_decode_free(bench_decode *d)
     bench_problem_free(&d->pb);
     free(d->kc.data);
     free(d->vc.data);
+    free(d->kc_scale.data);
+    free(d->vc_scale.data);
     bench_lengths_free(&d->used);
     memset(d, 0, sizeof *d);
 }
@@ -256,26 +309,53 @@ static fa_tensor one_sequence(const fa_tensor *t, int64_t b, int64_t seq)
     return one;
 }
 
+// Kv head h of sequence b of a quantized cache, its first n keys, dequantized (scale * code, as the
+// library reads them) into buf [n][dim], viewed as every kv head (stride 0) of a batch of one, so that
+// the oracle, which picks the kv head of its query head, reads these rows for any of them.
+static fa_tensor dequantized_head(const fa_tensor *cache, const fa_tensor *scale, int64_t b, int64_t h,
+                                  int64_t n, float *buf)
+{
+    for (int64_t key = 0; key < n; key++)
+        for (int64_t y = 0; y < cache->dim; y++)
+            buf[key * cache->dim + y] = bench_quantized_load(cache, scale, b, h, key, y);
+    fa_tensor t = fa_tensor_bhsd(buf, FA_F32, 1, cache->heads, n, cache->dim);
+    t.stride_head = 0;
+    return t;
+}
+
 int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_result *r)
 {
     const bench_shape *s = &d->pb.shape;
     int64_t rows = d->used.count * s->hq, n = bench_sample_count(check_rows, rows);
+    int quantized = bench_dtype_is_quantized(s->kv_dtype);
     bench_row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
     if (!checks) return -1;
     int failed_alloc = 0;
 #pragma omp parallel reduction(| : failed_alloc)
     {
         double *want = malloc(sizeof(double) * (size_t)s->dv);
-        if (!want) failed_alloc = 1;
+        // a quantized sequence's kv head, dequantized: its keys in use, at most the capacity
+        float *kbuf = quantized ? malloc(sizeof(float) * (size_t)(d->capacity * s->d)) : NULL;
+        float *vbuf = quantized ? malloc(sizeof(float) * (size_t)(d->capacity * s->dv)) : NULL;
+        if (!want || (quantized && (!kbuf || !vbuf))) failed_alloc = 1;
 #pragma omp for schedule(dynamic)
         for (int64_t k = 0; k < n; k++) {
-            if (!want) continue;
-            int64_t row = bench_sample_row(k, n, rows), b = row / s->hq, h = row % s->hq;
+            if (!want || (quantized && (!kbuf || !vbuf))) continue;
+            int64_t row = bench_sample_row(k, n, rows), b = row / s->hq, h = row % s->hq,
+                    used = d->used.len[b];
             // q's oracle view (an exact f32 copy of a half q, problem.h); the caches as they are: the
             // oracle widens a half key exactly as it reads it (tests/reference.c, ref_load), and reads
             // each key once per checked row: an f32 copy of the whole cache would cost more than it saves.
-            fa_tensor q = one_sequence(&d->pb.oracle_q, b, 1), kk = one_sequence(&d->kc, b, d->used.len[b]);
-            fa_tensor vv = one_sequence(&d->vc, b, d->used.len[b]);
+            // A quantized cache: the row's kv head dequantized, the values the library reads.
+            fa_tensor q = one_sequence(&d->pb.oracle_q, b, 1), kk, vv;
+            if (quantized) {
+                int64_t kvh = h / (s->hq / s->hkv);
+                kk = dequantized_head(&d->kc, &d->kc_scale, b, kvh, used, kbuf);
+                vv = dequantized_head(&d->vc, &d->vc_scale, b, kvh, used, vbuf);
+            } else {
+                kk = one_sequence(&d->kc, b, used);
+                vv = one_sequence(&d->vc, b, used);
+            }
             double lse_want, lse_got = bench_load(bench_accum_dtype(s->dtype), d->pb.lse, row);
             ref_forward_row(&d->dense_params, &q, &kk, &vv, 0, h, 0, want, &lse_want);
             bench_row_check_fill(&checks[k], &d->pb.out, b, h, 0, want, lse_got, lse_want);
@@ -284,6 +364,8 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
             checks[k].i = 0;
         }
         free(want);
+        free(kbuf);
+        free(vbuf);
     }
     if (!failed_alloc) bench_verify_reduce(checks, n, s->dtype, r);
     free(checks);

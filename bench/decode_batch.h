@@ -5,7 +5,8 @@
  * two timed calls, and the checks: the contiguous rows against the float64 oracle on each sequence
  * alone, the paged rows bitwise equal to the contiguous ones (the library gathers paged keys into
  * the same tiles). q and out have the shape's dtype, the caches and pools its kv_dtype (a bf16 or f16
- * paged KV cache under f32 queries: dtypes.h), lse the accumulation type. */
+ * paged KV cache under f32 queries: dtypes.h; or a quantized one, each cache and pool with its f32
+ * scales per token and head: kv_quant.h), lse the accumulation type. */
 #ifndef FA_BENCH_DECODE_BATCH_H
 #define FA_BENCH_DECODE_BATCH_H
 
@@ -26,17 +27,22 @@ typedef struct {
     /* q [count][Hq][1][D], out and lse of the contiguous call, and the modifiers; its own k and v
      * (one key per sequence) are not used. */
     bench_problem pb;
-    fa_tensor kc, vc;    /* contiguous caches [count][Hkv][capacity][D], keys beyond the used NaN */
-    fa_tensor kp, vp;    /* page pools [num_pages][Hkv][page_size][D]; the tail of a last page NaN */
-    fa_tensor paged_out; /* like pb.out */
-    void *paged_lse;     /* like pb.lse */
+    fa_tensor kc, vc; /* contiguous caches [count][Hkv][capacity][D], keys beyond the used NaN */
+    fa_tensor kp, vp; /* page pools [num_pages][Hkv][page_size][D]; the tail of a last page NaN */
+    /* A quantized cache's scales (data NULL otherwise), f32 and contiguous in this order whatever the
+     * layout: [count][Hkv][capacity][1] (NaN beyond the keys in use) and, for the pools, pools of their
+     * own [num_pages][Hkv][page_size][1] read through the same block table (NaN in unused rows). */
+    fa_tensor kc_scale, vc_scale, kp_scale, vp_scale;
+    fa_tensor paged_out;                       /* like pb.out */
+    void *paged_lse;                           /* like pb.lse */
     fa_params contiguous_params, paged_params; /* with their seqs */
     fa_params dense_params;                    /* without: the oracle's */
     /* The keys the queries see, summed over the sequences: all their keys in use, but for a window or
      * a top-left causal mask. Each is read once per call in each kv head. */
     int64_t keys_seen;
     double flops;    /* 2 * Hq * keys_seen * (D + Dv) */
-    double kv_bytes; /* keys_seen * Hkv * (D + Dv) * sizeof(kv_dtype): the K and V bytes one call reads */
+    double kv_bytes; /* keys_seen * Hkv * (D + Dv) * sizeof(kv_dtype), + 2 * 4 per key and head of a
+                        quantized cache's scales: the K and V bytes one call reads */
     /* What the caches were built for (all but the page size), when built is 1. */
     int built;
     bench_shape built_shape;
@@ -66,7 +72,8 @@ fa_status bench_decode_call_paged(void *arg);
 void bench_decode_poison(bench_decode *d);
 
 /* The contiguous out and lse against the float64 oracle on min(check_rows, count * Hq) rows spread
- * over (sequence, head). Returns 0 (see ->passed), or -1 if memory ran out. */
+ * over (sequence, head); a quantized cache's rows are read as scale * code. Returns 0 (see ->passed),
+ * or -1 if memory ran out. */
 int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_result *r);
 
 /* NULL when the contiguous out and lse hold no NaN (every row was written: the inputs in use are

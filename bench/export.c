@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dtypes.h"
 #include "isa.h"
 
 typedef enum { VAL_STR, VAL_INT, VAL_U64, VAL_NUM, VAL_BOOL } value_kind;
@@ -163,7 +164,9 @@ static value vbool(int b)
     X("paged_over_contiguous", vnum(row->ragged.paged_over_contiguous))                                      \
     X("kv_dtype", vstr(bench_dtype_name(s->kv_dtype)))                                                       \
     X("lse_tolerance", vnum(info->lse_tolerance))                                                            \
-    X("grad_kv_tolerance", vnum(info->grad_kv_tolerance))
+    X("grad_kv_tolerance", vnum(info->grad_kv_tolerance))                                                    \
+    X("kv_scales", vstr(bench_dtype_is_quantized(s->kv_dtype) ? "token-head" : ""))                          \
+    X("shared_kv", vbool(s->shared_kv))
 
 // A ragged case's figure (of any kind, of --varlen's, of --decode-batch's) as a double; NAN (an empty
 // field, null in JSON) for the other rows.

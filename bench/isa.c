@@ -28,7 +28,7 @@ int bench_isa_apply(const char *isa)
     else
         snprintf(requested, sizeof requested, "auto");
 
-    fa_context_opts opts = fa_context_opts_default();
+    fa_context_opts opts = FA_CONTEXT_OPTS_INIT;
     opts.num_threads = 1;
     fa_context *ctx = NULL;
     fa_status s = fa_context_create(&ctx, &opts);

@@ -55,10 +55,21 @@ static const char help_text[] =
     "                     and dv unless --kv-dtype says otherwise (default f32). bf16 and f16 compute in\n"
     "                     f32 (lse is a float) and round each output once; their inputs are the f32\n"
     "                     run's values of the same seed, rounded to nearest even\n"
-    "  --kv-dtype T       bf16 | f16 (or f32 | f64, the same as --dtype): k, v, dk and dv, with --dtype f32\n"
-    "                     (a half-precision KV cache: f32 queries, outputs and dq). Default: --dtype.\n"
-    "                     FLOP and %% peak are counted as for f32; KV bytes (decode shapes) count the\n"
-    "                     half type's 2 bytes\n"
+    "  --kv-dtype T       bf16 | f16 | i8 | f8e4m3 | f8e5m2 (or f32 | f64, the same as --dtype): k, v, dk\n"
+    "                     and dv, with --dtype f32 (a KV cache under f32 queries, outputs and dq).\n"
+    "                     Default: --dtype. FLOP and %% peak are counted as for f32; KV bytes (decode\n"
+    "                     shapes) count the type's 2 or 1 bytes per element. i8, f8e4m3 and f8e5m2\n"
+    "                     are quantized caches, forward only (not --varlen): k and v each with f32\n"
+    "                     scales per token and head ([B][Hkv][Nk][1] memory, as serving stacks keep\n"
+    "                     them; paged: [pages][Hkv][P][1] through the same block_table), made from\n"
+    "                     the f32 run's values of the seed: scale = the row's max|x| / the largest\n"
+    "                     code (127, 448, 57344), code = x/scale rounded to nearest (even), FP8\n"
+    "                     saturating. The oracle reads scale * code, as the library does; KV bytes add\n"
+    "                     the scales' 4 bytes per row\n"
+    "  --shared-kv        v is a view of the first Dv dims of k's memory (same data pointer and\n"
+    "                     strides; Dv <= D): one latent cache, as DeepSeek's MLA keeps it (preset mla).\n"
+    "                     A quantized v shares k's scales; KV bytes count k's rows once. Dense\n"
+    "                     shapes only\n"
     "  --causal C         none | top-left | bottom-right (default none)\n"
     "  --layout L         bhsd | bshd: memory order of q, k, v, out and their gradients (default bhsd)\n"
     "  --dist X           normal | uniform | peaky: q, k, v and dout drawn from N(0,1), U(-1,1) or\n"
@@ -119,8 +130,11 @@ static const char help_text[] =
     "  items and >= 4*block_k keys may split them; a bf16 or f16 out is rounded once on each side,\n"
     "  so its bound there is f32's + 2u); the paged out and lse bitwise equal to the contiguous\n"
     "  ones; no NaN left in any output (keys beyond seqused_k and unused page rows are NaN, so a\n"
-    "  read of them shows). --dtype and --kv-dtype apply as to dense shapes: --decode-batch\n"
-    "  --kv-dtype bf16 is a bf16 paged KV cache under f32 queries; KV bytes count 2 per element.\n"
+    "  read of them shows; a quantized cache's unused rows have NaN scales). --dtype and --kv-dtype\n"
+    "  apply as to dense shapes: --decode-batch --kv-dtype bf16 is a bf16 paged KV cache under f32\n"
+    "  queries, KV bytes 2 per element; --kv-dtype i8 an int8 one with a pool of its scales read\n"
+    "  through the same block_table, KV bytes 1 per element and 4 per row. The oracle reads the\n"
+    "  quantized caches as scale * code. Preset decode-kv sweeps every cache type and page size.\n"
     "\n"
     "execution:\n"
     "  --threads LIST     comma-separated thread counts, e.g. 1,2,4 (default: 1 and omp_get_max_threads())\n"
@@ -230,7 +244,8 @@ static const char help_text[] =
     "decode page_size, kv_capacity, num_pages, contiguous_min_s, contiguous_kv_gbps,\n"
     "contiguous_pct_read_bw, paged_over_contiguous (empty where they do not apply); then kv_dtype\n"
     "(k, v, dk and dv's type; dtype is q, out, dout and dq's), lse_tolerance and grad_kv_tolerance\n"
-    "(dk's and dv's; grad_tolerance is dq's).\n"
+    "(dk's and dv's; grad_tolerance is dq's), kv_scales (token-head for a quantized cache, else\n"
+    "empty) and shared_kv (v a view of k's memory).\n"
     "\n"
     "Exit status: 0 success, 1 verification or library failure (no speed is reported), 2 bad arguments.\n";
 
@@ -275,6 +290,7 @@ enum {
     OPT_DECODE_BATCH,
     OPT_PAGE_SIZE,
     OPT_KV_DTYPE,
+    OPT_SHARED_KV,
 };
 
 static const struct option long_options[] = {
@@ -318,6 +334,7 @@ static const struct option long_options[] = {
     {"varlen", required_argument, NULL, OPT_VARLEN},
     {"decode-batch", required_argument, NULL, OPT_DECODE_BATCH},
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
+    {"shared-kv", no_argument, NULL, OPT_SHARED_KV},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -328,8 +345,12 @@ typedef struct {
     int value;
 } name_value;
 
+// --dtype's words; --kv-dtype takes these and the quantized types, and names every type.
 static const name_value dtype_names[] = {
     {"f32", FA_F32}, {"f64", FA_F64}, {"bf16", FA_BF16}, {"f16", FA_F16}, {NULL, 0}};
+static const name_value kv_dtype_names[] = {{"f32", FA_F32},        {"f64", FA_F64}, {"bf16", FA_BF16},
+                                            {"f16", FA_F16},        {"i8", FA_I8},   {"f8e4m3", FA_F8_E4M3},
+                                            {"f8e5m2", FA_F8_E5M2}, {NULL, 0}};
 static const name_value causal_names[] = {{"none", FA_CAUSAL_NONE},
                                           {"top-left", FA_CAUSAL_TOP_LEFT},
                                           {"bottom-right", FA_CAUSAL_BOTTOM_RIGHT},
@@ -364,7 +385,7 @@ static const char *name_of(const name_value *table, int value)
 
 const char *bench_dtype_name(fa_dtype t)
 {
-    return name_of(dtype_names, (int)t);
+    return name_of(kv_dtype_names, (int)t);
 }
 const char *bench_causal_name(fa_causal c)
 {
@@ -583,6 +604,7 @@ enum {
     SET_RAGGED = 1 << 17,
     SET_PAGE_SIZE = 1 << 18,
     SET_KV_DTYPE = 1 << 19,
+    SET_SHARED_KV = 1 << 20,
 };
 
 static unsigned field_set_by(int option)
@@ -610,6 +632,7 @@ static unsigned field_set_by(int option)
     case OPT_VARLEN:
     case OPT_DECODE_BATCH: return SET_RAGGED;
     case OPT_PAGE_SIZE: return SET_PAGE_SIZE;
+    case OPT_SHARED_KV: return SET_SHARED_KV;
     default: return 0;
     }
 }
@@ -673,6 +696,7 @@ static void apply_overrides(bench_case *to, const bench_case *from, unsigned set
         t->ragged.hi = f->ragged.hi;
     }
     if (set & SET_PAGE_SIZE) t->ragged.page_size = f->ragged.page_size;
+    if (set & SET_SHARED_KV) t->shared_kv = f->shared_kv;
 }
 
 // A ragged case's fixed fields and the options that do not apply to it. Returns 0, or -1 after a
@@ -689,6 +713,17 @@ static int finish_ragged(bench_case *c, unsigned set)
         return 0;
     }
     const char *opt = r->kind == BENCH_RAGGED_VARLEN ? "--varlen" : "--decode-batch";
+    if (s->shared_kv) {
+        fprintf(stderr, "fa-bench: --shared-kv applies to dense shapes, not to %s\n", opt);
+        return -1;
+    }
+    if (r->kind == BENCH_RAGGED_VARLEN && bench_dtype_is_quantized(s->kv_dtype)) {
+        fprintf(stderr,
+                "fa-bench: --varlen with --kv-dtype %s: fa-bench measures quantized caches on decode "
+                "shapes (a dense shape or --decode-batch)\n",
+                bench_dtype_name(s->kv_dtype));
+        return -1;
+    }
     if (set & (SET_B | SET_NQ | SET_NK)) {
         fprintf(stderr, "fa-bench: --b, --nq and --nk do not apply to %s: its SPEC gives the lengths\n", opt);
         return -1;
@@ -712,17 +747,26 @@ static int finish_ragged(bench_case *c, unsigned set)
     return 0;
 }
 
-// The kv group's type (k, v, dk, dv) follows --dtype unless --kv-dtype is given, and the pair must
-// be one flashattn.h accepts; ragged cases take the same pairs (varlen.c, decode_batch.c). Returns
-// 0, or -1 after a message.
-static int finish_dtypes(bench_shape *s, unsigned set)
+// The kv group's type (k, v, dk, dv) follows --dtype unless --kv-dtype is given (or the preset gives
+// one: a preset's case with a kv_dtype other than its dtype keeps it, the mla preset's bf16 cache),
+// and the pair must be one flashattn.h accepts; ragged cases take the same pairs (varlen.c,
+// decode_batch.c). Returns 0, or -1 after a message.
+static int finish_dtypes(bench_case *c, unsigned set, int from_preset)
 {
-    if (!(set & SET_KV_DTYPE)) s->kv_dtype = s->dtype;
+    bench_shape *s = &c->shape;
+    if (!(set & SET_KV_DTYPE) && (!from_preset || (set & SET_DTYPE))) s->kv_dtype = s->dtype;
     if (!bench_dtype_pair_ok(s->dtype, s->kv_dtype)) {
         fprintf(stderr,
-                "fa-bench: --kv-dtype %s with --dtype %s: flashattn takes k and v of q's type, or bf16/f16 "
-                "k and v under f32 queries (--dtype f32 --kv-dtype bf16|f16)\n",
+                "fa-bench: --kv-dtype %s with --dtype %s: flashattn takes k and v of q's type, or bf16, f16, "
+                "i8, f8e4m3 or f8e5m2 k and v under f32 queries (--dtype f32 --kv-dtype ...)\n",
                 bench_dtype_name(s->kv_dtype), bench_dtype_name(s->dtype));
+        return -1;
+    }
+    if (bench_dtype_is_quantized(s->kv_dtype) && c->pass != BENCH_PASS_FWD) {
+        fprintf(
+            stderr,
+            "fa-bench: --kv-dtype %s: flashattn reads quantized caches in the forward only (--pass fwd)\n",
+            bench_dtype_name(s->kv_dtype));
         return -1;
     }
     return 0;
@@ -750,11 +794,17 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
     }
     for (int i = 0; i < o->n_cases; i++) {
         bench_shape *s = &o->cases[i].shape;
+        if (finish_dtypes(&o->cases[i], set, o->preset != NULL) != 0) return -1;
         if (finish_ragged(&o->cases[i], set) != 0) return -1;
-        if (finish_dtypes(s, set) != 0) return -1;
         if (s->hkv < 0) s->hkv = s->hq;
         if (s->nk < 0) s->nk = s->nq;
         if (s->dv < 0) s->dv = s->d;
+        if (s->shared_kv && s->dv > s->d) {
+            fprintf(stderr,
+                    "fa-bench: --shared-kv: v is the first Dv dims of k's rows, so Dv (%lld) <= D (%lld)\n",
+                    (long long)s->dv, (long long)s->d);
+            return -1;
+        }
         if (s->hq % s->hkv != 0) {
             fprintf(stderr, "fa-bench: --h %lld is not a multiple of --hkv %lld\n", (long long)s->hq,
                     (long long)s->hkv);
@@ -812,7 +862,7 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             cl.shape.dtype = (fa_dtype)choice;
             break;
         case OPT_KV_DTYPE:
-            rc = parse_choice("kv-dtype", arg, dtype_names, &choice);
+            rc = parse_choice("kv-dtype", arg, kv_dtype_names, &choice);
             cl.shape.kv_dtype = (fa_dtype)choice;
             break;
         case OPT_CAUSAL:
@@ -864,6 +914,7 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             cl.shape.mods.bias = (bench_bias_kind)choice;
             break;
         case OPT_SINKS: cl.shape.mods.sinks = 1; break;
+        case OPT_SHARED_KV: cl.shape.shared_kv = 1; break;
         case OPT_VARLEN:
         case OPT_DECODE_BATCH:
             if ((set & SET_RAGGED) &&

@@ -55,11 +55,14 @@ typedef struct {
 typedef struct {
     int64_t b, hq, hkv, nq, nk, d, dv;
     fa_dtype dtype;    /* q, out, dout, dq */
-    fa_dtype kv_dtype; /* k, v, dk, dv: dtype, or bf16/f16 under f32 queries (--kv-dtype; dtypes.h) */
+    fa_dtype kv_dtype; /* k, v, dk, dv: dtype, or under f32 queries bf16/f16, or i8/f8e4m3/f8e5m2 with
+                          per-row scales (--kv-dtype; dtypes.h, kv_quant.h) */
     fa_causal causal;
     bench_layout layout;
     bench_mods mods;
     bench_ragged ragged;
+    int shared_kv; /* 1: v is a view of the first Dv dims of k's rows (same data and strides; DeepSeek's
+                      MLA latent cache, --shared-kv); a quantized v then shares k's scales too */
 } bench_shape;
 
 /* How the BLAS baseline (blas_baseline.h) is threaded; BEST times both and keeps the faster. */

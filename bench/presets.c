@@ -17,9 +17,14 @@
     }
 #define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                            \
     {                                                                                                        \
-        {(b), (h), -1, (nq), (nk), (d), -1, FA_F32, FA_F32, (causal), BENCH_LAYOUT_BHSD, mods, NOT_RAGGED},  \
+        {SIZES((b), (h), (nq), (nk), (d), FA_F32, (causal), BENCH_LAYOUT_BHSD), mods, NOT_RAGGED,            \
+         NOT_SHARED},                                                                                        \
             (pass), (reference)                                                                              \
     }
+// A bench_shape's fields up to its layout: Hkv = Hq, Dv = D (-1: they follow), f32 q over k and v of
+// type kv; the modifiers, the ragged spec and shared_kv follow them.
+#define SIZES(b, h, nq, nk, d, kv, causal, layout) b, h, -1, nq, nk, d, -1, F32, kv, causal, layout
+#define NOT_SHARED                                 0
 #define NOT_RAGGED                                                                                           \
     {                                                                                                        \
         BENCH_RAGGED_NONE, 0, 0, 0, 0                                                                        \
@@ -28,9 +33,25 @@
 // A ragged case (--varlen, --decode-batch): n sequences of lengths lo..hi, pages of `page` keys (decode;
 // 0 = contiguous only), Hq = Hkv = h, f32, bshd (token-major, FlashAttention's and vLLM's memory);
 // B, Nq and Nk are set from the spec when the options are finished (options.c).
-#define RAGGED(kind, n, lo, hi, page, h, d, causal)                                                          \
+#define RAGGED(kind, n, lo, hi, page, h, d, causal) RAGGED_KV(kind, n, lo, hi, page, h, d, causal, F32)
+// The same over a KV cache of type kv under f32 queries (--kv-dtype).
+#define RAGGED_KV(kind, n, lo, hi, page, h, d, causal, kv)                                                   \
     {                                                                                                        \
-        {(n), (h), -1, (hi), (hi), (d), -1, F32, F32, (causal), BSHD, NO_MODS, SPEC(kind, n, lo, hi, page)}, \
+        {SIZES((n), (h), (hi), (hi), (d), (kv), (causal), BSHD), NO_MODS, SPEC(kind, n, lo, hi, page),       \
+         NOT_SHARED},                                                                                        \
+            FWD, -1                                                                                          \
+    }
+// Issue 24's decode batch (the decode-batch preset's) over a cache of type kv in pages of `page` keys.
+#define DECODE_KV(page, kv) RAGGED_KV(DECODE, 16, 1024, 32768, page, 8, 128, NONE, kv)
+#define DECODE_KV_PAGES(kv) DECODE_KV(1, kv), DECODE_KV(16, kv), DECODE_KV(256, kv)
+
+// DeepSeek's MLA (V2, V3, R1) with its projections absorbed, as its decode kernels run it: 128 query
+// heads over one latent cache of 576 dims per token (512 latent + 64 RoPE), V its first 512 (a view of
+// K's memory), f32 queries over a bf16 cache (kv: --kv-dtype replaces it), bottom-right causal; q and
+// out token-major (FlashMLA's [B][S][H][D]).
+#define MLA(nq, nk, kv)                                                                                      \
+    {                                                                                                        \
+        {1, 128, 1, (nq), (nk), 576, 512, F32, (kv), FA_CAUSAL_BOTTOM_RIGHT, BSHD, NO_MODS, NOT_RAGGED, 1},  \
             FWD, -1                                                                                          \
     }
 #define SPEC(kind, n, lo, hi, page)                                                                          \
@@ -39,6 +60,7 @@
     }
 #define BSHD    BENCH_LAYOUT_BSHD
 #define F32     FA_F32
+#define BF16    FA_BF16
 #define NO_MODS MODS(-1, -1, 0.0, 0, NO_BIAS, 0)
 #define VARLEN  BENCH_RAGGED_VARLEN
 #define DECODE  BENCH_RAGGED_DECODE
@@ -109,6 +131,25 @@ static const bench_preset presets[] = {
      "                     read bandwidth",
      2,
      {RAGGED(DECODE, 16, 1024, 32768, 16, 8, 128, NONE), RAGGED(DECODE, 16, 1024, 32768, 256, 8, 128, NONE)}},
+    // Issue 24: the decode batch above over every cache type, each in pages of 1, 16 and 256 keys
+    // against its contiguous cache. Cases of one type share one build of the caches (decode_batch.c).
+    {"decode-kv",
+     "the decode-batch step (16 caches of 1024..32768 keys, H=8, D=128) over f32, bf16,\n"
+     "                     i8, f8e4m3 and f8e5m2 caches (quantized: per-row f32 scales), pages of 1, 16\n"
+     "                     and 256 keys, each against the contiguous cache and the read bandwidth",
+     15,
+     {DECODE_KV_PAGES(F32), DECODE_KV_PAGES(BF16), DECODE_KV_PAGES(FA_I8), DECODE_KV_PAGES(FA_F8_E4M3),
+      DECODE_KV_PAGES(FA_F8_E5M2)}},
+    // Issue 24: DeepSeek's MLA head dims, D=576 and Dv=512 with V a view of K (--shared-kv). Decode steps
+    // of 1 and 4 rows (a speculative step's tokens) over 4096 and 32768 cached tokens, then a causal
+    // prefill of 4096 tokens over the same kind of cache.
+    {"mla",
+     "DeepSeek MLA: Hq=128 Hkv=1 D=576 Dv=512, V = K's first 512 dims (--shared-kv),\n"
+     "                     f32 q over a bf16 latent cache, bottom-right causal: Nq 1 and 4 over Nk 4096\n"
+     "                     and 32768 (decode, % of read bandwidth), and Nq=Nk=4096 (prefill)",
+     5,
+     {MLA(1, 4096, BF16), MLA(4, 4096, BF16), MLA(1, 32768, BF16), MLA(4, 32768, BF16),
+      MLA(4096, 4096, BF16)}},
 };
 
 const bench_preset *bench_preset_find(const char *name)

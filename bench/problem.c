@@ -9,6 +9,7 @@
 
 #include "counter_rng.h"
 #include "dtypes.h"
+#include "kv_quant.h"
 #include "modifiers.h"
 
 // Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
@@ -71,13 +72,57 @@ static void fill(const fa_tensor *t, bench_dist dist, uint64_t seed, uint64_t st
             }
 }
 
+int bench_fill_quantized(const fa_tensor *codes, const fa_tensor *scale, bench_dist dist, uint64_t seed,
+                         uint64_t stream, const int64_t *used)
+{
+    const fa_tensor t = *codes, sc = *scale;
+    int64_t rows = t.batch * t.heads * t.seq, dim = t.dim;
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        float *x = malloc(sizeof(float) * (size_t)dim); // the row as an f32 run holds it
+        if (!x) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!x) continue;
+            int64_t s = r % t.seq, h = r / t.seq % t.heads, b = r / t.seq / t.heads;
+            uint8_t *row = (uint8_t *)t.data + b * t.stride_batch + h * t.stride_head + s * t.stride_seq;
+            float *row_scale =
+                (float *)sc.data + b * sc.stride_batch + h * sc.stride_head + s * sc.stride_seq;
+            if (used && s >= used[b]) {
+                memset(row, 0, (size_t)dim);
+                *row_scale = NAN;
+                continue;
+            }
+            for (int64_t d = 0; d < dim; d++)
+                x[d] = (float)bench_sample(dist, seed, stream, (uint64_t)(r * dim + d));
+            *row_scale = bench_kv_quantize_row(t.dtype, x, dim, row);
+        }
+        free(x);
+    }
+    if (failed) fprintf(stderr, "fa-bench: out of memory while quantizing a cache\n");
+    return failed ? -1 : 0;
+}
+
+float bench_quantized_load(const fa_tensor *codes, const fa_tensor *scale, int64_t b, int64_t h, int64_t s,
+                           int64_t d)
+{
+    const uint8_t *row = (const uint8_t *)codes->data + b * codes->stride_batch + h * codes->stride_head +
+                         s * codes->stride_seq;
+    float sc = ((const float *)
+                    scale->data)[b * scale->stride_batch + h * scale->stride_head + s * scale->stride_seq];
+    return bench_kv_value(codes->dtype, row, d, sc);
+}
+
 // *oracle = t itself for f32 and f64; for a half type, an f32 tensor of the same sizes and layout
-// holding t's values widened (exactly), its buffer kept in *copy. Returns 0, or -1 after a message.
-static int make_oracle_view(const fa_tensor *t, const bench_shape *s, fa_tensor *oracle, void **copy,
-                            const char *what)
+// holding t's values widened (exactly), for a quantized one holding scale * code (its scales in
+// *scale), its buffer kept in *copy. Returns 0, or -1 after a message.
+static int make_oracle_view(const fa_tensor *t, const fa_tensor *scale, const bench_shape *s,
+                            fa_tensor *oracle, void **copy, const char *what)
 {
     *oracle = *t;
-    if (!bench_dtype_is_half(t->dtype)) return 0;
+    int quantized = bench_dtype_is_quantized(t->dtype);
+    if (!bench_dtype_is_half(t->dtype) && !quantized) return 0;
     size_t bytes = bench_checked_bytes(t->batch, t->heads, t->seq, t->dim, sizeof(float));
     if (!bytes) {
         fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
@@ -91,7 +136,8 @@ static int make_oracle_view(const fa_tensor *t, const bench_shape *s, fa_tensor 
                 int64_t from = b * t->stride_batch + h * t->stride_head + x * t->stride_seq;
                 int64_t to = b * oracle->stride_batch + h * oracle->stride_head + x * oracle->stride_seq;
                 for (int64_t d = 0; d < t->dim; d++)
-                    ((float *)*copy)[to + d] = (float)bench_load(t->dtype, t->data, from + d);
+                    ((float *)*copy)[to + d] = quantized ? bench_quantized_load(t, scale, b, h, x, d)
+                                                         : (float)bench_load(t->dtype, t->data, from + d);
             }
     return 0;
 }
@@ -115,7 +161,7 @@ static int init_gradients(bench_problem *p, bench_dist dist, uint64_t seed, size
     if (!dv) return -1;
     p->has_gradients = 1;
     fill(&p->dout, dist, seed, STREAM_DOUT);
-    return make_oracle_view(&p->dout, s, &p->oracle_dout, &p->oracle_copies[3], "dout's oracle copy");
+    return make_oracle_view(&p->dout, NULL, s, &p->oracle_dout, &p->oracle_copies[3], "dout's oracle copy");
 }
 
 int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed,
@@ -127,37 +173,73 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
     size_t q_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->d, es);
     size_t k_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->d, kv_es);
     size_t v_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->dv, kv_es);
+    int quantized = bench_dtype_is_quantized(s->kv_dtype);
+    size_t scale_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, 1, sizeof(float));
     p->out_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->dv, es);
     p->lse_bytes = bench_checked_bytes(s->b, s->hq, s->nq, 1, bench_dtype_size(bench_accum_dtype(s->dtype)));
-    if (!q_bytes || !k_bytes || !v_bytes || !p->out_bytes || !p->lse_bytes) {
+    if (!q_bytes || !k_bytes || !v_bytes || !p->out_bytes || !p->lse_bytes || !scale_bytes) {
         fprintf(stderr, "fa-bench: the shape is too large to allocate\n");
         return -1;
     }
     void *q = bench_alloc_aligned(q_bytes, "q");
     void *k = q ? bench_alloc_aligned(k_bytes, "k") : NULL;
-    void *v = k ? bench_alloc_aligned(v_bytes, "v") : NULL;
+    // --shared-kv: v is the first Dv dims of k's rows, k's memory (DeepSeek's MLA latent cache)
+    void *v = k && !s->shared_kv ? bench_alloc_aligned(v_bytes, "v") : k;
     void *out = v ? bench_alloc_aligned(p->out_bytes, "out") : NULL;
     p->lse = out ? bench_alloc_aligned(p->lse_bytes, "lse") : NULL;
     p->q = make_view(q, s->dtype, s, s->hq, s->nq, s->d);
     p->k = make_view(k, s->kv_dtype, s, s->hkv, s->nk, s->d);
     p->v = make_view(v, s->kv_dtype, s, s->hkv, s->nk, s->dv);
+    if (s->shared_kv) {
+        p->v = p->k;
+        p->v.dim = s->dv;
+    }
     p->out = make_view(out, s->dtype, s, s->hq, s->nq, s->dv);
+    if (p->lse && quantized) {
+        void *ks = bench_alloc_aligned(scale_bytes, "k's scales");
+        void *vs = ks && !s->shared_kv ? bench_alloc_aligned(scale_bytes, "v's scales") : ks;
+        p->k_scale = fa_tensor_bhsd(ks, FA_F32, s->b, s->hkv, s->nk, 1);
+        p->v_scale = fa_tensor_bhsd(vs, FA_F32, s->b, s->hkv, s->nk, 1);
+        if (!vs) {
+            bench_problem_free(p);
+            return -1;
+        }
+    }
     if (!p->lse || (with_gradients && init_gradients(p, dist, seed, q_bytes, k_bytes, v_bytes) != 0) ||
         bench_modifiers_init(p, dist, seed) != 0) {
         bench_problem_free(p);
         return -1;
     }
     fill(&p->q, dist, seed, STREAM_Q);
-    fill(&p->k, dist, seed, STREAM_K);
-    fill(&p->v, dist, seed, STREAM_V);
-    if (make_oracle_view(&p->q, s, &p->oracle_q, &p->oracle_copies[0], "q's oracle copy") != 0 ||
-        make_oracle_view(&p->k, s, &p->oracle_k, &p->oracle_copies[1], "k's oracle copy") != 0 ||
-        make_oracle_view(&p->v, s, &p->oracle_v, &p->oracle_copies[2], "v's oracle copy") != 0) {
+    if (quantized) {
+        if (bench_fill_quantized(&p->k, &p->k_scale, dist, seed, STREAM_K, NULL) != 0 ||
+            (!s->shared_kv && bench_fill_quantized(&p->v, &p->v_scale, dist, seed, STREAM_V, NULL) != 0)) {
+            bench_problem_free(p);
+            return -1;
+        }
+    } else {
+        fill(&p->k, dist, seed, STREAM_K);
+        if (!s->shared_kv) fill(&p->v, dist, seed, STREAM_V);
+    }
+    if (make_oracle_view(&p->q, NULL, s, &p->oracle_q, &p->oracle_copies[0], "q's oracle copy") != 0 ||
+        make_oracle_view(&p->k, &p->k_scale, s, &p->oracle_k, &p->oracle_copies[1], "k's oracle copy") != 0 ||
+        (!s->shared_kv && make_oracle_view(&p->v, &p->v_scale, s, &p->oracle_v, &p->oracle_copies[2],
+                                           "v's oracle copy") != 0)) {
         bench_problem_free(p);
         return -1;
     }
+    if (s->shared_kv) {
+        p->oracle_v = p->oracle_k;
+        p->oracle_v.dim = s->dv;
+    }
     bench_problem_poison_outputs(p);
     return 0;
+}
+
+void bench_problem_kv_scales(const bench_problem *p, fa_params *params)
+{
+    params->k_scale = p->k_scale.data ? &p->k_scale : NULL;
+    params->v_scale = p->v_scale.data ? &p->v_scale : NULL;
 }
 
 void bench_problem_poison_outputs(bench_problem *p)
@@ -176,7 +258,9 @@ void bench_problem_free(bench_problem *p)
 {
     free(p->q.data);
     free(p->k.data);
-    free(p->v.data);
+    if (p->v.data != p->k.data) free(p->v.data); // --shared-kv: one buffer
+    if (p->v_scale.data != p->k_scale.data) free(p->v_scale.data);
+    free(p->k_scale.data);
     free(p->out.data);
     free(p->lse);
     free(p->dout.data);

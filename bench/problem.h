@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The tensors one benchmark run works on: allocated once, 64-byte aligned, filled from a seed.
  * The backward pass's tensors (dout, dq, dk, dv) exist only when the run times a backward.
- * q, out, dout and dq have shape.dtype, k, v, dk and dv shape.kv_dtype (dtypes.h). */
+ * q, out, dout and dq have shape.dtype, k, v, dk and dv shape.kv_dtype (dtypes.h); a quantized k and
+ * v come with their scales (kv_quant.h). With shape.shared_kv, v is a view of k's memory. */
 #ifndef FA_BENCH_PROBLEM_H
 #define FA_BENCH_PROBLEM_H
 
@@ -25,11 +26,16 @@ typedef struct {
     float *alibi_slopes; /* Hq slopes, or NULL */
     float *sinks;        /* Hq sink logits, or NULL */
     float *dsinks;       /* Hq floats, with sinks and gradients (poisoned like the outputs), or NULL */
+    /* A quantized k and v's scales (fa_params.k_scale, v_scale): f32 [B][Hkv][Nk][1], contiguous in
+     * that order whatever the layout, one per token and head; data NULL for other types. With
+     * shared_kv, v_scale is k_scale (the same memory). */
+    fa_tensor k_scale, v_scale;
     /* The inputs as the float64 oracles (tests/reference.h) read them. An f32 or f64 input is its own
      * view; a bf16 or f16 one gets an f32 copy of its rounded values (exact: every half value is a
      * float), which any oracle written for f32 reads, each element once converted rather than at every
-     * one of its Nq or Nk reads. So the oracle judges the library on the very values it was given.
-     * dout's exists with gradients only. */
+     * one of its Nq or Nk reads; a quantized one an f32 copy of scale * code, the float product the
+     * library reads. So the oracle judges the library on the very values it was given. dout's exists
+     * with gradients only. With shared_kv, oracle_v is a view of oracle_k's memory as v is of k's. */
     fa_tensor oracle_q, oracle_k, oracle_v, oracle_dout;
     void *oracle_copies[4]; /* the copies' buffers (NULL for an input that is its own view) */
 } bench_problem;
@@ -47,6 +53,22 @@ void bench_problem_poison_outputs(bench_problem *p);
 
 /* Frees every buffer; a zeroed or half-initialized problem is fine. */
 void bench_problem_free(bench_problem *p);
+
+/* Sets params->k_scale and v_scale to the problem's scales (NULL when k and v are not quantized). */
+void bench_problem_kv_scales(const bench_problem *p, fa_params *params);
+
+/* Fills a quantized cache row by row (kv_quant.h): row (b, h, s) of `codes` from the values an f32
+ * tensor of the same sizes gets from (seed, stream) (bench_sample at ((b*H + h)*S + s)*dim + d, as
+ * problem.c's fill and decode_batch.c's caches draw them), its scale into scale(b, h, s). With used
+ * non-NULL, rows s >= used[b] (keys beyond a sequence's keys in use) get code 0 and a NaN scale
+ * instead, so that a read of them shows in the outputs. Rows in parallel. Returns 0, or -1 if memory
+ * ran out. */
+int bench_fill_quantized(const fa_tensor *codes, const fa_tensor *scale, bench_dist dist, uint64_t seed,
+                         uint64_t stream, const int64_t *used);
+
+/* The dequantized value scale(b, h, s) * code(b, h, s, d) of a quantized cache, as the library reads it. */
+float bench_quantized_load(const fa_tensor *codes, const fa_tensor *scale, int64_t b, int64_t h, int64_t s,
+                           int64_t d);
 
 /* Value index of tensor stream `stream` drawn from (seed, dist): the generator every input of a run is
  * filled from (counter-based: a value depends on these four numbers only). */

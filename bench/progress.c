@@ -88,7 +88,7 @@ void bench_case_words(const bench_case *c, char *out, size_t size)
                  mods);
         return;
     }
-    snprintf(out, size, "%s, %s, B=%lld %s %s %s, causal %s%s%s", pass, types, (long long)s->b, heads,
-             lengths, dims, bench_causal_name(s->causal),
+    snprintf(out, size, "%s, %s, B=%lld %s %s %s%s, causal %s%s%s", pass, types, (long long)s->b, heads,
+             lengths, dims, s->shared_kv ? " (v in k)" : "", bench_causal_name(s->causal),
              s->layout == BENCH_LAYOUT_BSHD ? ", layout bshd" : "", mods);
 }

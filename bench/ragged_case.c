@@ -28,7 +28,7 @@ static int failed(const char *what, int threads, fa_status s)
 
 static fa_context *make_context(const bench_options *o, int threads)
 {
-    fa_context_opts copts = fa_context_opts_default();
+    fa_context_opts copts = FA_CONTEXT_OPTS_INIT;
     copts.num_threads = threads;
     copts.bind = o->bind;
     copts.block_q = o->block_q;
@@ -73,6 +73,7 @@ static int same_as_first(bench_golden *g, const bench_problem *pb, const fa_stat
 
 static void finish_row(bench_row *row, fa_context *ctx, int threads, int comparable)
 {
+    row->stats = (fa_stats)FA_STATS_INIT;
     fa_context_stats(ctx, &row->stats);
     snprintf(row->isa, sizeof row->isa, "%s", row->stats.isa ? row->stats.isa : "?");
     snprintf(row->plan, sizeof row->plan, "-");
@@ -108,7 +109,7 @@ static int varlen_row(const bench_options *o, bench_varlen *v, int threads, benc
     if (!ctx) return -1;
     bench_varlen_call call = {ctx, v};
     const bench_shape *shape = &v->packed.shape;
-    fa_stats packed_stats, equal_stats;
+    fa_stats packed_stats = FA_STATS_INIT, equal_stats = FA_STATS_INIT;
     int rc = -1;
     fa_status s;
     bench_problem_poison_outputs(&v->packed);
@@ -189,7 +190,7 @@ static int decode_row(const bench_options *o, bench_decode *d, int threads, benc
     if (!ctx) return -1;
     bench_decode_call call = {ctx, d};
     int paged = d->page_size > 0, rc = -1;
-    fa_stats contiguous_stats;
+    fa_stats contiguous_stats = FA_STATS_INIT;
     fa_status s;
     const char *bad;
     bench_decode_poison(d);

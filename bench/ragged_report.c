@@ -6,6 +6,7 @@
 
 #include "dtypes.h"
 #include "isa.h"
+#include "kv_quant.h"
 #include "modifiers.h"
 #include "varlen.h"
 
@@ -75,12 +76,19 @@ void bench_ragged_report_header(FILE *f, const bench_run_info *info)
                 (long long)g->page_size, (long long)ri->pages_per_seq);
         else
             fprintf(f, "\n  paged: none (--page-size 0)");
+        if (bench_dtype_is_quantized(s->kv_dtype))
+            fprintf(f,
+                    "\n  k and v %s codes, each with f32 scales per token and head, [B][Hkv][cap][1]%s (row "
+                    "max|x| "
+                    "/ %g)",
+                    bench_dtype_name(s->kv_dtype), g->page_size > 0 ? " and pools [pages][Hkv][P][1]" : "",
+                    bench_kv_code_max(s->kv_dtype));
         fprintf(f,
-                "\n  K and V bytes per call: %.4g = the keys each query sees (%lld) * Hkv*(D+Dv)*%d bytes; "
+                "\n  K and V bytes per call: %.4g = the keys each query sees (%lld) * Hkv*(D+Dv)*%d bytes%s; "
                 "FLOP per "
                 "call %.4g",
                 info->kv_bytes, (long long)info->visible_pairs, (int)bench_dtype_size(s->kv_dtype),
-                info->flops);
+                bench_dtype_is_quantized(s->kv_dtype) ? " + Hkv*2*4 bytes of scales" : "", info->flops);
     }
     fprintf(f, "\n  inputs %s, seed %llu; warmup %d, reps %d", bench_dist_name(o->dist),
             (unsigned long long)o->seed, o->warmup, o->reps);
@@ -251,4 +259,38 @@ void bench_ragged_report_table(FILE *f, const bench_run_info *info, const bench_
         varlen_targets(f, rows, n);
     else
         decode_targets(f, info, rows, n);
+}
+
+void bench_ragged_report_decode_summary(FILE *f, const bench_case_result *cases, int n)
+{
+    int decode = 0;
+    for (int c = 0; c < n; c++) decode += cases[c].info.shape.ragged.kind == BENCH_RAGGED_DECODE;
+    if (decode < 2) return;
+    fprintf(f,
+            "\nDecode batches of this run (KV GB/s as %% of the read probe, contiguous / paged; p/c = paged "
+            "min time / contiguous):\n");
+    for (int c = 0; c < n; c++) {
+        const bench_run_info *info = &cases[c].info;
+        const bench_shape *s = &info->shape;
+        if (s->ragged.kind != BENCH_RAGGED_DECODE) continue;
+        char pages[32] = "contiguous only";
+        if (s->ragged.page_size > 0)
+            snprintf(pages, sizeof pages, "pages of %lld", (long long)s->ragged.page_size);
+        fprintf(f, "  case %2d, %-6s %-15s:", c + 1, bench_dtype_name(s->kv_dtype), pages);
+        for (int r = 0; r < cases[c].n_rows; r++) {
+            const bench_row *w = &cases[c].rows[r];
+            fprintf(f, "%s threads %d: ", r ? ";" : "", w->threads);
+            if (s->ragged.page_size > 0) {
+                print_figure(f, w->ragged.contiguous_pct_read_bw, 6, 1);
+                fputs("% /", f);
+                print_figure(f, w->pct_read_bw, 6, 1);
+                fputs("%, p/c", f);
+                print_figure(f, w->ragged.paged_over_contiguous, 7, 3);
+            } else {
+                print_figure(f, w->pct_read_bw, 6, 1);
+                fputs("%", f);
+            }
+        }
+        fputc('\n', f);
+    }
 }

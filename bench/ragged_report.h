@@ -12,6 +12,11 @@
 void bench_ragged_report_header(FILE *f, const bench_run_info *info);
 void bench_ragged_report_table(FILE *f, const bench_run_info *info, const bench_row *rows, int n);
 
+/* After a run of two or more decode-batch cases (the decode-batch and decode-kv presets): one line per
+ * case, its cache type and pages, and at each thread count the contiguous and paged KV GB/s as % of
+ * the read probe and p/c, so that the types and page sizes of one run read side by side. */
+void bench_ragged_report_decode_summary(FILE *f, const bench_case_result *cases, int n);
+
 /* The issue's targets (issue 11, "Work and speed"), f32 on one node, all from one run. */
 #define BENCH_TARGET_VARLEN_VS_EQUAL       0.90 /* packed GFLOP/s / one dense call over equal lengths */
 #define BENCH_TARGET_VARLEN_VS_LOOP        1.5  /* packed GFLOP/s / one call per sequence, at 2 threads */

@@ -7,8 +7,10 @@
 
 #include "dtypes.h"
 #include "isa.h"
+#include "kv_quant.h"
 #include "modifiers.h"
 #include "progress.h"
+#include "ragged_report.h"
 
 static const char *pass_title(bench_pass pass)
 {
@@ -99,6 +101,18 @@ void bench_report_header(FILE *f, const bench_run_info *info)
             id->cpu_model, id->allowed_cores, id->allowed_cpus, id->compiler, id->build_type,
             id->git_revision, id->run_utc);
     print_modifiers(f, info);
+    if (bench_dtype_is_quantized(s->kv_dtype))
+        fprintf(
+            f,
+            "\n  k and v: %s codes with f32 scales per token and head, [B][Hkv][Nk][1] (row max|x| / %g)%s; "
+            "the oracle reads scale * code",
+            bench_dtype_name(s->kv_dtype), bench_kv_code_max(s->kv_dtype),
+            s->shared_kv ? ", v sharing k's" : "");
+    if (s->shared_kv)
+        fprintf(f,
+                "\n  v: the first Dv=%lld dims of k's rows (--shared-kv: k's data pointer and strides, one "
+                "latent cache)",
+                (long long)s->dv);
     fprintf(f,
             "\n  %.4g FLOP/call (%s2*B*Hq*V*(D+Dv), V = %lld (i, j) pairs per head visible under the causal "
             "mask and window, %.4g%% of Nq*Nk); inputs %s, seed %llu; warmup %d, reps %d",
@@ -257,6 +271,7 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
 
 void bench_report_summary(FILE *f, const bench_case_result *cases, int n)
 {
+    bench_ragged_report_decode_summary(f, cases, n);
     int any = 0;
     for (int c = 0; c < n; c++) any |= cases[c].info.reference >= 0;
     if (!any) return;

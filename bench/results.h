@@ -38,7 +38,8 @@ typedef struct {
     double bias_bytes;        /* bias bytes one call must read (modifiers.h); 0 without a bias */
     int bias_bandwidth;       /* a full bias: rows report bias_bytes against the read-bandwidth probe */
     int reference;            /* the case this one is compared with (bench_case.reference), or -1 */
-    double kv_bytes;          /* bytes of K and V one call must read: B*Hkv*Nk*(D+Dv)*sizeof(kv_dtype) */
+    double kv_bytes;          /* bytes of K and V one call must read: B*Hkv*Nk*(D+Dv)*sizeof(kv_dtype), plus
+                                 4 per row of a quantized cache's scales; with shared_kv K's rows only */
     int decode;               /* Nq <= BENCH_DECODE_MAX_NQ: rows report % of the read-bandwidth probe */
     double tolerance;         /* normwise verification bound of out (of the q group's dtype) */
     double lse_tolerance;     /* of lse (f64 or f32: the accumulation type's) */

@@ -52,7 +52,9 @@ int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, ui
     }
     v->cu[0] = 0;
     for (int64_t b = 0; b < l->count; b++) v->cu[b + 1] = v->cu[b] + l->len[b];
-    v->seqs = (fa_seqs){l->count, v->cu, v->cu, NULL, NULL, 0};
+    v->seqs = (fa_seqs)FA_SEQS_INIT;
+    v->seqs.batch = l->count;
+    v->seqs.cu_seqlens_q = v->seqs.cu_seqlens_k = v->cu;
 
     bench_shape packed = *s;
     packed.b = 1;
@@ -62,7 +64,7 @@ int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, ui
         bench_varlen_free(v);
         return -1;
     }
-    v->dense_params = fa_params_default();
+    v->dense_params = (fa_params)FA_PARAMS_INIT;
     bench_modifiers_params(&v->packed, &v->dense_params);
     v->packed_params = v->dense_params;
     v->packed_params.seqs = &v->seqs;
@@ -90,7 +92,7 @@ int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, ui
         bench_varlen_free(v);
         return -1;
     }
-    v->equal_params = fa_params_default();
+    v->equal_params = (fa_params)FA_PARAMS_INIT;
     bench_modifiers_params(&v->equal, &v->equal_params);
 
     // Q·Kᵀ and P·V on each visible pair of each head, one multiply-add = 2 FLOP (problem.h).
@@ -153,7 +155,7 @@ fa_status bench_varlen_call_loop_recorded(fa_context *ctx, bench_varlen *v)
         fa_tensor val = sequence_view(&v->packed.v, v->cu, b), out = sequence_view(&v->loop_out, v->cu, b);
         fa_status s = fa_forward(ctx, &v->dense_params, &q, &k, &val, &out, loop_lse_of(v, b));
         if (s != FA_OK) return s;
-        fa_stats st;
+        fa_stats st = FA_STATS_INIT;
         fa_context_stats(ctx, &st);
         v->loop_block_q[b] = st.block_q;
         v->loop_block_k[b] = st.block_k;

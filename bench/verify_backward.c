@@ -258,7 +258,15 @@ void bench_verify_backward(const bench_problem *pb, const bench_backward_oracle 
     if (!o->dsinks) return;
     // dsinks as one flat row of Hq entries, judged like the others: normwise, and a NaN where the
     // oracle has a number fails. It names the worst entry when its error is the largest.
-    const fa_tensor flat = {pb->dsinks, FA_F32, 1, 1, 1, pb->shape.hq, 0, 0, 0};
+    const fa_tensor flat = {.data = pb->dsinks,
+                            .dtype = FA_F32,
+                            .batch = 1,
+                            .heads = 1,
+                            .seq = 1,
+                            .dim = pb->shape.hq,
+                            .stride_batch = 0,
+                            .stride_head = 0,
+                            .stride_seq = 0};
     gradient_check c = compare_rows(&flat, 1, o->dsinks);
     r->err_dsinks = c.diff / (c.ref_max > 0.0 ? c.ref_max : 1.0);
     if (r->err_dsinks <= r->dsinks_tolerance) return;

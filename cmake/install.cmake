@@ -46,16 +46,15 @@ endif()
 configure_package_config_file(cmake/flashattnConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfig.cmake
   INSTALL_DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
-# One soname, one compatible version range (the ABI policy in flashattn.h): while 0.x, a request
-# for 0.1 accepts 0.1.z only; from 1.0 on, the same major version.
-if(PROJECT_VERSION_MAJOR EQUAL 0)
-  set(_fa_compat SameMinorVersion)
-else()
-  set(_fa_compat SameMajorVersion)
-endif()
-write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/flashattnConfigVersion.cmake
-  VERSION ${PROJECT_VERSION}
-  COMPATIBILITY ${_fa_compat})
+# Which requests this package satisfies follows the ABI version (the soname), not the release
+# number: find_package(flashattn 0.4) accepts 0.4.0 and every later release of the same ABI version
+# (0.5, 1.2, ...), and no release of another ABI version. CMake's own rules (SameMajorVersion,
+# SameMinorVersion) follow the release number, so cmake/flashattnConfigVersion.cmake.in states it:
+# a request is satisfied when it lies between FLASHATTN_ABI_FIRST_RELEASE (the release that began
+# this ABI version, CMakeLists.txt) and this release. A later ABI version's package has a later
+# first release, so it refuses a request for 0.4, whose programs may use what it removed.
+configure_file(cmake/flashattnConfigVersion.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfigVersion.cmake
+  @ONLY)
 install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/flashattnConfigVersion.cmake

@@ -51,7 +51,7 @@ target_link_libraries(flashattn_mpi_objects PUBLIC flashattn MPI::MPI_C)
 add_library(flashattn_mpi SHARED $<TARGET_OBJECTS:flashattn_mpi_objects>)
 target_link_libraries(flashattn_mpi PUBLIC flashattn MPI::MPI_C)
 # $ORIGIN: an installed libflashattn_mpi finds the libflashattn beside it, in any prefix, moved or not.
-set_target_properties(flashattn_mpi PROPERTIES OUTPUT_NAME flashattn_mpi VERSION ${PROJECT_VERSION}
+set_target_properties(flashattn_mpi PROPERTIES OUTPUT_NAME flashattn_mpi VERSION ${FLASHATTN_LIB_VERSION}
   SOVERSION ${FLASHATTN_SOVERSION} INSTALL_RPATH "$ORIGIN" EXPORT_NAME mpi)
 
 # As for libflashattn.a: one relocatable object whose hidden symbols objcopy makes local, so the

@@ -72,29 +72,85 @@ extern "C" {
 #endif
 
 #define FLASHATTN_VERSION_MAJOR 0
-#define FLASHATTN_VERSION_MINOR 3
+#define FLASHATTN_VERSION_MINOR 5
 #define FLASHATTN_VERSION_PATCH 0
-/** The version as one number for #if checks: MAJOR·10000 + MINOR·100 + PATCH (0.1.0 is 100). */
+/** The version of this header as one number for #if checks: MAJOR·10000 + MINOR·100 + PATCH
+ *  (0.4.0 is 400). fa_version_number() is the library a program runs with. */
 #define FLASHATTN_VERSION \
     (FLASHATTN_VERSION_MAJOR * 10000 + FLASHATTN_VERSION_MINOR * 100 + FLASHATTN_VERSION_PATCH)
+/** The ABI version: the soname is libflashattn.so.FLASHATTN_ABI_VERSION. It changes only when the
+ *  stable tier (below) breaks incompatibly, never for additions. */
+#define FLASHATTN_ABI_VERSION 1
 
 /*
- * ## ABI policy
- * Callers allocate fa_tensor, fa_params, fa_context_opts and fa_stats themselves, so adding a field
- * changes their size. Therefore:
- * - Initialise every struct through its _default() function (fa_params_default(),
- *   fa_context_opts_default()) and then set the fields you need; never with a positional
- *   initialiser, so a rebuild against a newer header gives new fields their default.
- * - The soname (libflashattn.so.N) changes whenever a public struct's layout, an enum's values or a
- *   call's meaning changes incompatibly. While the version is 0.x, N is the MINOR version
- *   (libflashattn.so.0.1), as 0.x releases may change layouts; from 1.0 on, N is the MAJOR version.
- *   The CMake package's version file accepts only the same soname.
- * - Status codes are never renumbered (see below); the library exports only the fa_ functions
- *   declared here.
+ * ## ABI: what stays compatible, and how the structs grow
+ *
+ * Tiers.
+ * - Stable: the signatures of the calls declared here and their semantics as documented; the fields
+ *   of the public structs and their meaning; the values of every enum and of fa_status; the reading
+ *   rule below and the defaults of the FA_*_INIT initialisers. A program built against this header
+ *   runs unchanged, with the same meaning, on every later library of the same FLASHATTN_ABI_VERSION.
+ *   Later versions only add to it: calls, struct fields (under the rule below), enum values, statuses.
+ * - Experimental (may change in any release, never the status or bytes of a call that succeeds
+ *   under the stable tier's rules): the kernel-table names (the values of FLASHATTN_ISA and of
+ *   fa_stats.isa), the backward plan names (fa_stats.backward_plan), which block sizes, kernel
+ *   tables and backward plans are chosen, the values fa_stats reports, the wording of
+ *   fa_last_error() and fa_status_str(), and performance. Print them; do not branch on them.
+ *
+ * Versions. FLASHATTN_VERSION is the header a program was compiled with; fa_version_number() (and
+ * fa_version(), as text) the library it runs with, which may be later: `fa_version_number() >=
+ * 500` asks whether a feature of 0.5.0 is there. The soname, libflashattn.so.FLASHATTN_ABI_VERSION,
+ * is independent of the version: 0.4.0 and every later release with ABI version 1 are
+ * libflashattn.so.1, so a program linked against one runs on the others. The CMake package of a
+ * later release accepts find_package(flashattn 0.4) as long as its ABI version is the same.
+ *
+ * Size-tagged structs. fa_params, fa_context_opts, fa_seqs and fa_stats begin with
+ * `size_t struct_size`, the caller's sizeof of the struct. Initialise each one with its macro,
+ * `fa_params p = FA_PARAMS_INIT;` (C and C++; then set the fields you need by name, never
+ * positionally), or, where the struct is not declared from this header (an FFI mirror, a raw heap
+ * block), with its function, fa_params_init(p, size), which writes the defaults into `size` bytes
+ * and sets struct_size = size. The reading rule, applied by every call to every such struct it is
+ * given (p and p->seqs of fa_forward, fa_backward and their _check calls; opts of
+ * fa_context_create; out of fa_context_stats; the same in flashattn_mpi.h):
+ *   1. struct_size must be FA_<STRUCT>_SIZE_MIN plus a multiple of 8 (every layout since is), at
+ *      most FA_STRUCT_SIZE_MAX; otherwise FA_ERR_ARG, with fa_last_error() naming
+ *      <argument>.struct_size and the initialiser to use. FA_<STRUCT>_SIZE_MIN is the size of the
+ *      struct in 0.4.0, the first size-tagged layout; FA_STRUCT_SIZE_MAX is 4096.
+ *   2. The library reads min(struct_size, its own sizeof) bytes. The fields that a smaller struct
+ *      (built against an older header) lacks take their defaults.
+ *   3. The bytes from the library's own sizeof up to struct_size (fields of a newer header that this
+ *      library does not know) must all be zero, their defaults; otherwise FA_ERR_UNSUPPORTED, with
+ *      fa_last_error() naming the argument and the byte offset of the field ("p sets a field at byte
+ *      120 that this library (0.4.0) does not know"), and, as for every refusal, nothing written.
+ *   4. fa_stats is an output: the call writes only its first min(struct_size, sizeof) bytes and
+ *      leaves struct_size as it was (rules 1 and 3 hold for it too: a newer field it cannot fill
+ *      must be zero, and stays zero).
+ *   A struct that fails rule 1 or 3 is refused before any check that reads its fields: first thing
+ *   in fa_forward, fa_backward and their _check calls (p, then p->seqs), after the NULL check of
+ *   ctx in fa_context_create, after those of ctx and out in fa_context_stats. p and opts NULL keep
+ *   meaning "every default".
+ * Every field added after 0.4.0 is appended at the end of its struct, is 8 bytes wide and 8-byte
+ * aligned (so no padding appears between versions), and has all-zero bytes as its default, meaning
+ * "off" (the behaviour of the version before it). Why size tags: they are Vulkan's sType/pNext and
+ * Linux's extensible syscall structs (openat2, clone3: copy_struct_from_user). An older program's
+ * smaller struct gets the defaults of what it lacks; a newer program's larger struct works on an
+ * older library as long as it uses nothing new, and is refused, not misread, when it does; an FFI
+ * mirror (ctypes, cffi, Julia) only sets struct_size to its own size and is never read past it. (A
+ * struct returned by value could not be sized by its caller; a struct without a size could not grow
+ * without breaking every program built against the header before.)
+ *
+ * fa_tensor is frozen: its layout never changes (it has no size tag, as fa_merge takes arrays of
+ * it). Per-tensor information a later version needs comes in a new struct.
+ *
+ * The library exports only the fa_ functions declared here. Sizes and offsets above are those of
+ * the platform's C ABI (LP64 on x86-64 and AArch64 Linux).
  */
 
+/** The largest struct_size any call accepts (rule 1 above). */
+#define FA_STRUCT_SIZE_MAX 4096
+
 /** The largest head dimension (D and Dv) any call accepts. */
-#define FA_MAX_HEAD_DIM 512
+#define FA_MAX_HEAD_DIM 576
 
 #if defined(FLASHATTN_STATIC_DEFINE)
 #define FA_API
@@ -111,16 +167,21 @@ extern "C" {
 /** Version of the library actually linked, "MAJOR.MINOR.PATCH". Never NULL. */
 FA_API const char *fa_version(void);
 
+/** Version of the library actually linked as one number, MAJOR·10000 + MINOR·100 + PATCH (0.4.0
+ *  is 400): compare it with FLASHATTN_VERSION, the header's. */
+FA_API unsigned fa_version_number(void);
+
 /**
  * Status codes. Stable values: never renumbered.
  *
  * When several arguments are wrong, the status reports the first class found
- * in this order: NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY.
+ * in this order: NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY
+ * (after the reading of the size-tagged structs: see the ABI section).
  */
 typedef enum {
     FA_OK = 0,              /**< success */
     FA_ERR_NULL = 1,        /**< a required pointer is NULL (a tensor, or the data of a non-empty tensor) */
-    FA_ERR_SHAPE = 2,       /**< negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..512 */
+    FA_ERR_SHAPE = 2,       /**< negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..FA_MAX_HEAD_DIM */
     FA_ERR_STRIDE = 3,      /**< negative stride, self-overlapping output, offsets overflowing int64, data or lse not aligned to its element size */
     FA_ERR_DTYPE = 4,       /**< unknown dtype, or tensors of one call with different dtypes */
     FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
@@ -151,7 +212,12 @@ typedef enum {
     FA_F32 = 0, /**< IEEE binary32; accumulates in binary32 */
     FA_F64 = 1, /**< IEEE binary64; accumulates in binary64 (the exactness mode) */
     FA_BF16 = 2, /**< bfloat16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
-    FA_F16 = 3   /**< IEEE binary16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
+    FA_F16 = 3,  /**< IEEE binary16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
+    /* Quantized KV caches (k and v of fa_forward only, under FA_F32 q and out): each element is read
+     * as scale · element, with its row's scale from fa_params.k_scale / v_scale. */
+    FA_I8 = 4,      /**< signed 8-bit integer (int8_t storage) */
+    FA_F8_E4M3 = 5, /**< OCP FP8 E4M3 (uint8_t storage): no infinities, S.1111.111 is NaN, ±448 the largest */
+    FA_F8_E5M2 = 6  /**< OCP FP8 E5M2 (uint8_t storage): binary16's top byte, S.11111.00 ±inf, others NaN */
 } fa_dtype;
 
 /**
@@ -163,6 +229,7 @@ typedef enum {
  * Strides are in elements and must be >= 0. Inputs may broadcast with a
  * stride of 0 (for instance one K shared by all batches); an output must not
  * overlap itself. The library never keeps the pointer after a call returns.
+ * Frozen: this layout never changes (see the ABI section); it has no struct_size.
  */
 typedef struct {
     void *data;
@@ -190,6 +257,7 @@ typedef enum {
 
 /**
  * A batch of sequences of different lengths (varlen, KV caches, paged KV), for fa_params.seqs.
+ * Start from FA_SEQS_INIT (or fa_seqs_init), then set the fields you need by name.
  * Sequence b (0 <= b < batch):
  * - queries: with cu_seqlens_q, q, out (and dout, dq) are packed [1][Hq][total_q][D] views and the
  *   sequence owns query rows cu_seqlens_q[b] .. cu_seqlens_q[b+1]; lse is then [1][Hq][total_q].
@@ -214,6 +282,7 @@ typedef enum {
  * thread count, and a decode batch keeps every thread busy.
  */
 typedef struct {
+    size_t struct_size;          /**< sizeof(fa_seqs) of the caller (FA_SEQS_INIT sets it; see the ABI section) */
     int64_t batch;               /**< number of sequences */
     const int64_t *cu_seqlens_q; /**< batch+1 non-decreasing offsets into the query token axis, or NULL */
     const int64_t *cu_seqlens_k; /**< batch+1 offsets into the key token axis, or NULL */
@@ -222,8 +291,19 @@ typedef struct {
     int64_t pages_per_seq;       /**< entries per sequence in block_table */
 } fa_seqs;
 
+/** The size of fa_seqs in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
+#define FA_SEQS_SIZE_MIN (offsetof(fa_seqs, pages_per_seq) + sizeof(int64_t))
+/** Every field at its default: no sequences, no arrays. Set batch and the arrays you use by name. */
+#define FA_SEQS_INIT {sizeof(fa_seqs), 0, NULL, NULL, NULL, NULL, 0}
+/** FA_SEQS_INIT for a struct of `size` bytes that was not declared from this header (an FFI mirror,
+ *  a heap block): writes the defaults into its first `size` bytes (zero for bytes this library does
+ *  not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when s is NULL or size
+ *  < sizeof(size_t). */
+FA_API void fa_seqs_init(fa_seqs *s, size_t size);
+
 /**
- * What to compute besides the plain product. Start from fa_params_default().
+ * What to compute besides the plain product. Start from FA_PARAMS_INIT (or fa_params_init), then
+ * set the fields you need by name.
  *
  * ## Score modifiers
  * For query row i and key j (0-based) of batch b and query head h, with the diagonal offset
@@ -247,6 +327,7 @@ typedef struct {
  * element-wise on edge tiles only; softcap, ALiBi and bias are applied to every score computed.
  */
 typedef struct {
+    size_t struct_size;        /**< sizeof(fa_params) of the caller (FA_PARAMS_INIT sets it; see the ABI section) */
     double scale;              /**< score scale; 0 means 1/sqrt(D). Must be finite, and within float's range unless
                                     the tensors are FA_F64 (scores accumulate in float otherwise) */
     fa_causal causal;          /**< causal mask, FA_CAUSAL_NONE by default */
@@ -273,13 +354,34 @@ typedef struct {
      *  positions (ring attention, chunked prefill). With seqs it applies to every sequence.
      *  |diagonal_shift| <= FA_MAX_DIAGONAL_SHIFT, else FA_ERR_ARG. */
     int64_t diagonal_shift;
+    /* ---- 0.5.0 ---- */
+    /** A quantized KV cache's scales: required when k (v) is FA_I8, FA_F8_E4M3 or FA_F8_E5M2
+     *  (FA_ERR_NULL without them), refused with any other k (FA_ERR_ARG). FA_F32 views shaped like k
+     *  (v) with dim 1, [k.batch or 1][k.heads or 1][k.seq or 1][1]: a size of 1 (or a stride of 0)
+     *  broadcasts, so one scale for the tensor, per head, per token and head all work. Key j of kv
+     *  head h is read as k_scale(b, h, j) · k(b, h, j, x), one float multiplication of the exactly
+     *  converted element. The scales follow k's layout: per sequence with packed keys (the token axis
+     *  of k), per page with a paged cache (a pool of the pages' scales, [pages][Hkv][page_size][1] or
+     *  broadcast, read through the same block_table). Inputs: they may overlap other inputs, never an
+     *  output. */
+    const fa_tensor *k_scale;
+    const fa_tensor *v_scale;
 } fa_params;
 
 /** The largest |fa_params.diagonal_shift|: 2^52, so that every distance stays exact in a double. */
 #define FA_MAX_DIAGONAL_SHIFT ((int64_t)1 << 52)
 
-/** scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no bias, no sinks, no shift. */
-FA_API fa_params fa_params_default(void);
+/** The size of fa_params in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
+#define FA_PARAMS_SIZE_MIN (offsetof(fa_params, diagonal_shift) + sizeof(int64_t))
+/** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
+ *  bias, no sinks, no dsinks, no sequences, no shift. (The header owns this order: outside it, set
+ *  fields by name.) */
+#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL}
+/** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
+ *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
+ *  library does not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when p is
+ *  NULL or size < sizeof(size_t). */
+FA_API void fa_params_init(fa_params *p, size_t size);
 
 /** Thread placement. */
 typedef enum {
@@ -292,8 +394,10 @@ typedef enum {
     FA_BIND_SPREAD = 3  /**< threads spread evenly across packages, NUMA nodes and L3 domains */
 } fa_bind;
 
-/** Context options; 0 means "choose automatically" for every field. */
+/** Context options; 0 means "choose automatically" for every field. Start from FA_CONTEXT_OPTS_INIT
+ *  (or fa_context_opts_init), then set the fields you need by name. */
 typedef struct {
+    size_t struct_size; /**< sizeof(fa_context_opts) of the caller (FA_CONTEXT_OPTS_INIT sets it; see the ABI section) */
     int num_threads; /**< threads per call; 0 = omp_get_max_threads() when the context is created */
     fa_bind bind;    /**< placement policy */
     int block_q;     /**< query rows per work item; 0 = chosen from the cache sizes and head dims. A call uses
@@ -301,8 +405,13 @@ typedef struct {
     int block_k;     /**< keys per tile; 0 = chosen from the cache sizes and head dims; at most Nk per call */
 } fa_context_opts;
 
-/** All fields 0 (automatic). */
-FA_API fa_context_opts fa_context_opts_default(void);
+/** The size of fa_context_opts in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
+#define FA_CONTEXT_OPTS_SIZE_MIN (offsetof(fa_context_opts, block_k) + sizeof(int))
+/** Every field at its default: 0 (automatic). */
+#define FA_CONTEXT_OPTS_INIT {sizeof(fa_context_opts), 0, FA_BIND_AUTO, 0, 0}
+/** FA_CONTEXT_OPTS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
+ *  mirror, a heap block), as fa_params_init. */
+FA_API void fa_context_opts_init(fa_context_opts *o, size_t size);
 
 /**
  * A context owns the thread placement, the chosen kernel table and one
@@ -313,7 +422,9 @@ FA_API fa_context_opts fa_context_opts_default(void);
 typedef struct fa_context fa_context;
 
 /**
- * Creates a context. opts NULL = all defaults.
+ * Creates a context. opts NULL = all defaults; otherwise read by the ABI section's rule (after the
+ * NULL check of ctx: a struct_size out of range is FA_ERR_ARG, a field this library does not know
+ * set is FA_ERR_UNSUPPORTED).
  * Loads the machine topology once (restricted to the CPUs this process may
  * use: cgroups, taskset, Slurm and MPI bindings) and computes placements.
  * Arenas are not allocated here but by each thread, after it is placed, on
@@ -333,8 +444,9 @@ FA_API fa_status fa_context_create(fa_context **ctx, const fa_context_opts *opts
 FA_API void fa_context_destroy(fa_context *ctx);
 
 /** What a context is and did. "The last call" is the last call that succeeded: a failed call
- *  (including FA_ERR_NOMEM) changes none of these. */
+ *  (including FA_ERR_NOMEM) changes none of these. An output with a size tag: see the ABI section. */
 typedef struct {
+    size_t struct_size;       /**< sizeof(fa_stats) of the caller (FA_STATS_INIT sets it); the call keeps it */
     int num_threads;          /**< threads a call asks for */
     fa_bind bind;             /**< the policy in force after resolving AUTO and FLASHATTN_BIND (for the last call, if any) */
     int bound_threads;        /**< threads actually pinned during the last call (0 before any call, or when the OS refused) */
@@ -349,7 +461,18 @@ typedef struct {
                                     count and changes the speed, never a result */
 } fa_stats;
 
-/** Fills *out. FA_ERR_NULL if ctx or out is NULL. */
+/** The size of fa_stats in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
+#define FA_STATS_SIZE_MIN (offsetof(fa_stats, backward_plan) + sizeof(const char *))
+/** Every field zero or NULL, struct_size set: what fa_context_stats is given to fill. */
+#define FA_STATS_INIT {sizeof(fa_stats), 0, FA_BIND_AUTO, 0, 0, 0, NULL, 0, 0, NULL}
+/** FA_STATS_INIT for a struct of `size` bytes that was not declared from this header (an FFI mirror,
+ *  a heap block), as fa_params_init. */
+FA_API void fa_stats_init(fa_stats *s, size_t size);
+
+/** Fills the first min(out->struct_size, sizeof(fa_stats)) bytes of *out, struct_size kept (see the
+ *  ABI section): `fa_stats st = FA_STATS_INIT; fa_context_stats(ctx, &st);`. FA_ERR_NULL if ctx or
+ *  out is NULL; then FA_ERR_ARG for a struct_size out of range, FA_ERR_UNSUPPORTED for a nonzero
+ *  byte past this library's sizeof(fa_stats); nothing written on any of them. */
 FA_API fa_status fa_context_stats(const fa_context *ctx, fa_stats *out);
 
 /** Resets scratch_peak (and bound_threads) to 0. NULL is a no-op. */
@@ -362,7 +485,7 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * Shapes: q [B][Hq][Nq][D], k [B][Hkv][Nk][D], v [B][Hkv][Nk][Dv],
  * out [B][Hq][Nq][Dv], with Hq a multiple of Hkv (grouped-query and
  * multi-query attention: query head h reads kv head h / (Hq/Hkv)).
- * D and Dv are in 1..512 and may differ. B, Hq, Nq and Nk may be 0: the call
+ * D and Dv are in 1..FA_MAX_HEAD_DIM (576) and may differ. B, Hq, Nq and Nk may be 0: the call
  * succeeds and writes every defined value (with Nk = 0 every row is fully
  * masked). Hkv may be 0 only when Hq is 0.
  *
@@ -393,6 +516,14 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. f16,
  * and f32 queries over a half-precision cache, always widen (fa_backward has
  * the backward's rule).
+ * A quantized KV cache: q and out FA_F32, k and v FA_I8, FA_F8_E4M3 or FA_F8_E5M2
+ * (one type for both), with p->k_scale and p->v_scale. Every element is converted
+ * exactly (OCP FP8's NaN codes to NaN, E5M2's infinities to ±inf) and multiplied
+ * by its row's scale in float, once; the call then computes bit for bit what an
+ * FA_F32 call on that dequantized cache computes (same context and blocks), and a
+ * NaN or infinity in the cache or its scales reaches exactly the rows that see
+ * it. A decode step reads the cache where it lies, one byte an element. Forward
+ * only: fa_backward refuses a quantized k (FA_ERR_UNSUPPORTED).
  *
  * lse: NULL, or contiguous [B][Hq][Nq] of double (FA_F64) or float (every other dtype):
  * the natural-log log-sum-exp of each row's modified, masked scores (with the
@@ -405,7 +536,10 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * score, not its value row: that row must then be finite, as with any key
  * whose probability is 0).
  *
- * ctx NULL: the calling thread's default context. p NULL: fa_params_default().
+ * ctx NULL: the calling thread's default context. p NULL: every default (FA_PARAMS_INIT). p and
+ * p->seqs are read by the ABI section's rule before anything else is checked: a struct_size out of
+ * range is FA_ERR_ARG (naming p.struct_size or p.seqs.struct_size), a field this library does not
+ * know set is FA_ERR_UNSUPPORTED.
  *
  * Extra memory: the per-thread arena (see the README's Memory section) and,
  * only where the keys are split (split-KV: possible when there are fewer than

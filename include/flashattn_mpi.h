@@ -20,7 +20,10 @@
  * causal masks (both alignments coincide, Nq = Nk), windows, ALiBi and p->diagonal_shift on the
  * global positions; a bias (p->bias) holds the rows of the rank's own queries against the global
  * key axis, [B][Hq][local Nq][N] (or broadcast over batch, heads or rows: seq 1); sinks and GQA as
- * in fa_forward. p->seqs is not supported (FA_ERR_UNSUPPORTED). A key shard travels round the
+ * in fa_forward. p (NULL: every default) is read by flashattn.h's rule (its ABI section), on each
+ * rank against the fa_params this library was built with: a struct_size out of range is FA_ERR_ARG,
+ * a field this library does not know set is FA_ERR_UNSUPPORTED, agreed over the ranks as any other
+ * refusal. p->seqs is not supported (FA_ERR_UNSUPPORTED). A key shard travels round the
  * ring only as far as the last rank that can see one of its keys (under a causal mask or a window;
  * the ranks on the way pass it on), so it is never sent beyond that rank, and blocks that no local
  * query can see are neither computed nor merged.

@@ -14,6 +14,7 @@
 #          + openmpi-bin and libopenmpi-dev: MPI (mpicc, mpirun, mpi.h) for the optional MPI component,
 #          libflashattn_mpi, which its tests and the consumer run under mpirun. Not in build: the
 #          library builds and installs without MPI (FLASHATTN_MPI=AUTO leaves the component out)
+#          + python3: tests/abi/ffi_mirror.py (ctypes, in the standard library) and bench/compare_torch.py
 #   bench: build + libopenblas-dev (fa-bench's unfused BLAS baseline) + gnuplot-nox
 #          (scripts/thread_sweep.sh's plot); fa-bench builds and runs without both
 #   aarch64: scripts/test.sh's emulated aarch64 stage: the cross compiler (gcc-aarch64-linux-gnu, with
@@ -35,7 +36,7 @@ fa_deps_packages() {
     local pkgs="cmake make gcc libc6-dev pkg-config libhwloc-dev"
     case "${1:-build}" in
     build) ;;
-    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev" ;;
+    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev python3" ;;
     bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
     aarch64) pkgs="cmake make pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libhwloc-dev:arm64 libgomp1:arm64" ;;
     *) echo "deps: unknown set '$1' (build|test|bench|aarch64)" >&2; return 2 ;;
@@ -59,7 +60,7 @@ fa_deps() {
             done
         fi
         if [ "$set" = test ]; then
-            for m in clang valgrind mpicc mpirun; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
+            for m in clang valgrind mpicc mpirun python3; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
         fi
         if command -v pkg-config >/dev/null 2>&1; then
             pkg-config --exists 'hwloc >= 2.0' || missing="$missing hwloc(>=2.0,pkg-config)"

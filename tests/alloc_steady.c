@@ -24,7 +24,7 @@ void as_on_fresh_context_per_dtype(as_check_fn *check)
 
 void as_on_fixed_blocks_and_threads(as_check_fn *check)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 3;
     o.bind = FA_BIND_CORE;
     o.block_q = 24;

@@ -44,7 +44,7 @@ static void fixture_reset_args(fixture *f)
     f->vp = &f->v;
     f->outp = &f->out;
     f->lse = bi_at(f, 4, 0);
-    f->params = fa_params_default();
+    f->params = (fa_params)FA_PARAMS_INIT;
     f->pp = &f->params;
     f->bias = fa_tensor_bhsd(bi_at(f, 5, 0), f->dt, B, HQ, NQ, NK);
     for (int h = 0; h < HQ; h++) f->alibi[h] = 0.5f, f->sinks[h] = 0.25f * (float)h;
@@ -58,7 +58,7 @@ static void fixture_free(fixture *f)
 void bi_run_cases(const bad_case *cases, int n)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);

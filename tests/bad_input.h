@@ -12,7 +12,7 @@
 #include "util.h"
 
 /* The valid problem; every case breaks exactly one thing in it (unless it says otherwise). */
-enum { B = 2, HQ = 4, HKV = 2, NQ = 12, NK = 10, D = 8, DV = 6, MAXD = 513 };
+enum { B = 2, HQ = 4, HKV = 2, NQ = 12, NK = 10, D = 8, DV = 6, MAXD = FA_MAX_HEAD_DIM + 1 };
 
 enum { BI_BUFS = 6 }; /* q, k, v, out, lse, bias */
 

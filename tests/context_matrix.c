@@ -20,7 +20,7 @@ fa_bind cm_bind(int x)
 void cm_create(fa_context *ctx[CM_CONTEXTS], int block_q, int block_k)
 {
     for (int x = 0; x < CM_CONTEXTS; x++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = cm_threads(x);
         o.bind = cm_bind(x);
         o.block_q = block_q;

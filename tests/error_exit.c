@@ -78,7 +78,7 @@ void ee_valid_args(const ee_world *w, ee_args *a)
 {
     memset(a, 0, sizeof *a);
     a->ctx = w->ctx;
-    a->p = fa_params_default();
+    a->p = (fa_params)FA_PARAMS_INIT;
     a->p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     a->p.window_left = 3;
     a->p.window_right = 1;
@@ -190,7 +190,7 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
         w->many_lses[k] = ee_region(w, EE_DOUT + k % EE_PARTS, 0);
     }
     w->many_outs[EE_MANY_PARTS - 1].seq++;
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     cr_assert_eq(fa_context_create(&w->ctx, &o), FA_OK);
     /* The unbroken calls and the valid packed layouts succeed: every case below breaks exactly the
@@ -385,7 +385,15 @@ static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode)
                                EE_HQ * EE_DIM + EE_HKV * (EE_DIM + EE_DIM_V)};
         for (int i = 0; i < 4; i++) {
             int64_t dim = shape_of[i][2];
-            fa_tensor t = {ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[i][0], EE_N, dim, sb, dim, wd};
+            fa_tensor t = {.data = ee_region(w, EE_PACKED, at[i]),
+                           .dtype = dt,
+                           .batch = EE_B,
+                           .heads = shape_of[i][0],
+                           .seq = EE_N,
+                           .dim = dim,
+                           .stride_batch = sb,
+                           .stride_head = dim,
+                           .stride_seq = wd};
             a->t[i] = t;
         }
         if (mode == 1) a->t[EE_OUT].data = ee_region(w, EE_PACKED, at[3] - 1); /* shares v's last column */
@@ -401,8 +409,15 @@ static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode)
                                half, half + EE_HQ * EE_DIM, half + EE_HQ * EE_DIM + EE_HKV * EE_DIM};
         for (int i = 0; i < 6; i++) {
             int64_t dim = shape_of[slot[i]][2];
-            fa_tensor t = {
-                ee_region(w, EE_PACKED, at[i]), dt, EE_B, shape_of[slot[i]][0], EE_N, dim, sb, dim, wd};
+            fa_tensor t = {.data = ee_region(w, EE_PACKED, at[i]),
+                           .dtype = dt,
+                           .batch = EE_B,
+                           .heads = shape_of[slot[i]][0],
+                           .seq = EE_N,
+                           .dim = dim,
+                           .stride_batch = sb,
+                           .stride_head = dim,
+                           .stride_seq = wd};
             a->t[slot[i]] = t;
         }
         if (mode == 1) a->t[EE_DK].data = ee_region(w, EE_PACKED, at[4] - 1); /* shares dq's last column */
@@ -505,6 +520,7 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
         helper_views(w, a, c->ti, c->field, x);
         bias_follows(a);
         break;
+    case EE_OP_STRUCT: ee_apply_struct(c, a); break;
     }
 }
 
@@ -661,7 +677,7 @@ static void known_dtype_names(ee_case *c, int ti, int64_t x)
 
 static void add_tensor_fields(ee_table *t, ee_call call, int ti)
 {
-    static const ee_named dtypes[] = {{"4", 4},
+    static const ee_named dtypes[] = {{"7 (past the last)", 7},
                                       {"-1", -1},
                                       {"99", 99},
                                       {"the other of f32/f64", EE_OTHER_DTYPE},
@@ -671,7 +687,7 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
                                      {"0 (others not)", 0},
                                      {"+1 (mismatch)", EE_PLUS_ONE},
                                      {"INT64_MAX", INT64_MAX}};
-    static const ee_named dims_extra[] = {{"513", 513}};
+    static const ee_named dims_extra[] = {{"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}};
     static const ee_named strides[] = {{"-1", -1},
                                        {"INT64_MIN", INT64_MIN},
                                        {"INT64_MAX (offset overflows)", INT64_MAX},
@@ -713,7 +729,7 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
         c->ti = ti;
         c->i[0] = dtypes[i].x;
         /* an unknown value names the tensor alone (the default); a known one as the contract says */
-        if (dtypes[i].x == EE_OTHER_DTYPE || (dtypes[i].x >= 0 && dtypes[i].x < 4))
+        if (dtypes[i].x == EE_OTHER_DTYPE || (dtypes[i].x >= 0 && dtypes[i].x < 7))
             known_dtype_names(c, ti, dtypes[i].x);
     }
     for (int f = 0; f < 4; f++) {
@@ -815,11 +831,11 @@ static void add_shared_sizes(ee_table *t, ee_call call)
         {"Hkv", "0 with Hq 4", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {0}},
         {"Hkv", "-1", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {-1}},
         {"D", "0", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {0}},
-        {"D", "513", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {513}},
+        {"D", "FA_MAX_HEAD_DIM + 1", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {FA_MAX_HEAD_DIM + 1}},
         {"D", "-1", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {-1}},
         {"D", "INT64_MAX", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {INT64_MAX}},
         {"Dv", "0", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {0}},
-        {"Dv", "513", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {513}},
+        {"Dv", "FA_MAX_HEAD_DIM + 1", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {FA_MAX_HEAD_DIM + 1}},
         {"Dv", "-1", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {-1}},
         {"Dv", "INT64_MAX", FA_ERR_SHAPE, {R_DV, R_NONE, R_NONE}, {INT64_MAX}},
         {"B", "-1", FA_ERR_SHAPE, {R_B, R_NONE, R_NONE}, {-1}},
@@ -874,8 +890,8 @@ static void add_packed(ee_table *t, ee_call call)
 
 static const char *dtype_text(int x)
 {
-    static const char *const name[4] = {"f32", "f64", "bf16", "f16"};
-    return x >= 0 && x < 4 ? name[x] : "4 (unknown)";
+    static const char *const name[7] = {"f32", "f64", "bf16", "f16", "i8", "f8e4m3", "f8e5m2"};
+    return x >= 0 && x < 7 ? name[x] : "7 (unknown)";
 }
 
 /* A call whose q group (q, out, dout, dq) is q_dt, k group (k, v, dk, dv) k_dt and bias the
@@ -954,7 +970,7 @@ static void add_dtype_mixes(ee_table *t, ee_call call)
         {1, FA_F32, FA_BF16, EE_DQ, FA_BF16, EE_DK, FA_F32, "dq.dtype q.dtype", "dk.dtype"},
         {1, FA_BF16, FA_BF16, EE_DK, FA_F16, EE_DV, FA_F32, "dk.dtype k.dtype", "dv.dtype"},
         {1, FA_F32, FA_F16, EE_DV, FA_F32, EE_NT, FA_F16, "dv.dtype k.dtype", "p.bias.dtype"},
-        {1, FA_BF16, FA_F16, EE_DV, 4, -1, 0, "dv.dtype", "q.dtype"}, /* unknown before the pair */
+        {1, FA_BF16, FA_F16, EE_DV, 7, -1, 0, "dv.dtype", "q.dtype"}, /* unknown before the pair */
     };
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         if (two[i].call_min > (int)call) continue;
@@ -983,7 +999,7 @@ static void add_helpers(ee_table *t)
         fa_status want;
     } cases[] = {
         {0, "NULL", 0, FA_ERR_NULL},
-        {1, "4", 4, FA_ERR_DTYPE},
+        {1, "7 (past the last)", 7, FA_ERR_DTYPE},
         {1, "-1", -1, FA_ERR_DTYPE},
         {2, "-1", -1, FA_ERR_SHAPE},
         {2, "INT64_MIN", INT64_MIN, FA_ERR_SHAPE},
@@ -995,7 +1011,7 @@ static void add_helpers(ee_table *t)
         {4, "INT64_MIN", INT64_MIN, FA_ERR_SHAPE},
         {4, "2^62 (h·s·d overflows)", INT64_C(1) << 62, FA_ERR_STRIDE},
         {5, "-1", -1, FA_ERR_SHAPE},
-        {5, "513", 513, FA_ERR_SHAPE},
+        {5, "FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1, FA_ERR_SHAPE},
         {5, "2^62 (h·s·d overflows)", INT64_C(1) << 62, FA_ERR_SHAPE},
     };
     static const char *const arg_name[6] = {"data", "t", "b", "h", "s", "d"};
@@ -1038,6 +1054,7 @@ void ee_build_table(ee_table *t)
         add_dtype_mixes(t, (ee_call)call);
     }
     add_helpers(t);
+    ee_add_struct_cases(t);
     ee_add_seqs_cases(t);
     ee_add_merge_cases(t);
 }

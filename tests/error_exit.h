@@ -12,10 +12,13 @@
  * cases) stays inside memory the test owns, and one comparison against the pool's bytes before
  * the call checks everything. In builds with AddressSanitizer the bytes after each fa_seqs array
  * are poisoned during the call, so a read past an array's end is reported. error_exit.c holds the
- * world and the dense cases; error_exit_ragged.c the sequences' and fa_merge's. */
+ * world and the dense cases; error_exit_ragged.c the sequences' and fa_merge's; error_exit_structs.c
+ * the size tags of p and p.seqs (include/flashattn.h, "ABI"), and the bad sizes every size-tagged
+ * struct is given. */
 #ifndef FA_TEST_ERROR_EXIT_H
 #define FA_TEST_ERROR_EXIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util.h"
@@ -104,6 +107,13 @@ typedef struct {
     const void *part_lse[EE_PARTS];
     const fa_tensor *outs;
     const void *const *lses;
+    /* p or p.seqs copied into a struct larger than this build's (error_exit_structs.c): the size
+     * tag's cases point pp or p.seqs here */
+    union {
+        fa_params p;
+        fa_seqs seqs;
+        unsigned char bytes[FA_STRUCT_SIZE_MAX];
+    } larger;
 } ee_args;
 
 typedef struct {
@@ -192,7 +202,8 @@ enum {
     EE_OP_PACKED,
     EE_OP_HELPER,
     EE_OP_DTYPES, /* every tensor's dtype and the bias's as c->dt says */
-    EE_OP_RAGGED  /* the first of error_exit_ragged.c's own operations */
+    EE_OP_STRUCT, /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
+    EE_OP_RAGGED /* the first of error_exit_ragged.c's own operations */
 };
 
 /* Sentinels for values that depend on the world. */
@@ -233,5 +244,25 @@ void ee_add_merge_cases(ee_table *t);
 void ee_apply_ragged(const ee_case *c, const ee_world *w, ee_args *a);
 /* Poisons (1) or unpoisons (0) the bytes after the sequences' arrays of a, under ASan. */
 void ee_poison_seqs(const ee_args *a, int poison);
+
+/* error_exit_structs.c: the size tag's refusals (include/flashattn.h, "ABI"). */
+typedef struct {
+    char value[64]; /* e.g. "struct_size = 0", "a byte at 97 set (struct_size 104)" */
+    size_t size;    /* struct_size */
+    size_t byte;    /* the byte set to nonzero past the struct (0: none) */
+    fa_status want; /* FA_ERR_ARG (size out of range) or FA_ERR_UNSUPPORTED (a field unknown here) */
+    size_t field;   /* with a byte: the field's offset the diagnostic names */
+} ee_struct_case;
+/* The bad sizes of a struct whose first layout has `min` bytes and this build's `own` bytes: 0, the
+ * size field alone, one byte and one field short of the first layout, a size between layouts, one
+ * byte over FA_STRUCT_SIZE_MAX, SIZE_MAX; then larger structs with one byte of a field this library
+ * does not know set. Returns the count. */
+int ee_struct_cases(size_t min, size_t own, ee_struct_case *out, int cap);
+/* Puts case k's size and byte into the struct of `own` bytes at s, copied into `bytes` (at least
+ * FA_STRUCT_SIZE_MAX), and returns bytes. */
+void *ee_struct_apply(const ee_struct_case *k, const void *s, size_t own, unsigned char *bytes);
+/* p's and p.seqs's cases of fa_forward and fa_backward, and their operation (EE_OP_STRUCT). */
+void ee_add_struct_cases(ee_table *t);
+void ee_apply_struct(const ee_case *c, ee_args *a);
 
 #endif

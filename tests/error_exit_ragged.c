@@ -81,7 +81,7 @@ void ee_seqs_layout(const ee_world *w, ee_args *a, int layout)
 {
     a->layout = layout;
     memset(a->seqs_len, 0, sizeof a->seqs_len);
-    memset(&a->seqs, 0, sizeof a->seqs);
+    a->seqs = (fa_seqs)FA_SEQS_INIT;
     a->seqs.batch = EE_B;
     a->p.seqs = &a->seqs;
     if (layout == EE_SEQ_PACKED) {
@@ -489,7 +489,7 @@ void ee_add_seqs_cases(ee_table *t)
 
 void ee_add_merge_cases(ee_table *t)
 {
-    static const ee_named dtypes[] = {{"4", 4},
+    static const ee_named dtypes[] = {{"7 (past the last)", 7},
                                       {"-1", -1},
                                       {"99", 99},
                                       {"the other of f32/f64", EE_OTHER_DTYPE},
@@ -570,7 +570,7 @@ void ee_add_merge_cases(ee_table *t)
         }
     }
     /* sizes every view shares, out of range */
-    static const ee_named dims[] = {{"0", 0}, {"513", 513}, {"INT64_MAX", INT64_MAX}};
+    static const ee_named dims[] = {{"0", 0}, {"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}, {"INT64_MAX", INT64_MAX}};
     for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
         c = ee_add(t, EE_MERGE, "(dim of every part and out)", dims[i].name, FA_ERR_SHAPE,
                    OP_MERGE_EVERY_DIM);

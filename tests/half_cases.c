@@ -50,7 +50,7 @@ void hc_mods(tm_mods *m, const hc_case *c, tu_rng *rng)
 void hc_contexts_create(fa_context *ctx[HC_CONTEXTS])
 {
     for (int x = 0; x < HC_CONTEXTS; x++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = 2;
         o.block_q = hc_context_blocks[x][0];
         o.block_k = hc_context_blocks[x][1];

@@ -306,7 +306,7 @@ static int amx_bf16_even(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim)
 {
     fa_context *own = NULL;
     if (!ctx && fa_context_create(&own, NULL) != FA_OK) return 0;
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     int amx = fa_context_stats(ctx ? ctx : own, &st) == FA_OK &&
               (strcmp(st.isa, "amx") == 0 || strcmp(st.isa, "avx512_bf16") == 0);
     fa_context_destroy(own);

@@ -67,7 +67,7 @@ void mg_run(fa_dtype dtype, mg_row_check *check)
     uint64_t seed = tu_test_seed();
     fa_context *ctx[3];
     for (int c = 0; c < 3; c++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = blocks[c][0];
         o.block_k = blocks[c][1];
         cr_assert_eq(fa_context_create(&ctx[c], &o), FA_OK);

@@ -50,7 +50,15 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
                 tu_set(&one, b, 0, 0, j,
                        j >= Nk - (b + 1) * Nk / 6 ? -INFINITY : tu_rng_uniform(rng, -0.5, 0.5));
         if (m->spec.bias == TM_BIAS_KEY_PADDING_STRIDE0) {
-            fa_tensor wide = {one.data, t, B, H, Nq, Nk, Nk, 0, 0};
+            fa_tensor wide = {.data = one.data,
+                              .dtype = t,
+                              .batch = B,
+                              .heads = H,
+                              .seq = Nq,
+                              .dim = Nk,
+                              .stride_batch = Nk,
+                              .stride_head = 0,
+                              .stride_seq = 0};
             one = wide;
         }
         m->bias = one;
@@ -65,7 +73,15 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
         int64_t ss = full ? Nk + 3 : Nk, sh = full ? Nq * ss + 1 : Nq * Nk,
                 sb = full ? hh * sh + 2 : hh * Nq * Nk;
         m->bias_buf = nan_buffer(t, bb * sb);
-        fa_tensor view = {tu_buf_data(&m->bias_buf), t, bb, hh, Nq, Nk, sb, sh, ss};
+        fa_tensor view = {.data = tu_buf_data(&m->bias_buf),
+                          .dtype = t,
+                          .batch = bb,
+                          .heads = hh,
+                          .seq = Nq,
+                          .dim = Nk,
+                          .stride_batch = sb,
+                          .stride_head = sh,
+                          .stride_seq = ss};
         for (int64_t b = 0; b < bb; b++)
             for (int64_t h = 0; h < hh; h++)
                 for (int64_t i = 0; i < Nq; i++)
@@ -83,7 +99,7 @@ void tm_mods_make(tm_mods *m, const tm_spec *spec, const tu_shape *s, double sca
 {
     memset(m, 0, sizeof *m);
     m->spec = *spec;
-    m->p = fa_params_default();
+    m->p = (fa_params)FA_PARAMS_INIT;
     m->p.scale = scale;
     m->p.causal = spec->causal;
     m->p.window_left = spec->window_left;

@@ -42,7 +42,7 @@ void pg_case(const pg_levels *lv, int row, tu_shape *s, fa_params *p)
     s->layout = layout_levels[pg_level(row, PG_LAYOUT)];
     s->dtype = pg_dtype_levels[pg_level(row, PG_DTYPE)];
     s->batch = s->q_len * s->kv_len <= lv->batch2_max_nq_nk ? 2 : 1;
-    *p = fa_params_default();
+    *p = (fa_params)FA_PARAMS_INIT;
     p->causal = pg_causal_levels[pg_level(row, PG_CAUSAL)];
     /* Half the rows use an explicit scale, half the default 1/sqrt(D). */
     p->scale = (row % 2) ? 0.8 / sqrt((double)s->dim) : 0.0;

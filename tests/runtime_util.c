@@ -39,7 +39,7 @@ void rt_make(rt_run *r, const rt_case *c, uint64_t seed)
 {
     memset(r, 0, sizeof *r);
     r->c = c;
-    r->p = fa_params_default();
+    r->p = (fa_params)FA_PARAMS_INIT;
     r->p.causal = c->causal;
     tu_rng rng = tu_rng_make(seed);
     tub_make(&r->bp, &c->shape, &rng, 2.0);
@@ -118,7 +118,7 @@ int rt_serial(rt_run *r, int with_oracle, char *msg, size_t msg_size)
 {
     char desc[256];
     tu_shape_str(&r->c->shape, &r->p, desc, sizeof desc);
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 1;
     o.bind = FA_BIND_NONE;
     fa_context *ctx;

@@ -24,7 +24,15 @@ static fa_tensor make_view(tu_buf *buf, fa_dtype dt, int64_t B, int64_t H, int64
     else
         sh = row, ss = H * row, sb = S * ss;
     *buf = tu_buf_alloc((size_t)(B * sb) * tu_dtype_size(dt));
-    fa_tensor v = {tu_buf_data(buf), dt, B, H, S, dim, sb, sh, ss};
+    fa_tensor v = {.data = tu_buf_data(buf),
+                   .dtype = dt,
+                   .batch = B,
+                   .heads = H,
+                   .seq = S,
+                   .dim = dim,
+                   .stride_batch = sb,
+                   .stride_head = sh,
+                   .stride_seq = ss};
     return v;
 }
 
@@ -140,6 +148,7 @@ static void layout(ts_batch *t, const ts_spec *spec, tu_rng *rng)
     t->lse_rows = q_rows;
     t->buf[TS_TENSORS] = tu_buf_alloc((size_t)(q_batch * Hq * q_rows) * tu_dtype_size(dt));
     t->lse = tu_buf_data(&t->buf[TS_TENSORS]);
+    t->seqs = (fa_seqs)FA_SEQS_INIT;
     t->seqs.batch = B;
     t->seqs.cu_seqlens_q = s->packed_q ? t->cu_q : NULL;
     t->seqs.cu_seqlens_k = s->keys == TS_KEYS_PACKED ? t->cu_k : NULL;
@@ -594,7 +603,7 @@ ts_spec ts_spec_of(const ts_layout_case *l, fa_dtype dt, int64_t dim, int64_t di
 
 fa_context *ts_context(int threads, int block_q, int block_k)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = threads;
     o.block_q = block_q;
     o.block_k = block_k;
@@ -605,7 +614,7 @@ fa_context *ts_context(int threads, int block_q, int block_k)
 
 fa_params ts_mask_params(const ts_mask_case *m)
 {
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = m->causal;
     p.window_left = m->left;
     p.window_right = m->right;

@@ -67,16 +67,18 @@ Test(accuracy, f32_within_twice_naive_f32_error_over_pairwise_grid)
     pg_run(&levels, FA_F32, check_row);
 }
 
-/* D and Dv at the ends of their range, 1 and 512, in every combination and both dtypes. */
-Test(accuracy, head_dims_at_limits_1_and_512_match_oracle)
+/* D and Dv at the ends of their range, 1 and FA_MAX_HEAD_DIM, in every combination and both dtypes,
+ * and DeepSeek's MLA dims (576 over 512: one latent cache, the values its first 512 dims). */
+Test(accuracy, head_dims_at_limits_1_and_the_max_match_oracle)
 {
     uint64_t seed = tu_test_seed();
-    static const int64_t dims[][2] = {{512, 512}, {1, 512}, {512, 1}, {1, 1}};
+    enum { M = FA_MAX_HEAD_DIM };
+    static const int64_t dims[][2] = {{M, M}, {1, M}, {M, 1}, {1, 1}, {576, 512}};
     int c = 0;
     for (int t = 0; t < 2; t++)
-        for (int x = 0; x < 4; x++, c++) {
+        for (int x = 0; x < 5; x++, c++) {
             tu_shape s = {t ? FA_F64 : FA_F32, 1, 2, 1, 33, 47, dims[x][0], dims[x][1], (tu_layout)(c % 3)};
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = pg_causal_levels[c % 3];
             tu_rng rng = tu_rng_make(seed + (uint64_t)c);
             tu_problem pr;
@@ -109,7 +111,7 @@ Test(accuracy, zero_stride_broadcast_inputs_and_negative_scale_match_oracle)
         tu_problem_make(&pr, &s, &rng, 2.0);
         pr.k.stride_batch = 0; /* every batch reads batch 0's k and v */
         pr.v.stride_batch = 0;
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = t ? FA_CAUSAL_BOTTOM_RIGHT : FA_CAUSAL_TOP_LEFT;
         p.scale = -0.3;
         char desc[256], msg[512];
@@ -155,7 +157,7 @@ Test(accuracy, mixed_layouts_per_tensor_match_oracle)
             tu_problem mix = by_layout[TU_PACKED]; /* its out (padded) and lse */
             mix.q = by_layout[TU_BHSD].q;
             mix.k = by_layout[TU_BSHD].k;
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = (fa_causal)c;
             char desc[256], msg[512];
             tu_shape_str(&mix.shape, &p, desc, sizeof desc);

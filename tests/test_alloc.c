@@ -20,7 +20,7 @@ static void check_steady_state(uint64_t seed, fa_context *ctx, fa_dtype dt)
     tu_problem a, b;
     tu_problem_make(&a, &big, &rng, 2.0);
     tu_problem_make(&b, &small, &rng, 2.0);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
 
     tu_alloc_count c0 = tu_alloc_count_now();
@@ -94,7 +94,7 @@ Test(alloc, failed_scratch_allocation_returns_nomem_writes_nothing_and_context_s
     tu_problem_make(&expected_auto, &s, &rng, 2.0);
     rng = tu_rng_make(seed);
     tu_problem_make(&pr, &s, &rng, 2.0);
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 3;
     o.block_q = 16;
     o.block_k = 16;

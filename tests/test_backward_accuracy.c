@@ -97,7 +97,7 @@ Test(backward_accuracy, null_context_matches_explicit_context_bitwise)
 {
     uint64_t seed = tu_test_seed();
     tu_shape s = {FA_F64, 2, 4, 2, 45, 70, 24, 17, TU_BSHD};
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     tu_rng rng = tu_rng_make(seed);
     tub_problem a, b;
@@ -152,7 +152,7 @@ Test(backward_accuracy, largest_head_dims_and_broadcast_inputs_match_oracle)
         tub_problem bp;
         tub_make(&bp, &cases[c].s, &rng, 2.0);
         if (cases[c].broadcast) bp.fw.k.stride_batch = bp.fw.v.stride_batch = 0;
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = cases[c].c;
         char desc[320], msg[512];
         tub_desc(&bp, &p, 0, 0, desc, sizeof desc);

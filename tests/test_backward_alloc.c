@@ -21,7 +21,7 @@ static void check_steady_state(uint64_t seed, fa_context *ctx, fa_dtype dt)
     tub_problem a, b;
     tub_make(&a, &big, &rng, 2.0);
     tub_make(&b, &small, &rng, 2.0);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
 
     cr_assert_eq(tub_forward(ctx, &p, &a), FA_OK, "seed %llu", (unsigned long long)seed);

@@ -83,7 +83,7 @@ static void setup(bad_setup *b, fa_dtype dt)
     at += heads_bytes;
     b->grads_bytes = (size_t)(at - b->grads_at) + (size_t)largest * b->e;
     b->valid.lse = b->lse_at;
-    b->valid.p = fa_params_default();
+    b->valid.p = (fa_params)FA_PARAMS_INIT;
     b->valid.p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     b->valid.null_tensor = -1;
     b->valid.bias = bias;
@@ -319,7 +319,7 @@ static void shape_cases(const bad_setup *b)
                 snprintf(what, sizeof what, "%s.%s %+d", tname[i], fname[f], delta);
                 expect_refused(b, &a, FA_ERR_SHAPE, what);
             }
-    /* Sizes wrong for every tensor alike: Hq % Hkv != 0, D or Dv outside 1..512, negative. */
+    /* Sizes wrong for every tensor alike: Hq % Hkv != 0, D or Dv outside 1..FA_MAX_HEAD_DIM, negative. */
     bwd_args a = b->valid;
     a.t[K].heads = a.t[V].heads = a.t[DK].heads = a.t[DV].heads = 3;
     expect_refused(b, &a, FA_ERR_SHAPE, "Hq 4 with Hkv 3");
@@ -327,8 +327,8 @@ static void shape_cases(const bad_setup *b)
     a.t[Q].dim = a.t[K].dim = a.t[DQ].dim = a.t[DK].dim = 0;
     expect_refused(b, &a, FA_ERR_SHAPE, "D 0");
     a = b->valid;
-    a.t[V].dim = a.t[OUT].dim = a.t[DOUT].dim = a.t[DV].dim = 513;
-    expect_refused(b, &a, FA_ERR_SHAPE, "Dv 513");
+    a.t[V].dim = a.t[OUT].dim = a.t[DOUT].dim = a.t[DV].dim = FA_MAX_HEAD_DIM + 1;
+    expect_refused(b, &a, FA_ERR_SHAPE, "Dv FA_MAX_HEAD_DIM + 1");
     a = b->valid;
     a.t[DQ].seq = -1;
     expect_refused(b, &a, FA_ERR_SHAPE, "dq.seq -1");

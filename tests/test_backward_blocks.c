@@ -24,7 +24,7 @@ static void run_blocks(fa_dtype dtype)
     fa_params p[3];
     for (int c = 0; c < 3; c++) {
         tu_shape s = {dtype, 1, 2, 1, 77, 61, 19, 23, (tu_layout)c};
-        p[c] = fa_params_default();
+        p[c] = (fa_params)FA_PARAMS_INIT;
         p[c].causal = (fa_causal)c;
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tub_make(&bp[c], &s, &rng, 2.5);
@@ -33,7 +33,7 @@ static void run_blocks(fa_dtype dtype)
     }
     for (int a = 0; a < N_BLOCKS; a++)
         for (int b = 0; b < N_BLOCKS; b++) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.num_threads = 2;
             o.block_q = block_sizes[a];
             o.block_k = block_sizes[b];
@@ -51,7 +51,7 @@ static void run_blocks(fa_dtype dtype)
                 cr_expect_eq(st, FA_OK, "%s, seed %llu: backward status %d", desc,
                              (unsigned long long)case_seed, st);
                 if (st != FA_OK) continue;
-                fa_stats stats;
+                fa_stats stats = FA_STATS_INIT;
                 cr_assert_eq(fa_context_stats(ctx, &stats), FA_OK);
                 /* the blocks used: the configured ones, no larger than the problem (flashattn.h) */
                 int64_t nq = bp[c].fw.shape.q_len, nk = bp[c].fw.shape.kv_len;

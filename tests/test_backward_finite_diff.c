@@ -84,7 +84,7 @@ static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal,
 {
     tu_shape s = {FA_F64,     fs->batch, fs->q_heads, fs->kv_heads, fs->q_len,
                   fs->kv_len, fs->dim,   fs->dim_v,   TU_BHSD};
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = causal;
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
@@ -142,7 +142,7 @@ static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal,
 static void run_finite_diff(fa_causal causal)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 1; /* hundreds of tiny forwards: no team to wake */
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);

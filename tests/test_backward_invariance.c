@@ -63,7 +63,7 @@ static void run_invariance(int block_q, int block_k)
         tu_rng rng = tu_rng_make(case_seed);
         tub_problem first, pr;
         tub_make(&first, &cases[c].shape, &rng, 2.5);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = cases[c].causal;
         char desc[320];
         tub_desc(&first, &p, block_q, block_k, desc, sizeof desc);
@@ -102,7 +102,7 @@ Test(backward_invariance, twenty_repetitions_give_identical_bytes)
     fa_context *ctx[3];
     static const int threads[3] = {1, 4, 7};
     for (int x = 0; x < 3; x++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = threads[x];
         cr_assert_eq(fa_context_create(&ctx[x], &o), FA_OK);
     }
@@ -112,7 +112,7 @@ Test(backward_invariance, twenty_repetitions_give_identical_bytes)
         tu_rng rng = tu_rng_make(case_seed);
         tub_problem first, pr;
         tub_make(&first, &c->shape, &rng, 2.5);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = c->causal;
         char desc[320];
         tub_desc(&first, &p, 0, 0, desc, sizeof desc);

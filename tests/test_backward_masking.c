@@ -26,7 +26,7 @@ static const ctx_cfg configs[] = {{1, 0, 0}, {3, 5, 3}, {2, 8, 16}};
 
 static fa_context *make_ctx(const ctx_cfg *c)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = c->threads;
     o.block_q = c->block_q;
     o.block_k = c->block_k;
@@ -93,7 +93,7 @@ Test(backward_masking, fully_masked_query_rows_get_exactly_zero_dq_and_finite_gr
     for (int c = 0; c < N_CONFIGS; c++) {
         fa_context *ctx = make_ctx(&configs[c]);
         for (int x = 0; x < (int)(sizeof shapes / sizeof shapes[0]); x++) {
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = FA_CAUSAL_BOTTOM_RIGHT;
             tub_problem bp;
             char desc[320];
@@ -130,7 +130,7 @@ Test(backward_masking, keys_no_query_sees_get_exactly_zero_dk_and_dv)
     for (int c = 0; c < N_CONFIGS; c++) {
         fa_context *ctx = make_ctx(&configs[c]);
         for (int x = 0; x < (int)(sizeof shapes / sizeof shapes[0]); x++) {
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = FA_CAUSAL_TOP_LEFT;
             tub_problem bp;
             char desc[320];
@@ -164,7 +164,7 @@ static void check_empty_sequence(int no_keys)
         for (int x = 0; x < 6; x++) {
             tu_shape s = {x % 2 ? FA_F64 : FA_F32, 2, 4, 2, no_keys ? 17 : 0, no_keys ? 0 : 23, 8, 5,
                           (tu_layout)(x % 3)};
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = causal[x / 2];
             tub_problem bp;
             char desc[320];
@@ -204,7 +204,7 @@ Test(backward_masking, empty_batch_or_heads_succeeds_and_writes_nothing)
         tu_rng rng = tu_rng_make(seed + (uint64_t)x);
         tub_problem bp;
         tub_make(&bp, &shapes[x], &rng, 1.0);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         cr_assert_eq(tub_forward(NULL, &p, &bp), FA_OK, "shape %d", x);
         fa_status st = tub_backward(NULL, &p, &bp);
         cr_expect_eq(st, FA_OK, "shape %d: status %d (%s)", x, st, fa_status_str(st));

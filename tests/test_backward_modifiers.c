@@ -94,7 +94,7 @@ Test(backward_modifiers, each_modifier_alone_matches_oracle_f32_and_f64)
     uint64_t seed = tu_test_seed();
     static const int blocks[2][2] = {{0, 0}, {8, 16}};
     for (int b = 0; b < 2; b++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = blocks[b][0];
         o.block_k = blocks[b][1];
         fa_context *ctx;

@@ -193,7 +193,7 @@ static void check_problem(fa_context *ctx, const tu_shape *s, const tm_spec *spe
 Test(backward_modifiers_finite_diff, gradients_and_dsinks_match_central_differences_through_every_modifier)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 1; /* hundreds of tiny forwards: no team to wake */
     o.block_q = 5;     /* several tiles each way, windows skipping some */
     o.block_k = 4;

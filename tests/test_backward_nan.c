@@ -102,7 +102,7 @@ static void finite_masks(const nan_case *c, const tub_problem *bp, unsigned char
 
 static void run_case(fa_context *ctx, const ctx_cfg *cfg, const nan_case *c, uint64_t seed)
 {
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = c->causal;
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
@@ -204,7 +204,7 @@ Test(backward_nan, nan_in_one_key_of_v_reaches_only_gradients_that_depend_on_it)
 {
     uint64_t seed = tu_test_seed();
     for (int x = 0; x < N_CONFIGS; x++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = configs[x].threads;
         o.block_q = configs[x].block_q;
         o.block_k = configs[x].block_k;

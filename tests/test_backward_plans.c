@@ -43,7 +43,7 @@ static const int blocks[][2] = {{0, 0}, {13, 24}, {4, 3}};
 
 static fa_context *plan_context(int threads, int block_q, int block_k, fa_backward_plan plan)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = threads;
     o.block_q = block_q;
     o.block_k = block_k;
@@ -83,7 +83,7 @@ Test(backward_plans, every_plan_gives_bitwise_identical_gradients)
                 tu_rng rng = tu_rng_make(case_seed);
                 tub_make(&pr[r], &cases[c].shape, &rng, 2.5);
             }
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = cases[c].causal;
             char desc[320];
             tub_desc(&pr[0], &p, blocks[b][0], blocks[b][1], desc, sizeof desc);
@@ -97,7 +97,7 @@ Test(backward_plans, every_plan_gives_bitwise_identical_gradients)
                 }
                 cr_assert_eq(tub_backward(ctx[r], &p, &pr[r]), FA_OK, "%s (%s, %d threads)", desc,
                              runs[r].name, runs[r].threads);
-                fa_stats st;
+                fa_stats st = FA_STATS_INIT;
                 cr_assert_eq(fa_context_stats(ctx[r], &st), FA_OK);
                 cr_expect(st.backward_plan && strcmp(st.backward_plan, runs[r].name) == 0,
                           "%s: fa_stats.backward_plan is %s after the %s plan ran", desc,
@@ -167,17 +167,17 @@ Test(backward_plans, stats_name_the_plan_an_automatic_call_took)
     };
     for (int t = 0; t < 4; t++)
         for (int c = 0; c < 2; c++) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.num_threads = threads[t];
             fa_context *ctx;
             cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-            fa_stats st;
+            fa_stats st = FA_STATS_INIT;
             cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
             cr_expect_null(st.backward_plan, "before any backward: %s", st.backward_plan);
             tu_rng rng = tu_rng_make(seed + (uint64_t)(t * 2 + c));
             tub_problem bp;
             tub_make(&bp, &shapes[c], &rng, 2.0);
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK);
             cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
             cr_expect_null(st.backward_plan, "after a forward only: %s", st.backward_plan);

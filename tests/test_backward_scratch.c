@@ -32,7 +32,7 @@ Test(backward_scratch, peak_equals_documented_backward_formula)
         {FA_F64, 1, 3, 2, 1, 512, FA_CAUSAL_NONE},
     };
     for (int c = 0; c < (int)(sizeof cfg / sizeof cfg[0]); c++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = cfg[c].threads;
         o.block_q = cfg[c].bq;
         o.block_k = cfg[c].bk;
@@ -40,7 +40,7 @@ Test(backward_scratch, peak_equals_documented_backward_formula)
         cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
         /* At least two blocks of each kind and a ragged tail; grouped heads. */
         tu_shape s = {cfg[c].t, 1, 2, 1, 2 * cfg[c].bq + 3, 2 * cfg[c].bk + 5, cfg[c].d, cfg[c].dv, TU_BHSD};
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = cfg[c].c;
         p.softcap = (c / 2) % 2 ? 5.0 : 0.0; /* its derivative's tile: in f32 and f64 configurations */
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
@@ -50,7 +50,7 @@ Test(backward_scratch, peak_equals_documented_backward_formula)
         tub_desc(&bp, &p, o.block_q, o.block_k, desc, sizeof desc);
         size_t fwd = forward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v);
         size_t bwd = backward_scratch(s.dtype, o.block_q, o.block_k, s.dim, s.dim_v, p.softcap > 0);
-        fa_stats st;
+        fa_stats st = FA_STATS_INIT;
 
         /* forward and backward without a reset: the larger formula */
         cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK, "%s", desc);
@@ -89,12 +89,12 @@ Test(backward_scratch, peak_is_identical_for_1024_and_16384_tokens, .timeout = 6
 {
     uint64_t seed = tu_test_seed();
     enum { BQ = 128, BK = 128, D = 4 };
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = BQ;
     o.block_k = BK;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
     static const int64_t lens[2] = {1024, 16384};
     size_t peak[2], capacity[2];
@@ -108,7 +108,7 @@ Test(backward_scratch, peak_is_identical_for_1024_and_16384_tokens, .timeout = 6
         cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK, "%s", desc);
         fa_context_reset_stats(ctx);
         cr_assert_eq(tub_backward(ctx, &p, &bp), FA_OK, "%s", desc);
-        fa_stats st;
+        fa_stats st = FA_STATS_INIT;
         cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
         peak[x] = st.scratch_peak;
         capacity[x] = st.scratch_capacity;

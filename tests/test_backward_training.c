@@ -75,13 +75,13 @@ static void run_training(uint64_t seed, fa_dtype dtype, int block_q, int block_k
 {
     /* Grouped heads (dk/dv sum over the group), Dv != D, causal, sizes no block divides. */
     tu_shape s = {dtype, 2, 4, 2, 45, 45, 16, 12, TU_BSHD};
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
     static const int threads[2] = {1, 4};
     tub_problem model[2];
     double loss[2][STEPS];
     for (int x = 0; x < 2; x++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = threads[x];
         o.block_q = block_q;
         o.block_k = block_k;

@@ -337,9 +337,10 @@ Test(bad_input, invalid_scalars_and_enums_return_err_arg_and_write_nothing)
 /* ---- FA_ERR_UNSUPPORTED --------------------------------------------------------------------- */
 /* A batch of sequences with dense queries and keys (one per batch entry, no arrays): valid alone,
  * but a bias with sequences is not supported (flashattn.h, fa_seqs). */
-static const fa_seqs dense_seqs = {B, NULL, NULL, NULL, NULL, 0};
+static fa_seqs dense_seqs = FA_SEQS_INIT;
 static void bias_with_seqs(fixture *f)
 {
+    dense_seqs.batch = B;
     f->params.seqs = &dense_seqs;
     f->params.bias = &f->bias;
 }
@@ -521,23 +522,28 @@ Test(bad_input, context_create_refuses_bad_options_and_leaves_ctx_unchanged)
 {
     tu_test_seed();
     cr_expect_eq(fa_context_create(NULL, NULL), FA_ERR_NULL);
-    fa_context_opts good = fa_context_opts_default();
+    fa_context_opts good = FA_CONTEXT_OPTS_INIT;
     cr_expect_eq(fa_context_create(NULL, &good), FA_ERR_NULL);
     static const struct {
         const char *name;
-        fa_context_opts o;
+        int num_threads, bind, block_q, block_k;
     } bad[] = {
-        {"num_threads -1", {-1, FA_BIND_AUTO, 0, 0}},
-        {"num_threads INT_MIN", {-2147483647 - 1, FA_BIND_AUTO, 0, 0}},
-        {"block_q -1", {0, FA_BIND_AUTO, -1, 0}},
-        {"block_k -3", {0, FA_BIND_AUTO, 0, -3}},
-        {"bind 4", {0, (fa_bind)4, 0, 0}},
-        {"bind -1", {0, (fa_bind)-1, 0, 0}},
+        {"num_threads -1", -1, FA_BIND_AUTO, 0, 0},
+        {"num_threads INT_MIN", -2147483647 - 1, FA_BIND_AUTO, 0, 0},
+        {"block_q -1", 0, FA_BIND_AUTO, -1, 0},
+        {"block_k -3", 0, FA_BIND_AUTO, 0, -3},
+        {"bind 4", 0, 4, 0, 0},
+        {"bind -1", 0, -1, 0, 0},
     };
     for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
         static int marker;
         fa_context *ctx = (fa_context *)(void *)&marker;
-        fa_status st = fa_context_create(&ctx, &bad[i].o);
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
+        o.num_threads = bad[i].num_threads;
+        o.bind = (fa_bind)bad[i].bind;
+        o.block_q = bad[i].block_q;
+        o.block_k = bad[i].block_k;
+        fa_status st = fa_context_create(&ctx, &o);
         cr_expect_eq(st, FA_ERR_ARG, "%s: status %d (%s)", bad[i].name, st, fa_status_str(st));
         cr_expect(ctx == (fa_context *)(void *)&marker, "%s: *ctx was written", bad[i].name);
     }

@@ -136,12 +136,12 @@ static void value_dim_zero(fixture *f)
     f->v = fa_tensor_bhsd(f->v.data, f->dt, B, HKV, NK, 0);
     f->out = fa_tensor_bhsd(f->out.data, f->dt, B, HQ, NQ, 0);
 }
-static void head_dim_513(fixture *f)
+static void head_dim_past_max(fixture *f)
 {
     f->q = fa_tensor_bhsd(f->q.data, f->dt, B, HQ, NQ, MAXD);
     f->k = fa_tensor_bhsd(f->k.data, f->dt, B, HKV, NK, MAXD);
 }
-static void value_dim_513(fixture *f)
+static void value_dim_past_max(fixture *f)
 {
     f->v = fa_tensor_bhsd(f->v.data, f->dt, B, HKV, NK, MAXD);
     f->out = fa_tensor_bhsd(f->out.data, f->dt, B, HQ, NQ, MAXD);
@@ -169,8 +169,8 @@ Test(bad_input, bad_sizes_return_err_shape_and_write_nothing)
         CASE(kv_heads_zero_with_q_heads, FA_ERR_SHAPE),
         CASE(head_dim_zero, FA_ERR_SHAPE),
         CASE(value_dim_zero, FA_ERR_SHAPE),
-        CASE(head_dim_513, FA_ERR_SHAPE),
-        CASE(value_dim_513, FA_ERR_SHAPE),
+        CASE(head_dim_past_max, FA_ERR_SHAPE),
+        CASE(value_dim_past_max, FA_ERR_SHAPE),
     };
     bi_run_cases(cases, (int)(sizeof cases / sizeof cases[0]));
 }

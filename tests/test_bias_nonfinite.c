@@ -112,7 +112,7 @@ Test(bias_nonfinite, nan_inf_or_minus_inf_at_a_position_the_window_hides_changes
     static const double values[3] = {NAN, INFINITY, -INFINITY};
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = blocks[bl][0];
         o.block_k = blocks[bl][1];
         fa_context *ctx;
@@ -174,7 +174,7 @@ static void run_visible(double x, int expect_nan_row)
 {
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = blocks[bl][0];
         o.block_k = blocks[bl][1];
         fa_context *ctx;

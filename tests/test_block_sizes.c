@@ -159,9 +159,9 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     fa_context *ctx = NULL;
     cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
     fa_tensor t = fa_tensor_bhsd(x, FA_F32, 1, 1, N, D), out = fa_tensor_bhsd(o, FA_F32, 1, 1, N, D);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     cr_assert_eq(fa_forward(ctx, &p, &t, &t, &t, &out, NULL), FA_OK);
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     fa_context_stats(ctx, &st);
     fa_cpu_model cpu = fa_cpu_identify();
     fa_block_inputs in = {cpu, st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, 1, sizeof(float),

@@ -52,7 +52,7 @@ static void run_blocks(fa_dtype dtype)
     for (int c = 0; c < N_PROBLEMS; c++) {
         block_problem *b = &bp[c];
         tu_shape s = {dtype, 1, 2, 1, 77, 61, 19, 23, (tu_layout)c};
-        b->p = fa_params_default();
+        b->p = (fa_params)FA_PARAMS_INIT;
         b->p.causal = (fa_causal)c;
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem_make(&b->pr, &s, &rng, 2.5);
@@ -72,7 +72,7 @@ static void run_blocks(fa_dtype dtype)
     }
     for (int a = 0; a < N_BLOCKS; a++)
         for (int k = 0; k < N_BLOCKS; k++) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.num_threads = 2;
             o.block_q = block_sizes[a];
             o.block_k = block_sizes[k];

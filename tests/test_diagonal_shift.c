@@ -33,7 +33,7 @@ static const tm_spec specs[] = {
 Test(diagonal_shift, forward_and_backward_match_the_oracle_for_every_shift)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = 16, o.block_k = 16;
     fa_context *ctx = NULL;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
@@ -167,7 +167,7 @@ Test(diagonal_shift, a_shift_beyond_the_limit_is_refused_named_and_writes_nothin
     tu_problem_make(&pr, &s, &rng, 1.0);
     static const int64_t bad[] = {FA_MAX_DIAGONAL_SHIFT + 1, -FA_MAX_DIAGONAL_SHIFT - 1, INT64_MAX, INT64_MIN};
     for (int x = 0; x < 4; x++) {
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_TOP_LEFT;
         p.diagonal_shift = bad[x];
         tu_problem_fill_canary(&pr);

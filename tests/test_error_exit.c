@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Error exits, reference-BLAS style: every parameter of fa_forward, fa_backward, fa_merge,
- * fa_context_create, fa_context_stats and the fa_tensor_* helpers, and every field of fa_tensor,
- * fa_params, fa_seqs (with its arrays' elements) and fa_context_opts, gets every class of bad value
- * that applies to it. Each call must return the one status the header documents (first class in
+ * fa_context_create, fa_context_stats and the fa_tensor_* helpers, every field of fa_tensor,
+ * fa_params, fa_seqs (with its arrays' elements) and fa_context_opts, and the size tag of each of
+ * fa_params, fa_seqs, fa_context_opts and fa_stats (struct_size, and the bytes past this build's
+ * struct: include/flashattn.h, "ABI"), gets every class of bad value that applies to it. Each call must return the one status the header documents (first class in
  * the order NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY), leave every byte of every
  * tensor, of lse, of the sequences' arrays, of the context's stats and of *ctx as it was, and leave
  * in fa_last_error() a line that starts with the call's name and names the offending argument. The
@@ -83,7 +84,7 @@ typedef struct {
 
 static void call_and_look(ee_world *wd, const ee_case *c, ee_args *a, ee_outcome *o)
 {
-    fa_stats before, after;
+    fa_stats before = FA_STATS_INIT, after = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(wd->ctx, &before), FA_OK);
     o->st = ee_call_run(c->call, a);
     snprintf(o->diag, sizeof o->diag, "%s", fa_last_error());
@@ -221,34 +222,37 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
 
 static void run_context_create(ee_tally *tally)
 {
+    /* Each case's opts: FA_CONTEXT_OPTS_INIT with the fields it names set (fields_set: the values
+     * below replace num_threads, bind, block_q, block_k). struct_size and the bytes past the struct
+     * (include/flashattn.h, "ABI") are run_context_create_sizes'. */
     static const struct {
         const char *param, *value;
-        int null_ctx, null_opts;
-        fa_context_opts o;
+        int null_ctx, null_opts, fields_set;
+        int num_threads, bind, block_q, block_k;
         const char *env, *env_value; /* set around the call, with bind AUTO */
         fa_status want;
     } cases[] = {
-        {"ctx", "NULL (opts NULL)", 1, 1, {0, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_NULL},
-        {"ctx", "NULL (opts valid)", 1, 0, {0, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_NULL},
-        {"opts", "every field invalid", 0, 0, {-1, (fa_bind)9, -1, -1}, NULL, NULL, FA_ERR_ARG},
-        {"opts->num_threads", "-1", 0, 0, {-1, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->num_threads", "INT_MIN", 0, 0, {INT_MIN, FA_BIND_AUTO, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "4", 0, 0, {0, (fa_bind)4, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "-1", 0, 0, {0, (fa_bind)-1, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "99", 0, 0, {0, (fa_bind)99, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "INT_MIN", 0, 0, {0, (fa_bind)INT_MIN, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->bind", "INT_MAX", 0, 0, {0, (fa_bind)INT_MAX, 0, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_q", "-1", 0, 0, {0, FA_BIND_AUTO, -1, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_q", "INT_MIN", 0, 0, {0, FA_BIND_AUTO, INT_MIN, 0}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_k", "-1", 0, 0, {0, FA_BIND_AUTO, 0, -1}, NULL, NULL, FA_ERR_ARG},
-        {"opts->block_k", "INT_MIN", 0, 0, {0, FA_BIND_AUTO, 0, INT_MIN}, NULL, NULL, FA_ERR_ARG},
-        {"env FLASHATTN_BIND", "bogus", 0, 1, {0}, "FLASHATTN_BIND", "bogus", FA_ERR_ARG},
-        {"env FLASHATTN_BIND", "CORE", 0, 1, {0}, "FLASHATTN_BIND", "CORE", FA_ERR_ARG},
-        {"env FLASHATTN_BIND", "\"core \"", 0, 1, {0}, "FLASHATTN_BIND", "core ", FA_ERR_ARG},
+        {"ctx", "NULL (opts NULL)", 1, 1, 0, 0, 0, 0, 0, NULL, NULL, FA_ERR_NULL},
+        {"ctx", "NULL (opts valid)", 1, 0, 0, 0, 0, 0, 0, NULL, NULL, FA_ERR_NULL},
+        {"opts", "every field invalid", 0, 0, 1, -1, 9, -1, -1, NULL, NULL, FA_ERR_ARG},
+        {"opts->num_threads", "-1", 0, 0, 1, -1, FA_BIND_AUTO, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->num_threads", "INT_MIN", 0, 0, 1, INT_MIN, FA_BIND_AUTO, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "4", 0, 0, 1, 0, 4, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "-1", 0, 0, 1, 0, -1, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "99", 0, 0, 1, 0, 99, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "INT_MIN", 0, 0, 1, 0, INT_MIN, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->bind", "INT_MAX", 0, 0, 1, 0, INT_MAX, 0, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_q", "-1", 0, 0, 1, 0, FA_BIND_AUTO, -1, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_q", "INT_MIN", 0, 0, 1, 0, FA_BIND_AUTO, INT_MIN, 0, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_k", "-1", 0, 0, 1, 0, FA_BIND_AUTO, 0, -1, NULL, NULL, FA_ERR_ARG},
+        {"opts->block_k", "INT_MIN", 0, 0, 1, 0, FA_BIND_AUTO, 0, INT_MIN, NULL, NULL, FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "bogus", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_BIND", "bogus", FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "CORE", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_BIND", "CORE", FA_ERR_ARG},
+        {"env FLASHATTN_BIND", "\"core \"", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_BIND", "core ", FA_ERR_ARG},
         /* README: "Any other name is FA_ERR_ARG" (a known table this CPU lacks: FA_ERR_UNSUPPORTED) */
-        {"env FLASHATTN_ISA", "bogus", 0, 1, {0}, "FLASHATTN_ISA", "bogus", FA_ERR_ARG},
-        {"env FLASHATTN_ISA", "AVX512", 0, 1, {0}, "FLASHATTN_ISA", "AVX512", FA_ERR_ARG},
-        {"env FLASHATTN_ISA", "sse2", 0, 1, {0}, "FLASHATTN_ISA", "sse2", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "bogus", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_ISA", "bogus", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "AVX512", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_ISA", "AVX512", FA_ERR_ARG},
+        {"env FLASHATTN_ISA", "sse2", 0, 1, 0, 0, 0, 0, 0, "FLASHATTN_ISA", "sse2", FA_ERR_ARG},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char saved[256];
@@ -258,7 +262,14 @@ static void run_context_create(ee_tally *tally)
         if (cases[i].env) setenv(cases[i].env, cases[i].env_value, 1);
         static int marker;
         fa_context *ctx = (fa_context *)(void *)&marker;
-        fa_context_opts opts = cases[i].o, copy = opts;
+        fa_context_opts opts = FA_CONTEXT_OPTS_INIT;
+        if (cases[i].fields_set) {
+            opts.num_threads = cases[i].num_threads;
+            opts.bind = (fa_bind)cases[i].bind;
+            opts.block_q = cases[i].block_q;
+            opts.block_k = cases[i].block_k;
+        }
+        fa_context_opts copy = opts;
         fa_status st = fa_context_create(cases[i].null_ctx ? NULL : &ctx, cases[i].null_opts ? NULL : &opts);
         char diag[256], names[32];
         snprintf(diag, sizeof diag, "%s", fa_last_error());
@@ -292,6 +303,38 @@ static void run_context_create(ee_tally *tally)
     }
 }
 
+/* opts's size tag: each bad size (ee_struct_cases), FA_ERR_ARG or FA_ERR_UNSUPPORTED naming opts, with
+ * *ctx and opts's bytes as they were. */
+static void run_context_create_sizes(ee_tally *tally)
+{
+    ee_struct_case cases[16];
+    int n = ee_struct_cases(FA_CONTEXT_OPTS_SIZE_MIN, sizeof(fa_context_opts), cases, 16);
+    static unsigned char bytes[FA_STRUCT_SIZE_MAX], before[FA_STRUCT_SIZE_MAX];
+    for (int i = 0; i < n; i++) {
+        const fa_context_opts init = FA_CONTEXT_OPTS_INIT;
+        const fa_context_opts *opts = ee_struct_apply(&cases[i], &init, sizeof init, bytes);
+        memcpy(before, bytes, sizeof bytes);
+        static int marker;
+        fa_context *ctx = (fa_context *)(void *)&marker;
+        fa_status st = fa_context_create(&ctx, opts);
+        char names[64];
+        if (cases[i].byte)
+            snprintf(names, sizeof names, "opts %zu", cases[i].field);
+        else
+            snprintf(names, sizeof names, "opts.struct_size");
+        int undetected = st != cases[i].want;
+        int unnamed = !ee_names_argument(fa_last_error(), "fa_context_create", names);
+        int changed = ctx != (fa_context *)(void *)&marker || memcmp(bytes, before, sizeof bytes) != 0;
+        cr_expect(!undetected, "fa_context_create opts %s: status %d (%s), documented %d", cases[i].value, st,
+                  fa_status_str(st), cases[i].want);
+        cr_expect(!unnamed, "fa_context_create opts %s: fa_last_error() is \"%s\", not naming %s",
+                  cases[i].value, fa_last_error(), names);
+        cr_expect(!changed, "fa_context_create opts %s: *ctx or opts was written", cases[i].value);
+        if (st == FA_OK && ctx != (fa_context *)(void *)&marker) fa_context_destroy(ctx);
+        ee_tally_add(tally, "fa_context_create opts->struct_size", undetected, changed, unnamed);
+    }
+}
+
 /* ---- fa_context_stats ---------------------------------------------------------------------- */
 
 static void run_context_stats(ee_tally *tally)
@@ -302,7 +345,7 @@ static void run_context_stats(ee_tally *tally)
         static const char *const param[3] = {"fa_context_stats ctx", "fa_context_stats out",
                                              "fa_context_stats ctx"};
         static const char *const value[3] = {"NULL", "NULL", "NULL (out NULL too)"};
-        fa_stats out, copy, before, after;
+        fa_stats out = FA_STATS_INIT, copy = FA_STATS_INIT, before = FA_STATS_INIT, after = FA_STATS_INIT;
         memset(&out, TU_CANARY, sizeof out);
         copy = out;
         cr_assert_eq(fa_context_stats(ctx, &before), FA_OK);
@@ -318,6 +361,32 @@ static void run_context_stats(ee_tally *tally)
         cr_expect(!changed, "%s = %s: *out or the context's stats changed", param[c], value[c]);
         ee_tally_add(tally, param[c], undetected, changed, unnamed);
     }
+    /* out's size tag: each bad size refused (FA_ERR_ARG, or FA_ERR_UNSUPPORTED for a byte of a field
+     * this library could not fill), naming out, with no byte of *out written */
+    ee_struct_case cases[16];
+    int n = ee_struct_cases(FA_STATS_SIZE_MIN, sizeof(fa_stats), cases, 16);
+    static unsigned char bytes[FA_STRUCT_SIZE_MAX], before[FA_STRUCT_SIZE_MAX];
+    for (int i = 0; i < n; i++) {
+        fa_stats canary;
+        memset(&canary, TU_CANARY, sizeof canary);
+        fa_stats *out = ee_struct_apply(&cases[i], &canary, sizeof canary, bytes);
+        memcpy(before, bytes, sizeof bytes);
+        fa_status st = fa_context_stats(ctx, out);
+        char names[64];
+        if (cases[i].byte)
+            snprintf(names, sizeof names, "out %zu", cases[i].field);
+        else
+            snprintf(names, sizeof names, "out.struct_size");
+        int undetected = st != cases[i].want;
+        int unnamed = !ee_names_argument(fa_last_error(), "fa_context_stats", names);
+        int changed = memcmp(bytes, before, sizeof bytes) != 0;
+        cr_expect(!undetected, "fa_context_stats out %s: status %d (%s), documented %d", cases[i].value, st,
+                  fa_status_str(st), cases[i].want);
+        cr_expect(!unnamed, "fa_context_stats out %s: fa_last_error() is \"%s\", not naming %s",
+                  cases[i].value, fa_last_error(), names);
+        cr_expect(!changed, "fa_context_stats out %s: *out was written", cases[i].value);
+        ee_tally_add(tally, "fa_context_stats out->struct_size", undetected, changed, unnamed);
+    }
     fa_context_destroy(ctx);
 }
 
@@ -328,6 +397,7 @@ Test(error_exit, every_bad_argument_returns_its_documented_status_and_changes_no
     memset(&tally, 0, sizeof tally);
     run_call_table(&tally, seed);
     run_context_create(&tally);
+    run_context_create_sizes(&tally);
     run_context_stats(&tally);
     char line[200];
     snprintf(line, sizeof line,
@@ -412,7 +482,7 @@ Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
 static void *refuse_on_another_thread(void *arg)
 {
     (void)arg;
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     fa_status s = fa_context_stats(NULL, &st);
     return (void *)(uintptr_t)(s == FA_ERR_NULL && strstr(fa_last_error(), "fa_context_stats: ctx") != NULL);
 }

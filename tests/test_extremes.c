@@ -51,7 +51,7 @@ Test(extremes, scores_spanning_1e6_in_magnitude_match_oracle_to_1e_9)
             }
             cr_assert_gt(hi / lo, 1e6, "seed %llu: construction spans only %g", (unsigned long long)seed,
                          hi / lo);
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.scale = 1.0;
             p.causal = (fa_causal)c;
             expect_matches_oracle("scores spanning 1e6", seed, &pr, &p, 1e-9, NULL, 0);
@@ -67,7 +67,7 @@ Test(extremes, logits_of_plus_minus_1e4_match_oracle)
         tu_rng rng = tu_rng_make(seed + (uint64_t)t);
         tu_problem pr;
         tu_problem_make(&pr, &s, &rng, 1.0);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.scale = 1.0;
         /* (a) q and k entries of +-50 over D = 4: every logit is exactly one of 0, +-5e3, +-1e4. */
         for (int64_t b = 0; b < 2; b++)
@@ -129,7 +129,7 @@ Test(extremes, all_zero_rows_match_oracle)
                         for (int64_t y = 0; y < s.dim_v; y++) tu_set(&pr.v, b, h, j, y, 0.0);
                 }
             }
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = (fa_causal)c;
             expect_matches_oracle("zero rows in q, k and v", seed, &pr, &p, 1e-12, NULL, 0);
             /* Then all of q zero: every row is a plain mean of the values it sees. */
@@ -157,7 +157,7 @@ Test(extremes, identical_rows_match_oracle)
             tu_rng rng = tu_rng_make(seed + (uint64_t)(3 * t + c));
             tu_problem pr;
             tu_problem_make(&pr, &s, &rng, 3.0);
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = (fa_causal)c;
             /* All keys identical: every visible key gets the same weight. */
             for (int64_t j = 1; j < s.kv_len; j++)
@@ -183,7 +183,7 @@ Test(extremes, nan_and_inf_in_inputs_reach_exactly_the_rows_that_see_them)
         for (int c = 0; c < 3; c++) {
             tu_shape s = {t ? FA_F64 : FA_F32, 1, 2, 1, 80, 80, 16, 12, TU_BHSD};
             tu_rng rng = tu_rng_make(seed + (uint64_t)(3 * t + c));
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = (fa_causal)c;
             tu_problem pr;
 

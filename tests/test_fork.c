@@ -56,7 +56,7 @@ static void describe(int code, char *buf, size_t size)
 static int steps_after_fork(const char *who, fa_context *inherited, const rt_run *expected, rt_run *runs)
 {
     int problems = 0, before = rt_process_threads();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     o.bind = FA_BIND_CORE;
     fa_context *fresh = NULL;
@@ -161,7 +161,7 @@ Test(fork, calls_in_a_child_and_grandchild_after_parallel_calls_complete_with_th
                   msg);
     }
     /* The parent's own calls, on 2 threads and on the default context: libgomp's pool now exists. */
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
@@ -221,7 +221,7 @@ static int first_call_body(void *arg)
     first_call_args *a = arg;
     int problems = 0;
     a->shared->threads_before = rt_process_threads();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     o.bind = FA_BIND_NONE;
     fa_context *ctx;

@@ -135,7 +135,7 @@ static void he_check(fa_context *ctx, const he_types *ty, const he_shape *s, uin
     for (int64_t i = 0; i < s->nq * s->nk; i++) bias_data[i] = (float)tu_rng_uniform(&rng, -1, 1);
     fa_tensor bias = fa_tensor_bhsd(bias_data, FA_F32, 1, 1, s->nq, s->nk);
 
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = s->causal;
     if (s->modifiers) {
         p.softcap = 5.0;
@@ -191,7 +191,7 @@ static const he_shape he_shapes[] = {
 Test(half_equivalence, every_output_is_the_float_calls_rounded_once)
 {
     fa_context *ctx;
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
     for (size_t c = 0; c < sizeof he_combos / sizeof he_combos[0]; c++)
@@ -246,7 +246,11 @@ static void he_paged(int64_t nq)
     enum { SEQS = 3, PAGES = 7, PAGE = 5, PER_SEQ = 4, HQ = 4, HKV = 2, D = 24, DV = 40 };
     static const int32_t table[SEQS * PER_SEQ] = {3, 0, 6, 2, 5, 5, 1, 4, 0, 2, 3, 6}; /* page 5 twice */
     static const int64_t used[SEQS] = {17, 11, 20};
-    fa_seqs seqs = {SEQS, NULL, NULL, used, table, PER_SEQ};
+    fa_seqs seqs = FA_SEQS_INIT;
+    seqs.batch = SEQS;
+    seqs.seqused_k = used;
+    seqs.block_table = table;
+    seqs.pages_per_seq = PER_SEQ;
     const int64_t rows = nq == 1 ? HQ / HKV : nq; /* a decode step groups a kv head's query heads */
     for (size_t c = 0; c < sizeof he_combos / sizeof he_combos[0]; c++) {
         tu_rng rng = tu_rng_make(tu_test_seed() + c);
@@ -257,7 +261,7 @@ static void he_paged(int64_t nq)
         he_fill(&q, &rng, 2.0), he_fill(&k, &rng, 2.0), he_fill(&v, &rng, 1.0);
         float lse[SEQS * HQ * 6], lse_wide[SEQS * HQ * 6];
         const size_t lse_bytes = (size_t)(SEQS * HQ * nq) * sizeof(float);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_BOTTOM_RIGHT;
         p.seqs = &seqs;
         cr_assert_eq(fa_forward(NULL, &p, &q.t, &k.t, &v.t, &out.t, lse), FA_OK, "%s: %s", ty->name,
@@ -282,7 +286,9 @@ static void he_paged(int64_t nq)
                     memcpy((char *)vc.data + (((int64_t)sq * HKV + h) * PAGE * PER_SEQ + (int64_t)g * PAGE) * DV * kv_elem,
                            (char *)v.data + ((page * HKV + h) * PAGE) * DV * kv_elem, (size_t)(PAGE * DV) * kv_elem);
                 }
-        fa_seqs contiguous = {SEQS, NULL, NULL, used, NULL, 0};
+        fa_seqs contiguous = FA_SEQS_INIT;
+        contiguous.batch = SEQS;
+        contiguous.seqused_k = used;
         float lse_c[SEQS * HQ * 6];
         p.seqs = &contiguous;
         cr_assert_eq(fa_forward(NULL, &p, &q.t, &kc.t, &vc.t, &oc.t, lse_c), FA_OK, "%s: %s", ty->name,

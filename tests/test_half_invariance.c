@@ -36,7 +36,7 @@ static const inv_case cases[] = {
 static void contexts(fa_context *ctx[MAX_THREADS], int block_q, int block_k)
 {
     for (int t = 0; t < MAX_THREADS; t++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = t + 1;
         o.bind = FA_BIND_NONE;
         o.block_q = block_q;
@@ -81,7 +81,7 @@ static void run_pair(fa_dtype qt, fa_dtype kt)
                           ic->q_len, ic->kv_len, ic->dim,   ic->dim_v,   c & 1};
             hu_problem pr[MAX_THREADS];
             float *dsinks[MAX_THREADS] = {0}, *sinks = NULL;
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = ic->causal;
             char desc[400];
             for (int t = 0; t < MAX_THREADS; t++) {
@@ -161,7 +161,7 @@ static const int64_t seq_k[SEQS] = {0, 1, 9, 70, 12, 50, 63};
 
 static void seq_params(fa_params *p, int variant, float *sinks, float *slopes, int64_t heads)
 {
-    *p = fa_params_default();
+    *p = (fa_params)FA_PARAMS_INIT;
     if (variant == 0) {
         p->causal = FA_CAUSAL_BOTTOM_RIGHT;
         return;
@@ -183,7 +183,10 @@ static void run_packed(fa_dtype qt, fa_dtype kt, int variant, fa_context *ctx[MA
     float sinks[HQ], slopes[HQ];
     fa_params p;
     seq_params(&p, variant, sinks, slopes, HQ);
-    fa_seqs seqs = {SEQS, cu_q, cu_k, NULL, NULL, 0};
+    fa_seqs seqs = FA_SEQS_INIT;
+    seqs.batch = SEQS;
+    seqs.cu_seqlens_q = cu_q;
+    seqs.cu_seqlens_k = cu_k;
     fa_params pp = p;
     pp.seqs = &seqs;
     /* token-major [1][total][H][D], as varlen batches are laid out */

@@ -411,7 +411,7 @@ static void check_nan(fa_dtype qt, fa_dtype kt)
         tu_rng rng = tu_rng_make(tu_test_part_seed(src == SRC_K ? "k" : src == SRC_V ? "v" : "dout"));
         hu_problem pr;
         hu_make(&pr, &sh, &rng, 2.0);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_TOP_LEFT;
         if (src == SRC_K) hu_set(&pr.t[HU_K], 0, 1, 7, 3, NAN);
         if (src == SRC_V) hu_set(&pr.t[HU_V], 0, 0, 11, 4, NAN);
@@ -477,10 +477,10 @@ Test(half_rounding, bf16_nan_in_v_of_a_wide_item_reaches_exactly_the_outputs_the
     tu_rng rng = tu_rng_make(tu_test_part_seed("wide v"));
     hu_problem pr;
     hu_make(&pr, &sh, &rng, 2.0);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     hu_set(&pr.t[HU_V], 0, 0, 150, 4, NAN);
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = 256;
     o.block_k = 256;
     fa_context *ctx;

@@ -32,7 +32,7 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t c = 0; c < sizeof blocks / sizeof blocks[0]; c++)
             for (int64_t scale = 1; scale <= 4; scale *= 4) { /* lengths grow 4x, the arena must not */
-                fa_context_opts o = fa_context_opts_default();
+                fa_context_opts o = FA_CONTEXT_OPTS_INIT;
                 o.num_threads = 2;
                 o.block_q = blocks[c].bq;
                 o.block_k = blocks[c].bk;
@@ -48,7 +48,7 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                           dv_t = hs_tensor(types[t].kv, 1, 1, nk, dv);
                 float *lse = calloc((size_t)(2 * nq), sizeof(float));
                 int q_half = types[t].q != FA_F32;
-                fa_stats st;
+                fa_stats st = FA_STATS_INIT;
 
                 cr_assert_eq(fa_forward(ctx, NULL, &q, &k, &v, &out, lse), FA_OK, "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);

@@ -36,7 +36,7 @@ static void run_invariance(int block_q, int block_k)
         tu_problem_make(&first, &cases[c].shape, &rng, 2.5);
         rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem_make(&pr, &cases[c].shape, &rng, 2.5); /* same inputs, own outputs */
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = cases[c].causal;
         char desc[256];
         tu_shape_str(&cases[c].shape, &p, desc, sizeof desc);
@@ -79,7 +79,7 @@ Test(invariance, repeated_calls_give_identical_bytes)
         tu_problem_make(&first, &cases[c].shape, &rng, 2.5);
         rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem_make(&pr, &cases[c].shape, &rng, 2.5);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = cases[c].causal;
         char desc[256];
         tu_shape_str(&cases[c].shape, &p, desc, sizeof desc);

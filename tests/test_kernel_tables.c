@@ -31,7 +31,7 @@ static fa_status context_on(const char *table, int block_q, int block_k, fa_cont
     int had = old != NULL;
     if (had) snprintf(saved, sizeof saved, "%s", old);
     setenv("FLASHATTN_ISA", table, 1);
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = block_q;
     o.block_k = block_k;
     o.num_threads = 2;
@@ -55,7 +55,7 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
             continue;
         }
         cr_assert_eq(st, FA_OK, "table %s: %s", tables[t], fa_status_str(st));
-        fa_stats s;
+        fa_stats s = FA_STATS_INIT;
         cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
         cr_expect_str_eq(s.isa, tables[t]);
         fa_context_destroy(ctx);
@@ -68,7 +68,7 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
         "auto");
     /* "auto" is the automatic choice, as if the variable were unset */
     cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
-    fa_stats s;
+    fa_stats s = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
     cr_expect_str_eq(s.isa, cf_best_table(), "FLASHATTN_ISA=auto picks the best table this CPU runs");
     fa_context_destroy(ctx);
@@ -94,7 +94,7 @@ static void case_shape(int c, fa_dtype dtype, tu_shape *s, fa_params *p, int *bq
     s->dim = dims[c % 9];
     s->dim_v = dims_v[(c * 2 + 1) % 5];
     s->layout = (tu_layout)(c % 3);
-    *p = fa_params_default();
+    *p = (fa_params)FA_PARAMS_INIT;
     p->causal = (fa_causal)(c % 3);
     *bq = blocks[c % 4][0];
     *bk = blocks[c % 4][1];
@@ -502,11 +502,23 @@ Test(kernel_tables, f64_modify_and_scale_grad_of_every_table_give_refs_bits_and_
     check_modify(1);
 }
 
-/* widen: every table's bits are ref's, for every bf16 and f16 bit pattern (NaNs, infinities,
- * subnormals included), at every residue of a row's length against the tables' 8- and
- * 16-element steps, at an odd source offset and stride (any alignment), and nothing outside the
- * rows' dim elements is written. ref's own exactness is test_half_rounding.c's. */
-Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_half_pattern)
+/* Whether element i of a one-byte row is a NaN code of type t (every other value widens to a number). */
+static int widened_is_nan(const void *row, fa_dtype t, int64_t i)
+{
+    const uint8_t b = ((const uint8_t *)row)[i];
+    if (t == FA_F8_E4M3) return (b & 0x7f) == 0x7f;
+    if (t == FA_F8_E5M2) return (b & 0x7c) == 0x7c && (b & 0x03) != 0;
+    return 0; /* FA_I8 */
+}
+
+/* widen: every table's bits are ref's, for every bf16 and f16 bit pattern and every code of the
+ * one-byte types (NaNs, infinities, subnormals included), times row scales of every kind (ordinary,
+ * tiny, huge enough to overflow, zero, negative, NaN, infinite), at every residue of a row's length
+ * against the tables' 8- and 16-element steps, at an odd source offset and stride (any alignment),
+ * and nothing outside the rows' dim elements is written (a NaN scale times a NaN element may be any
+ * NaN: IEEE 754 does not say which payload that product keeps). ref's own exactness is test_half_rounding.c's
+ * and test_quant.c's. */
+Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_pattern_and_scale)
 {
     table_halves all[MAX_HALVES];
     const int n_all = all_halves(all);
@@ -514,25 +526,51 @@ Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_half_pattern)
     uint16_t *src = malloc((size_t)(rows * stride + 1) * sizeof(uint16_t));
     float *want = malloc((size_t)(rows * dst_stride) * sizeof(float)), *got = malloc((size_t)(rows * dst_stride) * sizeof(float));
     cr_assert(src && want && got);
-    static const fa_dtype types[] = {FA_BF16, FA_F16};
+    static const fa_dtype types[] = {FA_BF16, FA_F16, FA_I8, FA_F8_E4M3, FA_F8_E5M2};
+    /* three rows' scales per set; NULL for the half types */
+    static const float scales[][3] = {{1.0f, 0.5f, -3.25f},     {0x1p-140f, 0x1.8p126f, 6.1e-5f},
+                                      {0.0f, -0.0f, INFINITY},  {NAN, -INFINITY, 0.0078125f}};
     for (int ti = 1; ti < n_all; ti++) {
         if (!halves_run(&all[ti])) {
             cr_log_info("%s: not on this CPU, its widen is exercised on machines that have it", all[ti].name);
             continue;
         }
         cr_assert_not_null(all[ti].f32->widen, "%s: the f32 half has no widen", all[ti].name);
-        for (int t = 0; t < 2; t++)
-            for (uint32_t base = 0; base < 65536; base += (uint32_t)(rows * stride))
-                for (int64_t dim = 1; dim <= 64; dim += dim < 40 ? 1 : 23) {
-                    /* every pattern appears over the bases; src + 1 makes the rows odd-aligned */
-                    for (int64_t i = 0; i < rows * stride; i++) src[1 + i] = (uint16_t)(base + (uint32_t)i);
-                    for (int64_t i = 0; i < rows * dst_stride; i++) want[i] = got[i] = -1.0f;
-                    fa_kernels_ref.f32->widen(rows, dim, src + 1, stride, types[t], want, dst_stride);
-                    all[ti].f32->widen(rows, dim, src + 1, stride, types[t], got, dst_stride);
-                    cr_assert_eq(memcmp(want, got, (size_t)(rows * dst_stride) * sizeof(float)), 0,
-                                 "%s, %s, dim %lld, patterns from 0x%x: widen differs from ref's", all[ti].name,
-                                 types[t] == FA_BF16 ? "bf16" : "f16", (long long)dim, base);
-                }
+        for (int t = 0; t < 5; t++) {
+            const int one_byte = types[t] != FA_BF16 && types[t] != FA_F16;
+            const uint32_t patterns = one_byte ? 256 : 65536;
+            for (int sc = 0; sc < (one_byte ? 4 : 1); sc++)
+                for (uint32_t base = 0; base < patterns; base += (uint32_t)(rows * stride))
+                    for (int64_t dim = 1; dim <= 64; dim += dim < 40 ? 1 : 23) {
+                        /* every pattern appears over the bases; one element past src makes the rows
+                         * odd-aligned */
+                        const void *rows_at;
+                        if (one_byte) {
+                            uint8_t *b = (uint8_t *)src + 1;
+                            for (int64_t i = 0; i < rows * stride; i++) b[i] = (uint8_t)(base + (uint32_t)i);
+                            rows_at = b;
+                        } else {
+                            for (int64_t i = 0; i < rows * stride; i++) src[1 + i] = (uint16_t)(base + (uint32_t)i);
+                            rows_at = src + 1;
+                        }
+                        const float *scale = one_byte ? scales[sc] : NULL;
+                        for (int64_t i = 0; i < rows * dst_stride; i++) want[i] = got[i] = -1.0f;
+                        fa_kernels_ref.f32->widen(rows, dim, rows_at, stride, types[t], scale, 1, want, dst_stride);
+                        all[ti].f32->widen(rows, dim, rows_at, stride, types[t], scale, 1, got, dst_stride);
+                        for (int64_t i = 0; i < rows * dst_stride; i++) {
+                            /* a NaN scale times a NaN element is the one case whose bits IEEE 754 leaves
+                             * open (which operand's payload the product keeps: the compiler's operand
+                             * order decides); there any NaN is the exact answer */
+                            const int64_t r = i / dst_stride, x = i % dst_stride;
+                            const int both_nan = scale && x < dim && isnan(scale[r]) && isnan(want[i]) &&
+                                                 isnan(got[i]) && widened_is_nan(rows_at, types[t], r * stride + x);
+                            cr_assert(memcmp(&want[i], &got[i], sizeof(float)) == 0 || both_nan,
+                                      "%s, dtype %d, scales %d, dim %lld, patterns from 0x%x, element %lld: widen "
+                                      "differs from ref's",
+                                      all[ti].name, (int)types[t], sc, (long long)dim, base, (long long)i);
+                        }
+                    }
+        }
     }
     free(src), free(want), free(got);
 }

@@ -92,7 +92,7 @@ static void run_layout(fa_dtype dt, layout lay, fa_context *ctx, const char *ctx
 {
     /* Nk = 80 with block_k 16: two KV splits in the forward (few query items) */
     tu_shape s = {dt, 2, 4, 2, 24, 80, 8, 6, TU_BHSD};
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     tu_rng rng = tu_rng_make(seed);
     tub_problem cp; /* the compact copy: the inputs' values, and the oracle's inputs */
@@ -167,7 +167,7 @@ static void run_layout(fa_dtype dt, layout lay, fa_context *ctx, const char *ctx
 static void run_all(layout lay)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     o.block_q = 8;
     o.block_k = 16;

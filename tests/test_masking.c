@@ -61,7 +61,7 @@ Test(masking, bottom_right_with_more_queries_than_keys_gives_zero_rows_and_minus
 {
     uint64_t seed = tu_test_seed();
     /* Automatic blocks, and small odd blocks so that tiles hold masked and unmasked rows together. */
-    fa_context_opts opts[2] = {fa_context_opts_default(), fa_context_opts_default()};
+    fa_context_opts opts[2] = {FA_CONTEXT_OPTS_INIT, FA_CONTEXT_OPTS_INIT};
     opts[1].block_q = 7;
     opts[1].block_k = 5;
     static const int64_t lens[][2] = {{50, 20}, {9, 1}, {130, 64}, {3, 2}};
@@ -76,7 +76,7 @@ Test(masking, bottom_right_with_more_queries_than_keys_gives_zero_rows_and_minus
                 tu_rng rng = tu_rng_make(seed + (uint64_t)c);
                 tu_problem pr;
                 tu_problem_make(&pr, &s, &rng, 2.0);
-                fa_params p = fa_params_default();
+                fa_params p = FA_PARAMS_INIT;
                 p.causal = FA_CAUSAL_BOTTOM_RIGHT;
                 check_masked_problem("bottom-right, Nq > Nk", seed, &pr, &p, ctx);
                 tu_problem_free(&pr);
@@ -95,7 +95,7 @@ Test(masking, zero_keys_gives_zero_rows_and_minus_inf_lse)
             tu_rng rng = tu_rng_make(seed + (uint64_t)c);
             tu_problem pr;
             tu_problem_make(&pr, &s, &rng, 2.0);
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = (fa_causal)causal;
             check_masked_problem("Nk = 0", seed, &pr, &p, NULL);
             /* An empty k and v may have NULL data. */
@@ -159,7 +159,7 @@ Test(masking, empty_batch_heads_or_queries_succeed_and_write_nothing)
                         lse = NULL;
                         if (B == 0 || Hkv == 0 || Nk == 0) k2.data = v2.data = NULL;
                     }
-                    fa_params p = fa_params_default();
+                    fa_params p = FA_PARAMS_INIT;
                     p.causal = (fa_causal)((c + variant) % 3);
                     fa_status st = fa_forward(NULL, &p, &q2, &k2, &v2, &o2, lse);
                     cr_expect_eq(st, FA_OK,

@@ -21,7 +21,7 @@ Test(misc, version_string_matches_header_macros)
 
 Test(misc, defaults_are_as_documented)
 {
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     cr_expect_eq(p.scale, 0.0);
     cr_expect_eq(p.causal, FA_CAUSAL_NONE);
     cr_expect_eq(p.window_left, -1);
@@ -29,7 +29,7 @@ Test(misc, defaults_are_as_documented)
     cr_expect_eq(p.softcap, 0.0);
     cr_expect_null(p.alibi_slopes);
     cr_expect_null(p.bias);
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     cr_expect_eq(o.num_threads, 0);
     cr_expect_eq(o.bind, FA_BIND_AUTO);
     cr_expect_eq(o.block_q, 0);
@@ -70,7 +70,7 @@ Test(misc, destroy_and_reset_stats_of_null_are_no_ops)
     cr_assert_eq(fa_forward(ctx, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
     cr_assert_eq(fa_forward(NULL, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
     double *out = tu_out_copy(&pr), *lse = tu_lse_copy(&pr);
-    fa_stats before, after;
+    fa_stats before = FA_STATS_INIT, after = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(ctx, &before), FA_OK);
     cr_assert_gt(before.scratch_peak, 0, "seed %llu: a call left no scratch peak to keep",
                  (unsigned long long)seed);
@@ -101,7 +101,7 @@ Test(misc, destroy_and_reset_stats_of_null_are_no_ops)
     tu_problem_free(&pr);
 }
 
-/* p = NULL means fa_params_default(); ctx = NULL means the calling thread's default context.
+/* p = NULL means every default (FA_PARAMS_INIT); ctx = NULL means the calling thread's default context.
  * Both give the oracle's result, and the same bytes as the explicit equivalents. */
 Test(misc, null_params_and_null_context_match_explicit_defaults_and_oracle)
 {
@@ -122,7 +122,7 @@ Test(misc, null_params_and_null_context_match_explicit_defaults_and_oracle)
         free(rows);
         fa_context *ctx;
         cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         cr_assert_eq(fa_forward(ctx, &p, &b.q, &b.k, &b.v, &b.out, b.lse), FA_OK);
         int64_t where = 0;
         cr_expect(
@@ -157,23 +157,24 @@ Test(misc, library_never_prints_to_stdout_or_stderr, .init = capture_output)
     tu_problem pr;
     tu_problem_make(&pr, &s, &rng, 2.0);
     for (int b = 0; b < 4; b++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = 3;
         o.bind = (fa_bind)b;
         fa_context *ctx;
         cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
         cr_expect_eq(fa_forward(ctx, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.scale = NAN;
         cr_expect_eq(fa_forward(ctx, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_ERR_ARG);
         fa_tensor bad = pr.out;
         bad.stride_head = 0;
         cr_expect_eq(fa_forward(ctx, NULL, &pr.q, &pr.k, &pr.v, &bad, pr.lse), FA_ERR_STRIDE);
-        fa_stats st;
+        fa_stats st = FA_STATS_INIT;
         cr_expect_eq(fa_context_stats(ctx, &st), FA_OK);
         fa_context_destroy(ctx);
     }
-    fa_context_opts bad_opts = {-1, FA_BIND_AUTO, 0, 0};
+    fa_context_opts bad_opts = FA_CONTEXT_OPTS_INIT;
+    bad_opts.num_threads = -1;
     fa_context *ctx;
     cr_expect_eq(fa_context_create(&ctx, &bad_opts), FA_ERR_ARG);
     cr_expect_eq(fa_forward(NULL, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);

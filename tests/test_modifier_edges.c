@@ -18,7 +18,7 @@
  * these cheap under valgrind. */
 static fa_context *one_thread_context(void)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 1;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
@@ -104,7 +104,7 @@ Test(bad_input, broadcast_biases_are_accepted_and_give_the_bytes_of_the_material
                         for (int64_t j = 0; j < BK; j++)
                             tu_set(&mat, b, h, i, j,
                                    tu_get(&sm, n[0] == 1 ? 0 : b, n[1] == 1 ? 0 : h, n[2] == 1 ? 0 : i, j));
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.bias = &mat;
             edge_run materialized;
             edge_make(&materialized, &s, seed + (uint64_t)t);
@@ -168,7 +168,7 @@ Test(bad_input, modifier_arguments_overlapping_inputs_are_accepted_and_read_like
             float slopes_b[4], sinks_b[4];
             memcpy(slopes_b, slopes_a, sizeof slopes_b);
             memcpy(sinks_b, sinks_a, sizeof sinks_b);
-            fa_params pa = fa_params_default(), pb;
+            fa_params pa = FA_PARAMS_INIT, pb;
             pa.bias = &bias_a;
             pa.softcap = 5.0;
             pa.alibi_slopes = slopes_a;
@@ -209,7 +209,7 @@ Test(bad_input, forward_ignores_dsinks_whatever_it_points_at)
             tu_problem_make(&pr, &s, &r1, 1.0);
             tu_buf spare = tu_buf_alloc(64);
             unsigned char *spare_snap = tu_buf_snapshot(&spare);
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             static const char *const name[4] = {"without sinks", "misaligned", "on out",
                                                 "8 bytes below the top of the address space"};
             if (where == 0) p.dsinks = tu_buf_data(&spare);
@@ -246,7 +246,7 @@ Test(bad_input, int64_max_windows_and_negative_zero_softcap_are_valid_and_change
                 fa_dtype dt = t ? FA_F64 : FA_F32;
                 tu_shape s = {dt, 1, 2, 1, longer ? 13 : 5, longer ? 5 : 13, 8, 8, TU_BHSD};
                 uint64_t part = seed + (uint64_t)(t * 8 + longer * 4 + causal);
-                fa_params plain = fa_params_default();
+                fa_params plain = FA_PARAMS_INIT;
                 plain.causal = (fa_causal)causal;
                 edge_run ref;
                 edge_make(&ref, &s, part);

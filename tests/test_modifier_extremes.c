@@ -29,7 +29,7 @@ Test(modifier_extremes, windows_of_nq_plus_nk_and_int64_max_give_the_bytes_of_un
     static const char *names[3] = {"dq", "dk", "dv"};
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = blocks[bl][0];
         o.block_k = blocks[bl][1];
         fa_context *ctx;
@@ -115,7 +115,7 @@ Test(modifier_extremes, extreme_sinks_slopes_softcaps_and_finite_bias_match_orac
     static const double softcaps[3] = {0.0, 1e-3, 1e30};
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = blocks[bl][0];
         o.block_k = blocks[bl][1];
         fa_context *ctx;

@@ -74,7 +74,7 @@ enum { N_FORWARD_CONTEXTS = 4 }; /* 1, 2, 3, 4 threads */
 
 static fa_context *forward_context(int threads, int block_q, int block_k)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = threads;
     o.block_q = block_q;
     o.block_k = block_k;
@@ -163,7 +163,7 @@ static void run_backward(int block_q, int block_k)
     uint64_t seed = tu_test_seed();
     fa_context *ctx[N_BACKWARD_RUNS];
     for (int x = 0; x < N_BACKWARD_RUNS; x++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = backward_runs[x].threads;
         o.block_q = block_q;
         o.block_k = block_k;
@@ -250,7 +250,7 @@ Test(modifier_invariance, backward_bitwise_equal_on_1_to_4_threads_and_every_pla
 
 static fa_context *blocks_context(int block_q, int block_k)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     o.block_q = block_q;
     o.block_k = block_k;

@@ -186,7 +186,7 @@ static void run(int sinks)
     uint64_t seed = tu_test_seed();
     static const int blocks[2][2] = {{0, 0}, {6, 8}};
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = blocks[bl][0];
         o.block_k = blocks[bl][1];
         fa_context *ctx;

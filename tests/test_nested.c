@@ -77,7 +77,7 @@ static void user_calls(nest_state *s, int u, user_result *r)
         fa_context *ctx = NULL;
         fa_status cst = FA_OK;
         if (kind == 0) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.num_threads = 2;
             o.bind = u % 2 ? FA_BIND_CORE : FA_BIND_AUTO;
             cst = fa_context_create(&ctx, &o);
@@ -193,7 +193,7 @@ Test(nested, calls_under_omp_thread_limit_match_the_serial_run)
     fprintf(stderr, "[nested] OMP_THREAD_LIMIT=%s: omp_get_thread_limit() = %d\n", limit,
             omp_get_thread_limit());
     /* From the main thread, a context asking for more threads than the limit allows. */
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 8;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);

@@ -215,7 +215,7 @@ static int check_grads(const tub_problem *lib, const tub_ref *oracle, const tub_
 
 static fa_context *make_ctx(const ctx_cfg *cfg)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = cfg->threads;
     o.block_q = cfg->block_q;
     o.block_k = cfg->block_k;
@@ -238,7 +238,7 @@ static void set_source(tub_problem *bp, const source *x)
 static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, fa_causal causal,
                        const source *x, uint64_t seed)
 {
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = causal;
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
@@ -406,7 +406,7 @@ static void copy_view(const fa_tensor *to, const fa_tensor *from)
 static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, fa_causal causal,
                           uint64_t seed, int *reported)
 {
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = causal;
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp, cp;

@@ -57,7 +57,7 @@ static void oom_try_run(oom_try *t)
     rt_fill_canary(r);
     t->out.prior_ok = t->ctx ? 1 : create_default_context();
     if (t->phase == PHASE_BACKWARD) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = 1;
         fa_context *other = NULL;
         t->out.prior_ok &=
@@ -102,7 +102,7 @@ static void oom_sweep(const rt_run *expected, rt_run *run, int phase, int null_c
                 if (pthread_create(&th, NULL, oom_thread, &t) != 0) abort();
                 pthread_join(th, NULL);
             } else {
-                fa_context_opts o = fa_context_opts_default();
+                fa_context_opts o = FA_CONTEXT_OPTS_INIT;
                 o.num_threads = 2;
                 o.bind = FA_BIND_NONE;
                 created = fa_context_create(&t.ctx, &o);
@@ -198,7 +198,7 @@ static void create_sweep(void)
     long tries = 0, nomem = 0, succeeded = 0, wrote = 0, leaked_total = 0, last_nth = 0;
     for (int sticky = 0; sticky < 2; sticky++)
         for (long nth = 1; nth <= MAX_NTH; nth++) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.num_threads = 3;
             fa_context *ctx = sentinel;
             tu_alloc_count c0 = tu_alloc_count_now();

@@ -20,7 +20,15 @@ typedef struct {
 
 static fa_tensor slice(float *base, int64_t col, int64_t heads, int64_t dim)
 {
-    fa_tensor t = {base + col, FA_F32, B, heads, S, dim, (int64_t)S * W, dim, W};
+    fa_tensor t = {.data = base + col,
+                   .dtype = FA_F32,
+                   .batch = B,
+                   .heads = heads,
+                   .seq = S,
+                   .dim = dim,
+                   .stride_batch = (int64_t)S * W,
+                   .stride_head = dim,
+                   .stride_seq = W};
     return t;
 }
 
@@ -53,7 +61,7 @@ Test(packed_gradients, dqkv_slices_of_one_buffer_equal_separate_buffers_bitwise)
     uint64_t seed = tu_test_seed();
     inputs in;
     make_inputs(&in, seed);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
     cr_assert_eq(fa_forward(NULL, &p, &in.q, &in.k, &in.v, &in.o, in.lse), FA_OK);
 
@@ -64,9 +72,11 @@ Test(packed_gradients, dqkv_slices_of_one_buffer_equal_separate_buffers_bitwise)
     cr_assert_eq(fa_backward(NULL, &p, &in.q, &in.k, &in.v, &in.o, &in.d_o, in.lse, &tdq, &tdk, &tdv), FA_OK);
 
     float *dqkv = malloc(sizeof(float) * B * S * W);
-    fa_tensor pdq = slice(dqkv, 0, HQ, D), pdk = slice(dqkv, HQ * D, HKV, D), pdv = slice(dqkv, HQ * D + HKV * D, HKV, DV);
+    fa_tensor pdq = slice(dqkv, 0, HQ, D), pdk = slice(dqkv, HQ * D, HKV, D),
+              pdv = slice(dqkv, HQ * D + HKV * D, HKV, DV);
     fa_status st = fa_backward(NULL, &p, &in.q, &in.k, &in.v, &in.o, &in.d_o, in.lse, &pdq, &pdk, &pdv);
-    cr_assert_eq(st, FA_OK, "seed %llu: packed dQKV refused with %s", (unsigned long long)seed, fa_status_str(st));
+    cr_assert_eq(st, FA_OK, "seed %llu: packed dQKV refused with %s", (unsigned long long)seed,
+                 fa_status_str(st));
 
     const float *sep[3] = {dq, dk, dv};
     const fa_tensor *packed[3] = {&pdq, &pdk, &pdv};
@@ -75,11 +85,12 @@ Test(packed_gradients, dqkv_slices_of_one_buffer_equal_separate_buffers_bitwise)
         for (int64_t b = 0; b < B; b++)
             for (int64_t h = 0; h < v->heads; h++)
                 for (int64_t s = 0; s < S; s++) {
-                    const float *got = (const float *)v->data + b * v->stride_batch + h * v->stride_head + s * v->stride_seq;
+                    const float *got =
+                        (const float *)v->data + b * v->stride_batch + h * v->stride_head + s * v->stride_seq;
                     const float *want = sep[t] + ((b * v->heads + h) * S + s) * v->dim;
                     cr_assert(memcmp(got, want, sizeof(float) * (size_t)v->dim) == 0,
-                              "seed %llu: gradient %d differs at b=%lld h=%lld s=%lld", (unsigned long long)seed, t,
-                              (long long)b, (long long)h, (long long)s);
+                              "seed %llu: gradient %d differs at b=%lld h=%lld s=%lld",
+                              (unsigned long long)seed, t, (long long)b, (long long)h, (long long)s);
                 }
     }
     free(dq);
@@ -111,8 +122,8 @@ Test(packed_gradients, a_slice_shifted_into_its_neighbour_is_refused_and_nothing
     for (int64_t i = 0; i < (int64_t)B * S * W; i++) {
         uint32_t bits;
         memcpy(&bits, &dqkv[i], sizeof bits);
-        cr_assert_eq(bits, 0x5a5a5a5au, "seed %llu: element %lld written by a refused call", (unsigned long long)seed,
-                     (long long)i);
+        cr_assert_eq(bits, 0x5a5a5a5au, "seed %llu: element %lld written by a refused call",
+                     (unsigned long long)seed, (long long)i);
     }
     free(dqkv);
     free_inputs(&in);

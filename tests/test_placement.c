@@ -140,7 +140,7 @@ static int os_accepts_a_pin(void)
  * topology hwloc loads in fa_context_create: HWLOC_SYNTHETIC replaces the machine's when set. */
 static fa_context *core_context(const char *synthetic_topology)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     o.bind = FA_BIND_CORE;
     o.block_q = 64;
@@ -175,7 +175,7 @@ Test(placement, a_refused_binding_runs_unbound_gives_the_same_bytes_and_shows_in
     for (int i = 0; i < 2 * N * D; i++) q[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
     fa_tensor tq = fa_tensor_bhsd(q, FA_F32, 1, 2, N, D), t1 = fa_tensor_bhsd(o1, FA_F32, 1, 2, N, D),
               t2 = fa_tensor_bhsd(o2, FA_F32, 1, 2, N, D);
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
 
     int pinnable = os_accepts_a_pin();
     fa_context *machine = core_context(NULL);

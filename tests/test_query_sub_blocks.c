@@ -34,12 +34,12 @@ static const int key_blocks[] = {16, 64, 100};
 
 static fa_status run(const sub_case *c, int block_q, int block_k, tu_problem *pr, const float *slopes)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = block_q;
     o.block_k = block_k;
     fa_context *ctx = NULL;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = c->causal;
     p.window_left = c->window_left;
     if (c->modifiers) {
@@ -48,7 +48,7 @@ static fa_status run(const sub_case *c, int block_q, int block_k, tu_problem *pr
     }
     tu_problem_fill_canary(pr);
     fa_status st = fa_forward(ctx, &p, &pr->q, &pr->k, &pr->v, &pr->out, pr->lse);
-    fa_stats stats;
+    fa_stats stats = FA_STATS_INIT;
     fa_context_stats(ctx, &stats);
     cr_expect_eq(stats.block_q, block_q, "fa_stats reports block_q %d, asked for %d", stats.block_q, block_q);
     fa_context_destroy(ctx);
@@ -67,7 +67,7 @@ Test(query_sub_blocks, wide_items_give_the_bytes_of_64_row_items, .timeout = 600
         tu_problem_make(&narrow, &sc->shape, &rng, 2.5);
         rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem_make(&wide, &sc->shape, &rng, 2.5); /* same inputs, own outputs */
-        fa_params shown = fa_params_default();
+        fa_params shown = FA_PARAMS_INIT;
         shown.causal = sc->causal;
         shown.window_left = sc->window_left;
         char desc[256];
@@ -115,14 +115,14 @@ Test(query_sub_blocks, wide_items_split_over_keys_match_the_oracle_on_every_thre
         tu_problem_make(&one, &split_cases[c].shape, &rng, 2.5);
         rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem_make(&three, &split_cases[c].shape, &rng, 2.5);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = split_cases[c].causal;
         p.window_left = split_cases[c].window_left;
         char desc[256], msg[512];
         tu_shape_str(&split_cases[c].shape, &p, desc, sizeof desc);
         tu_problem *runs[2] = {&one, &three};
         for (int r = 0; r < 2; r++) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.block_q = 256;
             o.block_k = 64;
             o.num_threads = r == 0 ? 1 : 3;

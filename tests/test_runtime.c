@@ -77,7 +77,7 @@ Test(runtime, caller_affinity_unchanged_after_calls_in_every_binding_mode)
         cpu_set_t before = my_affinity();
         for (int b = 0; b < 4; b++)
             for (int n = 1; n <= 3; n++) {
-                fa_context_opts o = fa_context_opts_default();
+                fa_context_opts o = FA_CONTEXT_OPTS_INIT;
                 o.num_threads = n;
                 o.bind = all_binds[b];
                 fa_context *ctx;
@@ -120,7 +120,7 @@ Test(runtime, openmp_pool_threads_get_their_affinity_back_after_bound_calls)
     }
     int team = TEAM;
     for (int b = 0; b < 4; b++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = TEAM;
         o.bind = all_binds[b];
         fa_context *ctx;
@@ -157,7 +157,7 @@ Test(runtime, calls_inside_user_parallel_region_match_serial_call_bitwise)
         tu_problem serial, mine[USERS];
         small_problem(&serial, dt, seed + (uint64_t)t);
         for (int u = 0; u < USERS; u++) small_problem(&mine[u], dt, seed + (uint64_t)t);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_TOP_LEFT;
         fa_context *sctx;
         cr_assert_eq(fa_context_create(&sctx, NULL), FA_OK);
@@ -182,7 +182,7 @@ Test(runtime, calls_inside_user_parallel_region_match_serial_call_bitwise)
                 for (int kind = 0; kind < KINDS; kind++) {
                     fa_context *ctx = NULL;
                     if (kind < 2) {
-                        fa_context_opts o = fa_context_opts_default();
+                        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
                         o.num_threads = 2;
                         o.bind = kind == 0 ? FA_BIND_AUTO : FA_BIND_CORE;
                         if (fa_context_create(&ctx, &o) != FA_OK) ctx = NULL;
@@ -226,7 +226,7 @@ static void *null_ctx_worker(void *arg)
     null_ctx_job *j = arg;
     for (int r = 0; r < NULL_CTX_REPS; r++) {
         tu_problem_fill_canary(&j->pr);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_BOTTOM_RIGHT;
         if (fa_forward(NULL, &p, &j->pr.q, &j->pr.k, &j->pr.v, &j->pr.out, j->pr.lse) == FA_OK) j->ok_calls++;
         if (tu_outputs_bitwise_equal(j->expected, &j->pr, NULL)) j->equal_calls++;
@@ -239,7 +239,7 @@ Test(runtime, concurrent_null_context_calls_from_pthreads_are_correct)
     uint64_t seed = tu_test_seed();
     tu_problem expected;
     small_problem(&expected, FA_F64, seed);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     cr_assert_eq(fa_forward(NULL, &p, &expected.q, &expected.k, &expected.v, &expected.out, expected.lse),
                  FA_OK);
@@ -322,7 +322,7 @@ static void *busy_thread_a(void *arg)
 Test(runtime, second_concurrent_call_on_busy_context_gets_err_busy_and_touches_nothing)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = 2;
     o.bind = FA_BIND_NONE;
     fa_context *ctx;
@@ -416,7 +416,7 @@ Test(runtime, stats_report_selected_isa_configured_threads_and_bound_threads_wit
     static const int counts[] = {0, 1, 3};
     for (int b = 0; b < 4; b++)
         for (int c = 0; c < 3; c++) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.num_threads = counts[c];
             o.bind = all_binds[b];
             o.block_q = c == 2 ? 24 : 0;
@@ -424,7 +424,7 @@ Test(runtime, stats_report_selected_isa_configured_threads_and_bound_threads_wit
             int want_threads = counts[c] ? counts[c] : omp_get_max_threads();
             fa_context *ctx;
             cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-            fa_stats st;
+            fa_stats st = FA_STATS_INIT;
             cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
             cr_expect_eq(st.num_threads, want_threads, "bind %s, num_threads %d: stats say %d before a call",
                          bind_name(o.bind), o.num_threads, st.num_threads);
@@ -485,13 +485,13 @@ static void expect_auto_resolves_to(const char *what, int threads, fa_bind want)
 {
     tu_problem pr;
     small_problem(&pr, FA_F32, 7);
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = threads;
     o.bind = FA_BIND_AUTO;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
     cr_assert_eq(fa_forward(ctx, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
     cr_expect_eq(st.bind, want, "%s: AUTO resolved to %s, want %s", what, bind_name(st.bind),
                  bind_name(want));
@@ -559,12 +559,12 @@ Test(runtime, auto_binding_is_none_inside_an_active_parallel_region)
 #pragma omp single
         team = omp_get_num_threads();
         if (u < 2) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.num_threads = 1;
             fa_context *ctx;
             if (fa_context_create(&ctx, &o) == FA_OK) {
                 st[u] = fa_forward(ctx, NULL, &pr[u].q, &pr[u].k, &pr[u].v, &pr[u].out, pr[u].lse);
-                fa_stats s;
+                fa_stats s = FA_STATS_INIT;
                 if (fa_context_stats(ctx, &s) == FA_OK) got[u] = s.bind;
                 fa_context_destroy(ctx);
             }

@@ -22,7 +22,7 @@ Test(scale_range, a_scale_beyond_float_range_is_refused_for_f32_and_accepted_for
     memcpy(o_before, o, sizeof o);
     memcpy(lse_before, lse, sizeof lse);
     fa_tensor t = fa_tensor_bhsd(q, FA_F32, 1, 1, 2, 4), to = fa_tensor_bhsd(o, FA_F32, 1, 1, 2, 4);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.scale = 1e300;
     cr_expect_eq(fa_forward(NULL, &p, &t, &t, &t, &to, lse), FA_ERR_ARG);
     cr_expect(memcmp(o, o_before, sizeof o) == 0 && memcmp(lse, lse_before, sizeof lse) == 0,
@@ -91,7 +91,7 @@ Test(scale_range, a_softcap_outside_float_normal_range_is_refused_for_f32_and_va
         for (size_t c = 0; c < sizeof softcap_f32_bad / sizeof *softcap_f32_bad + 2; c++) {
             const int edge = c >= sizeof softcap_f32_bad / sizeof *softcap_f32_bad; /* FLT_MIN, FLT_MAX */
             const double cap = edge ? (c % 2 ? (double)FLT_MAX : (double)FLT_MIN) : softcap_f32_bad[c];
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.softcap = cap;
             tu_problem_fill_canary(pr);
             unsigned char *out_snap = tu_buf_snapshot(&pr->out_buf),

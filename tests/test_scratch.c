@@ -26,21 +26,21 @@ Test(scratch, peak_equals_documented_formula)
         {FA_F32, 100, 48, 40, 24, FA_CAUSAL_NONE}, /* more than 64 rows: run as 64-row blocks */
     };
     for (int c = 0; c < (int)(sizeof cfg / sizeof cfg[0]); c++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = cfg[c].bq;
         o.block_k = cfg[c].bk;
         fa_context *ctx;
         cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
         /* At least one full block of each kind, and a ragged tail. */
         tu_shape s = {cfg[c].t, 1, 2, 1, 2 * cfg[c].bq + 3, 2 * cfg[c].bk + 5, cfg[c].d, cfg[c].dv, TU_BHSD};
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = cfg[c].c;
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem pr;
         tu_problem_make(&pr, &s, &rng, 2.0);
         char desc[256];
         tu_shape_str(&s, &p, desc, sizeof desc);
-        fa_stats st;
+        fa_stats st = FA_STATS_INIT;
         cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
         cr_expect_eq(st.scratch_peak, 0, "%s: scratch_peak %zu before any call", desc, st.scratch_peak);
         cr_assert_eq(fa_forward(ctx, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s", desc);
@@ -65,12 +65,12 @@ Test(scratch, peak_equals_documented_formula)
 Test(scratch, peak_is_identical_for_1024_and_16384_tokens)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = 64;
     o.block_k = 64;
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT; /* halves the work of the long run */
     static const int64_t lens[2] = {1024, 16384};
     size_t peak[2], capacity[2];
@@ -83,7 +83,7 @@ Test(scratch, peak_is_identical_for_1024_and_16384_tokens)
         tu_shape_str(&s, &p, desc, sizeof desc);
         fa_context_reset_stats(ctx);
         cr_assert_eq(fa_forward(ctx, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s", desc);
-        fa_stats st;
+        fa_stats st = FA_STATS_INIT;
         cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
         peak[x] = st.scratch_peak;
         capacity[x] = st.scratch_capacity;
@@ -113,13 +113,13 @@ Test(scratch, split_kv_partials_stay_within_16_mib)
     uint64_t seed = tu_test_seed();
     static const int64_t dims_v[2] = {400, 401};
     for (int x = 0; x < 2; x++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.block_q = 64;
         o.block_k = 16;
         fa_context *ctx;
         cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
         tu_shape s = {FA_F32, 1, 114, 1, 44, 64, 16, dims_v[x], TU_BHSD};
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         tu_rng rng = tu_rng_make(seed + (uint64_t)x);
         tu_problem pr;
         tu_problem_make(&pr, &s, &rng, 2.0);

@@ -38,7 +38,7 @@ static fa_tensor filled(fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, 
 /* After one call: the peak is the plan, the plan is not zero, the arena holds it; then reset. */
 static void expect_peak_is_plan(fa_context *ctx, const char *what, int threads)
 {
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
     cr_expect_gt(ctx->last_scratch_plan, 0, "%s, %d threads: no plan recorded", what, threads);
     cr_expect_eq(st.scratch_peak, ctx->last_scratch_plan, "%s, %d threads (%s): scratch_peak %zu, plan %zu",
@@ -50,7 +50,7 @@ static void expect_peak_is_plan(fa_context *ctx, const char *what, int threads)
 
 static fa_context *context_of(int threads, int block_q, int block_k)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = threads;
     o.block_q = block_q;
     o.block_k = block_k;
@@ -73,7 +73,7 @@ static void dense_case(fa_dtype qt, fa_dtype kvt, int64_t hq, int64_t hkv, int64
     fa_tensor dout = filled(qt, 1, hq, nq, dv, rng), dq = filled(qt, 1, hq, nq, d, rng);
     fa_tensor dk = filled(kvt, 1, hkv, nk, d, rng), dvt = filled(kvt, 1, hkv, nk, dv, rng);
     void *lse = calloc((size_t)(hq * nq), qt == FA_F64 ? sizeof(double) : sizeof(float));
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     p.softcap = 20; /* the backward's extra tile */
     cr_assert_eq(fa_forward(ctx, &p, &q, &k, &v, &out, lse), FA_OK, "%s: %s", what, fa_last_error());
@@ -132,7 +132,7 @@ Test(scratch_plan, batches_of_sequences_peak_at_their_plan)
                         if (decode || b % 2 == 0) s.q_len[b] = 1;
                     ts_batch tb;
                     ts_make(&tb, &s, &rng, 2.0);
-                    fa_params p = fa_params_default();
+                    fa_params p = FA_PARAMS_INIT;
                     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
                     ts_desc(&tb, &p, desc, sizeof desc);
                     cr_assert_eq(ts_forward(ctx, &p, &tb), FA_OK, "%s: %s", desc, fa_last_error());
@@ -159,10 +159,10 @@ Test(scratch_plan, a_half_precision_paged_batch_peaks_at_its_plan)
         fa_tensor q = filled(FA_BF16, 1, HQ, ROWS, D, &rng), out = filled(FA_BF16, 1, HQ, ROWS, DV, &rng);
         fa_tensor k = filled(FA_BF16, PAGES, HKV, PAGE, D, &rng), v = filled(FA_BF16, PAGES, HKV, PAGE, DV, &rng);
         float *lse = calloc(HQ * ROWS, sizeof(float));
-        fa_seqs seqs = {0};
+        fa_seqs seqs = FA_SEQS_INIT;
         seqs.batch = SEQS, seqs.cu_seqlens_q = cu_q, seqs.seqused_k = used;
         seqs.block_table = table, seqs.pages_per_seq = PER_SEQ;
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_BOTTOM_RIGHT;
         p.seqs = &seqs;
         cr_assert_eq(fa_forward(ctx, &p, &q, &k, &v, &out, lse), FA_OK, "%s", fa_last_error());

@@ -148,7 +148,7 @@ Test(seqs, sequences_without_keys_get_zeros_and_minus_inf_or_their_sink)
             ts_batch t;
             ts_make(&t, &s, &rng, 2.0);
             for (int with_sink = 0; with_sink < 2; with_sink++) {
-                fa_params p = fa_params_default();
+                fa_params p = FA_PARAMS_INIT;
                 p.causal = (fa_causal)(l % 3);
                 if (with_sink) p.sinks = sinks;
                 char desc[512];
@@ -262,7 +262,7 @@ Test(seqs, decode_batch_splits_keys_as_dense_calls_do_on_any_thread_count)
                           (unsigned long long)seed);
             ts_batch t;
             ts_make(&t, &s, &rng, 2.5);
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = packed_k ? FA_CAUSAL_BOTTOM_RIGHT : FA_CAUSAL_NONE;
             ts_desc(&t, &p, desc, sizeof desc);
             cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
@@ -302,7 +302,7 @@ Test(seqs, sequences_whose_partials_exceed_the_cap_run_in_waves)
     for (int64_t b = 0; b < s.batch; b++) s.q_len[b] = 128, s.k_len[b] = 2048;
     ts_batch t;
     ts_make(&t, &s, &rng, 2.0);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     char desc[512], msg[1024];
     ts_desc(&t, &p, desc, sizeof desc);
     cr_assert_eq(ts_forward(ctx[0], &p, &t), FA_OK, "%s: %s", desc, fa_last_error());

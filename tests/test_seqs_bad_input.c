@@ -94,7 +94,7 @@ static void fixture_reset(fixture *f)
     f->seqs.cu_seqlens_k = t->seqs.cu_seqlens_k ? f->cu_k : NULL;
     f->seqs.seqused_k = t->seqs.seqused_k ? f->used : NULL;
     f->seqs.block_table = t->seqs.block_table ? f->table : NULL;
-    f->p = fa_params_default();
+    f->p = (fa_params)FA_PARAMS_INIT;
     f->p.seqs = &f->seqs;
     memcpy(f->x, t->t, sizeof f->x);
     f->lse = t->lse;

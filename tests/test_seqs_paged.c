@@ -35,7 +35,7 @@ static const fa_causal causals[3] = {FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT, FA_CAUS
 
 static fa_context *context(int threads, int block_q, int block_k)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = threads;
     o.block_q = block_q;
     o.block_k = block_k;
@@ -75,7 +75,7 @@ Test(seqs_paged, paged_keys_give_bitwise_the_result_of_the_same_keys_in_a_contig
                 ts_make(&t, &s, &rng, 2.5);
                 ts_make_twin(&packed, &t, TS_KEYS_PACKED, 0);
                 ts_make_twin(&dense, &t, TS_KEYS_DENSE, s.pages_per_seq * s.page_size);
-                fa_params p = fa_params_default();
+                fa_params p = FA_PARAMS_INIT;
                 p.causal = causals[c];
                 if (c == 2 && dt == 1) p.window_left = 6, p.window_right = 0; /* and a window */
                 ts_desc(&t, &p, desc, sizeof desc);
@@ -144,7 +144,7 @@ Test(seqs_paged, sequences_may_share_pages)
         gather_pages(&t);
         ts_batch packed;
         ts_make_twin(&packed, &t, TS_KEYS_PACKED, 0);
-        fa_params p = fa_params_default();
+        fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_BOTTOM_RIGHT;
         ts_desc(&t, &p, desc, sizeof desc);
         cr_assert_eq(ts_forward(NULL, &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
@@ -176,7 +176,7 @@ Test(seqs_paged, every_sequence_matches_the_oracle_on_its_own_keys_in_use)
                 slopes[h] = (float)tu_rng_uniform(&rng, 0.0, 0.5);
                 sinks[h] = (float)tu_rng_uniform(&rng, -2.0, 3.0);
             }
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = causals[g % 3];
             if (g % 2) p.window_left = 5 + g, p.window_right = g % 3 == 0 ? 2 : -1;
             if ((g + dt) % 2) p.alibi_slopes = slopes;
@@ -216,7 +216,7 @@ Test(seqs_paged, paged_forward_is_thread_count_invariant)
             ts_spec_draw(&s, &rng, dt ? 3 : 60, 0, 1); /* decode-like (few queries) and prefill-like */
             ts_batch t;
             ts_make(&t, &s, &rng, 2.5);
-            fa_params p = fa_params_default();
+            fa_params p = FA_PARAMS_INIT;
             p.causal = causals[(g / 2 + dt) % 3];
             ts_desc(&t, &p, desc, sizeof desc);
             char same_msg[128];

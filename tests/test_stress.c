@@ -43,7 +43,7 @@ static void *stress_main(void *arg)
     fa_context *ctx = NULL;
     fa_status st = FA_OK;
     if (w->own_context) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = 1 + w->id % 2;
         o.bind = stress_binds[(w->id / 2) % 4];
         st = fa_context_create(&ctx, &o);
@@ -251,7 +251,7 @@ Test(restricted, placements_and_bindings_stay_inside_the_process_cpu_set)
     cr_assert(rt_serial(&expected, 1, msg, sizeof msg), "seed %llu: %s", (unsigned long long)seed, msg);
     static const fa_bind modes[] = {FA_BIND_CORE, FA_BIND_SPREAD, FA_BIND_AUTO};
     for (int m = 0; m < 3; m++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = 2;
         o.bind = modes[m];
         fa_context *ctx;
@@ -260,7 +260,7 @@ Test(restricted, placements_and_bindings_stay_inside_the_process_cpu_set)
         cr_expect_eq(st, FA_OK, "bind %d: %s", (int)o.bind, fa_status_str(st));
         cr_expect(rt_outputs_equal(&expected, &run), "bind %d, seed %llu: differs from the serial run",
                   (int)o.bind, (unsigned long long)seed);
-        fa_stats s;
+        fa_stats s = FA_STATS_INIT;
         cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
         int cores;
         {

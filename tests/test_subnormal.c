@@ -40,7 +40,7 @@ static const ctx_cfg configs[] = {{0, 0, 0}, {2, 5, 7}};
 
 static fa_context *make_ctx(const ctx_cfg *c)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = c->threads;
     o.block_q = c->block_q;
     o.block_k = c->block_k;
@@ -103,7 +103,7 @@ static void forward_case(fa_dtype dtype, int64_t dim, double scale_factor, int m
                          uint64_t seed)
 {
     tu_shape s = {dtype, 1, 8, 4, 512, 224, dim, dim, TU_BHSD};
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.scale = scale_factor / sqrt((double)dim);
     tu_rng rng = tu_rng_make(seed);
     tu_problem pr;
@@ -169,7 +169,7 @@ static void backward_case(fa_dtype dtype, int64_t dim, double scale_factor, int 
                           uint64_t seed)
 {
     tu_shape s = {dtype, 1, 2, 2, 96, 112, dim, dim, TU_BSHD};
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.scale = scale_factor / sqrt((double)dim);
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;

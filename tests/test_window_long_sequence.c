@@ -40,7 +40,7 @@ Test(window_long_sequence, window_of_64_over_4096_keys_matches_oracles_forward_a
         int64_t *rows;
         int64_t n = tu_pick_rows(&bp.fw, &m.p, INT64_MAX, &rows);
         for (int b = 0; b < 2; b++) {
-            fa_context_opts o = fa_context_opts_default();
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
             o.block_q = blocks[b][0];
             o.block_k = blocks[b][1];
             fa_context *ctx;

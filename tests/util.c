@@ -170,9 +170,33 @@ void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_a
         int64_t W = Hq * D + Hkv * D + Hkv * Dv + 3; /* +3: rows are not a multiple of anything */
         pr->in[0] = tu_buf_alloc((size_t)(B * S * W) * e + e);
         unsigned char *base = tu_buf_data(&pr->in[0]);
-        fa_tensor q = {base, t, B, Hq, Nq, D, S * W, D, W};
-        fa_tensor k = {base + (size_t)(Hq * D) * e, t, B, Hkv, Nk, D, S * W, D, W};
-        fa_tensor v = {base + (size_t)(Hq * D + Hkv * D) * e, t, B, Hkv, Nk, Dv, S * W, Dv, W};
+        fa_tensor q = {.data = base,
+                       .dtype = t,
+                       .batch = B,
+                       .heads = Hq,
+                       .seq = Nq,
+                       .dim = D,
+                       .stride_batch = S * W,
+                       .stride_head = D,
+                       .stride_seq = W};
+        fa_tensor k = {.data = base + (size_t)(Hq * D) * e,
+                       .dtype = t,
+                       .batch = B,
+                       .heads = Hkv,
+                       .seq = Nk,
+                       .dim = D,
+                       .stride_batch = S * W,
+                       .stride_head = D,
+                       .stride_seq = W};
+        fa_tensor v = {.data = base + (size_t)(Hq * D + Hkv * D) * e,
+                       .dtype = t,
+                       .batch = B,
+                       .heads = Hkv,
+                       .seq = Nk,
+                       .dim = Dv,
+                       .stride_batch = S * W,
+                       .stride_head = Dv,
+                       .stride_seq = W};
         pr->q = q;
         pr->k = k;
         pr->v = v;
@@ -188,7 +212,15 @@ void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_a
         /* out: [B][Nq][Hq][Dv] with gaps between heads (1), rows (3) and batches (5). */
         int64_t sh = Dv + 1, ss = Hq * sh + 3, sb = Nq * ss + 5;
         pr->out_buf = tu_buf_alloc((size_t)(B * sb) * e);
-        fa_tensor o = {tu_buf_data(&pr->out_buf), t, B, Hq, Nq, Dv, sb, sh, ss};
+        fa_tensor o = {.data = tu_buf_data(&pr->out_buf),
+                       .dtype = t,
+                       .batch = B,
+                       .heads = Hq,
+                       .seq = Nq,
+                       .dim = Dv,
+                       .stride_batch = sb,
+                       .stride_head = sh,
+                       .stride_seq = ss};
         pr->out = o;
     } else {
         fa_tensor (*make)(void *, fa_dtype, int64_t, int64_t, int64_t, int64_t) =

@@ -19,7 +19,15 @@ static fa_tensor padded_view(tu_buf *buf, fa_dtype t, int64_t B, int64_t H, int6
 {
     int64_t sh = dim + gh, ss = H * sh + gs, sb = S * ss + gb;
     *buf = tu_buf_alloc((size_t)(B * sb) * tu_dtype_size(t));
-    fa_tensor v = {tu_buf_data(buf), t, B, H, S, dim, sb, sh, ss};
+    fa_tensor v = {.data = tu_buf_data(buf),
+                   .dtype = t,
+                   .batch = B,
+                   .heads = H,
+                   .seq = S,
+                   .dim = dim,
+                   .stride_batch = sb,
+                   .stride_head = sh,
+                   .stride_seq = ss};
     return v;
 }
 

@@ -53,7 +53,7 @@ static int make_side(const bm_options *o, const bm_shard *sh, fa_tensor *q, fa_t
 
 static int make_context(fa_context **ctx, int threads, fa_bind bind, const char *what, int rank)
 {
-    fa_context_opts co = fa_context_opts_default();
+    fa_context_opts co = FA_CONTEXT_OPTS_INIT;
     co.num_threads = threads;
     co.bind = bind;
     fa_status st = fa_context_create(ctx, &co);
@@ -91,7 +91,7 @@ int bm_job_init(bm_job *j, const bm_options *o, MPI_Comm comm)
     // AUTO pins thread i to the i-th core the process may use: ranks that share their CPUs would all
     // pin their first thread to the same core.
     j->rank_bind = o->bind == FA_BIND_AUTO && j->where.shared ? FA_BIND_NONE : o->bind;
-    j->params = fa_params_default();
+    j->params = (fa_params)FA_PARAMS_INIT;
     j->params.causal = o->causal;
 
     int ok = make_side(o, &j->shard, &j->q, &j->k, &j->v, &j->dout, j->mine);
@@ -127,13 +127,14 @@ int bm_job_init(bm_job *j, const bm_options *o, MPI_Comm comm)
 
 void bm_job_gather_stats(bm_job *j)
 {
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     fa_context_stats(j->ctx, &st);
     int mine[2] = {st.bound_threads, (int)st.bind}, *all = NULL;
     if (j->rank == 0) {
         all = malloc(2 * (size_t)j->ranks * sizeof *all);
         j->rank_bound = malloc((size_t)j->ranks * sizeof *j->rank_bound);
         j->rank_bind_used = malloc((size_t)j->ranks * sizeof *j->rank_bind_used);
+        j->ref_stats = (fa_stats)FA_STATS_INIT;
         fa_context_stats(j->ref_ctx, &j->ref_stats);
     }
     int have = bm_all(j->comm, j->rank != 0 || (all && j->rank_bound && j->rank_bind_used));

@@ -6,6 +6,7 @@
 #include "drivers/backward.h"
 #include "runtime/context.h"
 #include "api/diagnostic.h"
+#include "api/params.h"
 #include "flashattn.h"
 #include "drivers/forward.h"
 #include "drivers/merge.h"
@@ -20,12 +21,25 @@ const char *fa_version(void)
         FLASHATTN_VERSION_PATCH);
 }
 
+unsigned fa_version_number(void)
+{
+    return FLASHATTN_VERSION;
+}
+
 /* Contiguous views. Sizes are multiplied in int64 with overflow checks; a bad size yields
  * strides of -1, which every call refuses (FA_ERR_SHAPE for the size, else FA_ERR_STRIDE). */
 static fa_tensor contiguous(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d,
                             int heads_inner)
 {
-    fa_tensor x = {data, t, b, h, s, d, -1, -1, -1};
+    fa_tensor x = {.data = data,
+                   .dtype = t,
+                   .batch = b,
+                   .heads = h,
+                   .seq = s,
+                   .dim = d,
+                   .stride_batch = -1,
+                   .stride_head = -1,
+                   .stride_seq = -1};
     if (b < 0 || h < 0 || s < 0 || d < 0) return x;
     int64_t row, plane, whole;
     if (heads_inner) { /* [B][S][H][D] */
@@ -72,8 +86,10 @@ fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor *q, co
 {
     static const char call[] = "fa_forward";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    fa_status st = fa_validate_forward(call, p, q, k, v, out, lse, &prob);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_forward(call, &params.p, q, k, v, out, lse, &prob);
     if (st == FA_OK) st = run_on_context(call, ctx, &prob, fa_forward_run);
     return fa_diag_finish(st, call);
 }
@@ -84,8 +100,10 @@ fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, c
 {
     static const char call[] = "fa_backward";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    fa_status st = fa_validate_backward(call, p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_backward(call, &params.p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
     if (st == FA_OK) st = run_on_context(call, ctx, &prob, fa_backward_run);
     return fa_diag_finish(st, call);
 }
@@ -95,8 +113,11 @@ fa_status fa_forward_check(const fa_params *p, const fa_tensor *q, const fa_tens
 {
     static const char call[] = "fa_forward_check";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    return fa_diag_finish(fa_validate_forward(call, p, q, k, v, out, lse, &prob), call);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_forward(call, &params.p, q, k, v, out, lse, &prob);
+    return fa_diag_finish(st, call);
 }
 
 fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
@@ -105,8 +126,11 @@ fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_ten
 {
     static const char call[] = "fa_backward_check";
     fa_diag_clear();
+    fa_params_copy params;
     fa_problem prob;
-    return fa_diag_finish(fa_validate_backward(call, p, q, k, v, out, dout, lse, dq, dk, dv, &prob), call);
+    fa_status st = fa_params_read(call, p, &params);
+    if (st == FA_OK) st = fa_validate_backward(call, &params.p, q, k, v, out, dout, lse, dq, dk, dv, &prob);
+    return fa_diag_finish(st, call);
 }
 
 fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses,

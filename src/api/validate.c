@@ -57,6 +57,53 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
     return FA_OK;
 }
 
+/* A quantized KV cache's scales (fa_params.k_scale, v_scale): present exactly when k is quantized (v
+ * has k's dtype, or the dtype step refuses it). A missing one is FA_ERR_NULL (with the NULL class),
+ * one given for a k that is not quantized FA_ERR_ARG (with the parameters): it would otherwise be
+ * ignored in silence. */
+static fa_status check_scales_present(const char *call, const fa_params *p, const fa_tensor *k)
+{
+    if (!fa_dtype_is_quantized(k->dtype)) return FA_OK;
+    if (!p->k_scale)
+        return fa_diag_fail(FA_ERR_NULL, call, "p.k_scale is NULL: k.dtype = %s needs a scale per key row",
+                            fa_dtype_name(k->dtype));
+    if (!p->v_scale)
+        return fa_diag_fail(FA_ERR_NULL, call, "p.v_scale is NULL: v.dtype = %s needs a scale per value row",
+                            fa_dtype_name(k->dtype));
+    return FA_OK;
+}
+
+static fa_status check_scales_wanted(const char *call, const fa_params *p, const fa_tensor *k)
+{
+    const char *given = p->k_scale ? "p.k_scale" : p->v_scale ? "p.v_scale" : NULL;
+    if (!given || fa_dtype_is_quantized(k->dtype)) return FA_OK;
+    return fa_diag_fail(FA_ERR_ARG, call,
+                        "%s is set but k.dtype = %s: scales belong to a quantized cache (FA_I8, FA_F8_E4M3, "
+                        "FA_F8_E5M2)",
+                        given, fa_dtype_name(k->dtype));
+}
+
+/* A scale view is shaped like its tensor with dim 1: each of batch, heads and seq the tensor's or 1. */
+static fa_status check_scale_shape(const char *call, named_view scale, named_view of)
+{
+    const fa_tensor *s = scale.t;
+    for (int axis = 0; axis < 4; axis++)
+        if (fa_size_of(s, axis) < 0)
+            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: sizes must be >= 0", scale.name,
+                                fa_size_names[axis], (long long)fa_size_of(s, axis));
+    for (int axis = 0; axis < 3; axis++) {
+        int64_t want = fa_size_of(of.t, axis), have = fa_size_of(s, axis);
+        if (have != want && have != 1)
+            return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: expected %s.%s = %lld or 1 (broadcast)",
+                                scale.name, fa_size_names[axis], (long long)have, of.name, fa_size_names[axis],
+                                (long long)want);
+    }
+    if (s->dim != 1)
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld: expected 1, one scale per row of %s", scale.name,
+                            (long long)s->dim, of.name);
+    return FA_OK;
+}
+
 /* One size of two views that must agree. */
 static fa_status check_same(const char *call, named_view a, named_view b, int axis)
 {
@@ -124,6 +171,9 @@ static fa_status check_supported(const char *call, const fa_params *p, int backw
     if (backward && p->seqs && p->seqs->block_table)
         return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "p.seqs.block_table: paged keys in the backward are %s",
                             later);
+    /* by now p->k_scale is set exactly when k is quantized (check_scales_present, check_scales_wanted) */
+    if (backward && p->k_scale)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "a quantized k and v: their gradients are %s", later);
     return FA_OK;
 }
 
@@ -173,6 +223,19 @@ static fa_view view_of(const fa_tensor *t)
     return v;
 }
 
+/* The view of an input that may broadcast (the bias, the scales): an axis of size 1 reads element 0,
+ * whatever its stride. */
+static fa_view broadcast_view_of(const fa_tensor *t)
+{
+    fa_view v = view_of(t);
+    if (t && v.data) {
+        if (t->batch == 1) v.stride_batch = 0;
+        if (t->heads == 1) v.stride_head = 0;
+        if (t->seq == 1) v.stride_seq = 0;
+    }
+    return v;
+}
+
 static void fill_problem(fa_problem *prob, const fa_params *params, const fa_tensor *q, const fa_tensor *k,
                          const fa_tensor *v, const fa_tensor *out, const void *lse)
 {
@@ -205,16 +268,15 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->dsinks = NULL;
     prob->lse_head_stride = q->seq;
     prob->lse_row_stride = 1;
+    prob->row_group = 1;
+    prob->q_sub_stride = prob->out_sub_stride = prob->lse_sub_stride = 0;
     prob->seqs = params->seqs;
     if (params->seqs) prob->batch = params->seqs->batch;
     prob->pages = NULL;
     prob->page_size = 0;
-    prob->bias = view_of(params->bias);
-    if (params->bias && prob->bias.data) { /* a broadcast axis reads element 0, whatever its stride */
-        if (params->bias->batch == 1) prob->bias.stride_batch = 0;
-        if (params->bias->heads == 1) prob->bias.stride_head = 0;
-        if (params->bias->seq == 1) prob->bias.stride_seq = 0;
-    }
+    prob->bias = broadcast_view_of(params->bias);
+    prob->k_scale = broadcast_view_of(params->k_scale);
+    prob->v_scale = broadcast_view_of(params->v_scale);
 }
 
 /* Element i of the caller's arrays. Their alignment is checked later, with the strides (the class
@@ -350,20 +412,29 @@ static fa_status check_common(const char *call, const fa_params *params, named_v
 {
     fa_status st;
     if ((st = check_params(call, params, nq.t->dtype)) != FA_OK) return st;
+    if ((st = check_scales_wanted(call, params, nk.t)) != FA_OK) return st;
     if ((st = fa_check_call_dtypes(call, all, leader, n_all)) != FA_OK) return st;
     if ((st = check_shapes(call, nq, nk, nv, nout, params->seqs != NULL)) != FA_OK) return st;
     for (int i = 0; i < n_like; i++)
         for (int axis = 0; axis < 4; axis++)
             if ((st = check_same(call, like[i][0], like[i][1], axis)) != FA_OK) return st;
     if (params->seqs && (st = check_seqs(call, params->seqs, nq.t, nk.t)) != FA_OK) return st;
-    if (params->bias) return check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t);
+    if (params->bias && (st = check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t)) != FA_OK)
+        return st;
+    if (params->k_scale && (st = check_scale_shape(call, (named_view){params->k_scale, "p.k_scale"}, nk)) != FA_OK)
+        return st;
+    if (params->v_scale && (st = check_scale_shape(call, (named_view){params->v_scale, "p.v_scale"}, nv)) != FA_OK)
+        return st;
     return FA_OK;
 }
 
-/* all[] with the bias appended when there is one (for the NULL, dtype and stride steps). */
+/* all[] with the inputs of the accumulation type appended, those that are there (for the NULL, dtype
+ * and stride steps): the bias and a quantized cache's scales. */
 static int with_bias(named_view *all, int n, const fa_params *p)
 {
     if (p->bias) all[n++] = (named_view){p->bias, "p.bias"};
+    if (p->k_scale) all[n++] = (named_view){p->k_scale, "p.k_scale"};
+    if (p->v_scale) all[n++] = (named_view){p->v_scale, "p.v_scale"};
     return n;
 }
 
@@ -371,15 +442,16 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
                               const fa_tensor *v, const fa_tensor *out, const void *lse, fa_problem *prob)
 {
     const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"};
-    named_view in[4] = {nq, nk, nv}, all[5] = {nq, nk, nv, nout};
-    fa_params params = p ? *p : fa_params_default();
+    named_view in[6] = {nq, nk, nv}, all[7] = {nq, nk, nv, nout};
+    const fa_params params = *p;
     int n_all = with_bias(all, 4, &params), n_in = with_bias(in, 3, &params);
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
+    if ((st = check_scales_present(call, &params, k)) != FA_OK) return st;
     /* the group each view's dtype follows (view_checks.h): q's, k's, or the accumulation type */
-    static const int leader[5] = {0, 1, 1, 0, -1};
+    static const int leader[7] = {0, 1, 1, 0, -1, -1, -1};
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, NULL, 0)) != FA_OK) return st;
-    byte_range in_range[10], out_range[2];
+    byte_range in_range[12], out_range[2];
     if ((st = fa_check_strides(call, in, n_in, &nout, 1, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &out_range[1])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
@@ -397,9 +469,9 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
 {
     const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"}, ndout = {dout, "dout"};
     const named_view ndq = {dq, "dq"}, ndk = {dk, "dk"}, ndv = {dv, "dv"};
-    named_view in[6] = {nq, nk, nv, nout, ndout}, all[9] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
+    named_view in[8] = {nq, nk, nv, nout, ndout}, all[11] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
     const named_view grads[3] = {ndq, ndk, ndv};
-    fa_params params = p ? *p : fa_params_default();
+    const fa_params params = *p;
     int n_all = with_bias(all, 8, &params), n_in = with_bias(in, 5, &params);
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
@@ -407,12 +479,13 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
         return fa_diag_fail(FA_ERR_NULL, call, "lse is NULL: the backward needs the forward's log-sum-exp");
     if (params.dsinks && !params.sinks)
         return fa_diag_fail(FA_ERR_NULL, call, "p.sinks is NULL but p.dsinks asks for its gradient");
+    if ((st = check_scales_present(call, &params, k)) != FA_OK) return st;
     /* each gradient (and dout) has the shape of the tensor it belongs to */
     const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
-    static const int leader[9] = {0, 1, 1, 0, 0, 0, 1, 1, -1}; /* dout, dq: q's; dk, dv: k's */
+    static const int leader[11] = {0, 1, 1, 0, 0, 0, 1, 1, -1, -1, -1}; /* dout, dq: q's; dk, dv: k's */
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, shaped_like, 4)) != FA_OK)
         return st;
-    byte_range in_range[13], out_range[4];
+    byte_range in_range[15], out_range[4];
     if ((st = fa_check_strides(call, in, n_in, grads, 3, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &in_range[n_in++])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;

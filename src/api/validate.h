@@ -7,8 +7,10 @@
 #include "plan/problem.h"
 
 /* Checks every argument of fa_forward in the documented order (NULL, ARG, DTYPE, SHAPE, STRIDE,
- * ALIAS, UNSUPPORTED) and fills *prob on FA_OK. Reads only the structs, never tensor data. A refusal
- * sets the thread's diagnostic (fa_last_error), naming `call`, the argument and its values. */
+ * ALIAS, UNSUPPORTED) and fills *prob on FA_OK. p is the library's full copy of the caller's
+ * parameters (params.h: read, never NULL), which must outlive *prob. Reads only the structs, never
+ * tensor data. A refusal sets the thread's diagnostic (fa_last_error), naming `call`, the argument
+ * and its values. */
 fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                               const fa_tensor *v, const fa_tensor *out, const void *lse, fa_problem *prob);
 

@@ -13,13 +13,20 @@ size_t fa_dtype_size(fa_dtype t)
     switch (t) {
     case FA_F64: return 8;
     case FA_F32: return 4;
-    default: return 2;
+    case FA_BF16:
+    case FA_F16: return 2;
+    default: return 1; /* the quantized cache types (and nothing unknown ever reaches a size) */
     }
 }
 
 static int dtype_known(fa_dtype t)
 {
-    return t == FA_F32 || t == FA_F64 || t == FA_BF16 || t == FA_F16;
+    return t == FA_F32 || t == FA_F64 || t == FA_BF16 || t == FA_F16 || fa_dtype_is_quantized(t);
+}
+
+int fa_dtype_is_quantized(fa_dtype t)
+{
+    return t == FA_I8 || t == FA_F8_E4M3 || t == FA_F8_E5M2;
 }
 
 const char *fa_dtype_name(fa_dtype t)
@@ -29,9 +36,15 @@ const char *fa_dtype_name(fa_dtype t)
     case FA_F64: return "FA_F64";
     case FA_BF16: return "FA_BF16";
     case FA_F16: return "FA_F16";
+    case FA_I8: return "FA_I8";
+    case FA_F8_E4M3: return "FA_F8_E4M3";
+    case FA_F8_E5M2: return "FA_F8_E5M2";
     }
     return "unknown";
 }
+
+/* What the diagnostics say a dtype must be. */
+#define KNOWN_DTYPES "FA_F32, FA_F64, FA_BF16, FA_F16, FA_I8, FA_F8_E4M3 or FA_F8_E5M2"
 
 int fa_is_empty(const fa_tensor *t)
 {
@@ -143,11 +156,15 @@ fa_status fa_check_null(const char *call, const named_view *t, int n)
 
 fa_status fa_check_dtypes(const char *call, const named_view *t, int n)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!dtype_known(t[i].t->dtype))
-            return fa_diag_fail(FA_ERR_DTYPE, call,
-                                "%s.dtype = %d: expected FA_F32, FA_F64, FA_BF16 or FA_F16", t[i].name,
+            return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %d: expected " KNOWN_DTYPES, t[i].name,
                                 (int)t[i].t->dtype);
+        if (fa_dtype_is_quantized(t[i].t->dtype))
+            return fa_diag_fail(FA_ERR_DTYPE, call,
+                                "%s.dtype = %s: quantized types are a KV cache's storage (fa_forward's k and v)",
+                                t[i].name, fa_dtype_name(t[i].t->dtype));
+    }
     for (int i = 1; i < n; i++)
         if (t[i].t->dtype != t[0].t->dtype)
             return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %s but %s.dtype = %s: one call has one dtype",
@@ -156,25 +173,25 @@ fa_status fa_check_dtypes(const char *call, const named_view *t, int n)
     return FA_OK;
 }
 
-/* The pair a call's dtypes may form: one type throughout, or f32 queries over a half-precision
- * KV cache. */
+/* The pair a call's dtypes may form: one compute or half type throughout, or f32 queries over a
+ * half-precision or quantized KV cache. */
 static int dtype_pair_allowed(fa_dtype q, fa_dtype k)
 {
-    return q == k || (q == FA_F32 && (k == FA_BF16 || k == FA_F16));
+    if (q == k) return !fa_dtype_is_quantized(q);
+    return q == FA_F32 && (k == FA_BF16 || k == FA_F16 || fa_dtype_is_quantized(k));
 }
 
 fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int *leader, int n)
 {
     for (int i = 0; i < n; i++)
         if (!dtype_known(t[i].t->dtype))
-            return fa_diag_fail(FA_ERR_DTYPE, call,
-                                "%s.dtype = %d: expected FA_F32, FA_F64, FA_BF16 or FA_F16", t[i].name,
+            return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %d: expected " KNOWN_DTYPES, t[i].name,
                                 (int)t[i].t->dtype);
     const fa_dtype q = t[0].t->dtype, k = t[1].t->dtype;
     if (!dtype_pair_allowed(q, k))
         return fa_diag_fail(FA_ERR_DTYPE, call,
-                            "%s.dtype = %s but %s.dtype = %s: q and k share a dtype, or q is FA_F32 over a "
-                            "FA_BF16 or FA_F16 k (a half-precision KV cache)",
+                            "%s.dtype = %s but %s.dtype = %s: q and k share a dtype (not a quantized one), or q "
+                            "is FA_F32 over a FA_BF16, FA_F16, FA_I8, FA_F8_E4M3 or FA_F8_E5M2 k (a KV cache)",
                             t[1].name, fa_dtype_name(k), t[0].name, fa_dtype_name(q));
     const fa_dtype accum = q == FA_F64 ? FA_F64 : FA_F32;
     for (int i = 2; i < n; i++) {

@@ -27,7 +27,8 @@ typedef struct {
 /* "batch", "heads", "seq", "dim": axis names for the diagnostics, in fa_tensor's order. */
 extern const char *const fa_size_names[4];
 
-size_t fa_dtype_size(fa_dtype t);                 /* bytes per element; 2 for the half types */
+size_t fa_dtype_size(fa_dtype t);                 /* bytes per element; 2 for the half types, 1 quantized */
+int fa_dtype_is_quantized(fa_dtype t);            /* FA_I8, FA_F8_E4M3, FA_F8_E5M2: KV-cache storage only */
 const char *fa_dtype_name(fa_dtype t);            /* "FA_F32", ..., or "unknown" */
 int fa_is_empty(const fa_tensor *t);              /* a size of 0: no element */
 int64_t fa_size_of(const fa_tensor *t, int axis); /* axis 0..3: batch, heads, seq, dim */

@@ -82,8 +82,8 @@ static void FA_SET_NAME(query_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_b
     const void *q = fa_view_at(&p->q, q_elem, batch, q_head, row0);
     const void *d_o = fa_view_at(&p->dout, q_elem, batch, q_head, row0);
     if (s->q_wide) {
-        kern->widen(rows, p->dim, q, p->q.stride_seq, p->q_type, s->q_wide, p->dim);
-        kern->widen(rows, p->dim_v, d_o, p->dout.stride_seq, p->q_type, s->do_wide, p->dim_v);
+        kern->widen(rows, p->dim, q, p->q.stride_seq, p->q_type, NULL, 0, s->q_wide, p->dim);
+        kern->widen(rows, p->dim_v, d_o, p->dout.stride_seq, p->q_type, NULL, 0, s->do_wide, p->dim_v);
         s->q = s->q_wide, s->q_stride = p->dim;
         s->d_o = s->do_wide, s->do_stride = p->dim_v;
     } else {
@@ -103,8 +103,8 @@ static void FA_SET_NAME(kv_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_back
     const size_t elem = fa_elem_size(p->kv_type);
     const void *k = fa_view_at(&p->k, elem, batch, kv_head, col0), *v = fa_view_at(&p->v, elem, batch, kv_head, col0);
     if (s->k_wide) {
-        job->kernels->FA_SFX->widen(cols, p->dim, k, p->k.stride_seq, p->kv_type, s->k_wide, p->dim);
-        job->kernels->FA_SFX->widen(cols, p->dim_v, v, p->v.stride_seq, p->kv_type, s->v_wide, p->dim_v);
+        job->kernels->FA_SFX->widen(cols, p->dim, k, p->k.stride_seq, p->kv_type, NULL, 0, s->k_wide, p->dim);
+        job->kernels->FA_SFX->widen(cols, p->dim_v, v, p->v.stride_seq, p->kv_type, NULL, 0, s->v_wide, p->dim_v);
         s->k = s->k_wide, s->k_stride = p->dim;
         s->v = s->v_wide, s->v_stride = p->dim_v;
     } else {

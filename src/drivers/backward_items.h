@@ -79,8 +79,8 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
         const void *orow = o + i * p->out.stride_seq * (int64_t)q_elem;
         const void *drow = d_o + i * p->dout.stride_seq * (int64_t)q_elem;
         if (o_wide) {
-            job->kernels->FA_SFX->widen(1, p->dim_v, orow, 0, p->q_type, o_wide, 0);
-            job->kernels->FA_SFX->widen(1, p->dim_v, drow, 0, p->q_type, do_wide, 0);
+            job->kernels->FA_SFX->widen(1, p->dim_v, orow, 0, p->q_type, NULL, 0, o_wide, 0);
+            job->kernels->FA_SFX->widen(1, p->dim_v, drow, 0, p->q_type, NULL, 0, do_wide, 0);
             orow = o_wide, drow = do_wide;
         }
         delta[i] = FA_NAME(dot_)(drow, orow, p->dim_v);

@@ -40,7 +40,43 @@ typedef struct {
     int64_t wave_item0, wave_merge0; /* the global numbers of the running wave's first items */
     int dot;                         /* 1: all-bf16 on the table's bf16 dot-product set (forward_dot.h) */
     int paged;                       /* the keys are paged (the sequences' pools): staged tile by tile */
+    int group;                       /* query items a phase-0 item groups (forward_group_of); 1: none */
+    int gather_q;                    /* items gather their query rows (rows_gathered; forward_float.h) */
+    int in_place;                    /* items read their keys in place (reads_in_place; forward_float.h) */
 } fa_forward_job;
+
+/* Whether a problem's query rows are not evenly apart within an item: a grouped problem's rows over
+ * several positions, which the items gather one by one before packing them. */
+static int rows_gathered(const fa_problem *p)
+{
+    return p->row_group > 1 && p->q_len > p->row_group;
+}
+
+/* Whether a problem's items read their keys and values where they lie, by row lists
+ * (forward_float.h): a decode step (at most FA_HALF_ROWS query rows, so one query block an item) in
+ * f32, the type of the tables' scores_stored and accumulate_stored, over a cache stored in another
+ * type or paged. Otherwise such keys are staged in tiles (kv_tiles.h). */
+static int reads_in_place(const fa_problem *p)
+{
+    return p->dtype == FA_F32 && p->q_len <= FA_HALF_ROWS && (fa_kv_widens(p) || p->pages != NULL);
+}
+
+/* How many query items of a problem one item groups (forward_attend.h, attend_group_): a decode
+ * step's (one query block a head, at most FA_HALF_ROWS rows) heads of one batch entry, up to
+ * FA_GROUP_ITEMS; 1 (no group) otherwise. From the shape alone: every item computes what it computes
+ * alone, so the grouping changes the memory traffic, never a bit. */
+static int forward_group_of(const fa_problem *p, const fa_q_schedule *s, int dot)
+{
+    if (dot || s->q_blocks != 1 || p->q_len > FA_HALF_ROWS || p->q_heads < 2) return 1;
+    return p->q_heads < FA_GROUP_ITEMS ? (int)p->q_heads : FA_GROUP_ITEMS;
+}
+
+/* The units a job's phase 0 cuts into key chunks: its query items, or their groups. */
+static int64_t forward_units(const fa_problem *p, const fa_q_schedule *s, int group)
+{
+    if (group <= 1) return s->count;
+    return p->batch * ((p->q_heads + group - 1) / group);
+}
 
 /* Whether a problem's items run on the table's bf16 dot-product units: every tensor bf16, a table
  * with a bf16 set, an even head dim (the sets multiply pairs of dims; an odd D widens, as every half
@@ -48,10 +84,16 @@ typedef struct {
  * one row would fill a sixteenth of a tile, where the float kernels read its half cache directly
  * (forward_float.h, scores_half). A batch of sequences decides per sequence (sequence_job_), as a
  * dense call of each would. */
+static int rows_take_dot(const fa_problem *p)
+{
+    /* the dot set packs a block's rows at one stride: not a grouped problem's rows over positions */
+    return p->q_len > FA_HALF_ROWS && (p->row_group <= 1 || p->q_len <= p->row_group);
+}
+
 static int takes_dot(const fa_context *ctx, const fa_problem *p)
 {
     return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0 &&
-           p->q_len > FA_HALF_ROWS;
+           rows_take_dot(p);
 }
 
 /* The problem the forward runs for sequence b: its dense problem, with a GQA decode step's query
@@ -79,10 +121,8 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP         expf
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F32
 #define FA_DOT_UNITS   1
-#define FA_HALF_DIRECT 1
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
-#undef FA_HALF_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -95,10 +135,8 @@ static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 #define FA_EXP         exp
 #define FA_PAD_ELEMS   FA_PAD_ELEMS_F64
 #define FA_DOT_UNITS   0
-#define FA_HALF_DIRECT 0
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
-#undef FA_HALF_DIRECT
 #undef FA_T
 #undef FA_SFX
 #undef FA_LOG
@@ -110,11 +148,14 @@ static int64_t pad_elems_of(size_t elem)
     return elem == sizeof(double) ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
 }
 
-/* The item kinds a call runs: query items on the float kernels, on the dot-product units, and
- * merge items over at most `splits` chunks (none when 1). */
+/* The item kinds a call runs: query items (in groups of at most `group`) on the float kernels, on
+ * the dot-product units, and merge items over at most `splits` chunks (none when 1). */
 typedef struct {
     int on_float, on_dot;
     int64_t splits;
+    int group;
+    int gather_q; /* some sequence's items gather their query rows */
+    int in_place; /* some sequence's items read their keys in place */
 } fa_forward_kinds;
 
 /* The call's scratch plan: the largest carve of the item kinds it runs, sized (plan/scratch.h).
@@ -124,8 +165,9 @@ static size_t forward_plan(const fa_forward_job *job, fa_forward_kinds kinds)
 {
     const int f64 = job->problem->dtype == FA_F64;
     size_t bytes = 0;
-    if (kinds.on_float) bytes = f64 ? attend_plan_f64(job) : attend_plan_f32(job);
-    if (kinds.on_dot) bytes = fa_scratch_max(bytes, attend_plan_dot(job));
+    const int n = kinds.group > 1 ? kinds.group : 1;
+    if (kinds.on_float) bytes = f64 ? attend_plan_f64(job, n) : attend_plan_f32(job, n);
+    if (kinds.on_dot) bytes = fa_scratch_max(bytes, attend_plan_dot(job, 1));
     if (kinds.splits > 1)
         bytes = fa_scratch_max(bytes, f64 ? merge_plan_f64(job, kinds.splits) : merge_plan_f32(job, kinds.splits));
     return bytes;
@@ -156,18 +198,22 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
 {
     size_t row_bytes = partial_row_bytes_of(partial_elems, elem, block_q), wave = 0, largest = 0;
     int64_t items = 0, merges = 0;
-    fa_forward_kinds runs = {0, 0, 1};
+    fa_forward_kinds runs = {0, 0, 1, 1, 0, 0};
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem one;
         forward_problem_of_sequence(p, b, &one);
         fa_q_schedule s = fa_q_schedule_make(&one, block_q);
         fa_kv_split split = fa_kv_split_make(&one, &s, block_k, row_bytes);
         int64_t merge_items = split.splits > 1 ? s.count : 0;
-        if (s.count > 0) { /* the set sequence_job_ gives it */
-            if (dot && one.q_len > FA_HALF_ROWS)
+        const int on_dot = dot && rows_take_dot(&one), group = forward_group_of(&one, &s, on_dot);
+        if (s.count > 0) { /* the set and grouping sequence_job_ gives it */
+            if (on_dot)
                 runs.on_dot = 1;
             else
                 runs.on_float = 1;
+            if (group > runs.group) runs.group = group;
+            if (rows_gathered(&one)) runs.gather_q = 1;
+            if (!on_dot && reads_in_place(&one)) runs.in_place = 1;
         }
         if (merge_items > 0 && split.splits > runs.splits) runs.splits = split.splits;
         size_t bytes = (size_t)(merge_items * split.splits * partial_elems) * elem; /* <= the cap */
@@ -179,7 +225,7 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
         }
         wave += bytes;
         if (wave > largest) largest = wave;
-        items += s.count * split.splits;
+        items += forward_units(&one, &s, group) * split.splits;
         merges += merge_items;
     }
     if (plans) first_item[p->batch] = items, first_merge[p->batch] = merges;
@@ -240,7 +286,10 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
                           0,
                           0,
                           dot,
-                          p->seqs->block_table != NULL};
+                          p->seqs->block_table != NULL,
+                          1,
+                          kinds.gather_q,
+                          kinds.in_place};
     /* some sequences may run on the dot-product units and others not (sequence_job_) */
     size_t scratch = forward_plan(&job, kinds);
     int f64 = p->dtype == FA_F64;
@@ -301,25 +350,29 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           0,
                           0,
                           dot,
-                          p->pages != NULL};
+                          p->pages != NULL,
+                          1,
+                          rows_gathered(p),
+                          !dot && reads_in_place(p)};
     job.split =
         fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
+    job.group = forward_group_of(p, &job.schedule, dot);
+    const int64_t units = forward_units(p, &job.schedule, job.group);
     int f64 = p->dtype == FA_F64;
-    fa_forward_kinds kinds = {!dot, dot, job.split.splits};
+    fa_forward_kinds kinds = {!dot, dot, job.split.splits, job.group, job.gather_q, job.in_place};
     size_t scratch = forward_plan(&job, kinds);
     fa_team_work work = {
         .scratch_bytes = scratch,
         .job = &job,
         .phases = 1,
-        .phase = {{job.schedule.count, f64 ? forward_item_f64 : forward_item_f32}},
+        .phase = {{units, f64 ? forward_item_f64 : forward_item_f32}},
     };
     if (job.split.splits > 1) {
         size_t bytes = (size_t)(job.schedule.count * job.split.splits * job.partial_elems) * elem;
         if (fa_context_reserve_rows(ctx, bytes) != 0) return FA_ERR_NOMEM;
         job.partials = ctx->rows;
         work.phases = 2;
-        work.phase[0] = (fa_team_phase){job.schedule.count * job.split.splits,
-                                        f64 ? forward_chunk_item_f64 : forward_chunk_item_f32};
+        work.phase[0] = (fa_team_phase){units * job.split.splits, f64 ? forward_chunk_item_f64 : forward_chunk_item_f32};
         work.phase[1] =
             (fa_team_phase){job.schedule.count, f64 ? forward_merge_item_f64 : forward_merge_item_f32};
     }

@@ -18,6 +18,11 @@
  * packed Vᵀ tile then serves every block of an item. A multiple of 16. */
 #define FA_DOT_BLOCK_ROWS 128
 
+/* The most query items a group walks the key tiles together (forward_attend.h, attend_group_): a
+ * decode step's heads of one batch entry, so that a cache stored token by token is read a whole
+ * token row (of as many heads) at a time. The group's scratch grows with it (README, Memory). */
+#define FA_GROUP_ITEMS 8
+
 /* Query block g of an item of `rows` rows cut into blocks of `width` (one of the two above): its
  * rows, and the leading dimension of a tile of one block in an item whose tiles are ld wide. */
 static inline int64_t fa_query_block_rows(int64_t rows, int64_t g, int64_t width)

@@ -52,55 +52,96 @@ static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_
     FA_SET_NAME(softmax_accumulate_)(item, job, b, t, col0, cols, full);
 }
 
-/* Runs the online softmax of query item `it` over the keys [key_lo, key_hi) it may see (key_lo a
- * multiple of block_k), in the arena; returns the rows for write_rows_ or a split chunk. */
+/* The online softmax of a group of n query items over the keys [key_lo, key_hi) each may see (key_lo
+ * a multiple of block_k), in the arena; each item's rows go to states[i], for write_rows_ or a split
+ * chunk. The items of a group (at most FA_GROUP_ITEMS: a decode step's heads of one batch entry,
+ * forward_item.h) walk the key tiles together: for each tile, every item's blocks in item order, the
+ * tile's rows staged once for the items of one kv head. In a cache whose rows lie token by token
+ * ([token][head][dim]) the group then reads each token row once, whole, instead of one head's part of
+ * it per item. Each item computes exactly what it computes alone (the same tiles, columns and
+ * order), so grouping changes no bit. */
+static void FA_SET_NAME(attend_group_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *its, int n,
+                                       int64_t key_lo, int64_t key_hi, FA_NAME(rows_state_) * states)
+{
+    const fa_problem *p = job->problem;
+    const int64_t bk = job->block_k;
+    FA_SET_NAME(shared_) shared;
+    FA_SET_NAME(item_) items[FA_GROUP_ITEMS];
+    int64_t blocks[FA_GROUP_ITEMS];
+    fa_scratch scratch = fa_scratch_carver(arena);
+    FA_SET_NAME(carve_shared_)(&scratch, job, &shared);
+    int64_t first = INT64_MAX, end = 0; /* the key blocks some item meets, within [key_lo, key_hi) */
+    for (int i = 0; i < n; i++) {
+        const fa_q_item *it = &its[i];
+        FA_SET_NAME(item_) *item = &items[i];
+        blocks[i] = (it->rows + FA_SET_ROWS - 1) / FA_SET_ROWS;
+        FA_SET_NAME(carve_)(&scratch, job, &shared, item);
+        FA_SET_NAME(item_begin_)(item, job, it);
+        for (int64_t g = 0; g < blocks[i]; g++) {
+            FA_NAME(query_block_) b = FA_SET_NAME(block_at_)(job, it, g, item);
+            FA_SET_NAME(pack_block_)(item, job, it, &b);
+        }
+        for (int64_t r = 0; r < job->ld; r++) {
+            item->st.row_max[r] = -(FA_T)INFINITY;
+            item->st.row_sum[r] = 0;
+        }
+        FA_SET_NAME(zero_acc_)(item, job, it);
+        /* the key blocks the item meets (masked for all its rows elsewhere) */
+        fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
+        if (met.first < first) first = met.first;
+        if (met.end > end) end = met.end;
+    }
+    if (first < key_lo / bk) first = key_lo / bk;
+    if (end > (key_hi + bk - 1) / bk) end = (key_hi + bk - 1) / bk;
+    for (int64_t kb = first; kb < end; kb++) {
+        const int64_t block0 = kb * bk, tile_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
+        for (int i = 0; i < n;) {
+            /* items i..j - 1 read one kv head: its tile is staged once, over the columns some row of
+             * theirs sees */
+            int j = i;
+            fa_key_range seen = {tile_cols, 0};
+            for (; j < n && items[j].kv_head == items[i].kv_head; j++) {
+                fa_key_range mine = fa_tile_cols_seen(p, its[j].row0, its[j].rows, block0, tile_cols);
+                if (mine.end == mine.begin) continue;
+                if (mine.begin < seen.begin) seen.begin = mine.begin;
+                if (mine.end > seen.end) seen.end = mine.end;
+            }
+            if (seen.end > seen.begin) {
+                FA_SET_NAME(tile_) t;
+                FA_SET_NAME(stage_tile_)(&items[i], job, &its[i], block0 + seen.begin, seen.end - seen.begin, &t);
+                for (int m = i; m < j; m++)
+                    for (int64_t g = 0; g < blocks[m]; g++) {
+                        FA_NAME(query_block_) b = FA_SET_NAME(block_at_)(job, &its[m], g, &items[m]);
+                        if (kb < b.first || kb >= b.end) continue;
+                        fa_key_range cols = fa_tile_cols_seen(p, b.row0, b.rows, block0, tile_cols);
+                        if (cols.end == cols.begin) continue;
+                        FA_SET_NAME(attend_tile_)(&items[m], job, &its[m], &b, &t, block0 + cols.begin,
+                                                  cols.end - cols.begin);
+                    }
+            }
+            i = j;
+        }
+    }
+    for (int i = 0; i < n; i++) states[i] = FA_SET_NAME(item_end_)(&items[i], job, &its[i]);
+}
+
+/* One query item alone: a group of one. */
 static FA_NAME(rows_state_) FA_SET_NAME(attend_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
                                                  int64_t key_lo, int64_t key_hi)
 {
-    const fa_problem *p = job->problem;
-    const int64_t bk = job->block_k, blocks = (it->rows + FA_SET_ROWS - 1) / FA_SET_ROWS;
-    FA_SET_NAME(item_) item;
-    fa_scratch scratch = fa_scratch_carver(arena);
-    FA_SET_NAME(carve_)(&scratch, job, &item);
-    FA_SET_NAME(item_begin_)(&item, job, it);
-    for (int64_t g = 0; g < blocks; g++) {
-        FA_NAME(query_block_) b = FA_SET_NAME(block_at_)(job, it, g, &item);
-        FA_SET_NAME(pack_block_)(&item, job, it, &b);
-    }
-    for (int64_t r = 0; r < job->ld; r++) {
-        item.st.row_max[r] = -(FA_T)INFINITY;
-        item.st.row_sum[r] = 0;
-    }
-    FA_SET_NAME(zero_acc_)(&item, job, it);
-
-    /* The key blocks the item meets (masked for all its rows elsewhere), within [key_lo, key_hi) */
-    fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
-    int64_t first = met.first > key_lo / bk ? met.first : key_lo / bk;
-    int64_t end = met.end < (key_hi + bk - 1) / bk ? met.end : (key_hi + bk - 1) / bk;
-    for (int64_t kb = first; kb < end; kb++) {
-        int64_t block0 = kb * bk, tile_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
-        /* only the columns some row of the item sees */
-        fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0, tile_cols);
-        if (seen.end == seen.begin) continue;
-        FA_SET_NAME(tile_) t;
-        FA_SET_NAME(stage_tile_)(&item, job, it, block0 + seen.begin, seen.end - seen.begin, &t);
-        for (int64_t g = 0; g < blocks; g++) {
-            FA_NAME(query_block_) b = FA_SET_NAME(block_at_)(job, it, g, &item);
-            if (kb < b.first || kb >= b.end) continue;
-            fa_key_range mine = fa_tile_cols_seen(p, b.row0, b.rows, block0, tile_cols);
-            if (mine.end == mine.begin) continue;
-            FA_SET_NAME(attend_tile_)(&item, job, it, &b, &t, block0 + mine.begin, mine.end - mine.begin);
-        }
-    }
-    return FA_SET_NAME(item_end_)(&item, job, it);
+    FA_NAME(rows_state_) st;
+    FA_SET_NAME(attend_group_)(job, arena, it, 1, key_lo, key_hi, &st);
+    return st;
 }
 
-/* The arena bytes of one item on this set: its carve, sized. */
-static size_t FA_SET_NAME(attend_plan_)(const fa_forward_job *job)
+/* The arena bytes of a group of n items on this set: its carve, sized. */
+static size_t FA_SET_NAME(attend_plan_)(const fa_forward_job *job, int n)
 {
+    FA_SET_NAME(shared_) shared;
     FA_SET_NAME(item_) item;
     fa_scratch sizer = fa_scratch_sizer();
-    FA_SET_NAME(carve_)(&sizer, job, &item);
+    FA_SET_NAME(carve_shared_)(&sizer, job, &shared);
+    for (int i = 0; i < n; i++) FA_SET_NAME(carve_)(&sizer, job, &shared, &item);
     return sizer.bytes;
 }
 

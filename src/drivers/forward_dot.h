@@ -33,15 +33,23 @@ static void dot_accumulate_visible_(const fa_problem *p, int64_t row0, int64_t r
     }
 }
 
+/* The regions the items of a group share (forward_attend.h): one block's score tile and P in
+ * pairs, the tile's Vᵀ, and a paged pool's rows (NULL otherwise). */
+typedef struct {
+    float *s;
+    uint16_t *pp, *vt;
+    uint16_t *k_tile, *v_tile;
+} FA_SET_NAME(shared_);
+
 /* One item's scratch and what it reads. */
 typedef struct {
     uint16_t *qp;                /* every query block in pairs, up(D, pad_k) × FA_SET_ROWS apart */
-    float *s;                    /* one block's score tile (f32) */
-    uint16_t *pp;                /* one block's P in pairs of keys */
-    uint16_t *vt;                /* the tile's Vᵀ, packed once for every block */
+    float *s;                    /* the group's score tile (f32) */
+    uint16_t *pp;                /* the group's P in pairs of keys */
+    uint16_t *vt;                /* the group's Vᵀ of the tile, packed once for every block */
     float *acc_t;                /* the transposed accumulator, Dv × ld */
     FA_NAME(rows_state_) st;     /* the output rows (at the end), row max and row sum */
-    uint16_t *k_tile, *v_tile;   /* a paged pool's rows, copied as they are (NULL otherwise) */
+    uint16_t *k_tile, *v_tile;   /* the group's copies of a paged pool's rows (NULL otherwise) */
     const uint16_t *k, *v;       /* the kv head's rows in the caller's cache (NULL when paged) */
     int64_t kv_head, k_stride, v_stride;
     int scale_first;             /* the scale in the product (1) or in the softmax's FMA (0) */
@@ -57,27 +65,37 @@ typedef struct {
     int finite;
 } FA_SET_NAME(tile_);
 
-/* The item's regions, in this order (sizing and carving alike, plan/scratch.h). */
-static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, FA_SET_NAME(item_) * item)
+/* The group's regions, then each item's, in this order (sizing and carving alike, plan/scratch.h). */
+static void FA_SET_NAME(carve_shared_)(fa_scratch *sc, const fa_forward_job *job, FA_SET_NAME(shared_) * sh)
 {
     const fa_problem *p = job->problem;
     const size_t h = sizeof(uint16_t), f = sizeof(float);
-    const int64_t pad_k = job->kernels->bf16->pad_k, bk = job->block_k, ld = job->ld, dv = p->dim_v;
-    const int64_t sub_ld = fa_query_block_ld(ld, FA_SET_ROWS), bk_k = fa_round_up(bk, pad_k);
+    const int64_t pad_k = job->kernels->bf16->pad_k, bk = job->block_k;
+    const int64_t sub_ld = fa_query_block_ld(job->ld, FA_SET_ROWS), bk_k = fa_round_up(bk, pad_k);
+    sh->s = fa_scratch_take(sc, (size_t)bk, (size_t)sub_ld, f);
+    sh->pp = fa_scratch_take(sc, (size_t)bk_k, (size_t)sub_ld, h);
+    sh->vt = fa_scratch_take(sc, (size_t)p->dim_v, (size_t)(bk_k + pad_k), h);
+    sh->k_tile = sh->v_tile = NULL;
+    if (job->paged) {
+        sh->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, h);
+        sh->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, h);
+    }
+}
+
+static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const FA_SET_NAME(shared_) * sh,
+                                FA_SET_NAME(item_) * item)
+{
+    const fa_problem *p = job->problem;
+    const size_t h = sizeof(uint16_t), f = sizeof(float);
+    const int64_t pad_k = job->kernels->bf16->pad_k, ld = job->ld, dv = p->dim_v;
+    item->s = sh->s, item->pp = sh->pp, item->vt = sh->vt;
+    item->k_tile = sh->k_tile, item->v_tile = sh->v_tile;
     item->qp = fa_scratch_take(sc, (size_t)fa_round_up(p->dim, pad_k), (size_t)ld, h);
-    item->s = fa_scratch_take(sc, (size_t)bk, (size_t)sub_ld, f);
-    item->pp = fa_scratch_take(sc, (size_t)bk_k, (size_t)sub_ld, h);
-    item->vt = fa_scratch_take(sc, (size_t)dv, (size_t)(bk_k + pad_k), h);
     item->acc_t = fa_scratch_take(sc, (size_t)dv, (size_t)ld, f);
     item->st.acc_stride = fa_round_up(dv, FA_PAD_ELEMS);
     item->st.acc = fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)item->st.acc_stride, f);
     item->st.row_max = fa_scratch_take(sc, 1, (size_t)ld, f);
     item->st.row_sum = fa_scratch_take(sc, 1, (size_t)ld, f);
-    item->k_tile = item->v_tile = NULL;
-    if (job->paged) {
-        item->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, h);
-        item->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)dv, h);
-    }
 }
 
 static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
@@ -113,9 +131,11 @@ static void FA_SET_NAME(pack_block_)(const FA_SET_NAME(item_) * item, const fa_f
 {
     (void)item;
     const fa_problem *p = job->problem;
-    const uint16_t *q = fa_view_at(&p->q, 2, it->batch, it->q_head, it->row0);
-    job->kernels->bf16->pack_pairs(b->rows, p->dim, q + (b->row0 - it->row0) * p->q.stride_seq, p->q.stride_seq,
-                                   (uint16_t *)b->queries, b->ld);
+    /* the block's rows evenly apart: a grouped problem of one position, or none (takes_dot) */
+    const uint16_t *head = fa_view_at(&p->q, 2, it->batch, it->q_head, 0);
+    const int64_t stride = fa_rows_stride(p, b->row0, b->rows, p->q.stride_seq, p->q_sub_stride);
+    job->kernels->bf16->pack_pairs(b->rows, p->dim, head + fa_row_offset(p, b->row0, p->q.stride_seq, p->q_sub_stride),
+                                   stride, (uint16_t *)b->queries, b->ld);
 }
 
 static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)

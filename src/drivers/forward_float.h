@@ -1,132 +1,174 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The forward's tile products on the table's float kernels, the set forward_attend.h runs for
  * every call but an all-bf16 one on dot-product units. Included by forward_item.h with FA_T,
- * FA_SFX (f32/f64: also the kernel-table member), FA_PAD_ELEMS and FA_HALF_DIRECT defined, before
+ * FA_SFX (f32/f64: also the kernel-table member), and FA_PAD_ELEMS defined, before
  * forward_attend.h with FA_SET = FA_SFX.
  *
  * Queries are packed transposed and scaled (qt[x][r] = scale·q[r][x]) once per item, so score
  * tiles come out scaled; the accumulator is row-major (acc[r][y]). Keys and values are read where
  * the caller keeps them, or from tiles of the arena filled per key tile when they are paged or
- * stored in another type (kv_tiles.h), or, for a decode step over a half-precision cache, where
- * they lie by the table's scores_half and accumulate_half, which give the widened tile's bits. */
+ * stored in another type (kv_tiles.h), or, for a decode step over a stored or paged cache, where they
+ * lie (below), with the widened or copied tile's bits. */
 
 #define FA_SET_ROWS FA_FLOAT_BLOCK_ROWS
 
-#if FA_HALF_DIRECT
-/* A decode step over a half-precision cache (at most FA_HALF_ROWS rows an item) reads the keys and
- * values where they lie, 2 bytes an element, with the table's scores_half and accumulate_half,
- * which give the bits scores and accumulate give on the widened tile (kernels.h): no widened copy
- * is written and read again. Paged keys go a page run at a time, in key order: a score does not
- * depend on its neighbours, and each accumulator element adds the runs' keys in the order one call
- * over the whole tile would. */
-static void FA_NAME(scores_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                    int64_t kv_head, const char *k, int64_t rows, int64_t ld, int64_t col0,
-                                    int64_t cols, const FA_T *qt, FA_T *s)
+/* A decode step (at most FA_HALF_ROWS rows an item) reads its keys and values where they lie: a
+ * cache stored in another type (bf16, f16: 2 bytes an element; int8, FP8: 1), or paged, with the
+ * table's scores_stored and accumulate_stored, which take each key's row from a list and give the
+ * bits scores and accumulate give on the widened (or copied) tile (kernels.h): no copy is written
+ * and read again, and a page of any size, one key included, is as good as a contiguous run. The
+ * lists are made once per tile and kv head (stage_tile_, row_list_). */
+
+/* The rows of keys [key0, key0 + n) of kv_head in `rows` (k or v) into list[0..n), and when `scale`
+ * is given their scales (in `scales`, a quantized cache's) into scale[0..n). A paged cache a page
+ * run at a time: one division per page, not per key. */
+static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
+                                int64_t kv_head, int64_t key0, int64_t n, const void **list, float *scale)
 {
-    if (!p->pages) {
-        kern->scores_half(rows, ld, cols, p->dim, qt,
-                          (const uint16_t *)(const void *)k + col0 * p->k.stride_seq, p->k.stride_seq,
-                          p->kv_type, s);
-        return;
-    }
-    for (int64_t c = 0; c < cols;) {
-        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        kern->scores_half(rows, ld, run.rows, p->dim, qt, (const uint16_t *)(const void *)run.k,
-                          p->k.stride_seq, p->kv_type, s + c * ld);
-        c += run.rows;
+    const int64_t elem = (int64_t)fa_elem_size(p->kv_type);
+    for (int64_t i = 0; i < n;) {
+        const int64_t key = key0 + i;
+        int64_t page = batch, row = key, run = n - i;
+        if (p->pages) {
+            page = p->pages[key / p->page_size], row = key % p->page_size;
+            if (p->page_size - row < run) run = p->page_size - row;
+        }
+        const char *first = fa_view_at(rows, (size_t)elem, page, kv_head, row);
+        const float *first_scale = scale ? (const float *)fa_view_at(scales, sizeof(float), page, kv_head, row) : NULL;
+        for (int64_t j = 0; j < run; j++, i++) {
+            list[i] = first + j * rows->stride_seq * elem;
+            if (scale) scale[i] = first_scale[j * scales->stride_seq];
+        }
     }
 }
 
-static void FA_NAME(accumulate_direct_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const fa_problem *p,
-                                        int64_t kv_head, const char *v, int64_t rows, int64_t ld,
-                                        int64_t col0, int64_t cols, const FA_T *w, FA_T *acc,
-                                        int64_t acc_stride)
+/* A tile's list: keys [col0, col0 + n) with their scales, then FA_STORED_AHEAD more rows, which the
+ * kernels only prefetch: the next keys', and past the last key the last key's again. */
+static void FA_NAME(row_list_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
+                               int64_t kv_head, int64_t col0, int64_t n, const void **list, float *scale)
 {
-    if (!p->pages) {
-        kern->accumulate_half(rows, cols, p->dim_v, w, ld,
-                              (const uint16_t *)(const void *)v + col0 * p->v.stride_seq, p->v.stride_seq,
-                              p->kv_type, acc, acc_stride);
-        return;
-    }
-    for (int64_t c = 0; c < cols;) {
-        FA_NAME(page_run_) run = FA_NAME(page_run_at_)(p, kv_head, col0 + c, cols - c);
-        kern->accumulate_half(rows, run.rows, p->dim_v, w + c * ld, ld, (const uint16_t *)(const void *)run.v,
-                              p->v.stride_seq, p->kv_type, acc, acc_stride);
-        c += run.rows;
-    }
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0, n, list, scales->data ? scale : NULL);
+    const int64_t left = p->kv_len - (col0 + n), ahead = left < FA_STORED_AHEAD ? left : FA_STORED_AHEAD;
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0 + n, ahead, list + n, NULL);
+    for (int64_t i = n + ahead; i < n + FA_STORED_AHEAD; i++) list[i] = list[n + ahead - 1];
 }
-#endif
+
+/* The regions the items of a group share (forward_attend.h: a decode step's heads over one key
+ * chunk): one block's score tile, and the key and value tiles a paged or widened cache is staged in
+ * (NULL when read in place), used by one item after the other. */
+typedef struct {
+    FA_T *s;
+    FA_T *k_tile, *v_tile;
+    const void **k_list, **v_list; /* a tile's key and value rows read in place (row_list_), or NULL */
+    float *k_scales, *v_scales;    /* and their scales */
+} FA_SET_NAME(shared_);
 
 /* One item's scratch and what it reads. */
 typedef struct {
     FA_T *qt;                  /* every query block packed transposed, D × FA_SET_ROWS apart */
-    FA_T *s;                   /* one block's score tile */
+    FA_T *s;                   /* the group's score tile */
     FA_NAME(rows_state_) st;   /* the output rows, row max and row sum */
-    FA_T *k_tile, *v_tile;     /* paged or widened keys and values (NULL when read in place) */
+    FA_T *k_tile, *v_tile;     /* the group's staged tiles */
+    const void **k_list, **v_list; /* the group's row lists for in-place reads */
+    float *k_scales, *v_scales;
     FA_T *q_wide;              /* widened half-precision queries (NULL otherwise) */
     const FA_T *q_rows;        /* the rows the packs read: the caller's or q_wide */
     int64_t q_stride;
-    const char *k, *v;         /* the kv head's rows in the caller's cache (NULL when paged) */
+    FA_NAME(stored_rows_) k, v; /* the kv head's rows in the caller's cache (unused when paged) */
     int64_t kv_head, k_stride, v_stride; /* strides of the rows the kernels read */
-    int direct;                /* a decode step over a half cache: read in place (FA_HALF_DIRECT) */
+    int direct;                /* a decode step over a stored or paged cache: read in place */
 } FA_SET_NAME(item_);
 
 /* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
- * key col0 first), or the cache itself (in_place). */
+ * key col0 first), or the cache itself (in_place: the row lists, key col0 first). */
 typedef struct {
     const FA_T *k, *v;
     int64_t col0;
     int in_place;
 } FA_SET_NAME(tile_);
 
-/* The item's regions, in this order (sizing and carving alike, plan/scratch.h). */
-static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, FA_SET_NAME(item_) * item)
+/* The group's regions, then each item's, in this order (sizing and carving alike, plan/scratch.h). */
+static void FA_SET_NAME(carve_shared_)(fa_scratch *sc, const fa_forward_job *job, FA_SET_NAME(shared_) * sh)
 {
     const fa_problem *p = job->problem;
     const size_t e = sizeof(FA_T);
-    const int64_t bk = job->block_k, ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
-    item->qt = fa_scratch_take(sc, (size_t)p->dim, (size_t)ld, e);
+    const int64_t bk = job->block_k;
     /* the score tile: one query block's of at most FA_SET_ROWS rows */
-    item->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(ld, FA_SET_ROWS), e);
+    sh->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(job->ld, FA_SET_ROWS), e);
+    sh->k_tile = sh->v_tile = NULL;
+    if (job->paged || fa_kv_widens(p)) {
+        sh->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, e);
+        sh->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, e);
+    }
+    sh->k_list = sh->v_list = NULL;
+    sh->k_scales = sh->v_scales = NULL;
+    if (job->in_place) { /* some item is a decode step over a stored or paged cache */
+        sh->k_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
+        sh->v_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
+        if (p->k_scale.data) {
+            sh->k_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
+            sh->v_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
+        }
+    }
+}
+
+static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const FA_SET_NAME(shared_) * sh,
+                                FA_SET_NAME(item_) * item)
+{
+    const fa_problem *p = job->problem;
+    const size_t e = sizeof(FA_T);
+    const int64_t ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
+    item->s = sh->s;
+    item->k_tile = sh->k_tile;
+    item->v_tile = sh->v_tile;
+    item->k_list = sh->k_list, item->v_list = sh->v_list;
+    item->k_scales = sh->k_scales, item->v_scales = sh->v_scales;
+    item->qt = fa_scratch_take(sc, (size_t)p->dim, (size_t)ld, e);
     item->st.acc = fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)dv_pad, e);
     item->st.row_max = fa_scratch_take(sc, 1, (size_t)ld, e);
     item->st.row_sum = fa_scratch_take(sc, 1, (size_t)ld, e);
     item->st.acc_stride = dv_pad;
-    item->k_tile = item->v_tile = NULL;
-    if (job->paged || fa_kv_widens(p)) {
-        item->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, e);
-        item->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, e);
-    }
-    item->q_wide = fa_q_widens(p) ? fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)p->dim, e) : NULL;
+    /* half-precision queries are widened here, and a grouped problem's rows over several positions
+     * gathered (fa_rows_stride): for a batch of sequences, when any sequence's are (job->gather_q) */
+    const int gather = fa_q_widens(p) || job->gather_q;
+    item->q_wide = gather ? fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)p->dim, e) : NULL;
 }
 
 /* What the item reads: its query rows (widened first when half precision), its kv head's cache. */
 static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
 {
     const fa_problem *p = job->problem;
-    const size_t kv_elem = fa_elem_size(p->kv_type);
     const int kv_tiles = item->k_tile != NULL;
     item->kv_head = it->q_head / p->group;
-    item->k = item->v = NULL;
     if (!p->pages) {
-        item->k = (const char *)fa_view_at(&p->k, kv_elem, it->batch, item->kv_head, 0);
-        item->v = (const char *)fa_view_at(&p->v, kv_elem, it->batch, item->kv_head, 0);
+        item->k = FA_NAME(stored_rows_at_)(p, &p->k, &p->k_scale, it->batch, item->kv_head, 0);
+        item->v = FA_NAME(stored_rows_at_)(p, &p->v, &p->v_scale, it->batch, item->kv_head, 0);
     }
     item->k_stride = kv_tiles ? p->dim : p->k.stride_seq;
     item->v_stride = kv_tiles ? p->dim_v : p->v.stride_seq;
-    const void *q = fa_view_at(&p->q, fa_elem_size(p->q_type), it->batch, it->q_head, it->row0);
-    item->q_rows = q;
-    item->q_stride = p->q.stride_seq;
+    /* the item's query rows: where they lie, evenly apart; or gathered (widened when stored in half
+     * precision) into q_wide, when they are half precision or, in a grouped problem, span positions */
+    const size_t q_elem = fa_elem_size(p->q_type);
+    const char *head = fa_view_at(&p->q, q_elem, it->batch, it->q_head, 0);
+    const int64_t stride = fa_rows_stride(p, it->row0, it->rows, p->q.stride_seq, p->q_sub_stride);
+    item->q_rows = (const FA_T *)(const void *)(head + fa_row_offset(p, it->row0, p->q.stride_seq, p->q_sub_stride) * (int64_t)q_elem);
+    item->q_stride = stride;
     if (item->q_wide) {
-        job->kernels->FA_SFX->widen(it->rows, p->dim, q, p->q.stride_seq, p->q_type, item->q_wide, p->dim);
+        for (int64_t r = 0; r < it->rows; r++) {
+            const char *row = head + fa_row_offset(p, it->row0 + r, p->q.stride_seq, p->q_sub_stride) * (int64_t)q_elem;
+            if (fa_q_widens(p))
+                job->kernels->FA_SFX->widen(1, p->dim, row, 0, p->q_type, NULL, 0, item->q_wide + r * p->dim, p->dim);
+            else
+                memcpy(item->q_wide + r * p->dim, row, (size_t)p->dim * sizeof(FA_T));
+        }
         item->q_rows = item->q_wide;
         item->q_stride = p->dim;
     }
-    /* A decode step over a half cache reads it in place. Its item is one query block, so the
-     * tile's fill (skipped when in place) and the block's products decide on the same rows and
-     * columns. */
+    /* A decode step over a stored or paged cache reads it in place. Its item is one query block
+     * (and the items of a group have the same rows), so the tile's fill (skipped when in place) and
+     * the block's products decide on the same rows and columns. */
     _Static_assert(FA_HALF_ROWS <= FA_SET_ROWS, "a decode item is one query block");
-    item->direct = FA_HALF_DIRECT && fa_kv_widens(p) && it->rows <= FA_HALF_ROWS;
+    item->direct = item->k_list && it->rows <= FA_HALF_ROWS && (fa_kv_widens(p) || p->pages);
 }
 
 /* Query block r0.. of the item: its packed queries and its accumulator rows. */
@@ -162,23 +204,22 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-    const int64_t kv_elem = (int64_t)fa_elem_size(p->kv_type);
     t->col0 = col0;
     t->in_place = item->direct && fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
     t->k = item->k_tile;
     t->v = item->v_tile;
-    if (t->in_place) {
-        /* read where they lie, by the block's products */
+    if (t->in_place) { /* read where they lie, by the block's products: their rows listed */
+        FA_NAME(row_list_)(p, &p->k, &p->k_scale, it->batch, item->kv_head, col0, cols, item->k_list, item->k_scales);
+        FA_NAME(row_list_)(p, &p->v, &p->v_scale, it->batch, item->kv_head, col0, cols, item->v_list, item->v_scales);
     } else if (p->pages) {
         FA_NAME(gather_pages_)(kern, p, 0, item->kv_head, col0, cols, item->k_tile, item->v_tile);
     } else if (item->k_tile) {
-        FA_NAME(tile_rows_)
-        (kern, p, 0, cols, p->dim, item->k + col0 * p->k.stride_seq * kv_elem, p->k.stride_seq, item->k_tile);
-        FA_NAME(tile_rows_)
-        (kern, p, 0, cols, p->dim_v, item->v + col0 * p->v.stride_seq * kv_elem, p->v.stride_seq, item->v_tile);
+        FA_NAME(stored_rows_) k = FA_NAME(stored_rows_skip_)(p, item->k, col0), v = FA_NAME(stored_rows_skip_)(p, item->v, col0);
+        FA_NAME(tile_rows_)(kern, p, 0, cols, p->dim, &k, item->k_tile);
+        FA_NAME(tile_rows_)(kern, p, 0, cols, p->dim_v, &v, item->v_tile);
     } else {
-        t->k = (const FA_T *)(const void *)item->k + col0 * item->k_stride;
-        t->v = (const FA_T *)(const void *)item->v + col0 * item->v_stride;
+        t->k = (const FA_T *)(const void *)item->k.at + col0 * item->k_stride;
+        t->v = (const FA_T *)(const void *)item->v.at + col0 * item->v_stride;
     }
 }
 
@@ -189,14 +230,12 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-#if FA_HALF_DIRECT
-    if (t->in_place && full) { /* a decode step reads its half cache in place, but on a mask's edge */
-        FA_NAME(scores_direct_)(kern, p, item->kv_head, item->k, b->rows, b->ld, col0, cols, (const FA_T *)b->queries, item->s);
+    if (t->in_place && full) { /* a decode step reads its cache in place, but on a mask's edge */
+        const int64_t at = col0 - t->col0;
+        kern->scores_stored(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, item->k_list + at, p->kv_type,
+                            p->k_scale.data ? item->k_scales + at : NULL, item->s);
         return;
     }
-#else
-    (void)full; /* no cache is read in place in this type */
-#endif
     kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, t->k + (col0 - t->col0) * item->k_stride,
                  item->k_stride, item->s);
 }
@@ -211,15 +250,12 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     const int64_t acc_stride = item->st.acc_stride;
     kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride, acc_stride);
-#if FA_HALF_DIRECT
     if (t->in_place && full) {
-        FA_NAME(accumulate_direct_)
-        (kern, p, item->kv_head, item->v, b->rows, b->ld, col0, cols, item->s, b->acc, acc_stride);
+        const int64_t at = col0 - t->col0;
+        kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, item->v_list + at, p->kv_type,
+                                p->v_scale.data ? item->v_scales + at : NULL, b->acc, acc_stride);
         return;
     }
-#else
-    (void)full;
-#endif
     FA_CAT(fa_accumulate_visible_, FA_SFX)
     (kern, p, b->row0, b->rows, col0, cols, p->dim_v, item->s, b->ld, t->v + (col0 - t->col0) * item->v_stride,
      item->v_stride, b->acc, acc_stride);

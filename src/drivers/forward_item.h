@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Forward work items, written once for both accumulation types: included by forward.c with FA_T,
  * FA_SFX (f32/f64: also the kernel-table member), FA_LOG, FA_EXP, FA_PAD_ELEMS (the padding unit of
- * accumulator rows, kernels.h), FA_HALF_DIRECT (1 for float: the half-cache decode reads in place)
- * and FA_DOT_UNITS (1 for float: the set of bf16 dot-product units) defined.
+ * accumulator rows, kernels.h) and FA_DOT_UNITS (1 for float: the set of bf16 dot-product units)
+ * defined.
  *
  * The item's online softmax is forward_attend.h, instantiated once per set of tile products: the
  * table's float kernels (forward_float.h), and in float also bf16 dot-product units
@@ -53,6 +53,20 @@ static FA_NAME(rows_state_) FA_NAME(attend_item_)(const fa_forward_job *job, fa_
     return FA_CAT(attend_, FA_SFX)(job, arena, it, key_lo, key_hi);
 }
 
+/* The query items of group `g` of a job that groups them (job->group > 1, forward.c: a decode step's
+ * heads): the items of one batch entry's heads g·group .. g·group + group - 1 (fewer at the end), in
+ * head order, all of the same rows. Returns their count; `first` is the first's schedule index. */
+static int FA_NAME(group_items_)(const fa_forward_job *job, int64_t g, fa_q_item *its, int64_t *first)
+{
+    const fa_problem *p = job->problem;
+    const int64_t per_batch = (p->q_heads + job->group - 1) / job->group, b = g / per_batch;
+    const int64_t h0 = g % per_batch * job->group;
+    const int n = (int)(p->q_heads - h0 < job->group ? p->q_heads - h0 : job->group);
+    *first = b * p->q_heads + h0; /* one query block a head: the schedule's index of (b, h0) */
+    for (int i = 0; i < n; i++) its[i] = fa_q_schedule_item(&job->schedule, p, *first + i);
+    return n;
+}
+
 /* out = acc / l and lse = m + log(l) for the item's rows, where l = sum_j exp(s_j - m). With a
  * sink logit σ the denominator gains exp(σ - m): for the larger reference M = max(m, σ),
  * out = acc·exp(m - M) / (l·exp(m - M) + exp(σ - M)) and lse = M + log(that denominator), so
@@ -61,14 +75,14 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
 {
     const size_t q_elem = fa_elem_size(p->q_type);
     const int out_half = fa_q_widens(p);
-    char *out = (char *)fa_view_at(&p->out, q_elem, it->batch, it->q_head, it->row0);
-    FA_T *lse = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride +
-                             it->row0 * p->lse_row_stride
-                       : NULL;
+    char *out = (char *)fa_view_at(&p->out, q_elem, it->batch, it->q_head, 0);
+    FA_T *lse_head = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride : NULL;
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {
-        char *row = out + r * p->out.stride_seq * (int64_t)q_elem;
+        const int64_t row_at = it->row0 + r; /* a grouped problem's rows step over heads and positions */
+        char *row = out + fa_row_offset(p, row_at, p->out.stride_seq, p->out_sub_stride) * (int64_t)q_elem;
+        FA_T *lse = lse_head ? lse_head + fa_row_offset(p, row_at, p->lse_row_stride, p->lse_sub_stride) : NULL;
         FA_T *o =
             out_half ? st->acc + r * st->acc_stride : (FA_T *)(void *)row; /* half: in place, then rounded */
         const FA_T *a = st->acc + r * st->acc_stride;
@@ -77,15 +91,15 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
          * sink), never 0/0. A NaN l is not 0, so a row that saw a NaN stays NaN. */
         if (l == 0) {
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = 0;
-            if (lse) lse[r * p->lse_row_stride] = has_sink ? sink : -(FA_T)INFINITY;
+            if (lse) *lse = has_sink ? sink : -(FA_T)INFINITY;
         } else if (!has_sink) {
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] / l;
-            if (lse) lse[r * p->lse_row_stride] = m + FA_LOG(l);
+            if (lse) *lse = m + FA_LOG(l);
         } else {
             FA_T big = m > sink ? m : sink, keys = l * FA_EXP(m - big), denom = keys + FA_EXP(sink - big);
             FA_T w = FA_EXP(m - big) / denom;
             for (int64_t y = 0; y < p->dim_v; y++) o[y] = a[y] * w;
-            if (lse) lse[r * p->lse_row_stride] = big + FA_LOG(denom);
+            if (lse) *lse = big + FA_LOG(denom);
         }
         /* the row in the accumulation type, rounded once to the output's */
         if (out_half)
@@ -96,6 +110,15 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
 static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_forward_job *job = job_ptr;
+    if (job->group > 1) { /* a group of a decode step's heads, written one after another */
+        fa_q_item its[FA_GROUP_ITEMS];
+        FA_NAME(rows_state_) states[FA_GROUP_ITEMS];
+        int64_t first;
+        int n = FA_NAME(group_items_)(job, index, its, &first);
+        FA_CAT(attend_group_, FA_SFX)(job, arena, its, n, 0, job->problem->kv_len, states);
+        for (int i = 0; i < n; i++) FA_NAME(write_rows_)(job->problem, &its[i], &states[i]);
+        return;
+    }
     fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, index);
     FA_NAME(rows_state_) st = FA_NAME(attend_item_)(job, arena, &it, 0, job->problem->kv_len);
     FA_NAME(write_rows_)(job->problem, &it, &st);
@@ -113,25 +136,41 @@ static FA_T *FA_NAME(partial_at_)(const fa_forward_job *job, int64_t item, int64
     return (FA_T *)job->partials + (item * job->split.splits + chunk) * job->partial_elems;
 }
 
-static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+/* A chunk's rows as fa_merge takes them: each row's lse, and its normalized output. */
+static void FA_NAME(write_partial_)(const fa_forward_job *job, const fa_q_item *it, const FA_NAME(rows_state_) * st,
+                                    int64_t item, int64_t chunk)
 {
-    const fa_forward_job *job = job_ptr;
-    int64_t item = index / job->split.splits, chunk = index % job->split.splits;
-    fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, item);
-    int64_t key_lo = chunk * job->split.chunk, key_hi = key_lo + job->split.chunk;
-    FA_NAME(rows_state_) st = FA_NAME(attend_item_)(job, arena, &it, key_lo, key_hi);
     FA_T *lse = FA_NAME(partial_at_)(job, item, chunk), *out = lse + job->ld;
-    for (int64_t r = 0; r < it.rows; r++) {
-        FA_T l = st.row_sum[r];
+    for (int64_t r = 0; r < it->rows; r++) {
+        FA_T l = st->row_sum[r];
         if (l == 0) { /* the row saw no key of this chunk: its row is never read */
             lse[r] = -(FA_T)INFINITY;
             continue;
         }
-        lse[r] = st.row_max[r] + FA_LOG(l);
-        const FA_T *a = st.acc + r * st.acc_stride;
-        FA_T *o = out + r * st.acc_stride;
+        lse[r] = st->row_max[r] + FA_LOG(l);
+        const FA_T *a = st->acc + r * st->acc_stride;
+        FA_T *o = out + r * st->acc_stride;
         for (int64_t y = 0; y < job->problem->dim_v; y++) o[y] = a[y] / l;
     }
+}
+
+static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_forward_job *job = job_ptr;
+    int64_t unit = index / job->split.splits, chunk = index % job->split.splits;
+    int64_t key_lo = chunk * job->split.chunk, key_hi = key_lo + job->split.chunk;
+    if (job->group > 1) { /* a group of a decode step's heads over one chunk */
+        fa_q_item its[FA_GROUP_ITEMS];
+        FA_NAME(rows_state_) states[FA_GROUP_ITEMS];
+        int64_t first;
+        int n = FA_NAME(group_items_)(job, unit, its, &first);
+        FA_CAT(attend_group_, FA_SFX)(job, arena, its, n, key_lo, key_hi, states);
+        for (int i = 0; i < n; i++) FA_NAME(write_partial_)(job, &its[i], &states[i], first + i, chunk);
+        return;
+    }
+    fa_q_item it = fa_q_schedule_item(&job->schedule, job->problem, unit);
+    FA_NAME(rows_state_) st = FA_NAME(attend_item_)(job, arena, &it, key_lo, key_hi);
+    FA_NAME(write_partial_)(job, &it, &st, unit, chunk);
 }
 
 /* The regions of a merge item: the state write_rows_ reads, then one lse and one row pointer per
@@ -202,7 +241,8 @@ static fa_forward_job FA_NAME(sequence_job_)(const fa_forward_job *job, const fa
     mine.schedule = fa_q_schedule_make(one, job->schedule.block_q);
     mine.split = job->plans[b].split;
     mine.partials = (FA_T *)job->partials + job->plans[b].partials;
-    mine.dot = job->dot && one->q_len > FA_HALF_ROWS; /* takes_dot of the sequence alone */
+    mine.dot = job->dot && rows_take_dot(one); /* takes_dot of the sequence alone */
+    mine.group = forward_group_of(one, &mine.schedule, mine.dot);
     return mine;
 }
 

@@ -7,7 +7,7 @@
  *   and one key vector fit the register file (at most 8 keys);
  *   optionally V_REDUCE_ADD_8(v, out): out[m] = V_REDUCE_ADD(v[m]) for eight vectors, bit for bit,
  *   and V_LOAD_BF16_RUN(p, lo, hi): 2·FA_LANES bf16 elements widened into two vectors, the lanes of
- *   V_LOAD_HALF's.
+ *   V_LOAD_STORED's for bf16.
  *
  * With one real row in a 16-row tile, the broadcast form of the scores spends a load and a full
  * FMA (15 lanes of padding) on every key element. Here each real query row is held as vectors
@@ -23,14 +23,23 @@
 #define FA_FEW_ROWS 4
 #define FA_PREFETCH_KEYS 16
 
-/* The rows a few-rows tile reads as key rows: FA_T (kind 0), or bf16 (1) and f16 (2) widened as they
- * are loaded (simd/half_operands.h: scores_half), where the ISA's float file defines V_LOAD_HALF.
- * One body for every kind, so a half cache's scores are the same FMAs in the same order as on its
- * widened rows. */
+/* The rows a few-rows tile reads as key rows: FA_T (kind 0), or a stored type (kind: its fa_dtype,
+ * FA_BF16 and up) converted as it is loaded, where the ISA's float file defines V_LOAD_STORED
+ * (simd/half_operands.h: scores_stored); a quantized row's elements are then multiplied by its scale
+ * (dot_block_), as widen does. One body for every kind, so a stored cache's scores are the same FMAs
+ * in the same order as on its widened rows. */
+#define FA_KIND_OWN 0 /* FA_T's own rows (FA_F32's value, which no stored row has) */
+
+FA_INLINE int64_t FA_NAME(kind_size_)(const int kind)
+{
+    return kind == FA_KIND_OWN ? (int64_t)sizeof(FA_T) : kind == FA_BF16 || kind == FA_F16 ? 2 : 1;
+}
+
 FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int64_t n)
 {
-#ifdef V_LOAD_HALF
-    if (kind) return V_LOAD_HALF((const uint16_t *)k + at, n, kind == 1);
+#ifdef V_LOAD_STORED
+    if (kind != FA_KIND_OWN)
+        return V_LOAD_STORED((const char *)k + at * FA_NAME(kind_size_)(kind), n, (fa_dtype)kind);
 #else
     (void)kind;
 #endif
@@ -38,14 +47,18 @@ FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int6
 }
 
 FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM],
-                                   const void *k, int64_t k_stride, FA_T *s, int64_t ld)
+                                   const char *const *keys, const float *scale, FA_T *s, int64_t ld)
 {
     vec acc[8][FA_FEW_ROWS];
     FA_UNROLL for (int i = 0; i < nk; i++)
         FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
+    /* a quantized key row's scale, one multiplication of each converted element (kernels.h, widen) */
+    const int scaled = kind > FA_F16;
+    vec sv[8];
+    FA_UNROLL for (int i = 0; i < nk; i++) sv[i] = V_SET1(scaled ? (FA_T)scale[i] : (FA_T)1);
     int64_t x = 0;
 #ifdef V_LOAD_BF16_RUN
-    if (kind == 1) /* bf16: 32 elements a load, widened in order (the same FMAs in the same order) */
+    if (kind == FA_BF16) /* bf16: 32 elements a load, widened in order (the same FMAs in the same order) */
         for (; x + 2 * FA_LANES <= dim; x += 2 * FA_LANES) {
             vec q0[FA_FEW_ROWS], q1[FA_FEW_ROWS];
             FA_UNROLL for (int r = 0; r < nr; r++) {
@@ -54,7 +67,7 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
             }
             FA_UNROLL for (int i = 0; i < nk; i++) {
                 vec k0, k1;
-                V_LOAD_BF16_RUN((const uint16_t *)k + i * k_stride + x, &k0, &k1);
+                V_LOAD_BF16_RUN((const uint16_t *)(const void *)keys[i] + x, &k0, &k1);
                 FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k0, q0[r], acc[i][r]);
                 FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k1, q1[r], acc[i][r]);
             }
@@ -64,7 +77,8 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
         vec qv[FA_FEW_ROWS];
         FA_UNROLL for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
         FA_UNROLL for (int i = 0; i < nk; i++) {
-            vec kv = FA_NAME(key_part_)(kind, k, i * k_stride + x, dim - x);
+            vec kv = FA_NAME(key_part_)(kind, keys[i], x, dim - x);
+            if (scaled) kv = V_MUL(sv[i], kv);
             FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
         }
     }
@@ -91,60 +105,78 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
 #define FA_DOT_FN(KIND, NK, NR) FA_NAME(dot_block_##KIND##_##NK##_##NR##_)
 #define FA_DOT_DEFINE(KIND, NK, NR)                                                                            \
     static __attribute__((noinline)) void FA_DOT_FN(KIND, NK, NR)(int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM], \
-                                                                  const void *k, int64_t k_stride, FA_T *s,     \
-                                                                  int64_t ld)                                   \
+                                                                  const char *const *keys, const float *scale,  \
+                                                                  FA_T *s, int64_t ld)                          \
     {                                                                                                          \
-        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(KIND, NK, NR, dim, q, k, k_stride, s, ld);       \
+        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(KIND, NK, NR, dim, q, keys, scale, s, ld);       \
     }
 #define FA_DOT_DEFINE_KEYS(KIND, NR)                                                                           \
     FA_DOT_DEFINE(KIND, 1, NR) FA_DOT_DEFINE(KIND, 2, NR) FA_DOT_DEFINE(KIND, 3, NR) FA_DOT_DEFINE(KIND, 4, NR) \
     FA_DOT_DEFINE(KIND, 5, NR) FA_DOT_DEFINE(KIND, 6, NR) FA_DOT_DEFINE(KIND, 7, NR) FA_DOT_DEFINE(KIND, 8, NR)
 #define FA_DOT_DEFINE_KIND(KIND)                                                                               \
     FA_DOT_DEFINE_KEYS(KIND, 1) FA_DOT_DEFINE_KEYS(KIND, 2) FA_DOT_DEFINE_KEYS(KIND, 3) FA_DOT_DEFINE_KEYS(KIND, 4)
+/* the kinds by the values of their fa_dtype (FA_KIND_OWN, FA_BF16 = 2 ... FA_F8_E5M2 = 6) */
 FA_DOT_DEFINE_KIND(0)
-#ifdef V_LOAD_HALF
-FA_DOT_DEFINE_KIND(1)
+#ifdef V_LOAD_STORED
 FA_DOT_DEFINE_KIND(2)
+FA_DOT_DEFINE_KIND(3)
+FA_DOT_DEFINE_KIND(4)
+FA_DOT_DEFINE_KIND(5)
+FA_DOT_DEFINE_KIND(6)
+#define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, kp, scale_c, sc, ld)
 #define FA_DOT_CALL(NK, NR)                                                                                    \
-    (kind == 1   ? FA_DOT_FN(1, NK, NR)(dim, q, kc, k_stride, sc, ld)                                          \
-     : kind == 2 ? FA_DOT_FN(2, NK, NR)(dim, q, kc, k_stride, sc, ld)                                          \
-                 : FA_DOT_FN(0, NK, NR)(dim, q, kc, k_stride, sc, ld))
+    switch (kind) {                                                                                            \
+    case FA_BF16: FA_DOT_KIND_CALL(2, NK, NR); break;                                                          \
+    case FA_F16: FA_DOT_KIND_CALL(3, NK, NR); break;                                                           \
+    case FA_I8: FA_DOT_KIND_CALL(4, NK, NR); break;                                                            \
+    case FA_F8_E4M3: FA_DOT_KIND_CALL(5, NK, NR); break;                                                       \
+    case FA_F8_E5M2: FA_DOT_KIND_CALL(6, NK, NR); break;                                                       \
+    default: FA_DOT_KIND_CALL(0, NK, NR); break;                                                               \
+    }
 #else
-#define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, kc, k_stride, sc, ld)
+#define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, kp, scale_c, sc, ld)
 #endif
 #define FA_DOT_CASE(NK, NR)                                                                                    \
-    case (NK) * 16 + (NR):                                                                                     \
+    case (NK) * 16 + (NR): {                                                                                   \
         FA_DOT_CALL(NK, NR);                                                                                   \
-        break;
+        break;                                                                                                 \
+    }
 #define FA_DOT_ROWS_CASES(NR)                                                                                  \
     FA_DOT_CASE(1, NR) FA_DOT_CASE(2, NR) FA_DOT_CASE(3, NR) FA_DOT_CASE(4, NR) FA_DOT_CASE(5, NR)            \
     FA_DOT_CASE(6, NR) FA_DOT_CASE(7, NR) FA_DOT_CASE(8, NR)
 
-/* The scores of a tile of at most FA_FEW_ROWS real rows against `cols` key rows of `kind`, k_stride
- * elements apart. K streams from memory once: rows are asked for `ahead` keys early, a line at a
- * time, with `hint` (float: 16 keys into L1 within the tile; half: simd/half_operands.h). */
+/* The scores of a tile of at most FA_FEW_ROWS real rows against `cols` key rows of `kind`: k_stride
+ * elements apart from k, or, with k_rows, key c at k_rows[c] (with its scale, scale[c], for a
+ * quantized kind). K streams from memory once: rows are asked for `ahead` keys early, a line at a
+ * time, with `hint` (float: 16 keys into L1 within the tile; stored: simd/half_operands.h), up to
+ * the tile's end unless past_tile (k_rows then has cols + ahead entries: kernels.h). */
 FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols, int64_t dim,
-                                              const FA_T *qt, const void *k, int64_t k_stride, FA_T *s,
-                                              int64_t ahead, int past_tile, int hint)
+                                              const FA_T *qt, const void *k, int64_t k_stride,
+                                              const void *const *k_rows, const float *scale, FA_T *s, int64_t ahead,
+                                              int past_tile, int hint)
 {
     /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
     _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_HEAD_DIM];
     int64_t dim_pad = (dim + FA_LANES - 1) / FA_LANES * FA_LANES;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
-    const int64_t elem = kind ? 2 : (int64_t)sizeof(FA_T);
+    const int64_t elem = FA_NAME(kind_size_)(kind);
     int keys = FA_FEW_ROWS_KEYS(rows);
     for (int64_t c = 0; c < cols; c += keys) {
         int nk = cols - c < keys ? (int)(cols - c) : keys;
-        for (int64_t a = c + ahead; a < c + ahead + nk && (past_tile || a < cols); a++)
+        for (int64_t a = c + ahead; a < c + ahead + nk && (past_tile || a < cols); a++) {
+            const char *row = k_rows ? (const char *)k_rows[a] : (const char *)k + a * k_stride * elem;
             for (int64_t x = 0; x < dim * elem; x += 64) {
-                const char *line = (const char *)k + a * k_stride * elem + x;
                 if (hint == FA_HINT_L2)
-                    FA_PREFETCH(line, FA_HINT_L2);
+                    FA_PREFETCH(row + x, FA_HINT_L2);
                 else
-                    FA_PREFETCH(line, FA_HINT_L1);
+                    FA_PREFETCH(row + x, FA_HINT_L1);
             }
-        const char *kc = (const char *)k + c * k_stride * elem;
+        }
+        const char *kp[8];
+        for (int i = 0; i < nk; i++)
+            kp[i] = k_rows ? (const char *)k_rows[c + i] : (const char *)k + (c + i) * k_stride * elem;
+        const float *scale_c = scale ? scale + c : NULL;
         FA_T *sc = s + c * ld;
         /* padding rows [rows, ld): defined anyway, zeroed a vector at a time before the block writes
          * its rows' scores over the first (a byte loop here was a memset call per key) */
@@ -163,13 +195,14 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
 static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                       const FA_T *k, int64_t k_stride, FA_T *s)
 {
-    FA_NAME(scores_few_rows_body_)
-    (0, rows, ld, cols, dim, qt, k, k_stride, s, FA_PREFETCH_KEYS, 0, FA_HINT_L1);
+    FA_NAME(scores_few_rows_body_)(FA_KIND_OWN, rows, ld, cols, dim, qt, k, k_stride, NULL, NULL, s,
+                                   FA_PREFETCH_KEYS, 0, FA_HINT_L1);
 }
 
 #undef FA_DOT_ROWS_CASES
 #undef FA_DOT_CASE
 #undef FA_DOT_CALL
+#undef FA_DOT_KIND_CALL
 #undef FA_DOT_DEFINE_KIND
 #undef FA_DOT_DEFINE_KEYS
 #undef FA_DOT_DEFINE

@@ -110,29 +110,40 @@ typedef struct {
         void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                       \
         /* Backward through the softcap: ds[c][r] *= dcap[c][r] for c < cols, r < ld. */                     \
         void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \
-        /* dst[r][x] = src[r][x] for r < rows, x < dim: rows of `from` (FA_BF16 or FA_F16, 2-byte elements   \
-         * src_stride apart, any alignment) widened to T, which is exact, into rows dst_stride apart. How  \
-         * half-precision inputs reach the kernels above: the drivers widen a tile once into the arena   \
-         * (kernels/half.h has the scalar conversions). Every table gives ref's bits. */                    \
-        void (*widen)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, fa_dtype from,       \
-                      T *dst, int64_t dst_stride);                                                             \
-        /* scores and accumulate with k (x) rows of half type kt (xt: FA_BF16 or FA_F16) where they lie,  \
-         * for tiles of at most FA_HALF_ROWS real query rows (a decode step over a half-precision cache): \
-         * bit for bit what scores and accumulate give on the same rows widened (by widen, exact). Only    \
-         * the float set's are called (half caches accumulate in float). */                                \
-        void (*scores_half)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,                 \
-                            const uint16_t *k, int64_t k_stride, fa_dtype kt, T *s);                          \
-        void (*accumulate_half)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,              \
-                                const uint16_t *x, int64_t x_stride, fa_dtype xt, T *acc, int64_t acc_stride); \
+        /* dst[r][x] = value of src[r][x] for r < rows, x < dim: rows of a stored type `from` (FA_BF16 or      \
+         * FA_F16, 2-byte elements; FA_I8, FA_F8_E4M3 or FA_F8_E5M2, 1-byte elements) src_stride elements    \
+         * apart at any alignment, into T rows dst_stride apart. The value is the element converted        \
+         * exactly (kernels/half.h, kernels/quant.h), times scale[r·scale_stride] (one float                \
+         * multiplication) when scale is not NULL (the quantized types; NULL for the half ones). How a      \
+         * stored type reaches the kernels above: the drivers widen a tile once into the arena. Every      \
+         * table gives ref's bits. */                                                                       \
+        void (*widen)(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,           \
+                      const float *scale, int64_t scale_stride, T *dst, int64_t dst_stride);                   \
+        /* scores and accumulate over key (value) rows of a stored type kt (xt; or the set's own type,  \
+         * FA_F32 in the float set), scaled as widen scales them, read where they lie, for tiles of at most \
+         * FA_HALF_ROWS real query rows (a decode step): bit for bit what scores and accumulate give on    \
+         * the same rows widened. Key c's row is k_rows[c] (any address and alignment: a page of a paged  \
+         * cache is as good as a contiguous run), its scale scale[c] (NULL but for the quantized types);  \
+         * the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched. Only the  \
+         * float set's are called (stored types accumulate in float). */                                  \
+        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,               \
+                              const void *const *k_rows, fa_dtype kt, const float *scale, T *s);              \
+        void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,            \
+                                  const void *const *x_rows, fa_dtype xt, const float *scale, T *acc,         \
+                                  int64_t acc_stride);                                                        \
     }
 
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
 #define FA_KERNEL_OPS(X)                                                                                       \
     X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities)              \
-        X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_half) X(accumulate_half)
+        X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored) X(accumulate_stored)
 
-/* The most real query rows of a tile that scores_half and accumulate_half take. */
+/* The most real query rows of a tile that scores_stored and accumulate_stored take. */
 #define FA_HALF_ROWS 4
+
+/* The rows past a tile that the row lists of scores_stored and accumulate_stored carry: how far
+ * ahead the kernels prefetch. */
+#define FA_STORED_AHEAD 64
 
 typedef FA_KERNEL_SET(float) fa_kernels_f32;
 typedef FA_KERNEL_SET(double) fa_kernels_f64;

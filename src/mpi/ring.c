@@ -110,6 +110,35 @@ size_t fa_ring_round(size_t bytes)
 
 /* ---- setting up a call ---- */
 
+/* flashattn.h's reading rule (ABI section) for the caller's p, against the fa_params this library
+ * was built with. The ring passes the core its own copies, never the caller's struct, so the core
+ * cannot apply the rule for it; and the core it runs with may be newer, with a larger fa_params whose
+ * fields the ring would drop unread, so the unknown bytes are checked here against the ring's size. */
+static fa_status read_params(const fa_params *p, fa_params *copy, char *reason, size_t size)
+{
+    fa_params_init(copy, sizeof *copy);
+    if (!p) return FA_OK;
+    size_t given;
+    memcpy(&given, p, sizeof given); /* the caller's struct may be smaller or larger than ours */
+    if (given < FA_PARAMS_SIZE_MIN || given > FA_STRUCT_SIZE_MAX || (given - FA_PARAMS_SIZE_MIN) % 8 != 0) {
+        snprintf(reason, size,
+                 "p.struct_size = %zu: expected %zu plus a multiple of 8, at most %d: the caller's "
+                 "sizeof(fa_params); initialise p with FA_PARAMS_INIT or fa_params_init",
+                 given, (size_t)FA_PARAMS_SIZE_MIN, FA_STRUCT_SIZE_MAX);
+        return FA_ERR_ARG;
+    }
+    const unsigned char *bytes = (const unsigned char *)p;
+    for (size_t at = sizeof *copy; at < given; at++)
+        if (bytes[at] != 0) {
+            snprintf(reason, size, "p sets a field at byte %zu that this library (%s) does not know",
+                     sizeof *copy + (at - sizeof *copy) / 8 * 8, fa_version());
+            return FA_ERR_UNSUPPORTED;
+        }
+    memcpy(copy, p, given < sizeof *copy ? given : sizeof *copy);
+    copy->struct_size = sizeof *copy;
+    return FA_OK;
+}
+
 static fa_ring_shape shape_of(const fa_params *p, fa_mpi_layout layout, const fa_tensor *q,
                               const fa_tensor *k, const fa_tensor *v)
 {
@@ -134,7 +163,8 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
     memset(r, 0, sizeof *r);
     r->call = call;
     r->layout = layout;
-    r->p = p ? *p : fa_params_default();
+    r->p_read = read_params(p, &r->p, r->p_reason, sizeof r->p_reason);
+    if (r->p_read != FA_OK) fa_params_init(&r->p, sizeof r->p); /* refused by fa_ring_check */
     if (comm == MPI_COMM_NULL) return fa_ring_fail(FA_ERR_ARG, "%s: comm = MPI_COMM_NULL", call);
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
@@ -188,12 +218,14 @@ static int scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
 
 fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
 {
-    static const char *const names[] = {"FA_F32", "FA_F64", "FA_BF16", "FA_F16"};
-    if (q->dtype != FA_BF16 && q->dtype != FA_F16 && k->dtype != FA_BF16 && k->dtype != FA_F16) return FA_OK;
+    static const char *const names[] = {"FA_F32", "FA_F64", "FA_BF16", "FA_F16", "FA_I8", "FA_F8_E4M3", "FA_F8_E5M2"};
+    const int qt = (int)q->dtype, kt = (int)k->dtype;
+    if ((qt == FA_F32 || qt == FA_F64) && (kt == FA_F32 || kt == FA_F64)) return FA_OK;
+    if (qt < 0 || qt > FA_F8_E5M2 || kt < 0 || kt > FA_F8_E5M2) return FA_OK; /* unknown: fa_forward_check's to name */
     snprintf(reason, size,
-             "q.dtype = %s, k.dtype = %s: bf16/f16 shards are not supported across ranks in this version "
-             "(f32 and f64 are)",
-             names[q->dtype], names[k->dtype]);
+             "q.dtype = %s, k.dtype = %s: half-precision and quantized shards are not supported across ranks in "
+             "this version (f32 and f64 are)",
+             names[qt], names[kt]);
     return FA_ERR_UNSUPPORTED;
 }
 
@@ -206,6 +238,7 @@ fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k
     while (ref < r->size && !r->shapes[ref].present) ref++;
     if (ref < r->size) first = &r->shapes[ref];
 #define REFUSE(st, ...) return (snprintf(reason, size, __VA_ARGS__), (st))
+    if (r->p_read != FA_OK) REFUSE(r->p_read, "%s", r->p_reason);
     if (r->layout != FA_MPI_CONTIGUOUS && r->layout != FA_MPI_ZIGZAG)
         REFUSE(FA_ERR_ARG, "layout = %d: expected FA_MPI_CONTIGUOUS or FA_MPI_ZIGZAG", (int)r->layout);
     if (r->p.seqs) REFUSE(FA_ERR_UNSUPPORTED, "p.seqs: a batch of sequences is not supported across ranks");

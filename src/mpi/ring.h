@@ -43,25 +43,29 @@ typedef struct {
     const int64_t *starts;       /* CONTIGUOUS: rank s's first global position (in the cache) */
     int64_t total;               /* N, the global sequence length */
     size_t elem;                 /* bytes of one element */
-    fa_params p;                 /* the caller's parameters (or the defaults) */
+    fa_params p;                 /* the caller's parameters as this library's full copy (or the defaults) */
+    fa_status p_read;            /* FA_OK, or why the caller's p cannot be read (fa_ring_check reports it) */
+    char p_reason[200];
     void *cache;                 /* the communicator's cached buffers (ring.c) */
 } fa_ring;
 
-/* Sets up r for a call: the defaults for p NULL, the duplicate of comm and its cache (made on the
+/* Sets up r for a call: p read by flashattn.h's rule (ABI section; the defaults for p NULL, and for a
+ * p it cannot read, which fa_ring_check then refuses on this rank), the duplicate of comm and its cache (made on the
  * first call, collectively), and every rank's shape. Returns FA_OK, or a status for the calling
  * rank alone (comm MPI_COMM_NULL: FA_ERR_ARG; MPI not running: FA_ERR_RUNTIME; no memory for the
  * cache: FA_ERR_NOMEM) with the message set; then no other rank can be told. */
 fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layout layout, const fa_params *p,
                        const fa_tensor *q, const fa_tensor *k, const fa_tensor *v);
 
-/* The checks of the calling rank that only the ring adds to fa_forward_check's: every rank's shape
+/* The checks of the calling rank that only the ring adds to fa_forward_check's: p's reading first,
+ * then every rank's shape
  * and parameters against rank 0's, Nq = Nk locally, the ZIGZAG shard, the bias's key axis, the
  * shift's range, p->seqs. FA_OK, or a status with its reason in `reason`. */
 fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k, char *reason, size_t size);
 
-/* FA_ERR_UNSUPPORTED, with the reason, for bf16/f16 tensors (which fa_forward takes, but whose
- * shards the ring would carry as floats); FA_OK otherwise. Called once a rank's own call checks
- * out, so a bad argument keeps its own status. */
+/* FA_ERR_UNSUPPORTED, with the reason, for bf16/f16 tensors and quantized caches (which fa_forward
+ * takes, but whose shards the ring would carry as floats, without their scales); FA_OK otherwise.
+ * Called once a rank's own call checks out, so a bad argument keeps its own status. */
 fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size);
 
 /* The segments of rank s's rows. */

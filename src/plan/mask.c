@@ -13,7 +13,7 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
     /* The key on the row's diagonal: the causal mask ends there, windows are measured from it. Its
      * range, [-Nq, Nq + Nk] widened by |diagonal_shift| <= 2^52, and the comparisons below keep
      * every sum inside int64 for any window. */
-    int64_t diag = row + p->diag_offset, begin = 0, end = p->kv_len;
+    int64_t diag = fa_position_of(p, row) + p->diag_offset, begin = 0, end = p->kv_len;
     switch (p->causal) {
     case FA_CAUSAL_NONE: break;
     case FA_CAUSAL_TOP_LEFT:

@@ -37,12 +37,23 @@ typedef struct {
     fa_view bias;       /* data NULL: off. Element (b, h, i, j) at fa_view_at(&bias, .., b, h, i) + j;
                                           broadcast axes (size 1 in the caller's view) have stride 0 here */
     const float *sinks; /* NULL: off; one logit per query head */
+    /* A quantized cache's scales (kv_type FA_I8, FA_F8_*): float views of one element per row of k and
+     * v, element (b, h, s) at fa_view_at(&k_scale, 4, b, h, s); data NULL otherwise. Broadcast axes
+     * have stride 0. They move with k and v in the problem of one sequence (fa_problem_sequence). */
+    fa_view k_scale, v_scale;
     float *dsinks;      /* backward only: NULL, or one gradient per query head */
     /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride +
      * i·lse_row_stride: lse_head_stride is q_len for a dense batch, total_q when the queries are
-     * packed; lse_row_stride is 1 but in a problem of grouped rows (fa_problem_group_rows), which
-     * only the forward writes */
+     * packed; lse_row_stride is 1 (but see row_group) */
     int64_t lse_head_stride, lse_row_stride;
+    /* A problem of grouped rows (fa_problem_group_rows, the forward's only): row r of head g is
+     * position r / row_group of the caller's query head g·row_group + r % row_group, so that the
+     * heads sharing a kv head run as the rows of one. q, out and lse rows step over positions by
+     * q.stride_seq, out.stride_seq and lse_row_stride and over the group's heads by the *_sub strides
+     * (fa_row_offset); the masks see positions (fa_position_of). 1 in every other problem: row r is
+     * position r. */
+    int64_t row_group;
+    int64_t q_sub_stride, out_sub_stride, lse_sub_stride;
     /* A batch of sequences (fa_seqs), or NULL. Drivers never read it: they run the dense problem of
      * one sequence at a time, from fa_problem_sequence. */
     const fa_seqs *seqs;
@@ -66,11 +77,15 @@ typedef struct {
  * paged keys as pages. For a problem without seqs, the problem of batch b alone. */
 void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one);
 
-/* A forward problem with one query row per head that every key is visible to and nothing that
- * differs between the heads of a group (a GQA decode step without ALiBi, bias or sinks): writes
- * into *grouped the same problem with the `group` query heads of each key/value head as the rows of
- * one head (q_len = group, views and lse strided over the heads), and returns 1; otherwise 0. The
- * choice rests on the shape and parameters alone, so it never changes with the thread count. */
+/* The most query rows a head may have for its heads to be grouped (a decode step, speculative
+ * tokens included). */
+#define FA_GROUPED_ROWS_MAX_LEN 4
+
+/* A forward problem of at most FA_GROUPED_ROWS_MAX_LEN query rows a head with nothing that differs
+ * between the heads of a group (a GQA or MLA decode step without ALiBi, bias or sinks): writes into
+ * *grouped the same problem with the `group` query heads of each key/value head as the rows of one
+ * head, position by position (row_group), and returns 1; otherwise 0. The choice rests on the shape
+ * and parameters alone, so it never changes with the thread count. */
 int fa_problem_group_rows(const fa_problem *p, fa_problem *grouped);
 
 /* Work items over the sequences of a problem: `per_sequence[b]` items for sequence b, numbered
@@ -87,7 +102,7 @@ static inline int64_t fa_round_up(int64_t n, int64_t m)
 /* Bytes of one element of each group of views: q, out, dout, dq (q_type); k, v, dk, dv (kv_type). */
 static inline size_t fa_elem_size(fa_dtype t)
 {
-    return t == FA_F64 ? 8 : t == FA_F32 ? 4 : 2;
+    return t == FA_F64 ? 8 : t == FA_F32 ? 4 : t == FA_BF16 || t == FA_F16 ? 2 : 1;
 }
 
 static inline int fa_dtype_is_half(fa_dtype t)
@@ -111,6 +126,28 @@ static inline int fa_kv_widens(const fa_problem *p)
 static inline int fa_problem_modifies_scores(const fa_problem *p)
 {
     return p->softcap > 0 || p->alibi_slopes != NULL || p->bias.data != NULL;
+}
+
+/* The position of row r (the masks' row index). */
+static inline int64_t fa_position_of(const fa_problem *p, int64_t r)
+{
+    return p->row_group > 1 ? r / p->row_group : r;
+}
+
+/* The offset, in elements, of row r from row 0 of a head, for rows stepping seq_stride apart per
+ * position and sub_stride per head of a group (row_group). */
+static inline int64_t fa_row_offset(const fa_problem *p, int64_t r, int64_t seq_stride, int64_t sub_stride)
+{
+    return p->row_group > 1 ? r / p->row_group * seq_stride + r % p->row_group * sub_stride : r * seq_stride;
+}
+
+/* The stride of rows [r0, r0 + n) when they lie evenly apart (one position, or no groups), else 0:
+ * such rows must be gathered one at a time. */
+static inline int64_t fa_rows_stride(const fa_problem *p, int64_t r0, int64_t n, int64_t seq_stride, int64_t sub_stride)
+{
+    if (p->row_group <= 1) return seq_stride;
+    if (n <= 1 || r0 / p->row_group == (r0 + n - 1) / p->row_group) return sub_stride;
+    return 0;
 }
 
 /* Element (b, h, s, 0) of a view. An empty view has NULL data and zero strides (validate.c: its

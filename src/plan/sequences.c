@@ -50,6 +50,9 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
         one->v = view_from(&p->v, kv_elem, k_batch, k_row);
         one->dk = view_from(&p->dk, kv_elem, k_batch, k_row);
         one->dv = view_from(&p->dv, kv_elem, k_batch, k_row);
+        /* the scales follow their rows (a paged pool's are read through the pages, as k's) */
+        one->k_scale = view_from(&p->k_scale, sizeof(float), k_batch, k_row);
+        one->v_scale = view_from(&p->v_scale, sizeof(float), k_batch, k_row);
     }
     if (s && s->seqused_k) one->kv_len = s->seqused_k[b];
     one->diag_offset = (p->causal == FA_CAUSAL_TOP_LEFT ? 0 : one->kv_len - one->q_len) + p->diag_shift;

@@ -3,18 +3,13 @@
 #include "runtime/context.h"
 
 #include "api/diagnostic.h"
+#include "api/params.h"
 #include "runtime/dispatch.h"
 
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-fa_context_opts fa_context_opts_default(void)
-{
-    fa_context_opts o = {0, FA_BIND_AUTO, 0, 0};
-    return o;
-}
 
 /* FLASHATTN_BIND replaces AUTO. FA_ERR_ARG, named in the diagnostic, for a value it does not know. */
 static fa_status bind_from_env(const char *call, fa_bind *mode)
@@ -67,8 +62,9 @@ static fa_bind resolve_auto(int num_threads, int allowed_cores)
 static fa_status create_context(const char *call, fa_context **out, const fa_context_opts *opts)
 {
     if (!out) return fa_diag_fail(FA_ERR_NULL, call, "ctx is NULL: nowhere to return the context");
-    fa_context_opts o = opts ? *opts : fa_context_opts_default();
-    fa_status st = check_opts(call, &o);
+    fa_context_opts o;
+    fa_status st = fa_context_opts_read(call, opts, &o);
+    if (st == FA_OK) st = check_opts(call, &o);
     if (st != FA_OK) return st;
     fa_bind bind = o.bind;
     if (bind == FA_BIND_AUTO && (st = bind_from_env(call, &bind)) != FA_OK) return st;
@@ -136,8 +132,9 @@ fa_status fa_context_stats(const fa_context *ctx, fa_stats *out)
     fa_diag_clear();
     if (!ctx) return fa_diag_fail(FA_ERR_NULL, call, "ctx is NULL");
     if (!out) return fa_diag_fail(FA_ERR_NULL, call, "out is NULL");
-    fa_stats s;
-    memset(&s, 0, sizeof s);
+    fa_status st = fa_stats_check(call, out);
+    if (st != FA_OK) return st;
+    fa_stats s = FA_STATS_INIT;
     s.num_threads = ctx->num_threads;
     s.bind = ctx->last_bind;
     s.bound_threads = ctx->last_bound_threads;
@@ -149,7 +146,7 @@ fa_status fa_context_stats(const fa_context *ctx, fa_stats *out)
         if (ctx->arenas[i].capacity > s.scratch_capacity) s.scratch_capacity = ctx->arenas[i].capacity;
         if (ctx->arenas[i].peak > s.scratch_peak) s.scratch_peak = ctx->arenas[i].peak;
     }
-    *out = s;
+    fa_stats_write(out, &s);
     return FA_OK;
 }
 

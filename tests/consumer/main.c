@@ -83,7 +83,7 @@ static fa_status run_forward(fa_context *ctx, fa_dtype t, fa_causal causal, cons
     fa_tensor tk = fa_tensor_bhsd(kb, t, B, HKV, NK, D);
     fa_tensor tv = fa_tensor_bhsd(vb, t, B, HKV, NK, DV);
     fa_tensor to = fa_tensor_bhsd(out, t, B, HQ, NQ, DV);
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     p.causal = causal;
     fa_status s = fa_forward(ctx, &p, &tq, &tk, &tv, &to, lse);
     free(qb), free(kb), free(vb);
@@ -116,11 +116,19 @@ int main(void)
             inputs[a][i] = (double)(float)(4.0 * ((double)(state >> 11) / 9007199254740992.0) - 2.0);
         }
 
-    printf("flashattn %s (header %d.%d.%d)\n", fa_version(), FLASHATTN_VERSION_MAJOR, FLASHATTN_VERSION_MINOR,
-           FLASHATTN_VERSION_PATCH);
+    printf("flashattn %s (%u; header %d.%d.%d, %d; ABI version %d)\n", fa_version(), fa_version_number(),
+           FLASHATTN_VERSION_MAJOR, FLASHATTN_VERSION_MINOR, FLASHATTN_VERSION_PATCH, FLASHATTN_VERSION,
+           FLASHATTN_ABI_VERSION);
+    /* The install's library is the header's release: the number and the text say the same. */
+    char number_text[32];
+    unsigned linked = fa_version_number();
+    snprintf(number_text, sizeof number_text, "%u.%u.%u", linked / 10000, linked / 100 % 100, linked % 100);
+    CHECK(linked == FLASHATTN_VERSION && strcmp(number_text, fa_version()) == 0,
+          "fa_version_number() = %u (\"%s\"), fa_version() = \"%s\", FLASHATTN_VERSION = %d", linked, number_text,
+          fa_version(), FLASHATTN_VERSION);
 
     fa_context *ctx1 = NULL, *ctx4 = NULL;
-    fa_context_opts o1 = fa_context_opts_default(), o4 = fa_context_opts_default();
+    fa_context_opts o1 = FA_CONTEXT_OPTS_INIT, o4 = FA_CONTEXT_OPTS_INIT;
     o1.num_threads = 1;
     o4.num_threads = 4;
     fa_status s1 = fa_context_create(&ctx1, &o1), s4 = fa_context_create(&ctx4, &o4);
@@ -160,7 +168,7 @@ int main(void)
                    err, lse_err, memcmp(out1, out4, no * es) == 0 ? "yes" : "NO");
         }
 
-    fa_stats st;
+    fa_stats st = FA_STATS_INIT;
     if (fa_context_stats(ctx4, &st) == FA_OK)
         printf("isa %s, threads %d, block %dx%d, scratch per thread %zu bytes (peak %zu)\n", st.isa,
                st.num_threads, st.block_q, st.block_k, st.scratch_capacity, st.scratch_peak);

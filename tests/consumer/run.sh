@@ -4,7 +4,9 @@
 #   1. CMake:      find_package(flashattn) -> flashattn::flashattn and flashattn::flashattn_static
 #   2. pkg-config: cc main.c $(pkg-config --cflags --libs flashattn)            (shared)
 #                  cc main.c $(pkg-config --static --cflags --libs flashattn)   (static libflashattn.a)
-# and compiles + runs the API example of README.md as it is written there.
+# and compiles + runs the API example of README.md as it is written there. Before that: the package's
+# version rule (version_rule.cmake: a later release of the same ABI version takes a request for this
+# one, another ABI version's does not) and the soname (libflashattn.so.FLASHATTN_ABI_VERSION).
 # Where PREFIX has the MPI component (flashattn_mpi.h), tests/consumer/mpi/ is built the same ways:
 #   3. CMake:      find_package(flashattn COMPONENTS mpi) -> flashattn::mpi and flashattn::mpi_static
 #   4. pkg-config: mpicc and cc main.c $(pkg-config --cflags --libs flashattn-mpi), and --static
@@ -79,6 +81,21 @@ if [ -n "$mpi_header" ]; then
     done
 fi
 
+step "version rule and soname"
+version_file=$(find "$prefix" -name flashattnConfigVersion.cmake -print -quit)
+[ -n "$version_file" ] || { echo "consumer: no flashattnConfigVersion.cmake under $prefix" >&2; exit 1; }
+mkdir -p "$work/version-rule"
+cmake -DVERSION_FILE="$version_file" -DTEMPLATE="$root/cmake/flashattnConfigVersion.cmake.in" \
+    -DWORK="$work/version-rule" -P "$here/version_rule.cmake"
+abi=$(sed -n 's/^#define FLASHATTN_ABI_VERSION \([0-9]*\).*/\1/p' "$header")
+for lib in $(find "$prefix" -name 'libflashattn*.so.*.*' -type f); do
+    soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    case "$soname" in
+    libflashattn.so."$abi" | libflashattn_mpi.so."$abi") echo "$lib: soname $soname" ;;
+    *) echo "consumer: $lib has soname '$soname', expected lib*.so.$abi (FLASHATTN_ABI_VERSION)" >&2; exit 1 ;;
+    esac
+done
+
 step "find_package (CMAKE_PREFIX_PATH=$prefix)"
 cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$work/cmake-configure.log" \
     || { cat "$work/cmake-configure.log"; exit 1; }
@@ -125,8 +142,9 @@ assert_static "$work/pc_static"
 step "run pc_static (pkg-config --static, libflashattn.a)"
 "$work/pc_static"
 
-# Every marked example block of README.md (example, example-backward, example-modifiers, example-varlen), compiled as written and run.
-for block in example example-backward example-modifiers example-varlen; do
+# Every marked example block of README.md (example, example-backward, example-modifiers, example-varlen,
+# example-quantized), compiled as written and run.
+for block in example example-backward example-modifiers example-varlen example-quantized; do
     step "README.md $block block, compiled as written"
     awk -v b="$block" '$0 == "<!-- " b ":begin -->" {on = 1; next} $0 == "<!-- " b ":end -->" {on = 0} on && !/^```/' \
         "$root/README.md" >"$work/readme_$block.c"

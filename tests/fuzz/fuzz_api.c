@@ -123,7 +123,7 @@ static void make_contexts(void)
     contexts_ready = 1;
     verbose = getenv("FA_FUZZ_VERBOSE") != NULL;
     for (int i = 0; i < 8; i++) {
-        fa_context_opts o = fa_context_opts_default();
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
         o.num_threads = premade[i].threads;
         o.block_q = premade[i].block_q;
         o.block_k = premade[i].block_k;
@@ -148,7 +148,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* ---- decoding ------------------------------------------------------------------------------ */
 
 static const fa_dtype dtype_table[8] = {FA_F32,       FA_F64,      FA_BF16,      FA_F16,
-                                        (fa_dtype)-1, (fa_dtype)4, (fa_dtype)77, (fa_dtype)INT_MIN};
+                                        (fa_dtype)-1, (fa_dtype)7, (fa_dtype)77, (fa_dtype)INT_MIN};
 
 int64_t fz_sat_mul(int64_t a, int64_t b)
 {
@@ -318,7 +318,7 @@ static int64_t pack_group(fz_case *c, int first)
 static void decode_params(fz_case *c)
 {
     const fz_input *in = &c->in;
-    fa_params p = fa_params_default();
+    fa_params p = FA_PARAMS_INIT;
     if (in->scale_mode >= 0x80) {
         switch (in->scale_mode % 8) {
         case 0: p.scale = in->scale_raw / 64.0; break;
@@ -642,7 +642,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
 static fa_context *fresh_context(fz_case *c, int threads_flip, int *threads)
 {
     const fz_input *in = &c->in;
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = in->fresh_threads < 0xF0 ? 1 + (in->fresh_threads + threads_flip) % 2
                                              : (int)(int8_t)(in->fresh_threads - 0x100);
     o.block_q = in->fresh_bq < 0xF0 ? in->fresh_bq % 130 : (int)(int8_t)(in->fresh_bq - 0x100);
@@ -652,13 +652,20 @@ static fa_context *fresh_context(fz_case *c, int threads_flip, int *threads)
     static const char *const isas[5] = {NULL, "ref", "avx2", "avx512", "bogus"};
     const char *isa = isas[in->fresh_isa % 5];
     const int opts_null = in->fresh_isa >= 0xF0, out_null = in->fresh_bind == 0xFF;
-    if (opts_null) o = fa_context_opts_default();
+    if (opts_null) o = (fa_context_opts)FA_CONTEXT_OPTS_INIT;
+
+    /* opts resized as the input asks (fuzz_struct.c): read by the header's rule after ctx's NULL check */
+    const fa_context_opts *given = opts_null ? NULL : &o;
+    if (given && fz_abi_target(c) == FZ_ABI_OPTS) given = fz_abi_resize(in, &o, sizeof o, &c->abi);
+    const fa_status read = given ? fz_abi_read_status(given, FA_CONTEXT_OPTS_SIZE_MIN, sizeof(fa_context_opts)) : FA_OK;
 
     fa_context *sentinel = (fa_context *)&c->in, *ctx = sentinel;
-    fa_status st = create_on(out_null ? NULL : &ctx, opts_null ? NULL : &o, isa);
+    fa_status st = create_on(out_null ? NULL : &ctx, given, isa);
     fa_status want_one = FA_OK;
     if (out_null)
         want_one = FA_ERR_NULL;
+    else if (read != FA_OK)
+        want_one = read;
     else if (o.num_threads < 0 || o.block_q < 0 || o.block_k < 0 || o.bind < FA_BIND_AUTO ||
              o.bind > FA_BIND_SPREAD)
         want_one = FA_ERR_ARG;
@@ -674,7 +681,7 @@ static fa_context *fresh_context(fz_case *c, int threads_flip, int *threads)
         FZ_CHECK(ctx == sentinel, "fa_context_create wrote *ctx on failure (%s)", fa_status_str(st));
         return NULL;
     }
-    fa_stats s;
+    fa_stats s = FA_STATS_INIT;
     FZ_CHECK(fa_context_stats(ctx, &s) == FA_OK, "stats of a new context");
     FZ_CHECK(s.num_threads == (o.num_threads > 0 ? o.num_threads : s.num_threads) && s.num_threads >= 1,
              "new context: %d threads, asked %d", s.num_threads, o.num_threads);
@@ -717,7 +724,8 @@ static void choose_context(fz_case *c)
  * the library reads in its SHAPE step, among them). */
 static void poison_arg(fz_call *call, fa_params *pcopy)
 {
-    *pcopy = call->p ? *call->p : fa_params_default();
+    *pcopy = call->p ? *call->p : (fa_params)FA_PARAMS_INIT;
+    pcopy->struct_size = sizeof *pcopy; /* call->p may be larger: its bytes past ours are zero */
     pcopy->causal = (fa_causal)99;
     call->p = pcopy;
 }
@@ -752,7 +760,8 @@ static void poison(fz_call *call, fa_tensor *copy, fa_params *pcopy)
     }
     const fa_tensor *q = call->t[FZ_Q];
     if (q && q->heads > 0) { /* sinks not aligned to float: FA_ERR_STRIDE, after the views' strides */
-        *pcopy = call->p ? *call->p : fa_params_default();
+        *pcopy = call->p ? *call->p : (fa_params)FA_PARAMS_INIT;
+        pcopy->struct_size = sizeof *pcopy; /* call->p may be larger: its bytes past ours are zero */
         pcopy->sinks = (const float *)(const void *)((const unsigned char *)q + 1);
         call->p = pcopy;
     } else
@@ -829,7 +838,7 @@ fa_status fz_run_call(fz_case *c, fz_call call, fz_invoke invoke, const char *na
 static void check_stats(const fz_case *c, int blocks_known)
 {
     if (!c->ctx) return;
-    fa_stats s;
+    fa_stats s = FA_STATS_INIT;
     FZ_CHECK(fa_context_stats(c->ctx, &s) == FA_OK, "fa_context_stats");
     FZ_CHECK(c->ctx_threads == 0 || s.num_threads == c->ctx_threads, "stats: %d threads, context has %d",
              s.num_threads, c->ctx_threads);
@@ -883,7 +892,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_CHECK(fa_version() != NULL && strcmp(fa_version(), version) == 0, "fa_version");
     FZ_CHECK(fa_status_str((fa_status)(int)c->in.seed) != NULL, "fa_status_str of any value");
 
-    const fa_params *p = c->params_null ? NULL : &c->params;
+    /* p as the value checks read it, and as the calls pass it: resized, or with its sequences
+     * resized, as the input asks (fuzz_struct.c) */
+    const fa_params *p = c->params_null ? NULL : &c->params, *p_call = p;
+    fa_params with_seqs;
+    if (fz_abi_target(c) == FZ_ABI_SEQS) {
+        with_seqs = *p;
+        with_seqs.seqs = fz_abi_resize(&c->in, p->seqs, sizeof *p->seqs, &c->abi);
+        p_call = &with_seqs;
+    } else if (fz_abi_target(c) == FZ_ABI_P)
+        p_call = fz_abi_resize(&c->in, p, sizeof *p, &c->abi);
     const int seqs_call = p && p->seqs;
     const fa_tensor *t[FZ_VIEWS];
     for (int i = 0; i < FZ_VIEWS; i++) t[i] = c->layout[i] == L_NULL ? NULL : &c->view[i];
@@ -893,7 +911,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *fwd_said = "not called", *bwd_said = "not called", *merge_said = "not called";
 
     if (!(c->in.calls & 8)) {
-        fz_call call = {.backward = 0, .p = p, .n = 4, .lse = lse, .lse_out = 1};
+        fz_call call = {.backward = 0, .p = p_call, .n = 4, .lse = lse, .lse_out = 1};
         for (int i = 0; i < 4; i++) {
             call.t[i] = t[i];
             call.raw[i] = c->layout[i] == L_RAW;
@@ -911,7 +929,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* (with fa_merge the gradients' views are its parts: no backward) */
     if ((c->in.calls & 1) && (fwd == FA_OK || (c->in.calls & 12)) && !c->mg.on) {
-        fz_call call = {.backward = 1, .p = p, .n = 8, .lse = lse, .lse_out = 0};
+        fz_call call = {.backward = 1, .p = p_call, .n = 8, .lse = lse, .lse_out = 0};
         for (int i = 0; i < 8; i++) {
             call.t[i] = t[i];
             call.raw[i] = c->layout[i] == L_RAW;

@@ -57,6 +57,15 @@ typedef struct {
     fa_seqs seqs;
 } fz_seqs_case;
 
+/* A size-tagged struct resized as the input asks (fuzz_struct.c): room for the largest struct_size
+ * a call accepts. */
+typedef union {
+    fa_params p;
+    fa_seqs s;
+    fa_context_opts o;
+    unsigned char bytes[FA_STRUCT_SIZE_MAX];
+} fz_struct_bytes;
+
 /* fa_merge's arguments (fuzz_merge.c). */
 typedef struct {
     int on, n;                       /* called; its n */
@@ -88,7 +97,17 @@ typedef struct {
     int ctx_bq, ctx_bk;
     fz_seqs_case sq;
     fz_merge_case mg;
+    fz_struct_bytes abi; /* the struct the input resizes (fuzz_struct.c) */
 } fz_case;
+
+/* ---- fuzz_struct.c ---- */
+
+enum { FZ_ABI_P, FZ_ABI_SEQS, FZ_ABI_OPTS };
+/* The struct the input resizes (FZ_ABI_*), or -1 for none (no input asks, or p is NULL). */
+int fz_abi_target(const fz_case *c);
+/* Copies the struct at s (own bytes: this build's sizeof) into buf with the size and bytes the input
+ * asks for; returns buf. */
+void *fz_abi_resize(const fz_input *in, const void *s, size_t own, fz_struct_bytes *buf);
 
 /* ---- fuzz_api.c ---- */
 

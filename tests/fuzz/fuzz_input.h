@@ -6,7 +6,7 @@
  * each of the eight views, then FZ_SPECIAL_FIELDS four times, then FZ_VIEW_FIELDS for the bias and
  * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks, then the sequences: FZ_SEQS_FIELDS,
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
- * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS). A short input reads as if padded with zero bytes (so an
+ * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS). A short input reads as if padded with zero bytes (so an
  * input written before the sequences, fa_merge and kv_dtype existed makes the same calls as it did
  * then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values of its
  * half views, now ordinary numbers); bytes after the last field are ignored. Every field is a selector that the
@@ -123,7 +123,17 @@
  *                  table, the dtype of k's group (f32 q over a bf16 or f16 k is the half-precision
  *                  KV cache the header allows); a view's dtype_override still wins. The bias's
  *                  dtype is the accumulation type (f64 for f64 calls, f32 otherwise) unless its
- *                  dtype_override says otherwise. */
+ *                  dtype_override says otherwise.
+ *
+ * Size-tagged structs (FZ_ABI_FIELDS, last; include/flashattn.h, "ABI"):
+ *   abi            < 0xC0: every struct as FA_*_INIT makes it; else the struct (abi >> 3) % 3 (p,
+ *                  p.seqs, or the fresh context's opts; p when the call has no such struct, none
+ *                  when p is NULL) is copied into a 4096-byte buffer and by abi % 6 gets struct_size
+ *                  0; abi_size % its minimum (too small); 4097 + abi_size; SIZE_MAX - abi_size
+ *                  (too large: FA_ERR_ARG); its size + 1 + abi_size % (4096 - its size) with the bytes
+ *                  past its size zero (valid: the call is made as without it); or that size with byte
+ *                  its size + abi_byte % (struct_size - its size) set to abi_value | 1 (a field this
+ *                  library does not know: FA_ERR_UNSUPPORTED) */
 #ifndef FA_FUZZ_INPUT_H
 #define FA_FUZZ_INPUT_H
 
@@ -166,6 +176,7 @@ typedef uint32_t fz_u32;
     X(u8, merge) X(u8, merge_n) X(u8, merge_minf) X(u8, merge_mode) X(u8, merge_lses) X(i16, merge_shift)
 
 #define FZ_DTYPE_FIELDS(X) X(u8, kv_dtype)
+#define FZ_ABI_FIELDS(X)   X(u8, abi) X(u16, abi_size) X(u16, abi_byte) X(u8, abi_value)
 
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS  4
@@ -198,6 +209,9 @@ typedef struct {
     FZ_DTYPE_FIELDS(FZ_MEMBER)
 } fz_dtypes_bytes;
 typedef struct {
+    FZ_ABI_FIELDS(FZ_MEMBER)
+} fz_abi_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
@@ -208,6 +222,7 @@ typedef struct {
     fz_u8 table[FZ_TABLE_MAX];
     fz_merge_bytes merge;
     fz_dtypes_bytes dtypes;
+    fz_abi_bytes abi;
 } fz_input;
 #undef FZ_MEMBER
 
@@ -283,6 +298,10 @@ static inline void fz_read_dtypes(fz_reader *r, fz_dtypes_bytes *d)
 {
     FZ_DTYPE_FIELDS(FZ_READ)
 }
+static inline void fz_read_abi(fz_reader *r, fz_abi_bytes *d)
+{
+    FZ_ABI_FIELDS(FZ_READ)
+}
 static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
 {
     fz_reader rd = {data, size, 0}, *r = &rd;
@@ -296,6 +315,7 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     for (int i = 0; i < FZ_TABLE_MAX; i++) d->table[i] = fz_get_u8(r);
     fz_read_merge(r, &d->merge);
     fz_read_dtypes(r, &d->dtypes);
+    fz_read_abi(r, &d->abi);
 }
 #undef FZ_READ
 
@@ -341,6 +361,10 @@ static inline void fz_write_dtypes(fz_writer *w, const fz_dtypes_bytes *d)
 {
     FZ_DTYPE_FIELDS(FZ_WRITE)
 }
+static inline void fz_write_abi(fz_writer *w, const fz_abi_bytes *d)
+{
+    FZ_ABI_FIELDS(FZ_WRITE)
+}
 /* Writes the whole input; returns the number of bytes (FZ_INPUT_BYTES when cap allows). */
 static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
 {
@@ -355,6 +379,7 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     for (int i = 0; i < FZ_TABLE_MAX; i++) fz_put(w, d->table[i], 1);
     fz_write_merge(w, &d->merge);
     fz_write_dtypes(w, &d->dtypes);
+    fz_write_abi(w, &d->abi);
     return wr.n;
 }
 #undef FZ_WRITE

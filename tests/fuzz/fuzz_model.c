@@ -50,6 +50,9 @@ size_t fz_dtype_bytes(fa_dtype t)
     case FA_F32: return 4;
     case FA_BF16:
     case FA_F16: return 2;
+    case FA_I8:
+    case FA_F8_E4M3:
+    case FA_F8_E5M2: return 1;
     }
     return 0;
 }
@@ -137,7 +140,7 @@ static int64_t mod_floor(int64_t x, int64_t w)
 
 static fa_params params_of(const fz_call *c)
 {
-    return c->p ? *c->p : fa_params_default();
+    return c->p ? *c->p : (fa_params)FA_PARAMS_INIT;
 }
 
 /* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS, or NULL). */
@@ -732,6 +735,28 @@ void fz_shared_bits(const fz_model *m, unsigned shared[FZ_BITS])
     }
 }
 
+/* The header's reading rule (its ABI section) for p and then p.seqs, before every other check: a
+ * struct whose size or bytes it refuses is the one status the call may return. */
+static int model_structs(const fz_call *c, fz_model *m)
+{
+    static const char *const what[2] = {"p", "p.seqs"};
+    const void *s[2] = {c->p, NULL};
+    const size_t min[2] = {FA_PARAMS_SIZE_MIN, FA_SEQS_SIZE_MIN}, own[2] = {sizeof(fa_params), sizeof(fa_seqs)};
+    for (int i = 0; i < 2; i++) {
+        if (!s[i]) return 0;
+        fa_status st = fz_abi_read_status(s[i], min[i], own[i]);
+        if (st != FA_OK) {
+            fz_set_class(m, st == FA_ERR_ARG ? FZ_C_ARG : FZ_C_UNSUPPORTED, FZ_PRESENT,
+                         st == FA_ERR_ARG ? "%s: struct_size out of range"
+                                          : "%s: a field this library does not know",
+                         what[i]);
+            return 1;
+        }
+        if (i == 0) s[1] = c->p->seqs;
+    }
+    return 0;
+}
+
 void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
 {
     if (c->merge) {
@@ -739,6 +764,7 @@ void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
         return;
     }
     memset(m, 0, sizeof *m);
+    if (model_structs(c, m)) return;
     m->all_fit = model_null(c, m) ? 0 : all_fit(c, pool);
     if (m->refused || model_arg(c, m) || model_dtype(c, m) || model_shape(c, pool, m)) return;
 

@@ -115,6 +115,12 @@ size_t fz_array_bytes(const fa_tensor *q);
 int64_t fz_seqs_entries(const fa_seqs *s, int which);
 size_t fz_seqs_elem(int which);
 
+/* What the header's reading rule (ABI section) says of the size-tagged struct at s whose first
+ * layout has min bytes and this build's own bytes: FA_OK, FA_ERR_ARG (struct_size not min plus whole
+ * 8-byte fields, or out of range) or FA_ERR_UNSUPPORTED (a nonzero byte past this build's struct).
+ * fuzz_struct.c. */
+fa_status fz_abi_read_status(const void *s, size_t min, size_t own);
+
 /* ---- shared by fuzz_model.c and fuzz_model_merge.c ---- */
 
 /* Byte range [begin, end) an argument spans; begin == end when it is empty or its extent is not

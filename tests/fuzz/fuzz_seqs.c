@@ -229,7 +229,7 @@ void fz_seqs_write(fz_case *c)
         sq->batch = x < 0 || x <= S || pinned ? x : S;
     }
     fa_seqs *s = &sq->seqs;
-    memset(s, 0, sizeof *s);
+    *s = (fa_seqs)FA_SEQS_INIT;
     s->batch = sq->batch;
     s->cu_seqlens_q = (const int64_t *)ptr[0];
     s->cu_seqlens_k = (const int64_t *)ptr[1];

@@ -206,7 +206,7 @@ static double score(const fz_case *c, const fa_params *p, int64_t b, int64_t h, 
 
 void fz_check_forward_values(const fz_case *c, const fa_params *pp, const void *lse)
 {
-    const fa_params P = pp ? *pp : fa_params_default(), *p = &P;
+    const fa_params P = pp ? *pp : (fa_params)FA_PARAMS_INIT, *p = &P;
     const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *v = &c->view[FZ_V], *o = &c->view[FZ_OUT];
     const int64_t nq = q->seq, nk = k->seq, group = k->heads > 0 ? q->heads / k->heads : 1;
     const double amp = c->amp;
@@ -330,7 +330,7 @@ void fz_dsinks_compare(const fa_params *p, int64_t heads, fa_dtype dtype, const 
 
 int fz_check_backward_values(const fz_case *c, const fa_params *pp)
 {
-    const fa_params P = pp ? *pp : fa_params_default(), *p = &P;
+    const fa_params P = pp ? *pp : (fa_params)FA_PARAMS_INIT, *p = &P;
     const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K], *dq = &c->view[FZ_DQ];
     const fa_tensor *dk = &c->view[FZ_DK], *dv = &c->view[FZ_DV];
     const int64_t nq = q->seq, nk = k->seq, group = k->heads > 0 ? q->heads / k->heads : 1;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flashattn.h" /* FA_MAX_HEAD_DIM */
 #include "fuzz_input.h"
 
 static const char *g_dir;
@@ -603,10 +604,10 @@ static void error_seeds(void)
 
     in = base_err();
     in.view[FZ_V].size_field = sel(0xE0, 5, 4);
-    in.view[FZ_V].size_value = 513;
+    in.view[FZ_V].size_value = FA_MAX_HEAD_DIM + 1;
     in.view[FZ_OUT].size_field = sel(0xE0, 5, 4);
-    in.view[FZ_OUT].size_value = 513;
-    emit("err_shape_dv_513", &in);
+    in.view[FZ_OUT].size_value = FA_MAX_HEAD_DIM + 1;
+    emit("err_shape_dv_past_max", &in);
 
     in = base_err();
     in.view[FZ_K].size_field = sel(0xE0, 5, 3);
@@ -1363,6 +1364,43 @@ static void half_seeds(void)
     emit("err_dtype_merge_bf16_parts_f32_out", &in);
 }
 
+/* An abi selector (>= 0xC0) naming struct `which` (FZ_ABI_P, _SEQS, _OPTS) and mode `mode` (fuzz_input.h). */
+static fz_u8 abi_sel(int which, int mode)
+{
+    for (int v = 0xC0; v < 256; v++)
+        if ((v >> 3) % 3 == which && v % 6 == mode) return (fz_u8)v;
+    abort();
+}
+
+/* The size-tagged structs (include/flashattn.h, "ABI"): each refusal of the reading rule on p,
+ * p.seqs and a fresh context's opts, and a larger struct whose unknown bytes are zero, which computes. */
+static void abi_seeds(void)
+{
+    static const char *const name[3] = {"p", "seqs", "opts"};
+    static const int q2[2] = {7, 11}, k2[2] = {9, 13};
+    for (int which = 0; which < 3; which++) {
+        static const char *const mode_name[6] = {
+            "err_%s_struct_size_0",    "err_%s_struct_size_too_small",       "err_%s_struct_size_above_4096",
+            "err_%s_struct_size_huge", "ok_%s_struct_size_larger_zero_tail", "err_%s_unknown_field_set"};
+        for (int mode = 0; mode < 6; mode++) {
+            fz_input in = base();
+            in.calls = 1; /* the backward too */
+            if (which == 1) seqs(&in, SEQ_PACKED_Q | KEYS_PACKED, 2, q2, k2, NULL);
+            if (which == 2) {
+                in.ctx = 9;
+                in.fresh_threads = 1;
+            }
+            in.abi.abi = abi_sel(which, mode);
+            in.abi.abi_size = 3000;
+            in.abi.abi_byte = 700;
+            in.abi.abi_value = 0x80;
+            char file[64];
+            snprintf(file, sizeof file, mode_name[mode], name[which]);
+            emit(file, &in);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -1377,6 +1415,7 @@ int main(int argc, char **argv)
     seqs_seeds();
     merge_seeds();
     half_seeds();
+    abi_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;

@@ -3,7 +3,9 @@
  * every run and at every thread count. Each case runs the forward and the backward four times into
  * canary-filled buffers: a 1-thread context, the same again, a 2-thread context, and the default
  * context on a fresh duplicate of the communicator (new cached buffers), and compares every byte of
- * out, lse, dq, dk, dv and dsinks (guards and unwritten rows included) with the first run. */
+ * out, lse, dq, dk, dv and dsinks (guards and unwritten rows included) with the first run; then once
+ * more with p in a struct of FA_STRUCT_SIZE_MAX bytes whose bytes past this build's fa_params are zero
+ * (include/flashattn.h, "ABI": a newer header's p that uses nothing new reads as this one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,16 +61,18 @@ static const mt_case cases[] = {
 };
 /* clang-format on */
 
-/* Forward then backward into l; 1 when both returned FA_OK on every rank. */
-static int run(const mt_env *env, fa_context *ctx, const mt_case *c, mt_local *l, const char *what)
+/* Forward then backward into l, with p (NULL: l's own); 1 when both returned FA_OK on every rank. */
+static int run(const mt_env *env, fa_context *ctx, const mt_case *c, mt_local *l, const fa_params *p,
+               const char *what)
 {
     char call[128];
+    if (!p) p = &l->p;
     mt_local_fill_canary(l);
-    fa_status st = fa_mpi_forward(env->comm, c->layout, ctx, &l->p, &l->q, &l->k, &l->v, &l->out, l->lse);
+    fa_status st = fa_mpi_forward(env->comm, c->layout, ctx, p, &l->q, &l->k, &l->v, &l->out, l->lse);
     snprintf(call, sizeof call, "fa_mpi_forward (%s)", what);
     if (!MT_EXPECT_STATUS(env, st, FA_OK, call)) return 0;
-    st = fa_mpi_backward(env->comm, c->layout, ctx, &l->p, &l->q, &l->k, &l->v, &l->out, &l->dout, l->lse,
-                         &l->dq, &l->dk, &l->dv);
+    st = fa_mpi_backward(env->comm, c->layout, ctx, p, &l->q, &l->k, &l->v, &l->out, &l->dout, l->lse, &l->dq,
+                         &l->dk, &l->dv);
     snprintf(call, sizeof call, "fa_mpi_backward (%s)", what);
     return MT_EXPECT_STATUS(env, st, FA_OK, call);
 }
@@ -108,15 +112,26 @@ static void determinism_case(const mt_env *env, const mt_case *c, fa_dtype dtype
     mt_local_make(&first, &g, &s);
     mt_local_make(&again, &g, &s);
 
-    if (run(env, env->ctx1, c, &first, "1 thread")) {
-        if (run(env, env->ctx1, c, &again, "1 thread, repeated")) expect_same(&first, &again, "repeated run");
-        if (run(env, env->ctx2, c, &again, "2 threads")) expect_same(&first, &again, "2 threads per rank");
+    if (run(env, env->ctx1, c, &first, NULL, "1 thread")) {
+        if (run(env, env->ctx1, c, &again, NULL, "1 thread, repeated"))
+            expect_same(&first, &again, "repeated run");
+        if (run(env, env->ctx2, c, &again, NULL, "2 threads"))
+            expect_same(&first, &again, "2 threads per rank");
+        static union {
+            fa_params p;
+            unsigned char bytes[FA_STRUCT_SIZE_MAX];
+        } larger;
+        memset(&larger, 0, sizeof larger);
+        larger.p = again.p;
+        larger.p.struct_size = sizeof larger;
+        if (run(env, env->ctx1, c, &again, &larger.p, "p of FA_STRUCT_SIZE_MAX bytes"))
+            expect_same(&first, &again, "p in a larger struct");
         MPI_Comm dup;
         MPI_Comm_dup(env->comm, &dup);
         mt_env on_dup = *env;
         on_dup.comm = dup;
         on_dup.comm_name = "a duplicate";
-        if (run(&on_dup, env->ctx, c, &again, "a duplicate communicator, default threads"))
+        if (run(&on_dup, env->ctx, c, &again, NULL, "a duplicate communicator, default threads"))
             expect_same(&first, &again, "a duplicate communicator");
         MPI_Comm_free(&dup);
     }

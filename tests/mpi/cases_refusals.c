@@ -23,7 +23,12 @@ typedef struct {
     const fa_tensor *qp, *kp, *vp, *outp, *doutp, *dqp, *dkp, *dvp;
     void *lse;
     fa_seqs seqs;
-    mt_buf extra[6]; /* buffers a spoil adds (they must stay canary) */
+    mt_buf extra[6];     /* buffers a spoil adds (they must stay canary) */
+    const fa_params *pp; /* the p passed: &p, or a spoil's larger struct */
+    union {
+        fa_params p;
+        unsigned char bytes[FA_STRUCT_SIZE_MAX];
+    } larger;
 } call;
 
 typedef enum { WHO_ALL, WHO_FIRST, WHO_LAST } who;
@@ -51,6 +56,7 @@ static void call_init(call *c, MPI_Comm comm, fa_mpi_layout layout, const mt_loc
     c->qp = &c->q, c->kp = &c->k, c->vp = &c->v, c->outp = &c->out, c->doutp = &c->dout;
     c->dqp = &c->dq, c->dkp = &c->dk, c->dvp = &c->dv;
     c->p.bias = l->p.bias ? &c->bias : NULL;
+    c->pp = &c->p;
     c->lse = l->lse;
 }
 
@@ -62,12 +68,30 @@ static void call_free(call *c)
 static fa_status call_run(fa_context *ctx, const call *c, int backward)
 {
     if (backward)
-        return fa_mpi_backward(c->comm, c->layout, ctx, &c->p, c->qp, c->kp, c->vp, c->outp, c->doutp, c->lse,
+        return fa_mpi_backward(c->comm, c->layout, ctx, c->pp, c->qp, c->kp, c->vp, c->outp, c->doutp, c->lse,
                                c->dqp, c->dkp, c->dvp);
-    return fa_mpi_forward(c->comm, c->layout, ctx, &c->p, c->qp, c->kp, c->vp, c->outp, c->lse);
+    return fa_mpi_forward(c->comm, c->layout, ctx, c->pp, c->qp, c->kp, c->vp, c->outp, c->lse);
 }
 
 /* ---- spoils ------------------------------------------------------------------------------ */
+/* p's size tag (include/flashattn.h, "ABI"): struct_size 0 on the faulty rank (FA_ERR_ARG) */
+static void p_struct_size_zero(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.struct_size = 0;
+}
+
+/* a larger p with a byte of a field this library does not know set (FA_ERR_UNSUPPORTED) */
+static void p_unknown_field(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (!faulty) return;
+    memset(&c->larger, 0, sizeof c->larger);
+    c->larger.p = c->p;
+    c->larger.p.struct_size = sizeof(fa_params) + 16;
+    c->larger.bytes[sizeof(fa_params) + 9] = 1;
+    c->pp = &c->larger.p;
+}
 
 static void q_dim(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
@@ -178,6 +202,7 @@ static void zigzag_differ(call *c, const mt_local *l, const mt_global *g, int fa
 static void seqs(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
     (void)l;
+    c->seqs = (fa_seqs)FA_SEQS_INIT;
     c->seqs.batch = g->c.batch; /* a dense batch: valid for fa_forward */
     if (faulty) c->p.seqs = &c->seqs;
 }
@@ -260,6 +285,10 @@ static void dsinks_without_sinks(call *c, const mt_local *l, const mt_global *g,
 }
 
 static const refusal refusals[] = {
+    {"p-struct-size-0-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_ARG, p_struct_size_zero},
+    {"p-unknown-field-on-first-rank", 0, WHO_FIRST, 1, 0, 1, FA_ERR_UNSUPPORTED, p_unknown_field},
+    {"backward-p-struct-size-0", 1, WHO_ALL, 1, 0, 1, FA_ERR_ARG, p_struct_size_zero},
+    {"backward-p-unknown-field-on-last-rank", 1, WHO_LAST, 1, 0, 1, FA_ERR_UNSUPPORTED, p_unknown_field},
     {"q-dim-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_SHAPE, q_dim},
     {"out-aliases-q-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_ALIAS, out_is_q},
     {"v-null-on-first-rank", 0, WHO_FIRST, 1, 0, 1, FA_ERR_NULL, v_null},

@@ -33,7 +33,7 @@ static void usage(FILE *f)
 
 static int context(fa_context **ctx, int threads)
 {
-    fa_context_opts o = fa_context_opts_default();
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.num_threads = threads;
     /* Ranks share the machine's cores (oversubscribed): pinning every rank's thread 0 to the first
      * allowed core would serialise them. The threads stay where the OS puts them. */

@@ -207,7 +207,7 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
     fill_uniform(&g->v, &r, -1.0, 1.0);
     fill_uniform(&g->dout, &r, -1.0, 1.0);
 
-    g->p = fa_params_default();
+    g->p = (fa_params)FA_PARAMS_INIT;
     g->p.causal = c->causal;
     g->p.window_left = g->c.window_left;
     g->p.window_right = g->c.window_right;

@@ -36,22 +36,10 @@ static inline float avx2_reduce_add_f32(__m256 v)
 
 #define FA_EXP2_COEF fa_exp2_coef_f32
 
-/* Lanes [0, n) of a vector widened from bf16 (zero-extended into the upper half of each lane) or
- * f16 (F16C's vcvtph2ps: exact, subnormals included), the rest 0 (kernels/simd/half_operands.h); a
- * short last chunk goes through a zeroed buffer, so nothing past p + n is read. */
-static inline __attribute__((always_inline)) __m256 avx2_load_half(const uint16_t *p, int64_t n, int bf16)
-{
-    __m128i h;
-    if (n >= 8) {
-        h = _mm_loadu_si128((const __m128i *)(const void *)p);
-    } else {
-        _Alignas(16) uint16_t part[8] = {0};
-        for (int64_t i = 0; i < n; i++) part[i] = p[i];
-        h = _mm_load_si128((const __m128i *)(const void *)part);
-    }
-    return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
-}
-#define V_LOAD_HALF(p, n, bf16) avx2_load_half((p), (n), (bf16))
+/* Lanes [0, n) of a vector of stored elements (bf16, f16, int8, FP8) converted exactly, the rest 0,
+ * nothing past element n - 1 read (avx2_stored.h; kernels/simd/half_operands.h). */
+#include "kernels/avx2/avx2_stored.h"
+#define V_LOAD_STORED(p, n, t)  avx2_load_stored((p), (n), (t))
 #define FA_HALF_VECS            2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
 #define FA_HALF_VECS_FEW        4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The NEON (Advanced SIMD) table's two halves, and its widening of half rows (neon_widen.c), which
+/* The NEON (Advanced SIMD) table's two halves, and its widening of stored rows (neon_widen.c), which
  * the sve table shares. */
 #ifndef FA_KERNELS_NEON_H
 #define FA_KERNELS_NEON_H

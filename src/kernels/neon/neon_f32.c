@@ -27,23 +27,10 @@ static const uint32_t lane_index_f32[4] = {0, 1, 2, 3};
 #define FA_EXP2_COEF  fa_exp2_floor_coef_f32
 #define FA_EXP2_FLOOR 1
 
-/* Lanes [0, n) of a vector widened from bf16 (shifted into the upper half of each lane) or f16
- * (FCVTL: exact, subnormals included), the rest 0 (kernels/simd/half_operands.h); a short last chunk
- * goes through a zeroed buffer, so nothing past p + n is read. */
-static inline __attribute__((always_inline)) float32x4_t neon_load_half(const uint16_t *p, int64_t n,
-                                                                        int bf16)
-{
-    uint16x4_t h;
-    if (n >= 4) {
-        h = vld1_u16(p);
-    } else {
-        _Alignas(8) uint16_t part[4] = {0};
-        for (int64_t i = 0; i < n; i++) part[i] = p[i];
-        h = vld1_u16(part);
-    }
-    return bf16 ? vreinterpretq_f32_u32(vshll_n_u16(h, 16)) : vcvt_f32_f16(vreinterpret_f16_u16(h));
-}
-#define V_LOAD_HALF(p, n, bf16) neon_load_half((p), (n), (bf16))
+/* Lanes [0, n) of a vector of stored elements (bf16, f16, int8, FP8) converted exactly, the rest 0,
+ * nothing past element n - 1 read (neon_stored.h; kernels/simd/half_operands.h). */
+#include "kernels/neon/neon_stored.h"
+#define V_LOAD_STORED(p, n, t)  neon_load_stored((p), (n), (t))
 #define FA_HALF_VECS            4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast, of 32 registers */
 #define FA_HALF_VECS_FEW        8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "kernels/half.h"
+#include "kernels/quant.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 #include "kernels/ref/ref_pack.h"
@@ -63,7 +64,7 @@ static inline double exp_flushed_f64(double x)
         .accumulate = ref_accumulate_##SFX, .accumulate_t = ref_accumulate_t_##SFX,                            \
         .probabilities = ref_probabilities_##SFX, .score_grad = ref_score_grad_##SFX,                          \
         .modify = ref_modify_##SFX, .scale_grad = ref_scale_grad_##SFX, .widen = ref_widen_##SFX,              \
-        .scores_half = ref_scores_half_##SFX, .accumulate_half = ref_accumulate_half_##SFX                      \
+        .scores_stored = ref_scores_stored_##SFX, .accumulate_stored = ref_accumulate_stored_##SFX                      \
     }
 
 static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32, FA_F32, FA_PAD_ELEMS_F32);

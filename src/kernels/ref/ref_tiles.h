@@ -149,33 +149,37 @@ static void FA_NAME(ref_scale_grad_)(int64_t ld, int64_t cols, FA_T *ds, const F
     for (int64_t x = 0; x < ld * cols; x++) ds[x] *= dcap[x];
 }
 
-static void FA_NAME(ref_widen_)(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, fa_dtype from,
-                                FA_T *dst, int64_t dst_stride)
+static void FA_NAME(ref_widen_)(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,
+                                const float *scale, int64_t scale_stride, FA_T *dst, int64_t dst_stride)
 {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t x = 0; x < dim; x++) {
-            uint16_t h = src[r * src_stride + x];
-            dst[r * dst_stride + x] = (FA_T)(from == FA_BF16 ? fa_bf16_to_f32(h) : fa_f16_to_f32(h));
-        }
+    const int64_t elem = fa_stored_size(from);
+    for (int64_t r = 0; r < rows; r++) {
+        const char *row = (const char *)src + r * src_stride * elem;
+        const float *sr = scale ? scale + r * scale_stride : NULL;
+        for (int64_t x = 0; x < dim; x++) dst[r * dst_stride + x] = (FA_T)fa_stored_value(from, row, x, sr);
+    }
 }
 
-/* scores and accumulate over half-precision rows: the same operations in the same order, each
- * element widened (exactly) as it is read, so the same bits as on the widened rows. */
-static FA_T FA_NAME(ref_half_)(uint16_t h, fa_dtype t)
+/* scores and accumulate over stored rows (key c at rows[c]): the same operations in the same order,
+ * each element converted (and scaled) as it is read, so the same bits as on the widened rows. The
+ * set's own type (FA_F32 in float, FA_F64 in double) is read as it is. */
+static FA_T FA_NAME(ref_stored_)(fa_dtype t, const void *row, int64_t x, const float *scale)
 {
-    return (FA_T)(t == FA_BF16 ? fa_bf16_to_f32(h) : fa_f16_to_f32(h));
+    if (t == FA_F32) return (FA_T)((const float *)row)[x];
+    if (t == FA_F64) return (FA_T)((const double *)row)[x];
+    return (FA_T)fa_stored_value(t, row, x, scale);
 }
 
-static void FA_NAME(ref_scores_half_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                      const uint16_t *k, int64_t k_stride, fa_dtype kt, FA_T *s)
+static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                        const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
 {
     (void)rows;
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
-        const uint16_t *kc = k + c * k_stride;
+        const float *scale_c = scale ? scale + c : NULL;
         for (int64_t r = 0; r < ld; r++) sc[r] = 0;
         for (int64_t x = 0; x < dim; x++) {
-            FA_T w = FA_NAME(ref_half_)(kc[x], kt);
+            FA_T w = FA_NAME(ref_stored_)(kt, k_rows[c], x, scale_c);
             const FA_T *qx = qt + x * ld;
 #pragma omp simd
             for (int64_t r = 0; r < ld; r++) sc[r] += qx[r] * w;
@@ -183,17 +187,16 @@ static void FA_NAME(ref_scores_half_)(int64_t rows, int64_t ld, int64_t cols, in
     }
 }
 
-static void FA_NAME(ref_accumulate_half_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
-                                          const uint16_t *x, int64_t x_stride, fa_dtype xt, FA_T *acc,
-                                          int64_t acc_stride)
+static void FA_NAME(ref_accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
+                                            const void *const *x_rows, fa_dtype xt, const float *scale, FA_T *acc,
+                                            int64_t acc_stride)
 {
     for (int64_t r = 0; r < rows; r++) {
         FA_T *ar = acc + r * acc_stride;
         for (int64_t c = 0; c < cols; c++) {
             FA_T w = p[c * ld + r];
-            const uint16_t *xc = x + c * x_stride;
-            for (int64_t y = 0; y < dim; y++) ar[y] += w * FA_NAME(ref_half_)(xc[y], xt);
+            const float *scale_c = scale ? scale + c : NULL;
+            for (int64_t y = 0; y < dim; y++) ar[y] += w * FA_NAME(ref_stored_)(xt, x_rows[c], y, scale_c);
         }
     }
 }
-

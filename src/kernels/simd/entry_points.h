@@ -17,7 +17,7 @@
     void fa_##isa##_exp2_f32(const float *x, float *y, int64_t n);                                          \
     void fa_##isa##_exp2_f64(const double *x, double *y, int64_t n);                                        \
     void fa_##isa##_tanh_f32(const float *x, float *y, int64_t n);                                          \
-    void fa_##isa##_widen_f32(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride,            \
-                              fa_dtype from, float *dst, int64_t dst_stride);
+    void fa_##isa##_widen_f32(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,  \
+                              const float *scale, int64_t scale_stride, float *dst, int64_t dst_stride);
 
 #endif

@@ -1,43 +1,49 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* scores_half and accumulate_half (kernels.h) of the SIMD tables' float sets: a decode step's products with
- * the key and value rows read in bf16 or f16 where they lie, widened in registers. Included by
- * simd/table.h when the ISA's float file defines V_LOAD_HALF (after few_rows_scores.h and
- * weighted_rows.h, so with the vocabulary and their constants), with:
- *   V_LOAD_HALF(p, n, bf16): lanes [0, n) widened (exactly) from the half elements at p (n >= 1,
- *   every lane for n >= FA_LANES), the others 0, nothing past p + n read;
+/* scores_stored and accumulate_stored (kernels.h) of the SIMD tables' float sets: a decode step's
+ * products with the key and value rows read where they lie in their stored type (bf16, f16, int8,
+ * FP8), converted in registers and, quantized, multiplied by their row's scale. Included by simd/table.h
+ * when the ISA's float file defines V_LOAD_STORED (after few_rows_scores.h and weighted_rows.h, so
+ * with the vocabulary and their constants), with:
+ *   V_LOAD_STORED(p, n, t): lanes [0, n) converted (exactly) from the elements of stored type t at p
+ *   (n >= 1, every lane for n >= FA_LANES), the others 0, nothing past element n - 1 read;
  *   FA_HALF_VECS: vectors of dim per accumulate block of 3 or 4 rows (the register file's share),
  *   FA_HALF_VECS_FEW: the same for 1 or 2 rows, at most 8. A decode step's row then goes through
  *   its value rows once, whole lines at a time: with half a row per pass (4 of 8 vectors at D=128)
  *   each pass fetched every other line of the rows from memory, and the step over a bf16 cache
  *   (B1 H8 Nk32768 D128, 1 thread, Xeon VM) took 13.6-13.9 ms against 12.6-13.0 with whole rows
  *   (three interleaved rounds).
- * Defines FA_NAME(scores_half_) and FA_NAME(accumulate_half_).
+ * Defines FA_NAME(scores_stored_) and FA_NAME(accumulate_stored_).
  *
  * Each gives exactly the bits of the float kernel on the widened rows: the scores are the few-rows
  * kernel itself (few_rows_scores.h) on half rows, and every accumulator element starts from its
  * value in memory and adds the same FMAs over the keys in order as weighted_rows.h; only the blocks
- * that hold them in registers differ, which no result depends on. So a half cache's decode step reads 2 bytes an element, once,
- * instead of widening a tile into the arena and reading that again. */
+ * that hold them in registers differ, which no result depends on. So a half cache's decode step reads
+ * 2 bytes an element, a quantized one 1, once, instead of widening a tile into the arena and reading
+ * that again. */
 
-/* Rows asked for ahead of their use, into L2: far enough that a row's DRAM latency is hidden behind
- * the rows before it, near enough that L2 keeps them. Past the tile too (prefetches never fault):
- * in a contiguous cache the next tile's first rows then arrive in time. On the Xeon VM a decode
- * step over a bf16 cache (B1 H8 Nk32768 D128) took 14.2 ms with 16 keys ahead into L1 and within
- * the tile, 11.7-12.1 with 64 keys into L2. */
-#define FA_HALF_PREFETCH 64
+/* Rows are asked for FA_STORED_AHEAD (kernels.h: 64) keys ahead of their use, into L2: far enough that
+ * a row's DRAM latency is hidden behind the rows before it, near enough that L2 keeps them; the row
+ * lists carry that many more rows, the next keys' (the drivers' next tile, or a page's next page),
+ * so the next rows arrive in time across tiles and pages. On the Xeon VM a decode step over a bf16
+ * cache (B1 H8 Nk32768 D128) took 14.2 ms with 16 keys ahead into L1 and within the tile, 11.7-12.1
+ * with 64 keys into L2. */
 
-static void FA_NAME(scores_half_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                  const uint16_t *k, int64_t k_stride, fa_dtype kt, FA_T *s)
+static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                    const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
 {
-    FA_NAME(scores_few_rows_body_)
-    (kt == FA_BF16 ? 1 : 2, rows, ld, cols, dim, qt, k, k_stride, s, FA_HALF_PREFETCH, 1, FA_HINT_L2);
+    FA_NAME(scores_few_rows_body_)((int)kt, rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s, FA_STORED_AHEAD, 1,
+                                   FA_HINT_L2);
 }
 
-/* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys. */
-FA_INLINE void FA_NAME(half_rows_block_)(const int bf16, const int nr, const int nv, const int tail, int64_t steps,
-                                         int64_t dim_left, const FA_T *w, int64_t ld, const uint16_t *x,
-                                         int64_t x_stride, FA_T *acc, int64_t acc_stride)
+/* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
+ * `kind` (FA_KIND_OWN: FA_T itself), key t's row at x_rows[t] from element x_off on (a quantized
+ * key's elements times scale[t]); x_rows has FA_STORED_AHEAD entries past `steps` to prefetch. */
+FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int nv, const int tail, int64_t steps,
+                                         int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows,
+                                         int64_t x_off, const float *scale, FA_T *acc, int64_t acc_stride)
 {
+    const int64_t elem = FA_NAME(kind_size_)(kind);
+    const int scaled = kind > FA_F16;
     vtail last = V_TAIL(dim_left - (int64_t)(nv - 1) * FA_LANES < FA_LANES ? dim_left - (int64_t)(nv - 1) * FA_LANES
                                                                           : FA_LANES);
     vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
@@ -46,11 +52,19 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int bf16, const int nr, const int
             a[i][j] = tail && j == nv - 1 ? V_LOAD_TAIL(acc + i * acc_stride + j * FA_LANES, last)
                                           : V_LOADU(acc + i * acc_stride + j * FA_LANES);
     for (int64_t t = 0; t < steps; t++) {
-        for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
-            FA_PREFETCH(x + (t + FA_HALF_PREFETCH) * x_stride + e, FA_HINT_L2);
+        const char *row = (const char *)x_rows[t] + x_off * elem, *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
+        for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* every 64-byte line of the chunk's part */
+            FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
-        FA_UNROLL for (int j = 0; j < nv; j++)
-            xv[j] = V_LOAD_HALF(x + t * x_stride + j * FA_LANES, dim_left - (int64_t)j * FA_LANES, bf16);
+        const vec sv = V_SET1(scaled ? (FA_T)scale[t] : (FA_T)1);
+        FA_UNROLL for (int j = 0; j < nv; j++) {
+            const int64_t n = dim_left - (int64_t)j * FA_LANES;
+            if (kind == FA_KIND_OWN)
+                xv[j] = V_LOAD_PART((const FA_T *)(const void *)row + (int64_t)j * FA_LANES, n);
+            else
+                xv[j] = V_LOAD_STORED(row + (int64_t)j * FA_LANES * elem, n, (fa_dtype)kind);
+            if (scaled) xv[j] = V_MUL(sv, xv[j]);
+        }
         FA_UNROLL for (int i = 0; i < nr; i++) {
             vec b = V_SET1(w[t * ld + i]);
             FA_UNROLL for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
@@ -71,7 +85,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int bf16, const int nr, const int
  * the bits are half_rows_block_'s; the loop spends one instruction per 16 elements widening, not two
  * (on an Intel server core both ran on the FMA ports). */
 FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w, int64_t ld,
-                                          const uint16_t *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
+                                          const void *const *x_rows, int64_t x_off, FA_T *acc, int64_t acc_stride)
 {
     vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
     FA_UNROLL for (int i = 0; i < nr; i++)
@@ -79,10 +93,11 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
             V_UNZIP(V_LOADU(acc + i * acc_stride + j * FA_LANES), V_LOADU(acc + i * acc_stride + (j + 1) * FA_LANES),
                     &a[i][j], &a[i][j + 1]);
     for (int64_t t = 0; t < steps; t++) {
+        const uint16_t *x = (const uint16_t *)x_rows[t] + x_off, *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
-            FA_PREFETCH(x + (t + FA_HALF_PREFETCH) * x_stride + e, FA_HINT_L2);
+            FA_PREFETCH(ahead + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
-        FA_UNROLL for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + t * x_stride + j * FA_LANES, &xv[j], &xv[j + 1]);
+        FA_UNROLL for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
         FA_UNROLL for (int i = 0; i < nr; i++) {
             vec b = V_SET1(w[t * ld + i]);
             FA_UNROLL for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
@@ -102,36 +117,42 @@ _Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW && FA_HALF_
                "the switch lists blocks up to 4 vectors of 3 or 4 rows, up to 8 of 1 or 2");
 /* the vectors of an accumulate block of nr rows */
 #define FA_HALF_VECS_OF(NR) ((NR) <= 2 ? FA_HALF_VECS_FEW : FA_HALF_VECS)
-#define FA_HALF_ROWS_FN(B, NR, NV, TAIL) FA_NAME(half_rows_block_##B##_##NR##_##NV##_##TAIL##_)
+#define FA_HALF_ROWS_FN(K, NR, NV, TAIL) FA_NAME(half_rows_block_##K##_##NR##_##NV##_##TAIL##_)
 // clang-format off
-#define FA_HALF_ROWS_DEFINE(B, NR, NV, TAIL)                                                                 \
-    static __attribute__((noinline)) void FA_HALF_ROWS_FN(B, NR, NV, TAIL)(                                  \
-        int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const uint16_t *x, int64_t x_stride,     \
-        FA_T *acc, int64_t acc_stride)                                                                       \
+#define FA_HALF_ROWS_DEFINE(K, NR, NV, TAIL)                                                                 \
+    static __attribute__((noinline)) void FA_HALF_ROWS_FN(K, NR, NV, TAIL)(                                  \
+        int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows, int64_t x_off, \
+        const float *scale, FA_T *acc, int64_t acc_stride)                                                   \
     {                                                                                                        \
         if ((NV) <= FA_HALF_VECS_OF(NR))                                                                     \
-            FA_NAME(half_rows_block_)(B, NR, NV, TAIL, steps, dim_left, w, ld, x, x_stride, acc, acc_stride); \
+            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale, acc,     \
+                                      acc_stride);                                                           \
     }
-#define FA_HALF_ROWS_DEFINE_VECS(B, NR, NV) FA_HALF_ROWS_DEFINE(B, NR, NV, 0) FA_HALF_ROWS_DEFINE(B, NR, NV, 1)
-#define FA_HALF_ROWS_DEFINE_ROWS(B, NR)                                                                      \
-    FA_HALF_ROWS_DEFINE_VECS(B, NR, 1) FA_HALF_ROWS_DEFINE_VECS(B, NR, 2) FA_HALF_ROWS_DEFINE_VECS(B, NR, 3)  \
-    FA_HALF_ROWS_DEFINE_VECS(B, NR, 4)
-#define FA_HALF_ROWS_DEFINE_WIDE(B, NR)                                                                      \
-    FA_HALF_ROWS_DEFINE_ROWS(B, NR) FA_HALF_ROWS_DEFINE_VECS(B, NR, 5) FA_HALF_ROWS_DEFINE_VECS(B, NR, 6)     \
-    FA_HALF_ROWS_DEFINE_VECS(B, NR, 7) FA_HALF_ROWS_DEFINE_VECS(B, NR, 8)
-#define FA_HALF_ROWS_DEFINE_TYPE(B)                                                                          \
-    FA_HALF_ROWS_DEFINE_WIDE(B, 1) FA_HALF_ROWS_DEFINE_WIDE(B, 2) FA_HALF_ROWS_DEFINE_ROWS(B, 3)              \
-    FA_HALF_ROWS_DEFINE_ROWS(B, 4)
+#define FA_HALF_ROWS_DEFINE_VECS(K, NR, NV) FA_HALF_ROWS_DEFINE(K, NR, NV, 0) FA_HALF_ROWS_DEFINE(K, NR, NV, 1)
+#define FA_HALF_ROWS_DEFINE_ROWS(K, NR)                                                                      \
+    FA_HALF_ROWS_DEFINE_VECS(K, NR, 1) FA_HALF_ROWS_DEFINE_VECS(K, NR, 2) FA_HALF_ROWS_DEFINE_VECS(K, NR, 3)  \
+    FA_HALF_ROWS_DEFINE_VECS(K, NR, 4)
+#define FA_HALF_ROWS_DEFINE_WIDE(K, NR)                                                                      \
+    FA_HALF_ROWS_DEFINE_ROWS(K, NR) FA_HALF_ROWS_DEFINE_VECS(K, NR, 5) FA_HALF_ROWS_DEFINE_VECS(K, NR, 6)     \
+    FA_HALF_ROWS_DEFINE_VECS(K, NR, 7) FA_HALF_ROWS_DEFINE_VECS(K, NR, 8)
+#define FA_HALF_ROWS_DEFINE_TYPE(K)                                                                          \
+    FA_HALF_ROWS_DEFINE_WIDE(K, 1) FA_HALF_ROWS_DEFINE_WIDE(K, 2) FA_HALF_ROWS_DEFINE_ROWS(K, 3)              \
+    FA_HALF_ROWS_DEFINE_ROWS(K, 4)
+/* the kinds by the values of their fa_dtype: FA_KIND_OWN (FA_F32's 0), FA_BF16 = 2 ... FA_F8_E5M2 = 6 */
 FA_HALF_ROWS_DEFINE_TYPE(0)
-FA_HALF_ROWS_DEFINE_TYPE(1)
+FA_HALF_ROWS_DEFINE_TYPE(2)
+FA_HALF_ROWS_DEFINE_TYPE(3)
+FA_HALF_ROWS_DEFINE_TYPE(4)
+FA_HALF_ROWS_DEFINE_TYPE(5)
+FA_HALF_ROWS_DEFINE_TYPE(6)
 #ifdef V_LOAD_BF16_PAIRS
 #define FA_HALF_PAIRS_FN(NR, NV) FA_NAME(half_pairs_block_##NR##_##NV##_)
 #define FA_HALF_PAIRS_DEFINE(NR, NV)                                                                         \
     static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(int64_t steps, const FA_T *w, int64_t ld, \
-                                                                   const uint16_t *x, int64_t x_stride,      \
+                                                                   const void *const *x_rows, int64_t x_off, \
                                                                    FA_T *acc, int64_t acc_stride)            \
     {                                                                                                        \
-        if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x, x_stride, acc, acc_stride); \
+        if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, x_off, acc, acc_stride); \
     }
 #define FA_HALF_PAIRS_DEFINE_ROWS(NR) FA_HALF_PAIRS_DEFINE(NR, 2) FA_HALF_PAIRS_DEFINE(NR, 4)
 #define FA_HALF_PAIRS_DEFINE_WIDE(NR)                                                                        \
@@ -142,15 +163,23 @@ FA_HALF_PAIRS_DEFINE_ROWS(3)
 FA_HALF_PAIRS_DEFINE_ROWS(4)
 #define FA_HALF_PAIRS_CASE(NR, NV)                                                                           \
     case (NR) * 16 + (NV):                                                                                   \
-        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, x + y, x_stride, acc + y, acc_stride);                         \
+        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, x_rows, y, acc + y, acc_stride);                               \
         continue;
 #define FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 2) FA_HALF_PAIRS_CASE(NR, 4)
 #define FA_HALF_PAIRS_WIDE(NR) FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 6) FA_HALF_PAIRS_CASE(NR, 8)
 #endif
+#define FA_HALF_ROWS_KIND_CALL(K, NR, NV, TAIL)                                                              \
+    FA_HALF_ROWS_FN(K, NR, NV, TAIL)(cols, width, p, ld, x_rows, y, scale, acc + y, acc_stride)
 #define FA_HALF_ROWS_CASE(NR, NV, TAIL)                                                                      \
     case ((NR) * 16 + (NV)) * 2 + (TAIL):                                                                    \
-        if (bf16) FA_HALF_ROWS_FN(1, NR, NV, TAIL)(cols, width, p, ld, x + y, x_stride, acc + y, acc_stride); \
-        else FA_HALF_ROWS_FN(0, NR, NV, TAIL)(cols, width, p, ld, x + y, x_stride, acc + y, acc_stride);      \
+        switch (kind) {                                                                                      \
+        case FA_BF16: FA_HALF_ROWS_KIND_CALL(2, NR, NV, TAIL); break;                                        \
+        case FA_F16: FA_HALF_ROWS_KIND_CALL(3, NR, NV, TAIL); break;                                         \
+        case FA_I8: FA_HALF_ROWS_KIND_CALL(4, NR, NV, TAIL); break;                                          \
+        case FA_F8_E4M3: FA_HALF_ROWS_KIND_CALL(5, NR, NV, TAIL); break;                                     \
+        case FA_F8_E5M2: FA_HALF_ROWS_KIND_CALL(6, NR, NV, TAIL); break;                                     \
+        default: FA_HALF_ROWS_KIND_CALL(0, NR, NV, TAIL); break;                                             \
+        }                                                                                                    \
         break;
 #define FA_HALF_ROWS_VECS(NR, NV) FA_HALF_ROWS_CASE(NR, NV, 0) FA_HALF_ROWS_CASE(NR, NV, 1)
 #define FA_HALF_ROWS_ROWS(NR)                                                                                \
@@ -160,10 +189,11 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
     FA_HALF_ROWS_VECS(NR, 8)
 // clang-format on
 
-FA_INLINE void FA_NAME(accumulate_half_body_)(const int bf16, int64_t rows, int64_t cols, int64_t dim, const FA_T *p,
-                                              int64_t ld, const uint16_t *x, int64_t x_stride, FA_T *acc,
-                                              int64_t acc_stride)
+static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
+                                        const void *const *x_rows, fa_dtype xt, const float *scale, FA_T *acc,
+                                        int64_t acc_stride)
 {
+    const int kind = (int)xt;
     const int64_t chunk = (int64_t)FA_HALF_VECS_OF(rows) * FA_LANES;
     for (int64_t y = 0; y < dim; y += chunk) {
         int64_t width = dim - y < chunk ? dim - y : chunk;
@@ -171,7 +201,7 @@ FA_INLINE void FA_NAME(accumulate_half_body_)(const int bf16, int64_t rows, int6
 #ifdef V_LOAD_BF16_PAIRS
         /* bf16 in whole 32-element runs: a paired block, then the next chunk (its case continues);
          * any other chunk takes the blocks below */
-        if (bf16 && width % (2 * FA_LANES) == 0) switch ((int)rows * 16 + nv) {
+        if (kind == FA_BF16 && width % (2 * FA_LANES) == 0) switch ((int)rows * 16 + nv) {
                 FA_HALF_PAIRS_WIDE(1) FA_HALF_PAIRS_WIDE(2) FA_HALF_PAIRS_ROWS(3) FA_HALF_PAIRS_ROWS(4)
             default: break;
             }
@@ -196,21 +226,11 @@ FA_INLINE void FA_NAME(accumulate_half_body_)(const int bf16, int64_t rows, int6
 #undef FA_HALF_ROWS_ROWS
 #undef FA_HALF_ROWS_VECS
 #undef FA_HALF_ROWS_CASE
+#undef FA_HALF_ROWS_KIND_CALL
 #undef FA_HALF_ROWS_DEFINE_TYPE
 #undef FA_HALF_ROWS_DEFINE_WIDE
 #undef FA_HALF_ROWS_DEFINE_ROWS
 #undef FA_HALF_ROWS_DEFINE_VECS
 #undef FA_HALF_ROWS_DEFINE
 #undef FA_HALF_ROWS_FN
-#undef FA_HALF_PREFETCH
 #undef FA_HALF_VECS_OF
-
-static void FA_NAME(accumulate_half_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
-                                      const uint16_t *x, int64_t x_stride, fa_dtype xt, FA_T *acc,
-                                      int64_t acc_stride)
-{
-    if (xt == FA_BF16)
-        FA_NAME(accumulate_half_body_)(1, rows, cols, dim, p, ld, x, x_stride, acc, acc_stride);
-    else
-        FA_NAME(accumulate_half_body_)(0, rows, cols, dim, p, ld, x, x_stride, acc, acc_stride);
-}

@@ -6,15 +6,15 @@
 
 #define FA_ISA_NAME(n) FA_CAT(FA_CAT(fa_, FA_ISA), FA_CAT(n, FA_SFX))
 
-/* scores_half and accumulate_half (simd/half_operands.h): the float half only, whose ISA file
- * defines V_LOAD_HALF */
-#ifdef V_LOAD_HALF
+/* scores_stored and accumulate_stored (simd/half_operands.h): the float half only, whose ISA file
+ * defines V_LOAD_STORED */
+#ifdef V_LOAD_STORED
 #include "kernels/simd/half_operands.h"
-#define FA_SCORES_HALF_OP     FA_NAME(scores_half_)
-#define FA_ACCUMULATE_HALF_OP FA_NAME(accumulate_half_)
+#define FA_SCORES_STORED_OP     FA_NAME(scores_stored_)
+#define FA_ACCUMULATE_STORED_OP FA_NAME(accumulate_stored_)
 #else
-#define FA_SCORES_HALF_OP     NULL /* ref's: no driver reads half rows into double */
-#define FA_ACCUMULATE_HALF_OP NULL
+#define FA_SCORES_STORED_OP     NULL /* ref's: no driver reads stored rows into double */
+#define FA_ACCUMULATE_STORED_OP NULL
 #endif
 
 const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
@@ -37,8 +37,8 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .modify = FA_NAME(modify_),
     .scale_grad = FA_NAME(scale_grad_),
     .widen = FA_WIDEN_OP, /* the ISA's <isa>_widen.c; NULL (ref's) for double, which no driver widens into */
-    .scores_half = FA_SCORES_HALF_OP,
-    .accumulate_half = FA_ACCUMULATE_HALF_OP};
+    .scores_stored = FA_SCORES_STORED_OP,
+    .accumulate_stored = FA_ACCUMULATE_STORED_OP};
 
 /* For the tests: fn of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */
@@ -60,9 +60,9 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 
 #undef FA_ISA_NAME
 #undef FA_WIDEN_OP
-#undef FA_SCORES_HALF_OP
-#undef FA_ACCUMULATE_HALF_OP
-#undef V_LOAD_HALF
+#undef FA_SCORES_STORED_OP
+#undef FA_ACCUMULATE_STORED_OP
+#undef V_LOAD_STORED
 #undef FA_HALF_VECS
 #undef FA_HALF_VECS_FEW
 #undef V_LOAD_BF16_PAIRS

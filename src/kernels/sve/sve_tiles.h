@@ -5,7 +5,7 @@
  *   FA_SVE_BITS (128, 256 or 512: the file is compiled with -msve-vector-bits=FA_SVE_BITS), FA_T,
  *   FA_SFX, FA_LANES, vec and vmask (SVE's types fixed at that length), FA_PTRUE (every lane),
  *   FA_WHILELT(n) (lanes [0, n)), V_POW2_SCALE(keep, p, n) (p·2^n, FSCALE, zero where keep is not),
- *   V_ROUND_SPLIT(keep, x) (floor or nearest), FA_TANH_VECTOR, FA_EXP2_COEF, V_LOAD_HALF (float).
+ *   V_ROUND_SPLIT(keep, x) (floor or nearest), FA_TANH_VECTOR, FA_EXP2_COEF, V_LOAD_STORED (float).
  *
  * Vector-length agnostic SVE against a fixed-lanes vocabulary. The shared kernels hold register
  * blocks in arrays of vectors (vec acc[6][4], unrolled into registers) and size lines, chains and

@@ -77,11 +77,11 @@ int main(int argc, char **argv)
     take_shard(v, HKV, n, D, rank, p, vs);
 
     fa_context *ctx = NULL;
-    fa_context_opts opts = fa_context_opts_default();
+    fa_context_opts opts = FA_CONTEXT_OPTS_INIT;
     opts.num_threads = 1;
     fa_status s = fa_context_create(&ctx, &opts);
     CHECK(s == FA_OK, "fa_context_create: %s", fa_status_str(s));
-    fa_params prm = fa_params_default();
+    fa_params prm = FA_PARAMS_INIT;
     prm.causal = FA_CAUSAL_TOP_LEFT;
 
     if (s == FA_OK) {

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The decode products over stored rows (kernels.h, scores_stored and accumulate_stored): for every
+ * table this CPU runs and every type a cache's rows are read in place in (f32 itself, for a paged
+ * cache; bf16, f16; int8, FP8 E4M3 and E5M2 with their row scales), they give bit for bit what the
+ * same table's scores and accumulate give on the rows copied or widened by ref's widen (exact:
+ * test_kernel_tables.c, test_quant.c) into a tile. That is the invariant the drivers' in-place
+ * decode rests on (flashattn.h: a decode step reads its cache where it lies, the bits of the widened
+ * call). The rows come from a list, in shuffled order with odd strides (any alignment, any page
+ * size), and the FA_STORED_AHEAD rows past the list's end are real rows the kernels may only
+ * prefetch. Every code of the one-byte types appears, NaN and infinity codes included, with
+ * ordinary, tiny and huge scales, over every row count a decode tile has (1-4), key counts across
+ * the kernels' key blocks, and head dims across their vector and line steps. A NaN equals a NaN here
+ * whatever its payload: when two NaNs meet in an addition x86 returns the first operand's, and a
+ * compiler may order the operands of a commutative addition either way (ref's vectorised and scalar
+ * loops do), so payloads are not part of any result the library promises. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "plan/problem.h"
+#include "simd_tables.h"
+#include "util.h"
+
+typedef struct {
+    const char *name;
+    const fa_kernels_f32 *set;
+} named_set;
+
+#define MAX_SETS 8
+
+/* ref (unless FA_TEST_SIMD leaves it out), then every SIMD table of the build (simd_tables.h: avx2
+ * and avx512, or neon and sve at each vector length) that this CPU runs */
+static int sets_of(named_set *out)
+{
+    int n = 0;
+    if (st_ref_wanted()) out[n++] = (named_set){"ref", fa_kernels_ref.f32};
+    for (int t = 0; t < st_count && n < MAX_SETS; t++)
+        if (st_runs(&st_tables[t])) out[n++] = (named_set){st_tables[t].name, st_tables[t].f32};
+    return n;
+}
+
+enum { MAX_COLS = 70, MAX_DIM = FA_MAX_HEAD_DIM, LD = 16, K_STRIDE = MAX_DIM + 3 };
+
+static const fa_dtype stored_types[] = {FA_F32, FA_BF16, FA_F16, FA_I8, FA_F8_E4M3, FA_F8_E5M2};
+
+/* cols rows of dim random elements of type t, K_STRIDE elements apart, one element past an aligned
+ * start: every code of a one-byte type appears (a ramp from `base`), two-byte ones at random, f32
+ * ones uniform in [-2, 2] */
+static char *stored_rows(fa_dtype t, int64_t cols, int64_t dim, uint32_t base, tu_rng *rng, void **block)
+{
+    const size_t elem = fa_elem_size(t);
+    *block = calloc((size_t)(cols * K_STRIDE + 2), elem);
+    cr_assert_not_null(*block);
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t x = 0; x < dim; x++) {
+            int64_t i = 1 + c * K_STRIDE + x;
+            if (t == FA_F32)
+                ((float *)*block)[i] = (float)tu_rng_uniform(rng, -2, 2);
+            else if (elem == 2)
+                ((uint16_t *)*block)[i] = (uint16_t)tu_rng_below(rng, 65536);
+            else
+                ((uint8_t *)*block)[i] = (uint8_t)(base + (uint32_t)(c * dim + x));
+        }
+    return (char *)*block + elem;
+}
+
+/* The list of `cols` keys' rows: the block's rows in a random order, then FA_STORED_AHEAD more of
+ * them (real rows: the kernels prefetch them). The reference tile: each key's row copied (f32) or
+ * widened with its scale by ref's widen. */
+static void list_rows(fa_dtype t, const char *rows, int64_t cols, int64_t dim, const float *scale, tu_rng *rng,
+                      const void **list, float *wide)
+{
+    const size_t elem = fa_elem_size(t);
+    for (int64_t c = 0; c < cols; c++) list[c] = rows + (size_t)c * K_STRIDE * elem;
+    for (int64_t c = cols - 1; c > 0; c--) { /* Fisher-Yates */
+        int64_t j = (int64_t)tu_rng_below(rng, c + 1);
+        const void *x = list[c];
+        list[c] = list[j], list[j] = x;
+    }
+    for (int64_t c = cols; c < cols + FA_STORED_AHEAD; c++) list[c] = list[tu_rng_below(rng, cols)];
+    for (int64_t c = 0; c < cols; c++) {
+        if (t == FA_F32)
+            memcpy(wide + c * dim, list[c], (size_t)dim * sizeof(float));
+        else
+            fa_kernels_ref.f32->widen(1, dim, list[c], 0, t, scale ? scale + c : NULL, 0, wide + c * dim, dim);
+    }
+}
+
+static int same_bits(const float *a, const float *b, size_t n, size_t *where)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0 && !(a[i] != a[i] && b[i] != b[i])) {
+            *where = i;
+            return 0;
+        }
+    return 1;
+}
+
+Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widened_rows)
+{
+    named_set sets[MAX_SETS];
+    const int n_sets = sets_of(sets);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    static const int64_t dims[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64, 100, 128, FA_MAX_HEAD_DIM};
+    static const int64_t cols_list[] = {1, 2, 3, 5, 8, 9, 17, 70};
+    float *qt = malloc(sizeof(float) * MAX_DIM * LD), *p = malloc(sizeof(float) * MAX_COLS * LD);
+    float *wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM), *scale = malloc(sizeof(float) * MAX_COLS);
+    float *want = malloc(sizeof(float) * MAX_COLS * LD), *got = malloc(sizeof(float) * MAX_COLS * LD);
+    float *acc0 = malloc(sizeof(float) * 4 * (MAX_DIM + 5)), *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+          *acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5));
+    const void **list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD));
+    cr_assert(qt && p && wide && scale && want && got && acc0 && acc_want && acc_got && list);
+    int64_t checked = 0;
+    for (size_t ti = 0; ti < sizeof stored_types / sizeof *stored_types; ti++) {
+        const fa_dtype t = stored_types[ti];
+        const int scaled = t == FA_I8 || t == FA_F8_E4M3 || t == FA_F8_E5M2;
+        for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+            for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
+                for (int64_t rows = 1; rows <= FA_HALF_ROWS; rows++) {
+                    const int64_t dim = dims[di], cols = cols_list[ci], acc_stride = dim + 5;
+                    void *block;
+                    const char *k = stored_rows(t, cols, dim, (uint32_t)(di * 31 + ci * 7 + (size_t)rows), &rng, &block);
+                    for (int64_t c = 0; c < cols; c++) /* ordinary, tiny and huge scales */
+                        scale[c] = (float)tu_rng_uniform(&rng, -2, 2) * (c % 5 == 3 ? 0x1p-100f : c % 7 == 4 ? 0x1p100f : 1.0f);
+                    const float *sc = scaled ? scale : NULL;
+                    list_rows(t, k, cols, dim, sc, &rng, list, wide);
+                    for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                    for (int64_t i = 0; i < MAX_COLS * LD; i++) p[i] = (float)tu_rng_uniform(&rng, 0, 1);
+                    for (int64_t i = 0; i < 4 * acc_stride; i++) acc0[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                    for (int s = 0; s < n_sets; s++) {
+                        const fa_kernels_f32 *set = sets[s].set;
+                        size_t where = 0;
+                        set->scores(rows, LD, cols, dim, qt, wide, dim, want);
+                        set->scores_stored(rows, LD, cols, dim, qt, list, t, sc, got);
+                        for (int64_t c = 0; c < cols; c++) /* the real rows; padding rows are nobody's */
+                            cr_assert(same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
+                                      "%s, dtype %d, rows %lld, cols %lld, dim %lld: score (%lld, %zu) is %a, "
+                                      "widened %a",
+                                      sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim,
+                                      (long long)c, where, (double)got[c * LD + where], (double)want[c * LD + where]);
+                        memcpy(acc_want, acc0, sizeof(float) * (size_t)(4 * acc_stride));
+                        memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
+                        set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
+                        set->accumulate_stored(rows, cols, dim, p, LD, list, t, sc, acc_got, acc_stride);
+                        cr_assert(same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                                  "%s, dtype %d, rows %lld, cols %lld, dim %lld: accumulator element %zu is %a, "
+                                  "widened %a (or written outside its rows)",
+                                  sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim, where,
+                                  (double)acc_got[where], (double)acc_want[where]);
+                        checked++;
+                    }
+                    free(block);
+                }
+    }
+    cr_log_info("%lld (set, type, shape) cases, %d sets", (long long)checked, n_sets);
+    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc0), free(acc_want), free(acc_got);
+    free(list);
+}
