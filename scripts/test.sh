@@ -25,7 +25,7 @@
 #   aarch64           build-arm/ (FA_ARM_BUILD_DIR): scripts/deps.sh aarch64, a cross build with Debian's
 #                     gcc-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake; -DFLASHATTN_WERROR=ON), its install
 #                     and pkg-config file, the instruction budget of the kernels (scripts/aarch64_budget.sh), then
-#                     the suites that cover the kernels (FA_ARM_SUITES) as fa-tests-shim under qemu-aarch64 for
+#                     the suites that cover the kernels (arm_kernels, below) as fa-tests-shim under qemu-aarch64 for
 #                     ref, neon, sve at 128, 256 and 512 bits, and the table choice at 2048 bits (tests/README.md)
 #   asan              build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined; the suite
 #                     under ASan+UBSan (OMP_NUM_THREADS=4)
@@ -465,15 +465,18 @@ valgrind_memcheck() {
 # ---- aarch64, cross-compiled and emulated ----
 # The suites that reach every kernel of a table (tests/README.md, "aarch64 under emulation", says
 # which do not run and why): each table against ref and the oracle at every tile residue forward and
-# backward, its exp2 and subnormal flush, tanh bound, pack, widen and modifiers (white-box), the
-# half-precision equivalence; and one bitwise thread-invariance suite per table (forward, fixed odd
-# blocks, backward, half precision: they check the drivers over the kernels, which the others check
-# alone). FA_TEST_SIMD restricts the white-box suites to the table under test (neon would otherwise
-# run again beside sve at every length, and ref in every run).
-arm_kernels='kernel_tables/*|kernel_traits/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
+# backward, its exp2 and subnormal flush, tanh bound, pack, widen of every stored type and scale and
+# modifiers (white-box), the decode products over stored rows (kernel_stored: bf16, f16, int8, FP8
+# read in place through row lists), the half-precision equivalence; and one bitwise
+# thread-invariance suite per table (forward, fixed odd blocks, backward, half precision: they check
+# the drivers over the kernels, which the others check alone), neon also the quantized caches end to
+# end. FA_TEST_SIMD restricts the white-box suites to the table under test (neon would otherwise run
+# again beside sve at every length, and ref in every run).
+arm_kernels='kernel_tables/*|kernel_traits/*|kernel_stored/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
 arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_counts_and_bindings'
-# ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence
-arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*)"
+# ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence, the
+# one-byte types' scalar conversions (quant.h: ref's widen and every table's tails) on aarch64
+arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*|quant/*)"
 # at 2048 bits (no instantiation): sve refused by name, neon chosen automatically and correct
 arm_2048_suites='@(kernel_traits/*|kernel_tables/*@(each_table|edge_residue)*)'
 
@@ -522,7 +525,7 @@ arm_suites_run() {
     arm_note=""
     # sve-default-vector-length is in bytes; sve=off: a CPU with NEON only
     arm_run ref max "$arm_ref_suites" FLASHATTN_ISA=ref FA_TEST_SIMD=ref
-    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance)" FA_TEST_SIMD=neon
+    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*)" FA_TEST_SIMD=neon
     arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|backward_invariance/*)" FA_TEST_SIMD=sve128
     arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FA_TEST_SIMD=sve256
     arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|invariance/*fixed_odd_blocks)" FA_TEST_SIMD=sve512
