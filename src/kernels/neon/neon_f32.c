@@ -30,9 +30,9 @@ static const uint32_t lane_index_f32[4] = {0, 1, 2, 3};
 /* Lanes [0, n) of a vector of stored elements (bf16, f16, int8, FP8) converted exactly, the rest 0,
  * nothing past element n - 1 read (neon_stored.h; kernels/simd/half_operands.h). */
 #include "kernels/neon/neon_stored.h"
-#define V_LOAD_STORED(p, n, t)  neon_load_stored((p), (n), (t))
-#define FA_HALF_VECS            4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast, of 32 registers */
-#define FA_HALF_VECS_FEW        8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
+#define V_LOAD_STORED(p, n, t) neon_load_stored((p), (n), (t))
+#define FA_HALF_VECS           4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast, of 32 registers */
+#define FA_HALF_VECS_FEW       8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
 
 /* softcap: the vector tanh of kernels/score_mods.h */
 #define FA_TANH_VECTOR 1

@@ -30,9 +30,11 @@ static inline __attribute__((always_inline)) float32x4_t neon_widen4(uint16x4_t 
     if (t == FA_I8) return vcvtq_f32_s32(vmovl_s16(vreinterpret_s16_u16(h)));
     if (t == FA_F8_E5M2) return vcvt_f32_f16(vreinterpret_f16_u16(vshl_n_u16(h, 8)));
     const uint16x4_t low7 = vdup_n_u16(0x7f), top = vand_u16(h, vdup_n_u16(0x80)), mag = vand_u16(h, low7);
-    const float32x4_t f = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vorr_u16(vshl_n_u16(mag, 7), vshl_n_u16(top, 8)))),
-                                    vdupq_n_f32(256.0f));
-    const uint32x4_t nan = vreinterpretq_u32_s32(vmovl_s16(vreinterpret_s16_u16(vceq_u16(mag, low7)))); /* all ones */
+    const float32x4_t f =
+        vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vorr_u16(vshl_n_u16(mag, 7), vshl_n_u16(top, 8)))),
+                  vdupq_n_f32(256.0f));
+    const uint32x4_t nan =
+        vreinterpretq_u32_s32(vmovl_s16(vreinterpret_s16_u16(vceq_u16(mag, low7)))); /* all ones */
     const uint32x4_t quiet = vorrq_u32(vshlq_n_u32(vmovl_u16(top), 24), vdupq_n_u32(0x7fc00000u));
     return vbslq_f32(nan, vreinterpretq_f32_u32(quiet), f);
 }
@@ -45,7 +47,8 @@ static inline __attribute__((always_inline)) uint16x8_t neon_bytes_to_lanes(uint
 
 /* Lanes [0, n) of the elements of stored type t at p (n >= 1; every lane for n >= 4), the others 0,
  * nothing past element n - 1 read (a short chunk goes through a zeroed buffer). */
-static inline __attribute__((always_inline)) float32x4_t neon_load_stored(const void *p, int64_t n, fa_dtype t)
+static inline __attribute__((always_inline)) float32x4_t neon_load_stored(const void *p, int64_t n,
+                                                                          fa_dtype t)
 {
     if (t == FA_BF16 || t == FA_F16) {
         uint16x4_t h;

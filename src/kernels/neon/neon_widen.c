@@ -45,8 +45,9 @@ static inline __attribute__((always_inline)) void neon_widen_row(const char *s, 
 }
 
 static inline __attribute__((always_inline)) void neon_widen_rows(int64_t rows, int64_t dim, const void *src,
-                                                                  int64_t src_stride, fa_dtype from, const float *scale,
-                                                                  int64_t scale_stride, float *dst, int64_t dst_stride)
+                                                                  int64_t src_stride, fa_dtype from,
+                                                                  const float *scale, int64_t scale_stride,
+                                                                  float *dst, int64_t dst_stride)
 {
     const int64_t elem = fa_stored_size(from);
     for (int64_t r = 0; r < rows; r++) {
@@ -63,12 +64,20 @@ void fa_neon_widen_f32(int64_t rows, int64_t dim, const void *src, int64_t src_s
                        const float *scale, int64_t scale_stride, float *dst, int64_t dst_stride)
 {
     switch (from) {
-    case FA_BF16: neon_widen_rows(rows, dim, src, src_stride, FA_BF16, scale, scale_stride, dst, dst_stride); break;
-    case FA_F16: neon_widen_rows(rows, dim, src, src_stride, FA_F16, scale, scale_stride, dst, dst_stride); break;
-    case FA_I8: neon_widen_rows(rows, dim, src, src_stride, FA_I8, scale, scale_stride, dst, dst_stride); break;
+    case FA_BF16:
+        neon_widen_rows(rows, dim, src, src_stride, FA_BF16, scale, scale_stride, dst, dst_stride);
+        break;
+    case FA_F16:
+        neon_widen_rows(rows, dim, src, src_stride, FA_F16, scale, scale_stride, dst, dst_stride);
+        break;
+    case FA_I8:
+        neon_widen_rows(rows, dim, src, src_stride, FA_I8, scale, scale_stride, dst, dst_stride);
+        break;
     case FA_F8_E4M3:
         neon_widen_rows(rows, dim, src, src_stride, FA_F8_E4M3, scale, scale_stride, dst, dst_stride);
         break;
-    default: neon_widen_rows(rows, dim, src, src_stride, FA_F8_E5M2, scale, scale_stride, dst, dst_stride); break;
+    default:
+        neon_widen_rows(rows, dim, src, src_stride, FA_F8_E5M2, scale, scale_stride, dst, dst_stride);
+        break;
     }
 }

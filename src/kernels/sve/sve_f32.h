@@ -43,9 +43,9 @@ static inline __attribute__((always_inline)) vec sve_load_stored(const void *p, 
     const svuint32_t quiet = svorr_n_u32_x(pt, svlsl_n_u32_x(pt, top, 24), 0x7fc00000u);
     return svsel_f32(svcmpeq_n_u32(pt, mag, 0x7f), svreinterpret_f32(quiet), f);
 }
-#define V_LOAD_STORED(p, n, t)  sve_load_stored((p), (n), (t))
-#define FA_HALF_VECS            4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast, of 32 registers */
-#define FA_HALF_VECS_FEW        8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
+#define V_LOAD_STORED(p, n, t) sve_load_stored((p), (n), (t))
+#define FA_HALF_VECS           4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast, of 32 registers */
+#define FA_HALF_VECS_FEW       8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
 
 /* softcap: the vector tanh of kernels/score_mods.h */
 #define FA_TANH_VECTOR 1
