@@ -199,7 +199,7 @@ FA_API const char *fa_status_str(fa_status s);
  * What went wrong in the calling thread's last call that returned an fa_status: one line naming
  * the call, the offending argument and its values, e.g.
  *   "fa_forward: k.dim = 15 but q.dim = 16"
- *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512, avx512_bf16, amx or auto"
+ *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512, avx512_bf16, amx, neon, sve or auto"
  * Every such call sets it: to the message when it fails, to "" when it succeeds. The text is for
  * people (its wording may change between versions; the status is what programs test). Never NULL;
  * valid until the calling thread's next call into the library. Thread-local: calls on other threads
@@ -433,7 +433,8 @@ typedef struct fa_context fa_context;
  * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes, an
  * unknown bind value, or (with bind AUTO) a FLASHATTN_BIND other than
  * auto|none|core|spread, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
- * table (ref, avx2, avx512, avx512_bf16, amx) this build or CPU lacks (fa_last_error() says
+ * table (ref, avx2, avx512, avx512_bf16, amx on x86-64; neon, sve on aarch64, where sve runs at an SVE
+ * vector length of 128, 256 or 512 bits) this build or CPU lacks (fa_last_error() says
  * which of the two), FA_ERR_ARG if it names none of them nor "auto" (the
  * automatic choice, as when unset), FA_ERR_NOMEM, FA_ERR_RUNTIME if the
  * topology cannot be loaded. *ctx is written only on FA_OK.

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Makes sure the Debian packages flashattn needs are installed.
 #
-#   scripts/deps.sh [build|test|bench]      run it, or
+#   scripts/deps.sh [build|test|bench|aarch64]      run it, or
 #   source scripts/deps.sh; fa_deps test
 #
 #   build: cmake, make, gcc (with libgomp for OpenMP), libc6-dev, pkg-config, libhwloc-dev
@@ -20,6 +20,16 @@
 #          torch.compile's CPU code generation runs in tests/python)
 #   bench: build + libopenblas-dev (fa-bench's unfused BLAS baseline) + gnuplot-nox
 #          (scripts/thread_sweep.sh's plot); fa-bench builds and runs without both
+#   aarch64: scripts/test.sh's emulated aarch64 stage: the cross compiler (gcc-aarch64-linux-gnu, with
+#          its binutils, objdump among them), qemu-user (qemu-aarch64: SVE, SVE2, BF16 and I8MM at any
+#          vector length), and arm64 hwloc from Debian's multiarch packages (libhwloc-dev:arm64; the
+#          arm64 architecture is added to dpkg first), with libgomp1:arm64, so that qemu-aarch64 -L / runs
+#          the programs against arm64's own / as an arm64 machine would (with the cross toolchain's
+#          /usr/aarch64-linux-gnu as -L, a fork() under qemu 7.2 never returns in the child). Not
+#          libcriterion-dev:arm64: in Debian 12 it and
+#          libcriterion3 (and their libnanomsg5, libgit2-dev) are not Multi-Arch: same, so apt installs
+#          the arm64 ones only by REMOVING the amd64 Criterion the native suite needs. The emulated
+#          suite runs on tests/shim's stand-in for Criterion's runner instead, which needs no library.
 #
 # Packages already installed are detected with dpkg-query, so this is quick when nothing is missing.
 # As root, missing packages are installed with apt-get (update, then install -y). Otherwise the
@@ -31,7 +41,8 @@ fa_deps_packages() {
     build) ;;
     test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev python3 python3-venv python3-dev g++" ;;
     bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
-    *) echo "deps: unknown set '$1' (build|test|bench)" >&2; return 2 ;;
+    aarch64) pkgs="cmake make pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libhwloc-dev:arm64 libgomp1:arm64" ;;
+    *) echo "deps: unknown set '$1' (build|test|bench|aarch64)" >&2; return 2 ;;
     esac
     echo "$pkgs"
 }
@@ -46,6 +57,11 @@ fa_deps() {
             command -v "$m" >/dev/null 2>&1 || missing="$missing $m"
         done
         [ "$set" = bench ] && { command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot"; }
+        if [ "$set" = aarch64 ]; then
+            for m in aarch64-linux-gnu-gcc aarch64-linux-gnu-objdump qemu-aarch64; do
+                command -v "$m" >/dev/null 2>&1 || missing="$missing $m"
+            done
+        fi
         if [ "$set" = test ]; then
             for m in clang valgrind mpicc mpirun python3 c++; do command -v "$m" >/dev/null 2>&1 || missing="$missing $m"; done
         fi
@@ -61,8 +77,14 @@ fa_deps() {
         echo "deps: ok (no dpkg; tools and pkg-config modules found)"
         return 0
     fi
+    # installed for the architecture asked (p:arm64), or for this machine's (or all): with arm64 added,
+    # dpkg-query answers for both architectures of a name, and an arm64 pkg-config is not this one
+    local native
+    native=$(dpkg --print-architecture)
     for p in $pkgs; do
-        if [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" != "ii " ]; then
+        local want=$native
+        case $p in *:*) want=${p##*:} ;; esac
+        if ! dpkg-query -W -f='${db:Status-Abbrev}${Architecture}\n' "$p" 2>/dev/null | grep -qE "^ii ($want|all)\$"; then
             missing="$missing $p"
         fi
     done
@@ -77,6 +99,14 @@ fa_deps() {
     fi
     echo "deps: installing:$missing"
     export DEBIAN_FRONTEND=noninteractive
+    # another architecture's packages (libhwloc-dev:arm64) need it added to dpkg before apt-get update
+    local arch
+    for arch in $(printf '%s\n' $missing | sed -n 's/.*:\([a-z0-9]*\)$/\1/p' | sort -u); do
+        if [ "$arch" != "$(dpkg --print-architecture)" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+            echo "deps: dpkg --add-architecture $arch"
+            dpkg --add-architecture "$arch" || { echo "deps: dpkg --add-architecture $arch failed" >&2; return 1; }
+        fi
+    done
     # shellcheck disable=SC2086
     if ! { apt-get update -q && apt-get install -y -q --no-install-recommends $missing; }; then
         echo "deps: apt-get failed to install:$missing" >&2

@@ -23,6 +23,11 @@
 #                     output across thread counts before reporting), then scripts/node_check.sh (the
 #                     thread sweeps and compare_torch.py) on tiny shapes
 #   hostile runtime   scripts/hostile_runtime.sh (taskset, oversubscription, OMP_PROC_BIND, OMP_THREAD_LIMIT)
+#   aarch64           build-arm/ (FA_ARM_BUILD_DIR): scripts/deps.sh aarch64, a cross build with Debian's
+#                     gcc-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake; -DFLASHATTN_WERROR=ON), its install
+#                     and pkg-config file, the instruction budget of the kernels (scripts/aarch64_budget.sh), then
+#                     the suites that cover the kernels (arm_kernels, below) as fa-tests-shim under qemu-aarch64 for
+#                     ref, neon, sve at 128, 256 and 512 bits, and the table choice at 2048 bits (tests/README.md)
 #   asan              build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined; the suite
 #                     under ASan+UBSan (OMP_NUM_THREADS=4)
 #   tsan              build-tsan/ (FA_TSAN_BUILD_DIR): clang, -DFLASHATTN_SANITIZE=thread, LLVM's libomp;
@@ -48,14 +53,15 @@
 # Each stage prints a banner; the first failing stage stops the run with its name; a summary with the
 # time of every stage (and its figures: tests passed, fuzz executions, valgrind errors) ends the output.
 # Environment:
-#   FA_BUILD_DIR, FA_ASAN_BUILD_DIR, FA_TSAN_BUILD_DIR, FA_FUZZ_BUILD_DIR, FA_ABI_BUILD_DIR
-#                                     build directories
+#   FA_BUILD_DIR, FA_ASAN_BUILD_DIR, FA_TSAN_BUILD_DIR, FA_FUZZ_BUILD_DIR, FA_ABI_BUILD_DIR,
+#   FA_ARM_BUILD_DIR                  build directories
 #   FA_JOBS                           parallel build jobs (default: nproc)
 #   FA_TEST_THREADS                   OMP_NUM_THREADS values of the sweep (default "1 2 3 4")
 #   FA_TEST_HEAVY=1                   the heavier variants: fuzzing for FA_FUZZ_SECONDS (default then 3600)
 #                                     and valgrind over the whole suite instead of the API suites
 #   FA_FUZZ_SECONDS                   seconds of fuzzing (default 60, or 3600 with FA_TEST_HEAVY=1)
-#   FA_SKIP_ASAN=1, FA_SKIP_TSAN=1, FA_SKIP_FUZZ=1, FA_SKIP_VALGRIND=1, FA_SKIP_PYTHON=1
+#   FA_SKIP_ASAN=1, FA_SKIP_TSAN=1, FA_SKIP_FUZZ=1, FA_SKIP_VALGRIND=1, FA_SKIP_PYTHON=1,
+#   FA_SKIP_ARM=1
 #                                     skip those stages (for a quick local run; CI never sets them)
 #   FA_PY_VENV                        the Python suite's virtual environment (default ~/.cache/flashattn-venv)
 #   FA_PYTHON                         the interpreter that creates the environments (default python3)
@@ -78,6 +84,7 @@ source "$root/scripts/deps.sh"
 build=${FA_BUILD_DIR:-$root/build}
 build_asan=${FA_ASAN_BUILD_DIR:-$root/build-asan}
 build_tsan=${FA_TSAN_BUILD_DIR:-$root/build-tsan}
+build_arm=${FA_ARM_BUILD_DIR:-$root/build-arm}
 build_abi=${FA_ABI_BUILD_DIR:-$root/build-abi}
 jobs=${FA_JOBS:-$(nproc)}
 threads=${FA_TEST_THREADS:-1 2 3 4}
@@ -515,6 +522,76 @@ print("import flashattn without torch:", flashattn.library_version(), flashattn.
     return "$rc"
 }
 
+# ---- aarch64, cross-compiled and emulated ----
+# The suites that reach every kernel of a table (tests/README.md, "aarch64 under emulation", says
+# which do not run and why): each table against ref and the oracle at every tile residue forward and
+# backward, its exp2 and subnormal flush, tanh bound, pack, widen of every stored type and scale and
+# modifiers (white-box), the decode products over stored rows (kernel_stored: bf16, f16, int8, FP8
+# read in place through row lists), the half-precision equivalence; and one bitwise
+# thread-invariance suite per table (forward, fixed odd blocks, backward, half precision: they check
+# the drivers over the kernels, which the others check alone), neon also the quantized caches end to
+# end. FA_TEST_SIMD restricts the white-box suites to the table under test (neon would otherwise run
+# again beside sve at every length, and ref in every run).
+arm_kernels='kernel_tables/*|kernel_traits/*|kernel_stored/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
+arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_counts_and_bindings'
+# ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence, the
+# one-byte types' scalar conversions (quant.h: ref's widen and every table's tails) on aarch64
+arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*|quant/*)"
+# at 2048 bits (no instantiation): sve refused by name, neon chosen automatically and correct
+arm_2048_suites='@(kernel_traits/*|kernel_tables/*@(each_table|edge_residue)*)'
+
+arm_build() {
+    fa_deps aarch64
+    cmake -S "$root" -B "$build_arm" "${common_cmake[@]}" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
+        -DFLASHATTN_WERROR=ON -DFLASHATTN_BUILD_TESTS=OFF -DFLASHATTN_TEST_SHIM=ON -DFLASHATTN_BUILD_BENCH=OFF \
+        -DFLASHATTN_MPI=OFF
+    cmake --build "$build_arm" -j "$jobs" --target flashattn flashattn_static fa-tests-shim
+    # the same install as on x86: the libraries are aarch64's, the pkg-config file names them
+    rm -rf "$tmp/arm-prefix"
+    cmake --install "$build_arm" --prefix "$tmp/arm-prefix" >/dev/null
+    local lib pc
+    lib=$(find "$tmp/arm-prefix" -name libflashattn.so -print -quit)
+    pc=$(find "$tmp/arm-prefix" -name flashattn.pc -print -quit)
+    aarch64-linux-gnu-readelf -h "$lib" | grep -q 'Machine: *AArch64'
+    PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --libs flashattn | grep -q -- '-lflashattn'
+    echo "installed: $lib (AArch64), $pc"
+    # the instruction budget (src/README.md, "aarch64"), from the object code of each table's half
+    local o=$build_arm/CMakeFiles/flashattn_objects.dir/src/kernels f fn
+    for f in neon/neon_f32 sve/sve_f32_128 sve/sve_f32_256 sve/sve_f32_512; do
+        fn=$(aarch64-linux-gnu-nm "$o/$f.c.o" | grep -o 'rows_block_6_4_0_0_f32[.a-z0-9]*' | head -n 1)
+        "$root/scripts/aarch64_budget.sh" "$o/$f.c.o" scores_block_6_4_f32 online_softmax_f32 "$fn" | sed "s|^|$f: |"
+    done
+}
+
+# arm_run NAME QEMU-CPU FILTER [VAR=VALUE...]: fa-tests-shim under qemu-aarch64 with that CPU
+arm_run() {
+    local name=$1 cpu=$2 filter=$3 t0
+    shift 3
+    t0=$(now_ms)
+    echo "---- aarch64 $name: qemu-aarch64 -cpu $cpu $* fa-tests-shim --filter='$filter'"
+    env "$@" OMP_NUM_THREADS=2 FA_SHIM_TIMEOUT_SCALE=10 qemu-aarch64 -L / -cpu "$cpu" \
+        "$build_arm/tests/shim/fa-tests-shim" --jobs=2 --filter="$filter" "${test_args[@]}" 2>&1 |
+        tee "$tmp/arm.log" | grep -v '^\[PASS\]'
+    local line
+    line=$(grep -o 'Passing: [0-9]* | Failing: [0-9]*' "$tmp/arm.log" | tail -n 1)
+    [ -n "$line" ] || { echo "aarch64 $name: no summary line" >&2; return 1; }
+    echo "$line" | awk '{print $2, $5}' >>"$tmp/totals"
+    arm_note="$arm_note${arm_note:+, }$name $(echo "$line" | awk '{print $2}') $(fmt_s $(($(now_ms) - t0)))"
+    echo "$arm_note" >"$tmp/stage.note"
+    echo "$line" | grep -q 'Failing: 0$'
+}
+
+arm_suites_run() {
+    arm_note=""
+    # sve-default-vector-length is in bytes; sve=off: a CPU with NEON only
+    arm_run ref max "$arm_ref_suites" FLASHATTN_ISA=ref FA_TEST_SIMD=ref
+    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*)" FA_TEST_SIMD=neon
+    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|backward_invariance/*)" FA_TEST_SIMD=sve128
+    arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FA_TEST_SIMD=sve256
+    arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|invariance/*fixed_odd_blocks)" FA_TEST_SIMD=sve512
+    arm_run sve2048 max,sve-default-vector-length=256 "$arm_2048_suites" FA_TEST_SIMD=none
+}
+
 # tests/abi/run.sh: the grown library in build_abi, built as build is; the clients in tmp.
 abi_layouts() {
     FA_JOBS=$jobs "$root/tests/abi/run.sh" "$build" "$build_abi" "$tmp/abi"
@@ -575,6 +652,12 @@ if [ -x "$root/scripts/hostile_runtime.sh" ]; then
     stage "hostile runtime" hostile_runtime
 else
     skipped "hostile runtime" "no scripts/hostile_runtime.sh"
+fi
+if [ "${FA_SKIP_ARM:-0}" = 1 ]; then
+    skipped aarch64 "FA_SKIP_ARM=1"
+else
+    stage "aarch64 cross build ($(basename "$build_arm")) and budget" arm_build
+    stage "aarch64 suites under qemu (ref, neon, sve 128-2048)" arm_suites_run
 fi
 if [ "${FA_SKIP_ASAN:-0}" = 1 ]; then
     skipped asan "FA_SKIP_ASAN=1"

@@ -9,7 +9,58 @@
 #include <unistd.h>
 #endif
 
+#if defined(__x86_64__)
 const char *const cf_tables[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
+#elif defined(__aarch64__)
+const char *const cf_tables[] = {"ref", "neon", "sve"};
+#else
+const char *const cf_tables[] = {"ref"};
+#endif
+
+#if defined(__aarch64__)
+/* AT_HWCAP (16) and AT_HWCAP2 (26) as /proc/self/auxv lists them: pairs of 64-bit words. */
+static int auxv_hwcaps(unsigned long long *hw, unsigned long long *hw2)
+{
+    FILE *f = fopen("/proc/self/auxv", "rb");
+    if (!f) return -1;
+    unsigned long long pair[2];
+    *hw = *hw2 = 0;
+    while (fread(pair, sizeof pair, 1, f) == 1 && pair[0] != 0) {
+        if (pair[0] == 16) *hw = pair[1];
+        if (pair[0] == 26) *hw2 = pair[1];
+    }
+    fclose(f);
+    return 0;
+}
+
+int cf_flag(const char *flag)
+{
+    /* Linux's arch/arm64/include/uapi/asm/hwcap.h */
+    static const struct {
+        const char *flag;
+        int word, bit;
+    } bits[] = {{"asimd", 1, 1}, {"fphp", 1, 9},  {"asimdhp", 1, 10}, {"sve", 1, 22},
+                {"sve2", 2, 1},  {"i8mm", 2, 13}, {"bf16", 2, 14},    {"svebf16", 2, 12}};
+    unsigned long long hw, hw2;
+    if (auxv_hwcaps(&hw, &hw2) != 0) return -1;
+    for (size_t i = 0; i < sizeof bits / sizeof *bits; i++)
+        if (strcmp(bits[i].flag, flag) == 0)
+            return (int)(((bits[i].word == 1 ? hw : hw2) >> bits[i].bit) & 1u);
+    return 0;
+}
+
+int cf_sve_bits(void)
+{
+    if (cf_flag("sve") != 1) return 0;
+    long bytes;
+    __asm__ volatile(".arch_extension sve\n\trdvl %0, #1" : "=r"(bytes));
+    return (int)(8 * bytes);
+}
+#else
+int cf_sve_bits(void)
+{
+    return 0;
+}
 
 int cf_flag(const char *flag)
 {
@@ -26,6 +77,7 @@ int cf_flag(const char *flag)
     fclose(f);
     return found;
 }
+#endif
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -53,19 +105,15 @@ static int cpuid_has(const char *flag)
         if (strcmp(bits[i].flag, flag) == 0) return (regs[bits[i].reg] >> bits[i].bit) & 1u;
     return 1; /* a flag this table does not know: /proc/cpuinfo alone decides */
 }
-#endif
 
 static int all_flags(const char *const *flags)
 {
     for (; *flags; flags++) {
         if (cf_flag(*flags) != 1) return 0;
-#if defined(__x86_64__)
         if (!cpuid_has(*flags)) return 0;
-#endif
     }
     return 1;
 }
-
 
 static int tiles_permitted(void)
 {
@@ -75,16 +123,24 @@ static int tiles_permitted(void)
     return 0;
 #endif
 }
+#endif
 
 int cf_table_runs(const char *table)
 {
+    if (strcmp(table, "ref") == 0) return 1;
+#if defined(__aarch64__)
+    if (strcmp(table, "neon") == 0) return cf_flag("asimd") == 1;
+    if (strcmp(table, "sve") == 0) {
+        int bits = cf_sve_bits();
+        return cf_flag("asimd") == 1 && (bits == 128 || bits == 256 || bits == 512);
+    }
+#endif
+#if defined(__x86_64__)
     static const char *const avx2[] = {"avx2", "fma", "f16c", NULL};
     static const char *const avx512[] = {"avx512f", "avx512dq", "avx512bw", NULL};
     static const char *const avx512_bf16[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", NULL};
     static const char *const amx[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile",
                                       "amx_bf16", NULL};
-    if (strcmp(table, "ref") == 0) return 1;
-#if defined(__x86_64__)
     if (strcmp(table, "avx2") == 0) return all_flags(avx2);
     if (strcmp(table, "avx512") == 0) return all_flags(avx512);
     if (strcmp(table, "avx512_bf16") == 0) return all_flags(avx512_bf16);
@@ -95,9 +151,13 @@ int cf_table_runs(const char *table)
 
 const char *cf_best_table(void)
 {
+#if defined(__aarch64__)
+    static const char *const automatic[] = {"ref", "neon", "sve"};
+#else
     static const char *const automatic[] = {"ref", "avx2", "avx512", "amx"}; /* avx512_bf16 only by name */
+#endif
     const char *best = "ref";
-    for (int t = 0; t < 4; t++)
+    for (size_t t = 0; t < sizeof automatic / sizeof *automatic; t++)
         if (cf_table_runs(automatic[t])) best = automatic[t];
     return best;
 }

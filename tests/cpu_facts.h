@@ -8,17 +8,30 @@
 #define FA_TEST_CPU_FACTS_H
 
 /* 1 if /proc/cpuinfo's flags line has `flag` (e.g. "avx512f", "amx_bf16"), 0 if not, -1 when the
- * file or its flags line cannot be read. */
+ * file or its flags line cannot be read. On aarch64 the hwcaps the kernel gave this process, read
+ * from /proc/self/auxv (which qemu-user emulates; its /proc/cpuinfo is the host's), by the names
+ * /proc/cpuinfo's Features line uses: "asimd", "fphp", "asimdhp", "bf16", "i8mm", "sve", "sve2". */
 int cf_flag(const char *flag);
 
-/* Whether the table named `table` ("ref", "avx2", "avx512", "avx512_bf16", "amx") runs here: its instructions'
- * flags, and for amx the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM). */
+/* The SVE vector length in bits as the CPU reports it to this thread (RDVL), 0 without SVE. */
+int cf_sve_bits(void);
+
+/* Whether the table named `table` ("ref", "avx2", "avx512", "avx512_bf16", "amx"; "neon", "sve") runs
+ * here: its instructions' flags, for amx the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM),
+ * for sve a vector length it is compiled for (128, 256 or 512 bits). */
 int cf_table_runs(const char *table);
 
-/* The tables every build on x86-64 has, and the one a context takes when FLASHATTN_ISA names none:
- * the best of ref, avx2, avx512, amx this CPU runs (avx512_bf16 is taken only by name). */
+/* The tables every build on this architecture has (x86-64: ref, avx2, avx512, avx512_bf16, amx;
+ * aarch64: ref, neon, sve; others: ref), and the one a context takes when FLASHATTN_ISA names none:
+ * the best of ref, avx2, avx512, amx (neon, sve) this CPU runs (avx512_bf16 is taken only by name). */
 extern const char *const cf_tables[];
+#if defined(__x86_64__)
 #define CF_TABLES 5
+#elif defined(__aarch64__)
+#define CF_TABLES 3
+#else
+#define CF_TABLES 1
+#endif
 const char *cf_best_table(void);
 
 #endif

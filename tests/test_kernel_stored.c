@@ -18,28 +18,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_facts.h"
 #include "kernels/kernels.h"
 #include "plan/problem.h"
+#include "simd_tables.h"
 #include "util.h"
-#if defined(__x86_64__)
-#include "kernels/avx2/avx2.h"
-#include "kernels/avx512/avx512.h"
-#endif
 
 typedef struct {
     const char *name;
     const fa_kernels_f32 *set;
 } named_set;
 
+#define MAX_SETS 8
+
+/* ref (unless FA_TEST_SIMD leaves it out), then every SIMD table of the build (simd_tables.h: avx2
+ * and avx512, or neon and sve at each vector length) that this CPU runs */
 static int sets_of(named_set *out)
 {
     int n = 0;
-    out[n++] = (named_set){"ref", fa_kernels_ref.f32};
-#if defined(__x86_64__)
-    if (cf_table_runs("avx2")) out[n++] = (named_set){"avx2", &fa_avx2_kernels_f32};
-    if (cf_table_runs("avx512")) out[n++] = (named_set){"avx512", &fa_avx512_kernels_f32};
-#endif
+    if (st_ref_wanted()) out[n++] = (named_set){"ref", fa_kernels_ref.f32};
+    for (int t = 0; t < st_count && n < MAX_SETS; t++)
+        if (st_runs(&st_tables[t])) out[n++] = (named_set){st_tables[t].name, st_tables[t].f32};
     return n;
 }
 
@@ -102,7 +100,7 @@ static int same_bits(const float *a, const float *b, size_t n, size_t *where)
 
 Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widened_rows)
 {
-    named_set sets[3];
+    named_set sets[MAX_SETS];
     const int n_sets = sets_of(sets);
     tu_rng rng = tu_rng_make(tu_test_seed());
     static const int64_t dims[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64, 100, 128, FA_MAX_HEAD_DIM};

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Every kernel table against the portable one and the oracle.
  *
- * The tables (ref, avx2, avx512) share one contract (src/kernels/kernels.h); a table is chosen per
+ * The tables (ref, avx2, avx512; neon, sve) share one contract (src/kernels/kernels.h); a table is chosen per
  * context, here forced with FLASHATTN_ISA around fa_context_create. On each table this CPU runs,
  * forward and backward must meet the oracle rules of the main grids and agree with the ref
  * table's results within the same bounds, on shapes that put every residue at the edge of a
@@ -62,7 +62,10 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
     }
     fa_context *ctx = NULL;
     cr_expect_eq(context_on("sse9", 0, 0, &ctx), FA_ERR_ARG, "an unknown table name is an argument error");
-    cr_expect_str_eq(fa_last_error(), "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512, avx512_bf16, amx or auto");
+    cr_expect_str_eq(
+        fa_last_error(),
+        "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512, avx512_bf16, amx, neon, sve or "
+        "auto");
     /* "auto" is the automatic choice, as if the variable were unset */
     cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
     fa_stats s = FA_STATS_INIT;
@@ -218,15 +221,13 @@ Test(kernel_tables, f32_every_table_matches_ref_table_and_oracle_at_every_edge_r
  *    for f64 with DBL_EPSILON.
  * scale_grad must give the IEEE product ds·dcap exactly. Neither kernel writes outside its tile's
  * cols columns, and modify leaves dcap alone when softcap is off. */
-#if defined(__x86_64__)
 #include <float.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kernels/avx2/avx2.h"
-#include "kernels/avx512/avx512.h"
 #include "kernels/kernels.h"
+#include "simd_tables.h"
 
 /* A block whose last byte is followed by a page the process may not touch. */
 typedef struct {
@@ -278,6 +279,24 @@ typedef struct {
     const fa_kernels_f32 *f32;
     const fa_kernels_f64 *f64;
 } table_halves;
+
+/* ref, then every SIMD table of the build (simd_tables.h); returns how many. */
+#define MAX_HALVES 8
+static int all_halves(table_halves *all)
+{
+    all[0] = (table_halves){"ref", fa_kernels_ref.f32, fa_kernels_ref.f64};
+    for (int t = 0; t < st_count && t + 1 < MAX_HALVES; t++)
+        all[t + 1] = (table_halves){st_tables[t].name, st_tables[t].f32, st_tables[t].f64};
+    return 1 + (st_count < MAX_HALVES - 1 ? st_count : MAX_HALVES - 1);
+}
+
+static int halves_run(const table_halves *t)
+{
+    if (strcmp(t->name, "ref") == 0) return 1;
+    for (int i = 0; i < st_count; i++)
+        if (strcmp(st_tables[i].name, t->name) == 0) return st_runs(&st_tables[i]);
+    return 0;
+}
 
 static void run_modify(const table_halves *t, int f64, const fa_score_mods *m, int64_t ld, int64_t cols,
                        void *s, void *dcap)
@@ -408,15 +427,14 @@ static int64_t check_modify_case(const table_halves *t, const table_halves *ref,
 
 static void check_modify(int f64)
 {
-    const table_halves all[3] = {{"ref", fa_kernels_ref.f32, fa_kernels_ref.f64},
-                                 {"avx2", &fa_avx2_kernels_f32, &fa_avx2_kernels_f64},
-                                 {"avx512", &fa_avx512_kernels_f32, &fa_avx512_kernels_f64}};
+    table_halves all[MAX_HALVES];
+    const int n_all = all_halves(all);
     int64_t pad = f64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     /* the padding unit; 3 units; past the tables' 256-row chunk; odd cols, and past their 64-column chunk */
     const int64_t shapes[][2] = {{pad, 1}, {pad, 7}, {3 * pad, 17}, {256 + pad, 70}, {2 * pad, 129}};
     uint64_t seed = tu_test_part_seed(f64 ? "f64" : "f32");
-    for (int ti = 0; ti < 3; ti++) {
-        if (!cpu_runs(all[ti].name)) {
+    for (int ti = 0; ti < n_all; ti++) {
+        if (!halves_run(&all[ti])) {
             cr_log_info("%s: not on this CPU, its modifiers are exercised on machines that have it",
                         all[ti].name);
             continue;
@@ -483,7 +501,6 @@ Test(kernel_tables, f64_modify_and_scale_grad_of_every_table_give_refs_bits_and_
 {
     check_modify(1);
 }
-#endif
 
 /* Whether element i of a one-byte row is a NaN code of type t (every other value widens to a number). */
 static int widened_is_nan(const void *row, fa_dtype t, int64_t i)
@@ -503,9 +520,8 @@ static int widened_is_nan(const void *row, fa_dtype t, int64_t i)
  * and test_quant.c's. */
 Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_pattern_and_scale)
 {
-    const table_halves all[3] = {{"ref", fa_kernels_ref.f32, fa_kernels_ref.f64},
-                                 {"avx2", &fa_avx2_kernels_f32, &fa_avx2_kernels_f64},
-                                 {"avx512", &fa_avx512_kernels_f32, &fa_avx512_kernels_f64}};
+    table_halves all[MAX_HALVES];
+    const int n_all = all_halves(all);
     const int64_t rows = 3, stride = 67, dst_stride = 71; /* odd: rows start at every alignment */
     uint16_t *src = malloc((size_t)(rows * stride + 1) * sizeof(uint16_t));
     float *want = malloc((size_t)(rows * dst_stride) * sizeof(float)), *got = malloc((size_t)(rows * dst_stride) * sizeof(float));
@@ -514,8 +530,8 @@ Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_patter
     /* three rows' scales per set; NULL for the half types */
     static const float scales[][3] = {{1.0f, 0.5f, -3.25f},     {0x1p-140f, 0x1.8p126f, 6.1e-5f},
                                       {0.0f, -0.0f, INFINITY},  {NAN, -INFINITY, 0.0078125f}};
-    for (int ti = 1; ti < 3; ti++) {
-        if (!cpu_runs(all[ti].name)) {
+    for (int ti = 1; ti < n_all; ti++) {
+        if (!halves_run(&all[ti])) {
             cr_log_info("%s: not on this CPU, its widen is exercised on machines that have it", all[ti].name);
             continue;
         }

@@ -13,8 +13,8 @@
 #include "kernels/kernels.h"
 #include "runtime/dispatch.h"
 
-static const char *const names[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
-#define N_NAMES 5
+static const char *const names[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "sve"};
+#define N_NAMES 7
 
 static void check_traits(const char *name, const char *half, const fa_kernel_traits *t, fa_dtype dtype,
                          size_t elem)
@@ -81,6 +81,7 @@ Test(kernel_traits, a_table_leaving_operations_null_gets_refs_and_keeps_its_own)
     const fa_kernels *ref = fa_kernels_named("ref");
     /* every other operation left out, from a set whose operations are all distinct from ref's */
     const fa_kernels *base = fa_kernels_named("avx512") ? fa_kernels_named("avx512") : fa_kernels_named("avx2");
+    if (!base) base = fa_kernels_named("neon");
     if (!base) base = ref; /* a build without x86 tables: the fill still has to keep what is there */
     fa_kernels_f32 f32 = *base->f32;
     fa_kernels_f64 f64 = *base->f64;
@@ -121,6 +122,21 @@ static int cpu_has(unsigned bit)
                  {FA_CPU_AVX512BF16, "avx512_bf16"}, {FA_CPU_AVX512FP16, "avx512_fp16"}, {FA_CPU_F16C, "f16c"}};
     /* AMX: both tile flags, and the permission Linux grants on request (cpu_facts.h) */
     if (bit == FA_CPU_AMX_BF16) return cf_flag("amx_bf16") == 1 && cf_flag("amx_tile") == 1 && cf_table_runs("amx");
+    /* aarch64: the hwcaps (cpu_facts.h reads them from /proc/self/auxv) and RDVL's vector length */
+    if (bit == FA_CPU_FP16) return cf_flag("fphp") == 1 && cf_flag("asimdhp") == 1;
+    if (bit == FA_CPU_SVE_VL128) return cf_sve_bits() == 128;
+    if (bit == FA_CPU_SVE_VL256) return cf_sve_bits() == 256;
+    if (bit == FA_CPU_SVE_VL512) return cf_sve_bits() == 512;
+    static const struct {
+        unsigned bit;
+        const char *flag;
+    } arm[] = {{FA_CPU_ASIMD, "asimd"},
+               {FA_CPU_BF16, "bf16"},
+               {FA_CPU_I8MM, "i8mm"},
+               {FA_CPU_SVE, "sve"},
+               {FA_CPU_SVE2, "sve2"}};
+    for (size_t i = 0; i < sizeof arm / sizeof *arm; i++)
+        if (arm[i].bit == bit) return cf_flag(arm[i].flag);
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
         if (flags[i].bit == bit) return cf_flag(flags[i].flag);
     return -1;

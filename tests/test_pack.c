@@ -14,14 +14,11 @@
 #include <unistd.h>
 
 #include "kernels/kernels.h"
-#include "runtime/dispatch.h"
 #include "kernels/ref/ref_pack.h"
 #include "plan/problem.h"
+#include "runtime/dispatch.h"
+#include "simd_tables.h"
 #include "util.h"
-#if defined(__x86_64__) /* the SIMD tables exist on x86-64 builds only */
-#include "kernels/avx2/avx2_pack.h"
-#include "kernels/avx512/avx512_pack.h"
-#endif
 
 typedef void (*pack_f32)(int64_t, int64_t, const float *, int64_t, float, float *, int64_t);
 typedef void (*pack_f64)(int64_t, int64_t, const double *, int64_t, double, double *, int64_t);
@@ -37,24 +34,18 @@ typedef struct {
 /* Every table this CPU runs, resolved as a context resolves it, then the SIMD packs themselves. */
 static int impls_of_this_cpu(pack_impl *out)
 {
-    static const char *const names[] = {"ref", "avx2", "avx512"};
-    static fa_kernels_resolved resolved[3];
+    static const char *const names[] = {"ref", "avx2", "avx512", "neon", "sve"};
+    static fa_kernels_resolved resolved[5];
     int n = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 5; i++) {
         const fa_kernels *t = fa_kernels_named(names[i]);
         if (!t || !fa_kernels_cpu_runs(t)) continue;
         fa_kernels_resolve(t, &resolved[i]);
         out[n++] = (pack_impl){names[i], resolved[i].f32.pack_transposed, resolved[i].f64.pack_transposed};
     }
-#if defined(__x86_64__)
-    const fa_kernels *avx2 = fa_kernels_named("avx2"), *avx512 = fa_kernels_named("avx512");
-    if (avx2 && fa_kernels_cpu_runs(avx2))
-        out[n++] =
-            (pack_impl){"fa_avx2_pack_transposed", fa_avx2_pack_transposed_f32, fa_avx2_pack_transposed_f64};
-    if (avx512 && fa_kernels_cpu_runs(avx512))
-        out[n++] = (pack_impl){"fa_avx512_pack_transposed", fa_avx512_pack_transposed_f32,
-                               fa_avx512_pack_transposed_f64};
-#endif
+    for (int t = 0; t < st_count && n < MAX_IMPLS; t++)
+        if (st_runs(&st_tables[t]))
+            out[n++] = (pack_impl){st_tables[t].name, st_tables[t].pack_f32, st_tables[t].pack_f64};
     cr_assert(n >= 1 && n <= MAX_IMPLS);
     return n;
 }

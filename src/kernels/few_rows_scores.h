@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the x86
+/* Scores for a tile of at most FA_FEW_ROWS real query rows (a decode step), part of the SIMD
  * templates' score kernel (tile_scores.h includes it), after the table's vocabulary (simd/simd.h):
  *   FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO, V_LOAD, V_STOREU, V_FMA, V_REDUCE_ADD, and
  *   V_LOAD_PART(p, n): lanes [0, n) of p (n >= 1), the others 0, nothing past p + n read;
@@ -14,7 +14,9 @@
  * over dim and every key row is streamed once with full-width loads, then reduced per key: up to
  * 16x fewer FMAs and loads, and the K stream runs at memory speed. A table may sum in this order
  * for small tiles (kernels.h): the choice depends on the tile, never on the thread. */
-#include <immintrin.h> /* _mm_prefetch */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h> /* _mm_prefetch (simd/simd.h: FA_PREFETCH) */
+#endif
 
 #include "flashattn.h" /* FA_MAX_HEAD_DIM: the bound of the query rows held on the stack */
 
@@ -165,8 +167,10 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
         for (int64_t a = c + ahead; a < c + ahead + nk && (past_tile || a < cols); a++) {
             const char *row = k_rows ? (const char *)k_rows[a] : (const char *)k + a * k_stride * elem;
             for (int64_t x = 0; x < dim * elem; x += 64) {
-                if (hint == _MM_HINT_T1) _mm_prefetch(row + x, _MM_HINT_T1);
-                else _mm_prefetch(row + x, _MM_HINT_T0);
+                if (hint == FA_HINT_L2)
+                    FA_PREFETCH(row + x, FA_HINT_L2);
+                else
+                    FA_PREFETCH(row + x, FA_HINT_L1);
             }
         }
         const char *kp[8];
@@ -192,7 +196,7 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
                                       const FA_T *k, int64_t k_stride, FA_T *s)
 {
     FA_NAME(scores_few_rows_body_)(FA_KIND_OWN, rows, ld, cols, dim, qt, k, k_stride, NULL, NULL, s,
-                                   FA_PREFETCH_KEYS, 0, _MM_HINT_T0);
+                                   FA_PREFETCH_KEYS, 0, FA_HINT_L1);
 }
 
 #undef FA_DOT_ROWS_CASES

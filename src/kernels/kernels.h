@@ -207,7 +207,8 @@ typedef struct {
     X(pack_pairs) X(pack_rows_t) X(pack_rows_pairs) X(rows_of) X(pairs_of) X(dot) X(online_softmax_pairs) X(release)
 
 /* CPU features a table's instructions need; selection requires every one (cpu_features.c reads
- * the CPUID bits and checks that the OS saves the registers they use). */
+ * the CPUID bits and checks that the OS saves the registers they use; on aarch64 Linux's hwcaps,
+ * which it reports only for registers it saves). */
 enum {
     FA_CPU_AVX2 = 1u << 0,
     FA_CPU_FMA = 1u << 1,
@@ -220,10 +221,22 @@ enum {
     FA_CPU_F16C = 1u << 8,
     FA_CPU_AMX_BF16 = 1u << 9, /* AMX-TILE and AMX-BF16, their state saved (XCR0), and Linux's
                                 * permission to use it (arch_prctl ARCH_REQ_XCOMP_PERM) granted */
+    /* aarch64 (getauxval AT_HWCAP, AT_HWCAP2) */
+    FA_CPU_ASIMD = 1u << 10, /* Advanced SIMD (NEON): every aarch64 Linux CPU */
+    FA_CPU_FP16 = 1u << 11,  /* half-precision arithmetic, scalar and vector (FPHP, ASIMDHP) */
+    FA_CPU_BF16 = 1u << 12,  /* FEAT_BF16: BFDOT, BFMMLA, BFCVT */
+    FA_CPU_I8MM = 1u << 13,  /* FEAT_I8MM: int8 matrix multiply */
+    FA_CPU_SVE = 1u << 14,
+    FA_CPU_SVE2 = 1u << 15,
+    /* The SVE vector length of the calling thread (prctl PR_SVE_GET_VL) is exactly this: the sve
+     * table's instantiations for fixed lengths (kernels/sve/sve_tiles.h says why) */
+    FA_CPU_SVE_VL128 = 1u << 16,
+    FA_CPU_SVE_VL256 = 1u << 17,
+    FA_CPU_SVE_VL512 = 1u << 18,
 };
 
 typedef struct {
-    const char *name;  /* "ref", "avx2", "avx512": what fa_stats.isa reports */
+    const char *name;  /* "ref", "avx2", "avx512", "neon", "sve"...: what fa_stats.isa reports */
     unsigned requires; /* FA_CPU_* bits */
     const fa_kernels_f32 *f32;
     const fa_kernels_f64 *f64;
@@ -248,6 +261,14 @@ extern const fa_kernels fa_kernels_avx2;
 extern const fa_kernels fa_kernels_avx512;
 extern const fa_kernels fa_kernels_amx;
 extern const fa_kernels fa_kernels_avx512_bf16;
+#endif
+#ifdef FA_HAVE_ARM_KERNELS
+extern const fa_kernels fa_kernels_neon;
+/* The sve table, one per vector length it is compiled for (all named "sve"); dispatch.c picks the
+ * one for the calling thread's length. */
+extern const fa_kernels fa_kernels_sve128;
+extern const fa_kernels fa_kernels_sve256;
+extern const fa_kernels fa_kernels_sve512;
 #endif
 
 #endif

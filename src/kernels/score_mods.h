@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The score modifiers (kernels.h: modify, scale_grad) shared by the x86 templates (avx2_tiles.h,
- * avx512_tiles.h), which include it after their vocabulary (simd/simd.h):
+/* The score modifiers (kernels.h: modify, scale_grad) shared by the SIMD templates (avx2_tiles.h,
+ * avx512_tiles.h, neon_tiles.h, sve_tiles.h), which include it after their vocabulary (simd/simd.h):
  *   FA_T, FA_LANES, FA_NAME, FA_INLINE, vec, V_LOAD, V_LOADU, V_STORE, V_SET1, V_ADD, V_SUB, V_MUL,
  *   V_DIV, V_FMA, V_AND, V_OR, V_ANDNOT (~a & b, bitwise), V_CMP (a vmask), V_LOAD_PART (few_rows_scores.h)
  *   and FA_NAME(exp2_);
@@ -147,7 +147,7 @@ FA_INLINE void FA_NAME(modify_chunk_)(const int softcap, const int want_d, const
          * bias streamed from memory from 77% to 90% of the single-core read bandwidth. */
         for (int64_t i = FA_LANES; i < 2 * FA_LANES && i < below; i++)
             for (int64_t x = 0; x < nc; x += 64 / (int64_t)sizeof(FA_T))
-                _mm_prefetch((const char *)(br + i * m->bias_stride + x), _MM_HINT_T0);
+                FA_PREFETCH(br + i * m->bias_stride + x, FA_HINT_L1);
         for (int64_t c = 0; c < nc; c += FA_LANES) {
             int64_t width = nc - c < FA_LANES ? nc - c : FA_LANES;
             vec bt[FA_LANES];

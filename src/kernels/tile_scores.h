@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The score kernel, s[c][r] = sum_x qt[x][r]·k[c][x] (transposed tile, kernels.h), shared by the
- * x86 templates (avx2_tiles.h, avx512_tiles.h), which include it after their vocabulary
- * (simd/simd.h): FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO, V_LOAD, V_STORE,
- *   V_SET1, V_FMA, and what few_rows_scores.h needs (V_LOAD_PART, FA_FEW_ROWS_KEYS, V_REDUCE_ADD);
+ * SIMD templates (avx2_tiles.h, avx512_tiles.h, neon_tiles.h, sve_tiles.h), which include it after
+ * their vocabulary (simd/simd.h): FA_T, FA_LANES, FA_NAME, FA_INLINE, FA_UNROLL, vec, V_ZERO,
+ *   V_LOAD, V_STORE, V_SET1, V_FMA, and what few_rows_scores.h needs (V_LOAD_PART,
+ *   FA_FEW_ROWS_KEYS, V_REDUCE_ADD);
  *   FA_SCORES_KEYS × FA_SCORES_VECS: the register block (avx2 6 × 2, avx512 6 × 4), chosen per ISA
  *   so that its accumulators, FA_SCORES_VECS query vectors and one broadcast fit the register file.
  * Defines FA_NAME(tile_scores_), the table's `scores`.

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The FA_CPU_* features this CPU and its OS provide, from CPUID and XGETBV: a feature counts only
- * when the CPU reports it and the OS saves the registers it uses (XCR0), as a table's instructions
- * would otherwise fault. Read directly rather than with __builtin_cpu_supports, whose feature names
- * differ between compilers (clang 14 knows neither "f16c" nor "avx512fp16"). */
+/* The FA_CPU_* features this CPU and its OS provide. x86: from CPUID and XGETBV: a feature counts
+ * only when the CPU reports it and the OS saves the registers it uses (XCR0), as a table's
+ * instructions would otherwise fault. Read directly rather than with __builtin_cpu_supports, whose
+ * feature names differ between compilers (clang 14 knows neither "f16c" nor "avx512fp16").
+ * aarch64: from Linux's hwcaps (getauxval), which the kernel sets only for state it saves, and the
+ * SVE vector length from prctl(PR_SVE_GET_VL). Each architecture's probes compile only there. */
 #include "runtime/cpu_features.h"
 
 #include "kernels/kernels.h"
@@ -85,6 +87,59 @@ fa_cpu_model fa_cpu_identify(void)
     m.model = model;
     return m;
 }
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+
+/* Linux's hwcap bits (asm/hwcap.h), spelt out: older headers lack the newer ones. */
+#define FA_HWCAP_FPHP    (1ul << 9)
+#define FA_HWCAP_ASIMDHP (1ul << 10)
+#define FA_HWCAP_ASIMD   (1ul << 1)
+#define FA_HWCAP_SVE     (1ul << 22)
+#define FA_HWCAP2_SVE2   (1ul << 1)
+#define FA_HWCAP2_I8MM   (1ul << 13)
+#define FA_HWCAP2_BF16   (1ul << 14)
+#ifndef PR_SVE_GET_VL
+#define PR_SVE_GET_VL 51
+#endif
+#ifndef PR_SVE_VL_LEN_MASK
+#define PR_SVE_VL_LEN_MASK 0xffff
+#endif
+
+static unsigned probe(void)
+{
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    unsigned have = 0;
+    if (hw & FA_HWCAP_ASIMD) have |= FA_CPU_ASIMD;
+    if ((hw & FA_HWCAP_FPHP) && (hw & FA_HWCAP_ASIMDHP)) have |= FA_CPU_FP16;
+    if (hw2 & FA_HWCAP2_BF16) have |= FA_CPU_BF16;
+    if (hw2 & FA_HWCAP2_I8MM) have |= FA_CPU_I8MM;
+    if (hw & FA_HWCAP_SVE) {
+        have |= FA_CPU_SVE;
+        if (hw2 & FA_HWCAP2_SVE2) have |= FA_CPU_SVE2;
+        /* the calling thread's vector length in bytes (a thread may change its own; new threads
+         * inherit it, so the team runs at the length the context was chosen at) */
+        const int vl = prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
+        const int bytes = vl < 0 ? 0 : (vl & PR_SVE_VL_LEN_MASK);
+        if (bytes == 16) have |= FA_CPU_SVE_VL128;
+        if (bytes == 32) have |= FA_CPU_SVE_VL256;
+        if (bytes == 64) have |= FA_CPU_SVE_VL512;
+    }
+    return have;
+}
+
+int fa_cpu_sve_bits(void)
+{
+    if (!(getauxval(AT_HWCAP) & FA_HWCAP_SVE)) return 0;
+    const int vl = prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
+    return vl < 0 ? 0 : 8 * (vl & PR_SVE_VL_LEN_MASK);
+}
+
+fa_cpu_model fa_cpu_identify(void)
+{
+    fa_cpu_model m = {FA_CPU_OTHER, 0, 0};
+    return m;
+}
 #else
 static unsigned probe(void)
 {
@@ -98,8 +153,16 @@ fa_cpu_model fa_cpu_identify(void)
 }
 #endif
 
+#if !(defined(__aarch64__) && defined(__linux__))
+int fa_cpu_sve_bits(void)
+{
+    return 0;
+}
+#endif
+
 unsigned fa_cpu_features(void)
 {
-    /* CPUID is cheap and its answer fixed: no caching (and so no synchronisation) needed. */
+    /* CPUID (getauxval, prctl) is cheap and its answer fixed: no caching (and so no synchronisation)
+     * needed. */
     return probe();
 }

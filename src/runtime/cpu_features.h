@@ -5,6 +5,10 @@
 
 unsigned fa_cpu_features(void);
 
+/* The calling thread's SVE vector length in bits (128 to 2048), or 0 without SVE (or off aarch64
+ * Linux). */
+int fa_cpu_sve_bits(void);
+
 /* Who made this CPU and which microarchitecture it is, from CPUID: the vendor string's maker, and
  * the display family and model (the extended fields folded in, as Intel's and AMD's manuals define
  * them). FA_CPU_OTHER, 0, 0 where CPUID is absent or the vendor is another. A hypervisor may show

@@ -12,10 +12,12 @@
 
 /* The tables the automatic choice takes, best first; and every name FLASHATTN_ISA may give.
  * avx512_bf16 is only ever named: on the Xeon measured it multiplies bf16 at half the f32 kernels'
- * rate (kernels/avx512_bf16/dpbf16_dot.c), and it has not been measured where it may pay. */
-static const char *const automatic[] = {"amx", "avx512", "avx2", "ref"};
+ * rate (kernels/avx512_bf16/dpbf16_dot.c), and it has not been measured where it may pay. On
+ * aarch64 sve comes before neon: as wide or wider, with masked tails (neither is measured yet:
+ * src/README.md, "aarch64"). */
+static const char *const automatic[] = {"amx", "avx512", "avx2", "sve", "neon", "ref"};
 #define N_AUTOMATIC (sizeof automatic / sizeof *automatic)
-static const char *const known[] = {"amx", "avx512_bf16", "avx512", "avx2", "ref"};
+static const char *const known[] = {"amx", "avx512_bf16", "avx512", "avx2", "sve", "neon", "ref"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
 /* The features a table may require, as a diagnostic names them. */
@@ -23,10 +25,23 @@ static const struct {
     unsigned bit;
     const char *shown;
 } features[] = {
-    {FA_CPU_AVX2, "AVX2"},          {FA_CPU_FMA, "FMA"},           {FA_CPU_AVX512F, "AVX-512F"},
-    {FA_CPU_AVX512DQ, "AVX-512DQ"}, {FA_CPU_AVX512BW, "AVX-512BW"}, {FA_CPU_AVX512VL, "AVX-512VL"},
-    {FA_CPU_AVX512BF16, "AVX512-BF16"}, {FA_CPU_AVX512FP16, "AVX512-FP16"}, {FA_CPU_F16C, "F16C"},
+    {FA_CPU_AVX2, "AVX2"},
+    {FA_CPU_FMA, "FMA"},
+    {FA_CPU_AVX512F, "AVX-512F"},
+    {FA_CPU_AVX512DQ, "AVX-512DQ"},
+    {FA_CPU_AVX512BW, "AVX-512BW"},
+    {FA_CPU_AVX512VL, "AVX-512VL"},
+    {FA_CPU_AVX512BF16, "AVX512-BF16"},
+    {FA_CPU_AVX512FP16, "AVX512-FP16"},
+    {FA_CPU_F16C, "F16C"},
     {FA_CPU_AMX_BF16, "AMX-BF16 (with the OS's permission)"},
+    {FA_CPU_ASIMD, "ASIMD"},
+    {FA_CPU_FP16, "FP16"},
+    {FA_CPU_BF16, "BF16"},
+    {FA_CPU_I8MM, "I8MM"},
+    {FA_CPU_SVE, "SVE"},
+    {FA_CPU_SVE2, "SVE2"},
+    {FA_CPU_SVE_VL128, "SVE at a vector length of 128, 256 or 512 bits (prctl PR_SVE_GET_VL)"},
 };
 
 int fa_kernels_cpu_runs(const fa_kernels *t)
@@ -42,8 +57,32 @@ const fa_kernels *fa_kernels_named(const char *name)
     if (strcmp(name, "avx512") == 0) return &fa_kernels_avx512;
     if (strcmp(name, "avx2") == 0) return &fa_kernels_avx2;
 #endif
+#ifdef FA_HAVE_ARM_KERNELS
+    if (strcmp(name, "neon") == 0) return &fa_kernels_neon;
+    /* the instantiation for this thread's vector length; at a length none is compiled for, the
+     * 128-bit one, which then does not run (its feature check names the length) */
+    if (strcmp(name, "sve") == 0) {
+        switch (fa_cpu_sve_bits()) {
+        case 256: return &fa_kernels_sve256;
+        case 512: return &fa_kernels_sve512;
+        default: return &fa_kernels_sve128;
+        }
+    }
+#endif
     if (strcmp(name, "ref") == 0) return &fa_kernels_ref;
     return NULL;
+}
+
+/* The tables of this build besides ref, for a diagnostic. */
+static const char *build_tables(void)
+{
+#if defined(FA_HAVE_X86_KERNELS)
+    return ", avx2, avx512, avx512_bf16 and amx";
+#elif defined(FA_HAVE_ARM_KERNELS)
+    return ", neon and sve";
+#else
+    return " only";
+#endif
 }
 
 /* What the CPU lacks for a table, in words, for the diagnostic ("AVX-512F, AVX-512DQ"). */
@@ -96,15 +135,16 @@ int fa_kernels_select(const char *call, fa_kernels_resolved *out)
         int is_known = 0;
         for (size_t i = 0; i < N_KNOWN; i++) is_known |= strcmp(want, known[i]) == 0;
         if (!is_known)
-            return fa_diag_fail(FA_ERR_ARG, call, "FLASHATTN_ISA=%s: expected ref, avx2, avx512, avx512_bf16, amx or auto",
-                                want);
+            return fa_diag_fail(
+                FA_ERR_ARG, call,
+                "FLASHATTN_ISA=%s: expected ref, avx2, avx512, avx512_bf16, amx, neon, sve or auto", want);
         /* refused, never silently replaced */
         const fa_kernels *t = fa_kernels_named(want);
         if (!t)
             return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
                                 "FLASHATTN_ISA=%s: this build has no %s table (it was built for a CPU family "
                                 "without it); the build has ref%s",
-                                want, want, fa_kernels_named("avx512") ? ", avx2, avx512, avx512_bf16 and amx" : "");
+                                want, want, build_tables());
         if (!fa_kernels_cpu_runs(t)) {
             char lacks[128];
             return fa_diag_fail(FA_ERR_UNSUPPORTED, call,

@@ -14,7 +14,8 @@
  * per context. */
 int fa_kernels_select(const char *call, fa_kernels_resolved *out);
 
-/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx") if this build has it, else NULL; and whether
+/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "sve": the
+ * instantiation for the calling thread's SVE vector length) if this build has it, else NULL; and whether
  * this CPU and OS run its instructions. For the selection and the tests. */
 const fa_kernels *fa_kernels_named(const char *name);
 int fa_kernels_cpu_runs(const fa_kernels *t);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What an x86 table (avx2, avx512) exports besides its kernels, declared once for both: its two
+/* What a SIMD table (avx2, avx512, neon, sve) exports besides its kernels, declared once for all: its two
  * halves (simd/table.h defines them) and, for the tests, its exp2 and tanh exactly as the kernels
  * compute them. Those take any n values, unaligned x and y, and touch nothing past n; exp2's
  * accuracy and edge cases are documented in simd/simd.h and the ISA's template, tanh's in

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* scores_stored and accumulate_stored (kernels.h) of the x86 float sets: a decode step's products
- * with the key and value rows read where they lie in their stored type (bf16, f16, int8, FP8),
- * converted in registers and, quantized, multiplied by their row's scale. Included by simd/table.h
+/* scores_stored and accumulate_stored (kernels.h) of the SIMD tables' float sets: a decode step's
+ * products with the key and value rows read where they lie in their stored type (bf16, f16, int8,
+ * FP8), converted in registers and, quantized, multiplied by their row's scale. Included by simd/table.h
  * when the ISA's float file defines V_LOAD_STORED (after few_rows_scores.h and weighted_rows.h, so
  * with the vocabulary and their constants), with:
  *   V_LOAD_STORED(p, n, t): lanes [0, n) converted (exactly) from the elements of stored type t at p
@@ -32,7 +32,7 @@ static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int6
                                     const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
 {
     FA_NAME(scores_few_rows_body_)((int)kt, rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s, FA_STORED_AHEAD, 1,
-                                   _MM_HINT_T1);
+                                   FA_HINT_L2);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
@@ -54,7 +54,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
     for (int64_t t = 0; t < steps; t++) {
         const char *row = (const char *)x_rows[t] + x_off * elem, *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* every 64-byte line of the chunk's part */
-            _mm_prefetch(ahead + x_off * elem + e, _MM_HINT_T1);
+            FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
         const vec sv = V_SET1(scaled ? (FA_T)scale[t] : (FA_T)1);
         FA_UNROLL for (int j = 0; j < nv; j++) {
@@ -95,7 +95,7 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
     for (int64_t t = 0; t < steps; t++) {
         const uint16_t *x = (const uint16_t *)x_rows[t] + x_off, *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
-            _mm_prefetch((const char *)(ahead + e), _MM_HINT_T1);
+            FA_PREFETCH(ahead + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
         FA_UNROLL for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
         FA_UNROLL for (int i = 0; i < nr; i++) {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The SIMD vocabulary the x86 tables share (avx2, avx512), and its first users: the exp2 framework.
+/* The SIMD vocabulary the SIMD tables share (avx2, avx512; neon, sve on aarch64), and its first users:
+ * the exp2 framework.
  *
- * Each ISA's template (avx2/avx2_tiles.h, avx512/avx512_tiles.h) is included by its *_f32.c and
+ * Each ISA's template (avx2/avx2_tiles.h, avx512/avx512_tiles.h, neon/neon_tiles.h,
+ * sve/sve_tiles.h) is included by its *_f32.c and
  * *_f64.c, defines the vocabulary below for that element type, includes this header, defines
  * FA_NAME(exp2_) (the one piece that really differs: how 2^n is built), and then the shared kernels:
  * kernels/tile_scores.h (S = Q·Kᵀ), simd/softmax.h (online softmax, probabilities, score gradient),
@@ -10,20 +12,27 @@
  * these names; each ISA's own files say only what its instructions are.
  *
  * Vocabulary (V_* are per lane unless said):
- *   FA_T, FA_SFX (f32/f64), FA_ISA (avx2/avx512: names fa_<isa>_kernels_<sfx> and the tests' entry
- *     points), FA_LANES (elements per vector), vec, FA_MM_PREFIX (_mm256_/_mm512_) and FA_PS (ps/pd),
+ *   FA_T, FA_SFX (f32/f64), FA_ISA (avx2/avx512/neon/sve...: names fa_<isa>_kernels_<sfx> and the
+ *     tests' entry points), FA_LANES (elements per vector, at most FA_LINE), vec, and on x86
+ *     FA_MM_PREFIX (_mm256_/_mm512_) and FA_PS (ps/pd),
  *     from which this header names V_LOAD/V_STORE (64-byte aligned), V_LOADU/V_STOREU, V_SET1,
- *     V_ZERO, V_FMA(a, b, c) = a·b + c, V_ADD, V_SUB, V_MUL, V_DIV and V_MAX (which returns its
- *     second operand when either is NaN); the ISA adds V_AND, V_OR, V_ANDNOT (~a & b, bitwise),
+ *     V_ZERO, V_FMA(a, b, c) = a·b + c, V_ADD, V_SUB, V_MUL, V_DIV and V_MAX (x86: returns its
+ *     second operand when either is NaN; neon and sve: NaN wins. The shared kernels depend on
+ *     neither: the softmax tracks NaN with its own compares); an ISA without FA_MM_PREFIX defines
+ *     those itself; the ISA adds V_AND, V_OR, V_ANDNOT (~a & b, bitwise),
  *     V_REDUCE_ADD (a fixed order);
- *   vmask, a lane predicate (AVX-512: a __mmask; AVX2: a vector of all-ones or all-zero lanes):
- *     V_CMP(a, b, op) -> vmask, V_AND_CMP(m, a, b, op) = m & V_CMP(a, b, op) (AVX-512: one masked
- *     compare), V_SELECT(m, a, b) = m ? b : a, V_MASK_AND(m1, m2), V_MASK_BITS(m) = lane i's predicate in bit i
+ *   vmask, a lane predicate (AVX-512: a __mmask; AVX2 and NEON: a vector of all-ones or all-zero
+ *     lanes; SVE: an svbool_t): V_CMP(a, b, op) -> vmask (op one of _CMP_ORD_Q, _CMP_NEQ_UQ,
+ *     _CMP_LT_OQ, _CMP_NLT_UQ: AVX's predicates, by name on every ISA), V_AND_CMP(m, a, b, op) =
+ *     m & V_CMP(a, b, op) (AVX-512: one masked compare), V_SELECT(m, a, b) = m ? b : a, V_MASK_AND(m1, m2), V_MASK_BITS(m) = lane i's predicate in bit i
  *     (AVX2: movemask), V_LANES_BELOW(n) = lanes [0, n) as a vmask (n any);
  *   vtail, a mask for loads and stores of lanes [0, n) that touch nothing past them (AVX-512: the
- *     same __mmask; AVX2: an integer vector for vmaskmov): V_TAIL(n) for n in [0, FA_LANES],
+ *     same __mmask; AVX2: an integer vector for vmaskmov; SVE: a predicate; NEON, which has no masked
+ *     memory access: the count itself): V_TAIL(n) for n in [0, FA_LANES],
  *     V_LOAD_TAIL(p, t) (other lanes 0), V_STORE_TAIL(p, t, v), V_LOAD_PART(p, n) for n >= 1;
  *   V_TRANSPOSE(v) for vec v[FA_LANES]; FA_TANH_VECTOR (score_mods.h);
+ *   FA_PREFETCH(p, hint) with FA_HINT_L1 or FA_HINT_L2 (x86: _mm_prefetch with _MM_HINT_T0, T1, named
+ *     below; others define the three themselves);
  *   FA_EXP2_COEF: the coefficients (kernels/exp2_poly.h) of the polynomial this type's exp2 uses;
  *   FA_MAX_CHAINS: independent max chains per vector in the softmax's first pass (even);
  *   register blocks: FA_SCORES_KEYS × FA_SCORES_VECS (tile_scores.h), FA_FEW_ROWS_KEYS(rows)
@@ -31,7 +40,7 @@
  *     per ISA, since AVX2 has 16 vector registers and AVX-512 32.
  * Layouts are those of kernels/kernels.h: score tiles transposed (a vector = FA_LANES query rows), ld
  * and accumulator rows a multiple of the 64-byte line, FA_LINE elements = FA_LINE_VECS vectors
- * (avx512: 1, avx2: 2). */
+ * (avx512 and 512-bit sve: 1, avx2 and 256-bit sve: 2, neon and 128-bit sve: 4). */
 
 #include <float.h>
 
@@ -44,7 +53,8 @@
  * tile on Zen 4. */
 #define FA_UNROLL _Pragma("GCC unroll 16")
 
-/* The operations whose intrinsics are named alike on both ISAs: FA_MM(op) is
+#ifdef FA_MM_PREFIX
+/* The operations whose intrinsics are named alike on both x86 ISAs: FA_MM(op) is
  * <FA_MM_PREFIX><op>_<FA_PS>, e.g. _mm512_fmadd_ps or _mm256_max_pd. */
 #define FA_MM3(pre, op, t) pre##op##_##t
 #define FA_MM2(pre, op, t) FA_MM3(pre, op, t)
@@ -61,6 +71,11 @@
 #define V_MUL(a, b)        FA_MM(mul)((a), (b))
 #define V_DIV(a, b)        FA_MM(div)((a), (b))
 #define V_MAX(a, b)        FA_MM(max)((a), (b))
+#define FA_PREFETCH(p, hint) _mm_prefetch((const char *)(p), (hint))
+#define FA_HINT_L1           _MM_HINT_T0
+#define FA_HINT_L2           _MM_HINT_T1
+#endif
+_Static_assert(FA_LANES >= 1 && 64 / (int)sizeof(FA_T) % FA_LANES == 0, "a vector divides a 64-byte line");
 
 /* Elements in 64 bytes (FA_PAD_ELEMS_F32 / FA_PAD_ELEMS_F64 of kernels.h), and vectors in them. */
 #define FA_LINE      (64 / (int)sizeof(FA_T))
@@ -72,6 +87,28 @@ FA_INLINE unsigned FA_NAME(line_bits_)(int64_t n)
     if (n <= 0) return 0;
     return n >= FA_LINE ? (unsigned)((1ull << FA_LINE) - 1) : (1u << n) - 1;
 }
+
+#ifdef V_INTERLEAVE_LO
+/* V_TRANSPOSE from two shuffles, for an ISA that has them at every width (neon, sve):
+ * V_INTERLEAVE_LO(a, b) = a0 b0 a1 b1 ... (the lower halves' lanes alternated), V_INTERLEAVE_HI the
+ * same of the upper halves. log2(FA_LANES) rounds of w[2i] = lo(v[i], v[i + L/2]), w[2i + 1] =
+ * hi(v[i], v[i + L/2]) transpose an L × L block (the perfect shuffle): L·log2(L) shuffles, 2 a vector
+ * for NEON's 4 × 4 floats, 4 for 512-bit SVE's 16 × 16. */
+FA_INLINE void FA_NAME(interleave_transpose_)(vec v[FA_LANES])
+{
+    const int rounds = FA_LANES >= 16 ? 4 : FA_LANES >= 8 ? 3 : FA_LANES >= 4 ? 2 : 1;
+    FA_UNROLL for (int round = 0; round < rounds; round++)
+    {
+        vec w[FA_LANES];
+        FA_UNROLL for (int i = 0; i < FA_LANES / 2; i++)
+        {
+            w[2 * i] = V_INTERLEAVE_LO(v[i], v[i + FA_LANES / 2]);
+            w[2 * i + 1] = V_INTERLEAVE_HI(v[i], v[i + FA_LANES / 2]);
+        }
+        FA_UNROLL for (int i = 0; i < FA_LANES; i++) v[i] = w[i];
+    }
+}
+#endif
 
 /* ---- exp2: the framework ----
  * Every table's exp2 has the same contract: exp2(-inf) = +0 exactly (a masked score), exp2(0) = 1

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The x86 tables' online softmax, probabilities and score gradient (kernels.h), written once against
+/* The SIMD tables' online softmax, probabilities and score gradient (kernels.h), written once against
  * the vocabulary of simd/simd.h. Defines FA_NAME(online_softmax_), FA_NAME(probabilities_) and
  * FA_NAME(score_grad_) (the softmax's body is simd/softmax_body.h).
  *

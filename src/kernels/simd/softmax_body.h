@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The online softmax of the x86 tables, as one inline body (FA_NAME(online_softmax_body_)) that
+/* The online softmax of the SIMD tables, as one inline body (FA_NAME(online_softmax_body_)) that
  * simd/softmax.h's kernels and kernels/amx/amx_softmax.c's instantiate, written against the
  * vocabulary of simd/simd.h. A file that defines FA_PAIRS_STORE(dst, p0, p1) (store 16 rows' pair
  * of probabilities of two consecutive keys, rounded to bf16 and interleaved, at dst) gets the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* One element type's half of an x86 table (fa_<isa>_kernels_<sfx>) and the tests' entry points to
+/* One element type's half of a SIMD table (fa_<isa>_kernels_<sfx>) and the tests' entry points to
  * its exp2 and tanh, from the shared kernels and the ISA's vocabulary (simd/simd.h); last in each
  * ISA's template, which then ends. The transposed pack is the ISA's own file's
  * (fa_<isa>_pack_transposed_<sfx>, <isa>_pack.c), declared by the template. */
@@ -86,4 +86,7 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef FA_MM
 #undef FA_MM2
 #undef FA_MM3
+#undef FA_PREFETCH
+#undef FA_HINT_L1
+#undef FA_HINT_L2
 #undef FA_INLINE

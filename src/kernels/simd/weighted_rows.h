@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The x86 tables' accumulate and accumulate_t (kernels.h: P·V, dS·K; Pᵀ·dO, dSᵀ·Q), written once
+/* The SIMD tables' accumulate and accumulate_t (kernels.h: P·V, dS·K; Pᵀ·dO, dSᵀ·Q), written once
  * against the vocabulary of simd/simd.h. Defines FA_NAME(accumulate_) and FA_NAME(accumulate_t_).
  *
  * acc[i][0..dim) += sum_t w(i, t) · x[t][0..dim), one microkernel for both products: accumulate
@@ -36,7 +36,7 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(const int ni, const int nv, const i
         /* with few rows each x row is used once, straight from memory: fetch it early */
         if (prefetch && t + 16 < steps)
             FA_UNROLL for (int j = 0; j < nv; j += FA_LINE_VECS)
-                _mm_prefetch((const char *)(x + (t + 16) * x_stride + j * FA_LANES), _MM_HINT_T0);
+                FA_PREFETCH(x + (t + 16) * x_stride + j * FA_LANES, FA_HINT_L1);
         vec xv[FA_ROWS_WIDE];
         FA_UNROLL for (int j = 0; j < nv; j++)
             xv[j] = tail && j == nv - 1 ? V_LOAD_TAIL(x + t * x_stride + j * FA_LANES, last)

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The SIMD tables of this build; see simd_tables.h. */
+#include "simd_tables.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_facts.h"
+
+#if defined(__x86_64__)
+#include "kernels/avx2/avx2.h"
+#include "kernels/avx2/avx2_pack.h"
+#include "kernels/avx512/avx512.h"
+#include "kernels/avx512/avx512_pack.h"
+const st_table st_tables[] = {
+    {"avx2", &fa_avx2_kernels_f32, &fa_avx2_kernels_f64, fa_avx2_exp2_f32, fa_avx2_exp2_f64, fa_avx2_tanh_f32,
+     fa_avx2_pack_transposed_f32, fa_avx2_pack_transposed_f64, 2e-7},
+    {"avx512", &fa_avx512_kernels_f32, &fa_avx512_kernels_f64, fa_avx512_exp2_f32, fa_avx512_exp2_f64,
+     fa_avx512_tanh_f32, fa_avx512_pack_transposed_f32, fa_avx512_pack_transposed_f64, 1e-7},
+};
+const int st_count = 2;
+#elif defined(__aarch64__)
+#include "kernels/neon/neon.h"
+#include "kernels/sve/sve.h"
+#define ST_SVE(bits)                                                                                         \
+    {                                                                                                        \
+        "sve" #bits, &fa_sve##bits##_kernels_f32, &fa_sve##bits##_kernels_f64, fa_sve##bits##_exp2_f32,      \
+            fa_sve##bits##_exp2_f64, fa_sve##bits##_tanh_f32, fa_sve##bits##_pack_transposed_f32,            \
+            fa_sve##bits##_pack_transposed_f64, 1e-7                                                         \
+    }
+const st_table st_tables[] = {
+    {"neon", &fa_neon_kernels_f32, &fa_neon_kernels_f64, fa_neon_exp2_f32, fa_neon_exp2_f64, fa_neon_tanh_f32,
+     fa_neon_pack_transposed_f32, fa_neon_pack_transposed_f64, 1e-7},
+    ST_SVE(128),
+    ST_SVE(256),
+    ST_SVE(512),
+};
+const int st_count = 4;
+#else
+const st_table st_tables[1] = {{0}};
+const int st_count = 0;
+#endif
+
+/* Whether FA_TEST_SIMD is unset or lists `name`. */
+static int named(const char *name)
+{
+    const char *only = getenv("FA_TEST_SIMD");
+    if (!only || !*only) return 1;
+    size_t n = strlen(name);
+    for (const char *at = only; (at = strstr(at, name)) != NULL; at += n)
+        if ((at == only || at[-1] == ',') && (at[n] == '\0' || at[n] == ',')) return 1;
+    return 0;
+}
+
+int st_ref_wanted(void)
+{
+    return named("ref");
+}
+
+int st_runs(const st_table *t)
+{
+    if (!named(t->name)) return 0;
+    if (strncmp(t->name, "sve", 3) == 0 && t->name[3])
+        return cf_table_runs("sve") && cf_sve_bits() == (int)strtol(t->name + 3, NULL, 10);
+    return cf_table_runs(t->name);
+}
