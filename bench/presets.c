@@ -68,7 +68,7 @@
 #define NO_BIAS BENCH_BIAS_NONE
 #define KEYPAD  BENCH_BIAS_KEYPAD
 #define FULL    BENCH_BIAS_FULL
-// The issue's targets (bench/README.md, "Score modifiers"): a causal sliding window of 256 keys, and
+// The targets (bench/results/2026-12-01-amd-epyc-zen4.md, "Score modifiers"): a causal sliding window of 256 keys, and
 // each value modifier against the plain forward of the same shape.
 #define WINDOW(d, ref) CASE_MODS(1, 8, 16384, -1, d, TOP, FWD, MODS(256, 0, 0.0, 0, NO_BIAS, 0), ref)
 #define MODIFIED(d, cap, alibi, bias, ref)                                                                   \
@@ -117,7 +117,7 @@ static const bench_preset presets[] = {
       MODIFIED(64, 0.0, 1, NO_BIAS, 0), MODIFIED(64, 0.0, 0, KEYPAD, 0), MODIFIED(64, 0.0, 0, FULL, 0),
       CASE(1, 8, 4096, -1, 128, NONE, FWD), MODIFIED(128, 50.0, 0, NO_BIAS, 5),
       MODIFIED(128, 0.0, 1, NO_BIAS, 5), MODIFIED(128, 0.0, 0, KEYPAD, 5), MODIFIED(128, 0.0, 0, FULL, 5)}},
-    // Issue 11's targets (bench/README.md, "Ragged batches"): each case times its packed or paged call
+    // The targets (bench/README.md, "Ragged batches"; measured in bench/results/2026-12-01-amd-epyc-zen4.md): each case times its packed or paged call
     // against the calls it replaces, in turn, at every thread count.
     // D=64 only, so that it takes about a minute on 2 cores; --preset varlen --d 128 for the other.
     {"varlen",

@@ -13,7 +13,7 @@
 # (fa-ggml-peer --help). Its rows use fa-bench's column names; compare them with
 #   fa-bench --preset decode-kv ...      (or --decode-batch 16:1024-32768 --h 8 --d 128 --kv-dtype f16|i8)
 #   fa-bench --preset decode --kv-dtype f16|i8
-# run on the same machine, thread counts and seed (bench/README.md, "ggml side by side").
+# run on the same machine, thread counts and seed (bench/README.md, "The scripts").
 # Environment: GGML_PEER_BUILD_DIR, FA_JOBS (build jobs, default nproc), CC (default cc).
 set -euo pipefail
 

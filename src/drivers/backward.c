@@ -83,7 +83,7 @@ static size_t backward_plan(const fa_backward_job *job)
  * idle for rounds·threads - heads head-times. The wavefront plan does the same work in key-block
  * items and keeps every thread busy (its pipeline fills in a few tiles), but its threads wait by
  * spinning. The split plan never waits but recomputes S, P, dP and dS for dQ: 1.21-1.34x the fused
- * plan's time on one thread (README, Performance). So: fused when at most a tenth of the team's
+ * plan's time on one thread (bench/results/2026-11-29-amd-epyc-avx512.md). So: fused when at most a tenth of the team's
  * time would idle, else wavefront when every thread has a core, else the cheaper of fused and
  * split. */
 #define FUSED_IDLE_OK 1.1

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The automatic key-tile length, per microarchitecture.
  *
- * Every row below was measured (bench/README.md, "Block sizes"); a CPU that matches none takes the
- * cache-size rule, which is where every row started. Rows are matched on the vendor and the kernel
+ * Every row below was measured (bench/results/2026-12-01-intel-xeon-amx.md and
+ * 2026-12-01-amd-epyc-zen4.md); a CPU that matches none takes the cache-size rule, which is where every row started. Rows are matched on the vendor and the kernel
  * table, not on the model number: a hypervisor may report a model of its own (a 2-core Xeon VM
  * showed family 6, model 167, a client part's number, with a server core's AVX-512 and AMX), and
  * what the rows depend on is the core's ports and caches, which vendor and table tell apart.
@@ -13,7 +13,7 @@
  *                                                         tile's 128 KiB score and value tiles make
  *                                                         show: 64 keys keep the tiles of one step
  *                                                         near L1 (f32 D=64: 3-10% faster than 512,
- *                                                         D=128: 2-5%; bench/README.md)
+ *                                                         D=128: 2-5%; bench/results/)
  *                                               q 256     items of four 64-row blocks read each key
  *                                               (or 128)  tile once for all four (forward_attend.h):
  *                                                         min time 2-6% less at B1 H8 N4096, 12% at
@@ -30,7 +30,7 @@
  *                                      (bf16)   k 512     costs about two products, so the products
  *                                                         want long keys and many rows per store
  *                                                         (D=64 1.4x, D=128 1.3x the speed of 64 x 64;
- *                                                         bench/README.md)
+ *                                                         bench/results/)
  *                                               q 512     items of four 128-row blocks share each key
  *                                               (or 256)  tile's packed Vᵀ (forward_dot.h): 8-20%
  *                                                         less time than 128 at B1 H8 N4096; while the
