@@ -4,7 +4,8 @@
  * Every row below was measured (bench/results/2026-12-01-intel-xeon-amx.md and
  * 2026-12-01-amd-epyc-zen4.md); a CPU that matches none takes the cache-size rule, which is where
  * every row started. Rows are matched on the vendor and the kernel table, not on the model number:
- * a hypervisor may report a model of its own (a 2-core Xeon VM showed family 6, model 167, a client part's number, with a server core's AVX-512 and AMX), and
+ * a hypervisor may report a model of its own (a 2-core Xeon VM showed family 6, model 167, a client
+ * part's number, with a server core's AVX-512 and AMX), and
  * what the rows depend on is the core's ports and caches, which vendor and table tell apart.
  *
  *   CPU                        table   pass     block_k   why
