@@ -14,24 +14,27 @@
  * client checks fa_stats.abi_grown against it, 0 from the normal library, which does not know the
  * field, FLASHATTN_ABI_GROWN_STATS from the grown one. Every client checks that fa_context_stats
  * writes nothing past its fa_stats (a canary after it). Exits 1 on any failure. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
 
-/* The header the client was compiled against: the frozen one is the first size-tagged layout; the
- * grown one has one 8-byte field more in each struct. */
+/* The header the client was compiled against: the frozen one is the first size-tagged layout,
+ * exactly; the grown one is this version's header (which may have appended fields since) with one
+ * 8-byte field more at the end of each struct, the layout rule of the header's ABI section. */
 #ifdef FA_ABI_GROWN_CLIENT
-#define ABI_MORE 8
+#define ABI_LAYOUT(S, MIN)                                                                                    \
+    _Static_assert(offsetof(S, abi_grown) >= (MIN) && sizeof(S) == offsetof(S, abi_grown) + 8,              \
+                   #S " of the grown header: this version's fields, then abi_grown last")
 #else
-#define ABI_MORE 0
+#define ABI_LAYOUT(S, MIN) _Static_assert(sizeof(S) == (MIN), #S " of the frozen 0.4.0 header")
 #endif
-_Static_assert(sizeof(fa_params) == FA_PARAMS_SIZE_MIN + ABI_MORE,
-               "fa_params of the header compiled against");
-_Static_assert(sizeof(fa_seqs) == FA_SEQS_SIZE_MIN + ABI_MORE, "fa_seqs of the header compiled against");
-_Static_assert(sizeof(fa_context_opts) == FA_CONTEXT_OPTS_SIZE_MIN + ABI_MORE, "fa_context_opts");
-_Static_assert(sizeof(fa_stats) == FA_STATS_SIZE_MIN + ABI_MORE, "fa_stats of the header compiled against");
+ABI_LAYOUT(fa_params, FA_PARAMS_SIZE_MIN);
+ABI_LAYOUT(fa_seqs, FA_SEQS_SIZE_MIN);
+ABI_LAYOUT(fa_context_opts, FA_CONTEXT_OPTS_SIZE_MIN);
+ABI_LAYOUT(fa_stats, FA_STATS_SIZE_MIN);
 
 static int fails;
 
