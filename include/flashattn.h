@@ -181,13 +181,17 @@ FA_API unsigned fa_version_number(void);
 typedef enum {
     FA_OK = 0,              /**< success */
     FA_ERR_NULL = 1,        /**< a required pointer is NULL (a tensor, or the data of a non-empty tensor) */
-    FA_ERR_SHAPE = 2,       /**< negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..FA_MAX_HEAD_DIM */
-    FA_ERR_STRIDE = 3,      /**< negative stride, self-overlapping output, offsets overflowing int64, data or lse not aligned to its element size */
+    /** negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..FA_MAX_HEAD_DIM */
+    FA_ERR_SHAPE = 2,
+    /** negative stride, self-overlapping output, offsets overflowing int64, data or lse not aligned to its
+     *  element size */
+    FA_ERR_STRIDE = 3,
     FA_ERR_DTYPE = 4,       /**< unknown dtype, or tensors of one call with different dtypes */
     FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
     FA_ERR_ARG = 6,         /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
     FA_ERR_NOMEM = 7,       /**< scratch memory could not be allocated; the context stays usable */
-    FA_ERR_UNSUPPORTED = 8, /**< valid but not available in this version (see each call), or not on this CPU */
+    /** valid but not available in this version (see each call), or not on this CPU */
+    FA_ERR_UNSUPPORTED = 8,
     FA_ERR_BUSY = 9,        /**< the context is serving another call */
     FA_ERR_RUNTIME = 10     /**< the threading, topology or MPI runtime failed */
 } fa_status;
@@ -252,7 +256,8 @@ FA_API fa_tensor fa_tensor_bshd(void *data, fa_dtype t, int64_t b, int64_t s, in
 typedef enum {
     FA_CAUSAL_NONE = 0,         /**< always */
     FA_CAUSAL_TOP_LEFT = 1,     /**< j <= i */
-    FA_CAUSAL_BOTTOM_RIGHT = 2  /**< j <= i + Nk - Nq (the KV-cache convention: the last query sees every key) */
+    /** j <= i + Nk - Nq (the KV-cache convention: the last query sees every key) */
+    FA_CAUSAL_BOTTOM_RIGHT = 2
 } fa_causal;
 
 /**
@@ -287,7 +292,8 @@ typedef struct {
     int64_t batch;               /**< number of sequences */
     const int64_t *cu_seqlens_q; /**< batch+1 non-decreasing offsets into the query token axis, or NULL */
     const int64_t *cu_seqlens_k; /**< batch+1 offsets into the key token axis, or NULL */
-    const int64_t *seqused_k;    /**< per sequence: keys in use [0, seqused_k[b]), the new token's included; NULL = all */
+    /** per sequence: keys in use [0, seqused_k[b]), the new token's included; NULL = all */
+    const int64_t *seqused_k;
     const int32_t *block_table;  /**< paged K/V: [batch][pages_per_seq] page indices, or NULL */
     int64_t pages_per_seq;       /**< entries per sequence in block_table */
 } fa_seqs;
@@ -295,7 +301,10 @@ typedef struct {
 /** The size of fa_seqs in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
 #define FA_SEQS_SIZE_MIN (offsetof(fa_seqs, pages_per_seq) + sizeof(int64_t))
 /** Every field at its default: no sequences, no arrays. Set batch and the arrays you use by name. */
+/* (clang-format 14 would lay out a braced initialiser in a macro as a block.) */
+/* clang-format off */
 #define FA_SEQS_INIT {sizeof(fa_seqs), 0, NULL, NULL, NULL, NULL, 0}
+/* clang-format on */
 /** FA_SEQS_INIT for a struct of `size` bytes that was not declared from this header (an FFI mirror,
  *  a heap block): writes the defaults into its first `size` bytes (zero for bytes this library does
  *  not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when s is NULL or size
@@ -398,7 +407,8 @@ typedef enum {
 /** Context options; 0 means "choose automatically" for every field. Start from FA_CONTEXT_OPTS_INIT
  *  (or fa_context_opts_init), then set the fields you need by name. */
 typedef struct {
-    size_t struct_size; /**< sizeof(fa_context_opts) of the caller (FA_CONTEXT_OPTS_INIT sets it; see the ABI section) */
+    /** sizeof(fa_context_opts) of the caller (FA_CONTEXT_OPTS_INIT sets it; see the ABI section) */
+    size_t struct_size;
     int num_threads; /**< threads per call; 0 = omp_get_max_threads() when the context is created */
     fa_bind bind;    /**< placement policy */
     int block_q;     /**< query rows per work item; 0 = chosen from the cache sizes and head dims. A call uses
@@ -406,10 +416,13 @@ typedef struct {
     int block_k;     /**< keys per tile; 0 = chosen from the cache sizes and head dims; at most Nk per call */
 } fa_context_opts;
 
-/** The size of fa_context_opts in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
+/** The size of fa_context_opts in 0.4.0, the first size-tagged layout: the smallest struct_size a call
+ *  accepts. */
 #define FA_CONTEXT_OPTS_SIZE_MIN (offsetof(fa_context_opts, block_k) + sizeof(int))
 /** Every field at its default: 0 (automatic). */
+/* clang-format off */
 #define FA_CONTEXT_OPTS_INIT {sizeof(fa_context_opts), 0, FA_BIND_AUTO, 0, 0}
+/* clang-format on */
 /** FA_CONTEXT_OPTS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block), as fa_params_init. */
 FA_API void fa_context_opts_init(fa_context_opts *o, size_t size);
@@ -449,11 +462,14 @@ FA_API void fa_context_destroy(fa_context *ctx);
 typedef struct {
     size_t struct_size;       /**< sizeof(fa_stats) of the caller (FA_STATS_INIT sets it); the call keeps it */
     int num_threads;          /**< threads a call asks for */
-    fa_bind bind;             /**< the policy in force after resolving AUTO and FLASHATTN_BIND (for the last call, if any) */
-    int bound_threads;        /**< threads actually pinned during the last call (0 before any call, or when the OS refused) */
-    int block_q, block_k;     /**< block sizes used by the last call (the configured ones before any call; 0 = automatic).
-                                   block_q counts the query rows of one head per item: a GQA decode step runs the
-                                   heads of a group as the rows of one item, and reports 1 */
+    /** the policy in force after resolving AUTO and FLASHATTN_BIND (for the last call, if any) */
+    fa_bind bind;
+    /** threads actually pinned during the last call (0 before any call, or when the OS refused) */
+    int bound_threads;
+    /** block sizes used by the last call (the configured ones before any call; 0 = automatic). block_q
+     *  counts the query rows of one head per item: a GQA decode step runs the heads of a group as the rows
+     *  of one item, and reports 1 */
+    int block_q, block_k;
     const char *isa;          /**< kernel table in use, e.g. "ref" */
     size_t scratch_capacity;  /**< bytes of one thread's arena (the largest over threads) */
     size_t scratch_peak;      /**< largest arena high-water mark over threads since create or reset, in bytes */
@@ -465,7 +481,9 @@ typedef struct {
 /** The size of fa_stats in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
 #define FA_STATS_SIZE_MIN (offsetof(fa_stats, backward_plan) + sizeof(const char *))
 /** Every field zero or NULL, struct_size set: what fa_context_stats is given to fill. */
+/* clang-format off */
 #define FA_STATS_INIT {sizeof(fa_stats), 0, FA_BIND_AUTO, 0, 0, 0, NULL, 0, 0, NULL}
+/* clang-format on */
 /** FA_STATS_INIT for a struct of `size` bytes that was not declared from this header (an FFI mirror,
  *  a heap block), as fa_params_init. */
 FA_API void fa_stats_init(fa_stats *s, size_t size);
