@@ -41,9 +41,9 @@
  * subnormal inputs are computed as IEEE 754 says, and the library never
  * reads or changes MXCSR (FTZ/DAZ). Why: on many x86 cores each multiply
  * that reads a subnormal is tens of times slower, and peaky scores make
- * many of them. The one exception is a bf16 forward on AMX tiles (see
- * fa_forward, "dtype"): AMX reads bf16 subnormals (below 2^-126) of q, k
- * and v as zero.
+ * many of them. The one exception is a bf16 call on dot-product units (the
+ * "amx" and "avx512_bf16" tables, see fa_forward, "dtype"): AMX tiles and
+ * vdpbf16ps read bf16 subnormals (below 2^-126) of their inputs as zero.
  *
  * ## Thread safety
  * A context serves one call at a time; a second concurrent call on the same
@@ -521,11 +521,14 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * accumulation type (FA_F32 unless q is FA_F64).
  * (A decode step, at most 4 query rows an item, reads a half-precision cache
  * where it lies and widens it in registers: the same bits, half the bytes.)
- * One exception, for speed: on the "amx" kernel table (fa_stats.isa; Intel
- * Xeons with AMX, where Linux grants the process the tile state), a forward
- * whose q, k, v and out are all FA_BF16 with an even D and more than 4 query
- * rows per head (a grouped decode step counts its group's heads) multiplies
- * the bf16 inputs on AMX tiles instead: the products are exact and summed in f32, so
+ * One exception, for speed: on a kernel table with bf16 dot-product units
+ * (fa_stats.isa "amx": Intel Xeons with AMX, where Linux grants the process
+ * the tile state; "avx512_bf16": chosen automatically on AMD Zen 4 and Zen 5,
+ * CPU families 25 and 26 with AVX512-BF16, where vdpbf16ps outruns the f32
+ * kernels), a forward whose q, k, v and out are all FA_BF16 with an even D and
+ * more than 4 query rows per head (a grouped decode step counts its group's
+ * heads) multiplies the bf16 inputs on those units (AMX tiles, vdpbf16ps)
+ * instead: the products are exact and summed in f32, so
  * scores, maxima, sums and the accumulator keep f32's accuracy, but P is
  * rounded to bf16 (nearest even) once before P·V, bf16 subnormal inputs are
  * read as zero, and the result is then not bitwise the widened call's. It
@@ -601,15 +604,17 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * q, k and v; dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
  * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv). dq, dk and dv are overwritten, not accumulated
  * into; half-precision gradients are summed in float and rounded once, as fa_forward's out. On
- * the "amx" kernel table an all-bf16 backward with even D and Dv multiplies on AMX tiles, as its
- * forward does (see fa_forward, "dtype"): P and dS are rounded to bf16 once each for the products
- * that read them, bf16 subnormal inputs are read as zero, and the gradients stay within the
- * README's accuracy bound rather than being bitwise the widened call's. With grouped-query attention, dk and dv of a kv head sum the contributions of every
- * query head that reads it, always in the same order. A row that was fully masked contributes
- * nothing and gets dq = 0. (A logit that is -inf because an input holds an infinity is not a
- * mask: its probability is 0, but the gradient terms that multiply the infinite input are 0·inf,
- * NaN, as IEEE arithmetic has it.) Every score modifier of p is differentiated: through softcap by
- * 1 - tanh², ALiBi and bias as constants; with p->dsinks the sinks' gradient (see fa_params).
+ * the "amx" and "avx512_bf16" kernel tables an all-bf16 backward with even D and Dv multiplies on
+ * their bf16 dot-product units (AMX tiles, vdpbf16ps), as its forward does (see fa_forward,
+ * "dtype"): P and dS are rounded to bf16 once each for the products that read them, bf16
+ * subnormal inputs are read as zero, and the gradients stay within the README's accuracy bound
+ * rather than being bitwise the widened call's. With grouped-query attention, dk and dv of a kv
+ * head sum the contributions of every query head that reads it, always in the same order. A row
+ * that was fully masked contributes nothing and gets dq = 0. (A logit that is -inf because an
+ * input holds an infinity is not a mask: its probability is 0, but the gradient terms that
+ * multiply the infinite input are 0·inf, NaN, as IEEE arithmetic has it.) Every score modifier of
+ * p is differentiated: through softcap by 1 - tanh², ALiBi and bias as constants; with p->dsinks
+ * the sinks' gradient (see fa_params).
  *
  * The probabilities are recomputed tile by tile from q, k and lse; no Nq×Nk matrix is stored.
  * Extra memory: the per-thread arena (see the README's Memory section), B·Hq·Nq values of

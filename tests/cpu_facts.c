@@ -149,15 +149,52 @@ int cf_table_runs(const char *table)
     return 0;
 }
 
+#if defined(__x86_64__)
+/* The value of /proc/cpuinfo's first `key` line ("vendor_id", "cpu family") into buf; 0 if absent. */
+static int cpuinfo_field(const char *key, char *buf, size_t size)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon || strncmp(line, key, strlen(key)) != 0) continue;
+        if (line[strlen(key)] != ' ' && line[strlen(key)] != '\t') continue;
+        snprintf(buf, size, "%s", colon + 1 + (colon[1] == ' '));
+        buf[strcspn(buf, "\n")] = '\0';
+        found = 1;
+    }
+    fclose(f);
+    return found;
+}
+#endif
+
+int cf_amd_zen4_or_zen5(void)
+{
+#if defined(__x86_64__)
+    char vendor[64], family[16];
+    if (!cpuinfo_field("vendor_id", vendor, sizeof vendor) ||
+        !cpuinfo_field("cpu family", family, sizeof family))
+        return 0;
+    return strcmp(vendor, "AuthenticAMD") == 0 && (strcmp(family, "25") == 0 || strcmp(family, "26") == 0);
+#else
+    return 0;
+#endif
+}
+
 const char *cf_best_table(void)
 {
 #if defined(__aarch64__)
     static const char *const automatic[] = {"ref", "neon", "sve"};
 #else
-    static const char *const automatic[] = {"ref", "avx2", "avx512", "amx"}; /* avx512_bf16 only by name */
+    /* worst first; avx512_bf16 only on an AMD Zen 4 or Zen 5 (its bf16 dot products pay there) */
+    static const char *const automatic[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
 #endif
     const char *best = "ref";
-    for (size_t t = 0; t < sizeof automatic / sizeof *automatic; t++)
+    for (size_t t = 0; t < sizeof automatic / sizeof *automatic; t++) {
+        if (strcmp(automatic[t], "avx512_bf16") == 0 && !cf_amd_zen4_or_zen5()) continue;
         if (cf_table_runs(automatic[t])) best = automatic[t];
+    }
     return best;
 }

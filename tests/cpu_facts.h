@@ -23,7 +23,8 @@ int cf_table_runs(const char *table);
 
 /* The tables every build on this architecture has (x86-64: ref, avx2, avx512, avx512_bf16, amx;
  * aarch64: ref, neon, sve; others: ref), and the one a context takes when FLASHATTN_ISA names none:
- * the best of ref, avx2, avx512, amx (neon, sve) this CPU runs (avx512_bf16 is taken only by name). */
+ * the best of ref, avx2, avx512, amx (neon, sve) this CPU runs, with avx512_bf16 above avx512 on an
+ * AMD Zen 4 or Zen 5 (cf_amd_zen4_or_zen5; elsewhere it is taken only by name). */
 extern const char *const cf_tables[];
 #if defined(__x86_64__)
 #define CF_TABLES 5
@@ -33,5 +34,9 @@ extern const char *const cf_tables[];
 #define CF_TABLES 1
 #endif
 const char *cf_best_table(void);
+
+/* 1 on an AMD CPU of family 25 or 26 (Zen 3 to Zen 5; Zen 3 has no AVX-512) as /proc/cpuinfo's
+ * vendor_id and cpu family lines give it, else 0 (also off x86-64). */
+int cf_amd_zen4_or_zen5(void);
 
 #endif

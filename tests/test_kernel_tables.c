@@ -15,6 +15,7 @@
 
 #include "cpu_facts.h"
 #include "flashattn.h"
+#include "runtime/dispatch.h"
 #include "util.h"
 #include "util_backward.h"
 
@@ -71,6 +72,54 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
     fa_stats s = FA_STATS_INIT;
     cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
     cr_expect_str_eq(s.isa, cf_best_table(), "FLASHATTN_ISA=auto picks the best table this CPU runs");
+    fa_context_destroy(ctx);
+}
+
+/* The automatic choice as a function of the CPU (runtime/dispatch.h), for CPUs this machine is not:
+ * AMD's Zen 4 and Zen 5 (families 25 and 26) with AVX512-BF16 take the bf16 dot-product table;
+ * every Intel CPU keeps its choice, amx where the tiles run and avx512 otherwise, AVX512-BF16 or
+ * not (on the Xeon measured vdpbf16ps ran at half the f32 kernels' rate); so does any other maker,
+ * and an AMD family not measured. */
+Test(kernel_tables, automatic_choice_takes_vdpbf16ps_on_amd_zen4_and_zen5_only)
+{
+    if (!fa_kernels_named("avx512_bf16")) cr_skip_test("this build has no x86-64 tables");
+    const unsigned avx2 = FA_CPU_AVX2 | FA_CPU_FMA | FA_CPU_F16C,
+                   avx512 = avx2 | FA_CPU_AVX512F | FA_CPU_AVX512DQ | FA_CPU_AVX512BW | FA_CPU_AVX512VL,
+                   bf16 = avx512 | FA_CPU_AVX512BF16, amx = bf16 | FA_CPU_AMX_BF16;
+    static const char *const shown[] = {"other", "Intel", "AMD"};
+    const struct {
+        fa_cpu_model cpu;
+        unsigned features;
+        const char *want;
+    } rows[] = {
+        {{FA_CPU_AMD, 25, 17}, bf16, "avx512_bf16"}, /* Zen 4, EPYC 9004 */
+        {{FA_CPU_AMD, 25, 97}, bf16, "avx512_bf16"}, /* Zen 4, Ryzen 7000 */
+        {{FA_CPU_AMD, 26, 2}, bf16, "avx512_bf16"},  /* Zen 5, EPYC 9005 */
+        {{FA_CPU_AMD, 25, 17}, avx512, "avx512"},    /* a hypervisor hiding AVX512-BF16 */
+        {{FA_CPU_AMD, 25, 1}, avx2, "avx2"},         /* Zen 3 */
+        {{FA_CPU_AMD, 23, 49}, avx2, "avx2"},        /* Zen 2 */
+        {{FA_CPU_AMD, 27, 0}, bf16, "avx512"},       /* not measured */
+        {{FA_CPU_INTEL, 6, 143}, amx, "amx"},        /* Sapphire Rapids */
+        {{FA_CPU_INTEL, 6, 167}, amx, "amx"},        /* the VM's Xeon, as its hypervisor names it */
+        {{FA_CPU_INTEL, 6, 143}, bf16, "avx512"},    /* the same without the tile permission */
+        {{FA_CPU_INTEL, 6, 85}, bf16, "avx512"},     /* Cooper Lake */
+        {{FA_CPU_INTEL, 6, 106}, avx512, "avx512"},  /* Ice Lake */
+        {{FA_CPU_INTEL, 6, 151}, avx2, "avx2"},      /* Alder Lake */
+        {{FA_CPU_OTHER, 0, 0}, bf16, "avx512"},      /* another maker, or no CPUID */
+        {{FA_CPU_AMD, 25, 17}, 0, "ref"},            /* nothing runs */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const fa_kernels *t = fa_kernels_automatic(rows[i].cpu, rows[i].features);
+        cr_expect_str_eq(t->name, rows[i].want, "%s family %u model %u, features 0x%x: %s, want %s",
+                         shown[rows[i].cpu.vendor], rows[i].cpu.family, rows[i].cpu.model, rows[i].features,
+                         t->name, rows[i].want);
+    }
+    /* and on this machine, the context takes what the function gives for its CPU */
+    fa_context *ctx = NULL;
+    cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
+    fa_stats s = FA_STATS_INIT;
+    cr_assert_eq(fa_context_stats(ctx, &s), FA_OK);
+    cr_expect_str_eq(s.isa, fa_kernels_automatic(fa_cpu_identify(), fa_cpu_features())->name);
     fa_context_destroy(ctx);
 }
 

@@ -11,11 +11,9 @@
 #include "runtime/dispatch.h"
 
 /* The tables the automatic choice takes, best first; and every name FLASHATTN_ISA may give.
- * avx512_bf16 is only ever named: on the Xeon measured it multiplies bf16 at half the f32 kernels'
- * rate (kernels/avx512_bf16/dpbf16_dot.c), and it has not been measured where it may pay. On
- * aarch64 sve comes before neon: as wide or wider, with masked tails (neither is measured yet:
- * src/README.md, "aarch64"). */
-static const char *const automatic[] = {"amx", "avx512", "avx2", "sve", "neon", "ref"};
+ * avx512_bf16 comes before avx512 only on the CPUs of dot_units_pay; on aarch64 sve comes before
+ * neon: as wide or wider, with masked tails (neither is measured yet: src/README.md, "aarch64"). */
+static const char *const automatic[] = {"amx", "avx512_bf16", "avx512", "avx2", "sve", "neon", "ref"};
 #define N_AUTOMATIC (sizeof automatic / sizeof *automatic)
 static const char *const known[] = {"amx", "avx512_bf16", "avx512", "avx2", "sve", "neon", "ref"};
 #define N_KNOWN (sizeof known / sizeof *known)
@@ -112,13 +110,13 @@ void fa_kernels_resolve(const fa_kernels *t, fa_kernels_resolved *out)
     const fa_kernels *ref = &fa_kernels_ref;
     out->f32 = *t->f32;
     out->f64 = *t->f64;
-#define FA_FILL_OP(op)                                                                                         \
-    if (!out->f32.op) out->f32.op = ref->f32->op;                                                              \
+#define FA_FILL_OP(op)                            \
+    if (!out->f32.op) out->f32.op = ref->f32->op; \
     if (!out->f64.op) out->f64.op = ref->f64->op;
     FA_KERNEL_OPS(FA_FILL_OP)
 #undef FA_FILL_OP
     out->bf16 = t->bf16 ? *t->bf16 : fa_kernels_ref_bf16;
-#define FA_FILL_BF16_OP(op)                                                                                    \
+#define FA_FILL_BF16_OP(op) \
     if (!out->bf16.op) out->bf16.op = fa_kernels_ref_bf16.op;
     FA_KERNEL_BF16_OPS(FA_FILL_BF16_OP)
 #undef FA_FILL_BF16_OP
@@ -126,6 +124,28 @@ void fa_kernels_resolve(const fa_kernels *t, fa_kernels_resolved *out)
     out->table.f32 = &out->f32;
     out->table.f64 = &out->f64;
     out->table.bf16 = t->bf16 ? &out->bf16 : NULL;
+}
+
+/* Whether a CPU's vdpbf16ps pays for bf16 over widening to the avx512 table's f32 kernels. AMD's
+ * Zen 4 and Zen 5 (families 25 and 26; Zen 3, also 25, has no AVX-512 and never gets here) issue
+ * it as often as an f32 FMA, twice the multiply-adds: an all-bf16 call ran 1.6-1.9x the f32
+ * forward and 1.3x the f32 backward on a Zen 4 (bench/results/2026-12-03-amd-epyc-zen4-bf16.md),
+ * where widening ran at 0.9x. On the Intel Xeon measured it issues half as often as an FMA, and the
+ * table ran at half the f32 rate (kernels/avx512_bf16/dpbf16_dot.c): every Intel CPU keeps avx512
+ * (or amx, which comes first). */
+static int dot_units_pay(fa_cpu_model cpu)
+{
+    return cpu.vendor == FA_CPU_AMD && (cpu.family == 0x19 || cpu.family == 0x1a);
+}
+
+const fa_kernels *fa_kernels_automatic(fa_cpu_model cpu, unsigned have)
+{
+    for (size_t i = 0; i < N_AUTOMATIC; i++) {
+        if (strcmp(automatic[i], "avx512_bf16") == 0 && !dot_units_pay(cpu)) continue;
+        const fa_kernels *t = fa_kernels_named(automatic[i]);
+        if (t && (t->requires & ~have) == 0) return t;
+    }
+    return &fa_kernels_ref;
 }
 
 int fa_kernels_select(const char *call, fa_kernels_resolved *out)
@@ -155,13 +175,6 @@ int fa_kernels_select(const char *call, fa_kernels_resolved *out)
         fa_kernels_resolve(t, out);
         return FA_OK;
     }
-    for (size_t i = 0; i < N_AUTOMATIC; i++) {
-        const fa_kernels *t = fa_kernels_named(automatic[i]);
-        if (t && fa_kernels_cpu_runs(t)) {
-            fa_kernels_resolve(t, out);
-            return FA_OK;
-        }
-    }
-    fa_kernels_resolve(&fa_kernels_ref, out);
+    fa_kernels_resolve(fa_kernels_automatic(fa_cpu_identify(), fa_cpu_features()), out);
     return FA_OK;
 }

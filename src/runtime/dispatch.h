@@ -6,6 +6,7 @@
 #define FA_DISPATCH_H
 
 #include "kernels/kernels.h"
+#include "runtime/cpu_features.h"
 
 /* Picks the table for this CPU, or the one FLASHATTN_ISA names ("auto" or empty: the best), and
  * resolves it into *out. Returns 0, or a nonzero fa_status (FA_ERR_UNSUPPORTED when the named table
@@ -13,6 +14,12 @@
  * unknown), with the diagnostic naming `call`, the variable and which of the two it is. Called once
  * per context. */
 int fa_kernels_select(const char *call, fa_kernels_resolved *out);
+
+/* The table the automatic choice takes for a CPU of this maker, family and model with these
+ * features (FA_CPU_* bits): the first of amx, avx512_bf16 (on the CPUs whose bf16 dot products
+ * outrun the f32 kernels: AMD families 25 and 26), avx512, avx2, sve, neon that this build has and
+ * `have` runs, else ref. A function of its arguments alone, for the selection and the tests. */
+const fa_kernels *fa_kernels_automatic(fa_cpu_model cpu, unsigned have);
 
 /* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "sve": the
  * instantiation for the calling thread's SVE vector length) if this build has it, else NULL; and whether
