@@ -263,7 +263,8 @@ suite_with_threads() { # suite_with_threads N DIR
 }
 
 # The kernel tables this CPU runs, and the one the library picks by itself (the last of ref, avx2,
-# avx512, amx it runs; avx512_bf16 is taken only by name). Each table's CPU features as
+# avx512, avx512_bf16, amx it runs, avx512_bf16 only on an AMD Zen 4 or Zen 5: CPU family 25 or 26;
+# elsewhere it is taken only by name). Each table's CPU features as
 # /proc/cpuinfo names them (src/kernels/*/table.c, .requires).
 table_flags() {
     case $1 in
@@ -289,9 +290,17 @@ cpu_tables() {
     echo "$t"
 }
 
+amd_zen4_or_zen5() {
+    grep -q '^vendor_id[[:space:]]*: AuthenticAMD$' /proc/cpuinfo 2>/dev/null &&
+        grep -Eq '^cpu family[[:space:]]*: (25|26)$' /proc/cpuinfo 2>/dev/null
+}
+
 default_table() {
     local t="ref" x
-    for x in avx2 avx512 amx; do table_runs_here "$x" && t=$x; done
+    for x in avx2 avx512 avx512_bf16 amx; do
+        [ "$x" != avx512_bf16 ] || amd_zen4_or_zen5 || continue
+        table_runs_here "$x" && t=$x
+    done
     echo "$t"
 }
 
@@ -626,7 +635,7 @@ report_tables
 read -r -a tables <<<"$(cpu_tables)"
 default=$(default_table)
 avx512_family_ran=0
-case $default in avx512 | amx) avx512_family_ran=1 ;; esac
+case $default in avx512 | avx512_bf16 | amx) avx512_family_ran=1 ;; esac
 for t in "${tables[@]}"; do
     [ "$t" != "$default" ] || continue # the suites above ran on it
     case $t in

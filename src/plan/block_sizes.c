@@ -38,9 +38,16 @@
  *                                                         items stay >= FA_SPLIT_TARGET_ITEMS / 2 (a
  *                                                         split into two key chunks, which ran as fast
  *                                                         per head as none: H8 against H16), else 128
+ *   AMD Zen 4 and 5            avx512_ forward  the amx  the table the automatic choice takes there
+ *   (runtime/dispatch.c)       bf16    (bf16)   rows     (vdpbf16ps at 2x the f32 FMA rate): the amx
+ *                                                        rows' shapes were as fast as any on a Zen 4
+ *                                                        (B1 H8 N2048 D64: q 128-512 x k 128-512 all
+ *                                                        within 51-59 ms, the spread of the runs)
  * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
- * Intel VM 128 keys were as fast as 64 or faster at D=64 (462-508 ms against 499-514). Decode-shaped calls (a few query rows) keep
- * it too: their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
+ * Intel VM 128 keys were as fast as 64 or faster at D=64 (462-508 ms against 499-514); on a Zen 4
+ * the bf16 backward on vdpbf16ps took 166-174 ms over q 64-128 x k 64-256 (B1 H8 N2048 D64), the
+ * rule's 64 x 128 172 ms: no row of its own. Decode-shaped calls (a few query rows) keep it too:
+ * their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
 #include "plan/block_sizes.h"
 
 #include <string.h>
