@@ -128,11 +128,11 @@ void fa_kernels_resolve(const fa_kernels *t, fa_kernels_resolved *out)
 
 /* Whether a CPU's vdpbf16ps pays for bf16 over widening to the avx512 table's f32 kernels. AMD's
  * Zen 4 and Zen 5 (families 25 and 26; Zen 3, also 25, has no AVX-512 and never gets here) issue
- * it as often as an f32 FMA, twice the multiply-adds: an all-bf16 call ran 1.6-1.9x the f32
- * forward and 1.3x the f32 backward on a Zen 4 (bench/results/2026-12-03-amd-epyc-zen4-bf16.md),
- * where widening ran at 0.9x. On the Intel Xeon measured it issues half as often as an FMA, and the
- * table ran at half the f32 rate (kernels/avx512_bf16/dpbf16_dot.c): every Intel CPU keeps avx512
- * (or amx, which comes first). */
+ * it as often as an f32 FMA, twice the multiply-adds: an all-bf16 call ran 1.5-1.9x the f32
+ * forward and 1.2-1.4x the f32 backward on a Zen 4, where widening ran at 0.92x and 0.73x
+ * (bench/results/2026-12-03-amd-epyc-zen4-bf16.md). On the Intel Xeon measured it issues a
+ * quarter as often as an FMA, and the table ran at half the f32 rate
+ * (kernels/avx512_bf16/dpbf16_dot.c): every Intel CPU keeps avx512 (or amx, which comes first). */
 static int dot_units_pay(fa_cpu_model cpu)
 {
     return cpu.vendor == FA_CPU_AMD && (cpu.family == 0x19 || cpu.family == 0x1a);
