@@ -376,6 +376,18 @@ typedef struct {
      *  output. */
     const fa_tensor *k_scale;
     const fa_tensor *v_scale;
+    /** fa_backward only (fa_forward ignores it): NULL, or a tensor of the bias's shape overwritten with
+     *  dL/dbias, which requires bias (FA_ERR_NULL without it). Its dtype is the bias's (the accumulation
+     *  type), its sizes are the bias's four, and on an axis where the bias has a stride of 0 and a size
+     *  above 1 its stride must be 0 too (FA_ERR_STRIDE otherwise). dbias[b'][h'][i'][j] is the sum of
+     *  dS[b][h][i][j] = P_ij·(dP_ij - delta_i) (the gradient of the score after every modifier, that is
+     *  before the softcap's derivative; 0 where the masks hide the key) over the (b, h, i) that read
+     *  bias[b'][h'][i'][j]: the broadcast axes (size 1 or stride 0) are summed, b-major, then h, then i,
+     *  in the accumulation type, in that fixed order whatever the thread count or backward plan. A bias
+     *  broadcast over no axis gets every dS once, as the backward computes it; any broadcast axis
+     *  costs a recomputation of S and dP (about 40% more backward time). Dense batches only: with seqs
+     *  the bias itself is refused (FA_ERR_UNSUPPORTED). No extra memory. */
+    const fa_tensor *dbias;
 } fa_params;
 
 /** The largest |fa_params.diagonal_shift|: 2^52, so that every distance stays exact in a double. */
@@ -384,9 +396,9 @@ typedef struct {
 /** The size of fa_params in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
 #define FA_PARAMS_SIZE_MIN (offsetof(fa_params, diagonal_shift) + sizeof(int64_t))
 /** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
- *  bias, no sinks, no dsinks, no sequences, no shift. (The header owns this order: outside it, set
+ *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dbias. (The header owns this order: outside it, set
  *  fields by name.) */
-#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL}
+#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL}
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
  *  library does not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when p is

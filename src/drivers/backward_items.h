@@ -52,6 +52,21 @@ static FA_T FA_NAME(dot_)(const FA_T *a, const FA_T *b, int64_t n)
     return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
+/* Writes (add = 0) or adds (add = 1) the rows [0, rows) and keys [0, cols) of a key-major dS tile
+ * into dbias (row 0's first element at `at`, rows `stride` elements apart; 0 when dbias sums the
+ * rows, which then add in row order). */
+static void FA_NAME(dbias_store_)(const FA_T *ds, int64_t ld, int64_t rows, int64_t cols, FA_T *at, int64_t stride,
+                                  int add)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        FA_T *row = at + r * stride;
+        if (add)
+            for (int64_t c = 0; c < cols; c++) row[c] += ds[c * ld + r];
+        else
+            for (int64_t c = 0; c < cols; c++) row[c] = ds[c * ld + r];
+    }
+}
+
 /* The regions of a delta item: one output row and its dO row widened from half precision. */
 static void FA_NAME(delta_carve_)(fa_scratch *sc, const fa_backward_job *job, FA_T **o_wide, FA_T **do_wide)
 {
@@ -85,6 +100,13 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
         }
         delta[i] = FA_NAME(dot_)(drow, orow, p->dim_v);
     }
+    /* A dbias row per (batch, head, row) is written by the key blocks' tiles, which skip the keys the
+     * masks hide: those stay the zeros written here, before any tile runs. */
+    if (p->dbias.data && !fa_dbias_sums(p))
+        for (int64_t i = it.row0; i < it.row0 + it.rows; i++) {
+            FA_T *row = (FA_T *)fa_view_at(&p->dbias, sizeof(FA_T), it.batch, it.q_head, i);
+            for (int64_t j = 0; j < p->kv_len; j++) row[j] = 0;
+        }
     if (job->plan != FA_BACKWARD_PLAN_WAVEFRONT) return;
     /* The wavefront plan's dQ hand-off starts at 0 for this query block; a block that meets no key
      * block gets its dq (scale·0, as the other plans write it) here, since no key block item will. */
@@ -169,6 +191,19 @@ static void FA_NAME(grad_item_)(const void *job_ptr, fa_arena *arena, int64_t in
     }
 #endif
     FA_CAT(grads_item_, FA_SFX)(job, arena, index);
+}
+
+/* A summed dbias's items (backward_grads.h, grads_dbias_item_) on the set the job takes. */
+static void FA_NAME(dbias_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_backward_job *job = job_ptr;
+#if FA_DOT_UNITS
+    if (job->dot) {
+        grads_dbias_item_dot(job, arena, index);
+        return;
+    }
+#endif
+    FA_CAT(grads_dbias_item_, FA_SFX)(job, arena, index);
 }
 
 /* The call's scratch plan: the larger carve of its delta items and its gradient items, sized. */
