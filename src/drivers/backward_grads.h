@@ -77,17 +77,26 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             const int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
             fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
-            if (block < met.first || block >= met.end) continue;
+            /* a dbias that sums nothing takes each dS here, where every plan computes it once, and
+             * zeros where the masks leave no score: this walk meets every (row, key) of the head once */
+            FA_T *dbias = p->dbias.data && !fa_dbias_sums(p)
+                              ? (FA_T *)fa_view_at(&p->dbias, sizeof(FA_T), batch, q_head, row0) + block0
+                              : NULL;
+            if (block < met.first || block >= met.end) {
+                if (dbias) FA_NAME(dbias_zero_)(dbias, p->dbias.stride_seq, rows, block_cols);
+                continue;
+            }
             /* only the columns some row of the query block sees: [col0, col0 + cols) */
             fa_key_range seen = fa_tile_cols_seen(p, row0, rows, block0, block_cols);
             const int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin; /* >= 1: the block is met */
+            if (dbias) {
+                FA_NAME(dbias_zero_)(dbias, p->dbias.stride_seq, rows, seen.begin);
+                FA_NAME(dbias_zero_)(dbias + seen.end, p->dbias.stride_seq, rows, block_cols - seen.end);
+                dbias += seen.begin;
+            }
             FA_SET_NAME(query_fill_)(s, job, batch, q_head, row0, rows, 1);
             FA_SET_NAME(row_stats_fill_)(s, job, batch, q_head, row0, rows);
             const int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
-            /* a dbias that sums nothing takes each dS here, where every plan computes it once */
-            FA_T *dbias = p->dbias.data && !fa_dbias_sums(p)
-                              ? (FA_T *)fa_view_at(&p->dbias, sizeof(FA_T), batch, q_head, row0) + col0
-                              : NULL;
             FA_SET_NAME(probs_and_grads_)
             (s, job, batch, q_head, row0, rows, col0, cols, seen.begin, full, dbias, 0);
             FA_SET_NAME(accumulate_keys_)

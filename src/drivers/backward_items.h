@@ -58,13 +58,28 @@ static FA_T FA_NAME(dot_)(const FA_T *a, const FA_T *b, int64_t n)
 static void FA_NAME(dbias_store_)(const FA_T *ds, int64_t ld, int64_t rows, int64_t cols, FA_T *at, int64_t stride,
                                   int add)
 {
-    for (int64_t r = 0; r < rows; r++) {
-        FA_T *row = at + r * stride;
-        if (add)
-            for (int64_t c = 0; c < cols; c++) row[c] += ds[c * ld + r];
-        else
-            for (int64_t c = 0; c < cols; c++) row[c] = ds[c * ld + r];
+    if (add) { /* each element adds its rows in order */
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) at[r * stride + c] += ds[c * ld + r];
+        return;
     }
+    /* a transpose in 16 x 16 blocks: both sides of a block stay in a few cache lines */
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+        const int64_t c1 = c0 + 16 < cols ? c0 + 16 : cols;
+        for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+            const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows;
+            for (int64_t r = r0; r < r1; r++)
+                for (int64_t c = c0; c < c1; c++) at[r * stride + c] = ds[c * ld + r];
+        }
+    }
+}
+
+/* Zeroes the rows [0, rows) and keys [0, cols) of dbias (row 0's first element at `at`): the keys of a
+ * tile that no score reaches. */
+static void FA_NAME(dbias_zero_)(FA_T *at, int64_t stride, int64_t rows, int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) at[r * stride + c] = 0;
 }
 
 /* The regions of a delta item: one output row and its dO row widened from half precision. */
@@ -100,13 +115,6 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
         }
         delta[i] = FA_NAME(dot_)(drow, orow, p->dim_v);
     }
-    /* A dbias row per (batch, head, row) is written by the key blocks' tiles, which skip the keys the
-     * masks hide: those stay the zeros written here, before any tile runs. */
-    if (p->dbias.data && !fa_dbias_sums(p))
-        for (int64_t i = it.row0; i < it.row0 + it.rows; i++) {
-            FA_T *row = (FA_T *)fa_view_at(&p->dbias, sizeof(FA_T), it.batch, it.q_head, i);
-            for (int64_t j = 0; j < p->kv_len; j++) row[j] = 0;
-        }
     if (job->plan != FA_BACKWARD_PLAN_WAVEFRONT) return;
     /* The wavefront plan's dQ hand-off starts at 0 for this query block; a block that meets no key
      * block gets its dq (scale·0, as the other plans write it) here, since no key block item will. */
