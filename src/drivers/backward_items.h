@@ -63,11 +63,11 @@ static void FA_NAME(dbias_store_)(const FA_T *ds, int64_t ld, int64_t rows, int6
             for (int64_t c = 0; c < cols; c++) at[r * stride + c] += ds[c * ld + r];
         return;
     }
-    /* a transpose in 16 x 16 blocks: both sides of a block stay in a few cache lines */
-    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
-        const int64_t c1 = c0 + 16 < cols ? c0 + 16 : cols;
-        for (int64_t r0 = 0; r0 < rows; r0 += 16) {
-            const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows;
+    /* a transpose in blocks of 16 rows: the tile's lines are read whole, each row written in order */
+    for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows;
+        for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+            const int64_t c1 = c0 + 16 < cols ? c0 + 16 : cols;
             for (int64_t r = r0; r < r1; r++)
                 for (int64_t c = c0; c < c1; c++) at[r * stride + c] = ds[c * ld + r];
         }
