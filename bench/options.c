@@ -806,7 +806,8 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
         if (finish_dtypes(&o->cases[i], set, o->preset != NULL) != 0) return -1;
         if (finish_ragged(&o->cases[i], set) != 0) return -1;
         if (o->cases[i].shape.mods.dbias && o->cases[i].shape.mods.bias == BENCH_BIAS_NONE) {
-            fprintf(stderr, "fa-bench: --dbias asks for the bias's gradient: give a bias (--bias keypad|full)\n");
+            fprintf(stderr,
+                    "fa-bench: --dbias asks for the bias's gradient: give a bias (--bias keypad|full)\n");
             return -1;
         }
         if (s->hkv < 0) s->hkv = s->hq;

@@ -213,8 +213,8 @@ enum {
     EE_OP_HELPER,
     EE_OP_DTYPES, /* every tensor's dtype and the bias's as c->dt says */
     EE_OP_STRUCT, /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
-    EE_OP_NULL_BIAS, /* p.bias NULL with p.dbias set */
-    EE_OP_RAGGED,              /* the first of error_exit_ragged.c's own operations */
+    EE_OP_NULL_BIAS,                /* p.bias NULL with p.dbias set */
+    EE_OP_RAGGED,                   /* the first of error_exit_ragged.c's own operations */
     EE_OP_QUANT = EE_OP_RAGGED + 32 /* the first of error_exit_quantized.c's (ragged has fewer) */
 };
 

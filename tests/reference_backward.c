@@ -112,7 +112,8 @@ int64_t ref_dbias_at(const ref_dbias_shape *s, int64_t b, int64_t h, int64_t i)
         for (int64_t x = 0; dk && x < B * Hkv * nk * d; x++) dk[x] = (double)gk[x];                          \
         for (int64_t x = 0; dv && x < B * Hkv * nk * dvd; x++) dv[x] = (double)gv[x];                        \
         for (int64_t h = 0; dsinks && h < Hq; h++) dsinks[h] = (double)gsink[h];                             \
-        for (int64_t x = 0; dbias && x < bs.batch * bs.heads * bs.seq * nk; x++) dbias[x] = (double)gbias[x]; \
+        for (int64_t x = 0; dbias && x < bs.batch * bs.heads * bs.seq * nk; x++)                             \
+            dbias[x] = (double)gbias[x];                                                                     \
         free(gbias);                                                                                         \
         free(gk);                                                                                            \
         free(gv);                                                                                            \

@@ -212,7 +212,8 @@ static fa_status check_dbias_shape(const char *call, const fa_tensor *dbias, con
     for (int axis = 0; axis < 4; axis++) {
         int64_t have = fa_size_of(dbias, axis), want = fa_size_of(bias, axis);
         if (have != want)
-            return fa_diag_fail(FA_ERR_SHAPE, call, "p.dbias.%s = %lld but p.bias.%s = %lld: dbias has the bias's shape",
+            return fa_diag_fail(FA_ERR_SHAPE, call,
+                                "p.dbias.%s = %lld but p.bias.%s = %lld: dbias has the bias's shape",
                                 fa_size_names[axis], (long long)have, fa_size_names[axis], (long long)want);
     }
     return FA_OK;

@@ -241,7 +241,8 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
         work.phase[work.phases++] =
             (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
     if (p->dbias.data && fa_dbias_sums(p)) { /* one item per (dbias batch, dbias head, key block) */
-        int64_t dbias_b = p->dbias.stride_batch == 0 ? 1 : p->batch, dbias_h = p->dbias.stride_head == 0 ? 1 : p->q_heads;
+        int64_t dbias_b = p->dbias.stride_batch == 0 ? 1 : p->batch,
+                dbias_h = p->dbias.stride_head == 0 ? 1 : p->q_heads;
         work.phase[work.phases++] =
             (fa_team_phase){dbias_b * dbias_h * job.kv_blocks, f64 ? dbias_item_f64 : dbias_item_f32};
     }

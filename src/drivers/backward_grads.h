@@ -27,8 +27,9 @@ static void FA_SET_NAME(row_stats_fill_)(FA_SET_NAME(grads_scratch_) * s, const 
  * the bias's, is written there (dbias_add 0) or added (1) on the way, before the softcap's
  * derivative. */
 static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
-                                          int64_t batch, int64_t q_head, int64_t row0, int64_t rows, int64_t col0,
-                                          int64_t cols, int64_t key, int full, FA_T *dbias, int dbias_add)
+                                          int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
+                                          int64_t col0, int64_t cols, int64_t key, int full, FA_T *dbias,
+                                          int dbias_add)
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
@@ -201,7 +202,8 @@ static void FA_SET_NAME(grads_item_)(const fa_backward_job *job, fa_arena *arena
 static void FA_SET_NAME(grads_dbias_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
 {
     const fa_problem *p = job->problem;
-    const int sum_b = p->batch > 1 && p->dbias.stride_batch == 0, sum_h = p->q_heads > 1 && p->dbias.stride_head == 0;
+    const int sum_b = p->batch > 1 && p->dbias.stride_batch == 0,
+              sum_h = p->q_heads > 1 && p->dbias.stride_head == 0;
     const int64_t heads = sum_h ? 1 : p->q_heads, rows_of_dbias = p->dbias.stride_seq == 0 ? 1 : p->q_len;
     const int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
     const int64_t own_b = bh / heads, own_h = bh % heads, bq = job->q_schedule.block_q, bk = job->block_k;

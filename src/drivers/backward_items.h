@@ -55,8 +55,8 @@ static FA_T FA_NAME(dot_)(const FA_T *a, const FA_T *b, int64_t n)
 /* Writes (add = 0) or adds (add = 1) the rows [0, rows) and keys [0, cols) of a key-major dS tile
  * into dbias (row 0's first element at `at`, rows `stride` elements apart; 0 when dbias sums the
  * rows, which then add in row order). */
-static void FA_NAME(dbias_store_)(const FA_T *ds, int64_t ld, int64_t rows, int64_t cols, FA_T *at, int64_t stride,
-                                  int add)
+static void FA_NAME(dbias_store_)(const FA_T *ds, int64_t ld, int64_t rows, int64_t cols, FA_T *at,
+                                  int64_t stride, int add)
 {
     if (add) { /* each element adds its rows in order */
         for (int64_t r = 0; r < rows; r++)
