@@ -11,14 +11,14 @@
 
 // The same with score modifiers (window left, right, softcap, alibi, bias, sinks) and the index of
 // the case it is compared with (bench_case.reference), -1 for none.
-#define MODS(wl, wr, cap, alibi, bias, sinks)                                                                \
-    {                                                                                                        \
-        (wl), (wr), (cap), (alibi), (bias), (sinks), 0                                                       \
+#define MODS(wl, wr, cap, alibi, bias, sinks)          \
+    {                                                  \
+        (wl), (wr), (cap), (alibi), (bias), (sinks), 0 \
     }
 // A bias of the given kind with its gradient asked for (--dbias).
-#define MODS_DBIAS(bias)                                                                                     \
-    {                                                                                                        \
-        -1, -1, 0.0, 0, (bias), 0, 1                                                                         \
+#define MODS_DBIAS(bias)             \
+    {                                \
+        -1, -1, 0.0, 0, (bias), 0, 1 \
     }
 #define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                            \
     {                                                                                                        \

@@ -385,7 +385,7 @@ typedef struct {
      *  bias[b'][h'][i'][j]: the broadcast axes (size 1 or stride 0) are summed, b-major, then h, then i,
      *  in the accumulation type, in that fixed order whatever the thread count or backward plan. A bias
      *  broadcast over no axis gets every dS once, as the backward computes it; any broadcast axis
-     *  costs a recomputation of S and dP (about 40% more backward time). Dense batches only: with seqs
+     *  costs S and dP once more (two of the backward's five tile products). Dense batches only: with seqs
      *  the bias itself is refused (FA_ERR_UNSUPPORTED). No extra memory. */
     const fa_tensor *dbias;
 } fa_params;
