@@ -34,6 +34,7 @@ void bench_mods_words(const bench_mods *m, char *out, size_t size)
     if (m->alibi) APPEND(", alibi");
     if (m->bias != BENCH_BIAS_NONE) APPEND(", bias %s", bench_bias_name(m->bias));
     if (m->sinks) APPEND(", sinks");
+    if (m->dbias) APPEND(", dbias");
 #undef APPEND
 }
 
@@ -115,6 +116,12 @@ int bench_modifiers_init(bench_problem *p, bench_dist dist, uint64_t seed)
             p->sinks[h] = (float)bench_sample(dist, seed, STREAM_SINKS, (uint64_t)h);
         if (p->has_gradients && !(p->dsinks = alloc_floats(s->hq, "dsinks"))) return -1;
     }
+    if (m->dbias && p->has_gradients && p->bias.data) { // the bias's shape, type and layout
+        void *data = bench_alloc_aligned(p->bias_bytes, "dbias");
+        if (!data) return -1;
+        p->dbias = p->bias;
+        p->dbias.data = data;
+    }
     return 0;
 }
 
@@ -129,4 +136,5 @@ void bench_modifiers_params(const bench_problem *p, fa_params *params)
     params->bias = p->bias.data ? &p->bias : NULL;
     params->sinks = p->sinks;
     params->dsinks = p->dsinks;
+    params->dbias = p->dbias.data ? &p->dbias : NULL;
 }

@@ -93,6 +93,10 @@ static const char help_text[] =
     "                     report them against the read-bandwidth probe (bias GB/s, %% bw)\n"
     "  --sinks            one attention-sink logit per query head, drawn like the inputs; bwd and\n"
     "                     fwdbwd also ask for dsinks (fa_params.dsinks) and check it\n"
+    "  --dbias            bwd and fwdbwd also ask for the bias's gradient (fa_params.dbias, the bias's\n"
+    "                     shape; needs --bias). Timed, not checked here: its check against the\n"
+    "                     float64 oracle is tests/test_bias_gradient.c's (compare with the same case\n"
+    "                     without it: preset bias-grad)\n"
     "  Modifiers given with a preset apply to every case of it. The oracle computes every modifier\n"
     "  from the header's definition (tests/reference.c), so the check before timing covers them.\n"
     "  The BLAS baseline does not run for cases with a modifier, nor for bf16 or f16.\n"
@@ -285,6 +289,7 @@ enum {
     OPT_ALIBI,
     OPT_BIAS,
     OPT_SINKS,
+    OPT_DBIAS,
     OPT_ROUNDS,
     OPT_VARLEN,
     OPT_DECODE_BATCH,
@@ -330,6 +335,7 @@ static const struct option long_options[] = {
     {"alibi", no_argument, NULL, OPT_ALIBI},
     {"bias", required_argument, NULL, OPT_BIAS},
     {"sinks", no_argument, NULL, OPT_SINKS},
+    {"dbias", no_argument, NULL, OPT_DBIAS},
     {"rounds", required_argument, NULL, OPT_ROUNDS},
     {"varlen", required_argument, NULL, OPT_VARLEN},
     {"decode-batch", required_argument, NULL, OPT_DECODE_BATCH},
@@ -605,6 +611,7 @@ enum {
     SET_PAGE_SIZE = 1 << 18,
     SET_KV_DTYPE = 1 << 19,
     SET_SHARED_KV = 1 << 20,
+    SET_DBIAS = 1 << 21,
 };
 
 static unsigned field_set_by(int option)
@@ -629,6 +636,7 @@ static unsigned field_set_by(int option)
     case OPT_ALIBI: return SET_ALIBI;
     case OPT_BIAS: return SET_BIAS;
     case OPT_SINKS: return SET_SINKS;
+    case OPT_DBIAS: return SET_DBIAS;
     case OPT_VARLEN:
     case OPT_DECODE_BATCH: return SET_RAGGED;
     case OPT_PAGE_SIZE: return SET_PAGE_SIZE;
@@ -652,7 +660,7 @@ static void set_defaults(bench_options *o, bench_case *c)
     c->shape.kv_dtype = FA_F32; // follows dtype unless --kv-dtype is given (finish)
     c->shape.causal = FA_CAUSAL_NONE;
     c->shape.layout = BENCH_LAYOUT_BHSD;
-    c->shape.mods = (bench_mods){-1, -1, 0.0, 0, BENCH_BIAS_NONE, 0};
+    c->shape.mods = (bench_mods){-1, -1, 0.0, 0, BENCH_BIAS_NONE, 0, 0};
     c->pass = BENCH_PASS_FWD;
     c->reference = -1;
     o->dist = BENCH_DIST_NORMAL;
@@ -689,6 +697,7 @@ static void apply_overrides(bench_case *to, const bench_case *from, unsigned set
     if (set & SET_ALIBI) t->mods.alibi = f->mods.alibi;
     if (set & SET_BIAS) t->mods.bias = f->mods.bias;
     if (set & SET_SINKS) t->mods.sinks = f->mods.sinks;
+    if (set & SET_DBIAS) t->mods.dbias = f->mods.dbias;
     if (set & SET_RAGGED) {
         t->ragged.kind = f->ragged.kind;
         t->ragged.count = f->ragged.count;
@@ -796,6 +805,11 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
         bench_shape *s = &o->cases[i].shape;
         if (finish_dtypes(&o->cases[i], set, o->preset != NULL) != 0) return -1;
         if (finish_ragged(&o->cases[i], set) != 0) return -1;
+        if (o->cases[i].shape.mods.dbias && o->cases[i].shape.mods.bias == BENCH_BIAS_NONE) {
+            fprintf(stderr,
+                    "fa-bench: --dbias asks for the bias's gradient: give a bias (--bias keypad|full)\n");
+            return -1;
+        }
         if (s->hkv < 0) s->hkv = s->hq;
         if (s->nk < 0) s->nk = s->nq;
         if (s->dv < 0) s->dv = s->d;
@@ -914,6 +928,7 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             cl.shape.mods.bias = (bench_bias_kind)choice;
             break;
         case OPT_SINKS: cl.shape.mods.sinks = 1; break;
+        case OPT_DBIAS: cl.shape.mods.dbias = 1; break;
         case OPT_SHARED_KV: cl.shape.shared_kv = 1; break;
         case OPT_VARLEN:
         case OPT_DECODE_BATCH:

@@ -35,6 +35,7 @@ typedef struct {
     int alibi;                         /* 1: slopes 2^(-8(h+1)/Hq), ALiBi's (BLOOM's) geometric sequence */
     bench_bias_kind bias;
     int sinks; /* 1: one sink logit per query head, drawn like the inputs; with a backward, dsinks too */
+    int dbias; /* 1: a backward also asks for the bias's gradient (fa_params.dbias); needs a bias */
 } bench_mods;
 
 /* A batch of sequences of different lengths (fa_params.seqs): none (a dense batch), packed prompts

@@ -11,9 +11,14 @@
 
 // The same with score modifiers (window left, right, softcap, alibi, bias, sinks) and the index of
 // the case it is compared with (bench_case.reference), -1 for none.
-#define MODS(wl, wr, cap, alibi, bias, sinks)                                                                \
-    {                                                                                                        \
-        (wl), (wr), (cap), (alibi), (bias), (sinks)                                                          \
+#define MODS(wl, wr, cap, alibi, bias, sinks)          \
+    {                                                  \
+        (wl), (wr), (cap), (alibi), (bias), (sinks), 0 \
+    }
+// A bias of the given kind with its gradient asked for (--dbias).
+#define MODS_DBIAS(bias)             \
+    {                                \
+        -1, -1, 0.0, 0, (bias), 0, 1 \
     }
 #define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                            \
     {                                                                                                        \
@@ -109,6 +114,13 @@ static const bench_preset presets[] = {
      4,
      {CASE(1, 8, 16384, -1, 64, TOP, FWD), WINDOW(64, 0), CASE(1, 8, 16384, -1, 128, TOP, FWD),
       WINDOW(128, 2)}},
+    // The bias's gradient (fa_params.dbias) of a [1][H][N][N] bias, against the same backward without it.
+    {"bias-grad",
+     "B=1 H=8 N=2048 D=64, --pass bwd: a full bias [1][Hq][Nq][Nk], then with its gradient (--dbias),\n"
+     "                     against the backward without it",
+     2,
+     {CASE_MODS(1, 8, 2048, -1, 64, NONE, BWD, MODS(-1, -1, 0.0, 0, FULL, 0), -1),
+      CASE_MODS(1, 8, 2048, -1, 64, NONE, BWD, MODS_DBIAS(FULL), 0)}},
     {"modifiers",
      "B=1 H=8 N=4096 D=64 and 128: plain, then softcap 50, ALiBi, a key-padding bias\n"
      "                     [B][1][1][Nk] and a full bias [B][Hq][Nq][Nk], each against the plain case",

@@ -252,6 +252,7 @@ void bench_problem_poison_outputs(bench_problem *p)
     memset(p->dk.data, 0xff, p->dk_bytes);
     memset(p->dv.data, 0xff, p->dv_bytes);
     if (p->dsinks) memset(p->dsinks, 0xff, sizeof(float) * (size_t)p->shape.hq);
+    if (p->dbias.data) memset(p->dbias.data, 0xff, p->bias_bytes);
 }
 
 void bench_problem_free(bench_problem *p)
@@ -271,6 +272,7 @@ void bench_problem_free(bench_problem *p)
     free(p->alibi_slopes);
     free(p->sinks);
     free(p->dsinks);
+    free(p->dbias.data);
     for (int i = 0; i < 4; i++) free(p->oracle_copies[i]);
     memset(p, 0, sizeof *p);
 }

@@ -26,6 +26,7 @@ typedef struct {
     float *alibi_slopes; /* Hq slopes, or NULL */
     float *sinks;        /* Hq sink logits, or NULL */
     float *dsinks;       /* Hq floats, with sinks and gradients (poisoned like the outputs), or NULL */
+    fa_tensor dbias;     /* --dbias, gradients: the bias's shape, poisoned like the outputs; else no data */
     /* A quantized k and v's scales (fa_params.k_scale, v_scale): f32 [B][Hkv][Nk][1], contiguous in
      * that order whatever the layout, one per token and head; data NULL for other types. With
      * shared_kv, v_scale is k_scale (the same memory). */

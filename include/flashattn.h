@@ -353,7 +353,7 @@ typedef struct {
     /** fa_backward only (fa_forward ignores it): NULL, or Hq floats overwritten with dL/dsinks,
      *  which requires sinks. dsinks[h] = -sum over b, i of exp(sinks[h] - lse[b][h][i]) · delta[b][h][i]
      *  (delta = rowsum(dout ∘ out)), summed b-major in a fixed order in the accumulation type and
-     *  rounded to float once. The bias gets no gradient. */
+     *  rounded to float once. The bias's gradient is p->dbias's. */
     float *dsinks;
     /** NULL = every tensor is a dense batch, as described at fa_forward; otherwise the sequences of
      *  the batch (see fa_seqs). */
@@ -376,6 +376,18 @@ typedef struct {
      *  output. */
     const fa_tensor *k_scale;
     const fa_tensor *v_scale;
+    /** fa_backward only (fa_forward ignores it): NULL, or a tensor of the bias's shape overwritten with
+     *  dL/dbias, which requires bias (FA_ERR_NULL without it). Its dtype is the bias's (the accumulation
+     *  type), its sizes are the bias's four, and on an axis where the bias has a stride of 0 and a size
+     *  above 1 its stride must be 0 too (FA_ERR_STRIDE otherwise). dbias[b'][h'][i'][j] is the sum of
+     *  dS[b][h][i][j] = P_ij·(dP_ij - delta_i) (the gradient of the score after every modifier, that is
+     *  before the softcap's derivative; 0 where the masks hide the key) over the (b, h, i) that read
+     *  bias[b'][h'][i'][j]: the broadcast axes (size 1 or stride 0) are summed, b-major, then h, then i,
+     *  in the accumulation type, in that fixed order whatever the thread count or backward plan. A bias
+     *  broadcast over no axis gets every dS once, as the backward computes it; any broadcast axis
+     *  costs S and dP once more (two of the backward's five tile products). Dense batches only: with seqs
+     *  the bias itself is refused (FA_ERR_UNSUPPORTED). No extra memory. */
+    const fa_tensor *dbias;
 } fa_params;
 
 /** The largest |fa_params.diagonal_shift|: 2^52, so that every distance stays exact in a double. */
@@ -384,9 +396,9 @@ typedef struct {
 /** The size of fa_params in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
 #define FA_PARAMS_SIZE_MIN (offsetof(fa_params, diagonal_shift) + sizeof(int64_t))
 /** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
- *  bias, no sinks, no dsinks, no sequences, no shift. (The header owns this order: outside it, set
+ *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dbias. (The header owns this order: outside it, set
  *  fields by name.) */
-#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL}
+#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL}
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
  *  library does not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when p is
@@ -613,16 +625,18 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * that was fully masked contributes nothing and gets dq = 0. (A logit that is -inf because an
  * input holds an infinity is not a mask: its probability is 0, but the gradient terms that
  * multiply the infinite input are 0·inf, NaN, as IEEE arithmetic has it.) Every score modifier of
- * p is differentiated: through softcap by 1 - tanh², ALiBi and bias as constants; with p->dsinks
- * the sinks' gradient (see fa_params).
+ * p is differentiated: through softcap by 1 - tanh², ALiBi as a constant, the bias as a constant
+ * unless p->dbias asks for its gradient; with p->dsinks the sinks' gradient (see fa_params).
  *
  * The probabilities are recomputed tile by tile from q, k and lse; no Nq×Nk matrix is stored.
  * Extra memory: the per-thread arena (see the README's Memory section), B·Hq·Nq values of
  * delta = rowsum(dout ∘ out) and, with few heads, one int per query block, kept in the context and
- * grown only when a call needs more.
+ * grown only when a call needs more. p->dbias takes none: its sums are made in dbias itself, in the
+ * accumulation type (a bias broadcast over batch, heads or rows costs time, not memory: S and dP are
+ * computed once more for it).
  *
- * Determinism: dq, dk and dv are bitwise identical for every thread count, binding mode and
- * repetition. There are no floating-point atomics and no reduction whose order depends on the
+ * Determinism: dq, dk and dv (and dsinks, dbias) are bitwise identical for every thread count, binding
+ * mode and repetition. There are no floating-point atomics and no reduction whose order depends on the
  * threads. The work is cut in one of three ways: one item per (batch, kv head) that computes dk, dv
  * and the group's dq together (when whole heads keep the threads busy); items per key block that
  * also add to dq, each query block's dq passed from one key block to the next in key order (with
@@ -640,7 +654,12 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * and dv may be the three interleaved slices of one packed dQKV buffer. p->dsinks set without
  * p->sinks (FA_ERR_NULL); p->dsinks misaligned or wrapping (FA_ERR_STRIDE), overlapping any tensor,
  * lse, the bias, alibi_slopes or sinks (FA_ERR_ALIAS); p->seqs with block_table
- * (FA_ERR_UNSUPPORTED: paged keys are forward only).
+ * (FA_ERR_UNSUPPORTED: paged keys are forward only). p->dbias set without p->bias (FA_ERR_NULL), or
+ * with NULL data (FA_ERR_NULL); of another dtype than the bias's, the accumulation type (FA_ERR_DTYPE);
+ * sizes other than the bias's (FA_ERR_SHAPE); a negative, overflowing or self-overlapping stride, a
+ * nonzero stride where the bias broadcasts by a stride of 0, data misaligned or wrapping
+ * (FA_ERR_STRIDE); overlapping any input (the bias included), dq, dk, dv or dsinks (FA_ERR_ALIAS). With
+ * p->seqs the bias itself is refused (FA_ERR_UNSUPPORTED), so dbias is dense batches only.
  */
 FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,

@@ -97,7 +97,8 @@ FA_API fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context 
  * and lse being fa_mpi_forward's (lse required). The K/V shards travel the ring again with their
  * dK/dV accumulators, which end on their own rank; every gradient is summed in the fixed ring
  * order. With p->dsinks, every rank receives the sinks' gradient over the whole sequence (the
- * ranks' sums added in rank order). Refusals as fa_backward's and fa_mpi_forward's.
+ * ranks' sums added in rank order). Refusals as fa_backward's and fa_mpi_forward's, plus p->dbias
+ * (FA_ERR_UNSUPPORTED on every rank: the bias's gradient is not computed across ranks in this version).
  */
 FA_API fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
                                  const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,

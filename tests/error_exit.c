@@ -36,6 +36,7 @@ static const char *const slot_name[EE_SLOTS] = {"q",
                                                 "(the sequences' arrays)",
                                                 "p->k_scale",
                                                 "p->v_scale",
+                                                "p->dbias",
                                                 "p->seqs->cu_seqlens_q",
                                                 "p->seqs->cu_seqlens_k",
                                                 "p->seqs->seqused_k",
@@ -97,6 +98,7 @@ void ee_valid_args(const ee_world *w, ee_args *a)
     a->p.dsinks = (float *)(void *)ee_region(w, EE_DSINKS, 0);
     a->bias = fa_tensor_bhsd(ee_region(w, EE_BIAS, 0), w->dt, EE_B, EE_HQ, EE_N, EE_N);
     a->p.bias = &a->bias;
+    a->dbias = fa_tensor_bhsd(ee_region(w, EE_DBIAS, 0), w->dt, EE_B, EE_HQ, EE_N, EE_N);
     a->pp = &a->p;
     for (int i = 0; i < EE_NT; i++)
         a->t[i] =
@@ -177,7 +179,7 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
     tu_rng rng = tu_rng_make(seed);
     /* inputs (and out and lse, inputs of the backward): random finite values; gradients canary */
     for (int r = 0; r < EE_REGIONS; r++) {
-        if (r == EE_DQ || r == EE_DK || r == EE_DV || r == EE_DSINKS) continue;
+        if (r == EE_DQ || r == EE_DK || r == EE_DV || r == EE_DSINKS || r == EE_DBIAS) continue;
         for (int64_t x = 0; x < REGION; x++) {
             double val = tu_rng_uniform(&rng, -1.0, 1.0);
             if (is_head_array(r)) { /* floats, whatever the dtype */
@@ -220,6 +222,14 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
         cr_assert_eq(st, FA_OK, "%s, the valid packed %s call: status %d (%s)", dt == FA_F64 ? "f64" : "f32",
                      call ? "fa_backward" : "fa_forward", st, fa_status_str(st));
         ee_world_restore(w);
+        if (call == EE_BACKWARD) { /* with the bias's gradient, which the dbias cases break */
+            ee_valid_args(w, &a);
+            a.p.dbias = &a.dbias;
+            st = ee_call_run((ee_call)call, &a);
+            cr_assert_eq(st, FA_OK, "%s, the valid fa_backward call with p.dbias: status %d (%s)",
+                         dt == FA_F64 ? "f64" : "f32", st, fa_last_error());
+            ee_world_restore(w);
+        }
         /* the batches of sequences (fa_backward refuses paged keys: a case of its own) */
         for (int layout = EE_SEQ_PACKED; layout < EE_LAYOUTS; layout++) {
             if (call == EE_BACKWARD && layout == EE_SEQ_PAGED) continue;
@@ -288,6 +298,7 @@ fa_tensor *ee_tensor_at(ee_args *a, int ti)
 {
     if (ti >= EE_OUTS0 && ti < EE_OUTS0 + EE_PARTS) return &a->parts[ti - EE_OUTS0];
     if (is_scale(ti)) return ti == EE_KSCALE ? &a->k_scale : &a->v_scale;
+    if (ti == EE_DBIAS) return &a->dbias;
     return ti == EE_BIAS ? &a->bias : ti >= 0 && ti < EE_NT ? &a->t[ti] : NULL;
 }
 
@@ -483,9 +494,19 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
         ee_apply_ragged(c, w, a);
         return;
     }
+    /* p.dbias is set by the cases that break it or one of its neighbours, with every other field live */
+    static const int dbias_ops[] = {EE_OP_NULL_DATA, EE_OP_DATA_TOP, EE_OP_MISALIGN, EE_OP_DTYPE,
+                                    EE_OP_SIZE,      EE_OP_STRIDE,   EE_OP_ALIAS};
+    for (size_t i = 0; c->call == EE_BACKWARD && i < sizeof dbias_ops / sizeof *dbias_ops; i++)
+        if (c->op == dbias_ops[i] && (c->ti == EE_DBIAS || (c->op == EE_OP_ALIAS && c->field == EE_DBIAS)))
+            a->p.dbias = &a->dbias;
     fa_tensor *t = ee_tensor_at(a, c->ti);
     int64_t x = c->i[0], sz;
     switch (c->op) {
+    case EE_OP_NULL_BIAS:
+        a->p.bias = NULL;
+        a->p.dbias = &a->dbias;
+        break;
     case EE_OP_BUSY: a->busy = 1; break;
     case EE_OP_NULL_TENSOR: a->null_t[c->ti] = 1; break;
     case EE_OP_NULL_DATA: t->data = NULL; break;
@@ -667,7 +688,7 @@ static void add_params(ee_table *t, ee_call call)
 
 static int is_output(ee_call call, int ti)
 {
-    return call == EE_FORWARD ? ti == EE_OUT : ti >= EE_DQ && ti <= EE_DV;
+    return call == EE_FORWARD ? ti == EE_OUT : (ti >= EE_DQ && ti <= EE_DV) || ti == EE_DBIAS;
 }
 
 /* The dtype of a call's tensor follows its group's leader (flashattn.h, fa_forward): q for q, out,
@@ -688,6 +709,8 @@ static void known_dtype_names(ee_case *c, int ti, int64_t x)
         snprintf(c->names, sizeof c->names, "k.dtype q.dtype");
     else if (ti == EE_BIAS)
         snprintf(c->names, sizeof c->names, "p.bias.dtype q.dtype");
+    else if (ti == EE_DBIAS)
+        snprintf(c->names, sizeof c->names, "p.dbias.dtype q.dtype");
     else
         snprintf(c->names, sizeof c->names, "%s.dtype %s", slot_name[ti], dtype_leader(ti));
     if (ti == EE_K && x == FA_BF16) {
@@ -728,18 +751,18 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
                                           {"half an element past an element boundary", EE_HALF_ELEM}};
     static const char *const size_name[4] = {"batch", "heads", "seq", "dim"};
     static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
-    const int bias = ti == EE_BIAS;
+    const int bias = ti == EE_BIAS, dbias = ti == EE_DBIAS;
     char param[48];
     ee_case *c;
-    if (!bias)
-        ee_add(t, call, slot_name[ti], "NULL", FA_ERR_NULL, EE_OP_NULL_TENSOR)->ti = ti; /* bias NULL: off */
+    if (!bias && !dbias) /* NULL bias or dbias: off */
+        ee_add(t, call, slot_name[ti], "NULL", FA_ERR_NULL, EE_OP_NULL_TENSOR)->ti = ti;
     snprintf(param, sizeof param, "%s->data", slot_name[ti]);
     ee_add(t, call, param, "NULL", FA_ERR_NULL, EE_OP_NULL_DATA)->ti = ti;
     c = ee_add(t, call, param, "64 bytes below the top of the address space (its range wraps)", FA_ERR_STRIDE,
                EE_OP_DATA_TOP);
     c->ti = ti;
     c->i[0] = 64;
-    for (size_t i = 0; bias && i < sizeof misaligned / sizeof *misaligned; i++) {
+    for (size_t i = 0; (bias || dbias) && i < sizeof misaligned / sizeof *misaligned; i++) {
         c = ee_add(t, call, param, misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
         c->ti = ti;
         c->i[0] = misaligned[i].x;
@@ -814,10 +837,10 @@ static void add_aliases(ee_table *t, ee_call call)
 {
     static const int fwd_out[] = {EE_OUT, EE_LSE},
                      fwd_in[] = {EE_Q, EE_K, EE_V, EE_BIAS, EE_SLOPES, EE_SINKS};
-    static const int bwd_out[] = {EE_DQ, EE_DK, EE_DV, EE_DSINKS},
+    static const int bwd_out[] = {EE_DQ, EE_DK, EE_DV, EE_DSINKS, EE_DBIAS},
                      bwd_in[] = {EE_Q, EE_K, EE_V, EE_OUT, EE_DOUT, EE_LSE, EE_BIAS, EE_SLOPES, EE_SINKS};
     const int *outs = call == EE_FORWARD ? fwd_out : bwd_out, *ins = call == EE_FORWARD ? fwd_in : bwd_in;
-    int n_out = call == EE_FORWARD ? 2 : 4, n_in = call == EE_FORWARD ? 6 : 9;
+    int n_out = call == EE_FORWARD ? 2 : 5, n_in = call == EE_FORWARD ? 6 : 9;
     static const char *const mode_name[3] = {"on all of %s", "last element on %s's first",
                                              "first element on %s's last"};
     for (int o = 0; o < n_out; o++)
@@ -1068,6 +1091,11 @@ void ee_build_table(ee_table *t)
         c->ti = EE_LSE;
         c->i[0] = 64;
         add_tensor_fields(t, (ee_call)call, EE_BIAS);
+        if (call == EE_BACKWARD) { /* dbias: an output of the bias's shape and type, which needs the bias */
+            add_tensor_fields(t, (ee_call)call, EE_DBIAS);
+            c = ee_add(t, (ee_call)call, "p->bias", "NULL with p->dbias set", FA_ERR_NULL, EE_OP_NULL_BIAS);
+            snprintf(c->names, sizeof c->names, "p.bias p.dbias");
+        }
         add_head_arrays(t, (ee_call)call);
         add_aliases(t, (ee_call)call);
         add_shared_sizes(t, (ee_call)call);

@@ -53,6 +53,7 @@ enum {
     EE_SEQS,
     EE_KSCALE, /* a quantized cache's scales: f32 [B][Hkv][N][1] views, p.k_scale and p.v_scale */
     EE_VSCALE,
+    EE_DBIAS, /* p.dbias (fa_backward's output, the bias's shape), set by the cases that break it */
     EE_REGIONS,
     EE_CU_Q = EE_REGIONS,
     EE_CU_K,
@@ -94,6 +95,7 @@ typedef struct {
     fa_tensor t[EE_NT];
     int null_t[EE_NT]; /* pass NULL instead of &t[i] */
     fa_tensor bias;    /* p.bias points here */
+    fa_tensor dbias;   /* p.dbias points here in the cases of its slot (ee_apply); NULL otherwise */
     /* p.k_scale and p.v_scale point here in the quantized cases (ee_quant_start); NULL otherwise */
     fa_tensor k_scale, v_scale;
     void *lse;         /* fa_forward's, fa_backward's and fa_merge's lse */
@@ -211,7 +213,8 @@ enum {
     EE_OP_HELPER,
     EE_OP_DTYPES, /* every tensor's dtype and the bias's as c->dt says */
     EE_OP_STRUCT, /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
-    EE_OP_RAGGED,              /* the first of error_exit_ragged.c's own operations */
+    EE_OP_NULL_BIAS,                /* p.bias NULL with p.dbias set */
+    EE_OP_RAGGED,                   /* the first of error_exit_ragged.c's own operations */
     EE_OP_QUANT = EE_OP_RAGGED + 32 /* the first of error_exit_quantized.c's (ragged has fewer) */
 };
 

@@ -47,6 +47,31 @@ void ref_backward_dsinks(const fa_params *p, const fa_tensor *q, const fa_tensor
 void ref_backward_dsinks_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                    const fa_tensor *v, const fa_tensor *dout, double *dsinks);
 
+/* The bias's gradient as the oracle lays it out: contiguous [batch][heads][seq][Nk] with every axis
+ * the bias broadcasts over (size 1 or stride 0) of size 1, the others the problem's (B, Hq, Nq). */
+typedef struct {
+    int64_t batch, heads, seq;
+} ref_dbias_shape;
+ref_dbias_shape ref_dbias_shape_of(const fa_params *p, const fa_tensor *q);
+/* The row of that layout that query row (b, h, i) adds to. */
+int64_t ref_dbias_at(const ref_dbias_shape *s, int64_t b, int64_t h, int64_t i);
+
+/* dL/dbias in double by the algorithm of ref_backward: dS_ij = P_ij·(dP_ij - delta_i), the gradient of
+ * the modified score (before the softcap's derivative), summed over the broadcast axes b-major, then
+ * h, then i; 0 for the keys a row does not see and for rows that see none. All 0 without p->bias. */
+void ref_backward_dbias(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                        const fa_tensor *dout, double *dbias);
+
+/* The same in float32 arithmetic, summed in float: the yardstick for an f32 dbias's error. */
+void ref_backward_dbias_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                  const fa_tensor *v, const fa_tensor *dout, double *dbias);
+
+/* The f32 yardstick of a backward handed a rounded out (bf16, f16), as
+ * ref_backward_naive_f32_given_out: delta_i = dout_i·out_i in float from the given out. */
+void ref_backward_dbias_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                            const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                                            double *dbias);
+
 /* Row-level oracles: a deterministic sample of gradient rows, checked without the whole problem
  * (fa-bench). Same definitions as ref_backward, in double, straight from them: for query row i of
  * head h, s_ij = scale·q_i·k_j over the keys j that row i sees, P_i = softmax(s_i),

@@ -206,6 +206,42 @@ static fa_status check_bias_shape(const char *call, named_view bias, const fa_te
     return FA_OK;
 }
 
+/* dbias has the bias's four sizes (the bias's own shape rule has been checked by then). */
+static fa_status check_dbias_shape(const char *call, const fa_tensor *dbias, const fa_tensor *bias)
+{
+    for (int axis = 0; axis < 4; axis++) {
+        int64_t have = fa_size_of(dbias, axis), want = fa_size_of(bias, axis);
+        if (have != want)
+            return fa_diag_fail(FA_ERR_SHAPE, call,
+                                "p.dbias.%s = %lld but p.bias.%s = %lld: dbias has the bias's shape",
+                                fa_size_names[axis], (long long)have, fa_size_names[axis], (long long)want);
+    }
+    return FA_OK;
+}
+
+/* The view of dbias the stride and overlap checks judge: an axis the bias broadcasts over by a stride
+ * of 0 (with a size above 1) is one element of dbias, which must then have a stride of 0 there too
+ * (written once, with the sum; a dbias that does not broadcast there would have rows no call writes). */
+static fa_status dbias_written_view(const char *call, const fa_tensor *dbias, const fa_tensor *bias,
+                                    fa_tensor *written)
+{
+    static const char *const stride_names[3] = {"stride_batch", "stride_head", "stride_seq"};
+    const int64_t bias_strides[3] = {bias->stride_batch, bias->stride_head, bias->stride_seq};
+    const int64_t dbias_strides[3] = {dbias->stride_batch, dbias->stride_head, dbias->stride_seq};
+    *written = *dbias;
+    int64_t *sizes[3] = {&written->batch, &written->heads, &written->seq};
+    for (int axis = 0; axis < 3; axis++) {
+        if (*sizes[axis] <= 1 || bias_strides[axis] != 0) continue;
+        if (dbias_strides[axis] != 0)
+            return fa_diag_fail(FA_ERR_STRIDE, call,
+                                "p.dbias.%s = %lld but p.bias.%s = 0: dbias broadcasts where the bias does, "
+                                "to hold the one sum",
+                                stride_names[axis], (long long)dbias_strides[axis], stride_names[axis]);
+        *sizes[axis] = 1;
+    }
+    return FA_OK;
+}
+
 /* The ranges of the per-head inputs (alibi_slopes, sinks), appended to in[*n]. */
 static fa_status per_head_input_ranges(const char *call, const fa_params *p, int64_t heads, byte_range *in,
                                        int *n)
@@ -270,6 +306,7 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->alibi_slopes = params->alibi_slopes;
     prob->sinks = params->sinks;
     prob->dsinks = NULL;
+    prob->dbias = view_of(NULL);
     prob->lse_head_stride = q->seq;
     prob->lse_row_stride = 1;
     prob->row_group = 1;
@@ -474,34 +511,44 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
 {
     const named_view nq = {q, "q"}, nk = {k, "k"}, nv = {v, "v"}, nout = {out, "out"}, ndout = {dout, "dout"};
     const named_view ndq = {dq, "dq"}, ndk = {dk, "dk"}, ndv = {dv, "dv"};
-    named_view in[8] = {nq, nk, nv, nout, ndout}, all[11] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
-    const named_view grads[3] = {ndq, ndk, ndv};
+    named_view in[8] = {nq, nk, nv, nout, ndout}, all[12] = {nq, nk, nv, nout, ndout, ndq, ndk, ndv};
+    fa_tensor dbias_written;
+    named_view outs[4] = {ndq, ndk, ndv, {&dbias_written, "p.dbias"}};
     const fa_params params = *p;
     int n_all = with_bias(all, 8, &params), n_in = with_bias(in, 5, &params);
+    if (params.dbias) all[n_all++] = (named_view){params.dbias, "p.dbias"};
     fa_status st = fa_check_null(call, all, n_all);
     if (st != FA_OK) return st;
     if (!lse)
         return fa_diag_fail(FA_ERR_NULL, call, "lse is NULL: the backward needs the forward's log-sum-exp");
     if (params.dsinks && !params.sinks)
         return fa_diag_fail(FA_ERR_NULL, call, "p.sinks is NULL but p.dsinks asks for its gradient");
+    if (params.dbias && !params.bias)
+        return fa_diag_fail(FA_ERR_NULL, call, "p.bias is NULL but p.dbias asks for its gradient");
     if ((st = check_scales_present(call, &params, k)) != FA_OK) return st;
     /* each gradient (and dout) has the shape of the tensor it belongs to */
     const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
-    static const int leader[11] = {0, 1, 1, 0, 0, 0, 1, 1, -1, -1, -1}; /* dout, dq: q's; dk, dv: k's */
+    /* dout, dq: q's; dk, dv: k's; the bias, the scales and dbias: the accumulation type */
+    static const int leader[12] = {0, 1, 1, 0, 0, 0, 1, 1, -1, -1, -1, -1};
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, shaped_like, 4)) != FA_OK)
         return st;
-    byte_range in_range[15], out_range[4];
-    if ((st = fa_check_strides(call, in, n_in, grads, 3, in_range, out_range)) != FA_OK) return st;
+    if (params.dbias && (st = check_dbias_shape(call, params.dbias, params.bias)) != FA_OK) return st;
+    if (params.dbias && (st = dbias_written_view(call, params.dbias, params.bias, &dbias_written)) != FA_OK)
+        return st;
+    const int n_out = params.dbias ? 4 : 3;
+    byte_range in_range[15], out_range[5];
+    if ((st = fa_check_strides(call, in, n_in, outs, n_out, in_range, out_range)) != FA_OK) return st;
     if ((st = fa_lse_extent(call, lse, q, "lse", &in_range[n_in++])) != FA_OK) return st;
     if ((st = per_head_input_ranges(call, &params, q->heads, in_range, &n_in)) != FA_OK) return st;
     if ((st = seqs_input_ranges(call, params.seqs, in_range, &n_in)) != FA_OK) return st;
-    if ((st = fa_array_range(call, params.dsinks, q->heads, sizeof(float), "p.dsinks", &out_range[3])) !=
+    if ((st = fa_array_range(call, params.dsinks, q->heads, sizeof(float), "p.dsinks", &out_range[n_out])) !=
         FA_OK)
         return st;
-    if ((st = fa_check_alias(call, in_range, n_in, out_range, 4)) != FA_OK) return st;
+    if ((st = fa_check_alias(call, in_range, n_in, out_range, n_out + 1)) != FA_OK) return st;
     if ((st = check_supported(call, &params, 1)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     prob->dsinks = params.dsinks;
+    prob->dbias = broadcast_view_of(params.dbias);
     prob->dout = view_of(dout);
     prob->dq = view_of(dq);
     prob->dk = view_of(dk);

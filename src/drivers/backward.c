@@ -240,6 +240,12 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     if (p->dsinks) /* one item per query head, after delta */
         work.phase[work.phases++] =
             (fa_team_phase){p->q_heads, f64 ? sink_grad_item_f64 : sink_grad_item_f32};
+    if (p->dbias.data && fa_dbias_sums(p)) { /* one item per (dbias batch, dbias head, key block) */
+        int64_t dbias_b = p->dbias.stride_batch == 0 ? 1 : p->batch,
+                dbias_h = p->dbias.stride_head == 0 ? 1 : p->q_heads;
+        work.phase[work.phases++] =
+            (fa_team_phase){dbias_b * dbias_h * job.kv_blocks, f64 ? dbias_item_f64 : dbias_item_f32};
+    }
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
         ctx->last_block_q = (int)block_q;

@@ -22,10 +22,14 @@ static void FA_SET_NAME(row_stats_fill_)(FA_SET_NAME(grads_scratch_) * s, const 
 }
 
 /* P (into s->p) and dS, the gradient of the scores before any modifier (into s->ds), for the tile
- * of query rows row0.. of (batch, q_head) and keys col0.. (`key` of the rows kv_fill_ staged). */
+ * of query rows row0.. of (batch, q_head) and keys col0.. (`key` of the rows kv_fill_ staged). With
+ * `dbias` (element (row0, col0) of it; NULL: none), the gradient of the modified scores, which is
+ * the bias's, is written there (dbias_add 0) or added (1) on the way, before the softcap's
+ * derivative. */
 static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
-                                          int64_t batch, int64_t q_head, int64_t row0, int64_t rows, int64_t col0,
-                                          int64_t cols, int64_t key, int full)
+                                          int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
+                                          int64_t col0, int64_t cols, int64_t key, int full, FA_T *dbias,
+                                          int dbias_add)
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
@@ -40,6 +44,7 @@ static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const
     FA_SET_NAME(value_grads_)(s, job, rows, cols, key);
     kern->score_grad(ld, cols, s->p, s->ds, s->delta);
     if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, s->ds, ld);
+    if (dbias) FA_NAME(dbias_store_)(s->ds, ld, rows, cols, dbias, p->dbias.stride_seq, dbias_add);
     /* through the softcap: ALiBi and bias are constants, their derivative 1 */
     if (s->dcap) kern->scale_grad(ld, cols, s->ds, s->dcap);
 }
@@ -73,14 +78,28 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             const int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
             fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
-            if (block < met.first || block >= met.end) continue;
+            /* a dbias that sums nothing takes each dS here, where every plan computes it once, and
+             * zeros where the masks leave no score: this walk meets every (row, key) of the head once */
+            FA_T *dbias = p->dbias.data && !fa_dbias_sums(p)
+                              ? (FA_T *)fa_view_at(&p->dbias, sizeof(FA_T), batch, q_head, row0) + block0
+                              : NULL;
+            if (block < met.first || block >= met.end) {
+                if (dbias) FA_NAME(dbias_zero_)(dbias, p->dbias.stride_seq, rows, block_cols);
+                continue;
+            }
             /* only the columns some row of the query block sees: [col0, col0 + cols) */
             fa_key_range seen = fa_tile_cols_seen(p, row0, rows, block0, block_cols);
             const int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin; /* >= 1: the block is met */
+            if (dbias) {
+                FA_NAME(dbias_zero_)(dbias, p->dbias.stride_seq, rows, seen.begin);
+                FA_NAME(dbias_zero_)(dbias + seen.end, p->dbias.stride_seq, rows, block_cols - seen.end);
+                dbias += seen.begin;
+            }
             FA_SET_NAME(query_fill_)(s, job, batch, q_head, row0, rows, 1);
             FA_SET_NAME(row_stats_fill_)(s, job, batch, q_head, row0, rows);
             const int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
-            FA_SET_NAME(probs_and_grads_)(s, job, batch, q_head, row0, rows, col0, cols, seen.begin, full);
+            FA_SET_NAME(probs_and_grads_)
+            (s, job, batch, q_head, row0, rows, col0, cols, seen.begin, full, dbias, 0);
             FA_SET_NAME(accumulate_keys_)
             (s, job, row0, rows, col0, cols, full, dk_acc + seen.begin * d_pad, dv_acc + seen.begin * dv_pad);
 #if FA_SET_DQ_IN_ROWS
@@ -138,7 +157,8 @@ static void FA_SET_NAME(grads_query_block_)(const fa_backward_job *job, FA_SET_N
         if (cols == 0) continue;
         FA_SET_NAME(kv_fill_)(s, job, it->batch, kv_head, col0, cols);
         const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
-        FA_SET_NAME(probs_and_grads_)(s, job, it->batch, it->q_head, it->row0, it->rows, col0, cols, 0, full);
+        FA_SET_NAME(probs_and_grads_)
+        (s, job, it->batch, it->q_head, it->row0, it->rows, col0, cols, 0, full, NULL, 0);
         FA_SET_NAME(accumulate_queries_)(s, job, it->row0, it->rows, col0, cols, full, 0, s->acc, d_pad);
     }
     FA_SET_NAME(release_)(job);
@@ -172,6 +192,50 @@ static void FA_SET_NAME(grads_item_)(const fa_backward_job *job, fa_arena *arena
     }
     fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index - job->kv_items);
     FA_SET_NAME(grads_query_block_)(job, &s, &it);
+}
+
+/* A dbias that sums over batches, heads or rows (fa_dbias_sums): item (b', h', key block) of dbias's
+ * own batches and heads owns that block's columns of every dbias row of (b', h'), zeroes them, then
+ * adds the dS of every (batch, head, query block) that reads them: batch-major, then head, then
+ * query row, in the accumulation type, so the order is the problem's and never the team's. S and dP
+ * are recomputed here (no item of the plans owns such a row), on the same tiles as a key block's. */
+static void FA_SET_NAME(grads_dbias_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
+{
+    const fa_problem *p = job->problem;
+    const int sum_b = p->batch > 1 && p->dbias.stride_batch == 0,
+              sum_h = p->q_heads > 1 && p->dbias.stride_head == 0;
+    const int64_t heads = sum_h ? 1 : p->q_heads, rows_of_dbias = p->dbias.stride_seq == 0 ? 1 : p->q_len;
+    const int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
+    const int64_t own_b = bh / heads, own_h = bh % heads, bq = job->q_schedule.block_q, bk = job->block_k;
+    const int64_t block0 = block * bk, block_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
+    for (int64_t i = 0; i < rows_of_dbias; i++) {
+        FA_T *row = (FA_T *)fa_view_at(&p->dbias, sizeof(FA_T), own_b, own_h, i) + block0;
+        for (int64_t c = 0; c < block_cols; c++) row[c] = 0;
+    }
+    FA_SET_NAME(grads_scratch_) s;
+    fa_scratch scratch = fa_scratch_carver(arena);
+    FA_SET_NAME(grads_carve_)(&scratch, job, &s);
+    for (int64_t batch = sum_b ? 0 : own_b; batch < (sum_b ? p->batch : own_b + 1); batch++) {
+        int64_t staged = -1; /* the kv head whose key block kv_fill_ holds */
+        for (int64_t q_head = sum_h ? 0 : own_h; q_head < (sum_h ? p->q_heads : own_h + 1); q_head++) {
+            if (q_head / p->group != staged)
+                FA_SET_NAME(kv_fill_)(&s, job, batch, staged = q_head / p->group, block0, block_cols);
+            for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
+                const int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
+                fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
+                if (block < met.first || block >= met.end) continue;
+                fa_key_range seen = fa_tile_cols_seen(p, row0, rows, block0, block_cols);
+                const int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
+                FA_SET_NAME(query_fill_)(&s, job, batch, q_head, row0, rows, 1);
+                FA_SET_NAME(row_stats_fill_)(&s, job, batch, q_head, row0, rows);
+                const int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
+                FA_T *dbias = (FA_T *)fa_view_at(&p->dbias, sizeof(FA_T), batch, q_head, row0) + col0;
+                FA_SET_NAME(probs_and_grads_)
+                (&s, job, batch, q_head, row0, rows, col0, cols, seen.begin, full, dbias, 1);
+            }
+        }
+    }
+    FA_SET_NAME(release_)(job);
 }
 
 /* The arena bytes of an item on this set: its carve, sized. */

@@ -52,6 +52,36 @@ static FA_T FA_NAME(dot_)(const FA_T *a, const FA_T *b, int64_t n)
     return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
+/* Writes (add = 0) or adds (add = 1) the rows [0, rows) and keys [0, cols) of a key-major dS tile
+ * into dbias (row 0's first element at `at`, rows `stride` elements apart; 0 when dbias sums the
+ * rows, which then add in row order). */
+static void FA_NAME(dbias_store_)(const FA_T *ds, int64_t ld, int64_t rows, int64_t cols, FA_T *at,
+                                  int64_t stride, int add)
+{
+    if (add) { /* each element adds its rows in order */
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) at[r * stride + c] += ds[c * ld + r];
+        return;
+    }
+    /* a transpose in blocks of 16 rows: the tile's lines are read whole, each row written in order */
+    for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        const int64_t r1 = r0 + 16 < rows ? r0 + 16 : rows;
+        for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+            const int64_t c1 = c0 + 16 < cols ? c0 + 16 : cols;
+            for (int64_t r = r0; r < r1; r++)
+                for (int64_t c = c0; c < c1; c++) at[r * stride + c] = ds[c * ld + r];
+        }
+    }
+}
+
+/* Zeroes the rows [0, rows) and keys [0, cols) of dbias (row 0's first element at `at`): the keys of a
+ * tile that no score reaches. */
+static void FA_NAME(dbias_zero_)(FA_T *at, int64_t stride, int64_t rows, int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) at[r * stride + c] = 0;
+}
+
 /* The regions of a delta item: one output row and its dO row widened from half precision. */
 static void FA_NAME(delta_carve_)(fa_scratch *sc, const fa_backward_job *job, FA_T **o_wide, FA_T **do_wide)
 {
@@ -169,6 +199,19 @@ static void FA_NAME(grad_item_)(const void *job_ptr, fa_arena *arena, int64_t in
     }
 #endif
     FA_CAT(grads_item_, FA_SFX)(job, arena, index);
+}
+
+/* A summed dbias's items (backward_grads.h, grads_dbias_item_) on the set the job takes. */
+static void FA_NAME(dbias_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
+{
+    const fa_backward_job *job = job_ptr;
+#if FA_DOT_UNITS
+    if (job->dot) {
+        grads_dbias_item_dot(job, arena, index);
+        return;
+    }
+#endif
+    FA_CAT(grads_dbias_item_, FA_SFX)(job, arena, index);
 }
 
 /* The call's scratch plan: the larger carve of its delta items and its gradient items, sized. */

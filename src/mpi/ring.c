@@ -460,6 +460,7 @@ fa_params fa_ring_block_params(const fa_ring *r, const fa_ring_segment *q, const
     fa_params bp = r->p;
     bp.sinks = NULL; /* applied once, to the merged rows */
     bp.dsinks = NULL;
+    bp.dbias = NULL; /* fa_mpi_backward refuses it: a block's dS covers its columns of the bias only */
     int64_t d0 = r->p.diagonal_shift + (q->pos - k->pos); /* the block's diagonal */
     if (r->p.causal != FA_CAUSAL_NONE) {
         bp.causal = FA_CAUSAL_TOP_LEFT;

@@ -153,6 +153,11 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
     char reason[400] = "";
     st = fa_ring_check(&r, q, k, reason, sizeof reason);
     fa_ring_segments mine = fa_ring_segments_of(&r, r.rank);
+    if (st == FA_OK && r.p.dbias) {
+        st = FA_ERR_UNSUPPORTED;
+        snprintf(reason, sizeof reason,
+                 "p.dbias: the bias's gradient is not supported across ranks in this version");
+    }
     if (st == FA_OK) { /* the rank's own shard as fa_backward would see it */
         fa_tensor bias;
         fa_params own = fa_ring_own_params(&r, q, &bias);

@@ -42,6 +42,10 @@ typedef struct {
      * have stride 0. They move with k and v in the problem of one sequence (fa_problem_sequence). */
     fa_view k_scale, v_scale;
     float *dsinks;      /* backward only: NULL, or one gradient per query head */
+    /* backward only: data NULL, or dL/dbias, of the bias's type, element (b, h, i, j) at
+     * fa_view_at(&dbias, .., b, h, i) + j like the bias. An axis the bias broadcasts over (size 1 or
+     * stride 0) has stride 0 here: its (b, h, i) share one row, whose sum fa_dbias_sums says is due. */
+    fa_view dbias;
     /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride +
      * i·lse_row_stride: lse_head_stride is q_len for a dense batch, total_q when the queries are
      * packed; lse_row_stride is 1 (but see row_group) */
@@ -126,6 +130,14 @@ static inline int fa_kv_widens(const fa_problem *p)
 static inline int fa_problem_modifies_scores(const fa_problem *p)
 {
     return p->softcap > 0 || p->alibi_slopes != NULL || p->bias.data != NULL;
+}
+
+/* Whether some row of dbias sums the gradients of several (batch, head, row) of the problem: an axis
+ * of more than one index that dbias broadcasts over (stride 0). 0: every dS is one element. */
+static inline int fa_dbias_sums(const fa_problem *p)
+{
+    return (p->batch > 1 && p->dbias.stride_batch == 0) || (p->q_heads > 1 && p->dbias.stride_head == 0) ||
+           (p->q_len > 1 && p->dbias.stride_seq == 0);
 }
 
 /* The position of row r (the masks' row index). */

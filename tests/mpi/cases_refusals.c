@@ -19,7 +19,7 @@ typedef struct {
     MPI_Comm comm;
     fa_mpi_layout layout;
     fa_params p;
-    fa_tensor q, k, v, out, dout, dq, dk, dv, bias;
+    fa_tensor q, k, v, out, dout, dq, dk, dv, bias, dbias;
     const fa_tensor *qp, *kp, *vp, *outp, *doutp, *dqp, *dkp, *dvp;
     void *lse;
     fa_seqs seqs;
@@ -284,7 +284,69 @@ static void dsinks_without_sinks(call *c, const mt_local *l, const mt_global *g,
     c->p.dsinks = faulty ? l->p.dsinks : NULL;
 }
 
+/* Parameters every rank must share, each valid on its own, different on the faulty rank: the ring
+ * would otherwise mask, scale or cap the faulty rank's blocks differently from the others' (a call
+ * that succeeds with wrong rows), so every rank refuses (FA_ERR_ARG). */
+static void causal_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.causal = c->p.causal == FA_CAUSAL_NONE ? FA_CAUSAL_TOP_LEFT : FA_CAUSAL_NONE;
+}
+
+static void scale_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.scale = (c->p.scale != 0.0 ? c->p.scale : 0.25) * 0.5;
+}
+
+static void softcap_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.softcap = c->p.softcap + 7.0;
+}
+
+static void window_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.window_left = c->p.window_left >= 0 ? c->p.window_left + 1 : 3;
+}
+
+static void shift_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.diagonal_shift += 1;
+}
+
+/* sinks on every rank but the faulty one (which also drops dsinks: that is not what is refused) */
+static void sinks_only_on_some(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.sinks = NULL, c->p.dsinks = NULL;
+}
+
+/* the bias's gradient is not computed across ranks: refused on every rank */
+static void dbias_asked(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)g;
+    if (!faulty || !c->p.bias) return;
+    c->extra[0] = mt_buf_alloc((size_t)(l->bias.batch * l->bias.heads * l->bias.seq * l->bias.dim) *
+                               (l->bias.dtype == FA_F64 ? sizeof(double) : sizeof(float)));
+    c->dbias = fa_tensor_bhsd(mt_buf_data(&c->extra[0]), l->bias.dtype, l->bias.batch, l->bias.heads,
+                              l->bias.seq, l->bias.dim);
+    c->p.dbias = &c->dbias;
+}
+
 static const refusal refusals[] = {
+    {"causal-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, causal_differs},
+    {"scale-differs-on-first-rank", 0, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, scale_differs},
+    {"softcap-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, softcap_differs},
+    {"window-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, window_differs},
+    {"diagonal-shift-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, shift_differs},
+    {"sinks-missing-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, sinks_only_on_some},
+    {"backward-causal-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_ARG, causal_differs},
+    {"backward-scale-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_ARG, scale_differs},
+    {"backward-dtype-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_DTYPE, dtype_differs},
+    {"backward-dbias-on-last-rank", 1, WHO_LAST, 1, 0, 1, FA_ERR_UNSUPPORTED, dbias_asked},
     {"p-struct-size-0-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_ARG, p_struct_size_zero},
     {"p-unknown-field-on-first-rank", 0, WHO_FIRST, 1, 0, 1, FA_ERR_UNSUPPORTED, p_unknown_field},
     {"backward-p-struct-size-0", 1, WHO_ALL, 1, 0, 1, FA_ERR_ARG, p_struct_size_zero},
