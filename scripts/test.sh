@@ -213,7 +213,7 @@ bench_tools() {
     # DeepSeek's MLA shapes at head dims the library takes: v a view of k's memory, an fp8 latent cache
     "$bench" --preset mla --d 96 --dv 64 --h 8 --nq 4 --nk 300 --kv-dtype f8e4m3 --threads 1,2 --reps 1 \
         --probe-time 0.01
-    FA_BENCH=$bench FA_RESULTS_DIR=$out FA_SCHEDULE_ARGS="--no-calibrate --measure 2 --reps 1" \
+    FA_BENCH=$bench FA_RESULTS_DIR=$out FA_SCHEDULE_ARGS="--no-calibrate" \
         "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
     # the schedule simulator ran once there: a prediction for every planned shape at 256 threads

@@ -103,7 +103,7 @@ static void *alloc_floats(size_t n)
     return p;
 }
 
-static int call_init(call *c, const shape *s, uint64_t seed)
+static int call_init(call *c, const shape *s, uint64_t seed, int timed)
 {
     memset(c, 0, sizeof *c);
     fa_params p = FA_PARAMS_INIT;
@@ -115,7 +115,7 @@ static int call_init(call *c, const shape *s, uint64_t seed)
         fprintf(stderr, "fa-schedule: out of memory for %s\n", s->name);
         return -1;
     }
-    fill(c->q, nq, 1), fill(c->k, nk, 2), fill(c->v, nk, 3);
+    if (timed) fill(c->q, nq, 1), fill(c->k, nk, 2), fill(c->v, nk, 3); /* only the timed calls read them */
     c->tq = fa_tensor_bhsd(c->q, FA_F32, s->b, s->h, s->nq, s->d);
     c->tout = fa_tensor_bhsd(c->out, FA_F32, s->b, s->h, s->nq, s->d);
     c->tk = fa_tensor_bhsd(c->k, FA_F32, s->b, s->h, s->nk, s->d);
@@ -265,7 +265,7 @@ static int calibrate_item_cost(int64_t d, int reps, uint64_t seed, double *c_ite
     for (int i = 0; i < 2; i++) {
         call c;
         item_list l = {0};
-        if (call_init(&c, s[i], seed) != 0 || list_items(&c, &l) != 0) return -1;
+        if (call_init(&c, s[i], seed, 1) != 0 || list_items(&c, &l) != 0) return -1;
         t[i] = time_call(&c, 1, reps);
         n[i] = (double)l.count, w[i] = sum_work(&l);
         free(l.item);
@@ -441,7 +441,7 @@ int main(int argc, char **argv)
         shape_label(s, label, sizeof label);
         call c;
         item_list l = {0};
-        if (call_init(&c, s, o.seed) != 0 || list_items(&c, &l) != 0) {
+        if (call_init(&c, s, o.seed, o.calibrate || o.nmeasure > 0) != 0 || list_items(&c, &l) != 0) {
             status = 1;
             break;
         }
