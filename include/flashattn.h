@@ -425,7 +425,8 @@ typedef struct {
     fa_bind bind;    /**< placement policy */
     int block_q;     /**< query rows per work item; 0 = chosen from the cache sizes and head dims. A call uses
                           at most its Nq (a larger block covers the same rows, bit for bit) */
-    int block_k;     /**< keys per tile; 0 = chosen from the cache sizes and head dims; at most Nk per call */
+    int block_k;     /**< keys per tile; 0 = chosen from the CPU, the caches, the head dims and Nq (a decode
+                          step's forward: 64); at most Nk per call */
 } fa_context_opts;
 
 /** The size of fa_context_opts in 0.4.0, the first size-tagged layout: the smallest struct_size a call
@@ -577,9 +578,9 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  *
  * Extra memory: the per-thread arena (see the README's Memory section) and,
  * only where the keys are split (split-KV: possible when there are fewer than
- * 128 query items, B·Hq·ceil(Nq/block_q), as in decode steps or with few
- * heads, and Nk is at least 4·block_k), the partial results: for each (query
- * item, key chunk) the rows' lse and normalized block_q×Dv outputs, merged as
+ * 128 query items, B·Hq·ceil(Nq/block_q), as with few heads, or fewer than
+ * 256 in a decode step, and Nk is at least 4·block_k), the partial results: for
+ * each (query item, key chunk) the rows' lse and normalized block_q×Dv outputs, merged as
  * fa_merge merges, at most 16 MiB in all (the split count is capped to keep
  * them so), kept in the context and grown only when a call needs more. A batch
  * of sequences (p->seqs) splits each sequence as a dense call of it alone would

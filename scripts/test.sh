@@ -21,7 +21,7 @@
 #                     (CI=true), where deps installs MPI
 #   bench tools       fa-bench on small shapes of every pass (it checks the oracle and bitwise identical
 #                     output across thread counts before reporting), then scripts/node_check.sh (the
-#                     thread sweeps and compare_torch.py) on tiny shapes
+#                     thread sweeps, compare_torch.py and the fa-schedule simulator) on tiny shapes
 #   hostile runtime   scripts/hostile_runtime.sh (taskset, oversubscription, OMP_PROC_BIND, OMP_THREAD_LIMIT)
 #   aarch64           build-arm/ (FA_ARM_BUILD_DIR): scripts/deps.sh aarch64, a cross build with Debian's
 #                     gcc-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake; -DFLASHATTN_WERROR=ON), its install
@@ -213,9 +213,12 @@ bench_tools() {
     # DeepSeek's MLA shapes at head dims the library takes: v a view of k's memory, an fp8 latent cache
     "$bench" --preset mla --d 96 --dv 64 --h 8 --nq 4 --nk 300 --kv-dtype f8e4m3 --threads 1,2 --reps 1 \
         --probe-time 0.01
-    FA_BENCH=$bench FA_RESULTS_DIR=$out "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 \
-        --probe-time 0.01
+    FA_BENCH=$bench FA_RESULTS_DIR=$out FA_SCHEDULE_ARGS="--no-calibrate" \
+        "$root/scripts/node_check.sh" --threads 1,2 --nq 64 --reps 1 --probe-time 0.01
     test -s "$out/sweep.csv" && test -s "$out/fwdbwd/sweep.csv" && test -s "$out/torch.txt"
+    # the schedule simulator ran once there: a prediction for every planned shape at 256 threads
+    test "$(grep -c '"threads": 256, "predicted_efficiency"' "$out/schedule.json")" = 6
+    test -s "$out/node_check.md"
     # the kernels without the driver (bench/kernels/): runs, and reports every kernel at both head dims
     local kernels
     kernels=$(find "$build" -name fa-kernel-bench -type f -perm -u+x -print -quit)

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/block_sizes.h"
-#include "runtime/context.h"
 #include "flashattn.h"
 #include "kernels/kernels.h"
+#include "plan/block_sizes.h"
 #include "plan/schedule.h"
+#include "runtime/context.h"
 
 static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2, int64_t d, size_t elem,
                               int64_t q_len)
@@ -73,11 +73,11 @@ Test(block_sizes, amx_bf16_forward_takes_512_to_128_rows_and_512_keys)
     in.q_len = 4096;
     in.block_q = 512;
     cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), FA_FORWARD_MAX_BLOCK_K);
-    /* a decode step on the tiles keeps the float rows' choices */
+    /* a decode step on the tiles keeps the float rows' choices: 64 rows, the decode tile */
     in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 1);
     in.pairs = 1;
     cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64);
-    cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), l2_rule(&in, FA_FORWARD_MAX_BLOCK_K));
+    cr_expect_eq(fa_block_k_automatic(FA_PASS_FORWARD, &in), FA_DECODE_BLOCK_K);
     in.pairs = 0;
     cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64, "a float decode step: 64 rows");
 }
@@ -135,8 +135,10 @@ Test(block_sizes, every_other_case_takes_the_l2_rule)
             };
             for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
                 int64_t fwd = fa_block_k_automatic(FA_PASS_FORWARD, &cases[c]);
-                cr_expect_eq(fwd, l2_rule(&cases[c], FA_FORWARD_MAX_BLOCK_K),
-                             "forward, case %zu, L2 %zu, D=%lld", c, l2s[i], (long long)d);
+                /* a decode step's forward takes the decode tile on every CPU (schedule.h's split) */
+                int64_t want = cases[c].q_len <= FA_DECODE_ROWS ? FA_DECODE_BLOCK_K
+                                                                : l2_rule(&cases[c], FA_FORWARD_MAX_BLOCK_K);
+                cr_expect_eq(fwd, want, "forward, case %zu, L2 %zu, D=%lld", c, l2s[i], (long long)d);
                 cr_expect(fwd % 16 == 0 && fwd >= 16 && fwd <= FA_FORWARD_MAX_BLOCK_K);
             }
             cases[0] = inputs(FA_CPU_INTEL, "avx512", l2s[i], d, sizeof(float), 4096);

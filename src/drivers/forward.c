@@ -71,6 +71,16 @@ static int forward_group_of(const fa_problem *p, const fa_q_schedule *s, int dot
     return p->q_heads < FA_GROUP_ITEMS ? (int)p->q_heads : FA_GROUP_ITEMS;
 }
 
+/* Group g of a problem's query items grouped `group` at a time: its batch entry, its first head, and
+ * how many heads it runs (fewer in a batch entry's last group). */
+static int group_heads(const fa_problem *p, int group, int64_t g, int64_t *batch, int64_t *h0)
+{
+    const int64_t per_batch = (p->q_heads + group - 1) / group;
+    *batch = g / per_batch;
+    *h0 = g % per_batch * group;
+    return (int)(p->q_heads - *h0 < group ? p->q_heads - *h0 : group);
+}
+
 /* The units a job's phase 0 cuts into key chunks: its query items, or their groups. */
 static int64_t forward_units(const fa_problem *p, const fa_q_schedule *s, int group)
 {
@@ -113,6 +123,30 @@ static int64_t forward_problem_of_sequence(const fa_problem *p, int64_t b, fa_pr
 static int stats_block_q(int64_t block_q, int64_t rows_per_head)
 {
     return (int)(rows_per_head > 0 && rows_per_head < block_q ? rows_per_head : block_q);
+}
+
+/* Phase-0 item `index` of a job that splits its keys: its unit (a query item or a group of them),
+ * its chunk and the chunk's keys [key_lo, key_hi) (key_hi may pass Nk: the last chunk is shorter). */
+static int64_t chunk_item_(const fa_forward_job *job, int64_t index, int64_t *chunk, int64_t *key_lo,
+                           int64_t *key_hi)
+{
+    *chunk = index % job->split.splits;
+    *key_lo = *chunk * job->split.chunk;
+    *key_hi = *key_lo + job->split.chunk;
+    return index / job->split.splits;
+}
+
+/* The job of sequence b of a batch (its dense problem `one`), partial results aside: the schedule,
+ * split, product set and grouping a dense call of it alone would take. */
+static fa_forward_job sequence_plan(const fa_forward_job *job, const fa_problem *one, int64_t b)
+{
+    fa_forward_job mine = *job;
+    mine.problem = one;
+    mine.schedule = fa_q_schedule_make(one, job->schedule.block_q);
+    mine.split = job->plans[b].split;
+    mine.dot = job->dot && rows_take_dot(one); /* takes_dot of the sequence alone */
+    mine.group = forward_group_of(one, &mine.schedule, mine.dot);
+    return mine;
 }
 
 #define FA_T           float
@@ -169,7 +203,8 @@ static size_t forward_plan(const fa_forward_job *job, fa_forward_kinds kinds)
     if (kinds.on_float) bytes = f64 ? attend_plan_f64(job, n) : attend_plan_f32(job, n);
     if (kinds.on_dot) bytes = fa_scratch_max(bytes, attend_plan_dot(job, 1));
     if (kinds.splits > 1)
-        bytes = fa_scratch_max(bytes, f64 ? merge_plan_f64(job, kinds.splits) : merge_plan_f32(job, kinds.splits));
+        bytes = fa_scratch_max(bytes,
+                               f64 ? merge_plan_f64(job, kinds.splits) : merge_plan_f32(job, kinds.splits));
     return bytes;
 }
 
@@ -203,9 +238,9 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
         fa_problem one;
         forward_problem_of_sequence(p, b, &one);
         fa_q_schedule s = fa_q_schedule_make(&one, block_q);
-        fa_kv_split split = fa_kv_split_make(&one, &s, block_k, row_bytes);
-        int64_t merge_items = split.splits > 1 ? s.count : 0;
         const int on_dot = dot && rows_take_dot(&one), group = forward_group_of(&one, &s, on_dot);
+        fa_kv_split split = fa_kv_split_make(&one, &s, forward_units(&one, &s, group), block_k, row_bytes);
+        int64_t merge_items = split.splits > 1 ? s.count : 0;
         if (s.count > 0) { /* the set and grouping sequence_job_ gives it */
             if (on_dot)
                 runs.on_dot = 1;
@@ -240,10 +275,19 @@ static int plans_have_waves(const fa_sequence_plan *plans, int64_t batch)
     return 0;
 }
 
-/* A batch of sequences: the items of each sequence's own problem, with the block sizes of its
+/* The sequence after the last of the wave that sequence b0 starts. */
+static int64_t wave_end(const fa_sequence_plan *plans, int64_t batch, int64_t b0)
+{
+    int64_t b1 = b0 + 1;
+    while (b1 < batch && !plans[b1].starts_wave) b1++;
+    return b1;
+}
+
+/* A batch of sequences' plan: the items of each sequence's own problem, with the block sizes of its
  * longest sequence, so that a sequence computes exactly as a dense call of it alone with those
- * block sizes would. Paged keys are copied tile by tile into two more arena tiles. */
-static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
+ * block sizes would. Its tables and partial results live in the context's row buffer. */
+static fa_status sequences_job(fa_context *ctx, const fa_problem *p, fa_forward_job *job, size_t *scratch,
+                               int64_t *widest_rows_out)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t pad = pad_elems_of(elem);
@@ -262,7 +306,8 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
     int64_t partial_elems = partial_elems_of(block_q, p->dim_v, pad);
 
     /* the row buffer: the two item tables and the plans, then the largest wave's partials */
-    size_t partial_bytes = plan_sequences(p, block_q, block_k, partial_elems, elem, dot, NULL, NULL, NULL, NULL);
+    size_t partial_bytes =
+        plan_sequences(p, block_q, block_k, partial_elems, elem, dot, NULL, NULL, NULL, NULL);
     size_t tables =
         2 * (size_t)(p->batch + 1) * sizeof(int64_t) + (size_t)p->batch * sizeof(fa_sequence_plan);
     tables = (tables + 63) / 64 * 64;
@@ -272,32 +317,44 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
     fa_forward_kinds kinds;
     plan_sequences(p, block_q, block_k, partial_elems, elem, dot, first_item, first_merge, plans, &kinds);
 
-    fa_forward_job job = {p,
-                          ctx->kernels,
-                          fa_q_schedule_make(&widest, block_q),
-                          block_k,
-                          fa_round_up(block_q, pad),
-                          {1, 0},
-                          (char *)ctx->rows + tables,
-                          partial_elems,
-                          first_item,
-                          first_merge,
-                          plans,
-                          0,
-                          0,
-                          dot,
-                          p->seqs->block_table != NULL,
-                          1,
-                          kinds.gather_q,
-                          kinds.in_place};
+    *job = (fa_forward_job){p,
+                            ctx->kernels,
+                            fa_q_schedule_make(&widest, block_q),
+                            block_k,
+                            fa_round_up(block_q, pad),
+                            {1, 0},
+                            (char *)ctx->rows + tables,
+                            partial_elems,
+                            first_item,
+                            first_merge,
+                            plans,
+                            0,
+                            0,
+                            dot,
+                            p->seqs->block_table != NULL,
+                            1,
+                            kinds.gather_q,
+                            kinds.in_place};
     /* some sequences may run on the dot-product units and others not (sequence_job_) */
-    size_t scratch = forward_plan(&job, kinds);
+    *scratch = forward_plan(job, kinds);
+    *widest_rows_out = widest_rows;
+    return FA_OK;
+}
+
+/* A batch of sequences: its waves one after another, each a team run of its sequences' items, then
+ * their merges. Paged keys are copied tile by tile into two more arena tiles. */
+static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
+{
+    fa_forward_job job;
+    size_t scratch;
+    int64_t widest_rows;
+    fa_status st = sequences_job(ctx, p, &job, &scratch, &widest_rows);
+    if (st != FA_OK) return st;
+    const int64_t *first_item = job.first_item, *first_merge = job.first_merge;
     int f64 = p->dtype == FA_F64;
-    fa_status st = FA_OK;
-    if (plans_have_waves(plans, p->batch)) st = fa_team_reserve(ctx, scratch);
+    if (plans_have_waves(job.plans, p->batch)) st = fa_team_reserve(ctx, scratch);
     for (int64_t b0 = 0; b0 < p->batch && st == FA_OK;) {
-        int64_t b1 = b0 + 1;
-        while (b1 < p->batch && !plans[b1].starts_wave) b1++;
+        int64_t b1 = wave_end(job.plans, p->batch, b0);
         job.wave_item0 = first_item[b0];
         job.wave_merge0 = first_merge[b0];
         fa_team_work work = {
@@ -313,23 +370,16 @@ static fa_status forward_sequences(fa_context *ctx, const fa_problem *p)
         b0 = b1;
     }
     if (st == FA_OK) {
-        ctx->last_block_q = stats_block_q(block_q, widest_rows);
-        ctx->last_block_k = (int)block_k;
+        ctx->last_block_q = stats_block_q(job.schedule.block_q, widest_rows);
+        ctx->last_block_k = (int)job.block_k;
     }
     return st;
 }
 
-fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
+/* A dense call's plan (p grouped as fa_forward_run groups it): its block sizes, query items, key
+ * split and grouping; *units: the query items or groups of them that phase 0 cuts into chunks. */
+static fa_forward_job dense_job(const fa_context *ctx, const fa_problem *p, int64_t *units)
 {
-    /* Items exist for f32 and f64 only, and the epilogue knows a fixed set of masks: validate.c lets
-     * nothing else through. Should it come, it is refused here, with nothing written, rather than
-     * run as f32 or unmasked. */
-    if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
-    if (!fa_masks_known(p)) return FA_ERR_ARG;
-    if (p->seqs) return forward_sequences(ctx, p);
-    int64_t rows_per_head = p->q_len;
-    fa_problem grouped;
-    if (fa_problem_group_rows(p, &grouped)) p = &grouped;
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
     int64_t pad = pad_elems_of(elem);
     int64_t block_q, block_k;
@@ -354,12 +404,29 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
                           1,
                           rows_gathered(p),
                           !dot && reads_in_place(p)};
-    job.split =
-        fa_kv_split_make(p, &job.schedule, block_k, partial_row_bytes_of(job.partial_elems, elem, block_q));
     job.group = forward_group_of(p, &job.schedule, dot);
-    const int64_t units = forward_units(p, &job.schedule, job.group);
+    *units = forward_units(p, &job.schedule, job.group);
+    job.split = fa_kv_split_make(p, &job.schedule, *units, block_k,
+                                 partial_row_bytes_of(job.partial_elems, elem, block_q));
+    return job;
+}
+
+fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
+{
+    /* Items exist for f32 and f64 only, and the epilogue knows a fixed set of masks: validate.c lets
+     * nothing else through. Should it come, it is refused here, with nothing written, rather than
+     * run as f32 or unmasked. */
+    if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
+    if (!fa_masks_known(p)) return FA_ERR_ARG;
+    if (p->seqs) return forward_sequences(ctx, p);
+    int64_t rows_per_head = p->q_len;
+    fa_problem grouped;
+    if (fa_problem_group_rows(p, &grouped)) p = &grouped;
+    size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    int64_t units;
+    fa_forward_job job = dense_job(ctx, p, &units);
     int f64 = p->dtype == FA_F64;
-    fa_forward_kinds kinds = {!dot, dot, job.split.splits, job.group, job.gather_q, job.in_place};
+    fa_forward_kinds kinds = {!job.dot, job.dot, job.split.splits, job.group, job.gather_q, job.in_place};
     size_t scratch = forward_plan(&job, kinds);
     fa_team_work work = {
         .scratch_bytes = scratch,
@@ -372,14 +439,113 @@ fa_status fa_forward_run(fa_context *ctx, const fa_problem *p)
         if (fa_context_reserve_rows(ctx, bytes) != 0) return FA_ERR_NOMEM;
         job.partials = ctx->rows;
         work.phases = 2;
-        work.phase[0] = (fa_team_phase){units * job.split.splits, f64 ? forward_chunk_item_f64 : forward_chunk_item_f32};
+        work.phase[0] =
+            (fa_team_phase){units * job.split.splits, f64 ? forward_chunk_item_f64 : forward_chunk_item_f32};
         work.phase[1] =
             (fa_team_phase){job.schedule.count, f64 ? forward_merge_item_f64 : forward_merge_item_f32};
     }
     fa_status st = fa_team_run(ctx, &work);
     if (st == FA_OK) { /* the statistics describe the last call that succeeded */
-        ctx->last_block_q = stats_block_q(block_q, rows_per_head);
-        ctx->last_block_k = (int)block_k;
+        ctx->last_block_q = stats_block_q(job.schedule.block_q, rows_per_head);
+        ctx->last_block_k = (int)job.block_k;
     }
     return st;
+}
+
+/* ---- the item list (fa_forward_items) ---- */
+
+/* The key tiles and (row, key) pairs query rows [row0, row0 + rows) compute over keys
+ * [key_lo, key_hi): each query block of the set's width walks the key blocks it meets, each tile as
+ * wide as the block's rows see, as the items do (plan/mask.h). */
+static void item_work(const fa_forward_job *job, int64_t row0, int64_t rows, int64_t key_lo, int64_t key_hi,
+                      fa_forward_item_info *info)
+{
+    const fa_problem *p = job->problem;
+    const int64_t width = job->dot ? FA_DOT_BLOCK_ROWS : FA_FLOAT_BLOCK_ROWS, bk = job->block_k;
+    for (int64_t r = row0; r < row0 + rows; r += width) {
+        const int64_t n = row0 + rows - r < width ? row0 + rows - r : width;
+        const fa_key_blocks seen = fa_key_blocks_seen(p, r, n, bk);
+        for (int64_t t = seen.first; t < seen.end; t++) {
+            const int64_t col0 = t * bk, cols = p->kv_len - col0 < bk ? p->kv_len - col0 : bk;
+            if (col0 < key_lo || col0 >= key_hi) continue; /* chunks hold whole tiles */
+            const fa_key_range c = fa_tile_cols_seen(p, r, n, col0, cols);
+            if (c.end <= c.begin) continue;
+            info->tiles++;
+            info->pairs += n * (c.end - c.begin);
+        }
+    }
+}
+
+/* Item `index` of `phase` of a job, decoded as the item functions decode it (forward_item.h). */
+static fa_forward_item_info item_info(const fa_forward_job *job, int run, int phase, int64_t index)
+{
+    const fa_problem *p = job->problem;
+    fa_forward_item_info info = {run, phase, 0, 0, 1, 0, 0, 0, p->kv_len, 0, 0, 1, p->dim, p->dim_v};
+    fa_q_item it;
+    if (phase == 1) { /* a merge of one query item's chunks */
+        it = fa_q_schedule_item(&job->schedule, p, index);
+        info.splits = job->split.splits;
+    } else {
+        int64_t unit = index, chunk;
+        if (job->split.splits > 1) unit = chunk_item_(job, index, &chunk, &info.key_lo, &info.key_hi);
+        if (info.key_hi > p->kv_len) info.key_hi = p->kv_len;
+        if (job->group > 1) {
+            int64_t b, h0;
+            info.heads = group_heads(p, job->group, unit, &b, &h0);
+            it = fa_q_schedule_item(&job->schedule, p, b * p->q_heads + h0);
+        } else {
+            it = fa_q_schedule_item(&job->schedule, p, unit);
+        }
+        item_work(job, it.row0, it.rows, info.key_lo, info.key_hi, &info);
+        info.tiles *= info.heads;
+        info.pairs *= info.heads;
+    }
+    info.batch = it.batch;
+    info.q_head = it.q_head;
+    info.row0 = it.row0;
+    info.rows = it.rows;
+    return info;
+}
+
+fa_status fa_forward_items(fa_context *ctx, const fa_problem *p,
+                           void (*visit)(void *user, const fa_forward_item_info *item), void *user)
+{
+    if (p->dtype != FA_F32 && p->dtype != FA_F64) return FA_ERR_UNSUPPORTED;
+    if (!p->seqs) {
+        fa_problem grouped;
+        if (fa_problem_group_rows(p, &grouped)) p = &grouped;
+        int64_t units;
+        const fa_forward_job job = dense_job(ctx, p, &units);
+        for (int64_t i = 0; i < units * job.split.splits; i++) {
+            const fa_forward_item_info info = item_info(&job, 0, 0, i);
+            visit(user, &info);
+        }
+        for (int64_t i = 0; job.split.splits > 1 && i < job.schedule.count; i++) {
+            const fa_forward_item_info info = item_info(&job, 0, 1, i);
+            visit(user, &info);
+        }
+        return FA_OK;
+    }
+    fa_forward_job job;
+    size_t scratch;
+    int64_t widest_rows;
+    fa_status st = sequences_job(ctx, p, &job, &scratch, &widest_rows);
+    if (st != FA_OK) return st;
+    int run = 0;
+    for (int64_t b0 = 0, b1; b0 < p->batch; b0 = b1, run++) {
+        b1 = wave_end(job.plans, p->batch, b0);
+        for (int phase = 0; phase < 2; phase++) {
+            const int64_t *first = phase == 0 ? job.first_item : job.first_merge;
+            for (int64_t g = first[b0]; g < first[b1]; g++) {
+                const int64_t b = fa_sequence_of_item(first, p->batch, g);
+                fa_problem one;
+                forward_problem_of_sequence(p, b, &one);
+                const fa_forward_job mine = sequence_plan(&job, &one, b);
+                fa_forward_item_info info = item_info(&mine, run, phase, g - first[b]);
+                info.batch = b;
+                visit(user, &info);
+            }
+        }
+    }
+    return FA_OK;
 }

@@ -59,9 +59,8 @@ static FA_NAME(rows_state_) FA_NAME(attend_item_)(const fa_forward_job *job, fa_
 static int FA_NAME(group_items_)(const fa_forward_job *job, int64_t g, fa_q_item *its, int64_t *first)
 {
     const fa_problem *p = job->problem;
-    const int64_t per_batch = (p->q_heads + job->group - 1) / job->group, b = g / per_batch;
-    const int64_t h0 = g % per_batch * job->group;
-    const int n = (int)(p->q_heads - h0 < job->group ? p->q_heads - h0 : job->group);
+    int64_t b, h0;
+    const int n = group_heads(p, job->group, g, &b, &h0);
     *first = b * p->q_heads + h0; /* one query block a head: the schedule's index of (b, h0) */
     for (int i = 0; i < n; i++) its[i] = fa_q_schedule_item(&job->schedule, p, *first + i);
     return n;
@@ -157,8 +156,8 @@ static void FA_NAME(write_partial_)(const fa_forward_job *job, const fa_q_item *
 static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_forward_job *job = job_ptr;
-    int64_t unit = index / job->split.splits, chunk = index % job->split.splits;
-    int64_t key_lo = chunk * job->split.chunk, key_hi = key_lo + job->split.chunk;
+    int64_t key_lo, key_hi, chunk;
+    const int64_t unit = chunk_item_(job, index, &chunk, &key_lo, &key_hi);
     if (job->group > 1) { /* a group of a decode step's heads over one chunk */
         fa_q_item its[FA_GROUP_ITEMS] = {0}; /* group_items_ fills n of them; gcc -O3 cannot see it */
         FA_NAME(rows_state_) states[FA_GROUP_ITEMS];
@@ -236,13 +235,8 @@ static void FA_NAME(forward_merge_item_)(const void *job_ptr, fa_arena *arena, i
 
 static fa_forward_job FA_NAME(sequence_job_)(const fa_forward_job *job, const fa_problem *one, int64_t b)
 {
-    fa_forward_job mine = *job;
-    mine.problem = one;
-    mine.schedule = fa_q_schedule_make(one, job->schedule.block_q);
-    mine.split = job->plans[b].split;
+    fa_forward_job mine = sequence_plan(job, one, b);
     mine.partials = (FA_T *)job->partials + job->plans[b].partials;
-    mine.dot = job->dot && rows_take_dot(one); /* takes_dot of the sequence alone */
-    mine.group = forward_group_of(one, &mine.schedule, mine.dot);
     return mine;
 }
 

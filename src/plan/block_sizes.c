@@ -46,8 +46,9 @@
  * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
  * Intel VM 128 keys were as fast as 64 or faster at D=64 (462-508 ms against 499-514); on a Zen 4
  * the bf16 backward on vdpbf16ps took 166-174 ms over q 64-128 x k 64-256 (B1 H8 N2048 D64), the
- * rule's 64 x 128 172 ms: no row of its own. Decode-shaped calls (a few query rows) keep it too:
- * their tiles are one row wide, and longer tiles mean fewer of them per split chunk. */
+ * rule's 64 x 128 172 ms: no row of its own. Decode-shaped forward calls (a few query rows) take 64
+ * keys on every CPU: their tiles are a few rows wide, and shorter tiles mean shorter split chunks,
+ * enough of them to feed a large node. */
 #include "plan/block_sizes.h"
 
 #include <string.h>
@@ -57,7 +58,7 @@
 #include "runtime/topology.h"
 
 /* Query rows at or below which a call counts as decode-shaped here (kernels' few-rows path). */
-#define FEW_ROWS 16
+#define FEW_ROWS FA_DECODE_ROWS
 
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
 {
@@ -113,7 +114,8 @@ int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
 {
     if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K);
-    if (in->pairs && in->q_len > FEW_ROWS) return FA_FORWARD_MAX_BLOCK_K;
+    if (in->q_len <= FEW_ROWS) return FA_DECODE_BLOCK_K;
+    if (in->pairs) return FA_FORWARD_MAX_BLOCK_K;
     if (intel_avx512_f32_forward(pass, in)) return 64;
     return l2_rule(in, FA_FORWARD_MAX_BLOCK_K);
 }

@@ -33,6 +33,12 @@ typedef struct {
 #define FA_FORWARD_MAX_BLOCK_K  512
 #define FA_BACKWARD_MAX_BLOCK_K 128
 
+/* A decode step's forward key tile (at most FA_DECODE_ROWS query rows, every CPU). Its tiles are a
+ * few rows wide, so nothing is reused from L2 and a short tile costs little more per key; it is what
+ * lets the split cut a cache into chunks of two tiles, 128 keys, many enough to feed 256 threads
+ * from one long sequence (schedule.h). */
+#define FA_DECODE_BLOCK_K 64
+
 /* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
  * the table's row for it, which takes more rows only while they leave at least
  * FA_SPLIT_TARGET_ITEMS items (fewer would split the keys: schedule.h), half as many on AMX tiles. block_k for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's

@@ -16,12 +16,16 @@ fa_q_schedule fa_q_schedule_make(const fa_problem *p, int64_t block_q)
 fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_t index)
 {
     fa_q_item it;
-    /* Under a causal mask later query blocks see more keys; handing them out first lets the
-     * dynamic loop finish with the cheap ones, so threads end together. Order only: every item is
-     * still computed the same way by whichever thread takes it. */
-    int64_t block = index % s->q_blocks;
-    if (p->causal != FA_CAUSAL_NONE) block = s->q_blocks - 1 - block;
-    int64_t bh = index / s->q_blocks;
+    /* Under a causal mask later query blocks see more keys; handing them out first, across every
+     * batch entry and head, lets the dynamic loop finish with the cheap ones, so threads end
+     * together even when each has only a few items. Order only: every item is still computed the
+     * same way by whichever thread takes it. */
+    int64_t block = index % s->q_blocks, bh = index / s->q_blocks;
+    if (p->causal != FA_CAUSAL_NONE) {
+        const int64_t heads = p->batch * p->q_heads;
+        block = s->q_blocks - 1 - index / heads;
+        bh = index % heads;
+    }
     it.q_head = bh % p->q_heads;
     it.batch = bh / p->q_heads;
     it.row0 = block * s->block_q;
@@ -33,7 +37,7 @@ fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_
 #define SPLIT_MIN_TILES 2
 
 /* The most keys any query block sees, first row's begin to last row's end (ranges are monotone):
- * Nk without a window, about the window's width with one. At most FA_SPLIT_TARGET_ITEMS blocks. */
+ * Nk without a window, about the window's width with one. At most FA_SPLIT_DECODE_ITEMS blocks. */
 static int64_t widest_key_span(const fa_problem *p, const fa_q_schedule *s)
 {
     int64_t widest = 0;
@@ -45,12 +49,13 @@ static int64_t widest_key_span(const fa_problem *p, const fa_q_schedule *s)
     return widest;
 }
 
-fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k,
+fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t units, int64_t block_k,
                              size_t partial_bytes_per_row)
 {
     fa_kv_split none = {1, p->kv_len};
-    if (s->count == 0 || s->count >= FA_SPLIT_TARGET_ITEMS) return none;
-    int64_t splits = (FA_SPLIT_TARGET_ITEMS + s->count - 1) / s->count;
+    const int64_t target = p->q_len <= FA_DECODE_ROWS ? FA_SPLIT_DECODE_ITEMS : FA_SPLIT_TARGET_ITEMS;
+    if (units == 0 || units >= target) return none;
+    int64_t splits = (target + units - 1) / units;
     /* chunks of a query block's own keys: a window leaves most of a long sequence's chunks empty */
     int64_t by_length = widest_key_span(p, s) / (SPLIT_MIN_TILES * block_k);
     if (splits > by_length) splits = by_length;

@@ -17,7 +17,7 @@ typedef struct {
 typedef struct {
     int64_t q_blocks; /* query blocks per (batch, head) */
     int64_t block_q;
-    int64_t count;    /* batch · q_heads · q_blocks */
+    int64_t count; /* batch · q_heads · q_blocks */
 } fa_q_schedule;
 
 fa_q_schedule fa_q_schedule_make(const fa_problem *p, int64_t block_q);
@@ -34,15 +34,27 @@ typedef struct {
  * scheduling; so no split has more chunks. */
 #define FA_SPLIT_TARGET_ITEMS 128
 
+/* Query rows at or below which a problem is a decode step here (a GQA step's grouped rows count). */
+#define FA_DECODE_ROWS 16
+
+/* A decode step aims for this many items: its chunks are all the work there is, and a batch of
+ * sequences splits each sequence as a dense call of it alone would, so one long sequence feeds 256
+ * threads and a batch many more, with enough items a thread that they end together. */
+#define FA_SPLIT_DECODE_ITEMS 256
+
 /* Partial results of one split problem together stay within this many bytes. */
 #define FA_SPLIT_MAX_PARTIAL_BYTES ((size_t)16 << 20)
 
-/* partial_bytes_per_row: bytes one query row's partial result takes in one chunk, rounded up, so
- * that every item's partials together stay within FA_SPLIT_MAX_PARTIAL_BYTES. */
-fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t block_k, size_t partial_bytes_per_row);
+/* units: the items the split cuts into chunks (the query items, or the groups of heads a decode
+ * step runs together). partial_bytes_per_row: bytes one query row's partial result takes in one
+ * chunk, rounded up, so that every item's partials together stay within FA_SPLIT_MAX_PARTIAL_BYTES. */
+fa_kv_split fa_kv_split_make(const fa_problem *p, const fa_q_schedule *s, int64_t units, int64_t block_k,
+                             size_t partial_bytes_per_row);
 
-/* Item `index` (0 <= index < count). Items are numbered batch-major, then head, then block
- * (the costliest block first under a causal mask). */
+/* Item `index` (0 <= index < count). Without a causal mask, items are numbered batch-major, then
+ * head, then block. Under one, block-major, the costliest block index first, then batch and head:
+ * every head's costliest items are handed out before any head's cheaper ones, so that on many
+ * threads the cheap items fill in behind the costly ones (longest first). */
 fa_q_item fa_q_schedule_item(const fa_q_schedule *s, const fa_problem *p, int64_t index);
 
 #endif
