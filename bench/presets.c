@@ -46,7 +46,7 @@
          NOT_SHARED},                                                                                        \
             FWD, -1                                                                                          \
     }
-// Issue 24's decode batch (the decode-batch preset's) over a cache of type kv in pages of `page` keys.
+// The decode batch (the decode-batch preset's) over a cache of type kv in pages of `page` keys.
 #define DECODE_KV(page, kv) RAGGED_KV(DECODE, 16, 1024, 32768, page, 8, 128, NONE, kv)
 #define DECODE_KV_PAGES(kv) DECODE_KV(1, kv), DECODE_KV(16, kv), DECODE_KV(256, kv)
 
@@ -143,7 +143,7 @@ static const bench_preset presets[] = {
      "                     read bandwidth",
      2,
      {RAGGED(DECODE, 16, 1024, 32768, 16, 8, 128, NONE), RAGGED(DECODE, 16, 1024, 32768, 256, 8, 128, NONE)}},
-    // Issue 24: the decode batch above over every cache type, each in pages of 1, 16 and 256 keys
+    // The decode batch above over every cache type, each in pages of 1, 16 and 256 keys
     // against its contiguous cache. Cases of one type share one build of the caches (decode_batch.c).
     {"decode-kv",
      "the decode-batch step (16 caches of 1024..32768 keys, H=8, D=128) over f32, bf16,\n"
@@ -152,7 +152,7 @@ static const bench_preset presets[] = {
      15,
      {DECODE_KV_PAGES(F32), DECODE_KV_PAGES(BF16), DECODE_KV_PAGES(FA_I8), DECODE_KV_PAGES(FA_F8_E4M3),
       DECODE_KV_PAGES(FA_F8_E5M2)}},
-    // Issue 24: DeepSeek's MLA head dims, D=576 and Dv=512 with V a view of K (--shared-kv). Decode steps
+    // DeepSeek's MLA head dims, D=576 and Dv=512 with V a view of K (--shared-kv). Decode steps
     // of 1 and 4 rows (a speculative step's tokens) over 4096 and 32768 cached tokens, then a causal
     // prefill of 4096 tokens over the same kind of cache.
     {"mla",

@@ -130,7 +130,7 @@ static const char *verdict(int met)
 
 static void varlen_targets(FILE *f, const bench_row *rows, int n)
 {
-    fprintf(f, "targets (issue 11), GFLOP/s on real tokens, each call's fastest round of this run:\n");
+    fprintf(f, "targets, GFLOP/s on real tokens, each call's fastest round of this run:\n");
     fprintf(f, "  varlen / dense over equal lengths >= %.2f:", BENCH_TARGET_VARLEN_VS_EQUAL);
     for (int r = 0; r < n; r++)
         fprintf(f, "%s threads %d: %.3f %s", r ? ";" : "", rows[r].threads, rows[r].ragged.vs_equal,
@@ -157,7 +157,7 @@ static void varlen_targets(FILE *f, const bench_row *rows, int n)
 static void decode_targets(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
 {
     int paged = info->shape.ragged.page_size > 0;
-    fprintf(f, "targets (issue 11), this run:\n  %s KV GB/s >= %.0f%% of the read probe:",
+    fprintf(f, "targets, this run:\n  %s KV GB/s >= %.0f%% of the read probe:",
             paged ? "paged" : "contiguous", BENCH_TARGET_DECODE_PCT_BW);
     for (int r = 0; r < n; r++) {
         fprintf(f, "%s threads %d: ", r ? ";" : "", rows[r].threads);

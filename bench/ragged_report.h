@@ -17,7 +17,7 @@ void bench_ragged_report_table(FILE *f, const bench_run_info *info, const bench_
  * the read probe and p/c, so that the types and page sizes of one run read side by side. */
 void bench_ragged_report_decode_summary(FILE *f, const bench_case_result *cases, int n);
 
-/* The issue's targets (issue 11, "Work and speed"), f32 on one node, all from one run. */
+/* The ragged-batch targets, f32 on one node, all from one run. */
 #define BENCH_TARGET_VARLEN_VS_EQUAL       0.90 /* packed GFLOP/s / one dense call over equal lengths */
 #define BENCH_TARGET_VARLEN_VS_LOOP        1.5  /* packed GFLOP/s / one call per sequence, at 2 threads */
 #define BENCH_TARGET_LOOP_THREADS          2

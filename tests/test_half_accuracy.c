@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* bf16 and f16 forward accuracy (issue 13) against the float64 oracle run on the same, already
+/* bf16 and f16 forward accuracy against the float64 oracle run on the same, already
  * rounded, half inputs, for every dtype pair of the contract: bf16/bf16, f16/f16 and f32 queries
  * with a bf16 or f16 KV cache (half_cases.h: edge tiles, GQA, Dv != D, the causal alignments and
  * every score modifier with an f32 bias).

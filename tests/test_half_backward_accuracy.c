@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* bf16 and f16 backward accuracy (issue 13) against the analytic float64 oracle (ref_backward) run
+/* bf16 and f16 backward accuracy against the analytic float64 oracle (ref_backward) run
  * on the same, already rounded, half inputs, for every dtype pair of the contract (bf16/bf16,
  * f16/f16, f32 queries with a bf16 or f16 KV cache) over the problems of half_cases.h. out and lse
  * come from fa_forward on the same context.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Determinism with bf16 and f16 tensors (issue 13; include/flashattn.h, "Determinism" and
+/* Determinism with bf16 and f16 tensors (include/flashattn.h, "Determinism" and
  * fa_backward's): out, lse, dq, dk, dv (and dsinks) are the same bytes at 1, 2, 3 and 4 threads,
  * for bf16/bf16, f16/f16 and f32 queries over a bf16 or f16 KV cache, on automatic blocks and on
  * odd fixed ones (13/24), over shapes that cut the work differently: more items than threads, GQA

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The bf16/f16 conversions (src/kernels/half.h) and the rounding of half outputs (issue 13).
+/* The bf16/f16 conversions (src/kernels/half.h) and the rounding of half outputs.
  *
  * Unit tests, against definitions computed independently of half.h:
  * - widening is exact: every one of the 65536 bit patterns of both types decodes to

@@ -2,7 +2,7 @@
 /* What loads and broadcasts beside FMAs cost on this core: loops of the avx512 score kernel's
  * inner step (24 independent 512-bit FMAs on a 6 x 4 register block) with and without its
  * operand loads, in registers and L1 only. On a core whose load ports run beside its FMA ports
- * every variant runs at the register-only rate; where they do not (issue 12: on the Intel Xeon VM
+ * every variant runs at the register-only rate; where they do not (on an Intel Xeon VM,
  * every 512-bit op but a plain load took FMA-port time), the differences are the budget the
  * kernels' products cannot beat. x86 with AVX-512F only. */
 #ifndef FA_BENCH_PORT_COSTS_H

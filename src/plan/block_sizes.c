@@ -10,7 +10,7 @@
  *
  *   CPU                        table   pass     block_k   why
  *   Intel, AVX-512 cores       avx512, forward  64        two FMA ports take every other 512-bit op
- *                              amx                        (issue 12), so L1 misses that a 512-key
+ *                              amx                        (measured), so L1 misses that a 512-key
  *                                                         tile's 128 KiB score and value tiles make
  *                                                         show: 64 keys keep the tiles of one step
  *                                                         near L1 (f32 D=64: 3-10% faster than 512,

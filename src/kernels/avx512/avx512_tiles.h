@@ -11,7 +11,7 @@
 
 /* ---- S = Q·Kᵀ, transposed (kernels/tile_scores.h) ----
  * A 6 × 4 block: 24 accumulators + 4 query vectors + 1-2 broadcasts of the 32 registers, so each
- * dim step loads 4 vectors and broadcasts 6 keys for 24 FMAs. On the Intel Xeon VM of issue 12 a
+ * dim step loads 4 vectors and broadcasts 6 keys for 24 FMAs. On an Intel Xeon (Sapphire Rapids VM) a
  * 512-bit load is not free for the FMA ports (16 FMAs beside 4 loads ran 14% slower than beside
  * none), and the 4 × 4 block (8 loads per 16 FMAs) ran a 64 × 64 tile in L1 4-6% slower than this
  * one, interleaved. Tiles of at most 4 rows: 8 keys a block for 1-2 rows, 4 for 3-4 (8 to 16

@@ -13,7 +13,7 @@
  * L1). The second computes p = exp(s - m), stores it and sums it.
  *
  * The FMA-port budget. On Intel server cores every 512-bit op but a plain load or broadcast issues
- * on the two FMA ports (issue 12's measurements: add, max, compare, kmov, masked moves, scalef one
+ * on the two FMA ports (measured on an Intel Xeon VM: add, max, compare, kmov, masked moves, scalef one
  * slot each, vrndscaleps two, a store about 1.3), so each op per score vector here is a slot taken
  * from Q·Kᵀ and P·V, which spend D + Dv FMAs per vector. AVX-512 f32, per vector of 16 scores
  * (from the object code of this loop, gcc 12 -O2):
@@ -26,7 +26,7 @@
  *                9    exp2 (avx512_tiles.h: compare for the flush, vreduceps, 6 FMAs, scalef)
  *                1    add to the row sum
  *                1.3  store p, which P·V reads
- *   total        14.8 (before issue 12: 19.3 = max, compare and kmovw, then subtract, multiply,
+ *   total        14.8 (an earlier loop took 19.3 = max, compare and kmovw, then subtract, multiply,
  *                     compare, vrndscaleps (2), masked subtract, 7 FMAs, scalef, add, store)
  * Rows that saw no key cost nothing per vector: they subtract +inf (m_sub) instead of being masked.
  * The register copy of the reduced argument that the polynomial's first FMA needs is a move the
