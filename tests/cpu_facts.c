@@ -12,7 +12,7 @@
 #if defined(__x86_64__)
 const char *const cf_tables[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
 #elif defined(__aarch64__)
-const char *const cf_tables[] = {"ref", "neon", "sve"};
+const char *const cf_tables[] = {"ref", "neon", "neon_bf16", "sve"};
 #else
 const char *const cf_tables[] = {"ref"};
 #endif
@@ -130,6 +130,7 @@ int cf_table_runs(const char *table)
     if (strcmp(table, "ref") == 0) return 1;
 #if defined(__aarch64__)
     if (strcmp(table, "neon") == 0) return cf_flag("asimd") == 1;
+    if (strcmp(table, "neon_bf16") == 0) return cf_flag("asimd") == 1 && cf_flag("bf16") == 1;
     if (strcmp(table, "sve") == 0) {
         int bits = cf_sve_bits();
         return cf_flag("asimd") == 1 && (bits == 128 || bits == 256 || bits == 512);
@@ -152,7 +153,7 @@ int cf_table_runs(const char *table)
 const char *cf_best_table(void)
 {
 #if defined(__aarch64__)
-    static const char *const automatic[] = {"ref", "neon", "sve"};
+    static const char *const automatic[] = {"ref", "neon", "sve", "neon_bf16"};
 #else
     static const char *const automatic[] = {"ref", "avx2", "avx512", "amx"}; /* avx512_bf16 only by name */
 #endif

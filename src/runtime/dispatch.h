@@ -14,7 +14,7 @@
  * per context. */
 int fa_kernels_select(const char *call, fa_kernels_resolved *out);
 
-/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "sve": the
+/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "neon_bf16", "sve": the
  * instantiation for the calling thread's SVE vector length) if this build has it, else NULL; and whether
  * this CPU and OS run its instructions. For the selection and the tests. */
 const fa_kernels *fa_kernels_named(const char *name);
