@@ -41,9 +41,10 @@
  * subnormal inputs are computed as IEEE 754 says, and the library never
  * reads or changes MXCSR (FTZ/DAZ). Why: on many x86 cores each multiply
  * that reads a subnormal is tens of times slower, and peaky scores make
- * many of them. The one exception is a bf16 call on dot-product units (the
- * "amx" and "avx512_bf16" tables, see fa_forward, "dtype"): AMX tiles and
- * vdpbf16ps read bf16 subnormals (below 2^-126) of their inputs as zero.
+ * many of them. The one exception is bf16 on dot-product units (AMX tiles,
+ * vdpbf16ps, Arm's BFDOT: the "amx", "avx512_bf16" and "neon_bf16" tables, see
+ * fa_forward, "dtype"): they read bf16 subnormals (below 2^-126) of q, k and v
+ * as zero.
  *
  * ## Thread safety
  * A context serves one call at a time; a second concurrent call on the same
@@ -203,7 +204,8 @@ FA_API const char *fa_status_str(fa_status s);
  * What went wrong in the calling thread's last call that returned an fa_status: one line naming
  * the call, the offending argument and its values, e.g.
  *   "fa_forward: k.dim = 15 but q.dim = 16"
- *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512, avx512_bf16, amx, neon, sve or auto"
+ *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512, avx512_bf16, amx, neon,
+ *    neon_bf16, sve or auto" (one line)
  * Every such call sets it: to the message when it fails, to "" when it succeeds. The text is for
  * people (its wording may change between versions; the status is what programs test). Never NULL;
  * valid until the calling thread's next call into the library. Thread-local: calls on other threads
@@ -459,8 +461,8 @@ typedef struct fa_context fa_context;
  * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes, an
  * unknown bind value, or (with bind AUTO) a FLASHATTN_BIND other than
  * auto|none|core|spread, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
- * table (ref, avx2, avx512, avx512_bf16, amx on x86-64; neon, sve on aarch64, where sve runs at an SVE
- * vector length of 128, 256 or 512 bits) this build or CPU lacks (fa_last_error() says
+ * table (ref, avx2, avx512, avx512_bf16, amx on x86-64; neon, neon_bf16, sve on aarch64, where
+ * sve runs at an SVE vector length of 128, 256 or 512 bits) this build or CPU lacks (fa_last_error() says
  * which of the two), FA_ERR_ARG if it names none of them nor "auto" (the
  * automatic choice, as when unset), FA_ERR_NOMEM, FA_ERR_RUNTIME if the
  * topology cannot be loaded. *ctx is written only on FA_OK.
@@ -548,7 +550,17 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * stays within the accuracy documented in the README (3x a naive f32
  * computation from the same inputs, rounded to bf16), bitwise identical
  * across thread counts, and NaN and Inf reach exactly the rows that see them.
- * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. f16,
+ * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. The same
+ * holds on the "neon_bf16" table (aarch64 with FEAT_BF16: Neoverse V1, V2,
+ * Graviton 3 and 4, Grace), whose products run on BFDOT, with one more
+ * difference: BFDOT (Arm ARM, BFDotAdd; FPCR.EBF is 0 under Linux) adds its two
+ * exact products and then adds that to the f32 sum rounding each addition to
+ * odd, not to nearest (an error below 1 ulp instead of half an ulp, one such
+ * sum per two products), and flushes sums below 2^-126 to zero. The dot of D
+ * products then errs by at most (D + 2)·2^-24 times the sum of their
+ * magnitudes (to first order; tests/test_kernel_pairs.c checks it), the bound of
+ * an f32 FMA chain, and the call stays within the README's bound as above;
+ * FLASHATTN_ISA=neon gives the widened computation. f16,
  * and f32 queries over a half-precision cache, always widen (fa_backward has
  * the backward's rule).
  * A quantized KV cache: q and out FA_F32, k and v FA_I8, FA_F8_E4M3 or FA_F8_E5M2
@@ -617,11 +629,11 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * q, k and v; dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
  * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv). dq, dk and dv are overwritten, not accumulated
  * into; half-precision gradients are summed in float and rounded once, as fa_forward's out. On
- * the "amx" and "avx512_bf16" kernel tables an all-bf16 backward with even D and Dv multiplies on
- * their bf16 dot-product units (AMX tiles, vdpbf16ps), as its forward does (see fa_forward,
- * "dtype"): P and dS are rounded to bf16 once each for the products that read them, bf16
- * subnormal inputs are read as zero, and the gradients stay within the README's accuracy bound
- * rather than being bitwise the widened call's. With grouped-query attention, dk and dv of a kv
+ * the "amx", "avx512_bf16" and "neon_bf16" kernel tables an all-bf16 backward with even D and Dv
+ * multiplies on their bf16 dot-product units (AMX tiles, vdpbf16ps, BFDOT with its rounding to
+ * odd), as its forward does (see fa_forward, "dtype"): P and dS are rounded to bf16 once each for
+ * the products that read them, bf16 subnormal inputs are read as zero, and the gradients stay
+ * within the README's accuracy bound rather than being bitwise the widened call's. With grouped-query attention, dk and dv of a kv
  * head sum the contributions of every query head that reads it, always in the same order. A row
  * that was fully masked contributes nothing and gets dq = 0. (A logit that is -inf because an
  * input holds an infinity is not a mask: its probability is 0, but the gradient terms that

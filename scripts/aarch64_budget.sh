@@ -3,8 +3,8 @@
 # scripts/aarch64_budget.sh — the instruction budget of the aarch64 kernels, counted from their object
 # code (src/README.md, "aarch64"): for each function named, every innermost loop of its disassembly
 # (a backward branch to an address inside the function, with no other such loop inside it) and what
-# one trip issues: instructions in all, FMAs (FMLA, FMAD...), other floating-point vector operations,
-# loads, stores, predicate and integer/branch overhead.
+# one trip issues: instructions in all, FMAs (FMLA, FMAD...; and the bf16 dots BFDOT, BFMMLA, counted
+# apart), other floating-point vector operations, loads, stores, predicate and integer/branch overhead.
 #
 #   scripts/aarch64_budget.sh OBJECT FUNCTION...       e.g.
 #   scripts/aarch64_budget.sh build-arm/CMakeFiles/flashattn_objects.dir/src/kernels/sve/sve_f32_512.c.o \
@@ -41,17 +41,18 @@ for fn in "$@"; do
                 for (o = 1; o <= loops; o++)
                     if (o != l && lo[o] >= lo[l] && hi[o] <= hi[l] && !(lo[o] == lo[l] && hi[o] == hi[l])) inner = 0
                 if (!inner) continue
-                total = fma = fp = ld = st = other = 0
+                total = fma = dot = fp = ld = st = other = 0
                 for (i = lo[l]; i <= hi[l]; i++) {
                     total++
                     if (op[i] ~ /^(fmla|fmad|fmls|fmsb|fnmla|fnmls|fmlal)/) fma++
+                    else if (op[i] ~ /^(bfdot|bfmmla|bfmlal)/) dot++
                     else if (op[i] ~ /^(ld|prf)/) ld++
                     else if (op[i] ~ /^st/) st++
                     else if (op[i] ~ /^(f|bfcvt|scvtf|ucvtf)/ || (arg[i] ~ /z[0-9]+\.|v[0-9]+\./ && op[i] !~ /^(movprfx|mov)$/)) fp++
                     else other++
                 }
-                printf "%s loop %x-%x: %d instructions: %d FMA, %d other vector, %d loads, %d stores, %d other\n",
-                    fn, at[lo[l]], at[hi[l]], total, fma, fp, ld, st, other
+                printf "%s loop %x-%x: %d instructions: %d FMA, %s%d other vector, %d loads, %d stores, %d other\n",
+                    fn, at[lo[l]], at[hi[l]], total, fma, dot ? dot " BFDOT/BFMMLA, " : "", fp, ld, st, other
             }
         }'
 done

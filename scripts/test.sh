@@ -27,7 +27,8 @@
 #                     gcc-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake; -DFLASHATTN_WERROR=ON), its install
 #                     and pkg-config file, the instruction budget of the kernels (scripts/aarch64_budget.sh), then
 #                     the suites that cover the kernels (arm_kernels, below) as fa-tests-shim under qemu-aarch64 for
-#                     ref, neon, sve at 128, 256 and 512 bits, and the table choice at 2048 bits (tests/README.md)
+#                     ref, neon, sve at 128, 256 and 512 bits, neon_bf16's bf16 paths (arm_bf16_suites), and the
+#                     table choice at 2048 bits (tests/README.md)
 #   asan              build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined; the suite
 #                     under ASan+UBSan (OMP_NUM_THREADS=4)
 #   tsan              build-tsan/ (FA_TSAN_BUILD_DIR): clang, -DFLASHATTN_SANITIZE=thread, LLVM's libomp;
@@ -549,8 +550,13 @@ arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_count
 # ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence, the
 # one-byte types' scalar conversions (quant.h: ref's widen and every table's tails) on aarch64
 arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*|quant/*)"
-# at 2048 bits (no instantiation): sve refused by name, neon chosen automatically and correct
+# at 2048 bits (no instantiation): sve refused by name, neon_bf16 (qemu's max has BF16) chosen
+# automatically and correct
 arm_2048_suites='@(kernel_traits/*|kernel_tables/*@(each_table|edge_residue)*)'
+# neon_bf16 (neon's float kernels, checked by the neon run): its bf16 set against the scalar oracle at
+# every residue, and the all-bf16 calls on it against the oracle, bitwise across thread counts, NaN
+# and rounding (the other half suites reach only the widening drivers the neon run covers)
+arm_bf16_suites='@(kernel_pairs/*|half_equivalence/*|half_rounding/bf16_*|half_invariance/bf16_*)'
 
 arm_build() {
     fa_deps aarch64
@@ -573,6 +579,11 @@ arm_build() {
         fn=$(aarch64-linux-gnu-nm "$o/$f.c.o" | grep -o 'rows_block_6_4_0_0_f32[.a-z0-9]*' | head -n 1)
         "$root/scripts/aarch64_budget.sh" "$o/$f.c.o" scores_block_6_4_f32 online_softmax_f32 "$fn" | sed "s|^|$f: |"
     done
+    # neon_bf16's set: the BFDOT dot (its first loop: the 4 × 4 block over 8 k) and the softmax
+    # writing P in pairs
+    "$root/scripts/aarch64_budget.sh" "$o/neon/neon_bf16_dot.c.o" fa_neon_bf16_dot | sed "s|^|neon/neon_bf16_dot: |"
+    "$root/scripts/aarch64_budget.sh" "$o/neon/neon_bf16_softmax.c.o" fa_neon_bf16_online_softmax_pairs |
+        sed "s|^|neon/neon_bf16_softmax: |"
 }
 
 # arm_run NAME QEMU-CPU FILTER [VAR=VALUE...]: fa-tests-shim under qemu-aarch64 with that CPU
@@ -597,11 +608,17 @@ arm_suites_run() {
     arm_note=""
     # sve-default-vector-length is in bytes; sve=off: a CPU with NEON only
     arm_run ref max "$arm_ref_suites" FLASHATTN_ISA=ref FA_TEST_SIMD=ref
-    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*)" FA_TEST_SIMD=neon
-    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|backward_invariance/*)" FA_TEST_SIMD=sve128
-    arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FA_TEST_SIMD=sve256
-    arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|invariance/*fixed_odd_blocks)" FA_TEST_SIMD=sve512
-    arm_run sve2048 max,sve-default-vector-length=256 "$arm_2048_suites" FA_TEST_SIMD=none
+    # qemu's max has BF16, so the automatic choice is neon_bf16 at every length: each run names its table
+    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*)" FLASHATTN_ISA=neon \
+        FA_TEST_SIMD=neon
+    arm_run neon_bf16 max,sve=off "$arm_bf16_suites" FLASHATTN_ISA=neon_bf16 FA_TEST_SIMD=neon_bf16
+    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|backward_invariance/*)" FLASHATTN_ISA=sve \
+        FA_TEST_SIMD=sve128
+    arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FLASHATTN_ISA=sve \
+        FA_TEST_SIMD=sve256
+    arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|invariance/*fixed_odd_blocks)" FLASHATTN_ISA=sve \
+        FA_TEST_SIMD=sve512
+    arm_run sve2048 max,sve-default-vector-length=256 "$arm_2048_suites" FA_TEST_SIMD=neon_bf16
 }
 
 # tests/abi/run.sh: the grown library in build_abi, built as build is; the clients in tmp.
@@ -669,7 +686,7 @@ if [ "${FA_SKIP_ARM:-0}" = 1 ]; then
     skipped aarch64 "FA_SKIP_ARM=1"
 else
     stage "aarch64 cross build ($(basename "$build_arm")) and budget" arm_build
-    stage "aarch64 suites under qemu (ref, neon, sve 128-2048)" arm_suites_run
+    stage "aarch64 suites under qemu (ref, neon, neon_bf16, sve 128-2048)" arm_suites_run
 fi
 if [ "${FA_SKIP_ASAN:-0}" = 1 ]; then
     skipped asan "FA_SKIP_ASAN=1"

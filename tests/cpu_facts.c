@@ -12,7 +12,7 @@
 #if defined(__x86_64__)
 const char *const cf_tables[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
 #elif defined(__aarch64__)
-const char *const cf_tables[] = {"ref", "neon", "sve"};
+const char *const cf_tables[] = {"ref", "neon", "neon_bf16", "sve"};
 #else
 const char *const cf_tables[] = {"ref"};
 #endif
@@ -130,6 +130,7 @@ int cf_table_runs(const char *table)
     if (strcmp(table, "ref") == 0) return 1;
 #if defined(__aarch64__)
     if (strcmp(table, "neon") == 0) return cf_flag("asimd") == 1;
+    if (strcmp(table, "neon_bf16") == 0) return cf_flag("asimd") == 1 && cf_flag("bf16") == 1;
     if (strcmp(table, "sve") == 0) {
         int bits = cf_sve_bits();
         return cf_flag("asimd") == 1 && (bits == 128 || bits == 256 || bits == 512);
@@ -186,7 +187,7 @@ int cf_amd_zen4_or_zen5(void)
 const char *cf_best_table(void)
 {
 #if defined(__aarch64__)
-    static const char *const automatic[] = {"ref", "neon", "sve"};
+    static const char *const automatic[] = {"ref", "neon", "sve", "neon_bf16"};
 #else
     /* worst first; avx512_bf16 only on an AMD Zen 4 or Zen 5 (its bf16 dot products pay there) */
     static const char *const automatic[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};

@@ -302,23 +302,25 @@ int hu_check(const char *what, fa_dtype t, const double *lib, const double *orac
     return 1;
 }
 
-static int amx_bf16_even(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim)
+static int dot_units_bf16_even(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim)
 {
     fa_context *own = NULL;
     if (!ctx && fa_context_create(&own, NULL) != FA_OK) return 0;
     fa_stats st = FA_STATS_INIT;
-    int amx = fa_context_stats(ctx ? ctx : own, &st) == FA_OK &&
-              (strcmp(st.isa, "amx") == 0 || strcmp(st.isa, "avx512_bf16") == 0);
+    /* the tables with a bf16 set (kernels.h: AMX tiles, vdpbf16ps, BFDOT) */
+    int dot = fa_context_stats(ctx ? ctx : own, &st) == FA_OK &&
+              (strcmp(st.isa, "amx") == 0 || strcmp(st.isa, "avx512_bf16") == 0 ||
+               strcmp(st.isa, "neon_bf16") == 0);
     fa_context_destroy(own);
-    return amx && qt == FA_BF16 && kt == FA_BF16 && dim % 2 == 0;
+    return dot && qt == FA_BF16 && kt == FA_BF16 && dim % 2 == 0;
 }
 
 int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t q_rows)
 {
-    return amx_bf16_even(ctx, qt, kt, dim) && q_rows > 4;
+    return dot_units_bf16_even(ctx, qt, kt, dim) && q_rows > 4;
 }
 
 int hu_backward_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t dim_v)
 {
-    return amx_bf16_even(ctx, qt, kt, dim) && dim_v % 2 == 0;
+    return dot_units_bf16_even(ctx, qt, kt, dim) && dim_v % 2 == 0;
 }

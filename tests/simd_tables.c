@@ -2,6 +2,7 @@
 /* The SIMD tables of this build; see simd_tables.h. */
 #include "simd_tables.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,14 @@ static int named(const char *name)
 int st_ref_wanted(void)
 {
     return named("ref");
+}
+
+int st_table_wanted(const char *table)
+{
+    if (strcmp(table, "sve") != 0) return named(table);
+    char sve[16];
+    snprintf(sve, sizeof sve, "sve%d", cf_sve_bits());
+    return named(sve);
 }
 
 int st_runs(const st_table *t)

@@ -37,4 +37,9 @@ int st_runs(const st_table *t);
 /* Whether the white-box suites check ref's own kernels too: FA_TEST_SIMD unset, or naming "ref". */
 int st_ref_wanted(void);
 
+/* Whether FA_TEST_SIMD is unset or names the kernel table `table` (a cf_tables name: "sve" is named
+ * as the st_table of this thread's vector length, "sve256"): the tables a run of
+ * test_kernel_tables.c compares with ref, so that the emulated stage checks each table once. */
+int st_table_wanted(const char *table);
+
 #endif

@@ -13,8 +13,9 @@
 #include "kernels/kernels.h"
 #include "runtime/dispatch.h"
 
-static const char *const names[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "sve"};
-#define N_NAMES 7
+static const char *const names[] = {"ref",  "avx2",      "avx512", "avx512_bf16",
+                                    "amx",  "neon",      "neon_bf16", "sve"};
+#define N_NAMES 8
 
 static void check_traits(const char *name, const char *half, const fa_kernel_traits *t, fa_dtype dtype,
                          size_t elem)

@@ -187,7 +187,9 @@ typedef struct {
      * (accumulate 1, alpha unused), for m < M, n < N (N a multiple of 16), k < K (K even): A in rows
      * (lda; read only within K), B in pairs (ldb >= N). Products exact, sums in f32 in the table's
      * order (the same for every call with these sizes), subnormal inputs and results flushed to 0
-     * as the dot-product units do (below 2^-126: never a probability, flashattn.h "Subnormals"). */
+     * as the dot-product units do (below 2^-126: never a probability, flashattn.h "Subnormals").
+     * Sums round to nearest, or to odd where the unit does (BFDOT: neon/neon_bf16_dot.c), within
+     * (K + 2)·2^-24·(|C| + sum|a·b|) of the exact result either way, to first order. */
     void (*dot)(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
                 int64_t ldb, float *c, int64_t ldc, float alpha, int accumulate);
     /* online_softmax (FA_KERNEL_SET) over the tile s[c][r] of raw scores whose scores are scale·s
@@ -236,7 +238,7 @@ enum {
 };
 
 typedef struct {
-    const char *name;  /* "ref", "avx2", "avx512", "neon", "sve"...: what fa_stats.isa reports */
+    const char *name;  /* "ref", "avx2", "avx512", "neon", "neon_bf16", "sve"...: what fa_stats.isa reports */
     unsigned requires; /* FA_CPU_* bits */
     const fa_kernels_f32 *f32;
     const fa_kernels_f64 *f64;
@@ -264,6 +266,7 @@ extern const fa_kernels fa_kernels_avx512_bf16;
 #endif
 #ifdef FA_HAVE_ARM_KERNELS
 extern const fa_kernels fa_kernels_neon;
+extern const fa_kernels fa_kernels_neon_bf16;
 /* The sve table, one per vector length it is compiled for (all named "sve"); dispatch.c picks the
  * one for the calling thread's length. */
 extern const fa_kernels fa_kernels_sve128;

@@ -11,11 +11,16 @@
 #include "runtime/dispatch.h"
 
 /* The tables the automatic choice takes, best first; and every name FLASHATTN_ISA may give.
- * avx512_bf16 comes before avx512 only on the CPUs of dot_units_pay; on aarch64 sve comes before
- * neon: as wide or wider, with masked tails (neither is measured yet: src/README.md, "aarch64"). */
-static const char *const automatic[] = {"amx", "avx512_bf16", "avx512", "avx2", "sve", "neon", "ref"};
+ * avx512_bf16 comes before avx512 only on the CPUs of dot_units_pay. On aarch64 (nothing there is
+ * measured yet: src/README.md, "aarch64") neon_bf16 comes first: BFDOT does 8 multiply-adds per
+ * 128-bit instruction where FMLA does 4, and at the issue rates Arm publishes for Neoverse V1 and V2
+ * that is twice the f32 kernels' multiply-adds per cycle for the bf16 products (an Arm machine is to
+ * confirm it); its float kernels are neon's, and the CPUs with FEAT_BF16 (V1: 4 × 128-bit pipes
+ * against 2 × 256-bit SVE, V2 and N2: 128-bit SVE) issue as many FMA lanes a cycle through NEON as
+ * through SVE. Then sve before neon: as wide or wider, with masked tails. */
+static const char *const automatic[] = {"amx", "avx512_bf16", "avx512", "avx2", "neon_bf16", "sve", "neon", "ref"};
 #define N_AUTOMATIC (sizeof automatic / sizeof *automatic)
-static const char *const known[] = {"amx", "avx512_bf16", "avx512", "avx2", "sve", "neon", "ref"};
+static const char *const known[] = {"amx", "avx512_bf16", "avx512", "avx2", "neon_bf16", "sve", "neon", "ref"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
 /* The features a table may require, as a diagnostic names them. */
@@ -57,6 +62,7 @@ const fa_kernels *fa_kernels_named(const char *name)
 #endif
 #ifdef FA_HAVE_ARM_KERNELS
     if (strcmp(name, "neon") == 0) return &fa_kernels_neon;
+    if (strcmp(name, "neon_bf16") == 0) return &fa_kernels_neon_bf16;
     /* the instantiation for this thread's vector length; at a length none is compiled for, the
      * 128-bit one, which then does not run (its feature check names the length) */
     if (strcmp(name, "sve") == 0) {
@@ -77,7 +83,7 @@ static const char *build_tables(void)
 #if defined(FA_HAVE_X86_KERNELS)
     return ", avx2, avx512, avx512_bf16 and amx";
 #elif defined(FA_HAVE_ARM_KERNELS)
-    return ", neon and sve";
+    return ", neon, neon_bf16 and sve";
 #else
     return " only";
 #endif
@@ -157,7 +163,8 @@ int fa_kernels_select(const char *call, fa_kernels_resolved *out)
         if (!is_known)
             return fa_diag_fail(
                 FA_ERR_ARG, call,
-                "FLASHATTN_ISA=%s: expected ref, avx2, avx512, avx512_bf16, amx, neon, sve or auto", want);
+                "FLASHATTN_ISA=%s: expected ref, avx2, avx512, avx512_bf16, amx, neon, neon_bf16, sve or auto",
+                want);
         /* refused, never silently replaced */
         const fa_kernels *t = fa_kernels_named(want);
         if (!t)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fa_kernels_ref_bf16: the operations of a bf16 set (kernels.h, "bf16 on dot-product units") in
- * scalar C, one element at a time in the contract's order. No table runs bf16 on them (ref widens
- * bf16 calls); they are the oracle tests/test_kernel_pairs.c holds every table's set to. */
+ * scalar C, one element at a time in the contract's order. ref widens bf16 calls; they are the oracle
+ * tests/test_kernel_pairs.c holds every table's set to, and the neon_bf16 table's packs (ref.h). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -10,18 +10,16 @@
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 
-/* The padding unit along k of the packed operands: one 64-byte row of bf16, as AMX reads them. */
-#define REF_PAD_K 32
 
 static int64_t round_up(int64_t x, int64_t m)
 {
     return (x + m - 1) / m * m;
 }
 
-static void ref_pack_pairs(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+void fa_ref_bf16_pack_pairs(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
                            int64_t ld)
 {
-    int64_t k_pad = round_up(dim, REF_PAD_K);
+    int64_t k_pad = round_up(dim, FA_REF_BF16_PAD_K);
     for (int64_t x = 0; x < k_pad; x++)
         for (int64_t r = 0; r < ld; r++)
             dst[(x / 2) * 2 * ld + 2 * r + x % 2] = r < rows && x < dim ? src[r * src_stride + x] : 0;
@@ -32,7 +30,7 @@ static int bf16_finite(uint16_t h)
     return (h & 0x7f80u) != 0x7f80u;
 }
 
-static int ref_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
+int fa_ref_bf16_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
                            int64_t ld)
 {
     int finite = 1;
@@ -45,7 +43,7 @@ static int ref_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int64
     return finite;
 }
 
-static int ref_pack_rows_pairs(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src, int64_t src_stride,
+int fa_ref_bf16_pack_rows_pairs(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src, int64_t src_stride,
                                uint16_t *dst, int64_t ldd)
 {
     int finite = 1;
@@ -72,7 +70,7 @@ static void ref_rows_of(int64_t n, const float *src, uint16_t *dst)
 
 static void ref_pairs_of(int64_t ld, int64_t cols, const float *p, uint16_t *pp)
 {
-    int64_t c_pad = round_up(cols, REF_PAD_K);
+    int64_t c_pad = round_up(cols, FA_REF_BF16_PAD_K);
     for (int64_t c = 0; c < c_pad; c++)
         for (int64_t r = 0; r < ld; r++)
             pp[(c / 2) * 2 * ld + 2 * r + c % 2] = c < cols ? probability_bf16(p[c * ld + r]) : 0;
@@ -114,10 +112,10 @@ const fa_kernels_bf16 fa_kernels_ref_bf16 = {
                .rows_rows = 1,
                .rows_vecs = 1,
                .score_tile = FA_TILE_KEY_MAJOR},
-    .pad_k = REF_PAD_K,
-    .pack_pairs = ref_pack_pairs,
-    .pack_rows_t = ref_pack_rows_t,
-    .pack_rows_pairs = ref_pack_rows_pairs,
+    .pad_k = FA_REF_BF16_PAD_K,
+    .pack_pairs = fa_ref_bf16_pack_pairs,
+    .pack_rows_t = fa_ref_bf16_pack_rows_t,
+    .pack_rows_pairs = fa_ref_bf16_pack_rows_pairs,
     .rows_of = ref_rows_of,
     .pairs_of = ref_pairs_of,
     .dot = ref_dot,
