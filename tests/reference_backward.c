@@ -16,13 +16,15 @@ static double scale_of(const fa_params *p, int64_t d)
     return (p && p->scale != 0.0) ? p->scale : 1.0 / sqrt((double)d);
 }
 
-/* NAME(p, q, k, v, out, dout, dq, dk, dv, dsinks): every output may be NULL. out NULL: delta_i is
- * sum_j P_ij·dP_ij from the oracle's own P; otherwise delta_i = dout_i·out_i from the given out
- * tensor, summed in T in column order (what fa_backward does with the out it is handed). */
+/* NAME(p, q, k, v, out, dout, keep, dq, dk, dv, dsinks): every output may be NULL. out NULL: delta_i
+ * is sum_j P_ij·M_ij·dP_ij from the oracle's own P; otherwise delta_i = dout_i·out_i from the given
+ * out tensor, summed in T in column order (what fa_backward does with the out it is handed). keep:
+ * NULL, or dropout's mask [B][Hq][Nq][Nk]; M_ij = keep_ij / (1 - p->dropout_p) (1 without), so
+ * out = (P∘M)·V, dV = (P∘M)ᵀ·dO and dS = P∘(dP∘M - delta). */
 #define DEFINE_REF_BACKWARD(NAME, T, EXP, MODIFY)                                                            \
     static void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,         \
-                     const fa_tensor *out, const fa_tensor *dout, double *dq, double *dk, double *dv,        \
-                     double *dsinks)                                                                         \
+                     const fa_tensor *out, const fa_tensor *dout, const uint8_t *keep, double *dq,           \
+                     double *dk, double *dv, double *dsinks)                                                 \
     {                                                                                                        \
         int64_t B = q->batch, Hq = q->heads, Hkv = k->heads, nq = q->seq, nk = k->seq, d = q->dim,           \
                 dvd = v->dim, group = Hkv > 0 ? Hq / Hkv : 1;                                                \
@@ -64,6 +66,10 @@ static double scale_of(const fa_params *p, int64_t d)
                             T dp = 0;                                                                        \
                             for (int64_t y = 0; y < dvd; y++)                                                \
                                 dp += (T)ref_load(dout, b, h, i, y) * (T)ref_load(v, b, kvh, j, y);          \
+                            if (keep)                                                                        \
+                                dp *= keep[((b * Hq + h) * nq + i) * nk + j]                                 \
+                                          ? (T)(1.0 / (1.0 - p->dropout_p))                                  \
+                                          : (T)0;                                                            \
                             dprob[j] = dp;                                                                   \
                             if (!out) delta += prob[j] * dp;                                                 \
                         }                                                                                    \
@@ -79,8 +85,13 @@ static double scale_of(const fa_params *p, int64_t d)
                                 gq_tmp[x] += ds * (T)ref_load(k, b, kvh, j, x);                              \
                                 gkr[x] += scale * ds * (T)ref_load(q, b, h, i, x);                           \
                             }                                                                                \
+                            T kept = prob[j];                                                                \
+                            if (keep)                                                                        \
+                                kept *= keep[((b * Hq + h) * nq + i) * nk + j]                               \
+                                            ? (T)(1.0 / (1.0 - p->dropout_p))                                \
+                                            : (T)0;                                                          \
                             for (int64_t y = 0; y < dvd; y++)                                                \
-                                gvr[y] += prob[j] * (T)ref_load(dout, b, h, i, y);                           \
+                                gvr[y] += kept * (T)ref_load(dout, b, h, i, y);                              \
                         }                                                                                    \
                     }                                                                                        \
                     if (dq)                                                                                  \
@@ -105,32 +116,38 @@ DEFINE_REF_BACKWARD(backward_f32, float, expf, ref_modify_f32)
 void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                   const fa_tensor *dout, double *dq, double *dk, double *dv)
 {
-    backward_f64(p, q, k, v, NULL, dout, dq, dk, dv, NULL);
+    backward_f64(p, q, k, v, NULL, dout, NULL, dq, dk, dv, NULL);
+}
+
+void ref_backward_dropout(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                          const fa_tensor *dout, const uint8_t *keep, double *dq, double *dk, double *dv)
+{
+    backward_f64(p, q, k, v, NULL, dout, keep, dq, dk, dv, NULL);
 }
 
 void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                             const fa_tensor *dout, double *dq, double *dk, double *dv)
 {
-    backward_f32(p, q, k, v, NULL, dout, dq, dk, dv, NULL);
+    backward_f32(p, q, k, v, NULL, dout, NULL, dq, dk, dv, NULL);
 }
 
 void ref_backward_dsinks(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                          const fa_tensor *dout, double *dsinks)
 {
-    backward_f64(p, q, k, v, NULL, dout, NULL, NULL, NULL, dsinks);
+    backward_f64(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, dsinks);
 }
 
 void ref_backward_dsinks_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                    const fa_tensor *v, const fa_tensor *dout, double *dsinks)
 {
-    backward_f32(p, q, k, v, NULL, dout, NULL, NULL, NULL, dsinks);
+    backward_f32(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, dsinks);
 }
 
 void ref_backward_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                       const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
                                       double *dq, double *dk, double *dv, double *dsinks)
 {
-    backward_f32(p, q, k, v, out, dout, dq, dk, dv, dsinks);
+    backward_f32(p, q, k, v, out, dout, NULL, dq, dk, dv, dsinks);
 }
 
 /* Row-level oracles (fa-bench's sampled check): the same definitions, one gradient row at a time. */

@@ -41,7 +41,14 @@ typedef struct {
      * v, element (b, h, s) at fa_view_at(&k_scale, 4, b, h, s); data NULL otherwise. Broadcast axes
      * have stride 0. They move with k and v in the problem of one sequence (fa_problem_sequence). */
     fa_view k_scale, v_scale;
-    float *dsinks;      /* backward only: NULL, or one gradient per query head */
+    float *dsinks; /* backward only: NULL, or one gradient per query head */
+    /* Dropout (flashattn.h, fa_params "Dropout"): dropout_p 0 is off. The mask of (batch b, query head
+     * h, row i, key j) is drivers/dropout.h's of (seed, offset, dropout_batch0 + b, h, i, j) with
+     * dropout_heads streams a batch entry: dropout_batch0 is the sequence of the problem of one
+     * (fa_problem_sequence), 0 otherwise; dropout_heads the caller's Hq. */
+    double dropout_p;
+    uint64_t dropout_seed, dropout_offset;
+    int64_t dropout_batch0, dropout_heads;
     /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride +
      * i·lse_row_stride: lse_head_stride is q_len for a dense batch, total_q when the queries are
      * packed; lse_row_stride is 1 (but see row_group) */
