@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/dropout.h"
 #include "kernels/philox.h"
 #include "reference_backward.h"
 #include "seqs_util.h"
@@ -450,4 +451,38 @@ Test(dropout, fa_dropout_mask_refuses_bad_indices_with_nothing_written)
     /* the largest indices the counter holds are fine */
     cr_expect_eq(fa_dropout_mask(&p, 2, 0, 0, ((int64_t)1 << 32) - 2, ((int64_t)1 << 34) - 2, 2, 2, mask, 2),
                  FA_OK, "%s", fa_last_error());
+}
+
+Test(dropout, tile_loops_give_the_portable_loops_bits)
+{
+    /* the calls the drivers make pick the AVX-512 loops where the CPU has them: the same bits as the
+     * portable ones, at every row and column residue and threshold */
+    enum { LD = 48, COLS = 29 };
+    static const double ps[] = {0.3, 0.999, 1e-12, 1e-17}; /* 1e-17: 1 - p is 1, t = 2^32 */
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    for (size_t x = 0; x < sizeof ps / sizeof *ps; x++)
+        for (int64_t rows = 1; rows <= LD; rows += 5)
+            for (int64_t col0 = 0; col0 < 6; col0++) {
+                fa_problem p;
+                memset(&p, 0, sizeof p);
+                p.dropout_p = ps[x];
+                p.dropout_seed = tu_rng_next(&rng);
+                p.dropout_offset = tu_rng_next(&rng);
+                p.dropout_heads = 3;
+                p.dropout_batch0 = 1;
+                float a[COLS * LD], b[COLS * LD], da[COLS * LD], db[COLS * LD], delta[LD];
+                for (int e = 0; e < COLS * LD; e++) {
+                    a[e] = b[e] = (float)tu_rng_uniform(&rng, 0.0, 1.0);
+                    da[e] = db[e] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
+                }
+                for (int r = 0; r < LD; r++) delta[r] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
+                fa_dropout_probs_f32(&p, 2, 1, 40, rows, col0, COLS, a, LD);
+                fa_dropout_probs_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, LD);
+                cr_expect(memcmp(a, b, sizeof a) == 0, "probs: p %g, rows %lld, col0 %lld", ps[x],
+                          (long long)rows, (long long)col0);
+                fa_dropout_score_grad_f32(&p, 2, 1, 40, rows, col0, COLS, a, da, delta, LD);
+                fa_dropout_score_grad_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, db, delta, LD);
+                cr_expect(memcmp(a, b, sizeof a) == 0 && memcmp(da, db, sizeof da) == 0,
+                          "score_grad: p %g, rows %lld, col0 %lld", ps[x], (long long)rows, (long long)col0);
+            }
 }

@@ -53,8 +53,8 @@ static fa_dropout_stream stream_of_problem(const fa_problem *p, int64_t batch, i
 
 /* One element type's portable tile loops (T the accumulation type, SFX its suffix). */
 #define FA_DROPOUT_TILES(T, SFX)                                                                             \
-    static void probs_portable_##SFX(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,       \
-                                     int64_t rows, int64_t col0, int64_t cols, T *s, int64_t ld)             \
+    void fa_dropout_probs_portable_##SFX(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,   \
+                                         int64_t rows, int64_t col0, int64_t cols, T *s, int64_t ld)         \
     {                                                                                                        \
         const fa_dropout_stream st = stream_of_problem(p, batch, q_head);                                    \
         const T kept = (T)(1.0 / (1.0 - p->dropout_p));                                                      \
@@ -78,9 +78,9 @@ static fa_dropout_stream stream_of_problem(const fa_problem *p, int64_t batch, i
         }                                                                                                    \
     }                                                                                                        \
                                                                                                              \
-    static void score_grad_portable_##SFX(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,  \
-                                          int64_t rows, int64_t col0, int64_t cols, T *pt, T *ds,            \
-                                          const T *delta, int64_t ld)                                        \
+    void fa_dropout_score_grad_portable_##SFX(const fa_problem *p, int64_t batch, int64_t q_head,            \
+                                              int64_t row0, int64_t rows, int64_t col0, int64_t cols, T *pt, \
+                                              T *ds, const T *delta, int64_t ld)                             \
     {                                                                                                        \
         const fa_dropout_stream st = stream_of_problem(p, batch, q_head);                                    \
         const T kept = (T)(1.0 / (1.0 - p->dropout_p));                                                      \
@@ -210,13 +210,13 @@ void fa_dropout_probs_f32(const fa_problem *p, int64_t batch, int64_t q_head, in
         return;
     }
 #endif
-    probs_portable_f32(p, batch, q_head, row0, rows, col0, cols, s, ld);
+    fa_dropout_probs_portable_f32(p, batch, q_head, row0, rows, col0, cols, s, ld);
 }
 
 void fa_dropout_probs_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
                           int64_t col0, int64_t cols, double *s, int64_t ld)
 {
-    probs_portable_f64(p, batch, q_head, row0, rows, col0, cols, s, ld);
+    fa_dropout_probs_portable_f64(p, batch, q_head, row0, rows, col0, cols, s, ld);
 }
 
 void fa_dropout_score_grad_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
@@ -229,12 +229,12 @@ void fa_dropout_score_grad_f32(const fa_problem *p, int64_t batch, int64_t q_hea
         return;
     }
 #endif
-    score_grad_portable_f32(p, batch, q_head, row0, rows, col0, cols, pt, ds, delta, ld);
+    fa_dropout_score_grad_portable_f32(p, batch, q_head, row0, rows, col0, cols, pt, ds, delta, ld);
 }
 
 void fa_dropout_score_grad_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
                                int64_t col0, int64_t cols, double *pt, double *ds, const double *delta,
                                int64_t ld)
 {
-    score_grad_portable_f64(p, batch, q_head, row0, rows, col0, cols, pt, ds, delta, ld);
+    fa_dropout_score_grad_portable_f64(p, batch, q_head, row0, rows, col0, cols, pt, ds, delta, ld);
 }

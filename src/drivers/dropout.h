@@ -47,4 +47,17 @@ void fa_dropout_score_grad_f64(const fa_problem *p, int64_t batch, int64_t q_hea
                                int64_t col0, int64_t cols, double *pt, double *ds, const double *delta,
                                int64_t ld);
 
+/* The portable loops every CPU can run, which the calls above use where AVX-512 is missing (and
+ * for f64): the same bits, for tests/test_dropout.c to compare with the calls above. */
+void fa_dropout_probs_portable_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
+                                   int64_t rows, int64_t col0, int64_t cols, float *s, int64_t ld);
+void fa_dropout_probs_portable_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
+                                   int64_t rows, int64_t col0, int64_t cols, double *s, int64_t ld);
+void fa_dropout_score_grad_portable_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
+                                        int64_t rows, int64_t col0, int64_t cols, float *pt, float *ds,
+                                        const float *delta, int64_t ld);
+void fa_dropout_score_grad_portable_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
+                                        int64_t rows, int64_t col0, int64_t cols, double *pt, double *ds,
+                                        const double *delta, int64_t ld);
+
 #endif
