@@ -2,7 +2,9 @@
 /* The gradients are the derivatives of the library's own forward: central finite differences of
  * the scalar loss L = sum(dout ∘ out), out = fa_forward(q, k, v), with a fixed random dout,
  * against dq, dk, dv from fa_backward, on small f64 problems (N from 1 to 33, D from 1 to 16,
- * grouped heads, Dv != D) under each causal mode, at a sample of q, k and v entries.
+ * grouped heads, Dv != D) under each causal mode, and with dropout (its mask depends on the indices
+ * alone, so every perturbed forward drops the same probabilities and L stays differentiable), at a
+ * sample of q, k and v entries.
  *
  * The difference quotient is the fourth-order central stencil
  *     g ≈ [8·(L(x+h) - L(x-h)) - (L(x+2h) - L(x-2h))] / (12h)
