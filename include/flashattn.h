@@ -348,13 +348,15 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * loop advances dropout_offset by at least B·Hq per step). Its four 32-bit outputs x[0..3] are the
  * uniforms of keys 4·(j/4) + 0..3, and key j is kept when x[j % 4] < t with the threshold
  *   t = floor((1 - p) · 2^32)   computed in IEEE double (1 - p rounded to double first),
- * compared as 64-bit integers (t = 2^32 keeps everything). Requires i < 2^32 and j < 2^34. The
- * kept probabilities are multiplied by 1/(1 - p), computed in double and rounded once to the
- * accumulation type (float unless the tensors are FA_F64); dropped ones by 0 (so a NaN stays NaN).
+ * compared as 64-bit integers (t = 2^32 keeps everything). The counter holds rows i < 2^32 and keys
+ * j < 2^34: a call with dropout over more query rows or keys (q.seq, k.seq or a paged capacity) is
+ * FA_ERR_UNSUPPORTED. The kept probabilities are multiplied by 1/(1 - p), computed in double and
+ * rounded once to the accumulation type (float unless the tensors are FA_F64); dropped ones by 0 (so
+ * a NaN stays NaN).
  * p = 0 computes exactly what a call without these fields does, whatever the seed and offset.
  * Which calls accept dropout: fa_forward and fa_backward (dense, p.seqs packed or per-sequence,
  * paged caches in the forward, modifiers, sinks, split-KV, f32, f64, bf16, f16, quantized caches),
- * and their _check calls. Not applied: on the "amx" and "avx512_bf16" tables an all-bf16 forward with
+ * and their _check calls. On the "amx" and "avx512_bf16" tables an all-bf16 forward with
  * dropout widens instead of running on dot-product units (its backward keeps them). The MPI layer
  * (flashattn_mpi.h) refuses dropout_p != 0 with FA_ERR_UNSUPPORTED: its blocks see local indices.
  */
@@ -598,7 +600,7 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
  * value, window < -1, negative, NaN or infinite softcap, a scale or a softcap
- * outside float's normal range when q is not FA_F64 (FA_ERR_ARG). The bias is
+ * outside float's normal range when q is not FA_F64, dropout_p NaN, negative or >= 1 (FA_ERR_ARG). The bias is
  * checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than the
  * accumulation type (FA_ERR_DTYPE), a batch, heads or seq other than B, Hq, Nq or 1, or a dim
  * other than Nk (FA_ERR_SHAPE), its strides (FA_ERR_STRIDE), overlapping out or
