@@ -413,8 +413,8 @@ typedef struct {
 /** The size of fa_params in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
 #define FA_PARAMS_SIZE_MIN (offsetof(fa_params, diagonal_shift) + sizeof(int64_t))
 /** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
- *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dropout. (The header owns this order: outside it, set
- *  fields by name.) */
+ *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dropout. (The header owns this
+ *  order: outside it, set fields by name.) */
 #define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0.0, 0, 0}
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
@@ -600,8 +600,8 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
  * value, window < -1, negative, NaN or infinite softcap, a scale or a softcap
- * outside float's normal range when q is not FA_F64, dropout_p NaN, negative or >= 1 (FA_ERR_ARG). The bias is
- * checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than the
+ * outside float's normal range when q is not FA_F64, dropout_p NaN, negative or >= 1 (FA_ERR_ARG).
+ * The bias is checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than the
  * accumulation type (FA_ERR_DTYPE), a batch, heads or seq other than B, Hq, Nq or 1, or a dim
  * other than Nk (FA_ERR_SHAPE), its strides (FA_ERR_STRIDE), overlapping out or
  * lse (FA_ERR_ALIAS). alibi_slopes and sinks (and the seqs arrays) are inputs:

@@ -190,7 +190,7 @@ static const he_shape he_shapes[] = {
     /* one and two rows an item read the values in blocks of up to 8 vectors: Dv past 128, and with a tail */
     {1, 2, 2, 1, 300, 40, 136, FA_CAUSAL_NONE, 0, "decode Nq1 Nk300 D40 Dv136"},
     {1, 4, 2, 1, 200, 72, 100, FA_CAUSAL_BOTTOM_RIGHT, 0, "GQA decode, groups of 2, Nq1 Nk200 D72 Dv100"},
-    {1, 4, 2, 45, 90, 16, 24, FA_CAUSAL_BOTTOM_RIGHT, 3, "B1 H4/2 Nq45 Nk90 D16 Dv24, every modifier, dropout"},
+    {1, 4, 2, 45, 90, 16, 24, FA_CAUSAL_BOTTOM_RIGHT, 3, "Nq45 Nk90 D16 Dv24, modifiers, dropout"},
     {1, 8, 2, 1, 300, 64, 64, FA_CAUSAL_NONE, 2, "GQA decode Nq1 Nk300 D64, dropout"},
     {2, 2, 2, 3, 300, 40, 136, FA_CAUSAL_NONE, 2, "decode Nq3 Nk300 D40 Dv136, dropout"},
 };

@@ -148,7 +148,7 @@ FA_AVX512 static void probs_avx512_f32(const fa_problem *p, int64_t batch, int64
     const fa_dropout_stream st = stream_of_problem(p, batch, q_head);
     const __m512 kept = _mm512_set1_ps((float)(1.0 / (1.0 - p->dropout_p)));
     for (int64_t r0 = 0; r0 < rows; r0 += FA_PHILOX_LANES) {
-        const __mmask16 real = rows - r0 >= 16 ? 0xFFFF : (__mmask16)((1u << (rows - r0)) - 1);
+        const __mmask16 real = (__mmask16)(rows - r0 >= 16 ? 0xFFFFu : (1u << (rows - r0)) - 1u);
         for (int64_t g = col0 >> 2; g <= (col0 + cols - 1) >> 2; g++) {
             __m512i x[4];
             lanes_avx512(&st, (uint32_t)g, (uint32_t)(row0 + r0), x);
@@ -170,7 +170,7 @@ FA_AVX512 static void score_grad_avx512_f32(const fa_problem *p, int64_t batch, 
     const fa_dropout_stream st = stream_of_problem(p, batch, q_head);
     const __m512 kept = _mm512_set1_ps((float)(1.0 / (1.0 - p->dropout_p)));
     for (int64_t r0 = 0; r0 < rows; r0 += FA_PHILOX_LANES) {
-        const __mmask16 real = rows - r0 >= 16 ? 0xFFFF : (__mmask16)((1u << (rows - r0)) - 1);
+        const __mmask16 real = (__mmask16)(rows - r0 >= 16 ? 0xFFFFu : (1u << (rows - r0)) - 1u);
         const __m512 d = _mm512_maskz_loadu_ps(real, delta + r0);
         for (int64_t g = col0 >> 2; g <= (col0 + cols - 1) >> 2; g++) {
             __m512i x[4];
