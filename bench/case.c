@@ -131,6 +131,20 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
     }
     bench_progress_detail("threads %d: verifying", threads);
     if (verify_outputs(o, pb, params, oracle, threads, row) != 0) goto done;
+    // With --dropout the verified call was the one without: the dropout call's outputs are what the
+    // bitwise checks below hold across thread counts and timed calls; the call without is timed
+    // last, for the ratio.
+    fa_params dropped = *params;
+    dropped.dropout_p = o->dropout;
+    dropped.dropout_seed = o->seed;
+    if (o->dropout > 0.0) {
+        call.params = &dropped;
+        if ((pass == BENCH_PASS_BWD && (s = bench_call_forward(&call)) != FA_OK) ||
+            (s = timed(&call)) != FA_OK) {
+            report_status(timed_name, threads, s);
+            goto done;
+        }
+    }
 
     fa_stats st = FA_STATS_INIT;
     fa_context_stats(ctx, &st);
@@ -164,6 +178,15 @@ static int run_thread_count(const bench_options *o, bench_pass pass, bench_probl
                 "verified one\n",
                 differs, row->timing.count, threads);
         goto done;
+    }
+
+    if (o->dropout > 0.0) {
+        bench_call plain = {ctx, params, pb};
+        s = bench_time_calls(timed, &plain, o->warmup, o->reps, o->min_time, &row->plain_timing);
+        if (s != FA_OK) {
+            report_status(timed_name, threads, s);
+            goto done;
+        }
     }
 
     row->stats = (fa_stats)FA_STATS_INIT;
@@ -459,6 +482,13 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
             if (info->blas_runs) measure_blas(o, info, &pb, &params, r->rows, r->n_rows);
 #endif
             bench_report_table(stdout, info, r->rows, r->n_rows);
+            for (int t = 0; o->dropout > 0.0 && t < r->n_rows; t++)
+                printf("dropout %g: threads %d: with %.3f ms, without %.3f ms (min of %d and %d calls): "
+                       "ratio %.3f\n",
+                       o->dropout, r->rows[t].threads, 1e3 * r->rows[t].timing.min_s,
+                       1e3 * r->rows[t].plain_timing.min_s, r->rows[t].timing.count,
+                       r->rows[t].plain_timing.count,
+                       r->rows[t].timing.min_s / r->rows[t].plain_timing.min_s);
             fflush(stdout);
         }
         bench_progress("%s: done in %.1f s", tag, bench_progress_elapsed() - case_start);

@@ -97,6 +97,10 @@ static const char help_text[] =
     "                     shape; needs --bias). Timed, not checked here: its check against the\n"
     "                     float64 oracle is tests/test_bias_gradient.c's (compare with the same case\n"
     "                     without it: preset bias-grad)\n"
+    "  --dropout P        time dense cases with fa_params.dropout_p = P (0 <= P < 1; 0 = off): the call\n"
+    "                     without dropout is checked against the oracle, the dropout call bitwise\n"
+    "                     across thread counts; both are timed, and 'dropout P: ... ratio' lines give\n"
+    "                     with/without per thread count (same run, same context)\n"
     "  Modifiers given with a preset apply to every case of it. The oracle computes every modifier\n"
     "  from the header's definition (tests/reference.c), so the check before timing covers them.\n"
     "  The BLAS baseline does not run for cases with a modifier, nor for bf16 or f16.\n"
@@ -296,6 +300,7 @@ enum {
     OPT_PAGE_SIZE,
     OPT_KV_DTYPE,
     OPT_SHARED_KV,
+    OPT_DROPOUT,
 };
 
 static const struct option long_options[] = {
@@ -341,6 +346,7 @@ static const struct option long_options[] = {
     {"decode-batch", required_argument, NULL, OPT_DECODE_BATCH},
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
     {"shared-kv", no_argument, NULL, OPT_SHARED_KV},
+    {"dropout", required_argument, NULL, OPT_DROPOUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -481,6 +487,20 @@ static int parse_seconds(const char *opt, const char *arg, double *out)
 }
 
 // A softcap: finite and >= 0 (0 turns it off); the library refuses the rest, fa-bench says so first.
+// A dropout probability: 0 <= P < 1, as fa_params.dropout_p.
+static int parse_dropout(const char *arg, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno == ERANGE || !(v >= 0.0 && v < 1.0)) {
+        fprintf(stderr, "fa-bench: --dropout: '%s' is not a probability in [0, 1)\n", arg);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int parse_softcap(const char *arg, double *out)
 {
     char *end = NULL;
@@ -929,6 +949,7 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
             break;
         case OPT_SINKS: cl.shape.mods.sinks = 1; break;
         case OPT_DBIAS: cl.shape.mods.dbias = 1; break;
+        case OPT_DROPOUT: rc = parse_dropout(arg, &o->dropout); break;
         case OPT_SHARED_KV: cl.shape.shared_kv = 1; break;
         case OPT_VARLEN:
         case OPT_DECODE_BATCH:

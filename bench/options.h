@@ -97,6 +97,9 @@ typedef struct {
     int blas_reps;     /* timed calls of the BLAS baseline; 0 (the default) = no baseline */
     bench_blas_mode blas_mode;
     const char *csv_path, *json_path; /* NULL = not written */
+    /* --dropout P: dense cases time fa_params.dropout_p = P, verified as the call without dropout is
+     * (the oracle) plus bitwise across thread counts, and time that call too for the ratio; 0 = off */
+    double dropout;
 } bench_options;
 
 /* What bench_parse_options decided; main turns it into the exit status. */

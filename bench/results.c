@@ -64,6 +64,7 @@ void bench_row_clear_extras(bench_row *row)
     for (int m = 0; m < 3; m++) row->blas_mode_min_s[m] = NAN;
     row->blas_timing = (bench_timing){0, NAN, NAN, NAN};
     row->blas_gflops = row->speedup_vs_blas = row->blas_err = NAN;
+    row->plain_timing = (bench_timing){0, NAN, NAN, NAN};
     bench_timing none = {0, NAN, NAN, NAN};
     row->ragged = (bench_ragged_row){none, none, NAN, NAN, NAN, NAN, none, NAN, NAN, NAN, 0, 0, 0, NAN};
 }

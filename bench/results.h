@@ -121,6 +121,8 @@ typedef struct {
     double speedup_vs_blas;    /* blas_timing.min_s / timing.min_s */
     double blas_err;           /* normwise difference of its out from the library's */
     bench_ragged_row ragged;   /* ragged cases only; NAN elsewhere */
+    /* With --dropout: the same call without dropout, timed after the row's (NAN without) */
+    bench_timing plain_timing;
 } bench_row;
 
 /* Everything measured for one case. */

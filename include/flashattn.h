@@ -337,6 +337,39 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * probability is 0; the causal mask and windows have no such condition.
  * Costs: key tiles outside every row's window are never loaded or computed; the masks are applied
  * element-wise on edge tiles only; softcap, ALiBi and bias are applied to every score computed.
+ *
+ * ## Dropout
+ * With dropout_p = p in (0, 1), fa_forward computes
+ *   out_i = sum_j keep(b, h, i, j) / (1 - p) · P_ij v_j
+ * with P the softmax above (sinks included), undropped: lse stays the log of the undropped
+ * denominator, and fa_backward, given the same p, seed and offset, recomputes the same mask:
+ *   dV = (P∘M)ᵀ·dO,  dP = (dO·Vᵀ)∘M,  dS = P∘(dP - delta),  M_ij = keep(b, h, i, j) / (1 - p),
+ * delta_i = rowsum(dO∘O) over the (dropped) output O the forward returned, as FlashAttention does.
+ * keep(b, h, i, j) is a pure function of (dropout_seed, dropout_offset, b, h, i, j) and of Hq alone,
+ * never of the thread count, the block sizes, the kernel table, a split of the keys or the layout:
+ * b is the batch entry (with p.seqs, the sequence), h the query head (0..Hq-1), i and j the 0-based
+ * row and key of that sequence (its own rows and keys, also when packed or paged; diagonal_shift and
+ * the causal alignment do not move them). So a packed batch drops exactly what its dense calls drop,
+ * and fa_dropout_mask gives the mask for a reference.
+ * The generator is Philox4x32-10 (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as easy as
+ * 1, 2, 3", SC 2011; Random123's philox4x32 with 10 rounds), called with
+ *   key     = {lo32(dropout_seed), hi32(dropout_seed)}
+ *   counter = {lo32(s), hi32(s), j / 4, i}   where s = dropout_offset + b·Hq + h (mod 2^64)
+ * (one stream per (batch, head), as FlashAttention and PyTorch's "subsequence" scheme; a training
+ * loop advances dropout_offset by at least B·Hq per step). Its four 32-bit outputs x[0..3] are the
+ * uniforms of keys 4·(j/4) + 0..3, and key j is kept when x[j % 4] < t with the threshold
+ *   t = floor((1 - p) · 2^32)   computed in IEEE double (1 - p rounded to double first),
+ * compared as 64-bit integers (t = 2^32 keeps everything). The counter holds rows i < 2^32 and keys
+ * j < 2^34: a call with dropout over more query rows or keys (q.seq, k.seq or a paged capacity) is
+ * FA_ERR_UNSUPPORTED. The kept probabilities are multiplied by 1/(1 - p), computed in double and
+ * rounded once to the accumulation type (float unless the tensors are FA_F64); dropped ones by 0 (so
+ * a NaN stays NaN).
+ * p = 0 computes exactly what a call without these fields does, whatever the seed and offset.
+ * Which calls accept dropout: fa_forward and fa_backward (dense, p.seqs packed or per-sequence,
+ * paged caches in the forward, modifiers, sinks, split-KV, f32, f64, bf16, f16, quantized caches),
+ * and their _check calls. On the "amx" and "avx512_bf16" tables an all-bf16 forward with
+ * dropout widens instead of running on dot-product units (its backward keeps them). The MPI layer
+ * (flashattn_mpi.h) refuses dropout_p != 0 with FA_ERR_UNSUPPORTED: its blocks see local indices.
  */
 typedef struct {
     size_t struct_size;        /**< sizeof(fa_params) of the caller (FA_PARAMS_INIT sets it; see the ABI section) */
@@ -390,6 +423,11 @@ typedef struct {
      *  costs S and dP once more (two of the backward's five tile products). Dense batches only: with seqs
      *  the bias itself is refused (FA_ERR_UNSUPPORTED). No extra memory. */
     const fa_tensor *dbias;
+    /** Attention dropout (training): 0 = off, the default; otherwise in (0, 1), the probability that
+     *  a probability is dropped (NaN, negative or >= 1: FA_ERR_ARG). See "Dropout" below. */
+    double dropout_p;
+    uint64_t dropout_seed;   /**< the generator's key: one per training run (any value; unused at p = 0) */
+    uint64_t dropout_offset; /**< added to the stream index: advance it per step (see "Dropout") */
 } fa_params;
 
 /** The largest |fa_params.diagonal_shift|: 2^52, so that every distance stays exact in a double. */
@@ -398,9 +436,9 @@ typedef struct {
 /** The size of fa_params in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
 #define FA_PARAMS_SIZE_MIN (offsetof(fa_params, diagonal_shift) + sizeof(int64_t))
 /** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
- *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dbias. (The header owns this order: outside it, set
- *  fields by name.) */
-#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL}
+ *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dbias, no dropout. (The header
+ *  owns this order: outside it, set fields by name.) */
+#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0.0, 0, 0}
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
  *  library does not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when p is
@@ -608,8 +646,8 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * stride w, batches on row boundaries, every head inside a row) whose column
  * sets are disjoint modulo w do not overlap (FA_ERR_ALIAS); NaN/Inf scale, unknown causal
  * value, window < -1, negative, NaN or infinite softcap, a scale or a softcap
- * outside float's normal range when q is not FA_F64 (FA_ERR_ARG). The bias is
- * checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than the
+ * outside float's normal range when q is not FA_F64, dropout_p NaN, negative or >= 1 (FA_ERR_ARG).
+ * The bias is checked as a tensor: NULL data (FA_ERR_NULL), a dtype other than the
  * accumulation type (FA_ERR_DTYPE), a batch, heads or seq other than B, Hq, Nq or 1, or a dim
  * other than Nk (FA_ERR_SHAPE), its strides (FA_ERR_STRIDE), overlapping out or
  * lse (FA_ERR_ALIAS). alibi_slopes and sinks (and the seqs arrays) are inputs:
@@ -713,6 +751,20 @@ FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const
  * range (FA_ERR_SHAPE); strides as fa_forward (FA_ERR_STRIDE); out or lse overlapping a part, its
  * lse or each other (FA_ERR_ALIAS: no merging in place).
  */
+/**
+ * The dropout keep mask of fa_params (see "Dropout" there): mask[r·ld + c] = 1 when query row i0 + r
+ * of batch entry (or sequence) b and query head h keeps key j0 + c, else 0, for r < rows, c < cols.
+ * Reads p->dropout_p, dropout_seed and dropout_offset (by the ABI section's reading rule) and takes
+ * Hq, the number of query heads, as the stream index needs it. With dropout_p = 0 every entry is 1.
+ * A pure function: the mask fa_forward and fa_backward apply, whatever the thread count or layout.
+ * Refused, with nothing written: mask NULL with rows·cols > 0 (FA_ERR_NULL); p's struct_size
+ * (FA_ERR_ARG) or an unknown field set (FA_ERR_UNSUPPORTED); dropout_p NaN, negative or >= 1
+ * (FA_ERR_ARG); b, h, i0, j0, rows or cols negative, h >= Hq, Hq < 1, ld < cols, rows·ld overflowing,
+ * i0 + rows > 2^32 or j0 + cols > 2^34 (FA_ERR_SHAPE).
+ */
+FA_API fa_status fa_dropout_mask(const fa_params *p, int64_t q_heads, int64_t b, int64_t h, int64_t i0,
+                                 int64_t j0, int64_t rows, int64_t cols, uint8_t *mask, int64_t ld);
+
 FA_API fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses, const fa_tensor *out,
                           void *lse);
 

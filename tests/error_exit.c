@@ -93,6 +93,8 @@ void ee_valid_args(const ee_world *w, ee_args *a)
     a->p.window_left = 3;
     a->p.window_right = 1;
     a->p.softcap = 30.0;
+    a->p.dropout_p = 0.2; /* every refusal below is made with dropout on */
+    a->p.dropout_seed = 7;
     a->p.alibi_slopes = (const float *)(void *)ee_region(w, EE_SLOPES, 0);
     a->p.sinks = (const float *)(void *)ee_region(w, EE_SINKS, 0);
     a->p.dsinks = (float *)(void *)ee_region(w, EE_DSINKS, 0);
@@ -533,6 +535,7 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
     case EE_OP_WINDOW: *(c->field ? &a->p.window_right : &a->p.window_left) = x; break;
     case EE_OP_SHIFT: a->p.diagonal_shift = x; break;
     case EE_OP_SOFTCAP: a->p.softcap = c->d; break;
+    case EE_OP_DROPOUT: a->p.dropout_p = c->d; break;
     case EE_OP_ALIAS: {
         int moved = c->ti, onto = c->field;
         unsigned char *first = ee_slot_first(a, onto);
@@ -684,6 +687,10 @@ static void add_params(ee_table *t, ee_call call)
         c->d = softcap_f32[i].x;
         c->f32_only = 1;
     }
+    static const named_f64 dropout_arg[] = {{"NaN", NAN},      {"-0.1", -0.1},   {"1", 1.0}, {"1.5", 1.5},
+                                            {"+Inf", INFINITY}, {"-Inf", -INFINITY}, {"-DBL_MIN", -DBL_MIN}};
+    for (size_t i = 0; i < sizeof dropout_arg / sizeof *dropout_arg; i++)
+        ee_add(t, call, "p->dropout_p", dropout_arg[i].name, FA_ERR_ARG, EE_OP_DROPOUT)->d = dropout_arg[i].x;
 }
 
 static int is_output(ee_call call, int ti)

@@ -205,6 +205,7 @@ enum {
     EE_OP_WINDOW,
     EE_OP_SHIFT,
     EE_OP_SOFTCAP,
+    EE_OP_DROPOUT,
     EE_OP_NULL_SINKS,
     EE_OP_MISALIGN,
     EE_OP_ALIAS,

@@ -118,8 +118,10 @@ static double effective_scale(const fa_params *p, int64_t d)
     return (p && p->scale != 0.0) ? p->scale : 1.0 / sqrt((double)d);
 }
 
-void ref_forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                     int64_t b, int64_t h, int64_t i, double *out_row, double *lse)
+/* keep: NULL, or row i's Nk keep flags of dropout (then each kept weight times 1/(1 - p->dropout_p),
+ * each dropped one 0, in the output only). */
+static void forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                        int64_t b, int64_t h, int64_t i, const uint8_t *keep, double *out_row, double *lse)
 {
     int64_t nq = q->seq, nk = k->seq, d = q->dim, dv = v->dim;
     int64_t kvh = h / (q->heads / k->heads);
@@ -149,6 +151,7 @@ void ref_forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
         if (!ref_sees(p, nq, nk, i, j)) continue;
         double w = exp(score[j] - ref);
         sum += w;
+        if (keep) w *= keep[j] ? 1.0 / (1.0 - p->dropout_p) : 0.0;
         for (int64_t y = 0; y < dv; y++) out_row[y] += w * ref_load(v, b, kvh, j, y);
     }
     if (has_sink) sum += exp(sink - ref);
@@ -157,8 +160,14 @@ void ref_forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
     free(score);
 }
 
-void ref_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, double *out,
-                 double *lse)
+void ref_forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                     int64_t b, int64_t h, int64_t i, double *out_row, double *lse)
+{
+    forward_row(p, q, k, v, b, h, i, NULL, out_row, lse);
+}
+
+void ref_forward_dropout(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                         const uint8_t *keep, double *out, double *lse)
 {
     int64_t dv = v->dim;
     double scratch_lse;
@@ -167,9 +176,16 @@ void ref_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, con
             for (int64_t i = 0; i < q->seq; i++) {
                 int64_t row = (b * q->heads + h) * q->seq + i;
                 double *o = out ? out + row * dv : NULL;
-                double tmp[512];
-                ref_forward_row(p, q, k, v, b, h, i, o ? o : tmp, lse ? lse + row : &scratch_lse);
+                double tmp[FA_MAX_HEAD_DIM];
+                forward_row(p, q, k, v, b, h, i, keep ? keep + row * k->seq : NULL, o ? o : tmp,
+                            lse ? lse + row : &scratch_lse);
             }
+}
+
+void ref_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, double *out,
+                 double *lse)
+{
+    ref_forward_dropout(p, q, k, v, NULL, out, lse);
 }
 
 void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,

@@ -50,6 +50,12 @@ void ref_forward_row(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
 void ref_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, double *out,
                  double *lse);
 
+/* The same with dropout (flashattn.h, fa_params "Dropout") given its mask: keep [B][Hq][Nq][Nk]
+ * (contiguous; 1 kept, 0 dropped; the tests take it from fa_dropout_mask), NULL for none.
+ * out_i = sum_j keep_ij / (1 - p->dropout_p) · P_ij v_j, lse undropped. */
+void ref_forward_dropout(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                         const uint8_t *keep, double *out, double *lse);
+
 /* The same naive algorithm carried out in float32 arithmetic (sequential dot products, tanhf, expf):
  * the yardstick for how much error an f32 implementation may have. Same layout as ref_forward. */
 void ref_forward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,

@@ -32,95 +32,106 @@ int64_t ref_dbias_at(const ref_dbias_shape *s, int64_t b, int64_t h, int64_t i)
     return ((s->batch > 1 ? b : 0) * s->heads + (s->heads > 1 ? h : 0)) * s->seq + (s->seq > 1 ? i : 0);
 }
 
-/* NAME(p, q, k, v, out, dout, dq, dk, dv, dsinks, dbias): every output may be NULL. dbias sums dS
- * before the modifiers' derivative (the gradient of the modified score) over the bias's broadcast
- * axes, b, then h, then i, in T. out NULL: delta_i is
- * sum_j P_ij·dP_ij from the oracle's own P; otherwise delta_i = dout_i·out_i from the given out
- * tensor, summed in T in column order (what fa_backward does with the out it is handed). */
-#define DEFINE_REF_BACKWARD(NAME, T, EXP, MODIFY)                                                     \
-    static void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,  \
-                     const fa_tensor *out, const fa_tensor *dout, double *dq, double *dk, double *dv, \
-                     double *dsinks, double *dbias)                                                   \
-    {                                                                                                 \
-        int64_t B = q->batch, Hq = q->heads, Hkv = k->heads, nq = q->seq, nk = k->seq, d = q->dim,    \
-                dvd = v->dim, group = Hkv > 0 ? Hq / Hkv : 1;                                         \
-        int grads = dq || dk || dv || dbias, has_sink = p && p->sinks;                                \
-        T scale = (T)scale_of(p, d);                                                                  \
-        size_t n_nk = (size_t)(nk > 0 ? nk : 1);                                                      \
-        T *prob = malloc(sizeof(T) * n_nk), *dprob = malloc(sizeof(T) * n_nk),                        \
-          *dmod = malloc(sizeof(T) * n_nk);                                                           \
-        T *gk = calloc((size_t)(B * Hkv * nk * d) + 1, sizeof(T));                                    \
-        T *gv = calloc((size_t)(B * Hkv * nk * dvd) + 1, sizeof(T));                                  \
-        T *gsink = calloc((size_t)Hq + 1, sizeof(T));                                                 \
-        ref_dbias_shape bs = ref_dbias_shape_of(p, q);                                                \
-        T *gbias = calloc((size_t)(bs.batch * bs.heads * bs.seq * nk) + 1, sizeof(T));                \
-        for (int64_t b = 0; b < B; b++)                                                               \
-            for (int64_t h = 0; h < Hq; h++) {                                                        \
-                int64_t kvh = h / group;                                                              \
-                T sink = has_sink ? (T)p->sinks[h] : -(T)INFINITY;                                    \
-                for (int64_t i = 0; i < nq; i++) {                                                    \
-                    T row_max = -(T)INFINITY, sum = 0;                                                \
-                    int any = 0;                                                                      \
-                    for (int64_t j = 0; j < nk; j++) {                                                \
-                        if (!ref_sees(p, nq, nk, i, j)) continue;                                     \
-                        T dot = 0;                                                                    \
-                        for (int64_t x = 0; x < d; x++)                                               \
-                            dot += (T)ref_load(q, b, h, i, x) * (T)ref_load(k, b, kvh, j, x);         \
-                        prob[j] = MODIFY(p, nq, nk, b, h, i, j, scale * dot, &dmod[j]);               \
-                        if (!any || prob[j] > row_max || isnan(prob[j])) row_max = prob[j];           \
-                        any = 1;                                                                      \
-                    }                                                                                 \
-                    T gq_tmp[512];                                                                    \
-                    for (int64_t x = 0; x < d; x++) gq_tmp[x] = 0;                                    \
-                    if (row_max != -(T)INFINITY) { /* sees a key whose score is not -inf */           \
-                        T ref = has_sink && sink > row_max ? sink : row_max;                          \
-                        for (int64_t j = 0; j < nk; j++)                                              \
-                            if (ref_sees(p, nq, nk, i, j)) sum += (prob[j] = EXP(prob[j] - ref));     \
-                        if (has_sink) sum += EXP(sink - ref);                                         \
-                        T delta = 0;                                                                  \
-                        for (int64_t j = 0; j < nk; j++) {                                            \
-                            if (!ref_sees(p, nq, nk, i, j)) continue;                                 \
-                            prob[j] /= sum;                                                           \
-                            T dp = 0;                                                                 \
-                            for (int64_t y = 0; y < dvd; y++)                                         \
-                                dp += (T)ref_load(dout, b, h, i, y) * (T)ref_load(v, b, kvh, j, y);   \
-                            dprob[j] = dp;                                                            \
-                            if (!out) delta += prob[j] * dp;                                          \
-                        }                                                                             \
-                        for (int64_t y = 0; out && y < dvd; y++)                                      \
-                            delta += (T)ref_load(dout, b, h, i, y) * (T)ref_load(out, b, h, i, y);    \
-                        if (has_sink) gsink[h] -= EXP(sink - ref) / sum * delta;                      \
-                        for (int64_t j = 0; grads && j < nk; j++) {                                   \
-                            if (!ref_sees(p, nq, nk, i, j)) continue;                                 \
-                            T ds_mod = prob[j] * (dprob[j] - delta), ds = ds_mod * dmod[j];           \
-                            if (dbias) gbias[ref_dbias_at(&bs, b, h, i) * nk + j] += ds_mod;          \
-                            T *gkr = gk + ((b * Hkv + kvh) * nk + j) * d;                             \
-                            T *gvr = gv + ((b * Hkv + kvh) * nk + j) * dvd;                           \
-                            for (int64_t x = 0; x < d; x++) {                                         \
-                                gq_tmp[x] += ds * (T)ref_load(k, b, kvh, j, x);                       \
-                                gkr[x] += scale * ds * (T)ref_load(q, b, h, i, x);                    \
-                            }                                                                         \
-                            for (int64_t y = 0; y < dvd; y++)                                         \
-                                gvr[y] += prob[j] * (T)ref_load(dout, b, h, i, y);                    \
-                        }                                                                             \
-                    }                                                                                 \
-                    if (dq)                                                                           \
-                        for (int64_t x = 0; x < d; x++)                                               \
-                            dq[((b * Hq + h) * nq + i) * d + x] = (double)(scale * gq_tmp[x]);        \
-                }                                                                                     \
-            }                                                                                         \
-        for (int64_t x = 0; dk && x < B * Hkv * nk * d; x++) dk[x] = (double)gk[x];                   \
-        for (int64_t x = 0; dv && x < B * Hkv * nk * dvd; x++) dv[x] = (double)gv[x];                 \
-        for (int64_t h = 0; dsinks && h < Hq; h++) dsinks[h] = (double)gsink[h];                      \
-        for (int64_t x = 0; dbias && x < bs.batch * bs.heads * bs.seq * nk; x++)                      \
-            dbias[x] = (double)gbias[x];                                                              \
-        free(gbias);                                                                                  \
-        free(gk);                                                                                     \
-        free(gv);                                                                                     \
-        free(gsink);                                                                                  \
-        free(prob);                                                                                   \
-        free(dprob);                                                                                  \
-        free(dmod);                                                                                   \
+/* NAME(p, q, k, v, out, dout, keep, dq, dk, dv, dsinks, dbias): every output may be NULL. dbias sums
+ * dS before the modifiers' derivative (the gradient of the modified score) over the bias's broadcast
+ * axes, b, then h, then i, in T. out NULL: delta_i is sum_j P_ij·M_ij·dP_ij from the oracle's own P;
+ * otherwise delta_i = dout_i·out_i from the given out tensor, summed in T in column order (what
+ * fa_backward does with the out it is handed). keep: NULL, or dropout's mask [B][Hq][Nq][Nk];
+ * M_ij = keep_ij / (1 - p->dropout_p) (1 without), so out = (P∘M)·V, dV = (P∘M)ᵀ·dO and
+ * dS = P∘(dP∘M - delta). */
+#define DEFINE_REF_BACKWARD(NAME, T, EXP, MODIFY)                                                    \
+    static void NAME(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, \
+                     const fa_tensor *out, const fa_tensor *dout, const uint8_t *keep, double *dq,   \
+                     double *dk, double *dv, double *dsinks, double *dbias)                          \
+    {                                                                                                \
+        int64_t B = q->batch, Hq = q->heads, Hkv = k->heads, nq = q->seq, nk = k->seq, d = q->dim,   \
+                dvd = v->dim, group = Hkv > 0 ? Hq / Hkv : 1;                                        \
+        int grads = dq || dk || dv || dbias, has_sink = p && p->sinks;                               \
+        T scale = (T)scale_of(p, d);                                                                 \
+        size_t n_nk = (size_t)(nk > 0 ? nk : 1);                                                     \
+        T *prob = malloc(sizeof(T) * n_nk), *dprob = malloc(sizeof(T) * n_nk),                       \
+          *dmod = malloc(sizeof(T) * n_nk);                                                          \
+        T *gk = calloc((size_t)(B * Hkv * nk * d) + 1, sizeof(T));                                   \
+        T *gv = calloc((size_t)(B * Hkv * nk * dvd) + 1, sizeof(T));                                 \
+        T *gsink = calloc((size_t)Hq + 1, sizeof(T));                                                \
+        ref_dbias_shape bs = ref_dbias_shape_of(p, q);                                               \
+        T *gbias = calloc((size_t)(bs.batch * bs.heads * bs.seq * nk) + 1, sizeof(T));               \
+        for (int64_t b = 0; b < B; b++)                                                              \
+            for (int64_t h = 0; h < Hq; h++) {                                                       \
+                int64_t kvh = h / group;                                                             \
+                T sink = has_sink ? (T)p->sinks[h] : -(T)INFINITY;                                   \
+                for (int64_t i = 0; i < nq; i++) {                                                   \
+                    T row_max = -(T)INFINITY, sum = 0;                                               \
+                    int any = 0;                                                                     \
+                    for (int64_t j = 0; j < nk; j++) {                                               \
+                        if (!ref_sees(p, nq, nk, i, j)) continue;                                    \
+                        T dot = 0;                                                                   \
+                        for (int64_t x = 0; x < d; x++)                                              \
+                            dot += (T)ref_load(q, b, h, i, x) * (T)ref_load(k, b, kvh, j, x);        \
+                        prob[j] = MODIFY(p, nq, nk, b, h, i, j, scale * dot, &dmod[j]);              \
+                        if (!any || prob[j] > row_max || isnan(prob[j])) row_max = prob[j];          \
+                        any = 1;                                                                     \
+                    }                                                                                \
+                    T gq_tmp[512];                                                                   \
+                    for (int64_t x = 0; x < d; x++) gq_tmp[x] = 0;                                   \
+                    if (row_max != -(T)INFINITY) { /* sees a key whose score is not -inf */          \
+                        T ref = has_sink && sink > row_max ? sink : row_max;                         \
+                        for (int64_t j = 0; j < nk; j++)                                             \
+                            if (ref_sees(p, nq, nk, i, j)) sum += (prob[j] = EXP(prob[j] - ref));    \
+                        if (has_sink) sum += EXP(sink - ref);                                        \
+                        T delta = 0;                                                                 \
+                        for (int64_t j = 0; j < nk; j++) {                                           \
+                            if (!ref_sees(p, nq, nk, i, j)) continue;                                \
+                            prob[j] /= sum;                                                          \
+                            T dp = 0;                                                                \
+                            for (int64_t y = 0; y < dvd; y++)                                        \
+                                dp += (T)ref_load(dout, b, h, i, y) * (T)ref_load(v, b, kvh, j, y);  \
+                            if (keep)                                                                \
+                                dp *= keep[((b * Hq + h) * nq + i) * nk + j]                         \
+                                          ? (T)(1.0 / (1.0 - p->dropout_p))                          \
+                                          : (T)0;                                                    \
+                            dprob[j] = dp;                                                           \
+                            if (!out) delta += prob[j] * dp;                                         \
+                        }                                                                            \
+                        for (int64_t y = 0; out && y < dvd; y++)                                     \
+                            delta += (T)ref_load(dout, b, h, i, y) * (T)ref_load(out, b, h, i, y);   \
+                        if (has_sink) gsink[h] -= EXP(sink - ref) / sum * delta;                     \
+                        for (int64_t j = 0; grads && j < nk; j++) {                                  \
+                            if (!ref_sees(p, nq, nk, i, j)) continue;                                \
+                            T ds_mod = prob[j] * (dprob[j] - delta), ds = ds_mod * dmod[j];          \
+                            if (dbias) gbias[ref_dbias_at(&bs, b, h, i) * nk + j] += ds_mod;         \
+                            T *gkr = gk + ((b * Hkv + kvh) * nk + j) * d;                            \
+                            T *gvr = gv + ((b * Hkv + kvh) * nk + j) * dvd;                          \
+                            for (int64_t x = 0; x < d; x++) {                                        \
+                                gq_tmp[x] += ds * (T)ref_load(k, b, kvh, j, x);                      \
+                                gkr[x] += scale * ds * (T)ref_load(q, b, h, i, x);                   \
+                            }                                                                        \
+                            T kept = prob[j];                                                        \
+                            if (keep)                                                                \
+                                kept *= keep[((b * Hq + h) * nq + i) * nk + j]                       \
+                                            ? (T)(1.0 / (1.0 - p->dropout_p))                        \
+                                            : (T)0;                                                  \
+                            for (int64_t y = 0; y < dvd; y++)                                        \
+                                gvr[y] += kept * (T)ref_load(dout, b, h, i, y);                      \
+                        }                                                                            \
+                    }                                                                                \
+                    if (dq)                                                                          \
+                        for (int64_t x = 0; x < d; x++)                                              \
+                            dq[((b * Hq + h) * nq + i) * d + x] = (double)(scale * gq_tmp[x]);       \
+                }                                                                                    \
+            }                                                                                        \
+        for (int64_t x = 0; dk && x < B * Hkv * nk * d; x++) dk[x] = (double)gk[x];                  \
+        for (int64_t x = 0; dv && x < B * Hkv * nk * dvd; x++) dv[x] = (double)gv[x];                \
+        for (int64_t h = 0; dsinks && h < Hq; h++) dsinks[h] = (double)gsink[h];                     \
+        for (int64_t x = 0; dbias && x < bs.batch * bs.heads * bs.seq * nk; x++)                     \
+            dbias[x] = (double)gbias[x];                                                             \
+        free(gbias);                                                                                 \
+        free(gk);                                                                                    \
+        free(gv);                                                                                    \
+        free(gsink);                                                                                 \
+        free(prob);                                                                                  \
+        free(dprob);                                                                                 \
+        free(dmod);                                                                                  \
     }
 
 DEFINE_REF_BACKWARD(backward_f64, double, exp, ref_modify)
@@ -129,51 +140,57 @@ DEFINE_REF_BACKWARD(backward_f32, float, expf, ref_modify_f32)
 void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                   const fa_tensor *dout, double *dq, double *dk, double *dv)
 {
-    backward_f64(p, q, k, v, NULL, dout, dq, dk, dv, NULL, NULL);
+    backward_f64(p, q, k, v, NULL, dout, NULL, dq, dk, dv, NULL, NULL);
+}
+
+void ref_backward_dropout(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                          const fa_tensor *dout, const uint8_t *keep, double *dq, double *dk, double *dv)
+{
+    backward_f64(p, q, k, v, NULL, dout, keep, dq, dk, dv, NULL, NULL);
 }
 
 void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                             const fa_tensor *dout, double *dq, double *dk, double *dv)
 {
-    backward_f32(p, q, k, v, NULL, dout, dq, dk, dv, NULL, NULL);
+    backward_f32(p, q, k, v, NULL, dout, NULL, dq, dk, dv, NULL, NULL);
 }
 
 void ref_backward_dsinks(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                          const fa_tensor *dout, double *dsinks)
 {
-    backward_f64(p, q, k, v, NULL, dout, NULL, NULL, NULL, dsinks, NULL);
+    backward_f64(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, dsinks, NULL);
 }
 
 void ref_backward_dsinks_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                    const fa_tensor *v, const fa_tensor *dout, double *dsinks)
 {
-    backward_f32(p, q, k, v, NULL, dout, NULL, NULL, NULL, dsinks, NULL);
+    backward_f32(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, dsinks, NULL);
 }
 
 void ref_backward_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                       const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
                                       double *dq, double *dk, double *dv, double *dsinks)
 {
-    backward_f32(p, q, k, v, out, dout, dq, dk, dv, dsinks, NULL);
+    backward_f32(p, q, k, v, out, dout, NULL, dq, dk, dv, dsinks, NULL);
 }
 
 void ref_backward_dbias(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                         const fa_tensor *dout, double *dbias)
 {
-    backward_f64(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, dbias);
+    backward_f64(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, NULL, dbias);
 }
 
 void ref_backward_dbias_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                   const fa_tensor *v, const fa_tensor *dout, double *dbias)
 {
-    backward_f32(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, dbias);
+    backward_f32(p, q, k, v, NULL, dout, NULL, NULL, NULL, NULL, NULL, dbias);
 }
 
 void ref_backward_dbias_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                             const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
                                             double *dbias)
 {
-    backward_f32(p, q, k, v, out, dout, NULL, NULL, NULL, NULL, dbias);
+    backward_f32(p, q, k, v, out, dout, NULL, NULL, NULL, NULL, NULL, dbias);
 }
 
 /* Row-level oracles (fa-bench's sampled check): the same definitions, one gradient row at a time. */

@@ -17,6 +17,12 @@
 void ref_backward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                   const fa_tensor *dout, double *dq, double *dk, double *dv);
 
+/* The same with dropout given its mask (see ref_forward_dropout): keep [B][Hq][Nq][Nk], M_ij =
+ * keep_ij / (1 - p->dropout_p); out = (P∘M)·V, dP_ij = (dout_i·v_j)·M_ij, delta_i = sum_j P_ij·dP_ij
+ * (= dout_i·out_i), dS = P∘(dP - delta)∘m', dv = (P∘M)ᵀ·dO. */
+void ref_backward_dropout(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                          const fa_tensor *dout, const uint8_t *keep, double *dq, double *dk, double *dv);
+
 /* The same algorithm in float32 arithmetic (tanhf, expf): the yardstick for an f32 backward's
  * error. */
 void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,

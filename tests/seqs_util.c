@@ -436,6 +436,9 @@ int ts_forward_equals_dense_calls(fa_context *ctx, const fa_params *p, const ts_
     alone.seqs = NULL;
     size_t e = tu_dtype_size(s->dtype);
     for (int64_t b = 0; b < s->batch; b++) {
+        /* dropout's stream of sequence b is that of batch entry 0 of a call of it alone whose offset
+         * is b·Hq further (flashattn.h, fa_params "Dropout") */
+        alone.dropout_offset = p->dropout_offset + (uint64_t)(b * s->q_heads);
         fa_tensor q = ts_seq_view(t, TS_Q, b), k = ts_seq_view(t, TS_K, b), v = ts_seq_view(t, TS_V, b);
         fa_tensor mine = ts_seq_view(t, TS_OUT, b);
         void *out_mem = malloc((size_t)(s->q_heads * t->q_len[b] * s->dim_v) * e + e);
@@ -468,6 +471,7 @@ int ts_backward_equals_dense_calls(fa_context *ctx, const fa_params *p, const ts
     size_t e = tu_dtype_size(s->dtype);
     static const char *const names[3] = {"dq", "dk", "dv"};
     for (int64_t b = 0; b < s->batch; b++) {
+        alone.dropout_offset = p->dropout_offset + (uint64_t)(b * s->q_heads); /* as the forward's */
         tub_problem bp; /* the sequence's views, and a contiguous copy of its lse rows */
         ts_seq_problem(t, b, &bp);
         void *mem[3];

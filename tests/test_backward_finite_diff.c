@@ -2,7 +2,9 @@
 /* The gradients are the derivatives of the library's own forward: central finite differences of
  * the scalar loss L = sum(dout ∘ out), out = fa_forward(q, k, v), with a fixed random dout,
  * against dq, dk, dv from fa_backward, on small f64 problems (N from 1 to 33, D from 1 to 16,
- * grouped heads, Dv != D) under each causal mode, at a sample of q, k and v entries.
+ * grouped heads, Dv != D) under each causal mode, and with dropout (its mask depends on the indices
+ * alone, so every perturbed forward drops the same probabilities and L stays differentiable), at a
+ * sample of q, k and v entries.
  *
  * The difference quotient is the fourth-order central stencil
  *     g ≈ [8·(L(x+h) - L(x-h)) - (L(x+2h) - L(x-2h))] / (12h)
@@ -80,12 +82,15 @@ static int64_t pick_entries(const fa_tensor *t, tu_rng *rng, int64_t *idx)
     return m;
 }
 
-static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal, uint64_t seed, int *checked)
+static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal, double dropout,
+                          uint64_t seed, int *checked)
 {
     tu_shape s = {FA_F64,     fs->batch, fs->q_heads, fs->kv_heads, fs->q_len,
                   fs->kv_len, fs->dim,   fs->dim_v,   TU_BHSD};
     fa_params p = FA_PARAMS_INIT;
     p.causal = causal;
+    p.dropout_p = dropout; /* the mask is a function of the indices: the same in every forward here */
+    p.dropout_seed = seed;
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
     tub_make(&bp, &s, &rng, 1.5);
@@ -139,7 +144,7 @@ static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal,
     tub_free(&bp);
 }
 
-static void run_finite_diff(fa_causal causal)
+static void run_finite_diff(fa_causal causal, double dropout)
 {
     uint64_t seed = tu_test_seed();
     fa_context_opts o = FA_CONTEXT_OPTS_INIT;
@@ -147,22 +152,28 @@ static void run_finite_diff(fa_causal causal)
     fa_context *ctx;
     cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
     int checked = 0;
-    for (int c = 0; c < N_SHAPES; c++) check_problem(ctx, &shapes[c], causal, seed + (uint64_t)c, &checked);
+    for (int c = 0; c < N_SHAPES; c++)
+        check_problem(ctx, &shapes[c], causal, dropout, seed + (uint64_t)c, &checked);
     cr_assert_gt(checked, 0);
     fa_context_destroy(ctx);
 }
 
 Test(backward_finite_diff, gradients_match_central_differences_of_the_loss_without_mask)
 {
-    run_finite_diff(FA_CAUSAL_NONE);
+    run_finite_diff(FA_CAUSAL_NONE, 0.0);
 }
 
 Test(backward_finite_diff, gradients_match_central_differences_of_the_loss_top_left_causal)
 {
-    run_finite_diff(FA_CAUSAL_TOP_LEFT);
+    run_finite_diff(FA_CAUSAL_TOP_LEFT, 0.0);
 }
 
 Test(backward_finite_diff, gradients_match_central_differences_of_the_loss_bottom_right_causal)
 {
-    run_finite_diff(FA_CAUSAL_BOTTOM_RIGHT);
+    run_finite_diff(FA_CAUSAL_BOTTOM_RIGHT, 0.0);
+}
+
+Test(backward_finite_diff, gradients_match_central_differences_of_the_loss_with_dropout)
+{
+    run_finite_diff(FA_CAUSAL_BOTTOM_RIGHT, 0.3);
 }

@@ -4,7 +4,7 @@
  * So out, dq, dk and dv of the half call are, bit for bit, the float call's results rounded to
  * nearest even (kernels/half.h), and lse (float in both) is the same bits; the same for the
  * half-precision KV cache (f32 q, out, dout, dq over bf16/f16 k, v, dk, dv). Checked on every
- * table the suite runs with, over masks, every score modifier, GQA, Dv != D, edge tiles, a batch
+ * table the suite runs with, over masks, every score modifier, dropout, GQA, Dv != D, edge tiles, a batch
  * of packed sequences, and paged keys; a paged call is also bitwise its contiguous cache's.
  *
  * The one exception is the header's: an all-bf16 call with even head dims on a table with bf16
@@ -106,7 +106,7 @@ static void he_free(he_tensor *x)
 typedef struct {
     int64_t b, hq, hkv, nq, nk, d, dv;
     fa_causal causal;
-    int modifiers; /* softcap, ALiBi, a window, an f32 bias and sinks */
+    int modifiers; /* bit 0: softcap, ALiBi, a window, an f32 bias and sinks; bit 1: dropout */
     const char *name;
 } he_shape;
 
@@ -137,7 +137,11 @@ static void he_check(fa_context *ctx, const he_types *ty, const he_shape *s, uin
 
     fa_params p = FA_PARAMS_INIT;
     p.causal = s->causal;
-    if (s->modifiers) {
+    if (s->modifiers & 2) { /* the mask is the same in both calls: a function of the indices */
+        p.dropout_p = 0.3;
+        p.dropout_seed = seed;
+    }
+    if (s->modifiers & 1) {
         p.softcap = 5.0;
         p.alibi_slopes = slopes;
         p.window_left = s->nk / 3;
@@ -186,6 +190,9 @@ static const he_shape he_shapes[] = {
     /* one and two rows an item read the values in blocks of up to 8 vectors: Dv past 128, and with a tail */
     {1, 2, 2, 1, 300, 40, 136, FA_CAUSAL_NONE, 0, "decode Nq1 Nk300 D40 Dv136"},
     {1, 4, 2, 1, 200, 72, 100, FA_CAUSAL_BOTTOM_RIGHT, 0, "GQA decode, groups of 2, Nq1 Nk200 D72 Dv100"},
+    {1, 4, 2, 45, 90, 16, 24, FA_CAUSAL_BOTTOM_RIGHT, 3, "Nq45 Nk90 D16 Dv24, modifiers, dropout"},
+    {1, 8, 2, 1, 300, 64, 64, FA_CAUSAL_NONE, 2, "GQA decode Nq1 Nk300 D64, dropout"},
+    {2, 2, 2, 3, 300, 40, 136, FA_CAUSAL_NONE, 2, "decode Nq3 Nk300 D40 Dv136, dropout"},
 };
 
 Test(half_equivalence, every_output_is_the_float_calls_rounded_once)

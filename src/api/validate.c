@@ -40,6 +40,9 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
     if (!(p->softcap >= 0.0) || !isfinite(p->softcap))
         return fa_diag_fail(FA_ERR_ARG, call, "p.softcap = %g: expected 0 (off) or a finite positive value",
                             p->softcap);
+    if (!(p->dropout_p >= 0.0 && p->dropout_p < 1.0))
+        return fa_diag_fail(FA_ERR_ARG, call, "p.dropout_p = %g: expected 0 (off) or a probability in (0, 1)",
+                            p->dropout_p);
     if (p->seqs && p->seqs->batch < 0)
         return fa_diag_fail(FA_ERR_ARG, call, "p.seqs.batch = %lld: expected >= 0",
                             (long long)p->seqs->batch);
@@ -174,6 +177,23 @@ static fa_status check_supported(const char *call, const fa_params *p, int backw
     /* by now p->k_scale is set exactly when k is quantized (check_scales_present, check_scales_wanted) */
     if (backward && p->k_scale)
         return fa_diag_fail(FA_ERR_UNSUPPORTED, call, "a quantized k and v: their gradients are %s", later);
+    return FA_OK;
+}
+
+/* Dropout's counter holds a row index in 32 bits and a key index over 4 in 32 (flashattn.h,
+ * "Dropout"): longer sequences have no mask. */
+static fa_status check_dropout_indices(const char *call, const fa_params *p, const fa_tensor *q,
+                                       const fa_tensor *k)
+{
+    if (p->dropout_p == 0.0) return FA_OK;
+    int64_t keys = k->seq;
+    if (p->seqs && p->seqs->block_table && __builtin_mul_overflow(p->seqs->pages_per_seq, k->seq, &keys))
+        keys = INT64_MAX;
+    if (q->seq > ((int64_t)1 << 32) || keys > ((int64_t)1 << 34))
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
+                            "p.dropout_p = %g with q.seq = %lld and %lld keys: dropout's counter holds rows "
+                            "below 2^32 and keys below 2^34",
+                            p->dropout_p, (long long)q->seq, (long long)keys);
     return FA_OK;
 }
 
@@ -318,6 +338,11 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->bias = broadcast_view_of(params->bias);
     prob->k_scale = broadcast_view_of(params->k_scale);
     prob->v_scale = broadcast_view_of(params->v_scale);
+    prob->dropout_p = params->dropout_p;
+    prob->dropout_seed = params->dropout_seed;
+    prob->dropout_offset = params->dropout_offset;
+    prob->dropout_batch0 = 0;
+    prob->dropout_heads = q->heads;
 }
 
 /* Element i of the caller's arrays. Their alignment is checked later, with the strides (the class
@@ -500,6 +525,7 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
     if ((st = seqs_input_ranges(call, params.seqs, in_range, &n_in)) != FA_OK) return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, 2)) != FA_OK) return st;
     if ((st = check_supported(call, &params, 0)) != FA_OK) return st;
+    if ((st = check_dropout_indices(call, &params, q, k)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     return FA_OK;
 }
@@ -546,6 +572,7 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
         return st;
     if ((st = fa_check_alias(call, in_range, n_in, out_range, n_out + 1)) != FA_OK) return st;
     if ((st = check_supported(call, &params, 1)) != FA_OK) return st;
+    if ((st = check_dropout_indices(call, &params, q, k)) != FA_OK) return st;
     fill_problem(prob, &params, q, k, v, out, lse);
     prob->dsinks = params.dsinks;
     prob->dbias = broadcast_view_of(params.dbias);

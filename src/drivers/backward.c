@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdatomic.h>
 
+#include "drivers/dropout.h"
 #include "drivers/epilogue.h"
 #include "drivers/half_rows.h"
 #include "drivers/visible_products.h"

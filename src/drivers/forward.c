@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "drivers/dropout.h"
 #include "drivers/epilogue.h"
 #include "drivers/half_rows.h"
 #include "drivers/visible_products.h"
@@ -97,7 +98,9 @@ static int64_t forward_units(const fa_problem *p, const fa_q_schedule *s, int gr
 static int rows_take_dot(const fa_problem *p)
 {
     /* the dot set packs a block's rows at one stride: not a grouped problem's rows over positions */
-    return p->q_len > FA_HALF_ROWS && (p->row_group <= 1 || p->q_len <= p->row_group);
+    /* dropout's mask multiplies P between the softmax and P·V, which the dot set fuses (it rounds P
+     * to bf16 pairs as it computes it): a dropout forward widens */
+    return p->q_len > FA_HALF_ROWS && (p->row_group <= 1 || p->q_len <= p->row_group) && p->dropout_p == 0.0;
 }
 
 static int takes_dot(const fa_context *ctx, const fa_problem *p)

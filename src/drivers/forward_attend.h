@@ -36,7 +36,7 @@ static FA_NAME(query_block_) FA_SET_NAME(block_at_)(const fa_forward_job *job, c
 
 /* One query block's online-softmax step over the columns [col0, col0 + cols) of a key tile: the
  * scores, the value modifiers on every score, the masks on a tile that is not fully visible, then
- * the softmax and the accumulation. */
+ * the softmax, dropout's mask on its probabilities, and the accumulation. */
 static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
                                       const fa_q_item *it, const FA_NAME(query_block_) * b,
                                       const FA_SET_NAME(tile_) * t, int64_t col0, int64_t cols)
@@ -49,7 +49,7 @@ static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_
         job->kernels->FA_SFX->modify(&mods, b->ld, cols, item->s, NULL);
     }
     if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, b->row0, b->rows, col0, cols, item->s, b->ld);
-    FA_SET_NAME(softmax_accumulate_)(item, job, b, t, col0, cols, full);
+    FA_SET_NAME(softmax_accumulate_)(item, job, it, b, t, col0, cols, full);
 }
 
 /* The online softmax of a group of n query items over the keys [key_lo, key_hi) each may see (key_lo

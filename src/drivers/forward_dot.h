@@ -182,9 +182,11 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
  * product takes only what each row sees, unless the block's columns are the tile's (zeros past
  * them) and it sees them all. */
 static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
-                                             const FA_NAME(query_block_) * b, const FA_SET_NAME(tile_) * t,
-                                             int64_t col0, int64_t cols, int full)
+                                             const fa_q_item *it, const FA_NAME(query_block_) * b,
+                                             const FA_SET_NAME(tile_) * t, int64_t col0, int64_t cols,
+                                             int full)
 {
+    (void)it; /* no dropout here: a dropout forward widens (forward.c, rows_take_dot) */
     const fa_problem *p = job->problem;
     const fa_kernels_bf16 *kb = job->kernels->bf16;
     const int64_t dv = p->dim_v, ld = b->ld, off = col0 - t->col0;

@@ -241,15 +241,21 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
 }
 
 /* The online-softmax step on the block's masked, modified scores, then acc += P·V over the same
- * keys (masked columns are zero in P; on a mask's edge only the keys each row sees are summed). */
+ * keys (masked columns are zero in P; on a mask's edge only the keys each row sees are summed). With
+ * dropout, P·V reads the kept probabilities times 1/(1 - p) and the row sums stay undropped. */
 static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
-                                             const FA_NAME(query_block_) * b, const FA_SET_NAME(tile_) * t,
-                                             int64_t col0, int64_t cols, int full)
+                                             const fa_q_item *it, const FA_NAME(query_block_) * b,
+                                             const FA_SET_NAME(tile_) * t, int64_t col0, int64_t cols,
+                                             int full)
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     const int64_t acc_stride = item->st.acc_stride;
-    kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride, acc_stride);
+    kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride,
+                         acc_stride);
+    if (p->dropout_p != 0.0)
+        FA_CAT(fa_dropout_probs_, FA_SFX)
+        (p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
     if (t->in_place && full) {
         const int64_t at = col0 - t->col0;
         kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, item->v_list + at, p->kv_type,

@@ -242,6 +242,9 @@ fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k
     if (r->layout != FA_MPI_CONTIGUOUS && r->layout != FA_MPI_ZIGZAG)
         REFUSE(FA_ERR_ARG, "layout = %d: expected FA_MPI_CONTIGUOUS or FA_MPI_ZIGZAG", (int)r->layout);
     if (r->p.seqs) REFUSE(FA_ERR_UNSUPPORTED, "p.seqs: a batch of sequences is not supported across ranks");
+    /* each block's call would index the mask by its local rows and keys, not the global ones */
+    if (r->p.dropout_p != 0.0)
+        REFUSE(FA_ERR_UNSUPPORTED, "p.dropout_p = %g: dropout is not supported across ranks", r->p.dropout_p);
     if (!me->present || !first) return FA_OK; /* fa_forward_check names the NULL tensor */
     if (q->seq != k->seq)
         REFUSE(FA_ERR_SHAPE,

@@ -11,10 +11,10 @@
 int fa_problem_group_rows(const fa_problem *p, fa_problem *grouped)
 {
     /* A decode step (few query rows a head) and nothing that differs between the heads of a group
-     * (ALiBi slopes, a bias, sinks): then every score of a grouped row is what the problem of its
-     * head alone computes for that row, with the same tiles. */
-    if (p->group < 2 || p->q_len < 1 || p->q_len > FA_GROUPED_ROWS_MAX_LEN || p->alibi_slopes || p->bias.data ||
-        p->sinks)
+     * (ALiBi slopes, a bias, sinks, dropout's mask): then every score of a grouped row is what the
+     * problem of its head alone computes for that row, with the same tiles. */
+    if (p->group < 2 || p->q_len < 1 || p->q_len > FA_GROUPED_ROWS_MAX_LEN || p->alibi_slopes ||
+        p->bias.data || p->sinks || p->dropout_p != 0.0)
         return 0;
     *grouped = *p;
     grouped->q_heads = p->kv_heads;

@@ -20,6 +20,7 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
     *one = *p;
     one->batch = 1;
     one->seqs = NULL;
+    one->dropout_batch0 = p->dropout_batch0 + b; /* dropout indexes the sequence, not its rows' batch */
     const fa_seqs *s = p->seqs;
     /* queries: packed rows of batch 0, or batch b */
     int64_t q_batch = b, q_row = 0;

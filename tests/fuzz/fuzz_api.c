@@ -354,6 +354,12 @@ static void decode_params(fz_case *c)
                                         FLT_MIN / 2, -INFINITY};
         p.softcap = in->softcap % 14 < 4 ? (1.0 + in->softcap_raw) / 8.0 : caps[in->softcap % 14];
     }
+    if (in->dropout.dropout >= 0xC0) {
+        static const double dropout[8] = {0.1, 0.5, 0.9, 0.0, NAN, -0.25, 1.0, INFINITY};
+        p.dropout_p = dropout[in->dropout.dropout % 8];
+        p.dropout_seed = in->dropout.dropout_seed;
+        p.dropout_offset = 3u * in->dropout.dropout_seed;
+    }
     /* the bias and the arrays point into the pool: set by decode_case */
     c->params = p;
     c->params_null = in->params_null >= 0xF0;

@@ -7,7 +7,7 @@
  * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks, then the sequences: FZ_SEQS_FIELDS,
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
  * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS, then FZ_QUANT_FIELDS and FZ_VIEW_FIELDS
- * for k_scale and v_scale). A short input reads as if padded with zero bytes (so an
+ * for k_scale and v_scale, then FZ_DROPOUT_FIELDS). A short input reads as if padded with zero bytes (so an
  * input written before the sequences, fa_merge, kv_dtype and quantized caches existed makes the same calls as it did
  * then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values of its
  * half views, now ordinary numbers); bytes after the last field are ignored. Every field is a selector that the
@@ -136,7 +136,12 @@
  *                  its size + abi_byte % (struct_size - its size) set to abi_value | 1 (a field this
  *                  library does not know: FA_ERR_UNSUPPORTED)
  *
- * Quantized KV caches (FZ_QUANT_FIELDS, then the view fields of k_scale and v_scale; last):
+ * Dropout (FZ_DROPOUT_FIELDS, last):
+ *   dropout        < 0xC0: off; else fa_params.dropout_p by % 8: 0.1, 0.5, 0.9, 0 (off, with a seed),
+ *                  NaN, -0.25, 1, +inf (the last four but 0: FA_ERR_ARG)
+ *   dropout_seed   fa_params.dropout_seed (and dropout_offset = 3 x it)
+ *
+ * Quantized KV caches (FZ_QUANT_FIELDS, then the view fields of k_scale and v_scale):
  *   quant          < 0x80: k's group keeps its dtype (kv_dtype); else k, v, dk and dv are FA_I8,
  *                  FA_F8_E4M3 or FA_F8_E5M2 by value % 3 (a view's dtype_override still wins), and
  *                  p.k_scale and p.v_scale are given
@@ -198,6 +203,7 @@ typedef uint32_t fz_u32;
 #define FZ_DTYPE_FIELDS(X) X(u8, kv_dtype)
 #define FZ_ABI_FIELDS(X)   X(u8, abi) X(u16, abi_size) X(u16, abi_byte) X(u8, abi_value)
 #define FZ_QUANT_FIELDS(X) X(u8, quant) X(u8, quant_twist) X(u8, k_bcast) X(u8, v_bcast)
+#define FZ_DROPOUT_FIELDS(X) X(u8, dropout) X(u8, dropout_seed)
 
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS  4
@@ -236,6 +242,9 @@ typedef struct {
     FZ_QUANT_FIELDS(FZ_MEMBER)
 } fz_quant_bytes;
 typedef struct {
+    FZ_DROPOUT_FIELDS(FZ_MEMBER)
+} fz_dropout_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
@@ -249,6 +258,7 @@ typedef struct {
     fz_abi_bytes abi;
     fz_quant_bytes quant;
     fz_view_bytes scale[2]; /* k_scale, v_scale */
+    fz_dropout_bytes dropout;
 } fz_input;
 #undef FZ_MEMBER
 
@@ -296,6 +306,7 @@ static inline fz_u32 fz_get_u32(fz_reader *r)
 }
 
 #define FZ_READ(type, name) d->name = fz_get_##type(r);
+#define FZ_READ_DROPOUT(type, name) d->dropout.name = fz_get_##type(r);
 static inline void fz_read_view(fz_reader *r, fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_READ)
@@ -348,8 +359,10 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     fz_read_abi(r, &d->abi);
     fz_read_quant(r, &d->quant);
     for (int i = 0; i < 2; i++) fz_read_view(r, &d->scale[i]);
+    FZ_DROPOUT_FIELDS(FZ_READ_DROPOUT)
 }
 #undef FZ_READ
+#undef FZ_READ_DROPOUT
 
 /* ---- writing (the seed writer) ---- */
 
@@ -365,6 +378,7 @@ static inline void fz_put(fz_writer *w, uint32_t v, int bytes)
 }
 
 #define FZ_WRITE(type, name) fz_put(w, (uint32_t)d->name, (int)sizeof(fz_##type));
+#define FZ_WRITE_DROPOUT(type, name) fz_put(w, (uint32_t)d->dropout.name, (int)sizeof(fz_##type));
 static inline void fz_write_view(fz_writer *w, const fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_WRITE)
@@ -418,8 +432,10 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     fz_write_abi(w, &d->abi);
     fz_write_quant(w, &d->quant);
     for (int i = 0; i < 2; i++) fz_write_view(w, &d->scale[i]);
+    FZ_DROPOUT_FIELDS(FZ_WRITE_DROPOUT)
     return wr.n;
 }
 #undef FZ_WRITE
+#undef FZ_WRITE_DROPOUT
 
 #endif

@@ -400,6 +400,8 @@ static int model_arg(const fz_call *c, fz_model *m)
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap negative or NaN/Inf");
     else if (float_scores && p.softcap != 0.0 && (p.softcap < FLT_MIN || p.softcap > FLT_MAX))
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap outside float's normal range with float scores");
+    if (!(p.dropout_p >= 0.0 && p.dropout_p < 1.0))
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "dropout_p NaN, negative or >= 1");
     /* fa_seqs: counts are scalars (a negative one is an invalid argument, as the status list
      * says of FA_ERR_ARG), and paged keys have no packed offsets */
     const fa_seqs *s = p.seqs;
@@ -741,6 +743,15 @@ static int model_unsupported(const fz_call *c, fz_model *m)
         fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "paged keys in the backward");
     if (c->backward && k_quantized(c))
         fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "the gradients of a quantized cache");
+    /* dropout's counter holds rows below 2^32 and keys below 2^34 (a paged capacity counts) */
+    if (c->p && c->p->dropout_p != 0.0) {
+        const fa_tensor *q = view_at(c, 0), *k = view_at(c, 1);
+        int64_t keys = k->seq;
+        if (seqs && seqs->block_table && __builtin_mul_overflow(seqs->pages_per_seq, k->seq, &keys))
+            keys = INT64_MAX;
+        if (q->seq > ((int64_t)1 << 32) || keys > ((int64_t)1 << 34))
+            fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "dropout past its counter's rows or keys");
+    }
     return m->refused;
 }
 

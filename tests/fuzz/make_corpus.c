@@ -1433,6 +1433,34 @@ static void size_to(fz_view_bytes *v, int f, int x)
     v->size_value = x;
 }
 
+/* Dropout (fuzz_input.h, FZ_DROPOUT_FIELDS): each probability the selector has, with the forward
+ * and the backward, and with every modifier on; the refused ones; p = 0 with a seed. */
+static void dropout_seeds(void)
+{
+    static const struct {
+        int which, dtype;
+        const char *name;
+    } cases[] = {{0, 0, "ok_f32_dropout_0_1"},       {1, 1, "ok_f64_dropout_0_5"},
+                 {2, 0, "ok_f32_dropout_0_9"},       {3, 0, "ok_f32_dropout_off_with_a_seed"},
+                 {4, 0, "err_arg_dropout_nan"},      {5, 1, "err_arg_dropout_negative"},
+                 {6, 0, "err_arg_dropout_one"},      {7, 1, "err_arg_dropout_inf"}};
+    for (size_t x = 0; x < sizeof cases / sizeof *cases; x++) {
+        fz_input in = cases[x].which >= 4 ? base_err() : base();
+        in.dtype = (fz_u8)cases[x].dtype;
+        in.dropout.dropout = (fz_u8)(0xC0 + cases[x].which);
+        in.dropout.dropout_seed = (fz_u8)(17 + x);
+        emit(cases[x].name, &in);
+    }
+    fz_input in = base();
+    in.causal = 2;
+    windows(&in, 6, 1);
+    softcap(&in, 2, 79);
+    in.array[FZ_SLOPES] = (fz_heads_bytes){array_own(), 0, 1};
+    in.dropout.dropout = 0xC1;
+    in.dropout.dropout_seed = 99;
+    emit("ok_f32_dropout_with_modifiers", &in);
+}
+
 static void quant_seeds(void)
 {
     char name[96];
@@ -1639,6 +1667,7 @@ int main(int argc, char **argv)
     half_seeds();
     abi_seeds();
     quant_seeds();
+    dropout_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;

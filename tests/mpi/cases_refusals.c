@@ -207,6 +207,14 @@ static void seqs(call *c, const mt_local *l, const mt_global *g, int faulty)
     if (faulty) c->p.seqs = &c->seqs;
 }
 
+/* dropout: valid for fa_forward/fa_backward, not across ranks (each block would index its mask by
+ * local rows and keys) */
+static void dropout(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.dropout_p = 0.1, c->p.dropout_seed = 3;
+}
+
 /* bf16 everywhere, or f32 queries over an f16 cache: valid for fa_forward/fa_backward (the
  * buffers, made for f64, hold the narrower elements; the bias goes, as its dtype would have to be
  * float), not across ranks in this version. */
@@ -365,6 +373,8 @@ static const refusal refusals[] = {
     {"zigzag-shards-differ-on-last-rank", 0, WHO_LAST, 2, 1, 1, FA_ERR_SHAPE, zigzag_differ},
     {"seqs", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
     {"seqs-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
+    {"dropout", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, dropout},
+    {"dropout-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_UNSUPPORTED, dropout},
     {"bf16", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_everywhere},
     {"f32-queries-over-an-f16-cache", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_cache},
     {"window-below-minus-1", 0, WHO_ALL, 1, 0, 1, FA_ERR_ARG, window_invalid},
@@ -381,6 +391,7 @@ static const refusal refusals[] = {
     {"backward-heads-differ-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_SHAPE, heads_differ},
     {"backward-zigzag-odd-shard", 1, WHO_ALL, 1, 1, 1, FA_ERR_SHAPE, zigzag_odd},
     {"backward-seqs", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
+    {"backward-dropout", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, dropout},
     {"backward-bf16", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_everywhere},
     {"backward-f32-queries-over-an-f16-cache", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_cache},
 };

@@ -13,8 +13,8 @@ float64 inputs (float64 computes in float64), any head dim up to 576
 Differences, by design of a CPU library:
 - ``deterministic`` is accepted and always true: every result is bitwise identical at any thread
   count. ``num_splits`` is accepted; results do not depend on it.
-- ``dropout_p > 0`` raises NotImplementedError until the C library has dropout
-  (see ``_check_dropout``, the one place to change).
+- ``dropout_p > 0`` raises NotImplementedError until this package passes it to the C library's
+  ``fa_params.dropout_p`` (see ``_check_dropout``, the one place to change).
 - ``return_attn_probs=True`` returns (out, softmax_lse, S_dmask) where S_dmask is the empty tensor
   FlashAttention returns without dropout: FlashAttention returns the probabilities only when
   dropout_p > 0.
@@ -44,12 +44,13 @@ __all__ = [
 
 
 def _check_dropout(dropout_p: float) -> None:
-    """The hook for dropout: the C library has none yet (DESIGN.md: its keep mask will be a pure
-    function of seed, offset, batch, head, row and key). Replace this check when it lands."""
+    """The hook for dropout: the C library has it (fa_params.dropout_p, dropout_seed, dropout_offset:
+    a keep mask that is a pure function of seed, offset, batch, head, row and key); this package
+    does not pass it yet (seed and offset are to come from PyTorch's default CPU generator)."""
     if dropout_p > 0.0:
         raise NotImplementedError(
-            f"flashattn: dropout_p = {dropout_p}: the C library has no dropout yet; use dropout_p=0.0 "
-            "(evaluation, or training without attention dropout)")
+            f"flashattn: dropout_p = {dropout_p}: this package does not pass dropout to the library yet; "
+            "use dropout_p=0.0 (evaluation, or training without attention dropout)")
 
 
 def _window(causal: bool, window_size, seqlen_k: int) -> Tuple[int, int, int]:

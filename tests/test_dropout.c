@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Dropout (include/flashattn.h, fa_params "Dropout"):
+ * - the generator is Philox4x32-10: Random123's published known answers (kat_vectors);
+ * - the public mask keeps 1 - p of the draws (within 4 sigma over 10^7 of them) with no correlation
+ *   between neighbouring keys, neighbouring rows or neighbouring heads (4 sigma);
+ * - the forward and the backward against the float64 oracles given the public mask
+ *   (ref_forward_dropout, ref_backward_dropout), f64 within 1e-12, under causal masks, windows,
+ *   softcap, ALiBi, bias, sinks, GQA, split-KV decode shapes and several block sizes (a keep that
+ *   differs anywhere moves an output by a probability, far beyond the tolerance: the mask is the
+ *   same at every block size and split);
+ * - the outputs are bitwise identical at 1..4 threads, and a packed batch gives each sequence the
+ *   bytes of a dense call of it alone with dropout_offset + b·Hq (its stream);
+ * - dropout_p = 0 gives the bytes of a call without dropout, whatever the seed and offset;
+ * - a bad dropout_p is refused by every call that reads it, naming p.dropout_p, nothing written.
+ * (The finite differences of the backward with dropout are in test_backward_finite_diff.c.) */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drivers/dropout.h"
+#include "kernels/philox.h"
+#include "reference_backward.h"
+#include "seqs_util.h"
+#include "util.h"
+#include "util_backward.h"
+
+Test(dropout, philox_matches_random123_known_answers)
+{
+    /* Random123 1.14, tests/kat_vectors: "philox4x32 10 CTR[4] KEY[2] EXPECTED[4]" */
+    static const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
+         0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
+         0x5001e420, 0x24126ea1},
+    };
+    for (int v = 0; v < 3; v++) {
+        uint32_t out[4], lanes[4][FA_PHILOX_LANES];
+        fa_philox4x32_10(kat[v], kat[v] + 4, out);
+        for (int w = 0; w < 4; w++)
+            cr_expect_eq(out[w], kat[v][6 + w], "vector %d word %d: %08x, expected %08x", v, w, out[w],
+                         kat[v][6 + w]);
+        /* the 16-lane generator of the tiles: lane l is the counter whose last word is c3 + l */
+        fa_philox_lanes(kat[v][0], kat[v][1], kat[v][2], kat[v][3], kat[v] + 4, lanes);
+        for (int w = 0; w < 4; w++)
+            cr_expect_eq(lanes[w][0], kat[v][6 + w], "vector %d lane 0 word %d", v, w);
+        for (int l = 1; l < FA_PHILOX_LANES; l++) {
+            const uint32_t ctr[4] = {kat[v][0], kat[v][1], kat[v][2], kat[v][3] + (uint32_t)l};
+            fa_philox4x32_10(ctr, kat[v] + 4, out);
+            for (int w = 0; w < 4; w++)
+                cr_expect_eq(lanes[w][l], out[w], "vector %d lane %d word %d", v, l, w);
+        }
+    }
+}
+
+/* The mask of one (b, h) over rows x cols, from the public call. */
+static uint8_t *mask_of(const fa_params *p, int64_t heads, int64_t b, int64_t h, int64_t rows, int64_t cols)
+{
+    uint8_t *m = malloc((size_t)(rows * cols) + 1);
+    cr_assert_eq(fa_dropout_mask(p, heads, b, h, 0, 0, rows, cols, m, cols), FA_OK, "%s", fa_last_error());
+    return m;
+}
+
+/* |count - n·q| within 4 standard deviations of a binomial(n, q) count. */
+static void expect_binomial(const char *what, double p, int64_t count, int64_t n, double q)
+{
+    double mean = (double)n * q, sigma = sqrt((double)n * q * (1.0 - q));
+    cr_expect(fabs((double)count - mean) <= 4.0 * sigma,
+              "p = %g, %s: %lld of %lld, expected %.1f +- 4 x %.1f", p, what, (long long)count, (long long)n,
+              mean, sigma);
+}
+
+Test(dropout, mask_keeps_one_minus_p_without_correlation)
+{
+    enum { HEADS = 4, ROWS = 1250, COLS = 2000 }; /* 10^7 draws */
+    static const double ps[] = {0.1, 0.5, 0.9};
+    for (size_t x = 0; x < sizeof ps / sizeof *ps; x++) {
+        fa_params p = FA_PARAMS_INIT;
+        p.dropout_p = ps[x];
+        p.dropout_seed = tu_test_seed();
+        p.dropout_offset = 12345;
+        const double q = 1.0 - ps[x];
+        uint8_t *m[HEADS];
+        for (int h = 0; h < HEADS; h++) m[h] = mask_of(&p, HEADS, 1, h, ROWS, COLS);
+        int64_t kept = 0, right = 0, down = 0, across = 0, n_right = 0, n_down = 0, n_across = 0;
+        for (int h = 0; h < HEADS; h++)
+            for (int64_t i = 0; i < ROWS; i++)
+                for (int64_t j = 0; j < COLS; j++) {
+                    const int k = m[h][i * COLS + j];
+                    kept += k;
+                    if (j + 1 < COLS) right += k & m[h][i * COLS + j + 1], n_right++;
+                    if (i + 1 < ROWS) down += k & m[h][(i + 1) * COLS + j], n_down++;
+                    if (h + 1 < HEADS) across += k & m[h + 1][i * COLS + j], n_across++;
+                }
+        expect_binomial("kept", ps[x], kept, (int64_t)HEADS * ROWS * COLS, q);
+        /* independent keeps: both of a pair kept with probability (1 - p)^2 */
+        expect_binomial("(i, j) and (i, j + 1) both kept", ps[x], right, n_right, q * q);
+        expect_binomial("(i, j) and (i + 1, j) both kept", ps[x], down, n_down, q * q);
+        expect_binomial("heads h and h + 1 both kept", ps[x], across, n_across, q * q);
+        for (int h = 0; h < HEADS; h++) free(m[h]);
+    }
+}
+
+Test(dropout, mask_is_all_kept_at_p_zero_and_a_tile_is_the_whole_mask_cut)
+{
+    fa_params p = FA_PARAMS_INIT;
+    p.dropout_seed = 99;
+    uint8_t *all = mask_of(&p, 3, 2, 1, 37, 53);
+    for (int x = 0; x < 37 * 53; x++) cr_assert_eq(all[x], 1, "p = 0 dropped element %d", x);
+    free(all);
+    p.dropout_p = 0.4;
+    all = mask_of(&p, 3, 2, 1, 37, 53);
+    uint8_t tile[9 * 16];
+    cr_assert_eq(fa_dropout_mask(&p, 3, 2, 1, 5, 7, 9, 11, tile, 16), FA_OK);
+    for (int r = 0; r < 9; r++)
+        for (int c = 0; c < 11; c++)
+            cr_expect_eq(tile[r * 16 + c], all[(5 + r) * 53 + 7 + c], "tile (%d, %d)", r, c);
+    free(all);
+}
+
+/* The keep flags [B][Hq][Nq][Nk] of a dense problem. */
+static uint8_t *keep_of(const fa_params *p, const fa_tensor *q, const fa_tensor *k)
+{
+    const int64_t per = q->seq * k->seq;
+    uint8_t *keep = malloc((size_t)(q->batch * q->heads * per) + 1);
+    for (int64_t b = 0; b < q->batch; b++)
+        for (int64_t h = 0; h < q->heads; h++)
+            cr_assert_eq(fa_dropout_mask(p, q->heads, b, h, 0, 0, q->seq, k->seq,
+                                         keep + (b * q->heads + h) * per, k->seq),
+                         FA_OK, "%s", fa_last_error());
+    return keep;
+}
+
+typedef struct {
+    const char *name;
+    int64_t batch, q_heads, kv_heads, q_len, kv_len, dim, dim_v;
+    fa_causal causal;
+    int64_t window_left, window_right;
+    double softcap;
+    int alibi, sinks, bias;
+} oracle_case;
+
+static const oracle_case cases[] = {
+    {"plain", 2, 2, 2, 37, 45, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0},
+    {"causal GQA Dv != D", 1, 4, 2, 50, 50, 8, 12, FA_CAUSAL_TOP_LEFT, -1, -1, 0, 0, 0, 0},
+    {"bottom-right window softcap", 2, 2, 1, 21, 70, 16, 8, FA_CAUSAL_BOTTOM_RIGHT, 9, -1, 5.0, 0, 0, 0},
+    {"ALiBi, sinks, bias", 1, 3, 3, 33, 40, 12, 12, FA_CAUSAL_NONE, 7, 4, 0, 1, 1, 1},
+    {"decode: split keys", 2, 4, 1, 1, 600, 16, 16, FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0, 0, 1, 0},
+    {"two rows of a long cache", 1, 2, 2, 2, 999, 8, 8, FA_CAUSAL_NONE, -1, -1, 0, 1, 0, 0},
+    {"GQA decode step", 2, 8, 2, 1, 300, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0},
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+typedef struct {
+    float slopes[8], sink[8];
+    fa_tensor bias;
+    double *bias_mem;
+} case_inputs;
+
+static fa_params params_of(const oracle_case *c, case_inputs *in, tu_rng *rng, double dropout)
+{
+    fa_params p = FA_PARAMS_INIT;
+    p.causal = c->causal;
+    p.window_left = c->window_left;
+    p.window_right = c->window_right;
+    p.softcap = c->softcap;
+    for (int h = 0; h < 8; h++) {
+        in->slopes[h] = (float)tu_rng_uniform(rng, 0.0, 0.3);
+        in->sink[h] = (float)tu_rng_uniform(rng, -1.0, 1.0);
+    }
+    if (c->alibi) p.alibi_slopes = in->slopes;
+    if (c->sinks) p.sinks = in->sink;
+    in->bias_mem = NULL;
+    if (c->bias) {
+        in->bias_mem = malloc(sizeof(double) * (size_t)(c->q_heads * c->q_len * c->kv_len));
+        for (int64_t x = 0; x < c->q_heads * c->q_len * c->kv_len; x++)
+            in->bias_mem[x] = tu_rng_uniform(rng, -1.0, 1.0);
+        in->bias = fa_tensor_bhsd(in->bias_mem, FA_F64, 1, c->q_heads, c->q_len, c->kv_len);
+        p.bias = &in->bias;
+    }
+    p.dropout_p = dropout;
+    p.dropout_seed = tu_rng_next(rng);
+    p.dropout_offset = tu_rng_next(rng);
+    return p;
+}
+
+/* max |lib - ref| <= 1e-12 · max(max |ref|, floor): the f64 exactness mode (the floor for a tensor
+ * that is zero in exact arithmetic). */
+static void expect_close(const char *what, const char *desc, const fa_tensor *lib, const double *ref,
+                         double floor)
+{
+    tub_err e = tub_compare_view(lib, ref, NULL);
+    double scale = e.max_ref > floor ? e.max_ref : floor;
+    cr_expect(
+        e.mismatches == 0 && e.max_err <= 1e-12 * scale,
+        "%s, %s: max |err| %.3e (max |ref| %.3e), %lld non-finite mismatches, worst element %lld: %.17g vs "
+        "%.17g",
+        desc, what, e.max_err, e.max_ref, (long long)e.mismatches, (long long)e.worst, e.worst_lib,
+        e.worst_ref);
+}
+
+/* Forward and backward of every case at every block size, against the oracles given the mask. */
+static void check_against_oracle(double dropout)
+{
+    static const int blocks[][2] = {{0, 0}, {16, 16}, {32, 64}};
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    for (int c = 0; c < N_CASES; c++) {
+        const oracle_case *oc = &cases[c];
+        tu_shape s = {FA_F64,     oc->batch, oc->q_heads, oc->kv_heads, oc->q_len,
+                      oc->kv_len, oc->dim,   oc->dim_v,   TU_BHSD};
+        tub_problem bp;
+        tub_make(&bp, &s, &rng, 1.5);
+        case_inputs in;
+        fa_params p = params_of(oc, &in, &rng, dropout);
+        uint8_t *keep = keep_of(&p, &bp.fw.q, &bp.fw.k);
+        const int64_t rows = tu_problem_rows(&bp.fw);
+        double *out = malloc(sizeof(double) * (size_t)(rows * s.dim_v + 1)),
+               *lse = malloc(sizeof(double) * (size_t)(rows + 1));
+        ref_forward_dropout(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, keep, out, lse);
+        tub_ref g;
+        for (int x = 0; x < 3; x++) {
+            const fa_tensor *t = x == 0 ? &bp.fw.q : x == 1 ? &bp.fw.k : &bp.fw.v;
+            g.grad[x] = malloc(sizeof(double) * (size_t)(tub_numel(t) + 1));
+        }
+        ref_backward_dropout(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.dout, keep, g.grad[0], g.grad[1],
+                             g.grad[2]);
+        double bound[3];
+        tub_grad_bounds(&bp, &p, bound);
+        for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) {
+            fa_context *ctx = ts_context(2, blocks[b][0], blocks[b][1]);
+            char desc[160];
+            snprintf(desc, sizeof desc, "%s, p = %g, blocks %d x %d", oc->name, dropout, blocks[b][0],
+                     blocks[b][1]);
+            cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK, "%s: %s", desc, fa_last_error());
+            fa_tensor lse_view = fa_tensor_bhsd(bp.fw.lse, FA_F64, s.batch, s.q_heads, s.q_len, 1);
+            expect_close("out", desc, &bp.fw.out, out, 0.0);
+            expect_close("lse (undropped)", desc, &lse_view, lse, 0.0);
+            cr_assert_eq(tub_backward(ctx, &p, &bp), FA_OK, "%s: %s", desc, fa_last_error());
+            static const char *const names[3] = {"dq", "dk", "dv"};
+            for (int x = 0; x < 3; x++) expect_close(names[x], desc, &bp.grad[x], g.grad[x], 1e-4 * bound[x]);
+            fa_context_destroy(ctx);
+        }
+        for (int x = 0; x < 3; x++) free(g.grad[x]);
+        free(out), free(lse), free(keep), free(in.bias_mem);
+        tub_free(&bp);
+    }
+}
+
+Test(dropout, forward_and_backward_match_the_oracle_given_the_public_mask, .timeout = 600)
+{
+    check_against_oracle(0.25);
+    check_against_oracle(0.8);
+}
+
+/* Every output byte of a forward and backward, for comparisons. */
+typedef struct {
+    double *out, *lse, *grad[3];
+} run_bytes;
+
+static run_bytes run_once(fa_context *ctx, const fa_params *p, tub_problem *bp)
+{
+    run_bytes r;
+    tu_problem_fill_canary(&bp->fw);
+    tub_fill_grad_canary(bp);
+    cr_assert_eq(tub_forward(ctx, p, bp), FA_OK, "%s", fa_last_error());
+    cr_assert_eq(tub_backward(ctx, p, bp), FA_OK, "%s", fa_last_error());
+    r.out = tub_view_copy(&bp->fw.out);
+    r.lse = tu_lse_copy(&bp->fw);
+    for (int x = 0; x < 3; x++) r.grad[x] = tub_view_copy(&bp->grad[x]);
+    return r;
+}
+
+static void expect_same_bytes(const char *desc, const tub_problem *bp, const run_bytes *a, const run_bytes *b)
+{
+    const int64_t rows = tu_problem_rows(&bp->fw);
+    cr_expect(memcmp(a->out, b->out, sizeof(double) * (size_t)(rows * bp->fw.shape.dim_v)) == 0, "%s: out",
+              desc);
+    cr_expect(memcmp(a->lse, b->lse, sizeof(double) * (size_t)rows) == 0, "%s: lse", desc);
+    for (int x = 0; x < 3; x++)
+        cr_expect(memcmp(a->grad[x], b->grad[x], sizeof(double) * (size_t)tub_numel(&bp->grad[x])) == 0,
+                  "%s: gradient %d", desc, x);
+}
+
+static void free_bytes(run_bytes *r)
+{
+    free(r->out), free(r->lse);
+    for (int x = 0; x < 3; x++) free(r->grad[x]);
+}
+
+Test(dropout, outputs_are_bitwise_identical_at_every_thread_count)
+{
+    static const fa_dtype dtypes[] = {FA_F32, FA_F64};
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    for (size_t d = 0; d < 2; d++)
+        for (int c = 0; c < N_CASES; c++) {
+            const oracle_case *oc = &cases[c];
+            if (oc->bias && dtypes[d] != FA_F64) continue; /* the bias is of the accumulation type */
+            tu_shape s = {dtypes[d],  oc->batch, oc->q_heads, oc->kv_heads, oc->q_len,
+                          oc->kv_len, oc->dim,   oc->dim_v,   TU_BSHD};
+            tub_problem bp;
+            tub_make(&bp, &s, &rng, 1.5);
+            case_inputs in;
+            fa_params p = params_of(oc, &in, &rng, 0.3);
+            fa_context *one = ts_context(1, 16, 16);
+            run_bytes first = run_once(one, &p, &bp);
+            fa_context_destroy(one);
+            for (int threads = 2; threads <= 4; threads++) {
+                fa_context *ctx = ts_context(threads, 16, 16);
+                run_bytes again = run_once(ctx, &p, &bp);
+                char desc[128];
+                snprintf(desc, sizeof desc, "%s, %s, %d threads against 1", oc->name,
+                         dtypes[d] == FA_F64 ? "f64" : "f32", threads);
+                /* the f32 outputs are compared as the doubles they widen to: the same bytes either way */
+                expect_same_bytes(desc, &bp, &first, &again);
+                free_bytes(&again);
+                fa_context_destroy(ctx);
+            }
+            free_bytes(&first);
+            free(in.bias_mem);
+            tub_free(&bp);
+        }
+}
+
+Test(dropout, p_zero_gives_the_bytes_of_a_call_without_dropout)
+{
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    for (int c = 0; c < N_CASES; c++) {
+        const oracle_case *oc = &cases[c];
+        tu_shape s = {FA_F64,     oc->batch, oc->q_heads, oc->kv_heads, oc->q_len,
+                      oc->kv_len, oc->dim,   oc->dim_v,   TU_PACKED};
+        tub_problem bp;
+        tub_make(&bp, &s, &rng, 1.5);
+        case_inputs in;
+        fa_params off = params_of(oc, &in, &rng, 0.0);
+        fa_params plain = off;
+        plain.dropout_seed = plain.dropout_offset = 0;
+        fa_context *ctx = ts_context(2, 0, 0);
+        run_bytes a = run_once(ctx, &plain, &bp), b = run_once(ctx, &off, &bp);
+        expect_same_bytes(oc->name, &bp, &a, &b);
+        free_bytes(&a), free_bytes(&b);
+        fa_context_destroy(ctx);
+        free(in.bias_mem);
+        tub_free(&bp);
+    }
+}
+
+static const ts_layout_case layouts[] = {
+    {1, TS_KEYS_PACKED, 0, 0, 7, 4, 2}, {1, TS_KEYS_PACKED, 1, 1, 6, 3, 1}, {1, TS_KEYS_DENSE, 1, 0, 5, 2, 2},
+    {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},  {1, TS_KEYS_PAGED, 0, 1, 5, 4, 1},  {0, TS_KEYS_PAGED, 1, 1, 4, 2, 2},
+};
+
+Test(dropout, a_packed_batch_drops_what_its_dense_calls_drop)
+{
+    static const ts_mask_case masks[] = {{FA_CAUSAL_NONE, -1, -1}, {FA_CAUSAL_BOTTOM_RIGHT, 5, -1}};
+    static const fa_dtype dtypes[] = {FA_F32, FA_F64}; /* the helpers compare float views */
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    for (size_t l = 0; l < sizeof layouts / sizeof *layouts; l++)
+        for (size_t m = 0; m < sizeof masks / sizeof *masks; m++)
+            for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
+                const int paged = layouts[l].keys == TS_KEYS_PAGED;
+                ts_spec s = ts_spec_of(&layouts[l], dtypes[d], 16, 16);
+                if (paged) s.page_size = 8, s.pages_per_seq = 8, s.spare_pages = 3;
+                ts_spec_draw(&s, &rng, 40, 63, 1);
+                ts_batch t;
+                ts_make(&t, &s, &rng, 1.5);
+                fa_params p = ts_mask_params(&masks[m]);
+                p.dropout_p = 0.3;
+                p.dropout_seed = tu_rng_next(&rng);
+                p.dropout_offset = tu_rng_next(&rng);
+                p.seqs = &t.seqs;
+                fa_context *ctx = ts_context(2, 16, 16);
+                char msg[512], desc[256];
+                ts_desc(&t, &p, desc, sizeof desc);
+                cr_assert_eq(ts_forward(ctx, &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+                cr_expect(ts_forward_equals_dense_calls(ctx, &p, &t, msg, sizeof msg), "%s: %s", desc, msg);
+                if (!paged) { /* paged keys are forward only */
+                    cr_assert_eq(ts_backward(ctx, &p, &t), FA_OK, "%s: %s", desc, fa_last_error());
+                    cr_expect(ts_backward_equals_dense_calls(ctx, &p, &t, msg, sizeof msg), "%s: %s", desc,
+                              msg);
+                }
+                fa_context_destroy(ctx);
+                ts_free(&t);
+            }
+}
+
+Test(dropout, a_bad_dropout_p_is_refused_with_nothing_written)
+{
+    static const double bad[] = {-0.1, 1.0, 1.5, NAN, INFINITY, -INFINITY};
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    tu_shape s = {FA_F32, 1, 2, 2, 9, 11, 8, 8, TU_BHSD};
+    tub_problem bp;
+    tub_make(&bp, &s, &rng, 1.0);
+    for (size_t x = 0; x < sizeof bad / sizeof *bad; x++) {
+        fa_params p = FA_PARAMS_INIT;
+        p.dropout_p = bad[x];
+        tu_problem_fill_canary(&bp.fw);
+        tub_fill_grad_canary(&bp);
+        const fa_status st[4] = {tub_forward(NULL, &p, &bp), tub_backward(NULL, &p, &bp),
+                                 fa_forward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, bp.fw.lse),
+                                 fa_backward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, &bp.dout,
+                                                   bp.fw.lse, &bp.grad[0], &bp.grad[1], &bp.grad[2])};
+        for (int c = 0; c < 4; c++)
+            cr_expect_eq(st[c], FA_ERR_ARG, "dropout_p = %g, call %d: status %d", bad[x], c, st[c]);
+        cr_expect(strstr(fa_last_error(), "p.dropout_p") != NULL, "dropout_p = %g: \"%s\"", bad[x],
+                  fa_last_error());
+        cr_expect(tu_problem_only_defined_written(&bp.fw) && tub_grads_only_defined_written(&bp),
+                  "dropout_p = %g: guards or padding changed", bad[x]);
+        /* nothing written at all: every out byte is still the canary */
+        const unsigned char *o = tu_buf_data(&bp.fw.out_buf);
+        int untouched = 1;
+        for (size_t y = 0; y < bp.fw.out_buf.bytes; y++) untouched &= o[y] == TU_CANARY;
+        cr_expect(untouched, "dropout_p = %g: out written", bad[x]);
+        uint8_t mask[4] = {7, 7, 7, 7};
+        cr_expect_eq(fa_dropout_mask(&p, 1, 0, 0, 0, 0, 2, 2, mask, 2), FA_ERR_ARG, "fa_dropout_mask, p = %g",
+                     bad[x]);
+        cr_expect(strstr(fa_last_error(), "p.dropout_p") != NULL, "fa_dropout_mask: \"%s\"", fa_last_error());
+        cr_expect(mask[0] == 7 && mask[3] == 7, "fa_dropout_mask wrote a refused mask");
+    }
+    tub_free(&bp);
+}
+
+Test(dropout, fa_dropout_mask_refuses_bad_indices_with_nothing_written)
+{
+    fa_params p = FA_PARAMS_INIT;
+    p.dropout_p = 0.5;
+    uint8_t mask[16];
+    memset(mask, 7, sizeof mask);
+    const struct {
+        int64_t heads, b, h, i0, j0, rows, cols, ld;
+        fa_status want;
+        const char *names;
+    } bad[] = {
+        {0, 0, 0, 0, 0, 2, 2, 2, FA_ERR_SHAPE, "q_heads"},
+        {2, -1, 0, 0, 0, 2, 2, 2, FA_ERR_SHAPE, "b ="},
+        {2, 0, 2, 0, 0, 2, 2, 2, FA_ERR_SHAPE, "h ="},
+        {2, 0, 0, -3, 0, 2, 2, 2, FA_ERR_SHAPE, "i0"},
+        {2, 0, 0, 0, 0, 2, 3, 2, FA_ERR_SHAPE, "ld"},
+        {2, 0, 0, ((int64_t)1 << 32) - 1, 0, 2, 2, 2, FA_ERR_SHAPE, "2^32"},
+        {2, 0, 0, 0, ((int64_t)1 << 34) - 1, 2, 2, 2, FA_ERR_SHAPE, "2^34"},
+    };
+    for (size_t x = 0; x < sizeof bad / sizeof *bad; x++) {
+        fa_status st = fa_dropout_mask(&p, bad[x].heads, bad[x].b, bad[x].h, bad[x].i0, bad[x].j0,
+                                       bad[x].rows, bad[x].cols, mask, bad[x].ld);
+        cr_expect_eq(st, bad[x].want, "case %zu: status %d (%s)", x, st, fa_last_error());
+        cr_expect(strstr(fa_last_error(), bad[x].names) != NULL, "case %zu: \"%s\"", x, fa_last_error());
+    }
+    cr_expect_eq(fa_dropout_mask(&p, 2, 0, 0, 0, 0, 2, 2, NULL, 2), FA_ERR_NULL);
+    for (int x = 0; x < 16; x++) cr_expect_eq(mask[x], 7, "byte %d written", x);
+    /* the largest indices the counter holds are fine */
+    cr_expect_eq(fa_dropout_mask(&p, 2, 0, 0, ((int64_t)1 << 32) - 2, ((int64_t)1 << 34) - 2, 2, 2, mask, 2),
+                 FA_OK, "%s", fa_last_error());
+}
+
+Test(dropout, tile_loops_give_the_portable_loops_bits)
+{
+    /* the calls the drivers make pick the AVX-512 loops where the CPU has them: the same bits as the
+     * portable ones, at every row and column residue and threshold */
+    enum { LD = 48, COLS = 29 };
+    static const double ps[] = {0.3, 0.999, 1e-12, 1e-17}; /* 1e-17: 1 - p is 1, t = 2^32 */
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    for (size_t x = 0; x < sizeof ps / sizeof *ps; x++)
+        for (int64_t rows = 1; rows <= LD; rows += 5)
+            for (int64_t col0 = 0; col0 < 6; col0++) {
+                fa_problem p;
+                memset(&p, 0, sizeof p);
+                p.dropout_p = ps[x];
+                p.dropout_seed = tu_rng_next(&rng);
+                p.dropout_offset = tu_rng_next(&rng);
+                p.dropout_heads = 3;
+                p.dropout_batch0 = 1;
+                float a[COLS * LD], b[COLS * LD], da[COLS * LD], db[COLS * LD], delta[LD];
+                for (int e = 0; e < COLS * LD; e++) {
+                    a[e] = b[e] = (float)tu_rng_uniform(&rng, 0.0, 1.0);
+                    da[e] = db[e] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
+                }
+                for (int r = 0; r < LD; r++) delta[r] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
+                fa_dropout_probs_f32(&p, 2, 1, 40, rows, col0, COLS, a, LD);
+                fa_dropout_probs_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, LD);
+                cr_expect(memcmp(a, b, sizeof a) == 0, "probs: p %g, rows %lld, col0 %lld", ps[x],
+                          (long long)rows, (long long)col0);
+                fa_dropout_score_grad_f32(&p, 2, 1, 40, rows, col0, COLS, a, da, delta, LD);
+                fa_dropout_score_grad_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, db, delta, LD);
+                cr_expect(memcmp(a, b, sizeof a) == 0 && memcmp(da, db, sizeof da) == 0,
+                          "score_grad: p %g, rows %lld, col0 %lld", ps[x], (long long)rows, (long long)col0);
+            }
+}
