@@ -367,8 +367,8 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * p = 0 computes exactly what a call without these fields does, whatever the seed and offset.
  * Which calls accept dropout: fa_forward and fa_backward (dense, p.seqs packed or per-sequence,
  * paged caches in the forward, modifiers, sinks, split-KV, f32, f64, bf16, f16, quantized caches),
- * and their _check calls. On the "amx" and "avx512_bf16" tables an all-bf16 forward with
- * dropout widens instead of running on dot-product units (its backward keeps them). The MPI layer
+ * and their _check calls. On the "amx", "avx512_bf16" and "neon_bf16" tables an all-bf16 call with
+ * dropout, forward and backward, widens instead of running on dot-product units. The MPI layer
  * (flashattn_mpi.h) refuses dropout_p != 0 with FA_ERR_UNSUPPORTED: its blocks see local indices.
  */
 typedef struct {

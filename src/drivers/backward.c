@@ -34,11 +34,12 @@ typedef struct {
 } fa_backward_job;
 
 /* Whether a backward's items run on the table's bf16 dot-product units: every tensor bf16, a table
- * with a bf16 set, even head dims (the products of S and dP run over D and Dv in pairs). */
+ * with a bf16 set, even head dims (the products of S and dP run over D and Dv in pairs), no dropout
+ * (its forward widens, as forward.c says why, and the backward recomputes that forward's P). */
 static int takes_dot(const fa_context *ctx, const fa_problem *p)
 {
     return ctx->kernels->bf16 && p->q_type == FA_BF16 && p->kv_type == FA_BF16 && p->dim % 2 == 0 &&
-           p->dim_v % 2 == 0;
+           p->dim_v % 2 == 0 && p->dropout_p == 0.0;
 }
 
 /* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
