@@ -191,15 +191,13 @@ FA_AVX512 static void score_grad_avx512_f32(const fa_problem *p, int64_t batch, 
 }
 #endif
 
+#ifdef FA_DROPOUT_AVX512
 /* Whether this CPU runs the AVX-512 loops (libgcc's CPUID and XCR0 check, made once at load). */
 static int on_avx512(void)
 {
-#ifdef FA_DROPOUT_AVX512
     return __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
 }
+#endif
 
 void fa_dropout_probs_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
                           int64_t col0, int64_t cols, float *s, int64_t ld)
