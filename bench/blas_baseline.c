@@ -146,20 +146,22 @@ static int64_t visible_keys(fa_causal causal, int64_t i, int64_t nq, int64_t nk)
 // Softmax of rows [i0, i0 + m) in place (row r of scores is query i0 + r); masked and fully
 // masked entries become exact zeros. threads > 1 splits the rows over an OpenMP team. Written once
 // for float (expf) and double (exp).
-#define DEFINE_SOFTMAX(T, SFX, EXP)                                                                            \
-    static void softmax_##SFX(T *scores, int64_t i0, int64_t m, int64_t nq, int64_t nk, fa_causal causal,    \
-                              int threads)                                                                     \
-    {                                                                                                          \
-        _Pragma("omp parallel for if (threads > 1) num_threads(threads) schedule(static)")                   \
-        for (int64_t r = 0; r < m; r++) {                                                                      \
-            T *row = scores + r * nk;                                                                          \
-            int64_t n = visible_keys(causal, i0 + r, nq, nk);                                                  \
-            T max = -INFINITY, sum = 0;                                                                        \
-            for (int64_t j = 0; j < n; j++) max = row[j] > max ? row[j] : max;                                 \
-            for (int64_t j = 0; j < n; j++) sum += row[j] = EXP(row[j] - max);                                 \
-            for (int64_t j = 0; j < n; j++) row[j] /= sum;                                                     \
-            for (int64_t j = n; j < nk; j++) row[j] = 0;                                                       \
-        }                                                                                                      \
+#define DEFINE_SOFTMAX(T, SFX, EXP)                                                                         \
+    static void softmax_##SFX(T *scores, int64_t i0, int64_t m, int64_t nq, int64_t nk, fa_causal causal,   \
+                              int threads)                                                                  \
+    {                                                                                                       \
+        _Pragma("omp parallel for if (threads > 1) num_threads(threads) schedule(static)") for (int64_t r = \
+                                                                                                    0;      \
+                                                                                                r < m; r++) \
+        {                                                                                                   \
+            T *row = scores + r * nk;                                                                       \
+            int64_t n = visible_keys(causal, i0 + r, nq, nk);                                               \
+            T max = -INFINITY, sum = 0;                                                                     \
+            for (int64_t j = 0; j < n; j++) max = row[j] > max ? row[j] : max;                              \
+            for (int64_t j = 0; j < n; j++) sum += row[j] = EXP(row[j] - max);                              \
+            for (int64_t j = 0; j < n; j++) row[j] /= sum;                                                  \
+            for (int64_t j = n; j < nk; j++) row[j] = 0;                                                    \
+        }                                                                                                   \
     }
 DEFINE_SOFTMAX(float, f32, expf)
 DEFINE_SOFTMAX(double, f64, exp)
@@ -210,7 +212,7 @@ fa_status bench_blas_call(void *arg)
     int64_t items = s->b * s->hq * per_head;
     size_t block_bytes = (size_t)rows * (size_t)s->nk * elem(b);
     int threads = b->threads < b->max_threads ? b->threads : b->max_threads;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) default(none)                             \
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) default(none) \
     shared(b, s, rows, per_head, items, block_bytes)
     for (int64_t it = 0; it < items; it++) {
         int64_t head = it / per_head, i0 = (it % per_head) * rows;

@@ -41,9 +41,9 @@ int bench_isa_apply(const char *isa)
     if (s == FA_ERR_UNSUPPORTED)
         fprintf(stderr, "fa-bench: this build or this CPU lacks that table; try --isa auto or --isa ref\n");
     else if (s == FA_ERR_ARG)
-        fprintf(stderr,
-                "fa-bench: FLASHATTN_ISA (ref|avx2|avx512|avx512_bf16|amx|neon|sve) or FLASHATTN_BIND has a value the "
-                "library does not know\n");
+        fprintf(stderr, "fa-bench: FLASHATTN_ISA (ref|avx2|avx512|avx512_bf16|amx|neon|sve) or "
+                        "FLASHATTN_BIND has a value the "
+                        "library does not know\n");
     return -1;
 }
 

@@ -17,8 +17,8 @@ typedef struct {
     bench_probe_isa isa;
     fa_dtype dtype;
     int threads;
-    fa_bind bind; /* how the probe's threads were pinned: CORE, SPREAD or NONE */
-    double value; /* GFLOP/s or GB/s; NAN if it could not be measured */
+    fa_bind bind;  /* how the probe's threads were pinned: CORE, SPREAD or NONE */
+    double value;  /* GFLOP/s or GB/s; NAN if it could not be measured */
     double spread; /* its median timing / its best (peak.h, stream.h); NAN with a NAN value */
 } bench_machine_entry;
 

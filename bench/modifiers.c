@@ -21,12 +21,12 @@ void bench_mods_words(const bench_mods *m, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = '\0';
-#define APPEND(...)                                                                                          \
-    do {                                                                                                     \
-        if (n < size) {                                                                                      \
-            int w = snprintf(out + n, size - n, __VA_ARGS__);                                                \
-            n += w > 0 ? (size_t)w : 0;                                                                      \
-        }                                                                                                    \
+#define APPEND(...)                                           \
+    do {                                                      \
+        if (n < size) {                                       \
+            int w = snprintf(out + n, size - n, __VA_ARGS__); \
+            n += w > 0 ? (size_t)w : 0;                       \
+        }                                                     \
     } while (0)
     if (m->window_left >= 0 || m->window_right >= 0)
         APPEND(", window %lld,%lld", (long long)m->window_left, (long long)m->window_right);

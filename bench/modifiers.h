@@ -27,7 +27,8 @@ void bench_mods_words(const bench_mods *m, char *out, size_t size);
 int64_t bench_visible_pairs(const bench_shape *s);
 
 /* Bytes of bias one call must read: B*Hq*V*sizeof(bias) for a full bias (the bias of every visible
- * pair, once), B*Nk*sizeof(bias) for a key-padding one, 0 without; the bias is f64 or f32 (f32 under a half q). */
+ * pair, once), B*Nk*sizeof(bias) for a key-padding one, 0 without; the bias is f64 or f32 (f32 under a
+ * half q). */
 double bench_bias_read_bytes(const bench_shape *s);
 
 /* Allocates and fills p's modifier tensors as p->shape.mods asks (p->has_gradients decides dsinks):

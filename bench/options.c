@@ -147,8 +147,10 @@ static const char help_text[] =
     "execution:\n"
     "  --threads LIST     comma-separated thread counts, e.g. 1,2,4 (default: 1 and omp_get_max_threads())\n"
     "  --bind P           auto | none | core | spread (default auto)\n"
-    "  --isa I            ref | avx2 | avx512 | avx512_bf16 | amx | auto: kernel table of every context (sets\n"
-    "                     FLASHATTN_ISA before fa_context_create; auto unsets it). A table this build or CPU lacks\n"
+    "  --isa I            ref | avx2 | avx512 | avx512_bf16 | amx | auto: kernel table of every context "
+    "(sets\n"
+    "                     FLASHATTN_ISA before fa_context_create; auto unsets it). A table this build or CPU "
+    "lacks\n"
     "                     is refused by the library (FA_ERR_UNSUPPORTED) and fa-bench exits 1.\n"
     "                     Default: FLASHATTN_ISA as the environment has it, else the library's choice\n"
     "  --block-q N        query rows per work item (default: the library chooses)\n"
@@ -385,8 +387,8 @@ static const name_value blas_mode_names[] = {{"best", BENCH_BLAS_BEST},
 static const name_value bias_names[] = {
     {"none", BENCH_BIAS_NONE}, {"keypad", BENCH_BIAS_KEYPAD}, {"full", BENCH_BIAS_FULL}, {NULL, 0}};
 // --isa values; the index only serves parse_choice, the name is what goes into FLASHATTN_ISA.
-static const name_value isa_names[] = {{"ref", 0}, {"avx2", 1},        {"avx512", 2}, {"avx512_bf16", 3},
-                                       {"amx", 4}, {"auto", 5},        {NULL, 0}};
+static const name_value isa_names[] = {{"ref", 0}, {"avx2", 1}, {"avx512", 2}, {"avx512_bf16", 3},
+                                       {"amx", 4}, {"auto", 5}, {NULL, 0}};
 
 static const char *name_of(const name_value *table, int value)
 {

@@ -29,18 +29,18 @@ static volatile double sink;
 // One probe loop. Before each use, define: ATTR (the target attribute), TYPE (the register type),
 // SCALAR (its element type), SET1(x) (broadcast), STEP(a, m, c) (one multiply-add) and SUM(v)
 // (reduction to double); undefine them after.
-#define DEFINE_LOOP(name, CHAINS)                                                                            \
-    ATTR static double name(int64_t iters, double param)                                                     \
-    {                                                                                                        \
-        const TYPE m = SET1((SCALAR)(1.0 - 1e-4 * param));                                                   \
-        const TYPE c = SET1((SCALAR)(1e-4 * param));                                                         \
-        CHAINS(DECLARE_CHAIN)                                                                                \
-        for (int64_t i = 0; i < iters; i++) {                                                                \
-            CHAINS(STEP_CHAIN)                                                                               \
-        }                                                                                                    \
-        TYPE acc = a0;                                                                                       \
-        CHAINS(ADD_CHAIN)                                                                                    \
-        return SUM(acc);                                                                                     \
+#define DEFINE_LOOP(name, CHAINS)                          \
+    ATTR static double name(int64_t iters, double param)   \
+    {                                                      \
+        const TYPE m = SET1((SCALAR)(1.0 - 1e-4 * param)); \
+        const TYPE c = SET1((SCALAR)(1e-4 * param));       \
+        CHAINS(DECLARE_CHAIN)                              \
+        for (int64_t i = 0; i < iters; i++) {              \
+            CHAINS(STEP_CHAIN)                             \
+        }                                                  \
+        TYPE acc = a0;                                     \
+        CHAINS(ADD_CHAIN)                                  \
+        return SUM(acc);                                   \
     }
 #define DECLARE_CHAIN(i) TYPE a##i = SET1((SCALAR)(0.01 * (i)));
 #define STEP_CHAIN(i)    a##i = STEP(a##i, m, c);
@@ -239,7 +239,7 @@ double bench_peak_gflops(bench_probe_isa isa, fa_dtype dtype, int threads, bench
     double best = INFINITY, trial_s[PEAK_SAMPLES];
     int team = 0, kept = 0;
     int done = 0; // set by thread 0 between barriers, so every thread runs the same trials
-#pragma omp parallel num_threads(threads) default(none)                                                      \
+#pragma omp parallel num_threads(threads) default(none) \
     shared(pr, iters, pn, seconds, best, trial_s, kept, team, done, sink)
     {
         int tid = omp_get_thread_num();

@@ -6,7 +6,7 @@
 
 // B, Hq, Nq, Nk, D, causal, pass; Hkv = Hq, Dv = D, f32 (q and k/v), bhsd. Nk -1 = Nq. No modifier,
 // no reference.
-#define CASE(b, h, nq, nk, d, causal, pass)                                                                  \
+#define CASE(b, h, nq, nk, d, causal, pass) \
     CASE_MODS(b, h, nq, nk, d, causal, pass, MODS(-1, -1, 0.0, 0, NO_BIAS, 0), -1)
 
 // The same with score modifiers (window left, right, softcap, alibi, bias, sinks) and the index of
@@ -20,19 +20,19 @@
     {                                \
         -1, -1, 0.0, 0, (bias), 0, 1 \
     }
-#define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                            \
-    {                                                                                                        \
-        {SIZES((b), (h), (nq), (nk), (d), FA_F32, (causal), BENCH_LAYOUT_BHSD), mods, NOT_RAGGED,            \
-         NOT_SHARED},                                                                                        \
-            (pass), (reference)                                                                              \
+#define CASE_MODS(b, h, nq, nk, d, causal, pass, mods, reference)                                 \
+    {                                                                                             \
+        {SIZES((b), (h), (nq), (nk), (d), FA_F32, (causal), BENCH_LAYOUT_BHSD), mods, NOT_RAGGED, \
+         NOT_SHARED},                                                                             \
+            (pass), (reference)                                                                   \
     }
 // A bench_shape's fields up to its layout: Hkv = Hq, Dv = D (-1: they follow), f32 q over k and v of
 // type kv; the modifiers, the ragged spec and shared_kv follow them.
 #define SIZES(b, h, nq, nk, d, kv, causal, layout) b, h, -1, nq, nk, d, -1, F32, kv, causal, layout
 #define NOT_SHARED                                 0
-#define NOT_RAGGED                                                                                           \
-    {                                                                                                        \
-        BENCH_RAGGED_NONE, 0, 0, 0, 0                                                                        \
+#define NOT_RAGGED                    \
+    {                                 \
+        BENCH_RAGGED_NONE, 0, 0, 0, 0 \
     }
 
 // A ragged case (--varlen, --decode-batch): n sequences of lengths lo..hi, pages of `page` keys (decode;
@@ -40,11 +40,11 @@
 // B, Nq and Nk are set from the spec when the options are finished (options.c).
 #define RAGGED(kind, n, lo, hi, page, h, d, causal) RAGGED_KV(kind, n, lo, hi, page, h, d, causal, F32)
 // The same over a KV cache of type kv under f32 queries (--kv-dtype).
-#define RAGGED_KV(kind, n, lo, hi, page, h, d, causal, kv)                                                   \
-    {                                                                                                        \
-        {SIZES((n), (h), (hi), (hi), (d), (kv), (causal), BSHD), NO_MODS, SPEC(kind, n, lo, hi, page),       \
-         NOT_SHARED},                                                                                        \
-            FWD, -1                                                                                          \
+#define RAGGED_KV(kind, n, lo, hi, page, h, d, causal, kv)                                             \
+    {                                                                                                  \
+        {SIZES((n), (h), (hi), (hi), (d), (kv), (causal), BSHD), NO_MODS, SPEC(kind, n, lo, hi, page), \
+         NOT_SHARED},                                                                                  \
+            FWD, -1                                                                                    \
     }
 // The decode batch (the decode-batch preset's) over a cache of type kv in pages of `page` keys.
 #define DECODE_KV(page, kv) RAGGED_KV(DECODE, 16, 1024, 32768, page, 8, 128, NONE, kv)
@@ -54,14 +54,14 @@
 // heads over one latent cache of 576 dims per token (512 latent + 64 RoPE), V its first 512 (a view of
 // K's memory), f32 queries over a bf16 cache (kv: --kv-dtype replaces it), bottom-right causal; q and
 // out token-major (FlashMLA's [B][S][H][D]).
-#define MLA(nq, nk, kv)                                                                                      \
-    {                                                                                                        \
-        {1, 128, 1, (nq), (nk), 576, 512, F32, (kv), FA_CAUSAL_BOTTOM_RIGHT, BSHD, NO_MODS, NOT_RAGGED, 1},  \
-            FWD, -1                                                                                          \
+#define MLA(nq, nk, kv)                                                                                     \
+    {                                                                                                       \
+        {1, 128, 1, (nq), (nk), 576, 512, F32, (kv), FA_CAUSAL_BOTTOM_RIGHT, BSHD, NO_MODS, NOT_RAGGED, 1}, \
+            FWD, -1                                                                                         \
     }
-#define SPEC(kind, n, lo, hi, page)                                                                          \
-    {                                                                                                        \
-        (kind), (n), (lo), (hi), (page)                                                                      \
+#define SPEC(kind, n, lo, hi, page)     \
+    {                                   \
+        (kind), (n), (lo), (hi), (page) \
     }
 #define BSHD    BENCH_LAYOUT_BSHD
 #define F32     FA_F32
@@ -73,10 +73,10 @@
 #define NO_BIAS BENCH_BIAS_NONE
 #define KEYPAD  BENCH_BIAS_KEYPAD
 #define FULL    BENCH_BIAS_FULL
-// The targets (bench/results/2026-12-01-amd-epyc-zen4.md, "Score modifiers"): a causal sliding window of 256 keys, and
-// each value modifier against the plain forward of the same shape.
+// The targets (bench/results/2026-12-01-amd-epyc-zen4.md, "Score modifiers"): a causal sliding window of
+// 256 keys, and each value modifier against the plain forward of the same shape.
 #define WINDOW(d, ref) CASE_MODS(1, 8, 16384, -1, d, TOP, FWD, MODS(256, 0, 0.0, 0, NO_BIAS, 0), ref)
-#define MODIFIED(d, cap, alibi, bias, ref)                                                                   \
+#define MODIFIED(d, cap, alibi, bias, ref) \
     CASE_MODS(1, 8, 4096, -1, d, NONE, FWD, MODS(-1, -1, cap, alibi, bias, 0), ref)
 
 #define NONE FA_CAUSAL_NONE
@@ -129,7 +129,8 @@ static const bench_preset presets[] = {
       MODIFIED(64, 0.0, 1, NO_BIAS, 0), MODIFIED(64, 0.0, 0, KEYPAD, 0), MODIFIED(64, 0.0, 0, FULL, 0),
       CASE(1, 8, 4096, -1, 128, NONE, FWD), MODIFIED(128, 50.0, 0, NO_BIAS, 5),
       MODIFIED(128, 0.0, 1, NO_BIAS, 5), MODIFIED(128, 0.0, 0, KEYPAD, 5), MODIFIED(128, 0.0, 0, FULL, 5)}},
-    // The targets (bench/README.md, "Ragged batches"; measured in bench/results/2026-12-01-amd-epyc-zen4.md): each case times its packed or paged call
+    // The targets (bench/README.md, "Ragged batches"; measured in
+    // bench/results/2026-12-01-amd-epyc-zen4.md): each case times its packed or paged call
     // against the calls it replaces, in turn, at every thread count.
     // D=64 only, so that it takes about a minute on 2 cores; --preset varlen --d 128 for the other.
     {"varlen",

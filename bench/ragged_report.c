@@ -157,8 +157,9 @@ static void varlen_targets(FILE *f, const bench_row *rows, int n)
 static void decode_targets(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
 {
     int paged = info->shape.ragged.page_size > 0;
-    fprintf(f, "targets, this run:\n  %s KV GB/s >= %.0f%% of the read probe:",
-            paged ? "paged" : "contiguous", BENCH_TARGET_DECODE_PCT_BW);
+    fprintf(f,
+            "targets, this run:\n  %s KV GB/s >= %.0f%% of the read probe:", paged ? "paged" : "contiguous",
+            BENCH_TARGET_DECODE_PCT_BW);
     for (int r = 0; r < n; r++) {
         fprintf(f, "%s threads %d: ", r ? ";" : "", rows[r].threads);
         if (isfinite(rows[r].pct_read_bw))

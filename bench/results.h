@@ -101,14 +101,14 @@ typedef struct {
                               verified outputs across all timed repetitions; -1: not compared (block
                               sizes differed) */
     /* In-run probes (machine.h) at this thread count; NAN where not measured. */
-    char peak_isa[16];  /* the FMA probe matching isa: "avx512", "avx2" or "portable" */
-    double peak_gflops; /* FMA peak probe for peak_isa and the case's accumulation type (f32 for half) */
-    double pct_peak;    /* 100 * gflops / peak_gflops */
-    double read_gbps;   /* read-bandwidth probe, GB/s (1e9 bytes); decode cases only */
-    double kv_gbps;     /* kv_bytes / timing.min_s / 1e9; decode cases only */
-    double pct_read_bw; /* 100 * kv_gbps / read_gbps */
-    double bias_gbps;   /* bias_bytes / timing.min_s / 1e9; full-bias cases only */
-    double pct_bias_bw; /* 100 * bias_gbps / read_gbps */
+    char peak_isa[16];   /* the FMA probe matching isa: "avx512", "avx2" or "portable" */
+    double peak_gflops;  /* FMA peak probe for peak_isa and the case's accumulation type (f32 for half) */
+    double pct_peak;     /* 100 * gflops / peak_gflops */
+    double read_gbps;    /* read-bandwidth probe, GB/s (1e9 bytes); decode cases only */
+    double kv_gbps;      /* kv_bytes / timing.min_s / 1e9; decode cases only */
+    double pct_read_bw;  /* 100 * kv_gbps / read_gbps */
+    double bias_gbps;    /* bias_bytes / timing.min_s / 1e9; full-bias cases only */
+    double pct_bias_bw;  /* 100 * bias_gbps / read_gbps */
     double probe_spread; /* the probes' median timing / their best (the larger of the two where both ran) */
     /* The reference case's row at the same thread count, measured earlier in the same run. */
     double reference_gflops; /* its GFLOP/s; NAN without a reference */

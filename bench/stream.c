@@ -140,7 +140,7 @@ double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning 
     size_t floats = s->bytes / sizeof(float);
     double best = INFINITY, pass_s[STREAM_MAX_PASSES];
     int done = 0, passes = 0; // done: set by thread 0 between barriers: every thread runs the same passes
-#pragma omp parallel num_threads(threads) default(none)                                                      \
+#pragma omp parallel num_threads(threads) default(none) \
     shared(sum, data, floats, pn, seconds, best, pass_s, passes, done, sink)
     {
         int tid = omp_get_thread_num(), n = omp_get_num_threads();

@@ -51,8 +51,8 @@ typedef struct {
     double lse_got, lse_want;
 } bench_row_check;
 
-/* Fills c's differences from row (b, h, i) of out (read through the view, any dtype, out->dim columns) against
- * the oracle's want_row, and the two lse values; leaves c->b, c->h, c->i alone. */
+/* Fills c's differences from row (b, h, i) of out (read through the view, any dtype, out->dim columns)
+ * against the oracle's want_row, and the two lse values; leaves c->b, c->h, c->i alone. */
 void bench_row_check_fill(bench_row_check *c, const fa_tensor *out, int64_t b, int64_t h, int64_t i,
                           const double *want_row, double lse_got, double lse_want);
 

@@ -180,21 +180,21 @@ FA_API unsigned fa_version_number(void);
  * (after the reading of the size-tagged structs: see the ABI section).
  */
 typedef enum {
-    FA_OK = 0,              /**< success */
-    FA_ERR_NULL = 1,        /**< a required pointer is NULL (a tensor, or the data of a non-empty tensor) */
+    FA_OK = 0,       /**< success */
+    FA_ERR_NULL = 1, /**< a required pointer is NULL (a tensor, or the data of a non-empty tensor) */
     /** negative or inconsistent sizes, Hq % Hkv != 0, D or Dv outside 1..FA_MAX_HEAD_DIM */
     FA_ERR_SHAPE = 2,
     /** negative stride, self-overlapping output, offsets overflowing int64, data or lse not aligned to its
      *  element size */
     FA_ERR_STRIDE = 3,
-    FA_ERR_DTYPE = 4,       /**< unknown dtype, or tensors of one call with different dtypes */
-    FA_ERR_ALIAS = 5,       /**< an output overlaps an input or another output */
-    FA_ERR_ARG = 6,         /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
-    FA_ERR_NOMEM = 7,       /**< scratch memory could not be allocated; the context stays usable */
+    FA_ERR_DTYPE = 4, /**< unknown dtype, or tensors of one call with different dtypes */
+    FA_ERR_ALIAS = 5, /**< an output overlaps an input or another output */
+    FA_ERR_ARG = 6,   /**< a scalar or enum argument is invalid (NaN/Inf scale, unknown causal mode, ...) */
+    FA_ERR_NOMEM = 7, /**< scratch memory could not be allocated; the context stays usable */
     /** valid but not available in this version (see each call), or not on this CPU */
     FA_ERR_UNSUPPORTED = 8,
-    FA_ERR_BUSY = 9,        /**< the context is serving another call */
-    FA_ERR_RUNTIME = 10     /**< the threading, topology or MPI runtime failed */
+    FA_ERR_BUSY = 9,    /**< the context is serving another call */
+    FA_ERR_RUNTIME = 10 /**< the threading, topology or MPI runtime failed */
 } fa_status;
 
 /** A short English description of s. Never NULL, also for values not in fa_status. */
@@ -215,8 +215,8 @@ FA_API const char *fa_last_error(void);
 
 /** Element types. */
 typedef enum {
-    FA_F32 = 0, /**< IEEE binary32; accumulates in binary32 */
-    FA_F64 = 1, /**< IEEE binary64; accumulates in binary64 (the exactness mode) */
+    FA_F32 = 0,  /**< IEEE binary32; accumulates in binary32 */
+    FA_F64 = 1,  /**< IEEE binary64; accumulates in binary64 (the exactness mode) */
     FA_BF16 = 2, /**< bfloat16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
     FA_F16 = 3,  /**< IEEE binary16 (uint16_t storage); accumulates in binary32 (see fa_forward, "dtype") */
     /* Quantized KV caches (k and v of fa_forward only, under FA_F32 q and out): each element is read
@@ -256,8 +256,8 @@ FA_API fa_tensor fa_tensor_bshd(void *data, fa_dtype t, int64_t b, int64_t s, in
 
 /** Causal masks. Query i (0-based) may see key j when: */
 typedef enum {
-    FA_CAUSAL_NONE = 0,         /**< always */
-    FA_CAUSAL_TOP_LEFT = 1,     /**< j <= i */
+    FA_CAUSAL_NONE = 0,     /**< always */
+    FA_CAUSAL_TOP_LEFT = 1, /**< j <= i */
     /** j <= i + Nk - Nq (the KV-cache convention: the last query sees every key) */
     FA_CAUSAL_BOTTOM_RIGHT = 2
 } fa_causal;
@@ -290,14 +290,14 @@ typedef enum {
  * thread count, and a decode batch keeps every thread busy.
  */
 typedef struct {
-    size_t struct_size;          /**< sizeof(fa_seqs) of the caller (FA_SEQS_INIT sets it; see the ABI section) */
-    int64_t batch;               /**< number of sequences */
+    size_t struct_size; /**< sizeof(fa_seqs) of the caller (FA_SEQS_INIT sets it; see the ABI section) */
+    int64_t batch;      /**< number of sequences */
     const int64_t *cu_seqlens_q; /**< batch+1 non-decreasing offsets into the query token axis, or NULL */
     const int64_t *cu_seqlens_k; /**< batch+1 offsets into the key token axis, or NULL */
     /** per sequence: keys in use [0, seqused_k[b]), the new token's included; NULL = all */
     const int64_t *seqused_k;
-    const int32_t *block_table;  /**< paged K/V: [batch][pages_per_seq] page indices, or NULL */
-    int64_t pages_per_seq;       /**< entries per sequence in block_table */
+    const int32_t *block_table; /**< paged K/V: [batch][pages_per_seq] page indices, or NULL */
+    int64_t pages_per_seq;      /**< entries per sequence in block_table */
 } fa_seqs;
 
 /** The size of fa_seqs in 0.4.0, the first size-tagged layout: the smallest struct_size a call accepts. */
@@ -372,11 +372,11 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * (flashattn_mpi.h) refuses dropout_p != 0 with FA_ERR_UNSUPPORTED: its blocks see local indices.
  */
 typedef struct {
-    size_t struct_size;        /**< sizeof(fa_params) of the caller (FA_PARAMS_INIT sets it; see the ABI section) */
-    double scale;              /**< score scale; 0 means 1/sqrt(D). Must be finite, and within float's range unless
+    size_t struct_size;  /**< sizeof(fa_params) of the caller (FA_PARAMS_INIT sets it; see the ABI section) */
+    double scale;        /**< score scale; 0 means 1/sqrt(D). Must be finite, and within float's range unless
                                     the tensors are FA_F64 (scores accumulate in float otherwise) */
-    fa_causal causal;          /**< causal mask, FA_CAUSAL_NONE by default */
-    int64_t window_left;       /**< keys before the diagonal a row sees; -1 = unbounded (< -1: FA_ERR_ARG) */
+    fa_causal causal;    /**< causal mask, FA_CAUSAL_NONE by default */
+    int64_t window_left; /**< keys before the diagonal a row sees; -1 = unbounded (< -1: FA_ERR_ARG) */
     int64_t window_right;      /**< keys after the diagonal a row sees; -1 = unbounded (< -1: FA_ERR_ARG) */
     double softcap;            /**< 0 = off; otherwise finite and positive (else FA_ERR_ARG) */
     const float *alibi_slopes; /**< NULL = off; otherwise Hq slopes, one per query head (any float) */
@@ -438,7 +438,11 @@ typedef struct {
 /** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
  *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dbias, no dropout. (The header
  *  owns this order: outside it, set fields by name.) */
-#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0.0, 0, 0}
+#define FA_PARAMS_INIT                                                                                    \
+    {                                                                                                     \
+        sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, \
+            NULL, 0.0, 0, 0                                                                               \
+    }
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
  *  library does not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when p is
@@ -451,9 +455,9 @@ typedef enum {
      *  allowed cores, or the call comes from inside an active OpenMP parallel region: then NONE.
      *  The environment variable FLASHATTN_BIND=none|core|spread replaces AUTO. */
     FA_BIND_AUTO = 0,
-    FA_BIND_NONE = 1,   /**< threads are not pinned by the library */
-    FA_BIND_CORE = 2,   /**< thread i on the i-th allowed core (compact), wrapping around */
-    FA_BIND_SPREAD = 3  /**< threads spread evenly across packages, NUMA nodes and L3 domains */
+    FA_BIND_NONE = 1,  /**< threads are not pinned by the library */
+    FA_BIND_CORE = 2,  /**< thread i on the i-th allowed core (compact), wrapping around */
+    FA_BIND_SPREAD = 3 /**< threads spread evenly across packages, NUMA nodes and L3 domains */
 } fa_bind;
 
 /** Context options; 0 means "choose automatically" for every field. Start from FA_CONTEXT_OPTS_INIT
@@ -513,8 +517,8 @@ FA_API void fa_context_destroy(fa_context *ctx);
 /** What a context is and did. "The last call" is the last call that succeeded: a failed call
  *  (including FA_ERR_NOMEM) changes none of these. An output with a size tag: see the ABI section. */
 typedef struct {
-    size_t struct_size;       /**< sizeof(fa_stats) of the caller (FA_STATS_INIT sets it); the call keeps it */
-    int num_threads;          /**< threads a call asks for */
+    size_t struct_size; /**< sizeof(fa_stats) of the caller (FA_STATS_INIT sets it); the call keeps it */
+    int num_threads;    /**< threads a call asks for */
     /** the policy in force after resolving AUTO and FLASHATTN_BIND (for the last call, if any) */
     fa_bind bind;
     /** threads actually pinned during the last call (0 before any call, or when the OS refused) */
@@ -523,9 +527,9 @@ typedef struct {
      *  counts the query rows of one head per item: a GQA decode step runs the heads of a group as the rows
      *  of one item, and reports 1 */
     int block_q, block_k;
-    const char *isa;          /**< kernel table in use, e.g. "ref" */
-    size_t scratch_capacity;  /**< bytes of one thread's arena (the largest over threads) */
-    size_t scratch_peak;      /**< largest arena high-water mark over threads since create or reset, in bytes */
+    const char *isa;         /**< kernel table in use, e.g. "ref" */
+    size_t scratch_capacity; /**< bytes of one thread's arena (the largest over threads) */
+    size_t scratch_peak; /**< largest arena high-water mark over threads since create or reset, in bytes */
     const char *backward_plan; /**< how the last fa_backward cut its work: "fused", "wavefront" or "split"
                                     (see fa_backward; NULL before any backward). It follows the thread
                                     count and changes the speed, never a result */
@@ -671,8 +675,9 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * multiplies on their bf16 dot-product units (AMX tiles, vdpbf16ps, BFDOT with its rounding to
  * odd), as its forward does (see fa_forward, "dtype"): P and dS are rounded to bf16 once each for
  * the products that read them, bf16 subnormal inputs are read as zero, and the gradients stay
- * within the README's accuracy bound rather than being bitwise the widened call's. With grouped-query attention, dk and dv of a kv
- * head sum the contributions of every query head that reads it, always in the same order. A row
+ * within the README's accuracy bound rather than being bitwise the widened call's. With
+ * grouped-query attention, dk and dv of a kv head sum the contributions of every query head that
+ * reads it, always in the same order. A row
  * that was fully masked contributes nothing and gets dq = 0. (A logit that is -inf because an
  * input holds an infinity is not a mask: its probability is 0, but the gradient terms that
  * multiply the infinite input are 0·inf, NaN, as IEEE arithmetic has it.) Every score modifier of
@@ -723,11 +728,12 @@ FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tenso
  * foresee FA_ERR_NOMEM or FA_ERR_BUSY. For callers that must agree on validity before any work
  * starts: the ranks of a collective call (flashattn_mpi), a batch job checking its setup.
  */
-FA_API fa_status fa_forward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                                  const fa_tensor *out, const void *lse);
-FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                                   const fa_tensor *out, const fa_tensor *dout, const void *lse,
-                                   const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv);
+FA_API fa_status fa_forward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                  const fa_tensor *v, const fa_tensor *out, const void *lse);
+FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                   const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                                   const void *lse, const fa_tensor *dq, const fa_tensor *dk,
+                                   const fa_tensor *dv);
 
 /**
  * Combines partial attention results over disjoint sets of keys into the result over their union:
@@ -744,7 +750,8 @@ FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const
  * n >= 1 parts: outs[k] are views of one shape [B][H][Nq][Dv] (Dv in 1..FA_MAX_HEAD_DIM) and one
  * dtype; lses[k] point at contiguous [B][H][Nq] values of the accumulation type (double for FA_F64,
  * float otherwise). FA_BF16/FA_F16 parts are widened, merged in float, and each out element is
- * rounded once (as fa_forward rounds out); the arena then holds n·Dv + Dv floats more. out has the same shape and dtype; lse is NULL or [B][H][Nq] like lses[k].
+ * rounded once (as fa_forward rounds out); the arena then holds n·Dv + Dv floats more. out has the same
+ * shape and dtype; lse is NULL or [B][H][Nq] like lses[k].
  *
  * Refused, with nothing written: outs, lses, out, a part's data or a part's lse NULL (FA_ERR_NULL);
  * n < 1 (FA_ERR_ARG); mixed dtypes (FA_ERR_DTYPE); a size that differs from outs[0]'s, or Dv out of
@@ -765,8 +772,8 @@ FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const
 FA_API fa_status fa_dropout_mask(const fa_params *p, int64_t q_heads, int64_t b, int64_t h, int64_t i0,
                                  int64_t j0, int64_t rows, int64_t cols, uint8_t *mask, int64_t ld);
 
-FA_API fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses, const fa_tensor *out,
-                          void *lse);
+FA_API fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses,
+                          const fa_tensor *out, void *lse);
 
 #ifdef __cplusplus
 }

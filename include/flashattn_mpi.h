@@ -89,8 +89,8 @@ typedef enum {
  * an MPI error (FA_ERR_RUNTIME).
  */
 FA_API fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
-                                const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
-                                void *lse);
+                                const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                                const fa_tensor *out, void *lse);
 
 /**
  * Backward over the global sequence: dq, dk and dv receive the gradients of the local shard, out
@@ -101,9 +101,9 @@ FA_API fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context 
  * (FA_ERR_UNSUPPORTED on every rank: the bias's gradient is not computed across ranks in this version).
  */
 FA_API fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
-                                 const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
-                                 const fa_tensor *dout, const void *lse, const fa_tensor *dq, const fa_tensor *dk,
-                                 const fa_tensor *dv);
+                                 const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                                 const fa_tensor *out, const fa_tensor *dout, const void *lse,
+                                 const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv);
 
 /**
  * The message of the last fa_mpi_* call of the calling thread: "" after a success; otherwise the

@@ -8,6 +8,7 @@
 #   build: cmake, make, gcc (with libgomp for OpenMP), libc6-dev, pkg-config, libhwloc-dev
 #   test:  build + libcriterion-dev (the test suite) + libudev-dev (hwloc.pc lists -ludev in its
 #          Libs.private, so `pkg-config --static --libs flashattn` needs libudev.so to link)
+#          + clang-format (scripts/format.sh --check, the style stage of scripts/test.sh)
 #          + the reliability stages of scripts/test.sh and scripts/fuzz.sh: clang (the TSan and
 #          libFuzzer builds), libclang-rt-14-dev (clang 14's sanitizer and libFuzzer runtimes),
 #          libomp-dev (LLVM's OpenMP runtime and Archer, libarcher.so, for TSan) and valgrind
@@ -39,7 +40,7 @@ fa_deps_packages() {
     local pkgs="cmake make gcc libc6-dev pkg-config libhwloc-dev"
     case "${1:-build}" in
     build) ;;
-    test) pkgs="$pkgs libcriterion-dev libudev-dev clang libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev python3 python3-venv python3-dev g++" ;;
+    test) pkgs="$pkgs libcriterion-dev libudev-dev clang clang-format libclang-rt-14-dev libomp-dev valgrind openmpi-bin libopenmpi-dev python3 python3-venv python3-dev g++" ;;
     bench) pkgs="$pkgs libopenblas-dev gnuplot-nox" ;;
     aarch64) pkgs="cmake make pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libhwloc-dev:arm64 libgomp1:arm64" ;;
     *) echo "deps: unknown set '$1' (build|test|bench|aarch64)" >&2; return 2 ;;

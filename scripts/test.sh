@@ -3,10 +3,12 @@
 # scripts/test.sh — the whole check, as CI runs it (.ci/run calls this).
 #
 #   scripts/test.sh           every stage below (about 30 minutes on 2 cores)
-#   scripts/test.sh --quick   a fast check: deps, configure, build and the suite once at
+#   scripts/test.sh --quick   a fast check: deps, format, configure, build and the suite once at
 #                             OMP_NUM_THREADS=2 (about a minute); no sanitizers, fuzzing or valgrind
 #
 #   deps              scripts/deps.sh test (apt-get as root; otherwise names what is missing and stops)
+#   format            scripts/format.sh --check: every tracked C file as clang-format writes it (.clang-format),
+#                     no line over 110 columns (a second or two)
 #   configure, build  build/ (FA_BUILD_DIR): RelWithDebInfo = -O2 -g WITHOUT -DNDEBUG, so assert()s stay on;
 #                     -DFLASHATTN_WERROR=ON, tests, fa-bench and fa-tests-shim (for valgrind) on
 #   suite             the Criterion suite with OMP_NUM_THREADS=1, 2, 3 and 4 (each suite stage also runs
@@ -638,6 +640,7 @@ echo "flashattn test.sh: $(git -C "$root" describe --always --dirty 2>/dev/null 
     "builds in $build, $build_asan and $build_tsan, -j$jobs$([ "$heavy" = 1 ] && echo ', FA_TEST_HEAVY=1')"
 
 stage "deps" fa_deps test
+stage "format (clang-format, 110 columns)" "$root/scripts/format.sh" --check
 stage "configure ($(basename "$build"))" configure "$build" -DFLASHATTN_BUILD_BENCH=ON -DFLASHATTN_TEST_SHIM=ON
 stage "build ($(basename "$build"))" cmake --build "$build" -j "$jobs"
 if [ "$quick" = 1 ]; then

@@ -97,8 +97,8 @@ static int cpuid_has(const char *flag)
         const char *flag;
         int reg; /* 0: leaf 7 EBX, 1: leaf 7 EDX, 2: leaf 7.1 EAX, 3: leaf 1 ECX */
         int bit;
-    } bits[] = {{"avx2", 0, 5},      {"avx512f", 0, 16},     {"avx512dq", 0, 17}, {"avx512bw", 0, 30},
-                {"avx512vl", 0, 31}, {"amx_bf16", 1, 22},    {"amx_tile", 1, 24}, {"avx512_bf16", 2, 5},
+    } bits[] = {{"avx2", 0, 5},      {"avx512f", 0, 16},  {"avx512dq", 0, 17}, {"avx512bw", 0, 30},
+                {"avx512vl", 0, 31}, {"amx_bf16", 1, 22}, {"amx_tile", 1, 24}, {"avx512_bf16", 2, 5},
                 {"fma", 3, 12},      {"f16c", 3, 29}};
     const unsigned regs[4] = {b, d, a1, ecx1};
     for (size_t i = 0; i < sizeof bits / sizeof *bits; i++)
@@ -139,9 +139,10 @@ int cf_table_runs(const char *table)
 #if defined(__x86_64__)
     static const char *const avx2[] = {"avx2", "fma", "f16c", NULL};
     static const char *const avx512[] = {"avx512f", "avx512dq", "avx512bw", NULL};
-    static const char *const avx512_bf16[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", NULL};
-    static const char *const amx[] = {"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile",
-                                      "amx_bf16", NULL};
+    static const char *const avx512_bf16[] = {"avx512f",  "avx512dq",    "avx512bw",
+                                              "avx512vl", "avx512_bf16", NULL};
+    static const char *const amx[] = {"avx512f",     "avx512dq", "avx512bw", "avx512vl",
+                                      "avx512_bf16", "amx_tile", "amx_bf16", NULL};
     if (strcmp(table, "avx2") == 0) return all_flags(avx2);
     if (strcmp(table, "avx512") == 0) return all_flags(avx512);
     if (strcmp(table, "avx512_bf16") == 0) return all_flags(avx512_bf16);

@@ -17,7 +17,8 @@ int cf_flag(const char *flag);
 int cf_sve_bits(void);
 
 /* Whether the table named `table` ("ref", "avx2", "avx512", "avx512_bf16", "amx"; "neon", "neon_bf16",
- * "sve") runs here: its instructions' flags, for amx the tile-data permission (arch_prctl ARCH_REQ_XCOMP_PERM),
+ * "sve") runs here: its instructions' flags, for amx the tile-data permission (arch_prctl
+ * ARCH_REQ_XCOMP_PERM),
  * for sve a vector length it is compiled for (128, 256 or 512 bits). */
 int cf_table_runs(const char *table);
 

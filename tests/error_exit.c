@@ -147,8 +147,8 @@ fa_status ee_check_run(ee_call call, ee_args *a)
     if (call == EE_FORWARD)
         st = fa_forward_check(a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], a->lse);
     else if (call == EE_BACKWARD)
-        st = fa_backward_check(a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], t[EE_DOUT], a->lse, t[EE_DQ], t[EE_DK],
-                               t[EE_DV]);
+        st = fa_backward_check(a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], t[EE_DOUT], a->lse, t[EE_DQ],
+                               t[EE_DK], t[EE_DV]);
     ee_poison_seqs(a, 0);
     return st;
 }
@@ -679,7 +679,8 @@ static void add_params(ee_table *t, ee_call call)
                                          {"INT64_MAX", INT64_MAX},
                                          {"INT64_MIN", INT64_MIN}};
     for (size_t i = 0; i < sizeof shift_arg / sizeof *shift_arg; i++)
-        ee_add(t, call, "p->diagonal_shift", shift_arg[i].name, FA_ERR_ARG, EE_OP_SHIFT)->i[0] = shift_arg[i].x;
+        ee_add(t, call, "p->diagonal_shift", shift_arg[i].name, FA_ERR_ARG, EE_OP_SHIFT)->i[0] =
+            shift_arg[i].x;
     for (size_t i = 0; i < sizeof softcap_arg / sizeof *softcap_arg; i++)
         ee_add(t, call, "p->softcap", softcap_arg[i].name, FA_ERR_ARG, EE_OP_SOFTCAP)->d = softcap_arg[i].x;
     for (size_t i = 0; i < sizeof softcap_f32 / sizeof *softcap_f32; i++) {
@@ -687,8 +688,9 @@ static void add_params(ee_table *t, ee_call call)
         c->d = softcap_f32[i].x;
         c->f32_only = 1;
     }
-    static const named_f64 dropout_arg[] = {{"NaN", NAN},      {"-0.1", -0.1},   {"1", 1.0}, {"1.5", 1.5},
-                                            {"+Inf", INFINITY}, {"-Inf", -INFINITY}, {"-DBL_MIN", -DBL_MIN}};
+    static const named_f64 dropout_arg[] = {{"NaN", NAN},          {"-0.1", -0.1},     {"1", 1.0},
+                                            {"1.5", 1.5},          {"+Inf", INFINITY}, {"-Inf", -INFINITY},
+                                            {"-DBL_MIN", -DBL_MIN}};
     for (size_t i = 0; i < sizeof dropout_arg / sizeof *dropout_arg; i++)
         ee_add(t, call, "p->dropout_p", dropout_arg[i].name, FA_ERR_ARG, EE_OP_DROPOUT)->d = dropout_arg[i].x;
 }

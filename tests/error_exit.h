@@ -31,7 +31,8 @@ enum { EE_B = 2, EE_HQ = 4, EE_HKV = 2, EE_N = 6, EE_DIM = 4, EE_DIM_V = 3 };
  * score modifiers' arguments: the bias [B][Hq][N][N] (a tensor of the accumulation type, the
  * world's f32 or f64) and three
  * arrays of Hq floats (alibi_slopes and sinks, inputs; dsinks, an output of fa_backward), then the
- * region of the fa_seqs arrays, then the two scale views of a quantized cache. After the regions, slots that are arguments but no region of their
+ * region of the fa_seqs arrays, then the two scale views of a quantized cache. After the regions, slots
+ * that are arguments but no region of their
  * own: the four fa_seqs arrays (in the EE_SEQS region) and fa_merge's parts and their lse (in the
  * regions of q, k, v and of dout, dq, dk). */
 enum {
@@ -213,7 +214,8 @@ enum {
     EE_OP_PACKED,
     EE_OP_HELPER,
     EE_OP_DTYPES, /* every tensor's dtype and the bias's as c->dt says */
-    EE_OP_STRUCT, /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
+    /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
+    EE_OP_STRUCT,
     EE_OP_NULL_BIAS,                /* p.bias NULL with p.dbias set */
     EE_OP_RAGGED,                   /* the first of error_exit_ragged.c's own operations */
     EE_OP_QUANT = EE_OP_RAGGED + 32 /* the first of error_exit_quantized.c's (ragged has fewer) */

@@ -156,8 +156,8 @@ static void add_presence(ee_table *t, ee_call call)
         qcase(t, call, qt, 3, EE_DENSE, "p->k_scale", "NULL", FA_ERR_NULL, QOP_SCALE_NULL)->field = 0;
         qcase(t, call, qt, 3, EE_DENSE, "p->v_scale", "NULL", FA_ERR_NULL, QOP_SCALE_NULL)->field = 1;
         for (int s = 0; s < 2; s++) {
-            c = qcase(t, call, qt, 3, EE_DENSE, s ? "p->v_scale->data" : "p->k_scale->data", "NULL", FA_ERR_NULL,
-                      EE_OP_NULL_DATA);
+            c = qcase(t, call, qt, 3, EE_DENSE, s ? "p->v_scale->data" : "p->k_scale->data", "NULL",
+                      FA_ERR_NULL, EE_OP_NULL_DATA);
             c->ti = s ? EE_VSCALE : EE_KSCALE;
         }
     }
@@ -194,19 +194,21 @@ static void add_presence(ee_table *t, ee_call call)
 static void dtype_row(ee_table *t, ee_call call, int q_dt, int k_dt, int s, int x, const char *names)
 {
     static const char *const text[4] = {"f32", "f64", "bf16", "f16"};
-    const char *qs = quantized(q_dt) ? qname(q_dt) : text[q_dt], *ks = quantized(k_dt) ? qname(k_dt) : text[k_dt];
+    const char *qs = quantized(q_dt) ? qname(q_dt) : text[q_dt],
+               *ks = quantized(k_dt) ? qname(k_dt) : text[k_dt];
     char param[48], value[96];
     if (s < 0) {
         snprintf(param, sizeof param, "(q->dtype, k->dtype)");
         snprintf(value, sizeof value, "q group %s, k group %s", qs, ks);
     } else {
         snprintf(param, sizeof param, "%s->dtype", s == EE_NT ? "p->bias" : ee_slot_name(s));
-        snprintf(value, sizeof value, "%s, with q group %s, k group %s",
-                 quantized(x) ? qname(x) : text[x], qs, ks);
+        snprintf(value, sizeof value, "%s, with q group %s, k group %s", quantized(x) ? qname(x) : text[x],
+                 qs, ks);
     }
     ee_case *c = qcase(t, call, quantized(k_dt) ? k_dt : 0, quantized(k_dt) ? 3 : 0, EE_DENSE, param, value,
                        FA_ERR_DTYPE, EE_OP_DTYPES);
-    for (int i = 0; i < EE_NT; i++) c->dt[i] = i == EE_K || i == EE_V || i == EE_DK || i == EE_DV ? k_dt : q_dt;
+    for (int i = 0; i < EE_NT; i++)
+        c->dt[i] = i == EE_K || i == EE_V || i == EE_DK || i == EE_DV ? k_dt : q_dt;
     c->dt[EE_NT] = q_dt == FA_F64 ? FA_F64 : FA_F32;
     if (s >= 0) c->dt[s] = x;
     snprintf(c->names, sizeof c->names, "%s", names);
@@ -236,8 +238,8 @@ static void add_dtypes(ee_table *t, ee_call call)
         /* a quantized v under a float k (no scales: they would be refused first, FA_ERR_ARG) */
         dtype_row(t, call, FA_F32, FA_F32, EE_V, qt, "v.dtype k.dtype");
         /* the scales: the accumulation type, f32 */
-        static const ee_named wrong[] = {{"f64", FA_F64}, {"bf16", FA_BF16}, {"f16", FA_F16},
-                                         {"7 (past the last)", 7}, {"-1", -1}};
+        static const ee_named wrong[] = {
+            {"f64", FA_F64}, {"bf16", FA_BF16}, {"f16", FA_F16}, {"7 (past the last)", 7}, {"-1", -1}};
         for (int s = 0; s < 2; s++) {
             const int slot = s ? EE_VSCALE : EE_KSCALE;
             const char *param = s ? "p->v_scale->dtype" : "p->k_scale->dtype";
@@ -275,9 +277,11 @@ static void add_shapes(ee_table *t, ee_call call)
             const size_t extra = f == 2 ? 1 : f == 3 ? 1 : 0;
             for (size_t i = 0; i < sizeof sizes / sizeof *sizes + extra; i++) {
                 /* seq: N - 1 is neither N nor 1; dim: k's head dim, as if shaped like k itself */
-                const ee_named more = f == 2 ? (ee_named){"N - 1", EE_MINUS_ONE} : (ee_named){"D (k's dim)", EE_DIM};
+                const ee_named more =
+                    f == 2 ? (ee_named){"N - 1", EE_MINUS_ONE} : (ee_named){"D (k's dim)", EE_DIM};
                 const ee_named *v = i < sizeof sizes / sizeof *sizes ? &sizes[i] : &more;
-                ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, v->name, FA_ERR_SHAPE, EE_OP_SIZE);
+                ee_case *c =
+                    qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, v->name, FA_ERR_SHAPE, EE_OP_SIZE);
                 c->ti = s ? EE_VSCALE : EE_KSCALE;
                 c->field = f;
                 c->i[0] = v->x;
@@ -301,7 +305,8 @@ static void add_shapes(ee_table *t, ee_call call)
     };
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < sizeof ragged / sizeof *ragged; i++) {
-            snprintf(param, sizeof param, "p->%s->%s", s ? "v_scale" : "k_scale", field_name[ragged[i].field]);
+            snprintf(param, sizeof param, "p->%s->%s", s ? "v_scale" : "k_scale",
+                     field_name[ragged[i].field]);
             ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, ragged[i].layout, param, ragged[i].value,
                                FA_ERR_SHAPE, EE_OP_SIZE);
             c->ti = s ? EE_VSCALE : EE_KSCALE;
@@ -336,8 +341,8 @@ static void add_strides(ee_table *t, ee_call call)
         for (int f = 0; f < 3; f++) {
             snprintf(param, sizeof param, "p->%s->%s", scale, stride_name[f]);
             for (size_t i = 0; i < sizeof strides / sizeof *strides; i++) {
-                ee_case *c =
-                    qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, strides[i].name, FA_ERR_STRIDE, EE_OP_STRIDE);
+                ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, strides[i].name,
+                                   FA_ERR_STRIDE, EE_OP_STRIDE);
                 c->ti = slot;
                 c->field = f;
                 c->i[0] = strides[i].x;
@@ -349,8 +354,8 @@ static void add_strides(ee_table *t, ee_call call)
         }
         snprintf(param, sizeof param, "p->%s->data", scale);
         for (size_t i = 0; i < sizeof misaligned / sizeof *misaligned; i++) {
-            ee_case *c =
-                qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
+            ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, misaligned[i].name,
+                               FA_ERR_STRIDE, EE_OP_MISALIGN);
             c->ti = slot;
             c->i[0] = misaligned[i].x;
         }
@@ -372,11 +377,12 @@ static void add_aliases(ee_table *t, ee_call call)
     for (int o = 0; o < 2; o++)
         for (int s = 0; s < 2; s++)
             for (int m = 0; m < 3; m++) {
-                const int moved = call == EE_FORWARD ? fwd_out[o] : bwd_out[o], onto = s ? EE_VSCALE : EE_KSCALE;
+                const int moved = call == EE_FORWARD ? fwd_out[o] : bwd_out[o],
+                          onto = s ? EE_VSCALE : EE_KSCALE;
                 char value[64], both[64];
                 snprintf(value, sizeof value, mode_name[m], ee_slot_name(onto));
-                ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, ee_slot_name(moved), value, FA_ERR_ALIAS,
-                                   EE_OP_ALIAS);
+                ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, ee_slot_name(moved), value,
+                                   FA_ERR_ALIAS, EE_OP_ALIAS);
                 snprintf(both, sizeof both, "%s %s", ee_slot_name(moved), ee_slot_name(onto));
                 ee_default_names(c->names, sizeof c->names, both);
                 c->ti = moved;
@@ -467,7 +473,8 @@ static void max_head_dims(ee_world *w, fa_dtype kt)
             a.k_scale = fa_tensor_bhsd(a.k_scale.data, FA_F32, 1, 1, 3, 1);
             a.p.k_scale = a.p.v_scale = &a.k_scale; /* one scale per key row for both */
         }
-        expect_ok(w, &a, EE_FORWARD, mla ? "D = 576, v a 512-dim view of k (MLA)" : "D = Dv = FA_MAX_HEAD_DIM");
+        expect_ok(w, &a, EE_FORWARD,
+                  mla ? "D = 576, v a 512-dim view of k (MLA)" : "D = Dv = FA_MAX_HEAD_DIM");
     }
 }
 
@@ -488,11 +495,15 @@ void ee_quant_check_valid(ee_world *w)
                     ee_valid_args(w, &a);
                     if (layout != EE_DENSE) ee_seqs_layout(w, &a, layout);
                     ee_quant_start(&start, w, &a);
-                    broadcast(&a.k_scale, by_stride == 1 ? 0 : sizes, by_stride == 1 ? sizes : 0, by_stride == 2);
-                    broadcast(&a.v_scale, by_stride == 1 ? 0 : sizes, by_stride == 1 ? sizes : 0, by_stride == 2);
+                    broadcast(&a.k_scale, by_stride == 1 ? 0 : sizes, by_stride == 1 ? sizes : 0,
+                              by_stride == 2);
+                    broadcast(&a.v_scale, by_stride == 1 ? 0 : sizes, by_stride == 1 ? sizes : 0,
+                              by_stride == 2);
                     snprintf(what, sizeof what, "%s, %s, scales broadcast %d by %s", qname(qtypes[q]),
                              layout_text[layout], sizes,
-                             by_stride == 0 ? "size" : by_stride == 1 ? "stride 0" : "size, far strides");
+                             by_stride == 0   ? "size"
+                             : by_stride == 1 ? "stride 0"
+                                              : "size, far strides");
                     expect_ok(w, &a, EE_FORWARD, what);
                 }
         }
@@ -504,7 +515,9 @@ void ee_quant_check_valid(ee_world *w)
             if (over == 1) a.k_scale.data = a.t[EE_K].data;
             if (over == 2) a.v_scale.data = a.t[EE_Q].data;
             snprintf(what, sizeof what, "%s, %s", qname(qtypes[q]),
-                     over == 0 ? "one view for both scales" : over == 1 ? "k_scale over k" : "v_scale over q");
+                     over == 0   ? "one view for both scales"
+                     : over == 1 ? "k_scale over k"
+                                 : "v_scale over q");
             expect_ok(w, &a, EE_FORWARD, what);
         }
         max_head_dims(w, qtypes[q]);

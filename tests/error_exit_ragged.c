@@ -166,7 +166,8 @@ enum {
     OP_MERGE_EVERY_DTYPE /* dtype of every part = i[0], of out = i[1] */
 };
 /* error_exit_quantized.c's operations start at EE_OP_QUANT: these must end before */
-_Static_assert((int)OP_MERGE_EVERY_DTYPE < (int)EE_OP_QUANT, "the ragged operations run into the quantized ones");
+_Static_assert((int)OP_MERGE_EVERY_DTYPE < (int)EE_OP_QUANT,
+               "the ragged operations run into the quantized ones");
 
 static int64_t *size_of(fa_tensor *t, int f)
 {
@@ -572,7 +573,8 @@ void ee_add_merge_cases(ee_table *t)
         }
     }
     /* sizes every view shares, out of range */
-    static const ee_named dims[] = {{"0", 0}, {"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}, {"INT64_MAX", INT64_MAX}};
+    static const ee_named dims[] = {
+        {"0", 0}, {"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}, {"INT64_MAX", INT64_MAX}};
     for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
         c = ee_add(t, EE_MERGE, "(dim of every part and out)", dims[i].name, FA_ERR_SHAPE,
                    OP_MERGE_EVERY_DIM);

@@ -2,7 +2,8 @@
 /* The error-exit fixture's size tags (include/flashattn.h, "ABI"; see error_exit.h): the sizes and
  * bytes the reading rule refuses, for every size-tagged struct, and the fa_forward / fa_backward
  * cases of p and p.seqs. A struct_size that is not the 0.4.0 size plus a multiple of 8, at most
- * FA_STRUCT_SIZE_MAX, is FA_ERR_ARG naming <argument>.struct_size; a larger struct with a byte of a field this library does not know
+ * FA_STRUCT_SIZE_MAX, is FA_ERR_ARG naming <argument>.struct_size; a larger struct with a byte of a field
+ * this library does not know
  * set is FA_ERR_UNSUPPORTED naming the argument and the field's byte offset. Both come before every
  * other check of the call (the cases start from a call with every field of p in use). */
 #include <stdio.h>

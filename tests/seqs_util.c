@@ -634,7 +634,8 @@ int ts_forward_same_bytes_on(fa_context *const *ctx, int n, const fa_params *p, 
     for (int x = 1; x < n && same; x++) {
         ts_fill_canary(t);
         cr_assert_eq(ts_forward(ctx[x], p, t), FA_OK, "%s", fa_last_error());
-        same = tu_buf_equals_snapshot(&t->buf[TS_OUT], out) && tu_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
+        same =
+            tu_buf_equals_snapshot(&t->buf[TS_OUT], out) && tu_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
         if (!same) snprintf(msg, size, "context %d's out or lse bytes differ from context 0's", x);
     }
     free(out), free(lse);

@@ -23,11 +23,11 @@ const int st_count = 2;
 #elif defined(__aarch64__)
 #include "kernels/neon/neon.h"
 #include "kernels/sve/sve.h"
-#define ST_SVE(bits)                                                                                         \
-    {                                                                                                        \
-        "sve" #bits, &fa_sve##bits##_kernels_f32, &fa_sve##bits##_kernels_f64, fa_sve##bits##_exp2_f32,      \
-            fa_sve##bits##_exp2_f64, fa_sve##bits##_tanh_f32, fa_sve##bits##_pack_transposed_f32,            \
-            fa_sve##bits##_pack_transposed_f64, 1e-7                                                         \
+#define ST_SVE(bits)                                                                                    \
+    {                                                                                                   \
+        "sve" #bits, &fa_sve##bits##_kernels_f32, &fa_sve##bits##_kernels_f64, fa_sve##bits##_exp2_f32, \
+            fa_sve##bits##_exp2_f64, fa_sve##bits##_tanh_f32, fa_sve##bits##_pack_transposed_f32,       \
+            fa_sve##bits##_pack_transposed_f64, 1e-7                                                    \
     }
 const st_table st_tables[] = {
     {"neon", &fa_neon_kernels_f32, &fa_neon_kernels_f64, fa_neon_exp2_f32, fa_neon_exp2_f64, fa_neon_tanh_f32,

@@ -172,9 +172,9 @@ static void check_empty_sequence(int no_keys)
             run_case(ctx, &s, &p, case_seed, &configs[c], &bp, desc, sizeof desc);
             for (int g = first; g <= last; g++) {
                 int64_t where, n = nonzero_in_rows(&bp.grad[g], 0, g == TUB_DQ ? s.q_len : s.kv_len, &where);
-                cr_expect_eq(n, 0, "%s, seed %llu: %lld %s values are not 0 with no %s (first in row %lld)", desc,
-                             (unsigned long long)case_seed, (long long)n, grad_name[g], no_keys ? "keys" : "queries",
-                             (long long)where);
+                cr_expect_eq(n, 0, "%s, seed %llu: %lld %s values are not 0 with no %s (first in row %lld)",
+                             desc, (unsigned long long)case_seed, (long long)n, grad_name[g],
+                             no_keys ? "keys" : "queries", (long long)where);
             }
             tub_free(&bp);
         }

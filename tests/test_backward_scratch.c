@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Bounded scratch memory in the backward: scratch_peak equals the documented backward formula
- * (scratch_formula.h), with and without the softcap's extra tile. fa_stats.scratch_peak is the largest high-water mark over the threads since
+ * (scratch_formula.h), with and without the softcap's extra tile. fa_stats.scratch_peak is the largest
+ * high-water mark over the threads since
  * create or reset: after a forward and a backward without a reset it is the larger of the two
  * formulas, and so is scratch_capacity (one arena serves both passes and keeps the larger size).
  * Neither depends on Nq or Nk. */

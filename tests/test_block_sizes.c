@@ -2,7 +2,8 @@
 /* The automatic blocks follow the documented table (src/plan/block_sizes.c): Intel cores on the avx512
  * or amx table take 64-key forward tiles for f32 calls of more than a few query rows, and 256 or
  * 128 query rows while those leave FA_SPLIT_TARGET_ITEMS items, an all-bf16 forward on AMX tiles
- * 512, 256 or 128 rows (half as many items) and 512 keys; every other case (AMD, other tables, f64, decode-shaped calls, batches of
+ * 512, 256 or 128 rows (half as many items) and 512 keys; every other case (AMD, other tables, f64,
+ * decode-shaped calls, batches of
  * sequences, every backward) takes 64 rows and the L2 rule; every block_k is a multiple of 16
  * within the pass's range, whatever the cache size reported. And a context's automatic choice is
  * the table's for this machine's CPU. */

@@ -24,9 +24,12 @@ static const int64_t shifts[] = {0, 3, -5, 17, -40, 120, -130, (int64_t)1 << 40}
 
 /* the masks and ALiBi, alone and together, that the shift moves */
 static const tm_spec specs[] = {
-    {FA_CAUSAL_TOP_LEFT, -1, -1, 0.0, 0, TM_BIAS_OFF, 0},  {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0.0, 0, TM_BIAS_OFF, 0},
-    {FA_CAUSAL_NONE, 9, 4, 0.0, 0, TM_BIAS_OFF, 0},       {FA_CAUSAL_TOP_LEFT, 12, -1, 0.0, 1, TM_BIAS_OFF, 0},
-    {FA_CAUSAL_NONE, -1, -1, 0.0, 1, TM_BIAS_OFF, 1},     {FA_CAUSAL_BOTTOM_RIGHT, 6, 0, 3.0, 1, TM_BIAS_OFF, 1},
+    {FA_CAUSAL_TOP_LEFT, -1, -1, 0.0, 0, TM_BIAS_OFF, 0},
+    {FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0.0, 0, TM_BIAS_OFF, 0},
+    {FA_CAUSAL_NONE, 9, 4, 0.0, 0, TM_BIAS_OFF, 0},
+    {FA_CAUSAL_TOP_LEFT, 12, -1, 0.0, 1, TM_BIAS_OFF, 0},
+    {FA_CAUSAL_NONE, -1, -1, 0.0, 1, TM_BIAS_OFF, 1},
+    {FA_CAUSAL_BOTTOM_RIGHT, 6, 0, 3.0, 1, TM_BIAS_OFF, 1},
 };
 #define N_SPECS ((int)(sizeof specs / sizeof specs[0]))
 
@@ -42,7 +45,8 @@ Test(diagonal_shift, forward_and_backward_match_the_oracle_for_every_shift)
         for (int c = 0; c < N_SPECS; c++)
             for (int x = 0; x < N_SHIFTS; x++) {
                 tu_rng rng = tu_rng_make(seed + (uint64_t)((dt * N_SPECS + c) * N_SHIFTS + x));
-                tu_shape s = {dt ? FA_F64 : FA_F32, 1, 4, 2, 37 + 5 * c, 53 + 7 * x, 12, 9, (tu_layout)(x % 3)};
+                tu_shape s = {dt ? FA_F64 : FA_F32, 1, 4, 2, 37 + 5 * c, 53 + 7 * x, 12, 9,
+                              (tu_layout)(x % 3)};
                 tub_problem bp;
                 tub_make(&bp, &s, &rng, 2.0);
                 tm_mods m;
@@ -68,8 +72,8 @@ Test(diagonal_shift, forward_and_backward_match_the_oracle_for_every_shift)
                           "%s, shift %lld, seed %llu: backward: %s", desc, (long long)shifts[x],
                           (unsigned long long)seed, msg);
                 if (specs[c].sinks)
-                    cr_expect(tm_check_dsinks(&bp, &m, msg, sizeof msg), "%s, shift %lld, seed %llu: %s", desc,
-                              (long long)shifts[x], (unsigned long long)seed, msg);
+                    cr_expect(tm_check_dsinks(&bp, &m, msg, sizeof msg), "%s, shift %lld, seed %llu: %s",
+                              desc, (long long)shifts[x], (unsigned long long)seed, msg);
                 tub_ref_free(&oracle);
                 if (f32) tub_ref_free(&naive);
                 tm_mods_free(&m);
@@ -108,8 +112,8 @@ Test(diagonal_shift, blocks_of_a_sequence_merged_give_the_whole_call)
         tm_mods m;
         tm_mods_make(&m, &masks[mk], &s, 0.0, &rng);
         tm_desc(&s, &m, desc, sizeof desc);
-        cr_assert_eq(fa_forward(NULL, &m.p, &whole.q, &whole.k, &whole.v, &whole.out, whole.lse), FA_OK, "%s: %s",
-                     desc, fa_last_error());
+        cr_assert_eq(fa_forward(NULL, &m.p, &whole.q, &whole.k, &whole.v, &whole.out, whole.lse), FA_OK,
+                     "%s: %s", desc, fa_last_error());
         for (int qb = 0; qb < 3; qb++) {
             int64_t a = cut[qb], nq = cut[qb + 1] - cut[qb];
             fa_tensor q = rows_of(&whole.q, a, nq);
@@ -118,38 +122,44 @@ Test(diagonal_shift, blocks_of_a_sequence_merged_give_the_whole_call)
             for (int kb = 0; kb < 3; kb++) {
                 int64_t b = cut[kb], nk = cut[kb + 1] - cut[kb];
                 fa_tensor k = rows_of(&whole.k, b, nk), v = rows_of(&whole.v, b, nk);
-                outs[kb] = fa_tensor_bhsd(calloc((size_t)(s.batch * s.q_heads * nq * s.dim_v), sizeof(double)),
-                                          FA_F64, s.batch, s.q_heads, nq, s.dim_v);
+                outs[kb] =
+                    fa_tensor_bhsd(calloc((size_t)(s.batch * s.q_heads * nq * s.dim_v), sizeof(double)),
+                                   FA_F64, s.batch, s.q_heads, nq, s.dim_v);
                 lses[kb] = calloc((size_t)(s.batch * s.q_heads * nq), sizeof(double));
                 fa_params p = m.p;
                 p.diagonal_shift = a - b;
                 cr_assert_eq(fa_forward(NULL, &p, &q, &k, &v, &outs[kb], lses[kb]), FA_OK, "%s: %s", desc,
                              fa_last_error());
             }
-            fa_tensor merged = fa_tensor_bhsd(calloc((size_t)(s.batch * s.q_heads * nq * s.dim_v), sizeof(double)),
-                                              FA_F64, s.batch, s.q_heads, nq, s.dim_v);
+            fa_tensor merged =
+                fa_tensor_bhsd(calloc((size_t)(s.batch * s.q_heads * nq * s.dim_v), sizeof(double)), FA_F64,
+                               s.batch, s.q_heads, nq, s.dim_v);
             double *lse = calloc((size_t)(s.batch * s.q_heads * nq), sizeof(double));
             const void *parts[3] = {lses[0], lses[1], lses[2]};
-            cr_assert_eq(fa_merge(NULL, 3, outs, parts, &merged, lse), FA_OK, "%s: %s", desc, fa_last_error());
+            cr_assert_eq(fa_merge(NULL, 3, outs, parts, &merged, lse), FA_OK, "%s: %s", desc,
+                         fa_last_error());
             double worst = 0, scale = 0;
             for (int64_t bb = 0; bb < s.batch; bb++)
                 for (int64_t h = 0; h < s.q_heads; h++)
                     for (int64_t i = 0; i < nq; i++) {
                         for (int64_t y = 0; y < s.dim_v; y++) {
-                            double want = tu_get(&whole.out, bb, h, a + i, y), got = tu_get(&merged, bb, h, i, y);
+                            double want = tu_get(&whole.out, bb, h, a + i, y),
+                                   got = tu_get(&merged, bb, h, i, y);
                             if (fabs(want) > scale) scale = fabs(want);
                             if (fabs(got - want) > worst) worst = fabs(got - want);
                         }
                         double want = tu_lse_get(&whole, (bb * s.q_heads + h) * s.q_len + a + i);
                         double got = lse[(bb * s.q_heads + h) * nq + i];
-                        cr_expect(fabs(got - want) <= 1e-12 * fmax(1.0, fabs(want)),
-                                  "%s, query block %d, seed %llu: lse of row (%lld, %lld, %lld): %.17g, whole call "
-                                  "%.17g",
-                                  desc, qb, (unsigned long long)seed, (long long)bb, (long long)h,
-                                  (long long)(a + i), got, want);
+                        cr_expect(
+                            fabs(got - want) <= 1e-12 * fmax(1.0, fabs(want)),
+                            "%s, query block %d, seed %llu: lse of row (%lld, %lld, %lld): %.17g, whole call "
+                            "%.17g",
+                            desc, qb, (unsigned long long)seed, (long long)bb, (long long)h,
+                            (long long)(a + i), got, want);
                     }
-            cr_expect(worst <= 1e-12 * scale, "%s, query block %d, seed %llu: merged blocks differ by %g (max |out| %g)",
-                      desc, qb, (unsigned long long)seed, worst, scale);
+            cr_expect(worst <= 1e-12 * scale,
+                      "%s, query block %d, seed %llu: merged blocks differ by %g (max |out| %g)", desc, qb,
+                      (unsigned long long)seed, worst, scale);
             for (int kb = 0; kb < 3; kb++) free(outs[kb].data), free(lses[kb]);
             free(merged.data), free(lse);
         }
@@ -165,7 +175,8 @@ Test(diagonal_shift, a_shift_beyond_the_limit_is_refused_named_and_writes_nothin
     tu_shape s = {FA_F32, 1, 2, 1, 9, 11, 8, 8, TU_BHSD};
     tu_problem pr;
     tu_problem_make(&pr, &s, &rng, 1.0);
-    static const int64_t bad[] = {FA_MAX_DIAGONAL_SHIFT + 1, -FA_MAX_DIAGONAL_SHIFT - 1, INT64_MAX, INT64_MIN};
+    static const int64_t bad[] = {FA_MAX_DIAGONAL_SHIFT + 1, -FA_MAX_DIAGONAL_SHIFT - 1, INT64_MAX,
+                                  INT64_MIN};
     for (int x = 0; x < 4; x++) {
         fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_TOP_LEFT;
@@ -174,9 +185,10 @@ Test(diagonal_shift, a_shift_beyond_the_limit_is_refused_named_and_writes_nothin
         unsigned char *before = tu_buf_snapshot(&pr.out_buf);
         cr_expect_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_ERR_ARG, "shift %lld",
                      (long long)bad[x]);
-        cr_expect(strstr(fa_last_error(), "p.diagonal_shift") != NULL, "shift %lld: message '%s'", (long long)bad[x],
-                  fa_last_error());
-        cr_expect(tu_buf_equals_snapshot(&pr.out_buf, before), "shift %lld: out was written", (long long)bad[x]);
+        cr_expect(strstr(fa_last_error(), "p.diagonal_shift") != NULL, "shift %lld: message '%s'",
+                  (long long)bad[x], fa_last_error());
+        cr_expect(tu_buf_equals_snapshot(&pr.out_buf, before), "shift %lld: out was written",
+                  (long long)bad[x]);
         free(before);
     }
     tu_problem_free(&pr);

@@ -3,7 +3,8 @@
  * fa_context_create, fa_context_stats and the fa_tensor_* helpers, every field of fa_tensor,
  * fa_params, fa_seqs (with its arrays' elements) and fa_context_opts, and the size tag of each of
  * fa_params, fa_seqs, fa_context_opts and fa_stats (struct_size, and the bytes past this build's
- * struct: include/flashattn.h, "ABI"), gets every class of bad value that applies to it. Each call must return the one status the header documents (first class in
+ * struct: include/flashattn.h, "ABI"), gets every class of bad value that applies to it. Each call must
+ * return the one status the header documents (first class in
  * the order NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY), leave every byte of every
  * tensor, of lse, of the sequences' arrays, of the context's stats and of *ctx as it was, and leave
  * in fa_last_error() a line that starts with the call's name and names the offending argument. The
@@ -190,9 +191,9 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                     if (o.check_st != (int)c->want || !ee_names_argument(o.check_diag, check_name, names) ||
                         (c->not_named[0] && ee_names_argument(o.check_diag, check_name, c->not_named))) {
                         undetected = 1;
-                        cr_expect_fail("%s = %s [%s]: %s gave %d (%s), \"%s\"; documented %d", c->param, c->value,
-                                       how, check_name, o.check_st, fa_status_str((fa_status)o.check_st),
-                                       o.check_diag, c->want);
+                        cr_expect_fail("%s = %s [%s]: %s gave %d (%s), \"%s\"; documented %d", c->param,
+                                       c->value, how, check_name, o.check_st,
+                                       fa_status_str((fa_status)o.check_st), o.check_diag, c->want);
                     }
                 }
                 if (!o.pool_ok || !o.stats_ok) {
@@ -459,7 +460,8 @@ Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
                 const char *what = call ? "fa_backward" : "fa_forward";
                 fprintf(stderr, "[misaligned] %s, %s, %s at an address 1 byte past an element boundary: %s\n",
                         dt ? "f64" : "f32", what, name[s], fa_status_str(st));
-                /* flashattn.h: data or lse not aligned to its element size is FA_ERR_STRIDE, nothing written */
+                /* flashattn.h: data or lse not aligned to its element size is FA_ERR_STRIDE, nothing
+                 * written */
                 cr_expect_eq(
                     st, FA_ERR_STRIDE, "%s, %s, %s misaligned, seed %llu: status %s, not FA_ERR_STRIDE",
                     dt ? "f64" : "f32", what, name[s], (unsigned long long)w.seed, fa_status_str(st));

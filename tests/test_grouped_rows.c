@@ -29,7 +29,8 @@ Test(grouped_rows, grouped_decode_rows_match_the_oracle_and_every_thread_count)
     const uint64_t seed = tu_test_seed();
     static const struct {
         int64_t hq, hkv, nk, d, dv;
-    } shapes[] = {{8, 2, 70, 32, 24}, {16, 1, 300, 64, 64}, {12, 3, 5000, 40, 40}, {32, 1, 129, FA_MAX_HEAD_DIM, 64}};
+    } shapes[] = {
+        {8, 2, 70, 32, 24}, {16, 1, 300, 64, 64}, {12, 3, 5000, 40, 40}, {32, 1, 129, FA_MAX_HEAD_DIM, 64}};
     static const fa_causal causals[] = {FA_CAUSAL_BOTTOM_RIGHT, FA_CAUSAL_TOP_LEFT, FA_CAUSAL_NONE};
     static const int blocks[][2] = {{0, 0}, {3, 16}, {8, 48}};
     int c = 0;
@@ -37,7 +38,8 @@ Test(grouped_rows, grouped_decode_rows_match_the_oracle_and_every_thread_count)
         for (int64_t nq = 1; nq <= 4; nq++)
             for (int m = 0; m < 4; m++, c++) {
                 const fa_dtype dt = c % 3 == 0 ? FA_F64 : FA_F32;
-                tu_shape sh = {dt, 2, shapes[s].hq, shapes[s].hkv, nq, shapes[s].nk, shapes[s].d, shapes[s].dv, (tu_layout)(c % 3)};
+                tu_shape sh = {dt,           2,           shapes[s].hq, shapes[s].hkv,     nq,
+                               shapes[s].nk, shapes[s].d, shapes[s].dv, (tu_layout)(c % 3)};
                 fa_params p = FA_PARAMS_INIT;
                 p.causal = causals[m % 3];
                 if (m == 3) p.window_left = 17, p.window_right = 0; /* a window, bottom-right */
@@ -50,16 +52,18 @@ Test(grouped_rows, grouped_decode_rows_match_the_oracle_and_every_thread_count)
                 char desc[256], msg[512];
                 tu_shape_str(&sh, &p, desc, sizeof desc);
                 fa_context *c1 = context_of(1, bl[0], bl[1]), *c3 = context_of(3, bl[0], bl[1]);
-                cr_assert_eq(fa_forward(c1, &p, &one.q, &one.k, &one.v, &one.out, one.lse), FA_OK, "%s: %s", desc,
-                             fa_last_error());
-                cr_assert_eq(fa_forward(c3, &p, &three.q, &three.k, &three.v, &three.out, three.lse), FA_OK, "%s: %s",
+                cr_assert_eq(fa_forward(c1, &p, &one.q, &one.k, &one.v, &one.out, one.lse), FA_OK, "%s: %s",
                              desc, fa_last_error());
+                cr_assert_eq(fa_forward(c3, &p, &three.q, &three.k, &three.v, &three.out, three.lse), FA_OK,
+                             "%s: %s", desc, fa_last_error());
                 int64_t *rows, where = -1;
                 int64_t n = tu_pick_rows(&one, &p, INT64_MAX, &rows);
-                cr_expect(tu_check_accuracy(&one, &p, rows, n, 1e-12, msg, sizeof msg), "%s, blocks %d/%d, seed %llu: %s",
-                          desc, bl[0], bl[1], (unsigned long long)seed, msg);
-                cr_expect(tu_outputs_bitwise_equal(&one, &three, &where), "%s, blocks %d/%d: 1 and 3 threads differ at %lld",
-                          desc, bl[0], bl[1], (long long)where);
+                cr_expect(tu_check_accuracy(&one, &p, rows, n, 1e-12, msg, sizeof msg),
+                          "%s, blocks %d/%d, seed %llu: %s", desc, bl[0], bl[1], (unsigned long long)seed,
+                          msg);
+                cr_expect(tu_outputs_bitwise_equal(&one, &three, &where),
+                          "%s, blocks %d/%d: 1 and 3 threads differ at %lld", desc, bl[0], bl[1],
+                          (long long)where);
                 cr_expect(tu_problem_only_defined_written(&one), "%s: wrote past what it defines", desc);
                 free(rows);
                 fa_context_destroy(c1), fa_context_destroy(c3);
@@ -84,11 +88,11 @@ Test(grouped_rows, mla_values_as_a_view_of_the_keys_match_a_separate_copy_and_th
         tu_problem_make(&pr, &sh, &rng, 1.0);
         /* the separate values are the keys' first DV dims, copied */
         for (int64_t j = 0; j < NK; j++)
-            for (int64_t y = 0; y < DV; y++)
-                tu_set(&pr.v, 0, 0, j, y, tu_get(&pr.k, 0, 0, j, y));
+            for (int64_t y = 0; y < DV; y++) tu_set(&pr.v, 0, 0, j, y, tu_get(&pr.k, 0, 0, j, y));
         char desc[256], msg[512];
         tu_shape_str(&sh, &p, desc, sizeof desc);
-        cr_assert_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s: %s", desc, fa_last_error());
+        cr_assert_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s: %s", desc,
+                     fa_last_error());
         int64_t *rows;
         int64_t n = tu_pick_rows(&pr, &p, INT64_MAX, &rows);
         cr_expect(tu_check_accuracy(&pr, &p, rows, n, 1e-12, msg, sizeof msg), "%s: %s", desc, msg);
@@ -97,8 +101,8 @@ Test(grouped_rows, mla_values_as_a_view_of_the_keys_match_a_separate_copy_and_th
         fa_tensor view = pr.k; /* the values: the same memory, its first DV dims */
         view.dim = DV;
         tu_problem_fill_canary(&pr);
-        cr_assert_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &view, &pr.out, pr.lse), FA_OK, "%s, v a view of k: %s", desc,
-                     fa_last_error());
+        cr_assert_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &view, &pr.out, pr.lse), FA_OK,
+                     "%s, v a view of k: %s", desc, fa_last_error());
         double *viewed = tu_out_copy(&pr), *lse_viewed = tu_lse_copy(&pr);
         cr_expect(memcmp(copied, viewed, sizeof(double) * (size_t)(HQ * nq * DV)) == 0 &&
                       memcmp(lse_copied, lse_viewed, sizeof(double) * (size_t)(HQ * nq)) == 0,

@@ -156,8 +156,8 @@ static void he_check(fa_context *ctx, const he_types *ty, const he_shape *s, uin
     /* a decode step groups its heads' one row each (the cases here have groups of at most 4) */
     if (!hu_on_dot_units(ctx, ty->q_type, ty->kv_type, s->d, s->nq == 1 ? s->hq / s->hkv : s->nq)) {
         he_expect_rounded(&out, out_wide, "out", ty->name, s->name);
-        cr_assert_eq(memcmp(lse, lse_wide, rows * sizeof(float)), 0, "%s, %s: lse differs from the float call's",
-                     ty->name, s->name);
+        cr_assert_eq(memcmp(lse, lse_wide, rows * sizeof(float)), 0,
+                     "%s, %s: lse differs from the float call's", ty->name, s->name);
     }
 
     /* the backward from the half call's own (rounded) output, against the float call on its widening */
@@ -276,22 +276,28 @@ static void he_paged(int64_t nq)
         cr_assert_eq(fa_forward(NULL, &p, &q.wide, &k.wide, &v.wide, &out.wide, lse_wide), FA_OK, "%s",
                      fa_last_error());
         if (!hu_on_dot_units(NULL, ty->q_type, ty->kv_type, D, rows)) {
-            he_expect_rounded(&out, out.wide_data, "out", ty->name, nq == 1 ? "paged decode" : "paged, 6 rows");
+            he_expect_rounded(&out, out.wide_data, "out", ty->name,
+                              nq == 1 ? "paged decode" : "paged, 6 rows");
             cr_assert_eq(memcmp(lse, lse_wide, lse_bytes), 0, "%s: paged lse differs from the float call's",
                          ty->name);
         }
         /* every path: the paged call is bitwise the same cache laid out contiguously */
         he_tensor kc = he_make(ty->kv_type, SEQS, HKV, PAGE * PER_SEQ, D),
-                  vc = he_make(ty->kv_type, SEQS, HKV, PAGE * PER_SEQ, DV), oc = he_make(ty->q_type, SEQS, HQ, nq, DV);
+                  vc = he_make(ty->kv_type, SEQS, HKV, PAGE * PER_SEQ, DV),
+                  oc = he_make(ty->q_type, SEQS, HQ, nq, DV);
         size_t kv_elem = ty->kv_type == FA_F32 ? 4 : 2;
         for (int sq = 0; sq < SEQS; sq++)
             for (int g = 0; g < PER_SEQ; g++)
                 for (int h = 0; h < HKV; h++) {
                     int64_t page = table[sq * PER_SEQ + g];
-                    memcpy((char *)kc.data + (((int64_t)sq * HKV + h) * PAGE * PER_SEQ + (int64_t)g * PAGE) * D * kv_elem,
-                           (char *)k.data + ((page * HKV + h) * PAGE) * D * kv_elem, (size_t)(PAGE * D) * kv_elem);
-                    memcpy((char *)vc.data + (((int64_t)sq * HKV + h) * PAGE * PER_SEQ + (int64_t)g * PAGE) * DV * kv_elem,
-                           (char *)v.data + ((page * HKV + h) * PAGE) * DV * kv_elem, (size_t)(PAGE * DV) * kv_elem);
+                    memcpy((char *)kc.data +
+                               (((int64_t)sq * HKV + h) * PAGE * PER_SEQ + (int64_t)g * PAGE) * D * kv_elem,
+                           (char *)k.data + ((page * HKV + h) * PAGE) * D * kv_elem,
+                           (size_t)(PAGE * D) * kv_elem);
+                    memcpy((char *)vc.data +
+                               (((int64_t)sq * HKV + h) * PAGE * PER_SEQ + (int64_t)g * PAGE) * DV * kv_elem,
+                           (char *)v.data + ((page * HKV + h) * PAGE) * DV * kv_elem,
+                           (size_t)(PAGE * DV) * kv_elem);
                 }
         fa_seqs contiguous = FA_SEQS_INIT;
         contiguous.batch = SEQS;
@@ -302,8 +308,8 @@ static void he_paged(int64_t nq)
                      fa_last_error());
         cr_assert_eq(memcmp(out.data, oc.data, (size_t)out.n * (ty->q_type == FA_F32 ? 4 : 2)), 0,
                      "%s: the paged out differs from the contiguous cache's", ty->name);
-        cr_assert_eq(memcmp(lse, lse_c, lse_bytes), 0, "%s: the paged lse differs from the contiguous cache's",
-                     ty->name);
+        cr_assert_eq(memcmp(lse, lse_c, lse_bytes), 0,
+                     "%s: the paged lse differs from the contiguous cache's", ty->name);
         he_free(&q), he_free(&out), he_free(&k), he_free(&v), he_free(&kc), he_free(&vc), he_free(&oc);
     }
 }

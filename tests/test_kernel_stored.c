@@ -69,8 +69,8 @@ static char *stored_rows(fa_dtype t, int64_t cols, int64_t dim, uint32_t base, t
 /* The list of `cols` keys' rows: the block's rows in a random order, then FA_STORED_AHEAD more of
  * them (real rows: the kernels prefetch them). The reference tile: each key's row copied (f32) or
  * widened with its scale by ref's widen. */
-static void list_rows(fa_dtype t, const char *rows, int64_t cols, int64_t dim, const float *scale, tu_rng *rng,
-                      const void **list, float *wide)
+static void list_rows(fa_dtype t, const char *rows, int64_t cols, int64_t dim, const float *scale,
+                      tu_rng *rng, const void **list, float *wide)
 {
     const size_t elem = fa_elem_size(t);
     for (int64_t c = 0; c < cols; c++) list[c] = rows + (size_t)c * K_STRIDE * elem;
@@ -84,7 +84,8 @@ static void list_rows(fa_dtype t, const char *rows, int64_t cols, int64_t dim, c
         if (t == FA_F32)
             memcpy(wide + c * dim, list[c], (size_t)dim * sizeof(float));
         else
-            fa_kernels_ref.f32->widen(1, dim, list[c], 0, t, scale ? scale + c : NULL, 0, wide + c * dim, dim);
+            fa_kernels_ref.f32->widen(1, dim, list[c], 0, t, scale ? scale + c : NULL, 0, wide + c * dim,
+                                      dim);
     }
 }
 
@@ -108,7 +109,8 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
     float *qt = malloc(sizeof(float) * MAX_DIM * LD), *p = malloc(sizeof(float) * MAX_COLS * LD);
     float *wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM), *scale = malloc(sizeof(float) * MAX_COLS);
     float *want = malloc(sizeof(float) * MAX_COLS * LD), *got = malloc(sizeof(float) * MAX_COLS * LD);
-    float *acc0 = malloc(sizeof(float) * 4 * (MAX_DIM + 5)), *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+    float *acc0 = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+          *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
           *acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5));
     const void **list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD));
     cr_assert(qt && p && wide && scale && want && got && acc0 && acc_want && acc_got && list);
@@ -121,9 +123,12 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                 for (int64_t rows = 1; rows <= FA_HALF_ROWS; rows++) {
                     const int64_t dim = dims[di], cols = cols_list[ci], acc_stride = dim + 5;
                     void *block;
-                    const char *k = stored_rows(t, cols, dim, (uint32_t)(di * 31 + ci * 7 + (size_t)rows), &rng, &block);
+                    const char *k =
+                        stored_rows(t, cols, dim, (uint32_t)(di * 31 + ci * 7 + (size_t)rows), &rng, &block);
                     for (int64_t c = 0; c < cols; c++) /* ordinary, tiny and huge scales */
-                        scale[c] = (float)tu_rng_uniform(&rng, -2, 2) * (c % 5 == 3 ? 0x1p-100f : c % 7 == 4 ? 0x1p100f : 1.0f);
+                        scale[c] = (float)tu_rng_uniform(&rng, -2, 2) * (c % 5 == 3   ? 0x1p-100f
+                                                                         : c % 7 == 4 ? 0x1p100f
+                                                                                      : 1.0f);
                     const float *sc = scaled ? scale : NULL;
                     list_rows(t, k, cols, dim, sc, &rng, list, wide);
                     for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
@@ -135,26 +140,30 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         set->scores(rows, LD, cols, dim, qt, wide, dim, want);
                         set->scores_stored(rows, LD, cols, dim, qt, list, t, sc, got);
                         for (int64_t c = 0; c < cols; c++) /* the real rows; padding rows are nobody's */
-                            cr_assert(same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
-                                      "%s, dtype %d, rows %lld, cols %lld, dim %lld: score (%lld, %zu) is %a, "
-                                      "widened %a",
-                                      sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim,
-                                      (long long)c, where, (double)got[c * LD + where], (double)want[c * LD + where]);
+                            cr_assert(
+                                same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
+                                "%s, dtype %d, rows %lld, cols %lld, dim %lld: score (%lld, %zu) is %a, "
+                                "widened %a",
+                                sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim,
+                                (long long)c, where, (double)got[c * LD + where],
+                                (double)want[c * LD + where]);
                         memcpy(acc_want, acc0, sizeof(float) * (size_t)(4 * acc_stride));
                         memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
                         set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
                         set->accumulate_stored(rows, cols, dim, p, LD, list, t, sc, acc_got, acc_stride);
-                        cr_assert(same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
-                                  "%s, dtype %d, rows %lld, cols %lld, dim %lld: accumulator element %zu is %a, "
-                                  "widened %a (or written outside its rows)",
-                                  sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim, where,
-                                  (double)acc_got[where], (double)acc_want[where]);
+                        cr_assert(
+                            same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                            "%s, dtype %d, rows %lld, cols %lld, dim %lld: accumulator element %zu is %a, "
+                            "widened %a (or written outside its rows)",
+                            sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim, where,
+                            (double)acc_got[where], (double)acc_want[where]);
                         checked++;
                     }
                     free(block);
                 }
     }
     cr_log_info("%lld (set, type, shape) cases, %d sets", (long long)checked, n_sets);
-    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc0), free(acc_want), free(acc_got);
+    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc0), free(acc_want),
+        free(acc_got);
     free(list);
 }

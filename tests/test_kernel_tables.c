@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Every kernel table against the portable one and the oracle.
  *
- * The tables (ref, avx2, avx512; neon, neon_bf16, sve) share one contract (src/kernels/kernels.h); a table is chosen per
+ * The tables (ref, avx2, avx512; neon, neon_bf16, sve) share one contract (src/kernels/kernels.h); a table
+ * is chosen per
  * context, here forced with FLASHATTN_ISA around fa_context_create. On each table this CPU runs,
  * forward and backward must meet the oracle rules of the main grids and agree with the ref
  * table's results within the same bounds, on shapes that put every residue at the edge of a
@@ -39,8 +40,10 @@ static fa_status context_on(const char *table, int block_q, int block_k, fa_cont
     o.block_k = block_k;
     o.num_threads = 2;
     fa_status st = fa_context_create(ctx, &o);
-    if (had) setenv("FLASHATTN_ISA", saved, 1);
-    else unsetenv("FLASHATTN_ISA");
+    if (had)
+        setenv("FLASHATTN_ISA", saved, 1);
+    else
+        unsetenv("FLASHATTN_ISA");
     return st;
 }
 
@@ -53,8 +56,8 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
             cr_expect_eq(st, FA_ERR_UNSUPPORTED, "table %s: this CPU lacks it, status %s", tables[t],
                          fa_status_str(st));
             /* the diagnostic names the variable and says it is the CPU, not the build, that lacks it */
-            cr_expect(strstr(fa_last_error(), "FLASHATTN_ISA=") && strstr(fa_last_error(), "this CPU"), "\"%s\"",
-                      fa_last_error());
+            cr_expect(strstr(fa_last_error(), "FLASHATTN_ISA=") && strstr(fa_last_error(), "this CPU"),
+                      "\"%s\"", fa_last_error());
             continue;
         }
         cr_assert_eq(st, FA_OK, "table %s: %s", tables[t], fa_status_str(st));
@@ -65,10 +68,9 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
     }
     fa_context *ctx = NULL;
     cr_expect_eq(context_on("sse9", 0, 0, &ctx), FA_ERR_ARG, "an unknown table name is an argument error");
-    cr_expect_str_eq(
-        fa_last_error(),
-        "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512, avx512_bf16, amx, neon, neon_bf16, "
-        "sve or auto");
+    cr_expect_str_eq(fa_last_error(), "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512, "
+                                      "avx512_bf16, amx, neon, neon_bf16, "
+                                      "sve or auto");
     /* "auto" is the automatic choice, as if the variable were unset */
     cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
     fa_stats s = FA_STATS_INIT;
@@ -190,8 +192,9 @@ static void check_dtype(fa_dtype dtype)
 
             cr_expect(tu_check_accuracy(&bp.fw, &p, rows, n_rows, 1e-12, msg, sizeof msg),
                       "table %s, %s, seed %llu: forward %s", tables[t], desc, (unsigned long long)seed, msg);
-            cr_expect(tub_check_accuracy(&bp, &p, &oracle, dtype == FA_F32 ? &naive : NULL, 1e-11, msg, sizeof msg),
-                      "table %s, %s, seed %llu: backward %s", tables[t], desc, (unsigned long long)seed, msg);
+            cr_expect(
+                tub_check_accuracy(&bp, &p, &oracle, dtype == FA_F32 ? &naive : NULL, 1e-11, msg, sizeof msg),
+                "table %s, %s, seed %llu: backward %s", tables[t], desc, (unsigned long long)seed, msg);
 
             const fa_tensor *got[4] = {&bp.fw.out, &bp.grad[0], &bp.grad[1], &bp.grad[2]};
             if (t == 0) {
@@ -222,13 +225,14 @@ static void check_dtype(fa_dtype dtype)
                         tu_ref_free(&of);
                     } else {
                         int64_t n = tub_numel(got[g]);
-                        naive_err = tub_compare_arrays(naive.grad[g - 1], oracle.grad[g - 1], n, NULL).max_err;
+                        naive_err =
+                            tub_compare_arrays(naive.grad[g - 1], oracle.grad[g - 1], n, NULL).max_err;
                     }
                     allowed = 4.0 * naive_err + (g == 0 ? 2e-6 : 2e-5);
                 }
                 static const char *const names[4] = {"out", "dq", "dk", "dv"};
-                cr_expect(err <= allowed, "table %s vs ref, %s, seed %llu: %s differs by %.3g > %.3g", tables[t],
-                          desc, (unsigned long long)seed, names[g], err, allowed);
+                cr_expect(err <= allowed, "table %s vs ref, %s, seed %llu: %s differs by %.3g > %.3g",
+                          tables[t], desc, (unsigned long long)seed, names[g], err, allowed);
             }
         }
         for (int g = 0; g < 4; g++) free(ref_table[g]);
@@ -576,12 +580,15 @@ Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_patter
     const int n_all = all_halves(all);
     const int64_t rows = 3, stride = 67, dst_stride = 71; /* odd: rows start at every alignment */
     uint16_t *src = malloc((size_t)(rows * stride + 1) * sizeof(uint16_t));
-    float *want = malloc((size_t)(rows * dst_stride) * sizeof(float)), *got = malloc((size_t)(rows * dst_stride) * sizeof(float));
+    float *want = malloc((size_t)(rows * dst_stride) * sizeof(float)),
+          *got = malloc((size_t)(rows * dst_stride) * sizeof(float));
     cr_assert(src && want && got);
     static const fa_dtype types[] = {FA_BF16, FA_F16, FA_I8, FA_F8_E4M3, FA_F8_E5M2};
     /* three rows' scales per set; NULL for the half types */
-    static const float scales[][3] = {{1.0f, 0.5f, -3.25f},     {0x1p-140f, 0x1.8p126f, 6.1e-5f},
-                                      {0.0f, -0.0f, INFINITY},  {NAN, -INFINITY, 0.0078125f}};
+    static const float scales[][3] = {{1.0f, 0.5f, -3.25f},
+                                      {0x1p-140f, 0x1.8p126f, 6.1e-5f},
+                                      {0.0f, -0.0f, INFINITY},
+                                      {NAN, -INFINITY, 0.0078125f}};
     for (int ti = 1; ti < n_all; ti++) {
         if (!halves_run(&all[ti])) {
             cr_log_info("%s: not on this CPU, its widen is exercised on machines that have it", all[ti].name);
@@ -602,12 +609,14 @@ Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_patter
                             for (int64_t i = 0; i < rows * stride; i++) b[i] = (uint8_t)(base + (uint32_t)i);
                             rows_at = b;
                         } else {
-                            for (int64_t i = 0; i < rows * stride; i++) src[1 + i] = (uint16_t)(base + (uint32_t)i);
+                            for (int64_t i = 0; i < rows * stride; i++)
+                                src[1 + i] = (uint16_t)(base + (uint32_t)i);
                             rows_at = src + 1;
                         }
                         const float *scale = one_byte ? scales[sc] : NULL;
                         for (int64_t i = 0; i < rows * dst_stride; i++) want[i] = got[i] = -1.0f;
-                        fa_kernels_ref.f32->widen(rows, dim, rows_at, stride, types[t], scale, 1, want, dst_stride);
+                        fa_kernels_ref.f32->widen(rows, dim, rows_at, stride, types[t], scale, 1, want,
+                                                  dst_stride);
                         all[ti].f32->widen(rows, dim, rows_at, stride, types[t], scale, 1, got, dst_stride);
                         for (int64_t i = 0; i < rows * dst_stride; i++) {
                             /* a NaN scale times a NaN element is the one case whose bits IEEE 754 leaves
@@ -615,11 +624,13 @@ Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_patter
                              * order decides); there any NaN is the exact answer */
                             const int64_t r = i / dst_stride, x = i % dst_stride;
                             const int both_nan = scale && x < dim && isnan(scale[r]) && isnan(want[i]) &&
-                                                 isnan(got[i]) && widened_is_nan(rows_at, types[t], r * stride + x);
-                            cr_assert(memcmp(&want[i], &got[i], sizeof(float)) == 0 || both_nan,
-                                      "%s, dtype %d, scales %d, dim %lld, patterns from 0x%x, element %lld: widen "
-                                      "differs from ref's",
-                                      all[ti].name, (int)types[t], sc, (long long)dim, base, (long long)i);
+                                                 isnan(got[i]) &&
+                                                 widened_is_nan(rows_at, types[t], r * stride + x);
+                            cr_assert(
+                                memcmp(&want[i], &got[i], sizeof(float)) == 0 || both_nan,
+                                "%s, dtype %d, scales %d, dim %lld, patterns from 0x%x, element %lld: widen "
+                                "differs from ref's",
+                                all[ti].name, (int)types[t], sc, (long long)dim, base, (long long)i);
                         }
                     }
         }

@@ -13,8 +13,8 @@
 #include "kernels/kernels.h"
 #include "runtime/dispatch.h"
 
-static const char *const names[] = {"ref",  "avx2",      "avx512", "avx512_bf16",
-                                    "amx",  "neon",      "neon_bf16", "sve"};
+static const char *const names[] = {"ref", "avx2", "avx512",    "avx512_bf16",
+                                    "amx", "neon", "neon_bf16", "sve"};
 #define N_NAMES 8
 
 static void check_traits(const char *name, const char *half, const fa_kernel_traits *t, fa_dtype dtype,
@@ -23,8 +23,8 @@ static void check_traits(const char *name, const char *half, const fa_kernel_tra
     cr_expect_eq(t->input, dtype, "%s.%s: input type", name, half);
     cr_expect_eq(t->accum, dtype, "%s.%s: accumulator type", name, half);
     cr_expect_eq((size_t)t->pad_elems * elem, 64u, "%s.%s: the padding unit is 64 bytes", name, half);
-    cr_expect(t->lanes >= 1 && t->pad_elems % t->lanes == 0, "%s.%s: %d lanes do not divide the %d-element unit",
-              name, half, t->lanes, t->pad_elems);
+    cr_expect(t->lanes >= 1 && t->pad_elems % t->lanes == 0,
+              "%s.%s: %d lanes do not divide the %d-element unit", name, half, t->lanes, t->pad_elems);
     cr_expect(t->scores_keys >= 1 && t->scores_vecs >= 1 && t->rows_rows >= 1 && t->rows_vecs >= 1,
               "%s.%s: register blocks", name, half);
     cr_expect_eq(t->score_tile, FA_TILE_KEY_MAJOR, "%s.%s: score tiles are key-major", name, half);
@@ -69,8 +69,8 @@ Test(kernel_traits, ref_has_every_operation_and_every_resolved_table_too)
         cr_expect_eq(r.table.f32, &r.f32);
         cr_expect_eq(r.table.f64, &r.f64);
         cr_expect_eq(r.table.requires, t->requires);
-#define CHECK_OP(op)                                                                                           \
-    cr_expect(r.f32.op && r.f64.op, "%s: " #op " missing after resolving", names[i]);                        \
+#define CHECK_OP(op)                                                                 \
+    cr_expect(r.f32.op &&r.f64.op, "%s: " #op " missing after resolving", names[i]); \
     if (strcmp(names[i], "ref") == 0) cr_expect(t->f32->op && t->f64->op, "ref lacks " #op);
         FA_KERNEL_OPS(CHECK_OP)
 #undef CHECK_OP
@@ -81,13 +81,14 @@ Test(kernel_traits, a_table_leaving_operations_null_gets_refs_and_keeps_its_own)
 {
     const fa_kernels *ref = fa_kernels_named("ref");
     /* every other operation left out, from a set whose operations are all distinct from ref's */
-    const fa_kernels *base = fa_kernels_named("avx512") ? fa_kernels_named("avx512") : fa_kernels_named("avx2");
+    const fa_kernels *base =
+        fa_kernels_named("avx512") ? fa_kernels_named("avx512") : fa_kernels_named("avx2");
     if (!base) base = fa_kernels_named("neon");
     if (!base) base = ref; /* a build without x86 tables: the fill still has to keep what is there */
     fa_kernels_f32 f32 = *base->f32;
     fa_kernels_f64 f64 = *base->f64;
     int k = 0;
-#define DROP_ODD(op)                                                                                           \
+#define DROP_ODD(op) \
     if (k++ % 2) f32.op = NULL, f64.op = NULL;
     FA_KERNEL_OPS(DROP_ODD)
 #undef DROP_ODD
@@ -97,13 +98,13 @@ Test(kernel_traits, a_table_leaving_operations_null_gets_refs_and_keeps_its_own)
     k = 0;
 /* (an operation the base table itself leaves NULL, as the x86 tables' double halves do scores_half,
  * is ref's either way) */
-#define CHECK_FILL(op)                                                                                         \
-    if (k++ % 2) {                                                                                             \
-        cr_expect(r.f32.op == ref->f32->op && r.f64.op == ref->f64->op, #op ": ref's operation");               \
-    } else {                                                                                                   \
-        cr_expect(r.f32.op == (base->f32->op ? base->f32->op : ref->f32->op) &&                                 \
-                      r.f64.op == (base->f64->op ? base->f64->op : ref->f64->op),                               \
-                  #op ": the table's own kept");                                                               \
+#define CHECK_FILL(op)                                                                            \
+    if (k++ % 2) {                                                                                \
+        cr_expect(r.f32.op == ref->f32->op && r.f64.op == ref->f64->op, #op ": ref's operation"); \
+    } else {                                                                                      \
+        cr_expect(r.f32.op == (base->f32->op ? base->f32->op : ref->f32->op) &&                   \
+                      r.f64.op == (base->f64->op ? base->f64->op : ref->f64->op),                 \
+                  #op ": the table's own kept");                                                  \
     }
     FA_KERNEL_OPS(CHECK_FILL)
 #undef CHECK_FILL
@@ -118,11 +119,18 @@ static int cpu_has(unsigned bit)
     static const struct {
         unsigned bit;
         const char *flag;
-    } flags[] = {{FA_CPU_AVX2, "avx2"},         {FA_CPU_FMA, "fma"},           {FA_CPU_AVX512F, "avx512f"},
-                 {FA_CPU_AVX512DQ, "avx512dq"}, {FA_CPU_AVX512BW, "avx512bw"}, {FA_CPU_AVX512VL, "avx512vl"},
-                 {FA_CPU_AVX512BF16, "avx512_bf16"}, {FA_CPU_AVX512FP16, "avx512_fp16"}, {FA_CPU_F16C, "f16c"}};
+    } flags[] = {{FA_CPU_AVX2, "avx2"},
+                 {FA_CPU_FMA, "fma"},
+                 {FA_CPU_AVX512F, "avx512f"},
+                 {FA_CPU_AVX512DQ, "avx512dq"},
+                 {FA_CPU_AVX512BW, "avx512bw"},
+                 {FA_CPU_AVX512VL, "avx512vl"},
+                 {FA_CPU_AVX512BF16, "avx512_bf16"},
+                 {FA_CPU_AVX512FP16, "avx512_fp16"},
+                 {FA_CPU_F16C, "f16c"}};
     /* AMX: both tile flags, and the permission Linux grants on request (cpu_facts.h) */
-    if (bit == FA_CPU_AMX_BF16) return cf_flag("amx_bf16") == 1 && cf_flag("amx_tile") == 1 && cf_table_runs("amx");
+    if (bit == FA_CPU_AMX_BF16)
+        return cf_flag("amx_bf16") == 1 && cf_flag("amx_tile") == 1 && cf_table_runs("amx");
     /* aarch64: the hwcaps (cpu_facts.h reads them from /proc/self/auxv) and RDVL's vector length */
     if (bit == FA_CPU_FP16) return cf_flag("fphp") == 1 && cf_flag("asimdhp") == 1;
     if (bit == FA_CPU_SVE_VL128) return cf_sve_bits() == 128;

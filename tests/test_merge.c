@@ -17,8 +17,8 @@ enum { B = 2, H = 3, NQ = 37, NK = 150, D = 12, DV = 9, MAX_PARTS = 8 };
 typedef struct {
     fa_dtype dt;
     size_t e;
-    double *q, *k, *v;            /* the problem in double, contiguous bhsd */
-    void *qx, *kx, *vx;           /* the same values in the tested dtype */
+    double *q, *k, *v;                               /* the problem in double, contiguous bhsd */
+    void *qx, *kx, *vx;                              /* the same values in the tested dtype */
     void *outs[MAX_PARTS + 1], *lses[MAX_PARTS + 1]; /* the parts; [MAX_PARTS]: the single call */
 } world;
 
@@ -26,8 +26,10 @@ static void *alloc_copy(const double *x, size_t n, fa_dtype dt)
 {
     void *y = malloc(n * tu_dtype_size(dt));
     for (size_t i = 0; i < n; i++)
-        if (dt == FA_F64) ((double *)y)[i] = x[i];
-        else ((float *)y)[i] = (float)x[i];
+        if (dt == FA_F64)
+            ((double *)y)[i] = x[i];
+        else
+            ((float *)y)[i] = (float)x[i];
     return y;
 }
 
@@ -127,7 +129,8 @@ Test(merge, parts_over_disjoint_keys_give_one_call_over_all_of_them)
             cr_assert_eq(fa_merge(NULL, n, outs, (const void *const *)w.lses, &mo, lse), FA_OK, "%s",
                          fa_last_error());
             if (w.dt == FA_F64) {
-                /* against the single call: f64 within 1e-12 (out relative to its largest value, lse absolute) */
+                /* against the single call: f64 within 1e-12 (out relative to its largest value, lse
+                 * absolute) */
                 double big = 0, err = 0, lerr = 0;
                 for (size_t i = 0; i < (size_t)B * H * NQ * DV; i++) {
                     big = fmax(big, fabs(at(&w, w.outs[MAX_PARTS], i)));
@@ -135,11 +138,13 @@ Test(merge, parts_over_disjoint_keys_give_one_call_over_all_of_them)
                 }
                 for (size_t i = 0; i < (size_t)B * H * NQ; i++)
                     lerr = fmax(lerr, fabs(at(&w, lse, i) - at(&w, w.lses[MAX_PARTS], i)));
-                cr_expect(err <= 1e-12 * big && lerr <= 1e-12, "f64, %d parts, seed %llu: out error %g, lse error %g", n,
-                          (unsigned long long)seed, err / big, lerr);
+                cr_expect(err <= 1e-12 * big && lerr <= 1e-12,
+                          "f64, %d parts, seed %llu: out error %g, lse error %g", n, (unsigned long long)seed,
+                          err / big, lerr);
             } else {
                 double e = error_vs_oracle(&w, merged);
-                cr_expect(e <= 2 * single + 1e-6, "f32, %d parts, seed %llu: error %g against %g for one call", n,
+                cr_expect(e <= 2 * single + 1e-6,
+                          "f32, %d parts, seed %llu: error %g against %g for one call", n,
                           (unsigned long long)seed, e, single);
             }
         }
@@ -162,14 +167,17 @@ Test(merge, parts_that_saw_no_key_contribute_nothing_and_rows_no_part_saw_are_ze
     double *merged = malloc((size_t)B * H * NQ * DV * 8), *lse = malloc((size_t)B * H * NQ * 8);
     fa_tensor mo = fa_tensor_bhsd(merged, FA_F64, B, H, NQ, DV);
     cr_assert_eq(fa_merge(NULL, 2, outs, lses, &mo, lse), FA_OK, "%s", fa_last_error());
-    cr_expect(memcmp(merged, w.outs[0], (size_t)B * H * NQ * DV * 8) == 0, "the empty part changed the result");
+    cr_expect(memcmp(merged, w.outs[0], (size_t)B * H * NQ * DV * 8) == 0,
+              "the empty part changed the result");
     cr_expect(memcmp(lse, w.lses[0], (size_t)B * H * NQ * 8) == 0, "the empty part changed the lse");
     /* every part empty: zeros and -inf */
     fa_tensor empty[2] = {out_view(&w, 1), out_view(&w, 1)};
     const void *empty_lses[2] = {w.lses[1], w.lses[1]};
     cr_assert_eq(fa_merge(NULL, 2, empty, empty_lses, &mo, lse), FA_OK, "%s", fa_last_error());
-    for (size_t i = 0; i < (size_t)B * H * NQ * DV; i++) cr_expect(merged[i] == 0.0, "out[%zu] = %g", i, merged[i]);
-    for (size_t i = 0; i < (size_t)B * H * NQ; i++) cr_expect(lse[i] == -INFINITY, "lse[%zu] = %g", i, lse[i]);
+    for (size_t i = 0; i < (size_t)B * H * NQ * DV; i++)
+        cr_expect(merged[i] == 0.0, "out[%zu] = %g", i, merged[i]);
+    for (size_t i = 0; i < (size_t)B * H * NQ; i++)
+        cr_expect(lse[i] == -INFINITY, "lse[%zu] = %g", i, lse[i]);
     free(merged), free(lse);
     world_free(&w);
 }
@@ -193,7 +201,8 @@ Test(merge, the_result_is_bitwise_the_same_at_every_thread_count)
         fa_context *ctx;
         cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
         fa_tensor mo = fa_tensor_bhsd(threads == 1 ? first : again, FA_F32, B, H, NQ, DV);
-        cr_assert_eq(fa_merge(ctx, 3, outs, (const void *const *)w.lses, &mo, NULL), FA_OK, "%s", fa_last_error());
+        cr_assert_eq(fa_merge(ctx, 3, outs, (const void *const *)w.lses, &mo, NULL), FA_OK, "%s",
+                     fa_last_error());
         if (threads > 1) cr_expect(memcmp(first, again, bytes) == 0, "%d threads differ from 1", threads);
         fa_context_destroy(ctx);
     }
@@ -216,12 +225,18 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
     size_t bytes = (size_t)B * H * NQ * DV * 4, lse_bytes = (size_t)B * H * NQ * 4;
     tu_buf outb = tu_buf_alloc(bytes), lseb = tu_buf_alloc(lse_bytes);
     static const merge_case cases[] = {
-        {"outs NULL", "outs", FA_ERR_NULL},           {"lses NULL", "lses", FA_ERR_NULL},
-        {"out NULL", "out", FA_ERR_NULL},             {"lses[1] NULL", "lses[1]", FA_ERR_NULL},
-        {"outs[1].data NULL", "outs[1].data", FA_ERR_NULL}, {"n = 0", "n", FA_ERR_ARG},
-        {"outs[1] f64", "outs[1].dtype", FA_ERR_DTYPE}, {"outs[1].seq + 1", "outs[1].seq", FA_ERR_SHAPE},
-        {"out.dim + 1", "out.dim", FA_ERR_SHAPE},     {"out.stride_seq -1", "out.stride_seq", FA_ERR_STRIDE},
-        {"out on outs[1]", "out outs[1]", FA_ERR_ALIAS}, {"lse on lses[0]", "lse lses[0]", FA_ERR_ALIAS},
+        {"outs NULL", "outs", FA_ERR_NULL},
+        {"lses NULL", "lses", FA_ERR_NULL},
+        {"out NULL", "out", FA_ERR_NULL},
+        {"lses[1] NULL", "lses[1]", FA_ERR_NULL},
+        {"outs[1].data NULL", "outs[1].data", FA_ERR_NULL},
+        {"n = 0", "n", FA_ERR_ARG},
+        {"outs[1] f64", "outs[1].dtype", FA_ERR_DTYPE},
+        {"outs[1].seq + 1", "outs[1].seq", FA_ERR_SHAPE},
+        {"out.dim + 1", "out.dim", FA_ERR_SHAPE},
+        {"out.stride_seq -1", "out.stride_seq", FA_ERR_STRIDE},
+        {"out on outs[1]", "out outs[1]", FA_ERR_ALIAS},
+        {"lse on lses[0]", "lse lses[0]", FA_ERR_ALIAS},
         /* bf16 and f16 parts merge, into an out of their own dtype: one dtype per call, and
          * fa_forward's f32-over-half mix is no rule of fa_merge */
         {"parts bf16, out f16", "out.dtype outs[0].dtype", FA_ERR_DTYPE},
@@ -229,7 +244,8 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
         {"outs[1] f16 among bf16", "outs[1].dtype outs[0].dtype", FA_ERR_DTYPE},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        fa_tensor outs[2] = {out_view(&w, 0), out_view(&w, 1)}, out = fa_tensor_bhsd(tu_buf_data(&outb), FA_F32, B, H, NQ, DV);
+        fa_tensor outs[2] = {out_view(&w, 0), out_view(&w, 1)},
+                  out = fa_tensor_bhsd(tu_buf_data(&outb), FA_F32, B, H, NQ, DV);
         const void *lses[2] = {w.lses[0], w.lses[1]};
         const fa_tensor *outs_arg = outs, *out_arg = &out;
         const void *const *lses_arg = lses;
@@ -256,9 +272,10 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
         void *parts_before = malloc(bytes);
         memcpy(parts_before, w.outs[1], bytes);
         fa_status st = fa_merge(NULL, n, outs_arg, lses_arg, out_arg, lse);
-        cr_expect_eq(st, cases[c].want, "%s: status %d (%s), documented %d", cases[c].what, st, fa_status_str(st),
-                     cases[c].want);
-        cr_expect(strncmp(fa_last_error(), "fa_merge: ", 10) == 0, "%s: \"%s\"", cases[c].what, fa_last_error());
+        cr_expect_eq(st, cases[c].want, "%s: status %d (%s), documented %d", cases[c].what, st,
+                     fa_status_str(st), cases[c].want);
+        cr_expect(strncmp(fa_last_error(), "fa_merge: ", 10) == 0, "%s: \"%s\"", cases[c].what,
+                  fa_last_error());
         char names[32];
         snprintf(names, sizeof names, "%s", cases[c].names);
         for (char *word = strtok(names, " "); word; word = strtok(NULL, " "))

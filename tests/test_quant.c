@@ -20,7 +20,8 @@
 static double ocp_value(uint8_t x, int exponent_bits, int mantissa_bits, int ieee_specials, int *nan)
 {
     const int bias = (1 << (exponent_bits - 1)) - 1;
-    const int sign = x >> 7, e = (x >> mantissa_bits) & ((1 << exponent_bits) - 1), m = x & ((1 << mantissa_bits) - 1);
+    const int sign = x >> 7, e = (x >> mantissa_bits) & ((1 << exponent_bits) - 1),
+              m = x & ((1 << mantissa_bits) - 1);
     const int all_ones = e == (1 << exponent_bits) - 1;
     *nan = 0;
     if (ieee_specials && all_ones) {
@@ -52,20 +53,22 @@ static void check_format(const char *name, float (*convert)(uint8_t), int expone
         if (nan) {
             uint32_t bits;
             memcpy(&bits, &got, sizeof bits);
-            cr_expect(got != got && (bits & 0x00400000u) && (bits >> 31) == (uint32_t)(code >> 7),
-                      "%s 0x%02x: a NaN code gave %a (bits 0x%08x): expected a quiet NaN with the code's sign", name,
-                      code, (double)got, bits);
+            cr_expect(
+                got != got && (bits & 0x00400000u) && (bits >> 31) == (uint32_t)(code >> 7),
+                "%s 0x%02x: a NaN code gave %a (bits 0x%08x): expected a quiet NaN with the code's sign",
+                name, code, (double)got, bits);
             nans++;
             continue;
         }
-        cr_expect((double)got == want && !!signbit(got) == !!signbit(want), "%s 0x%02x: %a, the definition says %a", name,
-                  code, (double)got, want);
+        cr_expect((double)got == want && !!signbit(got) == !!signbit(want),
+                  "%s 0x%02x: %a, the definition says %a", name, code, (double)got, want);
         if (isinf(want))
             infinities++;
         else if (fabs(want) > seen_largest)
             seen_largest = fabs(want);
     }
-    cr_expect_eq(seen_largest, largest, "%s: the largest finite magnitude is %g, not %g", name, seen_largest, largest);
+    cr_expect_eq(seen_largest, largest, "%s: the largest finite magnitude is %g, not %g", name, seen_largest,
+                 largest);
     cr_log_info("%s: 256 codes, %d NaN, %d infinite, largest %g", name, nans, infinities, seen_largest);
 }
 
@@ -99,8 +102,8 @@ Test(quant, a_stored_value_is_the_element_times_its_scale_rounded_once)
             float scale = (float)tu_rng_uniform(&rng, -3, 3), e = fa_stored_to_f32(types[t], x, 0);
             float got = fa_stored_value(types[t], x, 0, &scale), want = scale * e;
             cr_expect(memcmp(&got, &want, sizeof got) == 0 || (got != got && want != want),
-                      "dtype %d code 0x%02x scale %a: %a, not %a", (int)types[t], code, (double)scale, (double)got,
-                      (double)want);
+                      "dtype %d code 0x%02x scale %a: %a, not %a", (int)types[t], code, (double)scale,
+                      (double)got, (double)want);
             cr_expect(memcmp(&e, &(float){fa_stored_value(types[t], x, 0, NULL)}, sizeof e) == 0 || e != e,
                       "dtype %d code 0x%02x: without a scale the value is the element", (int)types[t], code);
         }

@@ -22,7 +22,8 @@
 #include "util.h"
 
 typedef enum { PER_TENSOR, PER_HEAD, PER_TOKEN_HEAD, PER_TOKEN, SCALE_LAYOUTS } scale_layout;
-static const char *const layout_name[SCALE_LAYOUTS] = {"per tensor", "per head", "per token and head", "per token"};
+static const char *const layout_name[SCALE_LAYOUTS] = {"per tensor", "per head", "per token and head",
+                                                       "per token"};
 static const fa_dtype qtypes[3] = {FA_I8, FA_F8_E4M3, FA_F8_E5M2};
 
 /* A code of type t whose value is O(1) after the type's typical scale (below), never a NaN or an
@@ -48,8 +49,8 @@ typedef struct {
     int64_t sb, sh, ss; /* the scale tensor's sizes */
 } cache_pair;
 
-static void cache_make(cache_pair *c, fa_dtype t, int64_t batch, int64_t heads, int64_t seq, int64_t dim, int bshd,
-                       scale_layout sl, tu_rng *rng)
+static void cache_make(cache_pair *c, fa_dtype t, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                       int bshd, scale_layout sl, tu_rng *rng)
 {
     const int64_t n = batch * heads * seq * dim;
     uint8_t *codes = malloc((size_t)(n > 0 ? n : 1));
@@ -60,7 +61,8 @@ static void cache_make(cache_pair *c, fa_dtype t, int64_t batch, int64_t heads, 
     c->ss = sl == PER_TOKEN_HEAD || sl == PER_TOKEN ? seq : 1;
     float *scales = malloc(sizeof(float) * (size_t)(c->sb * c->sh * c->ss > 0 ? c->sb * c->sh * c->ss : 1));
     cr_assert(scales);
-    for (int64_t i = 0; i < c->sb * c->sh * c->ss; i++) scales[i] = typical_scale(t) * (float)tu_rng_uniform(rng, 0.5, 2);
+    for (int64_t i = 0; i < c->sb * c->sh * c->ss; i++)
+        scales[i] = typical_scale(t) * (float)tu_rng_uniform(rng, 0.5, 2);
     if (bshd) {
         c->q8 = fa_tensor_bshd(codes, t, batch, seq, heads, dim);
         c->f32 = fa_tensor_bshd(wide, FA_F32, batch, seq, heads, dim);
@@ -98,7 +100,8 @@ static void cache_dequantize(cache_pair *c)
 
 static float *scale_at(cache_pair *c, int64_t b, int64_t h, int64_t s)
 {
-    return (float *)c->scale.data + (c->sb > 1 ? b : 0) * c->sh * c->ss + (c->sh > 1 ? h : 0) * c->ss + (c->ss > 1 ? s : 0);
+    return (float *)c->scale.data + (c->sb > 1 ? b : 0) * c->sh * c->ss + (c->sh > 1 ? h : 0) * c->ss +
+           (c->ss > 1 ? s : 0);
 }
 
 static void cache_free(cache_pair *c)
@@ -127,8 +130,9 @@ typedef struct {
 static void check_dense(fa_context *ctx, const dense_case *c, tu_rng *rng, int plant_nan)
 {
     char desc[200];
-    snprintf(desc, sizeof desc, "dtype %d, B %lld Hq %lld Hkv %lld Nq %lld Nk %lld D %lld Dv %lld, %s, scales %s%s",
-             (int)c->t, (long long)c->b, (long long)c->hq, (long long)c->hkv, (long long)c->nq, (long long)c->nk,
+    snprintf(desc, sizeof desc,
+             "dtype %d, B %lld Hq %lld Hkv %lld Nq %lld Nk %lld D %lld Dv %lld, %s, scales %s%s", (int)c->t,
+             (long long)c->b, (long long)c->hq, (long long)c->hkv, (long long)c->nq, (long long)c->nk,
              (long long)c->d, (long long)c->dv, c->bshd ? "bshd" : "bhsd", layout_name[c->sl],
              plant_nan ? ", a NaN planted" : "");
     cache_pair k, v;
@@ -146,13 +150,15 @@ static void check_dense(fa_context *ctx, const dense_case *c, tu_rng *rng, int p
     cache_dequantize(&k);
     cache_dequantize(&v);
     const int64_t q_elems = c->b * c->hq * c->nq * c->d, out_elems = c->b * c->hq * c->nq * c->dv;
-    float *qd = malloc(sizeof(float) * (size_t)(q_elems + 1)), *o1 = malloc(sizeof(float) * (size_t)(out_elems + 1)),
+    float *qd = malloc(sizeof(float) * (size_t)(q_elems + 1)),
+          *o1 = malloc(sizeof(float) * (size_t)(out_elems + 1)),
           *o2 = malloc(sizeof(float) * (size_t)(out_elems + 1));
     float *l1 = malloc(sizeof(float) * (size_t)(c->b * c->hq * c->nq + 1)),
           *l2 = malloc(sizeof(float) * (size_t)(c->b * c->hq * c->nq + 1));
     cr_assert(qd && o1 && o2 && l1 && l2);
     for (int64_t i = 0; i < q_elems; i++) qd[i] = (float)tu_rng_uniform(rng, -1, 1);
-    fa_tensor q = c->bshd ? fa_tensor_bshd(qd, FA_F32, c->b, c->nq, c->hq, c->d) : fa_tensor_bhsd(qd, FA_F32, c->b, c->hq, c->nq, c->d);
+    fa_tensor q = c->bshd ? fa_tensor_bshd(qd, FA_F32, c->b, c->nq, c->hq, c->d)
+                          : fa_tensor_bhsd(qd, FA_F32, c->b, c->hq, c->nq, c->d);
     fa_tensor out1 = c->bshd ? fa_tensor_bshd(o1, FA_F32, c->b, c->nq, c->hq, c->dv)
                              : fa_tensor_bhsd(o1, FA_F32, c->b, c->hq, c->nq, c->dv);
     fa_tensor out2 = out1;
@@ -173,16 +179,17 @@ static void check_dense(fa_context *ctx, const dense_case *c, tu_rng *rng, int p
     cr_expect(at < 0, "%s: out element %lld is %a, the dequantized call's %a", desc, (long long)at,
               at < 0 ? 0.0 : (double)o1[at], at < 0 ? 0.0 : (double)o2[at]);
     at = first_difference(l1, l2, c->b * c->hq * c->nq);
-    cr_expect(at < 0, "%s: lse %lld is %a, the dequantized call's %a", desc, (long long)at, at < 0 ? 0.0 : (double)l1[at],
-              at < 0 ? 0.0 : (double)l2[at]);
+    cr_expect(at < 0, "%s: lse %lld is %a, the dequantized call's %a", desc, (long long)at,
+              at < 0 ? 0.0 : (double)l1[at], at < 0 ? 0.0 : (double)l2[at]);
     if (nan_key >= 0) { /* the rows of the heads of kv head 0 in batch 0 that see nan_key */
         for (int64_t h = 0; h < c->hq; h++)
             for (int64_t i = 0; i < c->nq; i++) {
                 int64_t diag = i + (c->causal == FA_CAUSAL_TOP_LEFT ? 0 : c->nk - c->nq);
                 int sees = h / (c->hq / c->hkv) == 0 && (c->causal == FA_CAUSAL_NONE || nan_key <= diag);
                 float lse = l1[h * c->nq + i];
-                cr_expect(sees ? lse != lse : lse == lse, "%s: row %lld of head %lld %s key %lld, lse %a", desc,
-                          (long long)i, (long long)h, sees ? "sees" : "does not see", (long long)nan_key, (double)lse);
+                cr_expect(sees ? lse != lse : lse == lse, "%s: row %lld of head %lld %s key %lld, lse %a",
+                          desc, (long long)i, (long long)h, sees ? "sees" : "does not see",
+                          (long long)nan_key, (double)lse);
             }
     }
     free(qd), free(o1), free(o2), free(l1), free(l2);
@@ -219,8 +226,10 @@ Test(quantized_cache, a_dense_call_is_the_f32_call_on_the_dequantized_cache_bit_
             fa_context *ctx = threads_context(threads, 0, shapes[s].block_k);
             for (int t = 0; t < 3; t++)
                 for (int sl = 0; sl < SCALE_LAYOUTS; sl++) {
-                    dense_case c = {qtypes[t], shapes[s].b, shapes[s].hq, shapes[s].hkv, shapes[s].nq, shapes[s].nk,
-                                    shapes[s].d, shapes[s].dv, (int)(s + (size_t)sl) % 2, (scale_layout)sl, shapes[s].causal};
+                    dense_case c = {qtypes[t],        shapes[s].b,     shapes[s].hq,
+                                    shapes[s].hkv,    shapes[s].nq,    shapes[s].nk,
+                                    shapes[s].d,      shapes[s].dv,    (int)(s + (size_t)sl) % 2,
+                                    (scale_layout)sl, shapes[s].causal};
                     check_dense(ctx, &c, &rng, 0);
                 }
             fa_context_destroy(ctx);
@@ -282,13 +291,17 @@ static void check_batch(fa_context *ctx, fa_dtype t, int64_t page, scale_layout 
     cache_dequantize(&k);
     cache_dequantize(&v);
     const int64_t rows = cu_q[SEQS];
-    float *qd = malloc(sizeof(float) * (size_t)(HQ * rows * D)), *o1 = malloc(sizeof(float) * (size_t)(HQ * rows * DV)),
-          *o2 = malloc(sizeof(float) * (size_t)(HQ * rows * DV)), *l1 = malloc(sizeof(float) * (size_t)(HQ * rows)),
+    float *qd = malloc(sizeof(float) * (size_t)(HQ * rows * D)),
+          *o1 = malloc(sizeof(float) * (size_t)(HQ * rows * DV)),
+          *o2 = malloc(sizeof(float) * (size_t)(HQ * rows * DV)),
+          *l1 = malloc(sizeof(float) * (size_t)(HQ * rows)),
           *l2 = malloc(sizeof(float) * (size_t)(HQ * rows));
     cr_assert(qd && o1 && o2 && l1 && l2);
     for (int64_t i = 0; i < HQ * rows * D; i++) qd[i] = (float)tu_rng_uniform(rng, -1, 1);
-    fa_tensor q = bshd ? fa_tensor_bshd(qd, FA_F32, 1, rows, HQ, D) : fa_tensor_bhsd(qd, FA_F32, 1, HQ, rows, D);
-    fa_tensor out1 = bshd ? fa_tensor_bshd(o1, FA_F32, 1, rows, HQ, DV) : fa_tensor_bhsd(o1, FA_F32, 1, HQ, rows, DV);
+    fa_tensor q =
+        bshd ? fa_tensor_bshd(qd, FA_F32, 1, rows, HQ, D) : fa_tensor_bhsd(qd, FA_F32, 1, HQ, rows, D);
+    fa_tensor out1 =
+        bshd ? fa_tensor_bshd(o1, FA_F32, 1, rows, HQ, DV) : fa_tensor_bhsd(o1, FA_F32, 1, HQ, rows, DV);
     fa_tensor out2 = out1;
     out2.data = o2;
     fa_seqs seqs = FA_SEQS_INIT;
@@ -305,9 +318,10 @@ static void check_batch(fa_context *ctx, fa_dtype t, int64_t page, scale_layout 
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     p.seqs = &seqs;
     char desc[160];
-    snprintf(desc, sizeof desc, "dtype %d, %s %lld, scales %s, %s", (int)t, paged ? "pages of" : "packed keys", (long long)page,
-             layout_name[sl], bshd ? "bshd" : "bhsd");
-    cr_assert_eq(fa_forward(ctx, &p, &q, &k.f32, &v.f32, &out2, l2), FA_OK, "%s, the f32 call: %s", desc, fa_last_error());
+    snprintf(desc, sizeof desc, "dtype %d, %s %lld, scales %s, %s", (int)t,
+             paged ? "pages of" : "packed keys", (long long)page, layout_name[sl], bshd ? "bshd" : "bhsd");
+    cr_assert_eq(fa_forward(ctx, &p, &q, &k.f32, &v.f32, &out2, l2), FA_OK, "%s, the f32 call: %s", desc,
+                 fa_last_error());
     p.k_scale = &k.scale;
     p.v_scale = &v.scale;
     cr_assert_eq(fa_forward(ctx, &p, &q, &k.q8, &v.q8, &out1, l1), FA_OK, "%s: %s", desc, fa_last_error());
@@ -348,8 +362,8 @@ static void expect_refused(const refusal *r, const fa_params *p, const fa_tensor
     memset(lse, 0xA5, sizeof(float) * (size_t)rows);
     fa_status st = fa_forward(NULL, p, q, k, v, out, lse);
     cr_expect_eq(st, r->want, "%s: status %d (%s), expected %d", r->what, st, fa_last_error(), r->want);
-    cr_expect(strstr(fa_last_error(), r->names) != NULL, "%s: \"%s\" does not name %s", r->what, fa_last_error(),
-              r->names);
+    cr_expect(strstr(fa_last_error(), r->names) != NULL, "%s: \"%s\" does not name %s", r->what,
+              fa_last_error(), r->names);
     cr_expect_eq(fa_forward_check(p, q, k, v, out, lse), r->want, "%s: fa_forward_check disagrees", r->what);
     for (int64_t i = 0; i < out_elems; i++) {
         uint32_t bits;
@@ -383,46 +397,54 @@ Test(quantized_cache, bad_scales_and_dtypes_are_refused_by_name_with_nothing_wri
     fa_params p = FA_PARAMS_INIT;
     p.k_scale = &k.scale;
     p.v_scale = &v.scale;
-    cr_assert_eq(fa_forward(NULL, &p, &q, &k.q8, &v.q8, &out, lse), FA_OK, "the valid call: %s", fa_last_error());
+    cr_assert_eq(fa_forward(NULL, &p, &q, &k.q8, &v.q8, &out, lse), FA_OK, "the valid call: %s",
+                 fa_last_error());
 
     fa_params bad = p;
     bad.k_scale = NULL;
-    expect_refused(&(refusal){"no k_scale", "p.k_scale", FA_ERR_NULL}, &bad, &q, &k.q8, &v.q8, &out, lse, out_elems, rows);
+    expect_refused(&(refusal){"no k_scale", "p.k_scale", FA_ERR_NULL}, &bad, &q, &k.q8, &v.q8, &out, lse,
+                   out_elems, rows);
     bad = p, bad.v_scale = NULL;
-    expect_refused(&(refusal){"no v_scale", "p.v_scale", FA_ERR_NULL}, &bad, &q, &k.q8, &v.q8, &out, lse, out_elems, rows);
+    expect_refused(&(refusal){"no v_scale", "p.v_scale", FA_ERR_NULL}, &bad, &q, &k.q8, &v.q8, &out, lse,
+                   out_elems, rows);
     fa_tensor scale = k.scale;
     scale.data = NULL;
     bad = p, bad.k_scale = &scale;
-    expect_refused(&(refusal){"k_scale data NULL", "p.k_scale", FA_ERR_NULL}, &bad, &q, &k.q8, &v.q8, &out, lse, out_elems,
-                   rows);
+    expect_refused(&(refusal){"k_scale data NULL", "p.k_scale", FA_ERR_NULL}, &bad, &q, &k.q8, &v.q8, &out,
+                   lse, out_elems, rows);
     bad = p; /* scales given to a float cache: FA_ERR_ARG, not ignored */
-    expect_refused(&(refusal){"scales with an f32 cache", "p.k_scale", FA_ERR_ARG}, &bad, &q, &k.f32, &v.f32, &out, lse,
-                   out_elems, rows);
+    expect_refused(&(refusal){"scales with an f32 cache", "p.k_scale", FA_ERR_ARG}, &bad, &q, &k.f32, &v.f32,
+                   &out, lse, out_elems, rows);
     fa_params only_v = FA_PARAMS_INIT;
     only_v.v_scale = &v.scale;
-    expect_refused(&(refusal){"a v_scale with an f32 cache", "p.v_scale", FA_ERR_ARG}, &only_v, &q, &k.f32, &v.f32, &out,
-                   lse, out_elems, rows);
+    expect_refused(&(refusal){"a v_scale with an f32 cache", "p.v_scale", FA_ERR_ARG}, &only_v, &q, &k.f32,
+                   &v.f32, &out, lse, out_elems, rows);
     scale = k.scale, scale.dtype = FA_F64;
     bad = p, bad.k_scale = &scale;
-    expect_refused(&(refusal){"f64 scales", "p.k_scale", FA_ERR_DTYPE}, &bad, &q, &k.q8, &v.q8, &out, lse, out_elems, rows);
+    expect_refused(&(refusal){"f64 scales", "p.k_scale", FA_ERR_DTYPE}, &bad, &q, &k.q8, &v.q8, &out, lse,
+                   out_elems, rows);
     scale = k.scale, scale.dtype = FA_BF16;
-    expect_refused(&(refusal){"bf16 scales", "p.k_scale", FA_ERR_DTYPE}, &bad, &q, &k.q8, &v.q8, &out, lse, out_elems, rows);
+    expect_refused(&(refusal){"bf16 scales", "p.k_scale", FA_ERR_DTYPE}, &bad, &q, &k.q8, &v.q8, &out, lse,
+                   out_elems, rows);
     fa_tensor q8 = q;
     q8.dtype = FA_I8;
-    expect_refused(&(refusal){"int8 queries", "q.dtype", FA_ERR_DTYPE}, &p, &q8, &k.q8, &v.q8, &out, lse, out_elems, rows);
-    fa_params none = FA_PARAMS_INIT;
-    expect_refused(&(refusal){"an int8 v under an f32 k", "v.dtype", FA_ERR_DTYPE}, &none, &q, &k.f32, &v.q8, &out, lse,
+    expect_refused(&(refusal){"int8 queries", "q.dtype", FA_ERR_DTYPE}, &p, &q8, &k.q8, &v.q8, &out, lse,
                    out_elems, rows);
+    fa_params none = FA_PARAMS_INIT;
+    expect_refused(&(refusal){"an int8 v under an f32 k", "v.dtype", FA_ERR_DTYPE}, &none, &q, &k.f32, &v.q8,
+                   &out, lse, out_elems, rows);
     fa_tensor e4 = v.q8;
     e4.dtype = FA_F8_E4M3;
-    expect_refused(&(refusal){"an E4M3 v under an int8 k", "v.dtype", FA_ERR_DTYPE}, &p, &q, &k.q8, &e4, &out, lse,
-                   out_elems, rows);
+    expect_refused(&(refusal){"an E4M3 v under an int8 k", "v.dtype", FA_ERR_DTYPE}, &p, &q, &k.q8, &e4, &out,
+                   lse, out_elems, rows);
     static const struct {
         int axis;
         int64_t size;
         const char *what;
-    } shapes[] = {{0, B + 1, "batch neither B nor 1"}, {1, 3, "heads neither Hkv nor 1"},
-                  {2, NK - 1, "seq neither Nk nor 1"}, {3, 2, "dim not 1"}};
+    } shapes[] = {{0, B + 1, "batch neither B nor 1"},
+                  {1, 3, "heads neither Hkv nor 1"},
+                  {2, NK - 1, "seq neither Nk nor 1"},
+                  {3, 2, "dim not 1"}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         scale = k.scale;
         int64_t *size[4] = {&scale.batch, &scale.heads, &scale.seq, &scale.dim};
@@ -430,23 +452,26 @@ Test(quantized_cache, bad_scales_and_dtypes_are_refused_by_name_with_nothing_wri
         bad = p, bad.k_scale = &scale;
         char what[64];
         snprintf(what, sizeof what, "k_scale %s", shapes[i].what);
-        expect_refused(&(refusal){what, "p.k_scale", FA_ERR_SHAPE}, &bad, &q, &k.q8, &v.q8, &out, lse, out_elems, rows);
+        expect_refused(&(refusal){what, "p.k_scale", FA_ERR_SHAPE}, &bad, &q, &k.q8, &v.q8, &out, lse,
+                       out_elems, rows);
     }
     scale = v.scale, scale.stride_seq = -1;
     bad = p, bad.v_scale = &scale;
-    expect_refused(&(refusal){"v_scale stride -1", "p.v_scale", FA_ERR_STRIDE}, &bad, &q, &k.q8, &v.q8, &out, lse,
-                   out_elems, rows);
+    expect_refused(&(refusal){"v_scale stride -1", "p.v_scale", FA_ERR_STRIDE}, &bad, &q, &k.q8, &v.q8, &out,
+                   lse, out_elems, rows);
     /* a scale tensor over the output: inputs may overlap inputs, never an output */
     scale = fa_tensor_bhsd(od, FA_F32, 1, 1, 1, 1);
     bad = p, bad.k_scale = &scale;
-    expect_refused(&(refusal){"k_scale inside out", "p.k_scale", FA_ERR_ALIAS}, &bad, &q, &k.q8, &v.q8, &out, lse,
-                   out_elems, rows);
+    expect_refused(&(refusal){"k_scale inside out", "p.k_scale", FA_ERR_ALIAS}, &bad, &q, &k.q8, &v.q8, &out,
+                   lse, out_elems, rows);
     /* the backward: gradients of a quantized cache are not computed */
     {
         float dod[B * HQ * NQ * D], dqd[B * HQ * NQ * D];
         uint8_t dkd[B * HKV * NK * D], dvd[B * HKV * NK * D];
-        fa_tensor dout = fa_tensor_bhsd(dod, FA_F32, B, HQ, NQ, D), dq = fa_tensor_bhsd(dqd, FA_F32, B, HQ, NQ, D);
-        fa_tensor dk = fa_tensor_bhsd(dkd, FA_I8, B, HKV, NK, D), dv = fa_tensor_bhsd(dvd, FA_I8, B, HKV, NK, D);
+        fa_tensor dout = fa_tensor_bhsd(dod, FA_F32, B, HQ, NQ, D),
+                  dq = fa_tensor_bhsd(dqd, FA_F32, B, HQ, NQ, D);
+        fa_tensor dk = fa_tensor_bhsd(dkd, FA_I8, B, HKV, NK, D),
+                  dv = fa_tensor_bhsd(dvd, FA_I8, B, HKV, NK, D);
         memset(dod, 0, sizeof dod);
         memset(dqd, 0xA5, sizeof dqd);
         fa_status st = fa_backward(NULL, &p, &q, &k.q8, &v.q8, &out, &dout, lse, &dq, &dk, &dv);

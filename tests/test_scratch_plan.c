@@ -13,7 +13,7 @@
 
 #include "drivers/backward.h" /* white-box: fa_backward_force_plan */
 #include "kernels/half.h"
-#include "runtime/context.h"  /* white-box: the last call's plan */
+#include "runtime/context.h" /* white-box: the last call's plan */
 #include "seqs_util.h"
 #include "util.h"
 
@@ -82,8 +82,8 @@ static void dense_case(fa_dtype qt, fa_dtype kvt, int64_t hq, int64_t hkv, int64
                                              FA_BACKWARD_PLAN_SPLIT};
     for (int i = 0; i < 3; i++) {
         fa_backward_force_plan(ctx, plans[i]);
-        cr_assert_eq(fa_backward(ctx, &p, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dvt), FA_OK, "%s: %s", what,
-                     fa_last_error());
+        cr_assert_eq(fa_backward(ctx, &p, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dvt), FA_OK, "%s: %s",
+                     what, fa_last_error());
         char with_plan[200];
         snprintf(with_plan, sizeof with_plan, "%s, backward %s", what, fa_backward_plan_name(plans[i]));
         expect_peak_is_plan(ctx, with_plan, threads);
@@ -102,10 +102,13 @@ Test(scratch_plan, dense_calls_peak_at_their_plan)
     } types[] = {{FA_F32, FA_F32}, {FA_F64, FA_F64}, {FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}};
     for (int threads = 1; threads <= 2; threads++)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-            dense_case(types[t].q, types[t].kv, 4, 2, 150, 200, 64, 40, 0, 0, threads, &rng); /* automatic blocks */
+            dense_case(types[t].q, types[t].kv, 4, 2, 150, 200, 64, 40, 0, 0, threads,
+                       &rng); /* automatic blocks */
             dense_case(types[t].q, types[t].kv, 2, 1, 137, 90, 24, 72, 64, 48, threads, &rng);
-            dense_case(types[t].q, types[t].kv, 2, 2, 300, 130, 32, 32, 256, 64, threads, &rng); /* wide items */
-            dense_case(types[t].q, types[t].kv, 8, 2, 1, 5000, 64, 64, 0, 0, threads, &rng); /* grouped decode */
+            dense_case(types[t].q, types[t].kv, 2, 2, 300, 130, 32, 32, 256, 64, threads,
+                       &rng); /* wide items */
+            dense_case(types[t].q, types[t].kv, 8, 2, 1, 5000, 64, 64, 0, 0, threads,
+                       &rng); /* grouped decode */
             dense_case(types[t].q, types[t].kv, 1, 1, 3, 6000, 128, 128, 0, 64, threads, &rng); /* split-KV */
         }
 }
@@ -157,7 +160,8 @@ Test(scratch_plan, a_half_precision_paged_batch_peaks_at_its_plan)
     for (int threads = 1; threads <= 2; threads++) {
         fa_context *ctx = context_of(threads, 0, 0);
         fa_tensor q = filled(FA_BF16, 1, HQ, ROWS, D, &rng), out = filled(FA_BF16, 1, HQ, ROWS, DV, &rng);
-        fa_tensor k = filled(FA_BF16, PAGES, HKV, PAGE, D, &rng), v = filled(FA_BF16, PAGES, HKV, PAGE, DV, &rng);
+        fa_tensor k = filled(FA_BF16, PAGES, HKV, PAGE, D, &rng),
+                  v = filled(FA_BF16, PAGES, HKV, PAGE, DV, &rng);
         float *lse = calloc(HQ * ROWS, sizeof(float));
         fa_seqs seqs = FA_SEQS_INIT;
         seqs.batch = SEQS, seqs.cu_seqlens_q = cu_q, seqs.seqused_k = used;

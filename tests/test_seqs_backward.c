@@ -22,20 +22,17 @@
  * reads; the backward itself never splits keys). */
 enum { BQ = 16, BK = 16, MAX_Q = 40, MAX_K = 4 * BK - 1 };
 
-
 static const ts_mask_case masks[] = {
     {FA_CAUSAL_NONE, -1, -1}, {FA_CAUSAL_TOP_LEFT, -1, -1}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1},
     {FA_CAUSAL_NONE, 6, 3},   {FA_CAUSAL_TOP_LEFT, 9, -1},  {FA_CAUSAL_BOTTOM_RIGHT, 4, 0},
 };
 #define N_MASKS ((int)(sizeof masks / sizeof masks[0]))
 
-
 static const ts_layout_case layouts[] = {
     {1, TS_KEYS_PACKED, 0, 0, 7, 4, 2}, {1, TS_KEYS_PACKED, 1, 1, 6, 3, 1}, {1, TS_KEYS_DENSE, 1, 0, 5, 2, 2},
     {0, TS_KEYS_PACKED, 0, 1, 5, 4, 1}, {0, TS_KEYS_DENSE, 1, 0, 6, 4, 2},
 };
 #define N_LAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
-
 
 Test(seqs_backward, packed_gradients_are_bitwise_those_of_a_dense_call_per_sequence)
 {

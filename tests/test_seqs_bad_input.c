@@ -169,9 +169,9 @@ static void run_cases(const seqs_case *cases, int n)
     fa_context_destroy(ctx);
 }
 
-#define CASE(kind, calls, want, names, fn)                                                                   \
-    {                                                                                                        \
-#fn, kind, calls, want, names, fn                                                                    \
+#define CASE(kind, calls, want, names, fn) \
+    {                                      \
+#fn, kind, calls, want, names, fn  \
     }
 
 /* ---- offsets ------------------------------------------------------------------------------ */
@@ -301,7 +301,8 @@ Test(seqs_bad_input, pages_outside_the_pool_or_negative_are_refused)
 {
     static const seqs_case cases[] = {
         CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.pages_per_seq", pages_per_seq_overflowing),
-        CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.pages_per_seq", pages_per_seq_overflowing_with_a_wrapped_table),
+        CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.pages_per_seq",
+             pages_per_seq_overflowing_with_a_wrapped_table),
         CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.block_table[1][0]", page_past_the_pool),
         CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.block_table[0][2]", page_negative_in_use),
         CASE(FIX_PAGED, BOTH, FA_ERR_SHAPE, "p.seqs.block_table[3][1]", page_most_negative),

@@ -52,9 +52,10 @@ static const struct_kind kinds[4] = {
 Test(struct_size, this_layout_is_the_first_plus_whole_8_byte_fields)
 {
     for (int k = 0; k < 4; k++)
-        cr_expect(kinds[k].min <= kinds[k].own && (kinds[k].own - kinds[k].min) % 8 == 0,
-                  "%s: FA_*_SIZE_MIN %zu, sizeof %zu: fields are added after 0.4.0's layout 8 bytes at a time",
-                  kinds[k].name, kinds[k].min, kinds[k].own);
+        cr_expect(
+            kinds[k].min <= kinds[k].own && (kinds[k].own - kinds[k].min) % 8 == 0,
+            "%s: FA_*_SIZE_MIN %zu, sizeof %zu: fields are added after 0.4.0's layout 8 bytes at a time",
+            kinds[k].name, kinds[k].min, kinds[k].own);
     cr_expect_eq(params_init.struct_size, sizeof(fa_params));
     cr_expect_eq(seqs_init.struct_size, sizeof(fa_seqs));
     cr_expect_eq(opts_init.struct_size, sizeof(fa_context_opts));

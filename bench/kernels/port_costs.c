@@ -25,29 +25,29 @@ static double seconds_now(void)
 }
 
 /* 24 FMAs: key vectors zmm4-zmm7 (zmm4, zmm5 twice) times query vectors zmm0-zmm3 */
-#define FMA_ROW(B, A0, A1, A2, A3)                                                                           \
-    "vfmadd231ps %%zmm" #B ", %%zmm0, %%zmm" #A0 "\n\t"                                                      \
-    "vfmadd231ps %%zmm" #B ", %%zmm1, %%zmm" #A1 "\n\t"                                                      \
-    "vfmadd231ps %%zmm" #B ", %%zmm2, %%zmm" #A2 "\n\t"                                                      \
+#define FMA_ROW(B, A0, A1, A2, A3)                      \
+    "vfmadd231ps %%zmm" #B ", %%zmm0, %%zmm" #A0 "\n\t" \
+    "vfmadd231ps %%zmm" #B ", %%zmm1, %%zmm" #A1 "\n\t" \
+    "vfmadd231ps %%zmm" #B ", %%zmm2, %%zmm" #A2 "\n\t" \
     "vfmadd231ps %%zmm" #B ", %%zmm3, %%zmm" #A3 "\n\t"
-#define FMA_ROWS_0_3                                                                                         \
+#define FMA_ROWS_0_3 \
     FMA_ROW(4, 8, 9, 10, 11) FMA_ROW(5, 12, 13, 14, 15) FMA_ROW(6, 16, 17, 18, 19) FMA_ROW(7, 20, 21, 22, 23)
 #define FMA_ROWS_4_5 FMA_ROW(4, 24, 25, 26, 27) FMA_ROW(5, 28, 29, 30, 31)
-#define LOAD_QUERIES                                                                                         \
-    "vmovaps (%[q]), %%zmm0\n\t"                                                                             \
-    "vmovaps 64(%[q]), %%zmm1\n\t"                                                                           \
-    "vmovaps 128(%[q]), %%zmm2\n\t"                                                                          \
+#define LOAD_QUERIES                \
+    "vmovaps (%[q]), %%zmm0\n\t"    \
+    "vmovaps 64(%[q]), %%zmm1\n\t"  \
+    "vmovaps 128(%[q]), %%zmm2\n\t" \
     "vmovaps 192(%[q]), %%zmm3\n\t"
 /* vfmadd231ps with the key scalar at OFF broadcast from memory into every lane */
-#define FMA_EMBEDDED(OFF, A0, A1, A2, A3)                                                                    \
-    "vfmadd231ps " #OFF "(%[k])%{1to16%}, %%zmm0, %%zmm" #A0 "\n\t"                                          \
-    "vfmadd231ps " #OFF "(%[k])%{1to16%}, %%zmm1, %%zmm" #A1 "\n\t"                                          \
-    "vfmadd231ps " #OFF "(%[k])%{1to16%}, %%zmm2, %%zmm" #A2 "\n\t"                                          \
+#define FMA_EMBEDDED(OFF, A0, A1, A2, A3)                           \
+    "vfmadd231ps " #OFF "(%[k])%{1to16%}, %%zmm0, %%zmm" #A0 "\n\t" \
+    "vfmadd231ps " #OFF "(%[k])%{1to16%}, %%zmm1, %%zmm" #A1 "\n\t" \
+    "vfmadd231ps " #OFF "(%[k])%{1to16%}, %%zmm2, %%zmm" #A2 "\n\t" \
     "vfmadd231ps " #OFF "(%[k])%{1to16%}, %%zmm3, %%zmm" #A3 "\n\t"
 
-#define CLOBBERS                                                                                             \
-    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",        \
-        "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",   \
+#define CLOBBERS                                                                                           \
+    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",      \
+        "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", \
         "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc"
 
 static void steps_of(port_variant v)

@@ -16,16 +16,16 @@ static int counting;
 static bm_profile counted;
 
 // The timing around one call: a statement that assigns rc from `call`.
-#define TIMED(part, call)                                                                                    \
-    do {                                                                                                     \
-        if (!counting) {                                                                                     \
-            call;                                                                                            \
-            break;                                                                                           \
-        }                                                                                                    \
-        double started_ = bench_now();                                                                             \
-        call;                                                                                                \
-        counted.seconds[part] += bench_now() - started_;                                                           \
-        counted.calls[part]++;                                                                               \
+#define TIMED(part, call)                                \
+    do {                                                 \
+        if (!counting) {                                 \
+            call;                                        \
+            break;                                       \
+        }                                                \
+        double started_ = bench_now();                   \
+        call;                                            \
+        counted.seconds[part] += bench_now() - started_; \
+        counted.calls[part]++;                           \
     } while (0)
 
 /* ---- the trace of the call's messages (profile.h) ---- */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Where a rank's time goes inside fa_mpi_forward / fa_mpi_backward, and which messages it sends,
- * measured from outside the library: profile.c defines the MPI calls the library makes (the MPI standard's profiling
+ * measured from outside the library: profile.c defines the MPI calls the library makes (the MPI standard's
+ * profiling
  * interface: each wrapper times its PMPI_ counterpart) and fa_forward, fa_backward and fa_merge
  * (which it reaches in libflashattn through dlsym(RTLD_NEXT)). fa-bench-mpi exports them
  * (ENABLE_EXPORTS), so libflashattn_mpi's calls, which go through its PLT, land here. They count only

@@ -85,10 +85,11 @@ static fa_status check_size(const char *call, const char *arg, const struct_kind
     memcpy(&size, src, sizeof size);
     /* a layout is the first plus whole 8-byte fields: any other size is not a sizeof(struct) */
     if (size < k->min || size > FA_STRUCT_SIZE_MAX || (size - k->min) % 8 != 0)
-        return fa_diag_fail(FA_ERR_ARG, call,
-                            "%s.struct_size = %zu: expected %zu plus a multiple of 8, at most %d: the caller's "
-                            "sizeof(%s); initialise %s with %s or %s",
-                            arg, size, k->min, FA_STRUCT_SIZE_MAX, k->type, arg, k->macro, k->function);
+        return fa_diag_fail(
+            FA_ERR_ARG, call,
+            "%s.struct_size = %zu: expected %zu plus a multiple of 8, at most %d: the caller's "
+            "sizeof(%s); initialise %s with %s or %s",
+            arg, size, k->min, FA_STRUCT_SIZE_MAX, k->type, arg, k->macro, k->function);
     const unsigned char *bytes = src;
     for (size_t at = k->own; at < size; at++)
         if (bytes[at] != 0) /* fields added later are 8 bytes wide, from this build's end on */

@@ -34,9 +34,10 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
         return fa_diag_fail(FA_ERR_ARG, call, "p.window_right = %lld: expected -1 (unbounded) or >= 0",
                             (long long)p->window_right);
     if (p->diagonal_shift < -FA_MAX_DIAGONAL_SHIFT || p->diagonal_shift > FA_MAX_DIAGONAL_SHIFT)
-        return fa_diag_fail(FA_ERR_ARG, call,
-                            "p.diagonal_shift = %lld: expected |diagonal_shift| <= FA_MAX_DIAGONAL_SHIFT (2^52)",
-                            (long long)p->diagonal_shift);
+        return fa_diag_fail(
+            FA_ERR_ARG, call,
+            "p.diagonal_shift = %lld: expected |diagonal_shift| <= FA_MAX_DIAGONAL_SHIFT (2^52)",
+            (long long)p->diagonal_shift);
     if (!(p->softcap >= 0.0) || !isfinite(p->softcap))
         return fa_diag_fail(FA_ERR_ARG, call, "p.softcap = %g: expected 0 (off) or a finite positive value",
                             p->softcap);
@@ -98,12 +99,12 @@ static fa_status check_scale_shape(const char *call, named_view scale, named_vie
         int64_t want = fa_size_of(of.t, axis), have = fa_size_of(s, axis);
         if (have != want && have != 1)
             return fa_diag_fail(FA_ERR_SHAPE, call, "%s.%s = %lld: expected %s.%s = %lld or 1 (broadcast)",
-                                scale.name, fa_size_names[axis], (long long)have, of.name, fa_size_names[axis],
-                                (long long)want);
+                                scale.name, fa_size_names[axis], (long long)have, of.name,
+                                fa_size_names[axis], (long long)want);
     }
     if (s->dim != 1)
-        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld: expected 1, one scale per row of %s", scale.name,
-                            (long long)s->dim, of.name);
+        return fa_diag_fail(FA_ERR_SHAPE, call, "%s.dim = %lld: expected 1, one scale per row of %s",
+                            scale.name, (long long)s->dim, of.name);
     return FA_OK;
 }
 
@@ -405,7 +406,8 @@ static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor 
                              &unread)) != FA_OK ||
         (st = fa_array_range(call, s->cu_seqlens_k, s->batch + 1, sizeof(int64_t), "p.seqs.cu_seqlens_k",
                              &unread)) != FA_OK ||
-        (st = fa_array_range(call, s->seqused_k, s->batch, sizeof(int64_t), "p.seqs.seqused_k", &unread)) != FA_OK)
+        (st = fa_array_range(call, s->seqused_k, s->batch, sizeof(int64_t), "p.seqs.seqused_k", &unread)) !=
+            FA_OK)
         return st;
     if (s->cu_seqlens_q && (st = check_offsets(call, s->cu_seqlens_q, s->batch, q->seq, "p.seqs.cu_seqlens_q",
                                                "q.seq")) != FA_OK)
@@ -422,8 +424,8 @@ static fa_status check_seqs(const char *call, const fa_seqs *s, const fa_tensor 
             "p.seqs.pages_per_seq = %lld: the table (times p.seqs.batch = %lld) or a sequence's "
             "capacity (times k.seq = %lld) overflows int64",
             (long long)s->pages_per_seq, (long long)s->batch, (long long)k->seq);
-    if (s->block_table && (st = fa_array_range(call, s->block_table, s->batch * s->pages_per_seq, sizeof(int32_t),
-                                               "p.seqs.block_table", &unread)) != FA_OK)
+    if (s->block_table && (st = fa_array_range(call, s->block_table, s->batch * s->pages_per_seq,
+                                               sizeof(int32_t), "p.seqs.block_table", &unread)) != FA_OK)
         return st;
     for (int64_t b = 0; b < s->batch; b++) {
         int64_t capacity = s->cu_seqlens_k  ? load_i64(s->cu_seqlens_k, b + 1) - load_i64(s->cu_seqlens_k, b)
@@ -488,9 +490,11 @@ static fa_status check_common(const char *call, const fa_params *params, named_v
     if (params->bias && (st = check_bias_shape(call, (named_view){params->bias, "p.bias"}, nq.t, nk.t,
                                                params->seqs != NULL)) != FA_OK)
         return st;
-    if (params->k_scale && (st = check_scale_shape(call, (named_view){params->k_scale, "p.k_scale"}, nk)) != FA_OK)
+    if (params->k_scale &&
+        (st = check_scale_shape(call, (named_view){params->k_scale, "p.k_scale"}, nk)) != FA_OK)
         return st;
-    if (params->v_scale && (st = check_scale_shape(call, (named_view){params->v_scale, "p.v_scale"}, nv)) != FA_OK)
+    if (params->v_scale &&
+        (st = check_scale_shape(call, (named_view){params->v_scale, "p.v_scale"}, nv)) != FA_OK)
         return st;
     return FA_OK;
 }

@@ -17,8 +17,9 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
 /* The same for fa_backward: nine tensors and a required lse (an input here); dq, dk and dv are the
  * outputs and may overlap neither the inputs nor each other. */
 fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
-                               const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
-                               const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv, fa_problem *prob);
+                               const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                               const void *lse, const fa_tensor *dq, const fa_tensor *dk, const fa_tensor *dv,
+                               fa_problem *prob);
 
 /* Checks every argument of fa_merge in the documented order (NULL, ARG, DTYPE, SHAPE, STRIDE,
  * ALIAS, UNSUPPORTED) and fills *prob on FA_OK. */

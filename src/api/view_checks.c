@@ -161,9 +161,10 @@ fa_status fa_check_dtypes(const char *call, const named_view *t, int n)
             return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %d: expected " KNOWN_DTYPES, t[i].name,
                                 (int)t[i].t->dtype);
         if (fa_dtype_is_quantized(t[i].t->dtype))
-            return fa_diag_fail(FA_ERR_DTYPE, call,
-                                "%s.dtype = %s: quantized types are a KV cache's storage (fa_forward's k and v)",
-                                t[i].name, fa_dtype_name(t[i].t->dtype));
+            return fa_diag_fail(
+                FA_ERR_DTYPE, call,
+                "%s.dtype = %s: quantized types are a KV cache's storage (fa_forward's k and v)", t[i].name,
+                fa_dtype_name(t[i].t->dtype));
     }
     for (int i = 1; i < n; i++)
         if (t[i].t->dtype != t[0].t->dtype)
@@ -189,10 +190,11 @@ fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int 
                                 (int)t[i].t->dtype);
     const fa_dtype q = t[0].t->dtype, k = t[1].t->dtype;
     if (!dtype_pair_allowed(q, k))
-        return fa_diag_fail(FA_ERR_DTYPE, call,
-                            "%s.dtype = %s but %s.dtype = %s: q and k share a dtype (not a quantized one), or q "
-                            "is FA_F32 over a FA_BF16, FA_F16, FA_I8, FA_F8_E4M3 or FA_F8_E5M2 k (a KV cache)",
-                            t[1].name, fa_dtype_name(k), t[0].name, fa_dtype_name(q));
+        return fa_diag_fail(
+            FA_ERR_DTYPE, call,
+            "%s.dtype = %s but %s.dtype = %s: q and k share a dtype (not a quantized one), or q "
+            "is FA_F32 over a FA_BF16, FA_F16, FA_I8, FA_F8_E4M3 or FA_F8_E5M2 k (a KV cache)",
+            t[1].name, fa_dtype_name(k), t[0].name, fa_dtype_name(q));
     const fa_dtype accum = q == FA_F64 ? FA_F64 : FA_F32;
     for (int i = 2; i < n; i++) {
         if (leader[i] < 0) {
@@ -350,7 +352,8 @@ fa_status fa_array_range(const char *call, const void *a, int64_t n, size_t elem
                             elem);
     r->begin = (uintptr_t)a;
     uintptr_t bytes;
-    if (__builtin_mul_overflow((uintptr_t)n, (uintptr_t)elem, &bytes) || __builtin_add_overflow(r->begin, bytes, &r->end))
+    if (__builtin_mul_overflow((uintptr_t)n, (uintptr_t)elem, &bytes) ||
+        __builtin_add_overflow(r->begin, bytes, &r->end))
         return fa_diag_fail(FA_ERR_STRIDE, call, "%s = %p: its %lld elements wrap around the address space",
                             name, a, (long long)n);
     return FA_OK;

@@ -30,7 +30,7 @@ typedef struct {
     atomic_int *dq_progress;   /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
     const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
     const int64_t *first_grad; /* ... and its first split-plan item (half-precision queries only) */
-    int dot;                   /* 1: all-bf16 on the table's bf16 dot-product set (backward_dot.h; split plan) */
+    int dot; /* 1: all-bf16 on the table's bf16 dot-product set (backward_dot.h; split plan) */
 } fa_backward_job;
 
 /* Whether a backward's items run on the table's bf16 dot-product units: every tensor bf16, a table
@@ -85,7 +85,8 @@ static size_t backward_plan(const fa_backward_job *job)
  * idle for rounds·threads - heads head-times. The wavefront plan does the same work in key-block
  * items and keeps every thread busy (its pipeline fills in a few tiles), but its threads wait by
  * spinning. The split plan never waits but recomputes S, P, dP and dS for dQ: 1.21-1.34x the fused
- * plan's time on one thread (bench/results/2026-11-29-amd-epyc-avx512.md). So: fused when at most a tenth of the team's
+ * plan's time on one thread (bench/results/2026-11-29-amd-epyc-avx512.md). So: fused when at most a tenth
+ * of the team's
  * time would idle, else wavefront when every thread has a core, else the cheaper of fused and
  * split. */
 #define FUSED_IDLE_OK 1.1

@@ -26,22 +26,24 @@ typedef struct {
     float *lse, *delta;     /* ld rows: -inf and 0 past the block's rows */
     int q_finite, do_finite;
     const uint16_t *q, *d_o; /* the block's rows where they lie (the visible-keys products) */
-    float *p, *ds, *dcap;   /* key-major float tiles, bk × ld (dcap: with a softcap) */
-    uint16_t *ab;           /* P or dS as bf16 rows, or dS in pairs of keys */
-    uint16_t *kt;           /* Kᵀ (dQ items) */
-    const uint16_t *k, *v;  /* the key rows where they lie */
+    float *p, *ds, *dcap;    /* key-major float tiles, bk × ld (dcap: with a softcap) */
+    uint16_t *ab;            /* P or dS as bf16 rows, or dS in pairs of keys */
+    uint16_t *kt;            /* Kᵀ (dQ items) */
+    const uint16_t *k, *v;   /* the key rows where they lie */
     int64_t k_stride, v_stride;
-    float *acc;             /* dK [bk][up(D)] then dV [bk][up(Dv)], or dQᵀ [D][ld] */
+    float *acc; /* dK [bk][up(D)] then dV [bk][up(Dv)], or dQᵀ [D][ld] */
 } FA_SET_NAME(grads_scratch_);
 
 /* The regions, in this order (sizing and carving alike, plan/scratch.h); u(x) = x up to 16. */
-static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job, FA_SET_NAME(grads_scratch_) * s)
+static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job,
+                                      FA_SET_NAME(grads_scratch_) * s)
 {
     const fa_problem *p = job->problem;
     const size_t h = sizeof(uint16_t), f = sizeof(float), ld = (size_t)job->ld, bk = (size_t)job->block_k;
     const int64_t pad_k = job->kernels->bf16->pad_k;
     const size_t d = (size_t)p->dim, d16 = (size_t)fa_round_up(p->dim, FA_PAD_ELEMS),
-                 dv16 = (size_t)fa_round_up(p->dim_v, FA_PAD_ELEMS), bk_k = (size_t)fa_round_up(job->block_k, pad_k);
+                 dv16 = (size_t)fa_round_up(p->dim_v, FA_PAD_ELEMS),
+                 bk_k = (size_t)fa_round_up(job->block_k, pad_k);
     s->qp = fa_scratch_take(sc, (size_t)fa_round_up(p->dim, pad_k), ld, h);
     s->dop = fa_scratch_take(sc, (size_t)fa_round_up(p->dim_v, pad_k), ld, h);
     s->q_rp = fa_scratch_take(sc, ld, d16, h);
@@ -53,7 +55,8 @@ static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job
     s->dcap = p->softcap > 0 ? fa_scratch_take(sc, bk, ld, f) : NULL;
     s->ab = fa_scratch_take(sc, bk_k, ld, h);
     s->kt = fa_scratch_take(sc, d, bk_k, h);
-    size_t keys = fa_size_add(fa_arena_tile(bk, d16, f), fa_arena_tile(bk, dv16, f)), queries = fa_arena_tile(d, ld, f);
+    size_t keys = fa_size_add(fa_arena_tile(bk, d16, f), fa_arena_tile(bk, dv16, f)),
+           queries = fa_arena_tile(d, ld, f);
     s->acc = fa_scratch_take(sc, keys > queries ? keys : queries, 1, 1);
     s->q_finite = s->do_finite = 1;
 }
@@ -73,8 +76,8 @@ static void FA_SET_NAME(dq_zero_)(FA_SET_NAME(grads_scratch_) * s, const fa_back
 
 /* Query rows [row0, row0 + rows) of (batch, q_head): packed in pairs for S and dP, and, for a key
  * block's item (keys), in pairs of rows for dK and dV. */
-static void FA_SET_NAME(query_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t batch,
-                                     int64_t q_head, int64_t row0, int64_t rows, int keys)
+static void FA_SET_NAME(query_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
+                                     int64_t batch, int64_t q_head, int64_t row0, int64_t rows, int keys)
 {
     const fa_problem *p = job->problem;
     const fa_kernels_bf16 *kb = job->kernels->bf16;
@@ -109,13 +112,13 @@ static void FA_SET_NAME(scores_)(FA_SET_NAME(grads_scratch_) * s, const fa_backw
 {
     (void)rows;
     const fa_problem *p = job->problem;
-    job->kernels->bf16->dot(cols, job->ld, p->dim, s->k + key * s->k_stride, s->k_stride, s->qp, job->ld, s->p,
-                            job->ld, (float)p->scale, 0);
+    job->kernels->bf16->dot(cols, job->ld, p->dim, s->k + key * s->k_stride, s->k_stride, s->qp, job->ld,
+                            s->p, job->ld, (float)p->scale, 0);
 }
 
 /* dP = V·dOᵀ into s->ds. */
-static void FA_SET_NAME(value_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t rows,
-                                      int64_t cols, int64_t key)
+static void FA_SET_NAME(value_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
+                                      int64_t rows, int64_t cols, int64_t key)
 {
     (void)rows;
     const fa_problem *p = job->problem;
@@ -132,23 +135,24 @@ static int dot_sees_(const fa_problem *p, int64_t row, int64_t col)
 
 /* acc[c][0..dim) += sum over the rows r that see key col0 + c of w[c][r]·x[r][..] (w: bf16 rows
  * [c][ld], x: the caller's bf16 rows): dK or dV on an edge tile whose rows hold an Inf or NaN. */
-static void dot_accumulate_t_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                      int64_t dim, const uint16_t *w, int64_t ld, const uint16_t *x,
-                                      int64_t x_stride, float *acc, int64_t acc_stride)
+static void dot_accumulate_t_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0,
+                                      int64_t cols, int64_t dim, const uint16_t *w, int64_t ld,
+                                      const uint16_t *x, int64_t x_stride, float *acc, int64_t acc_stride)
 {
     for (int64_t c = 0; c < cols; c++)
         for (int64_t r = 0; r < rows; r++) {
             if (!dot_sees_(p, row0 + r, col0 + c)) continue;
             float wr = fa_bf16_to_f32(w[c * ld + r]);
-            for (int64_t y = 0; y < dim; y++) acc[c * acc_stride + y] += wr * fa_bf16_to_f32(x[r * x_stride + y]);
+            for (int64_t y = 0; y < dim; y++)
+                acc[c * acc_stride + y] += wr * fa_bf16_to_f32(x[r * x_stride + y]);
         }
 }
 
 /* dq_t[x][r] += sum over the keys c that row row0 + r sees of dS[c][r]·k[c][x] (dS in pairs of
  * keys): dQ on an edge tile whose key rows hold an Inf or NaN. */
-static void dot_accumulate_dq_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                       const uint16_t *dsp, int64_t ld, const uint16_t *k, int64_t k_stride,
-                                       float *dq_t)
+static void dot_accumulate_dq_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0,
+                                       int64_t cols, const uint16_t *dsp, int64_t ld, const uint16_t *k,
+                                       int64_t k_stride, float *dq_t)
 {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
@@ -166,16 +170,18 @@ static void FA_SET_NAME(accumulate_keys_)(FA_SET_NAME(grads_scratch_) * s, const
 {
     const fa_problem *p = job->problem;
     const fa_kernels_bf16 *kb = job->kernels->bf16;
-    const int64_t ld = job->ld, d_pad = fa_round_up(p->dim, FA_PAD_ELEMS), dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
+    const int64_t ld = job->ld, d_pad = fa_round_up(p->dim, FA_PAD_ELEMS),
+                  dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
     kb->rows_of(cols * ld, s->p, s->ab);
     if (!full && !s->do_finite)
-        dot_accumulate_t_visible_(p, row0, rows, col0, cols, p->dim_v, s->ab, ld, s->d_o, p->dout.stride_seq, dv_acc,
-                                  dv_pad);
+        dot_accumulate_t_visible_(p, row0, rows, col0, cols, p->dim_v, s->ab, ld, s->d_o, p->dout.stride_seq,
+                                  dv_acc, dv_pad);
     else
         kb->dot(cols, dv_pad, ld, s->ab, ld, s->do_rp, dv_pad, dv_acc, dv_pad, 1.0f, 1);
     kb->rows_of(cols * ld, s->ds, s->ab);
     if (!full && !s->q_finite)
-        dot_accumulate_t_visible_(p, row0, rows, col0, cols, p->dim, s->ab, ld, s->q, p->q.stride_seq, dk_acc, d_pad);
+        dot_accumulate_t_visible_(p, row0, rows, col0, cols, p->dim, s->ab, ld, s->q, p->q.stride_seq, dk_acc,
+                                  d_pad);
     else
         kb->dot(cols, d_pad, ld, s->ab, ld, s->q_rp, d_pad, dk_acc, d_pad, 1.0f, 1);
 }

@@ -15,26 +15,28 @@
 /* What every item of the set holds in its arena (the same regions for both kinds of item, so both
  * reach one high-water mark, whichever plan the thread count picks). */
 typedef struct {
-    FA_T *qt, *dot;           /* Q (scaled) and dO of a query block, packed transposed */
-    FA_T *lse, *delta;        /* ld rows: -inf and 0 past the block's rows */
-    FA_T *q_wide, *do_wide;   /* the block's Q and dO rows widened from half precision (or NULL) */
-    const FA_T *q, *d_o;      /* the rows dK += dSᵀ·Q and dV += Pᵀ·dO read: the caller's or widened */
+    FA_T *qt, *dot;         /* Q (scaled) and dO of a query block, packed transposed */
+    FA_T *lse, *delta;      /* ld rows: -inf and 0 past the block's rows */
+    FA_T *q_wide, *do_wide; /* the block's Q and dO rows widened from half precision (or NULL) */
+    const FA_T *q, *d_o;    /* the rows dK += dSᵀ·Q and dV += Pᵀ·dO read: the caller's or widened */
     int64_t q_stride, do_stride;
-    FA_T *p, *ds, *dcap;      /* key-major tiles, bk × ld (dcap: with a softcap) */
-    FA_T *k_wide, *v_wide;    /* a key block's K and V rows widened from half precision (or NULL) */
-    const FA_T *k, *v;        /* the key rows the products read: the caller's or widened */
+    FA_T *p, *ds, *dcap;   /* key-major tiles, bk × ld (dcap: with a softcap) */
+    FA_T *k_wide, *v_wide; /* a key block's K and V rows widened from half precision (or NULL) */
+    const FA_T *k, *v;     /* the key rows the products read: the caller's or widened */
     int64_t k_stride, v_stride;
-    FA_T *acc;                /* dK [bk][up(D)] then dV [bk][up(Dv)], or dQ [bq][up(D)] */
+    FA_T *acc; /* dK [bk][up(D)] then dV [bk][up(Dv)], or dQ [bq][up(D)] */
 } FA_SET_NAME(grads_scratch_);
 
 /* The regions, in this order (sizing and carving alike, plan/scratch.h): the accumulators are one
  * region as large as the larger of a key block's and a query block's. */
-static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job, FA_SET_NAME(grads_scratch_) * s)
+static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job,
+                                      FA_SET_NAME(grads_scratch_) * s)
 {
     const fa_problem *p = job->problem;
     const size_t e = sizeof(FA_T), ld = (size_t)job->ld, bq = (size_t)job->q_schedule.block_q;
     const size_t bk = (size_t)job->block_k, d = (size_t)p->dim, dv = (size_t)p->dim_v;
-    const size_t d_pad = (size_t)fa_round_up(p->dim, FA_PAD_ELEMS), dv_pad = (size_t)fa_round_up(p->dim_v, FA_PAD_ELEMS);
+    const size_t d_pad = (size_t)fa_round_up(p->dim, FA_PAD_ELEMS),
+                 dv_pad = (size_t)fa_round_up(p->dim_v, FA_PAD_ELEMS);
     s->qt = fa_scratch_take(sc, d, ld, e);
     s->dot = fa_scratch_take(sc, dv, ld, e);
     s->lse = fa_scratch_take(sc, 1, ld, e);
@@ -72,8 +74,8 @@ static void FA_SET_NAME(dq_zero_)(FA_SET_NAME(grads_scratch_) * s, const fa_back
 /* Query rows [row0, row0 + rows) of (batch, q_head): Q and dO packed for S and dP, and their rows
  * for dK and dV (keys: a key block's item reads them; a dQ item does not, which changes nothing
  * here). */
-static void FA_SET_NAME(query_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t batch,
-                                     int64_t q_head, int64_t row0, int64_t rows, int keys)
+static void FA_SET_NAME(query_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
+                                     int64_t batch, int64_t q_head, int64_t row0, int64_t rows, int keys)
 {
     (void)keys;
     const fa_problem *p = job->problem;
@@ -101,10 +103,12 @@ static void FA_SET_NAME(kv_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_back
 {
     const fa_problem *p = job->problem;
     const size_t elem = fa_elem_size(p->kv_type);
-    const void *k = fa_view_at(&p->k, elem, batch, kv_head, col0), *v = fa_view_at(&p->v, elem, batch, kv_head, col0);
+    const void *k = fa_view_at(&p->k, elem, batch, kv_head, col0),
+               *v = fa_view_at(&p->v, elem, batch, kv_head, col0);
     if (s->k_wide) {
         job->kernels->FA_SFX->widen(cols, p->dim, k, p->k.stride_seq, p->kv_type, NULL, 0, s->k_wide, p->dim);
-        job->kernels->FA_SFX->widen(cols, p->dim_v, v, p->v.stride_seq, p->kv_type, NULL, 0, s->v_wide, p->dim_v);
+        job->kernels->FA_SFX->widen(cols, p->dim_v, v, p->v.stride_seq, p->kv_type, NULL, 0, s->v_wide,
+                                    p->dim_v);
         s->k = s->k_wide, s->k_stride = p->dim;
         s->v = s->v_wide, s->v_stride = p->dim_v;
     } else {
@@ -122,8 +126,8 @@ static void FA_SET_NAME(scores_)(FA_SET_NAME(grads_scratch_) * s, const fa_backw
 }
 
 /* dP = dO·Vᵀ into s->ds. */
-static void FA_SET_NAME(value_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t rows,
-                                      int64_t cols, int64_t key)
+static void FA_SET_NAME(value_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
+                                      int64_t rows, int64_t cols, int64_t key)
 {
     job->kernels->FA_SFX->scores(rows, job->ld, cols, job->problem->dim_v, s->dot, s->v + key * s->v_stride,
                                  s->v_stride, s->ds);

@@ -9,8 +9,8 @@
  * once. */
 
 /* The block's lse and delta, padded to ld rows (lse = -inf there, so padding rows give p = 0). */
-static void FA_SET_NAME(row_stats_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t batch,
-                                         int64_t q_head, int64_t row0, int64_t rows)
+static void FA_SET_NAME(row_stats_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
+                                         int64_t batch, int64_t q_head, int64_t row0, int64_t rows)
 {
     const fa_problem *p = job->problem;
     const int64_t at = (batch * p->q_heads + q_head) * p->lse_head_stride + row0;
@@ -44,9 +44,8 @@ static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const
     FA_SET_NAME(value_grads_)(s, job, rows, cols, key);
     if (p->dropout_p != 0.0) /* dS from the dropped dP, and s->p dropped for dV = Pᵀ·dO */
         FA_CAT(fa_dropout_score_grad_, FA_SFX)
-        (p, batch, q_head, row0, rows, col0, cols, s->p, s->ds, s->delta, ld);
-    else
-        kern->score_grad(ld, cols, s->p, s->ds, s->delta);
+    (p, batch, q_head, row0, rows, col0, cols, s->p, s->ds, s->delta, ld);
+    else kern->score_grad(ld, cols, s->p, s->ds, s->delta);
     if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, s->ds, ld);
     if (dbias) FA_NAME(dbias_store_)(s->ds, ld, rows, cols, dbias, p->dbias.stride_seq, dbias_add);
     /* through the softcap: ALiBi and bias are constants, their derivative 1 */
@@ -61,8 +60,9 @@ static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const
  * rows, zeroes them if it is their first key block and scales them if it is their last). Either way
  * these are the same kernel calls on the same tiles as a dQ item's, in the same key order, so the
  * same bits. */
-static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAME(grads_scratch_) * s, int64_t batch,
-                                          int64_t kv_head, int64_t block, fa_backward_plan plan)
+static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAME(grads_scratch_) * s,
+                                          int64_t batch, int64_t kv_head, int64_t block,
+                                          fa_backward_plan plan)
 {
     const fa_problem *p = job->problem;
     const int64_t bq = job->q_schedule.block_q, bk = job->block_k, d = p->dim, dv = p->dim_v;
@@ -77,7 +77,9 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
 #if FA_SET_DQ_IN_ROWS
         /* dq is only summed here under the fused and wavefront plans, which half-precision queries
          * never take (fa_backward_run): it is the caller's float rows */
-        FA_T *dq = plan == FA_BACKWARD_PLAN_SPLIT ? NULL : (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
+        FA_T *dq = plan == FA_BACKWARD_PLAN_SPLIT
+                       ? NULL
+                       : (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
 #endif
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             const int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
@@ -93,7 +95,8 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
             }
             /* only the columns some row of the query block sees: [col0, col0 + cols) */
             fa_key_range seen = fa_tile_cols_seen(p, row0, rows, block0, block_cols);
-            const int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin; /* >= 1: the block is met */
+            const int64_t col0 = block0 + seen.begin,
+                          cols = seen.end - seen.begin; /* >= 1: the block is met */
             if (dbias) {
                 FA_NAME(dbias_zero_)(dbias, p->dbias.stride_seq, rows, seen.begin);
                 FA_NAME(dbias_zero_)(dbias + seen.end, p->dbias.stride_seq, rows, block_cols - seen.end);
@@ -115,9 +118,11 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
                 if (block == met.first) FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, row0, rows, d);
             }
             FA_SET_NAME(accumulate_queries_)
-            (s, job, row0, rows, col0, cols, full, seen.begin, dq + row0 * p->dq.stride_seq, p->dq.stride_seq);
+            (s, job, row0, rows, col0, cols, full, seen.begin, dq + row0 * p->dq.stride_seq,
+             p->dq.stride_seq);
             if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
-                if (block == met.end - 1) FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale);
+                if (block == met.end - 1)
+                    FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale);
                 atomic_store_explicit(added, (int)(block - met.first + 1), memory_order_release);
             }
 #endif
@@ -130,12 +135,16 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
 
     const FA_T scale = (FA_T)p->scale;
     const size_t kv_elem = fa_elem_size(p->kv_type);
-    char *dk = fa_view_at(&p->dk, kv_elem, batch, kv_head, block0), *dvo = fa_view_at(&p->dv, kv_elem, batch, kv_head, block0);
+    char *dk = fa_view_at(&p->dk, kv_elem, batch, kv_head, block0),
+         *dvo = fa_view_at(&p->dv, kv_elem, batch, kv_head, block0);
     for (int64_t c = 0; c < block_cols; c++) {
-        char *dk_row = dk + c * p->dk.stride_seq * (int64_t)kv_elem, *dv_row = dvo + c * p->dv.stride_seq * (int64_t)kv_elem;
+        char *dk_row = dk + c * p->dk.stride_seq * (int64_t)kv_elem,
+             *dv_row = dvo + c * p->dv.stride_seq * (int64_t)kv_elem;
         if (fa_kv_widens(p)) { /* rounded once, from the float sums */
-            for (int64_t x = 0; x < d; x++) fa_half_store(p->kv_type, dk_row, x, (float)(scale * dk_acc[c * d_pad + x]));
-            for (int64_t y = 0; y < dv; y++) fa_half_store(p->kv_type, dv_row, y, (float)dv_acc[c * dv_pad + y]);
+            for (int64_t x = 0; x < d; x++)
+                fa_half_store(p->kv_type, dk_row, x, (float)(scale * dk_acc[c * d_pad + x]));
+            for (int64_t y = 0; y < dv; y++)
+                fa_half_store(p->kv_type, dv_row, y, (float)dv_acc[c * dv_pad + y]);
             continue;
         }
         for (int64_t x = 0; x < d; x++) ((FA_T *)(void *)dk_row)[x] = scale * dk_acc[c * d_pad + x];
@@ -149,14 +158,15 @@ static void FA_SET_NAME(grads_query_block_)(const fa_backward_job *job, FA_SET_N
                                             const fa_q_item *it)
 {
     const fa_problem *p = job->problem;
-    const int64_t bk = job->block_k, d = p->dim, d_pad = fa_round_up(d, FA_PAD_ELEMS), kv_head = it->q_head / p->group;
+    const int64_t bk = job->block_k, d = p->dim, d_pad = fa_round_up(d, FA_PAD_ELEMS),
+                  kv_head = it->q_head / p->group;
     FA_SET_NAME(dq_zero_)(s, job, it->rows);
     FA_SET_NAME(query_fill_)(s, job, it->batch, it->q_head, it->row0, it->rows, 0);
     FA_SET_NAME(row_stats_fill_)(s, job, it->batch, it->q_head, it->row0, it->rows);
     fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
     for (int64_t block0 = met.first * bk; block0 < met.end * bk; block0 += bk) {
-        fa_key_range seen =
-            fa_tile_cols_seen(p, it->row0, it->rows, block0, p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
+        fa_key_range seen = fa_tile_cols_seen(p, it->row0, it->rows, block0,
+                                              p->kv_len - block0 < bk ? p->kv_len - block0 : bk);
         const int64_t col0 = block0 + seen.begin, cols = seen.end - seen.begin;
         if (cols == 0) continue;
         FA_SET_NAME(kv_fill_)(s, job, it->batch, kv_head, col0, cols);
@@ -176,7 +186,8 @@ static void FA_SET_NAME(grads_query_block_)(const fa_backward_job *job, FA_SET_N
             for (int64_t x = 0; x < d; x++)
                 fa_half_store(p->q_type, row, x, (float)(scale * FA_SET_NAME(dq_at_)(s, job, r, x)));
         else
-            for (int64_t x = 0; x < d; x++) ((FA_T *)(void *)row)[x] = scale * FA_SET_NAME(dq_at_)(s, job, r, x);
+            for (int64_t x = 0; x < d; x++)
+                ((FA_T *)(void *)row)[x] = scale * FA_SET_NAME(dq_at_)(s, job, r, x);
     }
 }
 

@@ -152,12 +152,12 @@ static fa_forward_job sequence_plan(const fa_forward_job *job, const fa_problem 
     return mine;
 }
 
-#define FA_T           float
-#define FA_SFX         f32
-#define FA_LOG         logf
-#define FA_EXP         expf
-#define FA_PAD_ELEMS   FA_PAD_ELEMS_F32
-#define FA_DOT_UNITS   1
+#define FA_T         float
+#define FA_SFX       f32
+#define FA_LOG       logf
+#define FA_EXP       expf
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F32
+#define FA_DOT_UNITS 1
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
 #undef FA_T
@@ -166,12 +166,12 @@ static fa_forward_job sequence_plan(const fa_forward_job *job, const fa_problem 
 #undef FA_EXP
 #undef FA_PAD_ELEMS
 
-#define FA_T           double
-#define FA_SFX         f64
-#define FA_LOG         log
-#define FA_EXP         exp
-#define FA_PAD_ELEMS   FA_PAD_ELEMS_F64
-#define FA_DOT_UNITS   0
+#define FA_T         double
+#define FA_SFX       f64
+#define FA_LOG       log
+#define FA_EXP       exp
+#define FA_PAD_ELEMS FA_PAD_ELEMS_F64
+#define FA_DOT_UNITS 0
 #include "drivers/forward_item.h"
 #undef FA_DOT_UNITS
 #undef FA_T

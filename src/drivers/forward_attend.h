@@ -60,8 +60,8 @@ static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_
  * ([token][head][dim]) the group then reads each token row once, whole, instead of one head's part of
  * it per item. Each item computes exactly what it computes alone (the same tiles, columns and
  * order), so grouping changes no bit. */
-static void FA_SET_NAME(attend_group_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *its, int n,
-                                       int64_t key_lo, int64_t key_hi, FA_NAME(rows_state_) * states)
+static void FA_SET_NAME(attend_group_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *its,
+                                       int n, int64_t key_lo, int64_t key_hi, FA_NAME(rows_state_) * states)
 {
     const fa_problem *p = job->problem;
     const int64_t bk = job->block_k;
@@ -108,15 +108,16 @@ static void FA_SET_NAME(attend_group_)(const fa_forward_job *job, fa_arena *aren
             }
             if (seen.end > seen.begin) {
                 FA_SET_NAME(tile_) t;
-                FA_SET_NAME(stage_tile_)(&items[i], job, &its[i], block0 + seen.begin, seen.end - seen.begin, &t);
+                FA_SET_NAME(stage_tile_)
+                (&items[i], job, &its[i], block0 + seen.begin, seen.end - seen.begin, &t);
                 for (int m = i; m < j; m++)
                     for (int64_t g = 0; g < blocks[m]; g++) {
                         FA_NAME(query_block_) b = FA_SET_NAME(block_at_)(job, &its[m], g, &items[m]);
                         if (kb < b.first || kb >= b.end) continue;
                         fa_key_range cols = fa_tile_cols_seen(p, b.row0, b.rows, block0, tile_cols);
                         if (cols.end == cols.begin) continue;
-                        FA_SET_NAME(attend_tile_)(&items[m], job, &its[m], &b, &t, block0 + cols.begin,
-                                                  cols.end - cols.begin);
+                        FA_SET_NAME(attend_tile_)
+                        (&items[m], job, &its[m], &b, &t, block0 + cols.begin, cols.end - cols.begin);
                     }
             }
             i = j;
@@ -126,8 +127,8 @@ static void FA_SET_NAME(attend_group_)(const fa_forward_job *job, fa_arena *aren
 }
 
 /* One query item alone: a group of one. */
-static FA_NAME(rows_state_) FA_SET_NAME(attend_)(const fa_forward_job *job, fa_arena *arena, const fa_q_item *it,
-                                                 int64_t key_lo, int64_t key_hi)
+static FA_NAME(rows_state_) FA_SET_NAME(attend_)(const fa_forward_job *job, fa_arena *arena,
+                                                 const fa_q_item *it, int64_t key_lo, int64_t key_hi)
 {
     FA_NAME(rows_state_) st;
     FA_SET_NAME(attend_group_)(job, arena, it, 1, key_lo, key_hi, &st);

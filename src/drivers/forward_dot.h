@@ -18,9 +18,9 @@
  * hold an Inf or NaN, which a whole-tile product would hand (as 0·Inf) to rows that do not see it
  * (visible_products.h). P is the pairs the dot would read, so the rows that see every key of the
  * tile sum the same rounded weights, in another order. */
-static void dot_accumulate_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                                    const uint16_t *pp, int64_t ld, const uint16_t *v, int64_t v_stride,
-                                    float *acc_t)
+static void dot_accumulate_visible_(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0,
+                                    int64_t cols, const uint16_t *pp, int64_t ld, const uint16_t *v,
+                                    int64_t v_stride, float *acc_t)
 {
     for (int64_t r = 0; r < rows; r++) {
         fa_key_range keys = fa_visible_keys(p, row0 + r);
@@ -28,7 +28,8 @@ static void dot_accumulate_visible_(const fa_problem *p, int64_t row0, int64_t r
                 hi = keys.end - col0 > cols ? cols : keys.end - col0;
         for (int64_t c = lo; c < hi; c++) {
             float w = fa_bf16_to_f32(pp[(c / 2) * 2 * ld + 2 * r + c % 2]);
-            for (int64_t y = 0; y < p->dim_v; y++) acc_t[y * ld + r] += w * fa_bf16_to_f32(v[c * v_stride + y]);
+            for (int64_t y = 0; y < p->dim_v; y++)
+                acc_t[y * ld + r] += w * fa_bf16_to_f32(v[c * v_stride + y]);
         }
     }
 }
@@ -43,16 +44,16 @@ typedef struct {
 
 /* One item's scratch and what it reads. */
 typedef struct {
-    uint16_t *qp;                /* every query block in pairs, up(D, pad_k) × FA_SET_ROWS apart */
-    float *s;                    /* the group's score tile (f32) */
-    uint16_t *pp;                /* the group's P in pairs of keys */
-    uint16_t *vt;                /* the group's Vᵀ of the tile, packed once for every block */
-    float *acc_t;                /* the transposed accumulator, Dv × ld */
-    FA_NAME(rows_state_) st;     /* the output rows (at the end), row max and row sum */
-    uint16_t *k_tile, *v_tile;   /* the group's copies of a paged pool's rows (NULL otherwise) */
-    const uint16_t *k, *v;       /* the kv head's rows in the caller's cache (NULL when paged) */
+    uint16_t *qp;              /* every query block in pairs, up(D, pad_k) × FA_SET_ROWS apart */
+    float *s;                  /* the group's score tile (f32) */
+    uint16_t *pp;              /* the group's P in pairs of keys */
+    uint16_t *vt;              /* the group's Vᵀ of the tile, packed once for every block */
+    float *acc_t;              /* the transposed accumulator, Dv × ld */
+    FA_NAME(rows_state_) st;   /* the output rows (at the end), row max and row sum */
+    uint16_t *k_tile, *v_tile; /* the group's copies of a paged pool's rows (NULL otherwise) */
+    const uint16_t *k, *v;     /* the kv head's rows in the caller's cache (NULL when paged) */
     int64_t kv_head, k_stride, v_stride;
-    int scale_first;             /* the scale in the product (1) or in the softmax's FMA (0) */
+    int scale_first; /* the scale in the product (1) or in the softmax's FMA (0) */
 } FA_SET_NAME(item_);
 
 /* A key tile as the blocks read it: key rows kt (key col0 first), the value rows vr, and Vᵀ packed
@@ -98,7 +99,8 @@ static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const
     item->st.row_sum = fa_scratch_take(sc, 1, (size_t)ld, f);
 }
 
-static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
+static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                     const fa_q_item *it)
 {
     const fa_problem *p = job->problem;
     item->kv_head = it->q_head / p->group;
@@ -114,7 +116,8 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
     item->scale_first = fa_problem_modifies_scores(p) || !(p->scale > 0);
 }
 
-static void *FA_SET_NAME(block_queries_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, int64_t r0)
+static void *FA_SET_NAME(block_queries_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                         int64_t r0)
 {
     /* every block before it is FA_SET_ROWS wide */
     return item->qp + r0 * fa_round_up(job->problem->dim, job->kernels->bf16->pad_k);
@@ -134,11 +137,13 @@ static void FA_SET_NAME(pack_block_)(const FA_SET_NAME(item_) * item, const fa_f
     /* the block's rows evenly apart: a grouped problem of one position, or none (takes_dot) */
     const uint16_t *head = fa_view_at(&p->q, 2, it->batch, it->q_head, 0);
     const int64_t stride = fa_rows_stride(p, b->row0, b->rows, p->q.stride_seq, p->q_sub_stride);
-    job->kernels->bf16->pack_pairs(b->rows, p->dim, head + fa_row_offset(p, b->row0, p->q.stride_seq, p->q_sub_stride),
-                                   stride, (uint16_t *)b->queries, b->ld);
+    job->kernels->bf16->pack_pairs(b->rows, p->dim,
+                                   head + fa_row_offset(p, b->row0, p->q.stride_seq, p->q_sub_stride), stride,
+                                   (uint16_t *)b->queries, b->ld);
 }
 
-static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
+static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                   const fa_q_item *it)
 {
     (void)it;
     for (int64_t x = 0; x < job->problem->dim_v * job->ld; x++) item->acc_t[x] = 0;
@@ -154,10 +159,9 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
     const fa_kernels_bf16 *kb = job->kernels->bf16;
     t->kt = item->k_tile;
     t->vr = item->v_tile;
-    if (p->pages)
-        FA_NAME(gather_pages_)(job->kernels->f32, p, 1, item->kv_head, col0, cols, item->k_tile, item->v_tile);
-    else
-        t->kt = item->k + col0 * item->k_stride, t->vr = item->v + col0 * item->v_stride;
+    if (p->pages) FA_NAME(gather_pages_)
+    (job->kernels->f32, p, 1, item->kv_head, col0, cols, item->k_tile, item->v_tile);
+    else t->kt = item->k + col0 * item->k_stride, t->vr = item->v + col0 * item->v_stride;
     t->col0 = col0;
     t->cols = cols;
     t->vt_stride = fa_round_up(cols, kb->pad_k) + kb->pad_k;
@@ -190,20 +194,21 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     const fa_problem *p = job->problem;
     const fa_kernels_bf16 *kb = job->kernels->bf16;
     const int64_t dv = p->dim_v, ld = b->ld, off = col0 - t->col0;
-    kb->online_softmax_pairs(b->rows, ld, cols, item->scale_first ? 1.0f : (float)p->scale, item->s, b->row_max,
-                             b->row_sum, b->acc, dv, item->pp);
+    kb->online_softmax_pairs(b->rows, ld, cols, item->scale_first ? 1.0f : (float)p->scale, item->s,
+                             b->row_max, b->row_sum, b->acc, dv, item->pp);
     if (!t->finite && (!full || off != 0 || cols != t->cols)) {
         dot_accumulate_visible_(p, b->row0, b->rows, col0, cols, item->pp, ld, t->vr + off * item->v_stride,
                                 item->v_stride, b->acc);
         return;
     }
-    kb->dot(dv, ld, fa_round_up(cols, kb->pad_k), item->vt + off, t->vt_stride, item->pp, ld, b->acc, ld, 1.0f, 1);
+    kb->dot(dv, ld, fa_round_up(cols, kb->pad_k), item->vt + off, t->vt_stride, item->pp, ld, b->acc, ld,
+            1.0f, 1);
 }
 
 /* The units released, and each block's acc_t (Dv rows of ld) transposed into its rows of st.acc
  * by the float set's pack (a copy: 1·x is x), 16 × 16 in registers. */
-static FA_NAME(rows_state_) FA_SET_NAME(item_end_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
-                                                   const fa_q_item *it)
+static FA_NAME(rows_state_)
+    FA_SET_NAME(item_end_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
 {
     job->kernels->bf16->release();
     const int64_t blocks = (it->rows + FA_SET_ROWS - 1) / FA_SET_ROWS;

@@ -22,8 +22,9 @@
 /* The rows of keys [key0, key0 + n) of kv_head in `rows` (k or v) into list[0..n), and when `scale`
  * is given their scales (in `scales`, a quantized cache's) into scale[0..n). A paged cache a page
  * run at a time: one division per page, not per key. */
-static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
-                                int64_t kv_head, int64_t key0, int64_t n, const void **list, float *scale)
+static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales,
+                                int64_t batch, int64_t kv_head, int64_t key0, int64_t n, const void **list,
+                                float *scale)
 {
     const int64_t elem = (int64_t)fa_elem_size(p->kv_type);
     for (int64_t i = 0; i < n;) {
@@ -34,7 +35,8 @@ static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const 
             if (p->page_size - row < run) run = p->page_size - row;
         }
         const char *first = fa_view_at(rows, (size_t)elem, page, kv_head, row);
-        const float *first_scale = scale ? (const float *)fa_view_at(scales, sizeof(float), page, kv_head, row) : NULL;
+        const float *first_scale =
+            scale ? (const float *)fa_view_at(scales, sizeof(float), page, kv_head, row) : NULL;
         for (int64_t j = 0; j < run; j++, i++) {
             list[i] = first + j * rows->stride_seq * elem;
             if (scale) scale[i] = first_scale[j * scales->stride_seq];
@@ -65,18 +67,18 @@ typedef struct {
 
 /* One item's scratch and what it reads. */
 typedef struct {
-    FA_T *qt;                  /* every query block packed transposed, D × FA_SET_ROWS apart */
-    FA_T *s;                   /* the group's score tile */
-    FA_NAME(rows_state_) st;   /* the output rows, row max and row sum */
-    FA_T *k_tile, *v_tile;     /* the group's staged tiles */
+    FA_T *qt;                      /* every query block packed transposed, D × FA_SET_ROWS apart */
+    FA_T *s;                       /* the group's score tile */
+    FA_NAME(rows_state_) st;       /* the output rows, row max and row sum */
+    FA_T *k_tile, *v_tile;         /* the group's staged tiles */
     const void **k_list, **v_list; /* the group's row lists for in-place reads */
     float *k_scales, *v_scales;
-    FA_T *q_wide;              /* widened half-precision queries (NULL otherwise) */
-    const FA_T *q_rows;        /* the rows the packs read: the caller's or q_wide */
+    FA_T *q_wide;       /* widened half-precision queries (NULL otherwise) */
+    const FA_T *q_rows; /* the rows the packs read: the caller's or q_wide */
     int64_t q_stride;
-    FA_NAME(stored_rows_) k, v; /* the kv head's rows in the caller's cache (unused when paged) */
+    FA_NAME(stored_rows_) k, v;          /* the kv head's rows in the caller's cache (unused when paged) */
     int64_t kv_head, k_stride, v_stride; /* strides of the rows the kernels read */
-    int direct;                /* a decode step over a stored or paged cache: read in place */
+    int direct;                          /* a decode step over a stored or paged cache: read in place */
 } FA_SET_NAME(item_);
 
 /* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
@@ -135,7 +137,8 @@ static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const
 }
 
 /* What the item reads: its query rows (widened first when half precision), its kv head's cache. */
-static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
+static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                     const fa_q_item *it)
 {
     const fa_problem *p = job->problem;
     const int kv_tiles = item->k_tile != NULL;
@@ -151,13 +154,17 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
     const size_t q_elem = fa_elem_size(p->q_type);
     const char *head = fa_view_at(&p->q, q_elem, it->batch, it->q_head, 0);
     const int64_t stride = fa_rows_stride(p, it->row0, it->rows, p->q.stride_seq, p->q_sub_stride);
-    item->q_rows = (const FA_T *)(const void *)(head + fa_row_offset(p, it->row0, p->q.stride_seq, p->q_sub_stride) * (int64_t)q_elem);
+    item->q_rows =
+        (const FA_T *)(const void *)(head + fa_row_offset(p, it->row0, p->q.stride_seq, p->q_sub_stride) *
+                                                (int64_t)q_elem);
     item->q_stride = stride;
     if (item->q_wide) {
         for (int64_t r = 0; r < it->rows; r++) {
-            const char *row = head + fa_row_offset(p, it->row0 + r, p->q.stride_seq, p->q_sub_stride) * (int64_t)q_elem;
+            const char *row =
+                head + fa_row_offset(p, it->row0 + r, p->q.stride_seq, p->q_sub_stride) * (int64_t)q_elem;
             if (fa_q_widens(p))
-                job->kernels->FA_SFX->widen(1, p->dim, row, 0, p->q_type, NULL, 0, item->q_wide + r * p->dim, p->dim);
+                job->kernels->FA_SFX->widen(1, p->dim, row, 0, p->q_type, NULL, 0, item->q_wide + r * p->dim,
+                                            p->dim);
             else
                 memcpy(item->q_wide + r * p->dim, row, (size_t)p->dim * sizeof(FA_T));
         }
@@ -172,7 +179,8 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
 }
 
 /* Query block r0.. of the item: its packed queries and its accumulator rows. */
-static void *FA_SET_NAME(block_queries_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, int64_t r0)
+static void *FA_SET_NAME(block_queries_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                         int64_t r0)
 {
     return item->qt + r0 * job->problem->dim; /* every block before it is FA_SET_ROWS wide */
 }
@@ -188,11 +196,13 @@ static void FA_SET_NAME(pack_block_)(const FA_SET_NAME(item_) * item, const fa_f
                                      const fa_q_item *it, const FA_NAME(query_block_) * b)
 {
     const fa_problem *p = job->problem;
-    job->kernels->FA_SFX->pack_transposed(b->rows, p->dim, item->q_rows + (b->row0 - it->row0) * item->q_stride,
+    job->kernels->FA_SFX->pack_transposed(b->rows, p->dim,
+                                          item->q_rows + (b->row0 - it->row0) * item->q_stride,
                                           item->q_stride, (FA_T)p->scale, (FA_T *)b->queries, b->ld);
 }
 
-static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
+static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                   const fa_q_item *it)
 {
     (void)job;
     for (int64_t x = 0; x < it->rows * item->st.acc_stride; x++) item->st.acc[x] = 0;
@@ -209,12 +219,15 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
     t->k = item->k_tile;
     t->v = item->v_tile;
     if (t->in_place) { /* read where they lie, by the block's products: their rows listed */
-        FA_NAME(row_list_)(p, &p->k, &p->k_scale, it->batch, item->kv_head, col0, cols, item->k_list, item->k_scales);
-        FA_NAME(row_list_)(p, &p->v, &p->v_scale, it->batch, item->kv_head, col0, cols, item->v_list, item->v_scales);
+        FA_NAME(row_list_)
+        (p, &p->k, &p->k_scale, it->batch, item->kv_head, col0, cols, item->k_list, item->k_scales);
+        FA_NAME(row_list_)
+        (p, &p->v, &p->v_scale, it->batch, item->kv_head, col0, cols, item->v_list, item->v_scales);
     } else if (p->pages) {
         FA_NAME(gather_pages_)(kern, p, 0, item->kv_head, col0, cols, item->k_tile, item->v_tile);
     } else if (item->k_tile) {
-        FA_NAME(stored_rows_) k = FA_NAME(stored_rows_skip_)(p, item->k, col0), v = FA_NAME(stored_rows_skip_)(p, item->v, col0);
+        FA_NAME(stored_rows_)
+        k = FA_NAME(stored_rows_skip_)(p, item->k, col0), v = FA_NAME(stored_rows_skip_)(p, item->v, col0);
         FA_NAME(tile_rows_)(kern, p, 0, cols, p->dim, &k, item->k_tile);
         FA_NAME(tile_rows_)(kern, p, 0, cols, p->dim_v, &v, item->v_tile);
     } else {
@@ -232,12 +245,12 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     if (t->in_place && full) { /* a decode step reads its cache in place, but on a mask's edge */
         const int64_t at = col0 - t->col0;
-        kern->scores_stored(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, item->k_list + at, p->kv_type,
-                            p->k_scale.data ? item->k_scales + at : NULL, item->s);
+        kern->scores_stored(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, item->k_list + at,
+                            p->kv_type, p->k_scale.data ? item->k_scales + at : NULL, item->s);
         return;
     }
-    kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, t->k + (col0 - t->col0) * item->k_stride,
-                 item->k_stride, item->s);
+    kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries,
+                 t->k + (col0 - t->col0) * item->k_stride, item->k_stride, item->s);
 }
 
 /* The online-softmax step on the block's masked, modified scores, then acc += P·V over the same
@@ -253,9 +266,8 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     const int64_t acc_stride = item->st.acc_stride;
     kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride,
                          acc_stride);
-    if (p->dropout_p != 0.0)
-        FA_CAT(fa_dropout_probs_, FA_SFX)
-        (p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
+    if (p->dropout_p != 0.0) FA_CAT(fa_dropout_probs_, FA_SFX)
+    (p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
     if (t->in_place && full) {
         const int64_t at = col0 - t->col0;
         kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, item->v_list + at, p->kv_type,
@@ -263,13 +275,13 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
         return;
     }
     FA_CAT(fa_accumulate_visible_, FA_SFX)
-    (kern, p, b->row0, b->rows, col0, cols, p->dim_v, item->s, b->ld, t->v + (col0 - t->col0) * item->v_stride,
-     item->v_stride, b->acc, acc_stride);
+    (kern, p, b->row0, b->rows, col0, cols, p->dim_v, item->s, b->ld,
+     t->v + (col0 - t->col0) * item->v_stride, item->v_stride, b->acc, acc_stride);
 }
 
 /* The item's rows, as write_rows_ and the split-KV chunks read them: the accumulator itself. */
-static FA_NAME(rows_state_) FA_SET_NAME(item_end_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
-                                                   const fa_q_item *it)
+static FA_NAME(rows_state_)
+    FA_SET_NAME(item_end_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job, const fa_q_item *it)
 {
     (void)job, (void)it;
     return item->st;

@@ -75,13 +75,15 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
     const size_t q_elem = fa_elem_size(p->q_type);
     const int out_half = fa_q_widens(p);
     char *out = (char *)fa_view_at(&p->out, q_elem, it->batch, it->q_head, 0);
-    FA_T *lse_head = p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride : NULL;
+    FA_T *lse_head =
+        p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride : NULL;
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {
         const int64_t row_at = it->row0 + r; /* a grouped problem's rows step over heads and positions */
         char *row = out + fa_row_offset(p, row_at, p->out.stride_seq, p->out_sub_stride) * (int64_t)q_elem;
-        FA_T *lse = lse_head ? lse_head + fa_row_offset(p, row_at, p->lse_row_stride, p->lse_sub_stride) : NULL;
+        FA_T *lse =
+            lse_head ? lse_head + fa_row_offset(p, row_at, p->lse_row_stride, p->lse_sub_stride) : NULL;
         FA_T *o =
             out_half ? st->acc + r * st->acc_stride : (FA_T *)(void *)row; /* half: in place, then rounded */
         const FA_T *a = st->acc + r * st->acc_stride;
@@ -109,7 +111,7 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
 static void FA_NAME(forward_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_forward_job *job = job_ptr;
-    if (job->group > 1) { /* a group of a decode step's heads, written one after another */
+    if (job->group > 1) {                    /* a group of a decode step's heads, written one after another */
         fa_q_item its[FA_GROUP_ITEMS] = {0}; /* group_items_ fills n of them; gcc -O3 cannot see it */
         FA_NAME(rows_state_) states[FA_GROUP_ITEMS];
         int64_t first;
@@ -136,8 +138,8 @@ static FA_T *FA_NAME(partial_at_)(const fa_forward_job *job, int64_t item, int64
 }
 
 /* A chunk's rows as fa_merge takes them: each row's lse, and its normalized output. */
-static void FA_NAME(write_partial_)(const fa_forward_job *job, const fa_q_item *it, const FA_NAME(rows_state_) * st,
-                                    int64_t item, int64_t chunk)
+static void FA_NAME(write_partial_)(const fa_forward_job *job, const fa_q_item *it,
+                                    const FA_NAME(rows_state_) * st, int64_t item, int64_t chunk)
 {
     FA_T *lse = FA_NAME(partial_at_)(job, item, chunk), *out = lse + job->ld;
     for (int64_t r = 0; r < it->rows; r++) {
@@ -158,7 +160,7 @@ static void FA_NAME(forward_chunk_item_)(const void *job_ptr, fa_arena *arena, i
     const fa_forward_job *job = job_ptr;
     int64_t key_lo, key_hi, chunk;
     const int64_t unit = chunk_item_(job, index, &chunk, &key_lo, &key_hi);
-    if (job->group > 1) { /* a group of a decode step's heads over one chunk */
+    if (job->group > 1) {                    /* a group of a decode step's heads over one chunk */
         fa_q_item its[FA_GROUP_ITEMS] = {0}; /* group_items_ fills n of them; gcc -O3 cannot see it */
         FA_NAME(rows_state_) states[FA_GROUP_ITEMS];
         int64_t first;
@@ -221,7 +223,8 @@ static void FA_NAME(forward_merge_item_)(const void *job_ptr, fa_arena *arena, i
             m.lses[c] = part[r];
             m.rows[c] = part + ld + r * dv_pad;
         }
-        int seen = FA_NAME(merge_row_)(splits, m.lses, m.rows, p->dim_v, m.st.acc + r * dv_pad, &m.st.row_max[r]);
+        int seen =
+            FA_NAME(merge_row_)(splits, m.lses, m.rows, p->dim_v, m.st.acc + r * dv_pad, &m.st.row_max[r]);
         m.st.row_sum[r] = seen ? 1 : 0;
     }
     FA_NAME(write_rows_)(p, &it, &m.st);
@@ -264,4 +267,3 @@ static void FA_NAME(forward_sequence_merge_item_)(const void *job_ptr, fa_arena 
     fa_forward_job mine = FA_NAME(sequence_job_)(job, &one, b);
     FA_NAME(forward_merge_item_)(&mine, arena, g - job->first_merge[b]);
 }
-

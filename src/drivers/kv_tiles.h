@@ -15,8 +15,8 @@ typedef struct {
 } FA_NAME(stored_rows_);
 
 /* Row s of (batch b, head h) of `rows` (k or v) with its scales `scales` (k_scale or v_scale). */
-static FA_NAME(stored_rows_) FA_NAME(stored_rows_at_)(const fa_problem *p, const fa_view *rows, const fa_view *scales,
-                                                      int64_t b, int64_t h, int64_t s)
+static FA_NAME(stored_rows_) FA_NAME(stored_rows_at_)(const fa_problem *p, const fa_view *rows,
+                                                      const fa_view *scales, int64_t b, int64_t h, int64_t s)
 {
     FA_NAME(stored_rows_) r;
     r.at = (const char *)fa_view_at(rows, fa_elem_size(p->kv_type), b, h, s);
@@ -27,7 +27,8 @@ static FA_NAME(stored_rows_) FA_NAME(stored_rows_at_)(const fa_problem *p, const
 }
 
 /* The same rows n further on. */
-static FA_NAME(stored_rows_) FA_NAME(stored_rows_skip_)(const fa_problem *p, FA_NAME(stored_rows_) r, int64_t n)
+static FA_NAME(stored_rows_)
+    FA_NAME(stored_rows_skip_)(const fa_problem *p, FA_NAME(stored_rows_) r, int64_t n)
 {
     r.at += n * r.stride * (int64_t)fa_elem_size(p->kv_type);
     if (r.scale) r.scale += n * r.scale_stride;
@@ -57,7 +58,8 @@ static void FA_NAME(prefetch_run_)(const fa_problem *p, const FA_NAME(page_run_)
 {
     const int64_t elem = (int64_t)fa_elem_size(p->kv_type);
     for (int64_t r = 0; r < run->rows; r++) {
-        for (int64_t x = 0; x < p->dim * elem; x += 64) __builtin_prefetch(run->k.at + r * run->k.stride * elem + x, 0, 2);
+        for (int64_t x = 0; x < p->dim * elem; x += 64)
+            __builtin_prefetch(run->k.at + r * run->k.stride * elem + x, 0, 2);
         for (int64_t y = 0; y < p->dim_v * elem; y += 64)
             __builtin_prefetch(run->v.at + r * run->v.stride * elem + y, 0, 2);
     }
@@ -75,7 +77,8 @@ static void FA_NAME(tile_rows_)(const FA_CAT(fa_kernels_, FA_SFX) * kern, const 
     }
     const size_t elem = fa_elem_size(p->kv_type);
     for (int64_t r = 0; r < rows; r++)
-        memcpy((char *)dst + r * dim * (int64_t)elem, src->at + r * src->stride * (int64_t)elem, (size_t)dim * elem);
+        memcpy((char *)dst + r * dim * (int64_t)elem, src->at + r * src->stride * (int64_t)elem,
+               (size_t)dim * elem);
 }
 
 /* Paged keys (p->pages, the problem of one sequence): keys [col0, col0 + cols) of kv_head copied

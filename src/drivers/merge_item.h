@@ -75,4 +75,3 @@ static void FA_NAME(merge_rows_)(const fa_merge_job *job, fa_arena *arena, int64
         if (mp->lse) ((FA_T *)mp->lse)[at] = lse;
     }
 }
-

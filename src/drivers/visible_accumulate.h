@@ -102,4 +102,3 @@ void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) * k, const fa_
                                 x + part[i].begin * x_stride, x_stride, acc + c * acc_stride, acc_stride);
     }
 }
-

@@ -48,13 +48,13 @@ static span rows_seeing(const fa_problem *p, int64_t row0, int64_t rows, int64_t
     return s;
 }
 
-#define FA_T float
+#define FA_T   float
 #define FA_SFX f32
 #include "drivers/visible_accumulate.h"
 #undef FA_T
 #undef FA_SFX
 
-#define FA_T double
+#define FA_T   double
 #define FA_SFX f64
 #include "drivers/visible_accumulate.h"
 #undef FA_T

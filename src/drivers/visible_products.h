@@ -21,8 +21,8 @@
 /* acc[r][0..dim) += sum over keys c visible to row row0 + r of w[c][r] · x[c][0..dim)
  * (w: transposed tile of stride ld; x points at key col0's row). */
 void fa_accumulate_visible_f32(const fa_kernels_f32 *k, const fa_problem *p, int64_t row0, int64_t rows,
-                               int64_t col0, int64_t cols, int64_t dim, const float *w, int64_t ld, const float *x,
-                               int64_t x_stride, float *acc, int64_t acc_stride);
+                               int64_t col0, int64_t cols, int64_t dim, const float *w, int64_t ld,
+                               const float *x, int64_t x_stride, float *acc, int64_t acc_stride);
 void fa_accumulate_visible_f64(const fa_kernels_f64 *k, const fa_problem *p, int64_t row0, int64_t rows,
                                int64_t col0, int64_t cols, int64_t dim, const double *w, int64_t ld,
                                const double *x, int64_t x_stride, double *acc, int64_t acc_stride);

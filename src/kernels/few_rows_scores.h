@@ -20,7 +20,7 @@
 
 #include "flashattn.h" /* FA_MAX_HEAD_DIM: the bound of the query rows held on the stack */
 
-#define FA_FEW_ROWS 4
+#define FA_FEW_ROWS      4
 #define FA_PREFETCH_KEYS 16
 
 /* The rows a few-rows tile reads as key rows: FA_T (kind 0), or a stored type (kind: its fa_dtype,
@@ -46,56 +46,75 @@ FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int6
     return V_LOAD_PART((const FA_T *)k + at, n);
 }
 
-FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM],
-                                   const char *const *keys, const float *scale, FA_T *s, int64_t ld)
+FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
+                                   const FA_T (*q)[FA_MAX_HEAD_DIM], const char *const *keys,
+                                   const float *scale, FA_T *s, int64_t ld)
 {
     vec acc[8][FA_FEW_ROWS];
-    FA_UNROLL for (int i = 0; i < nk; i++)
-        FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
+    FA_UNROLL
+    for (int i = 0; i < nk; i++) {
+        FA_UNROLL
+        for (int r = 0; r < nr; r++) acc[i][r] = V_ZERO();
+    }
     /* a quantized key row's scale, one multiplication of each converted element (kernels.h, widen) */
     const int scaled = kind > FA_F16;
     vec sv[8];
-    FA_UNROLL for (int i = 0; i < nk; i++) sv[i] = V_SET1(scaled ? (FA_T)scale[i] : (FA_T)1);
+    FA_UNROLL
+    for (int i = 0; i < nk; i++) sv[i] = V_SET1(scaled ? (FA_T)scale[i] : (FA_T)1);
     int64_t x = 0;
 #ifdef V_LOAD_BF16_RUN
     if (kind == FA_BF16) /* bf16: 32 elements a load, widened in order (the same FMAs in the same order) */
         for (; x + 2 * FA_LANES <= dim; x += 2 * FA_LANES) {
             vec q0[FA_FEW_ROWS], q1[FA_FEW_ROWS];
-            FA_UNROLL for (int r = 0; r < nr; r++) {
+            FA_UNROLL
+            for (int r = 0; r < nr; r++) {
                 q0[r] = V_LOAD(q[r] + x);
                 q1[r] = V_LOAD(q[r] + x + FA_LANES);
             }
-            FA_UNROLL for (int i = 0; i < nk; i++) {
+            FA_UNROLL
+            for (int i = 0; i < nk; i++) {
                 vec k0, k1;
                 V_LOAD_BF16_RUN((const uint16_t *)(const void *)keys[i] + x, &k0, &k1);
-                FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k0, q0[r], acc[i][r]);
-                FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k1, q1[r], acc[i][r]);
+                FA_UNROLL
+                for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k0, q0[r], acc[i][r]);
+                FA_UNROLL
+                for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(k1, q1[r], acc[i][r]);
             }
         }
 #endif
     for (; x < dim; x += FA_LANES) {
         vec qv[FA_FEW_ROWS];
-        FA_UNROLL for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
-        FA_UNROLL for (int i = 0; i < nk; i++) {
+        FA_UNROLL
+        for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
+        FA_UNROLL
+        for (int i = 0; i < nk; i++) {
             vec kv = FA_NAME(key_part_)(kind, keys[i], x, dim - x);
             if (scaled) kv = V_MUL(sv[i], kv);
-            FA_UNROLL for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
+            FA_UNROLL
+            for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
         }
     }
 #ifdef V_REDUCE_ADD_8
     /* eight sums at a time where the vocabulary has the tree (the same bits as one at a time) */
     const int n = nk * nr, whole = n / 8 * 8; /* accumulator g is key g / nr's, row g % nr's */
-    FA_UNROLL for (int g = 0; g < whole; g += 8) {
+    FA_UNROLL
+    for (int g = 0; g < whole; g += 8) {
         vec eight[8];
         FA_T out[8];
-        FA_UNROLL for (int m = 0; m < 8; m++) eight[m] = acc[(g + m) / nr][(g + m) % nr];
+        FA_UNROLL
+        for (int m = 0; m < 8; m++) eight[m] = acc[(g + m) / nr][(g + m) % nr];
         V_REDUCE_ADD_8(eight, out);
-        FA_UNROLL for (int m = 0; m < 8; m++) s[(g + m) / nr * ld + (g + m) % nr] = out[m];
+        FA_UNROLL
+        for (int m = 0; m < 8; m++) s[(g + m) / nr * ld + (g + m) % nr] = out[m];
     }
-    FA_UNROLL for (int g = whole; g < n; g++) s[g / nr * ld + g % nr] = V_REDUCE_ADD(acc[g / nr][g % nr]);
+    FA_UNROLL
+    for (int g = whole; g < n; g++) s[g / nr * ld + g % nr] = V_REDUCE_ADD(acc[g / nr][g % nr]);
 #else
-    FA_UNROLL for (int i = 0; i < nk; i++)
-        FA_UNROLL for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
+    FA_UNROLL
+    for (int i = 0; i < nk; i++) {
+        FA_UNROLL
+        for (int r = 0; r < nr; r++) s[i * ld + r] = V_REDUCE_ADD(acc[i][r]);
+    }
 #endif
 }
 
@@ -103,18 +122,22 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, 
  * turns run-time edge sizes into compile-time ones; each size a function of its own
  * (weighted_rows.h says why). */
 #define FA_DOT_FN(KIND, NK, NR) FA_NAME(dot_block_##KIND##_##NK##_##NR##_)
-#define FA_DOT_DEFINE(KIND, NK, NR)                                                                            \
-    static __attribute__((noinline)) void FA_DOT_FN(KIND, NK, NR)(int64_t dim, const FA_T (*q)[FA_MAX_HEAD_DIM], \
-                                                                  const char *const *keys, const float *scale,  \
-                                                                  FA_T *s, int64_t ld)                          \
-    {                                                                                                          \
-        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(KIND, NK, NR, dim, q, keys, scale, s, ld);       \
+#define FA_DOT_DEFINE(KIND, NK, NR)                                                                         \
+    static __attribute__((noinline)) void FA_DOT_FN(KIND, NK, NR)(                                          \
+        int64_t dim, const FA_T(*q)[FA_MAX_HEAD_DIM], const char *const *keys, const float *scale, FA_T *s, \
+        int64_t ld)                                                                                         \
+    {                                                                                                       \
+        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(KIND, NK, NR, dim, q, keys, scale, s, ld);    \
     }
-#define FA_DOT_DEFINE_KEYS(KIND, NR)                                                                           \
-    FA_DOT_DEFINE(KIND, 1, NR) FA_DOT_DEFINE(KIND, 2, NR) FA_DOT_DEFINE(KIND, 3, NR) FA_DOT_DEFINE(KIND, 4, NR) \
-    FA_DOT_DEFINE(KIND, 5, NR) FA_DOT_DEFINE(KIND, 6, NR) FA_DOT_DEFINE(KIND, 7, NR) FA_DOT_DEFINE(KIND, 8, NR)
-#define FA_DOT_DEFINE_KIND(KIND)                                                                               \
-    FA_DOT_DEFINE_KEYS(KIND, 1) FA_DOT_DEFINE_KEYS(KIND, 2) FA_DOT_DEFINE_KEYS(KIND, 3) FA_DOT_DEFINE_KEYS(KIND, 4)
+// clang-format off
+#define FA_DOT_DEFINE_KEYS(KIND, NR)                                                 \
+    FA_DOT_DEFINE(KIND, 1, NR) FA_DOT_DEFINE(KIND, 2, NR) FA_DOT_DEFINE(KIND, 3, NR) \
+    FA_DOT_DEFINE(KIND, 4, NR) FA_DOT_DEFINE(KIND, 5, NR) FA_DOT_DEFINE(KIND, 6, NR) \
+    FA_DOT_DEFINE(KIND, 7, NR) FA_DOT_DEFINE(KIND, 8, NR)
+// clang-format on
+#define FA_DOT_DEFINE_KIND(KIND) \
+    FA_DOT_DEFINE_KEYS(KIND, 1)  \
+    FA_DOT_DEFINE_KEYS(KIND, 2) FA_DOT_DEFINE_KEYS(KIND, 3) FA_DOT_DEFINE_KEYS(KIND, 4)
 /* the kinds by the values of their fa_dtype (FA_KIND_OWN, FA_BF16 = 2 ... FA_F8_E5M2 = 6) */
 FA_DOT_DEFINE_KIND(0)
 #ifdef V_LOAD_STORED
@@ -124,36 +147,38 @@ FA_DOT_DEFINE_KIND(4)
 FA_DOT_DEFINE_KIND(5)
 FA_DOT_DEFINE_KIND(6)
 #define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, kp, scale_c, sc, ld)
-#define FA_DOT_CALL(NK, NR)                                                                                    \
-    switch (kind) {                                                                                            \
-    case FA_BF16: FA_DOT_KIND_CALL(2, NK, NR); break;                                                          \
-    case FA_F16: FA_DOT_KIND_CALL(3, NK, NR); break;                                                           \
-    case FA_I8: FA_DOT_KIND_CALL(4, NK, NR); break;                                                            \
-    case FA_F8_E4M3: FA_DOT_KIND_CALL(5, NK, NR); break;                                                       \
-    case FA_F8_E5M2: FA_DOT_KIND_CALL(6, NK, NR); break;                                                       \
-    default: FA_DOT_KIND_CALL(0, NK, NR); break;                                                               \
+#define FA_DOT_CALL(NK, NR)                              \
+    switch (kind) {                                      \
+    case FA_BF16: FA_DOT_KIND_CALL(2, NK, NR); break;    \
+    case FA_F16: FA_DOT_KIND_CALL(3, NK, NR); break;     \
+    case FA_I8: FA_DOT_KIND_CALL(4, NK, NR); break;      \
+    case FA_F8_E4M3: FA_DOT_KIND_CALL(5, NK, NR); break; \
+    case FA_F8_E5M2: FA_DOT_KIND_CALL(6, NK, NR); break; \
+    default: FA_DOT_KIND_CALL(0, NK, NR); break;         \
     }
 #else
 #define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, kp, scale_c, sc, ld)
 #endif
-#define FA_DOT_CASE(NK, NR)                                                                                    \
-    case (NK) * 16 + (NR): {                                                                                   \
-        FA_DOT_CALL(NK, NR);                                                                                   \
-        break;                                                                                                 \
+#define FA_DOT_CASE(NK, NR)  \
+    case (NK)*16 + (NR): {   \
+        FA_DOT_CALL(NK, NR); \
+        break;               \
     }
-#define FA_DOT_ROWS_CASES(NR)                                                                                  \
-    FA_DOT_CASE(1, NR) FA_DOT_CASE(2, NR) FA_DOT_CASE(3, NR) FA_DOT_CASE(4, NR) FA_DOT_CASE(5, NR)            \
+// clang-format off
+#define FA_DOT_ROWS_CASES(NR)                                                                      \
+    FA_DOT_CASE(1, NR) FA_DOT_CASE(2, NR) FA_DOT_CASE(3, NR) FA_DOT_CASE(4, NR) FA_DOT_CASE(5, NR) \
     FA_DOT_CASE(6, NR) FA_DOT_CASE(7, NR) FA_DOT_CASE(8, NR)
+// clang-format on
 
 /* The scores of a tile of at most FA_FEW_ROWS real rows against `cols` key rows of `kind`: k_stride
  * elements apart from k, or, with k_rows, key c at k_rows[c] (with its scale, scale[c], for a
  * quantized kind). K streams from memory once: rows are asked for `ahead` keys early, a line at a
  * time, with `hint` (float: 16 keys into L1 within the tile; stored: simd/half_operands.h), up to
  * the tile's end unless past_tile (k_rows then has cols + ahead entries: kernels.h). */
-FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols, int64_t dim,
-                                              const FA_T *qt, const void *k, int64_t k_stride,
-                                              const void *const *k_rows, const float *scale, FA_T *s, int64_t ahead,
-                                              int past_tile, int hint)
+FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols,
+                                              int64_t dim, const FA_T *qt, const void *k, int64_t k_stride,
+                                              const void *const *k_rows, const float *scale, FA_T *s,
+                                              int64_t ahead, int past_tile, int hint)
 {
     /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
     _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_HEAD_DIM];
@@ -186,8 +211,8 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
             for (; r < ld; r++) sc[i * ld + r] = 0;
         }
         switch (nk * 16 + (int)rows) {
-            FA_DOT_ROWS_CASES(1) FA_DOT_ROWS_CASES(2) FA_DOT_ROWS_CASES(3) FA_DOT_ROWS_CASES(4)
-        default: break;
+            FA_DOT_ROWS_CASES(1)
+            FA_DOT_ROWS_CASES(2) FA_DOT_ROWS_CASES(3) FA_DOT_ROWS_CASES(4) default : break;
         }
     }
 }
@@ -195,8 +220,8 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
 static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                       const FA_T *k, int64_t k_stride, FA_T *s)
 {
-    FA_NAME(scores_few_rows_body_)(FA_KIND_OWN, rows, ld, cols, dim, qt, k, k_stride, NULL, NULL, s,
-                                   FA_PREFETCH_KEYS, 0, FA_HINT_L1);
+    FA_NAME(scores_few_rows_body_)
+    (FA_KIND_OWN, rows, ld, cols, dim, qt, k, k_stride, NULL, NULL, s, FA_PREFETCH_KEYS, 0, FA_HINT_L1);
 }
 
 #undef FA_DOT_ROWS_CASES

@@ -54,89 +54,95 @@ typedef enum { FA_TILE_KEY_MAJOR = 1 } fa_tile_layout;
  * knobs: tests/test_kernel_traits.c checks them against the contract above (padding of 64 bytes,
  * a vector's lanes dividing it, the accumulator type the drivers allocate). */
 typedef struct {
-    fa_dtype input;          /* the type of the rows the kernels read: q, k, v, dout */
-    fa_dtype accum;          /* of score tiles, row statistics and accumulators */
-    int lanes;               /* elements per vector register of accum (1: scalar code) */
-    int pad_elems;           /* the padding unit of packed layouts, 64 bytes of accum */
-    int scores_keys;         /* S = Q·Kᵀ register block: keys ... */
-    int scores_vecs;         /* ... × vectors of query rows (tiles of few rows block otherwise) */
-    int rows_rows;           /* accumulate register block: accumulator rows ... */
-    int rows_vecs;           /* ... × vectors of dim (at most; narrower for one or two rows) */
+    fa_dtype input;  /* the type of the rows the kernels read: q, k, v, dout */
+    fa_dtype accum;  /* of score tiles, row statistics and accumulators */
+    int lanes;       /* elements per vector register of accum (1: scalar code) */
+    int pad_elems;   /* the padding unit of packed layouts, 64 bytes of accum */
+    int scores_keys; /* S = Q·Kᵀ register block: keys ... */
+    int scores_vecs; /* ... × vectors of query rows (tiles of few rows block otherwise) */
+    int rows_rows;   /* accumulate register block: accumulator rows ... */
+    int rows_vecs;   /* ... × vectors of dim (at most; narrower for one or two rows) */
     fa_tile_layout score_tile;
 } fa_kernel_traits;
 
 /* Declares the tile operations for element type T, as struct members. A table may leave an
  * operation NULL: the context then takes ref's (fa_kernels_select), whose contract is the same. */
-#define FA_KERNEL_SET(T)                                                                                       \
-    struct {                                                                                                   \
-        fa_kernel_traits traits;                                                                               \
-        /* s[c][r] = sum_x qt[x][r] · k[c][x] for c < cols and r < rows (qt: dim rows of stride ld); padding \
-         * rows r in [rows, ld) get values nobody reads. A table may sum in another order for small `rows`   \
-         * (a decode step): the choice depends on the tile, never on the thread. */                        \
-        void (*scores)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k,          \
-                       int64_t k_stride, T *s);                                                                \
-        /* dst[x][r] = mult·src[r][x] for x < dim, r < rows, and 0 for r in [rows, ld) (ld >= rows): the query  \
-         * or dO block that scores reads as qt (pack.h, fa_pack_transposed, is ref's). src rows lie src_stride \
-         * elements apart at any alignment and are read only within dim; nothing outside dst's dim rows of ld  \
-         * elements is written. mult·src rounds once, so every table gives ref's bytes. */                     \
-        void (*pack_transposed)(int64_t rows, int64_t dim, const T *src, int64_t src_stride, T mult, T *dst,    \
-                                int64_t ld);                                                                   \
-        /* Online-softmax step over a masked score tile (masked entries -inf), every row r < ld:              \
-         * m' = max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its         \
-         * p entries become 0 and nothing else changes. Otherwise alpha = exp(m - m'),                         \
-         * p = exp(s - m'), l = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by    \
-         * alpha when alpha != 1 and r < rows (lazy rescaling). */                                             \
-        void (*online_softmax)(int64_t rows, int64_t ld, int64_t cols, T *s, T *row_max, T *row_sum, T *acc,   \
-                               int64_t acc_stride, int64_t acc_width);                                         \
-        /* acc[r][0..dim) += sum_c p[c][r] · x[c][0..dim) for r < rows   (P·V, dS·K) */                        \
-        void (*accumulate)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const T *x,        \
-                           int64_t x_stride, T *acc, int64_t acc_stride);                                      \
-        /* acc[c][0..dim) += sum_r p[c][r] · x[r][0..dim) for c < cols   (Pᵀ·dO, dSᵀ·Q) */                     \
-        void (*accumulate_t)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const T *x,      \
-                             int64_t x_stride, T *acc, int64_t acc_stride);                                    \
-        /* Backward: s[c][r] = exp(s[c][r] - lse[r]), the forward's probabilities recomputed from its          \
-         * log-sum-exp, for r < ld. A row with lse = -inf saw no key: it becomes 0 (not NaN). */               \
-        void (*probabilities)(int64_t ld, int64_t cols, T *s, const T *lse);                                   \
-        /* Backward: dp[c][r] = p[c][r] · (dp[c][r] - delta[r]) for r < ld: the score gradient. */             \
-        void (*score_grad)(int64_t ld, int64_t cols, const T *p, T *dp, const T *delta);                       \
-        /* The value modifiers on every score of the tile (c < cols, r < ld), in the contract's order:         \
-         * softcap, then ALiBi, then bias (rows r >= bias_rows get no bias, and their bias is never read).     \
-         * With dcap != NULL (only when softcap is on; 64-byte aligned, as s) dcap[c][r] receives 1 - tanh²,   \
-         * the softcap's derivative, for the backward. NaN stays NaN; softcap(±inf) = ±softcap. softcap and    \
-         * alibi_slope are rounded to T once; the ALiBi term is slope·(T)|distance| from the exact integer     \
-         * distance, so a score's result does not depend on where its tile starts; otherwise IEEE operations   \
-         * in this order (-inf + a finite bias is -inf). Every table gives ref's bits but for the f32 tanh,    \
-         * which the x86 tables approximate within 1.3 ulp (kernels/score_mods.h). */                          \
-        void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                       \
+// clang-format off
+#define FA_KERNEL_SET(T)                                                                                     \
+    struct {                                                                                                 \
+        fa_kernel_traits traits;                                                                             \
+        /* s[c][r] = sum_x qt[x][r] · k[c][x] for c < cols and r < rows (qt: dim rows of stride ld);         \
+         * padding rows r in [rows, ld) get values nobody reads. A table may sum in another order for        \
+         * small `rows` (a decode step): the choice depends on the tile, never on the thread. */             \
+        void (*scores)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k,         \
+                       int64_t k_stride, T *s);                                                              \
+        /* dst[x][r] = mult·src[r][x] for x < dim, r < rows, and 0 for r in [rows, ld) (ld >= rows): the     \
+         * query or dO block that scores reads as qt (pack.h, fa_pack_transposed, is ref's). src rows        \
+         * lie src_stride elements apart at any alignment and are read only within dim; nothing outside      \
+         * dst's dim rows of ld elements is written. mult·src rounds once, so every table gives ref's        \
+         * bytes. */                                                                                         \
+        void (*pack_transposed)(int64_t rows, int64_t dim, const T *src, int64_t src_stride, T mult,         \
+                                T *dst, int64_t ld);                                                         \
+        /* Online-softmax step over a masked score tile (masked entries -inf), every row r < ld: m' =        \
+         * max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its p          \
+         * entries become 0 and nothing else changes. Otherwise alpha = exp(m - m'), p = exp(s - m'), l      \
+         * = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by alpha when alpha     \
+         * != 1 and r < rows (lazy rescaling). */                                                            \
+        void (*online_softmax)(int64_t rows, int64_t ld, int64_t cols, T *s, T *row_max, T *row_sum,         \
+                               T *acc, int64_t acc_stride, int64_t acc_width);                               \
+        /* acc[r][0..dim) += sum_c p[c][r] · x[c][0..dim) for r < rows   (P·V, dS·K) */                      \
+        void (*accumulate)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld, const T *x,      \
+                           int64_t x_stride, T *acc, int64_t acc_stride);                                    \
+        /* acc[c][0..dim) += sum_r p[c][r] · x[r][0..dim) for c < cols   (Pᵀ·dO, dSᵀ·Q) */                   \
+        void (*accumulate_t)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,                \
+                             const T *x, int64_t x_stride, T *acc, int64_t acc_stride);                      \
+        /* Backward: s[c][r] = exp(s[c][r] - lse[r]), the forward's probabilities recomputed from its        \
+         * log-sum-exp, for r < ld. A row with lse = -inf saw no key: it becomes 0 (not NaN). */             \
+        void (*probabilities)(int64_t ld, int64_t cols, T *s, const T *lse);                                 \
+        /* Backward: dp[c][r] = p[c][r] · (dp[c][r] - delta[r]) for r < ld: the score gradient. */           \
+        void (*score_grad)(int64_t ld, int64_t cols, const T *p, T *dp, const T *delta);                     \
+        /* The value modifiers on every score of the tile (c < cols, r < ld), in the contract's order:       \
+         * softcap, then ALiBi, then bias (rows r >= bias_rows get no bias, and their bias is never          \
+         * read). With dcap != NULL (only when softcap is on; 64-byte aligned, as s) dcap[c][r] receives     \
+         * 1 - tanh², the softcap's derivative, for the backward. NaN stays NaN; softcap(±inf) =             \
+         * ±softcap. softcap and alibi_slope are rounded to T once; the ALiBi term is                        \
+         * slope·(T)|distance| from the exact integer distance, so a score's result does not depend on       \
+         * where its tile starts; otherwise IEEE operations in this order (-inf + a finite bias is           \
+         * -inf). Every table gives ref's bits but for the f32 tanh, which the x86 tables approximate        \
+         * within 1.3 ulp (kernels/score_mods.h). */                                                         \
+        void (*modify)(const fa_score_mods *m, int64_t ld, int64_t cols, T *s, T *dcap);                     \
         /* Backward through the softcap: ds[c][r] *= dcap[c][r] for c < cols, r < ld. */                     \
-        void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                    \
-        /* dst[r][x] = value of src[r][x] for r < rows, x < dim: rows of a stored type `from` (FA_BF16 or      \
-         * FA_F16, 2-byte elements; FA_I8, FA_F8_E4M3 or FA_F8_E5M2, 1-byte elements) src_stride elements    \
-         * apart at any alignment, into T rows dst_stride apart. The value is the element converted        \
-         * exactly (kernels/half.h, kernels/quant.h), times scale[r·scale_stride] (one float                \
-         * multiplication) when scale is not NULL (the quantized types; NULL for the half ones). How a      \
-         * stored type reaches the kernels above: the drivers widen a tile once into the arena. Every      \
-         * table gives ref's bits. */                                                                       \
-        void (*widen)(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,           \
-                      const float *scale, int64_t scale_stride, T *dst, int64_t dst_stride);                   \
-        /* scores and accumulate over key (value) rows of a stored type kt (xt; or the set's own type,  \
-         * FA_F32 in the float set), scaled as widen scales them, read where they lie, for tiles of at most \
-         * FA_HALF_ROWS real query rows (a decode step): bit for bit what scores and accumulate give on    \
-         * the same rows widened. Key c's row is k_rows[c] (any address and alignment: a page of a paged  \
-         * cache is as good as a contiguous run), its scale scale[c] (NULL but for the quantized types);  \
-         * the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched. Only the  \
-         * float set's are called (stored types accumulate in float). */                                  \
-        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,               \
-                              const void *const *k_rows, fa_dtype kt, const float *scale, T *s);              \
-        void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,            \
-                                  const void *const *x_rows, fa_dtype xt, const float *scale, T *acc,         \
-                                  int64_t acc_stride);                                                        \
+        void (*scale_grad)(int64_t ld, int64_t cols, T *ds, const T *dcap);                                  \
+        /* dst[r][x] = value of src[r][x] for r < rows, x < dim: rows of a stored type `from` (FA_BF16       \
+         * or FA_F16, 2-byte elements; FA_I8, FA_F8_E4M3 or FA_F8_E5M2, 1-byte elements) src_stride          \
+         * elements apart at any alignment, into T rows dst_stride apart. The value is the element           \
+         * converted exactly (kernels/half.h, kernels/quant.h), times scale[r·scale_stride] (one float       \
+         * multiplication) when scale is not NULL (the quantized types; NULL for the half ones). How a       \
+         * stored type reaches the kernels above: the drivers widen a tile once into the arena. Every        \
+         * table gives ref's bits. */                                                                        \
+        void (*widen)(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,         \
+                      const float *scale, int64_t scale_stride, T *dst, int64_t dst_stride);                 \
+        /* scores and accumulate over key (value) rows of a stored type kt (xt; or the set's own type,       \
+         * FA_F32 in the float set), scaled as widen scales them, read where they lie, for tiles of at       \
+         * most FA_HALF_ROWS real query rows (a decode step): bit for bit what scores and accumulate         \
+         * give on the same rows widened. Key c's row is k_rows[c] (any address and alignment: a page of     \
+         * a paged cache is as good as a contiguous run), its scale scale[c] (NULL but for the quantized     \
+         * types); the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched.      \
+         * Only the float set's are called (stored types accumulate in float). */                            \
+        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,              \
+                              const void *const *k_rows, fa_dtype kt, const float *scale, T *s);             \
+        void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,           \
+                                  const void *const *x_rows, fa_dtype xt, const float *scale, T *acc,        \
+                                  int64_t acc_stride);                                                       \
     }
+// clang-format on
 
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
-#define FA_KERNEL_OPS(X)                                                                                       \
-    X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities)              \
-        X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored) X(accumulate_stored)
+// clang-format off
+#define FA_KERNEL_OPS(X)                                                                          \
+    X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities) \
+    X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored) X(accumulate_stored)
+// clang-format on
 
 /* The most real query rows of a tile that scores_stored and accumulate_stored take. */
 #define FA_HALF_ROWS 4
@@ -175,8 +181,8 @@ typedef struct {
     /* dst in pairs of rows: dst[(r/2)·2·ldd + 2x + r%2] = src[r·src_stride + x] for r < rows, x < dim;
      * zero for x in [dim, ldd) and r in [rows, rows_pad) (rows_pad even, ldd a multiple of 16).
      * Returns whether every element read is finite. (Q and dO as the B of dK += dSᵀ·Q, dV += Pᵀ·dO.) */
-    int (*pack_rows_pairs)(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src, int64_t src_stride,
-                           uint16_t *dst, int64_t ldd);
+    int (*pack_rows_pairs)(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src,
+                           int64_t src_stride, uint16_t *dst, int64_t ldd);
     /* dst[i] = bf16(src[i]) for i < n (nearest even; subnormals to zero, as the units read them): a
      * tile of P or dS, key-major, as the rows of A. */
     void (*rows_of)(int64_t n, const float *src, uint16_t *dst);
@@ -197,16 +203,17 @@ typedef struct {
      * transposed accumulator acc[y·ld + r], y < acc_dim (rows whose max rose are rescaled there), and
      * P written as pairs_of writes it, into pp, not into s (whose contents it leaves undefined).
      * row_max holds scores (scaled). */
-    void (*online_softmax_pairs)(int64_t rows, int64_t ld, int64_t cols, float scale, float *s, float *row_max,
-                                 float *row_sum, float *acc, int64_t acc_dim, uint16_t *pp);
+    void (*online_softmax_pairs)(int64_t rows, int64_t ld, int64_t cols, float scale, float *s,
+                                 float *row_max, float *row_sum, float *acc, int64_t acc_dim, uint16_t *pp);
     /* The calling thread is done with the units until its next dot (an item's end): state a dot
      * keeps between calls (AMX's tile configuration) is dropped. */
     void (*release)(void);
 } fa_kernels_bf16;
 
 /* Every operation of fa_kernels_bf16 by name. */
-#define FA_KERNEL_BF16_OPS(X)                                                                                  \
-    X(pack_pairs) X(pack_rows_t) X(pack_rows_pairs) X(rows_of) X(pairs_of) X(dot) X(online_softmax_pairs) X(release)
+#define FA_KERNEL_BF16_OPS(X) \
+    X(pack_pairs)             \
+    X(pack_rows_t) X(pack_rows_pairs) X(rows_of) X(pairs_of) X(dot) X(online_softmax_pairs) X(release)
 
 /* CPU features a table's instructions need; selection requires every one (cpu_features.c reads
  * the CPUID bits and checks that the OS saves the registers they use; on aarch64 Linux's hwcaps,

@@ -154,7 +154,8 @@ FA_INLINE void FA_NAME(modify_chunk_)(const int softcap, const int want_d, const
             if (below > 0) {
                 /* row i of the block, columns c..c + width (nothing past them read; rows at or beyond
                  * bias_rows not read at all, and add -0) */
-                FA_UNROLL for (int i = 0; i < FA_LANES; i++)
+                FA_UNROLL
+                for (int i = 0; i < FA_LANES; i++)
                     bt[i] = i < below ? V_LOAD_PART(br + i * m->bias_stride + c, width) : neg_zero;
                 V_TRANSPOSE(bt);
             }
@@ -181,11 +182,11 @@ FA_INLINE void FA_NAME(modify_tile_)(const int softcap, const int want_d, const 
 }
 
 // clang-format off
-#define FA_MODS_CASE(CAP, D, ALIBI, BIAS)                                                                     \
-    case (((CAP) * 2 + (D)) * 2 + (ALIBI)) * 3 + (BIAS):                                                    \
-        FA_NAME(modify_tile_)((CAP), (D), (ALIBI), (BIAS), &m, ld, cols, s, dcap);                           \
+#define FA_MODS_CASE(CAP, D, ALIBI, BIAS)                                          \
+    case (((CAP) * 2 + (D)) * 2 + (ALIBI)) * 3 + (BIAS):                           \
+        FA_NAME(modify_tile_)((CAP), (D), (ALIBI), (BIAS), &m, ld, cols, s, dcap); \
         break;
-#define FA_MODS_BIAS_CASES(CAP, D, ALIBI)                                                                     \
+#define FA_MODS_BIAS_CASES(CAP, D, ALIBI) \
     FA_MODS_CASE(CAP, D, ALIBI, 0) FA_MODS_CASE(CAP, D, ALIBI, 1) FA_MODS_CASE(CAP, D, ALIBI, 2)
 // clang-format on
 

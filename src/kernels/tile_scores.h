@@ -19,18 +19,27 @@ FA_INLINE void FA_NAME(scores_block_)(int nk, int nv, int64_t dim, const FA_T *q
                                       int64_t k_stride, FA_T *s)
 {
     vec acc[FA_SCORES_KEYS][FA_SCORES_VECS];
-    FA_UNROLL for (int i = 0; i < nk; i++)
-        FA_UNROLL for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
+    FA_UNROLL
+    for (int i = 0; i < nk; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) acc[i][j] = V_ZERO();
+    }
     for (int64_t x = 0; x < dim; x++) {
         vec q[FA_SCORES_VECS];
-        FA_UNROLL for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_LANES);
-        FA_UNROLL for (int i = 0; i < nk; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) q[j] = V_LOAD(qt + x * ld + j * FA_LANES);
+        FA_UNROLL
+        for (int i = 0; i < nk; i++) {
             vec w = V_SET1(k[i * k_stride + x]);
-            FA_UNROLL for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
+            FA_UNROLL
+            for (int j = 0; j < nv; j++) acc[i][j] = V_FMA(q[j], w, acc[i][j]);
         }
     }
-    FA_UNROLL for (int i = 0; i < nk; i++)
-        FA_UNROLL for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_LANES, acc[i][j]);
+    FA_UNROLL
+    for (int i = 0; i < nk; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) V_STORE(s + i * ld + j * FA_LANES, acc[i][j]);
+    }
 }
 
 /* Instantiates a (keys, vectors) block size: the switch below turns run-time edge sizes into
@@ -48,7 +57,8 @@ _Static_assert(FA_SCORES_KEYS <= 6 && FA_SCORES_VECS <= 4, "the switch below lis
         if ((NK) <= FA_SCORES_KEYS && (NV) <= FA_SCORES_VECS)                                                \
             FA_NAME(scores_block_)((NK), (NV), dim, qt, ld, k, k_stride, s);                                 \
     }
-#define FA_SCORES_DEFINE_KEYS(NK) FA_SCORES_DEFINE(NK, 1) FA_SCORES_DEFINE(NK, 2) FA_SCORES_DEFINE(NK, 3) FA_SCORES_DEFINE(NK, 4)
+#define FA_SCORES_DEFINE_KEYS(NK) FA_SCORES_DEFINE(NK, 1) FA_SCORES_DEFINE(NK, 2) \
+    FA_SCORES_DEFINE(NK, 3) FA_SCORES_DEFINE(NK, 4)
 FA_SCORES_DEFINE_KEYS(1) FA_SCORES_DEFINE_KEYS(2) FA_SCORES_DEFINE_KEYS(3)
 FA_SCORES_DEFINE_KEYS(4) FA_SCORES_DEFINE_KEYS(5) FA_SCORES_DEFINE_KEYS(6)
 #define FA_SCORES_CASE(NK, NV)                                                                               \
@@ -57,10 +67,10 @@ FA_SCORES_DEFINE_KEYS(4) FA_SCORES_DEFINE_KEYS(5) FA_SCORES_DEFINE_KEYS(6)
         break;
 #define FA_SCORES_KEYS_CASES(NK)                                                                             \
     FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
-// clang-format on
+    // clang-format on
 
-static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                  const FA_T *k, int64_t k_stride, FA_T *s)
+    static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                      const FA_T *k, int64_t k_stride, FA_T *s)
 {
     if (rows <= FA_FEW_ROWS) {
         FA_NAME(scores_few_rows_)(rows, ld, cols, dim, qt, k, k_stride, s);

@@ -218,14 +218,17 @@ static int scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
 
 fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
 {
-    static const char *const names[] = {"FA_F32", "FA_F64", "FA_BF16", "FA_F16", "FA_I8", "FA_F8_E4M3", "FA_F8_E5M2"};
+    static const char *const names[] = {"FA_F32", "FA_F64",     "FA_BF16",   "FA_F16",
+                                        "FA_I8",  "FA_F8_E4M3", "FA_F8_E5M2"};
     const int qt = (int)q->dtype, kt = (int)k->dtype;
     if ((qt == FA_F32 || qt == FA_F64) && (kt == FA_F32 || kt == FA_F64)) return FA_OK;
-    if (qt < 0 || qt > FA_F8_E5M2 || kt < 0 || kt > FA_F8_E5M2) return FA_OK; /* unknown: fa_forward_check's to name */
-    snprintf(reason, size,
-             "q.dtype = %s, k.dtype = %s: half-precision and quantized shards are not supported across ranks in "
-             "this version (f32 and f64 are)",
-             names[qt], names[kt]);
+    if (qt < 0 || qt > FA_F8_E5M2 || kt < 0 || kt > FA_F8_E5M2)
+        return FA_OK; /* unknown: fa_forward_check's to name */
+    snprintf(
+        reason, size,
+        "q.dtype = %s, k.dtype = %s: half-precision and quantized shards are not supported across ranks in "
+        "this version (f32 and f64 are)",
+        names[qt], names[kt]);
     return FA_ERR_UNSUPPORTED;
 }
 

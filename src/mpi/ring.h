@@ -46,11 +46,12 @@ typedef struct {
     fa_params p;                 /* the caller's parameters as this library's full copy (or the defaults) */
     fa_status p_read;            /* FA_OK, or why the caller's p cannot be read (fa_ring_check reports it) */
     char p_reason[200];
-    void *cache;                 /* the communicator's cached buffers (ring.c) */
+    void *cache; /* the communicator's cached buffers (ring.c) */
 } fa_ring;
 
 /* Sets up r for a call: p read by flashattn.h's rule (ABI section; the defaults for p NULL, and for a
- * p it cannot read, which fa_ring_check then refuses on this rank), the duplicate of comm and its cache (made on the
+ * p it cannot read, which fa_ring_check then refuses on this rank), the duplicate of comm and its cache
+ * (made on the
  * first call, collectively), and every rank's shape. Returns FA_OK, or a status for the calling
  * rank alone (comm MPI_COMM_NULL: FA_ERR_ARG; MPI not running: FA_ERR_RUNTIME; no memory for the
  * cache: FA_ERR_NOMEM) with the message set; then no other rank can be told. */

@@ -18,7 +18,8 @@ typedef struct {
     char *dq[2], *dq_tmp[2], *lse[2]; /* per query segment */
 } layout_of_buffers;
 
-static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t widest, char *buf, layout_of_buffers *b)
+static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t widest, char *buf,
+                    layout_of_buffers *b)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
     size_t shard = fa_ring_round(fa_ring_shard_bytes(r, widest)), at = 0;
@@ -33,7 +34,8 @@ static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t wide
     for (int g = 0; g < mine->count; g++) {
         int64_t len = mine->seg[g].len;
         size_t dq = fa_ring_round((size_t)(s->batch * s->q_heads * len * s->dim) * r->elem);
-        TAKE(dq[g], dq), TAKE(dq_tmp[g], dq), TAKE(lse[g], fa_ring_round((size_t)(s->batch * s->q_heads * len) * r->elem));
+        TAKE(dq[g], dq), TAKE(dq_tmp[g], dq),
+            TAKE(lse[g], fa_ring_round((size_t)(s->batch * s->q_heads * len) * r->elem));
     }
 #undef TAKE
     return at;
@@ -86,7 +88,8 @@ static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_rin
             fa_tensor q = fa_ring_rows(qs_in->q, qs->row, qs->len, r->elem);
             fa_tensor out = fa_ring_rows(qs_in->out, qs->row, qs->len, r->elem);
             fa_tensor dout = fa_ring_rows(qs_in->dout, qs->row, qs->len, r->elem);
-            fa_tensor kb = fa_ring_rows(&k, ks->row, ks->len, r->elem), vb = fa_ring_rows(&v, ks->row, ks->len, r->elem);
+            fa_tensor kb = fa_ring_rows(&k, ks->row, ks->len, r->elem),
+                      vb = fa_ring_rows(&v, ks->row, ks->len, r->elem);
             fa_tensor dq = fa_ring_compact(lb->dq_tmp[a], dt, s->batch, s->q_heads, qs->len, s->dim);
             fa_tensor dk = fa_ring_compact(lb->dk_tmp, dt, s->batch, s->kv_heads, ks->len, s->dim);
             fa_tensor dv = fa_ring_compact(lb->dv_tmp, dt, s->batch, s->kv_heads, ks->len, s->dim_v);
@@ -118,15 +121,19 @@ static fa_status sink_gradient(fa_ring *r, const fa_tensor *out, const fa_tensor
         for (int64_t b = 0; b < s->batch; b++)
             for (int64_t i = 0; i < s->rows; i++) {
                 int64_t at = (b * s->q_heads + h) * s->rows + i;
-                double l = r->elem == sizeof(double) ? ((const double *)lse)[at] : (double)((const float *)lse)[at];
-                const char *o = (const char *)out->data +
-                                (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * (int64_t)r->elem;
+                double l =
+                    r->elem == sizeof(double) ? ((const double *)lse)[at] : (double)((const float *)lse)[at];
+                const char *o =
+                    (const char *)out->data +
+                    (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * (int64_t)r->elem;
                 const char *g = (const char *)dout->data +
-                                (b * dout->stride_batch + h * dout->stride_head + i * dout->stride_seq) * (int64_t)r->elem;
+                                (b * dout->stride_batch + h * dout->stride_head + i * dout->stride_seq) *
+                                    (int64_t)r->elem;
                 double delta = 0.0;
                 for (int64_t y = 0; y < s->dim_v; y++)
-                    delta += r->elem == sizeof(double) ? ((const double *)o)[y] * ((const double *)g)[y]
-                                                       : (double)((const float *)o)[y] * (double)((const float *)g)[y];
+                    delta += r->elem == sizeof(double)
+                                 ? ((const double *)o)[y] * ((const double *)g)[y]
+                                 : (double)((const float *)o)[y] * (double)((const float *)g)[y];
                 sum -= exp(sink - l) * delta;
             }
         mine[h] = sum;
@@ -196,8 +203,8 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
     fa_status work = FA_OK;
     fa_ring_transfer acc_send = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
     int in_flight = -1; /* the accumulator buffer acc_send is sending from, or -1 */
-#define FAIL_ONCE(st_, ...) \
-    do { \
+#define FAIL_ONCE(st_, ...)                                                            \
+    do {                                                                               \
         if (work == FA_OK) work = (st_), snprintf(reason, sizeof reason, __VA_ARGS__); \
     } while (0)
     /* A shard travels only as far as the last rank that can see it (fa_ring_reach); its accumulator
@@ -218,23 +225,25 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         int posted = 0;
         /* the next shard travels while this one is computed */
         if (step + 1 <= fa_ring_reach(&r, incoming) &&
-            fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows), prev,
-                         TAG_KV, 0) != FA_OK)
+            fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows),
+                         prev, TAG_KV, 0) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting a shard transfer failed");
-        if (holds && step < reach && fa_ring_post(&r, &tx[posted++], lb.kv[cur], src_bytes, next, TAG_KV, 1) != FA_OK)
+        if (holds && step < reach &&
+            fa_ring_post(&r, &tx[posted++], lb.kv[cur], src_bytes, next, TAG_KV, 1) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting a shard transfer failed");
         if (holds && step > 0 && fa_ring_post(&r, &tx[posted++], acc, src_bytes, prev, TAG_ACC, 0) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
         /* after a failure the rank still passes shards and accumulators on: no other rank waits forever */
         if (holds && work == FA_OK) {
-            fa_status st2 =
-                shard_gradients(&r, ctx, &mine, &lb, &side, src, lb.kv[cur], tx, posted, reason, sizeof reason);
+            fa_status st2 = shard_gradients(&r, ctx, &mine, &lb, &side, src, lb.kv[cur], tx, posted, reason,
+                                            sizeof reason);
             if (st2 != FA_OK) work = st2;
         } else if (holds) {
             memset(lb.step, 0, src_bytes);
         }
         for (int x = 0; x < posted; x++)
-            if (fa_ring_wait(&tx[x]) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "a shard or accumulator transfer failed");
+            if (fa_ring_wait(&tx[x]) != FA_OK)
+                FAIL_ONCE(FA_ERR_RUNTIME, "a shard or accumulator transfer failed");
         if (holds) {
             /* the shard's accumulator: this rank's step gradients, after those of the ranks before it */
             fa_tensor ak, av, sk, sv;

@@ -32,7 +32,8 @@ static void store(void *base, int64_t at, size_t elem, double x)
 
 /* Carves the segments' rows out of buf after the two shard buffers; returns the bytes used (buf
  * NULL: only counts). */
-static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_bytes, char *buf, segment_rows *rows)
+static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_bytes, char *buf,
+                    segment_rows *rows)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
     fa_dtype dt = (fa_dtype)s->dtype;
@@ -63,8 +64,8 @@ static void start_rows(segment_rows *g, size_t elem)
 
 /* Writes a segment's merged rows to the caller's out and lse, with the sink of each head entering
  * once: lse' = log(e^lse + e^sink) (the larger of the two subtracted first), out' = out·e^(lse - lse'). */
-static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_segment *seg, const fa_tensor *out,
-                       void *lse)
+static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_segment *seg,
+                       const fa_tensor *out, void *lse)
 {
     const fa_tensor *src = &g->out[g->cur];
     const void *src_lse = g->lse[g->cur];
@@ -82,8 +83,9 @@ static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_se
                     l = total;
                 }
                 const char *from = (const char *)src->data + (at * src->dim) * (int64_t)r->elem;
-                char *to = (char *)dst.data +
-                           (b * dst.stride_batch + h * dst.stride_head + i * dst.stride_seq) * (int64_t)r->elem;
+                char *to =
+                    (char *)dst.data +
+                    (b * dst.stride_batch + h * dst.stride_head + i * dst.stride_seq) * (int64_t)r->elem;
                 if (!r->p.sinks)
                     memcpy(to, from, (size_t)src->dim * r->elem);
                 else
@@ -94,9 +96,9 @@ static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_se
 
 /* Attends the rank's query segments to the shard of rank src (K then V, compact, at kv) and merges
  * each visible block into the running rows. FA_OK or the first failure, with its message in reason. */
-static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine, segment_rows *rows,
-                              int src, void *kv, const fa_tensor *q, fa_ring_transfer *pending, int npending,
-                              char *reason, size_t size)
+static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine,
+                              segment_rows *rows, int src, void *kv, const fa_tensor *q,
+                              fa_ring_transfer *pending, int npending, char *reason, size_t size)
 {
     int64_t n_src = r->shapes[src].rows;
     fa_tensor k, v;
@@ -107,7 +109,8 @@ static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_s
             const fa_ring_segment *qs = &mine->seg[a], *ks = &theirs.seg[c];
             if (!fa_ring_block_visible(&r->p, qs, ks)) continue;
             fa_tensor bias, qv = fa_ring_rows(q, qs->row, qs->len, r->elem);
-            fa_tensor kv_k = fa_ring_rows(&k, ks->row, ks->len, r->elem), kv_v = fa_ring_rows(&v, ks->row, ks->len, r->elem);
+            fa_tensor kv_k = fa_ring_rows(&k, ks->row, ks->len, r->elem),
+                      kv_v = fa_ring_rows(&v, ks->row, ks->len, r->elem);
             fa_params bp = fa_ring_block_params(r, qs, ks, &bias);
             segment_rows *g = &rows[a];
             fa_status st = fa_forward(ctx, &bp, &qv, &kv_k, &kv_v, &g->part, g->part_lse);
@@ -127,7 +130,8 @@ static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_s
 }
 
 fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
-                         const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out, void *lse)
+                         const fa_tensor *q, const fa_tensor *k, const fa_tensor *v, const fa_tensor *out,
+                         void *lse)
 {
     static const char call[] = "fa_mpi_forward";
     fa_ring r;
@@ -174,13 +178,13 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
         int posted = 0;
         /* the next shard travels while this one is computed */
         if (step + 1 <= fa_ring_reach(&r, incoming) &&
-            fa_ring_post(&r, &tx[posted++], kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows), prev, TAG_KV,
-                         0) != FA_OK &&
+            fa_ring_post(&r, &tx[posted++], kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows),
+                         prev, TAG_KV, 0) != FA_OK &&
             work == FA_OK)
             work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
         if (holds && step < reach &&
-            fa_ring_post(&r, &tx[posted++], kv[cur], fa_ring_shard_bytes(&r, r.shapes[src].rows), next, TAG_KV, 1) !=
-                FA_OK &&
+            fa_ring_post(&r, &tx[posted++], kv[cur], fa_ring_shard_bytes(&r, r.shapes[src].rows), next,
+                         TAG_KV, 1) != FA_OK &&
             work == FA_OK)
             work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
         /* after a failure the rank still passes the shards on, so that no other rank waits forever */

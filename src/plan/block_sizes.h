@@ -41,7 +41,8 @@ typedef struct {
 
 /* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
  * the table's row for it, which takes more rows only while they leave at least
- * FA_SPLIT_TARGET_ITEMS items (fewer would split the keys: schedule.h), half as many on AMX tiles. block_k for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's
+ * FA_SPLIT_TARGET_ITEMS items (fewer would split the keys: schedule.h), half as many on AMX tiles. block_k
+ * for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's
  * maximum]. Functions of their inputs only, so a context on one machine always picks the same tiles
  * for the same problem. */
 int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in);

@@ -41,7 +41,7 @@ typedef struct {
      * v, element (b, h, s) at fa_view_at(&k_scale, 4, b, h, s); data NULL otherwise. Broadcast axes
      * have stride 0. They move with k and v in the problem of one sequence (fa_problem_sequence). */
     fa_view k_scale, v_scale;
-    float *dsinks;      /* backward only: NULL, or one gradient per query head */
+    float *dsinks; /* backward only: NULL, or one gradient per query head */
     /* backward only: data NULL, or dL/dbias, of the bias's type, element (b, h, i, j) at
      * fa_view_at(&dbias, .., b, h, i) + j like the bias. An axis the bias broadcasts over (size 1 or
      * stride 0) has stride 0 here: its (b, h, i) share one row, whose sum fa_dbias_sums says is due. */
@@ -162,7 +162,8 @@ static inline int64_t fa_row_offset(const fa_problem *p, int64_t r, int64_t seq_
 
 /* The stride of rows [r0, r0 + n) when they lie evenly apart (one position, or no groups), else 0:
  * such rows must be gathered one at a time. */
-static inline int64_t fa_rows_stride(const fa_problem *p, int64_t r0, int64_t n, int64_t seq_stride, int64_t sub_stride)
+static inline int64_t fa_rows_stride(const fa_problem *p, int64_t r0, int64_t n, int64_t seq_stride,
+                                     int64_t sub_stride)
 {
     if (p->row_group <= 1) return seq_stride;
     if (n <= 1 || r0 / p->row_group == (r0 + n - 1) / p->row_group) return sub_stride;

@@ -13,12 +13,12 @@
 
 struct fa_context {
     int num_threads;
-    fa_bind bind;         /* after resolving AUTO and FLASHATTN_BIND at create */
-    int block_q, block_k; /* as configured; 0 = automatic per call */
+    fa_bind bind;              /* after resolving AUTO and FLASHATTN_BIND at create */
+    int block_q, block_k;      /* as configured; 0 = automatic per call */
     const fa_kernels *kernels; /* &kernel_table.table */
     fa_kernels_resolved kernel_table;
     fa_topology *topology;
-    fa_cpu_model cpu;  /* read at create: the block-size table's key (block_sizes.c) */
+    fa_cpu_model cpu; /* read at create: the block-size table's key (block_sizes.c) */
     fa_arena *arenas; /* [num_threads], each owned by one team thread */
     void *rows;       /* per-problem values, grown on demand, kept until destroy: the split-KV
                                * forward's partial results, or the backward's delta and wavefront

@@ -40,11 +40,12 @@ static unsigned probe(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-    const unsigned fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+    const unsigned fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
+                   f16c = c & (1u << 29);
     if (!osxsave || !avx) return 0;
     const unsigned long long x = xcr0();
-    const int os_ymm = (x & 0x6) == 0x6;    /* SSE and AVX state */
-    const int os_zmm = (x & 0xe6) == 0xe6;  /* and the opmask, ZMM0-15 upper halves, ZMM16-31 */
+    const int os_ymm = (x & 0x6) == 0x6;   /* SSE and AVX state */
+    const int os_zmm = (x & 0xe6) == 0xe6; /* and the opmask, ZMM0-15 upper halves, ZMM16-31 */
     if (!os_ymm) return 0;
     unsigned have = 0;
     if (fma) have |= FA_CPU_FMA;
@@ -76,9 +77,12 @@ fa_cpu_model fa_cpu_identify(void)
     unsigned a, b, c, d;
     if (!__get_cpuid(0, &a, &b, &c, &d)) return m;
     /* the vendor string is EBX, EDX, ECX: "GenuineIntel", "AuthenticAMD" */
-    if (b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu) m.vendor = FA_CPU_INTEL;
-    else if (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u) m.vendor = FA_CPU_AMD;
-    else return m;
+    if (b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu)
+        m.vendor = FA_CPU_INTEL;
+    else if (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)
+        m.vendor = FA_CPU_AMD;
+    else
+        return m;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return m;
     unsigned family = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
     if (family == 0xf) family += (a >> 20) & 0xff;

@@ -18,9 +18,11 @@
  * confirm it); its float kernels are neon's, and the CPUs with FEAT_BF16 (V1: 4 × 128-bit pipes
  * against 2 × 256-bit SVE, V2 and N2: 128-bit SVE) issue as many FMA lanes a cycle through NEON as
  * through SVE. Then sve before neon: as wide or wider, with masked tails. */
-static const char *const automatic[] = {"amx", "avx512_bf16", "avx512", "avx2", "neon_bf16", "sve", "neon", "ref"};
+static const char *const automatic[] = {"amx",       "avx512_bf16", "avx512", "avx2",
+                                        "neon_bf16", "sve",         "neon",   "ref"};
 #define N_AUTOMATIC (sizeof automatic / sizeof *automatic)
-static const char *const known[] = {"amx", "avx512_bf16", "avx512", "avx2", "neon_bf16", "sve", "neon", "ref"};
+static const char *const known[] = {"amx",       "avx512_bf16", "avx512", "avx2",
+                                    "neon_bf16", "sve",         "neon",   "ref"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
 /* The features a table may require, as a diagnostic names them. */
@@ -161,10 +163,10 @@ int fa_kernels_select(const char *call, fa_kernels_resolved *out)
         int is_known = 0;
         for (size_t i = 0; i < N_KNOWN; i++) is_known |= strcmp(want, known[i]) == 0;
         if (!is_known)
-            return fa_diag_fail(
-                FA_ERR_ARG, call,
-                "FLASHATTN_ISA=%s: expected ref, avx2, avx512, avx512_bf16, amx, neon, neon_bf16, sve or auto",
-                want);
+            return fa_diag_fail(FA_ERR_ARG, call,
+                                "FLASHATTN_ISA=%s: expected ref, avx2, avx512, avx512_bf16, amx, neon, "
+                                "neon_bf16, sve or auto",
+                                want);
         /* refused, never silently replaced */
         const fa_kernels *t = fa_kernels_named(want);
         if (!t)

@@ -84,8 +84,10 @@ static void reserve_only(const void *job, fa_arena *arena, int64_t index)
 fa_status fa_team_reserve(fa_context *ctx, size_t scratch_bytes)
 {
     /* one item per thread: fa_team_run starts every thread, and each reserves its arena */
-    fa_team_work work = {
-        .scratch_bytes = scratch_bytes, .job = NULL, .phases = 1, .phase = {{ctx->num_threads, reserve_only}}};
+    fa_team_work work = {.scratch_bytes = scratch_bytes,
+                         .job = NULL,
+                         .phases = 1,
+                         .phase = {{ctx->num_threads, reserve_only}}};
     return fa_team_run(ctx, &work);
 }
 

@@ -121,7 +121,8 @@ static int compute_places(fa_topology *t, hwloc_topology_t topo)
     hwloc_bitmap_t *spread = calloc((size_t)t->num_threads, sizeof *spread);
     if (!spread) return -2;
     hwloc_obj_t root = hwloc_get_root_obj(topo);
-    int rc = hwloc_distrib(topo, &root, 1, spread, (unsigned)t->num_threads, hwloc_get_type_depth(topo, unit), 0);
+    int rc =
+        hwloc_distrib(topo, &root, 1, spread, (unsigned)t->num_threads, hwloc_get_type_depth(topo, unit), 0);
     if (rc != 0) rc = -2; /* hwloc_distrib fails only when it cannot allocate a set */
     for (int i = 0; i < t->num_threads && rc == 0; i++)
         if (!spread[i]) rc = -2;
@@ -153,7 +154,8 @@ fa_status fa_topology_create_from(fa_topology **out, struct hwloc_topology *topo
     t->core_place = alloc_sets(t);
     t->spread_place = alloc_sets(t);
     t->saved = alloc_sets(t);
-    if (!t->core_place || !t->spread_place || !t->saved) st = FA_ERR_NOMEM;
+    if (!t->core_place || !t->spread_place || !t->saved)
+        st = FA_ERR_NOMEM;
     else {
         int rc = compute_places(t, topo);
         st = rc == 0 ? FA_OK : (rc == -2 ? FA_ERR_NOMEM : FA_ERR_RUNTIME);

@@ -25,8 +25,8 @@
  * exactly; the grown one is this version's header (which may have appended fields since) with one
  * 8-byte field more at the end of each struct, the layout rule of the header's ABI section. */
 #ifdef FA_ABI_GROWN_CLIENT
-#define ABI_LAYOUT(S, MIN)                                                                                    \
-    _Static_assert(offsetof(S, abi_grown) >= (MIN) && sizeof(S) == offsetof(S, abi_grown) + 8,              \
+#define ABI_LAYOUT(S, MIN)                                                                     \
+    _Static_assert(offsetof(S, abi_grown) >= (MIN) && sizeof(S) == offsetof(S, abi_grown) + 8, \
                    #S " of the grown header: this version's fields, then abi_grown last")
 #else
 #define ABI_LAYOUT(S, MIN) _Static_assert(sizeof(S) == (MIN), #S " of the frozen 0.4.0 header")

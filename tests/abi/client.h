@@ -53,14 +53,14 @@ int abi_unknown_fields(abi_world *w);
 #endif
 
 /* Prints a failure and counts it. */
-#define ABI_CHECK(fails, cond, ...)                                                                          \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            (fails)++;                                                                                       \
-            fprintf(stderr, "abi-client: FAIL %s:%d: ", __FILE__, __LINE__);                                 \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fputc('\n', stderr);                                                                             \
-        }                                                                                                    \
+#define ABI_CHECK(fails, cond, ...)                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            (fails)++;                                                       \
+            fprintf(stderr, "abi-client: FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+        }                                                                    \
     } while (0)
 
 #endif

@@ -17,14 +17,14 @@ enum { B = 2, HQ = 4, HKV = 2, NQ = 37, NK = 53, D = 24, DV = 16 };
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            failures++;                                                                                      \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                             \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fputc('\n', stderr);                                                                             \
-        }                                                                                                    \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            failures++;                                          \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fputc('\n', stderr);                                 \
+        }                                                        \
     } while (0)
 
 /* Naive attention in double, straight from the definition; q, k, v, out contiguous [B][H][S][D]. */
@@ -124,8 +124,8 @@ int main(void)
     unsigned linked = fa_version_number();
     snprintf(number_text, sizeof number_text, "%u.%u.%u", linked / 10000, linked / 100 % 100, linked % 100);
     CHECK(linked == FLASHATTN_VERSION && strcmp(number_text, fa_version()) == 0,
-          "fa_version_number() = %u (\"%s\"), fa_version() = \"%s\", FLASHATTN_VERSION = %d", linked, number_text,
-          fa_version(), FLASHATTN_VERSION);
+          "fa_version_number() = %u (\"%s\"), fa_version() = \"%s\", FLASHATTN_VERSION = %d", linked,
+          number_text, fa_version(), FLASHATTN_VERSION);
 
     fa_context *ctx1 = NULL, *ctx4 = NULL;
     fa_context_opts o1 = FA_CONTEXT_OPTS_INIT, o4 = FA_CONTEXT_OPTS_INIT;

@@ -383,7 +383,8 @@ static uint8_t quant_code(fa_dtype t, double v)
     if (a >= (e4m3 ? 448.0 : 57344.0)) return sign | (e4m3 ? 0x7E : 0x7B);
     int e;
     frexp(a, &e); /* a in [2^(e-1), 2^e) */
-    if (a == 0.0 || e - 1 < 1 - bias) return sign | (uint8_t)(a / ldexp(1.0, 1 - bias - mbits)); /* subnormal */
+    if (a == 0.0 || e - 1 < 1 - bias)
+        return sign | (uint8_t)(a / ldexp(1.0, 1 - bias - mbits)); /* subnormal */
     const int mant = (int)((a / ldexp(1.0, e - 1) - 1.0) * (1 << mbits));
     return sign | (uint8_t)(((e - 1 + bias) << mbits) | mant);
 }
@@ -538,7 +539,8 @@ static void scale_views(fz_case *c, int scales_on)
         const int bc = s ? c->in.quant.v_bcast : c->in.quant.k_bcast;
         int64_t sz[4] = {bc & 1 ? 1 : of->batch, bc & 2 ? 1 : of->heads, bc & 4 ? 1 : of->seq, 1};
         if (vb->size_field >= 0xE0 && vb->size_field % 5 != 0)
-            sz[vb->size_field % 5 - 1] = fz_sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
+            sz[vb->size_field % 5 - 1] =
+                fz_sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
         fa_tensor *t = &c->scale[s];
         t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : FA_F32;
         t->batch = sz[0], t->heads = sz[1], t->seq = sz[2], t->dim = sz[3];
@@ -594,7 +596,8 @@ static void fill_scales(fz_case *c)
         const fa_dtype of = c->view[s ? FZ_V : FZ_K].dtype;
         const double mag = c->amp / (fz_dtype_quantized(of) ? quant_range(of) : 1.0);
         const int64_t bytes = region_bytes(t), room = (int64_t)c->pool_bytes - c->scale_base[s];
-        fill_values(c->pool + c->scale_base[s], (size_t)(bytes < room ? bytes : room), t->dtype, mag, seed + (uint64_t)s);
+        fill_values(c->pool + c->scale_base[s], (size_t)(bytes < room ? bytes : room), t->dtype, mag,
+                    seed + (uint64_t)s);
     }
 }
 
@@ -626,11 +629,12 @@ static void describe_case(const fz_case *c)
     if (used > 0 && (size_t)used < sizeof g_case && (c->params.k_scale || c->params.v_scale))
         used += snprintf(g_case + used, sizeof g_case - (size_t)used,
                          " | scales %s[%lld][%lld][%lld][%lld]@%lld %s[%lld][%lld][%lld][%lld]@%lld",
-                         c->params.k_scale ? layout_name[c->scale_layout[0]] : "none", (long long)c->scale[0].batch,
-                         (long long)c->scale[0].heads, (long long)c->scale[0].seq, (long long)c->scale[0].dim,
-                         (long long)c->scale_base[0], c->params.v_scale ? layout_name[c->scale_layout[1]] : "none",
-                         (long long)c->scale[1].batch, (long long)c->scale[1].heads, (long long)c->scale[1].seq,
-                         (long long)c->scale[1].dim, (long long)c->scale_base[1]);
+                         c->params.k_scale ? layout_name[c->scale_layout[0]] : "none",
+                         (long long)c->scale[0].batch, (long long)c->scale[0].heads,
+                         (long long)c->scale[0].seq, (long long)c->scale[0].dim, (long long)c->scale_base[0],
+                         c->params.v_scale ? layout_name[c->scale_layout[1]] : "none",
+                         (long long)c->scale[1].batch, (long long)c->scale[1].heads,
+                         (long long)c->scale[1].seq, (long long)c->scale[1].dim, (long long)c->scale_base[1]);
     if (used > 0 && (size_t)used < sizeof g_case && c->mg.on)
         snprintf(g_case + used, sizeof g_case - (size_t)used, " | merge n=%d%s%s", c->mg.n,
                  c->mg.outs_null ? " outs=NULL" : "", c->mg.lses_null ? " lses=NULL" : "");
@@ -812,7 +816,8 @@ static fa_context *fresh_context(fz_case *c, int threads_flip, int *threads)
     /* opts resized as the input asks (fuzz_struct.c): read by the header's rule after ctx's NULL check */
     const fa_context_opts *given = opts_null ? NULL : &o;
     if (given && fz_abi_target(c) == FZ_ABI_OPTS) given = fz_abi_resize(in, &o, sizeof o, &c->abi);
-    const fa_status read = given ? fz_abi_read_status(given, FA_CONTEXT_OPTS_SIZE_MIN, sizeof(fa_context_opts)) : FA_OK;
+    const fa_status read =
+        given ? fz_abi_read_status(given, FA_CONTEXT_OPTS_SIZE_MIN, sizeof(fa_context_opts)) : FA_OK;
 
     fa_context *sentinel = (fa_context *)&c->in, *ctx = sentinel;
     fa_status st = create_on(out_null ? NULL : &ctx, given, isa);

@@ -17,9 +17,9 @@
 #define FZ_REGION_MAX  ((int64_t)1 << 19) /* bytes of one view's region; larger views are left wild */
 #define FZ_WILD_REGION ((int64_t)64)      /* bytes given to a view too large for a region */
 
-#define FZ_CHECK(cond, ...)                                                                                  \
-    do {                                                                                                     \
-        if (!(cond)) fz_fail(__LINE__, __FILE__, #cond, __VA_ARGS__);                                        \
+#define FZ_CHECK(cond, ...)                                           \
+    do {                                                              \
+        if (!(cond)) fz_fail(__LINE__, __FILE__, #cond, __VA_ARGS__); \
     } while (0)
 
 __attribute__((format(printf, 4, 5), noreturn)) void fz_fail(int line, const char *file, const char *cond,

@@ -8,9 +8,11 @@
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
  * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS, then FZ_QUANT_FIELDS and FZ_VIEW_FIELDS
  * for k_scale and v_scale, then FZ_DROPOUT_FIELDS). A short input reads as if padded with zero bytes (so an
- * input written before the sequences, fa_merge, kv_dtype and quantized caches existed makes the same calls as it did
+ * input written before the sequences, fa_merge, kv_dtype and quantized caches existed makes the same calls
+ * as it did
  * then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values of its
- * half views, now ordinary numbers); bytes after the last field are ignored. Every field is a selector that the
+ * half views, now ordinary numbers); bytes after the last field are ignored. Every field is a selector
+ * that the
  * harness maps to an argument; the mapping is written next to each field, and most selectors
  * keep the valid values in their lower range so that random bytes still reach the computing
  * paths about half of the time:
@@ -197,12 +199,12 @@ typedef uint32_t fz_u32;
     X(u8, arrays_place) X(i16, arrays_shift)
 /* clang-format on */
 #define FZ_SEQ_FIELDS(X) X(u8, q_len) X(u8, k_len) X(u8, used)
-#define FZ_MERGE_FIELDS(X)                                                                                   \
+#define FZ_MERGE_FIELDS(X) \
     X(u8, merge) X(u8, merge_n) X(u8, merge_minf) X(u8, merge_mode) X(u8, merge_lses) X(i16, merge_shift)
 
-#define FZ_DTYPE_FIELDS(X) X(u8, kv_dtype)
-#define FZ_ABI_FIELDS(X)   X(u8, abi) X(u16, abi_size) X(u16, abi_byte) X(u8, abi_value)
-#define FZ_QUANT_FIELDS(X) X(u8, quant) X(u8, quant_twist) X(u8, k_bcast) X(u8, v_bcast)
+#define FZ_DTYPE_FIELDS(X)   X(u8, kv_dtype)
+#define FZ_ABI_FIELDS(X)     X(u8, abi) X(u16, abi_size) X(u16, abi_byte) X(u8, abi_value)
+#define FZ_QUANT_FIELDS(X)   X(u8, quant) X(u8, quant_twist) X(u8, k_bcast) X(u8, v_bcast)
 #define FZ_DROPOUT_FIELDS(X) X(u8, dropout) X(u8, dropout_seed)
 
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
@@ -305,7 +307,7 @@ static inline fz_u32 fz_get_u32(fz_reader *r)
     return fz_take(r, 4);
 }
 
-#define FZ_READ(type, name) d->name = fz_get_##type(r);
+#define FZ_READ(type, name)         d->name = fz_get_##type(r);
 #define FZ_READ_DROPOUT(type, name) d->dropout.name = fz_get_##type(r);
 static inline void fz_read_view(fz_reader *r, fz_view_bytes *d)
 {
@@ -377,7 +379,7 @@ static inline void fz_put(fz_writer *w, uint32_t v, int bytes)
         if (w->n < w->cap) w->p[w->n++] = (uint8_t)(v >> (8 * i));
 }
 
-#define FZ_WRITE(type, name) fz_put(w, (uint32_t)d->name, (int)sizeof(fz_##type));
+#define FZ_WRITE(type, name)         fz_put(w, (uint32_t)d->name, (int)sizeof(fz_##type));
 #define FZ_WRITE_DROPOUT(type, name) fz_put(w, (uint32_t)d->dropout.name, (int)sizeof(fz_##type));
 static inline void fz_write_view(fz_writer *w, const fz_view_bytes *d)
 {

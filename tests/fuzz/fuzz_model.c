@@ -377,8 +377,10 @@ static int model_null(const fz_call *c, fz_model *m)
     for (int i = FZ_KSCALE_BIT; i <= FZ_VSCALE_BIT; i++)
         if (view_at(c, i) && null_data(view_at(c, i)))
             fz_set_class(m, C_NULL, FZ_PRESENT, "%s data of a non-empty view", view_name[i]);
-    if (k_quantized(c) && !p.k_scale) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "a quantized k without k_scale");
-    if (k_quantized(c) && !p.v_scale) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "a quantized k without v_scale");
+    if (k_quantized(c) && !p.k_scale)
+        fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "a quantized k without k_scale");
+    if (k_quantized(c) && !p.v_scale)
+        fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "a quantized k without v_scale");
     if (c->backward && !c->lse) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "lse of the backward");
     if (c->backward && p.dsinks && !p.sinks)
         fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "dsinks without sinks");
@@ -486,7 +488,8 @@ static void model_seqs_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
     const int64_t total[2] = {q->seq, k->seq};
     int offsets_ok = 1;
     /* the library takes the ranges of both offsets arrays and seqused_k before reading any */
-    if (!seqs_readable(s, pool, 0, m) || !seqs_readable(s, pool, 1, m) || !seqs_readable(s, pool, 2, m)) return;
+    if (!seqs_readable(s, pool, 0, m) || !seqs_readable(s, pool, 1, m) || !seqs_readable(s, pool, 2, m))
+        return;
     for (int a = 0; a < 2; a++) {
         if (!cu[a]) continue;
         int ok = seqs_at(s, a, 0) == 0;
@@ -575,7 +578,8 @@ static int model_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
         if (!s) continue;
         if ((s->batch != of->batch && s->batch != 1) || (s->heads != of->heads && s->heads != 1) ||
             (s->seq != of->seq && s->seq != 1))
-            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s batch, heads or seq neither its tensor's nor 1", view_name[i]);
+            fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s batch, heads or seq neither its tensor's nor 1",
+                         view_name[i]);
         if (s->dim != 1) fz_set_class(m, C_SHAPE, FZ_PRESENT, "%s dim != 1", view_name[i]);
     }
     if (m->refused) return 1;
@@ -802,7 +806,8 @@ static int model_structs(const fz_call *c, fz_model *m)
 {
     static const char *const what[2] = {"p", "p.seqs"};
     const void *s[2] = {c->p, NULL};
-    const size_t min[2] = {FA_PARAMS_SIZE_MIN, FA_SEQS_SIZE_MIN}, own[2] = {sizeof(fa_params), sizeof(fa_seqs)};
+    const size_t min[2] = {FA_PARAMS_SIZE_MIN, FA_SEQS_SIZE_MIN},
+                 own[2] = {sizeof(fa_params), sizeof(fa_seqs)};
     for (int i = 0; i < 2; i++) {
         if (!s[i]) return 0;
         fa_status st = fz_abi_read_status(s[i], min[i], own[i]);

@@ -11,7 +11,8 @@
  * The rules are written from the header's text, not from src/api/validate.c: where they disagree, the
  * fuzzer reports it. The score modifiers' arguments are judged like the tensors: the bias is an
  * input view ([B|1][Hq|1][Nq|1][Nk], of the accumulation type: f64 for f64 q, else f32),
- * alibi_slopes and sinks are inputs of Hq floats, dsinks an output of Hq floats that fa_forward ignores and fa_backward refuses without sinks.
+ * alibi_slopes and sinks are inputs of Hq floats, dsinks an output of Hq floats that fa_forward ignores
+ * and fa_backward refuses without sinks.
  * A batch of sequences (fa_seqs) changes the batch axes' rules, brings its arrays as inputs (read
  * from the pool: the offsets, the keys in use and the pages in use must fit) and makes a bias
  * and, in the backward, paged keys FA_ERR_UNSUPPORTED. A quantized cache (k and v FA_I8, FA_F8_E4M3
@@ -70,9 +71,9 @@ enum {
     FZ_CALL_BITS
 };
 enum { FZ_MERGE_LSES = 8, FZ_MERGE_OUT_BIT = 16, FZ_MERGE_LSE_BIT, FZ_MERGE_BITS };
-#define FZ_BITS       FZ_CALL_BITS /* the larger of the two */
+#define FZ_BITS FZ_CALL_BITS /* the larger of the two */
 _Static_assert((int)FZ_CALL_BITS >= (int)FZ_MERGE_BITS && (int)FZ_CALL_BITS <= 32, "FZ_BITS: the map's bits");
-#define FZ_MERGE_SEEN 8             /* parts with bits of their own; later ones repeat them */
+#define FZ_MERGE_SEEN 8 /* parts with bits of their own; later ones repeat them */
 
 typedef struct {
     int state[FZ_CLASSES];
@@ -104,7 +105,7 @@ void fz_model_describe(const fz_model *m, char *buf, size_t size);
 
 /* ---- geometry, shared with the harness ---- */
 
-size_t fz_dtype_bytes(fa_dtype t); /* 8, 4, 2, 2, 1 for f64, f32, bf16, f16, quantized; 0 unknown */
+size_t fz_dtype_bytes(fa_dtype t);  /* 8, 4, 2, 2, 1 for f64, f32, bf16, f16, quantized; 0 unknown */
 int fz_dtype_quantized(fa_dtype t); /* FA_I8, FA_F8_E4M3, FA_F8_E5M2: a KV cache's storage only */
 int fz_view_empty(const fa_tensor *t);
 /* Elements from the first to one past the last element of a non-empty view with sizes and strides

@@ -60,7 +60,8 @@ fz_case *fz_dequantized(const fz_case *c, const fa_params *p, void **buf)
 {
     const fa_tensor *kv[2] = {&c->view[FZ_K], &c->view[FZ_V]}, *scale[2] = {p->k_scale, p->v_scale};
     double n[2];
-    for (int i = 0; i < 2; i++) n[i] = (double)kv[i]->batch * (double)kv[i]->heads * (double)kv[i]->seq * (double)kv[i]->dim;
+    for (int i = 0; i < 2; i++)
+        n[i] = (double)kv[i]->batch * (double)kv[i]->heads * (double)kv[i]->seq * (double)kv[i]->dim;
     *buf = NULL;
     if (n[0] + n[1] > 8.0 * FZ_WORK_MAX) return NULL;
     fz_case *one = malloc(sizeof *one);
@@ -74,10 +75,12 @@ fz_case *fz_dequantized(const fz_case *c, const fa_params *p, void **buf)
             for (int64_t h = 0; h < t->heads; h++)
                 for (int64_t r = 0; r < t->seq; r++) {
                     /* a size-1 axis of the scale is read at index 0, whatever its stride */
-                    const float sc = (float)fz_ld(s, s->batch == 1 ? 0 : b, s->heads == 1 ? 0 : h, s->seq == 1 ? 0 : r, 0);
+                    const float sc =
+                        (float)fz_ld(s, s->batch == 1 ? 0 : b, s->heads == 1 ? 0 : h, s->seq == 1 ? 0 : r, 0);
                     for (int64_t d = 0; d < t->dim; d++) *at++ = (float)fz_ld(t, b, h, r, d) * sc;
                 }
-        one->view[i ? FZ_V : FZ_K] = fa_tensor_bhsd(at - (int64_t)n[i], FA_F32, t->batch, t->heads, t->seq, t->dim);
+        one->view[i ? FZ_V : FZ_K] =
+            fa_tensor_bhsd(at - (int64_t)n[i], FA_F32, t->batch, t->heads, t->seq, t->dim);
     }
     *buf = x;
     return one;

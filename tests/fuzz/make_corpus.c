@@ -1440,10 +1440,10 @@ static void dropout_seeds(void)
     static const struct {
         int which, dtype;
         const char *name;
-    } cases[] = {{0, 0, "ok_f32_dropout_0_1"},       {1, 1, "ok_f64_dropout_0_5"},
-                 {2, 0, "ok_f32_dropout_0_9"},       {3, 0, "ok_f32_dropout_off_with_a_seed"},
-                 {4, 0, "err_arg_dropout_nan"},      {5, 1, "err_arg_dropout_negative"},
-                 {6, 0, "err_arg_dropout_one"},      {7, 1, "err_arg_dropout_inf"}};
+    } cases[] = {{0, 0, "ok_f32_dropout_0_1"},  {1, 1, "ok_f64_dropout_0_5"},
+                 {2, 0, "ok_f32_dropout_0_9"},  {3, 0, "ok_f32_dropout_off_with_a_seed"},
+                 {4, 0, "err_arg_dropout_nan"}, {5, 1, "err_arg_dropout_negative"},
+                 {6, 0, "err_arg_dropout_one"}, {7, 1, "err_arg_dropout_inf"}};
     for (size_t x = 0; x < sizeof cases / sizeof *cases; x++) {
         fz_input in = cases[x].which >= 4 ? base_err() : base();
         in.dtype = (fz_u8)cases[x].dtype;
@@ -1528,10 +1528,10 @@ static void quant_seeds(void)
     in.calls = 2;
     in.quant.quant = quant(1);
     in.specials = 4;
-    in.special[0] = (fz_special_bytes){FZ_K, 40, 0}; /* a NaN code in a key row */
+    in.special[0] = (fz_special_bytes){FZ_K, 40, 0};  /* a NaN code in a key row */
     in.special[1] = (fz_special_bytes){FZ_V, 500, 6}; /* the largest code in a value row */
-    in.special[2] = (fz_special_bytes){FZ_V, 77, 5}; /* a subnormal code */
-    in.special[3] = (fz_special_bytes){FZ_K, 3, 4};  /* -0 */
+    in.special[2] = (fz_special_bytes){FZ_V, 77, 5};  /* a subnormal code */
+    in.special[3] = (fz_special_bytes){FZ_K, 3, 4};   /* -0 */
     emit("ok_f32_q_f8e4m3_kv_nan_and_edge_codes", &in);
     in.quant.quant = quant(2);
     in.special[1] = (fz_special_bytes){FZ_V, 500, 1}; /* +inf in a value row */
@@ -1572,8 +1572,11 @@ static void quant_seeds(void)
     in.dtypes.kv_dtype = F16;
     emit("err_arg_scales_with_f16_kv", &in);
 
-    static const char *const twisted[6] = {"err_dtype_quant_v_other_type", "err_dtype_quant_q_and_out",
-                                           "err_dtype_quant_out", "err_dtype_quant_v_f32", NULL,
+    static const char *const twisted[6] = {"err_dtype_quant_v_other_type",
+                                           "err_dtype_quant_q_and_out",
+                                           "err_dtype_quant_out",
+                                           "err_dtype_quant_v_f32",
+                                           NULL,
                                            "err_dtype_quant_backward_dk_dv_f32"};
     for (int t = 0; t < 6; t++) {
         if (!twisted[t]) continue;
@@ -1589,7 +1592,8 @@ static void quant_seeds(void)
     static const struct {
         int which, entry;
         const char *name;
-    } scale_dtypes[3] = {{0, 1, "err_dtype_quant_k_scale_f64"}, {1, 2, "err_dtype_quant_v_scale_bf16"},
+    } scale_dtypes[3] = {{0, 1, "err_dtype_quant_k_scale_f64"},
+                         {1, 2, "err_dtype_quant_v_scale_bf16"},
                          {0, 5, "err_dtype_quant_k_scale_unknown"}};
     for (int i = 0; i < 3; i++) {
         in = base_err();

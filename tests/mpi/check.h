@@ -41,9 +41,9 @@ void mt_case_end(void);
 /* One failed check: prints "FAIL rank R of P: <case>: <message> (file:line)" and counts it. */
 void mt_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-#define MT_CHECK(cond, ...)                                                                                  \
-    do {                                                                                                     \
-        if (!(cond)) mt_fail(__FILE__, __LINE__, __VA_ARGS__);                                               \
+#define MT_CHECK(cond, ...)                                    \
+    do {                                                       \
+        if (!(cond)) mt_fail(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
 /* Failed checks of this rank so far, and cases started. */

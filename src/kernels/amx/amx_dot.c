@@ -22,11 +22,12 @@
  * bytes of the 64-byte configuration (so it dropped the stores of the rest) and that tileloadd and
  * tilestored touch no memory. Here every instruction that reads or writes memory says so. AT&T
  * order: tdpbf16ps B, A, C is C += A·B. */
-#define TILE_CONFIG(cfg)           __asm__ volatile("ldtilecfg %0" ::"m"(*(cfg)) : "memory")
-#define TILE_RELEASE()             __asm__ volatile("tilerelease" ::: "memory")
-#define TILE_ZERO(t)               __asm__ volatile("tilezero %%tmm" #t ::)
-#define TILE_LOAD(t, base, stride) __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"((long)(stride)) : "memory")
-#define TILE_STORE(t, base, stride)                                                                            \
+#define TILE_CONFIG(cfg) __asm__ volatile("ldtilecfg %0" ::"m"(*(cfg)) : "memory")
+#define TILE_RELEASE()   __asm__ volatile("tilerelease" ::: "memory")
+#define TILE_ZERO(t)     __asm__ volatile("tilezero %%tmm" #t ::)
+#define TILE_LOAD(t, base, stride) \
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"((long)(stride)) : "memory")
+#define TILE_STORE(t, base, stride) \
     __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"((long)(stride)) : "memory")
 #define TILE_DP(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
 
@@ -72,12 +73,12 @@ typedef struct {
     int64_t lda, ldb, ldc, n;
 } amx_operands;
 
-#define A_AT(o, m, k)  ((o)->a + (m) * (o)->lda + (k))
-#define B_AT(o, k, n)  ((o)->b + ((k) / 2) * 2 * (o)->ldb + 2 * (n))
-#define C_AT(o, m, n)  ((o)->c + (m) * (o)->ldc + (n))
-#define A_STRIDE(o)    ((o)->lda * 2)
-#define B_STRIDE(o)    ((o)->ldb * 4)
-#define C_STRIDE(o)    ((o)->ldc * 4)
+#define A_AT(o, m, k) ((o)->a + (m) * (o)->lda + (k))
+#define B_AT(o, k, n) ((o)->b + ((k) / 2) * 2 * (o)->ldb + 2 * (n))
+#define C_AT(o, m, n) ((o)->c + (m) * (o)->ldc + (n))
+#define A_STRIDE(o)   ((o)->lda * 2)
+#define B_STRIDE(o)   ((o)->ldb * 4)
+#define C_STRIDE(o)   ((o)->ldc * 4)
 
 /* One 2 × 2 block of C: m0 and m0 + 16 (two_m), n0 and n0 + 16 (two_n). The four shapes are four
  * branches, as every tile number must be a constant. */
@@ -122,33 +123,35 @@ static void block(const amx_operands *o, int two_m, int two_n, int64_t m0, int64
  * D = 128: 30 cycles a product against 42, at D = 64 44 against 50, in a probe). */
 /* The body of short_block on C tiles C0, C1 and A tile A (tile numbers are immediates, so each set
  * is its own instantiation of the same instructions). */
-#define SHORT_BLOCK_ON(C0, C1, A)                                                                            \
-    do {                                                                                                     \
-        if (zero) {                                                                                          \
-            TILE_ZERO(C0);                                                                                   \
-            if (two_n) TILE_ZERO(C1);                                                                        \
-        } else {                                                                                             \
-            TILE_LOAD(C0, C_AT(o, m0, n0), C_STRIDE(o));                                                     \
-            if (two_n) TILE_LOAD(C1, C_AT(o, m0, n0 + 16), C_STRIDE(o));                                     \
-        }                                                                                                    \
-        for (int64_t k = k0; k < k1; k += kc) {                                                              \
-            TILE_LOAD(A, A_AT(o, m0, k), A_STRIDE(o));                                                       \
-            TILE_LOAD(6, B_AT(o, k, n0), B_STRIDE(o));                                                       \
-            TILE_DP(C0, A, 6);                                                                               \
-            if (two_n) {                                                                                     \
-                TILE_LOAD(7, B_AT(o, k, n0 + 16), B_STRIDE(o));                                              \
-                TILE_DP(C1, A, 7);                                                                           \
-            }                                                                                                \
-        }                                                                                                    \
-        TILE_STORE(C0, C_AT(o, m0, n0), C_STRIDE(o));                                                        \
-        if (two_n) TILE_STORE(C1, C_AT(o, m0, n0 + 16), C_STRIDE(o));                                        \
+#define SHORT_BLOCK_ON(C0, C1, A)                                        \
+    do {                                                                 \
+        if (zero) {                                                      \
+            TILE_ZERO(C0);                                               \
+            if (two_n) TILE_ZERO(C1);                                    \
+        } else {                                                         \
+            TILE_LOAD(C0, C_AT(o, m0, n0), C_STRIDE(o));                 \
+            if (two_n) TILE_LOAD(C1, C_AT(o, m0, n0 + 16), C_STRIDE(o)); \
+        }                                                                \
+        for (int64_t k = k0; k < k1; k += kc) {                          \
+            TILE_LOAD(A, A_AT(o, m0, k), A_STRIDE(o));                   \
+            TILE_LOAD(6, B_AT(o, k, n0), B_STRIDE(o));                   \
+            TILE_DP(C0, A, 6);                                           \
+            if (two_n) {                                                 \
+                TILE_LOAD(7, B_AT(o, k, n0 + 16), B_STRIDE(o));          \
+                TILE_DP(C1, A, 7);                                       \
+            }                                                            \
+        }                                                                \
+        TILE_STORE(C0, C_AT(o, m0, n0), C_STRIDE(o));                    \
+        if (two_n) TILE_STORE(C1, C_AT(o, m0, n0 + 16), C_STRIDE(o));    \
     } while (0)
 
-static void short_block(const amx_operands *o, int set, int two_n, int64_t m0, int64_t n0, int64_t k0, int64_t k1,
-                        int64_t kc, int zero)
+static void short_block(const amx_operands *o, int set, int two_n, int64_t m0, int64_t n0, int64_t k0,
+                        int64_t k1, int64_t kc, int zero)
 {
-    if (set == 0) SHORT_BLOCK_ON(0, 1, 4);
-    else SHORT_BLOCK_ON(2, 3, 5);
+    if (set == 0)
+        SHORT_BLOCK_ON(0, 1, 4);
+    else
+        SHORT_BLOCK_ON(2, 3, 5);
 }
 #undef SHORT_BLOCK_ON
 
@@ -163,7 +166,8 @@ static void pass(const amx_operands *o, int64_t m0, int64_t m1, int mrows, int64
     if (k1 - k0 <= SHORT_CHUNKS * kc) {
         int set = 0;
         for (int64_t m = m0; m < m1; m += mrows)
-            for (int64_t n = 0; n < o->n; n += 32, set ^= 1) short_block(o, set, n + 16 < o->n, m, n, k0, k1, kc, zero);
+            for (int64_t n = 0; n < o->n; n += 32, set ^= 1)
+                short_block(o, set, n + 16 < o->n, m, n, k0, k1, kc, zero);
         return;
     }
     for (int64_t m = m0; m < m1; m += 2 * (int64_t)mrows) {
@@ -175,8 +179,8 @@ static void pass(const amx_operands *o, int64_t m0, int64_t m1, int mrows, int64
     }
 }
 
-void fa_amx_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
-                float *c, int64_t ldc, float alpha, int accumulate)
+void fa_amx_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
+                int64_t ldb, float *c, int64_t ldc, float alpha, int accumulate)
 {
     amx_operands o = {a, b, c, lda, ldb, ldc, N};
     int64_t m_full = M / 16 * 16, k_full = K / FA_AMX_PAD_K * FA_AMX_PAD_K;
@@ -200,5 +204,6 @@ void fa_amx_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda,
     if (accumulate || alpha == 1.0f) return;
     const __m512 scale = _mm512_set1_ps(alpha);
     for (int64_t m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n += 16) _mm512_storeu_ps(c + m * ldc + n, _mm512_mul_ps(_mm512_loadu_ps(c + m * ldc + n), scale));
+        for (int64_t n = 0; n < N; n += 16)
+            _mm512_storeu_ps(c + m * ldc + n, _mm512_mul_ps(_mm512_loadu_ps(c + m * ldc + n), scale));
 }

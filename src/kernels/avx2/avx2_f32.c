@@ -9,10 +9,10 @@
 #include "kernels/exp2_poly.h"
 
 typedef __m256 vec;
-#define FA_T     float
-#define FA_SFX   f32
-#define FA_PS    ps
-#define FA_LANES 8
+#define FA_T        float
+#define FA_SFX      f32
+#define FA_PS       ps
+#define FA_LANES    8
 #define FA_WIDEN_OP fa_avx2_widen_f32 /* simd/table.h */
 
 /* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
@@ -39,9 +39,9 @@ static inline float avx2_reduce_add_f32(__m256 v)
 /* Lanes [0, n) of a vector of stored elements (bf16, f16, int8, FP8) converted exactly, the rest 0,
  * nothing past element n - 1 read (avx2_stored.h; kernels/simd/half_operands.h). */
 #include "kernels/avx2/avx2_stored.h"
-#define V_LOAD_STORED(p, n, t)  avx2_load_stored((p), (n), (t))
-#define FA_HALF_VECS            2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
-#define FA_HALF_VECS_FEW        4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
+#define V_LOAD_STORED(p, n, t) avx2_load_stored((p), (n), (t))
+#define FA_HALF_VECS           2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
+#define FA_HALF_VECS_FEW       4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
 
 #include "kernels/avx2/avx2_transpose.h"
 #define V_TRANSPOSE(v) avx2_transpose_f32(v)

@@ -9,10 +9,10 @@
 #include "kernels/exp2_poly.h"
 
 typedef __m256d vec;
-#define FA_T     double
-#define FA_SFX   f64
-#define FA_PS    pd
-#define FA_LANES 4
+#define FA_T        double
+#define FA_SFX      f64
+#define FA_PS       pd
+#define FA_LANES    4
 #define FA_WIDEN_OP NULL /* simd/table.h */
 
 /* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */

@@ -22,7 +22,8 @@ static inline __attribute__((always_inline)) __m256 avx2_widen_bytes(__m128i b, 
     __m256 f = _mm256_mul_ps(_mm256_cvtph_ps(_mm_or_si128(mag, sign)), _mm256_set1_ps(256.0f));
     __m256i w32 = _mm256_cvtepu8_epi32(b), low7 = _mm256_set1_epi32(0x7f);
     __m256i nan = _mm256_cmpeq_epi32(_mm256_and_si256(w32, low7), low7);
-    __m256i quiet = _mm256_or_si256(_mm256_slli_epi32(_mm256_andnot_si256(low7, w32), 24), _mm256_set1_epi32(0x7fc00000));
+    __m256i quiet =
+        _mm256_or_si256(_mm256_slli_epi32(_mm256_andnot_si256(low7, w32), 24), _mm256_set1_epi32(0x7fc00000));
     return _mm256_blendv_ps(f, _mm256_castsi256_ps(quiet), _mm256_castsi256_ps(nan));
 }
 

@@ -12,13 +12,13 @@
 #define FA_ISA avx2
 
 /* ---- the vocabulary: _mm256_<op>_<ps|pd> (simd/simd.h names the common ones) ---- */
-#define FA_MM_PREFIX _mm256_
+#define FA_MM_PREFIX     _mm256_
 #define FA_FROM_BITS3(t) _mm256_castsi256_##t
 #define FA_FROM_BITS2(t) FA_FROM_BITS3(t)
-#define V_MIN(a, b)    FA_MM(min)((a), (b))
-#define V_AND(a, b)    FA_MM(and)((a), (b))
-#define V_OR(a, b)     FA_MM(or)((a), (b))
-#define V_ANDNOT(a, b) FA_MM(andnot)((a), (b)) /* ~a & b */
+#define V_MIN(a, b)      FA_MM(min)((a), (b))
+#define V_AND(a, b)      FA_MM (and)((a), (b))
+#define V_OR(a, b)       FA_MM(or)((a), (b))
+#define V_ANDNOT(a, b)   FA_MM(andnot)((a), (b)) /* ~a & b */
 /* AVX2 compares give a vector of all-ones or all-zero lanes; tails are integer vectors for vmaskmov */
 typedef vec vmask;
 typedef __m256i vtail;
@@ -75,8 +75,8 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
  * with 2 vectors (one 64-byte line) the row axis of a score tile (ld) never leaves a remainder.
  * Tiles of at most 4 rows: 8 keys a block for one row, 4 for two, 2 for three or four (at most 8
  * accumulators + 4 query vectors + 1 key vector). */
-#define FA_SCORES_KEYS 6
-#define FA_SCORES_VECS 2
+#define FA_SCORES_KEYS         6
+#define FA_SCORES_VECS         2
 #define FA_FEW_ROWS_KEYS(rows) ((rows) == 1 ? 8 : (rows) == 2 ? 4 : 2)
 #include "kernels/tile_scores.h"
 

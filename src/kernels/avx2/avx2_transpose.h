@@ -13,12 +13,14 @@
 static inline __attribute__((always_inline)) void avx2_transpose_f32(__m256 v[8])
 {
     __m256 t[8], u[8];
-    _Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 2) {
+    _Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 2)
+    {
         t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
         t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
     }
     /* u[g + k] (g = 0, 4), 128-bit half l: column 4l + k of rows g..g + 3 */
-    _Pragma("GCC unroll 16") for (int g = 0; g < 8; g += 4) {
+    _Pragma("GCC unroll 16") for (int g = 0; g < 8; g += 4)
+    {
         __m256d a = _mm256_castps_pd(t[g]), b = _mm256_castps_pd(t[g + 2]), c = _mm256_castps_pd(t[g + 1]),
                 d = _mm256_castps_pd(t[g + 3]);
         u[g] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
@@ -26,7 +28,8 @@ static inline __attribute__((always_inline)) void avx2_transpose_f32(__m256 v[8]
         u[g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(c, d));
         u[g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(c, d));
     }
-    _Pragma("GCC unroll 16") for (int k = 0; k < 4; k++) {
+    _Pragma("GCC unroll 16") for (int k = 0; k < 4; k++)
+    {
         v[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
         v[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
     }

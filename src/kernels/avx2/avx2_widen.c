@@ -13,8 +13,8 @@
 #include "kernels/quant.h"
 
 /* One row; `scaled` is a constant at each call, so the unscaled copy has no multiplication. */
-static inline __attribute__((always_inline)) void avx2_widen_row(const char *s, int64_t dim, fa_dtype from, int64_t elem,
-                                                              const float *sr, int scaled, float *d)
+static inline __attribute__((always_inline)) void
+avx2_widen_row(const char *s, int64_t dim, fa_dtype from, int64_t elem, const float *sr, int scaled, float *d)
 {
     const __m256 sv = _mm256_set1_ps(scaled ? *sr : 0.0f);
     int64_t x = 0;

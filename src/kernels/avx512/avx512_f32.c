@@ -10,34 +10,36 @@
 
 typedef __m512 vec;
 typedef __mmask16 mask;
-#define FA_T float
-#define FA_SFX f32
-#define FA_PS ps
-#define FA_LANES 16
+#define FA_T        float
+#define FA_SFX      f32
+#define FA_PS       ps
+#define FA_LANES    16
 #define FA_WIDEN_OP fa_avx512_widen_f32 /* simd/table.h */
 
-#define FA_EXP2_COEF fa_exp2_floor_coef_f32
+#define FA_EXP2_COEF  fa_exp2_floor_coef_f32
 #define FA_EXP2_FLOOR 1
 
 /* Lanes [0, n) of a vector of stored elements (bf16, f16, int8, FP8) converted exactly, the rest 0,
  * nothing past element n - 1 read (avx512_stored.h; kernels/simd/half_operands.h). */
 #include "kernels/avx512/avx512_stored.h"
-#define V_LOAD_STORED(p, n, t)  avx512_load_stored((p), (n), (t))
-#define FA_HALF_VECS            4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast */
-#define FA_HALF_VECS_FEW        8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
+#define V_LOAD_STORED(p, n, t) avx512_load_stored((p), (n), (t))
+#define FA_HALF_VECS           4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast */
+#define FA_HALF_VECS_FEW       8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
 
 /* 32 bf16 elements in one load, split by position: even elements 2l into lane l of *even (shifted
  * up into the high half), odd elements 2l + 1 into lane l of *odd (their low neighbour masked off).
  * Exact, like avx512_load_half, but one instruction per 16 elements besides the load, against two
  * (vpmovzxwd, on the shuffle port, and the shift): simd/half_operands.h's paired blocks. */
-static inline __attribute__((always_inline)) void avx512_load_bf16_pairs(const uint16_t *p, __m512 *even, __m512 *odd)
+static inline __attribute__((always_inline)) void avx512_load_bf16_pairs(const uint16_t *p, __m512 *even,
+                                                                         __m512 *odd)
 {
     __m512i x = _mm512_loadu_si512((const void *)p);
     *even = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
     *odd = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32((int)0xffff0000u)));
 }
 /* 32 floats (lo: elements 0-15, hi: 16-31) into the even/odd lanes above, and back */
-static inline __attribute__((always_inline)) void avx512_unzip(__m512 lo, __m512 hi, __m512 *even, __m512 *odd)
+static inline __attribute__((always_inline)) void avx512_unzip(__m512 lo, __m512 hi, __m512 *even,
+                                                               __m512 *odd)
 {
     const __m512i e = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     *even = _mm512_permutex2var_ps(lo, e, hi);
@@ -53,10 +55,11 @@ static inline __attribute__((always_inline)) void avx512_zip(__m512 even, __m512
  * into the high half of its lane by one word permute that zeroes the low halves (AVX512BW's vpermw),
  * so one instruction per 16 elements besides the load, against avx512_load_half's two; the lanes
  * are avx512_load_half's, so a dot product over them sums in the same order (few_rows_scores.h). */
-static inline __attribute__((always_inline)) void avx512_load_bf16_run(const uint16_t *p, __m512 *lo, __m512 *hi)
+static inline __attribute__((always_inline)) void avx512_load_bf16_run(const uint16_t *p, __m512 *lo,
+                                                                       __m512 *hi)
 {
-    const __m512i up = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6, 0, 5, 0, 4,
-                                        0, 3, 0, 2, 0, 1, 0, 0, 0);
+    const __m512i up = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6, 0, 5,
+                                        0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
     const __mmask32 high_halves = 0xaaaaaaaau;
     __m512i x = _mm512_loadu_si512((const void *)p);
     *lo = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(high_halves, up, x));
@@ -88,7 +91,8 @@ static inline __attribute__((always_inline)) void avx512_reduce_add_8(const __m5
     __m512 e = _mm512_add_ps(d, _mm512_permute_ps(d, 0xb1));
     _Alignas(64) float lanes[16];
     _mm512_store_ps(lanes, e);
-    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++) {
+    _Pragma("GCC unroll 4") for (int q = 0; q < 4; q++)
+    {
         out[q] = lanes[4 * q];
         out[q + 4] = lanes[4 * q + 2];
     }

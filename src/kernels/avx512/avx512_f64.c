@@ -10,13 +10,13 @@
 
 typedef __m512d vec;
 typedef __mmask8 mask;
-#define FA_T double
-#define FA_SFX f64
-#define FA_PS pd
-#define FA_LANES 8
+#define FA_T        double
+#define FA_SFX      f64
+#define FA_PS       pd
+#define FA_LANES    8
 #define FA_WIDEN_OP NULL /* simd/table.h */
 
-#define FA_EXP2_COEF fa_exp2_coef_f64
+#define FA_EXP2_COEF  fa_exp2_coef_f64
 #define FA_EXP2_FLOOR 0
 
 #include "kernels/avx512/avx512_transpose.h"

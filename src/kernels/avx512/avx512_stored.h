@@ -27,7 +27,8 @@ static inline __attribute__((always_inline)) __m512 avx512_widen_bytes(__m128i b
     __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_or_si256(mag, sign)), _mm512_set1_ps(256.0f));
     __m512i w32 = _mm512_cvtepu8_epi32(b), low7 = _mm512_set1_epi32(0x7f);
     __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(w32, low7), low7);
-    __m512i quiet = _mm512_or_si512(_mm512_slli_epi32(_mm512_andnot_si512(low7, w32), 24), _mm512_set1_epi32(0x7fc00000));
+    __m512i quiet =
+        _mm512_or_si512(_mm512_slli_epi32(_mm512_andnot_si512(low7, w32), 24), _mm512_set1_epi32(0x7fc00000));
     return _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(quiet));
 }
 

@@ -16,8 +16,8 @@
  * none), and the 4 × 4 block (8 loads per 16 FMAs) ran a 64 × 64 tile in L1 4-6% slower than this
  * one, interleaved. Tiles of at most 4 rows: 8 keys a block for 1-2 rows, 4 for 3-4 (8 to 16
  * independent FMA chains). */
-#define FA_SCORES_KEYS 6
-#define FA_SCORES_VECS 4
+#define FA_SCORES_KEYS         6
+#define FA_SCORES_VECS         4
 #define FA_FEW_ROWS_KEYS(rows) ((rows) <= 2 ? 8 : 4)
 #include "kernels/tile_scores.h"
 

@@ -13,12 +13,14 @@
 static inline __attribute__((always_inline)) void avx512_transpose_f32(__m512 v[16])
 {
     __m512 t[16], u[16];
-    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2) {
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2)
+    {
         t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
     }
     /* u[g + k] (g = 0, 4, 8, 12), 128-bit lane l: column 4l + k of rows g..g + 3 */
-    _Pragma("GCC unroll 16") for (int g = 0; g < 16; g += 4) {
+    _Pragma("GCC unroll 16") for (int g = 0; g < 16; g += 4)
+    {
         __m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 2]), c = _mm512_castps_pd(t[g + 1]),
                 d = _mm512_castps_pd(t[g + 3]);
         u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
@@ -26,8 +28,10 @@ static inline __attribute__((always_inline)) void avx512_transpose_f32(__m512 v[
         u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
         u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
     }
-    _Pragma("GCC unroll 16") for (int k = 0; k < 4; k++) {
-        __m512 lo01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88), hi01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xdd);
+    _Pragma("GCC unroll 16") for (int k = 0; k < 4; k++)
+    {
+        __m512 lo01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88),
+               hi01 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xdd);
         __m512 lo23 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88),
                hi23 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xdd);
         v[k] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
@@ -44,18 +48,21 @@ static inline __attribute__((always_inline)) void avx512_transpose_f32(__m512 v[
 static inline __attribute__((always_inline)) void avx512_transpose_f64(__m512d v[8])
 {
     __m512d t[8], u[8];
-    _Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 2) {
+    _Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 2)
+    {
         t[i] = _mm512_unpacklo_pd(v[i], v[i + 1]);     /* lane l: v[i][2l], v[i+1][2l] */
         t[i + 1] = _mm512_unpackhi_pd(v[i], v[i + 1]); /* lane l: v[i][2l+1], v[i+1][2l+1] */
     }
     /* u[h + j] (h = 0, 4): columns j and j + 4 of rows h..h + 3, as 128-bit lanes (rows h, h + 1 of
      * column j), (the same of column j + 4), (rows h + 2, h + 3 of column j), (the same of j + 4) */
     _Pragma("GCC unroll 16") for (int h = 0; h < 8; h += 4)
-        _Pragma("GCC unroll 16") for (int k = 0; k < 2; k++) {
-            u[h + k] = _mm512_shuffle_f64x2(t[h + k], t[h + 2 + k], 0x88);
-            u[h + 2 + k] = _mm512_shuffle_f64x2(t[h + k], t[h + 2 + k], 0xdd);
-        }
-    _Pragma("GCC unroll 16") for (int k = 0; k < 4; k++) {
+        _Pragma("GCC unroll 16") for (int k = 0; k < 2; k++)
+    {
+        u[h + k] = _mm512_shuffle_f64x2(t[h + k], t[h + 2 + k], 0x88);
+        u[h + 2 + k] = _mm512_shuffle_f64x2(t[h + k], t[h + 2 + k], 0xdd);
+    }
+    _Pragma("GCC unroll 16") for (int k = 0; k < 4; k++)
+    {
         v[k] = _mm512_shuffle_f64x2(u[k], u[4 + k], 0x88);
         v[4 + k] = _mm512_shuffle_f64x2(u[k], u[4 + k], 0xdd);
     }

@@ -9,30 +9,30 @@
 #define FA_ISA avx512
 
 /* ---- the vocabulary: _mm512_<op>_<ps|pd> (simd/simd.h names the common ones) ---- */
-#define FA_MM_PREFIX _mm512_
+#define FA_MM_PREFIX     _mm512_
 #define FA_TO_BITS3(t)   _mm512_cast##t##_si512
 #define FA_TO_BITS2(t)   FA_TO_BITS3(t)
 #define FA_FROM_BITS3(t) _mm512_castsi512_##t
 #define FA_FROM_BITS2(t) FA_FROM_BITS3(t)
-#define V_REDUCE_ADD(a) FA_MM(reduce_add)(a)
+#define V_REDUCE_ADD(a)  FA_MM(reduce_add)(a)
 /* bitwise, on the integer view (AVX-512F has no float and/or; the bits are the same for both types) */
 #define V_BITS(op, a, b) FA_FROM_BITS2(FA_PS)(op(FA_TO_BITS2(FA_PS)(a), FA_TO_BITS2(FA_PS)(b)))
-#define V_AND(a, b)    V_BITS(_mm512_and_epi32, (a), (b))
-#define V_OR(a, b)     V_BITS(_mm512_or_epi32, (a), (b))
-#define V_ANDNOT(a, b) V_BITS(_mm512_andnot_epi32, (a), (b)) /* ~a & b */
+#define V_AND(a, b)      V_BITS(_mm512_and_epi32, (a), (b))
+#define V_OR(a, b)       V_BITS(_mm512_or_epi32, (a), (b))
+#define V_ANDNOT(a, b)   V_BITS(_mm512_andnot_epi32, (a), (b)) /* ~a & b */
 /* predicates and tails are both k registers */
 typedef mask vmask;
 typedef mask vtail;
-#define V_CMP(a, b, op)         FA_CAT(FA_MM(cmp), _mask)((a), (b), (op))
-#define V_AND_CMP(m, a, b, op)  FA_CAT(FA_MM(mask_cmp), _mask)((m), (a), (b), (op))
-#define V_SELECT(m, a, b)       FA_MM(mask_blend)((m), (a), (b))
-#define V_MASK_BITS(m)          ((unsigned)(m))
-#define V_MASK_AND(a, b)        ((vmask)((a) & (b)))
-#define V_TAIL(n)               FA_NAME(tail_mask_)(n)
-#define V_LANES_BELOW(n)        FA_NAME(tail_mask_)(n)
-#define V_LOAD_TAIL(p, m)       FA_MM(maskz_loadu)((m), (p))
-#define V_STORE_TAIL(p, m, v)   FA_MM(mask_storeu)((p), (m), (v))
-#define V_LOAD_PART(p, n)       V_LOAD_TAIL((p), FA_NAME(tail_mask_)(n))
+#define V_CMP(a, b, op)        FA_CAT(FA_MM(cmp), _mask)((a), (b), (op))
+#define V_AND_CMP(m, a, b, op) FA_CAT(FA_MM(mask_cmp), _mask)((m), (a), (b), (op))
+#define V_SELECT(m, a, b)      FA_MM(mask_blend)((m), (a), (b))
+#define V_MASK_BITS(m)         ((unsigned)(m))
+#define V_MASK_AND(a, b)       ((vmask)((a) & (b)))
+#define V_TAIL(n)              FA_NAME(tail_mask_)(n)
+#define V_LANES_BELOW(n)       FA_NAME(tail_mask_)(n)
+#define V_LOAD_TAIL(p, m)      FA_MM(maskz_loadu)((m), (p))
+#define V_STORE_TAIL(p, m, v)  FA_MM(mask_storeu)((p), (m), (v))
+#define V_LOAD_PART(p, n)      V_LOAD_TAIL((p), FA_NAME(tail_mask_)(n))
 
 #include "kernels/simd/simd.h"
 
@@ -83,4 +83,3 @@ FA_INLINE vec FA_NAME(exp2_)(vec x)
     return FA_MM(maskz_scalef)(keep, FA_NAME(exp2_poly_)(f), n);
 }
 #endif
-

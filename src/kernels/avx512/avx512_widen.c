@@ -13,13 +13,15 @@
 #include "kernels/quant.h"
 
 /* One row; `scaled` is a constant at each call, so the unscaled copy has no multiplication. */
-static inline __attribute__((always_inline)) void avx512_widen_row(const char *s, int64_t dim, fa_dtype from, int64_t elem,
-                                                              const float *sr, int scaled, float *d)
+static inline __attribute__((always_inline)) void avx512_widen_row(const char *s, int64_t dim, fa_dtype from,
+                                                                   int64_t elem, const float *sr, int scaled,
+                                                                   float *d)
 {
     const __m512 sv = _mm512_set1_ps(scaled ? *sr : 0.0f);
     int64_t x = 0;
     for (; x + 32 <= dim; x += 32) { /* two independent conversions per step */
-        __m512 a = avx512_load_stored(s + x * elem, 16, from), b = avx512_load_stored(s + (x + 16) * elem, 16, from);
+        __m512 a = avx512_load_stored(s + x * elem, 16, from),
+               b = avx512_load_stored(s + (x + 16) * elem, 16, from);
         if (scaled) a = _mm512_mul_ps(sv, a), b = _mm512_mul_ps(sv, b);
         _mm512_storeu_ps(d + x, a);
         _mm512_storeu_ps(d + x + 16, b);
@@ -33,7 +35,7 @@ static inline __attribute__((always_inline)) void avx512_widen_row(const char *s
 }
 
 void fa_avx512_widen_f32(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,
-                        const float *scale, int64_t scale_stride, float *dst, int64_t dst_stride)
+                         const float *scale, int64_t scale_stride, float *dst, int64_t dst_stride)
 {
     const int64_t elem = fa_stored_size(from);
     for (int64_t r = 0; r < rows; r++) {

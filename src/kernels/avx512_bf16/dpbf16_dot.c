@@ -41,15 +41,15 @@ static inline __attribute__((always_inline)) void dot_step(const int nm, const i
                                                            const uint16_t *bk, const int last)
 {
     __m512bh bv[4];
-    FA_UNROLL for (int j = 0; j < nv; j++)
-    {
+    FA_UNROLL
+    for (int j = 0; j < nv; j++) {
         bv[j] = (__m512bh)_mm512_loadu_si512(bk + 32 * j);
     }
-    FA_UNROLL for (int i = 0; i < nm; i++)
-    {
+    FA_UNROLL
+    for (int i = 0; i < nm; i++) {
         __m512bh av = last ? last_of(a + i * lda, k) : pair_at(a + i * lda, k);
-        FA_UNROLL for (int j = 0; j < nv; j++)
-        {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) {
             acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
         }
     }
@@ -61,10 +61,10 @@ static inline __attribute__((always_inline)) void dot_block(const int nm, const 
                                                             int accumulate)
 {
     __m512 acc[6][4];
-    FA_UNROLL for (int i = 0; i < nm; i++)
-    {
-        FA_UNROLL for (int j = 0; j < nv; j++)
-        {
+    FA_UNROLL
+    for (int i = 0; i < nm; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) {
             acc[i][j] = accumulate ? _mm512_loadu_ps(c + i * ldc + 16 * j) : _mm512_setzero_ps();
         }
     }
@@ -73,10 +73,10 @@ static inline __attribute__((always_inline)) void dot_block(const int nm, const 
     for (; k + 1 < K; k += 2, bk += 2 * ldb) dot_step(nm, nv, acc, a, lda, k, bk, 0);
     if (k < K) dot_step(nm, nv, acc, a, lda, k, bk, 1);
     const __m512 scale = _mm512_set1_ps(alpha);
-    FA_UNROLL for (int i = 0; i < nm; i++)
-    {
-        FA_UNROLL for (int j = 0; j < nv; j++)
-        {
+    FA_UNROLL
+    for (int i = 0; i < nm; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) {
             __m512 x = accumulate ? acc[i][j] : _mm512_mul_ps(acc[i][j], scale);
             _mm512_storeu_ps(c + i * ldc + 16 * j, x);
         }

@@ -38,9 +38,12 @@ static inline __attribute__((always_inline)) bfloat16x8_t pair_of(const uint16_t
 
 /* The 4 BFDOTs of row i with B's pair j of the chunk (lane j of A's vector: a constant, as the
  * instruction's index must be). */
-#define DOT_LANE(j)                                                                          \
-    FA_UNROLL for (int i = 0; i < nm; i++) FA_UNROLL for (int v = 0; v < 4; v++) acc[i][v] = \
-        vbfdotq_laneq_f32(acc[i][v], bv[j][v], av[i], j);
+#define DOT_LANE(j)                                                                               \
+    FA_UNROLL                                                                                     \
+    for (int i = 0; i < nm; i++) {                                                                \
+        FA_UNROLL                                                                                 \
+        for (int v = 0; v < 4; v++) acc[i][v] = vbfdotq_laneq_f32(acc[i][v], bv[j][v], av[i], j); \
+    }
 
 static inline __attribute__((always_inline)) void dot_block(const int nm, int64_t K, const uint16_t *a,
                                                             int64_t lda, const uint16_t *b, int64_t ldb,
@@ -48,14 +51,22 @@ static inline __attribute__((always_inline)) void dot_block(const int nm, int64_
                                                             int accumulate)
 {
     float32x4_t acc[ROWS][4];
-    FA_UNROLL for (int i = 0; i < nm; i++) FA_UNROLL for (int v = 0; v < 4; v++) acc[i][v] =
-        accumulate ? vld1q_f32(c + i * ldc + 4 * v) : vdupq_n_f32(0.0f);
+    FA_UNROLL
+    for (int i = 0; i < nm; i++) {
+        FA_UNROLL
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = accumulate ? vld1q_f32(c + i * ldc + 4 * v) : vdupq_n_f32(0.0f);
+    }
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) {
         bfloat16x8_t av[ROWS], bv[4][4];
-        FA_UNROLL for (int i = 0; i < nm; i++) av[i] = load8(a + i * lda + k);
-        FA_UNROLL for (int j = 0; j < 4; j++) FA_UNROLL for (int v = 0; v < 4; v++) bv[j][v] =
-            load8(b + (k / 2 + j) * 2 * ldb + 8 * v);
+        FA_UNROLL
+        for (int i = 0; i < nm; i++) av[i] = load8(a + i * lda + k);
+        FA_UNROLL
+        for (int j = 0; j < 4; j++) {
+            FA_UNROLL
+            for (int v = 0; v < 4; v++) bv[j][v] = load8(b + (k / 2 + j) * 2 * ldb + 8 * v);
+        }
         DOT_LANE(0)
         DOT_LANE(1)
         DOT_LANE(2)
@@ -63,15 +74,21 @@ static inline __attribute__((always_inline)) void dot_block(const int nm, int64_
     }
     for (; k < K; k += 2) {
         bfloat16x8_t bv[4];
-        FA_UNROLL for (int v = 0; v < 4; v++) bv[v] = load8(b + (k / 2) * 2 * ldb + 8 * v);
-        FA_UNROLL for (int i = 0; i < nm; i++)
-        {
+        FA_UNROLL
+        for (int v = 0; v < 4; v++) bv[v] = load8(b + (k / 2) * 2 * ldb + 8 * v);
+        FA_UNROLL
+        for (int i = 0; i < nm; i++) {
             bfloat16x8_t av = pair_of(a + i * lda, k, K);
-            FA_UNROLL for (int v = 0; v < 4; v++) acc[i][v] = vbfdotq_f32(acc[i][v], av, bv[v]);
+            FA_UNROLL
+            for (int v = 0; v < 4; v++) acc[i][v] = vbfdotq_f32(acc[i][v], av, bv[v]);
         }
     }
-    FA_UNROLL for (int i = 0; i < nm; i++) FA_UNROLL for (int v = 0; v < 4; v++)
-        vst1q_f32(c + i * ldc + 4 * v, accumulate ? acc[i][v] : vmulq_n_f32(acc[i][v], alpha));
+    FA_UNROLL
+    for (int i = 0; i < nm; i++) {
+        FA_UNROLL
+        for (int v = 0; v < 4; v++)
+            vst1q_f32(c + i * ldc + 4 * v, accumulate ? acc[i][v] : vmulq_n_f32(acc[i][v], alpha));
+    }
 }
 
 void fa_neon_bf16_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,

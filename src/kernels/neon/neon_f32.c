@@ -21,7 +21,7 @@ static const uint32_t lane_weights_f32[4] = {1, 2, 4, 8};
 static const uint32_t lane_index_f32[4] = {0, 1, 2, 3};
 #define V_MASK_NOT(m) vmvnq_u32(m)
 /* 2^n from an integral n in [-126, 128] (NaN converts to 0): n + 127 in the exponent field */
-#define V_POW2_OF_INTEGER(n)                                                                                 \
+#define V_POW2_OF_INTEGER(n) \
     vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23))
 
 #define FA_EXP2_COEF  fa_exp2_floor_coef_f32

@@ -21,7 +21,7 @@ static const uint64_t lane_weights_f64[2] = {1, 2};
 static const uint64_t lane_index_f64[2] = {0, 1};
 #define V_MASK_NOT(m) vreinterpretq_u64_u32(vmvnq_u32(vreinterpretq_u32_u64(m)))
 /* 2^n from an integral n in [-1022, 1024] (NaN converts to 0): n + 1023 in the exponent field */
-#define V_POW2_OF_INTEGER(n)                                                                                 \
+#define V_POW2_OF_INTEGER(n) \
     vreinterpretq_f64_s64(vshlq_n_s64(vaddq_s64(vcvtq_s64_f64(n), vdupq_n_s64(1023)), 52))
 
 #define FA_EXP2_COEF  fa_exp2_coef_f64

@@ -18,4 +18,3 @@ void FA_NAME(fa_pack_transposed_)(int64_t rows, int64_t dim, const FA_T *src, in
     for (int64_t x = 0; x < dim; x++)
         for (int64_t r = rows; r < ld; r++) dst[x * ld + r] = 0;
 }
-

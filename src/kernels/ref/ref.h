@@ -7,8 +7,8 @@
 
 /* online_softmax of ref's float set over raw scores (scores = scale·s) and a transposed accumulator
  * acc[y·ld + r], y < acc_dim. */
-void fa_ref_online_softmax_t_f32(int64_t rows, int64_t ld, int64_t cols, float scale, float *s, float *row_max,
-                                 float *row_sum, float *acc, int64_t acc_dim);
+void fa_ref_online_softmax_t_f32(int64_t rows, int64_t ld, int64_t cols, float scale, float *s,
+                                 float *row_max, float *row_sum, float *acc, int64_t acc_dim);
 
 /* The padding unit along k of ref's packed bf16 operands: one 64-byte row of bf16, as AMX reads them. */
 #define FA_REF_BF16_PAD_K 32

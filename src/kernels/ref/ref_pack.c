@@ -7,13 +7,13 @@
  * different cache line, ld elements apart). */
 #define PACK_BLOCK 16
 
-#define FA_T float
+#define FA_T   float
 #define FA_SFX f32
 #include "kernels/ref/pack_transposed.h"
 #undef FA_T
 #undef FA_SFX
 
-#define FA_T double
+#define FA_T   double
 #define FA_SFX f64
 #include "kernels/ref/pack_transposed.h"
 #undef FA_T

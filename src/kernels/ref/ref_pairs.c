@@ -10,14 +10,13 @@
 #include "kernels/kernels.h"
 #include "kernels/ref/ref.h"
 
-
 static int64_t round_up(int64_t x, int64_t m)
 {
     return (x + m - 1) / m * m;
 }
 
 void fa_ref_bf16_pack_pairs(int64_t rows, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
-                           int64_t ld)
+                            int64_t ld)
 {
     int64_t k_pad = round_up(dim, FA_REF_BF16_PAD_K);
     for (int64_t x = 0; x < k_pad; x++)
@@ -31,7 +30,7 @@ static int bf16_finite(uint16_t h)
 }
 
 int fa_ref_bf16_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int64_t src_stride, uint16_t *dst,
-                           int64_t ld)
+                            int64_t ld)
 {
     int finite = 1;
     for (int64_t x = 0; x < dim; x++)
@@ -43,8 +42,8 @@ int fa_ref_bf16_pack_rows_t(int64_t cols, int64_t dim, const uint16_t *src, int6
     return finite;
 }
 
-int fa_ref_bf16_pack_rows_pairs(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src, int64_t src_stride,
-                               uint16_t *dst, int64_t ldd)
+int fa_ref_bf16_pack_rows_pairs(int64_t rows, int64_t rows_pad, int64_t dim, const uint16_t *src,
+                                int64_t src_stride, uint16_t *dst, int64_t ldd)
 {
     int finite = 1;
     for (int64_t r = 0; r < rows_pad; r++)
@@ -90,8 +89,9 @@ static void ref_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t 
 
 /* ref's float softmax over the transposed accumulator, then pairs_of: the operations' contract,
  * one after the other. */
-static void ref_online_softmax_pairs(int64_t rows, int64_t ld, int64_t cols, float scale, float *s, float *row_max,
-                                     float *row_sum, float *acc, int64_t acc_dim, uint16_t *pp)
+static void ref_online_softmax_pairs(int64_t rows, int64_t ld, int64_t cols, float scale, float *s,
+                                     float *row_max, float *row_sum, float *acc, int64_t acc_dim,
+                                     uint16_t *pp)
 {
     fa_ref_online_softmax_t_f32(rows, ld, cols, scale, s, row_max, row_sum, acc, acc_dim);
     ref_pairs_of(ld, cols, s, pp);

@@ -62,7 +62,8 @@ static void FA_NAME(ref_online_softmax_strided_)(int64_t rows, int64_t ld, int64
 static void FA_NAME(ref_online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                          FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
-    FA_NAME(ref_online_softmax_strided_)(rows, ld, cols, 1, s, row_max, row_sum, acc, acc_stride, 1, acc_width);
+    FA_NAME(ref_online_softmax_strided_)
+    (rows, ld, cols, 1, s, row_max, row_sum, acc, acc_stride, 1, acc_width);
 }
 
 static void FA_NAME(ref_accumulate_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
@@ -97,8 +98,7 @@ static void FA_NAME(ref_probabilities_)(int64_t ld, int64_t cols, FA_T *s, const
 {
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
-        for (int64_t r = 0; r < ld; r++)
-            sc[r] = lse[r] == -(FA_T)INFINITY ? (FA_T)0 : FA_EXP(sc[r] - lse[r]);
+        for (int64_t r = 0; r < ld; r++) sc[r] = lse[r] == -(FA_T)INFINITY ? (FA_T)0 : FA_EXP(sc[r] - lse[r]);
     }
 }
 
@@ -187,9 +187,9 @@ static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, 
     }
 }
 
-static void FA_NAME(ref_accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
-                                            const void *const *x_rows, fa_dtype xt, const float *scale, FA_T *acc,
-                                            int64_t acc_stride)
+static void FA_NAME(ref_accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p,
+                                            int64_t ld, const void *const *x_rows, fa_dtype xt,
+                                            const float *scale, FA_T *acc, int64_t acc_stride)
 {
     for (int64_t r = 0; r < rows; r++) {
         FA_T *ar = acc + r * acc_stride;

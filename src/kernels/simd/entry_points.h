@@ -12,12 +12,12 @@
 #include "kernels/kernels.h"
 
 #define FA_SIMD_TABLE_DECLARATIONS(isa)                                                                      \
-    extern const fa_kernels_f32 fa_##isa##_kernels_f32;                                                     \
-    extern const fa_kernels_f64 fa_##isa##_kernels_f64;                                                     \
-    void fa_##isa##_exp2_f32(const float *x, float *y, int64_t n);                                          \
-    void fa_##isa##_exp2_f64(const double *x, double *y, int64_t n);                                        \
-    void fa_##isa##_tanh_f32(const float *x, float *y, int64_t n);                                          \
-    void fa_##isa##_widen_f32(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from,  \
+    extern const fa_kernels_f32 fa_##isa##_kernels_f32;                                                      \
+    extern const fa_kernels_f64 fa_##isa##_kernels_f64;                                                      \
+    void fa_##isa##_exp2_f32(const float *x, float *y, int64_t n);                                           \
+    void fa_##isa##_exp2_f64(const double *x, double *y, int64_t n);                                         \
+    void fa_##isa##_tanh_f32(const float *x, float *y, int64_t n);                                           \
+    void fa_##isa##_widen_f32(int64_t rows, int64_t dim, const void *src, int64_t src_stride, fa_dtype from, \
                               const float *scale, int64_t scale_stride, float *dst, int64_t dst_stride);
 
 #endif

@@ -31,33 +31,41 @@
 static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                     const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
 {
-    FA_NAME(scores_few_rows_body_)((int)kt, rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s, FA_STORED_AHEAD, 1,
-                                   FA_HINT_L2);
+    FA_NAME(scores_few_rows_body_)
+    ((int)kt, rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s, FA_STORED_AHEAD, 1, FA_HINT_L2);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
  * `kind` (FA_KIND_OWN: FA_T itself), key t's row at x_rows[t] from element x_off on (a quantized
  * key's elements times scale[t]); x_rows has FA_STORED_AHEAD entries past `steps` to prefetch. */
-FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int nv, const int tail, int64_t steps,
-                                         int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows,
-                                         int64_t x_off, const float *scale, FA_T *acc, int64_t acc_stride)
+FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int nv, const int tail,
+                                         int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld,
+                                         const void *const *x_rows, int64_t x_off, const float *scale,
+                                         FA_T *acc, int64_t acc_stride)
 {
     const int64_t elem = FA_NAME(kind_size_)(kind);
     const int scaled = kind > FA_F16;
-    vtail last = V_TAIL(dim_left - (int64_t)(nv - 1) * FA_LANES < FA_LANES ? dim_left - (int64_t)(nv - 1) * FA_LANES
-                                                                          : FA_LANES);
+    vtail last =
+        V_TAIL(dim_left - (int64_t)(nv - 1) * FA_LANES < FA_LANES ? dim_left - (int64_t)(nv - 1) * FA_LANES
+                                                                  : FA_LANES);
     vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
-    FA_UNROLL for (int i = 0; i < nr; i++)
-        FA_UNROLL for (int j = 0; j < nv; j++)
+    FA_UNROLL
+    for (int i = 0; i < nr; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++)
             a[i][j] = tail && j == nv - 1 ? V_LOAD_TAIL(acc + i * acc_stride + j * FA_LANES, last)
                                           : V_LOADU(acc + i * acc_stride + j * FA_LANES);
+    }
     for (int64_t t = 0; t < steps; t++) {
-        const char *row = (const char *)x_rows[t] + x_off * elem, *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
-        for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* every 64-byte line of the chunk's part */
+        const char *row = (const char *)x_rows[t] + x_off * elem,
+                   *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
+        for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem;
+             e += 64) /* every 64-byte line of the chunk's part */
             FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
         const vec sv = V_SET1(scaled ? (FA_T)scale[t] : (FA_T)1);
-        FA_UNROLL for (int j = 0; j < nv; j++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) {
             const int64_t n = dim_left - (int64_t)j * FA_LANES;
             if (kind == FA_KIND_OWN)
                 xv[j] = V_LOAD_PART((const FA_T *)(const void *)row + (int64_t)j * FA_LANES, n);
@@ -65,16 +73,23 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
                 xv[j] = V_LOAD_STORED(row + (int64_t)j * FA_LANES * elem, n, (fa_dtype)kind);
             if (scaled) xv[j] = V_MUL(sv, xv[j]);
         }
-        FA_UNROLL for (int i = 0; i < nr; i++) {
+        FA_UNROLL
+        for (int i = 0; i < nr; i++) {
             vec b = V_SET1(w[t * ld + i]);
-            FA_UNROLL for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+            FA_UNROLL
+            for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
         }
     }
-    FA_UNROLL for (int i = 0; i < nr; i++)
-        FA_UNROLL for (int j = 0; j < nv; j++) {
-            if (tail && j == nv - 1) V_STORE_TAIL(acc + i * acc_stride + j * FA_LANES, last, a[i][j]);
-            else V_STOREU(acc + i * acc_stride + j * FA_LANES, a[i][j]);
+    FA_UNROLL
+    for (int i = 0; i < nr; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) {
+            if (tail && j == nv - 1)
+                V_STORE_TAIL(acc + i * acc_stride + j * FA_LANES, last, a[i][j]);
+            else
+                V_STOREU(acc + i * acc_stride + j * FA_LANES, a[i][j]);
         }
+    }
 }
 
 #ifdef V_LOAD_BF16_PAIRS
@@ -84,59 +99,73 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
  * element still starts from its value in memory and takes the same FMAs over the keys in order, so
  * the bits are half_rows_block_'s; the loop spends one instruction per 16 elements widening, not two
  * (on an Intel server core both ran on the FMA ports). */
-FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w, int64_t ld,
-                                          const void *const *x_rows, int64_t x_off, FA_T *acc, int64_t acc_stride)
+FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w,
+                                          int64_t ld, const void *const *x_rows, int64_t x_off, FA_T *acc,
+                                          int64_t acc_stride)
 {
     vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
-    FA_UNROLL for (int i = 0; i < nr; i++)
-        FA_UNROLL for (int j = 0; j < nv; j += 2)
-            V_UNZIP(V_LOADU(acc + i * acc_stride + j * FA_LANES), V_LOADU(acc + i * acc_stride + (j + 1) * FA_LANES),
-                    &a[i][j], &a[i][j + 1]);
+    FA_UNROLL
+    for (int i = 0; i < nr; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j += 2)
+            V_UNZIP(V_LOADU(acc + i * acc_stride + j * FA_LANES),
+                    V_LOADU(acc + i * acc_stride + (j + 1) * FA_LANES), &a[i][j], &a[i][j + 1]);
+    }
     for (int64_t t = 0; t < steps; t++) {
-        const uint16_t *x = (const uint16_t *)x_rows[t] + x_off, *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
+        const uint16_t *x = (const uint16_t *)x_rows[t] + x_off,
+                       *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
             FA_PREFETCH(ahead + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
-        FA_UNROLL for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
-        FA_UNROLL for (int i = 0; i < nr; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
+        FA_UNROLL
+        for (int i = 0; i < nr; i++) {
             vec b = V_SET1(w[t * ld + i]);
-            FA_UNROLL for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+            FA_UNROLL
+            for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
         }
     }
-    FA_UNROLL for (int i = 0; i < nr; i++)
-        FA_UNROLL for (int j = 0; j < nv; j += 2) {
+    FA_UNROLL
+    for (int i = 0; i < nr; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j += 2) {
             vec lo, hi;
             V_ZIP(a[i][j], a[i][j + 1], &lo, &hi);
             V_STOREU(acc + i * acc_stride + j * FA_LANES, lo);
             V_STOREU(acc + i * acc_stride + (j + 1) * FA_LANES, hi);
         }
+    }
 }
 #endif
 
 _Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW && FA_HALF_VECS_FEW <= 8,
                "the switch lists blocks up to 4 vectors of 3 or 4 rows, up to 8 of 1 or 2");
 /* the vectors of an accumulate block of nr rows */
-#define FA_HALF_VECS_OF(NR) ((NR) <= 2 ? FA_HALF_VECS_FEW : FA_HALF_VECS)
+#define FA_HALF_VECS_OF(NR)              ((NR) <= 2 ? FA_HALF_VECS_FEW : FA_HALF_VECS)
 #define FA_HALF_ROWS_FN(K, NR, NV, TAIL) FA_NAME(half_rows_block_##K##_##NR##_##NV##_##TAIL##_)
 // clang-format off
-#define FA_HALF_ROWS_DEFINE(K, NR, NV, TAIL)                                                                 \
-    static __attribute__((noinline)) void FA_HALF_ROWS_FN(K, NR, NV, TAIL)(                                  \
-        int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows, int64_t x_off, \
-        const float *scale, FA_T *acc, int64_t acc_stride)                                                   \
-    {                                                                                                        \
-        if ((NV) <= FA_HALF_VECS_OF(NR))                                                                     \
-            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale, acc,     \
-                                      acc_stride);                                                           \
+#define FA_HALF_ROWS_DEFINE(K, NR, NV, TAIL)                                                              \
+    static __attribute__((noinline)) void FA_HALF_ROWS_FN(K, NR, NV, TAIL)(                               \
+        int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows,            \
+            int64_t x_off,                                                                                \
+        const float *scale, FA_T *acc, int64_t acc_stride)                                                \
+    {                                                                                                     \
+        if ((NV) <= FA_HALF_VECS_OF(NR))                                                                  \
+            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale, acc, \
+                                      acc_stride);                                                        \
     }
-#define FA_HALF_ROWS_DEFINE_VECS(K, NR, NV) FA_HALF_ROWS_DEFINE(K, NR, NV, 0) FA_HALF_ROWS_DEFINE(K, NR, NV, 1)
-#define FA_HALF_ROWS_DEFINE_ROWS(K, NR)                                                                      \
-    FA_HALF_ROWS_DEFINE_VECS(K, NR, 1) FA_HALF_ROWS_DEFINE_VECS(K, NR, 2) FA_HALF_ROWS_DEFINE_VECS(K, NR, 3)  \
+#define FA_HALF_ROWS_DEFINE_VECS(K, NR, NV) FA_HALF_ROWS_DEFINE(K, NR, NV, 0) \
+    FA_HALF_ROWS_DEFINE(K, NR, NV, 1)
+#define FA_HALF_ROWS_DEFINE_ROWS(K, NR)                                   \
+    FA_HALF_ROWS_DEFINE_VECS(K, NR, 1) FA_HALF_ROWS_DEFINE_VECS(K, NR, 2) \
+    FA_HALF_ROWS_DEFINE_VECS(K, NR, 3)                                    \
     FA_HALF_ROWS_DEFINE_VECS(K, NR, 4)
-#define FA_HALF_ROWS_DEFINE_WIDE(K, NR)                                                                      \
-    FA_HALF_ROWS_DEFINE_ROWS(K, NR) FA_HALF_ROWS_DEFINE_VECS(K, NR, 5) FA_HALF_ROWS_DEFINE_VECS(K, NR, 6)     \
+#define FA_HALF_ROWS_DEFINE_WIDE(K, NR)                                                                   \
+    FA_HALF_ROWS_DEFINE_ROWS(K, NR) FA_HALF_ROWS_DEFINE_VECS(K, NR, 5) FA_HALF_ROWS_DEFINE_VECS(K, NR, 6) \
     FA_HALF_ROWS_DEFINE_VECS(K, NR, 7) FA_HALF_ROWS_DEFINE_VECS(K, NR, 8)
-#define FA_HALF_ROWS_DEFINE_TYPE(K)                                                                          \
-    FA_HALF_ROWS_DEFINE_WIDE(K, 1) FA_HALF_ROWS_DEFINE_WIDE(K, 2) FA_HALF_ROWS_DEFINE_ROWS(K, 3)              \
+#define FA_HALF_ROWS_DEFINE_TYPE(K)                                                              \
+    FA_HALF_ROWS_DEFINE_WIDE(K, 1) FA_HALF_ROWS_DEFINE_WIDE(K, 2) FA_HALF_ROWS_DEFINE_ROWS(K, 3) \
     FA_HALF_ROWS_DEFINE_ROWS(K, 4)
 /* the kinds by the values of their fa_dtype: FA_KIND_OWN (FA_F32's 0), FA_BF16 = 2 ... FA_F8_E5M2 = 6 */
 FA_HALF_ROWS_DEFINE_TYPE(0)
@@ -147,12 +176,15 @@ FA_HALF_ROWS_DEFINE_TYPE(5)
 FA_HALF_ROWS_DEFINE_TYPE(6)
 #ifdef V_LOAD_BF16_PAIRS
 #define FA_HALF_PAIRS_FN(NR, NV) FA_NAME(half_pairs_block_##NR##_##NV##_)
-#define FA_HALF_PAIRS_DEFINE(NR, NV)                                                                         \
-    static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(int64_t steps, const FA_T *w, int64_t ld, \
-                                                                   const void *const *x_rows, int64_t x_off, \
-                                                                   FA_T *acc, int64_t acc_stride)            \
-    {                                                                                                        \
-        if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, x_off, acc, acc_stride); \
+#define FA_HALF_PAIRS_DEFINE(NR, NV)                                                              \
+    static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(int64_t steps, const FA_T *w,  \
+        int64_t ld,                                                                               \
+                                                                   const void *const *x_rows,     \
+                                                                       int64_t x_off,             \
+                                                                   FA_T *acc, int64_t acc_stride) \
+    {                                                                                             \
+        if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, \
+            x_off, acc, acc_stride);                                                              \
     }
 #define FA_HALF_PAIRS_DEFINE_ROWS(NR) FA_HALF_PAIRS_DEFINE(NR, 2) FA_HALF_PAIRS_DEFINE(NR, 4)
 #define FA_HALF_PAIRS_DEFINE_WIDE(NR)                                                                        \
@@ -184,8 +216,8 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
 #define FA_HALF_ROWS_VECS(NR, NV) FA_HALF_ROWS_CASE(NR, NV, 0) FA_HALF_ROWS_CASE(NR, NV, 1)
 #define FA_HALF_ROWS_ROWS(NR)                                                                                \
     FA_HALF_ROWS_VECS(NR, 1) FA_HALF_ROWS_VECS(NR, 2) FA_HALF_ROWS_VECS(NR, 3) FA_HALF_ROWS_VECS(NR, 4)
-#define FA_HALF_ROWS_WIDE(NR)                                                                                \
-    FA_HALF_ROWS_ROWS(NR) FA_HALF_ROWS_VECS(NR, 5) FA_HALF_ROWS_VECS(NR, 6) FA_HALF_ROWS_VECS(NR, 7)          \
+#define FA_HALF_ROWS_WIDE(NR)                                                                        \
+    FA_HALF_ROWS_ROWS(NR) FA_HALF_ROWS_VECS(NR, 5) FA_HALF_ROWS_VECS(NR, 6) FA_HALF_ROWS_VECS(NR, 7) \
     FA_HALF_ROWS_VECS(NR, 8)
 // clang-format on
 
@@ -202,13 +234,13 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
         /* bf16 in whole 32-element runs: a paired block, then the next chunk (its case continues);
          * any other chunk takes the blocks below */
         if (kind == FA_BF16 && width % (2 * FA_LANES) == 0) switch ((int)rows * 16 + nv) {
-                FA_HALF_PAIRS_WIDE(1) FA_HALF_PAIRS_WIDE(2) FA_HALF_PAIRS_ROWS(3) FA_HALF_PAIRS_ROWS(4)
-            default: break;
+                FA_HALF_PAIRS_WIDE(1)
+                FA_HALF_PAIRS_WIDE(2) FA_HALF_PAIRS_ROWS(3) FA_HALF_PAIRS_ROWS(4) default : break;
             }
 #endif
         switch (((int)rows * 16 + nv) * 2 + tail) {
-            FA_HALF_ROWS_WIDE(1) FA_HALF_ROWS_WIDE(2) FA_HALF_ROWS_ROWS(3) FA_HALF_ROWS_ROWS(4)
-        default: break;
+            FA_HALF_ROWS_WIDE(1)
+            FA_HALF_ROWS_WIDE(2) FA_HALF_ROWS_ROWS(3) FA_HALF_ROWS_ROWS(4) default : break;
         }
     }
 }

@@ -21,12 +21,13 @@ void FA_ISA_NAME(_pack_transposed_)(int64_t rows, int64_t dim, const FA_T *src, 
         for (int64_t x0 = 0; x0 < dim; x0 += FA_LANES) {
             const int64_t w = dim - x0 < FA_LANES ? dim - x0 : FA_LANES;
             vec v[FA_LANES];
-            FA_UNROLL for (int i = 0; i < FA_LANES; i++) v[i] =
-                i < in ? V_MUL(V_LOAD_PART(src + (r0 + i) * src_stride + x0, w), m) : V_ZERO();
+            FA_UNROLL
+            for (int i = 0; i < FA_LANES; i++)
+                v[i] = i < in ? V_MUL(V_LOAD_PART(src + (r0 + i) * src_stride + x0, w), m) : V_ZERO();
             V_TRANSPOSE(v);
             FA_T *d = dst + x0 * ld + r0;
-            FA_UNROLL for (int j = 0; j < FA_LANES; j++)
-            {
+            FA_UNROLL
+            for (int j = 0; j < FA_LANES; j++) {
                 if (j >= w) break;
                 if (out == FA_LANES)
                     V_STOREU(d + j * ld, v[j]);

@@ -24,7 +24,8 @@
  *   vmask, a lane predicate (AVX-512: a __mmask; AVX2 and NEON: a vector of all-ones or all-zero
  *     lanes; SVE: an svbool_t): V_CMP(a, b, op) -> vmask (op one of _CMP_ORD_Q, _CMP_NEQ_UQ,
  *     _CMP_LT_OQ, _CMP_NLT_UQ: AVX's predicates, by name on every ISA), V_AND_CMP(m, a, b, op) =
- *     m & V_CMP(a, b, op) (AVX-512: one masked compare), V_SELECT(m, a, b) = m ? b : a, V_MASK_AND(m1, m2), V_MASK_BITS(m) = lane i's predicate in bit i
+ *     m & V_CMP(a, b, op) (AVX-512: one masked compare), V_SELECT(m, a, b) = m ? b : a, V_MASK_AND(m1,
+ * m2), V_MASK_BITS(m) = lane i's predicate in bit i
  *     (AVX2: movemask), V_LANES_BELOW(n) = lanes [0, n) as a vmask (n any);
  *   vtail, a mask for loads and stores of lanes [0, n) that touch nothing past them (AVX-512: the
  *     same __mmask; AVX2: an integer vector for vmaskmov; SVE: a predicate; NEON, which has no masked
@@ -45,7 +46,7 @@
 #include <float.h>
 
 #include "template.h"
-#define FA_INLINE     static inline __attribute__((always_inline))
+#define FA_INLINE static inline __attribute__((always_inline))
 /* Before each loop over a register block's rows or vectors (trip counts that are compile-time
  * constants in every instantiation): unrolled completely, its accumulators live in registers. gcc
  * -O2 (CI's and RelWithDebInfo's level) unrolls only loops that do not grow, and otherwise kept the
@@ -56,21 +57,21 @@
 #ifdef FA_MM_PREFIX
 /* The operations whose intrinsics are named alike on both x86 ISAs: FA_MM(op) is
  * <FA_MM_PREFIX><op>_<FA_PS>, e.g. _mm512_fmadd_ps or _mm256_max_pd. */
-#define FA_MM3(pre, op, t) pre##op##_##t
-#define FA_MM2(pre, op, t) FA_MM3(pre, op, t)
-#define FA_MM(op)          FA_MM2(FA_MM_PREFIX, op, FA_PS)
-#define V_LOAD(p)          FA_MM(load)(p)
-#define V_LOADU(p)         FA_MM(loadu)(p)
-#define V_STORE(p, v)      FA_MM(store)((p), (v))
-#define V_STOREU(p, v)     FA_MM(storeu)((p), (v))
-#define V_SET1(x)          FA_MM(set1)(x)
-#define V_ZERO()           FA_MM(setzero)()
-#define V_FMA(a, b, c)     FA_MM(fmadd)((a), (b), (c))
-#define V_ADD(a, b)        FA_MM(add)((a), (b))
-#define V_SUB(a, b)        FA_MM(sub)((a), (b))
-#define V_MUL(a, b)        FA_MM(mul)((a), (b))
-#define V_DIV(a, b)        FA_MM(div)((a), (b))
-#define V_MAX(a, b)        FA_MM(max)((a), (b))
+#define FA_MM3(pre, op, t)   pre##op##_##t
+#define FA_MM2(pre, op, t)   FA_MM3(pre, op, t)
+#define FA_MM(op)            FA_MM2(FA_MM_PREFIX, op, FA_PS)
+#define V_LOAD(p)            FA_MM(load)(p)
+#define V_LOADU(p)           FA_MM(loadu)(p)
+#define V_STORE(p, v)        FA_MM(store)((p), (v))
+#define V_STOREU(p, v)       FA_MM(storeu)((p), (v))
+#define V_SET1(x)            FA_MM(set1)(x)
+#define V_ZERO()             FA_MM(setzero)()
+#define V_FMA(a, b, c)       FA_MM(fmadd)((a), (b), (c))
+#define V_ADD(a, b)          FA_MM(add)((a), (b))
+#define V_SUB(a, b)          FA_MM(sub)((a), (b))
+#define V_MUL(a, b)          FA_MM(mul)((a), (b))
+#define V_DIV(a, b)          FA_MM(div)((a), (b))
+#define V_MAX(a, b)          FA_MM(max)((a), (b))
 #define FA_PREFETCH(p, hint) _mm_prefetch((const char *)(p), (hint))
 #define FA_HINT_L1           _MM_HINT_T0
 #define FA_HINT_L2           _MM_HINT_T1
@@ -97,15 +98,16 @@ FA_INLINE unsigned FA_NAME(line_bits_)(int64_t n)
 FA_INLINE void FA_NAME(interleave_transpose_)(vec v[FA_LANES])
 {
     const int rounds = FA_LANES >= 16 ? 4 : FA_LANES >= 8 ? 3 : FA_LANES >= 4 ? 2 : 1;
-    FA_UNROLL for (int round = 0; round < rounds; round++)
-    {
+    FA_UNROLL
+    for (int round = 0; round < rounds; round++) {
         vec w[FA_LANES];
-        FA_UNROLL for (int i = 0; i < FA_LANES / 2; i++)
-        {
+        FA_UNROLL
+        for (int i = 0; i < FA_LANES / 2; i++) {
             w[2 * i] = V_INTERLEAVE_LO(v[i], v[i + FA_LANES / 2]);
             w[2 * i + 1] = V_INTERLEAVE_HI(v[i], v[i + FA_LANES / 2]);
         }
-        FA_UNROLL for (int i = 0; i < FA_LANES; i++) v[i] = w[i];
+        FA_UNROLL
+        for (int i = 0; i < FA_LANES; i++) v[i] = w[i];
     }
 }
 #endif
@@ -126,7 +128,7 @@ FA_INLINE void FA_NAME(interleave_transpose_)(vec v[FA_LANES])
 FA_INLINE vec FA_NAME(exp2_)(vec x);
 
 /* log2 of the smallest normal (-126, -1022): exp2 below it is flushed to +0. */
-#define FA_EXP2_LOW ((FA_T)(sizeof(FA_T) == 4 ? FLT_MIN_EXP - 1 : DBL_MIN_EXP - 1))
+#define FA_EXP2_LOW    ((FA_T)(sizeof(FA_T) == 4 ? FLT_MIN_EXP - 1 : DBL_MIN_EXP - 1))
 #define FA_EXP2_DEGREE ((int)(sizeof FA_EXP2_COEF / sizeof FA_EXP2_COEF[0]) - 1)
 
 /* 2^f: the polynomial of kernels/exp2_poly.h, Horner from the top. f·p, not p·f (the same bits):

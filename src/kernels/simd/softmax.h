@@ -13,7 +13,8 @@
 static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                      FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
-    FA_NAME(online_softmax_body_)(0, 0, 1, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width, NULL);
+    FA_NAME(online_softmax_body_)
+    (0, 0, 1, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width, NULL);
 }
 
 /* Backward: p = exp(s - lse), a line at a time. */
@@ -22,17 +23,20 @@ static void FA_NAME(probabilities_)(int64_t ld, int64_t cols, FA_T *s, const FA_
     const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY);
     for (int64_t r = 0; r < ld; r += FA_LINE) {
         vec l[FA_LINE_VECS];
-        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL
+        for (int h = 0; h < FA_LINE_VECS; h++) {
             /* Rows that saw no key (lse -inf, every score -inf) give 0, not NaN: they subtract +inf,
              * and exp2 flushes the -inf that leaves (as in the online softmax). */
             l[h] = V_LOAD(lse + r + h * FA_LANES);
             l[h] = V_SELECT(V_CMP(l[h], neg_inf, _CMP_NEQ_UQ), pos_inf, l[h]);
         }
-        for (int64_t c = 0; c < cols; c++)
-            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+        for (int64_t c = 0; c < cols; c++) {
+            FA_UNROLL
+            for (int h = 0; h < FA_LINE_VECS; h++) {
                 FA_T *sc = s + c * ld + r + h * FA_LANES;
                 V_STORE(sc, FA_NAME(exp_of_difference_)(V_SUB(V_LOAD(sc), l[h])));
             }
+        }
     }
 }
 

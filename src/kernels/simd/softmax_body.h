@@ -36,8 +36,8 @@
  * bf16 path's unscaled dot): the max is taken raw and scaled once per line, and p = exp(scale·s - m)
  * computes scale·s - m in one FMA (one rounding, where the float path rounds scale·q first). */
 FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int scaled, FA_T scale, int64_t rows,
-                                              int64_t ld, int64_t cols, FA_T *s, FA_T *row_max, FA_T *row_sum,
-                                              FA_T *acc, int64_t acc_stride, int64_t acc_width, uint16_t *pp)
+                                             int64_t ld, int64_t cols, FA_T *s, FA_T *row_max, FA_T *row_sum,
+                                             FA_T *acc, int64_t acc_stride, int64_t acc_width, uint16_t *pp)
 {
     const vec vscale = V_SET1(scale);
 #ifndef FA_PAIRS_STORE
@@ -50,38 +50,49 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         vec m_old[FA_LINE_VECS], hi[FA_LINE_VECS][FA_MAX_CHAINS], m_new[FA_LINE_VECS], m_sub[FA_LINE_VECS],
             m_neg[FA_LINE_VECS], sum[FA_LINE_VECS], alpha[FA_LINE_VECS];
         vmask ordered[FA_LINE_VECS][2], live[FA_LINE_VECS];
-        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL
+        for (int h = 0; h < FA_LINE_VECS; h++) {
             m_old[h] = V_LOAD(row_max + r + h * FA_LANES);
             hi[h][0] = scaled ? neg_inf : m_old[h]; /* raw scores: the old max enters after scaling */
-            FA_UNROLL for (int j = 1; j < FA_MAX_CHAINS; j++) hi[h][j] = neg_inf;
+            FA_UNROLL
+            for (int j = 1; j < FA_MAX_CHAINS; j++) hi[h][j] = neg_inf;
             /* The running max must become NaN if any score (or the old max) is NaN: V_MAX alone
              * would drop it. `ordered` keeps the rows that have seen no NaN. */
             ordered[h][0] = V_CMP(m_old[h], m_old[h], _CMP_ORD_Q);
             ordered[h][1] = ordered[h][0];
         }
         int64_t c = 0;
-        for (; c + FA_MAX_CHAINS <= cols; c += FA_MAX_CHAINS)
-            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+        for (; c + FA_MAX_CHAINS <= cols; c += FA_MAX_CHAINS) {
+            FA_UNROLL
+            for (int h = 0; h < FA_LINE_VECS; h++) {
                 vec x[FA_MAX_CHAINS];
-                FA_UNROLL for (int j = 0; j < FA_MAX_CHAINS; j++) {
+                FA_UNROLL
+                for (int j = 0; j < FA_MAX_CHAINS; j++) {
                     x[j] = V_LOAD(sr + (c + j) * ld + h * FA_LANES);
                     hi[h][j] = V_MAX(hi[h][j], x[j]);
                 }
                 /* one compare checks two columns for NaN; two mask chains */
-                FA_UNROLL for (int j = 0; j < FA_MAX_CHAINS; j += 2)
+                FA_UNROLL
+                for (int j = 0; j < FA_MAX_CHAINS; j += 2)
                     ordered[h][j / 2 % 2] = V_AND_CMP(ordered[h][j / 2 % 2], x[j], x[j + 1], _CMP_ORD_Q);
             }
-        for (; c < cols; c++)
-            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+        }
+        for (; c < cols; c++) {
+            FA_UNROLL
+            for (int h = 0; h < FA_LINE_VECS; h++) {
                 vec x0 = V_LOAD(sr + c * ld + h * FA_LANES);
                 hi[h][0] = V_MAX(hi[h][0], x0);
                 ordered[h][0] = V_AND_CMP(ordered[h][0], x0, x0, _CMP_ORD_Q);
             }
-        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
-            FA_UNROLL for (int j = 1; j < FA_MAX_CHAINS; j++) hi[h][0] = V_MAX(hi[h][0], hi[h][j]);
+        }
+        FA_UNROLL
+        for (int h = 0; h < FA_LINE_VECS; h++) {
+            FA_UNROLL
+            for (int j = 1; j < FA_MAX_CHAINS; j++) hi[h][0] = V_MAX(hi[h][0], hi[h][j]);
             if (scaled) hi[h][0] = V_MAX(m_old[h], V_MUL(hi[h][0], vscale));
         }
-        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL
+        for (int h = 0; h < FA_LINE_VECS; h++) {
             m_new[h] = V_SELECT(V_MASK_AND(ordered[h][0], ordered[h][1]), nan, hi[h][0]);
             /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN).
              * Their scores are all -inf, so subtracting +inf instead of their max gives -inf, which
@@ -97,12 +108,14 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
          * and one 64-byte store, where the float p costs two stores and a later pass over them. */
         if (pp) {
             const int64_t cols_pad = (cols + FA_PAIRS_PAD - 1) / FA_PAIRS_PAD * FA_PAIRS_PAD;
-            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+            FA_UNROLL
+            for (int h = 0; h < FA_LINE_VECS; h++) {
                 uint16_t *out = pp + 2 * (r + h * FA_LANES);
                 for (c = 0; c < cols_pad; c += 2) {
                     vec p0 = V_ZERO(), p1 = V_ZERO();
                     if (c < cols) {
-                        p0 = FA_NAME(exp_of_difference_)(V_FMA(V_LOAD(sr + c * ld + h * FA_LANES), vscale, m_neg[h]));
+                        p0 = FA_NAME(exp_of_difference_)(
+                            V_FMA(V_LOAD(sr + c * ld + h * FA_LANES), vscale, m_neg[h]));
                         sum[h] = V_ADD(sum[h], p0);
                     }
                     if (c + 1 < cols) {
@@ -115,16 +128,19 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
             }
         } else
 #endif
-        for (c = 0; c < cols; c++)
-            FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
-                FA_T *sc = sr + c * ld + h * FA_LANES;
-                vec p = FA_NAME(exp_of_difference_)(scaled ? V_FMA(V_LOAD(sc), vscale, m_neg[h])
-                                                           : V_SUB(V_LOAD(sc), m_sub[h]));
-                V_STORE(sc, p);
-                sum[h] = V_ADD(sum[h], p);
+            for (c = 0; c < cols; c++) {
+                FA_UNROLL
+                for (int h = 0; h < FA_LINE_VECS; h++) {
+                    FA_T *sc = sr + c * ld + h * FA_LANES;
+                    vec p = FA_NAME(exp_of_difference_)(scaled ? V_FMA(V_LOAD(sc), vscale, m_neg[h])
+                                                               : V_SUB(V_LOAD(sc), m_sub[h]));
+                    V_STORE(sc, p);
+                    sum[h] = V_ADD(sum[h], p);
+                }
             }
         unsigned raised = 0;
-        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+        FA_UNROLL
+        for (int h = 0; h < FA_LINE_VECS; h++) {
             alpha[h] = V_SELECT(live[h], one, FA_NAME(exp_of_difference_)(V_SUB(m_old[h], m_new[h])));
             V_STORE(row_sum + r + h * FA_LANES, V_FMA(alpha[h], V_LOAD(row_sum + r + h * FA_LANES), sum[h]));
             V_STORE(row_max + r + h * FA_LANES, m_new[h]);
@@ -134,15 +150,18 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         raised &= FA_NAME(line_bits_)(rows - r);
         if (!raised) continue;
         if (transposed) { /* acc[y·ld + r]: the line's rows are a vector of every acc row y */
-            for (int64_t y = 0; y < acc_width; y++)
-                FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) {
+            for (int64_t y = 0; y < acc_width; y++) {
+                FA_UNROLL
+                for (int h = 0; h < FA_LINE_VECS; h++) {
                     FA_T *ay = acc + y * ld + r + h * FA_LANES;
                     V_STORE(ay, V_MUL(V_LOAD(ay), alpha[h]));
                 }
+            }
             continue;
         }
         _Alignas(64) FA_T a[FA_LINE];
-        FA_UNROLL for (int h = 0; h < FA_LINE_VECS; h++) V_STORE(a + h * FA_LANES, alpha[h]);
+        FA_UNROLL
+        for (int h = 0; h < FA_LINE_VECS; h++) V_STORE(a + h * FA_LANES, alpha[h]);
         for (int i = 0; i < FA_LINE; i++) {
             if (!((raised >> i) & 1)) continue;
             FA_T *ar = acc + (r + i) * acc_stride;
@@ -151,4 +170,3 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         }
     }
 }
-

@@ -42,15 +42,15 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
 
 /* For the tests: fn of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */
-#define FA_ENTRY_POINT(name, fn)                                                                             \
-    void FA_ISA_NAME(name)(const FA_T *x, FA_T *y, int64_t n)                                                \
-    {                                                                                                        \
-        int64_t i = 0;                                                                                       \
-        for (; i + FA_LANES <= n; i += FA_LANES) V_STOREU(y + i, fn(V_LOADU(x + i)));                        \
-        if (i < n) {                                                                                         \
-            vtail m = V_TAIL(n - i);                                                                         \
-            V_STORE_TAIL(y + i, m, fn(V_LOAD_TAIL(x + i, m)));                                               \
-        }                                                                                                    \
+#define FA_ENTRY_POINT(name, fn)                                                      \
+    void FA_ISA_NAME(name)(const FA_T *x, FA_T *y, int64_t n)                         \
+    {                                                                                 \
+        int64_t i = 0;                                                                \
+        for (; i + FA_LANES <= n; i += FA_LANES) V_STOREU(y + i, fn(V_LOADU(x + i))); \
+        if (i < n) {                                                                  \
+            vtail m = V_TAIL(n - i);                                                  \
+            V_STORE_TAIL(y + i, m, fn(V_LOAD_TAIL(x + i, m)));                        \
+        }                                                                             \
     }
 FA_ENTRY_POINT(_exp2_, FA_NAME(exp2_))
 #if FA_TANH_VECTOR

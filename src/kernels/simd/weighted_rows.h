@@ -28,29 +28,42 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(const int ni, const int nv, const i
                                              int prefetch)
 {
     vec a[FA_ROWS_ROWS][FA_ROWS_WIDE];
-    FA_UNROLL for (int i = 0; i < ni; i++)
-        FA_UNROLL for (int j = 0; j < nv; j++)
+    FA_UNROLL
+    for (int i = 0; i < ni; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++)
             a[i][j] = tail && j == nv - 1 ? V_LOAD_TAIL(acc + i * acc_stride + j * FA_LANES, last)
                                           : V_LOADU(acc + i * acc_stride + j * FA_LANES);
+    }
     for (int64_t t = 0; t < steps; t++) {
         /* with few rows each x row is used once, straight from memory: fetch it early */
-        if (prefetch && t + 16 < steps)
-            FA_UNROLL for (int j = 0; j < nv; j += FA_LINE_VECS)
+        if (prefetch && t + 16 < steps) {
+            FA_UNROLL
+            for (int j = 0; j < nv; j += FA_LINE_VECS)
                 FA_PREFETCH(x + (t + 16) * x_stride + j * FA_LANES, FA_HINT_L1);
+        }
         vec xv[FA_ROWS_WIDE];
-        FA_UNROLL for (int j = 0; j < nv; j++)
+        FA_UNROLL
+        for (int j = 0; j < nv; j++)
             xv[j] = tail && j == nv - 1 ? V_LOAD_TAIL(x + t * x_stride + j * FA_LANES, last)
                                         : V_LOADU(x + t * x_stride + j * FA_LANES);
-        FA_UNROLL for (int i = 0; i < ni; i++) {
+        FA_UNROLL
+        for (int i = 0; i < ni; i++) {
             vec b = V_SET1(trans ? w[i * ld + t] : w[t * ld + i]);
-            FA_UNROLL for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+            FA_UNROLL
+            for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
         }
     }
-    FA_UNROLL for (int i = 0; i < ni; i++)
-        FA_UNROLL for (int j = 0; j < nv; j++) {
-            if (tail && j == nv - 1) V_STORE_TAIL(acc + i * acc_stride + j * FA_LANES, last, a[i][j]);
-            else V_STOREU(acc + i * acc_stride + j * FA_LANES, a[i][j]);
+    FA_UNROLL
+    for (int i = 0; i < ni; i++) {
+        FA_UNROLL
+        for (int j = 0; j < nv; j++) {
+            if (tail && j == nv - 1)
+                V_STORE_TAIL(acc + i * acc_stride + j * FA_LANES, last, a[i][j]);
+            else
+                V_STOREU(acc + i * acc_stride + j * FA_LANES, a[i][j]);
         }
+    }
 }
 
 /* Instantiates every (rows, vectors) edge size of the ISA's blocks, and only those: the switch turns
@@ -59,8 +72,10 @@ FA_INLINE void FA_NAME(weighted_rows_block_)(const int ni, const int nv, const i
  * a function of its own, not inlined into the switch: one function holding every size took the
  * instrumented builds' compilers (ASan, libFuzzer's coverage) minutes, as their costs grow faster
  * than a function's length; a call per block of rows is nothing beside the block's FMAs. */
-_Static_assert(FA_ROWS_ROWS <= 6 && FA_ROWS_WIDE <= 8 && FA_ROWS_ROWS >= 2, "the switch lists blocks up to 6 x 8");
-#define FA_ROWS_FITS(NI, NV) (((NI) <= FA_ROWS_ROWS && (NV) <= FA_ROWS_VECS) || ((NI) <= 2 && (NV) <= FA_ROWS_FEW_VECS))
+_Static_assert(FA_ROWS_ROWS <= 6 && FA_ROWS_WIDE <= 8 && FA_ROWS_ROWS >= 2,
+               "the switch lists blocks up to 6 x 8");
+#define FA_ROWS_FITS(NI, NV) \
+    (((NI) <= FA_ROWS_ROWS && (NV) <= FA_ROWS_VECS) || ((NI) <= 2 && (NV) <= FA_ROWS_FEW_VECS))
 #define FA_ROWS_FN(NI, NV, TAIL, TRANS) FA_NAME(rows_block_##NI##_##NV##_##TAIL##_##TRANS##_)
 // clang-format off
 #define FA_ROWS_DEFINE(NI, NV, TAIL, TRANS)                                                                  \
@@ -73,12 +88,14 @@ _Static_assert(FA_ROWS_ROWS <= 6 && FA_ROWS_WIDE <= 8 && FA_ROWS_ROWS >= 2, "the
                                           acc_stride, prefetch);                                             \
     }
 #define FA_ROWS_DEFINE_TAILS(NI, NV, TRANS) FA_ROWS_DEFINE(NI, NV, 0, TRANS) FA_ROWS_DEFINE(NI, NV, 1, TRANS)
-#define FA_ROWS_DEFINE_ROWS(NI, TRANS)                                                                       \
-    FA_ROWS_DEFINE_TAILS(NI, 1, TRANS) FA_ROWS_DEFINE_TAILS(NI, 2, TRANS) FA_ROWS_DEFINE_TAILS(NI, 3, TRANS)  \
-    FA_ROWS_DEFINE_TAILS(NI, 4, TRANS) FA_ROWS_DEFINE_TAILS(NI, 5, TRANS) FA_ROWS_DEFINE_TAILS(NI, 6, TRANS)  \
+#define FA_ROWS_DEFINE_ROWS(NI, TRANS)                                                             \
+    FA_ROWS_DEFINE_TAILS(NI, 1, TRANS) FA_ROWS_DEFINE_TAILS(NI, 2, TRANS) FA_ROWS_DEFINE_TAILS(NI, \
+        3, TRANS)                                                                                  \
+    FA_ROWS_DEFINE_TAILS(NI, 4, TRANS) FA_ROWS_DEFINE_TAILS(NI, 5, TRANS) FA_ROWS_DEFINE_TAILS(NI, \
+        6, TRANS)                                                                                  \
     FA_ROWS_DEFINE_TAILS(NI, 7, TRANS) FA_ROWS_DEFINE_TAILS(NI, 8, TRANS)
-#define FA_ROWS_DEFINE_ALL(TRANS)                                                                            \
-    FA_ROWS_DEFINE_ROWS(1, TRANS) FA_ROWS_DEFINE_ROWS(2, TRANS) FA_ROWS_DEFINE_ROWS(3, TRANS)                 \
+#define FA_ROWS_DEFINE_ALL(TRANS)                                                             \
+    FA_ROWS_DEFINE_ROWS(1, TRANS) FA_ROWS_DEFINE_ROWS(2, TRANS) FA_ROWS_DEFINE_ROWS(3, TRANS) \
     FA_ROWS_DEFINE_ROWS(4, TRANS) FA_ROWS_DEFINE_ROWS(5, TRANS) FA_ROWS_DEFINE_ROWS(6, TRANS)
 FA_ROWS_DEFINE_ALL(0)
 FA_ROWS_DEFINE_ALL(1)

@@ -4,10 +4,10 @@
  * plain, so nothing here runs an SVE instruction before the check. */
 #include "kernels/sve/sve.h"
 
-#define FA_SVE_TABLE(bits)                                                                                   \
-    const fa_kernels fa_kernels_sve##bits = {.name = "sve",                                                  \
-                                             .requires = FA_CPU_ASIMD | FA_CPU_SVE | FA_CPU_SVE_VL##bits,    \
-                                             .f32 = &fa_sve##bits##_kernels_f32,                             \
+#define FA_SVE_TABLE(bits)                                                                                \
+    const fa_kernels fa_kernels_sve##bits = {.name = "sve",                                               \
+                                             .requires = FA_CPU_ASIMD | FA_CPU_SVE | FA_CPU_SVE_VL##bits, \
+                                             .f32 = &fa_sve##bits##_kernels_f32,                          \
                                              .f64 = &fa_sve##bits##_kernels_f64};
 FA_SVE_TABLE(128)
 FA_SVE_TABLE(256)

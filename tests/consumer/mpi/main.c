@@ -17,14 +17,14 @@ enum { B = 1, HQ = 4, HKV = 2, D = 16, CHUNK = 5 };
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            failures++;                                                                                      \
-            fprintf(stderr, "FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__);                               \
-            fprintf(stderr, __VA_ARGS__);                                                                    \
-            fputc('\n', stderr);                                                                             \
-        }                                                                                                    \
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            failures++;                                                        \
+            fprintf(stderr, "FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+        }                                                                      \
     } while (0)
 
 /* Global position of local row i of rank r under FA_MPI_ZIGZAG: chunk r, then chunk 2P-1-r. */
@@ -94,8 +94,10 @@ int main(int argc, char **argv)
         take_shard(ref_lse, HQ, n, 1, rank, p, ref_lse_s);
     }
     if (s == FA_OK) {
-        fa_tensor tq = fa_tensor_bhsd(qs, FA_F64, B, HQ, ns, D), tk = fa_tensor_bhsd(ks, FA_F64, B, HKV, ns, D);
-        fa_tensor tv = fa_tensor_bhsd(vs, FA_F64, B, HKV, ns, D), to = fa_tensor_bhsd(out, FA_F64, B, HQ, ns, D);
+        fa_tensor tq = fa_tensor_bhsd(qs, FA_F64, B, HQ, ns, D),
+                  tk = fa_tensor_bhsd(ks, FA_F64, B, HKV, ns, D);
+        fa_tensor tv = fa_tensor_bhsd(vs, FA_F64, B, HKV, ns, D),
+                  to = fa_tensor_bhsd(out, FA_F64, B, HQ, ns, D);
         s = fa_mpi_forward(MPI_COMM_WORLD, FA_MPI_ZIGZAG, ctx, &prm, &tq, &tk, &tv, &to, lse);
         CHECK(s == FA_OK, "fa_mpi_forward: %s: %s", fa_status_str(s), fa_last_error());
     }
@@ -111,11 +113,13 @@ int main(int argc, char **argv)
             lse_err = fmax(lse_err, fabs(lse[i] - ref_lse_s[i]) / (1.0 + fabs(ref_lse_s[i])));
         }
         CHECK(finite, "fa_mpi_forward wrote a non-finite output or lse");
-        CHECK(err <= 1e-12 && lse_err <= 1e-12, "error %.3g (lse %.3g) against fa_forward > 1e-12", err, lse_err);
+        CHECK(err <= 1e-12 && lse_err <= 1e-12, "error %.3g (lse %.3g) against fa_forward > 1e-12", err,
+              lse_err);
         if (rank == 0)
-            printf("flashattn %s: fa_mpi_forward, %d ranks, ZIGZAG, causal, N = %d: max error %.3g (lse %.3g) "
-                   "against fa_forward on rank 0\n",
-                   fa_version(), p, n, err, lse_err);
+            printf(
+                "flashattn %s: fa_mpi_forward, %d ranks, ZIGZAG, causal, N = %d: max error %.3g (lse %.3g) "
+                "against fa_forward on rank 0\n",
+                fa_version(), p, n, err, lse_err);
     }
 
     int all_failures = 0;

@@ -52,18 +52,18 @@ void shim_fail(int fatal, const char *file, int line, const char *expr, const ch
 void shim_skip(const char *fmt, ...);
 void shim_log(const char *tag, const char *fmt, ...);
 
-#define Test(suite, name, ...)                                                                               \
-    static void shim_test_##suite##_##name(void);                                                            \
-    __attribute__((constructor)) static void shim_register_##suite##_##name(void)                            \
-    {                                                                                                        \
-        shim_register(#suite, #name, shim_test_##suite##_##name,                                             \
-                      (shim_test_opts){.shim_first_ = 0, __VA_ARGS__});                                      \
-    }                                                                                                        \
+#define Test(suite, name, ...)                                                    \
+    static void shim_test_##suite##_##name(void);                                 \
+    __attribute__((constructor)) static void shim_register_##suite##_##name(void) \
+    {                                                                             \
+        shim_register(#suite, #name, shim_test_##suite##_##name,                  \
+                      (shim_test_opts){.shim_first_ = 0, __VA_ARGS__});           \
+    }                                                                             \
     static void shim_test_##suite##_##name(void)
 
-#define SHIM_CHECK_(fatal, cond, expr, ...)                                                                  \
-    do {                                                                                                     \
-        if (!(cond)) shim_fail(fatal, __FILE__, __LINE__, expr, "" __VA_ARGS__);                             \
+#define SHIM_CHECK_(fatal, cond, expr, ...)                                      \
+    do {                                                                         \
+        if (!(cond)) shim_fail(fatal, __FILE__, __LINE__, expr, "" __VA_ARGS__); \
     } while (0)
 
 #define cr_assert(cond, ...)     SHIM_CHECK_(1, cond, #cond, __VA_ARGS__)
@@ -106,13 +106,13 @@ void shim_log(const char *tag, const char *fmt, ...);
 void cr_redirect_stdout(void);
 void cr_redirect_stderr(void);
 int shim_stream_equals(int fd, const char *want);
-#define cr_expect_stdout_eq_str(s, ...)                                                                      \
+#define cr_expect_stdout_eq_str(s, ...) \
     SHIM_CHECK_(0, shim_stream_equals(1, s), "stdout equals " #s, __VA_ARGS__)
-#define cr_assert_stdout_eq_str(s, ...)                                                                      \
+#define cr_assert_stdout_eq_str(s, ...) \
     SHIM_CHECK_(1, shim_stream_equals(1, s), "stdout equals " #s, __VA_ARGS__)
-#define cr_expect_stderr_eq_str(s, ...)                                                                      \
+#define cr_expect_stderr_eq_str(s, ...) \
     SHIM_CHECK_(0, shim_stream_equals(2, s), "stderr equals " #s, __VA_ARGS__)
-#define cr_assert_stderr_eq_str(s, ...)                                                                      \
+#define cr_assert_stderr_eq_str(s, ...) \
     SHIM_CHECK_(1, shim_stream_equals(2, s), "stderr equals " #s, __VA_ARGS__)
 
 #endif
