@@ -438,11 +438,10 @@ typedef struct {
 /** Every field at its default: scale 0 (1/sqrt(D)), no mask, no window, no softcap, no ALiBi, no
  *  bias, no sinks, no dsinks, no sequences, no shift, no scales, no dbias, no dropout. (The header
  *  owns this order: outside it, set fields by name.) */
-#define FA_PARAMS_INIT                                                                                    \
-    {                                                                                                     \
-        sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, \
-            NULL, 0.0, 0, 0                                                                               \
-    }
+/* clang-format off */
+#define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, \
+                        0, NULL, NULL, NULL, 0.0, 0, 0}
+/* clang-format on */
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
  *  library does not know) and sets struct_size = size. Writes exactly `size` bytes; nothing when p is

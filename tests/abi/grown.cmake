@@ -23,11 +23,12 @@ endfunction()
 foreach(_fa_struct fa_params fa_context_opts fa_seqs fa_stats)
   _fa_grow("} ${_fa_struct};" "    uint64_t abi_grown; /* tests/abi: a field of a later version */\n} ${_fa_struct};")
 endforeach()
-# Each initialiser is one line ending in "}": its value for the new field is 0.
+# Each initialiser is "#define NAME {...}" (on one line, or continued with backslashes; no "}" inside
+# the braces): its value for the new field is 0.
 foreach(_fa_macro FA_PARAMS_INIT FA_CONTEXT_OPTS_INIT FA_SEQS_INIT FA_STATS_INIT)
-  string(REGEX MATCH "#define ${_fa_macro} {[^\n]*}" _fa_line "${_fa_h}")
+  string(REGEX MATCH "#define ${_fa_macro} {[^}]*}" _fa_line "${_fa_h}")
   if(NOT _fa_line)
-    message(FATAL_ERROR "tests/abi/grown.cmake: no one-line #define ${_fa_macro} {...} in include/flashattn.h")
+    message(FATAL_ERROR "tests/abi/grown.cmake: no #define ${_fa_macro} {...} in include/flashattn.h")
   endif()
   string(REGEX REPLACE "}$" ", 0}" _fa_grown_line "${_fa_line}")
   _fa_grow("${_fa_line}" "${_fa_grown_line}")
