@@ -316,6 +316,10 @@ def _bwd_impl(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor],
         dsinks.zero_()
     part = dsinks.new_empty(dsinks.shape) if want_dsinks else None
     for b, (qb, kb, vb, ob, lb, dest, ab, _) in enumerate(_sequence_calls(q, k, v, out, lse, s, alibi)):
+        if qb.size(1) == 0:  # no query rows: zero key gradients, and no call (its lse would be NULL)
+            _key_rows(dk, k, s, b).zero_()
+            _key_rows(dv, v, s, b).zero_()
+            continue
         if dest is not None:  # packed queries: this sequence's lse rows, contiguous
             lb.copy_(dest.unsqueeze(0))
         sl = _sequence_rows(q, s, b)
