@@ -249,12 +249,12 @@ static int read_array(PyObject *t, const char *name, int want, int64_t count, vo
     }
     int64_t n = 1;
     for (int i = 0; i < ti.ndim; i++) n *= ti.size[i];
-    for (int64_t i = ti.ndim - 1, want = 1; i >= 0 && n > 0; i--) { /* an empty array has no layout */
-        if (ti.size[i] != 1 && ti.stride[i] != want) {
+    for (int64_t i = ti.ndim - 1, dense = 1; i >= 0 && n > 0; i--) { /* an empty array has no layout */
+        if (ti.size[i] != 1 && ti.stride[i] != dense) {
             PyErr_Format(PyExc_ValueError, "flashattn: %s must be contiguous", name);
             return -1;
         }
-        want *= ti.size[i];
+        dense *= ti.size[i];
     }
     if (count >= 0 && n != count) {
         PyErr_Format(PyExc_ValueError, "flashattn: %s has %lld elements; expected %lld", name, (long long)n,
