@@ -236,6 +236,20 @@ static void dropout_offset_differs(call *c, const mt_local *l, const mt_global *
     if (faulty) c->p.dropout_offset = 6;
 }
 
+static void dropout_row0_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_row0 = 7;
+}
+
+static void dropout_key0_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_key0 = 9;
+}
+
 static void dropout_row0_negative(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
     (void)l, (void)g;
@@ -366,6 +380,34 @@ static void shift_differs(call *c, const mt_local *l, const mt_global *g, int fa
     if (faulty) c->p.diagonal_shift += 1;
 }
 
+static void window_right_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.window_right = c->p.window_right >= 0 ? c->p.window_right + 1 : 5;
+}
+
+/* ALiBi on every rank but the faulty one */
+static void alibi_only_on_some(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l;
+    c->p.alibi_slopes = faulty ? NULL : g->slopes;
+}
+
+/* the bias on every rank but the faulty one */
+static void bias_only_on_some(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.bias = NULL;
+}
+
+/* the faulty rank's layout ZIGZAG, the others' CONTIGUOUS (equal even shards: valid either way) */
+static void layout_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    c->p.bias = NULL;
+    if (faulty) c->layout = FA_MPI_ZIGZAG;
+}
+
 /* sinks on every rank but the faulty one (which also drops dsinks: that is not what is refused) */
 static void sinks_only_on_some(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
@@ -392,6 +434,10 @@ static const refusal refusals[] = {
     {"window-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, window_differs},
     {"diagonal-shift-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, shift_differs},
     {"sinks-missing-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, sinks_only_on_some},
+    {"window-right-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, window_right_differs},
+    {"alibi-missing-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, alibi_only_on_some},
+    {"bias-missing-on-first-rank", 0, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, bias_only_on_some},
+    {"layout-differs-on-last-rank", 0, WHO_LAST, 2, 1, 1, FA_ERR_ARG, layout_differs},
     {"backward-causal-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_ARG, causal_differs},
     {"backward-scale-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_ARG, scale_differs},
     {"backward-dtype-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_DTYPE, dtype_differs},
@@ -417,6 +463,8 @@ static const refusal refusals[] = {
     {"dropout-seed-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, dropout_seed_differs},
     {"dropout-p-differs-on-first-rank", 0, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, dropout_p_differs},
     {"dropout-offset-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, dropout_offset_differs},
+    {"dropout-row0-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, dropout_row0_differs},
+    {"dropout-key0-differs-on-first-rank", 0, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, dropout_key0_differs},
     {"dropout-row0-negative-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_ARG, dropout_row0_negative},
     {"bf16-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_DTYPE, half_everywhere},
     {"quantized-cache", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, quantized_cache},
@@ -579,6 +627,8 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
                  {dropout_p_differs, "p.dropout_p"},
                  {dropout_offset_differs, "p.dropout_offset"},
                  {dropout_row0_negative, "p.dropout_row0"},
+                 {dropout_row0_differs, "p.dropout_row0"},
+                 {dropout_key0_differs, "p.dropout_key0"},
                  {quantized_cache, "quantized"},
                  {half_cache, "f32 queries over a half"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
