@@ -7,11 +7,12 @@
  *   (ref_forward_dropout, ref_backward_dropout), f64 within 1e-12, under causal masks, windows,
  *   softcap, ALiBi, bias, sinks, GQA, split-KV decode shapes and several block sizes (a keep that
  *   differs anywhere moves an output by a probability, far beyond the tolerance: the mask is the
- *   same at every block size and split);
+ *   same at every block size and split), also for a call whose rows and keys sit further on in a
+ *   longer sequence (dropout_row0, dropout_key0: the mask's rows and keys from there);
  * - the outputs are bitwise identical at 1..4 threads, and a packed batch gives each sequence the
  *   bytes of a dense call of it alone with dropout_offset + b·Hq (its stream);
  * - dropout_p = 0 gives the bytes of a call without dropout, whatever the seed and offset;
- * - a bad dropout_p is refused by every call that reads it, naming p.dropout_p, nothing written.
+ * - a bad dropout_p or origin is refused by every call that reads it, naming it, nothing written.
  * (The finite differences of the backward with dropout are in test_backward_finite_diff.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -120,14 +121,15 @@ Test(dropout, mask_is_all_kept_at_p_zero_and_a_tile_is_the_whole_mask_cut)
     free(all);
 }
 
-/* The keep flags [B][Hq][Nq][Nk] of a dense problem. */
+/* The keep flags [B][Hq][Nq][Nk] of a dense problem: the mask's rows from p->dropout_row0 and keys from
+ * p->dropout_key0, where the header says the call's rows and keys sit. */
 static uint8_t *keep_of(const fa_params *p, const fa_tensor *q, const fa_tensor *k)
 {
     const int64_t per = q->seq * k->seq;
     uint8_t *keep = malloc((size_t)(q->batch * q->heads * per) + 1);
     for (int64_t b = 0; b < q->batch; b++)
         for (int64_t h = 0; h < q->heads; h++)
-            cr_assert_eq(fa_dropout_mask(p, q->heads, b, h, 0, 0, q->seq, k->seq,
+            cr_assert_eq(fa_dropout_mask(p, q->heads, b, h, p->dropout_row0, p->dropout_key0, q->seq, k->seq,
                                          keep + (b * q->heads + h) * per, k->seq),
                          FA_OK, "%s", fa_last_error());
     return keep;
@@ -140,16 +142,22 @@ typedef struct {
     int64_t window_left, window_right;
     double softcap;
     int alibi, sinks, bias;
+    int origins; /* dropout_row0 and dropout_key0 set (a block of a longer sequence) */
 } oracle_case;
 
 static const oracle_case cases[] = {
-    {"plain", 2, 2, 2, 37, 45, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0},
-    {"causal GQA Dv != D", 1, 4, 2, 50, 50, 8, 12, FA_CAUSAL_TOP_LEFT, -1, -1, 0, 0, 0, 0},
-    {"bottom-right window softcap", 2, 2, 1, 21, 70, 16, 8, FA_CAUSAL_BOTTOM_RIGHT, 9, -1, 5.0, 0, 0, 0},
-    {"ALiBi, sinks, bias", 1, 3, 3, 33, 40, 12, 12, FA_CAUSAL_NONE, 7, 4, 0, 1, 1, 1},
-    {"decode: split keys", 2, 4, 1, 1, 600, 16, 16, FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0, 0, 1, 0},
-    {"two rows of a long cache", 1, 2, 2, 2, 999, 8, 8, FA_CAUSAL_NONE, -1, -1, 0, 1, 0, 0},
-    {"GQA decode step", 2, 8, 2, 1, 300, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0},
+    {"plain", 2, 2, 2, 37, 45, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0, 0},
+    {"plain, rows and keys of a longer sequence", 2, 2, 2, 37, 45, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0,
+     1},
+    {"causal GQA Dv != D", 1, 4, 2, 50, 50, 8, 12, FA_CAUSAL_TOP_LEFT, -1, -1, 0, 0, 0, 0, 0},
+    {"causal GQA, rows and keys of a longer sequence", 1, 4, 2, 50, 50, 8, 12, FA_CAUSAL_TOP_LEFT, -1, -1, 0,
+     0, 0, 0, 1},
+    {"bottom-right window softcap", 2, 2, 1, 21, 70, 16, 8, FA_CAUSAL_BOTTOM_RIGHT, 9, -1, 5.0, 0, 0, 0, 0},
+    {"ALiBi, sinks, bias", 1, 3, 3, 33, 40, 12, 12, FA_CAUSAL_NONE, 7, 4, 0, 1, 1, 1, 0},
+    {"decode: split keys, keys of a longer sequence", 2, 4, 1, 1, 600, 16, 16, FA_CAUSAL_BOTTOM_RIGHT, -1, -1,
+     0, 0, 1, 0, 1},
+    {"two rows of a long cache", 1, 2, 2, 2, 999, 8, 8, FA_CAUSAL_NONE, -1, -1, 0, 1, 0, 0, 0},
+    {"GQA decode step", 2, 8, 2, 1, 300, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0, 0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -183,6 +191,10 @@ static fa_params params_of(const oracle_case *c, case_inputs *in, tu_rng *rng, d
     p.dropout_p = dropout;
     p.dropout_seed = tu_rng_next(rng);
     p.dropout_offset = tu_rng_next(rng);
+    if (c->origins) { /* a block of a longer sequence, its keys not on a multiple of 4 */
+        p.dropout_row0 = 1000 + (int64_t)(tu_rng_next(rng) % 4096);
+        p.dropout_key0 = 4 * (int64_t)(tu_rng_next(rng) % 1024) + 1 + (int64_t)(tu_rng_next(rng) % 3);
+    }
     return p;
 }
 
@@ -418,6 +430,53 @@ Test(dropout, a_bad_dropout_p_is_refused_with_nothing_written)
         cr_expect(strstr(fa_last_error(), "p.dropout_p") != NULL, "fa_dropout_mask: \"%s\"", fa_last_error());
         cr_expect(mask[0] == 7 && mask[3] == 7, "fa_dropout_mask wrote a refused mask");
     }
+    tub_free(&bp);
+}
+
+Test(dropout, bad_origins_are_refused_with_nothing_written)
+{
+    /* negative: FA_ERR_ARG (with or without dropout); past the counter's rows or keys: unsupported */
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    tu_shape s = {FA_F32, 1, 2, 2, 9, 11, 8, 8, TU_BHSD};
+    tub_problem bp;
+    tub_make(&bp, &s, &rng, 1.0);
+    const struct {
+        double p;
+        int64_t row0, key0;
+        fa_status want;
+        const char *name;
+    } bad[] = {
+        {0.0, -1, 0, FA_ERR_ARG, "p.dropout_row0"},
+        {0.5, 0, -5, FA_ERR_ARG, "p.dropout_key0"},
+        {0.5, ((int64_t)1 << 32) - 8, 0, FA_ERR_UNSUPPORTED, "p.dropout_row0"},
+        {0.5, 0, ((int64_t)1 << 34) - 10, FA_ERR_UNSUPPORTED, "p.dropout_key0"},
+        {0.5, INT64_MAX, 0, FA_ERR_UNSUPPORTED, "p.dropout_row0"},
+    };
+    for (size_t x = 0; x < sizeof bad / sizeof *bad; x++) {
+        fa_params p = FA_PARAMS_INIT;
+        p.dropout_p = bad[x].p;
+        p.dropout_row0 = bad[x].row0;
+        p.dropout_key0 = bad[x].key0;
+        tu_problem_fill_canary(&bp.fw);
+        tub_fill_grad_canary(&bp);
+        const fa_status st[4] = {tub_forward(NULL, &p, &bp), tub_backward(NULL, &p, &bp),
+                                 fa_forward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, bp.fw.lse),
+                                 fa_backward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, &bp.dout,
+                                                   bp.fw.lse, &bp.grad[0], &bp.grad[1], &bp.grad[2])};
+        for (int c = 0; c < 4; c++)
+            cr_expect_eq(st[c], bad[x].want, "case %zu, call %d: status %d", x, c, st[c]);
+        cr_expect(strstr(fa_last_error(), bad[x].name) != NULL, "case %zu: \"%s\"", x, fa_last_error());
+        const unsigned char *o = tu_buf_data(&bp.fw.out_buf);
+        int untouched = 1;
+        for (size_t y = 0; y < bp.fw.out_buf.bytes; y++) untouched &= o[y] == TU_CANARY;
+        cr_expect(untouched && tub_grads_only_defined_written(&bp), "case %zu: an output written", x);
+    }
+    /* the last row and key the counter holds are fine */
+    fa_params p = FA_PARAMS_INIT;
+    p.dropout_p = 0.5;
+    p.dropout_row0 = ((int64_t)1 << 32) - 9;
+    p.dropout_key0 = ((int64_t)1 << 34) - 11;
+    cr_expect_eq(tub_forward(NULL, &p, &bp), FA_OK, "%s", fa_last_error());
     tub_free(&bp);
 }
 

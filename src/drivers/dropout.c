@@ -58,6 +58,7 @@ static fa_dropout_stream stream_of_problem(const fa_problem *p, int64_t batch, i
     {                                                                                                        \
         const fa_dropout_stream st = stream_of_problem(p, batch, q_head);                                    \
         const T kept = (T)(1.0 / (1.0 - p->dropout_p));                                                      \
+        row0 += p->dropout_row0, col0 += p->dropout_key0; /* the mask's indices (problem.h) */               \
         for (int64_t r0 = 0; r0 < rows; r0 += FA_PHILOX_LANES) {                                             \
             const int n = rows - r0 < FA_PHILOX_LANES ? (int)(rows - r0) : FA_PHILOX_LANES;                  \
             for (int64_t g = col0 >> 2; g <= (col0 + cols - 1) >> 2; g++) {                                  \
@@ -84,6 +85,7 @@ static fa_dropout_stream stream_of_problem(const fa_problem *p, int64_t batch, i
     {                                                                                                        \
         const fa_dropout_stream st = stream_of_problem(p, batch, q_head);                                    \
         const T kept = (T)(1.0 / (1.0 - p->dropout_p));                                                      \
+        row0 += p->dropout_row0, col0 += p->dropout_key0; /* the mask's indices (problem.h) */               \
         for (int64_t r0 = 0; r0 < rows; r0 += FA_PHILOX_LANES) {                                             \
             const int n = rows - r0 < FA_PHILOX_LANES ? (int)(rows - r0) : FA_PHILOX_LANES;                  \
             for (int64_t g = col0 >> 2; g <= (col0 + cols - 1) >> 2; g++) {                                  \
@@ -147,6 +149,7 @@ FA_AVX512 static void probs_avx512_f32(const fa_problem *p, int64_t batch, int64
 {
     const fa_dropout_stream st = stream_of_problem(p, batch, q_head);
     const __m512 kept = _mm512_set1_ps((float)(1.0 / (1.0 - p->dropout_p)));
+    row0 += p->dropout_row0, col0 += p->dropout_key0; /* the mask's indices (problem.h) */
     for (int64_t r0 = 0; r0 < rows; r0 += FA_PHILOX_LANES) {
         const __mmask16 real = (__mmask16)(rows - r0 >= 16 ? 0xFFFFu : (1u << (rows - r0)) - 1u);
         for (int64_t g = col0 >> 2; g <= (col0 + cols - 1) >> 2; g++) {
@@ -169,6 +172,7 @@ FA_AVX512 static void score_grad_avx512_f32(const fa_problem *p, int64_t batch, 
 {
     const fa_dropout_stream st = stream_of_problem(p, batch, q_head);
     const __m512 kept = _mm512_set1_ps((float)(1.0 / (1.0 - p->dropout_p)));
+    row0 += p->dropout_row0, col0 += p->dropout_key0; /* the mask's indices (problem.h) */
     for (int64_t r0 = 0; r0 < rows; r0 += FA_PHILOX_LANES) {
         const __mmask16 real = (__mmask16)(rows - r0 >= 16 ? 0xFFFFu : (1u << (rows - r0)) - 1u);
         const __m512 d = _mm512_maskz_loadu_ps(real, delta + r0);
