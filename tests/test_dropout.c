@@ -22,6 +22,7 @@
 
 #include "drivers/dropout.h"
 #include "kernels/philox.h"
+#include "runtime/dispatch.h"
 #include "reference_backward.h"
 #include "seqs_util.h"
 #include "util.h"
@@ -512,36 +513,56 @@ Test(dropout, fa_dropout_mask_refuses_bad_indices_with_nothing_written)
                  FA_OK, "%s", fa_last_error());
 }
 
-Test(dropout, tile_loops_give_the_portable_loops_bits)
+/* One table's dropout operations of type T against ref's on the same tile and stream. */
+#define FA_DROPOUT_TILES_AGREE(T, SFX)                                                               \
+    static int tiles_agree_##SFX(const fa_kernels_##SFX *k, const fa_kernels_##SFX *ref,             \
+                                 const fa_dropout_stream *st, int64_t rows, int64_t j0, tu_rng *rng) \
+    {                                                                                                \
+        enum { LD = 48, COLS = 29 };                                                                 \
+        T a[COLS * LD], b[COLS * LD], da[COLS * LD], db[COLS * LD], delta[LD];                       \
+        for (int e = 0; e < COLS * LD; e++) {                                                        \
+            a[e] = b[e] = (T)tu_rng_uniform(rng, 0.0, 1.0);                                          \
+            da[e] = db[e] = (T)tu_rng_uniform(rng, -1.0, 1.0);                                       \
+        }                                                                                            \
+        for (int r = 0; r < LD; r++) delta[r] = (T)tu_rng_uniform(rng, -1.0, 1.0);                   \
+        const T kept = (T)1.7;                                                                       \
+        k->dropout_probs(st, 40, rows, j0, COLS, kept, a, LD);                                       \
+        ref->dropout_probs(st, 40, rows, j0, COLS, kept, b, LD);                                     \
+        int same = memcmp(a, b, sizeof a) == 0;                                                      \
+        k->dropout_score_grad(st, 40, rows, j0, COLS, kept, a, da, delta, LD);                       \
+        ref->dropout_score_grad(st, 40, rows, j0, COLS, kept, b, db, delta, LD);                     \
+        return same && memcmp(a, b, sizeof a) == 0 && memcmp(da, db, sizeof da) == 0;                \
+    }
+FA_DROPOUT_TILES_AGREE(float, f32)
+FA_DROPOUT_TILES_AGREE(double, f64)
+
+Test(dropout, every_tables_tile_operations_give_refs_bits)
 {
-    /* the calls the drivers make pick the AVX-512 loops where the CPU has them: the same bits as the
-     * portable ones, at every row and column residue and threshold */
-    enum { LD = 48, COLS = 29 };
+    /* each table this CPU runs (its own operations, or ref's where it has none: what the drivers
+     * call) at every row and key residue and threshold, against ref's */
+    static const char *const tables[] = {"avx2", "avx512", "avx512_bf16", "amx", "neon", "neon_bf16", "sve"};
     static const double ps[] = {0.3, 0.999, 1e-12, 1e-17}; /* 1e-17: 1 - p is 1, t = 2^32 */
+    const fa_kernels *ref = fa_kernels_named("ref");
     tu_rng rng = tu_rng_make(tu_test_seed());
-    for (size_t x = 0; x < sizeof ps / sizeof *ps; x++)
-        for (int64_t rows = 1; rows <= LD; rows += 5)
-            for (int64_t col0 = 0; col0 < 6; col0++) {
-                fa_problem p;
-                memset(&p, 0, sizeof p);
-                p.dropout_p = ps[x];
-                p.dropout_seed = tu_rng_next(&rng);
-                p.dropout_offset = tu_rng_next(&rng);
-                p.dropout_heads = 3;
-                p.dropout_batch0 = 1;
-                float a[COLS * LD], b[COLS * LD], da[COLS * LD], db[COLS * LD], delta[LD];
-                for (int e = 0; e < COLS * LD; e++) {
-                    a[e] = b[e] = (float)tu_rng_uniform(&rng, 0.0, 1.0);
-                    da[e] = db[e] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
+    int ran = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
+        const fa_kernels *table = fa_kernels_named(tables[t]);
+        if (!table || !fa_kernels_cpu_runs(table)) continue;
+        fa_kernels_resolved k;
+        fa_kernels_resolve(table, &k);
+        ran++;
+        for (size_t x = 0; x < sizeof ps / sizeof *ps; x++)
+            for (int64_t rows = 1; rows <= 48; rows += 5)
+                for (int64_t j0 = 0; j0 < 6; j0++) {
+                    const fa_dropout_stream st =
+                        fa_dropout_stream_of(tu_rng_next(&rng), tu_rng_next(&rng), ps[x], 3, 1, 2);
+                    cr_expect(tiles_agree_f32(&k.f32, ref->f32, &st, rows, j0, &rng),
+                              "%s f32: p %g, rows %lld, j0 %lld", tables[t], ps[x], (long long)rows,
+                              (long long)j0);
+                    cr_expect(tiles_agree_f64(&k.f64, ref->f64, &st, rows, j0, &rng),
+                              "%s f64: p %g, rows %lld, j0 %lld", tables[t], ps[x], (long long)rows,
+                              (long long)j0);
                 }
-                for (int r = 0; r < LD; r++) delta[r] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
-                fa_dropout_probs_f32(&p, 2, 1, 40, rows, col0, COLS, a, LD);
-                fa_dropout_probs_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, LD);
-                cr_expect(memcmp(a, b, sizeof a) == 0, "probs: p %g, rows %lld, col0 %lld", ps[x],
-                          (long long)rows, (long long)col0);
-                fa_dropout_score_grad_f32(&p, 2, 1, 40, rows, col0, COLS, a, da, delta, LD);
-                fa_dropout_score_grad_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, db, delta, LD);
-                cr_expect(memcmp(a, b, sizeof a) == 0 && memcmp(da, db, sizeof da) == 0,
-                          "score_grad: p %g, rows %lld, col0 %lld", ps[x], (long long)rows, (long long)col0);
-            }
+    }
+    cr_log_info("dropout tiles: %d tables against ref", ran);
 }
