@@ -30,11 +30,13 @@ static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2
                           8,
                           elem,
                           0,
-                          0};
+                          0,
+                          1};
     return in;
 }
 
-/* The rule every row but Intel's forward takes: K, V and score tiles in 3/4 of L2. */
+/* The rule every row but Intel's forward takes: K, V and score tiles in 3/4 of L2 (a score tile of
+ * one step: the forward's blocks are at most FA_FLOAT_BLOCK_ROWS rows, whatever the item's width). */
 static int64_t l2_rule(const fa_block_inputs *in, int64_t max)
 {
     size_t l2 = in->l2 ? in->l2 : (size_t)1 << 20;
@@ -171,8 +173,9 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     fa_stats st = FA_STATS_INIT;
     fa_context_stats(ctx, &st);
     fa_cpu_model cpu = fa_cpu_identify();
-    fa_block_inputs in = {cpu, st.isa, fa_topology_caches(ctx->topology).l2, D, D, 64, N, 1, sizeof(float),
-                          0,   0};
+    fa_block_inputs in = {
+        cpu, st.isa,        fa_topology_caches(ctx->topology).l2, D, D, 64, N, 1, sizeof(float), 0,
+        0,   st.num_threads};
     int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
     cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
                  in.l2);
@@ -180,4 +183,84 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
         cr_expect_eq(st.block_k, 64, "Intel, %s: 64-key forward tiles", st.isa);
     fa_context_destroy(ctx);
     free(x), free(o);
+}
+
+/* Wide items leave FA_ITEMS_PER_THREAD items per thread besides FA_SPLIT_TARGET_ITEMS: the width
+ * follows the team (B1 H8 N4096: 256 rows up to 32 threads, 128 at 64, 64 rows from 65), and the
+ * key tile does not (one step's block is 64 rows at every width). */
+Test(block_sizes, wide_items_follow_the_thread_count_and_key_tiles_do_not)
+{
+    static const struct {
+        int threads;
+        int64_t want;
+    } rows[] = {{1, 256}, {2, 256}, {32, 256}, {33, 128}, {64, 128}, {65, 64}, {256, 64}};
+    static const fa_cpu_vendor vendors[] = {FA_CPU_INTEL, FA_CPU_AMD};
+    for (size_t v = 0; v < 2; v++)
+        for (int64_t d = 32; d <= 256; d *= 2) {
+            int64_t bk_first = -1;
+            for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+                fa_block_inputs in = inputs(vendors[v], "avx512", (size_t)1 << 20, d, sizeof(float), 4096);
+                in.threads = rows[r].threads;
+                in.block_q = fa_block_q_automatic(FA_PASS_FORWARD, &in);
+                cr_expect_eq(in.block_q, rows[r].want, "vendor %d, D %lld, %d threads: %lld rows",
+                             (int)vendors[v], (long long)d, rows[r].threads, (long long)in.block_q);
+                const int64_t bk = fa_block_k_automatic(FA_PASS_FORWARD, &in);
+                if (bk_first < 0) bk_first = bk;
+                cr_expect_eq(bk, bk_first, "vendor %d, D %lld: %lld keys at %d threads, %lld at 1",
+                             (int)vendors[v], (long long)d, (long long)bk, rows[r].threads,
+                             (long long)bk_first);
+            }
+        }
+    /* AMX's bf16 rows: 512, 256, 128 while FA_SPLIT_TARGET_ITEMS / 2 and 4 per thread remain */
+    fa_block_inputs in = inputs(FA_CPU_INTEL, "amx", (size_t)2 << 20, 64, sizeof(float), 4096);
+    in.pairs = 1;
+    in.threads = 16;
+    cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 512);
+    in.threads = 32;
+    cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 256);
+    in.threads = 256;
+    cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 128);
+}
+
+/* A context of 1 thread and one of 64 (whose items are narrower, above) give the same bytes: an
+ * item's width changes no result. B1 H128 N256 D16 causal: 128 items of 256 rows on 1 thread, of
+ * 128 rows on 64 where the table is avx512's; the same items elsewhere, and the same bytes. */
+Test(block_sizes, items_of_every_width_give_the_same_bytes)
+{
+    enum { H = 128, N = 256, D = 16 };
+    const size_t n = (size_t)H * N * D;
+    float *x = malloc(n * sizeof *x), *o[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    float *lse[2] = {malloc((size_t)H * N * sizeof(float)), malloc((size_t)H * N * sizeof(float))};
+    cr_assert(x && o[0] && o[1] && lse[0] && lse[1]);
+    uint64_t st = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(st >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+    }
+    fa_tensor t = fa_tensor_bhsd(x, FA_F32, 1, H, N, D);
+    fa_params p = FA_PARAMS_INIT;
+    p.causal = FA_CAUSAL_TOP_LEFT;
+    fa_stats stats[2];
+    static const int threads[2] = {1, 64};
+    for (int c = 0; c < 2; c++) {
+        fa_context_opts opts = FA_CONTEXT_OPTS_INIT;
+        opts.num_threads = threads[c];
+        fa_context *ctx = NULL;
+        cr_assert_eq(fa_context_create(&ctx, &opts), FA_OK);
+        fa_tensor out = fa_tensor_bhsd(o[c], FA_F32, 1, H, N, D);
+        cr_assert_eq(fa_forward(ctx, &p, &t, &t, &t, &out, lse[c]), FA_OK, "%s", fa_last_error());
+        stats[c] = (fa_stats)FA_STATS_INIT;
+        fa_context_stats(ctx, &stats[c]);
+        fa_context_destroy(ctx);
+    }
+    if (strcmp(stats[0].isa, "avx512") == 0 || strcmp(stats[0].isa, "avx512_bf16") == 0 ||
+        strcmp(stats[0].isa, "amx") == 0)
+        cr_expect(stats[0].block_q == 256 && stats[1].block_q == 128, "%s: %d rows on 1 thread, %d on 64",
+                  stats[0].isa, stats[0].block_q, stats[1].block_q);
+    cr_expect_eq(stats[0].block_k, stats[1].block_k, "key tiles %d and %d", stats[0].block_k,
+                 stats[1].block_k);
+    cr_expect(memcmp(o[0], o[1], n * sizeof(float)) == 0, "out differs between 1 and 64 threads");
+    cr_expect(memcmp(lse[0], lse[1], (size_t)H * N * sizeof(float)) == 0,
+              "lse differs between 1 and 64 threads");
+    free(x), free(o[0]), free(o[1]), free(lse[0]), free(lse[1]);
 }

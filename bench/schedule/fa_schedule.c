@@ -158,14 +158,15 @@ static fa_context *context_of(int threads)
     return ctx;
 }
 
-static int list_items(const call *c, item_list *l)
+// The items of a call on a context of `threads` threads (wide items follow the team's size).
+static int list_items(const call *c, item_list *l, int threads)
 {
     static const char name[] = "fa-schedule";
     fa_params_copy copy;
     fa_problem prob;
     fa_status st = fa_params_read(name, &c->params, &copy);
     if (st == FA_OK) st = fa_validate_forward(name, &copy.p, &c->tq, &c->tk, &c->tv, &c->tout, NULL, &prob);
-    fa_context *ctx = st == FA_OK ? context_of(1) : NULL;
+    fa_context *ctx = st == FA_OK ? context_of(threads) : NULL;
     if (ctx) st = fa_forward_items(ctx, &prob, collect, l);
     fa_context_destroy(ctx);
     if (st != FA_OK || !ctx) {
@@ -265,7 +266,7 @@ static int calibrate_item_cost(int64_t d, int reps, uint64_t seed, double *c_ite
     for (int i = 0; i < 2; i++) {
         call c;
         item_list l = {0};
-        if (call_init(&c, s[i], seed, 1) != 0 || list_items(&c, &l) != 0) return -1;
+        if (call_init(&c, s[i], seed, 1) != 0 || list_items(&c, &l, 1) != 0) return -1;
         t[i] = time_call(&c, 1, reps);
         n[i] = (double)l.count, w[i] = sum_work(&l);
         free(l.item);
@@ -441,7 +442,7 @@ int main(int argc, char **argv)
         shape_label(s, label, sizeof label);
         call c;
         item_list l = {0};
-        if (call_init(&c, s, o.seed, o.calibrate || o.nmeasure > 0) != 0 || list_items(&c, &l) != 0) {
+        if (call_init(&c, s, o.seed, o.calibrate || o.nmeasure > 0) != 0 || list_items(&c, &l, 1) != 0) {
             status = 1;
             break;
         }
@@ -470,14 +471,15 @@ int main(int argc, char **argv)
             if (l.item[i].splits > splits) splits = l.item[i].splits;
             if (l.item[i].run + 1 > runs) runs = l.item[i].run + 1;
         }
-        printf("\n%s: %lld items (%lld attention, %lld merges over up to %lld chunks), %lld team run%s\n",
+        printf("\n%s: %lld items on 1 thread (%lld attention, %lld merges over up to %lld chunks), %lld team "
+               "run%s\n",
                label, (long long)l.count, (long long)phase0, (long long)(l.count - phase0), (long long)splits,
                (long long)runs, runs == 1 ? "" : "s");
         if (o.calibrate)
             printf("  1 thread: %.3f ms; c_item %.2f us, c_work %.4f ns (%.1f GFLOP/s of item work)\n",
                    t1 * 1e3, m.c_item * 1e6, m.c_work * 1e9, 2.0 / m.c_work * 1e-9);
-        printf("  %7s  %10s  %8s  %13s  %11s\n", "threads", "pred eff %", "idle %", "largest item %",
-               "meas eff %");
+        printf("  %7s  %7s  %10s  %8s  %13s  %11s\n", "threads", "items", "pred eff %", "idle %",
+               "largest item %", "meas eff %");
         int all[2 * MAX_LIST], nall = 0;
         for (int i = 0; i < o.nmeasure; i++) all[nall++] = o.measure[i];
         for (int i = 0; i < o.nthreads; i++) {
@@ -485,13 +487,22 @@ int main(int argc, char **argv)
             for (int j = 0; j < nall; j++) seen |= all[j] == o.threads[i];
             if (!seen) all[nall++] = o.threads[i];
         }
-        double largest = 0;
-        for (int64_t i = 0; i < l.count; i++)
-            if (cost_of(&m, &l.item[i]) > largest) largest = cost_of(&m, &l.item[i]);
         double measured_t1 = -1;
         for (int i = 0; i < nall; i++) {
             int t = all[i];
-            double busy, span = simulate(&l, &m, t, &busy), eff = busy / ((double)t * span);
+            item_list lt = {0}; // the items a team of t runs
+            if (list_items(&c, &lt, t) != 0) {
+                status = 1;
+                break;
+            }
+            double largest = 0;
+            int64_t items_t = 0;
+            for (int64_t x = 0; x < lt.count; x++) {
+                if (cost_of(&m, &lt.item[x]) > largest) largest = cost_of(&m, &lt.item[x]);
+                items_t += lt.item[x].phase == 0;
+            }
+            double busy, span = simulate(&lt, &m, t, &busy), eff = busy / ((double)t * span);
+            free(lt.item);
             double meas = -1;
             int measured = 0;
             for (int j = 0; j < o.nmeasure; j++) measured |= o.measure[j] == t;
@@ -509,14 +520,14 @@ int main(int argc, char **argv)
             double share = largest / (busy / (double)t);
             char meas_s[16] = "-";
             if (meas >= 0) snprintf(meas_s, sizeof meas_s, "%.1f", 100 * meas);
-            printf("  %7d  %10.1f  %8.1f  %13.1f  %11s\n", t, 100 * eff, 100 * fmax(0.0, 1 - eff),
-                   100 * share, meas_s);
+            printf("  %7d  %7lld  %10.1f  %8.1f  %13.1f  %11s\n", t, (long long)items_t, 100 * eff,
+                   100 * fmax(0.0, 1 - eff), 100 * share, meas_s);
             if (json) {
                 fprintf(json,
                         "%s  {\"shape\": \"%s\", \"threads\": %d, \"predicted_efficiency\": %.4f, "
                         "\"idle_share\": %.4f, \"items\": %lld, \"merges\": %lld, \"max_splits\": %lld, "
                         "\"largest_item_share\": %.4f, \"measured_efficiency\": ",
-                        rows++ ? ",\n" : "", label, t, eff, fmax(0.0, 1 - eff), (long long)phase0,
+                        rows++ ? ",\n" : "", label, t, eff, fmax(0.0, 1 - eff), (long long)items_t,
                         (long long)(l.count - phase0), (long long)splits, share);
                 if (meas >= 0)
                     fprintf(json, "%.4f", meas);

@@ -6,17 +6,8 @@
 #include <stdint.h>
 
 #include "plan/problem.h"
+#include "plan/schedule.h" /* FA_FLOAT_BLOCK_ROWS, FA_DOT_BLOCK_ROWS */
 #include "runtime/context.h"
-
-/* The most query rows the table's float kernels take at once: an item of more rows runs as query
- * blocks of this many, all of them over one key tile before the next (forward_attend.h), so the
- * tile is read from memory once for the item while each block's score tile stays in L1. A
- * multiple of every padding unit. */
-#define FA_FLOAT_BLOCK_ROWS 64
-
-/* The same on bf16 dot-product units (forward_dot.h): the rows of one query block there, whose
- * packed Vᵀ tile then serves every block of an item. A multiple of 16. */
-#define FA_DOT_BLOCK_ROWS 128
 
 /* The most query items a group walks the key tiles together (forward_attend.h, attend_group_): a
  * decode step's heads of one batch entry, so that a cache stored token by token is read a whole

@@ -69,10 +69,10 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
-static int64_t l2_rule(const fa_block_inputs *in, int64_t max_block_k)
+static int64_t l2_rule(const fa_block_inputs *in, int64_t max_block_k, int64_t step_rows)
 {
     size_t l2 = in->l2 ? in->l2 : (size_t)1 << 20;
-    int64_t per_key = (in->dim + in->dim_v + in->block_q) * (int64_t)in->elem;
+    int64_t per_key = (in->dim + in->dim_v + step_rows) * (int64_t)in->elem;
     return clamp64((int64_t)(l2 / 4 * 3) / per_key, 16, max_block_k) / 16 * 16;
 }
 
@@ -105,10 +105,13 @@ static int wide_f32_rows_pay(const fa_block_inputs *in)
     return !in->row_bias;
 }
 
-/* The widest of `widest`, half of it, ... down to `narrowest` rows that leaves at least `items` items. */
+/* The widest of `widest`, half of it, ... down to `narrowest` rows that leaves at least `items` items
+ * and FA_ITEMS_PER_THREAD per thread of the team. */
 static int64_t widest_rows_leaving(const fa_block_inputs *in, int64_t widest, int64_t narrowest,
                                    int64_t items)
 {
+    const int64_t per_team = (int64_t)FA_ITEMS_PER_THREAD * (in->threads > 1 ? in->threads : 1);
+    if (items < per_team) items = per_team;
     for (int64_t bq = widest; bq > narrowest; bq /= 2)
         if (in->heads * ((in->q_len + bq - 1) / bq) >= items) return bq;
     return narrowest;
@@ -125,11 +128,13 @@ int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
 
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
 {
-    if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K);
+    if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K, in->block_q);
     if (in->q_len <= FEW_ROWS) return FA_DECODE_BLOCK_K;
     if (in->pairs) return FA_FORWARD_MAX_BLOCK_K;
     if (intel_avx512_f32_forward(pass, in)) return 64;
-    return l2_rule(in, FA_FORWARD_MAX_BLOCK_K);
+    /* one step's score tile is one block's: a wider item runs its blocks over the tile in turn */
+    return l2_rule(in, FA_FORWARD_MAX_BLOCK_K,
+                   in->block_q < FA_FLOAT_BLOCK_ROWS ? in->block_q : FA_FLOAT_BLOCK_ROWS);
 }
 
 /* Under a window a query block of bq rows computes about (width + bq) keys per row for the width a
@@ -154,7 +159,8 @@ void fa_blocks_for(const fa_context *ctx, const fa_problem *p, size_t elem, fa_p
                           p->seqs ? 0 : p->batch * p->q_heads,
                           elem,
                           pass == FA_PASS_FORWARD && pairs,
-                          p->bias.data != NULL && p->bias.stride_seq != 0};
+                          p->bias.data != NULL && p->bias.stride_seq != 0,
+                          ctx->num_threads};
     int64_t span = fa_row_key_span(p);
     int64_t bq = ctx->block_q > 0                             ? ctx->block_q
                  : span < kv_len && span < NARROW_WINDOW_KEYS ? 32

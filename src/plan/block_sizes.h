@@ -13,10 +13,10 @@
 
 typedef enum { FA_PASS_FORWARD, FA_PASS_BACKWARD } fa_pass;
 
-/* What the choice depends on: the CPU, the kernel table in use, the L2 size (0: unknown), and the
- * problem's head dims, query block, query rows, heads (batch · query heads: the items one query
- * block index makes; 0 for a batch of sequences, whose shorter sequences make fewer) and element
- * size (of the accumulation type). */
+/* What the choice depends on: the CPU, the kernel table in use, the L2 size (0: unknown), the
+ * context's thread count, and the problem's head dims, query block, query rows, heads (batch · query
+ * heads: the items one query block index makes; 0 for a batch of sequences, whose shorter sequences
+ * make fewer) and element size (of the accumulation type). */
 typedef struct {
     fa_cpu_model cpu;
     const char *table; /* fa_kernels.name */
@@ -25,6 +25,7 @@ typedef struct {
     size_t elem;
     int pairs;    /* an all-bf16 forward on the table's bf16 dot-product units (forward_dot.h) */
     int row_bias; /* a bias with a row of its own per query row, which an item streams from memory */
+    int threads;  /* the team: wide items leave FA_ITEMS_PER_THREAD items per thread */
 } fa_block_inputs;
 
 /* The largest automatic key tile of each pass. The backward's is smaller: a dK/dV item holds
@@ -40,11 +41,13 @@ typedef struct {
 #define FA_DECODE_BLOCK_K 64
 
 /* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
- * the table's row for it, which takes more rows only while they leave at least
- * FA_SPLIT_TARGET_ITEMS items (fewer would split the keys: schedule.h), half as many on AMX tiles. block_k
- * for `pass` (in->block_q the block_q chosen): a multiple of 16 in [16, the pass's
- * maximum]. Functions of their inputs only, so a context on one machine always picks the same tiles
- * for the same problem. */
+ * the table's row for it, which takes items of more rows (blocks of FA_FLOAT_BLOCK_ROWS or
+ * FA_DOT_BLOCK_ROWS) only while they leave at least FA_SPLIT_TARGET_ITEMS items (fewer would split
+ * the keys: schedule.h; half as many on AMX tiles) and FA_ITEMS_PER_THREAD per thread: the width
+ * follows the thread count, which changes no byte. block_k for `pass`: a multiple of 16 in [16, the
+ * pass's maximum], from the block of one step (in->block_q, at most the set's block rows in the
+ * forward), never from the item's width, so that it stays the same at every thread count.
+ * Functions of their inputs only. */
 int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in);
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in);
 

@@ -30,6 +30,21 @@ typedef struct {
     int64_t splits, chunk;
 } fa_kv_split;
 
+/* The most query rows the table's float kernels take at once: an item of more rows runs as query
+ * blocks of this many, all of them over one key tile before the next (drivers/forward_attend.h), so
+ * the tile is read from memory once for the item while each block's score tile stays in L1, and
+ * each block gives the bytes an item of its rows would: an item's width changes no result. A
+ * multiple of every padding unit. */
+#define FA_FLOAT_BLOCK_ROWS 64
+
+/* The same on bf16 dot-product units (drivers/forward_dot.h): the rows of one query block there,
+ * whose packed Vᵀ tile then serves every block of an item. A multiple of 16. */
+#define FA_DOT_BLOCK_ROWS 128
+
+/* Wide items leave at least this many items per thread of the team, so that the dynamic schedule
+ * has the costliest-first order to even out (fa-schedule's predictions, bench/README.md). */
+#define FA_ITEMS_PER_THREAD 4
+
 /* A split aims for this many items, enough to feed the cores of a large node with dynamic
  * scheduling; so no split has more chunks. */
 #define FA_SPLIT_TARGET_ITEMS 128
