@@ -349,8 +349,8 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * never of the thread count, the block sizes, the kernel table, a split of the keys or the layout:
  * b is the batch entry (with p.seqs, the sequence), h the query head (0..Hq-1), i and j the 0-based
  * row and key of that sequence (its own rows and keys, also when packed or paged; diagonal_shift and
- * the causal alignment do not move them). So a packed batch drops exactly what its dense calls drop,
- * and fa_dropout_mask gives the mask for a reference.
+ * the causal alignment do not move them; dropout_row0 and dropout_key0 do). So a packed batch drops
+ * exactly what its dense calls drop, and fa_dropout_mask gives the mask for a reference.
  * The generator is Philox4x32-10 (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as easy as
  * 1, 2, 3", SC 2011; Random123's philox4x32 with 10 rounds), called with
  *   key     = {lo32(dropout_seed), hi32(dropout_seed)}
@@ -368,8 +368,8 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * Which calls accept dropout: fa_forward and fa_backward (dense, p.seqs packed or per-sequence,
  * paged caches in the forward, modifiers, sinks, split-KV, f32, f64, bf16, f16, quantized caches),
  * and their _check calls. On the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an all-bf16
- * call with dropout, forward and backward, widens instead of running on dot-product units. The MPI layer
- * (flashattn_mpi.h) refuses dropout_p != 0 with FA_ERR_UNSUPPORTED: its blocks see local indices.
+ * call with dropout, forward and backward, widens instead of running on dot-product units. The MPI
+ * layer (flashattn_mpi.h) drops what one call over its whole sequence drops (global rows and keys).
  */
 typedef struct {
     size_t struct_size;  /**< sizeof(fa_params) of the caller (FA_PARAMS_INIT sets it; see the ABI section) */
@@ -428,6 +428,13 @@ typedef struct {
     double dropout_p;
     uint64_t dropout_seed;   /**< the generator's key: one per training run (any value; unused at p = 0) */
     uint64_t dropout_offset; /**< added to the stream index: advance it per step (see "Dropout") */
+    /** Where the call's rows and keys sit in a longer sequence, for dropout's mask only (0 by default):
+     *  query row i and key j of the call (of each sequence, with seqs) are the mask's row
+     *  dropout_row0 + i and key dropout_key0 + j, so that the blocks of one sequence (ring attention,
+     *  chunked prefill) drop what one call over the whole sequence drops. Negative: FA_ERR_ARG; with
+     *  dropout, dropout_row0 + Nq > 2^32 or dropout_key0 + Nk > 2^34: FA_ERR_UNSUPPORTED. */
+    int64_t dropout_row0;
+    int64_t dropout_key0;
 } fa_params;
 
 /** The largest |fa_params.diagonal_shift|: 2^52, so that every distance stays exact in a double. */
@@ -440,7 +447,7 @@ typedef struct {
  *  owns this order: outside it, set fields by name.) */
 /* clang-format off */
 #define FA_PARAMS_INIT {sizeof(fa_params), 0.0, FA_CAUSAL_NONE, -1, -1, 0.0, NULL, NULL, NULL, NULL, NULL, \
-                        0, NULL, NULL, NULL, 0.0, 0, 0}
+                        0, NULL, NULL, NULL, 0.0, 0, 0, 0, 0}
 /* clang-format on */
 /** FA_PARAMS_INIT for a struct of `size` bytes that was not declared from this header (an FFI
  *  mirror, a heap block): writes the defaults into its first `size` bytes (zero for bytes this
@@ -760,7 +767,8 @@ FA_API fa_status fa_backward_check(const fa_params *p, const fa_tensor *q, const
 /**
  * The dropout keep mask of fa_params (see "Dropout" there): mask[r·ld + c] = 1 when query row i0 + r
  * of batch entry (or sequence) b and query head h keeps key j0 + c, else 0, for r < rows, c < cols.
- * Reads p->dropout_p, dropout_seed and dropout_offset (by the ABI section's reading rule) and takes
+ * Reads p->dropout_p, dropout_seed and dropout_offset (by the ABI section's reading rule; i0 and j0
+ * are the mask's own indices: dropout_row0 and dropout_key0 are not added) and takes
  * Hq, the number of query heads, as the stream index needs it. With dropout_p = 0 every entry is 1.
  * A pure function: the mask fa_forward and fa_backward apply, whatever the thread count or layout.
  * Refused, with nothing written: mask NULL with rows·cols > 0 (FA_ERR_NULL); p's struct_size

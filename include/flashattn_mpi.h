@@ -20,16 +20,26 @@
  * causal masks (both alignments coincide, Nq = Nk), windows, ALiBi and p->diagonal_shift on the
  * global positions; a bias (p->bias) holds the rows of the rank's own queries against the global
  * key axis, [B][Hq][local Nq][N] (or broadcast over batch, heads or rows: seq 1); sinks and GQA as
- * in fa_forward. p (NULL: every default) is read by flashattn.h's rule (its ABI section), on each
- * rank against the fa_params this library was built with: a struct_size out of range is FA_ERR_ARG,
- * a field this library does not know set is FA_ERR_UNSUPPORTED, agreed over the ranks as any other
- * refusal. p->seqs is not supported (FA_ERR_UNSUPPORTED). A key shard travels round the
+ * in fa_forward; dropout (p->dropout_p) drops what one fa_forward over the whole sequence drops: each
+ * block's call indexes the mask by the global rows and keys (p->dropout_row0 and dropout_key0, if
+ * set, move the whole sequence). p (NULL: every default) is read by flashattn.h's rule (its ABI
+ * section), on each rank against the fa_params this library was built with: a struct_size out of
+ * range is FA_ERR_ARG, a field this library does not know set is FA_ERR_UNSUPPORTED, agreed over the
+ * ranks as any other refusal. p->seqs is not supported (FA_ERR_UNSUPPORTED). A key shard travels round the
  * ring only as far as the last rank that can see one of its keys (under a causal mask or a window;
  * the ranks on the way pass it on), so it is never sent beyond that rank, and blocks that no local
  * query can see are neither computed nor merged.
  *
- * Collective: every rank of comm must call with the same layout and params (the same values; the
- * pointers are each rank's own), and every rank returns the same status. The ranks agree on
+ * Precision: one dtype throughout, f64, f32, bf16 or f16. The K/V shards travel in that dtype (2
+ * bytes an element for bf16 and f16); the blocks' results, their merge, the dK/dV sums (which travel
+ * too) and dq are of the accumulation type (double for f64, float otherwise), and a half-precision
+ * out, dq, dk, dv is rounded once at the end, as fa_forward and fa_backward round. bf16 and f16
+ * blocks run widened (the forward reads a shard as f32 queries over a half-precision cache, the
+ * backward runs on float copies), never on bf16 dot-product units.
+ *
+ * Collective: every rank of comm must call with the same layout and params (the same values, dropout's
+ * p, seed, offset and origins included; the pointers are each rank's own), and every rank returns the
+ * same status. The ranks agree on
  * validity before any data moves: if one rank's arguments are bad, all return an error (the
  * worst status over the ranks), no rank writes an output, and none hangs; fa_mpi_last_error() on
  * every rank then names the rank at fault and its reason. Outputs are written only after all ranks
@@ -52,13 +62,15 @@
  * same communicator (as with any MPI collective).
  *
  * Memory per rank, beyond the context's (see flashattn.h), with n_max the longest shard and n_g
- * the rank's query segments (one, or two for ZIGZAG), in elements: the forward keeps the K/V
+ * the rank's query segments (one, or two for ZIGZAG), in elements (of the caller's dtype for the K/V
+ * shards, of the accumulation type for everything else): the forward keeps the K/V
  * shards double-buffered, 2·B·Hkv·n_max·(D + Dv), and for each segment two running results and
  * one block's, 3·B·Hq·n_g·(Dv + 1); the backward keeps the K/V shards and the travelling dK/dV
  * accumulators double-buffered and one step's dK/dV, 5·B·Hkv·n_max·(D + Dv), one block's dK and
  * dV, B·Hkv·n_max·(D + Dv), and for each segment dq, one block's dq and its lse rows,
- * B·Hq·n_g·(2·D + 1), and (P + 1)·Hq doubles for the sinks' gradient; each piece rounded up to
- * 64 bytes.
+ * B·Hq·n_g·(2·D + 1), and (P + 1)·Hq doubles for the sinks' gradient; bf16 and f16 add float copies
+ * of the rank's q (forward), or of its q, out and dout and of one shard (backward); each piece
+ * rounded up to 64 bytes.
  */
 #ifndef FLASHATTN_MPI_H
 #define FLASHATTN_MPI_H
@@ -85,8 +97,9 @@ typedef enum {
  * dims or dtype differing between ranks (FA_ERR_SHAPE / FA_ERR_DTYPE), a ZIGZAG shard length that
  * is not the same even number on every rank or a local Nq != Nk (FA_ERR_SHAPE), a bias whose key
  * axis is not N (FA_ERR_SHAPE), |p->diagonal_shift| + N beyond FA_MAX_DIAGONAL_SHIFT (FA_ERR_ARG),
- * p->seqs or FA_BF16/FA_F16 tensors (FA_ERR_UNSUPPORTED: f32 and f64 only across ranks, for now),
- * an MPI error (FA_ERR_RUNTIME).
+ * p->seqs, a quantized k and v or f32 queries over a half-precision k and v (FA_ERR_UNSUPPORTED),
+ * p->dropout_row0 or dropout_key0 negative (FA_ERR_ARG), the global rows or keys past dropout's
+ * counter (FA_ERR_UNSUPPORTED), an MPI error (FA_ERR_RUNTIME).
  */
 FA_API fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
                                 const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,

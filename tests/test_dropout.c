@@ -7,11 +7,12 @@
  *   (ref_forward_dropout, ref_backward_dropout), f64 within 1e-12, under causal masks, windows,
  *   softcap, ALiBi, bias, sinks, GQA, split-KV decode shapes and several block sizes (a keep that
  *   differs anywhere moves an output by a probability, far beyond the tolerance: the mask is the
- *   same at every block size and split);
+ *   same at every block size and split), also for a call whose rows and keys sit further on in a
+ *   longer sequence (dropout_row0, dropout_key0: the mask's rows and keys from there);
  * - the outputs are bitwise identical at 1..4 threads, and a packed batch gives each sequence the
  *   bytes of a dense call of it alone with dropout_offset + b·Hq (its stream);
  * - dropout_p = 0 gives the bytes of a call without dropout, whatever the seed and offset;
- * - a bad dropout_p is refused by every call that reads it, naming p.dropout_p, nothing written.
+ * - a bad dropout_p or origin is refused by every call that reads it, naming it, nothing written.
  * (The finite differences of the backward with dropout are in test_backward_finite_diff.c.) */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 
 #include "drivers/dropout.h"
 #include "kernels/philox.h"
+#include "runtime/dispatch.h"
 #include "reference_backward.h"
 #include "seqs_util.h"
 #include "util.h"
@@ -120,14 +122,15 @@ Test(dropout, mask_is_all_kept_at_p_zero_and_a_tile_is_the_whole_mask_cut)
     free(all);
 }
 
-/* The keep flags [B][Hq][Nq][Nk] of a dense problem. */
+/* The keep flags [B][Hq][Nq][Nk] of a dense problem: the mask's rows from p->dropout_row0 and keys from
+ * p->dropout_key0, where the header says the call's rows and keys sit. */
 static uint8_t *keep_of(const fa_params *p, const fa_tensor *q, const fa_tensor *k)
 {
     const int64_t per = q->seq * k->seq;
     uint8_t *keep = malloc((size_t)(q->batch * q->heads * per) + 1);
     for (int64_t b = 0; b < q->batch; b++)
         for (int64_t h = 0; h < q->heads; h++)
-            cr_assert_eq(fa_dropout_mask(p, q->heads, b, h, 0, 0, q->seq, k->seq,
+            cr_assert_eq(fa_dropout_mask(p, q->heads, b, h, p->dropout_row0, p->dropout_key0, q->seq, k->seq,
                                          keep + (b * q->heads + h) * per, k->seq),
                          FA_OK, "%s", fa_last_error());
     return keep;
@@ -140,16 +143,22 @@ typedef struct {
     int64_t window_left, window_right;
     double softcap;
     int alibi, sinks, bias;
+    int origins; /* dropout_row0 and dropout_key0 set (a block of a longer sequence) */
 } oracle_case;
 
 static const oracle_case cases[] = {
-    {"plain", 2, 2, 2, 37, 45, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0},
-    {"causal GQA Dv != D", 1, 4, 2, 50, 50, 8, 12, FA_CAUSAL_TOP_LEFT, -1, -1, 0, 0, 0, 0},
-    {"bottom-right window softcap", 2, 2, 1, 21, 70, 16, 8, FA_CAUSAL_BOTTOM_RIGHT, 9, -1, 5.0, 0, 0, 0},
-    {"ALiBi, sinks, bias", 1, 3, 3, 33, 40, 12, 12, FA_CAUSAL_NONE, 7, 4, 0, 1, 1, 1},
-    {"decode: split keys", 2, 4, 1, 1, 600, 16, 16, FA_CAUSAL_BOTTOM_RIGHT, -1, -1, 0, 0, 1, 0},
-    {"two rows of a long cache", 1, 2, 2, 2, 999, 8, 8, FA_CAUSAL_NONE, -1, -1, 0, 1, 0, 0},
-    {"GQA decode step", 2, 8, 2, 1, 300, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0},
+    {"plain", 2, 2, 2, 37, 45, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0, 0},
+    {"plain, rows and keys of a longer sequence", 2, 2, 2, 37, 45, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0,
+     1},
+    {"causal GQA Dv != D", 1, 4, 2, 50, 50, 8, 12, FA_CAUSAL_TOP_LEFT, -1, -1, 0, 0, 0, 0, 0},
+    {"causal GQA, rows and keys of a longer sequence", 1, 4, 2, 50, 50, 8, 12, FA_CAUSAL_TOP_LEFT, -1, -1, 0,
+     0, 0, 0, 1},
+    {"bottom-right window softcap", 2, 2, 1, 21, 70, 16, 8, FA_CAUSAL_BOTTOM_RIGHT, 9, -1, 5.0, 0, 0, 0, 0},
+    {"ALiBi, sinks, bias", 1, 3, 3, 33, 40, 12, 12, FA_CAUSAL_NONE, 7, 4, 0, 1, 1, 1, 0},
+    {"decode: split keys, keys of a longer sequence", 2, 4, 1, 1, 600, 16, 16, FA_CAUSAL_BOTTOM_RIGHT, -1, -1,
+     0, 0, 1, 0, 1},
+    {"two rows of a long cache", 1, 2, 2, 2, 999, 8, 8, FA_CAUSAL_NONE, -1, -1, 0, 1, 0, 0, 0},
+    {"GQA decode step", 2, 8, 2, 1, 300, 16, 16, FA_CAUSAL_NONE, -1, -1, 0, 0, 0, 0, 0},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -183,6 +192,10 @@ static fa_params params_of(const oracle_case *c, case_inputs *in, tu_rng *rng, d
     p.dropout_p = dropout;
     p.dropout_seed = tu_rng_next(rng);
     p.dropout_offset = tu_rng_next(rng);
+    if (c->origins) { /* a block of a longer sequence, its keys not on a multiple of 4 */
+        p.dropout_row0 = 1000 + (int64_t)(tu_rng_next(rng) % 4096);
+        p.dropout_key0 = 4 * (int64_t)(tu_rng_next(rng) % 1024) + 1 + (int64_t)(tu_rng_next(rng) % 3);
+    }
     return p;
 }
 
@@ -421,6 +434,53 @@ Test(dropout, a_bad_dropout_p_is_refused_with_nothing_written)
     tub_free(&bp);
 }
 
+Test(dropout, bad_origins_are_refused_with_nothing_written)
+{
+    /* negative: FA_ERR_ARG (with or without dropout); past the counter's rows or keys: unsupported */
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    tu_shape s = {FA_F32, 1, 2, 2, 9, 11, 8, 8, TU_BHSD};
+    tub_problem bp;
+    tub_make(&bp, &s, &rng, 1.0);
+    const struct {
+        double p;
+        int64_t row0, key0;
+        fa_status want;
+        const char *name;
+    } bad[] = {
+        {0.0, -1, 0, FA_ERR_ARG, "p.dropout_row0"},
+        {0.5, 0, -5, FA_ERR_ARG, "p.dropout_key0"},
+        {0.5, ((int64_t)1 << 32) - 8, 0, FA_ERR_UNSUPPORTED, "p.dropout_row0"},
+        {0.5, 0, ((int64_t)1 << 34) - 10, FA_ERR_UNSUPPORTED, "p.dropout_key0"},
+        {0.5, INT64_MAX, 0, FA_ERR_UNSUPPORTED, "p.dropout_row0"},
+    };
+    for (size_t x = 0; x < sizeof bad / sizeof *bad; x++) {
+        fa_params p = FA_PARAMS_INIT;
+        p.dropout_p = bad[x].p;
+        p.dropout_row0 = bad[x].row0;
+        p.dropout_key0 = bad[x].key0;
+        tu_problem_fill_canary(&bp.fw);
+        tub_fill_grad_canary(&bp);
+        const fa_status st[4] = {tub_forward(NULL, &p, &bp), tub_backward(NULL, &p, &bp),
+                                 fa_forward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, bp.fw.lse),
+                                 fa_backward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, &bp.dout,
+                                                   bp.fw.lse, &bp.grad[0], &bp.grad[1], &bp.grad[2])};
+        for (int c = 0; c < 4; c++)
+            cr_expect_eq(st[c], bad[x].want, "case %zu, call %d: status %d", x, c, st[c]);
+        cr_expect(strstr(fa_last_error(), bad[x].name) != NULL, "case %zu: \"%s\"", x, fa_last_error());
+        const unsigned char *o = tu_buf_data(&bp.fw.out_buf);
+        int untouched = 1;
+        for (size_t y = 0; y < bp.fw.out_buf.bytes; y++) untouched &= o[y] == TU_CANARY;
+        cr_expect(untouched && tub_grads_only_defined_written(&bp), "case %zu: an output written", x);
+    }
+    /* the last row and key the counter holds are fine */
+    fa_params p = FA_PARAMS_INIT;
+    p.dropout_p = 0.5;
+    p.dropout_row0 = ((int64_t)1 << 32) - 9;
+    p.dropout_key0 = ((int64_t)1 << 34) - 11;
+    cr_expect_eq(tub_forward(NULL, &p, &bp), FA_OK, "%s", fa_last_error());
+    tub_free(&bp);
+}
+
 Test(dropout, fa_dropout_mask_refuses_bad_indices_with_nothing_written)
 {
     fa_params p = FA_PARAMS_INIT;
@@ -453,36 +513,56 @@ Test(dropout, fa_dropout_mask_refuses_bad_indices_with_nothing_written)
                  FA_OK, "%s", fa_last_error());
 }
 
-Test(dropout, tile_loops_give_the_portable_loops_bits)
+/* One table's dropout operations of type T against ref's on the same tile and stream. */
+#define FA_DROPOUT_TILES_AGREE(T, SFX)                                                               \
+    static int tiles_agree_##SFX(const fa_kernels_##SFX *k, const fa_kernels_##SFX *ref,             \
+                                 const fa_dropout_stream *st, int64_t rows, int64_t j0, tu_rng *rng) \
+    {                                                                                                \
+        enum { LD = 48, COLS = 29 };                                                                 \
+        T a[COLS * LD], b[COLS * LD], da[COLS * LD], db[COLS * LD], delta[LD];                       \
+        for (int e = 0; e < COLS * LD; e++) {                                                        \
+            a[e] = b[e] = (T)tu_rng_uniform(rng, 0.0, 1.0);                                          \
+            da[e] = db[e] = (T)tu_rng_uniform(rng, -1.0, 1.0);                                       \
+        }                                                                                            \
+        for (int r = 0; r < LD; r++) delta[r] = (T)tu_rng_uniform(rng, -1.0, 1.0);                   \
+        const T kept = (T)1.7;                                                                       \
+        k->dropout_probs(st, 40, rows, j0, COLS, kept, a, LD);                                       \
+        ref->dropout_probs(st, 40, rows, j0, COLS, kept, b, LD);                                     \
+        int same = memcmp(a, b, sizeof a) == 0;                                                      \
+        k->dropout_score_grad(st, 40, rows, j0, COLS, kept, a, da, delta, LD);                       \
+        ref->dropout_score_grad(st, 40, rows, j0, COLS, kept, b, db, delta, LD);                     \
+        return same && memcmp(a, b, sizeof a) == 0 && memcmp(da, db, sizeof da) == 0;                \
+    }
+FA_DROPOUT_TILES_AGREE(float, f32)
+FA_DROPOUT_TILES_AGREE(double, f64)
+
+Test(dropout, every_tables_tile_operations_give_refs_bits)
 {
-    /* the calls the drivers make pick the AVX-512 loops where the CPU has them: the same bits as the
-     * portable ones, at every row and column residue and threshold */
-    enum { LD = 48, COLS = 29 };
+    /* each table this CPU runs (its own operations, or ref's where it has none: what the drivers
+     * call) at every row and key residue and threshold, against ref's */
+    static const char *const tables[] = {"avx2", "avx512", "avx512_bf16", "amx", "neon", "neon_bf16", "sve"};
     static const double ps[] = {0.3, 0.999, 1e-12, 1e-17}; /* 1e-17: 1 - p is 1, t = 2^32 */
+    const fa_kernels *ref = fa_kernels_named("ref");
     tu_rng rng = tu_rng_make(tu_test_seed());
-    for (size_t x = 0; x < sizeof ps / sizeof *ps; x++)
-        for (int64_t rows = 1; rows <= LD; rows += 5)
-            for (int64_t col0 = 0; col0 < 6; col0++) {
-                fa_problem p;
-                memset(&p, 0, sizeof p);
-                p.dropout_p = ps[x];
-                p.dropout_seed = tu_rng_next(&rng);
-                p.dropout_offset = tu_rng_next(&rng);
-                p.dropout_heads = 3;
-                p.dropout_batch0 = 1;
-                float a[COLS * LD], b[COLS * LD], da[COLS * LD], db[COLS * LD], delta[LD];
-                for (int e = 0; e < COLS * LD; e++) {
-                    a[e] = b[e] = (float)tu_rng_uniform(&rng, 0.0, 1.0);
-                    da[e] = db[e] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
+    int ran = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
+        const fa_kernels *table = fa_kernels_named(tables[t]);
+        if (!table || !fa_kernels_cpu_runs(table)) continue;
+        fa_kernels_resolved k;
+        fa_kernels_resolve(table, &k);
+        ran++;
+        for (size_t x = 0; x < sizeof ps / sizeof *ps; x++)
+            for (int64_t rows = 1; rows <= 48; rows += 5)
+                for (int64_t j0 = 0; j0 < 6; j0++) {
+                    const fa_dropout_stream st =
+                        fa_dropout_stream_of(tu_rng_next(&rng), tu_rng_next(&rng), ps[x], 3, 1, 2);
+                    cr_expect(tiles_agree_f32(&k.f32, ref->f32, &st, rows, j0, &rng),
+                              "%s f32: p %g, rows %lld, j0 %lld", tables[t], ps[x], (long long)rows,
+                              (long long)j0);
+                    cr_expect(tiles_agree_f64(&k.f64, ref->f64, &st, rows, j0, &rng),
+                              "%s f64: p %g, rows %lld, j0 %lld", tables[t], ps[x], (long long)rows,
+                              (long long)j0);
                 }
-                for (int r = 0; r < LD; r++) delta[r] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
-                fa_dropout_probs_f32(&p, 2, 1, 40, rows, col0, COLS, a, LD);
-                fa_dropout_probs_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, LD);
-                cr_expect(memcmp(a, b, sizeof a) == 0, "probs: p %g, rows %lld, col0 %lld", ps[x],
-                          (long long)rows, (long long)col0);
-                fa_dropout_score_grad_f32(&p, 2, 1, 40, rows, col0, COLS, a, da, delta, LD);
-                fa_dropout_score_grad_portable_f32(&p, 2, 1, 40, rows, col0, COLS, b, db, delta, LD);
-                cr_expect(memcmp(a, b, sizeof a) == 0 && memcmp(da, db, sizeof da) == 0,
-                          "score_grad: p %g, rows %lld, col0 %lld", ps[x], (long long)rows, (long long)col0);
-            }
+    }
+    cr_log_info("dropout tiles: %d tables against ref", ran);
 }

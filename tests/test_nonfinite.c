@@ -50,15 +50,16 @@ static const tu_shape shapes[2] = {
     {FA_F64, 2, 4, 2, 40, 27, 12, 9, TU_BHSD}, /* Nq > Nk: BOTTOM_RIGHT masks rows 0..12 entirely */
 };
 
-static int sees(const tu_shape *s, fa_causal c, int64_t i, int64_t j)
+/* Whether row i sees key j under the masks of m (its causal mode and window). */
+static int sees(const tu_shape *s, const fa_params *m, int64_t i, int64_t j)
 {
-    return ref_visible(c, s->q_len, s->kv_len, i, j);
+    return ref_sees(m, s->q_len, s->kv_len, i, j);
 }
 
-static int sees_any(const tu_shape *s, fa_causal c, int64_t i)
+static int sees_any(const tu_shape *s, const fa_params *m, int64_t i)
 {
     for (int64_t j = 0; j < s->kv_len; j++)
-        if (sees(s, c, i, j)) return 1;
+        if (sees(s, m, i, j)) return 1;
     return 0;
 }
 
@@ -71,7 +72,7 @@ typedef struct {
     unsigned char *gr[3]; /* dq, dk, dv: flat [B][H][S][D] */
 } taint;
 
-static void taint_make(taint *t, const tu_shape *s, fa_causal c, const source *x)
+static void taint_make(taint *t, const tu_shape *s, const fa_params *m, const source *x)
 {
     int64_t G = s->q_heads / s->kv_heads, rows = s->batch * s->q_heads * s->q_len;
     int64_t n[3] = {rows * s->dim, s->batch * s->kv_heads * s->kv_len * s->dim,
@@ -88,8 +89,8 @@ static void taint_make(taint *t, const tu_shape *s, fa_causal c, const source *x
                 if (x->tensor == SRC_Q || x->tensor == SRC_DOUT)
                     in_r = b == x->b && h == x->h && i == x->r;
                 else
-                    in_r = b == x->b && h / G == x->h && sees(s, c, i, x->r);
-                in_r = in_r && sees_any(s, c, i);
+                    in_r = b == x->b && h / G == x->h && sees(s, m, i, x->r);
+                in_r = in_r && sees_any(s, m, i);
                 if (!in_r) continue;
                 t->row[row] = 1;
                 if (x->tensor != SRC_DOUT)
@@ -98,7 +99,7 @@ static void taint_make(taint *t, const tu_shape *s, fa_causal c, const source *x
                 t->lse[row] = (unsigned char)(x->tensor == SRC_Q || x->tensor == SRC_K);
                 for (int64_t d = 0; d < s->dim; d++) t->gr[TUB_DQ][row * s->dim + d] = 1;
                 for (int64_t j = 0; j < s->kv_len; j++) {
-                    if (!sees(s, c, i, j)) continue;
+                    if (!sees(s, m, i, j)) continue;
                     int64_t key = (b * s->kv_heads + h / G) * s->kv_len + j;
                     for (int64_t d = 0; d < s->dim; d++) t->gr[TUB_DK][key * s->dim + d] = 1;
                     for (int64_t y = 0; y < s->dim_v; y++)
@@ -235,11 +236,10 @@ static void set_source(tub_problem *bp, const source *x)
     tu_set(t, x->b, x->h, x->r, x->c, x->x);
 }
 
-static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, fa_causal causal,
+static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, const fa_params *masks,
                        const source *x, uint64_t seed)
 {
-    fa_params p = FA_PARAMS_INIT;
-    p.causal = causal;
+    const fa_params p = *masks;
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
     tub_make(&bp, s, &rng, 2.0);
@@ -268,7 +268,7 @@ static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, f
     }
 
     taint t;
-    taint_make(&t, s, causal, x);
+    taint_make(&t, s, &p, x);
     int64_t rows = tu_problem_rows(&bp.fw);
     /* outside the reach: finite and as the oracle says */
     unsigned char *out_sel = malloc((size_t)(rows * s->dim_v)), *lse_sel = malloc((size_t)rows), *sel[3];
@@ -322,10 +322,11 @@ static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, f
     tub_free(&bp);
 }
 
-/* Runs every source on every shape, dtype, causal mode and layout; `cfg_all` runs every context
- * configuration for every source, otherwise they take turns. */
+/* Runs every source on every shape, dtype, causal mode and layout, under the window [left, right]
+ * (-1: none); `cfg_all` runs every context configuration for every source, otherwise they take
+ * turns. */
 static void run_sources(uint64_t seed, const int *tensors, int n_tensors, const double *values, int n_values,
-                        int cfg_all)
+                        int cfg_all, int64_t left, int64_t right)
 {
     fa_context *ctx[2] = {make_ctx(&configs[0]), make_ctx(&configs[1])};
     int turn = 0;
@@ -351,7 +352,10 @@ static void run_sources(uint64_t seed, const int *tensors, int n_tensors, const 
                             }
                             for (int k = 0; k < 2; k++) {
                                 if (!cfg_all && k != turn % 2) continue;
-                                run_source(ctx[k], &configs[k], &s, (fa_causal)c, &x,
+                                fa_params masks = FA_PARAMS_INIT;
+                                masks.causal = (fa_causal)c;
+                                masks.window_left = left, masks.window_right = right;
+                                run_source(ctx[k], &configs[k], &s, &masks, &x,
                                            seed + (uint64_t)(1000 * dt + 100 * sh + 10 * c + ti) +
                                                (uint64_t)pos);
                             }
@@ -366,15 +370,27 @@ Test(nonfinite, nan_in_one_key_of_k_or_v_reaches_exactly_the_rows_that_see_it_fo
 {
     static const int tensors[] = {SRC_K, SRC_V};
     const double values[] = {NAN};
-    run_sources(tu_test_seed(), tensors, 2, values, 1, 1);
+    run_sources(tu_test_seed(), tensors, 2, values, 1, 1, -1, -1);
+}
+
+/* Under a window every tile has a left edge as well as a diagonal one, and the products may run over
+ * whole edge tiles once the operands some row does not see are finite (visible_accumulate.h): a
+ * NaN in a key every row of a tile sees, in one some rows do not, or in a query or dout row, still
+ * reaches exactly what the definitions say. */
+Test(nonfinite, nan_under_a_window_reaches_exactly_the_rows_that_see_it_forward_and_backward)
+{
+    static const int tensors[] = {SRC_Q, SRC_K, SRC_V, SRC_DOUT};
+    const double values[] = {NAN};
+    run_sources(tu_test_part_seed("left"), tensors, 4, values, 1, 1, 6, -1);
+    run_sources(tu_test_part_seed("both"), tensors, 4, values, 1, 0, 3, 4);
 }
 
 Test(nonfinite, inf_in_q_k_v_or_dout_and_nan_in_q_or_dout_stay_within_their_reach)
 {
     static const int inf_tensors[] = {SRC_Q, SRC_K, SRC_V, SRC_DOUT}, nan_tensors[] = {SRC_Q, SRC_DOUT};
     const double infs[] = {INFINITY, -INFINITY}, nans[] = {NAN};
-    run_sources(tu_test_part_seed("inf"), inf_tensors, 4, infs, 2, 0);
-    run_sources(tu_test_part_seed("nan"), nan_tensors, 2, nans, 1, 0);
+    run_sources(tu_test_part_seed("inf"), inf_tensors, 4, infs, 2, 0, -1, -1);
+    run_sources(tu_test_part_seed("nan"), nan_tensors, 2, nans, 1, 0, -1, -1);
 }
 
 /* ---- -inf logits ------------------------------------------------------------------------------
@@ -440,7 +456,7 @@ static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s
         int64_t b = r / (s->q_heads * s->q_len), h = (r / s->q_len) % s->q_heads, i = r % s->q_len;
         int finite = 0;
         for (int64_t j = 0; j < s->kv_len; j++) {
-            if (!sees(s, causal, i, j)) continue;
+            if (!sees(s, &p, i, j)) continue;
             if (minus_inf_key(s, b, h / G, j))
                 sees_inf[r] = 1;
             else

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "counter_rng.h" /* bench/: the generator fa-bench uses, so a seed names the same problem */
+#include "counter_rng.h"  /* bench/: the generator fa-bench uses, so a seed names the same problem */
+#include "kernels/half.h" /* src/: the library's bf16/f16 rounding */
 
 bm_shard bm_shard_of(const bm_options *o, int rank, int ranks)
 {
@@ -31,7 +32,12 @@ bm_shard bm_shard_of(const bm_options *o, int rank, int ranks)
 
 static size_t elem_of(fa_dtype t)
 {
-    return t == FA_F64 ? sizeof(double) : sizeof(float);
+    return t == FA_F64 ? sizeof(double) : t == FA_BF16 || t == FA_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+fa_dtype bm_accum_dtype(fa_dtype t)
+{
+    return t == FA_F64 ? FA_F64 : FA_F32;
 }
 
 void bm_fill(const fa_tensor *t, const bm_shard *sh, int64_t n, uint64_t seed, uint64_t stream)
@@ -48,6 +54,10 @@ void bm_fill(const fa_tensor *t, const bm_shard *sh, int64_t n, uint64_t seed, u
                         double v = unit_normal(key, (uint64_t)(global_row * t->dim + d));
                         if (t->dtype == FA_F64)
                             ((double *)t->data)[at + d] = v;
+                        else if (t->dtype == FA_BF16) /* an f32 run's inputs, rounded once */
+                            ((uint16_t *)t->data)[at + d] = fa_bf16_from_f32((float)v);
+                        else if (t->dtype == FA_F16)
+                            ((uint16_t *)t->data)[at + d] = fa_f16_from_f32((float)v);
                         else
                             ((float *)t->data)[at + d] = (float)v;
                     }

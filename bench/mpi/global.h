@@ -38,6 +38,8 @@ void bm_fill(const fa_tensor *t, const bm_shard *sh, int64_t n, uint64_t seed, u
  * (an element the library never writes fails the check); data NULL if memory ran out. Free with
  * free(t.data). */
 fa_tensor bm_tensor(fa_dtype dtype, int64_t b, int64_t h, int64_t s, int64_t d);
+// The accumulation type of dtype (lse's): FA_F64 for f64, FA_F32 otherwise.
+fa_dtype bm_accum_dtype(fa_dtype dtype);
 
 size_t bm_bytes(const fa_tensor *t);
 

@@ -34,7 +34,7 @@ static int make_side(const bm_options *o, const bm_shard *sh, fa_tensor *q, fa_t
     *k = bm_tensor(o->dtype, o->b, o->hkv, rows, o->d);
     *v = bm_tensor(o->dtype, o->b, o->hkv, rows, o->dv);
     outputs[BM_OUT] = bm_tensor(o->dtype, o->b, o->hq, rows, o->dv);
-    outputs[BM_LSE] = bm_tensor(o->dtype, o->b, o->hq, rows, 1);
+    outputs[BM_LSE] = bm_tensor(bm_accum_dtype(o->dtype), o->b, o->hq, rows, 1);
     if (bwd) {
         *dout = bm_tensor(o->dtype, o->b, o->hq, rows, o->dv);
         outputs[BM_DQ] = bm_tensor(o->dtype, o->b, o->hq, rows, o->d);
@@ -102,7 +102,7 @@ int bm_job_init(bm_job *j, const bm_options *o, MPI_Comm comm)
         for (int x = 0; ok && x < BM_OUTPUTS; x++) {
             if (!j->ref[x].data) continue;
             j->gathered[x] =
-                bm_tensor(o->dtype, j->ref[x].batch, j->ref[x].heads, j->ref[x].seq, j->ref[x].dim);
+                bm_tensor(j->ref[x].dtype, j->ref[x].batch, j->ref[x].heads, j->ref[x].seq, j->ref[x].dim);
             ok = j->gathered[x].data != NULL;
         }
         if (!ok) fprintf(stderr, "fa-bench-mpi: rank 0: no memory for the whole sequence's tensors\n");

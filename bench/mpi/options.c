@@ -27,7 +27,7 @@ static const char usage[] =
     "  --layout L         zigzag | contiguous: how the ranks hold the positions (default zigzag;\n"
     "                     zigzag needs N divisible by 2P; contiguous gives the first N %% P ranks one\n"
     "                     position more)\n"
-    "  --dtype T          f32 | f64 (default f32)\n"
+    "  --dtype T          f32 | f64 | bf16 | f16 (default f32; bf16, f16: lse in f32)\n"
     "  --seed S           input seed (default 1)\n"
     "  --pass P           fwd | bwd | both (default both); bwd times the backward alone, its out and\n"
     "                     lse from the verified forward\n"
@@ -76,6 +76,7 @@ static const char usage[] =
     "Checks before timing (exit 1 on failure, nothing reported): the MPI outputs, gathered on rank 0,\n"
     "against the one-process call over every element: normwise max|mpi - ref| / max|ref| at most\n"
     "1e-12 (f64) or 1e-4 (f32) for out and lse, 1e-11 or 1e-3 for dq, dk, dv (lse / max(1, max|ref|));\n"
+    "bf16 and f16 outputs f32's plus their unit roundoff (2^-8, 2^-11), their lse f32's;\n"
     "and after timing, every rank's outputs and the reference's bitwise equal to the verified ones.\n";
 
 typedef struct {
@@ -87,7 +88,7 @@ static const bm_name causals[] = {{"none", FA_CAUSAL_NONE}, {"top-left", FA_CAUS
 static const bm_name layouts[] = {{"contiguous", FA_MPI_CONTIGUOUS}, {"zigzag", FA_MPI_ZIGZAG}};
 static const bm_name binds[] = {
     {"auto", FA_BIND_AUTO}, {"none", FA_BIND_NONE}, {"core", FA_BIND_CORE}, {"spread", FA_BIND_SPREAD}};
-static const bm_name dtypes[] = {{"f32", FA_F32}, {"f64", FA_F64}};
+static const bm_name dtypes[] = {{"f32", FA_F32}, {"f64", FA_F64}, {"bf16", FA_BF16}, {"f16", FA_F16}};
 static const bm_name passes[] = {
     {"fwd", BM_PASS_FWD}, {"bwd", BM_PASS_BWD}, {"both", BM_PASS_FWD | BM_PASS_BWD}};
 

@@ -125,7 +125,7 @@ static void header(FILE *f, const bm_job *j, const bm_identity *id, const bm_pas
             "an MPI rep's time is its slowest rank's\n",
             o->rounds, o->rounds == 1 ? "" : "s", o->reps, o->reps == 1 ? "" : "s", o->warmup);
     fprintf(f,
-            "checked against the one-process call, every element (normwise; tolerance %.0e, gradients %.0e):",
+            "checked against the one-process call, every element (normwise; tolerance %.2g, gradients %.2g):",
             bm_tolerance(o->dtype, 0), bm_tolerance(o->dtype, 1));
     static const char *const names[BM_OUTPUTS] = {"out", "lse", "dq", "dk", "dv"};
     for (int p = 0; p < n; p++) {

@@ -44,6 +44,12 @@ static fa_status check_params(const char *call, const fa_params *p, fa_dtype q_d
     if (!(p->dropout_p >= 0.0 && p->dropout_p < 1.0))
         return fa_diag_fail(FA_ERR_ARG, call, "p.dropout_p = %g: expected 0 (off) or a probability in (0, 1)",
                             p->dropout_p);
+    if (p->dropout_row0 < 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "p.dropout_row0 = %lld: expected >= 0",
+                            (long long)p->dropout_row0);
+    if (p->dropout_key0 < 0)
+        return fa_diag_fail(FA_ERR_ARG, call, "p.dropout_key0 = %lld: expected >= 0",
+                            (long long)p->dropout_key0);
     if (p->seqs && p->seqs->batch < 0)
         return fa_diag_fail(FA_ERR_ARG, call, "p.seqs.batch = %lld: expected >= 0",
                             (long long)p->seqs->batch);
@@ -182,7 +188,8 @@ static fa_status check_supported(const char *call, const fa_params *p, int backw
 }
 
 /* Dropout's counter holds a row index in 32 bits and a key index over 4 in 32 (flashattn.h,
- * "Dropout"): longer sequences have no mask. */
+ * "Dropout"): longer sequences have no mask. The origins count: a call's last row is row0 + Nq - 1.
+ * Both origins are non-negative here (check_params), and q.seq and keys at most 2^62. */
 static fa_status check_dropout_indices(const char *call, const fa_params *p, const fa_tensor *q,
                                        const fa_tensor *k)
 {
@@ -195,6 +202,15 @@ static fa_status check_dropout_indices(const char *call, const fa_params *p, con
                             "p.dropout_p = %g with q.seq = %lld and %lld keys: dropout's counter holds rows "
                             "below 2^32 and keys below 2^34",
                             p->dropout_p, (long long)q->seq, (long long)keys);
+    if (p->dropout_row0 > ((int64_t)1 << 32) - q->seq)
+        return fa_diag_fail(
+            FA_ERR_UNSUPPORTED, call,
+            "p.dropout_row0 = %lld with q.seq = %lld: dropout's counter holds rows below 2^32",
+            (long long)p->dropout_row0, (long long)q->seq);
+    if (p->dropout_key0 > ((int64_t)1 << 34) - keys)
+        return fa_diag_fail(FA_ERR_UNSUPPORTED, call,
+                            "p.dropout_key0 = %lld with %lld keys: dropout's counter holds keys below 2^34",
+                            (long long)p->dropout_key0, (long long)keys);
     return FA_OK;
 }
 
@@ -344,6 +360,8 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->dropout_offset = params->dropout_offset;
     prob->dropout_batch0 = 0;
     prob->dropout_heads = q->heads;
+    prob->dropout_row0 = params->dropout_row0;
+    prob->dropout_key0 = params->dropout_key0;
 }
 
 /* Element i of the caller's arrays. Their alignment is checked later, with the strides (the class

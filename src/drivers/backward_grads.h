@@ -44,7 +44,7 @@ static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const
     FA_SET_NAME(value_grads_)(s, job, rows, cols, key);
     if (p->dropout_p != 0.0) /* dS from the dropped dP, and s->p dropped for dV = Pᵀ·dO */
         FA_CAT(fa_dropout_score_grad_, FA_SFX)
-    (p, batch, q_head, row0, rows, col0, cols, s->p, s->ds, s->delta, ld);
+    (kern, p, batch, q_head, row0, rows, col0, cols, s->p, s->ds, s->delta, ld);
     else kern->score_grad(ld, cols, s->p, s->ds, s->delta);
     if (!full) FA_CAT(fa_zero_masked_, FA_SFX)(p, row0, rows, col0, cols, s->ds, ld);
     if (dbias) FA_NAME(dbias_store_)(s->ds, ld, rows, cols, dbias, p->dbias.stride_seq, dbias_add);

@@ -8,14 +8,8 @@
 
 #include <stdint.h>
 
+#include "kernels/kernels.h"
 #include "plan/problem.h"
-
-/* The counter, key and threshold of one (batch entry, query head) stream. */
-typedef struct {
-    uint32_t key[2];
-    uint32_t stream[2]; /* offset + b·Hq + h, low word first: the counter's first two words */
-    uint64_t threshold; /* a key is kept when its 32-bit uniform is below this */
-} fa_dropout_stream;
 
 /* floor((1 - p) · 2^32) in double: the threshold of a keep (flashattn.h says it so). */
 uint64_t fa_dropout_threshold(double p);
@@ -30,34 +24,19 @@ void fa_dropout_keep_bytes(const fa_dropout_stream *st, int64_t i0, int64_t j0, 
 
 /* The forward: on the transposed probability tile s[c][r] (row stride ld) of query rows row0..
  * (rows of them) of (batch, q_head) and keys col0.. of a problem with dropout, each probability
- * times 1/(1 - p) if kept, times 0 if dropped. */
-void fa_dropout_probs_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
-                          int64_t col0, int64_t cols, float *s, int64_t ld);
-void fa_dropout_probs_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
-                          int64_t col0, int64_t cols, double *s, int64_t ld);
+ * times 1/(1 - p) if kept, times 0 if dropped (the set's dropout_probs). */
+void fa_dropout_probs_f32(const fa_kernels_f32 *k, const fa_problem *p, int64_t batch, int64_t q_head,
+                          int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *s, int64_t ld);
+void fa_dropout_probs_f64(const fa_kernels_f64 *k, const fa_problem *p, int64_t batch, int64_t q_head,
+                          int64_t row0, int64_t rows, int64_t col0, int64_t cols, double *s, int64_t ld);
 
-/* The backward's score gradient with dropout, in place of the table's score_grad over the whole tile
- * (ld rows): given P (the undropped probabilities) in pt and dP = dO·Vᵀ in ds, with M the mask times
- * 1/(1 - p): ds = P∘(dP∘M - delta), then pt = P∘M (what dV = Pᵀ·dO reads). Rows past `rows` (P = 0
- * there) get score_grad's ds = P∘(dP - delta). */
-void fa_dropout_score_grad_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
-                               int64_t col0, int64_t cols, float *pt, float *ds, const float *delta,
-                               int64_t ld);
-void fa_dropout_score_grad_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0, int64_t rows,
-                               int64_t col0, int64_t cols, double *pt, double *ds, const double *delta,
-                               int64_t ld);
-
-/* The portable loops every CPU can run, which the calls above use where AVX-512 is missing (and
- * for f64): the same bits, for tests/test_dropout.c to compare with the calls above. */
-void fa_dropout_probs_portable_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
-                                   int64_t rows, int64_t col0, int64_t cols, float *s, int64_t ld);
-void fa_dropout_probs_portable_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
-                                   int64_t rows, int64_t col0, int64_t cols, double *s, int64_t ld);
-void fa_dropout_score_grad_portable_f32(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
-                                        int64_t rows, int64_t col0, int64_t cols, float *pt, float *ds,
-                                        const float *delta, int64_t ld);
-void fa_dropout_score_grad_portable_f64(const fa_problem *p, int64_t batch, int64_t q_head, int64_t row0,
-                                        int64_t rows, int64_t col0, int64_t cols, double *pt, double *ds,
-                                        const double *delta, int64_t ld);
+/* The backward's score gradient with dropout, in place of the set's score_grad over the whole tile
+ * (ld rows): the set's dropout_score_grad (kernels.h says what it computes). */
+void fa_dropout_score_grad_f32(const fa_kernels_f32 *k, const fa_problem *p, int64_t batch, int64_t q_head,
+                               int64_t row0, int64_t rows, int64_t col0, int64_t cols, float *pt, float *ds,
+                               const float *delta, int64_t ld);
+void fa_dropout_score_grad_f64(const fa_kernels_f64 *k, const fa_problem *p, int64_t batch, int64_t q_head,
+                               int64_t row0, int64_t rows, int64_t col0, int64_t cols, double *pt, double *ds,
+                               const double *delta, int64_t ld);
 
 #endif

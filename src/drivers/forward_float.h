@@ -267,7 +267,7 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride,
                          acc_stride);
     if (p->dropout_p != 0.0) FA_CAT(fa_dropout_probs_, FA_SFX)
-    (p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
+    (kern, p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
     if (t->in_place && full) {
         const int64_t at = col0 - t->col0;
         kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, item->v_list + at, p->kv_type,

@@ -12,6 +12,19 @@ void FA_MASK_NAME(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0,
      * rows that see key col0 + c are [lo, hi): lo is the first row whose range ends after the key,
      * hi the first whose range begins after it. Ranges are monotone in the row, so both only grow
      * with c: O(rows + cols) range look-ups per tile. */
+    fa_band band;
+    if (fa_band_of(p, &band)) { /* the rows that see each key in closed form */
+        for (int64_t c = 0; c < cols; c++) {
+            const int64_t key = col0 + c - row0;
+            const int64_t lo = band.first == FA_BAND_OPEN_BELOW ? 0 : fa_clamp64(key + band.first, 0, rows);
+            const int64_t hi =
+                band.last == FA_BAND_OPEN_ABOVE ? rows : fa_clamp64(key + band.last + 1, 0, rows);
+            FA_T *sc = s + c * ld;
+            for (int64_t r = 0; r < lo; r++) sc[r] = FA_MASK_VALUE;
+            for (int64_t r = hi > lo ? hi : lo; r < rows; r++) sc[r] = FA_MASK_VALUE;
+        }
+        return;
+    }
     int64_t lo = 0, hi = 0;
     for (int64_t c = 0; c < cols; c++) {
         int64_t key = col0 + c;

@@ -34,13 +34,16 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_pr
     }
     /* A window gives a tile a left edge too: then the rows' parts outside the common span add up to
      * as much as half the span, and one call over the whole tile beats row-by-row calls (25% fewer
-     * instructions for the P·V of a window of 256). It may be made when the operand rows are
-     * finite: the weights at masked entries are then exact zeros (the epilogue's -inf through exp,
-     * or zeroed score gradients), or NaN only in a row whose max is NaN, which is NaN anyway.
-     * Scanning x costs 1/rows of the product. On a causal diagonal alone (no left edge) the
-     * staircase below leaves little row by row, and the scan would only add. */
-    if (row_columns(p, row0 + rows - 1, col0, cols).begin > 0 &&
-        FA_NAME(all_finite_)(x, cols, dim, x_stride)) {
+     * instructions for the P·V of a window of 256). It may be made when the operand rows of the
+     * columns some row does not see are finite: the weights at masked entries are then exact zeros
+     * (the epilogue's -inf through exp, or zeroed score gradients), or NaN only in a row whose max
+     * is NaN, which is NaN anyway; a column every row sees adds the same terms either way. Only
+     * those edge columns are scanned (a 32-row block under a window of 256: 62 of 288). On a causal
+     * diagonal alone (no left edge) the staircase below leaves little row by row, and the scan would
+     * only add. */
+    const span common = common_columns(p, row0, rows, col0, cols);
+    if (common.begin > 0 && FA_NAME(all_finite_)(x, common.begin, dim, x_stride) &&
+        FA_NAME(all_finite_)(x + common.end * x_stride, cols - common.end, dim, x_stride)) {
         k->accumulate(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
@@ -70,23 +73,33 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_pr
     }
 }
 
-/* An edge tile whose weights and operand rows are all finite is one kernel call over the whole
- * tile: its masked weights are then exact zeros (the epilogue's -inf through exp, or zeroed score
- * gradients), and finite·0 adds nothing but a zero. Key by key, a causal diagonal costs a kernel
- * call and a scan of the block's rows per key (the backward of B=8 H=16 N=512 D=64 causal ran 18%
- * slower so). fa_accumulate_visible_* keeps its staircase edge: there the few-rows kernel path is
- * as fast as the whole square, and the scan would only add. */
+/* An edge tile whose masked weights and the operand rows they meet are finite is one kernel call
+ * over the whole tile: its masked weights are then exact zeros (the epilogue's -inf through exp, or
+ * zeroed score gradients), and finite·0 adds nothing but a zero; an entry every row sees adds the
+ * same term either way. So only the weights of the columns some row does not see, and the operand
+ * rows that do not see every column, are scanned (a 32-row block under a window of 256: 62 of 288
+ * columns). Key by key, a causal diagonal costs a kernel call and a scan of the block's rows per key
+ * (the backward of B=8 H=16 N=512 D=64 causal ran 18% slower so). fa_accumulate_visible_* keeps its
+ * staircase edge: there the few-rows kernel path is as fast as the whole square, and the scan would
+ * only add. */
 void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
                                        int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
                                        int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
                                        int64_t acc_stride)
 {
-    if (fa_tile_fully_visible(p, row0, rows, col0, cols) ||
-        (FA_NAME(all_finite_)(w, cols, rows, ld) && FA_NAME(all_finite_)(x, rows, dim, x_stride))) {
+    if (fa_tile_fully_visible(p, row0, rows, col0, cols)) {
         k->accumulate_t(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
-    span all = rows_seeing(p, row0, rows, col0, 0, cols - 1, cols);
+    const span common = common_columns(p, row0, rows, col0, cols);
+    const span all = rows_seeing(p, row0, rows, col0, 0, cols - 1, cols);
+    if (FA_NAME(all_finite_)(w, common.begin, rows, ld) &&
+        FA_NAME(all_finite_)(w + common.end * ld, cols - common.end, rows, ld) &&
+        FA_NAME(all_finite_)(x, all.begin, dim, x_stride) &&
+        FA_NAME(all_finite_)(x + all.end * x_stride, rows - all.end, dim, x_stride)) {
+        k->accumulate_t(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
+        return;
+    }
     if (all.end > all.begin)
         k->accumulate_t(all.end - all.begin, cols, dim, w + all.begin, ld, x + all.begin * x_stride, x_stride,
                         acc, acc_stride);

@@ -8,16 +8,11 @@ typedef struct {
     int64_t begin, end;
 } span;
 
-static int64_t clamp(int64_t x, int64_t lo, int64_t hi)
-{
-    return x < lo ? lo : (x > hi ? hi : x);
-}
-
 /* The tile columns [begin, end) that one query row sees. */
 static span row_columns(const fa_problem *p, int64_t row, int64_t col0, int64_t cols)
 {
     fa_key_range keys = fa_visible_keys(p, row);
-    span s = {clamp(keys.begin - col0, 0, cols), clamp(keys.end - col0, 0, cols)};
+    span s = {fa_clamp64(keys.begin - col0, 0, cols), fa_clamp64(keys.end - col0, 0, cols)};
     if (s.end < s.begin) s.end = s.begin;
     return s;
 }

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "flashattn.h"
+#include "kernels/philox.h"
 
 /* Elements in 64 bytes: the padding unit of every packed layout (rows of transposed tiles, accumulator
  * rows), whatever the lanes of the table's vectors. */
@@ -134,6 +135,17 @@ typedef struct {
         void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,           \
                                   const void *const *x_rows, fa_dtype xt, const float *scale, T *acc,        \
                                   int64_t acc_stride);                                                       \
+        /* Dropout's keep mask (kernels/philox.h) on the transposed probability tile s[c][r] whose row r     \
+         * is mask row i0 + r and column c mask key j0 + c, for r < rows, c < cols: a kept probability       \
+         * times kept (1/(1 - p) rounded to T once), a dropped one 0; nothing else is touched. */            \
+        void (*dropout_probs)(const fa_dropout_stream *st, int64_t i0, int64_t rows, int64_t j0,             \
+                              int64_t cols, T kept, T *s, int64_t ld);                                       \
+        /* score_grad with dropout, over the whole tile (ld rows): given P (undropped) in pt and dP in ds,   \
+         * with M the mask times kept, ds = P∘(dP∘M - delta) and then pt = P∘M (what dV = Pᵀ·dO reads)      \
+         * for r < rows; rows [rows, ld) get score_grad's ds = P∘(dP - delta). Every table gives ref's       \
+         * bits: the generator is integer arithmetic, each element one multiplication or two. */            \
+        void (*dropout_score_grad)(const fa_dropout_stream *st, int64_t i0, int64_t rows, int64_t j0,        \
+                                   int64_t cols, T kept, T *pt, T *ds, const T *delta, int64_t ld);          \
     }
 // clang-format on
 
@@ -141,7 +153,8 @@ typedef struct {
 // clang-format off
 #define FA_KERNEL_OPS(X)                                                                          \
     X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities) \
-    X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored) X(accumulate_stored)
+    X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored) X(accumulate_stored)          \
+    X(dropout_probs) X(dropout_score_grad)
 // clang-format on
 
 /* The most real query rows of a tile that scores_stored and accumulate_stored take. */

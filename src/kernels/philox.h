@@ -50,4 +50,33 @@ static inline void fa_philox_lanes(uint32_t c0, uint32_t c1, uint32_t c2, uint32
     for (int l = 0; l < FA_PHILOX_LANES; l++) x[0][l] = a[l], x[1][l] = b[l], x[2][l] = c[l], x[3][l] = d[l];
 }
 
+/* The counter, key and threshold of dropout's stream of one (batch entry, query head): element
+ * (i, j) of the mask is word j % 4 of philox4x32_10({stream[0], stream[1], j / 4, i}, key), kept when
+ * it is below threshold (floor((1 - p)·2^32), up to 2^32: then every element is kept). */
+typedef struct {
+    uint32_t key[2];
+    uint32_t stream[2]; /* offset + b·Hq + h, low word first: the counter's first two words */
+    uint64_t threshold;
+} fa_dropout_stream;
+
+/* The walk every tile loop of the mask makes (kernels/ref/ref_dropout.h, the SIMD tables' own): the
+ * transposed tile s[c][r] of mask rows i0.. (rows of them) and keys j0.. (cols) in blocks of
+ * FA_PHILOX_LANES rows, the tile rows r0..r0 + n - 1 (n < FA_PHILOX_LANES only in the last block),
+ * and within a block the generator calls of the key groups g (4 keys each) that meet the tile. GEN(g,
+ * i) computes the 4 words of rows i.. for group g; BODY then runs for each key of the group inside
+ * the tile, with w its word (0..3) and c its tile column. */
+#define FA_DROPOUT_WALK(i0, rows, j0, cols, GEN, ...)                                   \
+    for (int64_t r0 = 0; r0 < (rows); r0 += FA_PHILOX_LANES) {                          \
+        const int n = (rows)-r0 < FA_PHILOX_LANES ? (int)((rows)-r0) : FA_PHILOX_LANES; \
+        (void)n;                                                                        \
+        for (int64_t g = (j0) >> 2; g <= ((j0) + (cols)-1) >> 2; g++) {                 \
+            GEN(g, (i0) + r0);                                                          \
+            for (int w = 0; w < 4; w++) {                                               \
+                const int64_t c = 4 * g + w - (j0);                                     \
+                if (c < 0 || c >= (cols)) continue;                                     \
+                __VA_ARGS__                                                             \
+            }                                                                           \
+        }                                                                               \
+    }
+
 #endif

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The library's own conversions (pure functions of one element, no state): the ring rounds its
+ * half-precision outputs exactly as fa_forward and fa_backward round theirs. */
+#include "../kernels/half.h"
+
 /* ---- the message of the calling thread ---- */
 
 static _Thread_local char message[512];
@@ -153,6 +157,9 @@ static fa_ring_shape shape_of(const fa_params *p, fa_mpi_layout layout, const fa
     s.diagonal_shift = p->diagonal_shift, s.scale = p->scale, s.softcap = p->softcap;
     s.alibi = p->alibi_slopes != NULL, s.sinks = p->sinks != NULL, s.bias = p->bias != NULL;
     s.layout = layout;
+    s.dropout_p = p->dropout_p, s.dropout_seed = (int64_t)p->dropout_seed;
+    s.dropout_offset = (int64_t)p->dropout_offset;
+    s.dropout_row0 = p->dropout_row0, s.dropout_key0 = p->dropout_key0;
     return s;
 }
 
@@ -202,34 +209,58 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
         c->starts[s] = r->total;
         r->total += r->shapes[s].rows;
     }
-    r->elem = me.dtype == FA_F64 ? sizeof(double) : sizeof(float);
+    r->dtype = (fa_dtype)me.dtype;
+    r->acc = me.dtype == FA_F64 ? FA_F64 : FA_F32;
+    r->half = me.dtype == FA_BF16 || me.dtype == FA_F16;
     return FA_OK;
 }
 
 /* ---- the checks only the ring adds ---- */
 
-static int scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
+/* The first scalar parameter in which a differs from b (NULL: none): every rank must mask, scale,
+ * cap and drop its blocks alike, or the call would succeed with wrong rows. */
+static const char *scalar_params_differ(const fa_ring_shape *a, const fa_ring_shape *b)
 {
-    return a->causal != b->causal || a->window_left != b->window_left || a->window_right != b->window_right ||
-           a->diagonal_shift != b->diagonal_shift || memcmp(&a->scale, &b->scale, sizeof a->scale) != 0 ||
-           memcmp(&a->softcap, &b->softcap, sizeof a->softcap) != 0 || a->alibi != b->alibi ||
-           a->sinks != b->sinks || a->bias != b->bias || a->layout != b->layout;
+    if (a->causal != b->causal) return "p.causal";
+    if (a->window_left != b->window_left) return "p.window_left";
+    if (a->window_right != b->window_right) return "p.window_right";
+    if (a->diagonal_shift != b->diagonal_shift) return "p.diagonal_shift";
+    if (memcmp(&a->scale, &b->scale, sizeof a->scale) != 0) return "p.scale";
+    if (memcmp(&a->softcap, &b->softcap, sizeof a->softcap) != 0) return "p.softcap";
+    if (a->alibi != b->alibi) return "p.alibi_slopes (set or not)";
+    if (a->sinks != b->sinks) return "p.sinks (set or not)";
+    if (a->bias != b->bias) return "p.bias (set or not)";
+    if (a->layout != b->layout) return "layout";
+    if (memcmp(&a->dropout_p, &b->dropout_p, sizeof a->dropout_p) != 0) return "p.dropout_p";
+    if (a->dropout_seed != b->dropout_seed) return "p.dropout_seed";
+    if (a->dropout_offset != b->dropout_offset) return "p.dropout_offset";
+    if (a->dropout_row0 != b->dropout_row0) return "p.dropout_row0";
+    if (a->dropout_key0 != b->dropout_key0) return "p.dropout_key0";
+    return NULL;
 }
 
-fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
+fa_status fa_ring_refuse_mixed(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
 {
     static const char *const names[] = {"FA_F32", "FA_F64",     "FA_BF16",   "FA_F16",
                                         "FA_I8",  "FA_F8_E4M3", "FA_F8_E5M2"};
     const int qt = (int)q->dtype, kt = (int)k->dtype;
-    if ((qt == FA_F32 || qt == FA_F64) && (kt == FA_F32 || kt == FA_F64)) return FA_OK;
     if (qt < 0 || qt > FA_F8_E5M2 || kt < 0 || kt > FA_F8_E5M2)
         return FA_OK; /* unknown: fa_forward_check's to name */
-    snprintf(
-        reason, size,
-        "q.dtype = %s, k.dtype = %s: half-precision and quantized shards are not supported across ranks in "
-        "this version (f32 and f64 are)",
-        names[qt], names[kt]);
-    return FA_ERR_UNSUPPORTED;
+    if (kt == FA_I8 || kt == FA_F8_E4M3 || kt == FA_F8_E5M2) {
+        snprintf(reason, size,
+                 "k.dtype = %s: quantized shards are not supported across ranks (their scales would not "
+                 "travel with them)",
+                 names[kt]);
+        return FA_ERR_UNSUPPORTED;
+    }
+    if (qt != kt) {
+        snprintf(reason, size,
+                 "q.dtype = %s, k.dtype = %s: f32 queries over a half-precision cache are not supported "
+                 "across ranks (one dtype throughout is: f64, f32, bf16 or f16)",
+                 names[qt], names[kt]);
+        return FA_ERR_UNSUPPORTED;
+    }
+    return FA_OK;
 }
 
 fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k, char *reason, size_t size)
@@ -245,19 +276,21 @@ fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k
     if (r->layout != FA_MPI_CONTIGUOUS && r->layout != FA_MPI_ZIGZAG)
         REFUSE(FA_ERR_ARG, "layout = %d: expected FA_MPI_CONTIGUOUS or FA_MPI_ZIGZAG", (int)r->layout);
     if (r->p.seqs) REFUSE(FA_ERR_UNSUPPORTED, "p.seqs: a batch of sequences is not supported across ranks");
-    /* each block's call would index the mask by its local rows and keys, not the global ones */
-    if (r->p.dropout_p != 0.0)
-        REFUSE(FA_ERR_UNSUPPORTED, "p.dropout_p = %g: dropout is not supported across ranks", r->p.dropout_p);
+    /* the blocks' origins are the caller's plus their positions: a negative one could be hidden */
+    if (r->p.dropout_row0 < 0 || r->p.dropout_key0 < 0)
+        REFUSE(FA_ERR_ARG, "p.dropout_row0 = %lld, p.dropout_key0 = %lld: expected >= 0",
+               (long long)r->p.dropout_row0, (long long)r->p.dropout_key0);
     if (!me->present || !first) return FA_OK; /* fa_forward_check names the NULL tensor */
     if (q->seq != k->seq)
         REFUSE(FA_ERR_SHAPE,
                "q.seq = %lld but k.seq = %lld: a rank's queries and keys are the same positions",
                (long long)q->seq, (long long)k->seq);
-    if (scalar_params_differ(me, first))
+    const char *differs = scalar_params_differ(me, first);
+    if (differs)
         REFUSE(FA_ERR_ARG,
-               "p or layout differs from rank %d's (causal, windows, shift, scale, softcap, "
-               "which modifiers are set, layout must be the same on every rank)",
-               ref);
+               "%s differs from rank %d's (causal, windows, shift, scale, softcap, dropout's p, seed, offset "
+               "and origins, which modifiers are set, layout must be the same on every rank)",
+               differs, ref);
     if (me->dtype != first->dtype)
         REFUSE(FA_ERR_DTYPE, "q.dtype = %lld but %lld on rank %d", (long long)me->dtype,
                (long long)first->dtype, ref);
@@ -283,6 +316,15 @@ fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k
     if (shift > FA_MAX_DIAGONAL_SHIFT - r->total)
         REFUSE(FA_ERR_ARG, "p.diagonal_shift = %lld: |shift| + N (%lld) exceeds FA_MAX_DIAGONAL_SHIFT",
                (long long)r->p.diagonal_shift, (long long)r->total);
+    /* each block's call checks its own rows and keys; the global sequence's must fit the counter too */
+    if (r->p.dropout_p != 0.0 && r->p.dropout_row0 >= 0 && r->p.dropout_key0 >= 0 &&
+        (r->p.dropout_row0 > ((int64_t)1 << 32) - r->total ||
+         r->p.dropout_key0 > ((int64_t)1 << 34) - r->total))
+        REFUSE(
+            FA_ERR_UNSUPPORTED,
+            "p.dropout_p = %g with N = %lld, p.dropout_row0 = %lld, p.dropout_key0 = %lld: dropout's counter "
+            "holds rows below 2^32 and keys below 2^34",
+            r->p.dropout_p, (long long)r->total, (long long)r->p.dropout_row0, (long long)r->p.dropout_key0);
     if (r->p.bias && r->p.bias->dim != r->total)
         REFUSE(FA_ERR_SHAPE, "p.bias.dim = %lld: expected the global key axis, N = %lld",
                (long long)r->p.bias->dim, (long long)r->total);
@@ -364,12 +406,37 @@ void fa_ring_progress(fa_ring_transfer *t, int count)
 
 /* ---- views ---- */
 
-fa_tensor fa_ring_rows(const fa_tensor *t, int64_t row, int64_t len, size_t elem)
+size_t fa_ring_elem(fa_dtype t)
+{
+    return t == FA_F64 ? sizeof(double) : t == FA_BF16 || t == FA_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+fa_tensor fa_ring_rows(const fa_tensor *t, int64_t row, int64_t len)
 {
     fa_tensor v = *t;
-    if (t->data) v.data = (char *)t->data + row * t->stride_seq * (int64_t)elem;
+    if (t->data) v.data = (char *)t->data + row * t->stride_seq * (int64_t)fa_ring_elem(t->dtype);
     v.seq = len;
     return v;
+}
+
+double fa_ring_load(const void *base, int64_t at, fa_dtype t)
+{
+    switch (t) {
+    case FA_F64: return ((const double *)base)[at];
+    case FA_BF16: return (double)fa_bf16_to_f32(((const uint16_t *)base)[at]);
+    case FA_F16: return (double)fa_f16_to_f32(((const uint16_t *)base)[at]);
+    default: return (double)((const float *)base)[at];
+    }
+}
+
+void fa_ring_store(void *base, int64_t at, fa_dtype t, double x)
+{
+    switch (t) {
+    case FA_F64: ((double *)base)[at] = x; break;
+    case FA_BF16: ((uint16_t *)base)[at] = fa_bf16_from_f32((float)x); break;
+    case FA_F16: ((uint16_t *)base)[at] = fa_f16_from_f32((float)x); break;
+    default: ((float *)base)[at] = (float)x; break;
+    }
 }
 
 fa_tensor fa_ring_compact(void *data, fa_dtype dt, int64_t b, int64_t h, int64_t len, int64_t d)
@@ -377,18 +444,23 @@ fa_tensor fa_ring_compact(void *data, fa_dtype dt, int64_t b, int64_t h, int64_t
     return fa_tensor_bhsd(data, dt, b, h, len, d);
 }
 
-void fa_ring_copy(const fa_tensor *from, const fa_tensor *to, size_t elem)
+void fa_ring_copy(const fa_tensor *from, const fa_tensor *to)
 {
-    size_t row = (size_t)from->dim * elem;
+    const int64_t ef = (int64_t)fa_ring_elem(from->dtype), et = (int64_t)fa_ring_elem(to->dtype);
     for (int64_t b = 0; b < from->batch; b++)
         for (int64_t h = 0; h < from->heads; h++)
-            for (int64_t s = 0; s < from->seq; s++)
-                memcpy((char *)to->data +
-                           (b * to->stride_batch + h * to->stride_head + s * to->stride_seq) * (int64_t)elem,
-                       (const char *)from->data +
-                           (b * from->stride_batch + h * from->stride_head + s * from->stride_seq) *
-                               (int64_t)elem,
-                       row);
+            for (int64_t s = 0; s < from->seq; s++) {
+                char *dst =
+                    (char *)to->data + (b * to->stride_batch + h * to->stride_head + s * to->stride_seq) * et;
+                const char *src =
+                    (const char *)from->data +
+                    (b * from->stride_batch + h * from->stride_head + s * from->stride_seq) * ef;
+                if (from->dtype == to->dtype)
+                    memcpy(dst, src, (size_t)(from->dim * ef));
+                else /* a half row widened to float, or a float row rounded to half (each value once) */
+                    for (int64_t d = 0; d < from->dim; d++)
+                        fa_ring_store(dst, d, to->dtype, fa_ring_load(src, d, from->dtype));
+            }
 }
 
 /* ---- blocks ---- */
@@ -438,18 +510,18 @@ fa_params fa_ring_own_params(const fa_ring *r, const fa_tensor *q, fa_tensor *bi
     return own;
 }
 
-size_t fa_ring_shard_bytes(const fa_ring *r, int64_t rows)
+size_t fa_ring_shard_bytes(const fa_ring *r, int64_t rows, fa_dtype t)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
-    return (size_t)(s->batch * s->kv_heads * rows * (s->dim + s->dim_v)) * r->elem;
+    return (size_t)(s->batch * s->kv_heads * rows * (s->dim + s->dim_v)) * fa_ring_elem(t);
 }
 
-void fa_ring_shard_halves(const fa_ring *r, char *base, int64_t rows, fa_tensor *k, fa_tensor *v)
+void fa_ring_shard_halves(const fa_ring *r, char *base, int64_t rows, fa_dtype t, fa_tensor *k, fa_tensor *v)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
-    *k = fa_ring_compact(base, (fa_dtype)s->dtype, s->batch, s->kv_heads, rows, s->dim);
-    *v = fa_ring_compact(base + (size_t)(s->batch * s->kv_heads * rows * s->dim) * r->elem,
-                         (fa_dtype)s->dtype, s->batch, s->kv_heads, rows, s->dim_v);
+    *k = fa_ring_compact(base, t, s->batch, s->kv_heads, rows, s->dim);
+    *v = fa_ring_compact(base + (size_t)(s->batch * s->kv_heads * rows * s->dim) * fa_ring_elem(t), t,
+                         s->batch, s->kv_heads, rows, s->dim_v);
 }
 
 int64_t fa_ring_widest(const fa_ring *r)
@@ -468,6 +540,9 @@ fa_params fa_ring_block_params(const fa_ring *r, const fa_ring_segment *q, const
     bp.dsinks = NULL;
     bp.dbias = NULL; /* fa_mpi_backward refuses it: a block's dS covers its columns of the bias only */
     int64_t d0 = r->p.diagonal_shift + (q->pos - k->pos); /* the block's diagonal */
+    /* dropout's mask of the global rows and keys (and of the caller's origins, if it set any) */
+    bp.dropout_row0 = r->p.dropout_row0 + q->pos;
+    bp.dropout_key0 = r->p.dropout_key0 + k->pos;
     if (r->p.causal != FA_CAUSAL_NONE) {
         bp.causal = FA_CAUSAL_TOP_LEFT;
         bp.diagonal_shift = d0;
@@ -477,7 +552,7 @@ fa_params fa_ring_block_params(const fa_ring *r, const fa_ring_segment *q, const
     if (r->p.bias) {
         *bias = *r->p.bias;
         int64_t row = bias->seq == 1 ? 0 : q->row;
-        bias->data = (char *)bias->data + (row * bias->stride_seq + k->pos) * (int64_t)r->elem;
+        bias->data = (char *)bias->data + (row * bias->stride_seq + k->pos) * (int64_t)fa_ring_elem(r->acc);
         if (bias->seq != 1) bias->seq = q->len;
         bias->dim = k->len;
         bp.bias = bias;

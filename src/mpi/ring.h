@@ -31,6 +31,8 @@ typedef struct {
     int64_t causal, window_left, window_right, diagonal_shift;
     double scale, softcap;
     int64_t alibi, sinks, bias, layout;
+    double dropout_p; /* dropout's parameters: the mask is the whole sequence's only if they agree */
+    int64_t dropout_seed, dropout_offset, dropout_row0, dropout_key0;
 } fa_ring_shape;
 
 /* One call's view of the ring. */
@@ -42,7 +44,9 @@ typedef struct {
     const fa_ring_shape *shapes; /* every rank's, in rank order (in the cache) */
     const int64_t *starts;       /* CONTIGUOUS: rank s's first global position (in the cache) */
     int64_t total;               /* N, the global sequence length */
-    size_t elem;                 /* bytes of one element */
+    fa_dtype dtype;              /* the caller's tensors' (q, k, v, out and the gradients) */
+    fa_dtype acc;                /* the accumulation type: lse, the bias, every partial result and sum */
+    int half;                    /* dtype is FA_BF16 or FA_F16: the blocks run on widened copies */
     fa_params p;                 /* the caller's parameters as this library's full copy (or the defaults) */
     fa_status p_read;            /* FA_OK, or why the caller's p cannot be read (fa_ring_check reports it) */
     char p_reason[200];
@@ -64,10 +68,10 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
  * shift's range, p->seqs. FA_OK, or a status with its reason in `reason`. */
 fa_status fa_ring_check(const fa_ring *r, const fa_tensor *q, const fa_tensor *k, char *reason, size_t size);
 
-/* FA_ERR_UNSUPPORTED, with the reason, for bf16/f16 tensors and quantized caches (which fa_forward
- * takes, but whose shards the ring would carry as floats, without their scales); FA_OK otherwise.
- * Called once a rank's own call checks out, so a bad argument keeps its own status. */
-fa_status fa_ring_refuse_half(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size);
+/* FA_ERR_UNSUPPORTED, with the reason, for quantized caches (whose shards would travel without their
+ * scales) and f32 queries over a half-precision cache; FA_OK for one dtype throughout (f64, f32,
+ * bf16, f16). Called once a rank's own call checks out, so a bad argument keeps its own status. */
+fa_status fa_ring_refuse_mixed(const fa_tensor *q, const fa_tensor *k, char *reason, size_t size);
 
 /* The segments of rank s's rows. */
 fa_ring_segments fa_ring_segments_of(const fa_ring *r, int s);
@@ -94,11 +98,18 @@ fa_status fa_ring_wait(fa_ring_transfer *t);
 /* Lets MPI progress posted transfers between computations. */
 void fa_ring_progress(fa_ring_transfer *t, int count);
 
+/* Bytes of one element of t (8, 4 or 2). */
+size_t fa_ring_elem(fa_dtype t);
 /* Views: rows [row, row + len) of t; a contiguous [B][H][len][D] tensor at data. */
-fa_tensor fa_ring_rows(const fa_tensor *t, int64_t row, int64_t len, size_t elem);
+fa_tensor fa_ring_rows(const fa_tensor *t, int64_t row, int64_t len);
 fa_tensor fa_ring_compact(void *data, fa_dtype dt, int64_t b, int64_t h, int64_t len, int64_t d);
-/* Copies t's elements into the compact tensor c of the same shape, or back (to_view = 1). */
-void fa_ring_copy(const fa_tensor *from, const fa_tensor *to, size_t elem);
+/* Copies the elements of `from` into `to`, a tensor of the same shape: bytes when the dtypes are the
+ * same; else widened exactly (bf16/f16 to f32) or rounded once to nearest even (f32 to bf16/f16),
+ * as the library rounds its outputs. */
+void fa_ring_copy(const fa_tensor *from, const fa_tensor *to);
+/* Element at of a contiguous array of type t, as a double; and stored (rounded once to t). */
+double fa_ring_load(const void *base, int64_t at, fa_dtype t);
+void fa_ring_store(void *base, int64_t at, fa_dtype t, double x);
 
 /* Whether some query of the segment q can see some key of the segment k under p's causal mask,
  * windows and diagonal_shift on the global positions (self-attention: d0 = diagonal_shift). */
@@ -123,10 +134,11 @@ fa_params fa_ring_own_params(const fa_ring *r, const fa_tensor *q, fa_tensor *bi
 /* The longest shard of any rank. */
 int64_t fa_ring_widest(const fa_ring *r);
 
-/* The bytes of rank `rows` keys' K and V (or dK and dV) as one compact shard buffer, K first. */
-size_t fa_ring_shard_bytes(const fa_ring *r, int64_t rows);
-/* The K and V (or dK and dV) halves of a compact shard buffer of `rows` keys at base. */
-void fa_ring_shard_halves(const fa_ring *r, char *base, int64_t rows, fa_tensor *k, fa_tensor *v);
+/* The bytes of `rows` keys' K and V (or dK and dV) of type t as one compact shard buffer, K first:
+ * the caller's dtype for the shards that travel, the accumulation type for gradient sums. */
+size_t fa_ring_shard_bytes(const fa_ring *r, int64_t rows, fa_dtype t);
+/* The K and V (or dK and dV) halves of a compact shard buffer of `rows` keys of type t at base. */
+void fa_ring_shard_halves(const fa_ring *r, char *base, int64_t rows, fa_dtype t, fa_tensor *k, fa_tensor *v);
 
 /* Bytes rounded up to 64. */
 size_t fa_ring_round(size_t bytes);

@@ -2,7 +2,11 @@
 /* fa_mpi_backward: the key/value shards travel the ring again, their dK/dV accumulators one step
  * behind them: each rank computes its blocks' gradients for the shard in hand into step buffers,
  * adds them to the shard's accumulator when it arrives from the previous rank, and passes it on;
- * after P steps every accumulator is back on its own rank. dq is summed locally in ring order. */
+ * after P steps every accumulator is back on its own rank. dq is summed locally in ring order.
+ * The shards travel in the caller's dtype; the accumulators (which travel too), the steps' sums and
+ * dq are in the accumulation type, rounded once to the caller's dtype when written. Half-precision
+ * calls run every block in f32 on widened copies (q, out and dout once, each shard as it comes), so
+ * that each block's dK and dV reach the sums unrounded. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +18,7 @@ enum { TAG_KV = 200, TAG_ACC = 300, TAG_HOME = 400 };
 /* Where the backward's buffers lie in the communicator's buffer. */
 typedef struct {
     char *kv[2], *acc[2], *step, *home, *dk_tmp, *dv_tmp;
+    char *kv_wide, *q_wide, *out_wide, *dout_wide; /* half-precision calls only: the widened copies */
     double *sink_sums; /* every rank's sums for the sinks' gradient: P·Hq values, then the rank's Hq */
     char *dq[2], *dq_tmp[2], *lse[2]; /* per query segment */
 } layout_of_buffers;
@@ -22,34 +27,43 @@ static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t wide
                     layout_of_buffers *b)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
-    size_t shard = fa_ring_round(fa_ring_shard_bytes(r, widest)), at = 0;
-    size_t dk = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim) * r->elem);
-    size_t dv = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim_v) * r->elem);
+    const size_t acc = fa_ring_elem(r->acc);
+    size_t shard = fa_ring_round(fa_ring_shard_bytes(r, widest, r->dtype)), at = 0;
+    size_t sums = fa_ring_round(fa_ring_shard_bytes(r, widest, r->acc));
+    size_t dk = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim) * acc);
+    size_t dv = fa_ring_round((size_t)(s->batch * s->kv_heads * widest * s->dim_v) * acc);
 #define TAKE(field, bytes) (buf ? (b->field = buf + at) : NULL, at += (bytes))
-    TAKE(kv[0], shard), TAKE(kv[1], shard), TAKE(acc[0], shard), TAKE(acc[1], shard), TAKE(step, shard);
-    TAKE(home, shard);
+    TAKE(kv[0], shard), TAKE(kv[1], shard), TAKE(acc[0], sums), TAKE(acc[1], sums), TAKE(step, sums);
+    TAKE(home, sums);
     TAKE(dk_tmp, dk), TAKE(dv_tmp, dv);
+    if (r->half) {
+        TAKE(kv_wide, sums);
+        TAKE(q_wide, fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim) * acc));
+        TAKE(out_wide, fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim_v) * acc));
+        TAKE(dout_wide, fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim_v) * acc));
+    }
     if (buf) b->sink_sums = (double *)(buf + at);
     at += fa_ring_round((size_t)((r->size + 1) * s->q_heads) * sizeof(double));
     for (int g = 0; g < mine->count; g++) {
         int64_t len = mine->seg[g].len;
-        size_t dq = fa_ring_round((size_t)(s->batch * s->q_heads * len * s->dim) * r->elem);
+        size_t dq = fa_ring_round((size_t)(s->batch * s->q_heads * len * s->dim) * acc);
         TAKE(dq[g], dq), TAKE(dq_tmp[g], dq),
-            TAKE(lse[g], fa_ring_round((size_t)(s->batch * s->q_heads * len) * r->elem));
+            TAKE(lse[g], fa_ring_round((size_t)(s->batch * s->q_heads * len) * acc));
     }
 #undef TAKE
     return at;
 }
 
-/* to += from, element-wise over two views of one shape (compact or strided), in the element type. */
-static void add_into(const fa_tensor *to, const fa_tensor *from, size_t elem)
+/* to += from, element-wise over two views of one shape (compact or strided) of the accumulation
+ * type (float or double). */
+static void add_into(const fa_tensor *to, const fa_tensor *from)
 {
     for (int64_t b = 0; b < from->batch; b++)
         for (int64_t h = 0; h < from->heads; h++)
             for (int64_t i = 0; i < from->seq; i++) {
                 int64_t t = b * to->stride_batch + h * to->stride_head + i * to->stride_seq;
                 int64_t f = b * from->stride_batch + h * from->stride_head + i * from->stride_seq;
-                if (elem == sizeof(double)) {
+                if (from->dtype == FA_F64) {
                     double *x = (double *)to->data + t;
                     const double *y = (const double *)from->data + f;
                     for (int64_t d = 0; d < from->dim; d++) x[d] += y[d];
@@ -65,19 +79,27 @@ typedef struct {
     const fa_tensor *q, *out, *dout;
 } query_side;
 
-/* The gradients of the blocks of the rank's queries against the shard of rank src (at kv): dq into
- * the segments' accumulators, dK and dV into the step buffer (zeroed here). */
+/* The gradients of the blocks of the rank's queries against the shard of rank src (at kv, in the
+ * caller's dtype; widened first when that is half precision): dq into the segments' accumulators,
+ * dK and dV into the step buffer (zeroed here), all in the accumulation type. */
 static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine,
                                  const layout_of_buffers *lb, const query_side *qs_in, int src, char *kv,
                                  fa_ring_transfer *pending, int npending, char *reason, size_t size)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
-    fa_dtype dt = (fa_dtype)s->dtype;
+    fa_dtype dt = r->acc;
     int64_t n_src = r->shapes[src].rows;
     fa_tensor k, v, dk_step, dv_step;
-    fa_ring_shard_halves(r, kv, n_src, &k, &v);
-    fa_ring_shard_halves(r, lb->step, n_src, &dk_step, &dv_step);
-    memset(lb->step, 0, fa_ring_shard_bytes(r, n_src));
+    fa_ring_shard_halves(r, kv, n_src, r->dtype, &k, &v);
+    if (r->half) {
+        fa_tensor kw, vw;
+        fa_ring_shard_halves(r, lb->kv_wide, n_src, r->acc, &kw, &vw);
+        fa_ring_copy(&k, &kw);
+        fa_ring_copy(&v, &vw);
+        k = kw, v = vw;
+    }
+    fa_ring_shard_halves(r, lb->step, n_src, r->acc, &dk_step, &dv_step);
+    memset(lb->step, 0, fa_ring_shard_bytes(r, n_src, r->acc));
     fa_ring_segments theirs = fa_ring_segments_of(r, src);
     for (int a = 0; a < mine->count; a++)
         for (int c = 0; c < theirs.count; c++) {
@@ -85,11 +107,10 @@ static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_rin
             if (!fa_ring_block_visible(&r->p, qs, ks)) continue;
             fa_tensor bias;
             fa_params bp = fa_ring_block_params(r, qs, ks, &bias);
-            fa_tensor q = fa_ring_rows(qs_in->q, qs->row, qs->len, r->elem);
-            fa_tensor out = fa_ring_rows(qs_in->out, qs->row, qs->len, r->elem);
-            fa_tensor dout = fa_ring_rows(qs_in->dout, qs->row, qs->len, r->elem);
-            fa_tensor kb = fa_ring_rows(&k, ks->row, ks->len, r->elem),
-                      vb = fa_ring_rows(&v, ks->row, ks->len, r->elem);
+            fa_tensor q = fa_ring_rows(qs_in->q, qs->row, qs->len);
+            fa_tensor out = fa_ring_rows(qs_in->out, qs->row, qs->len);
+            fa_tensor dout = fa_ring_rows(qs_in->dout, qs->row, qs->len);
+            fa_tensor kb = fa_ring_rows(&k, ks->row, ks->len), vb = fa_ring_rows(&v, ks->row, ks->len);
             fa_tensor dq = fa_ring_compact(lb->dq_tmp[a], dt, s->batch, s->q_heads, qs->len, s->dim);
             fa_tensor dk = fa_ring_compact(lb->dk_tmp, dt, s->batch, s->kv_heads, ks->len, s->dim);
             fa_tensor dv = fa_ring_compact(lb->dv_tmp, dt, s->batch, s->kv_heads, ks->len, s->dim_v);
@@ -99,11 +120,11 @@ static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_rin
                 return st;
             }
             fa_tensor dq_acc = fa_ring_compact(lb->dq[a], dt, s->batch, s->q_heads, qs->len, s->dim);
-            fa_tensor dk_rows = fa_ring_rows(&dk_step, ks->row, ks->len, r->elem);
-            fa_tensor dv_rows = fa_ring_rows(&dv_step, ks->row, ks->len, r->elem);
-            add_into(&dq_acc, &dq, r->elem);
-            add_into(&dk_rows, &dk, r->elem);
-            add_into(&dv_rows, &dv, r->elem);
+            fa_tensor dk_rows = fa_ring_rows(&dk_step, ks->row, ks->len);
+            fa_tensor dv_rows = fa_ring_rows(&dv_step, ks->row, ks->len);
+            add_into(&dq_acc, &dq);
+            add_into(&dk_rows, &dk);
+            add_into(&dv_rows, &dv);
             fa_ring_progress(pending, npending);
         }
     return FA_OK;
@@ -121,19 +142,18 @@ static fa_status sink_gradient(fa_ring *r, const fa_tensor *out, const fa_tensor
         for (int64_t b = 0; b < s->batch; b++)
             for (int64_t i = 0; i < s->rows; i++) {
                 int64_t at = (b * s->q_heads + h) * s->rows + i;
-                double l =
-                    r->elem == sizeof(double) ? ((const double *)lse)[at] : (double)((const float *)lse)[at];
-                const char *o =
-                    (const char *)out->data +
-                    (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * (int64_t)r->elem;
+                double l = fa_ring_load(lse, at, r->acc);
+                /* out and dout as the caller gave them (half precision: widened exactly) */
+                const int64_t e = (int64_t)fa_ring_elem(out->dtype);
+                const char *o = (const char *)out->data +
+                                (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * e;
                 const char *g = (const char *)dout->data +
-                                (b * dout->stride_batch + h * dout->stride_head + i * dout->stride_seq) *
-                                    (int64_t)r->elem;
+                                (b * dout->stride_batch + h * dout->stride_head + i * dout->stride_seq) * e;
                 double delta = 0.0;
                 for (int64_t y = 0; y < s->dim_v; y++)
-                    delta += r->elem == sizeof(double)
-                                 ? ((const double *)o)[y] * ((const double *)g)[y]
-                                 : (double)((const float *)o)[y] * (double)((const float *)g)[y];
+                    delta += r->acc == FA_F64 ? fa_ring_load(o, y, FA_F64) * fa_ring_load(g, y, FA_F64)
+                                              : (double)(float)fa_ring_load(o, y, out->dtype) *
+                                                    (double)(float)fa_ring_load(g, y, dout->dtype);
                 sum -= exp(sink - l) * delta;
             }
         mine[h] = sum;
@@ -170,7 +190,7 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         fa_params own = fa_ring_own_params(&r, q, &bias);
         st = fa_backward_check(&own, q, k, v, out, dout, lse, dq, dk, dv);
         if (st != FA_OK) snprintf(reason, sizeof reason, "%s", fa_last_error());
-        if (st == FA_OK) st = fa_ring_refuse_half(q, k, reason, sizeof reason);
+        if (st == FA_OK) st = fa_ring_refuse_mixed(q, k, reason, sizeof reason);
     }
     const fa_ring_shape *s = &r.shapes[r.rank];
     int64_t widest = fa_ring_widest(&r);
@@ -184,21 +204,34 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
     if ((st = fa_ring_agree(&r, st, reason)) != FA_OK) return st;
 
     carve(&r, &mine, widest, buf, &lb);
-    fa_dtype dt = (fa_dtype)s->dtype;
+    const fa_dtype dt = r.acc;
+    const size_t acc_elem = fa_ring_elem(r.acc);
     for (int g = 0; g < mine.count; g++) { /* dq starts at 0; each segment's lse rows, contiguous */
         const fa_ring_segment *seg = &mine.seg[g];
-        memset(lb.dq[g], 0, (size_t)(s->batch * s->q_heads * seg->len * s->dim) * r.elem);
+        memset(lb.dq[g], 0, (size_t)(s->batch * s->q_heads * seg->len * s->dim) * acc_elem);
         for (int64_t bh = 0; bh < s->batch * s->q_heads; bh++)
-            memcpy(lb.lse[g] + (size_t)(bh * seg->len) * r.elem,
-                   (const char *)lse + (size_t)(bh * s->rows + seg->row) * r.elem, (size_t)seg->len * r.elem);
+            memcpy(lb.lse[g] + (size_t)(bh * seg->len) * acc_elem,
+                   (const char *)lse + (size_t)(bh * s->rows + seg->row) * acc_elem,
+                   (size_t)seg->len * acc_elem);
     }
     {
         fa_tensor kc, vc;
-        fa_ring_shard_halves(&r, lb.kv[0], s->rows, &kc, &vc);
-        fa_ring_copy(k, &kc, r.elem);
-        fa_ring_copy(v, &vc, r.elem);
+        fa_ring_shard_halves(&r, lb.kv[0], s->rows, r.dtype, &kc, &vc);
+        fa_ring_copy(k, &kc);
+        fa_ring_copy(v, &vc);
     }
     query_side side = {q, out, dout};
+    fa_tensor q_acc = *q, out_acc = *out,
+              dout_acc = *dout; /* half: the rank's q, out and dout widened once */
+    if (r.half) {
+        q_acc = fa_ring_compact(lb.q_wide, dt, s->batch, s->q_heads, s->rows, s->dim);
+        out_acc = fa_ring_compact(lb.out_wide, dt, s->batch, s->q_heads, s->rows, s->dim_v);
+        dout_acc = fa_ring_compact(lb.dout_wide, dt, s->batch, s->q_heads, s->rows, s->dim_v);
+        fa_ring_copy(q, &q_acc);
+        fa_ring_copy(out, &out_acc);
+        fa_ring_copy(dout, &dout_acc);
+        side = (query_side){&q_acc, &out_acc, &dout_acc};
+    }
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
     fa_status work = FA_OK;
     fa_ring_transfer acc_send = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
@@ -211,13 +244,14 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
      * travels with it and, from there, goes straight home. The rank's own comes from that rank. */
     int my_reach = fa_ring_reach(&r, r.rank);
     fa_ring_transfer home_recv = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
-    if (my_reach > 0 && fa_ring_post(&r, &home_recv, lb.home, fa_ring_shard_bytes(&r, s->rows),
+    if (my_reach > 0 && fa_ring_post(&r, &home_recv, lb.home, fa_ring_shard_bytes(&r, s->rows, r.acc),
                                      (r.rank + my_reach) % r.size, TAG_HOME, 0) != FA_OK)
         FAIL_ONCE(FA_ERR_RUNTIME, "posting the returning accumulator's transfer failed");
     for (int step = 0; step < r.size; step++) {
         int src = (r.rank - step + r.size) % r.size, incoming = (src + r.size - 1) % r.size;
         int reach = fa_ring_reach(&r, src), holds = step <= reach;
-        size_t src_bytes = fa_ring_shard_bytes(&r, r.shapes[src].rows);
+        size_t src_bytes = fa_ring_shard_bytes(&r, r.shapes[src].rows, r.dtype); /* the shard */
+        size_t sum_bytes = fa_ring_shard_bytes(&r, r.shapes[src].rows, r.acc);   /* its accumulator */
         /* the accumulator arrives in the buffer that is not still leaving with the last one sent */
         int mine_buf = in_flight == 0 ? 1 : 0;
         char *acc = lb.acc[mine_buf];
@@ -225,13 +259,13 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         int posted = 0;
         /* the next shard travels while this one is computed */
         if (step + 1 <= fa_ring_reach(&r, incoming) &&
-            fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows),
-                         prev, TAG_KV, 0) != FA_OK)
+            fa_ring_post(&r, &tx[posted++], lb.kv[1 - cur],
+                         fa_ring_shard_bytes(&r, r.shapes[incoming].rows, r.dtype), prev, TAG_KV, 0) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting a shard transfer failed");
         if (holds && step < reach &&
             fa_ring_post(&r, &tx[posted++], lb.kv[cur], src_bytes, next, TAG_KV, 1) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting a shard transfer failed");
-        if (holds && step > 0 && fa_ring_post(&r, &tx[posted++], acc, src_bytes, prev, TAG_ACC, 0) != FA_OK)
+        if (holds && step > 0 && fa_ring_post(&r, &tx[posted++], acc, sum_bytes, prev, TAG_ACC, 0) != FA_OK)
             FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
         /* after a failure the rank still passes shards and accumulators on: no other rank waits forever */
         if (holds && work == FA_OK) {
@@ -239,7 +273,7 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
                                             sizeof reason);
             if (st2 != FA_OK) work = st2;
         } else if (holds) {
-            memset(lb.step, 0, src_bytes);
+            memset(lb.step, 0, sum_bytes);
         }
         for (int x = 0; x < posted; x++)
             if (fa_ring_wait(&tx[x]) != FA_OK)
@@ -247,21 +281,21 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         if (holds) {
             /* the shard's accumulator: this rank's step gradients, after those of the ranks before it */
             fa_tensor ak, av, sk, sv;
-            fa_ring_shard_halves(&r, acc, r.shapes[src].rows, &ak, &av);
-            fa_ring_shard_halves(&r, lb.step, r.shapes[src].rows, &sk, &sv);
+            fa_ring_shard_halves(&r, acc, r.shapes[src].rows, r.acc, &ak, &av);
+            fa_ring_shard_halves(&r, lb.step, r.shapes[src].rows, r.acc, &sk, &sv);
             if (step == 0)
-                memcpy(step < reach ? acc : lb.home, lb.step, src_bytes); /* reach 0: it is home already */
+                memcpy(step < reach ? acc : lb.home, lb.step, sum_bytes); /* reach 0: it is home already */
             else
-                add_into(&ak, &sk, r.elem), add_into(&av, &sv, r.elem);
+                add_into(&ak, &sk), add_into(&av, &sv);
             /* at most one accumulator in flight: the next arrives in the other buffer */
             if (fa_ring_wait(&acc_send) != FA_OK) FAIL_ONCE(FA_ERR_RUNTIME, "an accumulator transfer failed");
             in_flight = -1;
             if (step < reach) { /* on to the next rank, which sees the shard or passes it on */
-                if (fa_ring_post(&r, &acc_send, acc, src_bytes, next, TAG_ACC, 1) != FA_OK)
+                if (fa_ring_post(&r, &acc_send, acc, sum_bytes, next, TAG_ACC, 1) != FA_OK)
                     FAIL_ONCE(FA_ERR_RUNTIME, "posting the accumulator transfer failed");
                 in_flight = mine_buf;
             } else if (step > 0) { /* the last rank that sees it: home */
-                if (fa_ring_post(&r, &acc_send, acc, src_bytes, src, TAG_HOME, 1) != FA_OK)
+                if (fa_ring_post(&r, &acc_send, acc, sum_bytes, src, TAG_HOME, 1) != FA_OK)
                     FAIL_ONCE(FA_ERR_RUNTIME, "posting the returning accumulator's transfer failed");
                 in_flight = mine_buf;
             }
@@ -278,12 +312,12 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
     for (int g = 0; g < mine.count; g++) {
         const fa_ring_segment *seg = &mine.seg[g];
         fa_tensor from = fa_ring_compact(lb.dq[g], dt, s->batch, s->q_heads, seg->len, s->dim);
-        fa_tensor to = fa_ring_rows(dq, seg->row, seg->len, r.elem);
-        fa_ring_copy(&from, &to, r.elem);
+        fa_tensor to = fa_ring_rows(dq, seg->row, seg->len);
+        fa_ring_copy(&from, &to); /* half precision: each sum rounded once */
     }
     fa_tensor hk, hv;
-    fa_ring_shard_halves(&r, home, s->rows, &hk, &hv);
-    fa_ring_copy(&hk, dk, r.elem);
-    fa_ring_copy(&hv, dv, r.elem);
+    fa_ring_shard_halves(&r, home, s->rows, r.acc, &hk, &hv);
+    fa_ring_copy(&hk, dk);
+    fa_ring_copy(&hv, dv);
     return FA_OK;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fa_mpi_forward: the key/value shards travel the ring; every rank attends its queries to each
- * shard it can see and merges the block results into running rows, in ring order. */
+ * shard it can see and merges the block results into running rows, in ring order. The shards
+ * travel in the caller's dtype; the running rows, the blocks' results and their merge are in the
+ * accumulation type, rounded once to the caller's dtype when they are written. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,33 +19,21 @@ typedef struct {
     int cur;
 } segment_rows;
 
-static double load(const void *base, int64_t at, size_t elem)
-{
-    return elem == sizeof(double) ? ((const double *)base)[at] : (double)((const float *)base)[at];
-}
-
-static void store(void *base, int64_t at, size_t elem, double x)
-{
-    if (elem == sizeof(double))
-        ((double *)base)[at] = x;
-    else
-        ((float *)base)[at] = (float)x;
-}
-
-/* Carves the segments' rows out of buf after the two shard buffers; returns the bytes used (buf
- * NULL: only counts). */
+/* Carves the segments' rows out of buf after the two shard buffers, then (half-precision calls) the
+ * rank's queries widened to the accumulation type, at *q_wide; returns the bytes used (buf NULL:
+ * only counts). */
 static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_bytes, char *buf,
-                    segment_rows *rows)
+                    segment_rows *rows, void **q_wide)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
-    fa_dtype dt = (fa_dtype)s->dtype;
+    const size_t acc = fa_ring_elem(r->acc);
     size_t at = 2 * fa_ring_round(kv_bytes);
     for (int g = 0; g < mine->count; g++) {
         int64_t len = mine->seg[g].len;
-        size_t out_bytes = fa_ring_round((size_t)(s->batch * s->q_heads * len * s->dim_v) * r->elem);
-        size_t lse_bytes = fa_ring_round((size_t)(s->batch * s->q_heads * len) * r->elem);
+        size_t out_bytes = fa_ring_round((size_t)(s->batch * s->q_heads * len * s->dim_v) * acc);
+        size_t lse_bytes = fa_ring_round((size_t)(s->batch * s->q_heads * len) * acc);
         for (int x = 0; x < 3; x++) {
-            fa_tensor t = fa_ring_compact(buf ? buf + at : NULL, dt, s->batch, s->q_heads, len, s->dim_v);
+            fa_tensor t = fa_ring_compact(buf ? buf + at : NULL, r->acc, s->batch, s->q_heads, len, s->dim_v);
             void *l = buf ? buf + at + out_bytes : NULL;
             if (buf && x < 2) rows[g].out[x] = t, rows[g].lse[x] = l;
             if (buf && x == 2) rows[g].part = t, rows[g].part_lse = l;
@@ -51,66 +41,75 @@ static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_by
         }
         if (buf) rows[g].cur = 0;
     }
+    if (buf) *q_wide = r->half ? buf + at : NULL;
+    if (r->half) at += fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim) * acc);
     return at;
 }
 
 /* No key seen yet: out 0, lse -inf (a merge then takes the first block's rows as they are). */
-static void start_rows(segment_rows *g, size_t elem)
+static void start_rows(segment_rows *g, fa_dtype acc)
 {
     int64_t rows = g->out[0].batch * g->out[0].heads * g->out[0].seq;
-    memset(g->out[0].data, 0, (size_t)(rows * g->out[0].dim) * elem);
-    for (int64_t i = 0; i < rows; i++) store(g->lse[0], i, elem, -INFINITY);
+    memset(g->out[0].data, 0, (size_t)(rows * g->out[0].dim) * fa_ring_elem(acc));
+    for (int64_t i = 0; i < rows; i++) fa_ring_store(g->lse[0], i, acc, -INFINITY);
 }
 
 /* Writes a segment's merged rows to the caller's out and lse, with the sink of each head entering
- * once: lse' = log(e^lse + e^sink) (the larger of the two subtracted first), out' = out·e^(lse - lse'). */
+ * once: lse' = log(e^lse + e^sink) (the larger of the two subtracted first), out' = out·e^(lse - lse').
+ * A half-precision out gets the accumulation type's value rounded once. */
 static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_segment *seg,
                        const fa_tensor *out, void *lse)
 {
     const fa_tensor *src = &g->out[g->cur];
     const void *src_lse = g->lse[g->cur];
-    fa_tensor dst = fa_ring_rows(out, seg->row, seg->len, r->elem);
-    int64_t n = r->shapes[r->rank].rows;
+    fa_tensor dst = fa_ring_rows(out, seg->row, seg->len);
+    const int64_t n = r->shapes[r->rank].rows, e_acc = (int64_t)fa_ring_elem(r->acc),
+                  e_out = (int64_t)fa_ring_elem(out->dtype);
     for (int64_t b = 0; b < src->batch; b++)
         for (int64_t h = 0; h < src->heads; h++)
             for (int64_t i = 0; i < src->seq; i++) {
                 int64_t at = (b * src->heads + h) * src->seq + i;
-                double l = load(src_lse, at, r->elem), w = 1.0;
+                double l = fa_ring_load(src_lse, at, r->acc), w = 1.0;
                 if (r->p.sinks) {
                     double sink = (double)r->p.sinks[h], big = l > sink ? l : sink;
                     double total = big + log(exp(l - big) + exp(sink - big));
                     w = l == -INFINITY ? 0.0 : exp(l - total);
                     l = total;
                 }
-                const char *from = (const char *)src->data + (at * src->dim) * (int64_t)r->elem;
-                char *to =
-                    (char *)dst.data +
-                    (b * dst.stride_batch + h * dst.stride_head + i * dst.stride_seq) * (int64_t)r->elem;
-                if (!r->p.sinks)
-                    memcpy(to, from, (size_t)src->dim * r->elem);
-                else
-                    for (int64_t y = 0; y < src->dim; y++) store(to, y, r->elem, load(from, y, r->elem) * w);
-                if (lse) store(lse, (b * src->heads + h) * n + seg->row + i, r->elem, l);
+                const char *from = (const char *)src->data + (at * src->dim) * e_acc;
+                char *to = (char *)dst.data +
+                           (b * dst.stride_batch + h * dst.stride_head + i * dst.stride_seq) * e_out;
+                if (!r->p.sinks && out->dtype == r->acc)
+                    memcpy(to, from, (size_t)(src->dim * e_acc));
+                else if (!r->p.sinks)
+                    for (int64_t y = 0; y < src->dim; y++)
+                        fa_ring_store(to, y, out->dtype, fa_ring_load(from, y, r->acc));
+                else /* the accumulation type's value (a half out: that float, rounded once) */
+                    for (int64_t y = 0; y < src->dim; y++)
+                        fa_ring_store(to, y, out->dtype, fa_ring_load(from, y, r->acc) * w);
+                if (lse) fa_ring_store(lse, (b * src->heads + h) * n + seg->row + i, r->acc, l);
             }
 }
 
-/* Attends the rank's query segments to the shard of rank src (K then V, compact, at kv) and merges
- * each visible block into the running rows. FA_OK or the first failure, with its message in reason. */
+/* Attends the rank's query segments (q: the caller's, or its widened copy) to the shard of rank src
+ * (K then V, compact, in the caller's dtype, at kv) and merges each visible block into the running
+ * rows. A half-precision shard is read by fa_forward's f32-queries-over-a-half-cache call, which
+ * widens it exactly: the block's result is then the accumulation type's, as it must be to merge.
+ * FA_OK or the first failure, with its message in reason. */
 static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine,
                               segment_rows *rows, int src, void *kv, const fa_tensor *q,
                               fa_ring_transfer *pending, int npending, char *reason, size_t size)
 {
     int64_t n_src = r->shapes[src].rows;
     fa_tensor k, v;
-    fa_ring_shard_halves(r, kv, n_src, &k, &v);
+    fa_ring_shard_halves(r, kv, n_src, r->dtype, &k, &v);
     fa_ring_segments theirs = fa_ring_segments_of(r, src);
     for (int a = 0; a < mine->count; a++)
         for (int c = 0; c < theirs.count; c++) {
             const fa_ring_segment *qs = &mine->seg[a], *ks = &theirs.seg[c];
             if (!fa_ring_block_visible(&r->p, qs, ks)) continue;
-            fa_tensor bias, qv = fa_ring_rows(q, qs->row, qs->len, r->elem);
-            fa_tensor kv_k = fa_ring_rows(&k, ks->row, ks->len, r->elem),
-                      kv_v = fa_ring_rows(&v, ks->row, ks->len, r->elem);
+            fa_tensor bias, qv = fa_ring_rows(q, qs->row, qs->len);
+            fa_tensor kv_k = fa_ring_rows(&k, ks->row, ks->len), kv_v = fa_ring_rows(&v, ks->row, ks->len);
             fa_params bp = fa_ring_block_params(r, qs, ks, &bias);
             segment_rows *g = &rows[a];
             fa_status st = fa_forward(ctx, &bp, &qv, &kv_k, &kv_v, &g->part, g->part_lse);
@@ -145,27 +144,34 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
         fa_params own = fa_ring_own_params(&r, q, &bias);
         st = fa_forward_check(&own, q, k, v, out, lse);
         if (st != FA_OK) snprintf(reason, sizeof reason, "%s", fa_last_error());
-        if (st == FA_OK) st = fa_ring_refuse_half(q, k, reason, sizeof reason);
+        if (st == FA_OK) st = fa_ring_refuse_mixed(q, k, reason, sizeof reason);
     }
     const fa_ring_shape *s = &r.shapes[r.rank];
     int64_t widest = fa_ring_widest(&r);
-    size_t kv_bytes = st == FA_OK ? fa_ring_shard_bytes(&r, widest) : 0;
+    size_t kv_bytes = st == FA_OK ? fa_ring_shard_bytes(&r, widest, r.dtype) : 0;
     segment_rows rows[2];
+    void *q_wide = NULL;
     char *buf = NULL;
     if (st == FA_OK) {
-        buf = fa_ring_buffer(&r, carve(&r, &mine, kv_bytes, NULL, NULL));
+        buf = fa_ring_buffer(&r, carve(&r, &mine, kv_bytes, NULL, NULL, NULL));
         if (!buf) st = FA_ERR_NOMEM, snprintf(reason, sizeof reason, "no memory for the shard buffers");
     }
     if ((st = fa_ring_agree(&r, st, reason)) != FA_OK) return st;
 
-    carve(&r, &mine, kv_bytes, buf, rows);
-    for (int g = 0; g < mine.count; g++) start_rows(&rows[g], r.elem);
+    carve(&r, &mine, kv_bytes, buf, rows, &q_wide);
+    for (int g = 0; g < mine.count; g++) start_rows(&rows[g], r.acc);
     char *kv[2] = {buf, buf + fa_ring_round(kv_bytes)};
     {
         fa_tensor kc, vc;
-        fa_ring_shard_halves(&r, kv[0], s->rows, &kc, &vc);
-        fa_ring_copy(k, &kc, r.elem);
-        fa_ring_copy(v, &vc, r.elem);
+        fa_ring_shard_halves(&r, kv[0], s->rows, r.dtype, &kc, &vc);
+        fa_ring_copy(k, &kc);
+        fa_ring_copy(v, &vc);
+    }
+    /* half-precision queries are widened once: every block's call then takes f32 queries */
+    fa_tensor q_acc = *q;
+    if (r.half) {
+        q_acc = fa_ring_compact(q_wide, r.acc, s->batch, s->q_heads, s->rows, s->dim);
+        fa_ring_copy(q, &q_acc);
     }
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
     fa_status work = FA_OK;
@@ -178,18 +184,20 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
         int posted = 0;
         /* the next shard travels while this one is computed */
         if (step + 1 <= fa_ring_reach(&r, incoming) &&
-            fa_ring_post(&r, &tx[posted++], kv[1 - cur], fa_ring_shard_bytes(&r, r.shapes[incoming].rows),
-                         prev, TAG_KV, 0) != FA_OK &&
+            fa_ring_post(&r, &tx[posted++], kv[1 - cur],
+                         fa_ring_shard_bytes(&r, r.shapes[incoming].rows, r.dtype), prev, TAG_KV,
+                         0) != FA_OK &&
             work == FA_OK)
             work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
         if (holds && step < reach &&
-            fa_ring_post(&r, &tx[posted++], kv[cur], fa_ring_shard_bytes(&r, r.shapes[src].rows), next,
-                         TAG_KV, 1) != FA_OK &&
+            fa_ring_post(&r, &tx[posted++], kv[cur], fa_ring_shard_bytes(&r, r.shapes[src].rows, r.dtype),
+                         next, TAG_KV, 1) != FA_OK &&
             work == FA_OK)
             work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
         /* after a failure the rank still passes the shards on, so that no other rank waits forever */
         if (holds && work == FA_OK)
-            work = attend_shard(&r, ctx, &mine, rows, src, kv[cur], q, tx, posted, reason, sizeof reason);
+            work =
+                attend_shard(&r, ctx, &mine, rows, src, kv[cur], &q_acc, tx, posted, reason, sizeof reason);
         for (int x = 0; x < posted; x++)
             if (fa_ring_wait(&tx[x]) != FA_OK && work == FA_OK)
                 work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "a shard transfer failed");

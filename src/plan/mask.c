@@ -3,11 +3,6 @@
  * mask. */
 #include "plan/mask.h"
 
-static int64_t clamp(int64_t x, int64_t lo, int64_t hi)
-{
-    return x < lo ? lo : (x > hi ? hi : x);
-}
-
 fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
 {
     /* The key on the row's diagonal: the causal mask ends there, windows are measured from it. Its
@@ -28,8 +23,25 @@ fa_key_range fa_visible_keys(const fa_problem *p, int64_t row)
     }
     if (p->window_left >= 0 && p->window_left < diag) begin = diag - p->window_left;
     if (p->window_right >= 0 && p->window_right < end - diag - 1) end = diag + p->window_right + 1;
-    fa_key_range r = {clamp(begin, 0, p->kv_len), clamp(end, 0, p->kv_len)};
+    fa_key_range r = {fa_clamp64(begin, 0, p->kv_len), fa_clamp64(end, 0, p->kv_len)};
     return r;
+}
+
+int fa_band_of(const fa_problem *p, fa_band *band)
+{
+    /* fa_visible_keys with diag = r + diag_offset: the left window hides keys below diag - left
+     * (r <= c - diag_offset + left), the causal mask keys past diag (r >= c - diag_offset), a right
+     * window without it keys past diag + right (r >= c - diag_offset - right); its clamps to
+     * [0, Nk] hide no key in [0, Nk). A window wider than 2^60 bounds no row of a problem that fits
+     * in memory and counts as none, so no sum below leaves int64 (|diag_offset| <= 2^53). */
+    const int64_t wide = (int64_t)1 << 60;
+    if (p->row_group > 1 || !fa_masks_known(p)) return 0;
+    const int causal = p->causal != FA_CAUSAL_NONE;
+    const int right_open = !causal && (p->window_right < 0 || p->window_right > wide);
+    band->first = right_open ? FA_BAND_OPEN_BELOW : -(p->diag_offset + (causal ? 0 : p->window_right));
+    band->last =
+        p->window_left < 0 || p->window_left > wide ? FA_BAND_OPEN_ABOVE : p->window_left - p->diag_offset;
+    return 1;
 }
 
 int64_t fa_row_key_span(const fa_problem *p)
@@ -59,7 +71,8 @@ fa_key_blocks fa_key_blocks_seen(const fa_problem *p, int64_t row0, int64_t rows
 {
     int64_t b = fa_visible_keys(p, row0).begin, e = fa_visible_keys(p, row0 + rows - 1).end;
     int64_t blocks = (p->kv_len + block_k - 1) / block_k;
-    fa_key_blocks met = {clamp(b, 0, p->kv_len) / block_k, (clamp(e, 0, p->kv_len) + block_k - 1) / block_k};
+    fa_key_blocks met = {fa_clamp64(b, 0, p->kv_len) / block_k,
+                         (fa_clamp64(e, 0, p->kv_len) + block_k - 1) / block_k};
     if (met.first > blocks) met.first = blocks;
     if (met.end < met.first || e <= b) met.end = met.first;
     return met;
@@ -67,8 +80,8 @@ fa_key_blocks fa_key_blocks_seen(const fa_problem *p, int64_t row0, int64_t rows
 
 fa_key_range fa_tile_cols_seen(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
 {
-    fa_key_range seen = {clamp(fa_visible_keys(p, row0).begin - col0, 0, cols),
-                         clamp(fa_visible_keys(p, row0 + rows - 1).end - col0, 0, cols)};
+    fa_key_range seen = {fa_clamp64(fa_visible_keys(p, row0).begin - col0, 0, cols),
+                         fa_clamp64(fa_visible_keys(p, row0 + rows - 1).end - col0, 0, cols)};
     if (seen.end < seen.begin) seen.end = seen.begin;
     return seen;
 }

@@ -19,6 +19,24 @@ typedef struct {
 
 fa_key_range fa_visible_keys(const fa_problem *p, int64_t row);
 
+static inline int64_t fa_clamp64(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+/* The rows that see each key, in closed form: with one row per position (row_group 1), row r sees
+ * key c in [0, Nk) exactly when c + first <= r <= c + last, first being FA_BAND_OPEN_BELOW when no
+ * mask bounds it (no causal mask and no right window), last FA_BAND_OPEN_ABOVE when no left window
+ * does. The mask fill asks this once per tile instead of two range look-ups per row and column.
+ * Returns 0 for grouped rows (several rows per position), where the caller looks rows up. */
+typedef struct {
+    int64_t first, last;
+} fa_band;
+#define FA_BAND_OPEN_BELOW INT64_MIN
+#define FA_BAND_OPEN_ABOVE INT64_MAX
+
+int fa_band_of(const fa_problem *p, fa_band *band);
+
 /* The most keys one row can see: Nk, or less under a window (an upper bound from its width). */
 int64_t fa_row_key_span(const fa_problem *p);
 

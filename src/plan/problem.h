@@ -47,12 +47,14 @@ typedef struct {
      * stride 0) has stride 0 here: its (b, h, i) share one row, whose sum fa_dbias_sums says is due. */
     fa_view dbias;
     /* Dropout (flashattn.h, fa_params "Dropout"): dropout_p 0 is off. The mask of (batch b, query head
-     * h, row i, key j) is drivers/dropout.h's of (seed, offset, dropout_batch0 + b, h, i, j) with
-     * dropout_heads streams a batch entry: dropout_batch0 is the sequence of the problem of one
-     * (fa_problem_sequence), 0 otherwise; dropout_heads the caller's Hq. */
+     * h, row i, key j) is drivers/dropout.h's of (seed, offset, dropout_batch0 + b, h, dropout_row0 + i,
+     * dropout_key0 + j) with dropout_heads streams a batch entry: dropout_batch0 is the sequence of the
+     * problem of one (fa_problem_sequence), 0 otherwise; dropout_heads the caller's Hq; the origins the
+     * caller's (fa_params.dropout_row0, dropout_key0: where a block sits in a longer sequence). */
     double dropout_p;
     uint64_t dropout_seed, dropout_offset;
     int64_t dropout_batch0, dropout_heads;
+    int64_t dropout_row0, dropout_key0;
     /* lse (and the backward's delta) element (b, h, i) is at (b·q_heads + h)·lse_head_stride +
      * i·lse_row_stride: lse_head_stride is q_len for a dense batch, total_q when the queries are
      * packed; lse_row_stride is 1 (but see row_group) */

@@ -249,12 +249,12 @@ static int read_array(PyObject *t, const char *name, int want, int64_t count, vo
     }
     int64_t n = 1;
     for (int i = 0; i < ti.ndim; i++) n *= ti.size[i];
-    for (int64_t i = ti.ndim - 1, want = 1; i >= 0 && n > 0; i--) { /* an empty array has no layout */
-        if (ti.size[i] != 1 && ti.stride[i] != want) {
+    for (int64_t i = ti.ndim - 1, dense = 1; i >= 0 && n > 0; i--) { /* an empty array has no layout */
+        if (ti.size[i] != 1 && ti.stride[i] != dense) {
             PyErr_Format(PyExc_ValueError, "flashattn: %s must be contiguous", name);
             return -1;
         }
-        want *= ti.size[i];
+        dense *= ti.size[i];
     }
     if (count >= 0 && n != count) {
         PyErr_Format(PyExc_ValueError, "flashattn: %s has %lld elements; expected %lld", name, (long long)n,
@@ -360,10 +360,36 @@ static int as_i64(PyObject *o, const char *name, int64_t *out)
 }
 
 /* args: bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, scale,
- * causal, window_left, window_right, softcap, diagonal_shift (13 objects). */
-enum { N_PARAM_ARGS = 13 };
+ * causal, window_left, window_right, softcap, diagonal_shift (13 objects), optionally followed by
+ * dropout_p, dropout_seed, dropout_offset (3 more: N_DROPOUT_ARGS). */
+enum { N_PARAM_ARGS = 13, N_DROPOUT_ARGS = 3 };
 
-static int read_params(PyObject *const *a, const fa_tensor *q, call_params *cp)
+/* A 64-bit seed or offset: an int in [0, 2^64) (the package passes them unsigned). */
+static int as_u64(PyObject *o, const char *name, uint64_t *out)
+{
+    unsigned long long v = 0;
+    if (PyLong_Check(o)) v = PyLong_AsUnsignedLongLong(o);
+    if (!PyLong_Check(o) || (v == (unsigned long long)-1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "flashattn: %s must be an int in [0, 2**64)", name);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* The dropout fields of p from (dropout_p, seed, offset): the library checks dropout_p's range. */
+static int read_dropout(PyObject *const *a, fa_params *p)
+{
+    double dropout_p = PyFloat_AsDouble(a[0]);
+    if (dropout_p == -1.0 && PyErr_Occurred()) return -1;
+    if (as_u64(a[1], "dropout_seed", &p->dropout_seed) || as_u64(a[2], "dropout_offset", &p->dropout_offset))
+        return -1;
+    p->dropout_p = dropout_p;
+    return 0;
+}
+
+static int read_params(PyObject *const *a, Py_ssize_t n, const fa_tensor *q, call_params *cp)
 {
     fa_params p = FA_PARAMS_INIT;
     fa_seqs seqs = FA_SEQS_INIT;
@@ -394,6 +420,7 @@ static int read_params(PyObject *const *a, const fa_tensor *q, call_params *cp)
     double softcap = PyFloat_AsDouble(a[11]);
     if (softcap == -1.0 && PyErr_Occurred()) return -1;
     cp->p.softcap = softcap;
+    if (n == N_PARAM_ARGS + N_DROPOUT_ARGS && read_dropout(a + N_PARAM_ARGS, &cp->p)) return -1;
     if (cu_q == Py_None && cu_k == Py_None && used == Py_None && table == Py_None) return 0;
 
     /* The batch of sequences: from an offsets array (batch + 1 entries), else from seqused_k or the
@@ -449,12 +476,14 @@ static int check_lse(PyObject *lse, const fa_tensor *q, void **data)
     return read_array(lse, "lse", want, q->batch * q->heads * q->seq, data);
 }
 
-/* forward(ctx, layout, q, k, v, out, lse, <N_PARAM_ARGS params>) -> ns spent in fa_forward */
+/* forward(ctx, layout, q, k, v, out, lse, <N_PARAM_ARGS params>[, <N_DROPOUT_ARGS>]) -> ns spent in
+ * fa_forward */
 static PyObject *py_forward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 7 + N_PARAM_ARGS) {
-        PyErr_Format(PyExc_TypeError, "forward: expected %d arguments, got %zd", 7 + N_PARAM_ARGS, nargs);
+    if (nargs != 7 + N_PARAM_ARGS && nargs != 7 + N_PARAM_ARGS + N_DROPOUT_ARGS) {
+        PyErr_Format(PyExc_TypeError, "forward: expected %d or %d arguments, got %zd", 7 + N_PARAM_ARGS,
+                     7 + N_PARAM_ARGS + N_DROPOUT_ARGS, nargs);
         return NULL;
     }
     fa_context *ctx = context_of(args[0]);
@@ -467,7 +496,7 @@ static PyObject *py_forward(PyObject *self, PyObject *const *args, Py_ssize_t na
     void *lse;
     if (check_lse(args[6], &q, &lse)) return NULL;
     call_params cp;
-    if (read_params(args + 7, &q, &cp)) return NULL;
+    if (read_params(args + 7, nargs - 7, &q, &cp)) return NULL;
     fa_status s;
     unsigned long long c0 = cpu_ns(), t0 = now_ns(), dt;
     Py_BEGIN_ALLOW_THREADS s = fa_forward(ctx, &cp.p, &q, &k, &v, &out, lse);
@@ -478,12 +507,14 @@ static PyObject *py_forward(PyObject *self, PyObject *const *args, Py_ssize_t na
     return PyLong_FromUnsignedLongLong(dt);
 }
 
-/* backward(ctx, layout, q, k, v, out, dout, lse, dq, dk, dv, dsinks, <N_PARAM_ARGS params>) -> ns */
+/* backward(ctx, layout, q, k, v, out, dout, lse, dq, dk, dv, dsinks, <N_PARAM_ARGS params>
+ * [, <N_DROPOUT_ARGS>]) -> ns */
 static PyObject *py_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 12 + N_PARAM_ARGS) {
-        PyErr_Format(PyExc_TypeError, "backward: expected %d arguments, got %zd", 12 + N_PARAM_ARGS, nargs);
+    if (nargs != 12 + N_PARAM_ARGS && nargs != 12 + N_PARAM_ARGS + N_DROPOUT_ARGS) {
+        PyErr_Format(PyExc_TypeError, "backward: expected %d or %d arguments, got %zd", 12 + N_PARAM_ARGS,
+                     12 + N_PARAM_ARGS + N_DROPOUT_ARGS, nargs);
         return NULL;
     }
     fa_context *ctx = context_of(args[0]);
@@ -498,7 +529,7 @@ static PyObject *py_backward(PyObject *self, PyObject *const *args, Py_ssize_t n
     void *lse, *dsinks;
     if (check_lse(args[7], &q, &lse) || read_array(args[11], "dsinks", FA_F32, q.heads, &dsinks)) return NULL;
     call_params cp;
-    if (read_params(args + 12, &q, &cp)) return NULL;
+    if (read_params(args + 12, nargs - 12, &q, &cp)) return NULL;
     cp.p.dsinks = dsinks;
     fa_status s;
     unsigned long long c0 = cpu_ns(), t0 = now_ns(), dt;
@@ -508,6 +539,57 @@ static PyObject *py_backward(PyObject *self, PyObject *const *args, Py_ssize_t n
     c_cpu_total_ns += cpu_ns() - c0;
     if (s != FA_OK) return raise_status(s);
     return PyLong_FromUnsignedLongLong(dt);
+}
+
+/* fa_dropout_mask of every (b, h) of dims = {batch, heads, rows, cols}, tile after tile. */
+static fa_status mask_tiles(const fa_params *p, const int64_t dims[4], uint8_t *mask)
+{
+    const int64_t tile = dims[2] * dims[3];
+    fa_status s = FA_OK;
+    for (int64_t b = 0; s == FA_OK && b < dims[0]; b++)
+        for (int64_t h = 0; s == FA_OK && h < dims[1]; h++)
+            s = fa_dropout_mask(p, dims[1], b, h, 0, 0, dims[2], dims[3], mask + (b * dims[1] + h) * tile,
+                                dims[3]);
+    return s;
+}
+
+/* dropout_mask(dropout_p, seed, offset, batch, heads, rows, cols) -> bytearray of batch·heads·rows·cols
+ * bytes, [b][h][i][j]: fa_dropout_mask of each (b, h) with Hq = heads, 1 = kept. */
+static PyObject *py_dropout_mask(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "dropout_mask: expected 7 arguments, got %zd", nargs);
+        return NULL;
+    }
+    fa_params p = FA_PARAMS_INIT;
+    if (read_dropout(args, &p)) return NULL;
+    int64_t dims[4];
+    const char *names[4] = {"batch", "heads", "rows", "cols"};
+    Py_ssize_t total = 1;
+    for (int i = 0; i < 4; i++) {
+        if (as_i64(args[3 + i], names[i], &dims[i])) return NULL;
+        if (dims[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "dropout_mask: %s = %lld must be >= 0", names[i],
+                         (long long)dims[i]);
+            return NULL;
+        }
+        if (dims[i] > 0 && total > PY_SSIZE_T_MAX / dims[i]) {
+            PyErr_SetString(PyExc_OverflowError, "dropout_mask: batch * heads * rows * cols is too large");
+            return NULL;
+        }
+        total *= (Py_ssize_t)dims[i];
+    }
+    PyObject *buf = PyByteArray_FromStringAndSize(NULL, total);
+    if (!buf) return NULL;
+    fa_status s;
+    Py_BEGIN_ALLOW_THREADS s = mask_tiles(&p, dims, (uint8_t *)PyByteArray_AS_STRING(buf));
+    Py_END_ALLOW_THREADS if (s != FA_OK)
+    {
+        Py_DECREF(buf);
+        return raise_status(s);
+    }
+    return buf;
 }
 
 static PyObject *py_register_dtypes(PyObject *self, PyObject *args)
@@ -553,12 +635,17 @@ static PyObject *py_version(PyObject *self, PyObject *noargs)
 static PyMethodDef methods[] = {
     {"forward", (PyCFunction)(void (*)(void))py_forward, METH_FASTCALL,
      "forward(ctx, layout_bhsd, q, k, v, out, lse, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, "
-     "seqused_k, block_table, scale, causal, window_left, window_right, softcap, diagonal_shift) -> ns\n"
+     "seqused_k, block_table, scale, causal, window_left, window_right, softcap, diagonal_shift"
+     "[, dropout_p, dropout_seed, dropout_offset]) -> ns\n"
      "fa_forward on these views; raises with fa_last_error() on a refusal."},
     {"backward", (PyCFunction)(void (*)(void))py_backward, METH_FASTCALL,
      "backward(ctx, layout_bhsd, q, k, v, out, dout, lse, dq, dk, dv, dsinks, bias, alibi_slopes, sinks, "
      "cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, scale, causal, window_left, window_right, softcap, "
-     "diagonal_shift) -> ns\nfa_backward on these views."},
+     "diagonal_shift[, dropout_p, dropout_seed, dropout_offset]) -> ns\nfa_backward on these views."},
+    {"dropout_mask", (PyCFunction)(void (*)(void))py_dropout_mask, METH_FASTCALL,
+     "dropout_mask(dropout_p, seed, offset, batch, heads, rows, cols) -> bytearray [b][h][i][j]\n"
+     "fa_dropout_mask over batch entries 0..batch-1 and query heads 0..heads-1 (Hq = heads), rows "
+     "0..rows-1, keys 0..cols-1: 1 = kept, 0 = dropped."},
     {"register_dtypes", py_register_dtypes, METH_VARARGS,
      "register_dtypes(float32, float64, bfloat16, float16, int32, int64): the dtype objects matched by "
      "identity"},

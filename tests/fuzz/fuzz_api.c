@@ -601,6 +601,50 @@ static void fill_scales(fz_case *c)
     }
 }
 
+/* p.dbias (fuzz_input.h, FZ_DBIAS_FIELDS): shaped as the bias is decoded (shape, before its size
+ * override), of the accumulation type, with the view fields of its own. */
+static void dbias_view(fz_case *c, const int64_t shape[4], fa_dtype accumulation)
+{
+    const fz_view_bytes *vb = &c->in.dbias_view;
+    fa_tensor *t = &c->dbias;
+    int64_t sz[4] = {shape[0], shape[1], shape[2], shape[3]};
+    if (vb->size_field >= 0xE0 && vb->size_field % 5 != 0)
+        sz[vb->size_field % 5 - 1] = fz_sat_mul(vb->size_value, (int64_t)1 << (16 * (vb->size_scale % 4)));
+    t->dtype = vb->dtype_override >= 0xF0 ? dtype_table[vb->dtype_override % 8] : accumulation;
+    t->batch = sz[0], t->heads = sz[1], t->seq = sz[2], t->dim = sz[3];
+    c->dbias_layout = c->in.dbias.dbias < 0xC0 || vb->layout >= 0xF8 ? L_NULL : vb->layout % 9;
+    if (c->dbias_layout != L_NULL) decode_strides_of(vb, t, c->dbias_layout);
+}
+
+/* Its own region, after every other (so an input without dbias keeps its pool as it was). */
+static int64_t dbias_region(fz_case *c, int64_t cursor, int64_t gap)
+{
+    const fz_view_bytes *vb = &c->in.dbias_view;
+    const int place = vb->place < 0xC0 ? 10 : vb->place % 11;
+    const int64_t es = c->dtype == FA_F64 ? 8 : 4;
+    c->dbias_own = c->dbias_layout != L_NULL && place == 10;
+    c->dbias_base = 0;
+    if (!c->dbias_own) return cursor;
+    const int64_t skew = vb->place >= 0xC0 ? 1 + (vb->shift & 3) : 0; /* misaligned */
+    cursor += gap;
+    c->dbias_base = cursor + skew;
+    return cursor + (region_bytes(&c->dbias) + skew + es - 1) / es * es;
+}
+
+/* dbias placed on the region of view 0..7 or the bias + shift elements (clamped, aligned), or with
+ * NULL data; then its data pointer. */
+static void dbias_place(fz_case *c, int64_t es)
+{
+    const fz_view_bytes *vb = &c->in.dbias_view;
+    const int place = vb->place < 0xC0 ? 10 : vb->place % 11;
+    if (!c->dbias_own && c->dbias_layout != L_NULL && place == 9) c->dbias_base = -1;
+    if (!c->dbias_own && c->dbias_layout != L_NULL && place <= FZ_BIAS) {
+        int64_t at = fz_sat_add(c->own[place] ? c->base[place] : 0, (int64_t)vb->shift * es);
+        at = at < 0 ? 0 : (at > (int64_t)c->pool_bytes ? (int64_t)c->pool_bytes / es * es : at);
+        c->dbias_base = at - at % es;
+    }
+}
+
 static void describe_case(const fz_case *c)
 {
     const fz_input *in = &c->in;
@@ -635,6 +679,11 @@ static void describe_case(const fz_case *c)
                          c->params.v_scale ? layout_name[c->scale_layout[1]] : "none",
                          (long long)c->scale[1].batch, (long long)c->scale[1].heads,
                          (long long)c->scale[1].seq, (long long)c->scale[1].dim, (long long)c->scale_base[1]);
+    if (used > 0 && (size_t)used < sizeof g_case && c->params.dbias)
+        used +=
+            snprintf(g_case + used, sizeof g_case - (size_t)used, " | dbias %s[%lld][%lld][%lld][%lld]@%lld",
+                     layout_name[c->dbias_layout], (long long)c->dbias.batch, (long long)c->dbias.heads,
+                     (long long)c->dbias.seq, (long long)c->dbias.dim, (long long)c->dbias_base);
     if (used > 0 && (size_t)used < sizeof g_case && c->mg.on)
         snprintf(g_case + used, sizeof g_case - (size_t)used, " | merge n=%d%s%s", c->mg.n,
                  c->mg.outs_null ? " outs=NULL" : "", c->mg.lses_null ? " lses=NULL" : "");
@@ -736,6 +785,8 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     cursor = fz_merge_regions(c, cursor, gap);
     scale_views(c, scales_on); /* shaped like k and v as decoded above */
     cursor = scale_regions(c, cursor, gap);
+    dbias_view(c, shape_of[FZ_BIAS], group_dtype[FZ_BIAS]);
+    cursor = dbias_region(c, cursor, gap);
     cursor += gap;
     c->pool_bytes = (size_t)(cursor > 0 ? cursor : es);
 
@@ -754,6 +805,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
         c->base[i] -= c->base[i] % es; /* the shift is in elements: keep placed views aligned */
     }
     scale_places(c, es);
+    dbias_place(c, es);
     if (in->lse_mode >= 0xC0 && in->lse_mode % 4 != 0) {
         int j = (in->lse_mode >> 2) % 8; /* lse_mode % 4 == 3: a shift in bytes, maybe misaligned */
         int64_t at =
@@ -778,6 +830,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     for (int i = 0; i < FZ_ALL_VIEWS; i++) c->view[i].data = c->base[i] < 0 ? NULL : c->pool + c->base[i];
     fill_arrays(c, array_own);
     fill_scales(c);
+    c->dbias.data = c->dbias_base < 0 ? NULL : c->pool + c->dbias_base;
     fz_pool pool = {c->pool, c->pool_bytes};
     write_specials(c, &pool);
     /* the score modifiers' pointers into the pool */
@@ -788,6 +841,7 @@ static void decode_case(fz_case *c, const uint8_t *data, size_t size)
     c->params.sinks = array[FZ_SINKS];
     c->params.dsinks = array[FZ_DSINKS];
     c->params.bias = c->layout[FZ_BIAS] == L_NULL ? NULL : &c->view[FZ_BIAS];
+    c->params.dbias = c->dbias_layout == L_NULL ? NULL : &c->dbias;
     c->params.k_scale = c->scale_layout[0] == L_NULL ? NULL : &c->scale[0];
     c->params.v_scale = c->scale_layout[1] == L_NULL ? NULL : &c->scale[1];
     c->lse_head_stride = c->view[FZ_Q].seq;
@@ -1101,6 +1155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             call.raw[i] = c->layout[i] == L_RAW;
             call.is_out[i] = i >= FZ_DQ;
         }
+        call.dbias_raw = c->dbias_layout == L_RAW;
         fa_status bwd = fz_run_call(c, call, invoke_backward, "fa_backward");
         bwd_said = fa_status_str(bwd);
         if (bwd == FA_OK) {

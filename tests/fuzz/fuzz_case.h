@@ -104,6 +104,11 @@ typedef struct {
     int scale_layout[2];
     int64_t scale_base[2]; /* byte offset in the pool; -1 = data NULL */
     int scale_own[2];
+    /* p.dbias (fuzz_input.h, FZ_DBIAS_FIELDS): a view like the scales (layout L_NULL: no dbias) */
+    fa_tensor dbias;
+    int dbias_layout;
+    int64_t dbias_base; /* byte offset in the pool; -1 = data NULL */
+    int dbias_own;
 } fz_case;
 
 /* ---- fuzz_struct.c ---- */

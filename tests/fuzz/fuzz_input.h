@@ -7,15 +7,14 @@
  * FZ_HEADS_FIELDS for alibi_slopes, sinks and dsinks, then the sequences: FZ_SEQS_FIELDS,
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
  * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS, then FZ_QUANT_FIELDS and FZ_VIEW_FIELDS
- * for k_scale and v_scale, then FZ_DROPOUT_FIELDS). A short input reads as if padded with zero bytes (so an
- * input written before the sequences, fa_merge, kv_dtype and quantized caches existed makes the same calls
- * as it did
- * then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values of its
- * half views, now ordinary numbers); bytes after the last field are ignored. Every field is a selector
- * that the
- * harness maps to an argument; the mapping is written next to each field, and most selectors
- * keep the valid values in their lower range so that random bytes still reach the computing
- * paths about half of the time:
+ * for k_scale and v_scale, then FZ_DROPOUT_FIELDS, then FZ_DBIAS_FIELDS and FZ_VIEW_FIELDS for
+ * dbias). A short input reads as if padded with zero bytes (so an input written before the
+ * sequences, fa_merge, kv_dtype, quantized caches, dropout and dbias existed makes the same calls as
+ * it did then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values
+ * of its half views, now ordinary numbers); bytes after the last field are ignored. Every field is a
+ * selector that the harness maps to an argument; the mapping is written next to each field, and
+ * most selectors keep the valid values in their lower range so that random bytes still reach the
+ * computing paths about half of the time:
  *
  *   ctx            % 10: 0 ctx = NULL (the thread's default context), 1..8 one of the harness's
  *                  premade contexts (1 or 2 threads; automatic, 16x16, 7x20 on the ref table,
@@ -143,6 +142,16 @@
  *                  NaN, -0.25, 1, +inf (the last four but 0: FA_ERR_ARG)
  *   dropout_seed   fa_params.dropout_seed (and dropout_offset = 3 x it)
  *
+ * The bias's gradient (FZ_DBIAS_FIELDS, then the view fields of p.dbias; fa_backward reads it,
+ * fa_forward ignores it):
+ *   dbias          < 0xC0: none; else p.dbias is given, shaped as the bias is decoded (extras' bits,
+ *                  before the bias's own size override; also when the call has no bias: FA_ERR_NULL),
+ *                  of the accumulation type, with the view fields below
+ *   the view       as a view's: layout >= 0xF8 leaves the pointer NULL (no dbias), else % 9 (packed
+ *                  reads as bshd; the stride-0 layouts broadcast as the bias may, which dbias must
+ *                  match); place % 11 on the region of view 0..7 or 8 the bias's, 9 data NULL,
+ *                  10 own region misaligned; the raw strides, size override and dtype_override
+ *
  * Quantized KV caches (FZ_QUANT_FIELDS, then the view fields of k_scale and v_scale):
  *   quant          < 0x80: k's group keeps its dtype (kv_dtype); else k, v, dk and dv are FA_I8,
  *                  FA_F8_E4M3 or FA_F8_E5M2 by value % 3 (a view's dtype_override still wins), and
@@ -206,6 +215,7 @@ typedef uint32_t fz_u32;
 #define FZ_ABI_FIELDS(X)     X(u8, abi) X(u16, abi_size) X(u16, abi_byte) X(u8, abi_value)
 #define FZ_QUANT_FIELDS(X)   X(u8, quant) X(u8, quant_twist) X(u8, k_bcast) X(u8, v_bcast)
 #define FZ_DROPOUT_FIELDS(X) X(u8, dropout) X(u8, dropout_seed)
+#define FZ_DBIAS_FIELDS(X)   X(u8, dbias)
 
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS  4
@@ -247,6 +257,9 @@ typedef struct {
     FZ_DROPOUT_FIELDS(FZ_MEMBER)
 } fz_dropout_bytes;
 typedef struct {
+    FZ_DBIAS_FIELDS(FZ_MEMBER)
+} fz_dbias_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
@@ -261,6 +274,8 @@ typedef struct {
     fz_quant_bytes quant;
     fz_view_bytes scale[2]; /* k_scale, v_scale */
     fz_dropout_bytes dropout;
+    fz_dbias_bytes dbias;
+    fz_view_bytes dbias_view;
 } fz_input;
 #undef FZ_MEMBER
 
@@ -309,6 +324,7 @@ static inline fz_u32 fz_get_u32(fz_reader *r)
 
 #define FZ_READ(type, name)         d->name = fz_get_##type(r);
 #define FZ_READ_DROPOUT(type, name) d->dropout.name = fz_get_##type(r);
+#define FZ_READ_DBIAS(type, name)   d->dbias.name = fz_get_##type(r);
 static inline void fz_read_view(fz_reader *r, fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_READ)
@@ -362,9 +378,12 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     fz_read_quant(r, &d->quant);
     for (int i = 0; i < 2; i++) fz_read_view(r, &d->scale[i]);
     FZ_DROPOUT_FIELDS(FZ_READ_DROPOUT)
+    FZ_DBIAS_FIELDS(FZ_READ_DBIAS)
+    fz_read_view(r, &d->dbias_view);
 }
 #undef FZ_READ
 #undef FZ_READ_DROPOUT
+#undef FZ_READ_DBIAS
 
 /* ---- writing (the seed writer) ---- */
 
@@ -381,6 +400,7 @@ static inline void fz_put(fz_writer *w, uint32_t v, int bytes)
 
 #define FZ_WRITE(type, name)         fz_put(w, (uint32_t)d->name, (int)sizeof(fz_##type));
 #define FZ_WRITE_DROPOUT(type, name) fz_put(w, (uint32_t)d->dropout.name, (int)sizeof(fz_##type));
+#define FZ_WRITE_DBIAS(type, name)   fz_put(w, (uint32_t)d->dbias.name, (int)sizeof(fz_##type));
 static inline void fz_write_view(fz_writer *w, const fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_WRITE)
@@ -435,9 +455,12 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     fz_write_quant(w, &d->quant);
     for (int i = 0; i < 2; i++) fz_write_view(w, &d->scale[i]);
     FZ_DROPOUT_FIELDS(FZ_WRITE_DROPOUT)
+    FZ_DBIAS_FIELDS(FZ_WRITE_DBIAS)
+    fz_write_view(w, &d->dbias_view);
     return wr.n;
 }
 #undef FZ_WRITE
 #undef FZ_WRITE_DROPOUT
+#undef FZ_WRITE_DBIAS
 
 #endif

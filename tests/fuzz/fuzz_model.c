@@ -43,7 +43,8 @@ static const char *const view_name[FZ_CALL_BITS] = {"q",
                                                     "seqused_k",
                                                     "block_table",
                                                     "k_scale",
-                                                    "v_scale"};
+                                                    "v_scale",
+                                                    "dbias"};
 
 size_t fz_dtype_bytes(fa_dtype t)
 {
@@ -150,26 +151,44 @@ static fa_params params_of(const fz_call *c)
     return c->p ? *c->p : (fa_params)FA_PARAMS_INIT;
 }
 
-/* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS) and a quantized
- * cache's scales (FZ_KSCALE_BIT, FZ_VSCALE_BIT), or NULL. */
+/* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS), a quantized
+ * cache's scales (FZ_KSCALE_BIT, FZ_VSCALE_BIT) and the backward's dbias (FZ_DBIAS_BIT), or NULL. */
 static const fa_tensor *view_at(const fz_call *c, int i)
 {
     if (i == FZ_BIAS) return c->p ? c->p->bias : NULL;
+    if (i == FZ_DBIAS_BIT) return c->backward && c->p ? c->p->dbias : NULL;
     if (i == FZ_KSCALE_BIT) return c->p ? c->p->k_scale : NULL;
     if (i == FZ_VSCALE_BIT) return c->p ? c->p->v_scale : NULL;
     return i >= 0 && i < c->n && i < FZ_VIEWS ? c->t[i] : NULL;
 }
 
-/* Whether argument bit i is a view (a tensor, the bias, a scale), and the next such bit: the loops
- * over every view run `for (i = 0; i < FZ_CALL_BITS; i = next_view(i))`. */
+/* Whether argument bit i is a view (a tensor, the bias, a scale, dbias), and the next such bit: the
+ * loops over every view run `for (i = 0; i < FZ_CALL_BITS; i = next_view(i))`. */
 static int is_view_bit(const fz_call *c, int i)
 {
-    return i < c->n || i == FZ_BIAS_BIT || i == FZ_KSCALE_BIT || i == FZ_VSCALE_BIT;
+    return i < c->n || i == FZ_BIAS_BIT || i == FZ_KSCALE_BIT || i == FZ_VSCALE_BIT || i == FZ_DBIAS_BIT;
 }
 
 static int next_view(int i)
 {
-    return i == FZ_BIAS ? FZ_KSCALE_BIT : i + 1;
+    return i == FZ_BIAS ? FZ_KSCALE_BIT : i + 1; /* FZ_KSCALE_BIT, FZ_VSCALE_BIT, FZ_DBIAS_BIT: in a row */
+}
+_Static_assert(FZ_VSCALE_BIT == FZ_KSCALE_BIT + 1 && FZ_DBIAS_BIT == FZ_VSCALE_BIT + 1 &&
+                   FZ_CALL_BITS == FZ_DBIAS_BIT + 1,
+               "next_view: the views after the bias are consecutive bits, the last ones");
+
+/* The elements of dbias the call writes (flashattn.h, fa_params.dbias): on an axis where the bias
+ * has a stride of 0 and a size above 1, one (the sum); the view as given elsewhere. For the view
+ * bit i of another argument, that argument's view. */
+static const fa_tensor *written_view(const fz_call *c, int i, fa_tensor *tmp)
+{
+    const fa_tensor *t = view_at(c, i), *bias = view_at(c, FZ_BIAS);
+    if (i != FZ_DBIAS_BIT || !t || !bias) return t;
+    *tmp = *t;
+    if (bias->stride_batch == 0 && tmp->batch > 1) tmp->batch = 1;
+    if (bias->stride_head == 0 && tmp->heads > 1) tmp->heads = 1;
+    if (bias->stride_seq == 0 && tmp->seq > 1) tmp->seq = 1;
+    return tmp;
 }
 
 /* Whether k is a quantized cache (then its scales are required, and only then allowed). */
@@ -384,6 +403,10 @@ static int model_null(const fz_call *c, fz_model *m)
     if (c->backward && !c->lse) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "lse of the backward");
     if (c->backward && p.dsinks && !p.sinks)
         fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "dsinks without sinks");
+    const fa_tensor *dbias = view_at(c, FZ_DBIAS_BIT);
+    if (dbias && null_data(dbias))
+        fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "dbias data of a non-empty view");
+    if (dbias && !p.bias) fz_set_class(m, C_NULL, FZ_PRESENT, "%s", "dbias without bias");
     return m->refused;
 }
 
@@ -448,6 +471,9 @@ static int model_dtype(const fz_call *c, fz_model *m)
     const fa_tensor *bias = view_at(c, FZ_BIAS);
     if (bias && bias->dtype != (q == FA_F64 ? FA_F64 : FA_F32))
         fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "bias dtype not the accumulation type");
+    const fa_tensor *dbias = view_at(c, FZ_DBIAS_BIT);
+    if (dbias && dbias->dtype != (q == FA_F64 ? FA_F64 : FA_F32))
+        fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "dbias dtype not the bias's (the accumulation type)");
     for (int i = FZ_KSCALE_BIT; i <= FZ_VSCALE_BIT; i++) /* the scales: f32 views */
         if (view_at(c, i) && view_at(c, i)->dtype != (q == FA_F64 ? FA_F64 : FA_F32))
             fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s dtype not the accumulation type", view_name[i]);
@@ -572,6 +598,9 @@ static int model_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
             (bias->seq != q->seq && bias->seq != 1))
             fz_set_class(m, C_SHAPE, state, "%s", "bias batch, heads or seq neither the problem's nor 1");
         if (bias->dim != k->seq) fz_set_class(m, C_SHAPE, state, "%s", "bias dim != Nk");
+        const fa_tensor *dbias = view_at(c, FZ_DBIAS_BIT);
+        if (dbias && !same_shape(dbias, bias))
+            fz_set_class(m, C_SHAPE, state, "%s", "dbias sizes != the bias's");
     }
     for (int i = FZ_KSCALE_BIT; i <= FZ_VSCALE_BIT; i++) { /* shaped like k (v) with dim 1, or 1s */
         const fa_tensor *s = view_at(c, i), *of = i == FZ_KSCALE_BIT ? k : v;
@@ -595,7 +624,16 @@ static int model_shape(const fz_call *c, const fz_pool *pool, fz_model *m)
     return 0;
 }
 
-static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_VIEWS])
+/* Whether argument `bit` is an output of the call: out and the lse of fa_forward; dq, dk, dv,
+ * dsinks and dbias of fa_backward (view_at gives the forward no dbias). */
+static int is_output(const fz_call *c, int bit)
+{
+    if (bit < c->n) return c->is_out[bit];
+    if (bit == FZ_LSE_BIT) return c->lse_out;
+    return bit == FZ_DSINKS_BIT || bit == FZ_DBIAS_BIT;
+}
+
+static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_CALL_BITS])
 {
     for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
         const fa_tensor *t = view_at(c, i);
@@ -646,29 +684,30 @@ static int model_stride(const fz_call *c, fz_model *m, int known_dup[FZ_VIEWS])
             fz_set_class(m, C_STRIDE, FZ_PRESENT, "%s wraps around the address space",
                          view_name[FZ_CUQ_BIT + which]);
     }
+    const fa_tensor *dbias = view_at(c, FZ_DBIAS_BIT), *bias = view_at(c, FZ_BIAS);
+    if (dbias && bias && !fz_view_empty(dbias)) { /* stride 0 where the bias broadcasts by a stride of 0 */
+        const int64_t size[3] = {dbias->batch, dbias->heads, dbias->seq};
+        const int64_t bias_stride[3] = {bias->stride_batch, bias->stride_head, bias->stride_seq};
+        const int64_t stride[3] = {dbias->stride_batch, dbias->stride_head, dbias->stride_seq};
+        for (int a = 0; a < 3; a++)
+            if (size[a] > 1 && bias_stride[a] == 0 && stride[a] != 0)
+                fz_set_class(m, C_STRIDE, FZ_PRESENT, "%s", "dbias not broadcast where the bias is");
+    }
     if (m->refused) return 1;
-    for (int i = 0; i < c->n; i++) {
-        const fa_tensor *t = c->t[i];
-        if (!c->is_out[i] || fz_view_empty(t)) continue;
+    fa_tensor tmp;
+    for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
+        const fa_tensor *t = written_view(c, i, &tmp);
+        if (!t || !is_output(c, i) || fz_view_empty(t)) continue;
         const int64_t size[3] = {t->batch, t->heads, t->seq};
         const int64_t stride[3] = {t->stride_batch, t->stride_head, t->stride_seq};
         int repeated = 0; /* an axis of size > 1 with stride 0 gives two elements one address */
         for (int a = 0; a < 3; a++) repeated |= size[a] > 1 && stride[a] == 0;
         if (repeated || known_dup[i])
             fz_set_class(m, C_STRIDE, FZ_PRESENT, "output %s overlaps itself", view_name[i]);
-        else if (c->raw[i])
+        else if (i == FZ_DBIAS_BIT ? c->dbias_raw : c->raw[i])
             fz_maybe(m, C_STRIDE);
     }
     return m->refused;
-}
-
-/* Whether argument `bit` is an output of the call: out and the lse of fa_forward; dq, dk, dv and
- * dsinks of fa_backward. */
-static int is_output(const fz_call *c, int bit)
-{
-    if (bit < c->n) return c->is_out[bit];
-    if (bit == FZ_LSE_BIT) return c->lse_out;
-    return bit == FZ_DSINKS_BIT;
 }
 
 /* The range of argument `bit`, and whether the call has it. */
@@ -732,8 +771,9 @@ static int model_alias(const fz_call *c, fz_model *m, const unsigned shared[FZ_B
                 continue;
             }
             int both_known = m->marked[o] && m->marked[x];
-            fz_alias_views(m, view_at(c, o), view_at(c, x), both_known, both_known && (shared[o] >> x & 1u),
-                           what);
+            fa_tensor tmp_o, tmp_x;
+            fz_alias_views(m, written_view(c, o, &tmp_o), written_view(c, x, &tmp_x), both_known,
+                           both_known && (shared[o] >> x & 1u), what);
         }
     }
     return m->refused;
@@ -842,12 +882,13 @@ void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
         if (t && fz_dtype_bytes(t->dtype) < es_min) es_min = fz_dtype_bytes(t->dtype);
     }
     fz_map_alloc(m, pool, es_min);
-    int dup[FZ_VIEWS] = {0}, dup_input = 0; /* an input's repeated elements are no self-overlap */
+    int dup[FZ_CALL_BITS] = {0}, dup_input = 0; /* an input's repeated elements are no self-overlap */
     for (int i = 0; i < FZ_CALL_BITS; i = next_view(i)) {
-        const fa_tensor *t = view_at(c, i);
-        const int input = i >= FZ_VIEWS || !c->is_out[i];
+        fa_tensor tmp;
+        const fa_tensor *t = written_view(c, i, &tmp);
+        const int input = !is_output(c, i);
         if (t && fz_view_fits(pool, t) && t->stride_batch >= 0 && t->stride_head >= 0 && t->stride_seq >= 0)
-            m->marked[i] = fz_mark_view(m, pool, t, i, input, i >= FZ_VIEWS ? &dup_input : &dup[i]);
+            m->marked[i] = fz_mark_view(m, pool, t, i, input, input ? &dup_input : &dup[i]);
     }
     for (int bit = FZ_LSE_BIT; bit <= FZ_TABLE_BIT; bit++) { /* the plain ranges */
         fz_range r;
@@ -864,6 +905,10 @@ void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
     if (c->backward && c->p && c->p->dsinks) {
         m->out_bits |= 1u << FZ_DSINKS_BIT;
         if (c->t[FZ_Q]->heads > 0 && !m->marked[FZ_DSINKS_BIT]) m->outputs_mapped = 0;
+    }
+    if (view_at(c, FZ_DBIAS_BIT)) {
+        m->out_bits |= 1u << FZ_DBIAS_BIT;
+        if (!fz_view_empty(view_at(c, FZ_DBIAS_BIT)) && !m->marked[FZ_DBIAS_BIT]) m->outputs_mapped = 0;
     }
     unsigned shared[FZ_BITS];
     fz_shared_bits(m, shared);

@@ -18,7 +18,9 @@
  * and, in the backward, paged keys FA_ERR_UNSUPPORTED. A quantized cache (k and v FA_I8, FA_F8_E4M3
  * or FA_F8_E5M2 under f32 q and out) needs p.k_scale and p.v_scale, f32 views shaped like k and v
  * with dim 1 (each other size k's or 1), inputs like the bias; scales with any other k are
- * FA_ERR_ARG, and its backward FA_ERR_UNSUPPORTED. fa_merge has rules of its own
+ * FA_ERR_ARG, and its backward FA_ERR_UNSUPPORTED. p.dbias is an output of fa_backward shaped like
+ * the bias, of its dtype, that needs the bias and broadcasts (stride 0) where the bias does; on those
+ * axes it is one element, written once (its "written view"). fa_merge has rules of its own
  * (fuzz_model_merge.c). */
 #ifndef FA_FUZZ_MODEL_H
 #define FA_FUZZ_MODEL_H
@@ -38,6 +40,7 @@ typedef struct {
     const fa_tensor *t[FZ_VIEWS];
     int is_out[FZ_VIEWS]; /* out in the forward; dq, dk, dv in the backward */
     int raw[FZ_VIEWS];    /* strides from the raw layout: the self-overlap test may refuse more */
+    int dbias_raw;        /* the same of p.dbias */
     const void *lse;
     int lse_out; /* the forward writes lse, the backward reads it */
     int parts;   /* fa_merge's n */
@@ -68,6 +71,7 @@ enum {
     FZ_TABLE_BIT,
     FZ_KSCALE_BIT, /* p.k_scale and p.v_scale: input views, like the bias */
     FZ_VSCALE_BIT,
+    FZ_DBIAS_BIT, /* p.dbias: an output view of fa_backward (fa_forward ignores it) */
     FZ_CALL_BITS
 };
 enum { FZ_MERGE_LSES = 8, FZ_MERGE_OUT_BIT = 16, FZ_MERGE_LSE_BIT, FZ_MERGE_BITS };

@@ -379,6 +379,34 @@ void fz_dsinks_compare(const fa_params *p, int64_t heads, fa_dtype dtype, const 
     }
 }
 
+/* dbias from ordinary inputs (flashattn.h, fa_params.dbias: the sum of dS over the (b, h, i) that
+ * read an entry of the bias): exactly 0 where no reader sees the key (an index mask or a -inf bias
+ * hides it from each: P = 0 there), and finite everywhere (|dS| <= 2·Dv·amp², so a sum of at most
+ * B·Hq·Nq of them holds in float). */
+static void check_dbias(const fz_case *c, const fa_params *p)
+{
+    const fa_tensor *q = &c->view[FZ_Q], *bias = p->bias, *db = p->dbias;
+    const int64_t nq = q->seq, nk = c->view[FZ_K].seq;
+    /* the entry of dbias (b', h', i') that (b, h, i) reads: 0 on a broadcast axis (size 1 or stride 0) */
+    const int bb = bias->batch == 1 || bias->stride_batch == 0,
+              bh = bias->heads == 1 || bias->stride_head == 0, bi = bias->seq == 1 || bias->stride_seq == 0;
+    for (int64_t b0 = 0; b0 < (bb ? 1 : q->batch); b0++)
+        for (int64_t h0 = 0; h0 < (bh ? 1 : q->heads); h0++)
+            for (int64_t i0 = 0; i0 < (bi ? 1 : nq); i0++)
+                for (int64_t j = 0; j < nk; j++) {
+                    int seen = 0;
+                    for (int64_t b = bb ? 0 : b0; b < (bb ? q->batch : b0 + 1) && !seen; b++)
+                        for (int64_t h = bh ? 0 : h0; h < (bh ? q->heads : h0 + 1) && !seen; h++)
+                            for (int64_t i = bi ? 0 : i0; i < (bi ? nq : i0 + 1) && !seen; i++)
+                                seen = visible(p, i, j, nq, nk) && bias_at(bias, b, h, i, j) != -INFINITY;
+                    const double got = fz_ld(db, b0, h0, i0, j);
+                    FZ_CHECK(
+                        seen ? isfinite(got) : got == 0.0,
+                        "dbias (%lld,%lld,%lld,%lld) = %g from ordinary inputs (a reader sees the key: %d)",
+                        (long long)b0, (long long)h0, (long long)i0, (long long)j, got, seen);
+                }
+}
+
 int fz_check_backward_values(const fz_case *c, const fa_params *pp)
 {
     const fa_params P = pp ? *pp : (fa_params)FA_PARAMS_INIT, *p = &P;
@@ -426,6 +454,7 @@ int fz_check_backward_values(const fz_case *c, const fa_params *pp)
                              (long long)b, (long long)g, (long long)j, fz_ld(dv, b, g, j, d));
             }
     if (!clean) return 0;
+    if (p->dbias) check_dbias(c, p);
     const fa_tensor *grads[3] = {dq, dk, dv};
     /* Bounds on each gradient's magnitude from ordinary inputs (|x| <= amp; p <= 1 and each row's
      * probabilities sum to at most 1; the softcap's factor at most 1): |dS| <= 2·Dv·amp²·p, so

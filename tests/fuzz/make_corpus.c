@@ -12,7 +12,8 @@
  * modifiers' arguments, and the harness's poisoning of wild views and arrays. Then batches of
  * sequences (packed, KV caches with keys in use, paged keys; forward and backward; each of
  * fa_seqs' refusals) and fa_merge (parts with -inf and NaN rows, many parts, each refusal); then
- * quantized KV caches (int8, E4M3, E5M2 with their scales: computing, and each refusal of theirs).
+ * quantized KV caches (int8, E4M3, E5M2 with their scales: computing, and each refusal of theirs),
+ * dropout, and the bias's gradient (every broadcast, and each refusal of dbias).
  * The format is fuzz_input.h's; FA_FUZZ_VERBOSE=1 fa-fuzz-replay DIR shows each seed's statuses. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1461,6 +1462,73 @@ static void dropout_seeds(void)
     emit("ok_f32_dropout_with_modifiers", &in);
 }
 
+/* The bias's gradient (fuzz_input.h, FZ_DBIAS_FIELDS): every broadcast of the bias, half and f64
+ * calls, and each of dbias's refusals; fa_forward ignoring it. */
+static void dbias_seeds(void)
+{
+    static const struct {
+        int bcast, dtype;
+        const char *name;
+    } ok[] = {{0, 0, "ok_f32_dbias_full"},
+              {3, 1, "ok_f64_dbias_one_batch_one_head"},
+              {4, 0, "ok_f32_dbias_one_row"},
+              {7, 0, "ok_f32_dbias_one_row_for_all"}};
+    for (size_t x = 0; x < sizeof ok / sizeof *ok; x++) {
+        fz_input in = base();
+        in.dtype = (fz_u8)ok[x].dtype;
+        bias(&in, ok[x].bcast);
+        in.dbias.dbias = 0xC0;
+        emit(ok[x].name, &in);
+    }
+    fz_input in = base();
+    in.dtype = BF16;
+    in.causal = 2;
+    bias(&in, 2);
+    in.dbias.dbias = 0xC0;
+    emit("ok_bf16_dbias_causal", &in);
+    bias(&in, 0); /* every dS once, with the keys the masks hide */
+    in.dtype = 0;
+    in.causal = 1;
+    windows(&in, 5, 2);
+    emit("ok_f32_dbias_full_causal_window", &in);
+
+    in = base(); /* the bias's rows by a stride of 0: dbias holds their one sum */
+    bias(&in, 0);
+    in.bias.layout = LAY_S0;
+    in.dbias.dbias = 0xC0;
+    in.dbias_view.layout = LAY_S0;
+    emit("ok_f32_dbias_stride_0_where_the_bias_is", &in);
+    in.dbias_view.layout = LAY_BHSD;
+    emit("err_stride_dbias_not_broadcast_where_the_bias_is", &in);
+
+    in = base();
+    bias(&in, 0);
+    in.dbias.dbias = 0xC0;
+    in.dbias_view.layout = LAY_H0; /* two heads' sums on one element */
+    emit("err_stride_dbias_overlaps_itself", &in);
+    in.dbias_view.layout = LAY_BHSD;
+    in.dbias_view.place = sel(0xC0, 11, 10);
+    emit("err_stride_dbias_misaligned", &in);
+    in.dbias_view.place = sel(0xC0, 11, 9);
+    emit("err_null_dbias_data", &in);
+    in.dbias_view.place = sel(0xC0, 11, FZ_BIAS);
+    emit("err_alias_dbias_on_the_bias", &in);
+    in.dbias_view.place = sel(0xC0, 11, FZ_DQ);
+    emit("err_alias_dbias_on_dq", &in);
+    in.dbias_view.place = 0;
+    in.dbias_view.dtype_override = override(1);
+    emit("err_dtype_dbias_f64_in_an_f32_call", &in);
+    in.dbias_view.dtype_override = 0;
+    size_to(&in.dbias_view, 3, 5);
+    emit("err_shape_dbias_seq", &in);
+
+    in = base();
+    in.dbias.dbias = 0xC0; /* no bias */
+    emit("err_null_dbias_without_bias", &in);
+    in.calls = 2; /* forward only: dbias ignored */
+    emit("ok_f32_forward_ignores_dbias", &in);
+}
+
 static void quant_seeds(void)
 {
     char name[96];
@@ -1672,6 +1740,7 @@ int main(int argc, char **argv)
     abi_seeds();
     quant_seeds();
     dropout_seeds();
+    dbias_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;

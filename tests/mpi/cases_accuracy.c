@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fa_mpi_forward and fa_mpi_backward against the single-process calls on the whole sequence (f64)
- * and against the float64 oracle by the suite's f32 rule (f32), for every rank's rows: the rules
- * are in expect.h. ZIGZAG lengths are multiples of 24, so that 2P divides them for P = 1..4. */
+ * and against the float64 oracle by the suite's f32 rule (f32) or the half suites' rule (bf16,
+ * f16), for every rank's rows: the rules are in expect.h. ZIGZAG lengths are multiples of 24, so
+ * that 2P divides them for P = 1..4. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -369,6 +370,44 @@ static const mt_case cases[] = {
      .len = 300,
      .dim = 32,
      .dim_v = 16},
+    /* dropout over the ring: the mask of the global rows and keys (f64 only: the f64 rule against the
+     * single-process call and the oracle given fa_dropout_mask) */
+    {.name = "dropout-causal-gqa-zigzag",
+     .layout = ZIGZAG,
+     .batch = 2,
+     .q_heads = 4,
+     .kv_heads = 2,
+     .len = 96,
+     .dim = 16,
+     .dim_v = 24,
+     .causal = TL,
+     .dropout_p = 0.3},
+    {.name = "dropout-uneven-bias-alibi-window",
+     .layout = CONTIG,
+     .split = MT_SPLIT_UNEVEN,
+     .batch = 1,
+     .q_heads = 2,
+     .kv_heads = 2,
+     .len = 101,
+     .dim = 16,
+     .dim_v = 16,
+     .windowed = 1,
+     .window_left = 30,
+     .window_right = 9,
+     .alibi = 1,
+     .bias = MT_BIAS_FULL,
+     .dropout_p = 0.6},
+    {.name = "dropout-empty-first-softcap",
+     .layout = CONTIG,
+     .split = MT_SPLIT_EMPTY_FIRST,
+     .batch = 1,
+     .q_heads = 2,
+     .kv_heads = 1,
+     .len = 90,
+     .dim = 8,
+     .dim_v = 8,
+     .softcap = 5.0,
+     .dropout_p = 0.1},
 };
 /* clang-format on */
 
@@ -407,10 +446,12 @@ void mt_run_case(const mt_env *env, const mt_case *c, fa_dtype dtype)
 
 void mt_run_accuracy(const mt_env *env)
 {
-    static const fa_dtype dtypes[] = {FA_F64, FA_F32};
+    /* dropout has no naive f32 yardstick: its cases run in f64 (determinism.c runs them in every dtype) */
+    static const fa_dtype dtypes[] = {FA_F64, FA_F32, FA_BF16, FA_F16};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int t = 0; t < 2; t++)
-            if (mt_selected(env, cases[i].name)) mt_run_case(env, &cases[i], dtypes[t]);
+        for (int t = 0; t < 4; t++)
+            if (mt_selected(env, cases[i].name) && (cases[i].dropout_p == 0.0 || dtypes[t] == FA_F64))
+                mt_run_case(env, &cases[i], dtypes[t]);
 }
 
 void mt_run_accuracy_on_subcomm(const mt_env *env)

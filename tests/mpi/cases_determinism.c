@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The header's determinism promise: for a given P and layout, every output's bytes are the same on
- * every run and at every thread count. Each case runs the forward and the backward four times into
- * canary-filled buffers: a 1-thread context, the same again, a 2-thread context, and the default
- * context on a fresh duplicate of the communicator (new cached buffers), and compares every byte of
+ * every run and at every thread count, in every dtype (f64, f32, bf16, f16) and with dropout. Each
+ * case runs the forward and the backward four times into canary-filled buffers: a 1-thread
+ * context, the same again, a 2-thread context, and the default context on a fresh duplicate of the
+ * communicator (new cached buffers), and compares every byte of
  * out, lse, dq, dk, dv and dsinks (guards and unwritten rows included) with the first run; then once
  * more with p in a struct of FA_STRUCT_SIZE_MAX bytes whose bytes past this build's fa_params are zero
  * (include/flashattn.h, "ABI": a newer header's p that uses nothing new reads as this one). */
@@ -58,6 +59,28 @@ static const mt_case cases[] = {
      .dim_v = 24,
      .sinks = 1,
      .bshd = 1},
+    {.name = "determinism-dropout-causal-gqa-zigzag",
+     .layout = FA_MPI_ZIGZAG,
+     .batch = 2,
+     .q_heads = 4,
+     .kv_heads = 2,
+     .len = 96,
+     .dim = 16,
+     .dim_v = 16,
+     .causal = FA_CAUSAL_TOP_LEFT,
+     .dropout_p = 0.25},
+    {.name = "determinism-dropout-bias-uneven",
+     .layout = FA_MPI_CONTIGUOUS,
+     .split = MT_SPLIT_UNEVEN,
+     .batch = 1,
+     .q_heads = 2,
+     .kv_heads = 1,
+     .len = 101,
+     .dim = 16,
+     .dim_v = 8,
+     .bias = MT_BIAS_FULL,
+     .sinks = 1,
+     .dropout_p = 0.5},
 };
 /* clang-format on */
 
@@ -144,8 +167,8 @@ static void determinism_case(const mt_env *env, const mt_case *c, fa_dtype dtype
 
 void mt_run_determinism(const mt_env *env)
 {
-    static const fa_dtype dtypes[] = {FA_F64, FA_F32};
+    static const fa_dtype dtypes[] = {FA_F64, FA_F32, FA_BF16, FA_F16};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int t = 0; t < 2; t++)
+        for (int t = 0; t < 4; t++)
             if (mt_selected(env, cases[i].name)) determinism_case(env, &cases[i], dtypes[t]);
 }

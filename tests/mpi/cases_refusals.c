@@ -19,7 +19,7 @@ typedef struct {
     MPI_Comm comm;
     fa_mpi_layout layout;
     fa_params p;
-    fa_tensor q, k, v, out, dout, dq, dk, dv, bias, dbias;
+    fa_tensor q, k, v, out, dout, dq, dk, dv, bias, dbias, kv_scale;
     const fa_tensor *qp, *kp, *vp, *outp, *doutp, *dqp, *dkp, *dvp;
     void *lse;
     fa_seqs seqs;
@@ -207,17 +207,58 @@ static void seqs(call *c, const mt_local *l, const mt_global *g, int faulty)
     if (faulty) c->p.seqs = &c->seqs;
 }
 
-/* dropout: valid for fa_forward/fa_backward, not across ranks (each block would index its mask by
- * local rows and keys) */
-static void dropout(call *c, const mt_local *l, const mt_global *g, int faulty)
+/* Dropout on every rank, its parameters differing on the faulty rank: each valid alone, but the
+ * ranks would drop by different masks (a call that succeeds with wrong rows), so every rank refuses
+ * (FA_ERR_ARG) */
+static void dropout_on(call *c)
 {
-    (void)l, (void)g;
-    if (faulty) c->p.dropout_p = 0.1, c->p.dropout_seed = 3;
+    c->p.dropout_p = 0.1, c->p.dropout_seed = 3, c->p.dropout_offset = 5;
 }
 
-/* bf16 everywhere, or f32 queries over an f16 cache: valid for fa_forward/fa_backward (the
- * buffers, made for f64, hold the narrower elements; the bias goes, as its dtype would have to be
- * float), not across ranks in this version. */
+static void dropout_seed_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_seed = 4;
+}
+
+static void dropout_p_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_p = 0.2;
+}
+
+static void dropout_offset_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_offset = 6;
+}
+
+static void dropout_row0_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_row0 = 7;
+}
+
+static void dropout_key0_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_key0 = 9;
+}
+
+static void dropout_row0_negative(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    dropout_on(c);
+    if (faulty) c->p.dropout_row0 = -1;
+}
+
+/* bf16 on the faulty rank only (the buffers, made for f64, hold the narrower elements; the bias
+ * goes, as its dtype would have to be float): FA_ERR_DTYPE, as any dtype that differs */
 static void half_everywhere(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
     (void)l, (void)g;
@@ -225,6 +266,20 @@ static void half_everywhere(call *c, const mt_local *l, const mt_global *g, int 
     if (!faulty) return;
     c->q.dtype = c->out.dtype = c->dout.dtype = c->dq.dtype = FA_BF16;
     c->k.dtype = c->v.dtype = c->dk.dtype = c->dv.dtype = FA_BF16;
+}
+
+/* an int8 cache with its scales (f32 queries): valid for fa_forward, but its shards would travel
+ * without their scales: FA_ERR_UNSUPPORTED, named as quantized */
+static void quantized_cache(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    c->p.bias = NULL;
+    if (!faulty) return;
+    c->extra[0] = mt_buf_alloc(sizeof(float)); /* its canary bytes are a finite float: a valid scale */
+    c->kv_scale = fa_tensor_bhsd(mt_buf_data(&c->extra[0]), FA_F32, 1, 1, 1, 1);
+    c->p.k_scale = c->p.v_scale = &c->kv_scale;
+    c->q.dtype = c->out.dtype = FA_F32;
+    c->k.dtype = c->v.dtype = FA_I8;
 }
 
 static void half_cache(call *c, const mt_local *l, const mt_global *g, int faulty)
@@ -325,6 +380,34 @@ static void shift_differs(call *c, const mt_local *l, const mt_global *g, int fa
     if (faulty) c->p.diagonal_shift += 1;
 }
 
+static void window_right_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.window_right = c->p.window_right >= 0 ? c->p.window_right + 1 : 5;
+}
+
+/* ALiBi on every rank but the faulty one */
+static void alibi_only_on_some(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l;
+    c->p.alibi_slopes = faulty ? NULL : g->slopes;
+}
+
+/* the bias on every rank but the faulty one */
+static void bias_only_on_some(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    if (faulty) c->p.bias = NULL;
+}
+
+/* the faulty rank's layout ZIGZAG, the others' CONTIGUOUS (equal even shards: valid either way) */
+static void layout_differs(call *c, const mt_local *l, const mt_global *g, int faulty)
+{
+    (void)l, (void)g;
+    c->p.bias = NULL;
+    if (faulty) c->layout = FA_MPI_ZIGZAG;
+}
+
 /* sinks on every rank but the faulty one (which also drops dsinks: that is not what is refused) */
 static void sinks_only_on_some(call *c, const mt_local *l, const mt_global *g, int faulty)
 {
@@ -351,6 +434,10 @@ static const refusal refusals[] = {
     {"window-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, window_differs},
     {"diagonal-shift-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, shift_differs},
     {"sinks-missing-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, sinks_only_on_some},
+    {"window-right-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, window_right_differs},
+    {"alibi-missing-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, alibi_only_on_some},
+    {"bias-missing-on-first-rank", 0, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, bias_only_on_some},
+    {"layout-differs-on-last-rank", 0, WHO_LAST, 2, 1, 1, FA_ERR_ARG, layout_differs},
     {"backward-causal-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_ARG, causal_differs},
     {"backward-scale-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_ARG, scale_differs},
     {"backward-dtype-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_DTYPE, dtype_differs},
@@ -373,9 +460,14 @@ static const refusal refusals[] = {
     {"zigzag-shards-differ-on-last-rank", 0, WHO_LAST, 2, 1, 1, FA_ERR_SHAPE, zigzag_differ},
     {"seqs", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
     {"seqs-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
-    {"dropout", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, dropout},
-    {"dropout-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_UNSUPPORTED, dropout},
-    {"bf16", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_everywhere},
+    {"dropout-seed-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, dropout_seed_differs},
+    {"dropout-p-differs-on-first-rank", 0, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, dropout_p_differs},
+    {"dropout-offset-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, dropout_offset_differs},
+    {"dropout-row0-differs-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_ARG, dropout_row0_differs},
+    {"dropout-key0-differs-on-first-rank", 0, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, dropout_key0_differs},
+    {"dropout-row0-negative-on-last-rank", 0, WHO_LAST, 1, 0, 1, FA_ERR_ARG, dropout_row0_negative},
+    {"bf16-on-last-rank", 0, WHO_LAST, 2, 0, 1, FA_ERR_DTYPE, half_everywhere},
+    {"quantized-cache", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, quantized_cache},
     {"f32-queries-over-an-f16-cache", 0, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_cache},
     {"window-below-minus-1", 0, WHO_ALL, 1, 0, 1, FA_ERR_ARG, window_invalid},
     {"diagonal-shift-beyond-range", 0, WHO_ALL, 1, 0, 1, FA_ERR_ARG, shift_beyond_range},
@@ -391,8 +483,10 @@ static const refusal refusals[] = {
     {"backward-heads-differ-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_SHAPE, heads_differ},
     {"backward-zigzag-odd-shard", 1, WHO_ALL, 1, 1, 1, FA_ERR_SHAPE, zigzag_odd},
     {"backward-seqs", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, seqs},
-    {"backward-dropout", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, dropout},
-    {"backward-bf16", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_everywhere},
+    {"backward-dropout-seed-differs-on-first-rank", 1, WHO_FIRST, 2, 0, 1, FA_ERR_ARG, dropout_seed_differs},
+    {"backward-dropout-offset-differs-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_ARG,
+     dropout_offset_differs},
+    {"backward-bf16-on-last-rank", 1, WHO_LAST, 2, 0, 1, FA_ERR_DTYPE, half_everywhere},
     {"backward-f32-queries-over-an-f16-cache", 1, WHO_ALL, 1, 0, 1, FA_ERR_UNSUPPORTED, half_cache},
 };
 
@@ -525,6 +619,22 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
     fa_status st = call_run(env->ctx, &c, r->backward);
     MT_EXPECT_STATUS(env, st, r->want, r->backward ? "fa_mpi_backward" : "fa_mpi_forward");
     MT_EXPECT_REFUSAL_MESSAGE(env, r->same_message);
+    /* the refusals that name their argument in so many words */
+    static const struct {
+        void (*spoil)(call *, const mt_local *, const mt_global *, int);
+        const char *word;
+    } named[] = {{dropout_seed_differs, "p.dropout_seed"},
+                 {dropout_p_differs, "p.dropout_p"},
+                 {dropout_offset_differs, "p.dropout_offset"},
+                 {dropout_row0_negative, "p.dropout_row0"},
+                 {dropout_row0_differs, "p.dropout_row0"},
+                 {dropout_key0_differs, "p.dropout_key0"},
+                 {quantized_cache, "quantized"},
+                 {half_cache, "f32 queries over a half"}};
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        if (r->spoil == named[i].spoil)
+            MT_CHECK(strstr(fa_mpi_last_error(), named[i].word) != NULL,
+                     "fa_mpi_last_error() \"%s\" does not name %s", fa_mpi_last_error(), named[i].word);
     for (int i = 0; i < n; i++) {
         MT_CHECK(same_as(snaps[i].buf, snaps[i].before), "%s was written by a refused call", snaps[i].name);
         free(snaps[i].before);

@@ -26,10 +26,11 @@ static void single_process(mt_result *res, fa_context *ctx, const mt_global *g, 
     const mt_case *c = &g->c;
     int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n;
     size_t es = mt_dtype_size(g->dtype);
+    fa_dtype acc = mt_acc_type(g->dtype);
     mt_buf ob = mt_buf_alloc((size_t)(B * Hq * N * c->dim_v) * es),
-           lb = mt_buf_alloc((size_t)(B * Hq * N) * es);
+           lb = mt_buf_alloc((size_t)(B * Hq * N) * mt_dtype_size(acc));
     fa_tensor out = fa_tensor_bhsd(mt_buf_data(&ob), g->dtype, B, Hq, N, c->dim_v);
-    fa_tensor lse = fa_tensor_bhsd(mt_buf_data(&lb), g->dtype, B, Hq, N, 1);
+    fa_tensor lse = fa_tensor_bhsd(mt_buf_data(&lb), acc, B, Hq, N, 1);
     fa_status st = fa_forward(ctx, &g->p, &g->q, &g->k, &g->v, &out, lse.data);
     MT_CHECK(st == FA_OK, "the single-process fa_forward (the reference) returned %s: %s", fa_status_str(st),
              fa_last_error());
@@ -86,13 +87,52 @@ static void oracle(mt_result *res, const mt_global *g, int backward, int naive)
     }
 }
 
+/* The float64 oracle with dropout, given the public mask of the whole sequence (fa_dropout_mask):
+ * what one call over the sequence drops, by the header's definition. */
+static void oracle_dropout(mt_result *res, const mt_global *g, int backward)
+{
+    const mt_case *c = &g->c;
+    int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n;
+    uint8_t *keep = malloc((size_t)(B * Hq * N * N) + 1);
+    if (!keep) abort();
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++) {
+            fa_status st = fa_dropout_mask(&g->p, Hq, b, h, 0, 0, N, N, keep + (b * Hq + h) * N * N, N);
+            MT_CHECK(st == FA_OK, "fa_dropout_mask (the reference's mask) returned %s", fa_status_str(st));
+        }
+    res->out = alloc_doubles(B * Hq * N * c->dim_v);
+    res->lse = alloc_doubles(B * Hq * N);
+    ref_forward_dropout(&g->p, &g->q, &g->k, &g->v, keep, res->out, res->lse);
+    if (backward) {
+        res->grad[0] = alloc_doubles(B * Hq * N * c->dim);
+        res->grad[1] = alloc_doubles(B * Hkv * N * c->dim);
+        res->grad[2] = alloc_doubles(B * Hkv * N * c->dim_v);
+        ref_backward_dropout(&g->p, &g->q, &g->k, &g->v, &g->dout, keep, res->grad[0], res->grad[1],
+                             res->grad[2]);
+    }
+    free(keep);
+}
+
+/* The naive f32 forward rounded to the half dtype t (out; lse stays float): the half suites' yardstick. */
+static void round_naive(mt_result *res, const mt_global *g)
+{
+    const mt_case *c = &g->c;
+    int64_t n = c->batch * c->q_heads * g->n * c->dim_v;
+    for (int64_t x = 0; x < n; x++) res->out[x] = mt_round(g->dtype, res->out[x]);
+}
+
 void mt_refs_compute(mt_refs *r, fa_context *ctx, const mt_global *g, int backward)
 {
     memset(r, 0, sizeof *r);
     single_process(&r->single, ctx, g, backward);
-    if (g->dtype == FA_F32) {
+    if (g->p.dropout_p != 0.0) { /* f64 only (mt_run_accuracy): the oracle given the public mask */
+        oracle_dropout(&r->oracle, g, backward);
+    } else if (g->dtype != FA_F64) {
+        /* bf16, f16: the backward's yardstick starts from the out the ring returns (mt_expect_backward) */
+        int half = g->dtype == FA_BF16 || g->dtype == FA_F16;
         oracle(&r->oracle, g, backward, 0);
-        oracle(&r->naive, g, backward, 1);
+        oracle(&r->naive, g, backward && !half, 1);
+        if (half) round_naive(&r->naive, g);
     } else if (backward && g->c.sinks) {
         r->oracle.dsinks = alloc_doubles(g->c.q_heads);
         ref_backward_dsinks(&g->p, &g->q, &g->k, &g->v, &g->dout, r->oracle.dsinks);
@@ -210,8 +250,22 @@ static void judge(const mt_what *w, const mt_shard *s, const mt_err *e, double l
     }
 }
 
+/* One ulp of t at magnitude m >= 0 (tests/half_util.c, hu_ulp): 2^(e - p) for 2^(e-1) <= m < 2^e,
+ * p the significant bits, never below the smallest subnormal. */
+static double ulp_of(fa_dtype t, double m)
+{
+    int p = t == FA_BF16 ? 8 : t == FA_F16 ? 11 : 24, emin = t == FA_BF16 ? -133 : t == FA_F16 ? -24 : -149;
+    int e = 0;
+    if (m > 0 && isfinite(m)) frexp(m, &e);
+    double ulp = ldexp(1.0, e - p), least = ldexp(1.0, emin);
+    return m > 0 && ulp > least ? ulp : least;
+}
+
 /* One tensor of the rank's rows against the references: the f64 rule relative to `norm_floor`
- * (0 for the forward), or the f32 rule with `times` and `plus`. */
+ * (0 for the forward), against the single-process call and, with dropout, the oracle given the
+ * public mask too; or the f32 rule with `times` and `plus`; or the half suites' rule (half_util.h,
+ * hu_check): 3 x the naive f32 error (rounded to the output's dtype) + max(one ulp of that dtype
+ * at max|oracle|, plus), lse float. */
 static void judge_rows(const mt_what *w, const mt_shard *s, const fa_tensor *lib_view, const mt_refs *r,
                        int which, int is_lse, double rel_tol, double norm_floor, double times, double plus,
                        const mt_global *g)
@@ -224,11 +278,33 @@ static void judge_rows(const mt_what *w, const mt_shard *s, const fa_tensor *lib
     double *want = rows_of(PICK(ref), B, w->heads, g->n, w->dim, s);
     mt_err e = compare(lib, want, count);
     char rule[160], extra[160] = "";
+    const int half = g->dtype == FA_BF16 || g->dtype == FA_F16;
     if (g->dtype == FA_F64) {
         double norm = e.max_ref > norm_floor ? e.max_ref : norm_floor;
         snprintf(rule, sizeof rule, "%.0e x max(max|ref| %.3e, floor %.3e) of the single-process call",
                  rel_tol, e.max_ref, norm_floor);
         judge(w, s, &e, rel_tol * norm, rule, extra);
+        if (g->p.dropout_p != 0.0 && PICK(&r->oracle)) { /* and the mask of the header's definition */
+            double *exact = rows_of(PICK(&r->oracle), B, w->heads, g->n, w->dim, s);
+            mt_err eo = compare(lib, exact, count);
+            norm = eo.max_ref > norm_floor ? eo.max_ref : norm_floor;
+            snprintf(rule, sizeof rule,
+                     "%.0e x max(max|ref| %.3e, floor %.3e) of the oracle given fa_dropout_mask", rel_tol,
+                     eo.max_ref, norm_floor);
+            judge(w, s, &eo, rel_tol * norm, rule, extra);
+            free(exact);
+        }
+    } else if (half) {
+        double *naive = rows_of(PICK(&r->naive), B, w->heads, g->n, w->dim, s);
+        mt_err en = compare(naive, want, count);
+        fa_dtype t = is_lse ? FA_F32 : g->dtype;
+        double floor = is_lse ? plus * (e.max_ref > 1.0 ? e.max_ref : 1.0) : plus, ulp = ulp_of(t, e.max_ref);
+        if (ulp > floor) floor = ulp;
+        snprintf(rule, sizeof rule,
+                 "3 x naive f32 error %.3e (rounded to %s) + floor %.3e, against the float64 oracle",
+                 en.max_err, mt_dtype_name(t), floor);
+        judge(w, s, &e, 3.0 * en.max_err + floor, rule, extra);
+        free(naive);
     } else {
         double *naive = rows_of(PICK(&r->naive), B, w->heads, g->n, w->dim, s);
         double *single = rows_of(PICK(&r->single), B, w->heads, g->n, w->dim, s);
@@ -267,10 +343,54 @@ void mt_expect_forward(const mt_global *g, const mt_shard *s, const mt_local *l,
         MT_CHECK(mt_buf_untouched(&l->grad_buf[i]), "fa_mpi_forward wrote into %s's buffer", grad_name[i]);
 }
 
-void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s, const mt_local *l,
-                        const mt_refs *r)
+/* The half suites' backward yardstick (reference_backward.h, ref_backward_naive_f32_given_out): the
+ * naive f32 backward from the out the backward is handed, here the ring's, gathered from every rank
+ * (each position's row from the rank that holds it; the others add zeros), its gradients rounded to
+ * the dtype. Collective. */
+static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt_shard *s, const mt_local *l,
+                                 mt_result *res)
 {
     const mt_case *c = &g->c;
+    int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n, Dv = c->dim_v;
+    double *all = calloc((size_t)(B * Hq * N * Dv + 1), sizeof(double));
+    if (!all) abort();
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t i = 0; i < s->n; i++)
+                for (int64_t d = 0; d < Dv; d++)
+                    all[((b * Hq + h) * N + s->pos[i]) * Dv + d] = mt_get(&l->out, b, h, i, d);
+    MPI_Allreduce(MPI_IN_PLACE, all, (int)(B * Hq * N * Dv), MPI_DOUBLE, MPI_SUM, env->comm);
+    mt_buf ob = mt_buf_alloc((size_t)(B * Hq * N * Dv) * mt_dtype_size(g->dtype));
+    fa_tensor out = fa_tensor_bhsd(mt_buf_data(&ob), g->dtype, B, Hq, N, Dv);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t i = 0; i < N; i++)
+                for (int64_t d = 0; d < Dv; d++)
+                    mt_set(&out, b, h, i, d, all[((b * Hq + h) * N + i) * Dv + d]);
+    int64_t n[3] = {B * Hq * N * c->dim, B * Hkv * N * c->dim, B * Hkv * N * Dv};
+    for (int x = 0; x < 3; x++) res->grad[x] = alloc_doubles(n[x]);
+    res->dsinks = alloc_doubles(Hq);
+    ref_backward_naive_f32_given_out(&g->p, &g->q, &g->k, &g->v, &out, &g->dout, res->grad[0], res->grad[1],
+                                     res->grad[2], c->sinks ? res->dsinks : NULL);
+    for (int x = 0; x < 3; x++)
+        for (int64_t e = 0; e < n[x]; e++) res->grad[x][e] = mt_round(g->dtype, res->grad[x][e]);
+    mt_buf_free(&ob);
+    free(all);
+}
+
+void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s, const mt_local *l,
+                        const mt_refs *refs)
+{
+    const mt_case *c = &g->c;
+    mt_refs with_given = *refs; /* bf16, f16: the naive backward from the ring's out */
+    mt_result given;
+    memset(&given, 0, sizeof given);
+    if (g->dtype == FA_BF16 || g->dtype == FA_F16) {
+        naive_given_ring_out(env, g, s, l, &given);
+        for (int x = 0; x < 3; x++) with_given.naive.grad[x] = given.grad[x];
+        with_given.naive.dsinks = given.dsinks;
+    }
+    const mt_refs *r = &with_given;
     const fa_tensor *views[3] = {&l->dq, &l->dk, &l->dv};
     int64_t heads[3] = {c->q_heads, c->kv_heads, c->kv_heads}, dims[3] = {c->dim, c->dim, c->dim_v};
     for (int i = 0; i < 3; i++) {
@@ -279,7 +399,10 @@ void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s
         MT_CHECK(mt_buf_only_view_written(&l->grad_buf[i], views[i]),
                  "%s: a byte outside the rank's rows (or around its buffer) was written", grad_name[i]);
     }
-    if (!c->sinks) return;
+    if (!c->sinks) {
+        result_free(&given);
+        return;
+    }
     int64_t Hq = c->q_heads;
     const float *dsinks = l->p.dsinks;
     fa_tensor dsinks_view = fa_tensor_bhsd(l->p.dsinks, FA_F32, 1, 1, 1, Hq);
@@ -289,7 +412,7 @@ void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s
     double max_ref = 0.0, naive_err = 0.0;
     for (int64_t h = 0; h < Hq; h++) {
         if (isfinite(exact[h]) && fabs(exact[h]) > max_ref) max_ref = fabs(exact[h]);
-        if (g->dtype == FA_F32 && isfinite(exact[h]) && fabs(r->naive.dsinks[h] - exact[h]) > naive_err)
+        if (g->dtype != FA_F64 && isfinite(exact[h]) && fabs(r->naive.dsinks[h] - exact[h]) > naive_err)
             naive_err = fabs(r->naive.dsinks[h] - exact[h]);
     }
     for (int64_t h = 0; h < Hq; h++) {
@@ -300,7 +423,7 @@ void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s
             continue;
         }
         /* rounding to float: half an ulp (2^-24 relative) or half the smallest subnormal */
-        int f32 = g->dtype == FA_F32;
+        int f32 = g->dtype != FA_F64; /* bf16, f16: the half suites' dsinks rule is f32's */
         double limit = f32 ? 3.0 * naive_err + 1e-5 : 0x1p-24 * fabs(exact[h]) + 0x1p-150 + 1e-11 * max_ref;
         MT_CHECK(fabs(lib - exact[h]) <= limit,
                  "dsinks[%lld]: lib %.9g, oracle %.17g: |diff| %.3e > limit %.3e (%s); single-process "
@@ -310,4 +433,5 @@ void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s
                  r->single.dsinks[h]);
     }
     MT_EXPECT_SAME_BYTES(env, dsinks, sizeof(float) * (size_t)Hq, "dsinks");
+    result_free(&given);
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/kernels/half.h" /* the library's own conversions: what its half outputs hold */
+
 /* ---- guarded buffers --------------------------------------------------------------------- */
 
 mt_buf mt_buf_alloc(size_t bytes)
@@ -72,7 +74,27 @@ int mt_buf_only_view_written(const mt_buf *b, const fa_tensor *t)
 
 size_t mt_dtype_size(fa_dtype t)
 {
-    return t == FA_F64 ? sizeof(double) : sizeof(float);
+    return t == FA_F64 ? sizeof(double) : t == FA_BF16 || t == FA_F16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+fa_dtype mt_acc_type(fa_dtype t)
+{
+    return t == FA_F64 ? FA_F64 : FA_F32;
+}
+
+const char *mt_dtype_name(fa_dtype t)
+{
+    return t == FA_F64 ? "f64" : t == FA_BF16 ? "bf16" : t == FA_F16 ? "f16" : "f32";
+}
+
+double mt_round(fa_dtype t, double x)
+{
+    switch (t) {
+    case FA_F64: return x;
+    case FA_BF16: return (double)fa_bf16_to_f32(fa_bf16_from_f32((float)x));
+    case FA_F16: return (double)fa_f16_to_f32(fa_f16_from_f32((float)x));
+    default: return (double)(float)x;
+    }
 }
 
 static int64_t offset_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
@@ -83,16 +105,23 @@ static int64_t offset_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s, in
 double mt_get(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
 {
     int64_t o = offset_of(t, b, h, s, d);
-    return t->dtype == FA_F64 ? ((const double *)t->data)[o] : (double)((const float *)t->data)[o];
+    switch (t->dtype) {
+    case FA_F64: return ((const double *)t->data)[o];
+    case FA_BF16: return (double)fa_bf16_to_f32(((const uint16_t *)t->data)[o]);
+    case FA_F16: return (double)fa_f16_to_f32(((const uint16_t *)t->data)[o]);
+    default: return (double)((const float *)t->data)[o];
+    }
 }
 
 void mt_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x)
 {
     int64_t o = offset_of(t, b, h, s, d);
-    if (t->dtype == FA_F64)
-        ((double *)t->data)[o] = x;
-    else
-        ((float *)t->data)[o] = (float)x;
+    switch (t->dtype) {
+    case FA_F64: ((double *)t->data)[o] = x; break;
+    case FA_BF16: ((uint16_t *)t->data)[o] = fa_bf16_from_f32((float)x); break;
+    case FA_F16: ((uint16_t *)t->data)[o] = fa_f16_from_f32((float)x); break;
+    default: ((float *)t->data)[o] = (float)x; break;
+    }
 }
 
 fa_tensor mt_tensor(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd)
@@ -146,13 +175,12 @@ void mt_case_str(const mt_case *c, fa_dtype dtype, int size, char *buf, size_t n
         snprintf(win, sizeof win, " window=%lld/%lld", (long long)c->window_left, (long long)c->window_right);
     snprintf(buf, n,
              "%s: %s P=%d %s%s%s B=%lld Hq=%lld Hkv=%lld N=%lld D=%lld Dv=%lld causal=%s%s shift=%lld "
-             "softcap=%g alibi=%d sinks=%d bias=%s%s%s",
-             c->name, dtype == FA_F64 ? "f64" : "f32", size,
-             c->layout == FA_MPI_ZIGZAG ? "zigzag" : "contiguous", c->layout == FA_MPI_ZIGZAG ? "" : "/",
-             c->layout == FA_MPI_ZIGZAG ? "" : split[c->split], (long long)c->batch, (long long)c->q_heads,
-             (long long)c->kv_heads, (long long)c->len, (long long)c->dim, (long long)c->dim_v,
-             causal[c->causal], win, (long long)c->diagonal_shift, c->softcap, c->alibi, c->sinks,
-             bias[c->bias], c->bshd ? " bshd" : "",
+             "softcap=%g alibi=%d sinks=%d bias=%s dropout=%g%s%s",
+             c->name, mt_dtype_name(dtype), size, c->layout == FA_MPI_ZIGZAG ? "zigzag" : "contiguous",
+             c->layout == FA_MPI_ZIGZAG ? "" : "/", c->layout == FA_MPI_ZIGZAG ? "" : split[c->split],
+             (long long)c->batch, (long long)c->q_heads, (long long)c->kv_heads, (long long)c->len,
+             (long long)c->dim, (long long)c->dim_v, causal[c->causal], win, (long long)c->diagonal_shift,
+             c->softcap, c->alibi, c->sinks, bias[c->bias], c->dropout_p, c->bshd ? " bshd" : "",
              c->copy ? " copies" : (c->layout == FA_MPI_ZIGZAG ? " copies" : " views"));
 }
 
@@ -213,11 +241,12 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
     g->p.window_right = g->c.window_right;
     g->p.diagonal_shift = c->diagonal_shift;
     g->p.softcap = c->softcap;
+    /* the bias is of the accumulation type (float for bf16 and f16) */
     if (c->bias == MT_BIAS_ROW) {
-        g->bias = global_tensor(&g->mem[4], dtype, 1, Hq, 1, N, 0);
+        g->bias = global_tensor(&g->mem[4], mt_acc_type(dtype), 1, Hq, 1, N, 0);
         fill_uniform(&g->bias, &r, -2.0, 2.0);
     } else if (c->bias != MT_BIAS_NONE) {
-        g->bias = global_tensor(&g->mem[4], dtype, B, Hq, N, N, 0);
+        g->bias = global_tensor(&g->mem[4], mt_acc_type(dtype), B, Hq, N, N, 0);
         fill_uniform(&g->bias, &r, -2.0, 2.0);
         if (c->bias == MT_BIAS_MASKED)
             for (int64_t b = 0; b < B; b++)
@@ -238,6 +267,11 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
         }
         if (c->alibi) g->p.alibi_slopes = g->slopes;
         if (c->sinks) g->p.sinks = g->sinks;
+    }
+    if (c->dropout_p != 0.0) { /* seed and offset from the case's seed: the same on every rank */
+        g->p.dropout_p = c->dropout_p;
+        g->p.dropout_seed = rng_next(&r);
+        g->p.dropout_offset = rng_next(&r);
     }
 }
 
@@ -362,9 +396,10 @@ void mt_local_make(mt_local *l, const mt_global *g, const mt_shard *s)
     l->dq = output(&l->grad_buf[0], l, g, s, c->q_heads, c->dim);
     l->dk = output(&l->grad_buf[1], l, g, s, c->kv_heads, c->dim);
     l->dv = output(&l->grad_buf[2], l, g, s, c->kv_heads, c->dim_v);
-    l->lse_buf = mt_buf_alloc((size_t)(c->batch * c->q_heads * s->n) * mt_dtype_size(g->dtype));
+    fa_dtype acc = mt_acc_type(g->dtype);
+    l->lse_buf = mt_buf_alloc((size_t)(c->batch * c->q_heads * s->n) * mt_dtype_size(acc));
     l->lse = mt_buf_data(&l->lse_buf);
-    l->lse_view = fa_tensor_bhsd(l->lse, g->dtype, c->batch, c->q_heads, s->n, 1);
+    l->lse_view = fa_tensor_bhsd(l->lse, acc, c->batch, c->q_heads, s->n, 1);
 
     l->p = g->p;
     l->p.bias = c->bias != MT_BIAS_NONE ? &l->bias : NULL;

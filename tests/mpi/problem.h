@@ -63,9 +63,10 @@ typedef struct {
     double softcap;
     int alibi, sinks;
     mt_bias bias;
-    int bshd;   /* tensors [B][S][H][D] (global and local) instead of [B][H][S][D] */
-    int copy;   /* CONTIGUOUS: pass copies instead of views into the global tensors */
-    int no_lse; /* the forward gets lse = NULL (and no backward runs) */
+    int bshd;         /* tensors [B][S][H][D] (global and local) instead of [B][H][S][D] */
+    int copy;         /* CONTIGUOUS: pass copies instead of views into the global tensors */
+    int no_lse;       /* the forward gets lse = NULL (and no backward runs) */
+    double dropout_p; /* 0: off; else dropout with a seed and offset drawn from the case's seed */
 } mt_case;
 
 /* "name f64 zigzag B=.. Hq=.. ..." for messages. */
@@ -84,7 +85,8 @@ typedef struct {
     mt_buf mem[5];
 } mt_global;
 
-/* Draws the global problem of case c from seed: q, k in [-2, 2), v and dout in [-1, 1), bias in
+/* Draws the global problem of case c from seed: q, k in [-2, 2), v and dout in [-1, 1) (rounded to
+ * the dtype: bf16 and f16 hold the values the oracles read), bias (the accumulation type) in
  * [-2, 2) (MASKED: about 1 in 8 entries -inf and, in head 0, every row i with i % 11 == 3 all -inf),
  * slopes 2^(-8(h+1)/Hq), sinks in [-1, 3). The same bytes on every rank. g must stay where it is
  * (g->p.bias points into it). */
@@ -125,6 +127,11 @@ void mt_local_fill_grad_canary(mt_local *l); /* gradients and dsinks only */
 /* ---- elements ---------------------------------------------------------------------------- */
 
 size_t mt_dtype_size(fa_dtype t);
+/* The accumulation type of t (FA_F64 for f64, FA_F32 otherwise): of lse and the bias. */
+fa_dtype mt_acc_type(fa_dtype t);
+const char *mt_dtype_name(fa_dtype t);
+/* x rounded to t (bf16, f16: through float, to nearest even, as the library rounds). */
+double mt_round(fa_dtype t, double x);
 double mt_get(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
 void mt_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x);
 /* A [B][H][S][D] tensor over data, [B][S][H][D] with bshd. */

@@ -12,7 +12,8 @@ Conventions (FlashAttention's interface docstrings and its kernel's argument han
   right side to 0 when causal, and bounds an unbounded right side at sk when the left one is
   bounded (``fa_window``);
 - a row that sees no key: out = 0 and lse = +inf (FlashAttention) or -inf (``masked_lse``);
-- sinks: one more logit per head in the denominator.
+- sinks: one more logit per head in the denominator;
+- dropout: with a keep mask (hq, sq, sk), out = (P * keep / (1 - dropout_p)) . v, P and lse undropped.
 """
 
 import math
@@ -51,10 +52,11 @@ def visible(sq, sk, causal=False, window=(-1, -1), top_left=False, fa=True, devi
 
 
 def attention_ref(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.0, alibi=None, bias=None,
-                  sinks=None, top_left=False, masked_lse=float("inf"), fa=True, work=torch.float64):
+                  sinks=None, top_left=False, masked_lse=float("inf"), fa=True, work=torch.float64, keep=None,
+                  dropout_p=0.0):
     """One sequence, computed in `work` (float64; the inputs' dtype for the naive yardstick):
     out (sq, hq, dv) and lse (hq, sq). Differentiable (torch autograd). alibi: (hq,) slopes; bias:
-    broadcastable to (hq, sq, sk); sinks: (hq,)."""
+    broadcastable to (hq, sq, sk); sinks: (hq,); keep: (hq, sq, sk) bool, dropout's keep mask."""
     q, k, v = q.to(work), k.to(work), v.to(work)
     sq, hq, d = q.shape
     sk, hk, _ = k.shape
@@ -84,6 +86,8 @@ def attention_ref(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.
     seen = torch.isfinite(s).any(dim=-1)  # rows that see a key with a finite score
     p = torch.exp(s - lse.unsqueeze(-1).masked_fill(~seen.unsqueeze(-1), 0.0))
     p = p.masked_fill(~seen.unsqueeze(-1), 0.0)
+    if keep is not None:
+        p = p * keep.to(work) / (1.0 - dropout_p)
     out = torch.einsum("hij,jhd->ihd", p, v)
     if sinks is None:
         lse = lse.masked_fill(~seen, masked_lse)
@@ -92,12 +96,13 @@ def attention_ref(q, k, v, scale=None, causal=False, window=(-1, -1), softcap=0.
 
 def batch_ref(q, k, v, **kw):
     """attention_ref over a dense batch in FlashAttention's layout: q (b, sq, hq, d) -> out (b, sq, hq,
-    dv), lse (b, hq, sq). alibi may be (hq,) or (b, hq)."""
+    dv), lse (b, hq, sq). alibi may be (hq,) or (b, hq); keep is (b, hq, sq, sk)."""
     alibi = kw.pop("alibi", None)
+    keep = kw.pop("keep", None)
     outs, lses = [], []
     for b in range(q.shape[0]):
         a = alibi[b] if alibi is not None and alibi.dim() == 2 else alibi
-        o, l = attention_ref(q[b], k[b], v[b], alibi=a, **kw)
+        o, l = attention_ref(q[b], k[b], v[b], alibi=a, keep=keep[b] if keep is not None else None, **kw)
         outs.append(o)
         lses.append(l)
     return torch.stack(outs), torch.stack(lses)
@@ -105,15 +110,19 @@ def batch_ref(q, k, v, **kw):
 
 def varlen_ref(q, k, v, cu_q, cu_k, **kw):
     """attention_ref per packed sequence: q (total_q, hq, d) -> out (total_q, hq, dv), lse (hq,
-    total_q); rows outside every sequence are 0 (out) and nan (lse: not defined)."""
+    total_q); rows outside every sequence are 0 (out) and nan (lse: not defined). keep is (batch, hq,
+    max_sq, max_sk): sequence b's rows and keys from 0."""
     alibi = kw.pop("alibi", None)
+    keep = kw.pop("keep", None)
     work = kw.get("work", torch.float64)
     out = torch.zeros((q.shape[0], q.shape[1], v.shape[-1]), dtype=work)
     lse = torch.full((q.shape[1], q.shape[0]), float("nan"), dtype=work)
     cu_q, cu_k = cu_q.tolist(), cu_k.tolist()
     for b in range(len(cu_q) - 1):
         a = alibi[b] if alibi is not None and alibi.dim() == 2 else alibi
-        o, l = attention_ref(q[cu_q[b]:cu_q[b + 1]], k[cu_k[b]:cu_k[b + 1]], v[cu_k[b]:cu_k[b + 1]], alibi=a, **kw)
+        kb = keep[b, :, :cu_q[b + 1] - cu_q[b], :cu_k[b + 1] - cu_k[b]] if keep is not None else None
+        o, l = attention_ref(q[cu_q[b]:cu_q[b + 1]], k[cu_k[b]:cu_k[b + 1]], v[cu_k[b]:cu_k[b + 1]], alibi=a, keep=kb,
+                             **kw)
         out[cu_q[b]:cu_q[b + 1]] = o
         lse[:, cu_q[b]:cu_q[b + 1]] = l
     return out, lse

@@ -58,6 +58,27 @@ def test_varlen_and_kvcache_compile(seed):
     assert torch.equal(got, want) and torch.equal(kc2, kc) and torch.equal(vc2, vc)
 
 
+def test_dropout_compiles_and_draws_what_eager_draws(seed):
+    """aot_eager, fullgraph: the seed and offset drawn from torch's generator are traced into the
+    graph (no graph break), so the same torch.manual_seed gives eager's bytes, forward and backward
+    (the backward on the mask of the forward's draw)."""
+
+    def f(q, k, v):
+        a = flashattn.flash_attn_func(q, k, v, dropout_p=0.25, causal=True)
+        b = flashattn.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                   dropout_p=0.1)
+        return (a * a).sum() + (b * b).sum()
+
+    q, k, v = randn(2, 12, 2, 8, grad=True), randn(2, 12, 2, 8, grad=True), randn(2, 12, 2, 8, grad=True)
+    state = torch.get_rng_state()
+    want = f(q, k, v)
+    want_g = torch.autograd.grad(want, (q, k, v))
+    torch.set_rng_state(state)
+    got = compiled(f, "aot_eager")(q, k, v)
+    assert torch.equal(got, want)
+    assert all(torch.equal(a, b) for a, b in zip(torch.autograd.grad(got, (q, k, v)), want_g))
+
+
 def test_model_with_sdpa_swapped_in_compiles(seed):
     """torch.compile(model, fullgraph=True) on a model whose attention is
     flashattn.scaled_dot_product_attention (inductor): the forward and the backward AOTAutograd
@@ -79,7 +100,7 @@ def test_model_with_sdpa_swapped_in_compiles(seed):
 def test_opcheck(seed):
     """torch.library.opcheck: the schema, the autograd registration, the fake implementations'
     shapes and strides against the real ones, and AOT dispatch with dynamic shapes, for the dense,
-    packed and varlen forms of fwd and for bwd."""
+    packed, varlen and dropout forms of fwd and for bwd."""
     from flashattn import _ops
 
     q, k, v = randn(2, 9, 4, 8, grad=True), randn(2, 11, 2, 8, grad=True), randn(2, 11, 2, 8, grad=True)
@@ -92,11 +113,14 @@ def test_opcheck(seed):
               None, None, None, 0.3, 2, -1, -1, 0.0, 0, False)
     sdpa = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), None, None, randn(4, dtype=torch.float32),
             None, None, None, None, None, 0.3, 1, -1, -1, 0.0, 0, True)
-    for args in (dense, packed, varlen, sdpa):
+    rng = torch.tensor([3, -5], dtype=torch.int64)  # dropout's (seed, offset), as the functions draw them
+    dropout = dense + (0.2, rng)
+    for args in (dense, packed, varlen, sdpa, dropout):
         result = torch.library.opcheck(_ops.fwd, args)
         assert all(r == "SUCCESS" for r in result.values()), result
-    out, lse = _ops.fwd(*dense)
-    bargs = (torch.randn_like(out), q.detach(), k.detach(), v.detach(), out.detach(), lse) + (None,) * 7 + \
-        (0.3, 2, 4, -1, 0.0, 0, False, False)
-    result = torch.library.opcheck(_ops.bwd, bargs)
-    assert all(r == "SUCCESS" for r in result.values()), result
+    for args, extra in ((dense, ()), (dropout, (0.2, rng))):
+        out, lse = _ops.fwd(*args)
+        bargs = (torch.randn_like(out), q.detach(), k.detach(), v.detach(), out.detach(), lse) + (None,) * 7 + \
+            (0.3, 2, 4, -1, 0.0, 0, False, False) + extra
+        result = torch.library.opcheck(_ops.bwd, bargs)
+        assert all(r == "SUCCESS" for r in result.values()), result

@@ -71,3 +71,26 @@ def test_binding_checks_before_the_library(seed):
     raises(ValueError, "3 \\(tokens", lambda: flashattn.flash_attn_func(q[0, 0], q, q))
     raises(ValueError, "alibi_slopes has 3 elements; expected 2",
            lambda: flashattn.flash_attn_func(q, q, q, alibi_slopes=torch.ones(3)))
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.0, 1.5, float("nan"), float("inf")])
+def test_dropout_p_outside_0_1_is_refused_naming_it(seed, p):
+    """Every function that takes dropout_p, and dropout_mask: ValueError naming dropout_p, raised
+    before anything is drawn from torch's generator."""
+    q = randn(1, 8, 2, 8, grad=True)
+    t = randn(8, 2, 8)
+    cu = torch.tensor([0, 3, 8], dtype=torch.int32)
+    calls = [
+        lambda: flashattn.flash_attn_func(q, q, q, dropout_p=p),
+        lambda: flashattn.flash_attn_qkvpacked_func(torch.stack([q, q, q], 2), dropout_p=p),
+        lambda: flashattn.flash_attn_kvpacked_func(q, torch.stack([q, q], 2), dropout_p=p),
+        lambda: flashattn.flash_attn_varlen_func(t, t, t, cu, cu, 5, 5, dropout_p=p),
+        lambda: flashattn.flash_attn_varlen_qkvpacked_func(torch.stack([t, t, t], 1), cu, 5, dropout_p=p),
+        lambda: flashattn.flash_attn_varlen_kvpacked_func(t, torch.stack([t, t], 1), cu, cu, 5, 5, dropout_p=p),
+        lambda: flashattn.scaled_dot_product_attention(q, q, q, dropout_p=p),
+        lambda: flashattn.dropout_mask(p, 1, 2, 1, 2, 3, 4),
+    ]
+    for call in calls:
+        state = torch.get_rng_state()
+        raises(ValueError, "dropout_p", call)
+        assert torch.equal(torch.get_rng_state(), state)

@@ -175,15 +175,6 @@ def test_deterministic_softmax_scale_and_softcap_defaults(seed):
     assert torch.equal(a, b) and torch.equal(a, c)
 
 
-def test_dropout_is_refused_until_the_library_has_it(seed):
-    q, k, v = (randn(1, 8, 2, 8) for _ in range(3))
-    with pytest.raises(NotImplementedError, match="dropout"):
-        flashattn.flash_attn_func(q, k, v, dropout_p=0.1)
-    with pytest.raises(NotImplementedError, match="dropout"):
-        flashattn.flash_attn_qkvpacked_func(torch.stack([q, k, v], 2), dropout_p=0.5)
-    assert flashattn.flash_attn_func(q, k, v, dropout_p=0.0).shape == q.shape
-
-
 def test_empty_batch_and_lengths(seed):
     for shape_q, shape_k in [((0, 5, 2, 8), (0, 5, 2, 8)), ((1, 0, 2, 8), (1, 5, 2, 8)), ((1, 4, 2, 8), (1, 0, 2, 8))]:
         q, k, v = randn(*shape_q), randn(*shape_k), randn(*shape_k)

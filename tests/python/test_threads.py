@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Threads: results bitwise equal at 1 and 2 threads (forward and backward), the thread count
+"""Threads: results bitwise equal at 1 and 2 threads (forward and backward, with and without
+dropout, whose seed comes from torch's generator, reseeded), the thread count
 followed from torch.get_num_threads() or set_num_threads(), one context per count reused."""
 
 import threading
@@ -20,23 +21,24 @@ def restore_threads():
     torch.set_num_threads(n)
 
 
-def run(dtype):
+def run(dtype, dropout_p=0.0):
     torch.manual_seed(1234)
     q = randn(2, 130, 4, 32, dtype=dtype, grad=True)
     k = randn(2, 150, 2, 32, dtype=dtype, grad=True)
     v = randn(2, 150, 2, 32, dtype=dtype, grad=True)
-    out = flashattn.flash_attn_func(q, k, v, causal=True, window_size=(64, 0), softcap=3.0)
+    out = flashattn.flash_attn_func(q, k, v, causal=True, window_size=(64, 0), softcap=3.0, dropout_p=dropout_p)
     g = randn(*out.shape, dtype=dtype)
     return (out,) + torch.autograd.grad(out, (q, k, v), g)
 
 
+@pytest.mark.parametrize("dropout_p", [0.0, 0.2])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-def test_bitwise_equal_at_1_and_2_threads(restore_threads, dtype):
+def test_bitwise_equal_at_1_and_2_threads(restore_threads, dtype, dropout_p):
     results = {}
     for n in (1, 2):
         torch.set_num_threads(n)
         assert flashattn.get_num_threads() == n
-        results[n] = run(dtype)
+        results[n] = run(dtype, dropout_p)
         assert _ops.context().stats()["num_threads"] == n
     for a, b in zip(results[1], results[2]):
         assert torch.equal(a, b)

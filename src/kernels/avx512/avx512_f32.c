@@ -10,11 +10,13 @@
 
 typedef __m512 vec;
 typedef __mmask16 mask;
-#define FA_T        float
-#define FA_SFX      f32
-#define FA_PS       ps
-#define FA_LANES    16
-#define FA_WIDEN_OP fa_avx512_widen_f32 /* simd/table.h */
+#define FA_T                     float
+#define FA_SFX                   f32
+#define FA_PS                    ps
+#define FA_LANES                 16
+#define FA_WIDEN_OP              fa_avx512_widen_f32 /* simd/table.h */
+#define FA_DROPOUT_PROBS_OP      fa_avx512_dropout_probs_f32
+#define FA_DROPOUT_SCORE_GRAD_OP fa_avx512_dropout_score_grad_f32
 
 #define FA_EXP2_COEF  fa_exp2_floor_coef_f32
 #define FA_EXP2_FLOOR 1

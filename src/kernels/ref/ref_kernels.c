@@ -64,7 +64,8 @@ static inline double exp_flushed_f64(double x)
         .accumulate_t = ref_accumulate_t_##SFX, .probabilities = ref_probabilities_##SFX,                   \
         .score_grad = ref_score_grad_##SFX, .modify = ref_modify_##SFX, .scale_grad = ref_scale_grad_##SFX, \
         .widen = ref_widen_##SFX, .scores_stored = ref_scores_stored_##SFX,                                 \
-        .accumulate_stored = ref_accumulate_stored_##SFX                                                    \
+        .accumulate_stored = ref_accumulate_stored_##SFX, .dropout_probs = ref_dropout_probs_##SFX,         \
+        .dropout_score_grad = ref_dropout_score_grad_##SFX                                                  \
     }
 
 static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32, FA_F32, FA_PAD_ELEMS_F32);

@@ -200,3 +200,5 @@ static void FA_NAME(ref_accumulate_stored_)(int64_t rows, int64_t cols, int64_t 
         }
     }
 }
+
+#include "kernels/ref/ref_dropout.h"

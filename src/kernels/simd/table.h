@@ -17,6 +17,13 @@
 #define FA_ACCUMULATE_STORED_OP NULL
 #endif
 
+/* dropout_probs and dropout_score_grad: the ISA's own where it has them (avx512's float half),
+ * else NULL, ref's (the same bits) */
+#ifndef FA_DROPOUT_PROBS_OP
+#define FA_DROPOUT_PROBS_OP      NULL
+#define FA_DROPOUT_SCORE_GRAD_OP NULL
+#endif
+
 const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .traits = {.input = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
                .accum = sizeof(FA_T) == 4 ? FA_F32 : FA_F64,
@@ -38,7 +45,9 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .scale_grad = FA_NAME(scale_grad_),
     .widen = FA_WIDEN_OP, /* the ISA's <isa>_widen.c; NULL (ref's) for double, which no driver widens into */
     .scores_stored = FA_SCORES_STORED_OP,
-    .accumulate_stored = FA_ACCUMULATE_STORED_OP};
+    .accumulate_stored = FA_ACCUMULATE_STORED_OP,
+    .dropout_probs = FA_DROPOUT_PROBS_OP,
+    .dropout_score_grad = FA_DROPOUT_SCORE_GRAD_OP};
 
 /* For the tests: fn of n values, as the kernels compute it; the tail is masked, so x and y are
  * touched only within n. */
@@ -62,6 +71,8 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef FA_WIDEN_OP
 #undef FA_SCORES_STORED_OP
 #undef FA_ACCUMULATE_STORED_OP
+#undef FA_DROPOUT_PROBS_OP
+#undef FA_DROPOUT_SCORE_GRAD_OP
 #undef V_LOAD_STORED
 #undef FA_HALF_VECS
 #undef FA_HALF_VECS_FEW

@@ -9,6 +9,8 @@ Two conventions over one C library (include/flashattn.h), on CPU torch tensors:
   torch.nn.functional.scaled_dot_product_attention.
 Both are torch custom ops (flashattn::fwd, flashattn::bwd) with autograd and fake implementations,
 so torch.compile(fullgraph=True) traces them. Results are bitwise identical at any thread count.
+Attention dropout draws its seed and offset from torch's default generator (flashattn.dropout);
+dropout_mask gives the keep mask of a (seed, offset) for a reference.
 
 Importing flashattn loads only the C library (flashattn._C, libflashattn.so.1 beside it); torch is
 imported on first use of a function that needs it. Errors of the C library are raised as
@@ -30,6 +32,8 @@ _TORCH_ATTRS = {
     "flash_attn_with_kvcache": "flash_attn_interface",
     "scaled_dot_product_attention": "sdpa",
     "set_num_threads": "_ops",
+    "dropout_mask": "dropout",
+    "draw_dropout_seed_offset": "dropout",
     "get_num_threads": "_ops",
 }
 

@@ -16,7 +16,9 @@ Tensors in the ops' signatures:
   lse       (batch, heads, seqlen) or (heads, tokens): float32, float64 for float64 inputs. A row
             that sees no key has lse = -inf here (the C library's convention).
 Scalars: scale (0 = 1/sqrt(dim)), causal (_C.CAUSAL_*), window_left/right (-1 = unbounded), softcap,
-diagonal_shift, exactly as fa_params.
+diagonal_shift, dropout_p, exactly as fa_params. rng_state: dropout's (seed, offset) as a (2,) int64
+tensor (flashattn.dropout), None with dropout_p == 0; the backward gets the forward's. A call that
+runs one sequence at a time gives sequence b the offset + b * heads the whole call would give it.
 
 Threads: each call uses ``get_num_threads()`` threads: ``set_num_threads(n)``'s n, else
 ``torch.get_num_threads()``. One fa_context per thread count and per Python thread is created on
@@ -35,6 +37,7 @@ import torch
 from torch import Tensor
 
 from . import _C
+from . import dropout as _dropout
 
 _C.register_dtypes(torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int64)
 
@@ -101,6 +104,22 @@ def _c_backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, *params):
     except _C.NotContiguousError:
         q, k, v, out, dout = (_contig_last(x) for x in (q, k, v, out, dout))
         return _C.backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, *params)
+
+
+def _dropout_args(dropout_p: float, rng_state: Optional[Tensor], heads: int, b: int = 0) -> tuple:
+    """The extension's trailing dropout arguments: () without dropout, else (dropout_p, seed, offset),
+    the offset moved by b * heads for a call that holds batch entry b alone (the library's stream of
+    (b, h) is offset + b * heads + h)."""
+    if dropout_p == 0.0:
+        return ()
+    if rng_state is None:
+        raise ValueError(f"flashattn: dropout_p = {dropout_p} needs rng_state (seed, offset)")
+    seed, offset = _dropout.seed_offset(rng_state)
+    return dropout_p, seed, (offset + b * heads) & _dropout._U64
+
+
+def _q_heads(q: Tensor, bhsd: bool) -> int:
+    return q.size(1) if bhsd and q.dim() == 4 else q.size(-2)
 
 
 def _unpack(q: Tensor, k: Optional[Tensor], v: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
@@ -253,27 +272,31 @@ def _fwd_impl(q: Tensor, k: Optional[Tensor], v: Optional[Tensor], bias: Optiona
         alibi_slopes: Optional[Tensor], sinks: Optional[Tensor], cu_seqlens_q: Optional[Tensor],
         cu_seqlens_k: Optional[Tensor], seqused_k: Optional[Tensor], block_table: Optional[Tensor],
         leftpad_k: Optional[Tensor], scale: float, causal: int, window_left: int, window_right: int,
-        softcap: float, diagonal_shift: int, bhsd: bool) -> Tuple[Tensor, Tensor]:
+        softcap: float, diagonal_shift: int, bhsd: bool, dropout_p: float = 0.0,
+        rng_state: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     """out, lse = attention of q over k, v (see the module's docstring for the layouts)."""
     q, k, v = _unpack(q, k, v)
     out, lse = _alloc_fwd(q, v, bhsd)
     alibi = _f32(alibi_slopes)
     sinks = _f32(sinks)
     ctx = context()
+    heads = _q_heads(q, bhsd)
+    drop = _dropout_args(dropout_p, rng_state, heads)
     if cu_seqlens_q is None and cu_seqlens_k is None and seqused_k is None and block_table is None \
             and leftpad_k is None and (alibi is None or alibi.dim() == 1):
         _c_forward(ctx, bhsd, q, k, v, out, lse, bias, alibi, sinks, None, None, None, None,
-                   scale, causal, window_left, window_right, softcap, diagonal_shift)
+                   scale, causal, window_left, window_right, softcap, diagonal_shift, *drop)
         return out, lse
     s = _Seqs(cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k)
     if not _per_sequence(q, k, v, s, alibi):
         _c_forward(ctx, bhsd, q, k, v, out, lse, bias, alibi, sinks, s.cu_q, s.cu_k, s.used, s.table,
-                   scale, causal, window_left, window_right, softcap, diagonal_shift)
+                   scale, causal, window_left, window_right, softcap, diagonal_shift, *drop)
         return out, lse
-    for qb, kb, vb, ob, lb, dest, ab, seqs_b in _sequence_calls(q, k, v, out, lse, s, alibi):
+    for b, (qb, kb, vb, ob, lb, dest, ab, seqs_b) in enumerate(_sequence_calls(q, k, v, out, lse, s, alibi)):
         table, used = seqs_b if seqs_b is not None else (None, None)
         _c_forward(ctx, bhsd, qb, kb, vb, ob, lb, bias, ab, sinks, None, None, used, table,
-                   scale, causal, window_left, window_right, softcap, diagonal_shift)
+                   scale, causal, window_left, window_right, softcap, diagonal_shift,
+                   *_dropout_args(dropout_p, rng_state, heads, b))
         if dest is not None:
             dest.copy_(lb[0])
     return out, lse
@@ -284,7 +307,8 @@ fwd = torch.library.custom_op("flashattn::fwd", _fwd_impl, mutates_args=(), devi
 
 @fwd.register_fake
 def _fwd_fake(q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table,
-              leftpad_k, scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd):
+              leftpad_k, scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd, dropout_p=0.0,
+              rng_state=None):
     q, k, v = _unpack(q, k, v)
     return _alloc_fwd(q, v, bhsd)
 
@@ -295,7 +319,8 @@ def _bwd_impl(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor],
         bias: Optional[Tensor], alibi_slopes: Optional[Tensor], sinks: Optional[Tensor],
         cu_seqlens_q: Optional[Tensor], cu_seqlens_k: Optional[Tensor], seqused_k: Optional[Tensor],
         block_table: Optional[Tensor], scale: float, causal: int, window_left: int, window_right: int,
-        softcap: float, diagonal_shift: int, bhsd: bool, want_dsinks: bool) -> List[Tensor]:
+        softcap: float, diagonal_shift: int, bhsd: bool, want_dsinks: bool, dropout_p: float = 0.0,
+        rng_state: Optional[Tensor] = None) -> List[Tensor]:
     """[dq | dqkv, dk | dkv | empty, dv | empty, dsinks | empty]: gradients shaped as the inputs."""
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None or seqused_k is not None
     outs, (dq, dk, dv) = _alloc_bwd(q, k, v, varlen, want_dsinks, bhsd)
@@ -304,10 +329,11 @@ def _bwd_impl(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor],
     dsinks = outs[3] if want_dsinks else None
     ctx = context()
     s = _Seqs(cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, None)
+    heads = _q_heads(q, bhsd)
     if alibi is None or alibi.dim() == 1:
         _c_backward(ctx, bhsd, q, k, v, out, dout, lse, dq, dk, dv, dsinks, bias, alibi, sinks,
                     s.cu_q, s.cu_k, s.used, s.table, scale, causal, window_left, window_right, softcap,
-                    diagonal_shift)
+                    diagonal_shift, *_dropout_args(dropout_p, rng_state, heads))
         return outs
     # ALiBi slopes per (batch, head): one call per sequence, each sequence's keys its own.
     if block_table is not None:
@@ -316,13 +342,18 @@ def _bwd_impl(dout: Tensor, q: Tensor, k: Optional[Tensor], v: Optional[Tensor],
         dsinks.zero_()
     part = dsinks.new_empty(dsinks.shape) if want_dsinks else None
     for b, (qb, kb, vb, ob, lb, dest, ab, _) in enumerate(_sequence_calls(q, k, v, out, lse, s, alibi)):
+        if qb.size(1) == 0:  # no query rows: zero key gradients, and no call (its lse would be NULL)
+            _key_rows(dk, k, s, b).zero_()
+            _key_rows(dv, v, s, b).zero_()
+            continue
         if dest is not None:  # packed queries: this sequence's lse rows, contiguous
             lb.copy_(dest.unsqueeze(0))
         sl = _sequence_rows(q, s, b)
         dob, dqb = _rows(dout, q, s, b, sl), _rows(dq, q, s, b, sl)
         dkb, dvb = _key_rows(dk, k, s, b), _key_rows(dv, v, s, b)
         _c_backward(ctx, bhsd, qb, kb, vb, ob, dob, lb, dqb, dkb, dvb, part, bias, ab, sinks,
-                    None, None, None, None, scale, causal, window_left, window_right, softcap, diagonal_shift)
+                    None, None, None, None, scale, causal, window_left, window_right, softcap, diagonal_shift,
+                    *_dropout_args(dropout_p, rng_state, heads, b))
         if want_dsinks:
             dsinks.add_(part)
     return outs
@@ -356,7 +387,8 @@ bwd = torch.library.custom_op("flashattn::bwd", _bwd_impl, mutates_args=(), devi
 
 @bwd.register_fake
 def _bwd_fake(dout, q, k, v, out, lse, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k,
-              block_table, scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd, want_dsinks):
+              block_table, scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd, want_dsinks,
+              dropout_p=0.0, rng_state=None):
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None or seqused_k is not None
     outs, _ = _alloc_bwd(q, k, v, varlen, want_dsinks, bhsd)
     return outs
@@ -365,23 +397,39 @@ def _bwd_fake(dout, q, k, v, out, lse, bias, alibi_slopes, sinks, cu_seqlens_q, 
 # ---- autograd: fwd's derivative is bwd ----
 
 _FWD_TENSORS = 11  # q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k
+_FWD_SCALARS = 7  # scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd; then dropout_p, rng_state
+
+
+def _keep_dropout(ctx, extra) -> tuple:
+    """Records fwd's trailing (dropout_p, rng_state) on ctx; returns the tensors to save with the
+    others: the forward's rng_state, so the backward recomputes the forward's mask."""
+    ctx.dropout_p = extra[0] if extra else 0.0
+    rng_state = extra[1] if len(extra) > 1 else None
+    ctx.has_rng_state = rng_state is not None
+    return (rng_state,) if rng_state is not None else ()
 
 
 def _fwd_setup_context(ctx, inputs, output):
     out, lse = output
-    ctx.save_for_backward(*inputs[:_FWD_TENSORS], out, lse)
-    ctx.scalars = inputs[_FWD_TENSORS:]
+    rng = _keep_dropout(ctx, inputs[_FWD_TENSORS + _FWD_SCALARS:])
+    ctx.save_for_backward(*inputs[:_FWD_TENSORS], out, lse, *rng)
+    ctx.scalars = inputs[_FWD_TENSORS:_FWD_TENSORS + _FWD_SCALARS]
+    ctx.num_inputs = len(inputs)
     ctx.mark_non_differentiable(lse)
 
 
 def _gradients(ctx, dout, backward, sinks_at=5):
     """fwd's input gradients from dout, computed by `backward` (the bwd op, or its implementation);
     sinks_at: the index of sinks among the inputs (needs_input_grad)."""
+    saved = ctx.saved_tensors
+    rng_state = saved[-1] if ctx.has_rng_state else None
+    if ctx.has_rng_state:
+        saved = saved[:-1]
     if getattr(ctx, "dense", False):
-        q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, out, lse = saved
         bias = alibi = sinks = cu_q = cu_k = used = table = leftpad = None
     else:
-        (q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse) = ctx.saved_tensors
+        (q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse) = saved
     if leftpad is not None:
         raise NotImplementedError("flashattn: cache_leftpad (a KV cache) has no backward")
     if bias is not None and ctx.needs_input_grad[3]:
@@ -389,9 +437,9 @@ def _gradients(ctx, dout, backward, sinks_at=5):
                                   "requires grad) is not computed by the C library")
     want_dsinks = sinks is not None and ctx.needs_input_grad[sinks_at]
     dq, dk, dv, dsinks = backward(dout, q, k, v, out, lse, bias, alibi, sinks, cu_q, cu_k, used, table,
-                                  *ctx.scalars, want_dsinks)
+                                  *ctx.scalars, want_dsinks, ctx.dropout_p, rng_state)
     return (dq, dk if k is not None else None, dv if v is not None else None, None, None,
-            dsinks.to(sinks.dtype) if want_dsinks else None) + (None,) * (_FWD_TENSORS - 6 + len(ctx.scalars))
+            dsinks.to(sinks.dtype) if want_dsinks else None) + (None,) * (getattr(ctx, "num_inputs", 6) - 6)
 
 
 def _fwd_backward(ctx, dout, dlse):
@@ -413,14 +461,15 @@ class _EagerAttention(torch.autograd.Function):
         alibi, cu_q, cu_k, used, table, leftpad, holder = rest[:7]
         scalars = rest[7:]
         out, lse = _fwd_impl(q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, *scalars)
+        rng = _keep_dropout(ctx, scalars[_FWD_SCALARS:])
         if bias is None and alibi is None and sinks is None and cu_q is None and cu_k is None and used is None \
                 and table is None and leftpad is None:
-            ctx.save_for_backward(q, k, v, out, lse)  # each saved slot costs, even an empty one
+            ctx.save_for_backward(q, k, v, out, lse, *rng)  # each saved slot costs, even an empty one
             ctx.dense = True
         else:
-            ctx.save_for_backward(q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse)
+            ctx.save_for_backward(q, k, v, bias, alibi, sinks, cu_q, cu_k, used, table, leftpad, out, lse, *rng)
             ctx.dense = False
-        ctx.scalars = scalars
+        ctx.scalars = scalars[:_FWD_SCALARS]
         holder.append(lse)  # handed back beside out, outside the graph: lse takes no gradient
         return out
 
@@ -431,12 +480,14 @@ class _EagerAttention(torch.autograd.Function):
 
 
 def attention(q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k,
-              scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd):
+              scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd, dropout_p=0.0, rng_state=None):
     """flashattn::fwd with its autograd, as every public function calls it: through the custom op
     while torch.compile, torch.export or a dispatch or function mode traces (or for tensor
     subclasses), and straight to the implementation in plain eager calls."""
     args = (q, k, v, bias, alibi_slopes, sinks, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, leftpad_k,
             scale, causal, window_left, window_right, softcap, diagonal_shift, bhsd)
+    if dropout_p != 0.0:  # the op's trailing arguments, left out (their defaults) without dropout
+        args += (dropout_p, rng_state)
     if type(q) is not Tensor or torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() \
             or torch._C._is_torch_function_mode_enabled() or torch._C._are_functorch_transforms_active():
         return fwd(*args)

@@ -13,11 +13,16 @@ float64 inputs (float64 computes in float64), any head dim up to 576
 Differences, by design of a CPU library:
 - ``deterministic`` is accepted and always true: every result is bitwise identical at any thread
   count. ``num_splits`` is accepted; results do not depend on it.
-- ``dropout_p > 0`` raises NotImplementedError until this package passes it to the C library's
-  ``fa_params.dropout_p`` (see ``_check_dropout``, the one place to change).
-- ``return_attn_probs=True`` returns (out, softmax_lse, S_dmask) where S_dmask is the empty tensor
-  FlashAttention returns without dropout: FlashAttention returns the probabilities only when
-  dropout_p > 0.
+- ``dropout_p`` in [0, 1) (else ValueError): each call with dropout_p > 0 draws its seed and
+  offset from torch.default_generator (two 64-bit integers: flashattn.dropout says why), so
+  ``torch.manual_seed`` makes a run reproducible; the backward reuses the forward's. The mask is
+  flashattn.dropout_mask(dropout_p, seed, offset, batch, nheads, seqlen_q, seqlen_k). dropout_p = 0
+  draws nothing.
+- ``return_attn_probs=True`` returns (out, softmax_lse, S_dmask). Without dropout S_dmask is the
+  empty tensor FlashAttention returns. With dropout it is (batch, nheads, seqlen_q, seqlen_k)
+  (varlen: max_seqlen_q, max_seqlen_k, each sequence's rows and keys from 0) in q's dtype and keeps
+  FlashAttention's sign encoding of the pattern, >= 0 kept and < 0 dropped, but with magnitude 1
+  (+1 kept, -1 dropped): the library never forms the probabilities, exp(scores - softmax_lse).
 - With causal=True and ALiBi, FlashAttention's kernel adds slope * j instead of
   -slope * |i + seqlen_k - seqlen_q - j| (the same softmax; its lse differs by a per-row constant);
   this package returns the lse of the documented formula.
@@ -30,6 +35,7 @@ import torch
 from torch import Tensor
 
 from . import _C, _ops
+from .dropout import check_dropout_p, dropout_mask, rng_state, seed_offset
 from .layers.rotary import apply_rotary_emb
 
 __all__ = [
@@ -41,16 +47,6 @@ __all__ = [
     "flash_attn_varlen_kvpacked_func",
     "flash_attn_with_kvcache",
 ]
-
-
-def _check_dropout(dropout_p: float) -> None:
-    """The hook for dropout: the C library has it (fa_params.dropout_p, dropout_seed, dropout_offset:
-    a keep mask that is a pure function of seed, offset, batch, head, row and key); this package
-    does not pass it yet (seed and offset are to come from PyTorch's default CPU generator)."""
-    if dropout_p > 0.0:
-        raise NotImplementedError(
-            f"flashattn: dropout_p = {dropout_p}: this package does not pass dropout to the library yet; "
-            "use dropout_p=0.0 (evaluation, or training without attention dropout)")
 
 
 def _window(causal: bool, window_size, seqlen_k: int) -> Tuple[int, int, int]:
@@ -86,27 +82,36 @@ def _fa_lse(lse: Tensor) -> Tensor:
     return lse.masked_fill(lse == float("-inf"), float("inf"))
 
 
-def _finish(out: Tensor, lse: Tensor, return_attn_probs: bool, q: Tensor):
+def _s_dmask(q: Tensor, cu_q, seqlen_q: int, seqlen_k: int, dropout_p: float, rng: Optional[Tensor]) -> Tensor:
+    """FlashAttention's S_dmask as this package returns it (see the module's docstring): empty
+    without dropout, else the call's keep mask as +1 (kept) and -1 (dropped) in q's dtype."""
+    if rng is None:
+        return q.new_empty((0,))
+    batch = q.shape[0] if cu_q is None else cu_q.shape[0] - 1
+    keep = dropout_mask(dropout_p, *seed_offset(rng), batch, q.shape[-2], seqlen_q, seqlen_k)
+    return torch.where(keep, 1.0, -1.0).to(q.dtype)
+
+
+def _attention(q, k, v, cu_q, cu_k, seqlen_q, seqlen_k, dropout_p, softmax_scale, causal, window_size, softcap,
+               alibi_slopes, return_attn_probs, head_dim, block_table=None):
+    dropout_p = check_dropout_p(dropout_p)
+    mode, left, right = _window(causal, window_size, seqlen_k)
+    rng = rng_state(dropout_p)  # after every check that can refuse the call in Python
+    out, lse = _ops.attention(q, k, v, None, alibi_slopes, None, cu_q, cu_k, None, block_table, None,
+                              _scale(softmax_scale, head_dim), mode, left, right, _softcap(softcap), 0, False,
+                              dropout_p, rng)
     if not return_attn_probs:
         return out
-    return out, _fa_lse(lse), q.new_empty((0,))
-
-
-def _attention(q, k, v, cu_q, cu_k, seqlen_k, dropout_p, softmax_scale, causal, window_size, softcap,
-               alibi_slopes, return_attn_probs, head_dim, block_table=None):
-    _check_dropout(dropout_p)
-    mode, left, right = _window(causal, window_size, seqlen_k)
-    out, lse = _ops.attention(q, k, v, None, alibi_slopes, None, cu_q, cu_k, None, block_table, None,
-                        _scale(softmax_scale, head_dim), mode, left, right, _softcap(softcap), 0, False)
-    return _finish(out, lse, return_attn_probs, q)
+    return out, _fa_lse(lse), _s_dmask(q, cu_q, seqlen_q, seqlen_k, dropout_p, rng)
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
                     softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
     """Attention of q (batch, seqlen_q, nheads, headdim) over k, v (batch, seqlen_k, nheads_k,
     headdim): out (batch, seqlen_q, nheads, headdim_v); with return_attn_probs also softmax_lse
-    (batch, nheads, seqlen_q) and an empty S_dmask. Differentiable in q, k and v."""
-    return _attention(q, k, v, None, None, k.shape[1], dropout_p, softmax_scale, causal, window_size,
+    (batch, nheads, seqlen_q) and S_dmask (the module's docstring). Differentiable in q, k and v.
+    dropout_p > 0 draws (seed, offset) from torch.default_generator (flashattn.dropout)."""
+    return _attention(q, k, v, None, None, q.shape[1], k.shape[1], dropout_p, softmax_scale, causal, window_size,
                       softcap, alibi_slopes, return_attn_probs, q.shape[-1])
 
 
@@ -114,14 +119,14 @@ def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=Fal
                               softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
     """flash_attn_func on qkv (batch, seqlen, 3, nheads, headdim); its gradient is one packed dqkv,
     written in place of three (no concatenation)."""
-    return _attention(qkv, None, None, None, None, qkv.shape[1], dropout_p, softmax_scale, causal, window_size,
-                      softcap, alibi_slopes, return_attn_probs, qkv.shape[-1])
+    return _attention(qkv, None, None, None, None, qkv.shape[1], qkv.shape[1], dropout_p, softmax_scale, causal,
+                      window_size, softcap, alibi_slopes, return_attn_probs, qkv.shape[-1])
 
 
 def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
                              softcap=0.0, alibi_slopes=None, deterministic=False, return_attn_probs=False):
     """flash_attn_func on q and kv (batch, seqlen_k, 2, nheads_k, headdim); dkv comes packed."""
-    return _attention(q, kv, None, None, None, kv.shape[1], dropout_p, softmax_scale, causal, window_size,
+    return _attention(q, kv, None, None, None, q.shape[1], kv.shape[1], dropout_p, softmax_scale, causal, window_size,
                       softcap, alibi_slopes, return_attn_probs, q.shape[-1])
 
 
@@ -134,8 +139,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     (num_blocks, page_block_size, nheads_k, headdim) and sequence b has cu_seqlens_k[b+1] -
     cu_seqlens_k[b] keys (forward only). Masks, windows and ALiBi apply per sequence with its own
     lengths. softmax_lse is (nheads, total_q)."""
-    return _attention(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_k), dropout_p, softmax_scale,
-                      causal, window_size, softcap, alibi_slopes, return_attn_probs, q.shape[-1],
+    return _attention(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), dropout_p,
+                      softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs, q.shape[-1],
                       block_table=block_table)
 
 
@@ -143,8 +148,8 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
                                      causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                                      deterministic=False, return_attn_probs=False):
     """flash_attn_varlen_func on qkv (total, 3, nheads, headdim) with one set of offsets."""
-    return _attention(qkv, None, None, cu_seqlens, cu_seqlens, int(max_seqlen), dropout_p, softmax_scale,
-                      causal, window_size, softcap, alibi_slopes, return_attn_probs, qkv.shape[-1])
+    return _attention(qkv, None, None, cu_seqlens, cu_seqlens, int(max_seqlen), int(max_seqlen), dropout_p,
+                      softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs, qkv.shape[-1])
 
 
 def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -152,8 +157,8 @@ def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqle
                                     softcap=0.0, alibi_slopes=None, deterministic=False,
                                     return_attn_probs=False):
     """flash_attn_varlen_func on q and kv (total_k, 2, nheads_k, headdim)."""
-    return _attention(q, kv, None, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_k), dropout_p, softmax_scale,
-                      causal, window_size, softcap, alibi_slopes, return_attn_probs, q.shape[-1])
+    return _attention(q, kv, None, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), dropout_p,
+                      softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs, q.shape[-1])
 
 
 def _rotary_positions(cache_seqlens: Tensor, seqlen: int, per_row: bool) -> Tensor:

@@ -15,6 +15,12 @@ The library's extras, as keywords: window=(left, right) (keys j with i - left <=
 (heads,) float slopes adding -slope * |i - j|, sinks (heads,) logits in every row's denominator
 (differentiable). Distances count from the top left like the causal mask.
 
+dropout_p in [0, 1) drops each probability with that chance and scales the kept ones by
+1 / (1 - dropout_p), as PyTorch does; each call with dropout_p > 0 draws its (seed, offset) from
+torch.default_generator (flashattn.dropout), so torch.manual_seed reproduces it, and the backward
+reuses the forward's mask: flashattn.dropout_mask(dropout_p, seed, offset, batch, heads, seqlen_q,
+seqlen_k). The bits differ from PyTorch's own dropout (a different generator).
+
 Unlike PyTorch's math path, a row whose keys are all masked gets zeros, not NaN. A float attn_mask
 that requires grad is refused in the backward (the C library treats the bias as a constant).
 """
@@ -26,7 +32,7 @@ import torch
 from torch import Tensor
 
 from . import _C, _ops
-from .flash_attn_interface import _check_dropout
+from .dropout import check_dropout_p, rng_state
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -55,7 +61,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  sinks: Optional[Tensor] = None) -> Tensor:
     """torch.nn.functional.scaled_dot_product_attention's arguments and result, computed by
     flashattn (see the module's docstring for the extras and the differences)."""
-    _check_dropout(dropout_p)
+    dropout_p = check_dropout_p(dropout_p)
     if attn_mask is not None and is_causal:
         raise ValueError("scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True")
     squeeze = query.dim() == 3
@@ -75,6 +81,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     mode = _C.CAUSAL_TOP_LEFT if is_causal else _C.CAUSAL_NONE
     shift = 0 if is_causal else nq - nk
     sc = float(scale) if scale is not None else 1.0 / math.sqrt(query.size(-1))
+    rng = rng_state(dropout_p)  # after every check that can refuse the call in Python
     out, _ = _ops.attention(query, key, value, bias, alibi, sinks, None, None, None, None, None, sc, mode, left, right,
-                      float(softcap), shift, True)
+                            float(softcap), shift, True, dropout_p, rng)
     return out.squeeze(1) if squeeze else out
