@@ -536,6 +536,7 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
     case EE_OP_SHIFT: a->p.diagonal_shift = x; break;
     case EE_OP_SOFTCAP: a->p.softcap = c->d; break;
     case EE_OP_DROPOUT: a->p.dropout_p = c->d; break;
+    case EE_OP_ORIGIN: *(c->field ? &a->p.dropout_key0 : &a->p.dropout_row0) = x; break;
     case EE_OP_ALIAS: {
         int moved = c->ti, onto = c->field;
         unsigned char *first = ee_slot_first(a, onto);
@@ -693,6 +694,27 @@ static void add_params(ee_table *t, ee_call call)
                                             {"-DBL_MIN", -DBL_MIN}};
     for (size_t i = 0; i < sizeof dropout_arg / sizeof *dropout_arg; i++)
         ee_add(t, call, "p->dropout_p", dropout_arg[i].name, FA_ERR_ARG, EE_OP_DROPOUT)->d = dropout_arg[i].x;
+    /* dropout's origins: negative (FA_ERR_ARG), or past the counter's 2^32 rows, 2^34 keys with the
+     * call's dropout on (FA_ERR_UNSUPPORTED) */
+    static const struct {
+        int field;
+        const char *name;
+        int64_t x;
+        fa_status want;
+    } origin_arg[] = {{0, "-1", -1, FA_ERR_ARG},
+                      {0, "INT64_MIN", INT64_MIN, FA_ERR_ARG},
+                      {1, "-1", -1, FA_ERR_ARG},
+                      {1, "INT64_MIN", INT64_MIN, FA_ERR_ARG},
+                      {0, "2^32", (int64_t)1 << 32, FA_ERR_UNSUPPORTED},
+                      {0, "INT64_MAX", INT64_MAX, FA_ERR_UNSUPPORTED},
+                      {1, "2^34", (int64_t)1 << 34, FA_ERR_UNSUPPORTED},
+                      {1, "INT64_MAX", INT64_MAX, FA_ERR_UNSUPPORTED}};
+    for (size_t i = 0; i < sizeof origin_arg / sizeof *origin_arg; i++) {
+        const char *param = origin_arg[i].field ? "p->dropout_key0" : "p->dropout_row0";
+        c = ee_add(t, call, param, origin_arg[i].name, origin_arg[i].want, EE_OP_ORIGIN);
+        c->field = origin_arg[i].field;
+        c->i[0] = origin_arg[i].x;
+    }
 }
 
 static int is_output(ee_call call, int ti)

@@ -207,6 +207,7 @@ enum {
     EE_OP_SHIFT,
     EE_OP_SOFTCAP,
     EE_OP_DROPOUT,
+    EE_OP_ORIGIN, /* field 0: p.dropout_row0, 1: p.dropout_key0 */
     EE_OP_NULL_SINKS,
     EE_OP_MISALIGN,
     EE_OP_ALIAS,

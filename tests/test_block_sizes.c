@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The automatic blocks follow the documented table (src/plan/block_sizes.c): Intel cores on the avx512
- * or amx table take 64-key forward tiles for f32 calls of more than a few query rows, and 256 or
- * 128 query rows while those leave FA_SPLIT_TARGET_ITEMS items, an all-bf16 forward on AMX tiles
- * 512, 256 or 128 rows (half as many items) and 512 keys; every other case (AMD, other tables, f64,
- * decode-shaped calls, batches of
- * sequences, every backward) takes 64 rows and the L2 rule; every block_k is a multiple of 16
+ * or amx table take 64-key forward tiles for f32 calls of more than a few query rows; every CPU on a
+ * table with avx512's float kernels (avx512, amx, avx512_bf16) takes 256 or 128 query rows for them
+ * while those leave FA_SPLIT_TARGET_ITEMS items; an all-bf16 forward on AMX tiles 512, 256 or 128
+ * rows (half as many items) and 512 keys; every other case (other tables, f64, decode-shaped calls,
+ * batches of sequences, every backward) takes 64 rows and the L2 rule; every block_k is a multiple of 16
  * within the pass's range, whatever the cache size reported. And a context's automatic choice is
  * the table's for this machine's CPU. */
 #include <criterion/criterion.h>
@@ -83,34 +83,38 @@ Test(block_sizes, amx_bf16_forward_takes_512_to_128_rows_and_512_keys)
     cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64, "a float decode step: 64 rows");
 }
 
-/* The widest of 256, 128 and 64 rows that leaves FA_SPLIT_TARGET_ITEMS items, for Intel's f32
- * forward on avx512's kernels without a bias row per query row; 64 everywhere else. */
-Test(block_sizes, intel_avx512_f32_forward_takes_wide_query_items_that_keep_128_items)
+/* The widest of 256, 128 and 64 rows that leaves FA_SPLIT_TARGET_ITEMS items, for an f32 forward on
+ * avx512's kernels (Intel's and AMD's) without a bias row per query row; 64 everywhere else. */
+Test(block_sizes, avx512_f32_forward_takes_wide_query_items_that_keep_the_target_items)
 {
+    static const fa_cpu_vendor vendors[] = {FA_CPU_INTEL, FA_CPU_AMD};
+    static const char *const tables[] = {"avx512", "amx", "avx512_bf16"}; /* avx512's float kernels */
     static const struct {
         int64_t heads, q_len, want;
     } rows[] = {
         {8, 4096, 256}, {64, 512, 256}, {8, 4095, 256}, {8, 4096 - 256, 128}, {8, 2048, 128},
         {8, 1024, 64},  {1, 4096, 64},  {128, 17, 256}, {0, 4096, 64}, /* 0: a batch of sequences */
     };
-    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
-        fa_block_inputs in =
-            inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(float), rows[r].q_len);
-        in.heads = rows[r].heads;
-        int64_t bq = fa_block_q_automatic(FA_PASS_FORWARD, &in);
-        cr_expect_eq(bq, rows[r].want, "heads %lld, Nq %lld: block_q %lld", (long long)rows[r].heads,
-                     (long long)rows[r].q_len, (long long)bq);
-        if (bq > 64)
-            cr_expect_geq(in.heads * ((in.q_len + bq - 1) / bq), FA_SPLIT_TARGET_ITEMS,
-                          "%lld rows leave too few items", (long long)bq);
-        in.table = "amx";
-        cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), rows[r].want, "amx: avx512's float kernels");
-        cr_expect_eq(fa_block_q_automatic(FA_PASS_BACKWARD, &in), 64, "the backward");
-        in.row_bias = 1;
-        cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64, "a bias with a row per query row");
-    }
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+        for (size_t v = 0; v < 2; v++)
+            for (size_t t = 0; t < 3; t++) {
+                fa_block_inputs in =
+                    inputs(vendors[v], tables[t], (size_t)2 << 20, 64, sizeof(float), rows[r].q_len);
+                in.heads = rows[r].heads;
+                int64_t bq = fa_block_q_automatic(FA_PASS_FORWARD, &in);
+                cr_expect_eq(bq, rows[r].want, "%s, vendor %d, heads %lld, Nq %lld: block_q %lld", tables[t],
+                             (int)vendors[v], (long long)rows[r].heads, (long long)rows[r].q_len,
+                             (long long)bq);
+                if (bq > 64)
+                    cr_expect_geq(in.heads * ((in.q_len + bq - 1) / bq), FA_SPLIT_TARGET_ITEMS,
+                                  "%lld rows leave too few items", (long long)bq);
+                cr_expect_eq(fa_block_q_automatic(FA_PASS_BACKWARD, &in), 64, "the backward");
+                in.row_bias = 1;
+                cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64,
+                             "a bias with a row per query row");
+            }
     fa_block_inputs other[] = {
-        inputs(FA_CPU_AMD, "avx512", (size_t)1 << 20, 64, sizeof(float), 4096),
+        inputs(FA_CPU_AMD, "avx2", (size_t)1 << 20, 64, sizeof(float), 4096),
         inputs(FA_CPU_INTEL, "avx2", (size_t)2 << 20, 64, sizeof(float), 4096),
         inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(double), 4096),
         inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(float), 16), /* a few rows */

@@ -398,6 +398,27 @@ Test(dropout, a_packed_batch_drops_what_its_dense_calls_drop)
             }
 }
 
+/* fa_forward, fa_backward and their _check twins on p: each refuses with `want`, the diagnostic names
+ * `field`, and no output byte (guards and padding included) changed. */
+static void expect_refused_everywhere(const fa_params *p, tub_problem *bp, fa_status want, const char *field,
+                                      const char *desc)
+{
+    tu_problem_fill_canary(&bp->fw);
+    tub_fill_grad_canary(bp);
+    const fa_status st[4] = {tub_forward(NULL, p, bp), tub_backward(NULL, p, bp),
+                             fa_forward_check(p, &bp->fw.q, &bp->fw.k, &bp->fw.v, &bp->fw.out, bp->fw.lse),
+                             fa_backward_check(p, &bp->fw.q, &bp->fw.k, &bp->fw.v, &bp->fw.out, &bp->dout,
+                                               bp->fw.lse, &bp->grad[0], &bp->grad[1], &bp->grad[2])};
+    for (int c = 0; c < 4; c++) cr_expect_eq(st[c], want, "%s, call %d: status %d", desc, c, st[c]);
+    cr_expect(strstr(fa_last_error(), field) != NULL, "%s: \"%s\"", desc, fa_last_error());
+    cr_expect(tu_problem_only_defined_written(&bp->fw) && tub_grads_only_defined_written(bp),
+              "%s: guards or padding changed", desc);
+    const unsigned char *o = tu_buf_data(&bp->fw.out_buf);
+    int untouched = 1; /* every out byte is still the canary */
+    for (size_t y = 0; y < bp->fw.out_buf.bytes; y++) untouched &= o[y] == TU_CANARY;
+    cr_expect(untouched, "%s: out written", desc);
+}
+
 Test(dropout, a_bad_dropout_p_is_refused_with_nothing_written)
 {
     static const double bad[] = {-0.1, 1.0, 1.5, NAN, INFINITY, -INFINITY};
@@ -408,23 +429,9 @@ Test(dropout, a_bad_dropout_p_is_refused_with_nothing_written)
     for (size_t x = 0; x < sizeof bad / sizeof *bad; x++) {
         fa_params p = FA_PARAMS_INIT;
         p.dropout_p = bad[x];
-        tu_problem_fill_canary(&bp.fw);
-        tub_fill_grad_canary(&bp);
-        const fa_status st[4] = {tub_forward(NULL, &p, &bp), tub_backward(NULL, &p, &bp),
-                                 fa_forward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, bp.fw.lse),
-                                 fa_backward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, &bp.dout,
-                                                   bp.fw.lse, &bp.grad[0], &bp.grad[1], &bp.grad[2])};
-        for (int c = 0; c < 4; c++)
-            cr_expect_eq(st[c], FA_ERR_ARG, "dropout_p = %g, call %d: status %d", bad[x], c, st[c]);
-        cr_expect(strstr(fa_last_error(), "p.dropout_p") != NULL, "dropout_p = %g: \"%s\"", bad[x],
-                  fa_last_error());
-        cr_expect(tu_problem_only_defined_written(&bp.fw) && tub_grads_only_defined_written(&bp),
-                  "dropout_p = %g: guards or padding changed", bad[x]);
-        /* nothing written at all: every out byte is still the canary */
-        const unsigned char *o = tu_buf_data(&bp.fw.out_buf);
-        int untouched = 1;
-        for (size_t y = 0; y < bp.fw.out_buf.bytes; y++) untouched &= o[y] == TU_CANARY;
-        cr_expect(untouched, "dropout_p = %g: out written", bad[x]);
+        char desc[64];
+        snprintf(desc, sizeof desc, "dropout_p = %g", bad[x]);
+        expect_refused_everywhere(&p, &bp, FA_ERR_ARG, "p.dropout_p", desc);
         uint8_t mask[4] = {7, 7, 7, 7};
         cr_expect_eq(fa_dropout_mask(&p, 1, 0, 0, 0, 0, 2, 2, mask, 2), FA_ERR_ARG, "fa_dropout_mask, p = %g",
                      bad[x]);
@@ -458,19 +465,9 @@ Test(dropout, bad_origins_are_refused_with_nothing_written)
         p.dropout_p = bad[x].p;
         p.dropout_row0 = bad[x].row0;
         p.dropout_key0 = bad[x].key0;
-        tu_problem_fill_canary(&bp.fw);
-        tub_fill_grad_canary(&bp);
-        const fa_status st[4] = {tub_forward(NULL, &p, &bp), tub_backward(NULL, &p, &bp),
-                                 fa_forward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, bp.fw.lse),
-                                 fa_backward_check(&p, &bp.fw.q, &bp.fw.k, &bp.fw.v, &bp.fw.out, &bp.dout,
-                                                   bp.fw.lse, &bp.grad[0], &bp.grad[1], &bp.grad[2])};
-        for (int c = 0; c < 4; c++)
-            cr_expect_eq(st[c], bad[x].want, "case %zu, call %d: status %d", x, c, st[c]);
-        cr_expect(strstr(fa_last_error(), bad[x].name) != NULL, "case %zu: \"%s\"", x, fa_last_error());
-        const unsigned char *o = tu_buf_data(&bp.fw.out_buf);
-        int untouched = 1;
-        for (size_t y = 0; y < bp.fw.out_buf.bytes; y++) untouched &= o[y] == TU_CANARY;
-        cr_expect(untouched && tub_grads_only_defined_written(&bp), "case %zu: an output written", x);
+        char desc[32];
+        snprintf(desc, sizeof desc, "case %zu", x);
+        expect_refused_everywhere(&p, &bp, bad[x].want, bad[x].name, desc);
     }
     /* the last row and key the counter holds are fine */
     fa_params p = FA_PARAMS_INIT;

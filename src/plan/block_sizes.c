@@ -15,10 +15,14 @@
  *                                                         show: 64 keys keep the tiles of one step
  *                                                         near L1 (f32 D=64: 3-10% faster than 512,
  *                                                         D=128: 2-5%; bench/results/)
- *                                               q 256     items of four 64-row blocks read each key
- *                                               (or 128)  tile once for all four (forward_attend.h):
- *                                                         min time 2-6% less at B1 H8 N4096, 12% at
- *                                                         B4 H16 N512 causal; while the items stay
+ *   Intel and AMD,             avx512, forward  q 256     items of four 64-row blocks read each key
+ *   avx512's f32 kernels       amx,             (or 128)  tile once for all four (forward_attend.h):
+ *                              avx512_                    Intel: min time 2-6% less at B1 H8 N4096,
+ *                              bf16                       12% at B4 H16 N512 causal; Zen 4 (1 thread,
+ *                                                         causal D64): 84% of the FMA peak at N65536
+ *                                                         against 76% with 64 rows (the rows' keys
+ *                                                         leave L3: 32 MiB of K and V), D128 N4096
+ *                                                         5-15% less time; while the items stay
  *                                                         >= FA_SPLIT_TARGET_ITEMS, else 64 (and 64
  *                                                         under a bias row per query row)
  *   any other                  any     either   L2 rule   the key, value and score tiles in three
@@ -72,17 +76,25 @@ static int64_t l2_rule(const fa_block_inputs *in, int64_t max_block_k)
     return clamp64((int64_t)(l2 / 4 * 3) / per_key, 16, max_block_k) / 16 * 16;
 }
 
-/* The tables whose float kernels are avx512's: avx512 itself, and amx (its bf16 set aside). */
+/* The tables whose float kernels are avx512's: avx512 itself, amx and avx512_bf16 (their bf16 sets
+ * aside). */
 static int avx512_kernels(const char *table)
 {
-    return table && (strcmp(table, "avx512") == 0 || strcmp(table, "amx") == 0);
+    return table &&
+           (strcmp(table, "avx512") == 0 || strcmp(table, "amx") == 0 || strcmp(table, "avx512_bf16") == 0);
 }
 
-/* Intel's f32 forward on avx512's kernels, past a decode step: the rows with their own choices. */
+/* An f32 forward on avx512's kernels, past a decode step: the rows with their own choices. */
+static int avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
+{
+    return pass == FA_PASS_FORWARD && avx512_kernels(in->table) && in->elem == 4 && !in->pairs &&
+           in->q_len > FEW_ROWS;
+}
+
+/* The same on Intel, whose key tiles are its own. */
 static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
 {
-    return pass == FA_PASS_FORWARD && in->cpu.vendor == FA_CPU_INTEL && avx512_kernels(in->table) &&
-           in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
+    return avx512_f32_forward(pass, in) && in->cpu.vendor == FA_CPU_INTEL;
 }
 
 /* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than
@@ -106,7 +118,7 @@ int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
 {
     if (pass == FA_PASS_FORWARD && in->pairs && in->q_len > FEW_ROWS)
         return widest_rows_leaving(in, 512, 128, FA_SPLIT_TARGET_ITEMS / 2);
-    if (intel_avx512_f32_forward(pass, in) && wide_f32_rows_pay(in))
+    if (avx512_f32_forward(pass, in) && wide_f32_rows_pay(in))
         return widest_rows_leaving(in, 256, 64, FA_SPLIT_TARGET_ITEMS);
     return 64;
 }

@@ -360,6 +360,14 @@ static void decode_params(fz_case *c)
         p.dropout_seed = in->dropout.dropout_seed;
         p.dropout_offset = 3u * in->dropout.dropout_seed;
     }
+    if (in->origin.origin >= 0xC0) {
+        static const int64_t rows[7] = {
+            0, -1, 0, ((int64_t)1 << 32) - 1, 0, INT64_MAX, ((int64_t)1 << 32) - 64};
+        static const int64_t keys[7] = {0, 0, -5, 0, ((int64_t)1 << 34) - 1, 0, ((int64_t)1 << 34) - 256};
+        const int which = in->origin.origin % 7;
+        p.dropout_row0 = which == 0 ? in->origin.origin_row : rows[which];
+        p.dropout_key0 = which == 0 ? in->origin.origin_key : keys[which];
+    }
     /* the bias and the arrays point into the pool: set by decode_case */
     c->params = p;
     c->params_null = in->params_null >= 0xF0;

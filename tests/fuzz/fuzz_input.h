@@ -8,13 +8,13 @@
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
  * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS, then FZ_QUANT_FIELDS and FZ_VIEW_FIELDS
  * for k_scale and v_scale, then FZ_DROPOUT_FIELDS, then FZ_DBIAS_FIELDS and FZ_VIEW_FIELDS for
- * dbias). A short input reads as if padded with zero bytes (so an input written before the
- * sequences, fa_merge, kv_dtype, quantized caches, dropout and dbias existed makes the same calls as
- * it did then, but for a bf16 or f16 call's bias, which is now f32 unless overridden, and the values
- * of its half views, now ordinary numbers); bytes after the last field are ignored. Every field is a
- * selector that the harness maps to an argument; the mapping is written next to each field, and
- * most selectors keep the valid values in their lower range so that random bytes still reach the
- * computing paths about half of the time:
+ * dbias, then FZ_ORIGIN_FIELDS). A short input reads as if padded with zero bytes (so an input
+ * written before the sequences, fa_merge, kv_dtype, quantized caches, dropout, dbias and the origins
+ * existed makes the same calls as it did then, but for a bf16 or f16 call's bias, which is now f32
+ * unless overridden, and the values of its half views, now ordinary numbers); bytes after the last
+ * field are ignored. Every field is a selector that the harness maps to an argument; the mapping is
+ * written next to each field, and most selectors keep the valid values in their lower range so that
+ * random bytes still reach the computing paths about half of the time:
  *
  *   ctx            % 10: 0 ctx = NULL (the thread's default context), 1..8 one of the harness's
  *                  premade contexts (1 or 2 threads; automatic, 16x16, 7x20 on the ref table,
@@ -137,10 +137,16 @@
  *                  its size + abi_byte % (struct_size - its size) set to abi_value | 1 (a field this
  *                  library does not know: FA_ERR_UNSUPPORTED)
  *
- * Dropout (FZ_DROPOUT_FIELDS, last):
+ * Dropout (FZ_DROPOUT_FIELDS):
  *   dropout        < 0xC0: off; else fa_params.dropout_p by % 8: 0.1, 0.5, 0.9, 0 (off, with a seed),
  *                  NaN, -0.25, 1, +inf (the last four but 0: FA_ERR_ARG)
  *   dropout_seed   fa_params.dropout_seed (and dropout_offset = 3 x it)
+ * Dropout's origins (FZ_ORIGIN_FIELDS, last):
+ *   origin         < 0xC0: both 0; else fa_params.dropout_row0 and dropout_key0 by % 7: (origin_row,
+ *                  origin_key) as given, (-1, 0) and (0, -5) (FA_ERR_ARG, with or without dropout),
+ *                  (2^32 - 1, 0), (0, 2^34 - 1), (INT64_MAX, 0) (with dropout FA_ERR_UNSUPPORTED
+ *                  once a row or key passes the counter), (2^32 - 64, 2^34 - 256)
+ *   origin_row, origin_key  the origins of the first case
  *
  * The bias's gradient (FZ_DBIAS_FIELDS, then the view fields of p.dbias; fa_backward reads it,
  * fa_forward ignores it):
@@ -216,6 +222,7 @@ typedef uint32_t fz_u32;
 #define FZ_QUANT_FIELDS(X)   X(u8, quant) X(u8, quant_twist) X(u8, k_bcast) X(u8, v_bcast)
 #define FZ_DROPOUT_FIELDS(X) X(u8, dropout) X(u8, dropout_seed)
 #define FZ_DBIAS_FIELDS(X)   X(u8, dbias)
+#define FZ_ORIGIN_FIELDS(X)  X(u8, origin) X(u16, origin_row) X(u16, origin_key)
 
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS  4
@@ -260,6 +267,9 @@ typedef struct {
     FZ_DBIAS_FIELDS(FZ_MEMBER)
 } fz_dbias_bytes;
 typedef struct {
+    FZ_ORIGIN_FIELDS(FZ_MEMBER)
+} fz_origin_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
@@ -276,6 +286,7 @@ typedef struct {
     fz_dropout_bytes dropout;
     fz_dbias_bytes dbias;
     fz_view_bytes dbias_view;
+    fz_origin_bytes origin;
 } fz_input;
 #undef FZ_MEMBER
 
@@ -325,6 +336,7 @@ static inline fz_u32 fz_get_u32(fz_reader *r)
 #define FZ_READ(type, name)         d->name = fz_get_##type(r);
 #define FZ_READ_DROPOUT(type, name) d->dropout.name = fz_get_##type(r);
 #define FZ_READ_DBIAS(type, name)   d->dbias.name = fz_get_##type(r);
+#define FZ_READ_ORIGIN(type, name)  d->origin.name = fz_get_##type(r);
 static inline void fz_read_view(fz_reader *r, fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_READ)
@@ -380,10 +392,12 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     FZ_DROPOUT_FIELDS(FZ_READ_DROPOUT)
     FZ_DBIAS_FIELDS(FZ_READ_DBIAS)
     fz_read_view(r, &d->dbias_view);
+    FZ_ORIGIN_FIELDS(FZ_READ_ORIGIN)
 }
 #undef FZ_READ
 #undef FZ_READ_DROPOUT
 #undef FZ_READ_DBIAS
+#undef FZ_READ_ORIGIN
 
 /* ---- writing (the seed writer) ---- */
 
@@ -401,6 +415,7 @@ static inline void fz_put(fz_writer *w, uint32_t v, int bytes)
 #define FZ_WRITE(type, name)         fz_put(w, (uint32_t)d->name, (int)sizeof(fz_##type));
 #define FZ_WRITE_DROPOUT(type, name) fz_put(w, (uint32_t)d->dropout.name, (int)sizeof(fz_##type));
 #define FZ_WRITE_DBIAS(type, name)   fz_put(w, (uint32_t)d->dbias.name, (int)sizeof(fz_##type));
+#define FZ_WRITE_ORIGIN(type, name)  fz_put(w, (uint32_t)d->origin.name, (int)sizeof(fz_##type));
 static inline void fz_write_view(fz_writer *w, const fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_WRITE)
@@ -457,10 +472,12 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     FZ_DROPOUT_FIELDS(FZ_WRITE_DROPOUT)
     FZ_DBIAS_FIELDS(FZ_WRITE_DBIAS)
     fz_write_view(w, &d->dbias_view);
+    FZ_ORIGIN_FIELDS(FZ_WRITE_ORIGIN)
     return wr.n;
 }
 #undef FZ_WRITE
 #undef FZ_WRITE_DROPOUT
 #undef FZ_WRITE_DBIAS
+#undef FZ_WRITE_ORIGIN
 
 #endif

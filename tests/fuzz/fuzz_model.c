@@ -427,6 +427,8 @@ static int model_arg(const fz_call *c, fz_model *m)
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap outside float's normal range with float scores");
     if (!(p.dropout_p >= 0.0 && p.dropout_p < 1.0))
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "dropout_p NaN, negative or >= 1");
+    if (p.dropout_row0 < 0 || p.dropout_key0 < 0)
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "a negative dropout origin");
     /* fa_seqs: counts are scalars (a negative one is an invalid argument, as the status list
      * says of FA_ERR_ARG), and paged keys have no packed offsets */
     const fa_seqs *s = p.seqs;
@@ -795,6 +797,11 @@ static int model_unsupported(const fz_call *c, fz_model *m)
             keys = INT64_MAX;
         if (q->seq > ((int64_t)1 << 32) || keys > ((int64_t)1 << 34))
             fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "dropout past its counter's rows or keys");
+        /* the origins count: the last row is dropout_row0 + Nq - 1 (both origins >= 0 here) */
+        else if (c->p->dropout_row0 > ((int64_t)1 << 32) - q->seq ||
+                 c->p->dropout_key0 > ((int64_t)1 << 34) - keys)
+            fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s",
+                         "dropout's origins past its counter's rows or keys");
     }
     return m->refused;
 }

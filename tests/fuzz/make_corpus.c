@@ -1460,6 +1460,26 @@ static void dropout_seeds(void)
     in.dropout.dropout = 0xC1;
     in.dropout.dropout_seed = 99;
     emit("ok_f32_dropout_with_modifiers", &in);
+    /* the origins (FZ_ORIGIN_FIELDS): each case of the selector, with dropout and without */
+    static const struct {
+        int which, dropout;
+        const char *name;
+    } origins[] = {{0, 1, "ok_f32_dropout_with_origins"},
+                   {1, 1, "err_arg_dropout_row0_negative"},
+                   {2, 0, "err_arg_dropout_key0_negative_without_dropout"},
+                   {3, 1, "err_unsupported_dropout_row0_past_the_counter"},
+                   {4, 1, "err_unsupported_dropout_key0_past_the_counter"},
+                   {5, 0, "ok_f32_origins_past_the_counter_without_dropout"},
+                   {6, 1, "ok_f32_dropout_origins_at_the_counters_edge"}};
+    for (size_t x = 0; x < sizeof origins / sizeof *origins; x++) {
+        in = origins[x].which >= 1 && origins[x].which <= 4 ? base_err() : base();
+        in.dropout.dropout = origins[x].dropout ? 0xC1 : 0;
+        in.dropout.dropout_seed = (fz_u8)(40 + x);
+        in.origin.origin = sel(0xC0, 7, origins[x].which);
+        in.origin.origin_row = 1000;
+        in.origin.origin_key = 3001;
+        emit(origins[x].name, &in);
+    }
 }
 
 /* The bias's gradient (fuzz_input.h, FZ_DBIAS_FIELDS): every broadcast of the bias, half and f64
