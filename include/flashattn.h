@@ -42,7 +42,7 @@
  * reads or changes MXCSR (FTZ/DAZ). Why: on many x86 cores each multiply
  * that reads a subnormal is tens of times slower, and peaky scores make
  * many of them. The one exception is bf16 on dot-product units (AMX tiles,
- * vdpbf16ps, Arm's BFDOT: the "amx", "avx512_bf16" and "neon_bf16" tables, see
+ * vdpbf16ps, Arm's BFDOT: the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables, see
  * fa_forward, "dtype"): they read bf16 subnormals (below 2^-126) of q, k and v
  * as zero.
  *
@@ -205,7 +205,7 @@ FA_API const char *fa_status_str(fa_status s);
  * the call, the offending argument and its values, e.g.
  *   "fa_forward: k.dim = 15 but q.dim = 16"
  *   "fa_context_create: FLASHATTN_ISA=sse: expected ref, avx2, avx512, avx512_bf16, amx, neon,
- *    neon_bf16, sve or auto" (one line)
+ *    neon_bf16, sve, sve_bf16 or auto" (one line)
  * Every such call sets it: to the message when it fails, to "" when it succeeds. The text is for
  * people (its wording may change between versions; the status is what programs test). Never NULL;
  * valid until the calling thread's next call into the library. Thread-local: calls on other threads
@@ -367,9 +367,9 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * p = 0 computes exactly what a call without these fields does, whatever the seed and offset.
  * Which calls accept dropout: fa_forward and fa_backward (dense, p.seqs packed or per-sequence,
  * paged caches in the forward, modifiers, sinks, split-KV, f32, f64, bf16, f16, quantized caches),
- * and their _check calls. On the "amx", "avx512_bf16" and "neon_bf16" tables an all-bf16 call with
- * dropout, forward and backward, widens instead of running on dot-product units. The MPI layer
- * (flashattn_mpi.h) drops what one call over its whole sequence drops (global rows and keys).
+ * and their _check calls. On the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an all-bf16
+ * call with dropout, forward and backward, widens instead of running on dot-product units. The MPI
+ * layer (flashattn_mpi.h) drops what one call over its whole sequence drops (global rows and keys).
  */
 typedef struct {
     size_t struct_size;  /**< sizeof(fa_params) of the caller (FA_PARAMS_INIT sets it; see the ABI section) */
@@ -509,9 +509,9 @@ typedef struct fa_context fa_context;
  * Returns FA_ERR_NULL if ctx is NULL, FA_ERR_ARG for negative sizes, an
  * unknown bind value, or (with bind AUTO) a FLASHATTN_BIND other than
  * auto|none|core|spread, FA_ERR_UNSUPPORTED if FLASHATTN_ISA names a kernel
- * table (ref, avx2, avx512, avx512_bf16, amx on x86-64; neon, neon_bf16, sve on aarch64, where
- * sve runs at an SVE vector length of 128, 256 or 512 bits) this build or CPU lacks (fa_last_error() says
- * which of the two), FA_ERR_ARG if it names none of them nor "auto" (the
+ * table (ref, avx2, avx512, avx512_bf16, amx on x86-64; neon, neon_bf16, sve, sve_bf16 on aarch64,
+ * where sve runs at an SVE vector length of 128, 256, 512, 1024 or 2048 bits) this build or CPU lacks
+ * (fa_last_error() says which of the two), FA_ERR_ARG if it names none of them nor "auto" (the
  * automatic choice, as when unset), FA_ERR_NOMEM, FA_ERR_RUNTIME if the
  * topology cannot be loaded. *ctx is written only on FA_OK.
  */
@@ -599,7 +599,7 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * computation from the same inputs, rounded to bf16), bitwise identical
  * across thread counts, and NaN and Inf reach exactly the rows that see them.
  * FLASHATTN_ISA=avx512 gives the widened computation on the same CPU. The same
- * holds on the "neon_bf16" table (aarch64 with FEAT_BF16: Neoverse V1, V2,
+ * holds on the "neon_bf16" and "sve_bf16" tables (aarch64 with FEAT_BF16: Neoverse V1, V2,
  * Graviton 3 and 4, Grace), whose products run on BFDOT, with one more
  * difference: BFDOT (Arm ARM, BFDotAdd; FPCR.EBF is 0 under Linux) adds its two
  * exact products and then adds that to the f32 sum rounding each addition to
@@ -677,7 +677,7 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * q, k and v; dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
  * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv). dq, dk and dv are overwritten, not accumulated
  * into; half-precision gradients are summed in float and rounded once, as fa_forward's out. On
- * the "amx", "avx512_bf16" and "neon_bf16" kernel tables an all-bf16 backward with even D and Dv
+ * the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an all-bf16 backward with even D and Dv
  * multiplies on their bf16 dot-product units (AMX tiles, vdpbf16ps, BFDOT with its rounding to
  * odd), as its forward does (see fa_forward, "dtype"): P and dS are rounded to bf16 once each for
  * the products that read them, bf16 subnormal inputs are read as zero, and the gradients stay

@@ -29,8 +29,8 @@
 #                     gcc-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake; -DFLASHATTN_WERROR=ON), its install
 #                     and pkg-config file, the instruction budget of the kernels (scripts/aarch64_budget.sh), then
 #                     the suites that cover the kernels (arm_kernels, below) as fa-tests-shim under qemu-aarch64 for
-#                     ref, neon, sve at 128, 256 and 512 bits, neon_bf16's bf16 paths (arm_bf16_suites), and the
-#                     table choice at 2048 bits (tests/README.md)
+#                     ref, neon, sve at 128 to 2048 bits, neon_bf16's and sve_bf16's bf16 paths
+#                     (arm_bf16_suites), the table choice at 2048 bits (tests/README.md)
 #   asan              build-asan/ (FA_ASAN_BUILD_DIR): -DFLASHATTN_SANITIZE=address,undefined; the suite
 #                     under ASan+UBSan (OMP_NUM_THREADS=4)
 #   tsan              build-tsan/ (FA_TSAN_BUILD_DIR): clang, -DFLASHATTN_SANITIZE=thread, LLVM's libomp;
@@ -552,9 +552,10 @@ arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_count
 # ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence, the
 # one-byte types' scalar conversions (quant.h: ref's widen and every table's tails) on aarch64
 arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*|quant/*)"
-# at 2048 bits (no instantiation): sve refused by name, neon_bf16 (qemu's max has BF16) chosen
-# automatically and correct
-arm_2048_suites='@(kernel_traits/*|kernel_tables/*@(each_table|edge_residue)*)'
+# at 1024 and 2048 bits (512-bit vectors in the longer registers: kernels/sve/sve_vocab.h) the float
+# kernels against ref at every residue, their pack and exp2; at 2048 the automatic choice too
+# (sve_bf16: qemu's max has BF16) and its bf16 set against the scalar oracle
+arm_wide_suites='kernel_traits/*|kernel_tables/*@(each_table|edge_residue)*|pack/*|exp2/*'
 # neon_bf16 (neon's float kernels, checked by the neon run): its bf16 set against the scalar oracle at
 # every residue, and the all-bf16 calls on it against the oracle, bitwise across thread counts, NaN
 # and rounding (the other half suites reach only the widening drivers the neon run covers)
@@ -586,6 +587,14 @@ arm_build() {
     "$root/scripts/aarch64_budget.sh" "$o/neon/neon_bf16_dot.c.o" fa_neon_bf16_dot | sed "s|^|neon/neon_bf16_dot: |"
     "$root/scripts/aarch64_budget.sh" "$o/neon/neon_bf16_softmax.c.o" fa_neon_bf16_online_softmax_pairs |
         sed "s|^|neon/neon_bf16_softmax: |"
+    # sve_bf16's at 128 and 512 bits: the SVE BFDOT dot (the 4 × 4 block over 8 k; its other loops
+    # are the edge blocks) and the softmax writing P by BFCVT and BFCVTNT
+    for f in 128 512; do
+        "$root/scripts/aarch64_budget.sh" "$o/sve/sve_bf16_$f.c.o" "fa_sve${f}_bf16_dot" | grep ' 64 BFDOT' |
+            sed "s|^|sve/sve_bf16_$f: |"
+        "$root/scripts/aarch64_budget.sh" "$o/sve/sve_bf16_$f.c.o" "fa_sve${f}_bf16_online_softmax_pairs" |
+            sed "s|^|sve/sve_bf16_$f: |"
+    done
 }
 
 # arm_run NAME QEMU-CPU FILTER [VAR=VALUE...]: fa-tests-shim under qemu-aarch64 with that CPU
@@ -620,7 +629,16 @@ arm_suites_run() {
         FA_TEST_SIMD=sve256
     arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|invariance/*fixed_odd_blocks)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve512
-    arm_run sve2048 max,sve-default-vector-length=256 "$arm_2048_suites" FA_TEST_SIMD=neon_bf16
+    # sve_bf16 (sve's float kernels, checked above): its bf16 paths at 128 bits, where the dot's blocks
+    # are neon_bf16's 16 columns; at 512 its bf16 set alone (blocks of 64 columns, tails of 1-3 vectors,
+    # a vector a line in the softmax); at 2048 the automatic choice
+    arm_run sve_bf16_128 max,sve-default-vector-length=16 "$arm_bf16_suites" FLASHATTN_ISA=sve_bf16 \
+        FA_TEST_SIMD=sve_bf16
+    arm_run sve_bf16_512 max,sve-default-vector-length=64 'kernel_pairs/*' FLASHATTN_ISA=sve_bf16 \
+        FA_TEST_SIMD=sve_bf16
+    arm_run sve1024 max,sve-default-vector-length=128 "@($arm_wide_suites)" FLASHATTN_ISA=sve \
+        FA_TEST_SIMD=sve1024
+    arm_run sve2048 max,sve-default-vector-length=256 "@($arm_wide_suites|kernel_pairs/*)" FA_TEST_SIMD=sve2048
 }
 
 # tests/abi/run.sh: the grown library in build_abi, built as build is; the clients in tmp.
@@ -689,7 +707,7 @@ if [ "${FA_SKIP_ARM:-0}" = 1 ]; then
     skipped aarch64 "FA_SKIP_ARM=1"
 else
     stage "aarch64 cross build ($(basename "$build_arm")) and budget" arm_build
-    stage "aarch64 suites under qemu (ref, neon, neon_bf16, sve 128-2048)" arm_suites_run
+    stage "aarch64 suites under qemu (ref, neon, neon_bf16, sve 128-2048, sve_bf16)" arm_suites_run
 fi
 if [ "${FA_SKIP_ASAN:-0}" = 1 ]; then
     skipped asan "FA_SKIP_ASAN=1"

@@ -12,7 +12,7 @@
 #if defined(__x86_64__)
 const char *const cf_tables[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};
 #elif defined(__aarch64__)
-const char *const cf_tables[] = {"ref", "neon", "neon_bf16", "sve"};
+const char *const cf_tables[] = {"ref", "neon", "neon_bf16", "sve", "sve_bf16"};
 #else
 const char *const cf_tables[] = {"ref"};
 #endif
@@ -131,10 +131,11 @@ int cf_table_runs(const char *table)
 #if defined(__aarch64__)
     if (strcmp(table, "neon") == 0) return cf_flag("asimd") == 1;
     if (strcmp(table, "neon_bf16") == 0) return cf_flag("asimd") == 1 && cf_flag("bf16") == 1;
-    if (strcmp(table, "sve") == 0) {
-        int bits = cf_sve_bits();
-        return cf_flag("asimd") == 1 && (bits == 128 || bits == 256 || bits == 512);
-    }
+    /* sve and sve_bf16: compiled for the powers of two from 128 to 2048 bits */
+    int bits = cf_sve_bits(), compiled = bits >= 128 && bits <= 2048 && (bits & (bits - 1)) == 0;
+    if (strcmp(table, "sve") == 0) return cf_flag("asimd") == 1 && compiled;
+    if (strcmp(table, "sve_bf16") == 0)
+        return cf_flag("asimd") == 1 && compiled && cf_flag("bf16") == 1 && cf_flag("svebf16") == 1;
 #endif
 #if defined(__x86_64__)
     static const char *const avx2[] = {"avx2", "fma", "f16c", NULL};
@@ -188,7 +189,7 @@ int cf_amd_zen4_or_zen5(void)
 const char *cf_best_table(void)
 {
 #if defined(__aarch64__)
-    static const char *const automatic[] = {"ref", "neon", "sve", "neon_bf16"};
+    static const char *const automatic[] = {"ref", "neon", "sve", "neon_bf16", "sve_bf16"};
 #else
     /* worst first; avx512_bf16 only on an AMD Zen 4 or Zen 5 (its bf16 dot products pay there) */
     static const char *const automatic[] = {"ref", "avx2", "avx512", "avx512_bf16", "amx"};

@@ -10,27 +10,29 @@
 /* 1 if /proc/cpuinfo's flags line has `flag` (e.g. "avx512f", "amx_bf16"), 0 if not, -1 when the
  * file or its flags line cannot be read. On aarch64 the hwcaps the kernel gave this process, read
  * from /proc/self/auxv (which qemu-user emulates; its /proc/cpuinfo is the host's), by the names
- * /proc/cpuinfo's Features line uses: "asimd", "fphp", "asimdhp", "bf16", "i8mm", "sve", "sve2". */
+ * /proc/cpuinfo's Features line uses: "asimd", "fphp", "asimdhp", "bf16", "i8mm", "sve", "sve2",
+ * "svebf16". */
 int cf_flag(const char *flag);
 
 /* The SVE vector length in bits as the CPU reports it to this thread (RDVL), 0 without SVE. */
 int cf_sve_bits(void);
 
 /* Whether the table named `table` ("ref", "avx2", "avx512", "avx512_bf16", "amx"; "neon", "neon_bf16",
- * "sve") runs here: its instructions' flags, for amx the tile-data permission (arch_prctl
- * ARCH_REQ_XCOMP_PERM),
- * for sve a vector length it is compiled for (128, 256 or 512 bits). */
+ * "sve", "sve_bf16") runs here: its instructions' flags, for amx the tile-data permission (arch_prctl
+ * ARCH_REQ_XCOMP_PERM), for sve and sve_bf16 a vector length they are compiled for (a power of two
+ * from 128 to 2048 bits). */
 int cf_table_runs(const char *table);
 
 /* The tables every build on this architecture has (x86-64: ref, avx2, avx512, avx512_bf16, amx;
- * aarch64: ref, neon, neon_bf16, sve; others: ref), and the one a context takes when FLASHATTN_ISA names
- * none: the best of ref, avx2, avx512, amx (neon, sve, neon_bf16) this CPU runs, with avx512_bf16 above
+ * aarch64: ref, neon, neon_bf16, sve, sve_bf16; others: ref), and the one a context takes when
+ * FLASHATTN_ISA names none: the best of ref, avx2, avx512, amx (neon, sve, neon_bf16, sve_bf16) this CPU
+ * runs, with avx512_bf16 above
  * avx512 on an AMD Zen 4 or Zen 5 (cf_amd_zen4_or_zen5; elsewhere it is taken only by name). */
 extern const char *const cf_tables[];
 #if defined(__x86_64__)
 #define CF_TABLES 5
 #elif defined(__aarch64__)
-#define CF_TABLES 4
+#define CF_TABLES 5
 #else
 #define CF_TABLES 1
 #endif

@@ -307,10 +307,10 @@ static int dot_units_bf16_even(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_
     fa_context *own = NULL;
     if (!ctx && fa_context_create(&own, NULL) != FA_OK) return 0;
     fa_stats st = FA_STATS_INIT;
-    /* the tables with a bf16 set (kernels.h: AMX tiles, vdpbf16ps, BFDOT) */
+    /* the tables with a bf16 set (kernels.h: AMX tiles, vdpbf16ps, BFDOT of NEON and of SVE) */
     int dot = fa_context_stats(ctx ? ctx : own, &st) == FA_OK &&
               (strcmp(st.isa, "amx") == 0 || strcmp(st.isa, "avx512_bf16") == 0 ||
-               strcmp(st.isa, "neon_bf16") == 0);
+               strcmp(st.isa, "neon_bf16") == 0 || strcmp(st.isa, "sve_bf16") == 0);
     fa_context_destroy(own);
     return dot && qt == FA_BF16 && kt == FA_BF16 && dim % 2 == 0;
 }

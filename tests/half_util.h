@@ -78,7 +78,7 @@ int hu_guards_intact(const hu_problem *pr);
 /* Whether a forward with these types, head dim and query rows per head (the rows of a grouped
  * decode step: Nq times the group) runs on ctx's bf16 dot-product units (NULL: the calling thread's
  * default context) rather than widened: the header's rule (flashattn.h, "dtype"), an all-bf16 call
- * with an even D and more than 4 rows on the amx, avx512_bf16 or neon_bf16 table. Such a forward is
+ * with an even D and more than 4 rows on the amx, avx512_bf16, neon_bf16 or sve_bf16 table. Such a forward is
  * not bitwise the widened float call, and reads bf16 subnormal inputs as zero. */
 int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t q_rows);
 /* The same for a backward: even D and Dv, any rows. */

@@ -35,8 +35,10 @@ const st_table st_tables[] = {
     ST_SVE(128),
     ST_SVE(256),
     ST_SVE(512),
+    ST_SVE(1024),
+    ST_SVE(2048),
 };
-const int st_count = 4;
+const int st_count = 6;
 #else
 const st_table st_tables[1] = {{0}};
 const int st_count = 0;

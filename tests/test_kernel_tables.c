@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Every kernel table against the portable one and the oracle.
  *
- * The tables (ref, avx2, avx512; neon, neon_bf16, sve) share one contract (src/kernels/kernels.h); a table
- * is chosen per
- * context, here forced with FLASHATTN_ISA around fa_context_create. On each table this CPU runs,
- * forward and backward must meet the oracle rules of the main grids and agree with the ref
- * table's results within the same bounds, on shapes that put every residue at the edge of a
- * vector (D, Dv around multiples of 8 and 16 elements) and of a tile (N around the block sizes).
- * A table the CPU lacks must be refused with FA_ERR_UNSUPPORTED, never replaced. FA_TEST_SIMD, when
- * set, names the tables compared with ref (simd_tables.h, st_table_wanted). */
+ * The tables (ref, avx2, avx512; neon, neon_bf16, sve, sve_bf16) share one contract
+ * (src/kernels/kernels.h); a table is chosen per context, here forced with FLASHATTN_ISA around
+ * fa_context_create. On each table this CPU runs, forward and backward must meet the oracle rules
+ * of the main grids and agree with the ref table's results within the same bounds, on shapes that
+ * put every residue at the edge of a vector (D, Dv around multiples of 8 and 16 elements) and of a
+ * tile (N around the block sizes). A table the CPU lacks must be refused with FA_ERR_UNSUPPORTED,
+ * never replaced. FA_TEST_SIMD, when set, names the tables compared with ref (simd_tables.h,
+ * st_table_wanted). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,7 +70,7 @@ Test(kernel_tables, each_table_is_used_where_the_cpu_runs_it_and_refused_elsewhe
     cr_expect_eq(context_on("sse9", 0, 0, &ctx), FA_ERR_ARG, "an unknown table name is an argument error");
     cr_expect_str_eq(fa_last_error(), "fa_context_create: FLASHATTN_ISA=sse9: expected ref, avx2, avx512, "
                                       "avx512_bf16, amx, neon, neon_bf16, "
-                                      "sve or auto");
+                                      "sve, sve_bf16 or auto");
     /* "auto" is the automatic choice, as if the variable were unset */
     cr_assert_eq(context_on("auto", 0, 0, &ctx), FA_OK, "%s", fa_last_error());
     fa_stats s = FA_STATS_INIT;

@@ -13,9 +13,9 @@
 #include "kernels/kernels.h"
 #include "runtime/dispatch.h"
 
-static const char *const names[] = {"ref", "avx2", "avx512",    "avx512_bf16",
-                                    "amx", "neon", "neon_bf16", "sve"};
-#define N_NAMES 8
+static const char *const names[] = {"ref",  "avx2",      "avx512", "avx512_bf16", "amx",
+                                    "neon", "neon_bf16", "sve",    "sve_bf16"};
+#define N_NAMES 9
 
 static void check_traits(const char *name, const char *half, const fa_kernel_traits *t, fa_dtype dtype,
                          size_t elem)
@@ -136,14 +136,13 @@ static int cpu_has(unsigned bit)
     if (bit == FA_CPU_SVE_VL128) return cf_sve_bits() == 128;
     if (bit == FA_CPU_SVE_VL256) return cf_sve_bits() == 256;
     if (bit == FA_CPU_SVE_VL512) return cf_sve_bits() == 512;
+    if (bit == FA_CPU_SVE_VL1024) return cf_sve_bits() == 1024;
+    if (bit == FA_CPU_SVE_VL2048) return cf_sve_bits() == 2048;
     static const struct {
         unsigned bit;
         const char *flag;
-    } arm[] = {{FA_CPU_ASIMD, "asimd"},
-               {FA_CPU_BF16, "bf16"},
-               {FA_CPU_I8MM, "i8mm"},
-               {FA_CPU_SVE, "sve"},
-               {FA_CPU_SVE2, "sve2"}};
+    } arm[] = {{FA_CPU_ASIMD, "asimd"}, {FA_CPU_BF16, "bf16"}, {FA_CPU_I8MM, "i8mm"},
+               {FA_CPU_SVE, "sve"},     {FA_CPU_SVE2, "sve2"}, {FA_CPU_SVE_BF16, "svebf16"}};
     for (size_t i = 0; i < sizeof arm / sizeof *arm; i++)
         if (arm[i].bit == bit) return cf_flag(arm[i].flag);
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)

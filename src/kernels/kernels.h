@@ -255,10 +255,13 @@ enum {
     FA_CPU_SVE_VL128 = 1u << 16,
     FA_CPU_SVE_VL256 = 1u << 17,
     FA_CPU_SVE_VL512 = 1u << 18,
+    FA_CPU_SVE_VL1024 = 1u << 19,
+    FA_CPU_SVE_VL2048 = 1u << 20,
+    FA_CPU_SVE_BF16 = 1u << 21, /* SVE's BFDOT, BFMMLA, BFCVT (HWCAP2_SVEBF16) */
 };
 
 typedef struct {
-    const char *name;  /* "ref", "avx2", "avx512", "neon", "neon_bf16", "sve"...: what fa_stats.isa reports */
+    const char *name;  /* "ref", "avx2", "avx512", "neon", "neon_bf16", "sve", "sve_bf16"...: fa_stats.isa */
     unsigned requires; /* FA_CPU_* bits */
     const fa_kernels_f32 *f32;
     const fa_kernels_f64 *f64;
@@ -287,11 +290,12 @@ extern const fa_kernels fa_kernels_avx512_bf16;
 #ifdef FA_HAVE_ARM_KERNELS
 extern const fa_kernels fa_kernels_neon;
 extern const fa_kernels fa_kernels_neon_bf16;
-/* The sve table, one per vector length it is compiled for (all named "sve"); dispatch.c picks the
- * one for the calling thread's length. */
-extern const fa_kernels fa_kernels_sve128;
-extern const fa_kernels fa_kernels_sve256;
-extern const fa_kernels fa_kernels_sve512;
+/* The sve and sve_bf16 tables, one per vector length they are compiled for (all named "sve" or
+ * "sve_bf16"); dispatch.c picks the one for the calling thread's length. */
+extern const fa_kernels fa_kernels_sve128, fa_kernels_sve256, fa_kernels_sve512, fa_kernels_sve1024,
+    fa_kernels_sve2048;
+extern const fa_kernels fa_kernels_sve_bf16_128, fa_kernels_sve_bf16_256, fa_kernels_sve_bf16_512,
+    fa_kernels_sve_bf16_1024, fa_kernels_sve_bf16_2048;
 #endif
 
 #endif

@@ -96,13 +96,14 @@ fa_cpu_model fa_cpu_identify(void)
 #include <sys/prctl.h>
 
 /* Linux's hwcap bits (asm/hwcap.h), spelt out: older headers lack the newer ones. */
-#define FA_HWCAP_FPHP    (1ul << 9)
-#define FA_HWCAP_ASIMDHP (1ul << 10)
-#define FA_HWCAP_ASIMD   (1ul << 1)
-#define FA_HWCAP_SVE     (1ul << 22)
-#define FA_HWCAP2_SVE2   (1ul << 1)
-#define FA_HWCAP2_I8MM   (1ul << 13)
-#define FA_HWCAP2_BF16   (1ul << 14)
+#define FA_HWCAP_FPHP     (1ul << 9)
+#define FA_HWCAP_ASIMDHP  (1ul << 10)
+#define FA_HWCAP_ASIMD    (1ul << 1)
+#define FA_HWCAP_SVE      (1ul << 22)
+#define FA_HWCAP2_SVE2    (1ul << 1)
+#define FA_HWCAP2_SVEBF16 (1ul << 12)
+#define FA_HWCAP2_I8MM    (1ul << 13)
+#define FA_HWCAP2_BF16    (1ul << 14)
 #ifndef PR_SVE_GET_VL
 #define PR_SVE_GET_VL 51
 #endif
@@ -121,6 +122,7 @@ static unsigned probe(void)
     if (hw & FA_HWCAP_SVE) {
         have |= FA_CPU_SVE;
         if (hw2 & FA_HWCAP2_SVE2) have |= FA_CPU_SVE2;
+        if (hw2 & FA_HWCAP2_SVEBF16) have |= FA_CPU_SVE_BF16;
         /* the calling thread's vector length in bytes (a thread may change its own; new threads
          * inherit it, so the team runs at the length the context was chosen at) */
         const int vl = prctl(PR_SVE_GET_VL, 0, 0, 0, 0);
@@ -128,6 +130,8 @@ static unsigned probe(void)
         if (bytes == 16) have |= FA_CPU_SVE_VL128;
         if (bytes == 32) have |= FA_CPU_SVE_VL256;
         if (bytes == 64) have |= FA_CPU_SVE_VL512;
+        if (bytes == 128) have |= FA_CPU_SVE_VL1024;
+        if (bytes == 256) have |= FA_CPU_SVE_VL2048;
     }
     return have;
 }

@@ -12,16 +12,16 @@
 
 /* The tables the automatic choice takes, best first; and every name FLASHATTN_ISA may give.
  * avx512_bf16 comes before avx512 only on the CPUs of dot_units_pay. On aarch64 (nothing there is
- * measured yet: src/README.md, "aarch64") neon_bf16 comes first: BFDOT does 8 multiply-adds per
+ * measured yet: src/README.md, "aarch64") the bf16 tables come first: BFDOT does 8 multiply-adds per
  * 128-bit instruction where FMLA does 4, and at the issue rates Arm publishes for Neoverse V1 and V2
  * that is twice the f32 kernels' multiply-adds per cycle for the bf16 products (an Arm machine is to
- * confirm it); its float kernels are neon's, and the CPUs with FEAT_BF16 (V1: 4 × 128-bit pipes
- * against 2 × 256-bit SVE, V2 and N2: 128-bit SVE) issue as many FMA lanes a cycle through NEON as
- * through SVE. Then sve before neon: as wide or wider, with masked tails. */
-static const char *const automatic[] = {"amx",       "avx512_bf16", "avx512", "avx2",
+ * confirm it). Then sve before neon, each way: as wide or wider, with masked tails (the CPUs with
+ * FEAT_BF16 (V1: 4 × 128-bit pipes against 2 × 256-bit SVE, V2 and N2: 128-bit SVE) issue as many
+ * lanes a cycle through either). */
+static const char *const automatic[] = {"amx",       "avx512_bf16", "avx512", "avx2", "sve_bf16",
                                         "neon_bf16", "sve",         "neon",   "ref"};
 #define N_AUTOMATIC (sizeof automatic / sizeof *automatic)
-static const char *const known[] = {"amx",       "avx512_bf16", "avx512", "avx2",
+static const char *const known[] = {"amx",       "avx512_bf16", "avx512", "avx2", "sve_bf16",
                                     "neon_bf16", "sve",         "neon",   "ref"};
 #define N_KNOWN (sizeof known / sizeof *known)
 
@@ -46,7 +46,8 @@ static const struct {
     {FA_CPU_I8MM, "I8MM"},
     {FA_CPU_SVE, "SVE"},
     {FA_CPU_SVE2, "SVE2"},
-    {FA_CPU_SVE_VL128, "SVE at a vector length of 128, 256 or 512 bits (prctl PR_SVE_GET_VL)"},
+    {FA_CPU_SVE_BF16, "SVE-BF16"},
+    {FA_CPU_SVE_VL128, "SVE at a vector length of 128, 256, 512, 1024 or 2048 bits (prctl PR_SVE_GET_VL)"},
 };
 
 int fa_kernels_cpu_runs(const fa_kernels *t)
@@ -71,7 +72,18 @@ const fa_kernels *fa_kernels_named(const char *name)
         switch (fa_cpu_sve_bits()) {
         case 256: return &fa_kernels_sve256;
         case 512: return &fa_kernels_sve512;
+        case 1024: return &fa_kernels_sve1024;
+        case 2048: return &fa_kernels_sve2048;
         default: return &fa_kernels_sve128;
+        }
+    }
+    if (strcmp(name, "sve_bf16") == 0) {
+        switch (fa_cpu_sve_bits()) {
+        case 256: return &fa_kernels_sve_bf16_256;
+        case 512: return &fa_kernels_sve_bf16_512;
+        case 1024: return &fa_kernels_sve_bf16_1024;
+        case 2048: return &fa_kernels_sve_bf16_2048;
+        default: return &fa_kernels_sve_bf16_128;
         }
     }
 #endif
@@ -85,7 +97,7 @@ static const char *build_tables(void)
 #if defined(FA_HAVE_X86_KERNELS)
     return ", avx2, avx512, avx512_bf16 and amx";
 #elif defined(FA_HAVE_ARM_KERNELS)
-    return ", neon, neon_bf16 and sve";
+    return ", neon, neon_bf16, sve and sve_bf16";
 #else
     return " only";
 #endif
@@ -165,7 +177,7 @@ int fa_kernels_select(const char *call, fa_kernels_resolved *out)
         if (!is_known)
             return fa_diag_fail(FA_ERR_ARG, call,
                                 "FLASHATTN_ISA=%s: expected ref, avx2, avx512, avx512_bf16, amx, neon, "
-                                "neon_bf16, sve or auto",
+                                "neon_bf16, sve, sve_bf16 or auto",
                                 want);
         /* refused, never silently replaced */
         const fa_kernels *t = fa_kernels_named(want);

@@ -17,13 +17,13 @@ int fa_kernels_select(const char *call, fa_kernels_resolved *out);
 
 /* The table the automatic choice takes for a CPU of this maker, family and model with these
  * features (FA_CPU_* bits): the first of amx, avx512_bf16 (on the CPUs whose bf16 dot products
- * outrun the f32 kernels: AMD families 25 and 26), avx512, avx2, neon_bf16, sve, neon that this build
- * has and `have` runs, else ref. A function of its arguments alone, for the selection and the tests. */
+ * outrun the f32 kernels: AMD families 25 and 26), avx512, avx2, sve_bf16, neon_bf16, sve, neon that this
+ * build has and `have` runs, else ref. A function of its arguments alone, for the selection and the tests. */
 const fa_kernels *fa_kernels_automatic(fa_cpu_model cpu, unsigned have);
 
-/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "neon_bf16", "sve": the
- * instantiation for the calling thread's SVE vector length) if this build has it, else NULL; and whether
- * this CPU and OS run its instructions. For the selection and the tests. */
+/* The table named `name` ("ref", "avx2", "avx512", "avx512_bf16", "amx", "neon", "neon_bf16", "sve",
+ * "sve_bf16": the instantiation for the calling thread's SVE vector length) if this build has it, else
+ * NULL; and whether this CPU and OS run its instructions. For the selection and the tests. */
 const fa_kernels *fa_kernels_named(const char *name);
 int fa_kernels_cpu_runs(const fa_kernels *t);
 

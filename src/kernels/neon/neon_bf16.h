@@ -10,6 +10,13 @@
 
 #include "kernels/kernels.h"
 
+/* A's pair (k, k + 1) of a row as one word, for a broadcast: the upper half zero for an odd K's last
+ * k, so nothing past the row is read (the dots of neon_bf16_dot.c and sve/sve_bf16.h). */
+static inline uint32_t fa_bf16_pair_word(const uint16_t *row, int64_t k, int64_t K)
+{
+    return row[k] | (k + 1 < K ? (uint32_t)row[k + 1] << 16 : 0u);
+}
+
 void fa_neon_bf16_dot(int64_t M, int64_t N, int64_t K, const uint16_t *a, int64_t lda, const uint16_t *b,
                       int64_t ldb, float *c, int64_t ldc, float alpha, int accumulate);
 void fa_neon_bf16_release(void);

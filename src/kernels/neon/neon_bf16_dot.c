@@ -28,12 +28,10 @@ static inline __attribute__((always_inline)) bfloat16x8_t load8(const uint16_t *
     return vreinterpretq_bf16_u16(vld1q_u16(p));
 }
 
-/* A's pair (k, k + 1) of a row in every lane: the pair's upper half zero for an odd K's last k. */
+/* A's pair (k, k + 1) of a row in every lane (fa_bf16_pair_word). */
 static inline __attribute__((always_inline)) bfloat16x8_t pair_of(const uint16_t *row, int64_t k, int64_t K)
 {
-    uint32_t w = row[k];
-    if (k + 1 < K) w |= (uint32_t)row[k + 1] << 16;
-    return vreinterpretq_bf16_u32(vdupq_n_u32(w));
+    return vreinterpretq_bf16_u32(vdupq_n_u32(fa_bf16_pair_word(row, k, K)));
 }
 
 /* The 4 BFDOTs of row i with B's pair j of the chunk (lane j of A's vector: a constant, as the

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* SVE kernels for float at FA_SVE_BITS (defined by the including sve_f32_<bits>.c): what differs from
- * the other element type, then the template (sve_tiles.h). */
+ * the other element type, then the vocabulary (sve_vocab.h); the including file then has the kernels
+ * (sve_tiles.h, or the sve_bf16 set's, sve_bf16.h). */
 #include <arm_sve.h>
 #include <math.h>
 #include <stdint.h>
@@ -11,12 +12,14 @@
 
 typedef svfloat32_t vec __attribute__((arm_sve_vector_bits(FA_SVE_BITS)));
 typedef svbool_t vmask __attribute__((arm_sve_vector_bits(FA_SVE_BITS)));
-#define FA_T                     float
-#define FA_SFX                   f32
-#define FA_BITS_OF_T             32
-#define FA_LANES                 (FA_SVE_BITS / 32)
-#define FA_PTRUE                 svptrue_b32()
-#define FA_WHILELT(n)            svwhilelt_b32_s64(0, (int64_t)(n))
+#define FA_T         float
+#define FA_SFX       f32
+#define FA_BITS_OF_T 32
+#define FA_LANES     ((FA_SVE_BITS > 512 ? 512 : FA_SVE_BITS) / 32) /* 512 bits at most: sve_vocab.h */
+#define FA_PTRUE     (FA_SVE_BITS > 512 ? svptrue_pat_b32(SV_VL16) : svptrue_b32())
+/* at 1024 and 2048 bits never past the vector's lanes (sve_vocab.h) */
+#define FA_WHILELT(n) \
+    svwhilelt_b32_s64(0, FA_SVE_BITS > 512 && (int64_t)(n) > FA_LANES ? FA_LANES : (int64_t)(n))
 #define FA_WIDEN_OP              fa_neon_widen_f32 /* simd/table.h: neon's (neon/neon_widen.c) */
 #define FA_EXP2_COEF             fa_exp2_floor_coef_f32
 #define V_ROUND_SPLIT(keep, x)   ((vec)svrintm_z((keep), (x)))
@@ -50,4 +53,4 @@ static inline __attribute__((always_inline)) vec sve_load_stored(const void *p, 
 /* softcap: the vector tanh of kernels/score_mods.h */
 #define FA_TANH_VECTOR 1
 
-#include "kernels/sve/sve_tiles.h"
+#include "kernels/sve/sve_vocab.h"

@@ -2,3 +2,4 @@
 /* The sve table's f64 half at 256-bit vectors (compiled with -msve-vector-bits=256: sve_tiles.h). */
 #define FA_SVE_BITS 256
 #include "kernels/sve/sve_f64.h"
+#include "kernels/sve/sve_tiles.h"
