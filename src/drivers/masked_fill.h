@@ -9,11 +9,12 @@ void FA_MASK_NAME(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0,
 {
     /* Column by column, so every fill is a contiguous run of the transposed tile (a window makes
      * every tile an edge tile: strided stores row by row cost a fifth of the products there). The
-     * rows that see key col0 + c are [lo, hi): lo is the first row whose range ends after the key,
-     * hi the first whose range begins after it. Ranges are monotone in the row, so both only grow
-     * with c: O(rows + cols) range look-ups per tile. */
+     * rows that see key col0 + c are [lo, hi): with one row per position the band gives both in
+     * closed form (fa_band_of); with grouped rows lo is the first row whose range ends after the
+     * key, hi the first whose range begins after it, both only growing with c (ranges are monotone
+     * in the row): O(rows + cols) range look-ups per tile. */
     fa_band band;
-    if (fa_band_of(p, &band)) { /* the rows that see each key in closed form */
+    if (fa_band_of(p, &band)) {
         for (int64_t c = 0; c < cols; c++) {
             const int64_t key = col0 + c - row0;
             const int64_t lo = band.first == FA_BAND_OPEN_BELOW ? 0 : fa_clamp64(key + band.first, 0, rows);
