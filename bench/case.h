@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* One case of a run, start to finish: build the problem, and for each thread count create a
- * context, run the pass once, verify it against the float64 oracles, and only then time it; then
- * the in-run probes for each row, then the BLAS baseline; then print its table. */
+/* One case of a run, dense or ragged, start to finish: build its batch (batch.h), and for each thread
+ * count create a context, run each of its calls once, verify them against the float64 oracles and the
+ * bitwise promises, and only then time them in turn; then the in-run probes for each row, then the BLAS
+ * baseline (dense forwards); then print its table (report.h). */
 #ifndef FA_BENCH_CASE_H
 #define FA_BENCH_CASE_H
 

@@ -135,7 +135,7 @@ typedef struct {
 /* Fills speedup and efficiency from the first 1-thread row of rows[0..n), wherever it is. */
 void bench_rows_compute_scaling(bench_row *rows, int n);
 
-/* Sets every probe and baseline field of a row to "not measured". */
+/* Sets every probe, baseline, compared-call and gradient-error field of a row to "not measured". */
 void bench_row_clear_extras(bench_row *row);
 
 /* Whether the row was disturbed (BENCH_DISTURBED_RATIO). *median_over_min: the largest median / min
