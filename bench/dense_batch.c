@@ -63,8 +63,9 @@ static int run_once(bench_batch *b, const bench_options *o, int threads)
 }
 
 // Checks out and lse always (a backward's inputs come from that forward), the gradients when the pass
-// has them. A half q's gradient oracle starts from the out the backward was handed (given_out.h):
-// computed once out has passed, and again only when a thread count's out differs. With --dropout the
+// has them. The gradient oracle is computed at the first thread count, once out has passed, and reused:
+// it depends on the problem alone, but for a half q, whose oracle starts from the out the backward was
+// handed (given_out.h): computed again when a thread count's out differs. With --dropout the
 // verified call was the one without: the dropout call then runs, and its outputs are the held ones.
 static int check(bench_batch *b, const bench_options *o, int threads, bench_row *row)
 {
@@ -80,8 +81,9 @@ static int check(bench_batch *b, const bench_options *o, int threads, bench_row 
     row->err_lse = vr.err_lse;
     if (k->pb.has_gradients) {
         if (bench_backward_oracle_stale(&k->oracle, &k->pb)) {
-            bench_progress_detail("threads %d: float64 gradient oracle from the out the backward was handed",
-                                  threads);
+            bench_progress("threads %d: float64 gradient oracle%s", threads,
+                           bench_dtype_is_half(k->pb.shape.dtype) ? " from the out the backward was handed"
+                                                                  : "");
             if (bench_backward_oracle_compute(&k->oracle, &k->pb, &k->params, o->check_rows) != 0) {
                 fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
                 return -1;
@@ -302,18 +304,6 @@ int bench_dense_batch_init(bench_batch *b, const bench_options *o, int index, be
     if (refused_head_dim(&k->pb, &k->params) != 0) {
         free_dense(b);
         return -1;
-    }
-    // The gradient oracle depends on the problem only: computed once, before any library call. With a
-    // half q it depends on the forward's out too: check computes it then.
-    if (gradients && !bench_dtype_is_half(c->shape.dtype)) {
-        bench_progress("case %d/%d: float64 gradient oracle", index + 1, o->n_cases);
-        if (bench_backward_oracle_compute(&k->oracle, &k->pb, &k->params, o->check_rows) != 0) {
-            fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
-            free_dense(b);
-            return -1;
-        }
-        info->grad_oracle_s = k->oracle.seconds;
-        info->grad_oracle_runs = k->oracle.runs;
     }
     return 0;
 }
