@@ -243,7 +243,7 @@ static void print_notes(FILE *f, const bench_run_info *info, const bench_row *ro
                 bench_dtype_name(info->shape.dtype), info->grad_oracle_runs,
                 info->grad_oracle_runs == 1 ? "" : "s");
     }
-    for (int t = 0; info->opt->dropout > 0.0 && t < n; t++)
+    for (int t = 0; rows[0].plain_timing.count > 0 && t < n; t++) // --dropout: the call without
         fprintf(
             f, "dropout %g: threads %d: with %.3f ms, without %.3f ms (min of %d and %d calls): ratio %.3f\n",
             info->opt->dropout, rows[t].threads, 1e3 * rows[t].timing.min_s, 1e3 * rows[t].plain_timing.min_s,
