@@ -16,14 +16,10 @@
  * build, the calls and how their FLOP and bytes are counted, the measurement and verification settings. */
 void bench_report_header(FILE *f, const bench_run_info *info);
 
-/* The column titles, the rows, the disturbed rows in words, what the columns are measured against, a
- * line on bitwise reproducibility, and for a ragged batch its targets (below) with the ratios measured. */
+/* The column titles, the rows, one line per disturbed row (bench_row_disturbed) saying so in words, which
+ * figure shows it and why (a busy machine, or more threads than the CPUs allowed), what the columns are
+ * measured against, a line on bitwise reproducibility, and for a ragged batch its targets (below). */
 void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *rows, int n);
-
-/* One line per disturbed row of rows[0..n) (bench_row_disturbed), saying so in words, which figure
- * shows it and why (a busy machine, or more threads than the CPUs allowed); returns how many there
- * were. Every table calls it under its rows. */
-int bench_report_disturbed(FILE *f, const bench_run_info *info, const bench_row *rows, int n);
 
 /* After the last case: the decode batches side by side (two or more: one line per case, its cache type
  * and pages, at each thread count the contiguous and paged KV GB/s as % of the read probe and p/c), then

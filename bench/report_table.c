@@ -87,14 +87,14 @@ static void print_value(FILE *f, const column *c, double x)
 
 #define UNRELIABLE "speedups from this run are not reliable"
 
-int bench_report_disturbed(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
+// One line per disturbed row.
+static void report_disturbed(FILE *f, const bench_run_info *info, const bench_row *rows, int n)
 {
-    int count = 0, cpus = info->identity ? info->identity->allowed_cpus : 0;
+    int cpus = info->identity ? info->identity->allowed_cpus : 0;
     for (int r = 0; r < n; r++) {
         double ratio, spread;
         const char *which;
         if (!bench_row_disturbed(&rows[r], &ratio, &which, &spread)) continue;
-        count++;
         fprintf(f, "disturbed: %d thread%s: ", rows[r].threads, rows[r].threads == 1 ? "" : "s");
         int calls = ratio > BENCH_DISTURBED_RATIO, probe = spread > BENCH_DISTURBED_RATIO;
         if (calls)
@@ -105,7 +105,6 @@ int bench_report_disturbed(FILE *f, const bench_run_info *info, const bench_row 
         else
             fprintf(f, " -- the machine was busy; " UNRELIABLE "\n");
     }
-    return count;
 }
 
 static const char *verdict(int met)
@@ -279,7 +278,7 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
         fputc('\n', f);
         if (w->bitwise_identical != 1) all_identical = 0;
     }
-    bench_report_disturbed(f, info, rows, n);
+    report_disturbed(f, info, rows, n);
     fprintf(f, "\n%s bitwise identical across thread counts and repetitions: %s\n", held_outputs(info),
             all_identical ? "yes" : "not compared (block sizes differed between thread counts)");
     print_notes(f, info, rows, n, shown);
