@@ -16,8 +16,7 @@
 typedef struct {
     bench_varlen v;
     bench_varlen_call call;
-    bench_verify_result packed;
-    bench_varlen_match match;
+    bench_varlen_match match; // the loop's rows against the packed ones, at the last check
 } varlen;
 
 // The decode batch outlives its case: the next case, or the next round, of the same caches with
@@ -26,7 +25,6 @@ static bench_decode kept_decode;
 
 typedef struct {
     bench_decode_call call;
-    bench_verify_result contiguous;
 } decode;
 
 static void fill_row_errors(bench_row *row, const bench_verify_result *r)
@@ -79,18 +77,18 @@ static int varlen_check(bench_batch *b, const bench_options *o, int threads, ben
     varlen *k = b->kind;
     bench_varlen *v = &k->v;
     const bench_shape *shape = &v->packed.shape;
-    bench_verify_result vl, ve;
-    if (bench_varlen_verify(v, o->check_rows, &k->packed, &vl) != 0 ||
+    bench_verify_result vp, vl, ve;
+    if (bench_varlen_verify(v, o->check_rows, &vp, &vl) != 0 ||
         bench_verify_forward(&v->equal, &v->equal_params, o->check_rows, &ve) != 0) {
         fprintf(stderr, "fa-bench: out of memory during verification\n");
         return -1;
     }
-    if (bench_batch_verdict("the packed out and lse", &k->packed, threads, o, shape) != 0 ||
+    if (bench_batch_verdict("the packed out and lse", &vp, threads, o, shape) != 0 ||
         bench_batch_verdict("the per-sequence loop's out and lse", &vl, threads, o, shape) != 0 ||
         bench_batch_verdict("the equal-length batch's out and lse", &ve, threads, o, shape) != 0 ||
         loop_matches(v, &b->held[0].stats, threads, "", &k->match) != 0)
         return -1;
-    fill_row_errors(row, &k->packed);
+    fill_row_errors(row, &vp);
     return 0;
 }
 
@@ -131,7 +129,7 @@ static int decode_run_once(bench_batch *b, const bench_options *o, int threads)
     return 0;
 }
 
-// The paged rows bitwise the contiguous ones, and every row written (NULL: so).
+// Every row written, and the paged rows bitwise the contiguous ones: 0, or -1 after a message.
 static int decode_outputs(int threads, const char *when)
 {
     const char *bad = bench_decode_check_outputs(&kept_decode);
@@ -142,16 +140,17 @@ static int decode_outputs(int threads, const char *when)
 
 static int decode_check(bench_batch *b, const bench_options *o, int threads, bench_row *row)
 {
-    decode *k = b->kind;
-    if (bench_decode_verify(&kept_decode, o->check_rows, &k->contiguous) != 0) {
+    (void)b;
+    bench_verify_result vr;
+    if (bench_decode_verify(&kept_decode, o->check_rows, &vr) != 0) {
         fprintf(stderr, "fa-bench: out of memory during verification\n");
         return -1;
     }
-    if (bench_batch_verdict("the contiguous cache's out and lse", &k->contiguous, threads, o,
-                            &kept_decode.pb.shape) != 0 ||
+    if (bench_batch_verdict("the contiguous cache's out and lse", &vr, threads, o, &kept_decode.pb.shape) !=
+            0 ||
         decode_outputs(threads, "") != 0)
         return -1;
-    fill_row_errors(row, &k->contiguous);
+    fill_row_errors(row, &vr);
     return 0;
 }
 
