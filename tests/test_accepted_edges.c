@@ -97,6 +97,41 @@ Test(accepted_edges, huge_strides_on_axes_of_size_one_are_accepted_and_correct)
 
 /* ---- the backward's inputs over each other (error-exit world: every tensor in one pool) -------- */
 
+/* The valid backward, without and with every modifier (dsinks too), writes dq, dk, dv and dsinks
+ * and no other byte of the pool: every other region, the spare regions and the guards as they were. */
+Test(accepted_edges, valid_backward_writes_only_its_gradients)
+{
+    uint64_t seed = tu_test_seed();
+    for (int dt = 0; dt < 2; dt++) {
+        ee_world w;
+        ee_world_make(&w, dt ? FA_F64 : FA_F32, seed + (uint64_t)dt);
+        for (int modified = 0; modified < 2; modified++) {
+            ee_args a;
+            ee_valid_args(&w, &a);
+            if (!modified) {
+                a.p = (fa_params)FA_PARAMS_INIT;
+                a.p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+            }
+            unsigned char *before = tu_buf_snapshot(&w.pool);
+            cr_assert_eq(ee_call_run(EE_BACKWARD, &a), FA_OK, "%s", fa_last_error());
+            /* put the outputs' regions back, then every byte must be as it was */
+            const int outputs[4] = {EE_DQ, EE_DK, EE_DV, EE_DSINKS};
+            for (int i = 0; i < 4; i++) {
+                unsigned char *at = ee_region(&w, outputs[i], 0);
+                size_t off = (size_t)(at - w.pool.base),
+                       bytes = (size_t)(ee_region(&w, outputs[i] + 1, 0) - at);
+                memcpy(at, before + off, bytes);
+            }
+            cr_expect(tu_buf_equals_snapshot(&w.pool, before),
+                      "%s, %s modifiers, seed %llu: the call wrote outside dq, dk, dv and dsinks",
+                      dt ? "f64" : "f32", modified ? "with" : "without", (unsigned long long)w.seed);
+            free(before);
+            ee_world_restore(&w);
+        }
+        ee_world_free(&w);
+    }
+}
+
 /* k on q's first elements, v on k's (shared projections), dout on out (L = ½‖out‖²): the call
  * succeeds and matches the f64 oracle on the same views. */
 Test(accepted_edges, backward_inputs_overlapping_each_other_are_accepted_and_correct)
