@@ -567,6 +567,7 @@ void ee_apply(const ee_case *c, const ee_world *w, ee_args *a)
         bias_follows(a);
         break;
     case EE_OP_STRUCT: ee_apply_struct(c, a); break;
+    case EE_OP_FN: c->fn(w, a); break;
     }
 }
 
@@ -645,8 +646,8 @@ static void add_params(ee_table *t, ee_call call)
     static const named_f64 scale[] = {{"NaN", NAN}, {"-NaN", -NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}};
     static const ee_named causal[] = {{"3", 3}, {"-1", -1}, {"99", 99}, {"INT_MIN", INT_MIN}};
     static const ee_named window_arg[] = {{"-2", -2}, {"INT64_MIN", INT64_MIN}};
-    static const named_f64 softcap_arg[] = {
-        {"NaN", NAN}, {"+Inf", INFINITY}, {"-Inf", -INFINITY}, {"-1", -1.0}, {"-DBL_MIN", -DBL_MIN}};
+    static const named_f64 softcap_arg[] = {{"NaN", NAN},        {"-NaN", -NAN}, {"+Inf", INFINITY},
+                                            {"-Inf", -INFINITY}, {"-1", -1.0},   {"-DBL_MIN", -DBL_MIN}};
     /* finite doubles the scores of f32 tensors cannot hold: refused for f32, valid for f64
      * (test_scale_range.c checks the f64 side) */
     static const named_f64 scale_f32[] = {{"-1e39 (beyond float's range; f32)", -1e39},
@@ -762,6 +763,9 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
                                      {"0 (others not)", 0},
                                      {"+1 (mismatch)", EE_PLUS_ONE},
                                      {"INT64_MAX", INT64_MAX}};
+    /* one less than the partners' (every size of the world is at least 2); the bias's own rows say
+     * "the problem's - 1", since its batch minus one is a broadcast */
+    static const ee_named minus_one = {"-1 (mismatch)", EE_MINUS_ONE};
     static const ee_named dims_extra[] = {{"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}};
     static const ee_named strides[] = {{"-1", -1},
                                        {"INT64_MIN", INT64_MIN},
@@ -815,6 +819,12 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
             c->ti = ti;
             c->field = f;
             c->i[0] = v->x;
+        }
+        if (!bias) {
+            c = ee_add(t, call, param, minus_one.name, FA_ERR_SHAPE, EE_OP_SIZE);
+            c->ti = ti;
+            c->field = f;
+            c->i[0] = minus_one.x;
         }
         for (int i = 0; bias && i < 2 && bias_extra[f][i].name; i++) {
             c = ee_add(t, call, param, bias_extra[f][i].name, FA_ERR_SHAPE, EE_OP_SIZE);
@@ -905,6 +915,8 @@ static void add_shared_sizes(ee_table *t, ee_call call)
         {"Hkv", "8 (> Hq)", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {8}},
         {"Hkv", "0 with Hq 4", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {0}},
         {"Hkv", "-1", FA_ERR_SHAPE, {R_HKV, R_NONE, R_NONE}, {-1}},
+        {"Hq", "-1", FA_ERR_SHAPE, {R_HQ, R_NONE, R_NONE}, {-1}},
+        {"Nk", "-1", FA_ERR_SHAPE, {R_NK, R_NONE, R_NONE}, {-1}},
         {"D", "0", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {0}},
         {"D", "FA_MAX_HEAD_DIM + 1", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {FA_MAX_HEAD_DIM + 1}},
         {"D", "-1", FA_ERR_SHAPE, {R_D, R_NONE, R_NONE}, {-1}},
@@ -1138,6 +1150,7 @@ void ee_build_table(ee_table *t)
     ee_add_seqs_cases(t);
     ee_add_merge_cases(t);
     ee_add_quant_cases(t);
+    ee_add_composed_cases(t);
 }
 
 void ee_table_free(ee_table *t)

@@ -134,6 +134,7 @@ typedef struct {
                            the f32 world pairs with k but the f64 world does not) */
     char not_named[32]; /* when not empty: a word the diagnostic must not hold (of two refusals of one
                            class, the later in the documented order) */
+    char phrase[64];    /* when not empty: text the diagnostic must hold as written ("out overlaps q") */
     fa_status want;
     int f32_only; /* the value is valid for f64 tensors (a double beyond float's range): run on f32 only */
     int layout;   /* the batch the case starts from (EE_DENSE, EE_SEQ_*) */
@@ -145,6 +146,8 @@ typedef struct {
     /* error_exit_quantized.c: before the operation, k, v, dk and dv get dtype kv_dt (0: the world's)
      * and p.k_scale (bit 0 of scales), p.v_scale (bit 1) point at views shaped like k and v */
     int kv_dt, scales;
+    /* EE_OP_FN: breaks the valid arguments itself (error_exit_composed.c) */
+    void (*fn)(const ee_world *w, ee_args *a);
 } ee_case;
 
 typedef struct {
@@ -218,6 +221,7 @@ enum {
     /* p's (ti 0) or p.seqs's (ti 1) struct_size i[0], one byte i[1] set (error_exit_structs.c) */
     EE_OP_STRUCT,
     EE_OP_NULL_BIAS,                /* p.bias NULL with p.dbias set */
+    EE_OP_FN,                       /* c->fn (error_exit_composed.c) */
     EE_OP_RAGGED,                   /* the first of error_exit_ragged.c's own operations */
     EE_OP_QUANT = EE_OP_RAGGED + 32 /* the first of error_exit_quantized.c's (ragged has fewer) */
 };
@@ -288,5 +292,11 @@ void *ee_struct_apply(const ee_struct_case *k, const void *s, size_t own, unsign
 /* p's and p.seqs's cases of fa_forward and fa_backward, and their operation (EE_OP_STRUCT). */
 void ee_add_struct_cases(ee_table *t);
 void ee_apply_struct(const ee_case *c, ee_args *a);
+
+/* error_exit_composed.c: rows written one by one (several arguments broken at once, where the first
+ * class in the documented order wins; places and shapes the generated rows do not reach). */
+void ee_add_composed_cases(ee_table *t);
+/* Moves the sequences' array of slot s (EE_CU_Q..EE_TABLE) `bytes` further, its values with it. */
+void ee_move_array(const ee_world *w, ee_args *a, int s, int64_t bytes);
 
 #endif

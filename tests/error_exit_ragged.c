@@ -196,12 +196,7 @@ void ee_apply_ragged(const ee_case *c, const ee_world *w, ee_args *a)
         put_array(w, a, 1, cu_k, EE_B + 1);
         break;
     }
-    case OP_SEQS_MOVE: {
-        unsigned char *first = ee_slot_first(a, c->ti);
-        memmove(first + x, first, (size_t)(ee_slot_elems(a, c->ti) * ee_slot_elem_bytes(w, c->ti)));
-        ee_set_slot(a, c->ti, first + x);
-        break;
-    }
+    case OP_SEQS_MOVE: ee_move_array(w, a, c->ti, x); break;
     case OP_SEQS_VIEWS:
         for (int i = 0; i < 4; i++) {
             int slot = c->mode == 0 ? q_like[i] : c->mode == 1 ? k_like[i] : i < 2 ? (i ? EE_DV : EE_V) : -1;
@@ -235,6 +230,13 @@ void ee_apply_ragged(const ee_case *c, const ee_world *w, ee_args *a)
         }
         break;
     }
+}
+
+void ee_move_array(const ee_world *w, ee_args *a, int s, int64_t bytes)
+{
+    unsigned char *first = ee_slot_first(a, s);
+    memmove(first + bytes, first, (size_t)(ee_slot_elems(a, s) * ee_slot_elem_bytes(w, s)));
+    ee_set_slot(a, s, first + bytes);
 }
 
 /* ---- the sequences' cases ------------------------------------------------------------------- */
@@ -350,6 +352,9 @@ static void add_array_pointers(ee_table *t, ee_call call, int layout)
                 snprintf(pair, sizeof pair, "%s %s", ee_slot_name(outs[o]), ee_slot_name(slot));
                 ee_default_names(both, sizeof both, pair);
                 c = seqs_case(t, call, layout, ee_slot_name(outs[o]), value, FA_ERR_ALIAS, EE_OP_ALIAS, both);
+                char out_name[24]; /* the old phrase "dq overlaps p.seqs.cu_seqlens_k", as written */
+                ee_default_names(out_name, sizeof out_name, ee_slot_name(outs[o]));
+                snprintf(c->phrase, sizeof c->phrase, "%.20s overlaps %.32s", out_name, names);
                 c->ti = outs[o];
                 c->field = slot;
                 c->mode = m;
@@ -417,8 +422,9 @@ static void add_seqs_call(ee_table *t, ee_call call)
     c->mode = 1, c->field = 2, c->i[0] = packed_cu_k[2] - 1;
     seqs_case(t, call, EE_SEQ_CACHE, "p->seqs->cu_seqlens_k", "{0, 3, 6} (k then is packed)", FA_ERR_SHAPE,
               OP_SEQS_KEY_OFFSETS, "k.batch p.seqs");
-    seqs_case(t, call, EE_SEQ_PAGED, "p->seqs->cu_seqlens_k", "{0, 3, 6} with a block table", FA_ERR_ARG,
-              OP_SEQS_KEY_OFFSETS, "p.seqs.cu_seqlens_k p.seqs.block_table");
+    c = seqs_case(t, call, EE_SEQ_PAGED, "p->seqs->cu_seqlens_k", "{0, 3, 6} with a block table", FA_ERR_ARG,
+                  OP_SEQS_KEY_OFFSETS, "p.seqs.cu_seqlens_k p.seqs.block_table");
+    snprintf(c->phrase, sizeof c->phrase, "p.seqs.cu_seqlens_k and p.seqs.block_table");
     /* keys in use */
     for (int layout = EE_SEQ_PACKED; layout < EE_LAYOUTS; layout++) add_used(t, call, layout);
     c = seqs_case(t, call, EE_SEQ_CACHE, "(seq of k, v, dk, dv)", "5 (6 keys in use)", FA_ERR_SHAPE,

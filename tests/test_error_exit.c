@@ -7,10 +7,10 @@
  * return the one status the header documents (first class in
  * the order NULL, ARG, DTYPE, SHAPE, STRIDE, ALIAS, UNSUPPORTED, BUSY), leave every byte of every
  * tensor, of lse, of the sequences' arrays, of the context's stats and of *ctx as it was, and leave
- * in fa_last_error() a line that starts with the call's name and names the offending argument. The
- * table is in error_exit.c and error_exit_ragged.c; this file runs it (a case whose bad pointer
- * would crash a library that reads it runs in a child process, so a crash is one failed case, not
- * the end of the table), adds the context calls, and prints one line:
+ * in fa_last_error() a line that starts with the call's name and names the offending argument (in the
+ * row's own words where it gives them). The table is in error_exit*.c; this file runs it (a case
+ * whose bad pointer would crash a library that reads it runs in a child process, so a crash is one
+ * failed case, not the end of the table), adds the context calls, and prints one line:
  *   P parameters x V bad values: U undetected, C buffers changed, M messages not naming the argument
  * (P distinct parameters and V bad values counted from what actually ran; each value runs on f32
  * and f64, or on f32 alone when it is valid for f64, with an own context and with ctx = NULL).
@@ -176,6 +176,12 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                                    "\"%s: \" and name %s",
                                    c->param, c->value, how, o.diag, call_name, names);
                 }
+                /* where the row says how, in those words ("out overlaps p.seqs.cu_seqlens_q") */
+                if (o.st != -2 && c->phrase[0] && !strstr(o.diag, c->phrase)) {
+                    unnamed = 1;
+                    cr_expect_fail("%s = %s [%s]: fa_last_error() is \"%s\", which does not say \"%s\"",
+                                   c->param, c->value, how, o.diag, c->phrase);
+                }
                 /* of two problems of one class, the later in the documented order goes unnamed */
                 if (o.st != -2 && c->not_named[0] && ee_names_argument(o.diag, call_name, c->not_named)) {
                     unnamed = 1;
@@ -189,6 +195,7 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
                     char check_name[32];
                     snprintf(check_name, sizeof check_name, "%s_check", call_name);
                     if (o.check_st != (int)c->want || !ee_names_argument(o.check_diag, check_name, names) ||
+                        (c->phrase[0] && !strstr(o.check_diag, c->phrase)) ||
                         (c->not_named[0] && ee_names_argument(o.check_diag, check_name, c->not_named))) {
                         undetected = 1;
                         cr_expect_fail("%s = %s [%s]: %s gave %d (%s), \"%s\"; documented %d", c->param,

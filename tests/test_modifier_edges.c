@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The valid side of the score modifiers' bad-input rules (suite bad_input, beside
- * test_bad_input.c and test_bad_args.c): values at the edges of what is allowed are accepted and
+/* The valid side of the score modifiers' bad-input rules (suite bad_input, beside the error-exit
+ * table of test_error_exit.c): values at the edges of what is allowed are accepted and
  * mean what the header says, checked as exact invariants (the bytes of an equivalent call):
  * broadcast biases, modifier arguments overlapping inputs, dsinks in fa_forward, windows of
  * INT64_MAX, softcap -0.0. */

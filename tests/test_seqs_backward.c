@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fa_backward over a batch of sequences (include/flashattn.h, fa_seqs): packed (varlen) queries and
  * keys, and dense batches with per-sequence keys in use (seqused_k). Paged keys are refused in the
- * backward by design (test_seqs_bad_input.c).
+ * backward by design (a row of the error-exit table, error_exit_ragged.c).
  * - a sequence's dq, dk and dv are bitwise those of a dense fa_backward of that sequence alone (same
  *   block sizes, the same out and lse), for every causal mode and windows, GQA, f32 and f64;
  * - against the analytic float64 oracle per sequence (tub_check_accuracy: f64 1e-11, f32 3x the

@@ -421,6 +421,8 @@ static int model_arg(const fz_call *c, fz_model *m)
     if (p.causal != FA_CAUSAL_NONE && p.causal != FA_CAUSAL_TOP_LEFT && p.causal != FA_CAUSAL_BOTTOM_RIGHT)
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "unknown causal value");
     if (p.window_left < -1 || p.window_right < -1) fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "window < -1");
+    if (p.diagonal_shift > FA_MAX_DIAGONAL_SHIFT || p.diagonal_shift < -FA_MAX_DIAGONAL_SHIFT)
+        fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "|diagonal_shift| > FA_MAX_DIAGONAL_SHIFT");
     if (!(p.softcap >= 0.0) || !isfinite(p.softcap))
         fz_set_class(m, C_ARG, FZ_PRESENT, "%s", "softcap negative or NaN/Inf");
     else if (float_scores && p.softcap != 0.0 && (p.softcap < FLT_MIN || p.softcap > FLT_MAX))
