@@ -573,7 +573,11 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  *
  * dtype: q, k, v and out share one dtype (FA_F32, FA_F64, FA_BF16 or FA_F16),
  * or q and out are FA_F32 while k and v are FA_BF16 or FA_F16 (f32 queries over
- * a half-precision KV cache). f64 accumulates in f64; every other call in f32:
+ * a half-precision KV cache). With q, k and v all FA_BF16 or all FA_F16, out may
+ * also be FA_F32: the same call, its rows written as the f32 values a half out
+ * would be rounded from (so rounding that out gives the half call's bytes), for
+ * results that fa_merge combines before one final rounding (a sequence split
+ * over calls or ranks). f64 accumulates in f64; every other call in f32:
  * scores, the running max and sum, the output accumulator (and every gradient
  * accumulator of fa_backward). Half-precision inputs are widened exactly, tile by
  * tile, and the float kernels run on them, so a half call computes bit for bit
@@ -588,8 +592,8 @@ FA_API void fa_context_reset_stats(fa_context *ctx);
  * (fa_stats.isa "amx": Intel Xeons with AMX, where Linux grants the process
  * the tile state; "avx512_bf16": chosen automatically on AMD Zen 4 and Zen 5,
  * CPU families 25 and 26 with AVX512-BF16, where vdpbf16ps outruns the f32
- * kernels), a forward whose q, k, v and out are all FA_BF16 with an even D and
- * more than 4 query rows per head (a grouped decode step counts its group's
+ * kernels), a forward whose q, k and v are all FA_BF16 (out FA_BF16 or FA_F32)
+ * with an even D and more than 4 query rows per head (a grouped decode step counts its group's
  * heads) multiplies the bf16 inputs on those units (AMX tiles, vdpbf16ps)
  * instead: the products are exact and summed in f32, so
  * scores, maxima, sums and the accumulator keep f32's accuracy, but P is
@@ -674,16 +678,16 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  *
  * q, k, v, p: exactly what was passed to fa_forward. out and lse: what that fa_forward call
  * returned (lse is required here). dout has the shape of out; dq, dk and dv have the shapes of
- * q, k and v; dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
- * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv). dq, dk and dv are overwritten, not accumulated
- * into; half-precision gradients are summed in float and rounded once, as fa_forward's out. On
- * the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an all-bf16 backward with even D and Dv
- * multiplies on their bf16 dot-product units (AMX tiles, vdpbf16ps, BFDOT with its rounding to
- * odd), as its forward does (see fa_forward, "dtype"): P and dS are rounded to bf16 once each for
- * the products that read them, bf16 subnormal inputs are read as zero, and the gradients stay
- * within the README's accuracy bound rather than being bitwise the widened call's. With
- * grouped-query attention, dk and dv of a kv head sum the contributions of every query head that
- * reads it, always in the same order. A row
+ * q, k and v; out, dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
+ * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv; not a half q with an f32 out). dq, dk and dv
+ * are overwritten, not accumulated into; half-precision gradients are summed in float and rounded
+ * once, as fa_forward's out. On the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an
+ * all-bf16 backward with even D and Dv multiplies on their bf16 dot-product units (AMX tiles,
+ * vdpbf16ps, BFDOT with its rounding to odd), as its forward does (see fa_forward, "dtype"): P and dS
+ * are rounded to bf16 once each for the products that read them, bf16 subnormal inputs are read as
+ * zero, and the gradients stay within the README's accuracy bound rather than being bitwise the
+ * widened call's. With grouped-query attention, dk and dv of a kv head sum the contributions of every
+ * query head that reads it, always in the same order. A row
  * that was fully masked contributes nothing and gets dq = 0. (A logit that is -inf because an
  * input holds an infinity is not a mask: its probability is 0, but the gradient terms that
  * multiply the infinite input are 0·inf, NaN, as IEEE arithmetic has it.) Every score modifier of

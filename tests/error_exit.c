@@ -262,6 +262,13 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
                          ee_call_name((ee_call)call), (int)half_pairs[pr][0], (int)half_pairs[pr][1], st,
                          fa_last_error());
             ee_world_restore(w);
+            if (call != EE_FORWARD || half_pairs[pr][0] == FA_F32) continue;
+            a.t[EE_OUT].dtype = FA_F32; /* the forward's partial results under half inputs */
+            st = ee_call_run(EE_FORWARD, &a);
+            cr_assert_eq(st, FA_OK,
+                         "the valid fa_forward call with q group %d and an f32 out: status %d (%s)",
+                         (int)half_pairs[pr][0], st, fa_last_error());
+            ee_world_restore(w);
         }
     /* quantized caches take f32 queries: their valid calls belong to the f32 world */
     if (dt == FA_F32) ee_quant_check_valid(w);
@@ -1021,7 +1028,9 @@ static void add_dtype_mixes(ee_table *t, ee_call call)
             const int own = s == EE_V || s == EE_DK || s == EE_DV ? k : q;
             /* f32 where the group is half (the plain mistake), or the other half type; for f32 q
              * over a half k, the half type on q's side */
-            const int wrong[2] = {own == FA_F32 ? k : FA_F32, own == FA_BF16 ? FA_F16 : FA_BF16};
+            int wrong[2] = {own == FA_F32 ? k : FA_F32, own == FA_BF16 ? FA_F16 : FA_BF16};
+            /* the forward's out may be f32 under half inputs (partial results): f64 is the mistake */
+            if (call == EE_FORWARD && s == EE_OUT && own != FA_F32) wrong[0] = FA_F64;
             for (int w = 0; w < 2; w++) {
                 if (wrong[w] == own || (w == 1 && wrong[1] == wrong[0])) continue;
                 snprintf(param, sizeof param, "%s->dtype", slot_name[s]);
@@ -1051,7 +1060,7 @@ static void add_dtype_mixes(ee_table *t, ee_call call)
     } two[] = {
         {0, FA_BF16, FA_F16, EE_V, FA_F32, -1, 0, "k.dtype q.dtype", "v.dtype"},
         {0, FA_F32, FA_BF16, EE_V, FA_F16, EE_OUT, FA_BF16, "v.dtype k.dtype", "out.dtype"},
-        {0, FA_BF16, FA_BF16, EE_OUT, FA_F32, EE_NT, FA_BF16, "out.dtype q.dtype", "p.bias.dtype"},
+        {0, FA_BF16, FA_BF16, EE_OUT, FA_F64, EE_NT, FA_BF16, "out.dtype q.dtype", "p.bias.dtype"},
         {1, FA_F16, FA_F16, EE_OUT, FA_F32, EE_DOUT, FA_F32, "out.dtype q.dtype", "dout.dtype"},
         {1, FA_F32, FA_F16, EE_DOUT, FA_F16, EE_DQ, FA_F16, "dout.dtype q.dtype", "dq.dtype"},
         {1, FA_F32, FA_BF16, EE_DQ, FA_BF16, EE_DK, FA_F32, "dq.dtype q.dtype", "dk.dtype"},

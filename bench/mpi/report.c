@@ -126,7 +126,8 @@ static void header(FILE *f, const bm_job *j, const bm_identity *id, const bm_pas
             o->rounds, o->rounds == 1 ? "" : "s", o->reps, o->reps == 1 ? "" : "s", o->warmup);
     fprintf(f,
             "checked against the one-process call, every element (normwise; tolerance %.2g, gradients %.2g):",
-            bm_tolerance(o->dtype, 0), bm_tolerance(o->dtype, 1));
+            bm_tolerance(o->dtype, 0, bm_on_dot_units(j->ref_stats.isa, o->dtype, o->d, o->dv)),
+            bm_tolerance(o->dtype, 1, bm_on_dot_units(j->ref_stats.isa, o->dtype, o->d, o->dv)));
     static const char *const names[BM_OUTPUTS] = {"out", "lse", "dq", "dk", "dv"};
     for (int p = 0; p < n; p++) {
         const bm_pass_result *r = passes[p].result;

@@ -319,6 +319,7 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->dtype = q->dtype == FA_F64 ? FA_F64 : FA_F32; /* half inputs accumulate in float */
     prob->q_type = q->dtype;
     prob->kv_type = k->dtype;
+    prob->out_type = out->dtype;
     prob->batch = q->batch;
     prob->q_heads = q->heads;
     prob->kv_heads = k->heads;
@@ -538,7 +539,8 @@ fa_status fa_validate_forward(const char *call, const fa_params *p, const fa_ten
     if (st != FA_OK) return st;
     if ((st = check_scales_present(call, &params, k)) != FA_OK) return st;
     /* the group each view's dtype follows (view_checks.h): q's, k's, or the accumulation type */
-    static const int leader[7] = {0, 1, 1, 0, -1, -1, -1};
+    static const int leader[7] = {
+        0, 1, 1, FA_LEADER_Q_OR_ACCUM, FA_LEADER_ACCUM, FA_LEADER_ACCUM, FA_LEADER_ACCUM};
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, NULL, 0)) != FA_OK) return st;
     byte_range in_range[12], out_range[2];
     if ((st = fa_check_strides(call, in, n_in, &nout, 1, in_range, out_range)) != FA_OK) return st;
@@ -577,7 +579,8 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     /* each gradient (and dout) has the shape of the tensor it belongs to */
     const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
     /* dout, dq: q's; dk, dv: k's; the bias, the scales and dbias: the accumulation type */
-    static const int leader[12] = {0, 1, 1, 0, 0, 0, 1, 1, -1, -1, -1, -1};
+    static const int leader[12] = {
+        0, 1, 1, 0, 0, 0, 1, 1, FA_LEADER_ACCUM, FA_LEADER_ACCUM, FA_LEADER_ACCUM, FA_LEADER_ACCUM};
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, shaped_like, 4)) != FA_OK)
         return st;
     if (params.dbias && (st = check_dbias_shape(call, params.dbias, params.bias)) != FA_OK) return st;

@@ -197,7 +197,7 @@ fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int 
             t[1].name, fa_dtype_name(k), t[0].name, fa_dtype_name(q));
     const fa_dtype accum = q == FA_F64 ? FA_F64 : FA_F32;
     for (int i = 2; i < n; i++) {
-        if (leader[i] < 0) {
+        if (leader[i] == FA_LEADER_ACCUM) {
             if (t[i].t->dtype != accum)
                 return fa_diag_fail(FA_ERR_DTYPE, call,
                                     "%s.dtype = %s but %s.dtype = %s: it must be the accumulation type, %s",
@@ -205,7 +205,14 @@ fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int 
                                     fa_dtype_name(accum));
             continue;
         }
-        const named_view *lead = &t[leader[i]];
+        if (leader[i] == FA_LEADER_Q_OR_ACCUM && t[i].t->dtype == accum) continue;
+        const named_view *lead = &t[leader[i] == FA_LEADER_Q_OR_ACCUM ? 0 : leader[i]];
+        if (t[i].t->dtype != lead->t->dtype && leader[i] == FA_LEADER_Q_OR_ACCUM)
+            return fa_diag_fail(FA_ERR_DTYPE, call,
+                                "%s.dtype = %s but %s.dtype = %s: %s has the dtype of %s or the accumulation "
+                                "type, %s",
+                                t[i].name, fa_dtype_name(t[i].t->dtype), lead->name,
+                                fa_dtype_name(lead->t->dtype), t[i].name, lead->name, fa_dtype_name(accum));
         if (t[i].t->dtype != lead->t->dtype)
             return fa_diag_fail(FA_ERR_DTYPE, call, "%s.dtype = %s but %s.dtype = %s: %s has the dtype of %s",
                                 t[i].name, fa_dtype_name(t[i].t->dtype), lead->name,

@@ -45,7 +45,9 @@ fa_status fa_check_dtypes(const char *call, const named_view *t, int n);
 /* The dtypes of a forward or backward call, t[0] = q and t[1] = k, FA_ERR_DTYPE naming the first
  * that breaks the contract (flashattn.h, fa_forward): every dtype known; (q, k) one type, or f32 q
  * over bf16/f16 k; then each t[i], i >= 2, in order: the dtype of t[leader[i]] (0: q's group,
- * 1: k's), or, for leader[i] < 0 (the bias), the accumulation type (FA_F64 for FA_F64 q, else FA_F32). */
+ * 1: k's), or, for FA_LEADER_ACCUM (the bias), the accumulation type (FA_F64 for FA_F64 q, else FA_F32),
+ * or, for FA_LEADER_Q_OR_ACCUM (the forward's out), either q's dtype or the accumulation type. */
+enum { FA_LEADER_ACCUM = -1, FA_LEADER_Q_OR_ACCUM = -2 };
 fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int *leader, int n);
 
 /* Strides of every view (>= 0, element-aligned data, no overflow), filling the byte ranges; then

@@ -72,16 +72,16 @@ static int FA_NAME(group_items_)(const fa_forward_job *job, int64_t g, fa_q_item
  * neither exponential overflows whichever of m and σ is larger. */
 static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const FA_NAME(rows_state_) * st)
 {
-    const size_t q_elem = fa_elem_size(p->q_type);
-    const int out_half = fa_q_widens(p);
-    char *out = (char *)fa_view_at(&p->out, q_elem, it->batch, it->q_head, 0);
+    const size_t out_elem = fa_elem_size(p->out_type);
+    const int out_half = fa_out_rounds(p);
+    char *out = (char *)fa_view_at(&p->out, out_elem, it->batch, it->q_head, 0);
     FA_T *lse_head =
         p->lse ? (FA_T *)p->lse + (it->batch * p->q_heads + it->q_head) * p->lse_head_stride : NULL;
     const int has_sink = p->sinks != NULL;
     const FA_T sink = has_sink ? (FA_T)p->sinks[it->q_head] : 0;
     for (int64_t r = 0; r < it->rows; r++) {
         const int64_t row_at = it->row0 + r; /* a grouped problem's rows step over heads and positions */
-        char *row = out + fa_row_offset(p, row_at, p->out.stride_seq, p->out_sub_stride) * (int64_t)q_elem;
+        char *row = out + fa_row_offset(p, row_at, p->out.stride_seq, p->out_sub_stride) * (int64_t)out_elem;
         FA_T *lse =
             lse_head ? lse_head + fa_row_offset(p, row_at, p->lse_row_stride, p->lse_sub_stride) : NULL;
         FA_T *o =
@@ -104,7 +104,7 @@ static void FA_NAME(write_rows_)(const fa_problem *p, const fa_q_item *it, const
         }
         /* the row in the accumulation type, rounded once to the output's */
         if (out_half)
-            for (int64_t y = 0; y < p->dim_v; y++) fa_half_store(p->q_type, row, y, (float)o[y]);
+            for (int64_t y = 0; y < p->dim_v; y++) fa_half_store(p->out_type, row, y, (float)o[y]);
     }
 }
 

@@ -19,11 +19,10 @@ typedef struct {
     int cur;
 } segment_rows;
 
-/* Carves the segments' rows out of buf after the two shard buffers, then (half-precision calls) the
- * rank's queries widened to the accumulation type, at *q_wide; returns the bytes used (buf NULL:
- * only counts). */
+/* Carves the segments' rows out of buf after the two shard buffers; returns the bytes used (buf
+ * NULL: only counts). */
 static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_bytes, char *buf,
-                    segment_rows *rows, void **q_wide)
+                    segment_rows *rows)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
     const size_t acc = fa_ring_elem(r->acc);
@@ -41,8 +40,6 @@ static size_t carve(const fa_ring *r, const fa_ring_segments *mine, size_t kv_by
         }
         if (buf) rows[g].cur = 0;
     }
-    if (buf) *q_wide = r->half ? buf + at : NULL;
-    if (r->half) at += fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim) * acc);
     return at;
 }
 
@@ -91,10 +88,10 @@ static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_se
             }
 }
 
-/* Attends the rank's query segments (q: the caller's, or its widened copy) to the shard of rank src
- * (K then V, compact, in the caller's dtype, at kv) and merges each visible block into the running
- * rows. A half-precision shard is read by fa_forward's f32-queries-over-a-half-cache call, which
- * widens it exactly: the block's result is then the accumulation type's, as it must be to merge.
+/* Attends the rank's query segments (q: the caller's) to the shard of rank src (K then V, compact,
+ * in the caller's dtype, at kv) and merges each visible block into the running rows. Each block is
+ * one fa_forward whose out is the accumulation type (for half q, k, v the f32 rows the half call
+ * would round: its kernels, the bf16 dot-product units included), as it must be to merge.
  * FA_OK or the first failure, with its message in reason. */
 static fa_status attend_shard(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine,
                               segment_rows *rows, int src, void *kv, const fa_tensor *q,
@@ -150,15 +147,14 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
     int64_t widest = fa_ring_widest(&r);
     size_t kv_bytes = st == FA_OK ? fa_ring_shard_bytes(&r, widest, r.dtype) : 0;
     segment_rows rows[2];
-    void *q_wide = NULL;
     char *buf = NULL;
     if (st == FA_OK) {
-        buf = fa_ring_buffer(&r, carve(&r, &mine, kv_bytes, NULL, NULL, NULL));
+        buf = fa_ring_buffer(&r, carve(&r, &mine, kv_bytes, NULL, NULL));
         if (!buf) st = FA_ERR_NOMEM, snprintf(reason, sizeof reason, "no memory for the shard buffers");
     }
     if ((st = fa_ring_agree(&r, st, reason)) != FA_OK) return st;
 
-    carve(&r, &mine, kv_bytes, buf, rows, &q_wide);
+    carve(&r, &mine, kv_bytes, buf, rows);
     for (int g = 0; g < mine.count; g++) start_rows(&rows[g], r.acc);
     char *kv[2] = {buf, buf + fa_ring_round(kv_bytes)};
     {
@@ -166,12 +162,6 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
         fa_ring_shard_halves(&r, kv[0], s->rows, r.dtype, &kc, &vc);
         fa_ring_copy(k, &kc);
         fa_ring_copy(v, &vc);
-    }
-    /* half-precision queries are widened once: every block's call then takes f32 queries */
-    fa_tensor q_acc = *q;
-    if (r.half) {
-        q_acc = fa_ring_compact(q_wide, r.acc, s->batch, s->q_heads, s->rows, s->dim);
-        fa_ring_copy(q, &q_acc);
     }
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
     fa_status work = FA_OK;
@@ -196,8 +186,7 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
             work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "posting a shard transfer failed");
         /* after a failure the rank still passes the shards on, so that no other rank waits forever */
         if (holds && work == FA_OK)
-            work =
-                attend_shard(&r, ctx, &mine, rows, src, kv[cur], &q_acc, tx, posted, reason, sizeof reason);
+            work = attend_shard(&r, ctx, &mine, rows, src, kv[cur], q, tx, posted, reason, sizeof reason);
         for (int x = 0; x < posted; x++)
             if (fa_ring_wait(&tx[x]) != FA_OK && work == FA_OK)
                 work = FA_ERR_RUNTIME, snprintf(reason, sizeof reason, "a shard transfer failed");

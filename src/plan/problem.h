@@ -16,9 +16,11 @@ typedef struct {
 } fa_view;
 
 typedef struct {
-    fa_dtype dtype;   /* the accumulation type, FA_F32 or FA_F64: of scores, lse, delta, accumulators */
-    fa_dtype q_type;  /* of q, out, dout and dq: dtype, or FA_BF16/FA_F16 */
-    fa_dtype kv_type; /* of k, v, dk and dv: q_type, or FA_BF16/FA_F16 under f32 queries */
+    fa_dtype dtype;    /* the accumulation type, FA_F32 or FA_F64: of scores, lse, delta, accumulators */
+    fa_dtype q_type;   /* of q, out, dout and dq: dtype, or FA_BF16/FA_F16 */
+    fa_dtype kv_type;  /* of k, v, dk and dv: q_type, or FA_BF16/FA_F16 under f32 queries */
+    fa_dtype out_type; /* of out: q_type, or the accumulation type under half queries (the forward's
+                        * partial results for fa_merge, never rounded to half precision) */
     int64_t batch, q_heads, kv_heads;
     int64_t group; /* q_heads / kv_heads: query head h reads kv head h / group */
     int64_t q_len, kv_len, dim, dim_v;
@@ -129,6 +131,11 @@ static inline int fa_dtype_is_half(fa_dtype t)
 static inline int fa_q_widens(const fa_problem *p)
 {
     return p->q_type != p->dtype;
+}
+/* Whether out is stored in half precision while the rows are computed in float: rounded once. */
+static inline int fa_out_rounds(const fa_problem *p)
+{
+    return p->out_type != p->dtype;
 }
 static inline int fa_kv_widens(const fa_problem *p)
 {

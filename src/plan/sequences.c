@@ -16,7 +16,7 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
 {
     /* the accumulation type's size moves lse and bias; each view moves by its own element size */
     size_t elem = fa_elem_size(p->dtype), q_elem = fa_elem_size(p->q_type),
-           kv_elem = fa_elem_size(p->kv_type);
+           out_elem = fa_elem_size(p->out_type), kv_elem = fa_elem_size(p->kv_type);
     *one = *p;
     one->batch = 1;
     one->seqs = NULL;
@@ -30,7 +30,7 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
         one->q_len = s->cu_seqlens_q[b + 1] - q_row;
     }
     one->q = view_from(&p->q, q_elem, q_batch, q_row);
-    one->out = view_from(&p->out, q_elem, q_batch, q_row);
+    one->out = view_from(&p->out, out_elem, q_batch, q_row);
     one->dout = view_from(&p->dout, q_elem, q_batch, q_row);
     one->dq = view_from(&p->dq, q_elem, q_batch, q_row);
     if (p->lse)

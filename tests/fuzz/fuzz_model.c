@@ -455,8 +455,9 @@ static int dtype_pair_allowed(fa_dtype q, fa_dtype k)
 
 /* The header's dtype rules in its order: every dtype known (q, k, v, out, [dout, dq, dk, dv], the
  * bias); the pair (q, k); each of v, out, dout, dq, dk, dv the dtype of its group's leader (k for
- * v, dk, dv; q for out, dout, dq); the bias the accumulation type (f64 for f64 q, else f32). Any
- * of them is FA_ERR_DTYPE; the reason names the first. */
+ * v, dk, dv; q for out, dout, dq; the forward's out may be f32 under half q, k, v); the bias the
+ * accumulation type (f64 for f64 q, else f32). Any of them is FA_ERR_DTYPE; the reason names the
+ * first. */
 static int model_dtype(const fz_call *c, fz_model *m)
 {
     static const int leader[FZ_VIEWS] = {FZ_Q, FZ_K, FZ_K, FZ_Q, FZ_Q, FZ_Q, FZ_K, FZ_K};
@@ -469,8 +470,10 @@ static int model_dtype(const fz_call *c, fz_model *m)
     const fa_dtype q = c->t[FZ_Q]->dtype, k = c->t[FZ_K]->dtype;
     if (!dtype_pair_allowed(q, k))
         fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "(q, k) dtypes neither one type nor f32 over bf16/f16");
+    /* the forward's out may also be f32 under half q, k, v: partial results for fa_merge */
+    const int f32_partials = !c->backward && (q == FA_BF16 || q == FA_F16) && c->t[FZ_OUT]->dtype == FA_F32;
     for (int i = FZ_V; i < c->n; i++)
-        if (c->t[i]->dtype != c->t[leader[i]]->dtype)
+        if (c->t[i]->dtype != c->t[leader[i]]->dtype && !(i == FZ_OUT && f32_partials))
             fz_set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from its group leader's", view_name[i]);
     const fa_tensor *bias = view_at(c, FZ_BIAS);
     if (bias && bias->dtype != (q == FA_F64 ? FA_F64 : FA_F32))

@@ -265,8 +265,9 @@ void fz_check_forward_values(const fz_case *c, const fa_params *pp, const void *
     const int bounded = scores_bounded(c, p) && heads_ordinary(p->alibi_slopes, q->heads, FZ_SLOPE_MAX) &&
                         heads_ordinary(p->sinks, q->heads, FZ_SINK_MAX);
     const double eps = f64 ? 1e-10 : 2e-4; /* bf16 and f16 inputs accumulate in float */
-    double out_unit, out_floor;
-    fz_store_rounding(o->dtype, &out_unit, &out_floor);
+    double out_unit, out_floor; /* an f32 out under half q holds what the half out is rounded from */
+    const int partials = o->dtype == FA_F32 && (q->dtype == FA_BF16 || q->dtype == FA_F16);
+    fz_store_rounding(partials ? q->dtype : o->dtype, &out_unit, &out_floor);
     const int64_t rows = q->batch * q->heads * nq;
     const int64_t every = rows > FZ_CHECKED_ROWS ? rows / FZ_CHECKED_ROWS : 1;
     if (rows == 0 || !checkable(c, p, 0)) return;

@@ -1326,11 +1326,15 @@ static void half_seeds(void)
     static const struct {
         const char *name;
         int q, k, view, to;
-    } off[] = {
-        {"err_dtype_out_f32_q_bf16", 2, 2, FZ_OUT, 0},      {"err_dtype_v_f32_k_bf16", 0, 2, FZ_V, 0},
-        {"err_dtype_out_f16_q_f32_k_f16", 0, 3, FZ_OUT, 3}, {"err_dtype_dout_f32_q_f16", 3, 3, FZ_DOUT, 0},
-        {"err_dtype_dq_bf16_q_f32_k_bf16", 0, 2, FZ_DQ, 2}, {"err_dtype_dk_f32_k_f16", 0, 3, FZ_DK, 0},
-        {"err_dtype_dv_bf16_k_f16", 3, 3, FZ_DV, 2}};
+    } off[] = {{"err_dtype_out_f64_q_bf16", 2, 2, FZ_OUT, 1},
+               {"err_dtype_v_f32_k_bf16", 0, 2, FZ_V, 0},
+               /* an f32 out under bf16 inputs: the forward's partial results; the backward refuses it */
+               {"ok_forward_f32_out_q_bf16_backward_refused", 2, 2, FZ_OUT, 0},
+               {"err_dtype_out_f16_q_f32_k_f16", 0, 3, FZ_OUT, 3},
+               {"err_dtype_dout_f32_q_f16", 3, 3, FZ_DOUT, 0},
+               {"err_dtype_dq_bf16_q_f32_k_bf16", 0, 2, FZ_DQ, 2},
+               {"err_dtype_dk_f32_k_f16", 0, 3, FZ_DK, 0},
+               {"err_dtype_dv_bf16_k_f16", 3, 3, FZ_DV, 2}};
     for (size_t i = 0; i < sizeof off / sizeof *off; i++) {
         in = base_err();
         in.dtype = sel(0xC0, 8, off[i].q);

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A forward with bf16 or f16 q, k, v and an FA_F32 out (include/flashattn.h, fa_forward, "dtype"):
+ * the partial results a sequence split over calls or MPI ranks merges before one final rounding.
+ * Its rows are the f32 values the half out is rounded from, so rounding them gives the half call's
+ * bytes, with the same lse, on every table (the dot-product units' call included), dense, grouped,
+ * split-KV and packed, at every thread count; where the call widens (f16 always, bf16 off the dot
+ * units) it is bit for bit the FA_F32 call on the widened inputs. fa_backward takes no such out,
+ * and the forward takes no other mixed out: both refused with FA_ERR_DTYPE, nothing written. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half_util.h"
+
+enum { THREAD_COUNTS = 2 };
+static const int thread_counts[THREAD_COUNTS] = {1, 3};
+
+typedef struct {
+    int64_t batch, q_heads, kv_heads, q_len, kv_len, dim, dim_v;
+    fa_causal causal;
+    int bshd;
+} partial_case;
+
+static const partial_case cases[] = {
+    {2, 4, 2, 100, 110, 32, 24, FA_CAUSAL_NONE, 0},         /* GQA, more items than threads */
+    {1, 4, 1, 110, 100, 32, 24, FA_CAUSAL_TOP_LEFT, 1},     /* MQA, token-major */
+    {1, 1, 1, 300, 300, 16, 16, FA_CAUSAL_BOTTOM_RIGHT, 0}, /* one head cut by blocks */
+    {1, 4, 2, 1, 2000, 64, 48, FA_CAUSAL_NONE, 0},          /* a decode step: the keys split */
+    {1, 8, 1, 3, 500, 64, 64, FA_CAUSAL_BOTTOM_RIGHT, 0},   /* a grouped decode step, 24 rows */
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+static fa_context *context_of(int threads)
+{
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
+    o.num_threads = threads;
+    o.bind = FA_BIND_NONE;
+    fa_context *ctx = NULL;
+    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%d threads: %s", threads, fa_last_error());
+    return ctx;
+}
+
+/* An FA_F32 view shaped like t, contiguous [B][H][S][D], in a buffer the caller frees. */
+static fa_tensor f32_like(const fa_tensor *t, float **storage)
+{
+    *storage = malloc(sizeof(float) * (size_t)(hu_numel(t) + 1));
+    cr_assert(*storage != NULL);
+    memset(*storage, 0xA5, sizeof(float) * (size_t)(hu_numel(t) + 1));
+    return fa_tensor_bhsd(*storage, FA_F32, t->batch, t->heads, t->seq, t->dim);
+}
+
+/* Element (b, h, s, d) of an FA_F32 view made by f32_like. */
+static float f32_at(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
+{
+    return ((const float *)t->data)[((b * t->heads + h) * t->seq + s) * t->dim + d];
+}
+
+/* 1 when every element of wide, rounded to half's dtype, has half's bytes; else the first
+ * difference as "(b, h, s, d)". */
+static int rounds_to(const fa_tensor *wide, const fa_tensor *half, char *where, size_t size)
+{
+    float *storage; /* 4 bytes an element: room for the half copy */
+    f32_like(half, &storage);
+    fa_tensor rounded = fa_tensor_bhsd(storage, half->dtype, half->batch, half->heads, half->seq, half->dim);
+    int same = 1;
+    for (int64_t b = 0; b < half->batch && same; b++)
+        for (int64_t h = 0; h < half->heads && same; h++)
+            for (int64_t s = 0; s < half->seq && same; s++)
+                for (int64_t d = 0; d < half->dim && same; d++) {
+                    hu_set(&rounded, b, h, s, d, (double)f32_at(wide, b, h, s, d));
+                    if (hu_bits(&rounded, b, h, s, d) != hu_bits(half, b, h, s, d)) {
+                        snprintf(where, size, "(%lld, %lld, %lld, %lld)", (long long)b, (long long)h,
+                                 (long long)s, (long long)d);
+                        same = 0;
+                    }
+                }
+    free(storage);
+    return same;
+}
+
+typedef struct {
+    float *out, *lse;
+    size_t out_bytes, lse_bytes;
+} wide_result;
+
+static void wide_free(wide_result *w)
+{
+    free(w->out), free(w->lse);
+}
+
+/* The f32-out call on pr's inputs (p with seqs or not), checked against pr's half call, already
+ * in pr's out and lse: rounding gives its bytes, lse is the same. */
+static wide_result rounds_to_half_call(fa_context *ctx, const fa_params *p, hu_problem *pr, const char *desc)
+{
+    wide_result w;
+    fa_tensor wide = f32_like(&pr->t[HU_OUT], &w.out);
+    w.out_bytes = sizeof(float) * (size_t)hu_numel(&wide);
+    w.lse_bytes = sizeof(float) * (size_t)(pr->s.batch * pr->s.q_heads * pr->s.q_len);
+    w.lse = malloc(w.lse_bytes + sizeof(float));
+    cr_assert(w.lse != NULL);
+    fa_status st = fa_forward(ctx, p, &pr->t[HU_Q], &pr->t[HU_K], &pr->t[HU_V], &wide, w.lse);
+    cr_assert_eq(st, FA_OK, "%s, f32 out: status %d (%s)", desc, st, fa_last_error());
+    char where[128] = "";
+    cr_expect(rounds_to(&wide, &pr->t[HU_OUT], where, sizeof where),
+              "%s: the f32 out rounded differs from the half call's out at %s", desc, where);
+    cr_expect(memcmp(w.lse, pr->lse, w.lse_bytes) == 0, "%s: lse differs from the half call's", desc);
+    return w;
+}
+
+/* The FA_F32 call on pr's inputs widened (exactly), with p: what a widening half call computes. */
+static wide_result widened_f32_call(fa_context *ctx, const fa_params *p, hu_problem *pr, const char *desc)
+{
+    fa_tensor in[3];
+    float *store[3];
+    for (int x = 0; x < 3; x++) {
+        in[x] = f32_like(&pr->t[HU_Q + x], &store[x]);
+        double *vals = hu_view_copy(&pr->t[HU_Q + x]);
+        for (int64_t e = 0; e < hu_numel(&in[x]); e++) store[x][e] = (float)vals[e];
+        free(vals);
+    }
+    wide_result w;
+    fa_tensor out = f32_like(&pr->t[HU_OUT], &w.out);
+    w.out_bytes = sizeof(float) * (size_t)hu_numel(&out);
+    w.lse_bytes = sizeof(float) * (size_t)(pr->s.batch * pr->s.q_heads * pr->s.q_len);
+    w.lse = malloc(w.lse_bytes + sizeof(float));
+    cr_assert(w.lse != NULL);
+    cr_assert_eq(fa_forward(ctx, p, &in[0], &in[1], &in[2], &out, w.lse), FA_OK, "%s: f32 call: %s", desc,
+                 fa_last_error());
+    for (int x = 0; x < 3; x++) free(store[x]);
+    return w;
+}
+
+static int same_bytes(const wide_result *a, const wide_result *b)
+{
+    return memcmp(a->out, b->out, a->out_bytes) == 0 && memcmp(a->lse, b->lse, a->lse_bytes) == 0;
+}
+
+/* One problem at 1 and 3 threads: the f32 out rounds to the half call, is thread-invariant, and
+ * where the call widens is the widened FA_F32 call. dot_rows: the query rows a head's item holds
+ * (hu_on_dot_units). */
+static void run_problem(const hu_shape *s, const fa_params *p, int64_t dot_rows, uint64_t seed)
+{
+    wide_result first = {0};
+    for (int ti = 0; ti < THREAD_COUNTS; ti++) {
+        fa_context *ctx = context_of(thread_counts[ti]);
+        tu_rng rng = tu_rng_make(seed);
+        hu_problem pr;
+        hu_make(&pr, s, &rng, 2.5);
+        char desc[400];
+        hu_desc(s, p, desc, sizeof desc);
+        size_t len = strlen(desc);
+        snprintf(desc + len, sizeof desc - len, "%s, %d threads, seed %llu", p->seqs ? " packed" : "",
+                 thread_counts[ti], (unsigned long long)seed);
+        cr_assert_eq(hu_forward(ctx, p, &pr), FA_OK, "%s: half call: %s", desc, fa_last_error());
+        wide_result w = rounds_to_half_call(ctx, p, &pr, desc);
+        if (ti == 0) {
+            first = w;
+            if (!hu_on_dot_units(ctx, s->qt, s->kt, s->dim, dot_rows)) {
+                wide_result ref = widened_f32_call(ctx, p, &pr, desc);
+                cr_expect(same_bytes(&w, &ref), "%s: differs from the FA_F32 call on the widened inputs",
+                          desc);
+                wide_free(&ref);
+            }
+        } else {
+            cr_expect(same_bytes(&first, &w), "%s: differs from its 1-thread bytes", desc);
+            wide_free(&w);
+        }
+        hu_free(&pr);
+        fa_context_destroy(ctx);
+    }
+    wide_free(&first);
+}
+
+static const fa_dtype half_types[2] = {FA_BF16, FA_F16};
+
+Test(half_partials, f32_out_is_the_half_call_before_its_rounding)
+{
+    uint64_t seed = tu_seed("half_partials/dense");
+    for (int t = 0; t < 2; t++)
+        for (int c = 0; c < N_CASES; c++) {
+            const partial_case *pc = &cases[c];
+            hu_shape s = {half_types[t], half_types[t], pc->batch, pc->q_heads, pc->kv_heads,
+                          pc->q_len,     pc->kv_len,    pc->dim,   pc->dim_v,   pc->bshd};
+            fa_params p = FA_PARAMS_INIT;
+            p.causal = pc->causal;
+            run_problem(&s, &p, pc->q_len * (pc->q_heads / pc->kv_heads), seed + (uint64_t)c);
+        }
+}
+
+/* Packed sequences (out addressed per sequence): one without keys, a decode step whose keys split,
+ * one without queries, odd lengths. */
+Test(half_partials, f32_out_of_packed_sequences)
+{
+    enum { SEQS = 5, HQ = 4, HKV = 2, D = 24, DV = 16 };
+    static const int64_t seq_q[SEQS] = {5, 1, 40, 0, 33}, seq_k[SEQS] = {0, 300, 9, 12, 50};
+    int64_t cu_q[SEQS + 1] = {0}, cu_k[SEQS + 1] = {0};
+    for (int b = 0; b < SEQS; b++) cu_q[b + 1] = cu_q[b] + seq_q[b], cu_k[b + 1] = cu_k[b] + seq_k[b];
+    fa_seqs seqs = FA_SEQS_INIT;
+    seqs.batch = SEQS;
+    seqs.cu_seqlens_q = cu_q;
+    seqs.cu_seqlens_k = cu_k;
+    fa_params p = FA_PARAMS_INIT;
+    p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+    p.seqs = &seqs;
+    uint64_t seed = tu_seed("half_partials/packed");
+    for (int t = 0; t < 2; t++) {
+        hu_shape s = {half_types[t], half_types[t], 1, HQ, HKV, cu_q[SEQS], cu_k[SEQS], D, DV, 1};
+        run_problem(&s, &p, 40, seed + (uint64_t)t);
+    }
+}
+
+/* The only mixed out: half q, k, v with an f32 out in fa_forward. The backward reads out as the
+ * forward wrote it in q's dtype, so an f32 out there is refused, as are an f64 out under half
+ * inputs and a half out under f32 queries; the status, the name in the message, nothing written. */
+Test(half_partials, other_mixed_outs_are_refused)
+{
+    tu_rng rng = tu_rng_make(tu_seed("half_partials/refused"));
+    hu_shape s = {FA_BF16, FA_BF16, 1, 2, 1, 8, 9, 8, 8, 0};
+    hu_problem pr;
+    hu_make(&pr, &s, &rng, 1.0);
+    float *wide_store;
+    fa_tensor wide = f32_like(&pr.t[HU_OUT], &wide_store);
+    cr_assert_eq(hu_forward(NULL, NULL, &pr), FA_OK, "%s", fa_last_error());
+    hu_fill_grad_canary(&pr);
+    unsigned char *grads[3];
+    for (int x = 0; x < 3; x++) grads[x] = tu_buf_snapshot(&pr.buf[HU_DQ + x]);
+    fa_status st = fa_backward(NULL, NULL, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], &wide, &pr.t[HU_DOUT],
+                               pr.lse, &pr.t[HU_DQ], &pr.t[HU_DK], &pr.t[HU_DV]);
+    cr_expect_eq(st, FA_ERR_DTYPE, "backward with an f32 out under bf16 q: status %d", st);
+    cr_expect(strstr(fa_last_error(), "out.dtype") != NULL, "message: %s", fa_last_error());
+    for (int x = 0; x < 3; x++) {
+        cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_DQ + x], grads[x]),
+                  "the refused backward wrote a gradient");
+        free(grads[x]);
+    }
+    /* an f64 out under bf16 inputs */
+    hu_fill_forward_canary(&pr);
+    unsigned char *out_before = tu_buf_snapshot(&pr.buf[HU_OUT]);
+    double *f64_store = calloc((size_t)hu_numel(&pr.t[HU_OUT]) + 1, sizeof(double));
+    cr_assert(f64_store != NULL);
+    fa_tensor f64_out = fa_tensor_bhsd(f64_store, FA_F64, 1, 2, 8, 8);
+    st = fa_forward(NULL, NULL, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], &f64_out, pr.lse);
+    cr_expect_eq(st, FA_ERR_DTYPE, "forward with an f64 out under bf16 q: status %d", st);
+    cr_expect(strstr(fa_last_error(), "out.dtype = FA_F64") != NULL, "message: %s", fa_last_error());
+    for (int64_t e = 0; e < hu_numel(&f64_out); e++)
+        cr_expect(f64_store[e] == 0.0, "the refused forward wrote out");
+    /* a bf16 out under f32 queries over the bf16 cache */
+    float *q_store;
+    fa_tensor q32 = f32_like(&pr.t[HU_Q], &q_store);
+    double *q_vals = hu_view_copy(&pr.t[HU_Q]);
+    for (int64_t e = 0; e < hu_numel(&q32); e++) q_store[e] = (float)q_vals[e];
+    st = fa_forward(NULL, NULL, &q32, &pr.t[HU_K], &pr.t[HU_V], &pr.t[HU_OUT], pr.lse);
+    cr_expect_eq(st, FA_ERR_DTYPE, "forward with a bf16 out under f32 q: status %d", st);
+    cr_expect(strstr(fa_last_error(), "out.dtype = FA_BF16") != NULL, "message: %s", fa_last_error());
+    cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_OUT], out_before), "the refused forward wrote out");
+    free(q_vals), free(q_store), free(f64_store), free(out_before), free(wide_store);
+    hu_free(&pr);
+}
