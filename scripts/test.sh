@@ -549,6 +549,7 @@ print("import flashattn without torch:", flashattn.library_version(), flashattn.
 # again beside sve at every length, and ref in every run).
 arm_kernels='kernel_tables/*|kernel_traits/*|kernel_stored/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
 arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_counts_and_bindings'
+arm_backward_invariance='invariance/gradients_*|invariance/twenty_*'
 # ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence, the
 # one-byte types' scalar conversions (quant.h: ref's widen and every table's tails) on aarch64
 arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*|quant/*)"
@@ -623,7 +624,7 @@ arm_suites_run() {
     arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*)" FLASHATTN_ISA=neon \
         FA_TEST_SIMD=neon
     arm_run neon_bf16 max,sve=off "$arm_bf16_suites" FLASHATTN_ISA=neon_bf16 FA_TEST_SIMD=neon_bf16
-    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|backward_invariance/*)" FLASHATTN_ISA=sve \
+    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|$arm_backward_invariance)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve128
     arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve256
