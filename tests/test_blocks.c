@@ -50,6 +50,20 @@ static void capture(tu_ref *dst, const tu_problem *pr, const tu_ref *r)
     free(all_lse);
 }
 
+/* fa_stats after a call reports the blocks it used: the configured ones, no larger than the
+ * problem (flashattn.h). */
+static void expect_stats_blocks(fa_context *ctx, const fa_context_opts *o, const tu_shape *s,
+                                const char *desc)
+{
+    fa_stats stats = FA_STATS_INIT;
+    cr_assert_eq(fa_context_stats(ctx, &stats), FA_OK);
+    int64_t want_q = o->block_q < s->q_len ? o->block_q : s->q_len;
+    int64_t want_k = o->block_k < s->kv_len ? o->block_k : s->kv_len;
+    cr_expect(stats.block_q == want_q && stats.block_k == want_k,
+              "%s: fa_stats reports blocks %d/%d, used should be %lld/%lld", desc, stats.block_q,
+              stats.block_k, (long long)want_q, (long long)want_k);
+}
+
 /* The forward with one block pair: out and lse against the oracle and against blocks 1/1. */
 static int check_forward(fa_context *ctx, const fa_context_opts *o, block_problem *b, uint64_t seed)
 {
@@ -62,6 +76,9 @@ static int check_forward(fa_context *ctx, const fa_context_opts *o, block_proble
     if (st != FA_OK) return 0;
     cr_expect(tu_problem_only_defined_written(pr), "%s, blocks %d/%d, seed %llu: wrote outside out/lse",
               b->desc, o->block_q, o->block_k, (unsigned long long)seed);
+    char what[320];
+    snprintf(what, sizeof what, "%s, blocks %d/%d, forward", b->desc, o->block_q, o->block_k);
+    expect_stats_blocks(ctx, o, &pr->shape, what);
     cr_expect(tu_check_err("out", tu_compare_out(pr, &b->oracle), b->out_limit, msg, sizeof msg) &&
                   tu_check_err("lse", tu_compare_lse(pr, &b->oracle), b->lse_limit, msg, sizeof msg),
               "%s, blocks %d/%d against the oracle, seed %llu: %s", b->desc, o->block_q, o->block_k,
@@ -85,18 +102,16 @@ static void check_backward(fa_context *ctx, const fa_context_opts *o, block_prob
     char desc[320], msg[512];
     tub_desc(&b->bp, &b->p, o->block_q, o->block_k, desc, sizeof desc);
     tub_fill_grad_canary(&b->bp);
+    unsigned char *out = tu_buf_snapshot(&b->bp.fw.out_buf), *lse = tu_buf_snapshot(&b->bp.fw.lse_buf);
     fa_status st = tub_backward(ctx, &b->p, &b->bp);
+    /* out and lse are the backward's inputs: it reads them and writes none of their bytes */
+    cr_expect(tu_buf_equals_snapshot(&b->bp.fw.out_buf, out) &&
+                  tu_buf_equals_snapshot(&b->bp.fw.lse_buf, lse),
+              "%s, seed %llu: the backward changed a byte of out or lse", desc, (unsigned long long)seed);
+    free(out), free(lse);
     cr_expect_eq(st, FA_OK, "%s, seed %llu: backward status %d", desc, (unsigned long long)seed, st);
     if (st != FA_OK) return;
-    fa_stats stats = FA_STATS_INIT;
-    cr_assert_eq(fa_context_stats(ctx, &stats), FA_OK);
-    /* the blocks used: the configured ones, no larger than the problem (flashattn.h) */
-    int64_t nq = b->bp.fw.shape.q_len, nk = b->bp.fw.shape.kv_len;
-    int64_t want_q = o->block_q < nq ? o->block_q : nq;
-    int64_t want_k = o->block_k < nk ? o->block_k : nk;
-    cr_expect(stats.block_q == want_q && stats.block_k == want_k,
-              "%s: fa_stats reports blocks %d/%d, used should be %lld/%lld", desc, stats.block_q,
-              stats.block_k, (long long)want_q, (long long)want_k);
+    expect_stats_blocks(ctx, o, &b->bp.fw.shape, desc);
     cr_expect(tub_grads_only_defined_written(&b->bp), "%s, seed %llu: wrote outside dq/dk/dv", desc,
               (unsigned long long)seed);
     int f32 = b->bp.fw.shape.dtype == FA_F32;

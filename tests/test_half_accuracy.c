@@ -124,6 +124,7 @@ static void check_case(fa_context *ctx[HC_CONTEXTS], int c, fa_dtype qt, fa_dtyp
     if (hc->spec.sinks) tm_mods_want_dsinks(&m);
     char desc[400], what[480];
     hu_desc(&s, &m.p, desc, sizeof desc);
+    unsigned char *fwd_out[2] = {NULL, NULL}; /* out and lse as the forward left them */
     for (int d = 0; d < TUB_DIRECTIONS; d++) {
         snprintf(what, sizeof what, "%s, case %d (%s), seed %llu", tub_direction_name((tub_direction)d), c,
                  desc, (unsigned long long)seed);
@@ -132,11 +133,19 @@ static void check_case(fa_context *ctx[HC_CONTEXTS], int c, fa_dtype qt, fa_dtyp
         cr_expect_eq(st, FA_OK, "%s: status %d (%s)", what, st, fa_last_error());
         if (st != FA_OK) break; /* the backward needs the forward's out and lse */
         cr_expect(hu_guards_intact(&pr), "%s: a byte outside a tensor was written", what);
-        if (d == TUB_FORWARD)
+        if (d == TUB_FORWARD) {
             check_forward(&pr, &m, qt, what);
-        else
+            fwd_out[0] = tu_buf_snapshot(&pr.buf[HU_OUT]);
+            fwd_out[1] = tu_buf_snapshot(&pr.lse_buf);
+        } else {
             check_backward(&pr, &m, hc, what);
+            /* out and lse are the backward's inputs: it reads them and writes none of their bytes */
+            cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_OUT], fwd_out[0]) &&
+                          tu_buf_equals_snapshot(&pr.lse_buf, fwd_out[1]),
+                      "%s: the backward changed a byte of out or lse", what);
+        }
     }
+    free(fwd_out[0]), free(fwd_out[1]);
     tm_mods_free(&m);
     hu_free(&pr);
 }
