@@ -550,6 +550,7 @@ print("import flashattn without torch:", flashattn.library_version(), flashattn.
 arm_kernels='kernel_tables/*|kernel_traits/*|kernel_stored/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
 arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_counts_and_bindings'
 arm_backward_invariance='invariance/gradients_*|invariance/twenty_*'
+arm_odd_blocks_invariance='invariance/out_and_lse_*_with_fixed_odd_blocks'
 # ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence, the
 # one-byte types' scalar conversions (quant.h: ref's widen and every table's tails) on aarch64
 arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*|quant/*)"
@@ -628,7 +629,7 @@ arm_suites_run() {
         FA_TEST_SIMD=sve128
     arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve256
-    arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|invariance/*fixed_odd_blocks)" FLASHATTN_ISA=sve \
+    arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|$arm_odd_blocks_invariance)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve512
     # sve_bf16 (sve's float kernels, checked above): its bf16 paths at 128 bits, where the dot's blocks
     # are neon_bf16's 16 columns; at 512 its bf16 set alone (blocks of 64 columns, tails of 1-3 vectors,
