@@ -359,6 +359,7 @@ static void backward_empty_problem(void)
         tub_free(&bp);
     }
 }
+
 /* ---- both directions ------------------------------------------------------------------------ */
 
 static direction_check *const fully_masked_rows[TUB_DIRECTIONS] = {forward_fully_masked_rows,
