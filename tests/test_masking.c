@@ -12,7 +12,7 @@
  * - Nk = 0: every row is fully masked: dq is exactly 0 everywhere.
  * - Nq = 0: nothing reads any key: dk = dv = 0 exactly.
  * - B = 0 or Hq = Hkv = 0: the call succeeds and writes no byte.
- * A property both passes promise is one test that runs each direction's check in turn. */
+ * A property both passes promise is one test that runs the forward's check, then the backward's. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,8 +21,6 @@
 
 #include "util.h"
 #include "util_backward.h"
-
-typedef void direction_check(void);
 
 /* ---- forward -------------------------------------------------------------------------------- */
 
@@ -360,26 +358,24 @@ static void backward_empty_problem(void)
     }
 }
 
-/* ---- both directions ------------------------------------------------------------------------ */
-
-static direction_check *const fully_masked_rows[TUB_DIRECTIONS] = {forward_fully_masked_rows,
-                                                                   backward_fully_masked_rows};
-static direction_check *const zero_keys[TUB_DIRECTIONS] = {forward_zero_keys, backward_zero_keys};
-static direction_check *const empty_problem[TUB_DIRECTIONS] = {forward_empty_problem, backward_empty_problem};
+/* ---- both directions: each property, the forward's check and then the backward's --------------- */
 
 Test(masking, fully_masked_rows_give_zero_out_minus_inf_lse_and_exactly_zero_dq)
 {
-    for (int d = 0; d < TUB_DIRECTIONS; d++) fully_masked_rows[d]();
+    forward_fully_masked_rows();
+    backward_fully_masked_rows();
 }
 
 Test(masking, zero_keys_give_zero_rows_minus_inf_lse_and_exactly_zero_dq)
 {
-    for (int d = 0; d < TUB_DIRECTIONS; d++) zero_keys[d]();
+    forward_zero_keys();
+    backward_zero_keys();
 }
 
 Test(masking, empty_batch_heads_or_queries_succeed_and_write_nothing_forward_and_backward)
 {
-    for (int d = 0; d < TUB_DIRECTIONS; d++) empty_problem[d]();
+    forward_empty_problem();
+    backward_empty_problem();
 }
 
 /* ---- backward only -------------------------------------------------------------------------- */
