@@ -445,11 +445,12 @@ fuzz() {
 }
 
 # The suites of fa-tests-shim that valgrind runs in CI: every public call with good and bad
-# arguments, contexts, threads and merges. Not the numeric grids (minutes under valgrind), and not
+# arguments, contexts, threads and merges (alloc's forward tests: its backward ones run training
+# steps, minutes under valgrind). Not the numeric grids (minutes under valgrind either), and not
 # placement: it loads synthetic topologies (HWLOC_SYNTHETIC), whose parsing in hwloc 2.9 copies
 # between overlapping buffers (valgrind reports it inside libhwloc), and under valgrind a binding to
 # CPUs the machine lacks is not refused; the suite stages and ASan/TSan run it.
-valgrind_suites='@(bad_input|backward_bad_input|error_exit|misc|alloc|runtime|merge|seqs_bad_input|struct_size)/*'
+valgrind_suites='@(@(bad_input|backward_bad_input|error_exit|misc|runtime|merge|seqs_bad_input|struct_size)/*|alloc/!(*backward*))'
 # With FA_TEST_HEAVY=1, all but three suites (placement, above, and): large_offsets reserves
 # tens of GiB of address space with mmap(MAP_NORESERVE), more than valgrind lets a process map;
 # stress runs 16 threads x 50 rounds, which valgrind (one thread at a time) cannot finish within
