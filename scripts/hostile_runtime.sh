@@ -29,7 +29,7 @@ build=${FA_BUILD_DIR:-$root/build}
 bin=${1:-$build/tests/fa-tests}
 limit=${FA_HOSTILE_TIMEOUT:-300}
 jobs=${FA_HOSTILE_JOBS:-2}
-filter=${FA_HOSTILE_FILTER:-'@(runtime|stress|nested|fork|restricted|placement|oom|alloc|invariance|backward_invariance|accuracy)/*'}
+filter=${FA_HOSTILE_FILTER:-'@(runtime|stress|nested|fork|restricted|placement|oom|alloc|invariance|accuracy)/*'}
 read -r -a extra <<<"${FA_TEST_ARGS:-}"
 
 if [ ! -x "$bin" ]; then

@@ -445,11 +445,12 @@ fuzz() {
 }
 
 # The suites of fa-tests-shim that valgrind runs in CI: every public call with good and bad
-# arguments, contexts, threads and merges. Not the numeric grids (minutes under valgrind), and not
+# arguments, contexts, threads and merges (alloc's forward tests: its backward ones run training
+# steps, minutes under valgrind). Not the numeric grids (minutes under valgrind either), and not
 # placement: it loads synthetic topologies (HWLOC_SYNTHETIC), whose parsing in hwloc 2.9 copies
 # between overlapping buffers (valgrind reports it inside libhwloc), and under valgrind a binding to
 # CPUs the machine lacks is not refused; the suite stages and ASan/TSan run it.
-valgrind_suites='@(bad_input|accepted_edges|error_exit|misc|alloc|runtime|merge|struct_size)/*'
+valgrind_suites='@(@(bad_input|accepted_edges|error_exit|misc|runtime|merge|struct_size)/*|alloc/!(*backward*))'
 # With FA_TEST_HEAVY=1, all but three suites (placement, above, and): large_offsets reserves
 # tens of GiB of address space with mmap(MAP_NORESERVE), more than valgrind lets a process map;
 # stress runs 16 threads x 50 rounds, which valgrind (one thread at a time) cannot finish within
@@ -549,6 +550,8 @@ print("import flashattn without torch:", flashattn.library_version(), flashattn.
 # again beside sve at every length, and ref in every run).
 arm_kernels='kernel_tables/*|kernel_traits/*|kernel_stored/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
 arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_counts_and_bindings'
+arm_backward_invariance='invariance/gradients_*|invariance/twenty_*'
+arm_odd_blocks_invariance='invariance/out_and_lse_*_with_fixed_odd_blocks'
 # ref: against the oracle, its exp2 flush, forward invariance, the half-precision equivalence, the
 # one-byte types' scalar conversions (quant.h: ref's widen and every table's tails) on aarch64
 arm_ref_suites="@(kernel_tables/*edge_residue|exp2/every_tables_*|$arm_forward_invariance|half_equivalence/*|quant/*)"
@@ -623,11 +626,11 @@ arm_suites_run() {
     arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*)" FLASHATTN_ISA=neon \
         FA_TEST_SIMD=neon
     arm_run neon_bf16 max,sve=off "$arm_bf16_suites" FLASHATTN_ISA=neon_bf16 FA_TEST_SIMD=neon_bf16
-    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|backward_invariance/*)" FLASHATTN_ISA=sve \
+    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|$arm_backward_invariance)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve128
     arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve256
-    arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|invariance/*fixed_odd_blocks)" FLASHATTN_ISA=sve \
+    arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|$arm_odd_blocks_invariance)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve512
     # sve_bf16 (sve's float kernels, checked above): its bf16 paths at 128 bits, where the dot's blocks
     # are neon_bf16's 16 columns; at 512 its bf16 set alone (blocks of 64 columns, tails of 1-3 vectors,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The steady-state allocation tests of the forward (test_alloc.c) and of the backward
- * (test_backward_alloc.c): after a first call on a context, a second identical call and a smaller
- * call allocate and free nothing. Both passes make that promise on the same kinds of context, so
- * both suites run their check through the same runners here, and report a count the same way.
- * Counted by the link-time wrappers of tests/util.c (tu_alloc_count_now). */
+/* The steady-state allocation tests of test_alloc.c, forward and backward: after a first call on a
+ * context, a second identical call and a smaller call allocate and free nothing. Both passes make
+ * that promise on the same kinds of context, so both directions run their check through the same
+ * runners here, and report a count the same way. Counted by the link-time wrappers of tests/util.c
+ * (tu_alloc_count_now). */
 #ifndef FA_TEST_ALLOC_STEADY_H
 #define FA_TEST_ALLOC_STEADY_H
 

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The contexts of the determinism tests of the forward (test_invariance.c) and of the backward
- * (test_backward_invariance.c). include/flashattn.h promises both passes the same bytes for every
- * thread count, binding mode and repetition, so both suites hold the promise over this one matrix
- * (a change to it applies to both): 1, 2, 3, 4 and 7 threads, each under FA_BIND_NONE, CORE, SPREAD
- * and AUTO. */
+/* The contexts of the determinism tests of test_invariance.c, forward and backward.
+ * include/flashattn.h promises both passes the same bytes for every thread count, binding mode and
+ * repetition, so both directions hold the promise over this one matrix (a change to it applies to
+ * both): 1, 2, 3, 4 and 7 threads, each under FA_BIND_NONE, CORE, SPREAD and AUTO. */
 #ifndef FA_TEST_CONTEXT_MATRIX_H
 #define FA_TEST_CONTEXT_MATRIX_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The problems of the bf16/f16 accuracy suites, forward (test_half_accuracy.c) and backward
- * (test_half_backward_accuracy.c), and the dtype pairs they run under. Each case is small (the
+/* The problems of the bf16/f16 accuracy suites, forward and backward
+ * (test_half_accuracy.c), and the dtype pairs they run under. Each case is small (the
  * float64 oracles are naive) and chosen for one thing the library must get right with half
  * tensors: edge tiles of several residues (Nq, Nk of 1, 17, 63, 130, not multiples of 16 or 64, on
  * automatic blocks and on odd fixed blocks 13/24 and 5/7), grouped and multi-query heads, Dv != D,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The pairwise-covering grid of the score-modifier suites, forward (test_modifiers.c) and backward
- * (test_backward_modifiers.c).
+/* The pairwise-covering grid of the score-modifier suites, forward and backward
+ * (test_modifiers.c).
  *
  * Eight axes, each on its own column of the orthogonal array OA(49, 8, 7, 2) of pairwise_grid.h
  * (an axis with fewer than 7 values reads its column mod its size, which keeps every pair

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The pairwise-covering grid of shapes of the accuracy suites, forward (test_accuracy.c) and
- * backward (test_backward_accuracy.c).
+/* The pairwise-covering grid of shapes of the accuracy suites, forward and
+ * backward (test_accuracy.c).
  *
  * Eight axes, each with at most 7 values; the 49 rows are the orthogonal array OA(49, 8, 7, 2):
  * row r = 7a + b has columns a, b, a + b, a + 2b, ..., a + 6b (mod 7), so any two columns take every
  * pair of values exactly once. An axis with fewer than 7 values reads its column mod its size, which
  * keeps every pair covered.
  *
- * Both suites walk the same array with the same axes, columns and small axes (causal mode, heads,
+ * Both directions walk the same array with the same axes, columns and small axes (causal mode, heads,
  * Dv, layout, dtype); only the values of the three 7-value axes (Nq, Nk, D) and the batch rule are
  * each suite's own, since those set the oracle's cost, which differs between the passes. pg_run
  * walks the rows the same way for both; what a row checks is the suite's. */

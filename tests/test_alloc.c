@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* No steady-state allocation: after a first call, an identical (or smaller) call allocates
- * nothing. Counted by the link-time wrappers in util.c (fa-tests is linked with
+/* No steady-state allocation, forward and backward: after a first call on a context, a second
+ * identical call and a smaller call allocate and free nothing (and, backward, neither do whole
+ * forward + backward steps). Counted by the link-time wrappers in util.c (fa-tests is linked with
  * -Wl,--wrap=malloc,calloc,realloc,free,aligned_alloc,posix_memalign), which see every call made
  * by the static library's objects, from any thread. */
 #include <criterion/criterion.h>
@@ -9,74 +10,134 @@
 
 #include "alloc_steady.h"
 #include "util.h"
+#include "util_backward.h"
 
-/* Runs the call three times (first, identical, smaller) and checks the counts of the last two. */
-static void check_steady_state(uint64_t seed, fa_context *ctx, fa_dtype dt)
+/* One pass on a problem whose forward outputs (the backward's inputs) the caller made. */
+static fa_status run_pass(tub_direction dir, fa_context *ctx, const fa_params *p, tub_problem *bp)
+{
+    return dir == TUB_FORWARD ? fa_forward(ctx, p, &bp->fw.q, &bp->fw.k, &bp->fw.v, &bp->fw.out, bp->fw.lse)
+                              : tub_backward(ctx, p, bp);
+}
+
+/* Runs a pass three times (first, identical, smaller) and checks the counts of the last two; the
+ * backward then runs three training steps (forward + backward) and checks those too. The backward's
+ * out and lse come from forwards on the same context before the first count. */
+static void check_steady_state(tub_direction dir, uint64_t seed, fa_context *ctx, fa_dtype dt)
 {
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
+    const char *name = tub_direction_name(dir);
     tu_shape big = {dt, 2, 4, 2, 200, 230, 64, 48, TU_BHSD};
     tu_shape small = {dt, 1, 4, 2, 50, 60, 64, 48, TU_BSHD};
     tu_rng rng = tu_rng_make(seed);
-    tu_problem a, b;
-    tu_problem_make(&a, &big, &rng, 2.0);
-    tu_problem_make(&b, &small, &rng, 2.0);
+    tub_problem a, b;
+    tub_make(&a, &big, &rng, 2.0);
+    tub_make(&b, &small, &rng, 2.0);
     fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
+    if (dir == TUB_BACKWARD) {
+        cr_assert_eq(tub_forward(ctx, &p, &a), FA_OK, "seed %llu", (unsigned long long)seed);
+        cr_assert_eq(tub_forward(ctx, &p, &b), FA_OK, "seed %llu", (unsigned long long)seed);
+    }
 
     tu_alloc_count c0 = tu_alloc_count_now();
-    fa_status st = fa_forward(ctx, &p, &a.q, &a.k, &a.v, &a.out, a.lse);
+    fa_status st = run_pass(dir, ctx, &p, &a);
     tu_alloc_count c1 = tu_alloc_count_now();
-    cr_assert_eq(st, FA_OK, "seed %llu: first call status %d", (unsigned long long)seed, st);
-    fprintf(stderr, "[alloc] seed %llu: first call: %ld allocations, %ld frees\n", (unsigned long long)seed,
-            c1.allocs - c0.allocs, c1.frees - c0.frees);
+    cr_assert_eq(st, FA_OK, "seed %llu: first %s status %d", (unsigned long long)seed, name, st);
+    fprintf(stderr, "[alloc] seed %llu: first %s: %ld allocations, %ld frees\n", (unsigned long long)seed,
+            name, c1.allocs - c0.allocs, c1.frees - c0.frees);
 
-    st = fa_forward(ctx, &p, &a.q, &a.k, &a.v, &a.out, a.lse);
+    char what[96];
+    st = run_pass(dir, ctx, &p, &a);
     tu_alloc_count c2 = tu_alloc_count_now();
-    cr_assert_eq(st, FA_OK, "seed %llu: second call status %d", (unsigned long long)seed, st);
-    as_expect_none("the second identical call", c1, c2, seed);
+    cr_assert_eq(st, FA_OK, "seed %llu: second %s status %d", (unsigned long long)seed, name, st);
+    snprintf(what, sizeof what, "the second identical %s", name);
+    as_expect_none(what, c1, c2, seed);
 
-    st = fa_forward(ctx, &p, &b.q, &b.k, &b.v, &b.out, b.lse);
+    st = run_pass(dir, ctx, &p, &b);
     tu_alloc_count c3 = tu_alloc_count_now();
-    cr_assert_eq(st, FA_OK, "seed %llu: smaller call status %d", (unsigned long long)seed, st);
-    as_expect_none("a smaller call after a bigger one", c2, c3, seed);
-    tu_problem_free(&a);
-    tu_problem_free(&b);
+    cr_assert_eq(st, FA_OK, "seed %llu: smaller %s status %d", (unsigned long long)seed, name, st);
+    snprintf(what, sizeof what, "a smaller %s after a bigger one", name);
+    as_expect_none(what, c2, c3, seed);
+
+    if (dir == TUB_BACKWARD) {
+        for (int step = 0; step < 3; step++) {
+            cr_assert_eq(tub_forward(ctx, &p, &a), FA_OK);
+            cr_assert_eq(tub_backward(ctx, &p, &a), FA_OK);
+        }
+        tu_alloc_count c4 = tu_alloc_count_now();
+        as_expect_none("three forward + backward steps", c3, c4, seed);
+    }
+    tub_free(&a);
+    tub_free(&b);
 }
 
+static void check_forward(uint64_t seed, fa_context *ctx, fa_dtype dt)
+{
+    check_steady_state(TUB_FORWARD, seed, ctx, dt);
+}
+
+static void check_backward(uint64_t seed, fa_context *ctx, fa_dtype dt)
+{
+    check_steady_state(TUB_BACKWARD, seed, ctx, dt);
+}
+
+/* One test per direction and kind of context: the backward's checks run whole training steps on
+ * a 200x230 problem, which scripts/test.sh's valgrind stage (alloc, forward only) leaves out. */
 Test(alloc, second_identical_call_on_a_context_allocates_nothing)
 {
-    as_on_fresh_context_per_dtype(check_steady_state);
+    as_on_fresh_context_per_dtype(check_forward);
+}
+
+Test(alloc, second_identical_backward_on_a_context_allocates_nothing)
+{
+    as_on_fresh_context_per_dtype(check_backward);
 }
 
 Test(alloc, second_identical_call_with_fixed_blocks_and_threads_allocates_nothing)
 {
-    as_on_fixed_blocks_and_threads(check_steady_state);
+    as_on_fixed_blocks_and_threads(check_forward);
+}
+
+Test(alloc, second_identical_backward_with_fixed_blocks_and_threads_allocates_nothing)
+{
+    as_on_fixed_blocks_and_threads(check_backward);
 }
 
 Test(alloc, second_identical_call_with_null_context_allocates_nothing)
 {
-    check_steady_state(tu_test_seed(), NULL, FA_F64);
+    check_forward(tu_test_seed(), NULL, FA_F64);
 }
 
-/* The first call of a context does allocate its arenas through the wrapped functions; if this
- * fails, the counting above proves nothing (the library allocates through something unwrapped). */
+Test(alloc, second_identical_backward_with_null_context_allocates_nothing)
+{
+    check_backward(tu_test_seed(), NULL, FA_F64);
+}
+
+/* The first call of a context does allocate through the wrapped functions (the forward its arenas;
+ * a first backward after forwards only, its larger arena and the delta rows); if this fails, the
+ * counting above proves nothing (the library allocates through something unwrapped). */
 Test(alloc, first_call_allocations_are_visible_to_the_counter)
 {
-    tu_test_seed();
+    uint64_t seed = tu_test_seed();
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
-    tu_shape s = {FA_F32, 1, 2, 1, 64, 64, 32, 32, TU_BHSD};
-    tu_rng rng = tu_rng_make(1);
-    tu_problem pr;
-    tu_problem_make(&pr, &s, &rng, 1.0);
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
-    tu_alloc_count c0 = tu_alloc_count_now();
-    cr_assert_eq(fa_forward(ctx, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK);
-    tu_alloc_count c1 = tu_alloc_count_now();
-    cr_expect_gt(c1.allocs - c0.allocs, 0,
-                 "the first call on a fresh context allocated nothing the wrappers saw");
-    fa_context_destroy(ctx);
-    tu_problem_free(&pr);
+    static const fa_dtype dtype[TUB_DIRECTIONS] = {FA_F32, FA_F64};
+    for (int d = 0; d < TUB_DIRECTIONS; d++) {
+        tu_shape s = {dtype[d], 1, 2, 1, 64, 64, 32, 32, TU_BHSD};
+        tu_rng rng = tu_rng_make(seed + (uint64_t)d);
+        tub_problem bp;
+        tub_make(&bp, &s, &rng, 1.0);
+        fa_context *ctx;
+        cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
+        if (d == TUB_BACKWARD) cr_assert_eq(tub_forward(ctx, NULL, &bp), FA_OK);
+        tu_alloc_count c0 = tu_alloc_count_now();
+        cr_assert_eq(run_pass((tub_direction)d, ctx, NULL, &bp), FA_OK);
+        tu_alloc_count c1 = tu_alloc_count_now();
+        cr_expect_gt(c1.allocs - c0.allocs, 0,
+                     "the first %s on a fresh context allocated nothing the wrappers saw",
+                     tub_direction_name((tub_direction)d));
+        fa_context_destroy(ctx);
+        tub_free(&bp);
+    }
 }
 
 /* FA_ERR_NOMEM: the scratch memory cannot be allocated. Like every failing call it writes no

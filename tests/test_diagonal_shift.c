@@ -3,7 +3,7 @@
  * mask, the windows and the ALiBi distances are measured from.
  * - forward and backward against the float64 oracle (tests/reference*.c, which adds the shift to its
  *   d0) under every causal alignment, windows and ALiBi, for shifts inside, at the edges of and far
- *   beyond the key range, with the accuracy rules of test_modifiers.c and test_backward_modifiers.c;
+ *   beyond the key range, with the accuracy rules of test_modifiers.c, forward and backward;
  * - the property ring attention rests on: the blocks of one causal sequence, each computed with
  *   FA_CAUSAL_TOP_LEFT and diagonal_shift = (its queries' first position) - (its keys' first
  *   position), merged with fa_merge, give one call over the whole sequence (f64, 1e-12), also with

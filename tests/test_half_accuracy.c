@@ -1,17 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* bf16 and f16 forward accuracy against the float64 oracle run on the same, already
+/* bf16 and f16 accuracy, forward and backward, against the float64 oracles run on the same, already
  * rounded, half inputs, for every dtype pair of the contract: bf16/bf16, f16/f16 and f32 queries
  * with a bf16 or f16 KV cache (half_cases.h: edge tiles, GQA, Dv != D, the causal alignments and
- * every score modifier with an f32 bias).
+ * every score modifier with an f32 bias). Each case runs the forward, checks out and lse, then runs
+ * the backward from them on the same context and checks the gradients.
  *
- * Yardstick: the naive algorithm computed in f32 from the same inputs (ref_forward_naive_f32), its
- * out rounded once to out's dtype as the library must round it (src/kernels/half.h); lse is float
- * for every half call. For out and for lse, max-wise over the tensor (hu_check):
+ * Forward yardstick: the naive algorithm computed in f32 from the same inputs
+ * (ref_forward_naive_f32), its out rounded once to out's dtype as the library must round it
+ * (src/kernels/half.h); lse is float for every half call. For out and for lse, max-wise over the
+ * tensor (hu_check):
  *   max|lib - oracle| <= 3 · max|naive - oracle| + floor,
  *   floor = max(one ulp of the output type at max|oracle|, the f32 suite's floor: 1e-6 for out,
  *               1e-6·max(1, max|lse|) for lse)
  * (half_util.h says why each term). Non-finite values (-inf lse of rows that see no key) must be
- * the oracle's, and nothing may be written outside out and lse (the guards keep their canaries). */
+ * the oracle's.
+ *
+ * Backward yardstick: the naive backward computed in f32 from the inputs fa_backward gets
+ * (ref_backward_naive_f32_given_out: its own softmax from q and k, delta_i = dout_i·out_i from the
+ * out it is handed, as the header defines delta), dq rounded once to q's dtype and dk, dv to k's.
+ * Starting from the handed out matters: an out rounded to bf16 carries up to 2^-8 relative error
+ * into delta, which no implementation can remove. Per gradient, max-wise (hu_check):
+ *   max|lib - oracle| <= 3 · max|naive - oracle| + max(one ulp of its dtype at max|oracle|, 1e-5)
+ * (1e-5: the f32 backward suite's floor, what remains when the gradient is f32). With sinks, dsinks
+ * (floats) by the same rule. Non-finite values must be the oracle's (none here).
+ *
+ * Nothing may be written outside a call's outputs (the guards keep their canaries). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +33,15 @@
 #include "half_cases.h"
 #include "half_util.h"
 #include "reference.h"
+#include "reference_backward.h"
+#include "util_backward.h"
+
+static double *alloc_doubles(int64_t n)
+{
+    double *x = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!x) abort();
+    return x;
+}
 
 static double max_finite_abs(const double *x, int64_t n)
 {
@@ -29,6 +51,67 @@ static double max_finite_abs(const double *x, int64_t n)
     return m;
 }
 
+/* out and lse of a forward that returned FA_OK, against the oracle. */
+static void check_forward(const hu_problem *pr, const tm_mods *m, fa_dtype qt, const char *what)
+{
+    const hu_shape *s = &pr->s;
+    char msg[600];
+    const fa_tensor *q = &pr->t[HU_Q], *k = &pr->t[HU_K], *v = &pr->t[HU_V];
+    int64_t rows = s->batch * s->q_heads * s->q_len, n = rows * s->dim_v;
+    double *out_o = alloc_doubles(n), *lse_o = alloc_doubles(rows);
+    double *out_n = alloc_doubles(n), *lse_n = alloc_doubles(rows);
+    double *lse_l = alloc_doubles(rows);
+    ref_forward(&m->p, q, k, v, out_o, lse_o);
+    ref_forward_naive_f32(&m->p, q, k, v, out_n, lse_n);
+    for (int64_t x = 0; x < n; x++) out_n[x] = hu_round(qt, out_n[x]);
+    for (int64_t r = 0; r < rows; r++) lse_l[r] = (double)pr->lse[r];
+    double *out_l = hu_view_copy(&pr->t[HU_OUT]);
+    double lse_floor = 1e-6 * fmax(1.0, max_finite_abs(lse_o, rows));
+    cr_expect(hu_check("out", qt, out_l, out_o, out_n, n, 1e-6, msg, sizeof msg), "%s: %s", what, msg);
+    cr_expect(hu_check("lse", FA_F32, lse_l, lse_o, lse_n, rows, lse_floor, msg, sizeof msg), "%s: %s", what,
+              msg);
+    free(out_o), free(lse_o), free(out_n), free(lse_n), free(lse_l), free(out_l);
+}
+
+/* dq, dk, dv (and dsinks) of a backward that returned FA_OK, against the oracle. */
+static void check_backward(const hu_problem *pr, const tm_mods *m, const hc_case *hc, const char *what)
+{
+    static const char *names[3] = {"dq", "dk", "dv"};
+    const hu_shape *s = &pr->s;
+    char msg[600];
+    const fa_tensor *q = &pr->t[HU_Q], *k = &pr->t[HU_K], *v = &pr->t[HU_V], *out = &pr->t[HU_OUT],
+                    *dout = &pr->t[HU_DOUT];
+    const fa_tensor *grad[3] = {&pr->t[HU_DQ], &pr->t[HU_DK], &pr->t[HU_DV]};
+    int64_t n[3];
+    double *oracle[3], *naive[3];
+    for (int g = 0; g < 3; g++) {
+        n[g] = hu_numel(grad[g]);
+        oracle[g] = alloc_doubles(n[g]);
+        naive[g] = alloc_doubles(n[g]);
+    }
+    double *ds_o = alloc_doubles(s->q_heads), *ds_n = alloc_doubles(s->q_heads),
+           *ds_l = alloc_doubles(s->q_heads);
+    ref_backward(&m->p, q, k, v, dout, oracle[0], oracle[1], oracle[2]);
+    ref_backward_naive_f32_given_out(&m->p, q, k, v, out, dout, naive[0], naive[1], naive[2], ds_n);
+    for (int g = 0; g < 3; g++) {
+        for (int64_t x = 0; x < n[g]; x++) naive[g][x] = hu_round(grad[g]->dtype, naive[g][x]);
+        double *lib = hu_view_copy(grad[g]);
+        cr_expect(hu_check(names[g], grad[g]->dtype, lib, oracle[g], naive[g], n[g], 1e-5, msg, sizeof msg),
+                  "%s: %s", what, msg);
+        free(lib);
+    }
+    if (hc->spec.sinks) {
+        ref_backward_dsinks(&m->p, q, k, v, dout, ds_o);
+        for (int64_t h = 0; h < s->q_heads; h++) ds_l[h] = (double)m->p.dsinks[h];
+        cr_expect(tm_dsinks_guards_intact(m), "%s: wrote outside dsinks", what);
+        cr_expect(hu_check("dsinks", FA_F32, ds_l, ds_o, ds_n, s->q_heads, 1e-5, msg, sizeof msg), "%s: %s",
+                  what, msg);
+    }
+    for (int g = 0; g < 3; g++) free(oracle[g]), free(naive[g]);
+    free(ds_o), free(ds_n), free(ds_l);
+}
+
+/* One case in both directions: the forward, then the backward from its out and lse. */
 static void check_case(fa_context *ctx[HC_CONTEXTS], int c, fa_dtype qt, fa_dtype kt, uint64_t seed)
 {
     const hc_case *hc = &hc_cases[c];
@@ -38,35 +121,31 @@ static void check_case(fa_context *ctx[HC_CONTEXTS], int c, fa_dtype qt, fa_dtyp
     hu_make(&pr, &s, &rng, 2.5);
     tm_mods m;
     hc_mods(&m, hc, &rng);
-    char desc[400], msg[600];
+    if (hc->spec.sinks) tm_mods_want_dsinks(&m);
+    char desc[400], what[480];
     hu_desc(&s, &m.p, desc, sizeof desc);
-
-    fa_status st = hu_forward(ctx[hc->ctx], &m.p, &pr);
-    cr_expect_eq(st, FA_OK, "case %d (%s), seed %llu: status %d (%s)", c, desc, (unsigned long long)seed, st,
-                 fa_last_error());
-    if (st == FA_OK) {
-        cr_expect(hu_guards_intact(&pr), "case %d (%s), seed %llu: a byte outside a tensor was written", c,
-                  desc, (unsigned long long)seed);
-        const fa_tensor *q = &pr.t[HU_Q], *k = &pr.t[HU_K], *v = &pr.t[HU_V];
-        int64_t rows = s.batch * s.q_heads * s.q_len, n = rows * s.dim_v;
-        double *out_o = malloc(sizeof(double) * (size_t)(n + 1)),
-               *lse_o = malloc(sizeof(double) * (size_t)(rows + 1));
-        double *out_n = malloc(sizeof(double) * (size_t)(n + 1)),
-               *lse_n = malloc(sizeof(double) * (size_t)(rows + 1));
-        double *lse_l = malloc(sizeof(double) * (size_t)(rows + 1));
-        if (!out_o || !lse_o || !out_n || !lse_n || !lse_l) abort();
-        ref_forward(&m.p, q, k, v, out_o, lse_o);
-        ref_forward_naive_f32(&m.p, q, k, v, out_n, lse_n);
-        for (int64_t x = 0; x < n; x++) out_n[x] = hu_round(qt, out_n[x]);
-        for (int64_t r = 0; r < rows; r++) lse_l[r] = (double)pr.lse[r];
-        double *out_l = hu_view_copy(&pr.t[HU_OUT]);
-        double lse_floor = 1e-6 * fmax(1.0, max_finite_abs(lse_o, rows));
-        cr_expect(hu_check("out", qt, out_l, out_o, out_n, n, 1e-6, msg, sizeof msg),
-                  "case %d (%s), seed %llu: %s", c, desc, (unsigned long long)seed, msg);
-        cr_expect(hu_check("lse", FA_F32, lse_l, lse_o, lse_n, rows, lse_floor, msg, sizeof msg),
-                  "case %d (%s), seed %llu: %s", c, desc, (unsigned long long)seed, msg);
-        free(out_o), free(lse_o), free(out_n), free(lse_n), free(lse_l), free(out_l);
+    unsigned char *fwd_out[2] = {NULL, NULL}; /* out and lse as the forward left them */
+    for (int d = 0; d < TUB_DIRECTIONS; d++) {
+        snprintf(what, sizeof what, "%s, case %d (%s), seed %llu", tub_direction_name((tub_direction)d), c,
+                 desc, (unsigned long long)seed);
+        fa_status st =
+            d == TUB_FORWARD ? hu_forward(ctx[hc->ctx], &m.p, &pr) : hu_backward(ctx[hc->ctx], &m.p, &pr);
+        cr_expect_eq(st, FA_OK, "%s: status %d (%s)", what, st, fa_last_error());
+        if (st != FA_OK) break; /* the backward needs the forward's out and lse */
+        cr_expect(hu_guards_intact(&pr), "%s: a byte outside a tensor was written", what);
+        if (d == TUB_FORWARD) {
+            check_forward(&pr, &m, qt, what);
+            fwd_out[0] = tu_buf_snapshot(&pr.buf[HU_OUT]);
+            fwd_out[1] = tu_buf_snapshot(&pr.lse_buf);
+        } else {
+            check_backward(&pr, &m, hc, what);
+            /* out and lse are the backward's inputs: it reads them and writes none of their bytes */
+            cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_OUT], fwd_out[0]) &&
+                          tu_buf_equals_snapshot(&pr.lse_buf, fwd_out[1]),
+                      "%s: the backward changed a byte of out or lse", what);
+        }
     }
+    free(fwd_out[0]), free(fwd_out[1]);
     tm_mods_free(&m);
     hu_free(&pr);
 }
@@ -81,22 +160,22 @@ static void run_pair(int pair)
     hc_contexts_destroy(ctx);
 }
 
-Test(half_accuracy, bf16_forward_within_3x_naive_f32_error_rounded_to_bf16)
+Test(half_accuracy, bf16_forward_and_gradients_within_3x_naive_f32_error_rounded_to_bf16)
 {
     run_pair(0);
 }
 
-Test(half_accuracy, f16_forward_within_3x_naive_f32_error_rounded_to_f16)
+Test(half_accuracy, f16_forward_and_gradients_within_3x_naive_f32_error_rounded_to_f16)
 {
     run_pair(1);
 }
 
-Test(half_accuracy, f32_queries_with_bf16_kv_within_3x_naive_f32_error)
+Test(half_accuracy, f32_queries_with_bf16_kv_forward_and_gradients_within_3x_naive_f32_error)
 {
     run_pair(2);
 }
 
-Test(half_accuracy, f32_queries_with_f16_kv_within_3x_naive_f32_error)
+Test(half_accuracy, f32_queries_with_f16_kv_forward_and_gradients_within_3x_naive_f32_error)
 {
     run_pair(3);
 }

@@ -10,7 +10,7 @@
  * The one exception is the header's: an all-bf16 call with even head dims on a table with bf16
  * dot-product units (amx) multiplies the bf16 inputs directly and rounds P (and in the backward
  * dS) to bf16, so its outputs are not the widened call's; there the calls are held to the float64
- * oracle (test_half_accuracy.c, test_half_backward_accuracy.c), to thread-count invariance
+ * oracle (test_half_accuracy.c, both directions), to thread-count invariance
  * (test_half_invariance.c) and here to the paged/contiguous invariant, and the suite's run on the
  * avx512 table (scripts/test.sh) checks the widened equivalence of the same calls. */
 #include <criterion/criterion.h>

@@ -8,7 +8,7 @@
  * And a batch of packed sequences (fa_seqs: cu_seqlens_q, cu_seqlens_k) in half types: each
  * sequence's rows of out, lse, dq and its keys' rows of dk, dv are bitwise those of a dense call of
  * that sequence alone with the same block sizes (the header's promise for fa_seqs, which
- * test_seqs_backward.c holds the backward to as well), at every thread count. */
+ * test_seqs.c holds the backward to as well), at every thread count. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

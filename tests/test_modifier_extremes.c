@@ -5,7 +5,7 @@
  *   - sinks far above and far below every score (±100, whose exponentials overflow float, 1e20
  *     and -1e30), ALiBi slopes that are negative, zero or large, softcaps of 1e-3 and 1e30, and finite
  *     bias entries of ±1e30 (one key that dominates its row, or one as good as masked): the
- *     results match the oracles at the rules of test_modifiers.c and test_backward_modifiers.c
+ *     results match the oracles at the rules of test_modifiers.c, forward and backward
  *     (dsinks too), with no overflow to inf or NaN. */
 #include <criterion/criterion.h>
 #include <math.h>

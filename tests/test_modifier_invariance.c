@@ -5,7 +5,7 @@
  * forces them through the library's seam), with automatic blocks and with fixed odd ones (13/24).
  * Blocks beyond Nq and Nk give the bytes of blocks equal to them (the same key tiling).
  * Each case's first result is also held to the oracles (tests/reference*.c) at the rules of
- * test_modifiers.c and test_backward_modifiers.c, so what is invariant is also right.
+ * test_modifiers.c (forward and backward), so what is invariant is also right.
  * The cases cover every modifier (windows, softcap, ALiBi, each bias shape, sinks) and decode steps
  * (Nq <= 3, thousands of keys, few heads), which the forward splits over keys (split-KV, checked
  * through the context's row buffer: white-box), with sinks and windows, where whole key chunks

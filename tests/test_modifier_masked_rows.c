@@ -10,7 +10,7 @@
  *            value, with sinks); nothing is NaN; every row matches the oracle (test_modifiers.c's rule);
  *   backward: dq of such a row is exactly 0; dk and dv of a key that every row either does not see
  *            or sees through a -inf bias are exactly 0; nothing is NaN; the gradients and dsinks
- *            match the oracle (test_backward_modifiers.c's rule). */
+ *            match the oracle (test_modifiers.c's backward rule). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * rescalings by a tiny alpha):
  * - forward: the accuracy rule of tests/test_accuracy.c (tu_check_accuracy), and no element of out
  *   or lse is subnormal unless the float64 oracle's value is below the smallest normal too;
- * - backward: the rule of tests/test_backward_accuracy.c (tub_check_accuracy).
+ * - backward: the backward rule of tests/test_accuracy.c (tub_check_accuracy).
  * At the default scale f64 probabilities never come near DBL_MIN (e^-708), so the f64 cases also
  * run at 4/sqrt(D), where they do. The f32 cases and those f64 ones first check that their inputs
  * put exact probabilities in the subnormal range: otherwise they would test nothing.

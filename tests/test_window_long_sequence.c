@@ -2,8 +2,8 @@
 /* A sliding window over a long sequence (include/flashattn.h, "Score modifiers": "key tiles outside
  * every row's window are never loaded or computed"). Whether a tile was skipped cannot be seen in
  * the result, so this states what can: over Nq = Nk = 4096 with a window of 64 keys, out, lse, dq,
- * dk, dv (and dsinks) are exact against the oracles at the rules of test_modifiers.c and
- * test_backward_modifiers.c, on automatic and odd blocks. The library's work is then about
+ * dk, dv (and dsinks) are exact against the oracles at the rules of test_modifiers.c (both
+ * directions), on automatic and odd blocks. The library's work is then about
  * 4096·65 score pairs, not 4096²; a driver that computed every tile would make this suite slow,
  * though nothing here times it. */
 #include <criterion/criterion.h>

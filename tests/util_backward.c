@@ -351,3 +351,8 @@ void tub_desc(const tub_problem *bp, const fa_params *p, int block_q, int block_
     tu_shape_str(&bp->fw.shape, p, s, sizeof s);
     snprintf(buf, size, "%s blocks %d/%d", s, block_q, block_k);
 }
+
+const char *tub_direction_name(tub_direction d)
+{
+    return d == TUB_FORWARD ? "forward" : "backward";
+}

@@ -104,4 +104,13 @@ int tub_check_accuracy_masked(const tub_problem *bp, const fa_params *p, const t
 /* Shape string (tu_shape_str) plus block sizes, for messages. */
 void tub_desc(const tub_problem *bp, const fa_params *p, int block_q, int block_k, char *buf, size_t size);
 
+/* ---- directions ------------------------------------------------------------------------- */
+
+/* Forward and backward as one axis of a test table: a property both passes promise is one test
+ * over a table with a direction column (or a loop over TUB_DIRECTIONS), not two mirrored files. */
+typedef enum { TUB_FORWARD = 0, TUB_BACKWARD = 1, TUB_DIRECTIONS = 2 } tub_direction;
+
+/* "forward" or "backward", for messages. */
+const char *tub_direction_name(tub_direction d);
+
 #endif
