@@ -215,7 +215,7 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
         fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
         bench_probe_isa probe;
         // Half calls compute in f32: their peak is f32's, as their FLOP count is.
-        w->peak_gflops = bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads, bind,
+        w->peak_gflops = bench_machine_peak(m, w->isa, kit_accum_dtype(info->shape.dtype), w->threads, bind,
                                             &probe, &w->probe_spread);
         snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
         w->pct_peak = 100.0 * w->gflops / w->peak_gflops;
@@ -300,8 +300,8 @@ static void measure_blas(const bench_options *o, const bench_run_info *info, con
 // The baseline's gemms are cblas_sgemm and cblas_dgemm on one type for q, k and v.
 static int blas_dtype_missing(const bench_shape *s)
 {
-    return bench_dtype_is_half(s->dtype) || bench_dtype_is_half(s->kv_dtype) ||
-           bench_dtype_is_quantized(s->kv_dtype);
+    return kit_dtype_is_half(s->dtype) || kit_dtype_is_half(s->kv_dtype) ||
+           kit_dtype_is_quantized(s->kv_dtype);
 }
 #endif
 
@@ -442,7 +442,7 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
     // The gradient oracle depends on the problem only: computed once, before any library call. With a
     // half q it depends on the forward's out too: verify_outputs computes it then.
     bench_backward_oracle oracle = {0};
-    if (rc == 0 && gradients && !bench_dtype_is_half(info->shape.dtype)) {
+    if (rc == 0 && gradients && !kit_dtype_is_half(info->shape.dtype)) {
         bench_progress("%s: float64 gradient oracle", tag);
         if (bench_backward_oracle_compute(&oracle, &pb, &params, o->check_rows) != 0) {
             fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");

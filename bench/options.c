@@ -748,7 +748,7 @@ static int finish_ragged(bench_case *c, unsigned set)
         fprintf(stderr, "fa-bench: --shared-kv applies to dense shapes, not to %s\n", opt);
         return -1;
     }
-    if (r->kind == BENCH_RAGGED_VARLEN && bench_dtype_is_quantized(s->kv_dtype)) {
+    if (r->kind == BENCH_RAGGED_VARLEN && kit_dtype_is_quantized(s->kv_dtype)) {
         fprintf(stderr,
                 "fa-bench: --varlen with --kv-dtype %s: fa-bench measures quantized caches on decode "
                 "shapes (a dense shape or --decode-batch)\n",
@@ -793,7 +793,7 @@ static int finish_dtypes(bench_case *c, unsigned set, int from_preset)
                 bench_dtype_name(s->kv_dtype), bench_dtype_name(s->dtype));
         return -1;
     }
-    if (bench_dtype_is_quantized(s->kv_dtype) && c->pass != BENCH_PASS_FWD) {
+    if (kit_dtype_is_quantized(s->kv_dtype) && c->pass != BENCH_PASS_FWD) {
         fprintf(
             stderr,
             "fa-bench: --kv-dtype %s: flashattn reads quantized caches in the forward only (--pass fwd)\n",

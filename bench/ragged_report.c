@@ -6,7 +6,6 @@
 
 #include "dtypes.h"
 #include "isa.h"
-#include "kv_quant.h"
 #include "modifiers.h"
 #include "report.h"
 #include "varlen.h"
@@ -77,19 +76,19 @@ void bench_ragged_report_header(FILE *f, const bench_run_info *info)
                 (long long)g->page_size, (long long)ri->pages_per_seq);
         else
             fprintf(f, "\n  paged: none (--page-size 0)");
-        if (bench_dtype_is_quantized(s->kv_dtype))
+        if (kit_dtype_is_quantized(s->kv_dtype))
             fprintf(f,
                     "\n  k and v %s codes, each with f32 scales per token and head, [B][Hkv][cap][1]%s (row "
                     "max|x| "
                     "/ %g)",
                     bench_dtype_name(s->kv_dtype), g->page_size > 0 ? " and pools [pages][Hkv][P][1]" : "",
-                    bench_kv_code_max(s->kv_dtype));
+                    kit_quant_code_max(s->kv_dtype));
         fprintf(f,
                 "\n  K and V bytes per call: %.4g = the keys each query sees (%lld) * Hkv*(D+Dv)*%d bytes%s; "
                 "FLOP per "
                 "call %.4g",
-                info->kv_bytes, (long long)info->visible_pairs, (int)bench_dtype_size(s->kv_dtype),
-                bench_dtype_is_quantized(s->kv_dtype) ? " + Hkv*2*4 bytes of scales" : "", info->flops);
+                info->kv_bytes, (long long)info->visible_pairs, (int)kit_dtype_size(s->kv_dtype),
+                kit_dtype_is_quantized(s->kv_dtype) ? " + Hkv*2*4 bytes of scales" : "", info->flops);
     }
     fprintf(f, "\n  inputs %s, seed %llu; warmup %d, reps %d", bench_dist_name(o->dist),
             (unsigned long long)o->seed, o->warmup, o->reps);
@@ -104,12 +103,12 @@ void bench_ragged_report_header(FILE *f, const bench_run_info *info)
             (long long)o->check_rows, info->tolerance);
     // A half output's bound adds its rounding (verify.h), so lse's (never half) differs from out's.
     if (info->lse_tolerance != info->tolerance)
-        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)",
-                (int)log2(bench_dtype_unit_roundoff(s->dtype)), info->lse_tolerance);
+        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)", (int)log2(kit_unit_roundoff(s->dtype)),
+                info->lse_tolerance);
     if (o->probe_time > 0.0)
         fprintf(f, "\n  in-run probe, %g s per thread count: %s%s", o->probe_time,
                 varlen ? "FMA peak for the kernel table's ISA and " : "read bandwidth",
-                varlen ? bench_dtype_name(bench_accum_dtype(s->dtype)) : "");
+                varlen ? bench_dtype_name(kit_accum_dtype(s->dtype)) : "");
     else
         fprintf(f, "\n  in-run probes: off (--probe-time 0)");
     fputc('\n', f);
@@ -246,7 +245,7 @@ void bench_ragged_report_table(FILE *f, const bench_run_info *info, const bench_
                 (long long)rows[0].ragged.seqs_bitwise, rows[0].ragged.seqs_bitwise == 1 ? "" : "s",
                 bench_varlen_match_tolerance(info->shape.dtype), rows[0].ragged.err_loop,
                 (long long)rows[0].ragged.seqs_other_blocks, (long long)rows[0].ragged.seqs_may_split,
-                bench_dtype_is_half(info->shape.dtype)
+                kit_dtype_is_half(info->shape.dtype)
                     ? " (out: f32's bound + 2u, each side rounded once; lse: f32's)"
                     : "");
     } else {

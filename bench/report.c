@@ -7,7 +7,6 @@
 
 #include "dtypes.h"
 #include "isa.h"
-#include "kv_quant.h"
 #include "modifiers.h"
 #include "progress.h"
 #include "ragged_report.h"
@@ -101,12 +100,12 @@ void bench_report_header(FILE *f, const bench_run_info *info)
             id->cpu_model, id->allowed_cores, id->allowed_cpus, id->compiler, id->build_type,
             id->git_revision, id->run_utc);
     print_modifiers(f, info);
-    if (bench_dtype_is_quantized(s->kv_dtype))
+    if (kit_dtype_is_quantized(s->kv_dtype))
         fprintf(
             f,
             "\n  k and v: %s codes with f32 scales per token and head, [B][Hkv][Nk][1] (row max|x| / %g)%s; "
             "the oracle reads scale * code",
-            bench_dtype_name(s->kv_dtype), bench_kv_code_max(s->kv_dtype),
+            bench_dtype_name(s->kv_dtype), kit_quant_code_max(s->kv_dtype),
             s->shared_kv ? ", v sharing k's" : "");
     if (s->shared_kv)
         fprintf(f,
@@ -128,8 +127,8 @@ void bench_report_header(FILE *f, const bench_run_info *info)
             (long long)o->check_rows, info->tolerance);
     // A half output's bound adds its rounding (verify.h), so lse's (never half) differs from out's.
     if (info->lse_tolerance != info->tolerance)
-        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)",
-                (int)log2(bench_dtype_unit_roundoff(s->dtype)), info->lse_tolerance);
+        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)", (int)log2(kit_unit_roundoff(s->dtype)),
+                info->lse_tolerance);
     if (info->pass != BENCH_PASS_FWD) {
         fprintf(f, "; gradients: %lld rows of dq and of dk/dv, tolerance %.3g", (long long)o->check_rows,
                 info->grad_tolerance);
@@ -138,7 +137,7 @@ void bench_report_header(FILE *f, const bench_run_info *info)
     }
     if (o->probe_time > 0.0)
         fprintf(f, "\n  in-run probes, %g s per thread count: FMA peak for the kernel table's ISA and %s%s",
-                o->probe_time, bench_dtype_name(bench_accum_dtype(s->dtype)),
+                o->probe_time, bench_dtype_name(kit_accum_dtype(s->dtype)),
                 info->decode ? "; read bandwidth (decode shape: K and V are read once per call)" : "");
     else
         fprintf(f, "\n  in-run probes: off (--probe-time 0)");
@@ -278,7 +277,7 @@ void bench_report_table(FILE *f, const bench_run_info *info, const bench_row *ro
             "x BLAS: unfused OpenBLAS attention min time (blas: rows = row-blocks, gemm = gemm-threads, the "
             "faster of those timed) / flashattn min time; its out matched the library's (normwise %.1e)\n",
             rows[0].blas_err);
-    if (gradients && n > 0 && !bench_dtype_is_half(info->shape.dtype))
+    if (gradients && n > 0 && !kit_dtype_is_half(info->shape.dtype))
         fprintf(f,
                 "gradient oracle: %lld dq rows and %lld dk/dv rows in %.1f s, computed once for all thread "
                 "counts\n",

@@ -19,9 +19,9 @@
 size_t hu_dtype_size(fa_dtype t);
 /* "f32", "f64", "bf16", "f16". */
 const char *hu_dtype_name(fa_dtype t);
-/* x rounded to t: exact for f64; f32 by the cast; bf16 and f16 through float, then the library's
- * round-to-nearest-even narrowing (src/kernels/half.h), widened back. A float x (every value the
- * f32 yardsticks produce) is rounded once. */
+/* x rounded to t: exact for f64; f32 by the cast; bf16 and f16 through float, then the test kit's
+ * round-to-nearest-even narrowing (kit/dtype.h, kit_round), widened back. A float x (every value
+ * the f32 yardsticks produce) is rounded once. */
 double hu_round(fa_dtype t, double x);
 /* The spacing of t's values at magnitude m >= 0 (one ulp): 2^(e - p) for 2^(e-1) <= m < 2^e, with
  * p = 8 (bf16), 11 (f16), 24 (f32), 53 (f64) significant bits, never below the smallest subnormal. */
