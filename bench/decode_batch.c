@@ -342,7 +342,7 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
             if (!want || (quantized && (!kbuf || !vbuf))) continue;
             int64_t row = kit_sample_row(k, n, rows), b = row / s->hq, h = row % s->hq, used = d->used.len[b];
             // q's oracle view (an exact f32 copy of a half q, problem.h); the caches as they are: the
-            // oracle widens a half key exactly as it reads it (tests/reference.c, ref_load), and reads
+            // oracle widens a half key exactly as it reads it (tests/kit/reference.c, ref_load), and reads
             // each key once per checked row: an f32 copy of the whole cache would cost more than it saves.
             // A quantized cache: the row's kv head dequantized, the values the library reads.
             fa_tensor q = one_sequence(&d->pb.oracle_q, b, 1), kk, vv;

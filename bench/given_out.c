@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // delta from a given out, and dq rows from given statistics, on the oracle's own definitions
-// (tests/reference.h: ref_sees, ref_modify, ref_load).
+// (tests/kit/reference.h: ref_sees, ref_modify, ref_load).
 #include "given_out.h"
 
 #include <math.h>

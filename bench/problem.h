@@ -31,7 +31,7 @@ typedef struct {
      * that order whatever the layout, one per token and head; data NULL for other types. With
      * shared_kv, v_scale is k_scale (the same memory). */
     fa_tensor k_scale, v_scale;
-    /* The inputs as the float64 oracles (tests/reference.h) read them. An f32 or f64 input is its own
+    /* The inputs as the float64 oracles (tests/kit/reference.h) read them. An f32 or f64 input is its own
      * view; a bf16 or f16 one gets an f32 copy of its rounded values (exact: every half value is a
      * float), which any oracle written for f32 reads, each element once converted rather than at every
      * one of its Nq or Nk reads; a quantized one an f32 copy of scale * code, the float product the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Verification of a forward result against the float64 oracle (tests/reference.h) on a sample of
+/* Verification of a forward result against the float64 oracle (tests/kit/reference.h) on a sample of
  * rows. fa-bench runs it on every thread count's first output, before any timing. */
 #ifndef FA_BENCH_VERIFY_H
 #define FA_BENCH_VERIFY_H

@@ -2,7 +2,7 @@
 /* Test helpers for bf16 and f16 (issue 13): problems whose tensors have the dtypes of one call,
  * q's group (q, out, dout, dq) in one type and k's group (k, v, dk, dv) in another, values rounded
  * to their type, and the accuracy rule of the half suites against the float64 oracles of
- * tests/reference.c and tests/reference_backward.c, which read half tensors as stored (ref_load).
+ * tests/kit/reference.c and tests/kit/reference_backward.c, which read half tensors as stored (ref_load).
  * Nothing here judges the library by itself. */
 #ifndef FA_TEST_HALF_UTIL_H
 #define FA_TEST_HALF_UTIL_H
