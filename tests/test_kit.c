@@ -8,32 +8,19 @@
  * plus 1, all ones), NaNs and infinities included. */
 #include <criterion/criterion.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "dtype.h"
 #include "kernels/half.h"
 #include "kernels/quant.h"
 
-static uint32_t bits_of(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 Test(kit, half_widening_equals_the_library_on_every_pattern)
 {
     for (uint32_t h = 0; h < 65536; h++) {
         uint16_t x = (uint16_t)h;
-        cr_assert_eq(bits_of(kit_bf16_to_f32(x)), bits_of(fa_bf16_to_f32(x)), "bf16 0x%04x", (unsigned)h);
-        cr_assert_eq(bits_of(kit_f16_to_f32(x)), bits_of(fa_f16_to_f32(x)), "f16 0x%04x", (unsigned)h);
+        cr_assert_eq(kit_float_bits(kit_bf16_to_f32(x)), kit_float_bits(fa_bf16_to_f32(x)), "bf16 0x%04x",
+                     (unsigned)h);
+        cr_assert_eq(kit_float_bits(kit_f16_to_f32(x)), kit_float_bits(fa_f16_to_f32(x)), "f16 0x%04x",
+                     (unsigned)h);
     }
 }
 
@@ -44,12 +31,12 @@ Test(kit, quantized_codes_equal_the_library_on_every_code)
         for (unsigned c = 0; c < 256; c++) {
             uint8_t code[2] = {(uint8_t)c, 0}; /* two bytes: the library's switch also reads halves */
             float scale = 0x1.8p-3f;
-            cr_assert_eq(bits_of(kit_code_to_f32(types[t], code[0])),
-                         bits_of(fa_stored_to_f32(types[t], code, 0)), "type %d code 0x%02x", (int)types[t],
-                         c);
-            cr_assert_eq(bits_of(kit_quant_value(types[t], code, 0, scale)),
-                         bits_of(fa_stored_value(types[t], code, 0, &scale)), "type %d code 0x%02x scaled",
+            cr_assert_eq(kit_float_bits(kit_code_to_f32(types[t], code[0])),
+                         kit_float_bits(fa_stored_to_f32(types[t], code, 0)), "type %d code 0x%02x",
                          (int)types[t], c);
+            cr_assert_eq(kit_float_bits(kit_quant_value(types[t], code, 0, scale)),
+                         kit_float_bits(fa_stored_value(types[t], code, 0, &scale)),
+                         "type %d code 0x%02x scaled", (int)types[t], c);
         }
 }
 
@@ -61,7 +48,7 @@ static void check_narrowing(int drop, uint16_t (*kit)(float), uint16_t (*lib)(fl
     for (uint32_t top = 0; top < (1u << (32 - drop)); top++)
         for (int l = 0; l < 6; l++) {
             uint32_t u = (top << drop) | low[l];
-            float f = float_of(u);
+            float f = kit_bits_float(u);
             cr_assert_eq(kit(f), lib(f), "%s of 0x%08x: kit 0x%04x, library 0x%04x", name, u, kit(f), lib(f));
         }
 }
@@ -78,7 +65,7 @@ Test(kit, f16_narrowing_equals_the_library_at_every_rounding_boundary)
     check_narrowing(13, kit_f16_from_f32, fa_f16_from_f32, "f16");
     for (uint32_t u = 0x33000000u; u <= 0x38800000u; u += 0x100u) { /* |f| in [2^-25, 2^-14]: subnormals */
         for (uint32_t s = 0; s < 2; s++) {
-            float f = float_of(u | (s << 31));
+            float f = kit_bits_float(u | (s << 31));
             cr_assert_eq(kit_f16_from_f32(f), fa_f16_from_f32(f), "f16 of 0x%08x", u | (s << 31));
         }
     }

@@ -43,14 +43,14 @@ double kit_unit_roundoff(fa_dtype t)
     }
 }
 
-static uint32_t float_bits(float f)
+uint32_t kit_float_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-static float bits_float(uint32_t u)
+float kit_bits_float(uint32_t u)
 {
     float f;
     memcpy(&f, &u, sizeof f);
@@ -72,18 +72,18 @@ static double round_magnitude(double a, int p, int emin)
 // bfloat16 is binary32 without its low 16 mantissa bits: 8 significant bits, float's exponents.
 float kit_bf16_to_f32(uint16_t h)
 {
-    return bits_float((uint32_t)h << 16);
+    return kit_bits_float((uint32_t)h << 16);
 }
 
 uint16_t kit_bf16_from_f32(float f)
 {
-    uint32_t u = float_bits(f), sign = (u >> 16) & 0x8000u;
+    uint32_t u = kit_float_bits(f), sign = (u >> 16) & 0x8000u;
     if (isnan(f)) return (uint16_t)((u >> 16) | 0x0040u); // quiet, sign and top payload bits kept
     double a = fabs((double)f);
     if (isinf(f) || a == 0.0) return (uint16_t)(u >> 16);
     double r = round_magnitude(a, 8, -126);
-    if (r > 0x1.fep127) return (uint16_t)(sign | 0x7f80u);  // above the largest finite bf16: inf
-    return (uint16_t)(sign | (float_bits((float)r) >> 16)); // r is a bf16 value, so a float
+    if (r > 0x1.fep127) return (uint16_t)(sign | 0x7f80u);      // above the largest finite bf16: inf
+    return (uint16_t)(sign | (kit_float_bits((float)r) >> 16)); // r is a bf16 value, so a float
 }
 
 // binary16: 1 sign, 5 exponent bits (bias 15), 10 mantissa bits; exponent 0 holds m · 2^-24.
@@ -93,7 +93,7 @@ float kit_f16_to_f32(uint16_t h)
     float sign = (h & 0x8000u) ? -1.0f : 1.0f;
     if (e == 0x1f) {
         if (!m) return sign * INFINITY;
-        return bits_float(((uint32_t)(h & 0x8000u) << 16) | 0x7fc00000u | ((uint32_t)m << 13));
+        return kit_bits_float(((uint32_t)(h & 0x8000u) << 16) | 0x7fc00000u | ((uint32_t)m << 13));
     }
     if (e == 0) return sign * (float)ldexp((double)m, -24);
     return sign * (float)ldexp(1.0 + (double)m / 1024.0, (int)e - 15);
@@ -101,7 +101,7 @@ float kit_f16_to_f32(uint16_t h)
 
 uint16_t kit_f16_from_f32(float f)
 {
-    uint32_t u = float_bits(f);
+    uint32_t u = kit_float_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     if (isnan(f)) return (uint16_t)(sign | 0x7e00u | ((u >> 13) & 0x3ffu));
     double a = fabs((double)f);
@@ -130,13 +130,13 @@ float kit_code_to_f32(fa_dtype t, uint8_t code)
     switch (t) {
     case FA_F8_E4M3:
         if ((code & 0x7fu) == 0x7fu) // S.1111.111, its only NaN
-            return bits_float(((uint32_t)(code & 0x80u) << 24) | 0x7fc00000u);
+            return kit_bits_float(((uint32_t)(code & 0x80u) << 24) | 0x7fc00000u);
         return decode_fp8(code, 3, 7);
     case FA_F8_E5M2:
         if ((code & 0x7cu) == 0x7cu) { // exponent 11111: inf (mantissa 0) or NaN
             if (code & 0x03u)
-                return bits_float(((uint32_t)(code & 0x80u) << 24) | 0x7fc00000u |
-                                  ((uint32_t)(code & 0x03u) << 21));
+                return kit_bits_float(((uint32_t)(code & 0x80u) << 24) | 0x7fc00000u |
+                                      ((uint32_t)(code & 0x03u) << 21));
             return (code & 0x80u) ? -INFINITY : INFINITY;
         }
         return decode_fp8(code, 2, 15);

@@ -29,6 +29,10 @@ fa_dtype kit_accum_dtype(fa_dtype q);
  * never quantized): rounding to nearest moves x by at most u·|x| in the normal range. */
 double kit_unit_roundoff(fa_dtype t);
 
+/* A float's bits and back (the storage, as memcpy reads it). */
+uint32_t kit_float_bits(float f);
+float kit_bits_float(uint32_t u);
+
 float kit_bf16_to_f32(uint16_t h);
 uint16_t kit_bf16_from_f32(float f);
 float kit_f16_to_f32(uint16_t h);
