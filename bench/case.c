@@ -162,7 +162,7 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
         if (peak) {
             bench_probe_isa probe;
             // Half calls compute in f32: their peak is f32's, as their FLOP count is.
-            w->peak_gflops = bench_machine_peak(m, w->isa, bench_accum_dtype(info->shape.dtype), w->threads,
+            w->peak_gflops = bench_machine_peak(m, w->isa, kit_accum_dtype(info->shape.dtype), w->threads,
                                                 bind, &probe, &w->probe_spread);
             snprintf(w->peak_isa, sizeof w->peak_isa, "%s", bench_probe_isa_name(probe));
             w->pct_peak = 100.0 * w->gflops / w->peak_gflops;

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "dtypes.h"
-#include "kv_quant.h"
 #include "modifiers.h"
 #include "reference.h"
 
@@ -21,15 +20,15 @@ static fa_tensor make_view(void *data, const bench_shape *s, int64_t batch, int6
 
 static char *row_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
 {
-    return (char *)t->data + (size_t)(b * t->stride_batch + h * t->stride_head + s * t->stride_seq) *
-                                 bench_dtype_size(t->dtype);
+    return (char *)t->data +
+           (size_t)(b * t->stride_batch + h * t->stride_head + s * t->stride_seq) * kit_dtype_size(t->dtype);
 }
 
 // A quantized cache's scales, [batch][Hkv][seq][1] f32 (what: for a message); *t zeroed without one.
 static int init_scales(fa_tensor *t, const bench_shape *s, int64_t batch, int64_t seq, const char *what)
 {
     *t = (fa_tensor){0};
-    if (!bench_dtype_is_quantized(s->kv_dtype)) return 0;
+    if (!kit_dtype_is_quantized(s->kv_dtype)) return 0;
     size_t bytes = bench_checked_bytes(batch, s->hkv, seq, 1, sizeof(float));
     void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
     if (!data) {
@@ -43,13 +42,13 @@ static int init_scales(fa_tensor *t, const bench_shape *s, int64_t batch, int64_
 // A cache of count sequences: the keys in use drawn from (seed, stream), the rest NaN, so that a read
 // beyond seqused_k reaches the outputs and fails the checks. Rows in parallel (values depend on the
 // index only). A half cache holds the f32 cache's values of the seed, rounded to nearest even
-// (bench_store), as dense half runs do; a quantized one those values quantized row by row, with its
+// (kit_store), as dense half runs do; a quantized one those values quantized row by row, with its
 // scales in *scale (NaN beyond the keys in use: a read of them then shows too).
 static int init_cache(fa_tensor *t, fa_tensor *scale, const bench_decode *d, const bench_shape *s,
                       int64_t dim, bench_dist dist, uint64_t seed, uint64_t stream, const char *what)
 {
     int64_t count = d->used.count, cap = d->capacity, hkv = s->hkv;
-    size_t bytes = bench_checked_bytes(count, hkv, cap, dim, bench_dtype_size(s->kv_dtype));
+    size_t bytes = bench_checked_bytes(count, hkv, cap, dim, kit_dtype_size(s->kv_dtype));
     void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
     if (!data) {
         if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
@@ -66,8 +65,8 @@ static int init_cache(fa_tensor *t, fa_tensor *scale, const bench_decode *d, con
         int64_t key = r % cap, h = r / cap % hkv, b = r / cap / hkv;
         char *row = row_of(&view, b, h, key);
         for (int64_t y = 0; y < dim; y++)
-            bench_store(view.dtype, row, y,
-                        key < used[b] ? bench_sample(dist, seed, stream, (uint64_t)(r * dim + y)) : NAN);
+            kit_store(view.dtype, row, y,
+                      key < used[b] ? bench_sample(dist, seed, stream, (uint64_t)(r * dim + y)) : NAN);
     }
     return 0;
 }
@@ -115,7 +114,7 @@ static int init_pool(fa_tensor *t, fa_tensor *scale, const fa_tensor *c, const f
                      const bench_decode *d, const bench_shape *s, const char *what)
 {
     int64_t dim = c->dim, p = d->page_size, hkv = s->hkv;
-    size_t e = bench_dtype_size(s->kv_dtype), bytes = bench_checked_bytes(d->num_pages, hkv, p, dim, e);
+    size_t e = kit_dtype_size(s->kv_dtype), bytes = bench_checked_bytes(d->num_pages, hkv, p, dim, e);
     void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
     if (!data) {
         if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
@@ -135,7 +134,7 @@ static int init_pool(fa_tensor *t, fa_tensor *scale, const fa_tensor *c, const f
             *scale_of(&pool_scale, page, h, key) = NAN;
             continue;
         }
-        for (int64_t y = 0; y < dim; y++) bench_store(pool.dtype, row, y, NAN);
+        for (int64_t y = 0; y < dim; y++) kit_store(pool.dtype, row, y, NAN);
     }
     int64_t count = d->used.count;
 #pragma omp parallel for schedule(dynamic)
@@ -303,7 +302,7 @@ fa_status bench_decode_call_paged(void *arg)
 static fa_tensor one_sequence(const fa_tensor *t, int64_t b, int64_t seq)
 {
     fa_tensor one = *t;
-    one.data = (char *)t->data + (size_t)(b * t->stride_batch) * bench_dtype_size(t->dtype);
+    one.data = (char *)t->data + (size_t)(b * t->stride_batch) * kit_dtype_size(t->dtype);
     one.batch = 1;
     one.seq = seq;
     return one;
@@ -326,8 +325,8 @@ static fa_tensor dequantized_head(const fa_tensor *cache, const fa_tensor *scale
 int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_result *r)
 {
     const bench_shape *s = &d->pb.shape;
-    int64_t rows = d->used.count * s->hq, n = bench_sample_count(check_rows, rows);
-    int quantized = bench_dtype_is_quantized(s->kv_dtype);
+    int64_t rows = d->used.count * s->hq, n = kit_sample_count(check_rows, rows);
+    int quantized = kit_dtype_is_quantized(s->kv_dtype);
     bench_row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
     if (!checks) return -1;
     int failed_alloc = 0;
@@ -341,10 +340,9 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
 #pragma omp for schedule(dynamic)
         for (int64_t k = 0; k < n; k++) {
             if (!want || (quantized && (!kbuf || !vbuf))) continue;
-            int64_t row = bench_sample_row(k, n, rows), b = row / s->hq, h = row % s->hq,
-                    used = d->used.len[b];
+            int64_t row = kit_sample_row(k, n, rows), b = row / s->hq, h = row % s->hq, used = d->used.len[b];
             // q's oracle view (an exact f32 copy of a half q, problem.h); the caches as they are: the
-            // oracle widens a half key exactly as it reads it (tests/reference.c, ref_load), and reads
+            // oracle widens a half key exactly as it reads it (tests/kit/reference.c, ref_load), and reads
             // each key once per checked row: an f32 copy of the whole cache would cost more than it saves.
             // A quantized cache: the row's kv head dequantized, the values the library reads.
             fa_tensor q = one_sequence(&d->pb.oracle_q, b, 1), kk, vv;
@@ -356,7 +354,7 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
                 kk = one_sequence(&d->kc, b, used);
                 vv = one_sequence(&d->vc, b, used);
             }
-            double lse_want, lse_got = bench_load(bench_accum_dtype(s->dtype), d->pb.lse, row);
+            double lse_want, lse_got = kit_load(kit_accum_dtype(s->dtype), d->pb.lse, row);
             ref_forward_row(&d->dense_params, &q, &kk, &vv, 0, h, 0, want, &lse_want);
             bench_row_check_fill(&checks[k], &d->pb.out, b, h, 0, want, lse_got, lse_want);
             checks[k].b = b;
@@ -374,9 +372,9 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
 
 static int any_nan(const void *data, size_t bytes, fa_dtype t)
 {
-    size_t n = bytes / bench_dtype_size(t);
+    size_t n = bytes / kit_dtype_size(t);
     for (size_t i = 0; i < n; i++)
-        if (isnan(bench_load(t, data, (int64_t)i))) return 1;
+        if (isnan(kit_load(t, data, (int64_t)i))) return 1;
     return 0;
 }
 
@@ -385,7 +383,7 @@ const char *bench_decode_check_outputs(const bench_decode *d)
     fa_dtype t = d->pb.shape.dtype;
     if (any_nan(d->pb.out.data, d->pb.out_bytes, t))
         return "the contiguous call's out has a NaN (a row not written)";
-    if (any_nan(d->pb.lse, d->pb.lse_bytes, bench_accum_dtype(t)))
+    if (any_nan(d->pb.lse, d->pb.lse_bytes, kit_accum_dtype(t)))
         return "the contiguous call's lse has a NaN (a row not written)";
     if (d->page_size == 0) return NULL;
     if (memcmp(d->paged_out.data, d->pb.out.data, d->pb.out_bytes) != 0)

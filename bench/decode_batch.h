@@ -6,7 +6,7 @@
  * alone, the paged rows bitwise equal to the contiguous ones (the library gathers paged keys into
  * the same tiles). q and out have the shape's dtype, the caches and pools its kv_dtype (a bf16 or f16
  * paged KV cache under f32 queries: dtypes.h; or a quantized one, each cache and pool with its f32
- * scales per token and head: kv_quant.h), lse the accumulation type. */
+ * scales per token and head: tests/kit/dtype.h), lse the accumulation type. */
 #ifndef FA_BENCH_DECODE_BATCH_H
 #define FA_BENCH_DECODE_BATCH_H
 

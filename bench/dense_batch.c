@@ -82,8 +82,8 @@ static int check(bench_batch *b, const bench_options *o, int threads, bench_row 
     if (k->pb.has_gradients) {
         if (bench_backward_oracle_stale(&k->oracle, &k->pb)) {
             bench_progress("threads %d: float64 gradient oracle%s", threads,
-                           bench_dtype_is_half(k->pb.shape.dtype) ? " from the out the backward was handed"
-                                                                  : "");
+                           kit_dtype_is_half(k->pb.shape.dtype) ? " from the out the backward was handed"
+                                                                : "");
             if (bench_backward_oracle_compute(&k->oracle, &k->pb, &k->params, o->check_rows) != 0) {
                 fprintf(stderr, "fa-bench: out of memory in the gradient oracle\n");
                 return -1;
@@ -181,8 +181,8 @@ static void measure_blas(bench_batch *batch, const bench_options *o, const bench
 // The baseline's gemms are cblas_sgemm and cblas_dgemm on one type for q, k and v.
 static int blas_dtype_missing(const bench_shape *s)
 {
-    return bench_dtype_is_half(s->dtype) || bench_dtype_is_half(s->kv_dtype) ||
-           bench_dtype_is_quantized(s->kv_dtype);
+    return kit_dtype_is_half(s->dtype) || kit_dtype_is_half(s->kv_dtype) ||
+           kit_dtype_is_quantized(s->kv_dtype);
 }
 #endif
 

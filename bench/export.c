@@ -165,7 +165,7 @@ static value vbool(int b)
     X("kv_dtype", vstr(bench_dtype_name(s->kv_dtype)))                                                  \
     X("lse_tolerance", vnum(info->lse_tolerance))                                                       \
     X("grad_kv_tolerance", vnum(info->grad_kv_tolerance))                                               \
-    X("kv_scales", vstr(bench_dtype_is_quantized(s->kv_dtype) ? "token-head" : ""))                     \
+    X("kv_scales", vstr(kit_dtype_is_quantized(s->kv_dtype) ? "token-head" : ""))                       \
     X("shared_kv", vbool(s->shared_kv))                                                                 \
     X("probe_spread", vnum(row->probe_spread))                                                          \
     X("disturbed", vbool(bench_row_disturbed(row, NULL, NULL, NULL)))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // delta from a given out, and dq rows from given statistics, on the oracle's own definitions
-// (tests/reference.h: ref_sees, ref_modify, ref_load).
+// (tests/kit/reference.h: ref_sees, ref_modify, ref_load).
 #include "given_out.h"
 
 #include <math.h>
@@ -12,7 +12,7 @@ double bench_given_delta(const fa_tensor *dout, const fa_tensor *out, int64_t b,
 {
     double delta = 0.0;
     for (int64_t y = 0; y < out->dim; y++)
-        delta += bench_tensor_load(dout, b, h, i, y) * bench_tensor_load(out, b, h, i, y);
+        delta += kit_tensor_load(dout, b, h, i, y) * kit_tensor_load(out, b, h, i, y);
     return delta;
 }
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "bench_revision.h" // generated at build time by revision.cmake: FA_BENCH_GIT_REVISION
-#include "runtime/topology.h"
+#include "placement.h"
 
 #ifndef FA_BENCH_COMPILER
 #define FA_BENCH_COMPILER "unknown"
@@ -65,11 +65,9 @@ void bench_identity_init(bench_identity *id)
         snprintf(id->host, sizeof id->host, "unknown");
     read_cpu_model(id->cpu_model, sizeof id->cpu_model);
 
-    fa_topology *t = NULL;
-    if (fa_topology_create(&t, 1) == FA_OK) {
-        id->allowed_cores = fa_topology_allowed_cores(t);
-        fa_topology_destroy(t);
-    }
+    bench_placement *place = bench_placement_create();
+    id->allowed_cores = bench_placement_allowed_cores(place);
+    bench_placement_destroy(place);
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) id->allowed_cpus = CPU_COUNT(&set);
 

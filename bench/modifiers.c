@@ -56,7 +56,7 @@ int64_t bench_visible_pairs(const bench_shape *s)
 double bench_bias_read_bytes(const bench_shape *s)
 {
     // The bias has the accumulation type (f32 under a half q, flashattn.h).
-    double e = (double)bench_dtype_size(bench_accum_dtype(s->dtype));
+    double e = (double)kit_dtype_size(kit_accum_dtype(s->dtype));
     switch (s->mods.bias) {
     case BENCH_BIAS_FULL: return (double)s->b * (double)s->hq * (double)bench_visible_pairs(s) * e;
     case BENCH_BIAS_KEYPAD: return (double)s->b * (double)s->nk * e;
@@ -74,8 +74,8 @@ static int init_bias(bench_problem *p, bench_dist dist, uint64_t seed)
     const bench_shape *s = &p->shape;
     int full = s->mods.bias == BENCH_BIAS_FULL;
     int64_t heads = full ? s->hq : 1, rows = full ? s->nq : 1;
-    fa_dtype t = bench_accum_dtype(s->dtype);
-    size_t es = bench_dtype_size(t);
+    fa_dtype t = kit_accum_dtype(s->dtype);
+    size_t es = kit_dtype_size(t);
     p->bias_bytes = bench_checked_bytes(s->b, heads, rows, s->nk, es);
     if (!p->bias_bytes) {
         fprintf(stderr, "fa-bench: the bias is too large to allocate\n");
@@ -88,9 +88,9 @@ static int init_bias(bench_problem *p, bench_dist dist, uint64_t seed)
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < n; r++)
         for (int64_t j = 0; j < nk; j++)
-            bench_store(t, data, r * nk + j,
-                        full ? bench_sample(dist, seed, STREAM_BIAS, (uint64_t)(r * nk + j))
-                             : (j >= nk - padded ? -INFINITY : 0.0));
+            kit_store(t, data, r * nk + j,
+                      full ? bench_sample(dist, seed, STREAM_BIAS, (uint64_t)(r * nk + j))
+                           : (j >= nk - padded ? -INFINITY : 0.0));
     return 0;
 }
 

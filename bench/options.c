@@ -102,7 +102,7 @@ static const char help_text[] =
     "                     across thread counts; both are timed, and 'dropout P: ... ratio' lines give\n"
     "                     with/without per thread count (same run, same context)\n"
     "  Modifiers given with a preset apply to every case of it. The oracle computes every modifier\n"
-    "  from the header's definition (tests/reference.c), so the check before timing covers them.\n"
+    "  from the header's definition (tests/kit/reference.c), so the check before timing covers them.\n"
     "  The BLAS baseline does not run for cases with a modifier, nor for bf16 or f16.\n"
     "\n"
     "ragged batches (fa_params.seqs; flashattn.h, fa_seqs; forward only, no --bias):\n"
@@ -226,7 +226,7 @@ static const char help_text[] =
     "bound 1e-4). The oracle reads the rounded inputs the library read (as f32 copies), so the\n"
     "inputs' rounding is no part of the error.\n"
     "bwd and fwdbwd also check out and lse, then dq, dk and dv against a float64 row-level oracle\n"
-    "(tests/reference_backward.h) computed from q, k, v and dout alone, never from the library's out\n"
+    "(tests/kit/reference_backward.h) computed from q, k, v and dout alone, never from the library's out\n"
     "or lse: normwise error max|g - ref| / max|ref| per gradient, <= 1e-11 for f64 and <= 1e-3 for\n"
     "f32, plus u for a bf16 or f16 gradient (dq: --dtype's; dk, dv: --kv-dtype's). With a bf16 or\n"
     "f16 --dtype, delta_i = dout_i*out_i comes from the out the backward was handed (the header's\n"
@@ -748,7 +748,7 @@ static int finish_ragged(bench_case *c, unsigned set)
         fprintf(stderr, "fa-bench: --shared-kv applies to dense shapes, not to %s\n", opt);
         return -1;
     }
-    if (r->kind == BENCH_RAGGED_VARLEN && bench_dtype_is_quantized(s->kv_dtype)) {
+    if (r->kind == BENCH_RAGGED_VARLEN && kit_dtype_is_quantized(s->kv_dtype)) {
         fprintf(stderr,
                 "fa-bench: --varlen with --kv-dtype %s: fa-bench measures quantized caches on decode "
                 "shapes (a dense shape or --decode-batch)\n",
@@ -793,7 +793,7 @@ static int finish_dtypes(bench_case *c, unsigned set, int from_preset)
                 bench_dtype_name(s->kv_dtype), bench_dtype_name(s->dtype));
         return -1;
     }
-    if (bench_dtype_is_quantized(s->kv_dtype) && c->pass != BENCH_PASS_FWD) {
+    if (kit_dtype_is_quantized(s->kv_dtype) && c->pass != BENCH_PASS_FWD) {
         fprintf(
             stderr,
             "fa-bench: --kv-dtype %s: flashattn reads quantized caches in the forward only (--pass fwd)\n",

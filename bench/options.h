@@ -57,7 +57,7 @@ typedef struct {
     int64_t b, hq, hkv, nq, nk, d, dv;
     fa_dtype dtype;    /* q, out, dout, dq */
     fa_dtype kv_dtype; /* k, v, dk, dv: dtype, or under f32 queries bf16/f16, or i8/f8e4m3/f8e5m2 with
-                          per-row scales (--kv-dtype; dtypes.h, kv_quant.h) */
+                          per-row scales (--kv-dtype; dtypes.h, tests/kit/dtype.h) */
     fa_causal causal;
     bench_layout layout;
     bench_mods mods;

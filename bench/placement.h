@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Where the in-run probes put their threads: the library's own placement (src/runtime/topology.c, used
- * white-box), so that a probe's threads sit where a timed call's threads sat. Also the one machine
- * fact the probes need from the topology: the L3 size. */
+/* Where the in-run probes put their threads: hwloc, by the placement rules include/flashattn.h states
+ * for FA_BIND_CORE and FA_BIND_SPREAD, so that a probe's threads sit where a timed call's threads sat.
+ * Also the machine facts the probes and the rows need from the topology: the L3 size, the cores. */
 #ifndef FA_BENCH_PLACEMENT_H
 #define FA_BENCH_PLACEMENT_H
 
@@ -20,6 +20,10 @@ void bench_placement_destroy(bench_placement *p);
 
 /* Total bytes of all L3 caches in the restricted topology (0 when hwloc reports none). */
 size_t bench_placement_l3_bytes(const bench_placement *p);
+
+/* Cores (PUs where hwloc reports no cores) in the restricted topology: the library's allowed cores;
+ * 0 for NULL. */
+int bench_placement_allowed_cores(const bench_placement *p);
 
 /* One team's pinning, by the library's rules (FA_BIND_CORE, FA_BIND_SPREAD); other modes pin nothing. */
 typedef struct bench_pinning bench_pinning;

@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "counter_rng.h"
 #include "dtypes.h"
-#include "kv_quant.h"
 #include "modifiers.h"
+#include "rng.h"
 
 // Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
 #define BENCH_ALIGN 64
@@ -20,9 +19,9 @@ enum { STREAM_Q = 1, STREAM_K = 2, STREAM_V = 3, STREAM_DOUT = 4 };
 
 static double sample(bench_dist dist, uint64_t key, uint64_t index)
 {
-    if (dist == BENCH_DIST_UNIFORM) return 2.0 * unit_uniform(key, index) - 1.0;
-    if (dist == BENCH_DIST_PEAKY) return 10.0 * (2.0 * unit_uniform(key, index) - 1.0);
-    return unit_normal(key, index);
+    if (dist == BENCH_DIST_UNIFORM) return 2.0 * kit_unit_uniform(key, index) - 1.0;
+    if (dist == BENCH_DIST_PEAKY) return 10.0 * (2.0 * kit_unit_uniform(key, index) - 1.0);
+    return kit_unit_normal(key, index);
 }
 
 size_t bench_checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t size)
@@ -39,7 +38,7 @@ size_t bench_checked_bytes(int64_t a, int64_t b, int64_t c, int64_t d, size_t si
 
 double bench_sample(bench_dist dist, uint64_t seed, uint64_t stream, uint64_t index)
 {
-    return sample(dist, mix64(seed ^ mix64(stream)), index);
+    return sample(dist, kit_stream_key(seed, stream), index);
 }
 
 void *bench_alloc_aligned(size_t bytes, const char *what)
@@ -61,14 +60,14 @@ static fa_tensor make_view(void *data, fa_dtype t, const bench_shape *s, int64_t
 // bhsd and bshd runs of one seed compute the same attention.
 static void fill(const fa_tensor *t, bench_dist dist, uint64_t seed, uint64_t stream)
 {
-    uint64_t key = mix64(seed ^ mix64(stream));
+    uint64_t key = kit_stream_key(seed, stream);
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t s = 0; s < t->seq; s++) {
                 int64_t row = (b * t->heads + h) * t->seq + s;
                 int64_t base = b * t->stride_batch + h * t->stride_head + s * t->stride_seq;
                 for (int64_t d = 0; d < t->dim; d++)
-                    bench_store(t->dtype, t->data, base + d, sample(dist, key, (uint64_t)(row * t->dim + d)));
+                    kit_store(t->dtype, t->data, base + d, sample(dist, key, (uint64_t)(row * t->dim + d)));
             }
 }
 
@@ -96,7 +95,7 @@ int bench_fill_quantized(const fa_tensor *codes, const fa_tensor *scale, bench_d
             }
             for (int64_t d = 0; d < dim; d++)
                 x[d] = (float)bench_sample(dist, seed, stream, (uint64_t)(r * dim + d));
-            *row_scale = bench_kv_quantize_row(t.dtype, x, dim, row);
+            *row_scale = kit_quantize_row(t.dtype, x, dim, row);
         }
         free(x);
     }
@@ -111,7 +110,7 @@ float bench_quantized_load(const fa_tensor *codes, const fa_tensor *scale, int64
                          s * codes->stride_seq;
     float sc = ((const float *)
                     scale->data)[b * scale->stride_batch + h * scale->stride_head + s * scale->stride_seq];
-    return bench_kv_value(codes->dtype, row, d, sc);
+    return kit_quant_value(codes->dtype, row, d, sc);
 }
 
 // *oracle = t itself for f32 and f64; for a half type, an f32 tensor of the same sizes and layout
@@ -121,8 +120,8 @@ static int make_oracle_view(const fa_tensor *t, const fa_tensor *scale, const be
                             fa_tensor *oracle, void **copy, const char *what)
 {
     *oracle = *t;
-    int quantized = bench_dtype_is_quantized(t->dtype);
-    if (!bench_dtype_is_half(t->dtype) && !quantized) return 0;
+    int quantized = kit_dtype_is_quantized(t->dtype);
+    if (!kit_dtype_is_half(t->dtype) && !quantized) return 0;
     size_t bytes = bench_checked_bytes(t->batch, t->heads, t->seq, t->dim, sizeof(float));
     if (!bytes) {
         fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
@@ -137,7 +136,7 @@ static int make_oracle_view(const fa_tensor *t, const fa_tensor *scale, const be
                 int64_t to = b * oracle->stride_batch + h * oracle->stride_head + x * oracle->stride_seq;
                 for (int64_t d = 0; d < t->dim; d++)
                     ((float *)*copy)[to + d] = quantized ? bench_quantized_load(t, scale, b, h, x, d)
-                                                         : (float)bench_load(t->dtype, t->data, from + d);
+                                                         : (float)kit_load(t->dtype, t->data, from + d);
             }
     return 0;
 }
@@ -169,14 +168,14 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
 {
     memset(p, 0, sizeof *p);
     p->shape = *s;
-    size_t es = bench_dtype_size(s->dtype), kv_es = bench_dtype_size(s->kv_dtype);
+    size_t es = kit_dtype_size(s->dtype), kv_es = kit_dtype_size(s->kv_dtype);
     size_t q_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->d, es);
     size_t k_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->d, kv_es);
     size_t v_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->dv, kv_es);
-    int quantized = bench_dtype_is_quantized(s->kv_dtype);
+    int quantized = kit_dtype_is_quantized(s->kv_dtype);
     size_t scale_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, 1, sizeof(float));
     p->out_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->dv, es);
-    p->lse_bytes = bench_checked_bytes(s->b, s->hq, s->nq, 1, bench_dtype_size(bench_accum_dtype(s->dtype)));
+    p->lse_bytes = bench_checked_bytes(s->b, s->hq, s->nq, 1, kit_dtype_size(kit_accum_dtype(s->dtype)));
     if (!q_bytes || !k_bytes || !v_bytes || !p->out_bytes || !p->lse_bytes || !scale_bytes) {
         fprintf(stderr, "fa-bench: the shape is too large to allocate\n");
         return -1;

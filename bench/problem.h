@@ -2,7 +2,7 @@
 /* The tensors one benchmark run works on: allocated once, 64-byte aligned, filled from a seed.
  * The backward pass's tensors (dout, dq, dk, dv) exist only when the run times a backward.
  * q, out, dout and dq have shape.dtype, k, v, dk and dv shape.kv_dtype (dtypes.h); a quantized k and
- * v come with their scales (kv_quant.h). With shape.shared_kv, v is a view of k's memory. */
+ * v come with their scales (tests/kit/dtype.h). With shape.shared_kv, v is a view of k's memory. */
 #ifndef FA_BENCH_PROBLEM_H
 #define FA_BENCH_PROBLEM_H
 
@@ -31,7 +31,7 @@ typedef struct {
      * that order whatever the layout, one per token and head; data NULL for other types. With
      * shared_kv, v_scale is k_scale (the same memory). */
     fa_tensor k_scale, v_scale;
-    /* The inputs as the float64 oracles (tests/reference.h) read them. An f32 or f64 input is its own
+    /* The inputs as the float64 oracles (tests/kit/reference.h) read them. An f32 or f64 input is its own
      * view; a bf16 or f16 one gets an f32 copy of its rounded values (exact: every half value is a
      * float), which any oracle written for f32 reads, each element once converted rather than at every
      * one of its Nq or Nk reads; a quantized one an f32 copy of scale * code, the float product the
@@ -58,7 +58,7 @@ void bench_problem_free(bench_problem *p);
 /* Sets params->k_scale and v_scale to the problem's scales (NULL when k and v are not quantized). */
 void bench_problem_kv_scales(const bench_problem *p, fa_params *params);
 
-/* Fills a quantized cache row by row (kv_quant.h): row (b, h, s) of `codes` from the values an f32
+/* Fills a quantized cache row by row (kit_quantize_row): row (b, h, s) of `codes` from the values an f32
  * tensor of the same sizes gets from (seed, stream) (bench_sample at ((b*H + h)*S + s)*dim + d, as
  * problem.c's fill and decode_batch.c's caches draw them), its scale into scale(b, h, s). With used
  * non-NULL, rows s >= used[b] (keys beyond a sequence's keys in use) get code 0 and a NaN scale

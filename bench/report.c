@@ -8,7 +8,6 @@
 
 #include "dtypes.h"
 #include "isa.h"
-#include "kv_quant.h"
 #include "modifiers.h"
 
 static const char *pass_title(bench_pass pass)
@@ -106,12 +105,12 @@ static void print_shape(FILE *f, const bench_run_info *info)
 static void print_dense_calls(FILE *f, const bench_run_info *info)
 {
     const bench_shape *s = &info->shape;
-    if (bench_dtype_is_quantized(s->kv_dtype))
+    if (kit_dtype_is_quantized(s->kv_dtype))
         fprintf(
             f,
             "\n  k and v: %s codes with f32 scales per token and head, [B][Hkv][Nk][1] (row max|x| / %g)%s; "
             "the oracle reads scale * code",
-            bench_dtype_name(s->kv_dtype), bench_kv_code_max(s->kv_dtype),
+            bench_dtype_name(s->kv_dtype), kit_quant_code_max(s->kv_dtype),
             s->shared_kv ? ", v sharing k's" : "");
     if (s->shared_kv)
         fprintf(f,
@@ -162,19 +161,19 @@ static void print_decode_calls(FILE *f, const bench_run_info *info)
                 (long long)g->page_size, (long long)ri->pages_per_seq);
     else
         fprintf(f, "\n  paged: none (--page-size 0)");
-    if (bench_dtype_is_quantized(s->kv_dtype))
+    if (kit_dtype_is_quantized(s->kv_dtype))
         fprintf(
             f,
             "\n  k and v %s codes, each with f32 scales per token and head, [B][Hkv][cap][1]%s (row max|x| "
             "/ %g)",
             bench_dtype_name(s->kv_dtype), g->page_size > 0 ? " and pools [pages][Hkv][P][1]" : "",
-            bench_kv_code_max(s->kv_dtype));
+            kit_quant_code_max(s->kv_dtype));
     fprintf(f,
             "\n  K and V bytes per call: %.4g = the keys each query sees (%lld) * Hkv*(D+Dv)*%d bytes%s; "
             "FLOP per "
             "call %.4g",
-            info->kv_bytes, (long long)info->visible_pairs, (int)bench_dtype_size(s->kv_dtype),
-            bench_dtype_is_quantized(s->kv_dtype) ? " + Hkv*2*4 bytes of scales" : "", info->flops);
+            info->kv_bytes, (long long)info->visible_pairs, (int)kit_dtype_size(s->kv_dtype),
+            kit_dtype_is_quantized(s->kv_dtype) ? " + Hkv*2*4 bytes of scales" : "", info->flops);
 }
 
 // The probes this case's rows get (case.c, measure_probes).
@@ -189,7 +188,7 @@ static void print_probes(FILE *f, const bench_run_info *info)
     fprintf(f, "\n  in-run probes, %g s per thread count: ", o->probe_time);
     if (peak)
         fprintf(f, "FMA peak for the kernel table's ISA and %s%s",
-                bench_dtype_name(bench_accum_dtype(info->shape.dtype)), read ? "; " : "");
+                bench_dtype_name(kit_accum_dtype(info->shape.dtype)), read ? "; " : "");
     if (read)
         fprintf(f, "read bandwidth (%s)",
                 info->decode ? "decode shape: K and V are read once per call" : "the full bias is read once");
@@ -240,8 +239,8 @@ void bench_report_header(FILE *f, const bench_run_info *info)
             (long long)o->check_rows, info->tolerance);
     // A half output's bound adds its rounding (verify.h), so lse's (never half) differs from out's.
     if (info->lse_tolerance != info->tolerance)
-        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)",
-                (int)log2(bench_dtype_unit_roundoff(s->dtype)), info->lse_tolerance);
+        fprintf(f, " (out: f32's + 2^%d, its rounding), %.3g (lse)", (int)log2(kit_unit_roundoff(s->dtype)),
+                info->lse_tolerance);
     if (info->pass != BENCH_PASS_FWD) {
         fprintf(f, "; gradients: %lld rows of dq and of dk/dv, tolerance %.3g", (long long)o->check_rows,
                 info->grad_tolerance);

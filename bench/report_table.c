@@ -225,14 +225,14 @@ static void print_notes(FILE *f, const bench_run_info *info, const bench_row *ro
                 (long long)rows[0].ragged.seqs_bitwise, rows[0].ragged.seqs_bitwise == 1 ? "" : "s",
                 bench_varlen_match_tolerance(info->shape.dtype), rows[0].ragged.err_loop,
                 (long long)rows[0].ragged.seqs_other_blocks, (long long)rows[0].ragged.seqs_may_split,
-                bench_dtype_is_half(info->shape.dtype)
+                kit_dtype_is_half(info->shape.dtype)
                     ? " (out: f32's bound + 2u, each side rounded once; lse: f32's)"
                     : "");
     if (info->pass != BENCH_PASS_FWD) {
         fprintf(f, "gradient oracle: %lld dq rows and %lld dk/dv rows in %.1f s",
                 (long long)rows[0].rows_checked_dq, (long long)rows[0].rows_checked_dkdv,
                 info->grad_oracle_s);
-        if (!bench_dtype_is_half(info->shape.dtype))
+        if (!kit_dtype_is_half(info->shape.dtype))
             fprintf(f, ", computed once for all thread counts\n");
         else
             fprintf(

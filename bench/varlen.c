@@ -15,7 +15,7 @@
 static fa_tensor sequence_view(const fa_tensor *packed, const int64_t *cu, int64_t b)
 {
     fa_tensor t = *packed;
-    t.data = (char *)packed->data + (size_t)(cu[b] * packed->stride_seq) * bench_dtype_size(packed->dtype);
+    t.data = (char *)packed->data + (size_t)(cu[b] * packed->stride_seq) * kit_dtype_size(packed->dtype);
     t.seq = cu[b + 1] - cu[b];
     return t;
 }
@@ -23,20 +23,20 @@ static fa_tensor sequence_view(const fa_tensor *packed, const int64_t *cu, int64
 // lse's type: the accumulation type (float for bf16 and f16 calls, dtypes.h).
 static fa_dtype lse_dtype(const bench_varlen *v)
 {
-    return bench_accum_dtype(v->packed.shape.dtype);
+    return kit_accum_dtype(v->packed.shape.dtype);
 }
 
 // Sequence b's lse of the loop: [Hq][L_b], contiguous, at element Hq * cu[b].
 static void *loop_lse_of(const bench_varlen *v, int64_t b)
 {
-    return (char *)v->loop_lse + (size_t)(v->packed.shape.hq * v->cu[b]) * bench_dtype_size(lse_dtype(v));
+    return (char *)v->loop_lse + (size_t)(v->packed.shape.hq * v->cu[b]) * kit_dtype_size(lse_dtype(v));
 }
 
 double bench_varlen_match_tolerance(fa_dtype t)
 {
     // Each side is within f32's bound of the exact value before its one rounding (verify.h), so two
     // rounded outputs differ by at most f32's bound plus u of each side's rounding.
-    return bench_verify_tolerance(t) + (bench_dtype_is_half(t) ? bench_dtype_unit_roundoff(t) : 0.0);
+    return bench_verify_tolerance(t) + (kit_dtype_is_half(t) ? kit_unit_roundoff(t) : 0.0);
 }
 
 int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, uint64_t seed)
@@ -69,7 +69,7 @@ int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, ui
     v->packed_params = v->dense_params;
     v->packed_params.seqs = &v->seqs;
 
-    size_t e = bench_dtype_size(bench_accum_dtype(s->dtype)); // lse's element
+    size_t e = kit_dtype_size(kit_accum_dtype(s->dtype)); // lse's element
     v->loop_out = v->packed.out;
     v->loop_out.data = bench_alloc_aligned(v->packed.out_bytes, "the per-sequence loop's out");
     v->loop_lse_bytes = (size_t)(s->hq * l->total) * e;
@@ -182,7 +182,7 @@ int bench_varlen_verify(const bench_varlen *v, int64_t check_rows, bench_verify_
 {
     const bench_shape *s = &v->packed.shape;
     int64_t hq = s->hq, total = v->lengths.total, rows = hq * total;
-    int64_t n = bench_sample_count(check_rows, rows);
+    int64_t n = kit_sample_count(check_rows, rows);
     bench_row_check *checks = calloc((size_t)(2 * (n > 0 ? n : 1)), sizeof *checks);
     if (!checks) return -1;
     bench_row_check *loop_checks = checks + n;
@@ -194,7 +194,7 @@ int bench_varlen_verify(const bench_varlen *v, int64_t check_rows, bench_verify_
 #pragma omp for schedule(dynamic)
         for (int64_t k = 0; k < n; k++) {
             if (!want) continue;
-            int64_t r = bench_sample_row(k, n, rows), t = r / hq, h = r % hq, b = sequence_of(v, t);
+            int64_t r = kit_sample_row(k, n, rows), t = r / hq, h = r % hq, b = sequence_of(v, t);
             int64_t i = t - v->cu[b], len = v->lengths.len[b];
             // The oracle views: the rounded half inputs as exact f32 copies (problem.h).
             fa_tensor q = sequence_view(&v->packed.oracle_q, v->cu, b);
@@ -204,9 +204,9 @@ int bench_varlen_verify(const bench_varlen *v, int64_t check_rows, bench_verify_
             ref_forward_row(&v->dense_params, &q, &kk, &vv, 0, h, i, want, &lse_want);
             bench_row_check *pc = &checks[k], *lc = &loop_checks[k];
             bench_row_check_fill(pc, &v->packed.out, 0, h, t, want,
-                                 bench_load(lse_dtype(v), v->packed.lse, h * total + t), lse_want);
+                                 kit_load(lse_dtype(v), v->packed.lse, h * total + t), lse_want);
             bench_row_check_fill(lc, &v->loop_out, 0, h, t, want,
-                                 bench_load(lse_dtype(v), loop_lse_of(v, b), h * len + i), lse_want);
+                                 kit_load(lse_dtype(v), loop_lse_of(v, b), h * len + i), lse_want);
             pc->b = lc->b = b; // reported as (sequence, head, row of the sequence)
             pc->h = lc->h = h;
             pc->i = lc->i = i;
@@ -230,7 +230,7 @@ static int match_sequence(const bench_varlen *v, int64_t b, int bitwise, double 
     const bench_shape *s = &v->packed.shape;
     const fa_tensor *po = &v->packed.out, *lo = &v->loop_out;
     fa_dtype lt = lse_dtype(v);
-    size_t e = bench_dtype_size(s->dtype), row_bytes = (size_t)s->dv * e;
+    size_t e = kit_dtype_size(s->dtype), row_bytes = (size_t)s->dv * e;
     int64_t len = v->lengths.len[b], total = v->lengths.total;
     double diff = 0.0, scale = 0.0, lse_diff = 0.0, lse_scale = 1.0;
     for (int64_t h = 0; h < s->hq; h++)
@@ -238,14 +238,14 @@ static int match_sequence(const bench_varlen *v, int64_t b, int bitwise, double 
             int64_t t = v->cu[b] + i, at = h * po->stride_head + t * po->stride_seq;
             const char *pr = (const char *)po->data + (size_t)at * e,
                        *lr = (const char *)lo->data + (size_t)at * e;
-            double pl = bench_load(lt, v->packed.lse, h * total + t);
-            double ll = bench_load(lt, loop_lse_of(v, b), h * len + i);
+            double pl = kit_load(lt, v->packed.lse, h * total + t);
+            double ll = kit_load(lt, loop_lse_of(v, b), h * len + i);
             if (isnan(pl)) return 0;
             for (int64_t y = 0; y < s->dv; y++) {
-                double x = bench_load(s->dtype, pr, y);
+                double x = kit_load(s->dtype, pr, y);
                 if (isnan(x)) return 0;
                 if (!bitwise) {
-                    double d = bench_abs_diff(bench_load(s->dtype, lr, y), x);
+                    double d = kit_abs_diff(kit_load(s->dtype, lr, y), x);
                     if (d > diff) diff = d;
                     if (fabs(x) > scale) scale = fabs(x);
                 }
@@ -253,7 +253,7 @@ static int match_sequence(const bench_varlen *v, int64_t b, int bitwise, double 
             if (bitwise) {
                 if (memcmp(pr, lr, row_bytes) != 0 || memcmp(&pl, &ll, sizeof pl) != 0) return 0;
             } else {
-                double d = bench_abs_diff(ll, pl);
+                double d = kit_abs_diff(ll, pl);
                 if (d > lse_diff) lse_diff = d;
                 if (fabs(pl) > lse_scale) lse_scale = fabs(pl);
             }

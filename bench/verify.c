@@ -11,38 +11,17 @@
 double bench_verify_tolerance(fa_dtype t)
 {
     if (t == FA_F64) return 1e-12;
-    return 1e-4 + (bench_dtype_is_half(t) ? bench_dtype_unit_roundoff(t) : 0.0);
+    return 1e-4 + (kit_dtype_is_half(t) ? kit_unit_roundoff(t) : 0.0);
 }
 
 double bench_verify_lse_tolerance(fa_dtype q)
 {
-    return bench_verify_tolerance(bench_accum_dtype(q));
-}
-
-// |got - want| where equal infinities (lse = -inf of a masked row) agree and any NaN the oracle
-// does not have counts as an infinite error.
-double bench_abs_diff(double got, double want)
-{
-    if (got == want) return 0.0;
-    if (isnan(got) && isnan(want)) return 0.0;
-    double d = fabs(got - want);
-    return isnan(d) ? INFINITY : d;
+    return bench_verify_tolerance(kit_accum_dtype(q));
 }
 
 static double load_lse(const bench_problem *pb, int64_t row)
 {
-    return bench_load(bench_accum_dtype(pb->shape.dtype), pb->lse, row);
-}
-
-// The k-th of n sample rows out of total: floor(k * (total - 1) / (n - 1)), strictly increasing
-// because n <= total; k = 0 gives the first row and k = n - 1 the last. Computed in double when
-// the product could overflow int64 (only for absurd sizes; the order is kept).
-int64_t bench_sample_row(int64_t k, int64_t n, int64_t total)
-{
-    if (n <= 1) return 0;
-    if (k != 0 && total - 1 > INT64_MAX / k)
-        return (int64_t)((double)k * (double)(total - 1) / (double)(n - 1));
-    return k * (total - 1) / (n - 1);
+    return kit_load(kit_accum_dtype(pb->shape.dtype), pb->lse, row);
 }
 
 void bench_row_check_fill(bench_row_check *c, const fa_tensor *out, int64_t b, int64_t h, int64_t i,
@@ -53,8 +32,8 @@ void bench_row_check_fill(bench_row_check *c, const fa_tensor *out, int64_t b, i
     c->col = 0;
     c->got = c->want = 0.0;
     for (int64_t y = 0; y < out->dim; y++) {
-        double got = bench_tensor_load(out, b, h, i, y);
-        double diff = bench_abs_diff(got, want_row[y]);
+        double got = kit_tensor_load(out, b, h, i, y);
+        double diff = kit_abs_diff(got, want_row[y]);
         if (isfinite(want_row[y]) && fabs(want_row[y]) > c->out_ref_max) c->out_ref_max = fabs(want_row[y]);
         if (y == 0 || diff > c->out_diff) {
             c->out_diff = diff;
@@ -79,18 +58,12 @@ static void check_row(const bench_problem *pb, const fa_params *p, int64_t row, 
     bench_row_check_fill(c, &pb->out, c->b, c->h, c->i, want_row, load_lse(pb, row), lse_want);
 }
 
-int64_t bench_sample_count(int64_t check_rows, int64_t total)
-{
-    int64_t n = check_rows < total ? check_rows : total;
-    return n < 2 && total >= 2 ? 2 : n; // first and last are always in the sample
-}
-
 int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t check_rows,
                          bench_verify_result *r)
 {
     const bench_shape *s = &pb->shape;
     int64_t total = s->b * s->hq * s->nq;
-    int64_t n = bench_sample_count(check_rows, total);
+    int64_t n = kit_sample_count(check_rows, total);
     bench_row_check *checks = calloc((size_t)(n > 0 ? n : 1), sizeof *checks);
     if (!checks) return -1;
     int failed_alloc = 0;
@@ -103,7 +76,7 @@ int bench_verify_forward(const bench_problem *pb, const fa_params *p, int64_t ch
         if (!want_row) failed_alloc = 1;
 #pragma omp for schedule(dynamic)
         for (int64_t k = 0; k < n; k++)
-            if (want_row) check_row(pb, p, bench_sample_row(k, n, total), want_row, &checks[k]);
+            if (want_row) check_row(pb, p, kit_sample_row(k, n, total), want_row, &checks[k]);
         free(want_row);
     }
     if (failed_alloc) {
@@ -122,7 +95,7 @@ void bench_verify_reduce(const bench_row_check *checks, int64_t n, fa_dtype dtyp
         const bench_row_check *c = &checks[k];
         if (c->out_diff > out_diff) out_diff = c->out_diff;
         if (c->out_ref_max > out_scale) out_scale = c->out_ref_max;
-        double ld = bench_abs_diff(c->lse_got, c->lse_want);
+        double ld = kit_abs_diff(c->lse_got, c->lse_want);
         if (ld > lse_diff) lse_diff = ld;
         if (isfinite(c->lse_want) && fabs(c->lse_want) > lse_scale) lse_scale = fabs(c->lse_want);
     }
@@ -133,7 +106,7 @@ void bench_verify_reduce(const bench_row_check *checks, int64_t n, fa_dtype dtyp
     double worst_err = -1.0;
     for (int64_t k = 0; k < n; k++) {
         double e_out = checks[k].out_diff / out_scale;
-        double e_lse = bench_abs_diff(checks[k].lse_got, checks[k].lse_want) / lse_scale;
+        double e_lse = kit_abs_diff(checks[k].lse_got, checks[k].lse_want) / lse_scale;
         double e = e_out > e_lse ? e_out : e_lse;
         if (e > worst_err) {
             worst_err = e;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Verification of a forward result against the float64 oracle (tests/reference.h) on a sample of
+/* Verification of a forward result against the float64 oracle (tests/kit/reference.h) on a sample of
  * rows. fa-bench runs it on every thread count's first output, before any timing. */
 #ifndef FA_BENCH_VERIFY_H
 #define FA_BENCH_VERIFY_H
@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compare.h"
 #include "flashattn.h"
 #include "problem.h"
 
@@ -63,16 +64,7 @@ void bench_verify_reduce(const bench_row_check *checks, int64_t n, fa_dtype dtyp
 /* Prints the worst row of a failed (or passed) verification to f. */
 void bench_verify_print_worst(FILE *f, const bench_verify_result *r);
 
-/* The sampling and error rules above, shared with the gradient check (verify_backward.h). */
-
-/* How many of total rows a check of check_rows samples: min(check_rows, total), and at least 2 when
- * total >= 2 (first and last). */
-int64_t bench_sample_count(int64_t check_rows, int64_t total);
-
-/* The k-th of n sampled rows out of total, increasing in k, first and last included. */
-int64_t bench_sample_row(int64_t k, int64_t n, int64_t total);
-
-/* |got - want|; equal infinities and NaN against NaN agree, any other NaN is an infinite error. */
-double bench_abs_diff(double got, double want);
+/* The sampling and error rules above (kit_sample_count, kit_sample_row, kit_abs_diff) are the test
+ * kit's (tests/kit/compare.h), shared with the gradient check (verify_backward.h). */
 
 #endif

@@ -27,20 +27,20 @@ static row_index split_row(int64_t row, int64_t heads, int64_t seq)
 double bench_verify_gradient_tolerance(fa_dtype t)
 {
     if (t == FA_F64) return 1e-11;
-    return 1e-3 + (bench_dtype_is_half(t) ? bench_dtype_unit_roundoff(t) : 0.0);
+    return 1e-3 + (kit_dtype_is_half(t) ? kit_unit_roundoff(t) : 0.0);
 }
 
 double bench_verify_dsinks_tolerance(fa_dtype q)
 {
     // dsinks is float for every dtype, rounded once (flashattn.h): half an ulp, 2^-24 relative, on top
     // of the bound of a gradient of the accumulation type (never a half one's: dsinks is not half).
-    return bench_verify_gradient_tolerance(bench_accum_dtype(q)) + 0x1p-24;
+    return bench_verify_gradient_tolerance(kit_accum_dtype(q)) + 0x1p-24;
 }
 
 // The oracle's delta comes from the out the backward is handed when that out is half (given_out.h).
 static int delta_from_out(const bench_problem *pb)
 {
-    return bench_dtype_is_half(pb->shape.dtype);
+    return kit_dtype_is_half(pb->shape.dtype);
 }
 
 // lse and delta of query row (b, h, i): the oracle's own, delta replaced by dout_i·out_i with a half q.
@@ -58,7 +58,7 @@ static void compute_dq_rows(bench_backward_oracle *o, const bench_problem *pb, c
     int64_t total = s->b * s->hq * s->nq;
 #pragma omp parallel for schedule(dynamic)
     for (int64_t k = 0; k < o->n_dq; k++) {
-        row_index r = split_row(bench_sample_row(k, o->n_dq, total), s->hq, s->nq);
+        row_index r = split_row(kit_sample_row(k, o->n_dq, total), s->hq, s->nq);
         if (delta_from_out(pb)) {
             double lse, delta;
             row_stats(pb, p, r.b, r.h, r.s, &lse, &delta);
@@ -85,15 +85,15 @@ static int compute_kv_rows(bench_backward_oracle *o, const bench_problem *pb, co
         return -1;
     }
     for (int64_t start = 0, end; start < o->n_kv; start = end) {
-        int64_t head = bench_sample_row(start, o->n_kv, total) / s->nk; // flattened (b, kv head)
-        for (end = start + 1; end < o->n_kv && bench_sample_row(end, o->n_kv, total) / s->nk == head;) end++;
+        int64_t head = kit_sample_row(start, o->n_kv, total) / s->nk; // flattened (b, kv head)
+        for (end = start + 1; end < o->n_kv && kit_sample_row(end, o->n_kv, total) / s->nk == head;) end++;
         int64_t b = head / s->hkv, kvh = head % s->hkv;
 #pragma omp parallel for schedule(dynamic, 16)
         for (int64_t r = 0; r < n_stats; r++)
             row_stats(pb, p, b, kvh * group + r / s->nq, r % s->nq, &lse[r], &delta[r]);
 #pragma omp parallel for schedule(dynamic)
         for (int64_t k = start; k < end; k++) {
-            int64_t j = bench_sample_row(k, o->n_kv, total) % s->nk;
+            int64_t j = kit_sample_row(k, o->n_kv, total) % s->nk;
             ref_backward_dkdv_row_stats(p, &pb->oracle_q, &pb->oracle_k, &pb->oracle_v, &pb->oracle_dout, b,
                                         kvh, j, lse, delta, &o->dk[k * s->d], &o->dv[k * s->dv]);
         }
@@ -144,8 +144,8 @@ int bench_backward_oracle_compute(bench_backward_oracle *o, const bench_problem 
     o->seconds = seconds;
     o->runs = runs;
     o->heads_touched = 0;
-    o->n_dq = bench_sample_count(check_rows, s->b * s->hq * s->nq);
-    o->n_kv = bench_sample_count(check_rows, s->b * s->hkv * s->nk);
+    o->n_dq = kit_sample_count(check_rows, s->b * s->hq * s->nq);
+    o->n_kv = kit_sample_count(check_rows, s->b * s->hkv * s->nk);
     o->dq = malloc(sizeof(double) * (size_t)(o->n_dq * s->d + 1));
     o->dk = malloc(sizeof(double) * (size_t)(o->n_kv * s->d + 1));
     o->dv = malloc(sizeof(double) * (size_t)(o->n_kv * s->dv + 1));
@@ -196,10 +196,10 @@ static gradient_check compare_rows(const fa_tensor *t, int64_t n, const double *
     gradient_check c = {0.0, 0.0, 0, 0, 0.0, 0.0};
     int first = 1;
     for (int64_t k = 0; k < n; k++) {
-        row_index r = split_row(bench_sample_row(k, n, total), t->heads, t->seq);
+        row_index r = split_row(kit_sample_row(k, n, total), t->heads, t->seq);
         for (int64_t x = 0; x < t->dim; x++) {
-            double got = bench_tensor_load(t, r.b, r.h, r.s, x), ref = want[k * t->dim + x];
-            double diff = bench_abs_diff(got, ref);
+            double got = kit_tensor_load(t, r.b, r.h, r.s, x), ref = want[k * t->dim + x];
+            double diff = kit_abs_diff(got, ref);
             if (isfinite(ref) && fabs(ref) > c.ref_max) c.ref_max = fabs(ref);
             if (first || diff > c.diff) {
                 c.diff = diff;
@@ -246,7 +246,7 @@ void bench_verify_backward(const bench_problem *pb, const bench_backward_oracle 
     r->dsinks_tolerance = bench_verify_dsinks_tolerance(pb->shape.dtype);
     r->passed = errs[0] <= tols[0] && errs[1] <= tols[1] && errs[2] <= tols[2];
     const fa_tensor *t = tensors[worst];
-    row_index w = split_row(bench_sample_row(checks[worst].row, counts[worst], t->batch * t->heads * t->seq),
+    row_index w = split_row(kit_sample_row(checks[worst].row, counts[worst], t->batch * t->heads * t->seq),
                             t->heads, t->seq);
     r->worst_name = names[worst];
     r->worst_b = w.b;

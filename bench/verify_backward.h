@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Verification of dq, dk and dv against the float64 row-level oracle (tests/reference_backward.h) on a
+/* Verification of dq, dk and dv against the float64 row-level oracle (tests/kit/reference_backward.h) on a
  * deterministic sample of rows. For f32 and f64 the oracle's rows depend on the problem only, so they
  * are computed once per run, before any timing, and every thread count's gradients are compared with
  * them. With a bf16 or f16 q they start from the out the backward was handed (given_out.h), so they

@@ -47,6 +47,6 @@ lib=$(dirname "$cpu_lib")
 source_id=$(git -C "$ggml" describe --always --dirty 2>/dev/null || echo "$ggml")
 # ggml's headers go in as system headers: fa-ggml-peer's own code is held to fa-bench's warnings.
 "${CC:-cc}" -std=c11 -O2 -fopenmp -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion \
-    -isystem "$ggml/include" -I"$root/bench" "$root/bench/peers/ggml/ggml_peer.c" \
+    -isystem "$ggml/include" -I"$root/tests/kit" "$root/bench/peers/ggml/ggml_peer.c" \
     -L"$lib" -Wl,-rpath,"$lib" -lggml -lggml-base -lggml-cpu -lm -o "$build/fa-ggml-peer"
 exec "$build/fa-ggml-peer" --source "$source_id" "$@"

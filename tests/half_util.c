@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/half.h"
+#include "dtype.h"
 #include "reference.h"
 
 size_t hu_dtype_size(fa_dtype t)
@@ -33,12 +33,7 @@ const char *hu_dtype_name(fa_dtype t)
 
 double hu_round(fa_dtype t, double x)
 {
-    switch (t) {
-    case FA_F64: return x;
-    case FA_BF16: return (double)fa_bf16_to_f32(fa_bf16_from_f32((float)x));
-    case FA_F16: return (double)fa_f16_to_f32(fa_f16_from_f32((float)x));
-    default: return (double)(float)x;
-    }
+    return kit_round(t, x);
 }
 
 double hu_ulp(fa_dtype t, double m)
@@ -72,11 +67,11 @@ void hu_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, doub
     switch (t->dtype) {
     case FA_F64: memcpy(a, &x, sizeof x); break;
     case FA_BF16:
-        half = fa_bf16_from_f32((float)x);
+        half = kit_bf16_from_f32((float)x);
         memcpy(a, &half, sizeof half);
         break;
     case FA_F16:
-        half = fa_f16_from_f32((float)x);
+        half = kit_f16_from_f32((float)x);
         memcpy(a, &half, sizeof half);
         break;
     default: {

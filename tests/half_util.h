@@ -2,7 +2,7 @@
 /* Test helpers for bf16 and f16 (issue 13): problems whose tensors have the dtypes of one call,
  * q's group (q, out, dout, dq) in one type and k's group (k, v, dk, dv) in another, values rounded
  * to their type, and the accuracy rule of the half suites against the float64 oracles of
- * tests/reference.c and tests/reference_backward.c, which read half tensors as stored (ref_load).
+ * tests/kit/reference.c and tests/kit/reference_backward.c, which read half tensors as stored (ref_load).
  * Nothing here judges the library by itself. */
 #ifndef FA_TEST_HALF_UTIL_H
 #define FA_TEST_HALF_UTIL_H
@@ -19,9 +19,9 @@
 size_t hu_dtype_size(fa_dtype t);
 /* "f32", "f64", "bf16", "f16". */
 const char *hu_dtype_name(fa_dtype t);
-/* x rounded to t: exact for f64; f32 by the cast; bf16 and f16 through float, then the library's
- * round-to-nearest-even narrowing (src/kernels/half.h), widened back. A float x (every value the
- * f32 yardsticks produce) is rounded once. */
+/* x rounded to t: exact for f64; f32 by the cast; bf16 and f16 through float, then the test kit's
+ * round-to-nearest-even narrowing (kit/dtype.h, kit_round), widened back. A float x (every value
+ * the f32 yardsticks produce) is rounded once. */
 double hu_round(fa_dtype t, double x);
 /* The spacing of t's values at magnitude m >= 0 (one ulp): 2^(e - p) for 2^(e-1) <= m < 2^e, with
  * p = 8 (bf16), 11 (f16), 24 (f32), 53 (f64) significant bits, never below the smallest subnormal. */

@@ -3,7 +3,7 @@
  * a modifier set described by a few values (tm_spec) made into fa_params with its own storage
  * (ALiBi slopes, sink logits, a bias tensor of one of the documented shapes, a guarded dsinks
  * buffer), a description for messages, and the accuracy rule for dsinks against the oracles of
- * tests/reference_backward.c. Nothing here judges the library by itself. */
+ * tests/kit/reference_backward.c. Nothing here judges the library by itself. */
 #ifndef FA_TEST_MODIFIERS_H
 #define FA_TEST_MODIFIERS_H
 

@@ -3,7 +3,7 @@
  * packed or dense queries and packed, dense or paged keys, built from a seed; each sequence's own
  * views, so that it can be run alone as a dense call and judged alone by the float64 oracle; and
  * the checks the suites share. Nothing here judges the library by itself: every expectation comes
- * from the oracle (tests/reference*.c, through util.c's and util_backward.c's accuracy rules) or
+ * from the oracle (tests/kit/reference*.c, through util.c's and util_backward.c's accuracy rules) or
  * from an exact invariant the header states.
  *
  * Inputs hold NaN wherever no sequence owns them (rows after the last packed sequence, keys after

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "reference.h"
+#include "rng.h"
 
 /* ---- seeds and random numbers ---------------------------------------------------------- */
 
@@ -60,17 +61,12 @@ tu_rng tu_rng_make(uint64_t seed)
 
 uint64_t tu_rng_next(tu_rng *r)
 {
-    /* splitmix64 */
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return kit_splitmix64(&r->state);
 }
 
 double tu_rng_uniform(tu_rng *r, double lo, double hi)
 {
-    double u = (double)(tu_rng_next(r) >> 11) * 0x1.0p-53;
-    return lo + (hi - lo) * u;
+    return lo + (hi - lo) * kit_unit_from_bits(tu_rng_next(r));
 }
 
 int64_t tu_rng_below(tu_rng *r, int64_t n)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Test helpers: seeded random problems in every layout, guarded buffers, error measures against
- * the oracle (tests/reference.c), canaries, and an allocation counter.
+ * the oracle (tests/kit/reference.c), canaries, and an allocation counter.
  * Nothing here judges the library by itself: every expectation comes from the oracle or from an
  * exact invariant stated by include/flashattn.h. */
 #ifndef FA_TEST_UTIL_H

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "counter_rng.h"  /* bench/: the generator fa-bench uses, so a seed names the same problem */
-#include "kernels/half.h" /* src/: the library's bf16/f16 rounding */
+#include "dtype.h" /* the test kit's bf16/f16 rounding */
+#include "rng.h"   /* the test kit's generator, fa-bench's too: a seed names the same problem */
 
 bm_shard bm_shard_of(const bm_options *o, int rank, int ranks)
 {
@@ -30,19 +30,9 @@ bm_shard bm_shard_of(const bm_options *o, int rank, int ranks)
     return sh;
 }
 
-static size_t elem_of(fa_dtype t)
-{
-    return t == FA_F64 ? sizeof(double) : t == FA_BF16 || t == FA_F16 ? sizeof(uint16_t) : sizeof(float);
-}
-
-fa_dtype bm_accum_dtype(fa_dtype t)
-{
-    return t == FA_F64 ? FA_F64 : FA_F32;
-}
-
 void bm_fill(const fa_tensor *t, const bm_shard *sh, int64_t n, uint64_t seed, uint64_t stream)
 {
-    uint64_t key = mix64(seed ^ mix64(stream));
+    uint64_t key = kit_stream_key(seed, stream);
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int g = 0; g < sh->count; g++)
@@ -51,27 +41,21 @@ void bm_fill(const fa_tensor *t, const bm_shard *sh, int64_t n, uint64_t seed, u
                     int64_t at =
                         b * t->stride_batch + h * t->stride_head + (sh->run[g].row + x) * t->stride_seq;
                     for (int64_t d = 0; d < t->dim; d++) {
-                        double v = unit_normal(key, (uint64_t)(global_row * t->dim + d));
-                        if (t->dtype == FA_F64)
-                            ((double *)t->data)[at + d] = v;
-                        else if (t->dtype == FA_BF16) /* an f32 run's inputs, rounded once */
-                            ((uint16_t *)t->data)[at + d] = fa_bf16_from_f32((float)v);
-                        else if (t->dtype == FA_F16)
-                            ((uint16_t *)t->data)[at + d] = fa_f16_from_f32((float)v);
-                        else
-                            ((float *)t->data)[at + d] = (float)v;
+                        /* a half type: an f32 run's inputs, rounded once */
+                        kit_store(t->dtype, t->data, at + d,
+                                  kit_unit_normal(key, (uint64_t)(global_row * t->dim + d)));
                     }
                 }
 }
 
 size_t bm_bytes(const fa_tensor *t)
 {
-    return (size_t)(t->batch * t->heads * t->seq * t->dim) * elem_of(t->dtype);
+    return (size_t)(t->batch * t->heads * t->seq * t->dim) * kit_dtype_size(t->dtype);
 }
 
 fa_tensor bm_tensor(fa_dtype dtype, int64_t b, int64_t h, int64_t s, int64_t d)
 {
-    size_t bytes = (size_t)(b * h * s * d) * elem_of(dtype);
+    size_t bytes = (size_t)(b * h * s * d) * kit_dtype_size(dtype);
     size_t rounded = (bytes + 63) / 64 * 64;
     void *data = aligned_alloc(64, rounded ? rounded : 64);
     if (data) memset(data, 0xff, rounded); // all ones: NaN in float and double
@@ -95,7 +79,7 @@ int bm_gather(const bm_options *o, MPI_Comm comm, const fa_tensor *local, const 
         }
         return 0;
     }
-    size_t elem = elem_of(local->dtype), row = (size_t)local->dim * elem;
+    size_t elem = kit_dtype_size(local->dtype), row = (size_t)local->dim * elem;
     int rc = 0;
     for (int r = 0; r < ranks && rc == 0; r++) {
         bm_shard sh = bm_shard_of(o, r, ranks);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
 #include "options.h"
 
 /* A run of a rank's rows: global positions [pos, pos + len) at local rows [row, row + len). */
@@ -39,7 +40,6 @@ void bm_fill(const fa_tensor *t, const bm_shard *sh, int64_t n, uint64_t seed, u
  * free(t.data). */
 fa_tensor bm_tensor(fa_dtype dtype, int64_t b, int64_t h, int64_t s, int64_t d);
 // The accumulation type of dtype (lse's): FA_F64 for f64, FA_F32 otherwise.
-fa_dtype bm_accum_dtype(fa_dtype dtype);
 
 size_t bm_bytes(const fa_tensor *t);
 

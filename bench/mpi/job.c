@@ -34,7 +34,7 @@ static int make_side(const bm_options *o, const bm_shard *sh, fa_tensor *q, fa_t
     *k = bm_tensor(o->dtype, o->b, o->hkv, rows, o->d);
     *v = bm_tensor(o->dtype, o->b, o->hkv, rows, o->dv);
     outputs[BM_OUT] = bm_tensor(o->dtype, o->b, o->hq, rows, o->dv);
-    outputs[BM_LSE] = bm_tensor(bm_accum_dtype(o->dtype), o->b, o->hq, rows, 1);
+    outputs[BM_LSE] = bm_tensor(kit_accum_dtype(o->dtype), o->b, o->hq, rows, 1);
     if (bwd) {
         *dout = bm_tensor(o->dtype, o->b, o->hq, rows, o->dv);
         outputs[BM_DQ] = bm_tensor(o->dtype, o->b, o->hq, rows, o->d);

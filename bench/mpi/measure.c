@@ -141,7 +141,7 @@ int bm_verify_pass(bm_job *j, bm_pass_result *r)
     if (j->rank == 0)
         for (int x = first; x <= last; x++) {
             r->error[x] = bm_normwise_error(&j->gathered[x], &j->ref[x], x == BM_LSE);
-            double tol = bm_tolerance(x == BM_LSE ? bm_accum_dtype(j->o.dtype) : j->o.dtype, x >= BM_DQ,
+            double tol = bm_tolerance(x == BM_LSE ? kit_accum_dtype(j->o.dtype) : j->o.dtype, x >= BM_DQ,
                                       reference_on_dot_units(j));
             if (r->error[x] <= tol) continue;
             passed = 0;

@@ -5,32 +5,16 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/half.h" /* src/: the library's bf16/f16 widening */
-
-static double at(const fa_tensor *t, int64_t i)
-{
-    switch (t->dtype) {
-    case FA_F64: return ((const double *)t->data)[i];
-    case FA_BF16: return (double)fa_bf16_to_f32(((const uint16_t *)t->data)[i]);
-    case FA_F16: return (double)fa_f16_to_f32(((const uint16_t *)t->data)[i]);
-    default: return (double)((const float *)t->data)[i];
-    }
-}
-
-// bench/verify.h's bench_abs_diff: equal infinities and NaN against NaN agree.
-static double difference(double got, double want)
-{
-    if (isnan(got) || isnan(want)) return isnan(got) && isnan(want) ? 0.0 : INFINITY;
-    if (got == want) return 0.0;
-    return fabs(got - want);
-}
+#include "compare.h" /* the test kit's rules */
+#include "dtype.h"   /* the test kit's bf16/f16 widening */
 
 double bm_normwise_error(const fa_tensor *got, const fa_tensor *want, int log_sum_exp)
 {
     int64_t n = got->batch * got->heads * got->seq * got->dim;
     double worst = 0.0, scale = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        double d = difference(at(got, i), at(want, i)), w = fabs(at(want, i));
+        double d = kit_abs_diff(kit_load(got->dtype, got->data, i), kit_load(want->dtype, want->data, i));
+        double w = fabs(kit_load(want->dtype, want->data, i));
         if (d > worst) worst = d;
         if (isfinite(w) && w > scale) scale = w;
     }

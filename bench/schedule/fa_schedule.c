@@ -14,7 +14,7 @@
 
 #include "api/params.h"
 #include "api/validate.h"
-#include "counter_rng.h"
+#include "rng.h"
 #include "drivers/forward.h"
 #include "flashattn.h"
 #include "identity.h"
@@ -141,7 +141,7 @@ static void call_free(call *c)
 static int64_t drawn_length(uint64_t seed, int64_t b, int64_t lo, int64_t hi)
 {
     // bench_sample(BENCH_DIST_UNIFORM, seed, 7, b) = 2u - 1 (problem.c), mapped back as bench_draw_below does
-    double x = 2.0 * unit_uniform(mix64(seed ^ mix64(7)), (uint64_t)b) - 1.0, u = 0.5 * (x + 1.0);
+    double x = 2.0 * kit_unit_uniform(kit_stream_key(seed, 7), (uint64_t)b) - 1.0, u = 0.5 * (x + 1.0);
     int64_t n = hi - lo + 1, k = (int64_t)(u * (double)n);
     return lo + (k < 0 ? 0 : k >= n ? n - 1 : k);
 }

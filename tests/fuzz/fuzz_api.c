@@ -53,11 +53,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h" /* the test kit: narrowing to bf16 / f16 for the inputs the harness writes */
 #include "flashattn.h"
 #include "fuzz_case.h"
 #include "fuzz_input.h"
 #include "fuzz_model.h"
-#include "kernels/half.h" /* narrowing to bf16 / f16 for the inputs the harness writes */
+#include "rng.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -166,17 +167,9 @@ int64_t fz_sat_add(int64_t a, int64_t b)
     return a < 0 ? INT64_MIN : INT64_MAX;
 }
 
-uint64_t fz_splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 double fz_uniform(uint64_t *s)
 {
-    return (double)(fz_splitmix64(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+    return kit_unit_from_bits(kit_splitmix64(s)) * 2.0 - 1.0;
 }
 
 static const char *const layout_name[] = {"bhsd", "bshd", "pad-bhsd", "pad-bshd", "b0",
@@ -417,7 +410,7 @@ static void store_elem(unsigned char *at, fa_dtype t, double x)
         float f = (float)x;
         memcpy(at, &f, 4);
     } else {
-        uint16_t h = t == FA_BF16 ? fa_bf16_from_f32((float)x) : fa_f16_from_f32((float)x);
+        uint16_t h = t == FA_BF16 ? kit_bf16_from_f32((float)x) : kit_f16_from_f32((float)x);
         memcpy(at, &h, 2);
     }
 }
@@ -428,12 +421,11 @@ static void fill_values(unsigned char *at, size_t bytes, fa_dtype t, double amp,
 {
     const size_t es = fz_dtype_bytes(t);
     if (es == 0) {
-        for (size_t i = 0; i < bytes; i++) at[i] = (unsigned char)fz_splitmix64(&s);
+        for (size_t i = 0; i < bytes; i++) at[i] = (unsigned char)kit_splitmix64(&s);
         return;
     }
     const double mag = fz_dtype_quantized(t) ? quant_range(t) : amp; /* codes: see quant_range */
-    for (size_t i = 0; i + es <= bytes; i += es)
-        store_elem(at + i, t, ((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * mag);
+    for (size_t i = 0; i + es <= bytes; i += es) store_elem(at + i, t, fz_uniform(&s) * mag);
 }
 
 /* The pool in the call's dtype, then each view's own region whose dtype differs (k's group of a
@@ -503,7 +495,7 @@ static void fill_arrays(fz_case *c, const int64_t own[FZ_ARRAYS])
         const fz_heads_bytes *hb = &c->in.array[a];
         const double mag = ldexp(1.0, (hb->scale & 7) - 3);
         for (int64_t h = 0; h < c->Hq; h++) {
-            float x = (float)(((double)(fz_splitmix64(&s) >> 11) * 0x1.0p-53 * 2.0 - 1.0) * mag);
+            float x = (float)(fz_uniform(&s) * mag);
             if (h == 0 && hb->scale >= 0xF0) {
                 static const float special[4] = {NAN, INFINITY, -INFINITY, 1e30f};
                 x = special[hb->scale % 4];

@@ -124,8 +124,7 @@ void *fz_abi_resize(const fz_input *in, const void *s, size_t own, fz_struct_byt
 
 int64_t fz_sat_mul(int64_t a, int64_t b);
 int64_t fz_sat_add(int64_t a, int64_t b);
-uint64_t fz_splitmix64(uint64_t *s);
-/* A uniform double in [-1, 1) from the generator. */
+/* A uniform double in [-1, 1) from the test kit's generator (splitmix64, tests/kit/rng.h). */
 double fz_uniform(uint64_t *s);
 
 typedef fa_status (*fz_invoke)(fa_context *ctx, const fz_call *call);
@@ -156,7 +155,6 @@ void fz_dsinks_compare(const fa_params *p, int64_t heads, fa_dtype dtype, const 
 
 /* A quantized element's value from its code (FA_I8, FA_F8_E4M3, FA_F8_E5M2), decoded here from the
  * formats' definitions, not by the library's conversions. */
-double fz_quant_value(uint8_t code, fa_dtype t);
 /* The dequantized cache of a successful quantized call: a copy of c whose k and v are f32 views
  * (contiguous, in k's and v's own index space, so packed and paged layouts read as before) of
  * float(element) · float(its row's scale), one float multiplication as the header says; the

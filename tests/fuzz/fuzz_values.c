@@ -9,51 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "fuzz_case.h"
-
-/* A bf16 or f16 element as a double, decoded from its bits here (not by the library's
- * conversions, which the checks below are to judge): sign, exponent, significand. */
-static double half_value(uint16_t h, fa_dtype t)
-{
-    const int bf16 = t == FA_BF16, mbits = bf16 ? 7 : 10, ebits = bf16 ? 8 : 5, bias = bf16 ? 127 : 15;
-    const int sign = h >> 15, e = (h >> mbits) & ((1 << ebits) - 1), mant = h & ((1 << mbits) - 1);
-    double x;
-    if (e == (1 << ebits) - 1)
-        x = mant ? NAN : INFINITY;
-    else if (e == 0)
-        x = ldexp((double)mant, 1 - bias - mbits); /* zero or subnormal */
-    else
-        x = ldexp((double)(mant | (1 << mbits)), e - bias - mbits);
-    return sign ? -x : x;
-}
-
-/* OCP FP8 (E4M3: no infinities, S.1111.111 NaN; E5M2: binary16's top byte) and int8 codes. */
-double fz_quant_value(uint8_t code, fa_dtype t)
-{
-    if (t == FA_I8) return (double)(int8_t)code;
-    const int e4m3 = t == FA_F8_E4M3, mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, top = e4m3 ? 15 : 31;
-    const int sign = code >> 7, e = (code >> mbits) & top, mant = code & ((1 << mbits) - 1);
-    double x;
-    if (e4m3 && e == top && mant == (1 << mbits) - 1)
-        x = NAN;
-    else if (!e4m3 && e == top)
-        x = mant ? NAN : INFINITY;
-    else if (e == 0)
-        x = ldexp((double)mant, 1 - bias - mbits); /* zero or subnormal */
-    else
-        x = ldexp((double)(mant | (1 << mbits)), e - bias - mbits);
-    return sign ? -x : x;
-}
 
 double fz_ld(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
 {
     int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-    if (t->dtype == FA_F64) return ((const double *)t->data)[off];
-    if (t->dtype == FA_F32) return (double)((const float *)t->data)[off];
-    if (fz_dtype_quantized(t->dtype)) return fz_quant_value(((const uint8_t *)t->data)[off], t->dtype);
-    uint16_t x;
-    memcpy(&x, (const unsigned char *)t->data + off * 2, sizeof x);
-    return half_value(x, t->dtype);
+    /* decoded by the test kit from the formats' definitions, not by the library's conversions,
+     * which the checks below are to judge */
+    return kit_load(t->dtype, t->data, off);
 }
 
 fz_case *fz_dequantized(const fz_case *c, const fa_params *p, void **buf)

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rng.h"
+
 static int g_rank, g_size, g_verbose;
 static unsigned g_watchdog_s;
 static long g_failures, g_cases, g_case_failures;
@@ -167,8 +169,5 @@ uint64_t mt_case_seed(uint64_t base, const char *name, int salt)
     uint64_t h = 0xcbf29ce484222325ull;
     for (const char *c = name; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
     uint64_t x = base ^ h ^ ((uint64_t)(unsigned)salt << 56);
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
+    return kit_mix64(x);
 }

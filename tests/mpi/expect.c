@@ -25,10 +25,10 @@ static void single_process(mt_result *res, fa_context *ctx, const mt_global *g, 
 {
     const mt_case *c = &g->c;
     int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n;
-    size_t es = mt_dtype_size(g->dtype);
-    fa_dtype acc = mt_acc_type(g->dtype);
+    size_t es = kit_dtype_size(g->dtype);
+    fa_dtype acc = kit_accum_dtype(g->dtype);
     mt_buf ob = mt_buf_alloc((size_t)(B * Hq * N * c->dim_v) * es),
-           lb = mt_buf_alloc((size_t)(B * Hq * N) * mt_dtype_size(acc));
+           lb = mt_buf_alloc((size_t)(B * Hq * N) * kit_dtype_size(acc));
     fa_tensor out = fa_tensor_bhsd(mt_buf_data(&ob), g->dtype, B, Hq, N, c->dim_v);
     fa_tensor lse = fa_tensor_bhsd(mt_buf_data(&lb), acc, B, Hq, N, 1);
     fa_status st = fa_forward(ctx, &g->p, &g->q, &g->k, &g->v, &out, lse.data);
@@ -118,7 +118,7 @@ static void round_naive(mt_result *res, const mt_global *g)
 {
     const mt_case *c = &g->c;
     int64_t n = c->batch * c->q_heads * g->n * c->dim_v;
-    for (int64_t x = 0; x < n; x++) res->out[x] = mt_round(g->dtype, res->out[x]);
+    for (int64_t x = 0; x < n; x++) res->out[x] = kit_round(g->dtype, res->out[x]);
 }
 
 void mt_refs_compute(mt_refs *r, fa_context *ctx, const mt_global *g, int backward)
@@ -358,9 +358,9 @@ static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < s->n; i++)
                 for (int64_t d = 0; d < Dv; d++)
-                    all[((b * Hq + h) * N + s->pos[i]) * Dv + d] = mt_get(&l->out, b, h, i, d);
+                    all[((b * Hq + h) * N + s->pos[i]) * Dv + d] = kit_tensor_load(&l->out, b, h, i, d);
     MPI_Allreduce(MPI_IN_PLACE, all, (int)(B * Hq * N * Dv), MPI_DOUBLE, MPI_SUM, env->comm);
-    mt_buf ob = mt_buf_alloc((size_t)(B * Hq * N * Dv) * mt_dtype_size(g->dtype));
+    mt_buf ob = mt_buf_alloc((size_t)(B * Hq * N * Dv) * kit_dtype_size(g->dtype));
     fa_tensor out = fa_tensor_bhsd(mt_buf_data(&ob), g->dtype, B, Hq, N, Dv);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++)
@@ -373,7 +373,7 @@ static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt
     ref_backward_naive_f32_given_out(&g->p, &g->q, &g->k, &g->v, &out, &g->dout, res->grad[0], res->grad[1],
                                      res->grad[2], c->sinks ? res->dsinks : NULL);
     for (int x = 0; x < 3; x++)
-        for (int64_t e = 0; e < n[x]; e++) res->grad[x][e] = mt_round(g->dtype, res->grad[x][e]);
+        for (int64_t e = 0; e < n[x]; e++) res->grad[x][e] = kit_round(g->dtype, res->grad[x][e]);
     mt_buf_free(&ob);
     free(all);
 }

@@ -7,7 +7,7 @@
  * bound of tests/util_backward.h (tub_grad_bounds; the floor only matters where the exact gradient
  * is about 0, e.g. a row that sees one key, where both results are rounding noise of order eps·U).
  * f32: the suite's rules (tests/util.c tu_check_accuracy, tests/util_backward.c
- * tub_check_accuracy) against the float64 oracle (tests/reference.c, reference_backward.c) on the
+ * tub_check_accuracy) against the float64 oracle (tests/kit/reference.c, reference_backward.c) on the
  * rank's rows: out within 2x the naive f32 implementation's error + 1e-6, lse within 2x + 1e-6
  * relative, dq, dk and dv within 3x + 1e-5. The naive error is measured on the same rows.
  * dsinks (every rank gets all Hq): against the oracle's exact value, as tests/modifiers.c

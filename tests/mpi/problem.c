@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/kernels/half.h" /* the library's own conversions: what its half outputs hold */
+#include "rng.h"
 
 /* ---- guarded buffers --------------------------------------------------------------------- */
 
@@ -52,7 +52,7 @@ int mt_buf_untouched(const mt_buf *b)
 int mt_buf_only_view_written(const mt_buf *b, const fa_tensor *t)
 {
     if (!b->base) return 1;
-    size_t total = b->bytes + 2 * MT_GUARD, es = mt_dtype_size(t->dtype);
+    size_t total = b->bytes + 2 * MT_GUARD, es = kit_dtype_size(t->dtype);
     unsigned char *mine = calloc(total, 1);
     if (!mine) abort();
     int64_t first = (const unsigned char *)t->data - b->base;
@@ -72,56 +72,14 @@ int mt_buf_only_view_written(const mt_buf *b, const fa_tensor *t)
 
 /* ---- elements ---------------------------------------------------------------------------- */
 
-size_t mt_dtype_size(fa_dtype t)
-{
-    return t == FA_F64 ? sizeof(double) : t == FA_BF16 || t == FA_F16 ? sizeof(uint16_t) : sizeof(float);
-}
-
-fa_dtype mt_acc_type(fa_dtype t)
-{
-    return t == FA_F64 ? FA_F64 : FA_F32;
-}
-
 const char *mt_dtype_name(fa_dtype t)
 {
     return t == FA_F64 ? "f64" : t == FA_BF16 ? "bf16" : t == FA_F16 ? "f16" : "f32";
 }
 
-double mt_round(fa_dtype t, double x)
-{
-    switch (t) {
-    case FA_F64: return x;
-    case FA_BF16: return (double)fa_bf16_to_f32(fa_bf16_from_f32((float)x));
-    case FA_F16: return (double)fa_f16_to_f32(fa_f16_from_f32((float)x));
-    default: return (double)(float)x;
-    }
-}
-
-static int64_t offset_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
-{
-    return b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-}
-
-double mt_get(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
-{
-    int64_t o = offset_of(t, b, h, s, d);
-    switch (t->dtype) {
-    case FA_F64: return ((const double *)t->data)[o];
-    case FA_BF16: return (double)fa_bf16_to_f32(((const uint16_t *)t->data)[o]);
-    case FA_F16: return (double)fa_f16_to_f32(((const uint16_t *)t->data)[o]);
-    default: return (double)((const float *)t->data)[o];
-    }
-}
-
 void mt_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x)
 {
-    int64_t o = offset_of(t, b, h, s, d);
-    switch (t->dtype) {
-    case FA_F64: ((double *)t->data)[o] = x; break;
-    case FA_BF16: ((uint16_t *)t->data)[o] = fa_bf16_from_f32((float)x); break;
-    case FA_F16: ((uint16_t *)t->data)[o] = fa_f16_from_f32((float)x); break;
-    default: ((float *)t->data)[o] = (float)x; break;
-    }
+    kit_store(t->dtype, t->data, b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d, x);
 }
 
 fa_tensor mt_tensor(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd)
@@ -132,7 +90,7 @@ fa_tensor mt_tensor(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int
 fa_tensor mt_rows_view(const fa_tensor *t, int64_t start, int64_t n)
 {
     fa_tensor v = *t;
-    v.data = (char *)t->data + start * t->stride_seq * (int64_t)mt_dtype_size(t->dtype);
+    v.data = (char *)t->data + start * t->stride_seq * (int64_t)kit_dtype_size(t->dtype);
     v.seq = n;
     return v;
 }
@@ -146,7 +104,7 @@ double *mt_values(const fa_tensor *t)
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) x[i++] = mt_get(t, b, h, s, d);
+                for (int64_t d = 0; d < t->dim; d++) x[i++] = kit_tensor_load(t, b, h, s, d);
     return x;
 }
 
@@ -157,7 +115,7 @@ double mt_max_abs(const fa_tensor *t)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t s = 0; s < t->seq; s++)
                 for (int64_t d = 0; d < t->dim; d++) {
-                    double x = fabs(mt_get(t, b, h, s, d));
+                    double x = fabs(kit_tensor_load(t, b, h, s, d));
                     if (x > m) m = x;
                 }
     return m;
@@ -190,22 +148,14 @@ typedef struct {
     uint64_t s;
 } rng;
 
-static uint64_t rng_next(rng *r)
-{
-    uint64_t x = (r->s += 0x9e3779b97f4a7c15ull);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static double rng_uniform(rng *r, double lo, double hi)
 {
-    return lo + (hi - lo) * (double)(rng_next(r) >> 11) * 0x1p-53;
+    return lo + (hi - lo) * kit_unit_from_bits(kit_splitmix64(&r->s));
 }
 
 static fa_tensor global_tensor(mt_buf *mem, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd)
 {
-    *mem = mt_buf_alloc((size_t)(b * h * s * d) * mt_dtype_size(t));
+    *mem = mt_buf_alloc((size_t)(b * h * s * d) * kit_dtype_size(t));
     return mt_tensor(mt_buf_data(mem), t, b, h, s, d, bshd);
 }
 
@@ -243,17 +193,17 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
     g->p.softcap = c->softcap;
     /* the bias is of the accumulation type (float for bf16 and f16) */
     if (c->bias == MT_BIAS_ROW) {
-        g->bias = global_tensor(&g->mem[4], mt_acc_type(dtype), 1, Hq, 1, N, 0);
+        g->bias = global_tensor(&g->mem[4], kit_accum_dtype(dtype), 1, Hq, 1, N, 0);
         fill_uniform(&g->bias, &r, -2.0, 2.0);
     } else if (c->bias != MT_BIAS_NONE) {
-        g->bias = global_tensor(&g->mem[4], mt_acc_type(dtype), B, Hq, N, N, 0);
+        g->bias = global_tensor(&g->mem[4], kit_accum_dtype(dtype), B, Hq, N, N, 0);
         fill_uniform(&g->bias, &r, -2.0, 2.0);
         if (c->bias == MT_BIAS_MASKED)
             for (int64_t b = 0; b < B; b++)
                 for (int64_t h = 0; h < Hq; h++)
                     for (int64_t i = 0; i < N; i++)
                         for (int64_t j = 0; j < N; j++)
-                            if ((h == 0 && i % 11 == 3) || (rng_next(&r) & 7) == 0)
+                            if ((h == 0 && i % 11 == 3) || (kit_splitmix64(&r.s) & 7) == 0)
                                 mt_set(&g->bias, b, h, i, j, -INFINITY);
     }
     if (c->bias != MT_BIAS_NONE) g->p.bias = &g->bias;
@@ -270,8 +220,8 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
     }
     if (c->dropout_p != 0.0) { /* seed and offset from the case's seed: the same on every rank */
         g->p.dropout_p = c->dropout_p;
-        g->p.dropout_seed = rng_next(&r);
-        g->p.dropout_offset = rng_next(&r);
+        g->p.dropout_seed = kit_splitmix64(&r.s);
+        g->p.dropout_offset = kit_splitmix64(&r.s);
     }
 }
 
@@ -350,12 +300,13 @@ void mt_shard_free(mt_shard *s)
 /* The rows of shard s of t copied into a fresh buffer of t's layout family. */
 static fa_tensor copy_rows(mt_buf *mem, const fa_tensor *t, const mt_shard *s, int bshd)
 {
-    *mem = mt_buf_alloc((size_t)(t->batch * t->heads * s->n * t->dim) * mt_dtype_size(t->dtype));
+    *mem = mt_buf_alloc((size_t)(t->batch * t->heads * s->n * t->dim) * kit_dtype_size(t->dtype));
     fa_tensor c = mt_tensor(mt_buf_data(mem), t->dtype, t->batch, t->heads, s->n, t->dim, bshd);
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t i = 0; i < s->n; i++)
-                for (int64_t d = 0; d < t->dim; d++) mt_set(&c, b, h, i, d, mt_get(t, b, h, s->pos[i], d));
+                for (int64_t d = 0; d < t->dim; d++)
+                    mt_set(&c, b, h, i, d, kit_tensor_load(t, b, h, s->pos[i], d));
     return c;
 }
 
@@ -365,7 +316,7 @@ static fa_tensor output(mt_buf *mem, const mt_local *l, const mt_global *g, cons
                         int64_t d)
 {
     int64_t rows = l->view ? g->n : s->n;
-    *mem = mt_buf_alloc((size_t)(g->c.batch * h * rows * d) * mt_dtype_size(g->dtype));
+    *mem = mt_buf_alloc((size_t)(g->c.batch * h * rows * d) * kit_dtype_size(g->dtype));
     fa_tensor t = mt_tensor(mt_buf_data(mem), g->dtype, g->c.batch, h, rows, d, g->c.bshd);
     return l->view ? mt_rows_view(&t, s->start, s->n) : t;
 }
@@ -396,8 +347,8 @@ void mt_local_make(mt_local *l, const mt_global *g, const mt_shard *s)
     l->dq = output(&l->grad_buf[0], l, g, s, c->q_heads, c->dim);
     l->dk = output(&l->grad_buf[1], l, g, s, c->kv_heads, c->dim);
     l->dv = output(&l->grad_buf[2], l, g, s, c->kv_heads, c->dim_v);
-    fa_dtype acc = mt_acc_type(g->dtype);
-    l->lse_buf = mt_buf_alloc((size_t)(c->batch * c->q_heads * s->n) * mt_dtype_size(acc));
+    fa_dtype acc = kit_accum_dtype(g->dtype);
+    l->lse_buf = mt_buf_alloc((size_t)(c->batch * c->q_heads * s->n) * kit_dtype_size(acc));
     l->lse = mt_buf_data(&l->lse_buf);
     l->lse_view = fa_tensor_bhsd(l->lse, acc, c->batch, c->q_heads, s->n, 1);
 

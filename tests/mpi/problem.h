@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h"
 #include "flashattn_mpi.h"
 
 /* ---- guarded buffers --------------------------------------------------------------------- */
@@ -126,13 +127,8 @@ void mt_local_fill_grad_canary(mt_local *l); /* gradients and dsinks only */
 
 /* ---- elements ---------------------------------------------------------------------------- */
 
-size_t mt_dtype_size(fa_dtype t);
-/* The accumulation type of t (FA_F64 for f64, FA_F32 otherwise): of lse and the bias. */
-fa_dtype mt_acc_type(fa_dtype t);
+/* Sizes, the accumulation type, rounding and loads are the test kit's (tests/kit/dtype.h). */
 const char *mt_dtype_name(fa_dtype t);
-/* x rounded to t (bf16, f16: through float, to nearest even, as the library rounds). */
-double mt_round(fa_dtype t, double x);
-double mt_get(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
 void mt_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x);
 /* A [B][H][S][D] tensor over data, [B][S][H][D] with bshd. */
 fa_tensor mt_tensor(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd);

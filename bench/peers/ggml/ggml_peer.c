@@ -5,7 +5,7 @@
 // scripts/ggml_peer.sh against a ggml checkout the user names: flashattn, its tests and its CI never
 // fetch or build ggml.
 //
-// Shapes (the same inputs as fa-bench's, value for value, from bench/counter_rng.h):
+// Shapes (the same inputs as fa-bench's, value for value, from tests/kit/rng.h):
 //   --decode-batch N:LO-HI (default 16:1024-32768, the decode-batch preset): one decode step of N
 //     sequences whose caches hold LO..HI keys, drawn from --seed exactly as fa-bench draws them. ggml
 //     has no per-sequence lengths: as llama.cpp runs a batch over split KV streams, K and V are
@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "counter_rng.h" // fa-bench's input generator (bench/counter_rng.h)
+#include "rng.h" // the test kit's generator, fa-bench's input generator (tests/kit/rng.h)
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
@@ -78,13 +78,13 @@ static double now(void)
 // bench_sample of fa-bench (bench/problem.c) for the normal and uniform distributions.
 static double sample_normal(uint64_t seed, uint64_t stream, uint64_t index)
 {
-    return unit_normal(mix64(seed ^ mix64(stream)), index);
+    return kit_unit_normal(kit_stream_key(seed, stream), index);
 }
 
 // bench_draw_below (bench/lengths.c): an integer in 0..n-1, the same expression.
 static int64_t draw_below(uint64_t seed, uint64_t stream, uint64_t index, int64_t n)
 {
-    double uniform = 2.0 * unit_uniform(mix64(seed ^ mix64(stream)), index) - 1.0;
+    double uniform = 2.0 * kit_unit_uniform(kit_stream_key(seed, stream), index) - 1.0;
     double u = 0.5 * (uniform + 1.0);
     int64_t k = (int64_t)(u * (double)n);
     return k < 0 ? 0 : k >= n ? n - 1 : k;

@@ -11,8 +11,8 @@
 #include "flashattn.h"
 
 /* Reads element (b, h, s, d) of an f32, f64, bf16 or f16 tensor as a double (half elements widened
- * exactly, by src/kernels/half.h). Every oracle below reads its inputs through it, so each runs on
- * half tensors as stored: the rounded values, in double (or float) arithmetic. */
+ * exactly, by the kit's own conversions, dtype.h). Every oracle below reads its inputs through it,
+ * so each runs on half tensors as stored: the rounded values, in double (or float) arithmetic. */
 double ref_load(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
 
 /* Whether query row i may see key j under causal mode c alone (Nq, Nk: sequence lengths). */

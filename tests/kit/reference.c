@@ -6,38 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The library's scalar conversions, for bf16 and f16 inputs only: widening is exact, so reading a
- * half element through them gives the value the caller stored, and tests/test_half_rounding.c
- * checks them bit pattern by bit pattern against an independent decoding. Reached by a path
- * relative to this file, since fa-mpi-tests and fa-bench compile it without src/ on their path. */
-#include "../src/kernels/half.h"
-
-static size_t elem_size(fa_dtype t)
-{
-    switch (t) {
-    case FA_F64: return sizeof(double);
-    case FA_BF16:
-    case FA_F16: return sizeof(uint16_t);
-    default: return sizeof(float);
-    }
-}
-
-static const void *elem_addr(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
-{
-    int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-    return (const char *)t->data + off * (int64_t)elem_size(t->dtype);
-}
+/* The kit's own conversions (dtype.h): a half element reads as the value the caller stored, exactly,
+ * through code that shares nothing with the library's widening. */
+#include "dtype.h"
 
 double ref_load(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
 {
-    const void *a = elem_addr(t, b, h, s, d);
-    uint16_t half;
-    switch (t->dtype) {
-    case FA_F64: return *(const double *)a;
-    case FA_BF16: memcpy(&half, a, sizeof half); return (double)fa_bf16_to_f32(half);
-    case FA_F16: memcpy(&half, a, sizeof half); return (double)fa_f16_to_f32(half);
-    default: return (double)*(const float *)a;
-    }
+    return kit_tensor_load(t, b, h, s, d);
 }
 
 int ref_visible(fa_causal c, int64_t nq, int64_t nk, int64_t i, int64_t j)

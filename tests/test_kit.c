@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The test kit's element types (tests/kit/dtype.h) against the library's (src/kernels/half.h,
+ * quant.h): two implementations written apart, one from the formats' definitions, must agree bit
+ * for bit, or an oracle reading the kit's values would judge the library on other inputs than it
+ * was given. Every bf16, f16, int8, E4M3 and E5M2 pattern is widened both ways; narrowing is
+ * compared on every float whose low bits sit on or next to a rounding boundary of the type (all
+ * exponents and kept mantissas, each with the dropped bits 0, 1, half an ulp minus 1, half, half
+ * plus 1, all ones), NaNs and infinities included. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "kernels/half.h"
+#include "kernels/quant.h"
+
+Test(kit, half_widening_equals_the_library_on_every_pattern)
+{
+    for (uint32_t h = 0; h < 65536; h++) {
+        uint16_t x = (uint16_t)h;
+        cr_assert_eq(kit_float_bits(kit_bf16_to_f32(x)), kit_float_bits(fa_bf16_to_f32(x)), "bf16 0x%04x",
+                     (unsigned)h);
+        cr_assert_eq(kit_float_bits(kit_f16_to_f32(x)), kit_float_bits(fa_f16_to_f32(x)), "f16 0x%04x",
+                     (unsigned)h);
+    }
+}
+
+Test(kit, quantized_codes_equal_the_library_on_every_code)
+{
+    const fa_dtype types[3] = {FA_I8, FA_F8_E4M3, FA_F8_E5M2};
+    for (int t = 0; t < 3; t++)
+        for (unsigned c = 0; c < 256; c++) {
+            uint8_t code[2] = {(uint8_t)c, 0}; /* two bytes: the library's switch also reads halves */
+            float scale = 0x1.8p-3f;
+            cr_assert_eq(kit_float_bits(kit_code_to_f32(types[t], code[0])),
+                         kit_float_bits(fa_stored_to_f32(types[t], code, 0)), "type %d code 0x%02x",
+                         (int)types[t], c);
+            cr_assert_eq(kit_float_bits(kit_quant_value(types[t], code, 0, scale)),
+                         kit_float_bits(fa_stored_value(types[t], code, 0, &scale)),
+                         "type %d code 0x%02x scaled", (int)types[t], c);
+        }
+}
+
+/* Every float with the kept bits `top` (shifted by `drop`) and each boundary pattern below them. */
+static void check_narrowing(int drop, uint16_t (*kit)(float), uint16_t (*lib)(float), const char *name)
+{
+    const uint32_t half = 1u << (drop - 1), all = (1u << drop) - 1u;
+    const uint32_t low[6] = {0, 1, half - 1, half, half + 1, all};
+    for (uint32_t top = 0; top < (1u << (32 - drop)); top++)
+        for (int l = 0; l < 6; l++) {
+            uint32_t u = (top << drop) | low[l];
+            float f = kit_bits_float(u);
+            cr_assert_eq(kit(f), lib(f), "%s of 0x%08x: kit 0x%04x, library 0x%04x", name, u, kit(f), lib(f));
+        }
+}
+
+Test(kit, bf16_narrowing_equals_the_library_at_every_rounding_boundary)
+{
+    check_narrowing(16, kit_bf16_from_f32, fa_bf16_from_f32, "bf16");
+}
+
+/* f16 keeps 10 of float's 23 mantissa bits for normals; a subnormal result keeps fewer, so the
+ * range below 2^-14 is also swept every 256th float (which holds each of its midpoints). */
+Test(kit, f16_narrowing_equals_the_library_at_every_rounding_boundary)
+{
+    check_narrowing(13, kit_f16_from_f32, fa_f16_from_f32, "f16");
+    for (uint32_t u = 0x33000000u; u <= 0x38800000u; u += 0x100u) { /* |f| in [2^-25, 2^-14]: subnormals */
+        for (uint32_t s = 0; s < 2; s++) {
+            float f = kit_bits_float(u | (s << 31));
+            cr_assert_eq(kit_f16_from_f32(f), fa_f16_from_f32(f), "f16 of 0x%08x", u | (s << 31));
+        }
+    }
+}
