@@ -26,13 +26,19 @@
 #                     runs so that a second run builds incrementally)
 #   --timeout S       seconds for one fa-tests or replay run (default 900); past it: killed (timeout)
 #   --skip-baseline   do not build and run the unmodified tree first (it must pass; --only runs trust it)
-#   --no-hints        ignore the table's `first` filters (below) and run the whole suite at once
+#   --no-hints        ignore the rows' hints (the table's 8th field) and run the whole suite at once
 # Environment: FA_JOBS (build jobs, default 2), FA_TEST_SEED (passed to the suite as set).
 #
 # Prints a table (id, category, file:line, result, killed by, threads, build and test seconds) and
 # writes it to WORK/results.tsv and WORK/results.md; logs of each run in WORK/logs/. Exit status: 0
 # every mutant killed, 1 some survived, 2 an error of the table or the tree (a row that does not
 # apply or compile, a baseline that fails).
+#
+# Time: mostly builds and the whole-suite runs of survivors. A fault in src/kernels/simd/ recompiles
+# every SIMD table (2-4 minutes on 2 loaded cores, and as long again to put it back); one in a driver
+# or src/plan/ a few seconds. Each killed mutant's tests take seconds; a survivor costs the whole
+# suite (about 3 minutes at OMP_NUM_THREADS=3) per thread count of its row. The baseline runs the
+# whole suite at every thread count the table names.
 set -euo pipefail
 
 script_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,7 +52,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s=$2; shift 2 ;;
     --skip-baseline) baseline=0; shift ;;
     --no-hints) hints=0; shift ;;
-    -h | --help) sed -n '3,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "mutants.sh: unknown option $1 (--help)" >&2; exit 2 ;;
     *) [ -z "$checkout" ] || { echo "mutants.sh: one checkout only" >&2; exit 2; }; checkout=$1; shift ;;
     esac
@@ -196,12 +202,13 @@ targets=(fa-tests)
 grep -qs fa-fuzz-replay "$tree/tests/fuzz/CMakeLists.txt" && targets+=(fa-fuzz-replay)
 
 build_targets() { cmake --build "$build" -j "$jobs" --target "${targets[@]}"; }
+exe() { find "$build" -name "$1" -type f -perm -u+x -print -quit; } # wherever the suite's CMake puts it
 
 killer="" # what killed the last mutant: the first failing test, the replay, or a timeout
 run_once() { # run_once LOG THREADS tests|fuzz [FILTER]: 0 passed, 1 failed (then $killer says what)
     local log=$1 n=$2 which=$3 rc=0
     if [ "$which" = tests ]; then
-        { OMP_NUM_THREADS=$n timeout -k 10 "$timeout_s" "$build/tests/fa-tests" --fail-fast -j2 ${4:+"$4"} \
+        { OMP_NUM_THREADS=$n timeout -k 10 "$timeout_s" "$(exe fa-tests)" --fail-fast -j2 ${4:+"$4"} \
             >"$log" 2>&1; } 2>/dev/null || rc=$?
         [ "$rc" != 0 ] || return 0
         if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
@@ -215,7 +222,7 @@ run_once() { # run_once LOG THREADS tests|fuzz [FILTER]: 0 passed, 1 failed (the
         return 1
     fi
     [ "${#targets[@]}" = 2 ] || return 0
-    { OMP_NUM_THREADS=$n timeout -k 10 "$timeout_s" "$build/tests/fuzz/fa-fuzz-replay" "$tree/tests/fuzz/corpus" \
+    { OMP_NUM_THREADS=$n timeout -k 10 "$timeout_s" "$(exe fa-fuzz-replay)" "$tree/tests/fuzz/corpus" \
         >"$log" 2>&1; } 2>/dev/null || rc=$? # no "Aborted" from the shell: the replay aborts on a failed check
     [ "$rc" != 0 ] || return 0
     local where
