@@ -27,6 +27,9 @@
 #   --timeout S       seconds for one fa-tests or replay run (default 900); past it: killed (timeout)
 #   --skip-baseline   do not build and run the unmodified tree first (it must pass; --only runs trust it)
 #   --no-hints        ignore the rows' hints (the table's 8th field) and run the whole suite at once
+#   --hints-from FILE rewrite the table's hints from a results.tsv of an earlier run (each killed row's
+#                     hint becomes its killer's suite, suite/*), then exit: after the suite is renamed
+#                     or reshaped, one slow run with the old hints and this make the next runs fast
 # Environment: FA_JOBS (build jobs, default 2), FA_TEST_SEED (passed to the suite as set).
 #
 # Prints a table (id, category, file:line, result, killed by, threads, build and test seconds) and
@@ -42,7 +45,7 @@
 set -euo pipefail
 
 script_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-table="" only="" check_only=0 work="" timeout_s=900 baseline=1 hints=1 checkout=""
+table="" only="" check_only=0 work="" timeout_s=900 baseline=1 hints=1 hints_from="" checkout=""
 while [ $# -gt 0 ]; do
     case $1 in
     --table) table=$2; shift 2 ;;
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s=$2; shift 2 ;;
     --skip-baseline) baseline=0; shift ;;
     --no-hints) hints=0; shift ;;
+    --hints-from) hints_from=$2; shift 2 ;;
     -h | --help) awk 'NR > 2 && !/^#/ { exit } NR > 2 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "mutants.sh: unknown option $1 (--help)" >&2; exit 2 ;;
     *) [ -z "$checkout" ] || { echo "mutants.sh: one checkout only" >&2; exit 2; }; checkout=$1; shift ;;
@@ -130,6 +134,31 @@ elif cmd == "sync":
     print(f"scratch tree: {len(keep)} files, {copied} copied, {removed} removed")
 EOF
 }
+
+if [ -n "$hints_from" ]; then
+    "$python" - "$table" "$hints_from" <<'EOF'
+import re, sys
+table, results = sys.argv[1], sys.argv[2]
+killer = {}
+for line in open(results, encoding="utf-8").read().splitlines()[1:]:
+    f = line.split("\t")
+    m = re.match(r"([A-Za-z0-9_]+)/", f[4]) if len(f) > 4 and f[3] == "killed" else None
+    if m:
+        killer[f[0]] = m.group(1) + "/*"
+out, changed = [], 0
+for line in open(table, encoding="utf-8").read().splitlines():
+    f = line.split("\t")
+    if line.startswith("#") or len(f) < 7 or f[0] not in killer:
+        out.append(line)
+        continue
+    f = f[:7] + [killer[f[0]]]
+    changed += "\t".join(f) != line
+    out.append("\t".join(f))
+open(table, "w", encoding="utf-8").write("\n".join(out) + "\n")
+print(f"mutants.sh: {changed} hints rewritten in {table} from {results}")
+EOF
+    exit $?
+fi
 
 # The table: id, category, threads (OMP_NUM_THREADS values, comma-separated), file, original
 # fragment, replacement, reason, and optionally hints (Criterion filters, space-separated);
