@@ -234,8 +234,8 @@ static void fill_info(const bench_options *o, const bench_case *c, bench_run_inf
     info->kv_bytes = (double)s->b * (double)s->hkv * (double)s->nk * row_bytes;
     info->decode = s->nq <= BENCH_DECODE_MAX_NQ;
     if (gradients) {
-        info->grad_tolerance = bench_verify_gradient_tolerance(s->dtype);
-        info->grad_kv_tolerance = bench_verify_gradient_tolerance(s->kv_dtype);
+        info->grad_tolerance = bench_shape_gradient_tolerance(s, s->dtype);
+        info->grad_kv_tolerance = bench_shape_gradient_tolerance(s, s->kv_dtype);
     }
     info->blas = blas_status(o, c);
 #ifdef FA_BENCH_HAVE_BLAS

@@ -60,6 +60,10 @@ typedef struct {
  * typically ~1e-6 in f32). bf16 and f16 gradients are accumulated in f32 and rounded once, so f32's
  * bound plus the type's unit roundoff u (2^-8, 2^-11), as for out (verify.h). */
 double bench_verify_gradient_tolerance(fa_dtype t);
+/* The bound of a gradient of type t in a backward of shape s: bench_verify_gradient_tolerance, with
+ * 3u instead of u where an all-bf16 backward runs on bf16 dot-product units (include/flashattn.h,
+ * fa_backward: P and dS rounded to bf16, held to 3 naive roundings of the exact result). */
+double bench_shape_gradient_tolerance(const bench_shape *s, fa_dtype t);
 
 /* dsinks' bound for a call whose q has type q: the bound of a gradient of the accumulation type
  * (1e-11 f64, 1e-3 otherwise; dsinks is never half) plus 2^-24, as dsinks is rounded to float once

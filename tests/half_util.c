@@ -9,6 +9,7 @@
 
 #include "dtype.h"
 #include "reference.h"
+#include "tables.h"
 
 size_t hu_dtype_size(fa_dtype t)
 {
@@ -302,10 +303,7 @@ static int dot_units_bf16_even(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_
     fa_context *own = NULL;
     if (!ctx && fa_context_create(&own, NULL) != FA_OK) return 0;
     fa_stats st = FA_STATS_INIT;
-    /* the tables with a bf16 set (kernels.h: AMX tiles, vdpbf16ps, BFDOT of NEON and of SVE) */
-    int dot = fa_context_stats(ctx ? ctx : own, &st) == FA_OK &&
-              (strcmp(st.isa, "amx") == 0 || strcmp(st.isa, "avx512_bf16") == 0 ||
-               strcmp(st.isa, "neon_bf16") == 0 || strcmp(st.isa, "sve_bf16") == 0);
+    int dot = fa_context_stats(ctx ? ctx : own, &st) == FA_OK && kit_table_multiplies_bf16(st.isa);
     fa_context_destroy(own);
     return dot && qt == FA_BF16 && kt == FA_BF16 && dim % 2 == 0;
 }

@@ -76,7 +76,7 @@ static const char usage[] =
     "Checks before timing (exit 1 on failure, nothing reported): the MPI outputs, gathered on rank 0,\n"
     "against the one-process call over every element: normwise max|mpi - ref| / max|ref| at most\n"
     "1e-12 (f64) or 1e-4 (f32) for out and lse, 1e-11 or 1e-3 for dq, dk, dv (lse / max(1, max|ref|));\n"
-    "bf16 and f16 outputs f32's plus their unit roundoff (2^-8, 2^-11; bf16 3 x 2^-8 where the\n"
+    "bf16 and f16 outputs f32's plus their unit roundoff (2^-8, 2^-11; bf16 6 x 2^-8 where the\n"
     "reference's table has bf16 dot-product units: each side is then within the header's bound of\n"
     "the exact result, not of the other), their lse f32's;\n"
     "and after timing, every rank's outputs and the reference's bitwise equal to the verified ones.\n";

@@ -7,6 +7,7 @@
 
 #include "compare.h" /* the test kit's rules */
 #include "dtype.h"   /* the test kit's bf16/f16 widening */
+#include "tables.h"  /* the test kit's list of tables with bf16 dot-product units */
 
 double bm_normwise_error(const fa_tensor *got, const fa_tensor *want, int log_sum_exp)
 {
@@ -30,16 +31,12 @@ double bm_tolerance(fa_dtype t, int gradient, int dot_units)
     double rounding = t == FA_BF16 ? 0x1p-8 : t == FA_F16 ? 0x1p-11 : 0.0;
     /* On bf16 dot-product units the two sides round P (and dS) where their blocks fall, not in the
      * same places: each is only within the header's bound of the exact result, 3 naive roundings
-     * (3 half-ulps of max|ref|), so they are within 6 half-ulps of each other. */
-    if (dot_units && t == FA_BF16) rounding = 3 * 0x1p-8;
+     * (3u of max|ref|), so they are within 6u of each other. */
+    if (dot_units && t == FA_BF16) rounding = 6 * 0x1p-8;
     return (gradient ? 1e-3 : 1e-4) + rounding;
 }
 
 int bm_on_dot_units(const char *isa, fa_dtype t, int64_t d, int64_t dv)
 {
-    static const char *const dot_tables[] = {"amx", "avx512_bf16", "neon_bf16", "sve_bf16"};
-    if (t != FA_BF16 || d % 2 != 0 || dv % 2 != 0 || !isa) return 0;
-    for (size_t i = 0; i < sizeof dot_tables / sizeof *dot_tables; i++)
-        if (strcmp(isa, dot_tables[i]) == 0) return 1;
-    return 0;
+    return t == FA_BF16 && d % 2 == 0 && dv % 2 == 0 && kit_table_multiplies_bf16(isa);
 }
