@@ -679,9 +679,12 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * q, k, v, p: exactly what was passed to fa_forward. out and lse: what that fa_forward call
  * returned (lse is required here). dout has the shape of out; dq, dk and dv have the shapes of
  * q, k and v; out, dout and dq have q's dtype, dk and dv k's (fa_forward's dtype rule: one dtype, or
- * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv; not a half q with an f32 out). dq, dk and dv
- * are overwritten, not accumulated into; half-precision gradients are summed in float and rounded
- * once, as fa_forward's out. On the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an
+ * f32 q, out, dout, dq over a bf16/f16 k, v, dk, dv; not a half q with an f32 out). With q, k and v
+ * all FA_BF16 or all FA_F16, dq, dk and dv may instead be FA_F32, all three together: the same call,
+ * writing the f32 values the half gradients would be rounded from (rounding them gives the half
+ * call's bytes), for sums over blocks that are rounded once at the end (the MPI ring's backward).
+ * dq, dk and dv are overwritten, not accumulated into; half-precision gradients are summed in float
+ * and rounded once, as fa_forward's out. On the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an
  * all-bf16 backward with even D and Dv multiplies on their bf16 dot-product units (AMX tiles,
  * vdpbf16ps, BFDOT with its rounding to odd), as its forward does (see fa_forward, "dtype"): P and dS
  * are rounded to bf16 once each for the products that read them, bf16 subnormal inputs are read as
@@ -714,10 +717,11 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * the caller's dq rows); that choice depends on the dtype only.
  *
  * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
- * of the wrong shape (FA_ERR_SHAPE); dout or dq of another dtype than q, dk or dv than k, checked
- * after out (FA_ERR_DTYPE); dq, dk or dv overlapping themselves (FA_ERR_STRIDE), any
- * input (q, k, v, out, dout, lse) or each other (FA_ERR_ALIAS), by the rule of fa_forward: dq, dk
- * and dv may be the three interleaved slices of one packed dQKV buffer. p->dsinks set without
+ * of the wrong shape (FA_ERR_SHAPE); dout of another dtype than q, dq than q (or FA_F32 under half
+ * q), dk or dv than k (or than an FA_F32 dq under half q), checked after out (FA_ERR_DTYPE); dq, dk
+ * or dv overlapping themselves (FA_ERR_STRIDE), any input (q, k, v, out, dout, lse) or each other
+ * (FA_ERR_ALIAS), by the rule of fa_forward: dq, dk and dv may be the three interleaved slices of
+ * one packed dQKV buffer. p->dsinks set without
  * p->sinks (FA_ERR_NULL); p->dsinks misaligned or wrapping (FA_ERR_STRIDE), overlapping any tensor,
  * lse, the bias, alibi_slopes or sinks (FA_ERR_ALIAS); p->seqs with block_table
  * (FA_ERR_UNSUPPORTED: paged keys are forward only). p->dbias set without p->bias (FA_ERR_NULL), or

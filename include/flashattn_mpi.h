@@ -34,10 +34,10 @@
  * under bf16 or f16, as fa_forward's). The K/V shards travel in that dtype (2
  * bytes an element for bf16 and f16); the blocks' results, their merge, the dK/dV sums (which travel
  * too) and dq are of the accumulation type (double for f64, float otherwise), and a half-precision
- * out, dq, dk, dv is rounded once at the end, as fa_forward and fa_backward round. Each forward
- * block is one fa_forward with half q, k, v and an f32 out, so it runs on the kernels a
- * one-process call of the same dtype runs on (bf16 dot-product units included, fa_forward's
- * "dtype"); backward blocks run on float copies, never on bf16 dot-product units.
+ * out, dq, dk, dv is rounded once at the end, as fa_forward and fa_backward round. Each block is
+ * one fa_forward (fa_backward) with half q, k, v (out, dout) and an f32 out (f32 dq, dk, dv), so it
+ * runs on the kernels a one-process call of the same dtype runs on (bf16 dot-product units
+ * included: fa_forward's and fa_backward's "dtype").
  *
  * Collective: every rank of comm must call with the same layout and params (the same values, dropout's
  * p, seed, offset and origins included; the pointers are each rank's own), and every rank returns the

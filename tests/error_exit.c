@@ -1029,8 +1029,10 @@ static void add_dtype_mixes(ee_table *t, ee_call call)
             /* f32 where the group is half (the plain mistake), or the other half type; for f32 q
              * over a half k, the half type on q's side */
             int wrong[2] = {own == FA_F32 ? k : FA_F32, own == FA_BF16 ? FA_F16 : FA_BF16};
-            /* the forward's out may be f32 under half inputs (partial results): f64 is the mistake */
-            if (call == EE_FORWARD && s == EE_OUT && own != FA_F32) wrong[0] = FA_F64;
+            /* the forward's out, and the backward's dq (with dk and dv), may be f32 under half
+             * inputs (partial results): f64 is the mistake; f32 dq alone: the rows after the loop */
+            if (own != FA_F32 && ((call == EE_FORWARD && s == EE_OUT) || (call == EE_BACKWARD && s == EE_DQ)))
+                wrong[0] = FA_F64;
             for (int w = 0; w < 2; w++) {
                 if (wrong[w] == own || (w == 1 && wrong[1] == wrong[0])) continue;
                 snprintf(param, sizeof param, "%s->dtype", slot_name[s]);
@@ -1067,6 +1069,9 @@ static void add_dtype_mixes(ee_table *t, ee_call call)
         {1, FA_BF16, FA_BF16, EE_DK, FA_F16, EE_DV, FA_F32, "dk.dtype k.dtype", "dv.dtype"},
         {1, FA_F32, FA_F16, EE_DV, FA_F32, EE_NT, FA_F16, "dv.dtype k.dtype", "p.bias.dtype"},
         {1, FA_BF16, FA_F16, EE_DV, 7, -1, 0, "dv.dtype", "q.dtype"}, /* unknown before the pair */
+        /* f32 dq under half inputs asks for f32 partial gradients: dk and dv must follow it */
+        {1, FA_BF16, FA_BF16, EE_DQ, FA_F32, -1, 0, "dk.dtype dq.dtype", "dv.dtype"},
+        {1, FA_F16, FA_F16, EE_DQ, FA_F32, EE_DK, FA_F32, "dv.dtype dq.dtype", "dk.dtype"},
     };
     for (size_t i = 0; i < sizeof two / sizeof *two; i++) {
         if (two[i].call_min > (int)call) continue;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A forward with bf16 or f16 q, k, v and an FA_F32 out (include/flashattn.h, fa_forward, "dtype"):
- * the partial results a sequence split over calls or MPI ranks merges before one final rounding.
- * Its rows are the f32 values the half out is rounded from, so rounding them gives the half call's
- * bytes, with the same lse, on every table (the dot-product units' call included), dense, grouped,
+/* Partial results in f32 under bf16 or f16 q, k, v (include/flashattn.h, fa_forward and fa_backward,
+ * "dtype"): what a sequence split over calls or MPI ranks sums or merges before one final rounding.
+ * The forward's FA_F32 out holds the f32 values the half out is rounded from, so rounding them gives
+ * the half call's bytes, with the same lse; the backward's FA_F32 dq, dk and dv likewise give the half
+ * backward's gradients. On every table (the dot-product units' calls included), dense, grouped,
  * split-KV and packed, at every thread count; where the call widens (f16 always, bf16 off the dot
- * units) it is bit for bit the FA_F32 call on the widened inputs. fa_backward takes no such out,
- * and the forward takes no other mixed out: both refused with FA_ERR_DTYPE, nothing written. */
+ * units) it is bit for bit the FA_F32 call on the widened inputs. No other mixed dtype is taken:
+ * refused with FA_ERR_DTYPE naming the tensor, nothing written. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,88 @@ static void run_problem(const hu_shape *s, const fa_params *p, int64_t dot_rows,
     wide_free(&first);
 }
 
+/* f32 views shaped like dq, dk and dv, and their buffers. */
+typedef struct {
+    fa_tensor t[3];
+    float *store[3];
+} wide_grads;
+
+static void wide_grads_free(wide_grads *g)
+{
+    for (int x = 0; x < 3; x++) free(g->store[x]);
+}
+
+static int same_grads(const wide_grads *a, const wide_grads *b)
+{
+    for (int x = 0; x < 3; x++)
+        if (memcmp(a->store[x], b->store[x], sizeof(float) * (size_t)hu_numel(&a->t[x])) != 0) return 0;
+    return 1;
+}
+
+/* fa_backward on q, k, v, out, dout (of any dtypes fa_backward takes) into f32 gradients. */
+static wide_grads wide_backward(fa_context *ctx, const fa_params *p, const fa_tensor *in,
+                                const hu_problem *pr, const char *desc)
+{
+    wide_grads g;
+    for (int x = 0; x < 3; x++) g.t[x] = f32_like(&pr->t[HU_DQ + x], &g.store[x]);
+    fa_status st = fa_backward(ctx, p, &in[HU_Q], &in[HU_K], &in[HU_V], &in[HU_OUT], &in[HU_DOUT], pr->lse,
+                               &g.t[0], &g.t[1], &g.t[2]);
+    cr_assert_eq(st, FA_OK, "%s, f32 gradients: status %d (%s)", desc, st, fa_last_error());
+    return g;
+}
+
+/* The backward of one problem at 1 and 3 threads: its f32 dq, dk and dv round to the half
+ * backward's, are thread-invariant, and where the backward widens are the FA_F32 backward's on the
+ * widened q, k, v, out and dout. */
+static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t seed)
+{
+    static const char *names[3] = {"dq", "dk", "dv"};
+    wide_grads first = {0};
+    for (int ti = 0; ti < THREAD_COUNTS; ti++) {
+        fa_context *ctx = context_of(thread_counts[ti]);
+        tu_rng rng = tu_rng_make(seed);
+        hu_problem pr;
+        hu_make(&pr, s, &rng, 2.5);
+        char desc[400];
+        hu_desc(s, p, desc, sizeof desc);
+        size_t len = strlen(desc);
+        snprintf(desc + len, sizeof desc - len, "%s, backward, %d threads, seed %llu",
+                 p->seqs ? " packed" : "", thread_counts[ti], (unsigned long long)seed);
+        cr_assert_eq(hu_forward(ctx, p, &pr), FA_OK, "%s: half forward: %s", desc, fa_last_error());
+        cr_assert_eq(hu_backward(ctx, p, &pr), FA_OK, "%s: half backward: %s", desc, fa_last_error());
+        wide_grads g = wide_backward(ctx, p, pr.t, &pr, desc);
+        for (int x = 0; x < 3; x++) {
+            char where[128] = "";
+            cr_expect(rounds_to(&g.t[x], &pr.t[HU_DQ + x], where, sizeof where),
+                      "%s: the f32 %s rounded differs from the half backward's at %s", desc, names[x], where);
+        }
+        if (ti > 0) {
+            cr_expect(same_grads(&first, &g), "%s: f32 gradients differ from their 1-thread bytes", desc);
+            wide_grads_free(&g);
+        } else {
+            first = g;
+            if (!hu_backward_on_dot_units(ctx, s->qt, s->kt, s->dim, s->dim_v)) {
+                fa_tensor in[HU_DQ];
+                float *store[HU_DQ];
+                for (int x = 0; x < HU_DQ; x++) {
+                    in[x] = f32_like(&pr.t[x], &store[x]);
+                    double *vals = hu_view_copy(&pr.t[x]);
+                    for (int64_t e = 0; e < hu_numel(&in[x]); e++) store[x][e] = (float)vals[e];
+                    free(vals);
+                }
+                wide_grads ref = wide_backward(ctx, p, in, &pr, desc);
+                cr_expect(same_grads(&g, &ref), "%s: differs from the FA_F32 backward on the widened inputs",
+                          desc);
+                wide_grads_free(&ref);
+                for (int x = 0; x < HU_DQ; x++) free(store[x]);
+            }
+        }
+        hu_free(&pr);
+        fa_context_destroy(ctx);
+    }
+    wide_grads_free(&first);
+}
+
 static const fa_dtype half_types[2] = {FA_BF16, FA_F16};
 
 Test(half_partials, f32_out_is_the_half_call_before_its_rounding)
@@ -188,9 +271,26 @@ Test(half_partials, f32_out_is_the_half_call_before_its_rounding)
         }
 }
 
-/* Packed sequences (out addressed per sequence): one without keys, a decode step whose keys split,
- * one without queries, odd lengths. */
-Test(half_partials, f32_out_of_packed_sequences)
+/* The backward's f32 gradients, dense: the same shapes, with softcap and dropout on every other
+ * case (the gradients' stores are shared by every modifier; these two change the products). */
+Test(half_partials, f32_gradients_are_the_half_backward_before_its_rounding)
+{
+    uint64_t seed = tu_seed("half_partials/backward");
+    for (int t = 0; t < 2; t++)
+        for (int c = 0; c < N_CASES; c++) {
+            const partial_case *pc = &cases[c];
+            hu_shape s = {half_types[t], half_types[t], pc->batch, pc->q_heads, pc->kv_heads,
+                          pc->q_len,     pc->kv_len,    pc->dim,   pc->dim_v,   pc->bshd};
+            fa_params p = FA_PARAMS_INIT;
+            p.causal = pc->causal;
+            if (c % 2) p.softcap = 8.0, p.dropout_p = 0.125, p.dropout_seed = 7;
+            run_backward_problem(&s, &p, seed + (uint64_t)c);
+        }
+}
+
+/* Packed sequences (out and the gradients addressed per sequence), forward and backward: one
+ * without keys, a decode step whose keys split, one without queries, odd lengths. */
+Test(half_partials, f32_partials_of_packed_sequences)
 {
     enum { SEQS = 5, HQ = 4, HKV = 2, D = 24, DV = 16 };
     static const int64_t seq_q[SEQS] = {5, 1, 40, 0, 33}, seq_k[SEQS] = {0, 300, 9, 12, 50};
@@ -207,7 +307,79 @@ Test(half_partials, f32_out_of_packed_sequences)
     for (int t = 0; t < 2; t++) {
         hu_shape s = {half_types[t], half_types[t], 1, HQ, HKV, cu_q[SEQS], cu_k[SEQS], D, DV, 1};
         run_problem(&s, &p, 40, seed + (uint64_t)t);
+        run_backward_problem(&s, &p, seed + (uint64_t)t);
     }
+}
+
+/* 1 when every byte of the n floats at x is still f32_like's fill. */
+static int untouched(const float *x, int64_t n)
+{
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < sizeof(float) * (size_t)n; i++)
+        if (b[i] != 0xA5) return 0;
+    return 1;
+}
+
+/* A backward refused for one gradient's dtype: the status, the message naming it, no gradient
+ * written (the half ones in pr, the f32 ones given). */
+static void backward_refused(hu_problem *pr, const fa_tensor *q, const fa_tensor *dq, const fa_tensor *dk,
+                             const fa_tensor *dv, const char *named)
+{
+    hu_fill_grad_canary(pr);
+    unsigned char *grads[3];
+    for (int x = 0; x < 3; x++) grads[x] = tu_buf_snapshot(&pr->buf[HU_DQ + x]);
+    fa_status st = fa_backward(NULL, NULL, q, &pr->t[HU_K], &pr->t[HU_V], &pr->t[HU_OUT], &pr->t[HU_DOUT],
+                               pr->lse, dq, dk, dv);
+    cr_expect_eq(st, FA_ERR_DTYPE, "%s: status %d", named, st);
+    cr_expect(strstr(fa_last_error(), named) != NULL, "message: %s, expected to name %s", fa_last_error(),
+              named);
+    const fa_tensor *given[3] = {dq, dk, dv};
+    for (int x = 0; x < 3; x++) {
+        cr_expect(tu_buf_equals_snapshot(&pr->buf[HU_DQ + x], grads[x]), "%s: a half gradient was written",
+                  named);
+        if (given[x]->dtype == FA_F32)
+            cr_expect(untouched(given[x]->data, hu_numel(given[x])), "%s: an f32 gradient was written",
+                      named);
+        free(grads[x]);
+    }
+}
+
+/* The gradients' mixed dtypes: f32 dq, dk and dv come together under half q, k, v, and under f32
+ * queries over a half cache dk and dv stay in k's dtype. */
+Test(half_partials, mixed_gradients_are_refused)
+{
+    tu_rng rng = tu_rng_make(tu_seed("half_partials/refused_gradients"));
+    hu_shape s = {FA_BF16, FA_BF16, 1, 2, 1, 8, 9, 8, 8, 0};
+    hu_problem pr;
+    hu_make(&pr, &s, &rng, 1.0);
+    cr_assert_eq(hu_forward(NULL, NULL, &pr), FA_OK, "%s", fa_last_error());
+    wide_grads g;
+    for (int x = 0; x < 3; x++) g.t[x] = f32_like(&pr.t[HU_DQ + x], &g.store[x]);
+    const fa_tensor *q = &pr.t[HU_Q];
+    backward_refused(&pr, q, &g.t[0], &pr.t[HU_DK], &pr.t[HU_DV], "dk.dtype = FA_BF16 but dq.dtype = FA_F32");
+    backward_refused(&pr, q, &g.t[0], &g.t[1], &pr.t[HU_DV], "dv.dtype = FA_BF16 but dq.dtype = FA_F32");
+    backward_refused(&pr, q, &pr.t[HU_DQ], &g.t[1], &g.t[2], "dk.dtype = FA_F32 but k.dtype = FA_BF16");
+    double *f64_store = malloc(sizeof(double) * (size_t)hu_numel(&pr.t[HU_DQ]));
+    cr_assert(f64_store != NULL);
+    fa_tensor dq64 = fa_tensor_bhsd(f64_store, FA_F64, 1, 2, 8, 8);
+    backward_refused(&pr, q, &dq64, &g.t[1], &g.t[2], "dq.dtype = FA_F64");
+    /* f32 queries over the bf16 cache (and so an f32 out, dout and dq): dk and dv are k's dtype */
+    float *q_store;
+    fa_tensor q32 = f32_like(&pr.t[HU_Q], &q_store);
+    double *q_vals = hu_view_copy(&pr.t[HU_Q]);
+    for (int64_t e = 0; e < hu_numel(&q32); e++) q_store[e] = (float)q_vals[e];
+    float *o_store, *do_store;
+    fa_tensor out32 = f32_like(&pr.t[HU_OUT], &o_store), dout32 = f32_like(&pr.t[HU_DOUT], &do_store);
+    fa_status st = fa_backward(NULL, NULL, &q32, &pr.t[HU_K], &pr.t[HU_V], &out32, &dout32, pr.lse, &g.t[0],
+                               &g.t[1], &pr.t[HU_DV]);
+    cr_expect_eq(st, FA_ERR_DTYPE, "f32 q over bf16 k with an f32 dk: status %d", st);
+    cr_expect(strstr(fa_last_error(), "dk.dtype = FA_F32 but k.dtype = FA_BF16") != NULL, "message: %s",
+              fa_last_error());
+    for (int x = 0; x < 2; x++)
+        cr_expect(untouched(g.store[x], hu_numel(&g.t[x])), "f32 q over bf16 k: a gradient was written");
+    free(q_vals), free(q_store), free(o_store), free(do_store), free(f64_store);
+    wide_grads_free(&g);
+    hu_free(&pr);
 }
 
 /* The only mixed out: half q, k, v with an f32 out in fa_forward. The backward reads out as the

@@ -320,6 +320,8 @@ static void fill_problem(fa_problem *prob, const fa_params *params, const fa_ten
     prob->q_type = q->dtype;
     prob->kv_type = k->dtype;
     prob->out_type = out->dtype;
+    prob->dq_type = q->dtype; /* the backward's gradients: set again from dq and dk */
+    prob->dkv_type = k->dtype;
     prob->batch = q->batch;
     prob->q_heads = q->heads;
     prob->kv_heads = k->heads;
@@ -578,9 +580,22 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     if ((st = check_scales_present(call, &params, k)) != FA_OK) return st;
     /* each gradient (and dout) has the shape of the tensor it belongs to */
     const named_view shaped_like[4][2] = {{ndout, nout}, {ndq, nq}, {ndk, nk}, {ndv, nv}};
-    /* dout, dq: q's; dk, dv: k's; the bias, the scales and dbias: the accumulation type */
-    static const int leader[12] = {
-        0, 1, 1, 0, 0, 0, 1, 1, FA_LEADER_ACCUM, FA_LEADER_ACCUM, FA_LEADER_ACCUM, FA_LEADER_ACCUM};
+    /* dout: q's; dq: q's or (half q) the accumulation type; dk, dv: k's, or dq's when dq is the
+     * accumulation type under half q (f32 partial gradients come all three together); the bias, the
+     * scales and dbias: the accumulation type */
+    int leader[12] = {0,
+                      1,
+                      1,
+                      0,
+                      0,
+                      FA_LEADER_Q_OR_ACCUM,
+                      1,
+                      1,
+                      FA_LEADER_ACCUM,
+                      FA_LEADER_ACCUM,
+                      FA_LEADER_ACCUM,
+                      FA_LEADER_ACCUM};
+    if ((q->dtype == FA_BF16 || q->dtype == FA_F16) && dq->dtype == FA_F32) leader[6] = leader[7] = 5;
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, shaped_like, 4)) != FA_OK)
         return st;
     if (params.dbias && (st = check_dbias_shape(call, params.dbias, params.bias)) != FA_OK) return st;
@@ -605,6 +620,8 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     prob->dq = view_of(dq);
     prob->dk = view_of(dk);
     prob->dv = view_of(dv);
+    prob->dq_type = dq->dtype;
+    prob->dkv_type = dk->dtype;
     return FA_OK;
 }
 

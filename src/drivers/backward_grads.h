@@ -134,17 +134,17 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
     FA_SET_NAME(release_)(job);
 
     const FA_T scale = (FA_T)p->scale;
-    const size_t kv_elem = fa_elem_size(p->kv_type);
-    char *dk = fa_view_at(&p->dk, kv_elem, batch, kv_head, block0),
-         *dvo = fa_view_at(&p->dv, kv_elem, batch, kv_head, block0);
+    const size_t dkv_elem = fa_elem_size(p->dkv_type);
+    char *dk = fa_view_at(&p->dk, dkv_elem, batch, kv_head, block0),
+         *dvo = fa_view_at(&p->dv, dkv_elem, batch, kv_head, block0);
     for (int64_t c = 0; c < block_cols; c++) {
-        char *dk_row = dk + c * p->dk.stride_seq * (int64_t)kv_elem,
-             *dv_row = dvo + c * p->dv.stride_seq * (int64_t)kv_elem;
-        if (fa_kv_widens(p)) { /* rounded once, from the float sums */
+        char *dk_row = dk + c * p->dk.stride_seq * (int64_t)dkv_elem,
+             *dv_row = dvo + c * p->dv.stride_seq * (int64_t)dkv_elem;
+        if (fa_dkv_rounds(p)) { /* rounded once, from the float sums */
             for (int64_t x = 0; x < d; x++)
-                fa_half_store(p->kv_type, dk_row, x, (float)(scale * dk_acc[c * d_pad + x]));
+                fa_half_store(p->dkv_type, dk_row, x, (float)(scale * dk_acc[c * d_pad + x]));
             for (int64_t y = 0; y < dv; y++)
-                fa_half_store(p->kv_type, dv_row, y, (float)dv_acc[c * dv_pad + y]);
+                fa_half_store(p->dkv_type, dv_row, y, (float)dv_acc[c * dv_pad + y]);
             continue;
         }
         for (int64_t x = 0; x < d; x++) ((FA_T *)(void *)dk_row)[x] = scale * dk_acc[c * d_pad + x];
@@ -178,13 +178,13 @@ static void FA_SET_NAME(grads_query_block_)(const fa_backward_job *job, FA_SET_N
     FA_SET_NAME(release_)(job);
 
     const FA_T scale = (FA_T)p->scale;
-    const size_t q_elem = fa_elem_size(p->q_type);
-    char *dq = fa_view_at(&p->dq, q_elem, it->batch, it->q_head, it->row0);
+    const size_t dq_elem = fa_elem_size(p->dq_type);
+    char *dq = fa_view_at(&p->dq, dq_elem, it->batch, it->q_head, it->row0);
     for (int64_t r = 0; r < it->rows; r++) {
-        char *row = dq + r * p->dq.stride_seq * (int64_t)q_elem;
-        if (fa_q_widens(p)) /* rounded once, from the float sums */
+        char *row = dq + r * p->dq.stride_seq * (int64_t)dq_elem;
+        if (fa_dq_rounds(p)) /* rounded once, from the float sums */
             for (int64_t x = 0; x < d; x++)
-                fa_half_store(p->q_type, row, x, (float)(scale * FA_SET_NAME(dq_at_)(s, job, r, x)));
+                fa_half_store(p->dq_type, row, x, (float)(scale * FA_SET_NAME(dq_at_)(s, job, r, x)));
         else
             for (int64_t x = 0; x < d; x++)
                 ((FA_T *)(void *)row)[x] = scale * FA_SET_NAME(dq_at_)(s, job, r, x);

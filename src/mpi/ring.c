@@ -211,7 +211,6 @@ fa_status fa_ring_open(fa_ring *r, const char *call, MPI_Comm comm, fa_mpi_layou
     }
     r->dtype = (fa_dtype)me.dtype;
     r->acc = me.dtype == FA_F64 ? FA_F64 : FA_F32;
-    r->half = me.dtype == FA_BF16 || me.dtype == FA_F16;
     return FA_OK;
 }
 

@@ -46,7 +46,6 @@ typedef struct {
     int64_t total;               /* N, the global sequence length */
     fa_dtype dtype;              /* the caller's tensors' (q, k, v, out and the gradients) */
     fa_dtype acc;                /* the accumulation type: lse, the bias, every partial result and sum */
-    int half;                    /* dtype is FA_BF16 or FA_F16: rounded once at the end */
     fa_params p;                 /* the caller's parameters as this library's full copy (or the defaults) */
     fa_status p_read;            /* FA_OK, or why the caller's p cannot be read (fa_ring_check reports it) */
     char p_reason[200];

@@ -4,9 +4,11 @@
  * adds them to the shard's accumulator when it arrives from the previous rank, and passes it on;
  * after P steps every accumulator is back on its own rank. dq is summed locally in ring order.
  * The shards travel in the caller's dtype; the accumulators (which travel too), the steps' sums and
- * dq are in the accumulation type, rounded once to the caller's dtype when written. Half-precision
- * calls run every block in f32 on widened copies (q, out and dout once, each shard as it comes), so
- * that each block's dK and dV reach the sums unrounded. */
+ * dq are in the accumulation type, rounded once to the caller's dtype when written. Each block is one
+ * fa_backward on the caller's q, out, dout and the shard as they are, writing gradients of the
+ * accumulation type (for half precision the f32 values its half gradients would be rounded from), so
+ * that each block's dq, dK and dV reach the sums unrounded and a bf16 block runs on the kernels of a
+ * one-process call, the bf16 dot-product units included. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +20,6 @@ enum { TAG_KV = 200, TAG_ACC = 300, TAG_HOME = 400 };
 /* Where the backward's buffers lie in the communicator's buffer. */
 typedef struct {
     char *kv[2], *acc[2], *step, *home, *dk_tmp, *dv_tmp;
-    char *kv_wide, *q_wide, *out_wide, *dout_wide; /* half-precision calls only: the widened copies */
     double *sink_sums; /* every rank's sums for the sinks' gradient: P·Hq values, then the rank's Hq */
     char *dq[2], *dq_tmp[2], *lse[2]; /* per query segment */
 } layout_of_buffers;
@@ -36,12 +37,6 @@ static size_t carve(const fa_ring *r, const fa_ring_segments *mine, int64_t wide
     TAKE(kv[0], shard), TAKE(kv[1], shard), TAKE(acc[0], sums), TAKE(acc[1], sums), TAKE(step, sums);
     TAKE(home, sums);
     TAKE(dk_tmp, dk), TAKE(dv_tmp, dv);
-    if (r->half) {
-        TAKE(kv_wide, sums);
-        TAKE(q_wide, fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim) * acc));
-        TAKE(out_wide, fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim_v) * acc));
-        TAKE(dout_wide, fa_ring_round((size_t)(s->batch * s->q_heads * s->rows * s->dim_v) * acc));
-    }
     if (buf) b->sink_sums = (double *)(buf + at);
     at += fa_ring_round((size_t)((r->size + 1) * s->q_heads) * sizeof(double));
     for (int g = 0; g < mine->count; g++) {
@@ -80,8 +75,8 @@ typedef struct {
 } query_side;
 
 /* The gradients of the blocks of the rank's queries against the shard of rank src (at kv, in the
- * caller's dtype; widened first when that is half precision): dq into the segments' accumulators,
- * dK and dV into the step buffer (zeroed here), all in the accumulation type. */
+ * caller's dtype): dq into the segments' accumulators, dK and dV into the step buffer (zeroed here),
+ * all in the accumulation type. */
 static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_ring_segments *mine,
                                  const layout_of_buffers *lb, const query_side *qs_in, int src, char *kv,
                                  fa_ring_transfer *pending, int npending, char *reason, size_t size)
@@ -91,13 +86,6 @@ static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_rin
     int64_t n_src = r->shapes[src].rows;
     fa_tensor k, v, dk_step, dv_step;
     fa_ring_shard_halves(r, kv, n_src, r->dtype, &k, &v);
-    if (r->half) {
-        fa_tensor kw, vw;
-        fa_ring_shard_halves(r, lb->kv_wide, n_src, r->acc, &kw, &vw);
-        fa_ring_copy(&k, &kw);
-        fa_ring_copy(&v, &vw);
-        k = kw, v = vw;
-    }
     fa_ring_shard_halves(r, lb->step, n_src, r->acc, &dk_step, &dv_step);
     memset(lb->step, 0, fa_ring_shard_bytes(r, n_src, r->acc));
     fa_ring_segments theirs = fa_ring_segments_of(r, src);
@@ -220,18 +208,7 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
         fa_ring_copy(k, &kc);
         fa_ring_copy(v, &vc);
     }
-    query_side side = {q, out, dout};
-    fa_tensor q_acc = *q, out_acc = *out,
-              dout_acc = *dout; /* half: the rank's q, out and dout widened once */
-    if (r.half) {
-        q_acc = fa_ring_compact(lb.q_wide, dt, s->batch, s->q_heads, s->rows, s->dim);
-        out_acc = fa_ring_compact(lb.out_wide, dt, s->batch, s->q_heads, s->rows, s->dim_v);
-        dout_acc = fa_ring_compact(lb.dout_wide, dt, s->batch, s->q_heads, s->rows, s->dim_v);
-        fa_ring_copy(q, &q_acc);
-        fa_ring_copy(out, &out_acc);
-        fa_ring_copy(dout, &dout_acc);
-        side = (query_side){&q_acc, &out_acc, &dout_acc};
-    }
+    const query_side side = {q, out, dout};
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
     fa_status work = FA_OK;
     fa_ring_transfer acc_send = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};

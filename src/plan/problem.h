@@ -21,6 +21,9 @@ typedef struct {
     fa_dtype kv_type;  /* of k, v, dk and dv: q_type, or FA_BF16/FA_F16 under f32 queries */
     fa_dtype out_type; /* of out: q_type, or the accumulation type under half queries (the forward's
                         * partial results for fa_merge, never rounded to half precision) */
+    fa_dtype dq_type;  /* of dq: q_type, or the accumulation type under half q, k and v */
+    fa_dtype dkv_type; /* of dk and dv: kv_type, or as dq_type under half q, k and v (the backward's
+                        * partial sums, never rounded to half precision) */
     int64_t batch, q_heads, kv_heads;
     int64_t group; /* q_heads / kv_heads: query head h reads kv head h / group */
     int64_t q_len, kv_len, dim, dim_v;
@@ -140,6 +143,15 @@ static inline int fa_out_rounds(const fa_problem *p)
 static inline int fa_kv_widens(const fa_problem *p)
 {
     return p->kv_type != p->dtype;
+}
+/* Whether the backward rounds dq (dk and dv) to half precision as it writes them, from float sums. */
+static inline int fa_dq_rounds(const fa_problem *p)
+{
+    return p->dq_type != p->dtype;
+}
+static inline int fa_dkv_rounds(const fa_problem *p)
+{
+    return p->dkv_type != p->dtype;
 }
 
 /* Whether the problem has a value modifier, applied to every score computed (softcap, ALiBi, bias). */

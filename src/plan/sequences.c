@@ -16,7 +16,8 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
 {
     /* the accumulation type's size moves lse and bias; each view moves by its own element size */
     size_t elem = fa_elem_size(p->dtype), q_elem = fa_elem_size(p->q_type),
-           out_elem = fa_elem_size(p->out_type), kv_elem = fa_elem_size(p->kv_type);
+           out_elem = fa_elem_size(p->out_type), kv_elem = fa_elem_size(p->kv_type),
+           dq_elem = fa_elem_size(p->dq_type), dkv_elem = fa_elem_size(p->dkv_type);
     *one = *p;
     one->batch = 1;
     one->seqs = NULL;
@@ -32,7 +33,7 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
     one->q = view_from(&p->q, q_elem, q_batch, q_row);
     one->out = view_from(&p->out, out_elem, q_batch, q_row);
     one->dout = view_from(&p->dout, q_elem, q_batch, q_row);
-    one->dq = view_from(&p->dq, q_elem, q_batch, q_row);
+    one->dq = view_from(&p->dq, dq_elem, q_batch, q_row);
     if (p->lse)
         one->lse = (char *)p->lse + (q_batch * p->q_heads * p->lse_head_stride + q_row) * (int64_t)elem;
     /* keys: packed rows of batch 0, pages, or batch b */
@@ -49,8 +50,8 @@ void fa_problem_sequence(const fa_problem *p, int64_t b, fa_problem *one)
     } else {
         one->k = view_from(&p->k, kv_elem, k_batch, k_row);
         one->v = view_from(&p->v, kv_elem, k_batch, k_row);
-        one->dk = view_from(&p->dk, kv_elem, k_batch, k_row);
-        one->dv = view_from(&p->dv, kv_elem, k_batch, k_row);
+        one->dk = view_from(&p->dk, dkv_elem, k_batch, k_row);
+        one->dv = view_from(&p->dv, dkv_elem, k_batch, k_row);
         /* the scales follow their rows (a paged pool's are read through the pages, as k's) */
         one->k_scale = view_from(&p->k_scale, sizeof(float), k_batch, k_row);
         one->v_scale = view_from(&p->v_scale, sizeof(float), k_batch, k_row);

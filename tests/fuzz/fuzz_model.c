@@ -455,7 +455,8 @@ static int dtype_pair_allowed(fa_dtype q, fa_dtype k)
 
 /* The header's dtype rules in its order: every dtype known (q, k, v, out, [dout, dq, dk, dv], the
  * bias); the pair (q, k); each of v, out, dout, dq, dk, dv the dtype of its group's leader (k for
- * v, dk, dv; q for out, dout, dq; the forward's out may be f32 under half q, k, v); the bias the
+ * v, dk, dv; q for out, dout, dq; under half q, k, v the forward's out may be f32, and the backward's
+ * dq, dk and dv all three); the bias the
  * accumulation type (f64 for f64 q, else f32). Any of them is FA_ERR_DTYPE; the reason names the
  * first. */
 static int model_dtype(const fz_call *c, fz_model *m)
@@ -470,11 +471,16 @@ static int model_dtype(const fz_call *c, fz_model *m)
     const fa_dtype q = c->t[FZ_Q]->dtype, k = c->t[FZ_K]->dtype;
     if (!dtype_pair_allowed(q, k))
         fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "(q, k) dtypes neither one type nor f32 over bf16/f16");
-    /* the forward's out may also be f32 under half q, k, v: partial results for fa_merge */
-    const int f32_partials = !c->backward && (q == FA_BF16 || q == FA_F16) && c->t[FZ_OUT]->dtype == FA_F32;
-    for (int i = FZ_V; i < c->n; i++)
-        if (c->t[i]->dtype != c->t[leader[i]]->dtype && !(i == FZ_OUT && f32_partials))
+    /* partial results under half q, k, v: the forward's out may be f32 (for fa_merge), the
+     * backward's dq may be f32, and then dk and dv are f32 with it */
+    const int half_q = q == FA_BF16 || q == FA_F16;
+    const int f32_out = !c->backward && half_q && c->t[FZ_OUT]->dtype == FA_F32;
+    const int f32_grads = c->backward && half_q && c->t[FZ_DQ]->dtype == FA_F32;
+    for (int i = FZ_V; i < c->n; i++) {
+        const int partial = (i == FZ_OUT && f32_out) || (i >= FZ_DQ && f32_grads);
+        if (c->t[i]->dtype != (partial ? FA_F32 : c->t[leader[i]]->dtype))
             fz_set_class(m, C_DTYPE, FZ_PRESENT, "dtype of %s differs from its group leader's", view_name[i]);
+    }
     const fa_tensor *bias = view_at(c, FZ_BIAS);
     if (bias && bias->dtype != (q == FA_F64 ? FA_F64 : FA_F32))
         fz_set_class(m, C_DTYPE, FZ_PRESENT, "%s", "bias dtype not the accumulation type");

@@ -1342,6 +1342,16 @@ static void half_seeds(void)
         in.view[off[i].view].dtype_override = override(off[i].to);
         emit(off[i].name, &in);
     }
+    /* f32 dq, dk and dv under bf16 inputs: the backward's partial sums; f32 dq alone is refused at dk */
+    in = base_err();
+    in.dtype = BF16;
+    for (int v = FZ_DQ; v <= FZ_DV; v++) in.view[v].dtype_override = override(0);
+    emit("ok_backward_f32_gradients_q_bf16", &in);
+    in = base_err();
+    in.dtype = sel(0xC0, 8, 3);
+    in.dtypes.kv_dtype = sel(0xC0, 8, 3);
+    in.view[FZ_DQ].dtype_override = override(0);
+    emit("err_dtype_dk_f16_dq_f32_q_f16", &in);
     in = base_err();
     in.dtype = BF16;
     bias(&in, 0);
