@@ -163,8 +163,10 @@ void ref_forward(const fa_params *p, const fa_tensor *q, const fa_tensor *k, con
     ref_forward_dropout(p, q, k, v, NULL, out, lse);
 }
 
-void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                               int64_t b, int64_t h, int64_t i, double *out_row, double *lse)
+/* keep: as forward_row's, applied in float. */
+static void forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                  const fa_tensor *v, int64_t b, int64_t h, int64_t i, const uint8_t *keep,
+                                  double *out_row, double *lse)
 {
     int64_t nq = q->seq, nk = k->seq, d = q->dim, dv = v->dim;
     int64_t kvh = h / (q->heads / k->heads);
@@ -192,6 +194,7 @@ void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_
         if (!ref_sees(p, nq, nk, i, j)) continue;
         float w = expf(score[j] - ref);
         sum += w;
+        if (keep) w *= keep[j] ? 1.0f / (float)(1.0 - p->dropout_p) : 0.0f;
         for (int64_t y = 0; y < dv; y++) acc[y] += w * (float)ref_load(v, b, kvh, j, y);
     }
     if (live && has_sink) sum += expf(sink - ref);
@@ -201,8 +204,14 @@ void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_
     free(score);
 }
 
-void ref_forward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
-                           double *out, double *lse)
+void ref_forward_row_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                               int64_t b, int64_t h, int64_t i, double *out_row, double *lse)
+{
+    forward_row_naive_f32(p, q, k, v, b, h, i, NULL, out_row, lse);
+}
+
+void ref_forward_dropout_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                   const fa_tensor *v, const uint8_t *keep, double *out, double *lse)
 {
     int64_t dv = v->dim;
     double scratch_lse;
@@ -210,8 +219,14 @@ void ref_forward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tens
         for (int64_t h = 0; h < q->heads; h++)
             for (int64_t i = 0; i < q->seq; i++) {
                 int64_t row = (b * q->heads + h) * q->seq + i;
-                double tmp[512];
-                ref_forward_row_naive_f32(p, q, k, v, b, h, i, out ? out + row * dv : tmp,
-                                          lse ? lse + row : &scratch_lse);
+                double tmp[FA_MAX_HEAD_DIM];
+                forward_row_naive_f32(p, q, k, v, b, h, i, keep ? keep + row * k->seq : NULL,
+                                      out ? out + row * dv : tmp, lse ? lse + row : &scratch_lse);
             }
+}
+
+void ref_forward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
+                           double *out, double *lse)
+{
+    ref_forward_dropout_naive_f32(p, q, k, v, NULL, out, lse);
 }

@@ -60,6 +60,10 @@ void ref_forward_dropout(const fa_params *p, const fa_tensor *q, const fa_tensor
  * the yardstick for how much error an f32 implementation may have. Same layout as ref_forward. */
 void ref_forward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                            double *out, double *lse);
+/* The same with dropout given its mask (as ref_forward_dropout), in float: the yardstick for a
+ * dropout call's error in f32 and, rounded, in bf16 and f16. */
+void ref_forward_dropout_naive_f32(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                   const fa_tensor *v, const uint8_t *keep, double *out, double *lse);
 
 /* One row of ref_forward_naive_f32 (the same float32 arithmetic), for tests that check a sample of
  * rows. Same conventions as ref_forward_row. */

@@ -174,6 +174,14 @@ void ref_backward_naive_f32_given_out(const fa_params *p, const fa_tensor *q, co
     backward_f32(p, q, k, v, out, dout, NULL, dq, dk, dv, dsinks, NULL);
 }
 
+void ref_backward_dropout_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                                              const uint8_t *keep, double *dq, double *dk, double *dv,
+                                              double *dsinks)
+{
+    backward_f32(p, q, k, v, out, dout, keep, dq, dk, dv, dsinks, NULL);
+}
+
 void ref_backward_dbias(const fa_params *p, const fa_tensor *q, const fa_tensor *k, const fa_tensor *v,
                         const fa_tensor *dout, double *dbias)
 {

@@ -38,6 +38,11 @@ void ref_backward_naive_f32(const fa_params *p, const fa_tensor *q, const fa_ten
 void ref_backward_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                                       const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
                                       double *dq, double *dk, double *dv, double *dsinks);
+/* The same with dropout given its mask (as ref_backward_dropout); out NULL: delta from its own P. */
+void ref_backward_dropout_naive_f32_given_out(const fa_params *p, const fa_tensor *q, const fa_tensor *k,
+                                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout,
+                                              const uint8_t *keep, double *dq, double *dk, double *dv,
+                                              double *dsinks);
 
 /* The gradient of L with respect to the sink logits, dsinks[0..Hq) (all 0 without p->sinks), in
  * double, by the algorithm of ref_backward: the sink is one more logit of row i, with probability

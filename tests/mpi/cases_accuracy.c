@@ -370,8 +370,8 @@ static const mt_case cases[] = {
      .len = 300,
      .dim = 32,
      .dim_v = 16},
-    /* dropout over the ring: the mask of the global rows and keys (f64 only: the f64 rule against the
-     * single-process call and the oracle given fa_dropout_mask) */
+    /* dropout over the ring: the mask of the global rows and keys, every dtype against the oracles
+     * given fa_dropout_mask (f64 also against the single-process call) */
     {.name = "dropout-causal-gqa-zigzag",
      .layout = ZIGZAG,
      .batch = 2,
@@ -446,12 +446,10 @@ void mt_run_case(const mt_env *env, const mt_case *c, fa_dtype dtype)
 
 void mt_run_accuracy(const mt_env *env)
 {
-    /* dropout has no naive f32 yardstick: its cases run in f64 (determinism.c runs them in every dtype) */
     static const fa_dtype dtypes[] = {FA_F64, FA_F32, FA_BF16, FA_F16};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int t = 0; t < 4; t++)
-            if (mt_selected(env, cases[i].name) && (cases[i].dropout_p == 0.0 || dtypes[t] == FA_F64))
-                mt_run_case(env, &cases[i], dtypes[t]);
+            if (mt_selected(env, cases[i].name)) mt_run_case(env, &cases[i], dtypes[t]);
 }
 
 void mt_run_accuracy_on_subcomm(const mt_env *env)

@@ -87,12 +87,12 @@ static void oracle(mt_result *res, const mt_global *g, int backward, int naive)
     }
 }
 
-/* The float64 oracle with dropout, given the public mask of the whole sequence (fa_dropout_mask):
- * what one call over the sequence drops, by the header's definition. */
-static void oracle_dropout(mt_result *res, const mt_global *g, int backward)
+/* Dropout's mask over the whole sequence, by the public call (fa_dropout_mask): what one call over
+ * the sequence drops, by the header's definition. [B][Hq][N][N]. */
+static uint8_t *mask_of(const mt_global *g)
 {
     const mt_case *c = &g->c;
-    int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n;
+    int64_t B = c->batch, Hq = c->q_heads, N = g->n;
     uint8_t *keep = malloc((size_t)(B * Hq * N * N) + 1);
     if (!keep) abort();
     for (int64_t b = 0; b < B; b++)
@@ -100,17 +100,29 @@ static void oracle_dropout(mt_result *res, const mt_global *g, int backward)
             fa_status st = fa_dropout_mask(&g->p, Hq, b, h, 0, 0, N, N, keep + (b * Hq + h) * N * N, N);
             MT_CHECK(st == FA_OK, "fa_dropout_mask (the reference's mask) returned %s", fa_status_str(st));
         }
+    return keep;
+}
+
+/* The float64 oracle (naive = 0) or the naive f32 implementation (naive = 1) with dropout, given
+ * its mask. */
+static void oracle_dropout(mt_result *res, const mt_global *g, const uint8_t *keep, int backward, int naive)
+{
+    const mt_case *c = &g->c;
+    int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n;
     res->out = alloc_doubles(B * Hq * N * c->dim_v);
     res->lse = alloc_doubles(B * Hq * N);
-    ref_forward_dropout(&g->p, &g->q, &g->k, &g->v, keep, res->out, res->lse);
-    if (backward) {
-        res->grad[0] = alloc_doubles(B * Hq * N * c->dim);
-        res->grad[1] = alloc_doubles(B * Hkv * N * c->dim);
-        res->grad[2] = alloc_doubles(B * Hkv * N * c->dim_v);
+    (naive ? ref_forward_dropout_naive_f32 : ref_forward_dropout)(&g->p, &g->q, &g->k, &g->v, keep, res->out,
+                                                                  res->lse);
+    if (!backward) return;
+    res->grad[0] = alloc_doubles(B * Hq * N * c->dim);
+    res->grad[1] = alloc_doubles(B * Hkv * N * c->dim);
+    res->grad[2] = alloc_doubles(B * Hkv * N * c->dim_v);
+    if (naive)
+        ref_backward_dropout_naive_f32_given_out(&g->p, &g->q, &g->k, &g->v, NULL, &g->dout, keep,
+                                                 res->grad[0], res->grad[1], res->grad[2], NULL);
+    else
         ref_backward_dropout(&g->p, &g->q, &g->k, &g->v, &g->dout, keep, res->grad[0], res->grad[1],
                              res->grad[2]);
-    }
-    free(keep);
 }
 
 /* The naive f32 forward rounded to the half dtype t (out; lse stays float): the half suites' yardstick. */
@@ -125,11 +137,14 @@ void mt_refs_compute(mt_refs *r, fa_context *ctx, const mt_global *g, int backwa
 {
     memset(r, 0, sizeof *r);
     single_process(&r->single, ctx, g, backward);
-    if (g->p.dropout_p != 0.0) { /* f64 only (mt_run_accuracy): the oracle given the public mask */
-        oracle_dropout(&r->oracle, g, backward);
+    const int half = g->dtype == FA_BF16 || g->dtype == FA_F16;
+    if (g->p.dropout_p != 0.0) { /* the oracles given the public mask */
+        r->keep = mask_of(g);
+        oracle_dropout(&r->oracle, g, r->keep, backward, 0);
+        if (g->dtype != FA_F64) oracle_dropout(&r->naive, g, r->keep, backward && !half, 1);
+        if (half) round_naive(&r->naive, g);
     } else if (g->dtype != FA_F64) {
         /* bf16, f16: the backward's yardstick starts from the out the ring returns (mt_expect_backward) */
-        int half = g->dtype == FA_BF16 || g->dtype == FA_F16;
         oracle(&r->oracle, g, backward, 0);
         oracle(&r->naive, g, backward && !half, 1);
         if (half) round_naive(&r->naive, g);
@@ -162,6 +177,8 @@ void mt_refs_free(mt_refs *r)
     result_free(&r->single);
     result_free(&r->oracle);
     result_free(&r->naive);
+    free(r->keep);
+    r->keep = NULL;
 }
 
 /* ---- comparisons ------------------------------------------------------------------------- */
@@ -345,10 +362,10 @@ void mt_expect_forward(const mt_global *g, const mt_shard *s, const mt_local *l,
 
 /* The half suites' backward yardstick (reference_backward.h, ref_backward_naive_f32_given_out): the
  * naive f32 backward from the out the backward is handed, here the ring's, gathered from every rank
- * (each position's row from the rank that holds it; the others add zeros), its gradients rounded to
- * the dtype. Collective. */
+ * (each position's row from the rank that holds it; the others add zeros), with dropout's mask keep
+ * (or none), its gradients rounded to the dtype. Collective. */
 static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt_shard *s, const mt_local *l,
-                                 mt_result *res)
+                                 const uint8_t *keep, mt_result *res)
 {
     const mt_case *c = &g->c;
     int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n, Dv = c->dim_v;
@@ -370,8 +387,8 @@ static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt
     int64_t n[3] = {B * Hq * N * c->dim, B * Hkv * N * c->dim, B * Hkv * N * Dv};
     for (int x = 0; x < 3; x++) res->grad[x] = alloc_doubles(n[x]);
     res->dsinks = alloc_doubles(Hq);
-    ref_backward_naive_f32_given_out(&g->p, &g->q, &g->k, &g->v, &out, &g->dout, res->grad[0], res->grad[1],
-                                     res->grad[2], c->sinks ? res->dsinks : NULL);
+    ref_backward_dropout_naive_f32_given_out(&g->p, &g->q, &g->k, &g->v, &out, &g->dout, keep, res->grad[0],
+                                             res->grad[1], res->grad[2], c->sinks ? res->dsinks : NULL);
     for (int x = 0; x < 3; x++)
         for (int64_t e = 0; e < n[x]; e++) res->grad[x][e] = kit_round(g->dtype, res->grad[x][e]);
     mt_buf_free(&ob);
@@ -386,7 +403,7 @@ void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s
     mt_result given;
     memset(&given, 0, sizeof given);
     if (g->dtype == FA_BF16 || g->dtype == FA_F16) {
-        naive_given_ring_out(env, g, s, l, &given);
+        naive_given_ring_out(env, g, s, l, refs->keep, &given);
         for (int x = 0; x < 3; x++) with_given.naive.grad[x] = given.grad[x];
         with_given.naive.dsinks = given.dsinks;
     }

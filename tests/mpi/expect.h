@@ -33,6 +33,7 @@ typedef struct {
     mt_result oracle; /* float64 oracle (f32 problems; f64: dsinks only) */
     mt_result naive;  /* naive f32 (f32 problems) */
     double bound[3];  /* U for dq, dk, dv */
+    uint8_t *keep;    /* with dropout: its mask over the whole sequence, [B][Hq][N][N]; else NULL */
 } mt_refs;
 
 /* Computes the references of g on ctx (backward: the gradients and dsinks too). A failing
