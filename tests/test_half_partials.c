@@ -51,6 +51,26 @@ static fa_tensor f32_like(const fa_tensor *t, float **storage)
     return fa_tensor_bhsd(*storage, FA_F32, t->batch, t->heads, t->seq, t->dim);
 }
 
+/* An FA_F32 copy of a half view's values (exact: every half value is a float). */
+static fa_tensor widened(const fa_tensor *t, float **storage)
+{
+    fa_tensor w = f32_like(t, storage);
+    double *vals = hu_view_copy(t);
+    for (int64_t e = 0; e < hu_numel(&w); e++) (*storage)[e] = (float)vals[e];
+    free(vals);
+    return w;
+}
+
+/* What a check says of its problem: the shape, the pass, packed or not, threads and seed. */
+static void describe(const hu_shape *s, const fa_params *p, const char *pass, int threads, uint64_t seed,
+                     char *desc, size_t size)
+{
+    hu_desc(s, p, desc, size);
+    size_t len = strlen(desc);
+    snprintf(desc + len, size - len, "%s, %s, %d threads, seed %llu", p->seqs ? " packed" : "", pass, threads,
+             (unsigned long long)seed);
+}
+
 /* Element (b, h, s, d) of an FA_F32 view made by f32_like. */
 static float f32_at(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
 {
@@ -114,12 +134,7 @@ static wide_result widened_f32_call(fa_context *ctx, const fa_params *p, hu_prob
 {
     fa_tensor in[3];
     float *store[3];
-    for (int x = 0; x < 3; x++) {
-        in[x] = f32_like(&pr->t[HU_Q + x], &store[x]);
-        double *vals = hu_view_copy(&pr->t[HU_Q + x]);
-        for (int64_t e = 0; e < hu_numel(&in[x]); e++) store[x][e] = (float)vals[e];
-        free(vals);
-    }
+    for (int x = 0; x < 3; x++) in[x] = widened(&pr->t[HU_Q + x], &store[x]);
     wide_result w;
     fa_tensor out = f32_like(&pr->t[HU_OUT], &w.out);
     w.out_bytes = sizeof(float) * (size_t)hu_numel(&out);
@@ -149,10 +164,7 @@ static void run_problem(const hu_shape *s, const fa_params *p, int64_t dot_rows,
         hu_problem pr;
         hu_make(&pr, s, &rng, 2.5);
         char desc[400];
-        hu_desc(s, p, desc, sizeof desc);
-        size_t len = strlen(desc);
-        snprintf(desc + len, sizeof desc - len, "%s, %d threads, seed %llu", p->seqs ? " packed" : "",
-                 thread_counts[ti], (unsigned long long)seed);
+        describe(s, p, "forward", thread_counts[ti], seed, desc, sizeof desc);
         cr_assert_eq(hu_forward(ctx, p, &pr), FA_OK, "%s: half call: %s", desc, fa_last_error());
         wide_result w = rounds_to_half_call(ctx, p, &pr, desc);
         if (ti == 0) {
@@ -216,10 +228,7 @@ static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t
         hu_problem pr;
         hu_make(&pr, s, &rng, 2.5);
         char desc[400];
-        hu_desc(s, p, desc, sizeof desc);
-        size_t len = strlen(desc);
-        snprintf(desc + len, sizeof desc - len, "%s, backward, %d threads, seed %llu",
-                 p->seqs ? " packed" : "", thread_counts[ti], (unsigned long long)seed);
+        describe(s, p, "backward", thread_counts[ti], seed, desc, sizeof desc);
         cr_assert_eq(hu_forward(ctx, p, &pr), FA_OK, "%s: half forward: %s", desc, fa_last_error());
         cr_assert_eq(hu_backward(ctx, p, &pr), FA_OK, "%s: half backward: %s", desc, fa_last_error());
         wide_grads g = wide_backward(ctx, p, pr.t, &pr, desc);
@@ -236,12 +245,7 @@ static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t
             if (!hu_backward_on_dot_units(ctx, s->qt, s->kt, s->dim, s->dim_v)) {
                 fa_tensor in[HU_DQ];
                 float *store[HU_DQ];
-                for (int x = 0; x < HU_DQ; x++) {
-                    in[x] = f32_like(&pr.t[x], &store[x]);
-                    double *vals = hu_view_copy(&pr.t[x]);
-                    for (int64_t e = 0; e < hu_numel(&in[x]); e++) store[x][e] = (float)vals[e];
-                    free(vals);
-                }
+                for (int x = 0; x < HU_DQ; x++) in[x] = widened(&pr.t[x], &store[x]);
                 wide_grads ref = wide_backward(ctx, p, in, &pr, desc);
                 cr_expect(same_grads(&g, &ref), "%s: differs from the FA_F32 backward on the widened inputs",
                           desc);
@@ -257,14 +261,19 @@ static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t
 
 static const fa_dtype half_types[2] = {FA_BF16, FA_F16};
 
+static hu_shape shape_of(fa_dtype t, const partial_case *pc)
+{
+    return (hu_shape){t,         t,          pc->batch, pc->q_heads, pc->kv_heads,
+                      pc->q_len, pc->kv_len, pc->dim,   pc->dim_v,   pc->bshd};
+}
+
 Test(half_partials, f32_out_is_the_half_call_before_its_rounding)
 {
     uint64_t seed = tu_seed("half_partials/dense");
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < N_CASES; c++) {
             const partial_case *pc = &cases[c];
-            hu_shape s = {half_types[t], half_types[t], pc->batch, pc->q_heads, pc->kv_heads,
-                          pc->q_len,     pc->kv_len,    pc->dim,   pc->dim_v,   pc->bshd};
+            hu_shape s = shape_of(half_types[t], pc);
             fa_params p = FA_PARAMS_INIT;
             p.causal = pc->causal;
             run_problem(&s, &p, pc->q_len * (pc->q_heads / pc->kv_heads), seed + (uint64_t)c);
@@ -279,8 +288,7 @@ Test(half_partials, f32_gradients_are_the_half_backward_before_its_rounding)
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < N_CASES; c++) {
             const partial_case *pc = &cases[c];
-            hu_shape s = {half_types[t], half_types[t], pc->batch, pc->q_heads, pc->kv_heads,
-                          pc->q_len,     pc->kv_len,    pc->dim,   pc->dim_v,   pc->bshd};
+            hu_shape s = shape_of(half_types[t], pc);
             fa_params p = FA_PARAMS_INIT;
             p.causal = pc->causal;
             if (c % 2) p.softcap = 8.0, p.dropout_p = 0.125, p.dropout_seed = 7;
@@ -365,9 +373,7 @@ Test(half_partials, mixed_gradients_are_refused)
     backward_refused(&pr, q, &dq64, &g.t[1], &g.t[2], "dq.dtype = FA_F64");
     /* f32 queries over the bf16 cache (and so an f32 out, dout and dq): dk and dv are k's dtype */
     float *q_store;
-    fa_tensor q32 = f32_like(&pr.t[HU_Q], &q_store);
-    double *q_vals = hu_view_copy(&pr.t[HU_Q]);
-    for (int64_t e = 0; e < hu_numel(&q32); e++) q_store[e] = (float)q_vals[e];
+    fa_tensor q32 = widened(&pr.t[HU_Q], &q_store);
     float *o_store, *do_store;
     fa_tensor out32 = f32_like(&pr.t[HU_OUT], &o_store), dout32 = f32_like(&pr.t[HU_DOUT], &do_store);
     fa_status st = fa_backward(NULL, NULL, &q32, &pr.t[HU_K], &pr.t[HU_V], &out32, &dout32, pr.lse, &g.t[0],
@@ -377,7 +383,7 @@ Test(half_partials, mixed_gradients_are_refused)
               fa_last_error());
     for (int x = 0; x < 2; x++)
         cr_expect(untouched(g.store[x], hu_numel(&g.t[x])), "f32 q over bf16 k: a gradient was written");
-    free(q_vals), free(q_store), free(o_store), free(do_store), free(f64_store);
+    free(q_store), free(o_store), free(do_store), free(f64_store);
     wide_grads_free(&g);
     hu_free(&pr);
 }
@@ -419,13 +425,11 @@ Test(half_partials, other_mixed_outs_are_refused)
         cr_expect(f64_store[e] == 0.0, "the refused forward wrote out");
     /* a bf16 out under f32 queries over the bf16 cache */
     float *q_store;
-    fa_tensor q32 = f32_like(&pr.t[HU_Q], &q_store);
-    double *q_vals = hu_view_copy(&pr.t[HU_Q]);
-    for (int64_t e = 0; e < hu_numel(&q32); e++) q_store[e] = (float)q_vals[e];
+    fa_tensor q32 = widened(&pr.t[HU_Q], &q_store);
     st = fa_forward(NULL, NULL, &q32, &pr.t[HU_K], &pr.t[HU_V], &pr.t[HU_OUT], pr.lse);
     cr_expect_eq(st, FA_ERR_DTYPE, "forward with a bf16 out under f32 q: status %d", st);
     cr_expect(strstr(fa_last_error(), "out.dtype = FA_BF16") != NULL, "message: %s", fa_last_error());
     cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_OUT], out_before), "the refused forward wrote out");
-    free(q_vals), free(q_store), free(f64_store), free(out_before), free(wide_store);
+    free(q_store), free(f64_store), free(out_before), free(wide_store);
     hu_free(&pr);
 }
