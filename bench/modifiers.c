@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dtypes.h"
+#include "fill.h"
 
 // Streams after problem.c's (q 1, k 2, v 3, dout 4): the modifiers' values never repeat an input's.
 enum { STREAM_BIAS = 5, STREAM_SINKS = 6 };
@@ -106,9 +107,7 @@ int bench_modifiers_init(bench_problem *p, bench_dist dist, uint64_t seed)
     if (m->bias != BENCH_BIAS_NONE && init_bias(p, dist, seed) != 0) return -1;
     if (m->alibi) {
         if (!(p->alibi_slopes = alloc_floats(s->hq, "ALiBi slopes"))) return -1;
-        // ALiBi's geometric sequence, 2^(-8/Hq), 2^(-16/Hq), ..., 2^-8 (BLOOM for a power-of-two Hq).
-        for (int64_t h = 0; h < s->hq; h++)
-            p->alibi_slopes[h] = (float)exp2(-8.0 * (double)(h + 1) / (double)s->hq);
+        for (int64_t h = 0; h < s->hq; h++) p->alibi_slopes[h] = kit_alibi_slope(h, s->hq);
     }
     if (m->sinks) {
         if (!(p->sinks = alloc_floats(s->hq, "sink logits"))) return -1;

@@ -60,28 +60,6 @@ static void element_address(const fa_tensor *t, int64_t b, int64_t h, int64_t s,
     *a = (char *)t->data + off * (int64_t)hu_dtype_size(t->dtype);
 }
 
-void hu_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x)
-{
-    void *a;
-    element_address(t, b, h, s, d, &a);
-    uint16_t half;
-    switch (t->dtype) {
-    case FA_F64: memcpy(a, &x, sizeof x); break;
-    case FA_BF16:
-        half = kit_bf16_from_f32((float)x);
-        memcpy(a, &half, sizeof half);
-        break;
-    case FA_F16:
-        half = kit_f16_from_f32((float)x);
-        memcpy(a, &half, sizeof half);
-        break;
-    default: {
-        float f = (float)x;
-        memcpy(a, &f, sizeof f);
-    }
-    }
-}
-
 uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
 {
     void *a;
@@ -104,14 +82,6 @@ static fa_tensor make_view(tu_buf *buf, fa_dtype t, int64_t B, int64_t H, int64_
     return bshd ? fa_tensor_bshd(data, t, B, S, H, D) : fa_tensor_bhsd(data, t, B, H, S, D);
 }
 
-static void fill(const fa_tensor *t, tu_rng *rng, double amp)
-{
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) hu_set(t, b, h, s, d, tu_rng_uniform(rng, -amp, amp));
-}
-
 void hu_make(hu_problem *pr, const hu_shape *s, tu_rng *rng, double qk_amp)
 {
     memset(pr, 0, sizeof *pr);
@@ -126,10 +96,10 @@ void hu_make(hu_problem *pr, const hu_shape *s, tu_rng *rng, double qk_amp)
         pr->t[x] = make_view(&pr->buf[x], q_group[x] ? s->qt : s->kt, B, heads[x], seq[x], dim[x], s->bshd);
     pr->lse_buf = tu_buf_alloc(sizeof(float) * (size_t)(B * Hq * Nq));
     pr->lse = tu_buf_data(&pr->lse_buf);
-    fill(&pr->t[HU_Q], rng, qk_amp);
-    fill(&pr->t[HU_K], rng, qk_amp);
-    fill(&pr->t[HU_V], rng, 1.0);
-    fill(&pr->t[HU_DOUT], rng, 1.0);
+    kit_fill_uniform(&pr->t[HU_Q], &rng->state, -qk_amp, qk_amp);
+    kit_fill_uniform(&pr->t[HU_K], &rng->state, -qk_amp, qk_amp);
+    kit_fill_uniform(&pr->t[HU_V], &rng->state, -1.0, 1.0);
+    kit_fill_uniform(&pr->t[HU_DOUT], &rng->state, -1.0, 1.0);
 }
 
 void hu_free(hu_problem *pr)

@@ -52,8 +52,6 @@ void hu_free(hu_problem *pr);
 /* Refills out and lse (whole blocks, guards included) with TU_CANARY; the same for dq, dk, dv. */
 void hu_fill_forward_canary(hu_problem *pr);
 void hu_fill_grad_canary(hu_problem *pr);
-/* Stores x rounded to t's type at element (b, h, s, d). */
-void hu_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x);
 /* The storage bits of element (b, h, s, d): the bytes of one element, zero-extended. */
 uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
 /* Elements of a view, B·H·S·D. */

@@ -47,8 +47,8 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
         fa_tensor one = fa_tensor_bhsd(tu_buf_data(&m->bias_buf), t, B, 1, 1, Nk);
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < Nk; j++)
-                tu_set(&one, b, 0, 0, j,
-                       j >= Nk - (b + 1) * Nk / 6 ? -INFINITY : tu_rng_uniform(rng, -0.5, 0.5));
+                kit_tensor_store(&one, b, 0, 0, j,
+                                 j >= Nk - (b + 1) * Nk / 6 ? -INFINITY : tu_rng_uniform(rng, -0.5, 0.5));
         if (m->spec.bias == TM_BIAS_KEY_PADDING_STRIDE0) {
             fa_tensor wide = {.data = one.data,
                               .dtype = t,
@@ -86,8 +86,9 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
             for (int64_t h = 0; h < hh; h++)
                 for (int64_t i = 0; i < Nq; i++)
                     for (int64_t j = 0; j < Nk; j++)
-                        tu_set(&view, b, h, i, j,
-                               tu_rng_below(rng, 32) == 0 ? -INFINITY : tu_rng_uniform(rng, -2.0, 2.0));
+                        kit_tensor_store(&view, b, h, i, j,
+                                         tu_rng_below(rng, 32) == 0 ? -INFINITY
+                                                                    : tu_rng_uniform(rng, -2.0, 2.0));
         m->bias = view;
         break;
     }
@@ -108,7 +109,7 @@ void tm_mods_make(tm_mods *m, const tm_spec *spec, const tu_shape *s, double sca
     int64_t H = s->q_heads;
     if (spec->alibi) {
         m->slopes = per_head(H);
-        for (int64_t h = 0; h < H; h++) m->slopes[h] = (float)exp2(-8.0 * (double)(h + 1) / (double)H);
+        for (int64_t h = 0; h < H; h++) m->slopes[h] = kit_alibi_slope(h, H);
         m->p.alibi_slopes = m->slopes;
     }
     if (spec->sinks) {

@@ -51,7 +51,8 @@ static void fill_uniform(const fa_tensor *t, tu_rng *rng, double lo, double hi)
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) tu_set(t, b, h, s, d, tu_rng_uniform(rng, lo, hi));
+                for (int64_t d = 0; d < t->dim; d++)
+                    kit_tensor_store(t, b, h, s, d, tu_rng_uniform(rng, lo, hi));
 }
 
 static void copy_view(const fa_tensor *dst, const fa_tensor *src)
@@ -59,7 +60,8 @@ static void copy_view(const fa_tensor *dst, const fa_tensor *src)
     for (int64_t b = 0; b < src->batch; b++)
         for (int64_t h = 0; h < src->heads; h++)
             for (int64_t s = 0; s < src->seq; s++)
-                for (int64_t d = 0; d < src->dim; d++) tu_set(dst, b, h, s, d, tu_get(src, b, h, s, d));
+                for (int64_t d = 0; d < src->dim; d++)
+                    kit_tensor_store(dst, b, h, s, d, kit_tensor_load(src, b, h, s, d));
 }
 
 /* Paged: the contiguous keys (kc, vc) of every sequence copied into the pages its table names. */
@@ -73,9 +75,9 @@ static void scatter_pages(const ts_batch *t)
                     row = key % s->page_size;
             for (int64_t h = 0; h < s->kv_heads; h++) {
                 for (int64_t d = 0; d < s->dim; d++)
-                    tu_set(&t->t[TS_K], page, h, row, d, tu_get(&kc, 0, h, key, d));
+                    kit_tensor_store(&t->t[TS_K], page, h, row, d, kit_tensor_load(&kc, 0, h, key, d));
                 for (int64_t d = 0; d < s->dim_v; d++)
-                    tu_set(&t->t[TS_V], page, h, row, d, tu_get(&vc, 0, h, key, d));
+                    kit_tensor_store(&t->t[TS_V], page, h, row, d, kit_tensor_load(&vc, 0, h, key, d));
             }
         }
     }

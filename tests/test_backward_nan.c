@@ -107,7 +107,7 @@ static void run_case(fa_context *ctx, const ctx_cfg *cfg, const nan_case *c, uin
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
     tub_make(&bp, &c->shape, &rng, 2.0);
-    tu_set(&bp.fw.v, c->b0, c->g0, c->j0, c->y0, NAN);
+    kit_tensor_store(&bp.fw.v, c->b0, c->g0, c->j0, c->y0, NAN);
     char desc[400];
     tub_desc(&bp, &p, cfg->block_q, cfg->block_k, desc, sizeof desc);
     size_t len = strlen(desc);
@@ -124,10 +124,10 @@ static void run_case(fa_context *ctx, const ctx_cfg *cfg, const nan_case *c, uin
                 int64_t row = (b * s->q_heads + h) * s->q_len + i;
                 if (!isfinite(tu_lse_get(&bp.fw, row)) && tu_lse_get(&bp.fw, row) != -INFINITY) bad_lse++;
                 if (row_sees_nan(c, b, h, i)) {
-                    if (!isnan(tu_get(&bp.fw.out, b, h, i, c->y0))) missing_nan++;
+                    if (!isnan(kit_tensor_load(&bp.fw.out, b, h, i, c->y0))) missing_nan++;
                 } else {
                     for (int64_t y = 0; y < s->dim_v; y++)
-                        if (!isfinite(tu_get(&bp.fw.out, b, h, i, y))) bad_out++;
+                        if (!isfinite(kit_tensor_load(&bp.fw.out, b, h, i, y))) bad_out++;
                 }
             }
     cr_expect_eq(bad_lse, 0, "%s, seed %llu: %lld lse values are NaN or +inf", desc, (unsigned long long)seed,
@@ -170,20 +170,22 @@ static void run_case(fa_context *ctx, const ctx_cfg *cfg, const nan_case *c, uin
                 for (int64_t j = 0; j < s->kv_len && !sees_any; j++)
                     sees_any = ref_visible(c->causal, s->q_len, s->kv_len, i, j);
                 for (int64_t x = 0; !sees_any && x < s->dim; x++)
-                    cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
+                    cr_expect(kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
                               "%s: dq of fully masked row %lld is %g", desc, (long long)i,
-                              tu_get(&bp.grad[TUB_DQ], b, h, i, x));
+                              kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, x));
             }
     for (int64_t b = 0; b < s->batch; b++)
         for (int64_t g = 0; g < s->kv_heads; g++)
             for (int64_t j = 0; j < s->kv_len; j++) {
                 if (key_seen(c, j)) continue;
                 for (int64_t x = 0; x < s->dim; x++)
-                    cr_expect(tu_get(&bp.grad[TUB_DK], b, g, j, x) == 0.0, "%s: dk of unseen key %lld is %g",
-                              desc, (long long)j, tu_get(&bp.grad[TUB_DK], b, g, j, x));
+                    cr_expect(kit_tensor_load(&bp.grad[TUB_DK], b, g, j, x) == 0.0,
+                              "%s: dk of unseen key %lld is %g", desc, (long long)j,
+                              kit_tensor_load(&bp.grad[TUB_DK], b, g, j, x));
                 for (int64_t y = 0; y < s->dim_v; y++)
-                    cr_expect(tu_get(&bp.grad[TUB_DV], b, g, j, y) == 0.0, "%s: dv of unseen key %lld is %g",
-                              desc, (long long)j, tu_get(&bp.grad[TUB_DV], b, g, j, y));
+                    cr_expect(kit_tensor_load(&bp.grad[TUB_DV], b, g, j, y) == 0.0,
+                              "%s: dv of unseen key %lld is %g", desc, (long long)j,
+                              kit_tensor_load(&bp.grad[TUB_DV], b, g, j, y));
             }
     /* The asserted values against the oracle on the same (NaN-carrying) input. */
     char msg[512];

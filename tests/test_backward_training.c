@@ -23,7 +23,8 @@ static void sgd_step(const fa_tensor *x, const fa_tensor *dx, double lr)
         for (int64_t h = 0; h < x->heads; h++)
             for (int64_t s = 0; s < x->seq; s++)
                 for (int64_t d = 0; d < x->dim; d++)
-                    tu_set(x, b, h, s, d, tu_get(x, b, h, s, d) - lr * tu_get(dx, b, h, s, d));
+                    kit_tensor_store(x, b, h, s, d,
+                                     kit_tensor_load(x, b, h, s, d) - lr * kit_tensor_load(dx, b, h, s, d));
 }
 
 /* dout = out - target; returns ½‖out - target‖². */
@@ -35,8 +36,8 @@ static double loss_and_dout(const tub_problem *bp, const fa_tensor *target)
         for (int64_t h = 0; h < o->heads; h++)
             for (int64_t s = 0; s < o->seq; s++)
                 for (int64_t d = 0; d < o->dim; d++) {
-                    double r = tu_get(o, b, h, s, d) - tu_get(target, b, h, s, d);
-                    tu_set(&bp->dout, b, h, s, d, r);
+                    double r = kit_tensor_load(o, b, h, s, d) - kit_tensor_load(target, b, h, s, d);
+                    kit_tensor_store(&bp->dout, b, h, s, d, r);
                     loss += 0.5 * r * r;
                 }
     return loss;
@@ -58,7 +59,7 @@ static void train(fa_context *ctx, const fa_params *p, const tu_shape *s, uint64
         for (int64_t h = 0; h < target.heads; h++)
             for (int64_t i = 0; i < target.seq; i++)
                 for (int64_t y = 0; y < target.dim; y++)
-                    tu_set(&target, b, h, i, y, tu_rng_uniform(&rng, -0.5, 0.5));
+                    kit_tensor_store(&target, b, h, i, y, tu_rng_uniform(&rng, -0.5, 0.5));
     const double lr = 0.05;
     for (int step = 0; step < STEPS; step++) {
         cr_assert_eq(tub_forward(ctx, p, bp), FA_OK, "step %d: forward", step);

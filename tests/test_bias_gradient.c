@@ -45,7 +45,7 @@ static void dbias_poison(dbias_buf *d)
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t i = 0; i < t->seq; i++)
-                for (int64_t j = 0; j < t->dim; j++) tu_set(t, b, h, i, j, NAN);
+                for (int64_t j = 0; j < t->dim; j++) kit_tensor_store(t, b, h, i, j, NAN);
 }
 
 static void dbias_canary(dbias_buf *d)
@@ -84,7 +84,7 @@ static double *dbias_in_ref_layout(const dbias_buf *d, const fa_params *p, const
         for (int64_t h = 0; h < s.heads; h++)
             for (int64_t i = 0; i < s.seq; i++)
                 for (int64_t j = 0; j < nk; j++)
-                    x[ref_dbias_at(&s, b, h, i) * nk + j] = tu_get(&d->view, b, h, i, j);
+                    x[ref_dbias_at(&s, b, h, i) * nk + j] = kit_tensor_load(&d->view, b, h, i, j);
     return x;
 }
 
@@ -97,7 +97,9 @@ static int64_t minus_inf_entries_not_zero(const tm_mods *m, const dbias_buf *d)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t i = 0; i < t->seq; i++)
                 for (int64_t j = 0; j < t->dim; j++)
-                    if (tu_get(t, b, h, i, j) == -INFINITY && tu_get(&d->view, b, h, i, j) != 0.0) bad++;
+                    if (kit_tensor_load(t, b, h, i, j) == -INFINITY &&
+                        kit_tensor_load(&d->view, b, h, i, j) != 0.0)
+                        bad++;
     return bad;
 }
 
@@ -262,10 +264,10 @@ static double loss_diff(const double *dout, const double *a, const double *b, in
 static double *out_with(fa_context *ctx, const fa_params *p, tub_problem *bp, const fa_tensor *t, int64_t b,
                         int64_t h, int64_t i, int64_t j, double value)
 {
-    double saved = tu_get(t, b, h, i, j);
-    tu_set(t, b, h, i, j, value);
+    double saved = kit_tensor_load(t, b, h, i, j);
+    kit_tensor_store(t, b, h, i, j, value);
     fa_status st = tub_forward(ctx, p, bp);
-    tu_set(t, b, h, i, j, saved);
+    kit_tensor_store(t, b, h, i, j, saved);
     cr_assert_eq(st, FA_OK, "forward status %d", st);
     return tu_out_copy(&bp->fw);
 }
@@ -314,13 +316,13 @@ Test(bias_gradient, dbias_matches_central_differences_of_the_forward)
                     for (int64_t h = 0; h < t->heads; h++)
                         for (int64_t i = 0; i < t->seq; i++)
                             for (int64_t j = 0; j < t->dim; j++)
-                                if (fabs(tu_get(&d.view, b, h, i, j)) > top)
-                                    top = fabs(tu_get(&d.view, b, h, i, j));
+                                if (fabs(kit_tensor_load(&d.view, b, h, i, j)) > top)
+                                    top = fabs(kit_tensor_load(&d.view, b, h, i, j));
                 double floor_abs = 1e-3 * top > 1e-4 ? 1e-3 * top : 1e-4;
                 for (int e = 0; e < 10; e++) {
                     int64_t b = tu_rng_below(&rng, t->batch), h = tu_rng_below(&rng, t->heads),
                             i = tu_rng_below(&rng, t->seq), j = tu_rng_below(&rng, t->dim);
-                    double x0 = tu_get(t, b, h, i, j), an = tu_get(&d.view, b, h, i, j);
+                    double x0 = kit_tensor_load(t, b, h, i, j), an = kit_tensor_load(&d.view, b, h, i, j);
                     if (!isfinite(x0)) { /* moving a -inf entry changes nothing: its gradient is 0 */
                         cr_expect(an == 0.0, "%s: dbias at a -inf entry (%lld %lld %lld %lld) = %g", desc,
                                   (long long)b, (long long)h, (long long)i, (long long)j, an);

@@ -50,7 +50,8 @@ static void policy_make(policy_problem *pp, fa_dtype dtype, int sinks, uint64_t 
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t i = 0; i < t->seq; i++)
-                for (int64_t j = 0; j < t->dim; j++) tu_set(t, b, h, i, j, tu_rng_uniform(&rng, -1.0, 1.0));
+                for (int64_t j = 0; j < t->dim; j++)
+                    kit_tensor_store(t, b, h, i, j, tu_rng_uniform(&rng, -1.0, 1.0));
     tm_desc(&pp->s, &pp->m, pp->desc, sizeof pp->desc);
     cr_assert(ref_sees(&pp->m.p, pp->s.q_len, pp->s.kv_len, AT_I, VISIBLE_J) &&
               !ref_sees(&pp->m.p, pp->s.q_len, pp->s.kv_len, AT_I, HIDDEN_LEFT_J) &&
@@ -103,7 +104,7 @@ static void outputs_free(outputs *o)
 
 static void set_entry(policy_problem *pp, int64_t j, double x)
 {
-    tu_set(&pp->m.bias, AT_B, AT_H, AT_I, j, x);
+    kit_tensor_store(&pp->m.bias, AT_B, AT_H, AT_I, j, x);
 }
 
 Test(bias_nonfinite, nan_inf_or_minus_inf_at_a_position_the_window_hides_changes_no_byte)
@@ -126,7 +127,7 @@ Test(bias_nonfinite, nan_inf_or_minus_inf_at_a_position_the_window_hides_changes
                 static const int64_t hidden[2] = {HIDDEN_LEFT_J, HIDDEN_RIGHT_J};
                 for (int hpos = 0; hpos < 2; hpos++)
                     for (int v = 0; v < 3; v++) {
-                        double saved = tu_get(&pp.m.bias, AT_B, AT_H, AT_I, hidden[hpos]);
+                        double saved = kit_tensor_load(&pp.m.bias, AT_B, AT_H, AT_I, hidden[hpos]);
                         set_entry(&pp, hidden[hpos], values[v]);
                         run_both(ctx, &pp);
                         outputs now = outputs_copy(&pp);
@@ -160,7 +161,7 @@ static void expect_only_the_row_nan(const policy_problem *pp, const char *what)
                           "%s (%s): lse of row (b %lld, h %lld, i %lld) is %g", what, pp->desc, (long long)b,
                           (long long)h, (long long)i, lse);
                 for (int64_t y = 0; y < s->dim_v; y++) {
-                    double o = tu_get(&pp->bp.fw.out, b, h, i, y);
+                    double o = kit_tensor_load(&pp->bp.fw.out, b, h, i, y);
                     cr_expect(mine ? isnan(o) : isfinite(o),
                               "%s (%s): out[%lld] of row (b %lld, h %lld, i %lld) is %g", what, pp->desc,
                               (long long)y, (long long)b, (long long)h, (long long)i, o);
@@ -213,7 +214,7 @@ static void run_visible(double x, int expect_nan_row)
                               msg);
                 if (expect_nan_row) { /* the backward's NaNs: that row's dq, the keys it sees; dsinks[h] */
                     for (int64_t d = 0; d < pp.s.dim; d++)
-                        cr_expect(isnan(tu_get(&pp.bp.grad[TUB_DQ], AT_B, AT_H, AT_I, d)),
+                        cr_expect(isnan(kit_tensor_load(&pp.bp.grad[TUB_DQ], AT_B, AT_H, AT_I, d)),
                                   "%s (%s): dq[%lld] of the row is not NaN", what, pp.desc, (long long)d);
                     int64_t nan_dv = 0, nan_dk = 0, seen = 0, first,
                             kvh = AT_H / (pp.s.q_heads / pp.s.kv_heads);

@@ -143,8 +143,8 @@ Test(diagonal_shift, blocks_of_a_sequence_merged_give_the_whole_call)
                 for (int64_t h = 0; h < s.q_heads; h++)
                     for (int64_t i = 0; i < nq; i++) {
                         for (int64_t y = 0; y < s.dim_v; y++) {
-                            double want = tu_get(&whole.out, bb, h, a + i, y),
-                                   got = tu_get(&merged, bb, h, i, y);
+                            double want = kit_tensor_load(&whole.out, bb, h, a + i, y),
+                                   got = kit_tensor_load(&merged, bb, h, i, y);
                             if (fabs(want) > scale) scale = fabs(want);
                             if (fabs(got - want) > worst) worst = fabs(got - want);
                         }

@@ -40,12 +40,12 @@ Test(extremes, scores_spanning_1e6_in_magnitude_match_oracle_to_1e_9)
             for (int64_t j = 0; j < s.kv_len; j++) {
                 double f = pow(10.0, tu_rng_uniform(&rng, -3.0, 3.0));
                 for (int64_t x = 0; x < s.dim; x++) {
-                    double kv = tu_get(&pr.k, 0, 0, j, x) * f;
-                    tu_set(&pr.k, 0, 0, j, x, kv);
+                    double kv = kit_tensor_load(&pr.k, 0, 0, j, x) * f;
+                    kit_tensor_store(&pr.k, 0, 0, j, x, kv);
                 }
                 double m = 0;
                 for (int64_t x = 0; x < s.dim; x++)
-                    m += tu_get(&pr.q, 0, 0, 0, x) * tu_get(&pr.k, 0, 0, j, x);
+                    m += kit_tensor_load(&pr.q, 0, 0, 0, x) * kit_tensor_load(&pr.k, 0, 0, j, x);
                 if (fabs(m) < lo) lo = fabs(m);
                 if (fabs(m) > hi) hi = fabs(m);
             }
@@ -74,10 +74,10 @@ Test(extremes, logits_of_plus_minus_1e4_match_oracle)
             for (int64_t h = 0; h < 2; h++) {
                 for (int64_t i = 0; i < s.q_len; i++)
                     for (int64_t x = 0; x < 4; x++)
-                        tu_set(&pr.q, b, h, i, x, (tu_rng_next(&rng) & 1) ? 50.0 : -50.0);
+                        kit_tensor_store(&pr.q, b, h, i, x, (tu_rng_next(&rng) & 1) ? 50.0 : -50.0);
                 for (int64_t j = 0; j < s.kv_len; j++)
                     for (int64_t x = 0; x < 4; x++)
-                        tu_set(&pr.k, b, h, j, x, (tu_rng_next(&rng) & 1) ? 50.0 : -50.0);
+                        kit_tensor_store(&pr.k, b, h, j, x, (tu_rng_next(&rng) & 1) ? 50.0 : -50.0);
             }
         for (int c = 0; c < 3; c++) {
             p.causal = (fa_causal)c;
@@ -88,16 +88,16 @@ Test(extremes, logits_of_plus_minus_1e4_match_oracle)
         for (int64_t b = 0; b < 2; b++)
             for (int64_t h = 0; h < 2; h++) {
                 for (int64_t i = 0; i < s.q_len; i++) {
-                    tu_set(&pr.q, b, h, i, 0, (tu_rng_next(&rng) & 1) ? 100.0 : -100.0);
-                    tu_set(&pr.q, b, h, i, 1, tu_rng_uniform(&rng, -1.7, 1.7));
-                    tu_set(&pr.q, b, h, i, 2, 0.0);
-                    tu_set(&pr.q, b, h, i, 3, 0.0);
+                    kit_tensor_store(&pr.q, b, h, i, 0, (tu_rng_next(&rng) & 1) ? 100.0 : -100.0);
+                    kit_tensor_store(&pr.q, b, h, i, 1, tu_rng_uniform(&rng, -1.7, 1.7));
+                    kit_tensor_store(&pr.q, b, h, i, 2, 0.0);
+                    kit_tensor_store(&pr.q, b, h, i, 3, 0.0);
                 }
                 for (int64_t j = 0; j < s.kv_len; j++) {
-                    tu_set(&pr.k, b, h, j, 0, (tu_rng_next(&rng) & 1) ? 100.0 : -100.0);
-                    tu_set(&pr.k, b, h, j, 1, tu_rng_uniform(&rng, -1.7, 1.7));
-                    tu_set(&pr.k, b, h, j, 2, tu_rng_uniform(&rng, -1.0, 1.0));
-                    tu_set(&pr.k, b, h, j, 3, tu_rng_uniform(&rng, -1.0, 1.0));
+                    kit_tensor_store(&pr.k, b, h, j, 0, (tu_rng_next(&rng) & 1) ? 100.0 : -100.0);
+                    kit_tensor_store(&pr.k, b, h, j, 1, tu_rng_uniform(&rng, -1.7, 1.7));
+                    kit_tensor_store(&pr.k, b, h, j, 2, tu_rng_uniform(&rng, -1.0, 1.0));
+                    kit_tensor_store(&pr.k, b, h, j, 3, tu_rng_uniform(&rng, -1.0, 1.0));
                 }
             }
         for (int c = 0; c < 3; c++) {
@@ -121,12 +121,12 @@ Test(extremes, all_zero_rows_match_oracle)
             for (int64_t b = 0; b < s.batch; b++) {
                 for (int64_t h = 0; h < s.q_heads; h++)
                     for (int64_t i = 0; i < s.q_len; i += 5)
-                        for (int64_t x = 0; x < s.dim; x++) tu_set(&pr.q, b, h, i, x, 0.0);
+                        for (int64_t x = 0; x < s.dim; x++) kit_tensor_store(&pr.q, b, h, i, x, 0.0);
                 for (int64_t h = 0; h < s.kv_heads; h++) {
                     for (int64_t j = 0; j < s.kv_len; j += 7)
-                        for (int64_t x = 0; x < s.dim; x++) tu_set(&pr.k, b, h, j, x, 0.0);
+                        for (int64_t x = 0; x < s.dim; x++) kit_tensor_store(&pr.k, b, h, j, x, 0.0);
                     for (int64_t j = 0; j < s.kv_len; j += 3)
-                        for (int64_t y = 0; y < s.dim_v; y++) tu_set(&pr.v, b, h, j, y, 0.0);
+                        for (int64_t y = 0; y < s.dim_v; y++) kit_tensor_store(&pr.v, b, h, j, y, 0.0);
                 }
             }
             fa_params p = FA_PARAMS_INIT;
@@ -136,13 +136,13 @@ Test(extremes, all_zero_rows_match_oracle)
             for (int64_t b = 0; b < s.batch; b++)
                 for (int64_t h = 0; h < s.q_heads; h++)
                     for (int64_t i = 0; i < s.q_len; i++)
-                        for (int64_t x = 0; x < s.dim; x++) tu_set(&pr.q, b, h, i, x, 0.0);
+                        for (int64_t x = 0; x < s.dim; x++) kit_tensor_store(&pr.q, b, h, i, x, 0.0);
             expect_matches_oracle("q all zero", seed, &pr, &p, 1e-12, NULL, 0);
             /* And all of v zero: out must be exactly zero (the oracle's is). */
             for (int64_t b = 0; b < s.batch; b++)
                 for (int64_t h = 0; h < s.kv_heads; h++)
                     for (int64_t j = 0; j < s.kv_len; j++)
-                        for (int64_t y = 0; y < s.dim_v; y++) tu_set(&pr.v, b, h, j, y, 0.0);
+                        for (int64_t y = 0; y < s.dim_v; y++) kit_tensor_store(&pr.v, b, h, j, y, 0.0);
             expect_matches_oracle("v all zero", seed, &pr, &p, 1e-12, NULL, 0);
             tu_problem_free(&pr);
         }
@@ -161,14 +161,17 @@ Test(extremes, identical_rows_match_oracle)
             p.causal = (fa_causal)c;
             /* All keys identical: every visible key gets the same weight. */
             for (int64_t j = 1; j < s.kv_len; j++)
-                for (int64_t x = 0; x < s.dim; x++) tu_set(&pr.k, 0, 0, j, x, tu_get(&pr.k, 0, 0, 0, x));
+                for (int64_t x = 0; x < s.dim; x++)
+                    kit_tensor_store(&pr.k, 0, 0, j, x, kit_tensor_load(&pr.k, 0, 0, 0, x));
             expect_matches_oracle("identical keys", seed, &pr, &p, 1e-12, NULL, 0);
             /* Then all queries identical too, and all values identical. */
             for (int64_t h = 0; h < s.q_heads; h++)
                 for (int64_t i = 0; i < s.q_len; i++)
-                    for (int64_t x = 0; x < s.dim; x++) tu_set(&pr.q, 0, h, i, x, tu_get(&pr.q, 0, 0, 0, x));
+                    for (int64_t x = 0; x < s.dim; x++)
+                        kit_tensor_store(&pr.q, 0, h, i, x, kit_tensor_load(&pr.q, 0, 0, 0, x));
             for (int64_t j = 1; j < s.kv_len; j++)
-                for (int64_t y = 0; y < s.dim_v; y++) tu_set(&pr.v, 0, 0, j, y, tu_get(&pr.v, 0, 0, 0, y));
+                for (int64_t y = 0; y < s.dim_v; y++)
+                    kit_tensor_store(&pr.v, 0, 0, j, y, kit_tensor_load(&pr.v, 0, 0, 0, y));
             expect_matches_oracle("identical queries, keys and values", seed, &pr, &p, 1e-12, NULL, 0);
             tu_problem_free(&pr);
         }
@@ -189,19 +192,19 @@ Test(extremes, nan_and_inf_in_inputs_reach_exactly_the_rows_that_see_them)
 
             /* NaN in one key: the oracle's rows that see it are all NaN, the others finite. */
             tu_problem_make(&pr, &s, &rng, 2.0);
-            tu_set(&pr.k, 0, 0, bad_key, 3, NAN);
+            kit_tensor_store(&pr.k, 0, 0, bad_key, 3, NAN);
             expect_matches_oracle("NaN in k", seed, &pr, &p, 1e-12, NULL, 0);
             tu_problem_free(&pr);
 
             /* NaN in one value element: only that column of the rows that see the key. */
             tu_problem_make(&pr, &s, &rng, 2.0);
-            tu_set(&pr.v, 0, 0, bad_key, bad_col, NAN);
+            kit_tensor_store(&pr.v, 0, 0, bad_key, bad_col, NAN);
             expect_matches_oracle("NaN in v", seed, &pr, &p, 1e-12, NULL, 0);
             tu_problem_free(&pr);
 
             /* +Inf in one query row: whatever that row becomes, every other row is untouched. */
             tu_problem_make(&pr, &s, &rng, 2.0);
-            tu_set(&pr.q, 0, 1, bad_row, 2, INFINITY);
+            kit_tensor_store(&pr.q, 0, 1, bad_row, 2, INFINITY);
             int64_t *rows = malloc(sizeof(int64_t) * (size_t)tu_problem_rows(&pr));
             int64_t n = 0;
             for (int64_t r = 0; r < tu_problem_rows(&pr); r++)

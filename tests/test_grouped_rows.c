@@ -88,7 +88,8 @@ Test(grouped_rows, mla_values_as_a_view_of_the_keys_match_a_separate_copy_and_th
         tu_problem_make(&pr, &sh, &rng, 1.0);
         /* the separate values are the keys' first DV dims, copied */
         for (int64_t j = 0; j < NK; j++)
-            for (int64_t y = 0; y < DV; y++) tu_set(&pr.v, 0, 0, j, y, tu_get(&pr.k, 0, 0, j, y));
+            for (int64_t y = 0; y < DV; y++)
+                kit_tensor_store(&pr.v, 0, 0, j, y, kit_tensor_load(&pr.k, 0, 0, j, y));
         char desc[256], msg[512];
         tu_shape_str(&sh, &p, desc, sizeof desc);
         cr_assert_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_OK, "%s: %s", desc,

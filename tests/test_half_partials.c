@@ -89,7 +89,7 @@ static int rounds_to(const fa_tensor *wide, const fa_tensor *half, char *where, 
         for (int64_t h = 0; h < half->heads && same; h++)
             for (int64_t s = 0; s < half->seq && same; s++)
                 for (int64_t d = 0; d < half->dim && same; d++) {
-                    hu_set(&rounded, b, h, s, d, (double)f32_at(wide, b, h, s, d));
+                    kit_tensor_store(&rounded, b, h, s, d, (double)f32_at(wide, b, h, s, d));
                     if (hu_bits(&rounded, b, h, s, d) != hu_bits(half, b, h, s, d)) {
                         snprintf(where, size, "(%lld, %lld, %lld, %lld)", (long long)b, (long long)h,
                                  (long long)s, (long long)d);

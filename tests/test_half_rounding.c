@@ -256,7 +256,7 @@ static void zero_tensor(const fa_tensor *t)
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) hu_set(t, b, h, s, d, 0.0);
+                for (int64_t d = 0; d < t->dim; d++) kit_tensor_store(t, b, h, s, d, 0.0);
 }
 
 /* Two keys, q = 0: both scores are 0, P = 1/2 each, so out = (v0 + v1) / 2 exactly in f32, and
@@ -290,7 +290,7 @@ static void check_output_ties(const fmt *F)
         for (int j = 0; j < 2; j++) {
             cr_assert(hu_round(F->dtype, pairs[c][j]) == pairs[c][j], "%s column %d: v%d = %a is not a %s",
                       F->name, c, j, pairs[c][j], F->name);
-            hu_set(&pr.t[HU_V], 0, 0, j, c, pairs[c][j]);
+            kit_tensor_store(&pr.t[HU_V], 0, 0, j, c, pairs[c][j]);
         }
     fa_status st = hu_forward(NULL, NULL, &pr);
     cr_assert_eq(st, FA_OK, "%s: status %d (%s)", F->name, st, fa_last_error());
@@ -348,10 +348,12 @@ static void check_dv_overflow(fa_dtype qt)
     zero_tensor(&pr.t[HU_Q]);
     /* v in {-1, -1/2, 0, 1/2, 1}: dP_ij = dout_i·v_j and delta_i = dout_i·out_i (out_i = v_j, P = 1)
      * are exact in f32 in any order, so dP - delta is exactly 0 however the library sums them */
-    for (int c = 0; c < 5; c++) hu_set(&pr.t[HU_V], 0, 0, 0, c, 0.5 * (double)(tu_rng_below(&rng, 5) - 2));
+    for (int c = 0; c < 5; c++)
+        kit_tensor_store(&pr.t[HU_V], 0, 0, 0, c, 0.5 * (double)(tu_rng_below(&rng, 5) - 2));
     for (int64_t h = 0; h < sh.q_heads; h++)
         for (int i = 0; i < 3; i++)
-            for (int c = 0; c < 5; c++) hu_set(&pr.t[HU_DOUT], 0, h, i, c, h == 0 ? rows[i][c] : 0.0);
+            for (int c = 0; c < 5; c++)
+                kit_tensor_store(&pr.t[HU_DOUT], 0, h, i, c, h == 0 ? rows[i][c] : 0.0);
     cr_assert_eq(hu_forward(NULL, NULL, &pr), FA_OK, "%s", fa_last_error());
     fa_status st = hu_backward(NULL, NULL, &pr);
     cr_assert_eq(st, FA_OK, "status %d (%s)", st, fa_last_error());
@@ -413,9 +415,9 @@ static void check_nan(fa_dtype qt, fa_dtype kt)
         hu_make(&pr, &sh, &rng, 2.0);
         fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_TOP_LEFT;
-        if (src == SRC_K) hu_set(&pr.t[HU_K], 0, 1, 7, 3, NAN);
-        if (src == SRC_V) hu_set(&pr.t[HU_V], 0, 0, 11, 4, NAN);
-        if (src == SRC_DOUT) hu_set(&pr.t[HU_DOUT], 0, 2, 13, 5, NAN);
+        if (src == SRC_K) kit_tensor_store(&pr.t[HU_K], 0, 1, 7, 3, NAN);
+        if (src == SRC_V) kit_tensor_store(&pr.t[HU_V], 0, 0, 11, 4, NAN);
+        if (src == SRC_DOUT) kit_tensor_store(&pr.t[HU_DOUT], 0, 2, 13, 5, NAN);
         char desc[200];
         snprintf(desc, sizeof desc, "%s/%s, NaN in %s", hu_dtype_name(qt), hu_dtype_name(kt),
                  src == SRC_K   ? "k"
@@ -479,7 +481,7 @@ Test(half_rounding, bf16_nan_in_v_of_a_wide_item_reaches_exactly_the_outputs_the
     hu_make(&pr, &sh, &rng, 2.0);
     fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
-    hu_set(&pr.t[HU_V], 0, 0, 150, 4, NAN);
+    kit_tensor_store(&pr.t[HU_V], 0, 0, 150, 4, NAN);
     fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = 256;
     o.block_k = 256;

@@ -8,8 +8,11 @@
  * plus 1, all ones), NaNs and infinities included. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "dtype.h"
+#include "fill.h"
+#include "rng.h"
 #include "kernels/half.h"
 #include "kernels/quant.h"
 
@@ -68,5 +71,41 @@ Test(kit, f16_narrowing_equals_the_library_at_every_rounding_boundary)
             float f = kit_bits_float(u | (s << 31));
             cr_assert_eq(kit_f16_from_f32(f), fa_f16_from_f32(f), "f16 of 0x%08x", u | (s << 31));
         }
+    }
+}
+
+/* kit_fill_uniform draws one value per element in (b, h, s, d) order whatever the strides: a bhsd
+ * and a bshd view filled from one state hold the same value at every (b, h, s, d), each in
+ * [lo, hi) and rounded to the view's dtype, and the state has advanced by exactly one draw each. */
+Test(kit, fill_uniform_walks_b_h_s_d_whatever_the_strides)
+{
+    enum { B = 2, H = 3, S = 5, D = 4, N = B * H * S * D };
+    static const fa_dtype types[] = {FA_F64, FA_F32, FA_BF16, FA_F16};
+    static const char *names[] = {"f64", "f32", "bf16", "f16"};
+    for (int ti = 0; ti < 4; ti++) {
+        const fa_dtype t = types[ti];
+        double *a = calloc(N, sizeof(double)), *b = calloc(N, sizeof(double)); /* room for any type */
+        cr_assert(a && b);
+        fa_tensor bhsd = fa_tensor_bhsd(a, t, B, H, S, D), bshd = fa_tensor_bshd(b, t, B, S, H, D);
+        uint64_t s1 = 42, s2 = 42, after = 42;
+        kit_fill_uniform(&bhsd, &s1, -3.0, 2.0);
+        kit_fill_uniform(&bshd, &s2, -3.0, 2.0);
+        for (int n = 0; n < N; n++) kit_splitmix64(&after);
+        cr_expect(s1 == after && s2 == after, "%s: the state did not advance by one draw an element",
+                  names[ti]);
+        uint64_t replay = 42;
+        for (int64_t x = 0; x < B; x++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t y = 0; y < S; y++)
+                    for (int64_t d = 0; d < D; d++) {
+                        double want = kit_round(t, -3.0 + 5.0 * kit_unit_from_bits(kit_splitmix64(&replay)));
+                        double u = kit_tensor_load(&bhsd, x, h, y, d), v = kit_tensor_load(&bshd, x, h, y, d);
+                        cr_expect(u == want && v == want,
+                                  "%s (%lld, %lld, %lld, %lld): bhsd %g, bshd %g, the draw rounded %g",
+                                  names[ti], (long long)x, (long long)h, (long long)y, (long long)d, u, v,
+                                  want);
+                        cr_expect(want >= kit_round(t, -3.0) && want <= kit_round(t, 2.0), "out of range");
+                    }
+        free(a), free(b);
     }
 }

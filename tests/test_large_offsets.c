@@ -77,7 +77,8 @@ static void copy_view(const fa_tensor *to, const fa_tensor *from)
     for (int64_t b = 0; b < from->batch; b++)
         for (int64_t h = 0; h < from->heads; h++)
             for (int64_t i = 0; i < from->seq; i++)
-                for (int64_t d = 0; d < from->dim; d++) tu_set(to, b, h, i, d, tu_get(from, b, h, i, d));
+                for (int64_t d = 0; d < from->dim; d++)
+                    kit_tensor_store(to, b, h, i, d, kit_tensor_load(from, b, h, i, d));
 }
 
 static void fill_view(const fa_tensor *t, double x)
@@ -85,7 +86,7 @@ static void fill_view(const fa_tensor *t, double x)
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t i = 0; i < t->seq; i++)
-                for (int64_t d = 0; d < t->dim; d++) tu_set(t, b, h, i, d, x);
+                for (int64_t d = 0; d < t->dim; d++) kit_tensor_store(t, b, h, i, d, x);
 }
 
 static void run_layout(fa_dtype dt, layout lay, fa_context *ctx, const char *ctx_name, uint64_t seed)

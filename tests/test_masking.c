@@ -49,7 +49,7 @@ static void check_masked_problem(const char *what, uint64_t seed, tu_problem *pr
                 cr_expect(!isnan(lse), "%s (%s), seed %llu: lse of row %lld is NaN", what, desc,
                           (unsigned long long)seed, (long long)row);
                 for (int64_t y = 0; y < s->dim_v; y++) {
-                    double o = tu_get(&pr->out, b, h, i, y);
+                    double o = kit_tensor_load(&pr->out, b, h, i, y);
                     cr_expect(!isnan(o), "%s (%s), seed %llu: out[row %lld][%lld] is NaN", what, desc,
                               (unsigned long long)seed, (long long)row, (long long)y);
                     if (sees_none)
@@ -227,7 +227,7 @@ static int64_t nonzero_in_rows(const fa_tensor *t, int64_t s0, int64_t s1, int64
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t s = s0; s < s1; s++)
                 for (int64_t d = 0; d < t->dim; d++)
-                    if (!(tu_get(t, b, h, s, d) == 0.0) && n++ == 0) *where = s;
+                    if (!(kit_tensor_load(t, b, h, s, d) == 0.0) && n++ == 0) *where = s;
     return n;
 }
 

@@ -95,15 +95,16 @@ Test(bad_input, broadcast_biases_are_accepted_and_give_the_bytes_of_the_material
             tu_rng rng = tu_rng_make(seed + (uint64_t)(16 * t + mask));
             for (int64_t x = 0; x < n[0] * n[1] * n[2] * BK; x++) {
                 double val = tu_rng_uniform(&rng, -2.0, 2.0);
-                tu_set(&sm, 0, 0, 0, x, x == 3 ? -INFINITY : val); /* one key masked by the bias */
+                kit_tensor_store(&sm, 0, 0, 0, x, x == 3 ? -INFINITY : val); /* one key masked by the bias */
             }
             fa_tensor mat = fa_tensor_bhsd(tu_buf_data(&full), dt, BB, BH, BQ, BK);
             for (int64_t b = 0; b < BB; b++)
                 for (int64_t h = 0; h < BH; h++)
                     for (int64_t i = 0; i < BQ; i++)
                         for (int64_t j = 0; j < BK; j++)
-                            tu_set(&mat, b, h, i, j,
-                                   tu_get(&sm, n[0] == 1 ? 0 : b, n[1] == 1 ? 0 : h, n[2] == 1 ? 0 : i, j));
+                            kit_tensor_store(&mat, b, h, i, j,
+                                             kit_tensor_load(&sm, n[0] == 1 ? 0 : b, n[1] == 1 ? 0 : h,
+                                                             n[2] == 1 ? 0 : i, j));
             fa_params p = FA_PARAMS_INIT;
             p.bias = &mat;
             edge_run materialized;

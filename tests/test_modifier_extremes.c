@@ -139,7 +139,8 @@ Test(modifier_extremes, extreme_sinks_slopes_softcaps_and_finite_bias_match_orac
                 for (int64_t b = 0; b < s.batch; b++)
                     for (int64_t h = 0; h < s.q_heads; h++)
                         for (int64_t i = 0; i < s.q_len; i += 3)
-                            tu_set(&m.bias, b, h, i, (i * 7 + h) % s.kv_len, (i / 3) % 2 ? 1e30 : -1e30);
+                            kit_tensor_store(&m.bias, b, h, i, (i * 7 + h) % s.kv_len,
+                                             (i / 3) % 2 ? 1e30 : -1e30);
                 char desc[600], what[700];
                 tm_desc(&s, &m, desc, sizeof desc);
                 snprintf(what, sizeof what,

@@ -87,9 +87,9 @@ static void write_empties(tm_mods *m, const tu_shape *s, empty_by extra)
         for (int64_t b = 0; b < s->batch; b++)
             for (int64_t h = 0; h < s->q_heads; h++)
                 for (int64_t i = (b + 2 * h) % 5; i < s->q_len; i += 7)
-                    for (int64_t j = 0; j < s->kv_len; j++) tu_set(&m->bias, b, h, i, j, -INFINITY);
+                    for (int64_t j = 0; j < s->kv_len; j++) kit_tensor_store(&m->bias, b, h, i, j, -INFINITY);
     if (extra == EMPTY_PADDED_SEQUENCE) /* batch 1 is all padding */
-        for (int64_t j = 0; j < s->kv_len; j++) tu_set(&m->bias, 1, 0, 0, j, -INFINITY);
+        for (int64_t j = 0; j < s->kv_len; j++) kit_tensor_store(&m->bias, 1, 0, 0, j, -INFINITY);
 }
 
 static void check_case(fa_context *ctx, const masked_case *mc, fa_dtype dtype, int sinks, uint64_t seed,
@@ -132,7 +132,7 @@ static void check_case(fa_context *ctx, const masked_case *mc, fa_dtype dtype, i
                           "%s: row (b %lld, h %lld, i %lld)%s has lse %.17g", desc, (long long)b,
                           (long long)h, (long long)i, is_empty ? ", which sees no key," : "", lse);
                 for (int64_t y = 0; y < s.dim_v; y++) {
-                    double o = tu_get(&bp.fw.out, b, h, i, y);
+                    double o = kit_tensor_load(&bp.fw.out, b, h, i, y);
                     cr_expect(!isnan(o) && (!is_empty || o == 0.0),
                               "%s: row (b %lld, h %lld, i %lld)%s has out[%lld] = %g", desc, (long long)b,
                               (long long)h, (long long)i, is_empty ? ", which sees no key," : "",
@@ -150,22 +150,23 @@ static void check_case(fa_context *ctx, const masked_case *mc, fa_dtype dtype, i
         for (int64_t h = 0; h < s.q_heads; h++)
             for (int64_t i = 0; i < s.q_len; i++)
                 for (int64_t x = 0; x < s.dim && row_empty(&m.p, &s, b, h, i); x++)
-                    cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
+                    cr_expect(kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
                               "%s: dq of row (b %lld, h %lld, i %lld), which sees no key, is %g", desc,
-                              (long long)b, (long long)h, (long long)i, tu_get(&bp.grad[TUB_DQ], b, h, i, x));
+                              (long long)b, (long long)h, (long long)i,
+                              kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, x));
         for (int64_t kvh = 0; kvh < s.kv_heads; kvh++)
             for (int64_t j = 0; j < s.kv_len; j++) {
                 if (!key_unused(&m.p, &s, b, kvh, j)) continue;
                 for (int64_t x = 0; x < s.dim; x++)
-                    cr_expect(tu_get(&bp.grad[TUB_DK], b, kvh, j, x) == 0.0,
+                    cr_expect(kit_tensor_load(&bp.grad[TUB_DK], b, kvh, j, x) == 0.0,
                               "%s: dk of key (b %lld, kv head %lld, j %lld), which no row uses, is %g", desc,
                               (long long)b, (long long)kvh, (long long)j,
-                              tu_get(&bp.grad[TUB_DK], b, kvh, j, x));
+                              kit_tensor_load(&bp.grad[TUB_DK], b, kvh, j, x));
                 for (int64_t y = 0; y < s.dim_v; y++)
-                    cr_expect(tu_get(&bp.grad[TUB_DV], b, kvh, j, y) == 0.0,
+                    cr_expect(kit_tensor_load(&bp.grad[TUB_DV], b, kvh, j, y) == 0.0,
                               "%s: dv of key (b %lld, kv head %lld, j %lld), which no row uses, is %g", desc,
                               (long long)b, (long long)kvh, (long long)j,
-                              tu_get(&bp.grad[TUB_DV], b, kvh, j, y));
+                              kit_tensor_load(&bp.grad[TUB_DV], b, kvh, j, y));
             }
     }
     int f32 = dtype == FA_F32;
@@ -238,13 +239,14 @@ Test(modifier_masked_rows, no_keys_at_all_give_zeros_lse_of_the_sink_and_zero_ds
                         cr_expect(lse == want, "%s: lse of row (b %lld, h %lld, i %lld) is %g, expected %g",
                                   desc, (long long)b, (long long)h, (long long)i, lse, want);
                         for (int64_t y = 0; y < s.dim_v; y++)
-                            cr_expect(tu_get(&bp.fw.out, b, h, i, y) == 0.0,
+                            cr_expect(kit_tensor_load(&bp.fw.out, b, h, i, y) == 0.0,
                                       "%s: out of row (b %lld, h %lld, i %lld) is %g", desc, (long long)b,
-                                      (long long)h, (long long)i, tu_get(&bp.fw.out, b, h, i, y));
+                                      (long long)h, (long long)i, kit_tensor_load(&bp.fw.out, b, h, i, y));
                         for (int64_t x = 0; x < s.dim; x++)
-                            cr_expect(tu_get(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
+                            cr_expect(kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, x) == 0.0,
                                       "%s: dq of row (b %lld, h %lld, i %lld) is %g", desc, (long long)b,
-                                      (long long)h, (long long)i, tu_get(&bp.grad[TUB_DQ], b, h, i, x));
+                                      (long long)h, (long long)i,
+                                      kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, x));
                     }
             for (int64_t h = 0; sinks && h < s.q_heads; h++)
                 cr_expect(m.p.dsinks[h] == 0.0f && !signbit(m.p.dsinks[h]),

@@ -141,7 +141,7 @@ static int check_forward(const tu_problem *lib, const tu_problem *src, const fa_
         for (int64_t y = 0; y <= dv && ok; y++) { /* y == dv: the lse */
             int is_lse = y == dv;
             if (!(is_lse ? lse_sel[r] : out_sel[r * dv + y])) continue;
-            double got = is_lse ? tu_lse_get(lib, r) : tu_get(&lib->out, b, h, i, y);
+            double got = is_lse ? tu_lse_get(lib, r) : kit_tensor_load(&lib->out, b, h, i, y);
             double want = is_lse ? ref.lse[r] : ref.out[r * dv + y];
             if (isinf(want) && got == want) continue; /* lse = -inf of a row that sees no key */
             if (!isfinite(got) || !isfinite(want)) {
@@ -233,7 +233,7 @@ static void set_source(tub_problem *bp, const source *x)
                          : x->tensor == SRC_K ? &bp->fw.k
                          : x->tensor == SRC_V ? &bp->fw.v
                                               : &bp->dout;
-    tu_set(t, x->b, x->h, x->r, x->c, x->x);
+    kit_tensor_store(t, x->b, x->h, x->r, x->c, x->x);
 }
 
 static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, const fa_params *masks,
@@ -296,7 +296,8 @@ static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, c
         for (int64_t r = 0; r < rows; r++) {
             int64_t b = r / (s->q_heads * s->q_len), h = (r / s->q_len) % s->q_heads, i = r % s->q_len;
             for (int64_t y = 0; y < s->dim_v; y++)
-                if (t.out[r * s->dim_v + y] && !isnan(tu_get(&bp.fw.out, b, h, i, y)) && missed++ == 0)
+                if (t.out[r * s->dim_v + y] && !isnan(kit_tensor_load(&bp.fw.out, b, h, i, y)) &&
+                    missed++ == 0)
                     first = r;
             if (t.lse[r] && !isnan(tu_lse_get(&bp.fw, r)) && missed++ == 0) first = r;
         }
@@ -416,7 +417,8 @@ static void copy_view(const fa_tensor *to, const fa_tensor *from)
     for (int64_t b = 0; b < from->batch; b++)
         for (int64_t h = 0; h < from->heads; h++)
             for (int64_t i = 0; i < from->seq; i++)
-                for (int64_t d = 0; d < from->dim; d++) tu_set(to, b, h, i, d, tu_get(from, b, h, i, d));
+                for (int64_t d = 0; d < from->dim; d++)
+                    kit_tensor_store(to, b, h, i, d, kit_tensor_load(from, b, h, i, d));
 }
 
 static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, fa_causal causal,
@@ -437,7 +439,7 @@ static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s
         for (int64_t h = 0; h < s->q_heads; h++) {
             if (!minus_inf_key(s, b, h / G, 0)) continue;
             for (int64_t i = 0; i < s->q_len; i++)
-                tu_set(&bp.fw.q, b, h, i, 0, tu_rng_uniform(&rng, 0.5, 1.5));
+                kit_tensor_store(&bp.fw.q, b, h, i, 0, tu_rng_uniform(&rng, 0.5, 1.5));
         }
     copy_view(&cp.fw.q, &bp.fw.q);
     copy_view(&cp.fw.k, &bp.fw.k);
@@ -447,8 +449,8 @@ static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s
         for (int64_t g = 0; g < s->kv_heads; g++)
             for (int64_t j = 0; j < s->kv_len; j++)
                 if (minus_inf_key(s, b, g, j)) {
-                    tu_set(&bp.fw.k, b, g, j, 0, -INFINITY);
-                    tu_set(&cp.fw.k, b, g, j, 0, -1e4);
+                    kit_tensor_store(&bp.fw.k, b, g, j, 0, -INFINITY);
+                    kit_tensor_store(&cp.fw.k, b, g, j, 0, -1e4);
                 }
     /* Rows that see no finite logit (Z) and rows that see some -inf logit. */
     unsigned char *z = calloc((size_t)rows, 1), *sees_inf = calloc((size_t)rows, 1);
@@ -464,7 +466,7 @@ static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s
         }
         z[r] = (unsigned char)!finite;
         if (z[r])
-            for (int64_t y = 0; y < s->dim_v; y++) tu_set(&cp.dout, b, h, i, y, 0.0);
+            for (int64_t y = 0; y < s->dim_v; y++) kit_tensor_store(&cp.dout, b, h, i, y, 0.0);
     }
     char desc[512];
     tub_desc(&bp, &p, cfg->block_q, cfg->block_k, desc, sizeof desc);
@@ -482,9 +484,9 @@ static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s
         if (!z[r]) continue;
         int64_t b = r / (s->q_heads * s->q_len), h = (r / s->q_len) % s->q_heads, i = r % s->q_len;
         int bad = tu_lse_get(&bp.fw, r) != -INFINITY;
-        for (int64_t y = 0; y < s->dim_v; y++) bad |= tu_get(&bp.fw.out, b, h, i, y) != 0.0;
-        for (int64_t d = 1; d < s->dim; d++) bad |= tu_get(&bp.grad[TUB_DQ], b, h, i, d) != 0.0;
-        if (!sees_inf[r]) bad |= tu_get(&bp.grad[TUB_DQ], b, h, i, 0) != 0.0;
+        for (int64_t y = 0; y < s->dim_v; y++) bad |= kit_tensor_load(&bp.fw.out, b, h, i, y) != 0.0;
+        for (int64_t d = 1; d < s->dim; d++) bad |= kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, d) != 0.0;
+        if (!sees_inf[r]) bad |= kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, 0) != 0.0;
         if (bad && bad_z++ == 0) first = r;
     }
     cr_expect_eq(bad_z, 0,
@@ -498,7 +500,7 @@ static void run_minus_inf(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s
                             i = r % s->q_len;
                     fprintf(stderr, "[-inf logits] %s, dq[..][0] of a row that sees a -inf key (%s): %g\n",
                             s->dtype == FA_F64 ? "f64" : "f32", kind ? "all its logits -inf" : "some finite",
-                            tu_get(&bp.grad[TUB_DQ], b, h, i, 0));
+                            kit_tensor_load(&bp.grad[TUB_DQ], b, h, i, 0));
                     break;
                 }
         *reported = 1;

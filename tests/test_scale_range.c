@@ -62,12 +62,12 @@ static double max_dev(const tu_problem *pr, const tu_problem *other)
                 for (int64_t d = 0; d < o->dim; d++) {
                     double want = 0.0;
                     if (other)
-                        want = tu_get(&other->out, b, h, i, d);
+                        want = kit_tensor_load(&other->out, b, h, i, d);
                     else {
-                        for (int64_t j = 0; j < v->seq; j++) want += tu_get(v, b, h / group, j, d);
+                        for (int64_t j = 0; j < v->seq; j++) want += kit_tensor_load(v, b, h / group, j, d);
                         want /= (double)v->seq;
                     }
-                    double dev = fabs(tu_get(o, b, h, i, d) - want);
+                    double dev = fabs(kit_tensor_load(o, b, h, i, d) - want);
                     if (!(dev <= worst)) worst = dev; /* NaN wins */
                 }
     return worst;

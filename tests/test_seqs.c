@@ -229,12 +229,12 @@ Test(seqs, sequences_without_keys_get_zeros_and_minus_inf_or_their_sink)
                                       desc, (unsigned long long)seed, (long long)b, (long long)h,
                                       (long long)i, lse_at(&t, b, h, i), want);
                             for (int64_t y = 0; y < s.dim_v; y++)
-                                cr_expect(tu_get(&out, 0, h, i, y) == 0.0 &&
-                                              !signbit(tu_get(&out, 0, h, i, y)),
+                                cr_expect(kit_tensor_load(&out, 0, h, i, y) == 0.0 &&
+                                              !signbit(kit_tensor_load(&out, 0, h, i, y)),
                                           "%s, seed %llu: sequence %lld head %lld row %lld: out[%lld] = %g, "
                                           "want +0",
                                           desc, (unsigned long long)seed, (long long)b, (long long)h,
-                                          (long long)i, (long long)y, tu_get(&out, 0, h, i, y));
+                                          (long long)i, (long long)y, kit_tensor_load(&out, 0, h, i, y));
                         }
                 }
             }

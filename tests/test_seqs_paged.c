@@ -113,9 +113,9 @@ static void gather_pages(ts_batch *t)
                     row = key % s->page_size;
             for (int64_t h = 0; h < s->kv_heads; h++) {
                 for (int64_t d = 0; d < s->dim; d++)
-                    tu_set(&kc, 0, h, key, d, tu_get(&t->t[TS_K], page, h, row, d));
+                    kit_tensor_store(&kc, 0, h, key, d, kit_tensor_load(&t->t[TS_K], page, h, row, d));
                 for (int64_t d = 0; d < s->dim_v; d++)
-                    tu_set(&vc, 0, h, key, d, tu_get(&t->t[TS_V], page, h, row, d));
+                    kit_tensor_store(&vc, 0, h, key, d, kit_tensor_load(&t->t[TS_V], page, h, row, d));
             }
         }
     }

@@ -66,7 +66,8 @@ static void peaky_values(const fa_tensor *v, tu_rng *rng)
     for (int64_t b = 0; b < v->batch; b++)
         for (int64_t h = 0; h < v->heads; h++)
             for (int64_t s = 0; s < v->seq; s++)
-                for (int64_t d = 0; d < v->dim; d++) tu_set(v, b, h, s, d, tu_rng_uniform(rng, -PEAK, PEAK));
+                for (int64_t d = 0; d < v->dim; d++)
+                    kit_tensor_store(v, b, h, s, d, tu_rng_uniform(rng, -PEAK, PEAK));
 }
 
 /* Exact probabilities (in double, from the inputs as stored) of the n rows that lie in dtype's
@@ -133,13 +134,14 @@ static void forward_case(fa_dtype dtype, int64_t dim, double scale_factor, int m
             for (int64_t i = 0; i < s.q_len; i++) {
                 int64_t row = (b * s.q_heads + h) * s.q_len + i;
                 int any = is_subnormal(dtype, tu_lse_get(&pr, row));
-                for (int64_t d = 0; d < dim; d++) any |= is_subnormal(dtype, tu_get(&pr.out, b, h, i, d));
+                for (int64_t d = 0; d < dim; d++)
+                    any |= is_subnormal(dtype, kit_tensor_load(&pr.out, b, h, i, d));
                 if (!any) continue;
                 double ref_lse;
                 ref_forward_row(&p, &pr.q, &pr.k, &pr.v, b, h, i, ref_row, &ref_lse);
                 checked++;
                 for (int64_t d = 0; d < dim; d++) {
-                    double x = tu_get(&pr.out, b, h, i, d);
+                    double x = kit_tensor_load(&pr.out, b, h, i, d);
                     if (is_subnormal(dtype, x) && !(fabs(ref_row[d]) < smallest_normal(dtype)) && bad++ == 0)
                         cr_log_error(
                             "%s, seed %llu: out[%lld][%lld][%lld][%lld] = %g is subnormal, the oracle's %g "

@@ -128,28 +128,6 @@ size_t tu_dtype_size(fa_dtype t)
 
 /* ---- problems --------------------------------------------------------------------------- */
 
-double tu_get(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
-{
-    return ref_load(t, b, h, s, d);
-}
-
-void tu_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x)
-{
-    int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-    if (t->dtype == FA_F64)
-        ((double *)t->data)[off] = x;
-    else
-        ((float *)t->data)[off] = (float)x;
-}
-
-static void fill_view(const fa_tensor *t, tu_rng *rng, double lo, double hi)
-{
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) tu_set(t, b, h, s, d, tu_rng_uniform(rng, lo, hi));
-}
-
 void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_amp)
 {
     memset(pr, 0, sizeof *pr);
@@ -204,7 +182,7 @@ void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_a
             else
                 ((float *)base)[x] = (float)val;
         }
-        fill_view(&pr->v, rng, -1.0, 1.0);
+        kit_fill_uniform(&pr->v, &rng->state, -1.0, 1.0);
         /* out: [B][Nq][Hq][Dv] with gaps between heads (1), rows (3) and batches (5). */
         int64_t sh = Dv + 1, ss = Hq * sh + 3, sb = Nq * ss + 5;
         pr->out_buf = tu_buf_alloc((size_t)(B * sb) * e);
@@ -236,9 +214,9 @@ void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_a
             pr->v = make(tu_buf_data(&pr->in[2]), t, B, Nk, Hkv, Dv);
             pr->out = make(tu_buf_data(&pr->out_buf), t, B, Nq, Hq, Dv);
         }
-        fill_view(&pr->q, rng, -qk_amp, qk_amp);
-        fill_view(&pr->k, rng, -qk_amp, qk_amp);
-        fill_view(&pr->v, rng, -1.0, 1.0);
+        kit_fill_uniform(&pr->q, &rng->state, -qk_amp, qk_amp);
+        kit_fill_uniform(&pr->k, &rng->state, -qk_amp, qk_amp);
+        kit_fill_uniform(&pr->v, &rng->state, -1.0, 1.0);
     }
     pr->lse_buf = tu_buf_alloc((size_t)(B * Hq * Nq) * e);
     pr->lse = tu_buf_data(&pr->lse_buf);
@@ -307,7 +285,7 @@ double *tu_out_copy(const tu_problem *pr)
     for (int64_t r = 0; r < rows; r++) {
         int64_t b, h, i;
         row_coords(pr, r, &b, &h, &i);
-        for (int64_t y = 0; y < dv; y++) c[r * dv + y] = tu_get(&pr->out, b, h, i, y);
+        for (int64_t y = 0; y < dv; y++) c[r * dv + y] = kit_tensor_load(&pr->out, b, h, i, y);
     }
     return c;
 }
@@ -490,7 +468,7 @@ tu_err tu_compare_out(const tu_problem *pr, const tu_ref *r)
         int64_t b, h, i;
         row_coords(pr, r->rows[x], &b, &h, &i);
         for (int64_t y = 0; y < r->dim_v; y++)
-            err_add(&e, tu_get(&pr->out, b, h, i, y), r->out[x * r->dim_v + y], r->rows[x], y);
+            err_add(&e, kit_tensor_load(&pr->out, b, h, i, y), r->out[x * r->dim_v + y], r->rows[x], y);
     }
     return e;
 }

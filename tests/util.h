@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtype.h" /* the kit's element access: kit_tensor_load, kit_tensor_store */
+#include "fill.h"
 #include "flashattn.h"
 
 /* ---- seeds and random numbers ---------------------------------------------------------- */
@@ -98,9 +100,6 @@ int tu_problem_only_defined_written(const tu_problem *pr);
 /* Number of rows B·Hq·Nq. */
 int64_t tu_problem_rows(const tu_problem *pr);
 
-/* Element access on any f32/f64 view. */
-double tu_get(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
-void tu_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x);
 /* lse element `row` (flat index (b·Hq + h)·Nq + i) as a double. */
 double tu_lse_get(const tu_problem *pr, int64_t row);
 

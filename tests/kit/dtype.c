@@ -248,3 +248,8 @@ double kit_tensor_load(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int6
 {
     return kit_load(t->dtype, t->data, b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d);
 }
+
+void kit_tensor_store(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x)
+{
+    kit_store(t->dtype, t->data, b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d, x);
+}

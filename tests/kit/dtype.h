@@ -64,5 +64,7 @@ double kit_load(fa_dtype t, const void *data, int64_t index);
 void kit_store(fa_dtype t, void *data, int64_t index, double x);
 /* Element (b, h, s, d) of a tensor of any type, read through its strides (as kit_load). */
 double kit_tensor_load(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
+/* x into element (b, h, s, d) of a tensor of any type, through its strides (as kit_store). */
+void kit_tensor_store(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x);
 
 #endif

@@ -383,7 +383,7 @@ static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < N; i++)
                 for (int64_t d = 0; d < Dv; d++)
-                    mt_set(&out, b, h, i, d, all[((b * Hq + h) * N + i) * Dv + d]);
+                    kit_tensor_store(&out, b, h, i, d, all[((b * Hq + h) * N + i) * Dv + d]);
     int64_t n[3] = {B * Hq * N * c->dim, B * Hkv * N * c->dim, B * Hkv * N * Dv};
     for (int x = 0; x < 3; x++) res->grad[x] = alloc_doubles(n[x]);
     res->dsinks = alloc_doubles(Hq);

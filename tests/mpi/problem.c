@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fill.h"
 #include "rng.h"
 
 /* ---- guarded buffers --------------------------------------------------------------------- */
@@ -75,11 +76,6 @@ int mt_buf_only_view_written(const mt_buf *b, const fa_tensor *t)
 const char *mt_dtype_name(fa_dtype t)
 {
     return t == FA_F64 ? "f64" : t == FA_BF16 ? "bf16" : t == FA_F16 ? "f16" : "f32";
-}
-
-void mt_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x)
-{
-    kit_store(t->dtype, t->data, b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d, x);
 }
 
 fa_tensor mt_tensor(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd)
@@ -159,14 +155,6 @@ static fa_tensor global_tensor(mt_buf *mem, fa_dtype t, int64_t b, int64_t h, in
     return mt_tensor(mt_buf_data(mem), t, b, h, s, d, bshd);
 }
 
-static void fill_uniform(const fa_tensor *t, rng *r, double lo, double hi)
-{
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) mt_set(t, b, h, s, d, rng_uniform(r, lo, hi));
-}
-
 void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t seed)
 {
     memset(g, 0, sizeof *g);
@@ -180,10 +168,10 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
     g->k = global_tensor(&g->mem[1], dtype, B, Hkv, N, c->dim, c->bshd);
     g->v = global_tensor(&g->mem[2], dtype, B, Hkv, N, c->dim_v, c->bshd);
     g->dout = global_tensor(&g->mem[3], dtype, B, Hq, N, c->dim_v, c->bshd);
-    fill_uniform(&g->q, &r, -2.0, 2.0);
-    fill_uniform(&g->k, &r, -2.0, 2.0);
-    fill_uniform(&g->v, &r, -1.0, 1.0);
-    fill_uniform(&g->dout, &r, -1.0, 1.0);
+    kit_fill_uniform(&g->q, &r.s, -2.0, 2.0);
+    kit_fill_uniform(&g->k, &r.s, -2.0, 2.0);
+    kit_fill_uniform(&g->v, &r.s, -1.0, 1.0);
+    kit_fill_uniform(&g->dout, &r.s, -1.0, 1.0);
 
     g->p = (fa_params)FA_PARAMS_INIT;
     g->p.causal = c->causal;
@@ -194,17 +182,17 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
     /* the bias is of the accumulation type (float for bf16 and f16) */
     if (c->bias == MT_BIAS_ROW) {
         g->bias = global_tensor(&g->mem[4], kit_accum_dtype(dtype), 1, Hq, 1, N, 0);
-        fill_uniform(&g->bias, &r, -2.0, 2.0);
+        kit_fill_uniform(&g->bias, &r.s, -2.0, 2.0);
     } else if (c->bias != MT_BIAS_NONE) {
         g->bias = global_tensor(&g->mem[4], kit_accum_dtype(dtype), B, Hq, N, N, 0);
-        fill_uniform(&g->bias, &r, -2.0, 2.0);
+        kit_fill_uniform(&g->bias, &r.s, -2.0, 2.0);
         if (c->bias == MT_BIAS_MASKED)
             for (int64_t b = 0; b < B; b++)
                 for (int64_t h = 0; h < Hq; h++)
                     for (int64_t i = 0; i < N; i++)
                         for (int64_t j = 0; j < N; j++)
                             if ((h == 0 && i % 11 == 3) || (kit_splitmix64(&r.s) & 7) == 0)
-                                mt_set(&g->bias, b, h, i, j, -INFINITY);
+                                kit_tensor_store(&g->bias, b, h, i, j, -INFINITY);
     }
     if (c->bias != MT_BIAS_NONE) g->p.bias = &g->bias;
     if (c->alibi || c->sinks) {
@@ -212,7 +200,7 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
         if (!g->slopes) abort();
         g->sinks = g->slopes + Hq + 1;
         for (int64_t h = 0; h < Hq; h++) {
-            g->slopes[h] = (float)exp2(-8.0 * (double)(h + 1) / (double)Hq);
+            g->slopes[h] = kit_alibi_slope(h, Hq);
             g->sinks[h] = (float)rng_uniform(&r, -1.0, 3.0);
         }
         if (c->alibi) g->p.alibi_slopes = g->slopes;
@@ -306,7 +294,7 @@ static fa_tensor copy_rows(mt_buf *mem, const fa_tensor *t, const mt_shard *s, i
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t i = 0; i < s->n; i++)
                 for (int64_t d = 0; d < t->dim; d++)
-                    mt_set(&c, b, h, i, d, kit_tensor_load(t, b, h, s->pos[i], d));
+                    kit_tensor_store(&c, b, h, i, d, kit_tensor_load(t, b, h, s->pos[i], d));
     return c;
 }
 

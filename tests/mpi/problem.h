@@ -127,9 +127,8 @@ void mt_local_fill_grad_canary(mt_local *l); /* gradients and dsinks only */
 
 /* ---- elements ---------------------------------------------------------------------------- */
 
-/* Sizes, the accumulation type, rounding and loads are the test kit's (tests/kit/dtype.h). */
+/* Sizes, the accumulation type, rounding, loads and stores are the test kit's (tests/kit/dtype.h). */
 const char *mt_dtype_name(fa_dtype t);
-void mt_set(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, double x);
 /* A [B][H][S][D] tensor over data, [B][S][H][D] with bshd. */
 fa_tensor mt_tensor(void *data, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd);
 /* Rows [start, start + n) of t, as a view. */
