@@ -684,8 +684,8 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * writing the f32 values the half gradients would be rounded from (rounding them gives the half
  * call's bytes), for sums over blocks that are rounded once at the end (the MPI ring's backward).
  * dq, dk and dv are overwritten, not accumulated into; half-precision gradients are summed in float
- * and rounded once, as fa_forward's out. On the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16" tables an
- * all-bf16 backward with even D and Dv multiplies on their bf16 dot-product units (AMX tiles,
+ * and rounded once, as fa_forward's out. On the "amx", "avx512_bf16", "neon_bf16" and "sve_bf16"
+ * tables an all-bf16 backward with even D and Dv multiplies on their bf16 dot-product units (AMX tiles,
  * vdpbf16ps, BFDOT with its rounding to odd), as its forward does (see fa_forward, "dtype"): P and dS
  * are rounded to bf16 once each for the products that read them, bf16 subnormal inputs are read as
  * zero, and the gradients stay within the README's accuracy bound rather than being bitwise the
@@ -721,11 +721,10 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * q), dk or dv than k (or than an FA_F32 dq under half q), checked after out (FA_ERR_DTYPE); dq, dk
  * or dv overlapping themselves (FA_ERR_STRIDE), any input (q, k, v, out, dout, lse) or each other
  * (FA_ERR_ALIAS), by the rule of fa_forward: dq, dk and dv may be the three interleaved slices of
- * one packed dQKV buffer. p->dsinks set without
- * p->sinks (FA_ERR_NULL); p->dsinks misaligned or wrapping (FA_ERR_STRIDE), overlapping any tensor,
- * lse, the bias, alibi_slopes or sinks (FA_ERR_ALIAS); p->seqs with block_table
- * (FA_ERR_UNSUPPORTED: paged keys are forward only). p->dbias set without p->bias (FA_ERR_NULL), or
- * with NULL data (FA_ERR_NULL); of another dtype than the bias's, the accumulation type (FA_ERR_DTYPE);
+ * one packed dQKV buffer. p->dsinks set without p->sinks (FA_ERR_NULL); p->dsinks misaligned or
+ * wrapping (FA_ERR_STRIDE), overlapping any tensor, lse, the bias, alibi_slopes or sinks
+ * (FA_ERR_ALIAS); p->seqs with block_table (FA_ERR_UNSUPPORTED: paged keys are forward only).
+ * p->dbias set without p->bias (FA_ERR_NULL), or with NULL data (FA_ERR_NULL); of another dtype than the bias's, the accumulation type (FA_ERR_DTYPE);
  * sizes other than the bias's (FA_ERR_SHAPE); a negative, overflowing or self-overlapping stride, a
  * nonzero stride where the bias broadcasts by a stride of 0, data misaligned or wrapping
  * (FA_ERR_STRIDE); overlapping any input (the bias included), dq, dk, dv or dsinks (FA_ERR_ALIAS). With
