@@ -724,11 +724,12 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * one packed dQKV buffer. p->dsinks set without p->sinks (FA_ERR_NULL); p->dsinks misaligned or
  * wrapping (FA_ERR_STRIDE), overlapping any tensor, lse, the bias, alibi_slopes or sinks
  * (FA_ERR_ALIAS); p->seqs with block_table (FA_ERR_UNSUPPORTED: paged keys are forward only).
- * p->dbias set without p->bias (FA_ERR_NULL), or with NULL data (FA_ERR_NULL); of another dtype than the bias's, the accumulation type (FA_ERR_DTYPE);
- * sizes other than the bias's (FA_ERR_SHAPE); a negative, overflowing or self-overlapping stride, a
- * nonzero stride where the bias broadcasts by a stride of 0, data misaligned or wrapping
- * (FA_ERR_STRIDE); overlapping any input (the bias included), dq, dk, dv or dsinks (FA_ERR_ALIAS). With
- * p->seqs the bias itself is refused (FA_ERR_UNSUPPORTED), so dbias is dense batches only.
+ * p->dbias set without p->bias (FA_ERR_NULL), or with NULL data (FA_ERR_NULL); of another dtype
+ * than the bias's, the accumulation type (FA_ERR_DTYPE); sizes other than the bias's
+ * (FA_ERR_SHAPE); a negative, overflowing or self-overlapping stride, a nonzero stride where the
+ * bias broadcasts by a stride of 0, data misaligned or wrapping (FA_ERR_STRIDE); overlapping any
+ * input (the bias included), dq, dk, dv or dsinks (FA_ERR_ALIAS). With p->seqs the bias itself is
+ * refused (FA_ERR_UNSUPPORTED), so dbias is dense batches only.
  */
 FA_API fa_status fa_backward(fa_context *ctx, const fa_params *p, const fa_tensor *q, const fa_tensor *k,
                              const fa_tensor *v, const fa_tensor *out, const fa_tensor *dout, const void *lse,
