@@ -7,6 +7,7 @@
 
 #include "modifiers.h"
 #include "problem.h"
+#include "score_mods.h"
 
 int64_t bench_draw_below(uint64_t seed, uint64_t stream, uint64_t index, int64_t n)
 {
@@ -47,10 +48,7 @@ void bench_lengths_free(bench_lengths *l)
 
 int64_t bench_sequence_pairs(const bench_shape *s, int64_t nq, int64_t nk)
 {
-    bench_shape one = *s;
-    one.nq = nq;
-    one.nk = nk;
-    return bench_visible_pairs(&one);
+    return kit_visible_pairs(s->causal, nq, nk, s->mods.window_left, s->mods.window_right);
 }
 
 int64_t bench_lengths_pairs(const bench_lengths *l, const bench_shape *s)

@@ -26,7 +26,7 @@ void bench_lengths_free(bench_lengths *l);
 int64_t bench_draw_below(uint64_t seed, uint64_t stream, uint64_t index, int64_t n);
 
 /* The (i, j) pairs of one head of a sequence of nq queries and nk keys that s's causal mask and
- * window let through (bench_visible_pairs with those lengths). */
+ * window let through (kit_visible_pairs with those lengths). */
 int64_t bench_sequence_pairs(const bench_shape *s, int64_t nq, int64_t nk);
 
 /* Sum over the sequences of bench_sequence_pairs(s, len, len): the visible pairs of one head of a

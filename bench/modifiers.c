@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "dtypes.h"
-#include "fill.h"
+#include "score_mods.h"
 
 // Streams after problem.c's (q 1, k 2, v 3, dout 4): the modifiers' values never repeat an input's.
 enum { STREAM_BIAS = 5, STREAM_SINKS = 6 };
@@ -41,17 +41,7 @@ void bench_mods_words(const bench_mods *m, char *out, size_t size)
 
 int64_t bench_visible_pairs(const bench_shape *s)
 {
-    const bench_mods *m = &s->mods;
-    int64_t d0 = s->causal == FA_CAUSAL_TOP_LEFT ? 0 : s->nk - s->nq, pairs = 0;
-    for (int64_t i = 0; i < s->nq; i++) {
-        int64_t diag = i + d0, lo = 0, hi = s->nk - 1; // row i sees [lo, hi]
-        if (s->causal != FA_CAUSAL_NONE && diag < hi) hi = diag;
-        // Compared as differences: a window of up to INT64_MAX keys must not overflow diag ± window.
-        if (m->window_left >= 0 && m->window_left < diag - lo) lo = diag - m->window_left;
-        if (m->window_right >= 0 && m->window_right < hi - diag) hi = diag + m->window_right;
-        if (hi >= lo) pairs += hi - lo + 1;
-    }
-    return pairs;
+    return kit_visible_pairs(s->causal, s->nq, s->nk, s->mods.window_left, s->mods.window_right);
 }
 
 double bench_bias_read_bytes(const bench_shape *s)
@@ -107,7 +97,7 @@ int bench_modifiers_init(bench_problem *p, bench_dist dist, uint64_t seed)
     if (m->bias != BENCH_BIAS_NONE && init_bias(p, dist, seed) != 0) return -1;
     if (m->alibi) {
         if (!(p->alibi_slopes = alloc_floats(s->hq, "ALiBi slopes"))) return -1;
-        for (int64_t h = 0; h < s->hq; h++) p->alibi_slopes[h] = kit_alibi_slope(h, s->hq);
+        kit_alibi_slopes(p->alibi_slopes, s->hq);
     }
     if (m->sinks) {
         if (!(p->sinks = alloc_floats(s->hq, "sink logits"))) return -1;

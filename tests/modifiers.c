@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "reference_backward.h"
+#include "score_mods.h"
 
 tm_spec tm_spec_none(void)
 {
@@ -109,7 +110,7 @@ void tm_mods_make(tm_mods *m, const tm_spec *spec, const tu_shape *s, double sca
     int64_t H = s->q_heads;
     if (spec->alibi) {
         m->slopes = per_head(H);
-        for (int64_t h = 0; h < H; h++) m->slopes[h] = kit_alibi_slope(h, H);
+        kit_alibi_slopes(m->slopes, H);
         m->p.alibi_slopes = m->slopes;
     }
     if (spec->sinks) {

@@ -5,14 +5,18 @@
  * was given. Every bf16, f16, int8, E4M3 and E5M2 pattern is widened both ways; narrowing is
  * compared on every float whose low bits sit on or next to a rounding boundary of the type (all
  * exponents and kept mantissas, each with the dropped bits 0, 1, half an ulp minus 1, half, half
- * plus 1, all ones), NaNs and infinities included. */
+ * plus 1, all ones), NaNs and infinities included. The kit's own helpers are held to their
+ * definitions: uniform fills to their draw order, visible pairs to a count of every (i, j) by the
+ * header's mask rule, ALiBi's slopes to BLOOM's powers of two. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "dtype.h"
 #include "fill.h"
 #include "rng.h"
+#include "score_mods.h"
 #include "kernels/half.h"
 #include "kernels/quant.h"
 
@@ -108,4 +112,47 @@ Test(kit, fill_uniform_walks_b_h_s_d_whatever_the_strides)
                     }
         free(a), free(b);
     }
+}
+
+/* flashattn.h's rule for one pair, with the window bounds as written there (small sizes only). */
+static int pair_visible(fa_causal causal, int64_t nq, int64_t nk, int64_t wl, int64_t wr, int64_t i,
+                        int64_t j)
+{
+    int64_t diag = i + (causal == FA_CAUSAL_TOP_LEFT ? 0 : nk - nq);
+    if (causal != FA_CAUSAL_NONE && j > diag) return 0;
+    if (wl >= 0 && j < diag - wl) return 0;
+    if (wr >= 0 && j > diag + wr) return 0;
+    return 1;
+}
+
+Test(kit, visible_pairs_equal_a_count_of_every_pair)
+{
+    const fa_causal causal[3] = {FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT, FA_CAUSAL_BOTTOM_RIGHT};
+    const int64_t windows[5] = {-1, 0, 1, 3, 40};
+    for (int c = 0; c < 3; c++)
+        for (int64_t nq = 0; nq <= 9; nq++)
+            for (int64_t nk = 0; nk <= 9; nk++)
+                for (int l = 0; l < 5; l++)
+                    for (int r = 0; r < 5; r++) {
+                        int64_t count = 0, wl = windows[l], wr = windows[r];
+                        for (int64_t i = 0; i < nq; i++)
+                            for (int64_t j = 0; j < nk; j++)
+                                count += pair_visible(causal[c], nq, nk, wl, wr, i, j);
+                        cr_assert_eq(kit_visible_pairs(causal[c], nq, nk, wl, wr), count,
+                                     "causal %d nq %lld nk %lld window %lld,%lld", (int)causal[c],
+                                     (long long)nq, (long long)nk, (long long)wl, (long long)wr);
+                    }
+    /* Windows of INT64_MAX are unbounded, not an overflow. */
+    cr_assert_eq(kit_visible_pairs(FA_CAUSAL_NONE, 5, 7, INT64_MAX, INT64_MAX), 35);
+}
+
+Test(kit, alibi_slopes_are_the_geometric_sequence_ending_at_two_to_the_minus_eight)
+{
+    float s[16];
+    kit_alibi_slopes(s, 8); /* a power of two: BLOOM's exact 2^-1, ..., 2^-8 */
+    for (int h = 0; h < 8; h++)
+        cr_assert_eq(s[h], ldexpf(1.0f, -(h + 1)), "head %d of 8: %a", h, (double)s[h]);
+    kit_alibi_slopes(s, 12);
+    cr_assert_eq(s[11], 0x1p-8f);
+    for (int h = 1; h < 12; h++) cr_assert(s[h] < s[h - 1], "head %d of 12 does not decrease", h);
 }

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "fill.h"
 
-#include <math.h>
-
 #include "dtype.h"
 #include "rng.h"
 
@@ -14,9 +12,4 @@ void kit_fill_uniform(const fa_tensor *t, uint64_t *state, double lo, double hi)
                 for (int64_t d = 0; d < t->dim; d++)
                     kit_tensor_store(t, b, h, s, d,
                                      lo + (hi - lo) * kit_unit_from_bits(kit_splitmix64(state)));
-}
-
-float kit_alibi_slope(int64_t h, int64_t heads)
-{
-    return (float)exp2(-8.0 * (double)(h + 1) / (double)heads);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Test inputs drawn from the kit's RNG (rng.h): uniform values through a view, ALiBi's slopes. */
+/* Test inputs drawn from the kit's RNG (rng.h): uniform values through a view. */
 #ifndef FA_KIT_FILL_H
 #define FA_KIT_FILL_H
 
@@ -11,9 +11,5 @@
  * sequence whose state is *state (kit_splitmix64; advanced by one draw per element), stored as
  * kit_tensor_store rounds to t's dtype. */
 void kit_fill_uniform(const fa_tensor *t, uint64_t *state, double lo, double hi);
-
-/* The ALiBi slope of head h of `heads`: the geometric sequence 2^(-8/H), 2^(-16/H), ..., 2^-8
- * (BLOOM's, for a power-of-two H), rounded to float. */
-float kit_alibi_slope(int64_t h, int64_t heads);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fill.h"
+#include "score_mods.h"
 #include "rng.h"
 
 /* ---- guarded buffers --------------------------------------------------------------------- */
@@ -199,10 +200,8 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
         g->slopes = malloc(sizeof(float) * (size_t)(2 * Hq + 2));
         if (!g->slopes) abort();
         g->sinks = g->slopes + Hq + 1;
-        for (int64_t h = 0; h < Hq; h++) {
-            g->slopes[h] = kit_alibi_slope(h, Hq);
-            g->sinks[h] = (float)rng_uniform(&r, -1.0, 3.0);
-        }
+        kit_alibi_slopes(g->slopes, Hq);
+        for (int64_t h = 0; h < Hq; h++) g->sinks[h] = (float)rng_uniform(&r, -1.0, 3.0);
         if (c->alibi) g->p.alibi_slopes = g->slopes;
         if (c->sinks) g->p.sinks = g->sinks;
     }
