@@ -5,7 +5,11 @@
 // team hands them out), gives each item a cost from a model timed on this machine at 1 thread, and
 // replays OpenMP's dynamic schedule: the next item goes to the thread that is free first, and a
 // phase ends when its last item does. It prints, per thread count, sum(cost) / (T · makespan) and
-// the idle share, and with --measure the efficiency of real calls at the thread counts given.
+// the idle share, and with --measure the efficiency of real calls at the thread counts given beside
+// the node's own: how the in-run probe (fa-bench's FMA peak, or its read bandwidth for a decode
+// batch) scales to the same threads. A real call's efficiency can only exceed the schedule's loss
+// where the node scales: on a node whose probe gains nothing from 8 to 16 threads (shared or
+// throttled cores), 16 threads measure well under a 100% prediction with a perfect schedule.
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include "drivers/forward.h"
 #include "flashattn.h"
 #include "identity.h"
+#include "machine.h"
 #include "timing.h"
 
 #define MAX_LIST   32
@@ -234,18 +239,38 @@ static fa_status run_call(void *arg)
 }
 
 // The fastest of `reps` calls (after one warm-up) on a context of `threads` threads; < 0 on failure.
-static double time_call(const call *c, int threads, int reps)
+// *stats (when not NULL): the context's, after the calls (its kernel table and binding).
+static double time_call(const call *c, int threads, int reps, fa_stats *stats)
 {
     timed_call t = {c, context_of(threads)};
     if (!t.ctx) return -1;
     bench_timing tm;
     fa_status st = bench_time_calls(run_call, &t, 1, reps, 0.0, &tm);
+    if (st == FA_OK && stats) {
+        fa_stats_init(stats, sizeof *stats);
+        st = fa_context_stats(t.ctx, stats);
+    }
     fa_context_destroy(t.ctx);
     if (st != FA_OK) {
         fprintf(stderr, "fa-schedule: fa_forward: %s\n", fa_last_error());
         return -1;
     }
     return tm.min_s;
+}
+
+// The node's own efficiency at `threads`: its in-run probe's rate there / (threads x its 1-thread
+// rate), the probe's threads pinned as the timed team's were (st). The FMA probe of the call's
+// kernel table for a dense shape; the read bandwidth for a decode batch, which its bytes bound.
+// NAN where the probe does not run.
+static double node_efficiency(bench_machine *m, const shape *s, const fa_stats *st, int threads)
+{
+    fa_bind bind = st->bound_threads > 0 ? st->bind : FA_BIND_NONE;
+    if (s->decode_count > 0)
+        return bench_machine_read_gbps(m, threads, bind, NULL) /
+               ((double)threads * bench_machine_read_gbps(m, 1, bind, NULL));
+    bench_probe_isa probe;
+    return bench_machine_peak(m, st->isa, FA_F32, threads, bind, &probe, NULL) /
+           ((double)threads * bench_machine_peak(m, st->isa, FA_F32, 1, bind, &probe, NULL));
 }
 
 static double sum_work(const item_list *l)
@@ -267,7 +292,7 @@ static int calibrate_item_cost(int64_t d, int reps, uint64_t seed, double *c_ite
         call c;
         item_list l = {0};
         if (call_init(&c, s[i], seed, 1) != 0 || list_items(&c, &l, 1) != 0) return -1;
-        t[i] = time_call(&c, 1, reps);
+        t[i] = time_call(&c, 1, reps, NULL);
         n[i] = (double)l.count, w[i] = sum_work(&l);
         free(l.item);
         call_free(&c);
@@ -302,7 +327,8 @@ static void usage(FILE *f)
                "library's own work items and a cost per item timed here on 1 thread (bench/README.md).\n"
                "  --threads LIST     thread counts to simulate (default 16,64,128,256)\n"
                "  --measure LIST     also time real calls at these thread counts (1 is added) and print\n"
-               "                     their efficiency t1 / (T * tT) beside the prediction\n"
+               "                     their efficiency t1 / (T * tT) beside the prediction, and the\n"
+               "                     node's: its FMA (decode: read bandwidth) probe's, 0.2 s each\n"
                "  --shape NAME       one of the target shapes (repeatable; default: all of them):\n");
     for (size_t i = 0; i < sizeof TARGETS / sizeof TARGETS[0]; i++)
         fprintf(f, "                       %s\n", TARGETS[i].name);
@@ -434,6 +460,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (json) fprintf(json, "[\n");
+    int max_measured = 1;
+    for (int i = 0; i < o.nmeasure; i++)
+        if (o.measure[i] > max_measured) max_measured = o.measure[i];
+    bench_machine machine; // the probes, each measured once per thread count and reused by every shape
+    bench_machine_init(&machine, o.nmeasure > 0 ? 0.2 : 0.0, max_measured);
     int rows = 0, status = 0;
     double item_cost_d[2] = {-1, -1}; // c_item for D = 64, 128 (timed once each)
     for (int si = 0; si < o.nshapes && status == 0; si++) {
@@ -456,7 +487,7 @@ int main(int argc, char **argv)
                 break;
             }
             if (slot >= 0) item_cost_d[slot] = c_item;
-            t1 = time_call(&c, 1, o.reps);
+            t1 = time_call(&c, 1, o.reps, NULL);
             if (t1 < 0) {
                 status = 1;
                 break;
@@ -478,8 +509,8 @@ int main(int argc, char **argv)
         if (o.calibrate)
             printf("  1 thread: %.3f ms; c_item %.2f us, c_work %.4f ns (%.1f GFLOP/s of item work)\n",
                    t1 * 1e3, m.c_item * 1e6, m.c_work * 1e9, 2.0 / m.c_work * 1e-9);
-        printf("  %7s  %7s  %10s  %8s  %13s  %11s\n", "threads", "items", "pred eff %", "idle %",
-               "largest item %", "meas eff %");
+        printf("  %7s  %7s  %10s  %8s  %13s  %11s  %11s\n", "threads", "items", "pred eff %", "idle %",
+               "largest item %", "meas eff %", "node eff %");
         int all[2 * MAX_LIST], nall = 0;
         for (int i = 0; i < o.nmeasure; i++) all[nall++] = o.measure[i];
         for (int i = 0; i < o.nthreads; i++) {
@@ -503,25 +534,28 @@ int main(int argc, char **argv)
             }
             double busy, span = simulate(&lt, &m, t, &busy), eff = busy / ((double)t * span);
             free(lt.item);
-            double meas = -1;
+            double meas = -1, node = NAN;
             int measured = 0;
             for (int j = 0; j < o.nmeasure; j++) measured |= o.measure[j] == t;
             if (measured) {
-                double tt = time_call(&c, t, o.reps);
+                fa_stats st;
+                double tt = time_call(&c, t, o.reps, &st);
                 if (tt < 0) {
                     status = 1;
                     break;
                 }
                 if (t == 1) measured_t1 = tt;
                 meas = measured_t1 > 0 ? measured_t1 / ((double)t * tt) : -1;
+                node = node_efficiency(&machine, s, &st, t);
             }
             // the largest item against one thread's fair share of the work: above 100%, it alone
             // bounds the makespan
             double share = largest / (busy / (double)t);
-            char meas_s[16] = "-";
+            char meas_s[16] = "-", node_s[16] = "-";
             if (meas >= 0) snprintf(meas_s, sizeof meas_s, "%.1f", 100 * meas);
-            printf("  %7d  %7lld  %10.1f  %8.1f  %13.1f  %11s\n", t, (long long)items_t, 100 * eff,
-                   100 * fmax(0.0, 1 - eff), 100 * share, meas_s);
+            if (isfinite(node)) snprintf(node_s, sizeof node_s, "%.1f", 100 * node);
+            printf("  %7d  %7lld  %10.1f  %8.1f  %13.1f  %11s  %11s\n", t, (long long)items_t, 100 * eff,
+                   100 * fmax(0.0, 1 - eff), 100 * share, meas_s, node_s);
             if (json) {
                 fprintf(json,
                         "%s  {\"shape\": \"%s\", \"threads\": %d, \"predicted_efficiency\": %.4f, "
@@ -533,6 +567,10 @@ int main(int argc, char **argv)
                     fprintf(json, "%.4f", meas);
                 else
                     fprintf(json, "null");
+                if (isfinite(node))
+                    fprintf(json, ", \"node_efficiency\": %.4f", node);
+                else
+                    fprintf(json, ", \"node_efficiency\": null");
                 fprintf(json,
                         ", \"c_item_s\": %.4g, \"c_work_s\": %.4g, \"calibrated\": %s, \"host\": \"%s\", "
                         "\"cpu_model\": \"%s\", \"git_revision\": \"%s\", \"run_utc\": \"%s\"}",
@@ -543,6 +581,7 @@ int main(int argc, char **argv)
         free(l.item);
         call_free(&c);
     }
+    bench_machine_free(&machine);
     if (json) {
         fprintf(json, "\n]\n");
         fclose(json);
