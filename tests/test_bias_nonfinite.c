@@ -83,15 +83,15 @@ typedef struct {
 
 static outputs outputs_copy(const policy_problem *pp)
 {
-    const tu_buf *bufs[5] = {&pp->bp.fw.out_buf, &pp->bp.fw.lse_buf, &pp->bp.grad_buf[0], &pp->bp.grad_buf[1],
-                             &pp->bp.grad_buf[2]};
+    const kit_buf *bufs[5] = {&pp->bp.fw.out_buf, &pp->bp.fw.lse_buf, &pp->bp.grad_buf[0],
+                              &pp->bp.grad_buf[1], &pp->bp.grad_buf[2]};
     outputs o;
     for (int x = 0; x < 5; x++) {
-        o.bytes[x] = bufs[x]->bytes + 2 * TU_GUARD;
+        o.bytes[x] = bufs[x]->bytes + 2 * KIT_GUARD;
         o.part[x] = malloc(o.bytes[x]);
         memcpy(o.part[x], bufs[x]->base, o.bytes[x]);
     }
-    o.bytes[5] = pp->m.spec.sinks ? pp->m.dsinks_buf.bytes + 2 * TU_GUARD : 0;
+    o.bytes[5] = pp->m.spec.sinks ? pp->m.dsinks_buf.bytes + 2 * KIT_GUARD : 0;
     o.part[5] = malloc(o.bytes[5] + 1);
     if (o.bytes[5]) memcpy(o.part[5], pp->m.dsinks_buf.base, o.bytes[5]);
     return o;

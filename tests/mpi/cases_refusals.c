@@ -23,7 +23,7 @@ typedef struct {
     const fa_tensor *qp, *kp, *vp, *outp, *doutp, *dqp, *dkp, *dvp;
     void *lse;
     fa_seqs seqs;
-    mt_buf extra[6];     /* buffers a spoil adds (they must stay canary) */
+    kit_buf extra[6];    /* buffers a spoil adds (they must stay canary) */
     const fa_params *pp; /* the p passed: &p, or a spoil's larger struct */
     union {
         fa_params p;
@@ -62,7 +62,7 @@ static void call_init(call *c, MPI_Comm comm, fa_mpi_layout layout, const mt_loc
 
 static void call_free(call *c)
 {
-    for (int i = 0; i < 6; i++) mt_buf_free(&c->extra[i]);
+    for (int i = 0; i < 6; i++) kit_buf_free(&c->extra[i]);
 }
 
 static fa_status call_run(fa_context *ctx, const call *c, int backward)
@@ -143,11 +143,11 @@ static void dtype_differs(call *c, const mt_local *l, const mt_global *g, int fa
     int64_t heads[4] = {cs->q_heads, cs->kv_heads, cs->kv_heads, cs->q_heads};
     int64_t dims[4] = {cs->dim, cs->dim, cs->dim_v, cs->dim_v};
     for (int i = 0; i < 4; i++) {
-        c->extra[i] = mt_buf_alloc(sizeof(float) * (size_t)(cs->batch * heads[i] * n * dims[i]));
-        *t[i] = fa_tensor_bhsd(mt_buf_data(&c->extra[i]), FA_F32, cs->batch, heads[i], n, dims[i]);
+        c->extra[i] = kit_buf_alloc(sizeof(float) * (size_t)(cs->batch * heads[i] * n * dims[i]));
+        *t[i] = fa_tensor_bhsd(kit_buf_data(&c->extra[i]), FA_F32, cs->batch, heads[i], n, dims[i]);
     }
-    c->extra[4] = mt_buf_alloc(sizeof(float) * (size_t)(cs->batch * cs->q_heads * n));
-    c->lse = mt_buf_data(&c->extra[4]);
+    c->extra[4] = kit_buf_alloc(sizeof(float) * (size_t)(cs->batch * cs->q_heads * n));
+    c->lse = kit_buf_data(&c->extra[4]);
 }
 
 static void bias_key_axis(call *c, const mt_local *l, const mt_global *g, int faulty)
@@ -275,8 +275,8 @@ static void quantized_cache(call *c, const mt_local *l, const mt_global *g, int 
     (void)l, (void)g;
     c->p.bias = NULL;
     if (!faulty) return;
-    c->extra[0] = mt_buf_alloc(sizeof(float)); /* its canary bytes are a finite float: a valid scale */
-    c->kv_scale = fa_tensor_bhsd(mt_buf_data(&c->extra[0]), FA_F32, 1, 1, 1, 1);
+    c->extra[0] = kit_buf_alloc(sizeof(float)); /* its canary bytes are a finite float: a valid scale */
+    c->kv_scale = fa_tensor_bhsd(kit_buf_data(&c->extra[0]), FA_F32, 1, 1, 1, 1);
     c->p.k_scale = c->p.v_scale = &c->kv_scale;
     c->q.dtype = c->out.dtype = FA_F32;
     c->k.dtype = c->v.dtype = FA_I8;
@@ -420,9 +420,9 @@ static void dbias_asked(call *c, const mt_local *l, const mt_global *g, int faul
 {
     (void)g;
     if (!faulty || !c->p.bias) return;
-    c->extra[0] = mt_buf_alloc((size_t)(l->bias.batch * l->bias.heads * l->bias.seq * l->bias.dim) *
-                               (l->bias.dtype == FA_F64 ? sizeof(double) : sizeof(float)));
-    c->dbias = fa_tensor_bhsd(mt_buf_data(&c->extra[0]), l->bias.dtype, l->bias.batch, l->bias.heads,
+    c->extra[0] = kit_buf_alloc((size_t)(l->bias.batch * l->bias.heads * l->bias.seq * l->bias.dim) *
+                                (l->bias.dtype == FA_F64 ? sizeof(double) : sizeof(float)));
+    c->dbias = fa_tensor_bhsd(kit_buf_data(&c->extra[0]), l->bias.dtype, l->bias.batch, l->bias.heads,
                               l->bias.seq, l->bias.dim);
     c->p.dbias = &c->dbias;
 }
@@ -498,29 +498,29 @@ typedef struct {
     mt_global g;
     mt_shard s;
     mt_local l;
-    mt_buf *bufs[B_COUNT];
+    kit_buf *bufs[B_COUNT];
     unsigned char *good[B_COUNT]; /* each buffer's bytes after the good forward and backward */
 } base;
 
 static const char *buf_name[B_COUNT] = {"out", "lse", "dq", "dk", "dv", "dsinks"};
 
-static unsigned char *copy_of(const mt_buf *b)
+static unsigned char *copy_of(const kit_buf *b)
 {
-    size_t n = b->bytes + 2 * MT_GUARD;
+    size_t n = b->bytes + 2 * KIT_GUARD;
     unsigned char *c = malloc(n);
     if (!c) abort();
     memcpy(c, b->base, n);
     return c;
 }
 
-static int same_as(const mt_buf *b, const unsigned char *bytes)
+static int same_as(const kit_buf *b, const unsigned char *bytes)
 {
-    return !memcmp(b->base, bytes, b->bytes + 2 * MT_GUARD);
+    return !memcmp(b->base, bytes, b->bytes + 2 * KIT_GUARD);
 }
 
-static void restore(const mt_buf *b, const unsigned char *bytes)
+static void restore(const kit_buf *b, const unsigned char *bytes)
 {
-    memcpy(b->base, bytes, b->bytes + 2 * MT_GUARD);
+    memcpy(b->base, bytes, b->bytes + 2 * KIT_GUARD);
 }
 
 /* 1 on every rank when the good calls succeeded on every rank */
@@ -562,7 +562,7 @@ static void base_free(base *b)
 
 /* The buffers a call may read or must leave alone: every input and output of the rank. */
 typedef struct {
-    const mt_buf *buf;
+    const kit_buf *buf;
     unsigned char *before;
     char name[48];
 } snapshot;
@@ -608,7 +608,7 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
         if (r->backward && (i == B_OUT || i == B_LSE))
             restore(b->bufs[i], b->good[i]);
         else
-            mt_buf_fill_canary(b->bufs[i]);
+            kit_buf_fill(b->bufs[i], KIT_CANARY);
     }
     call c;
     call_init(&c, env->comm, layout, &b->l);
@@ -640,7 +640,7 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
         free(snaps[i].before);
     }
     for (int i = 0; i < 6; i++)
-        MT_CHECK(mt_buf_untouched(&c.extra[i]),
+        MT_CHECK(kit_buf_untouched(&c.extra[i]),
                  "the faulty rank's extra buffer %d was written by a refused call", i);
     call_free(&c);
 
@@ -651,7 +651,7 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
         if (r->backward && (i == B_OUT || i == B_LSE))
             restore(b->bufs[i], b->good[i]);
         else
-            mt_buf_fill_canary(b->bufs[i]);
+            kit_buf_fill(b->bufs[i], KIT_CANARY);
     }
     st = call_run(env->ctx, &good, r->backward);
     if (MT_EXPECT_STATUS(env, st, FA_OK, "the good call after the refusal")) {
