@@ -11,16 +11,6 @@
 #include "reference.h"
 #include "tables.h"
 
-size_t hu_dtype_size(fa_dtype t)
-{
-    switch (t) {
-    case FA_F64: return sizeof(double);
-    case FA_BF16:
-    case FA_F16: return sizeof(uint16_t);
-    default: return sizeof(float);
-    }
-}
-
 const char *hu_dtype_name(fa_dtype t)
 {
     switch (t) {
@@ -57,7 +47,7 @@ double hu_ulp(fa_dtype t, double m)
 static void element_address(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, void **a)
 {
     int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-    *a = (char *)t->data + off * (int64_t)hu_dtype_size(t->dtype);
+    *a = (char *)t->data + off * (int64_t)kit_dtype_size(t->dtype);
 }
 
 uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
@@ -66,7 +56,7 @@ uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
     element_address(t, b, h, s, d, &a);
     uint64_t bits = 0;
     /* little-endian x86 and ARM: the element's bytes are the low bytes of the integer */
-    memcpy(&bits, a, hu_dtype_size(t->dtype));
+    memcpy(&bits, a, kit_dtype_size(t->dtype));
     return bits;
 }
 
@@ -115,7 +105,7 @@ int hu_views_bitwise_equal(const fa_tensor *a, const fa_tensor *b, int64_t *wher
 void hu_copy_rows(const fa_tensor *dst, int64_t dst_b, int64_t dst_s0, const fa_tensor *src, int64_t src_b,
                   int64_t src_s0, int64_t rows)
 {
-    size_t e = hu_dtype_size(src->dtype);
+    size_t e = kit_dtype_size(src->dtype);
     for (int64_t h = 0; h < src->heads; h++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t d = 0; d < src->dim; d++) {

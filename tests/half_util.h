@@ -15,8 +15,6 @@
 
 /* ---- scalars ---------------------------------------------------------------------------- */
 
-/* Bytes of one element of t (2 for FA_BF16 and FA_F16). */
-size_t hu_dtype_size(fa_dtype t);
 /* "f32", "f64", "bf16", "f16". */
 const char *hu_dtype_name(fa_dtype t);
 /* x rounded to t: exact for f64; f32 by the cast; bf16 and f16 through float, then the test kit's

@@ -46,15 +46,6 @@ static void fill_nan(const kit_buf *buf, fa_dtype dt)
             ((float *)kit_buf_data(buf))[i] = NAN;
 }
 
-static void fill_uniform(const fa_tensor *t, tu_rng *rng, double lo, double hi)
-{
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++)
-                    kit_tensor_store(t, b, h, s, d, tu_rng_uniform(rng, lo, hi));
-}
-
 static void copy_view(const fa_tensor *dst, const fa_tensor *src)
 {
     for (int64_t b = 0; b < src->batch; b++)
@@ -209,10 +200,10 @@ void ts_make(ts_batch *t, const ts_spec *s, tu_rng *rng, double qk_amp)
     for (int64_t b = 0; b < s->batch; b++) {
         fa_tensor q = ts_seq_view(t, TS_Q, b), k = ts_seq_view(t, TS_K, b), v = ts_seq_view(t, TS_V, b);
         fa_tensor dout = ts_seq_view(t, TS_DOUT, b);
-        fill_uniform(&q, rng, -qk_amp, qk_amp);
-        fill_uniform(&k, rng, -qk_amp, qk_amp);
-        fill_uniform(&v, rng, -1.0, 1.0);
-        fill_uniform(&dout, rng, -1.0, 1.0);
+        kit_fill_uniform(&q, &rng->state, -qk_amp, qk_amp);
+        kit_fill_uniform(&k, &rng->state, -qk_amp, qk_amp);
+        kit_fill_uniform(&v, &rng->state, -1.0, 1.0);
+        kit_fill_uniform(&dout, &rng->state, -1.0, 1.0);
     }
     if (s->keys == TS_KEYS_PAGED) scatter_pages(t);
 }

@@ -46,12 +46,7 @@ static void policy_make(policy_problem *pp, fa_dtype dtype, int sinks, uint64_t 
     tu_rng rng = tu_rng_make(seed);
     tub_make(&pp->bp, &pp->s, &rng, 2.0);
     tm_mods_make(&pp->m, &spec, &pp->s, 0.0, &rng);
-    const fa_tensor *t = &pp->m.bias; /* finite everywhere: the one entry is the only exception */
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t i = 0; i < t->seq; i++)
-                for (int64_t j = 0; j < t->dim; j++)
-                    kit_tensor_store(t, b, h, i, j, tu_rng_uniform(&rng, -1.0, 1.0));
+    kit_fill_uniform(&pp->m.bias, &rng.state, -1.0, 1.0); /* finite: the one entry is the only exception */
     tm_desc(&pp->s, &pp->m, pp->desc, sizeof pp->desc);
     cr_assert(ref_sees(&pp->m.p, pp->s.q_len, pp->s.kv_len, AT_I, VISIBLE_J) &&
               !ref_sees(&pp->m.p, pp->s.q_len, pp->s.kv_len, AT_I, HIDDEN_LEFT_J) &&

@@ -51,12 +51,7 @@ void tub_make(tub_problem *bp, const tu_shape *s, tu_rng *rng, double qk_amp)
     for (int g = 0; g < 3; g++)
         bp->grad[g] = layout_view(&bp->grad_buf[g], s->layout, s->dtype, like[g]->batch, like[g]->heads,
                                   like[g]->seq, like[g]->dim, g + 1);
-    const fa_tensor *o = &bp->dout;
-    for (int64_t b = 0; b < o->batch; b++)
-        for (int64_t h = 0; h < o->heads; h++)
-            for (int64_t i = 0; i < o->seq; i++)
-                for (int64_t y = 0; y < o->dim; y++)
-                    kit_tensor_store(o, b, h, i, y, tu_rng_uniform(rng, -1.0, 1.0));
+    kit_fill_uniform(&bp->dout, &rng->state, -1.0, 1.0);
 }
 
 void tub_free(tub_problem *bp)

@@ -504,20 +504,6 @@ typedef struct {
 
 static const char *buf_name[B_COUNT] = {"out", "lse", "dq", "dk", "dv", "dsinks"};
 
-static unsigned char *copy_of(const kit_buf *b)
-{
-    size_t n = b->bytes + 2 * KIT_GUARD;
-    unsigned char *c = malloc(n);
-    if (!c) abort();
-    memcpy(c, b->base, n);
-    return c;
-}
-
-static int same_as(const kit_buf *b, const unsigned char *bytes)
-{
-    return !memcmp(b->base, bytes, b->bytes + 2 * KIT_GUARD);
-}
-
 static void restore(const kit_buf *b, const unsigned char *bytes)
 {
     memcpy(b->base, bytes, b->bytes + 2 * KIT_GUARD);
@@ -548,7 +534,7 @@ static int base_make(base *b, const mt_env *env, fa_mpi_layout layout)
     int ok = MT_EXPECT_STATUS(env, call_run(env->ctx, &good, 0), FA_OK, "fa_mpi_forward (the good call)");
     if (ok)
         ok = MT_EXPECT_STATUS(env, call_run(env->ctx, &good, 1), FA_OK, "fa_mpi_backward (the good call)");
-    for (int i = 0; i < B_COUNT; i++) b->good[i] = copy_of(b->bufs[i]);
+    for (int i = 0; i < B_COUNT; i++) b->good[i] = kit_buf_snapshot(b->bufs[i]);
     return ok;
 }
 
@@ -590,7 +576,7 @@ static int snap_all(snapshot *s, base *b)
         snprintf(s[n].name, sizeof s[n].name, "%s", buf_name[i]);
         n++;
     }
-    for (int i = 0; i < n; i++) s[i].before = copy_of(s[i].buf);
+    for (int i = 0; i < n; i++) s[i].before = kit_buf_snapshot(s[i].buf);
     return n;
 }
 
@@ -636,7 +622,8 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
             MT_CHECK(strstr(fa_mpi_last_error(), named[i].word) != NULL,
                      "fa_mpi_last_error() \"%s\" does not name %s", fa_mpi_last_error(), named[i].word);
     for (int i = 0; i < n; i++) {
-        MT_CHECK(same_as(snaps[i].buf, snaps[i].before), "%s was written by a refused call", snaps[i].name);
+        MT_CHECK(kit_buf_equals_snapshot(snaps[i].buf, snaps[i].before), "%s was written by a refused call",
+                 snaps[i].name);
         free(snaps[i].before);
     }
     for (int i = 0; i < 6; i++)
@@ -657,7 +644,7 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
     if (MT_EXPECT_STATUS(env, st, FA_OK, "the good call after the refusal")) {
         int from = r->backward ? B_DQ : B_OUT, to = r->backward ? B_COUNT : B_LSE + 1;
         for (int i = from; i < to; i++)
-            MT_CHECK(same_as(b->bufs[i], b->good[i]),
+            MT_CHECK(kit_buf_equals_snapshot(b->bufs[i], b->good[i]),
                      "the good call after the refusal: %s differs from the good call's before it",
                      buf_name[i]);
     }
