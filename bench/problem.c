@@ -10,12 +10,14 @@
 #include "dtypes.h"
 #include "modifiers.h"
 #include "rng.h"
+#include "tensors.h"
 
 // Cache-line alignment, as the library's own arenas use: no tensor starts mid-line.
 #define BENCH_ALIGN 64
 
-// Stream ids keep q, k, v and dout independent for the same seed (modifiers.c has the next ones).
-enum { STREAM_Q = 1, STREAM_K = 2, STREAM_V = 3, STREAM_DOUT = 4 };
+// The kit's keyed draws give q, k, v and dout streams 1 to 4 of the seed (tests/kit/tensors.h), so a
+// quantized k and v are drawn from the same streams as an f32 run's; modifiers.c has the next ones.
+enum { STREAM_K = 2, STREAM_V = 3 };
 
 static double sample(bench_dist dist, uint64_t key, uint64_t index)
 {
@@ -54,21 +56,6 @@ static fa_tensor make_view(void *data, fa_dtype t, const bench_shape *s, int64_t
 {
     if (s->layout == BENCH_LAYOUT_BSHD) return fa_tensor_bshd(data, t, s->b, seq, heads, dim);
     return fa_tensor_bhsd(data, t, s->b, heads, seq, dim);
-}
-
-// Fills through the view so that the value of (b, h, s, d) is the same in every layout:
-// bhsd and bshd runs of one seed compute the same attention.
-static void fill(const fa_tensor *t, bench_dist dist, uint64_t seed, uint64_t stream)
-{
-    uint64_t key = kit_stream_key(seed, stream);
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++) {
-                int64_t row = (b * t->heads + h) * t->seq + s;
-                int64_t base = b * t->stride_batch + h * t->stride_head + s * t->stride_seq;
-                for (int64_t d = 0; d < t->dim; d++)
-                    kit_store(t->dtype, t->data, base + d, sample(dist, key, (uint64_t)(row * t->dim + d)));
-            }
 }
 
 int bench_fill_quantized(const fa_tensor *codes, const fa_tensor *scale, bench_dist dist, uint64_t seed,
@@ -141,26 +128,33 @@ static int make_oracle_view(const fa_tensor *t, const fa_tensor *scale, const be
     return 0;
 }
 
-// Allocates the backward's tensors: dout (filled), dq, dk, dv. Returns 0 or -1 (after a message).
-static int init_gradients(bench_problem *p, bench_dist dist, uint64_t seed, size_t q_bytes, size_t k_bytes,
-                          size_t v_bytes)
+// The kit's keyed draws: (seed, dist) names the same values in every layout and in fa-bench-mpi.
+static kit_problem_opts kit_opts(const bench_shape *s, bench_dist dist, uint64_t seed, int with_gradients)
+{
+    double amp = dist == BENCH_DIST_PEAKY ? 10.0 : 1.0; // as sample() draws
+    // --shared-kv: v is the first Dv dims of k's rows, k's memory (DeepSeek's MLA latent cache)
+    kit_problem_opts o = {.gradients = with_gradients,
+                          .shared_kv = s->shared_kv,
+                          .align = BENCH_ALIGN,
+                          .out_fill = KIT_POISON,
+                          .draw = dist == BENCH_DIST_NORMAL ? KIT_DRAW_KEYED_NORMAL : KIT_DRAW_KEYED_UNIFORM,
+                          .seed = seed,
+                          .qk_amp = amp,
+                          .v_amp = amp};
+    return o;
+}
+
+// k's and v's scales for a quantized cache, filled with the codes. Returns 0, or -1 after a message.
+static int init_quantized(bench_problem *p, bench_dist dist, uint64_t seed, size_t scale_bytes)
 {
     const bench_shape *s = &p->shape;
-    p->dq_bytes = q_bytes;
-    p->dk_bytes = k_bytes;
-    p->dv_bytes = v_bytes;
-    void *dout = bench_alloc_aligned(p->out_bytes, "dout");
-    void *dq = dout ? bench_alloc_aligned(q_bytes, "dq") : NULL;
-    void *dk = dq ? bench_alloc_aligned(k_bytes, "dk") : NULL;
-    void *dv = dk ? bench_alloc_aligned(v_bytes, "dv") : NULL;
-    p->dout = make_view(dout, s->dtype, s, s->hq, s->nq, s->dv);
-    p->dq = make_view(dq, s->dtype, s, s->hq, s->nq, s->d);
-    p->dk = make_view(dk, s->kv_dtype, s, s->hkv, s->nk, s->d);
-    p->dv = make_view(dv, s->kv_dtype, s, s->hkv, s->nk, s->dv);
-    if (!dv) return -1;
-    p->has_gradients = 1;
-    fill(&p->dout, dist, seed, STREAM_DOUT);
-    return make_oracle_view(&p->dout, NULL, s, &p->oracle_dout, &p->oracle_copies[3], "dout's oracle copy");
+    void *ks = bench_alloc_aligned(scale_bytes, "k's scales");
+    void *vs = ks && !s->shared_kv ? bench_alloc_aligned(scale_bytes, "v's scales") : ks;
+    p->k_scale = fa_tensor_bhsd(ks, FA_F32, s->b, s->hkv, s->nk, 1);
+    p->v_scale = fa_tensor_bhsd(vs, FA_F32, s->b, s->hkv, s->nk, 1);
+    if (!vs) return -1;
+    if (bench_fill_quantized(&p->k, &p->k_scale, dist, seed, STREAM_K, NULL) != 0) return -1;
+    return s->shared_kv ? 0 : bench_fill_quantized(&p->v, &p->v_scale, dist, seed, STREAM_V, NULL);
 }
 
 int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, uint64_t seed,
@@ -168,62 +162,41 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
 {
     memset(p, 0, sizeof *p);
     p->shape = *s;
+    // The sizes come from the command line: refuse what overflows before the kit multiplies them.
     size_t es = kit_dtype_size(s->dtype), kv_es = kit_dtype_size(s->kv_dtype);
-    size_t q_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->d, es);
-    size_t k_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->d, kv_es);
-    size_t v_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, s->dv, kv_es);
-    int quantized = kit_dtype_is_quantized(s->kv_dtype);
-    size_t scale_bytes = bench_checked_bytes(s->b, s->hkv, s->nk, 1, sizeof(float));
-    p->out_bytes = bench_checked_bytes(s->b, s->hq, s->nq, s->dv, es);
-    p->lse_bytes = bench_checked_bytes(s->b, s->hq, s->nq, 1, kit_dtype_size(kit_accum_dtype(s->dtype)));
-    if (!q_bytes || !k_bytes || !v_bytes || !p->out_bytes || !p->lse_bytes || !scale_bytes) {
+    if (!bench_checked_bytes(s->b, s->hq, s->nq, s->d > s->dv ? s->d : s->dv, es) ||
+        !bench_checked_bytes(s->b, s->hkv, s->nk, s->d > s->dv ? s->d : s->dv, kv_es) ||
+        !bench_checked_bytes(s->b, s->hq, s->nq, 1, sizeof(double)) ||
+        !bench_checked_bytes(s->b, s->hkv, s->nk, 1, sizeof(float))) {
         fprintf(stderr, "fa-bench: the shape is too large to allocate\n");
         return -1;
     }
-    void *q = bench_alloc_aligned(q_bytes, "q");
-    void *k = q ? bench_alloc_aligned(k_bytes, "k") : NULL;
-    // --shared-kv: v is the first Dv dims of k's rows, k's memory (DeepSeek's MLA latent cache)
-    void *v = k && !s->shared_kv ? bench_alloc_aligned(v_bytes, "v") : k;
-    void *out = v ? bench_alloc_aligned(p->out_bytes, "out") : NULL;
-    p->lse = out ? bench_alloc_aligned(p->lse_bytes, "lse") : NULL;
-    p->q = make_view(q, s->dtype, s, s->hq, s->nq, s->d);
-    p->k = make_view(k, s->kv_dtype, s, s->hkv, s->nk, s->d);
-    p->v = make_view(v, s->kv_dtype, s, s->hkv, s->nk, s->dv);
-    if (s->shared_kv) {
-        p->v = p->k;
-        p->v.dim = s->dv;
-    }
-    p->out = make_view(out, s->dtype, s, s->hq, s->nq, s->dv);
-    if (p->lse && quantized) {
-        void *ks = bench_alloc_aligned(scale_bytes, "k's scales");
-        void *vs = ks && !s->shared_kv ? bench_alloc_aligned(scale_bytes, "v's scales") : ks;
-        p->k_scale = fa_tensor_bhsd(ks, FA_F32, s->b, s->hkv, s->nk, 1);
-        p->v_scale = fa_tensor_bhsd(vs, FA_F32, s->b, s->hkv, s->nk, 1);
-        if (!vs) {
-            bench_problem_free(p);
-            return -1;
-        }
-    }
-    if (!p->lse || (with_gradients && init_gradients(p, dist, seed, q_bytes, k_bytes, v_bytes) != 0) ||
-        bench_modifiers_init(p, dist, seed) != 0) {
-        bench_problem_free(p);
+    kit_shape ks = {s->dtype, s->kv_dtype, s->b, s->hq, s->hkv,
+                    s->nq,    s->nk,       s->d, s->dv, s->layout == BENCH_LAYOUT_BSHD ? KIT_BSHD : KIT_BHSD};
+    kit_problem_opts o = kit_opts(s, dist, seed, with_gradients);
+    const char *failed = kit_problem_make(&p->io, &ks, &o);
+    if (failed) {
+        fprintf(stderr, "fa-bench: cannot allocate %s\n", failed);
         return -1;
     }
-    fill(&p->q, dist, seed, STREAM_Q);
-    if (quantized) {
-        if (bench_fill_quantized(&p->k, &p->k_scale, dist, seed, STREAM_K, NULL) != 0 ||
-            (!s->shared_kv && bench_fill_quantized(&p->v, &p->v_scale, dist, seed, STREAM_V, NULL) != 0)) {
-            bench_problem_free(p);
-            return -1;
-        }
-    } else {
-        fill(&p->k, dist, seed, STREAM_K);
-        if (!s->shared_kv) fill(&p->v, dist, seed, STREAM_V);
-    }
-    if (make_oracle_view(&p->q, NULL, s, &p->oracle_q, &p->oracle_copies[0], "q's oracle copy") != 0 ||
+    const kit_problem *io = &p->io;
+    p->q = io->q, p->k = io->k, p->v = io->v, p->out = io->out, p->lse = io->lse;
+    p->dout = io->dout, p->dq = io->dq, p->dk = io->dk, p->dv = io->dv;
+    p->has_gradients = with_gradients;
+    p->out_bytes = io->buf[KIT_OUT].bytes;
+    p->lse_bytes = io->lse_buf.bytes;
+    p->dq_bytes = io->buf[KIT_DQ].bytes;
+    p->dk_bytes = io->buf[KIT_DK].bytes;
+    p->dv_bytes = io->buf[KIT_DV].bytes;
+    if ((kit_dtype_is_quantized(s->kv_dtype) &&
+         init_quantized(p, dist, seed, bench_checked_bytes(s->b, s->hkv, s->nk, 1, sizeof(float))) != 0) ||
+        bench_modifiers_init(p, dist, seed) != 0 ||
+        make_oracle_view(&p->q, NULL, s, &p->oracle_q, &p->oracle_copies[0], "q's oracle copy") != 0 ||
         make_oracle_view(&p->k, &p->k_scale, s, &p->oracle_k, &p->oracle_copies[1], "k's oracle copy") != 0 ||
         (!s->shared_kv && make_oracle_view(&p->v, &p->v_scale, s, &p->oracle_v, &p->oracle_copies[2],
-                                           "v's oracle copy") != 0)) {
+                                           "v's oracle copy") != 0) ||
+        (with_gradients && make_oracle_view(&p->dout, NULL, s, &p->oracle_dout, &p->oracle_copies[3],
+                                            "dout's oracle copy") != 0)) {
         bench_problem_free(p);
         return -1;
     }
@@ -231,7 +204,7 @@ int bench_problem_init(bench_problem *p, const bench_shape *s, bench_dist dist, 
         p->oracle_v = p->oracle_k;
         p->oracle_v.dim = s->dv;
     }
-    bench_problem_poison_outputs(p);
+    bench_problem_poison_outputs(p); // the modifiers' outputs (dsinks, dbias) too
     return 0;
 }
 
@@ -256,17 +229,9 @@ void bench_problem_poison_outputs(bench_problem *p)
 
 void bench_problem_free(bench_problem *p)
 {
-    free(p->q.data);
-    free(p->k.data);
-    if (p->v.data != p->k.data) free(p->v.data); // --shared-kv: one buffer
-    if (p->v_scale.data != p->k_scale.data) free(p->v_scale.data);
+    kit_problem_free(&p->io); // q, k, v, out, lse and the backward's tensors
+    if (p->v_scale.data != p->k_scale.data) free(p->v_scale.data); // --shared-kv: one buffer
     free(p->k_scale.data);
-    free(p->out.data);
-    free(p->lse);
-    free(p->dout.data);
-    free(p->dq.data);
-    free(p->dk.data);
-    free(p->dv.data);
     free(p->bias.data);
     free(p->alibi_slopes);
     free(p->sinks);

@@ -11,10 +11,12 @@
 
 #include "flashattn.h"
 #include "options.h"
+#include "tensors.h"
 
 typedef struct {
     bench_shape shape;
-    fa_tensor q, k, v, out; /* views over the buffers below, in the requested layout */
+    kit_problem io;         /* the test kit's problem (tests/kit/tensors.h): owns q .. dv and lse */
+    fa_tensor q, k, v, out; /* io's views, in the requested layout */
     void *lse;              /* contiguous [B][Hq][Nq] of double (f64) or float (f32, bf16, f16) */
     size_t out_bytes, lse_bytes;
     int has_gradients;          /* 1: the four tensors below exist; 0: their data is NULL */

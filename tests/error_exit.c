@@ -71,7 +71,8 @@ static int is_head_array(int s)
 unsigned char *ee_region(const ee_world *w, int r, int64_t el)
 {
     /* region r starts after the spare region; regions are 8·REGION bytes apart for both dtypes */
-    return (unsigned char *)tu_buf_data(&w->pool) + (size_t)(1 + r) * (size_t)REGION * 8 + el * (int64_t)w->e;
+    return (unsigned char *)kit_buf_data(&w->pool) + (size_t)(1 + r) * (size_t)REGION * 8 +
+           el * (int64_t)w->e;
 }
 
 static const int64_t shape_of[EE_NT][3] = {
@@ -155,18 +156,18 @@ fa_status ee_check_run(ee_call call, ee_args *a)
 
 void ee_world_restore(ee_world *w)
 {
-    memcpy(w->pool.base, w->initial, w->pool.bytes + 2 * TU_GUARD);
-    memcpy(w->armed, w->initial, w->pool.bytes + 2 * TU_GUARD);
+    memcpy(w->pool.base, w->initial, w->pool.bytes + 2 * KIT_GUARD);
+    memcpy(w->armed, w->initial, w->pool.bytes + 2 * KIT_GUARD);
 }
 
 void ee_world_arm(ee_world *w)
 {
-    memcpy(w->armed, w->pool.base, w->pool.bytes + 2 * TU_GUARD);
+    memcpy(w->armed, w->pool.base, w->pool.bytes + 2 * KIT_GUARD);
 }
 
 int ee_world_unchanged(const ee_world *w)
 {
-    return tu_buf_equals_snapshot(&w->pool, w->armed);
+    return kit_buf_equals_snapshot(&w->pool, w->armed);
 }
 
 static void packed_views(const ee_world *w, ee_call call, ee_args *a, int mode);
@@ -177,7 +178,7 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
     w->dt = dt;
     w->e = tu_dtype_size(dt);
     w->seed = seed;
-    w->pool = tu_buf_alloc(POOL_SLOTS * 8);
+    w->pool = kit_buf_alloc(POOL_SLOTS * 8);
     tu_rng rng = tu_rng_make(seed);
     /* inputs (and out and lse, inputs of the backward): random finite values; gradients canary */
     for (int r = 0; r < EE_REGIONS; r++) {
@@ -195,8 +196,8 @@ void ee_world_make(ee_world *w, fa_dtype dt, uint64_t seed)
             }
         }
     }
-    w->initial = tu_buf_snapshot(&w->pool);
-    w->armed = tu_buf_snapshot(&w->pool);
+    w->initial = kit_buf_snapshot(&w->pool);
+    w->armed = kit_buf_snapshot(&w->pool);
     /* fa_merge of many parts: the valid parts again and again, and a last one of another shape */
     w->many_outs = malloc(EE_MANY_PARTS * sizeof *w->many_outs);
     w->many_lses = malloc(EE_MANY_PARTS * sizeof *w->many_lses);
@@ -298,7 +299,7 @@ void ee_world_free(ee_world *w)
     free(w->armed);
     free(w->many_outs);
     free(w->many_lses);
-    tu_buf_free(&w->pool);
+    kit_buf_free(&w->pool);
 }
 
 /* ---- operations --------------------------------------------------------------------------- */

@@ -78,7 +78,7 @@ enum { EE_DENSE, EE_SEQ_PACKED, EE_SEQ_CACHE, EE_SEQ_PAGED, EE_LAYOUTS };
 typedef struct {
     fa_dtype dt;
     size_t e;
-    tu_buf pool;
+    kit_buf pool;
     unsigned char *initial; /* the pool's bytes as made */
     unsigned char *armed;   /* the pool's bytes before the call at hand (ee_world_arm) */
     fa_context *ctx;        /* own context (2 threads) */

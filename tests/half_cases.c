@@ -35,9 +35,9 @@ const int hc_context_blocks[HC_CONTEXTS][2] = {{0, 0}, {13, 24}, {5, 7}, {200, 1
 const fa_dtype hc_dtype_pairs[HC_DTYPE_PAIRS][2] = {
     {FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}, {FA_F32, FA_F16}};
 
-hu_shape hc_shape(const hc_case *c, fa_dtype qt, fa_dtype kt)
+kit_shape hc_shape(const hc_case *c, fa_dtype qt, fa_dtype kt)
 {
-    hu_shape s = {qt, kt, c->batch, c->q_heads, c->kv_heads, c->q_len, c->kv_len, c->dim, c->dim_v, c->bshd};
+    kit_shape s = {qt, kt, c->batch, c->q_heads, c->kv_heads, c->q_len, c->kv_len, c->dim, c->dim_v, c->bshd};
     return s;
 }
 

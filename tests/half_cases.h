@@ -31,7 +31,7 @@ extern const int hc_context_blocks[HC_CONTEXTS][2];
 extern const fa_dtype hc_dtype_pairs[HC_DTYPE_PAIRS][2];
 
 /* The shape of case c under dtypes (qt, kt). */
-hu_shape hc_shape(const hc_case *c, fa_dtype qt, fa_dtype kt);
+kit_shape hc_shape(const hc_case *c, fa_dtype qt, fa_dtype kt);
 /* The case's modifiers (an f32 bias, the accumulation type's, as the contract requires for half
  * and f32 queries) and scale, storage drawn from rng. */
 void hc_mods(tm_mods *m, const hc_case *c, tu_rng *rng);

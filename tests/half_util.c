@@ -11,16 +11,6 @@
 #include "reference.h"
 #include "tables.h"
 
-size_t hu_dtype_size(fa_dtype t)
-{
-    switch (t) {
-    case FA_F64: return sizeof(double);
-    case FA_BF16:
-    case FA_F16: return sizeof(uint16_t);
-    default: return sizeof(float);
-    }
-}
-
 const char *hu_dtype_name(fa_dtype t)
 {
     switch (t) {
@@ -57,7 +47,7 @@ double hu_ulp(fa_dtype t, double m)
 static void element_address(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d, void **a)
 {
     int64_t off = b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-    *a = (char *)t->data + off * (int64_t)hu_dtype_size(t->dtype);
+    *a = (char *)t->data + off * (int64_t)kit_dtype_size(t->dtype);
 }
 
 uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
@@ -66,7 +56,7 @@ uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
     element_address(t, b, h, s, d, &a);
     uint64_t bits = 0;
     /* little-endian x86 and ARM: the element's bytes are the low bytes of the integer */
-    memcpy(&bits, a, hu_dtype_size(t->dtype));
+    memcpy(&bits, a, kit_dtype_size(t->dtype));
     return bits;
 }
 
@@ -75,56 +65,15 @@ int64_t hu_numel(const fa_tensor *t)
     return t->batch * t->heads * t->seq * t->dim;
 }
 
-static fa_tensor make_view(tu_buf *buf, fa_dtype t, int64_t B, int64_t H, int64_t S, int64_t D, int bshd)
+void hu_make(kit_problem *pr, const kit_shape *s, tu_rng *rng, double qk_amp)
 {
-    *buf = tu_buf_alloc((size_t)(B * H * S * D) * hu_dtype_size(t));
-    void *data = tu_buf_data(buf);
-    return bshd ? fa_tensor_bshd(data, t, B, S, H, D) : fa_tensor_bhsd(data, t, B, H, S, D);
-}
-
-void hu_make(hu_problem *pr, const hu_shape *s, tu_rng *rng, double qk_amp)
-{
-    memset(pr, 0, sizeof *pr);
-    pr->s = *s;
-    int64_t B = s->batch, Hq = s->q_heads, Hkv = s->kv_heads, Nq = s->q_len, Nk = s->kv_len, D = s->dim,
-            Dv = s->dim_v;
-    static const int q_group[HU_TENSORS] = {1, 0, 0, 1, 1, 1, 0, 0};
-    const int64_t heads[HU_TENSORS] = {Hq, Hkv, Hkv, Hq, Hq, Hq, Hkv, Hkv};
-    const int64_t seq[HU_TENSORS] = {Nq, Nk, Nk, Nq, Nq, Nq, Nk, Nk};
-    const int64_t dim[HU_TENSORS] = {D, D, Dv, Dv, Dv, D, D, Dv};
-    for (int x = 0; x < HU_TENSORS; x++)
-        pr->t[x] = make_view(&pr->buf[x], q_group[x] ? s->qt : s->kt, B, heads[x], seq[x], dim[x], s->bshd);
-    pr->lse_buf = tu_buf_alloc(sizeof(float) * (size_t)(B * Hq * Nq));
-    pr->lse = tu_buf_data(&pr->lse_buf);
-    kit_fill_uniform(&pr->t[HU_Q], &rng->state, -qk_amp, qk_amp);
-    kit_fill_uniform(&pr->t[HU_K], &rng->state, -qk_amp, qk_amp);
-    kit_fill_uniform(&pr->t[HU_V], &rng->state, -1.0, 1.0);
-    kit_fill_uniform(&pr->t[HU_DOUT], &rng->state, -1.0, 1.0);
-}
-
-void hu_free(hu_problem *pr)
-{
-    for (int x = 0; x < HU_TENSORS; x++) tu_buf_free(&pr->buf[x]);
-    tu_buf_free(&pr->lse_buf);
-    memset(pr, 0, sizeof *pr);
-}
-
-static void canary(tu_buf *b)
-{
-    memset(b->base, TU_CANARY, b->bytes + 2 * TU_GUARD);
-}
-
-void hu_fill_forward_canary(hu_problem *pr)
-{
-    canary(&pr->buf[HU_OUT]);
-    canary(&pr->lse_buf);
-}
-
-void hu_fill_grad_canary(hu_problem *pr)
-{
-    canary(&pr->buf[HU_DQ]);
-    canary(&pr->buf[HU_DK]);
-    canary(&pr->buf[HU_DV]);
+    kit_problem_opts o = kit_suite_opts(&rng->state, qk_amp);
+    o.gradients = 1;
+    const char *failed = kit_problem_make(pr, s, &o);
+    if (failed) {
+        fprintf(stderr, "out of memory for %s\n", failed);
+        abort();
+    }
 }
 
 double *hu_view_copy(const fa_tensor *t)
@@ -156,7 +105,7 @@ int hu_views_bitwise_equal(const fa_tensor *a, const fa_tensor *b, int64_t *wher
 void hu_copy_rows(const fa_tensor *dst, int64_t dst_b, int64_t dst_s0, const fa_tensor *src, int64_t src_b,
                   int64_t src_s0, int64_t rows)
 {
-    size_t e = hu_dtype_size(src->dtype);
+    size_t e = kit_dtype_size(src->dtype);
     for (int64_t h = 0; h < src->heads; h++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t d = 0; d < src->dim; d++) {
@@ -181,25 +130,18 @@ int hu_rows_bitwise_equal(const fa_tensor *a, int64_t a_b, int64_t a_s0, const f
     return 1;
 }
 
-int hu_guards_intact(const hu_problem *pr)
+fa_status hu_forward(fa_context *ctx, const fa_params *p, kit_problem *pr)
 {
-    for (int x = 0; x < HU_TENSORS; x++)
-        if (!tu_buf_guards_intact(&pr->buf[x])) return 0;
-    return tu_buf_guards_intact(&pr->lse_buf);
+    return fa_forward(ctx, p, &pr->t[KIT_Q], &pr->t[KIT_K], &pr->t[KIT_V], &pr->t[KIT_OUT], pr->lse);
 }
 
-fa_status hu_forward(fa_context *ctx, const fa_params *p, hu_problem *pr)
+fa_status hu_backward(fa_context *ctx, const fa_params *p, kit_problem *pr)
 {
-    return fa_forward(ctx, p, &pr->t[HU_Q], &pr->t[HU_K], &pr->t[HU_V], &pr->t[HU_OUT], pr->lse);
+    return fa_backward(ctx, p, &pr->t[KIT_Q], &pr->t[KIT_K], &pr->t[KIT_V], &pr->t[KIT_OUT], &pr->t[KIT_DOUT],
+                       pr->lse, &pr->t[KIT_DQ], &pr->t[KIT_DK], &pr->t[KIT_DV]);
 }
 
-fa_status hu_backward(fa_context *ctx, const fa_params *p, hu_problem *pr)
-{
-    return fa_backward(ctx, p, &pr->t[HU_Q], &pr->t[HU_K], &pr->t[HU_V], &pr->t[HU_OUT], &pr->t[HU_DOUT],
-                       pr->lse, &pr->t[HU_DQ], &pr->t[HU_DK], &pr->t[HU_DV]);
-}
-
-void hu_desc(const hu_shape *s, const fa_params *p, char *buf, size_t size)
+void hu_desc(const kit_shape *s, const fa_params *p, char *buf, size_t size)
 {
     static const char *causal[] = {"none", "top-left", "bottom-right"};
     int c = p ? (int)p->causal : 0;
@@ -207,9 +149,9 @@ void hu_desc(const hu_shape *s, const fa_params *p, char *buf, size_t size)
         buf, size,
         "%s/%s B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld D=%lld Dv=%lld %s causal=%s scale=%g window=%lld/%lld "
         "softcap=%g%s%s%s",
-        hu_dtype_name(s->qt), hu_dtype_name(s->kt), (long long)s->batch, (long long)s->q_heads,
+        hu_dtype_name(s->q_dtype), hu_dtype_name(s->kv_dtype), (long long)s->batch, (long long)s->q_heads,
         (long long)s->kv_heads, (long long)s->q_len, (long long)s->kv_len, (long long)s->dim,
-        (long long)s->dim_v, s->bshd ? "bshd" : "bhsd", (c >= 0 && c < 3) ? causal[c] : "?",
+        (long long)s->dim_v, s->layout == KIT_BSHD ? "bshd" : "bhsd", (c >= 0 && c < 3) ? causal[c] : "?",
         p ? p->scale : 0.0, p ? (long long)p->window_left : -1LL, p ? (long long)p->window_right : -1LL,
         p ? p->softcap : 0.0, p && p->alibi_slopes ? " alibi" : "", p && p->bias ? " bias" : "",
         p && p->sinks ? " sinks" : "");

@@ -15,8 +15,6 @@
 
 /* ---- scalars ---------------------------------------------------------------------------- */
 
-/* Bytes of one element of t (2 for FA_BF16 and FA_F16). */
-size_t hu_dtype_size(fa_dtype t);
 /* "f32", "f64", "bf16", "f16". */
 const char *hu_dtype_name(fa_dtype t);
 /* x rounded to t: exact for f64; f32 by the cast; bf16 and f16 through float, then the test kit's
@@ -29,29 +27,12 @@ double hu_ulp(fa_dtype t, double m);
 
 /* ---- problems --------------------------------------------------------------------------- */
 
-enum { HU_Q, HU_K, HU_V, HU_OUT, HU_DOUT, HU_DQ, HU_DK, HU_DV, HU_TENSORS };
-
-typedef struct {
-    fa_dtype qt, kt; /* q's group: q, out, dout, dq; k's group: k, v, dk, dv */
-    int64_t batch, q_heads, kv_heads, q_len, kv_len, dim, dim_v;
-    int bshd; /* 0: every tensor contiguous [B][H][S][D]; 1: [B][S][H][D] */
-} hu_shape;
-
-typedef struct {
-    hu_shape s;
-    fa_tensor t[HU_TENSORS];
-    tu_buf buf[HU_TENSORS];
-    float *lse; /* [B][Hq][Nq] floats, in lse_buf (guarded) */
-    tu_buf lse_buf;
-} hu_problem;
-
+/* The half suites' problems are the kit's (kit/tensors.h) with every tensor, gradients included:
+ * q's group (q, out, dout, dq) of shape.q_dtype, k's group (k, v, dk, dv) of shape.kv_dtype, lse
+ * float. */
 /* Allocates every tensor in guarded storage: q, k uniform in [-qk_amp, qk_amp), v and dout in
- * [-1, 1), each rounded to its type; out, lse, dq, dk, dv filled with TU_CANARY. */
-void hu_make(hu_problem *pr, const hu_shape *s, tu_rng *rng, double qk_amp);
-void hu_free(hu_problem *pr);
-/* Refills out and lse (whole blocks, guards included) with TU_CANARY; the same for dq, dk, dv. */
-void hu_fill_forward_canary(hu_problem *pr);
-void hu_fill_grad_canary(hu_problem *pr);
+ * [-1, 1), each rounded to its type; out, lse, dq, dk, dv filled with KIT_CANARY. */
+void hu_make(kit_problem *pr, const kit_shape *s, tu_rng *rng, double qk_amp);
 /* The storage bits of element (b, h, s, d): the bytes of one element, zero-extended. */
 uint64_t hu_bits(const fa_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
 /* Elements of a view, B·H·S·D. */
@@ -69,9 +50,6 @@ void hu_copy_rows(const fa_tensor *dst, int64_t dst_b, int64_t dst_s0, const fa_
  * batch b_b of b (every head, every column); else the first difference as "head h row r col c". */
 int hu_rows_bitwise_equal(const fa_tensor *a, int64_t a_b, int64_t a_s0, const fa_tensor *b, int64_t b_b,
                           int64_t b_s0, int64_t rows, char *where, size_t where_size);
-/* 1 when every byte of the guards around the tensors and lse still holds TU_CANARY. */
-int hu_guards_intact(const hu_problem *pr);
-
 /* fa_forward into pr's out and lse; fa_backward from pr's out, lse and dout into dq, dk, dv. */
 /* Whether a forward with these types, head dim and query rows per head (the rows of a grouped
  * decode step: Nq times the group) runs on ctx's bf16 dot-product units (NULL: the calling thread's
@@ -82,11 +60,11 @@ int hu_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int6
 /* The same for a backward: even D and Dv, any rows. */
 int hu_backward_on_dot_units(fa_context *ctx, fa_dtype qt, fa_dtype kt, int64_t dim, int64_t dim_v);
 
-fa_status hu_forward(fa_context *ctx, const fa_params *p, hu_problem *pr);
-fa_status hu_backward(fa_context *ctx, const fa_params *p, hu_problem *pr);
+fa_status hu_forward(fa_context *ctx, const fa_params *p, kit_problem *pr);
+fa_status hu_backward(fa_context *ctx, const fa_params *p, kit_problem *pr);
 
 /* "bf16/bf16 B=.. Hq=.. ..." for messages (q's type / k's type). */
-void hu_desc(const hu_shape *s, const fa_params *p, char *buf, size_t size);
+void hu_desc(const kit_shape *s, const fa_params *p, char *buf, size_t size);
 
 /* ---- the accuracy rule ------------------------------------------------------------------ */
 

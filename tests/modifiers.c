@@ -25,14 +25,14 @@ static float *per_head(int64_t heads)
 
 /* A buffer of n elements of type t, every one NaN: what the bias view does not cover stays so, and
  * a read of it would show. */
-static tu_buf nan_buffer(fa_dtype t, int64_t n)
+static kit_buf nan_buffer(fa_dtype t, int64_t n)
 {
-    tu_buf b = tu_buf_alloc((size_t)n * tu_dtype_size(t));
+    kit_buf b = kit_buf_alloc((size_t)n * tu_dtype_size(t));
     for (int64_t x = 0; x < n; x++) {
         if (t == FA_F64)
-            ((double *)tu_buf_data(&b))[x] = NAN;
+            ((double *)kit_buf_data(&b))[x] = NAN;
         else
-            ((float *)tu_buf_data(&b))[x] = NAN;
+            ((float *)kit_buf_data(&b))[x] = NAN;
     }
     return b;
 }
@@ -45,7 +45,7 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
     case TM_BIAS_KEY_PADDING:
     case TM_BIAS_KEY_PADDING_STRIDE0: {
         m->bias_buf = nan_buffer(t, B * Nk);
-        fa_tensor one = fa_tensor_bhsd(tu_buf_data(&m->bias_buf), t, B, 1, 1, Nk);
+        fa_tensor one = fa_tensor_bhsd(kit_buf_data(&m->bias_buf), t, B, 1, 1, Nk);
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < Nk; j++)
                 kit_tensor_store(&one, b, 0, 0, j,
@@ -74,7 +74,7 @@ static void make_bias(tm_mods *m, const tu_shape *s, tu_rng *rng)
         int64_t ss = full ? Nk + 3 : Nk, sh = full ? Nq * ss + 1 : Nq * Nk,
                 sb = full ? hh * sh + 2 : hh * Nq * Nk;
         m->bias_buf = nan_buffer(t, bb * sb);
-        fa_tensor view = {.data = tu_buf_data(&m->bias_buf),
+        fa_tensor view = {.data = kit_buf_data(&m->bias_buf),
                           .dtype = t,
                           .batch = bb,
                           .heads = hh,
@@ -118,7 +118,7 @@ void tm_mods_make(tm_mods *m, const tm_spec *spec, const tu_shape *s, double sca
         for (int64_t h = 0; h < H; h++)
             m->sinks[h] = (float)(floor(tu_rng_uniform(rng, -1.0, 3.0) * 256.0) / 256.0);
         m->p.sinks = m->sinks;
-        m->dsinks_buf = tu_buf_alloc(sizeof(float) * (size_t)H);
+        m->dsinks_buf = kit_buf_alloc(sizeof(float) * (size_t)H);
     }
     if (spec->bias != TM_BIAS_OFF) {
         make_bias(m, s, rng);
@@ -130,21 +130,21 @@ void tm_mods_free(tm_mods *m)
 {
     free(m->slopes);
     free(m->sinks);
-    tu_buf_free(&m->bias_buf);
-    tu_buf_free(&m->dsinks_buf);
+    kit_buf_free(&m->bias_buf);
+    kit_buf_free(&m->dsinks_buf);
     memset(m, 0, sizeof *m);
 }
 
 void tm_mods_want_dsinks(tm_mods *m)
 {
     if (!m->spec.sinks) abort(); /* a test bug: dsinks without sinks is a refused call */
-    memset(m->dsinks_buf.base, TU_CANARY, m->dsinks_buf.bytes + 2 * TU_GUARD);
-    m->p.dsinks = tu_buf_data(&m->dsinks_buf);
+    memset(m->dsinks_buf.base, KIT_CANARY, m->dsinks_buf.bytes + 2 * KIT_GUARD);
+    m->p.dsinks = kit_buf_data(&m->dsinks_buf);
 }
 
 int tm_dsinks_guards_intact(const tm_mods *m)
 {
-    return tu_buf_guards_intact(&m->dsinks_buf);
+    return kit_buf_guards_intact(&m->dsinks_buf);
 }
 
 void tm_desc(const tu_shape *s, const tm_mods *m, char *buf, size_t size)

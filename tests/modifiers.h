@@ -50,15 +50,15 @@ typedef struct {
     fa_params p;
     float *slopes, *sinks; /* Hq each, or NULL */
     fa_tensor bias;
-    tu_buf bias_buf;   /* every byte outside the bias view's elements holds a NaN */
-    tu_buf dsinks_buf; /* Hq floats inside guards, when spec.sinks */
+    kit_buf bias_buf;   /* every byte outside the bias view's elements holds a NaN */
+    kit_buf dsinks_buf; /* Hq floats inside guards, when spec.sinks */
 } tm_mods;
 
 /* p = the defaults with the spec's modifiers and the given scale, storage drawn from rng for the
  * problem shape s. p.dsinks stays NULL: tm_mods_want_dsinks sets it. */
 void tm_mods_make(tm_mods *m, const tm_spec *spec, const tu_shape *s, double scale, tu_rng *rng);
 void tm_mods_free(tm_mods *m);
-/* Points p.dsinks at the guarded buffer (refilled with TU_CANARY); needs spec.sinks. */
+/* Points p.dsinks at the guarded buffer (refilled with KIT_CANARY); needs spec.sinks. */
 void tm_mods_want_dsinks(tm_mods *m);
 /* 1 when the dsinks buffer's guards are intact. */
 int tm_dsinks_guards_intact(const tm_mods *m);

@@ -67,7 +67,7 @@ fa_status rt_step(fa_context *ctx, rt_run *r)
 }
 
 /* The output blocks of a run, whole (guards included). */
-static int blocks(const rt_run *r, const tu_buf *out[5])
+static int blocks(const rt_run *r, const kit_buf *out[5])
 {
     out[0] = &r->bp.fw.out_buf;
     out[1] = &r->bp.fw.lse_buf;
@@ -77,26 +77,26 @@ static int blocks(const rt_run *r, const tu_buf *out[5])
 
 size_t rt_output_bytes(const rt_run *r)
 {
-    const tu_buf *b[5];
+    const kit_buf *b[5];
     size_t n = 0;
-    for (int i = 0, k = blocks(r, b); i < k; i++) n += b[i]->bytes + 2 * TU_GUARD;
+    for (int i = 0, k = blocks(r, b); i < k; i++) n += b[i]->bytes + 2 * KIT_GUARD;
     return n;
 }
 
 void rt_output_copy(const rt_run *r, unsigned char *dst)
 {
-    const tu_buf *b[5];
+    const kit_buf *b[5];
     for (int i = 0, k = blocks(r, b); i < k; i++) {
-        memcpy(dst, b[i]->base, b[i]->bytes + 2 * TU_GUARD);
-        dst += b[i]->bytes + 2 * TU_GUARD;
+        memcpy(dst, b[i]->base, b[i]->bytes + 2 * KIT_GUARD);
+        dst += b[i]->bytes + 2 * KIT_GUARD;
     }
 }
 
 int rt_outputs_equal_bytes(const rt_run *a, const unsigned char *saved)
 {
-    const tu_buf *b[5];
+    const kit_buf *b[5];
     for (int i = 0, k = blocks(a, b); i < k; i++) {
-        size_t n = b[i]->bytes + 2 * TU_GUARD;
+        size_t n = b[i]->bytes + 2 * KIT_GUARD;
         if (memcmp(b[i]->base, saved, n) != 0) return 0;
         saved += n;
     }
@@ -105,11 +105,11 @@ int rt_outputs_equal_bytes(const rt_run *a, const unsigned char *saved)
 
 int rt_outputs_equal(const rt_run *a, const rt_run *b)
 {
-    const tu_buf *x[5], *y[5];
+    const kit_buf *x[5], *y[5];
     blocks(a, x);
     blocks(b, y);
     for (int i = 0; i < 5; i++)
-        if (x[i]->bytes != y[i]->bytes || memcmp(x[i]->base, y[i]->base, x[i]->bytes + 2 * TU_GUARD) != 0)
+        if (x[i]->bytes != y[i]->bytes || memcmp(x[i]->base, y[i]->base, x[i]->bytes + 2 * KIT_GUARD) != 0)
             return 0;
     return 1;
 }

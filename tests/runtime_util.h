@@ -30,7 +30,7 @@ enum { RT_CASES = 5 };
 extern const rt_case rt_cases[RT_CASES];
 
 /* One case's buffers: inputs from `seed` (the same seed gives the same inputs), outputs and
- * gradients filled with TU_CANARY. */
+ * gradients filled with KIT_CANARY. */
 typedef struct {
     const rt_case *c;
     fa_params p;
@@ -40,7 +40,7 @@ typedef struct {
 void rt_make(rt_run *r, const rt_case *c, uint64_t seed);
 void rt_free(rt_run *r);
 
-/* Fills out, lse and the gradients (whole blocks) with TU_CANARY. */
+/* Fills out, lse and the gradients (whole blocks) with KIT_CANARY. */
 void rt_fill_canary(rt_run *r);
 
 /* One training step: canary-fills every output block, then fa_forward into out and lse and

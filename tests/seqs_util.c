@@ -15,7 +15,7 @@
 
 /* A [B][H][S][dim] view in a fresh buffer: [B][S][H][dim] memory, or [B][H][S][dim] when
  * head_major, with `gap` spare elements after each row of each head. */
-static fa_tensor make_view(tu_buf *buf, fa_dtype dt, int64_t B, int64_t H, int64_t S, int64_t dim,
+static fa_tensor make_view(kit_buf *buf, fa_dtype dt, int64_t B, int64_t H, int64_t S, int64_t dim,
                            int head_major, int64_t gap)
 {
     int64_t row = dim + gap, sh, ss, sb;
@@ -23,8 +23,8 @@ static fa_tensor make_view(tu_buf *buf, fa_dtype dt, int64_t B, int64_t H, int64
         ss = row, sh = S * row, sb = H * sh;
     else
         sh = row, ss = H * row, sb = S * ss;
-    *buf = tu_buf_alloc((size_t)(B * sb) * tu_dtype_size(dt));
-    fa_tensor v = {.data = tu_buf_data(buf),
+    *buf = kit_buf_alloc((size_t)(B * sb) * tu_dtype_size(dt));
+    fa_tensor v = {.data = kit_buf_data(buf),
                    .dtype = dt,
                    .batch = B,
                    .heads = H,
@@ -36,23 +36,14 @@ static fa_tensor make_view(tu_buf *buf, fa_dtype dt, int64_t B, int64_t H, int64
     return v;
 }
 
-static void fill_nan(const tu_buf *buf, fa_dtype dt)
+static void fill_nan(const kit_buf *buf, fa_dtype dt)
 {
     size_t n = buf->bytes / tu_dtype_size(dt);
     for (size_t i = 0; i < n; i++)
         if (dt == FA_F64)
-            ((double *)tu_buf_data(buf))[i] = NAN;
+            ((double *)kit_buf_data(buf))[i] = NAN;
         else
-            ((float *)tu_buf_data(buf))[i] = NAN;
-}
-
-static void fill_uniform(const fa_tensor *t, tu_rng *rng, double lo, double hi)
-{
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++)
-                    kit_tensor_store(t, b, h, s, d, tu_rng_uniform(rng, lo, hi));
+            ((float *)kit_buf_data(buf))[i] = NAN;
 }
 
 static void copy_view(const fa_tensor *dst, const fa_tensor *src)
@@ -83,7 +74,7 @@ static void scatter_pages(const ts_batch *t)
     }
 }
 
-/* Lengths, offsets, pages and storage; every input NaN and every output TU_CANARY. */
+/* Lengths, offsets, pages and storage; every input NaN and every output KIT_CANARY. */
 static void layout(ts_batch *t, const ts_spec *spec, tu_rng *rng)
 {
     memset(t, 0, sizeof *t);
@@ -148,8 +139,8 @@ static void layout(ts_batch *t, const ts_spec *spec, tu_rng *rng)
     }
     if (s->keys == TS_KEYS_PAGED) fill_nan(&t->kc_buf, dt), fill_nan(&t->vc_buf, dt);
     t->lse_rows = q_rows;
-    t->buf[TS_TENSORS] = tu_buf_alloc((size_t)(q_batch * Hq * q_rows) * tu_dtype_size(dt));
-    t->lse = tu_buf_data(&t->buf[TS_TENSORS]);
+    t->buf[TS_TENSORS] = kit_buf_alloc((size_t)(q_batch * Hq * q_rows) * tu_dtype_size(dt));
+    t->lse = kit_buf_data(&t->buf[TS_TENSORS]);
     t->seqs = (fa_seqs)FA_SEQS_INIT;
     t->seqs.batch = B;
     t->seqs.cu_seqlens_q = s->packed_q ? t->cu_q : NULL;
@@ -209,10 +200,10 @@ void ts_make(ts_batch *t, const ts_spec *s, tu_rng *rng, double qk_amp)
     for (int64_t b = 0; b < s->batch; b++) {
         fa_tensor q = ts_seq_view(t, TS_Q, b), k = ts_seq_view(t, TS_K, b), v = ts_seq_view(t, TS_V, b);
         fa_tensor dout = ts_seq_view(t, TS_DOUT, b);
-        fill_uniform(&q, rng, -qk_amp, qk_amp);
-        fill_uniform(&k, rng, -qk_amp, qk_amp);
-        fill_uniform(&v, rng, -1.0, 1.0);
-        fill_uniform(&dout, rng, -1.0, 1.0);
+        kit_fill_uniform(&q, &rng->state, -qk_amp, qk_amp);
+        kit_fill_uniform(&k, &rng->state, -qk_amp, qk_amp);
+        kit_fill_uniform(&v, &rng->state, -1.0, 1.0);
+        kit_fill_uniform(&dout, &rng->state, -1.0, 1.0);
     }
     if (s->keys == TS_KEYS_PAGED) scatter_pages(t);
 }
@@ -239,9 +230,9 @@ void ts_make_twin(ts_batch *twin, const ts_batch *t, ts_keys twin_keys, int64_t 
 
 void ts_free(ts_batch *t)
 {
-    for (int x = 0; x <= TS_TENSORS; x++) tu_buf_free(&t->buf[x]);
-    tu_buf_free(&t->kc_buf);
-    tu_buf_free(&t->vc_buf);
+    for (int x = 0; x <= TS_TENSORS; x++) kit_buf_free(&t->buf[x]);
+    kit_buf_free(&t->kc_buf);
+    kit_buf_free(&t->vc_buf);
     free(t->block_table);
     t->block_table = NULL;
 }
@@ -250,7 +241,7 @@ void ts_fill_canary(ts_batch *t)
 {
     const int outputs[5] = {TS_OUT, TS_DQ, TS_DK, TS_DV, TS_TENSORS};
     for (int x = 0; x < 5; x++)
-        memset(t->buf[outputs[x]].base, TU_CANARY, t->buf[outputs[x]].bytes + 2 * TU_GUARD);
+        memset(t->buf[outputs[x]].base, KIT_CANARY, t->buf[outputs[x]].bytes + 2 * KIT_GUARD);
 }
 
 fa_status ts_forward(fa_context *ctx, const fa_params *p, ts_batch *t)
@@ -528,12 +519,12 @@ int ts_outputs_bitwise_equal(const ts_batch *a, const ts_batch *b, int grads, ch
     return 1;
 }
 
-static void mark_view(unsigned char *mark, const tu_buf *buf, const fa_tensor *v)
+static void mark_view(unsigned char *mark, const kit_buf *buf, const fa_tensor *v)
 {
     size_t e = tu_dtype_size(v->dtype);
     for (int64_t h = 0; h < v->heads; h++)
         for (int64_t s = 0; s < v->seq; s++) {
-            size_t at = (size_t)((const char *)v->data - (const char *)tu_buf_data(buf)) +
+            size_t at = (size_t)((const char *)v->data - (const char *)kit_buf_data(buf)) +
                         (size_t)(h * v->stride_head + s * v->stride_seq) * e;
             memset(mark + at, 1, (size_t)v->dim * e);
         }
@@ -545,7 +536,7 @@ int ts_only_sequence_rows_written(const ts_batch *t, int grads, char *msg, size_
     static const char *const names[5] = {"out", "dq", "dk", "dv", "lse"};
     size_t e = tu_dtype_size(t->s.dtype);
     for (int x = 0; x < 5; x++) {
-        const tu_buf *buf = &t->buf[which[x]];
+        const kit_buf *buf = &t->buf[which[x]];
         unsigned char *mark = calloc(buf->bytes + 1, 1);
         int defined = which[x] == TS_OUT || which[x] == TS_TENSORS || (grads && t->s.keys != TS_KEYS_PAGED);
         for (int64_t b = 0; b < t->s.batch && defined; b++) {
@@ -557,12 +548,12 @@ int ts_only_sequence_rows_written(const ts_batch *t, int grads, char *msg, size_
                 mark_view(mark, buf, &v);
             }
         }
-        const unsigned char *data = tu_buf_data(buf);
+        const unsigned char *data = kit_buf_data(buf);
         int64_t first = -1;
         for (size_t i = 0; i < buf->bytes && first < 0; i++)
-            if (!mark[i] && data[i] != TU_CANARY) first = (int64_t)i;
+            if (!mark[i] && data[i] != KIT_CANARY) first = (int64_t)i;
         free(mark);
-        if (first >= 0 || !tu_buf_guards_intact(buf)) {
+        if (first >= 0 || !kit_buf_guards_intact(buf)) {
             snprintf(msg, size,
                      "%s: a byte outside every sequence's rows was written (byte %lld of %zu, or a guard)",
                      names[x], (long long)first, buf->bytes);
@@ -631,13 +622,13 @@ int ts_forward_same_bytes_on(fa_context *const *ctx, int n, const fa_params *p, 
                              size_t size)
 {
     cr_assert_eq(ts_forward(ctx[0], p, t), FA_OK, "%s", fa_last_error());
-    unsigned char *out = tu_buf_snapshot(&t->buf[TS_OUT]), *lse = tu_buf_snapshot(&t->buf[TS_TENSORS]);
+    unsigned char *out = kit_buf_snapshot(&t->buf[TS_OUT]), *lse = kit_buf_snapshot(&t->buf[TS_TENSORS]);
     int same = 1;
     for (int x = 1; x < n && same; x++) {
         ts_fill_canary(t);
         cr_assert_eq(ts_forward(ctx[x], p, t), FA_OK, "%s", fa_last_error());
-        same =
-            tu_buf_equals_snapshot(&t->buf[TS_OUT], out) && tu_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
+        same = kit_buf_equals_snapshot(&t->buf[TS_OUT], out) &&
+               kit_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
         if (!same) snprintf(msg, size, "context %d's out or lse bytes differ from context 0's", x);
     }
     free(out), free(lse);

@@ -9,7 +9,7 @@
  * Inputs hold NaN wherever no sequence owns them (rows after the last packed sequence, keys after
  * a sequence's keys in use, the tail of its last page, pages no table entry in use names), so a read
  * of them reaches the outputs and fails the comparisons. Outputs (out, lse, dq, dk, dv) start as
- * TU_CANARY bytes, with one spare element after each row of each head. */
+ * KIT_CANARY bytes, with one spare element after each row of each head. */
 #ifndef FA_TEST_SEQS_UTIL_H
 #define FA_TEST_SEQS_UTIL_H
 
@@ -52,15 +52,15 @@ typedef struct {
     int64_t cu_q[TS_MAX_SEQS + 1], cu_k[TS_MAX_SEQS + 1], seqused_k[TS_MAX_SEQS];
     int32_t *block_table; /* paged: [batch][pages_per_seq], -1 beyond the pages in use */
     int64_t num_pages;
-    fa_seqs seqs;               /* what the calls pass as p.seqs */
-    fa_tensor t[TS_TENSORS];    /* the batch's tensors; paged: k and v are the pools, dk and dv unused */
-    void *lse;                  /* [1][Hq][total_q] packed, [batch][Hq][Nq] dense */
-    int64_t lse_rows;           /* the lse's row count per head: total_q or Nq */
-    tu_buf buf[TS_TENSORS + 1]; /* storage of t[] and, last, of lse */
+    fa_seqs seqs;                /* what the calls pass as p.seqs */
+    fa_tensor t[TS_TENSORS];     /* the batch's tensors; paged: k and v are the pools, dk and dv unused */
+    void *lse;                   /* [1][Hq][total_q] packed, [batch][Hq][Nq] dense */
+    int64_t lse_rows;            /* the lse's row count per head: total_q or Nq */
+    kit_buf buf[TS_TENSORS + 1]; /* storage of t[] and, last, of lse */
     /* paged: each sequence's keys in use, contiguous, packed [1][Hkv][sum of used][D]; cu_used[b] is
      * sequence b's first row there (what the oracle and the contiguous calls read) */
     fa_tensor kc, vc;
-    tu_buf kc_buf, vc_buf;
+    kit_buf kc_buf, vc_buf;
     int64_t cu_used[TS_MAX_SEQS + 1];
 } ts_batch;
 
@@ -79,7 +79,7 @@ void ts_free(ts_batch *t);
  * packed cache): twin_keys and, for TS_KEYS_DENSE, the capacity of every sequence (>= each one's
  * keys in use; the keys in use are then passed as seqused_k). */
 void ts_make_twin(ts_batch *twin, const ts_batch *t, ts_keys twin_keys, int64_t dense_capacity);
-/* Outputs (out, lse, dq, dk, dv storage, guards included) back to TU_CANARY. */
+/* Outputs (out, lse, dq, dk, dv storage, guards included) back to KIT_CANARY. */
 void ts_fill_canary(ts_batch *t);
 
 /* fa_forward / fa_backward of the batch (p with p.seqs = &t->seqs; the backward reads t's out and lse). */
@@ -126,7 +126,7 @@ int ts_forward_same_bytes_on(fa_context *const *ctx, int n, const fa_params *p, 
                              size_t size);
 
 /* Every byte of the output storage that is no element of some sequence's rows (out, lse; with
- * grads dq and of its keys in use dk, dv) still holds TU_CANARY: gaps, guards, rows after the last
+ * grads dq and of its keys in use dk, dv) still holds KIT_CANARY: gaps, guards, rows after the last
  * sequence, keys beyond the ones in use. */
 int ts_only_sequence_rows_written(const ts_batch *t, int grads, char *msg, size_t size);
 

@@ -29,8 +29,8 @@ Test(accepted_edges, adjacent_but_disjoint_views_are_accepted_and_correct)
                 nv_el = (int64_t)B * HKV * NK * DV, no_el = (int64_t)B * HQ * NQ * DV,
                 nl_el = (int64_t)B * HQ * NQ;
         /* One block: q | k | v | out | lse, each starting where the previous one ends. */
-        tu_buf all = tu_buf_alloc((size_t)(nq_el + nk_el + nv_el + no_el + nl_el) * e);
-        unsigned char *base = tu_buf_data(&all);
+        kit_buf all = kit_buf_alloc((size_t)(nq_el + nk_el + nv_el + no_el + nl_el) * e);
+        unsigned char *base = kit_buf_data(&all);
         tu_problem pr;
         memset(&pr, 0, sizeof pr);
         tu_shape s = {dt, B, HQ, HKV, NQ, NK, D, DV, TU_BHSD};
@@ -51,7 +51,7 @@ Test(accepted_edges, adjacent_but_disjoint_views_are_accepted_and_correct)
         fa_status st = fa_forward(NULL, NULL, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse);
         cr_expect_eq(st, FA_OK, "%s, seed %llu: adjacent q|k|v|out|lse refused with %d (%s)",
                      t ? "f64" : "f32", (unsigned long long)seed, st, fa_status_str(st));
-        cr_expect(tu_buf_guards_intact(&all), "wrote outside the block");
+        cr_expect(kit_buf_guards_intact(&all), "wrote outside the block");
         if (st == FA_OK) {
             char msg[512];
             int64_t *rows;
@@ -60,7 +60,7 @@ Test(accepted_edges, adjacent_but_disjoint_views_are_accepted_and_correct)
                       (unsigned long long)seed, msg);
             free(rows);
         }
-        tu_buf_free(&all);
+        kit_buf_free(&all);
     }
 }
 
@@ -112,7 +112,7 @@ Test(accepted_edges, valid_backward_writes_only_its_gradients)
                 a.p = (fa_params)FA_PARAMS_INIT;
                 a.p.causal = FA_CAUSAL_BOTTOM_RIGHT;
             }
-            unsigned char *before = tu_buf_snapshot(&w.pool);
+            unsigned char *before = kit_buf_snapshot(&w.pool);
             cr_assert_eq(ee_call_run(EE_BACKWARD, &a), FA_OK, "%s", fa_last_error());
             /* put the outputs' regions back, then every byte must be as it was */
             const int outputs[4] = {EE_DQ, EE_DK, EE_DV, EE_DSINKS};
@@ -122,7 +122,7 @@ Test(accepted_edges, valid_backward_writes_only_its_gradients)
                        bytes = (size_t)(ee_region(&w, outputs[i] + 1, 0) - at);
                 memcpy(at, before + off, bytes);
             }
-            cr_expect(tu_buf_equals_snapshot(&w.pool, before),
+            cr_expect(kit_buf_equals_snapshot(&w.pool, before),
                       "%s, %s modifiers, seed %llu: the call wrote outside dq, dk, dv and dsinks",
                       dt ? "f64" : "f32", modified ? "with" : "without", (unsigned long long)w.seed);
             free(before);
@@ -185,8 +185,8 @@ Test(accepted_edges, backward_modifier_arguments_over_inputs_are_accepted_and_re
             a.p.sinks = (const float *)(const void *)(base + 4 * w.e);
             /* c: the same bytes in memory of their own */
             size_t bias_bytes = (size_t)tub_numel(&a.bias) * w.e, heads = EE_HQ * sizeof(float);
-            tu_buf copy = tu_buf_alloc(bias_bytes + 2 * heads);
-            unsigned char *cp = tu_buf_data(&copy);
+            kit_buf copy = kit_buf_alloc(bias_bytes + 2 * heads);
+            unsigned char *cp = kit_buf_data(&copy);
             c = a;
             c.pp = &c.p;
             c.p.bias = &c.bias;
@@ -199,17 +199,17 @@ Test(accepted_edges, backward_modifier_arguments_over_inputs_are_accepted_and_re
             fa_status st = ee_call_run(EE_BACKWARD, &a);
             cr_expect_eq(st, FA_OK, "%s, bias, slopes and sinks %s, seed %llu: refused: %s",
                          dt ? "f64" : "f32", name[where], (unsigned long long)w.seed, fa_last_error());
-            unsigned char *first = tu_buf_snapshot(&w.pool);
+            unsigned char *first = kit_buf_snapshot(&w.pool);
             ee_world_restore(&w);
             cr_assert_eq(ee_call_run(EE_BACKWARD, &c), FA_OK);
             cr_expect(
-                tu_buf_equals_snapshot(&w.pool, first),
+                kit_buf_equals_snapshot(&w.pool, first),
                 "%s, bias, slopes and sinks %s, seed %llu: dq, dk, dv or dsinks differ from the call on "
                 "copies",
                 dt ? "f64" : "f32", name[where], (unsigned long long)w.seed);
             ee_world_restore(&w);
             free(first);
-            tu_buf_free(&copy);
+            kit_buf_free(&copy);
         }
         ee_world_free(&w);
     }

@@ -91,9 +91,9 @@ Test(backward_plans, every_plan_gives_bitwise_identical_gradients)
             for (int r = 0; r < N_RUNS; r++) {
                 if (r > 0) { /* the same out and lse too */
                     memcpy(pr[r].fw.out_buf.base, pr[0].fw.out_buf.base,
-                           pr[0].fw.out_buf.bytes + 2 * TU_GUARD);
+                           pr[0].fw.out_buf.bytes + 2 * KIT_GUARD);
                     memcpy(pr[r].fw.lse_buf.base, pr[0].fw.lse_buf.base,
-                           pr[0].fw.lse_buf.bytes + 2 * TU_GUARD);
+                           pr[0].fw.lse_buf.bytes + 2 * KIT_GUARD);
                 }
                 cr_assert_eq(tub_backward(ctx[r], &p, &pr[r]), FA_OK, "%s (%s, %d threads)", desc,
                              runs[r].name, runs[r].threads);

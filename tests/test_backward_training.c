@@ -51,15 +51,11 @@ static void train(fa_context *ctx, const fa_params *p, const tu_shape *s, uint64
     tub_make(bp, s, &rng, 1.5);
     /* The target: a fixed random tensor of out's shape (dout's storage from tub_make, which the loop
      * then overwrites, would do too; a separate buffer keeps it fixed). */
-    tu_buf target_buf =
-        tu_buf_alloc((size_t)(s->batch * s->q_heads * s->q_len * s->dim_v) * tu_dtype_size(s->dtype));
+    kit_buf target_buf =
+        kit_buf_alloc((size_t)(s->batch * s->q_heads * s->q_len * s->dim_v) * tu_dtype_size(s->dtype));
     fa_tensor target =
-        fa_tensor_bhsd(tu_buf_data(&target_buf), s->dtype, s->batch, s->q_heads, s->q_len, s->dim_v);
-    for (int64_t b = 0; b < target.batch; b++)
-        for (int64_t h = 0; h < target.heads; h++)
-            for (int64_t i = 0; i < target.seq; i++)
-                for (int64_t y = 0; y < target.dim; y++)
-                    kit_tensor_store(&target, b, h, i, y, tu_rng_uniform(&rng, -0.5, 0.5));
+        fa_tensor_bhsd(kit_buf_data(&target_buf), s->dtype, s->batch, s->q_heads, s->q_len, s->dim_v);
+    kit_fill_uniform(&target, &rng.state, -0.5, 0.5);
     const double lr = 0.05;
     for (int step = 0; step < STEPS; step++) {
         cr_assert_eq(tub_forward(ctx, p, bp), FA_OK, "step %d: forward", step);
@@ -69,7 +65,7 @@ static void train(fa_context *ctx, const fa_params *p, const tu_shape *s, uint64
         sgd_step(&bp->fw.k, &bp->grad[TUB_DK], lr);
         sgd_step(&bp->fw.v, &bp->grad[TUB_DV], lr);
     }
-    tu_buf_free(&target_buf);
+    kit_buf_free(&target_buf);
 }
 
 static void run_training(uint64_t seed, fa_dtype dtype, int block_q, int block_k)

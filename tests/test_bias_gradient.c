@@ -26,15 +26,15 @@
 /* dbias laid out as the bias tm_mods made (the same strides: stride 0 where the bias has it), in a
  * canary-filled guarded block of the bias block's size. */
 typedef struct {
-    tu_buf buf;
+    kit_buf buf;
     fa_tensor view;
 } dbias_buf;
 
 static void dbias_make(dbias_buf *d, const tm_mods *m)
 {
-    d->buf = tu_buf_alloc(m->bias_buf.bytes);
+    d->buf = kit_buf_alloc(m->bias_buf.bytes);
     d->view = m->bias;
-    d->view.data = tu_buf_data(&d->buf);
+    d->view.data = kit_buf_data(&d->buf);
 }
 
 /* Every element of the view NaN (the bytes around it stay the canary): an element the call leaves
@@ -50,7 +50,7 @@ static void dbias_poison(dbias_buf *d)
 
 static void dbias_canary(dbias_buf *d)
 {
-    memset(d->buf.base, TU_CANARY, d->buf.bytes + 2 * TU_GUARD);
+    memset(d->buf.base, KIT_CANARY, d->buf.bytes + 2 * KIT_GUARD);
 }
 
 /* 1 when every byte of the block that is not a byte of an element of the view still holds the canary. */
@@ -65,10 +65,10 @@ static int dbias_only_view_written(const dbias_buf *d)
                 size_t at = (size_t)(b * t->stride_batch + h * t->stride_head + i * t->stride_seq) * e;
                 memset(mine + at, 1, (size_t)t->dim * e);
             }
-    const unsigned char *data = tu_buf_data(&d->buf);
-    int ok = tu_buf_guards_intact(&d->buf);
+    const unsigned char *data = kit_buf_data(&d->buf);
+    int ok = kit_buf_guards_intact(&d->buf);
     for (size_t x = 0; ok && x < d->buf.bytes; x++)
-        if (!mine[x] && data[x] != TU_CANARY) ok = 0;
+        if (!mine[x] && data[x] != KIT_CANARY) ok = 0;
     free(mine);
     return ok;
 }
@@ -192,7 +192,7 @@ Test(bias_gradient, dbias_matches_the_oracle_for_every_broadcast_pattern_f32_f64
                 checked++;
                 free(lib);
                 free(ref);
-                tu_buf_free(&d.buf);
+                kit_buf_free(&d.buf);
                 tm_mods_free(&m);
                 tub_free(&bp);
             }
@@ -210,11 +210,11 @@ Test(bias_gradient, dbias_of_half_inputs_matches_the_oracle)
     for (int ti = 0; ti < 2; ti++)
         for (int c = 0; c < N_CONFIGS; c++)
             for (int kind = TM_BIAS_KEY_PADDING; kind < TM_BIAS_KINDS; kind++) {
-                hu_shape hs = {types[ti], types[ti], 2, 4, 2, 33, 41, 16, 10, ti};
+                kit_shape hs = {types[ti], types[ti], 2, 4, 2, 33, 41, 16, 10, ti};
                 tu_shape fs = {FA_F32,    hs.batch, hs.q_heads, hs.kv_heads, hs.q_len,
                                hs.kv_len, hs.dim,   hs.dim_v,   TU_BHSD};
                 tu_rng rng = tu_rng_make(seed + (uint64_t)(ti * 100 + c * 10 + kind));
-                hu_problem pr;
+                kit_problem pr;
                 hu_make(&pr, &hs, &rng, 1.5);
                 tm_spec spec = configs[c].spec;
                 spec.bias = (tm_bias_kind)kind;
@@ -234,21 +234,21 @@ Test(bias_gradient, dbias_of_half_inputs_matches_the_oracle)
                 cr_expect_eq(minus_inf_entries_not_zero(&m, &d), 0,
                              "%s (%s): a -inf bias entry has a gradient", desc, configs[c].name);
                 int64_t n;
-                double *lib = dbias_in_ref_layout(&d, &m.p, &pr.t[HU_Q], &n);
+                double *lib = dbias_in_ref_layout(&d, &m.p, &pr.t[KIT_Q], &n);
                 double *ref = malloc(sizeof(double) * (size_t)(n + 1)),
                        *naive = malloc(sizeof(double) * (size_t)(n + 1));
-                ref_backward_dbias(&m.p, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], &pr.t[HU_DOUT], ref);
-                ref_backward_dbias_naive_f32_given_out(&m.p, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V],
-                                                       &pr.t[HU_OUT], &pr.t[HU_DOUT], naive);
+                ref_backward_dbias(&m.p, &pr.t[KIT_Q], &pr.t[KIT_K], &pr.t[KIT_V], &pr.t[KIT_DOUT], ref);
+                ref_backward_dbias_naive_f32_given_out(&m.p, &pr.t[KIT_Q], &pr.t[KIT_K], &pr.t[KIT_V],
+                                                       &pr.t[KIT_OUT], &pr.t[KIT_DOUT], naive);
                 char msg[400];
                 cr_expect(hu_check("dbias", FA_F32, lib, ref, naive, n, 1e-5, msg, sizeof msg),
                           "%s (%s), seed %llu: %s", desc, configs[c].name, (unsigned long long)seed, msg);
                 free(lib);
                 free(ref);
                 free(naive);
-                tu_buf_free(&d.buf);
+                kit_buf_free(&d.buf);
                 tm_mods_free(&m);
-                hu_free(&pr);
+                kit_problem_free(&pr);
             }
     fa_context_destroy(ctx);
 }
@@ -349,7 +349,7 @@ Test(bias_gradient, dbias_matches_central_differences_of_the_forward)
                     free(m2);
                 }
                 free(dout);
-                tu_buf_free(&d.buf);
+                kit_buf_free(&d.buf);
                 tm_mods_free(&m);
                 tub_free(&bp);
             }
@@ -367,8 +367,8 @@ static run_bytes snapshot(const tub_problem *bp, const dbias_buf *d)
 {
     run_bytes r;
     for (int g = 0; g < 3; g++) r.grad[g] = tub_view_copy(&bp->grad[g]);
-    r.dbias = malloc(d->buf.bytes + 2 * TU_GUARD);
-    memcpy(r.dbias, d->buf.base, d->buf.bytes + 2 * TU_GUARD);
+    r.dbias = malloc(d->buf.bytes + 2 * KIT_GUARD);
+    memcpy(r.dbias, d->buf.base, d->buf.bytes + 2 * KIT_GUARD);
     return r;
 }
 
@@ -436,14 +436,14 @@ Test(bias_gradient, dbias_is_the_same_bytes_at_every_thread_count_and_plan_and_l
                         first = now;
                         continue;
                     }
-                    cr_expect(memcmp(now.dbias, first.dbias, d.buf.bytes + 2 * TU_GUARD) == 0,
+                    cr_expect(memcmp(now.dbias, first.dbias, d.buf.bytes + 2 * KIT_GUARD) == 0,
                               "%s: dbias on %d threads, plan %s, differs from 1 thread, fused", desc, threads,
                               plan_names[pl]);
                     run_bytes_free(&now);
                 }
             run_bytes_free(&first);
             run_bytes_free(&without);
-            tu_buf_free(&d.buf);
+            kit_buf_free(&d.buf);
             tm_mods_free(&m);
             tub_free(&bp);
         }

@@ -46,12 +46,7 @@ static void policy_make(policy_problem *pp, fa_dtype dtype, int sinks, uint64_t 
     tu_rng rng = tu_rng_make(seed);
     tub_make(&pp->bp, &pp->s, &rng, 2.0);
     tm_mods_make(&pp->m, &spec, &pp->s, 0.0, &rng);
-    const fa_tensor *t = &pp->m.bias; /* finite everywhere: the one entry is the only exception */
-    for (int64_t b = 0; b < t->batch; b++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t i = 0; i < t->seq; i++)
-                for (int64_t j = 0; j < t->dim; j++)
-                    kit_tensor_store(t, b, h, i, j, tu_rng_uniform(&rng, -1.0, 1.0));
+    kit_fill_uniform(&pp->m.bias, &rng.state, -1.0, 1.0); /* finite: the one entry is the only exception */
     tm_desc(&pp->s, &pp->m, pp->desc, sizeof pp->desc);
     cr_assert(ref_sees(&pp->m.p, pp->s.q_len, pp->s.kv_len, AT_I, VISIBLE_J) &&
               !ref_sees(&pp->m.p, pp->s.q_len, pp->s.kv_len, AT_I, HIDDEN_LEFT_J) &&
@@ -83,15 +78,15 @@ typedef struct {
 
 static outputs outputs_copy(const policy_problem *pp)
 {
-    const tu_buf *bufs[5] = {&pp->bp.fw.out_buf, &pp->bp.fw.lse_buf, &pp->bp.grad_buf[0], &pp->bp.grad_buf[1],
-                             &pp->bp.grad_buf[2]};
+    const kit_buf *bufs[5] = {&pp->bp.fw.out_buf, &pp->bp.fw.lse_buf, &pp->bp.grad_buf[0],
+                              &pp->bp.grad_buf[1], &pp->bp.grad_buf[2]};
     outputs o;
     for (int x = 0; x < 5; x++) {
-        o.bytes[x] = bufs[x]->bytes + 2 * TU_GUARD;
+        o.bytes[x] = bufs[x]->bytes + 2 * KIT_GUARD;
         o.part[x] = malloc(o.bytes[x]);
         memcpy(o.part[x], bufs[x]->base, o.bytes[x]);
     }
-    o.bytes[5] = pp->m.spec.sinks ? pp->m.dsinks_buf.bytes + 2 * TU_GUARD : 0;
+    o.bytes[5] = pp->m.spec.sinks ? pp->m.dsinks_buf.bytes + 2 * KIT_GUARD : 0;
     o.part[5] = malloc(o.bytes[5] + 1);
     if (o.bytes[5]) memcpy(o.part[5], pp->m.dsinks_buf.base, o.bytes[5]);
     return o;

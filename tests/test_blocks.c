@@ -102,11 +102,11 @@ static void check_backward(fa_context *ctx, const fa_context_opts *o, block_prob
     char desc[320], msg[512];
     tub_desc(&b->bp, &b->p, o->block_q, o->block_k, desc, sizeof desc);
     tub_fill_grad_canary(&b->bp);
-    unsigned char *out = tu_buf_snapshot(&b->bp.fw.out_buf), *lse = tu_buf_snapshot(&b->bp.fw.lse_buf);
+    unsigned char *out = kit_buf_snapshot(&b->bp.fw.out_buf), *lse = kit_buf_snapshot(&b->bp.fw.lse_buf);
     fa_status st = tub_backward(ctx, &b->p, &b->bp);
     /* out and lse are the backward's inputs: it reads them and writes none of their bytes */
-    cr_expect(tu_buf_equals_snapshot(&b->bp.fw.out_buf, out) &&
-                  tu_buf_equals_snapshot(&b->bp.fw.lse_buf, lse),
+    cr_expect(kit_buf_equals_snapshot(&b->bp.fw.out_buf, out) &&
+                  kit_buf_equals_snapshot(&b->bp.fw.lse_buf, lse),
               "%s, seed %llu: the backward changed a byte of out or lse", desc, (unsigned long long)seed);
     free(out), free(lse);
     cr_expect_eq(st, FA_OK, "%s, seed %llu: backward status %d", desc, (unsigned long long)seed, st);

@@ -182,12 +182,12 @@ Test(diagonal_shift, a_shift_beyond_the_limit_is_refused_named_and_writes_nothin
         p.causal = FA_CAUSAL_TOP_LEFT;
         p.diagonal_shift = bad[x];
         tu_problem_fill_canary(&pr);
-        unsigned char *before = tu_buf_snapshot(&pr.out_buf);
+        unsigned char *before = kit_buf_snapshot(&pr.out_buf);
         cr_expect_eq(fa_forward(NULL, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse), FA_ERR_ARG, "shift %lld",
                      (long long)bad[x]);
         cr_expect(strstr(fa_last_error(), "p.diagonal_shift") != NULL, "shift %lld: message '%s'",
                   (long long)bad[x], fa_last_error());
-        cr_expect(tu_buf_equals_snapshot(&pr.out_buf, before), "shift %lld: out was written",
+        cr_expect(kit_buf_equals_snapshot(&pr.out_buf, before), "shift %lld: out was written",
                   (long long)bad[x]);
         free(before);
     }

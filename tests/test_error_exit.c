@@ -356,7 +356,7 @@ static void run_context_stats(ee_tally *tally)
                                              "fa_context_stats ctx"};
         static const char *const value[3] = {"NULL", "NULL", "NULL (out NULL too)"};
         fa_stats out = FA_STATS_INIT, copy = FA_STATS_INIT, before = FA_STATS_INIT, after = FA_STATS_INIT;
-        memset(&out, TU_CANARY, sizeof out);
+        memset(&out, KIT_CANARY, sizeof out);
         copy = out;
         cr_assert_eq(fa_context_stats(ctx, &before), FA_OK);
         fa_status st = fa_context_stats(c == 1 ? ctx : NULL, c == 0 ? &out : NULL);
@@ -378,7 +378,7 @@ static void run_context_stats(ee_tally *tally)
     static unsigned char bytes[FA_STRUCT_SIZE_MAX], before[FA_STRUCT_SIZE_MAX];
     for (int i = 0; i < n; i++) {
         fa_stats canary;
-        memset(&canary, TU_CANARY, sizeof canary);
+        memset(&canary, KIT_CANARY, sizeof canary);
         fa_stats *out = ee_struct_apply(&cases[i], &canary, sizeof canary, bytes);
         memcpy(before, bytes, sizeof bytes);
         fa_status st = fa_context_stats(ctx, out);
@@ -455,14 +455,14 @@ Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
                 int s = slots[si];
                 ee_valid_args(&w, &a);
                 size_t bytes = slot_bytes(&w, &a, s);
-                tu_buf mis = tu_buf_alloc(bytes + 16);
-                unsigned char *at = (unsigned char *)tu_buf_data(&mis) + 1;
+                kit_buf mis = kit_buf_alloc(bytes + 16);
+                unsigned char *at = (unsigned char *)kit_buf_data(&mis) + 1;
                 memcpy(at, ee_region(&w, s, 0), bytes);
                 if (s == EE_LSE)
                     a.lse = at;
                 else
                     a.t[s].data = at;
-                unsigned char *mis_snap = tu_buf_snapshot(&mis);
+                unsigned char *mis_snap = kit_buf_snapshot(&mis);
                 fa_status st = ee_call_run((ee_call)call, &a);
                 const char *what = call ? "fa_backward" : "fa_forward";
                 fprintf(stderr, "[misaligned] %s, %s, %s at an address 1 byte past an element boundary: %s\n",
@@ -476,11 +476,11 @@ Test(error_exit, element_misaligned_data_or_lse_is_refused_with_fa_err_stride)
                 snprintf(names, sizeof names, s == EE_LSE ? "%s" : "%s.data", name[s]);
                 cr_expect(ee_names_argument(fa_last_error(), what, names),
                           "%s misaligned: fa_last_error() is \"%s\"", name[s], fa_last_error());
-                cr_expect(ee_world_unchanged(&w) && tu_buf_equals_snapshot(&mis, mis_snap),
+                cr_expect(ee_world_unchanged(&w) && kit_buf_equals_snapshot(&mis, mis_snap),
                           "%s, %s misaligned, seed %llu: refused (%s) but a byte changed", what, name[s],
                           (unsigned long long)w.seed, fa_status_str(st));
                 free(mis_snap);
-                tu_buf_free(&mis);
+                kit_buf_free(&mis);
                 ee_world_restore(&w);
             }
         }

@@ -52,11 +52,11 @@ static double max_finite_abs(const double *x, int64_t n)
 }
 
 /* out and lse of a forward that returned FA_OK, against the oracle. */
-static void check_forward(const hu_problem *pr, const tm_mods *m, fa_dtype qt, const char *what)
+static void check_forward(const kit_problem *pr, const tm_mods *m, fa_dtype qt, const char *what)
 {
-    const hu_shape *s = &pr->s;
+    const kit_shape *s = &pr->shape;
     char msg[600];
-    const fa_tensor *q = &pr->t[HU_Q], *k = &pr->t[HU_K], *v = &pr->t[HU_V];
+    const fa_tensor *q = &pr->t[KIT_Q], *k = &pr->t[KIT_K], *v = &pr->t[KIT_V];
     int64_t rows = s->batch * s->q_heads * s->q_len, n = rows * s->dim_v;
     double *out_o = alloc_doubles(n), *lse_o = alloc_doubles(rows);
     double *out_n = alloc_doubles(n), *lse_n = alloc_doubles(rows);
@@ -64,8 +64,8 @@ static void check_forward(const hu_problem *pr, const tm_mods *m, fa_dtype qt, c
     ref_forward(&m->p, q, k, v, out_o, lse_o);
     ref_forward_naive_f32(&m->p, q, k, v, out_n, lse_n);
     for (int64_t x = 0; x < n; x++) out_n[x] = hu_round(qt, out_n[x]);
-    for (int64_t r = 0; r < rows; r++) lse_l[r] = (double)pr->lse[r];
-    double *out_l = hu_view_copy(&pr->t[HU_OUT]);
+    for (int64_t r = 0; r < rows; r++) lse_l[r] = (double)((const float *)pr->lse)[r];
+    double *out_l = hu_view_copy(&pr->t[KIT_OUT]);
     double lse_floor = 1e-6 * fmax(1.0, max_finite_abs(lse_o, rows));
     cr_expect(hu_check("out", qt, out_l, out_o, out_n, n, 1e-6, msg, sizeof msg), "%s: %s", what, msg);
     cr_expect(hu_check("lse", FA_F32, lse_l, lse_o, lse_n, rows, lse_floor, msg, sizeof msg), "%s: %s", what,
@@ -74,14 +74,14 @@ static void check_forward(const hu_problem *pr, const tm_mods *m, fa_dtype qt, c
 }
 
 /* dq, dk, dv (and dsinks) of a backward that returned FA_OK, against the oracle. */
-static void check_backward(const hu_problem *pr, const tm_mods *m, const hc_case *hc, const char *what)
+static void check_backward(const kit_problem *pr, const tm_mods *m, const hc_case *hc, const char *what)
 {
     static const char *names[3] = {"dq", "dk", "dv"};
-    const hu_shape *s = &pr->s;
+    const kit_shape *s = &pr->shape;
     char msg[600];
-    const fa_tensor *q = &pr->t[HU_Q], *k = &pr->t[HU_K], *v = &pr->t[HU_V], *out = &pr->t[HU_OUT],
-                    *dout = &pr->t[HU_DOUT];
-    const fa_tensor *grad[3] = {&pr->t[HU_DQ], &pr->t[HU_DK], &pr->t[HU_DV]};
+    const fa_tensor *q = &pr->t[KIT_Q], *k = &pr->t[KIT_K], *v = &pr->t[KIT_V], *out = &pr->t[KIT_OUT],
+                    *dout = &pr->t[KIT_DOUT];
+    const fa_tensor *grad[3] = {&pr->t[KIT_DQ], &pr->t[KIT_DK], &pr->t[KIT_DV]};
     int64_t n[3];
     double *oracle[3], *naive[3];
     for (int g = 0; g < 3; g++) {
@@ -115,9 +115,9 @@ static void check_backward(const hu_problem *pr, const tm_mods *m, const hc_case
 static void check_case(fa_context *ctx[HC_CONTEXTS], int c, fa_dtype qt, fa_dtype kt, uint64_t seed)
 {
     const hc_case *hc = &hc_cases[c];
-    hu_shape s = hc_shape(hc, qt, kt);
+    kit_shape s = hc_shape(hc, qt, kt);
     tu_rng rng = tu_rng_make(seed + (uint64_t)c);
-    hu_problem pr;
+    kit_problem pr;
     hu_make(&pr, &s, &rng, 2.5);
     tm_mods m;
     hc_mods(&m, hc, &rng);
@@ -132,22 +132,22 @@ static void check_case(fa_context *ctx[HC_CONTEXTS], int c, fa_dtype qt, fa_dtyp
             d == TUB_FORWARD ? hu_forward(ctx[hc->ctx], &m.p, &pr) : hu_backward(ctx[hc->ctx], &m.p, &pr);
         cr_expect_eq(st, FA_OK, "%s: status %d (%s)", what, st, fa_last_error());
         if (st != FA_OK) break; /* the backward needs the forward's out and lse */
-        cr_expect(hu_guards_intact(&pr), "%s: a byte outside a tensor was written", what);
+        cr_expect(kit_problem_guards_intact(&pr), "%s: a byte outside a tensor was written", what);
         if (d == TUB_FORWARD) {
             check_forward(&pr, &m, qt, what);
-            fwd_out[0] = tu_buf_snapshot(&pr.buf[HU_OUT]);
-            fwd_out[1] = tu_buf_snapshot(&pr.lse_buf);
+            fwd_out[0] = kit_buf_snapshot(&pr.buf[KIT_OUT]);
+            fwd_out[1] = kit_buf_snapshot(&pr.lse_buf);
         } else {
             check_backward(&pr, &m, hc, what);
             /* out and lse are the backward's inputs: it reads them and writes none of their bytes */
-            cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_OUT], fwd_out[0]) &&
-                          tu_buf_equals_snapshot(&pr.lse_buf, fwd_out[1]),
+            cr_expect(kit_buf_equals_snapshot(&pr.buf[KIT_OUT], fwd_out[0]) &&
+                          kit_buf_equals_snapshot(&pr.lse_buf, fwd_out[1]),
                       "%s: the backward changed a byte of out or lse", what);
         }
     }
     free(fwd_out[0]), free(fwd_out[1]);
     tm_mods_free(&m);
-    hu_free(&pr);
+    kit_problem_free(&pr);
 }
 
 static void run_pair(int pair)

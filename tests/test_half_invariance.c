@@ -77,9 +77,9 @@ static void run_pair(fa_dtype qt, fa_dtype kt)
         contexts(ctx, blocks[bl][0], blocks[bl][1]);
         for (int c = 0; c < N_CASES; c++) {
             const inv_case *ic = &cases[c];
-            hu_shape s = {qt,        kt,         ic->batch, ic->q_heads, ic->kv_heads,
-                          ic->q_len, ic->kv_len, ic->dim,   ic->dim_v,   c & 1};
-            hu_problem pr[MAX_THREADS];
+            kit_shape s = {qt,        kt,         ic->batch, ic->q_heads, ic->kv_heads,
+                           ic->q_len, ic->kv_len, ic->dim,   ic->dim_v,   c & 1};
+            kit_problem pr[MAX_THREADS];
             float *dsinks[MAX_THREADS] = {0}, *sinks = NULL;
             fa_params p = FA_PARAMS_INIT;
             p.causal = ic->causal;
@@ -110,18 +110,19 @@ static void run_pair(fa_dtype qt, fa_dtype kt)
             fa_tensor lse0 = fa_tensor_bhsd(pr[0].lse, FA_F32, s.batch, s.q_heads, s.q_len, 1);
             for (int t = 1; t < MAX_THREADS; t++) {
                 fa_tensor lse = fa_tensor_bhsd(pr[t].lse, FA_F32, s.batch, s.q_heads, s.q_len, 1);
-                expect_same("out", &pr[0].t[HU_OUT], &pr[t].t[HU_OUT], t + 1, full);
+                expect_same("out", &pr[0].t[KIT_OUT], &pr[t].t[KIT_OUT], t + 1, full);
                 expect_same("lse", &lse0, &lse, t + 1, full);
-                expect_same("dq", &pr[0].t[HU_DQ], &pr[t].t[HU_DQ], t + 1, full);
-                expect_same("dk", &pr[0].t[HU_DK], &pr[t].t[HU_DK], t + 1, full);
-                expect_same("dv", &pr[0].t[HU_DV], &pr[t].t[HU_DV], t + 1, full);
+                expect_same("dq", &pr[0].t[KIT_DQ], &pr[t].t[KIT_DQ], t + 1, full);
+                expect_same("dk", &pr[0].t[KIT_DK], &pr[t].t[KIT_DK], t + 1, full);
+                expect_same("dv", &pr[0].t[KIT_DV], &pr[t].t[KIT_DV], t + 1, full);
                 if (ic->sinks)
                     cr_expect(memcmp(dsinks[0], dsinks[t], sizeof(float) * (size_t)s.q_heads) == 0,
                               "%s: dsinks at %d threads differs from 1 thread", full, t + 1);
-                cr_expect(hu_guards_intact(&pr[t]), "%s, %d threads: wrote outside a tensor", full, t + 1);
+                cr_expect(kit_problem_guards_intact(&pr[t]), "%s, %d threads: wrote outside a tensor", full,
+                          t + 1);
             }
             for (int t = 0; t < MAX_THREADS; t++) {
-                hu_free(&pr[t]);
+                kit_problem_free(&pr[t]);
                 free(dsinks[t]);
             }
             free(sinks);
@@ -190,8 +191,8 @@ static void run_packed(fa_dtype qt, fa_dtype kt, int variant, fa_context *ctx[MA
     fa_params pp = p;
     pp.seqs = &seqs;
     /* token-major [1][total][H][D], as varlen batches are laid out */
-    hu_shape ps = {qt, kt, 1, HQ, HKV, cu_q[SEQS], cu_k[SEQS], D, DV, 1};
-    hu_problem packed[MAX_THREADS];
+    kit_shape ps = {qt, kt, 1, HQ, HKV, cu_q[SEQS], cu_k[SEQS], D, DV, 1};
+    kit_problem packed[MAX_THREADS];
     char desc[400];
     hu_desc(&ps, &p, desc, sizeof desc);
     for (int t = 0; t < MAX_THREADS; t++) {
@@ -207,7 +208,7 @@ static void run_packed(fa_dtype qt, fa_dtype kt, int variant, fa_context *ctx[MA
     fa_tensor lse0 = fa_tensor_bhsd(packed[0].lse, FA_F32, 1, HQ, ps.q_len, 1);
     for (int t = 1; t < MAX_THREADS; t++) {
         fa_tensor lse = fa_tensor_bhsd(packed[t].lse, FA_F32, 1, HQ, ps.q_len, 1);
-        static const int outs[4] = {HU_OUT, HU_DQ, HU_DK, HU_DV};
+        static const int outs[4] = {KIT_OUT, KIT_DQ, KIT_DK, KIT_DV};
         static const char *names[4] = {"out", "dq", "dk", "dv"};
         for (int x = 0; x < 4; x++) {
             int64_t where = -1;
@@ -221,16 +222,16 @@ static void run_packed(fa_dtype qt, fa_dtype kt, int variant, fa_context *ctx[MA
                   (unsigned long long)seed, t + 1, (long long)where);
     }
     /* each sequence alone, dense, on the 2-thread context (same blocks) */
-    hu_problem *pk = &packed[0];
+    kit_problem *pk = &packed[0];
     for (int b = 0; b < SEQS; b++) {
-        hu_shape s = {qt, kt, 1, HQ, HKV, seq_q[b], seq_k[b], D, DV, 0};
+        kit_shape s = {qt, kt, 1, HQ, HKV, seq_q[b], seq_k[b], D, DV, 0};
         tu_rng rng = tu_rng_make(seed);
-        hu_problem one;
+        kit_problem one;
         hu_make(&one, &s, &rng, 2.5);
-        hu_copy_rows(&one.t[HU_Q], 0, 0, &pk->t[HU_Q], 0, cu_q[b], seq_q[b]);
-        hu_copy_rows(&one.t[HU_DOUT], 0, 0, &pk->t[HU_DOUT], 0, cu_q[b], seq_q[b]);
-        hu_copy_rows(&one.t[HU_K], 0, 0, &pk->t[HU_K], 0, cu_k[b], seq_k[b]);
-        hu_copy_rows(&one.t[HU_V], 0, 0, &pk->t[HU_V], 0, cu_k[b], seq_k[b]);
+        hu_copy_rows(&one.t[KIT_Q], 0, 0, &pk->t[KIT_Q], 0, cu_q[b], seq_q[b]);
+        hu_copy_rows(&one.t[KIT_DOUT], 0, 0, &pk->t[KIT_DOUT], 0, cu_q[b], seq_q[b]);
+        hu_copy_rows(&one.t[KIT_K], 0, 0, &pk->t[KIT_K], 0, cu_k[b], seq_k[b]);
+        hu_copy_rows(&one.t[KIT_V], 0, 0, &pk->t[KIT_V], 0, cu_k[b], seq_k[b]);
         cr_assert_eq(hu_forward(ctx[1], &p, &one), FA_OK, "sequence %d alone: %s", b, fa_last_error());
         cr_assert_eq(hu_backward(ctx[1], &p, &one), FA_OK, "sequence %d alone: %s", b, fa_last_error());
         fa_tensor lse_one = fa_tensor_bhsd(one.lse, FA_F32, 1, HQ, seq_q[b], 1);
@@ -239,11 +240,11 @@ static void run_packed(fa_dtype qt, fa_dtype kt, int variant, fa_context *ctx[MA
             const char *name;
             const fa_tensor *packed, *alone;
             int64_t first, rows;
-        } parts[5] = {{"out", &pk->t[HU_OUT], &one.t[HU_OUT], cu_q[b], seq_q[b]},
+        } parts[5] = {{"out", &pk->t[KIT_OUT], &one.t[KIT_OUT], cu_q[b], seq_q[b]},
                       {"lse", &lse0, &lse_one, cu_q[b], seq_q[b]},
-                      {"dq", &pk->t[HU_DQ], &one.t[HU_DQ], cu_q[b], seq_q[b]},
-                      {"dk", &pk->t[HU_DK], &one.t[HU_DK], cu_k[b], seq_k[b]},
-                      {"dv", &pk->t[HU_DV], &one.t[HU_DV], cu_k[b], seq_k[b]}};
+                      {"dq", &pk->t[KIT_DQ], &one.t[KIT_DQ], cu_q[b], seq_q[b]},
+                      {"dk", &pk->t[KIT_DK], &one.t[KIT_DK], cu_k[b], seq_k[b]},
+                      {"dv", &pk->t[KIT_DV], &one.t[KIT_DV], cu_k[b], seq_k[b]}};
         for (int x = 0; x < 5; x++)
             cr_expect(
                 hu_rows_bitwise_equal(parts[x].packed, 0, parts[x].first, parts[x].alone, 0, 0, parts[x].rows,
@@ -252,9 +253,9 @@ static void run_packed(fa_dtype qt, fa_dtype kt, int variant, fa_context *ctx[MA
                 "it alone at %s",
                 desc, (unsigned long long)seed, b, (long long)seq_q[b], (long long)seq_k[b], parts[x].name,
                 where);
-        hu_free(&one);
+        kit_problem_free(&one);
     }
-    for (int t = 0; t < MAX_THREADS; t++) hu_free(&packed[t]);
+    for (int t = 0; t < MAX_THREADS; t++) kit_problem_free(&packed[t]);
 }
 
 Test(half_invariance, packed_sequences_are_bitwise_dense_calls_per_sequence_at_1_to_4_threads)

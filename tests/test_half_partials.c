@@ -62,7 +62,7 @@ static fa_tensor widened(const fa_tensor *t, float **storage)
 }
 
 /* What a check says of its problem: the shape, the pass, packed or not, threads and seed. */
-static void describe(const hu_shape *s, const fa_params *p, const char *pass, int threads, uint64_t seed,
+static void describe(const kit_shape *s, const fa_params *p, const char *pass, int threads, uint64_t seed,
                      char *desc, size_t size)
 {
     hu_desc(s, p, desc, size);
@@ -112,33 +112,33 @@ static void wide_free(wide_result *w)
 
 /* The f32-out call on pr's inputs (p with seqs or not), checked against pr's half call, already
  * in pr's out and lse: rounding gives its bytes, lse is the same. */
-static wide_result rounds_to_half_call(fa_context *ctx, const fa_params *p, hu_problem *pr, const char *desc)
+static wide_result rounds_to_half_call(fa_context *ctx, const fa_params *p, kit_problem *pr, const char *desc)
 {
     wide_result w;
-    fa_tensor wide = f32_like(&pr->t[HU_OUT], &w.out);
+    fa_tensor wide = f32_like(&pr->t[KIT_OUT], &w.out);
     w.out_bytes = sizeof(float) * (size_t)hu_numel(&wide);
-    w.lse_bytes = sizeof(float) * (size_t)(pr->s.batch * pr->s.q_heads * pr->s.q_len);
+    w.lse_bytes = sizeof(float) * (size_t)(pr->shape.batch * pr->shape.q_heads * pr->shape.q_len);
     w.lse = malloc(w.lse_bytes + sizeof(float));
     cr_assert(w.lse != NULL);
-    fa_status st = fa_forward(ctx, p, &pr->t[HU_Q], &pr->t[HU_K], &pr->t[HU_V], &wide, w.lse);
+    fa_status st = fa_forward(ctx, p, &pr->t[KIT_Q], &pr->t[KIT_K], &pr->t[KIT_V], &wide, w.lse);
     cr_assert_eq(st, FA_OK, "%s, f32 out: status %d (%s)", desc, st, fa_last_error());
     char where[128] = "";
-    cr_expect(rounds_to(&wide, &pr->t[HU_OUT], where, sizeof where),
+    cr_expect(rounds_to(&wide, &pr->t[KIT_OUT], where, sizeof where),
               "%s: the f32 out rounded differs from the half call's out at %s", desc, where);
     cr_expect(memcmp(w.lse, pr->lse, w.lse_bytes) == 0, "%s: lse differs from the half call's", desc);
     return w;
 }
 
 /* The FA_F32 call on pr's inputs widened (exactly), with p: what a widening half call computes. */
-static wide_result widened_f32_call(fa_context *ctx, const fa_params *p, hu_problem *pr, const char *desc)
+static wide_result widened_f32_call(fa_context *ctx, const fa_params *p, kit_problem *pr, const char *desc)
 {
     fa_tensor in[3];
     float *store[3];
-    for (int x = 0; x < 3; x++) in[x] = widened(&pr->t[HU_Q + x], &store[x]);
+    for (int x = 0; x < 3; x++) in[x] = widened(&pr->t[KIT_Q + x], &store[x]);
     wide_result w;
-    fa_tensor out = f32_like(&pr->t[HU_OUT], &w.out);
+    fa_tensor out = f32_like(&pr->t[KIT_OUT], &w.out);
     w.out_bytes = sizeof(float) * (size_t)hu_numel(&out);
-    w.lse_bytes = sizeof(float) * (size_t)(pr->s.batch * pr->s.q_heads * pr->s.q_len);
+    w.lse_bytes = sizeof(float) * (size_t)(pr->shape.batch * pr->shape.q_heads * pr->shape.q_len);
     w.lse = malloc(w.lse_bytes + sizeof(float));
     cr_assert(w.lse != NULL);
     cr_assert_eq(fa_forward(ctx, p, &in[0], &in[1], &in[2], &out, w.lse), FA_OK, "%s: f32 call: %s", desc,
@@ -155,13 +155,13 @@ static int same_bytes(const wide_result *a, const wide_result *b)
 /* One problem at 1 and 3 threads: the f32 out rounds to the half call, is thread-invariant, and
  * where the call widens is the widened FA_F32 call. dot_rows: the query rows a head's item holds
  * (hu_on_dot_units). */
-static void run_problem(const hu_shape *s, const fa_params *p, int64_t dot_rows, uint64_t seed)
+static void run_problem(const kit_shape *s, const fa_params *p, int64_t dot_rows, uint64_t seed)
 {
     wide_result first = {0};
     for (int ti = 0; ti < THREAD_COUNTS; ti++) {
         fa_context *ctx = context_of(thread_counts[ti]);
         tu_rng rng = tu_rng_make(seed);
-        hu_problem pr;
+        kit_problem pr;
         hu_make(&pr, s, &rng, 2.5);
         char desc[400];
         describe(s, p, "forward", thread_counts[ti], seed, desc, sizeof desc);
@@ -169,7 +169,7 @@ static void run_problem(const hu_shape *s, const fa_params *p, int64_t dot_rows,
         wide_result w = rounds_to_half_call(ctx, p, &pr, desc);
         if (ti == 0) {
             first = w;
-            if (!hu_on_dot_units(ctx, s->qt, s->kt, s->dim, dot_rows)) {
+            if (!hu_on_dot_units(ctx, s->q_dtype, s->kv_dtype, s->dim, dot_rows)) {
                 wide_result ref = widened_f32_call(ctx, p, &pr, desc);
                 cr_expect(same_bytes(&w, &ref), "%s: differs from the FA_F32 call on the widened inputs",
                           desc);
@@ -179,7 +179,7 @@ static void run_problem(const hu_shape *s, const fa_params *p, int64_t dot_rows,
             cr_expect(same_bytes(&first, &w), "%s: differs from its 1-thread bytes", desc);
             wide_free(&w);
         }
-        hu_free(&pr);
+        kit_problem_free(&pr);
         fa_context_destroy(ctx);
     }
     wide_free(&first);
@@ -205,12 +205,12 @@ static int same_grads(const wide_grads *a, const wide_grads *b)
 
 /* fa_backward on q, k, v, out, dout (of any dtypes fa_backward takes) into f32 gradients. */
 static wide_grads wide_backward(fa_context *ctx, const fa_params *p, const fa_tensor *in,
-                                const hu_problem *pr, const char *desc)
+                                const kit_problem *pr, const char *desc)
 {
     wide_grads g;
-    for (int x = 0; x < 3; x++) g.t[x] = f32_like(&pr->t[HU_DQ + x], &g.store[x]);
-    fa_status st = fa_backward(ctx, p, &in[HU_Q], &in[HU_K], &in[HU_V], &in[HU_OUT], &in[HU_DOUT], pr->lse,
-                               &g.t[0], &g.t[1], &g.t[2]);
+    for (int x = 0; x < 3; x++) g.t[x] = f32_like(&pr->t[KIT_DQ + x], &g.store[x]);
+    fa_status st = fa_backward(ctx, p, &in[KIT_Q], &in[KIT_K], &in[KIT_V], &in[KIT_OUT], &in[KIT_DOUT],
+                               pr->lse, &g.t[0], &g.t[1], &g.t[2]);
     cr_assert_eq(st, FA_OK, "%s, f32 gradients: status %d (%s)", desc, st, fa_last_error());
     return g;
 }
@@ -218,14 +218,14 @@ static wide_grads wide_backward(fa_context *ctx, const fa_params *p, const fa_te
 /* The backward of one problem at 1 and 3 threads: its f32 dq, dk and dv round to the half
  * backward's, are thread-invariant, and where the backward widens are the FA_F32 backward's on the
  * widened q, k, v, out and dout. */
-static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t seed)
+static void run_backward_problem(const kit_shape *s, const fa_params *p, uint64_t seed)
 {
     static const char *names[3] = {"dq", "dk", "dv"};
     wide_grads first = {0};
     for (int ti = 0; ti < THREAD_COUNTS; ti++) {
         fa_context *ctx = context_of(thread_counts[ti]);
         tu_rng rng = tu_rng_make(seed);
-        hu_problem pr;
+        kit_problem pr;
         hu_make(&pr, s, &rng, 2.5);
         char desc[400];
         describe(s, p, "backward", thread_counts[ti], seed, desc, sizeof desc);
@@ -234,7 +234,7 @@ static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t
         wide_grads g = wide_backward(ctx, p, pr.t, &pr, desc);
         for (int x = 0; x < 3; x++) {
             char where[128] = "";
-            cr_expect(rounds_to(&g.t[x], &pr.t[HU_DQ + x], where, sizeof where),
+            cr_expect(rounds_to(&g.t[x], &pr.t[KIT_DQ + x], where, sizeof where),
                       "%s: the f32 %s rounded differs from the half backward's at %s", desc, names[x], where);
         }
         if (ti > 0) {
@@ -242,18 +242,18 @@ static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t
             wide_grads_free(&g);
         } else {
             first = g;
-            if (!hu_backward_on_dot_units(ctx, s->qt, s->kt, s->dim, s->dim_v)) {
-                fa_tensor in[HU_DQ];
-                float *store[HU_DQ];
-                for (int x = 0; x < HU_DQ; x++) in[x] = widened(&pr.t[x], &store[x]);
+            if (!hu_backward_on_dot_units(ctx, s->q_dtype, s->kv_dtype, s->dim, s->dim_v)) {
+                fa_tensor in[KIT_DQ];
+                float *store[KIT_DQ];
+                for (int x = 0; x < KIT_DQ; x++) in[x] = widened(&pr.t[x], &store[x]);
                 wide_grads ref = wide_backward(ctx, p, in, &pr, desc);
                 cr_expect(same_grads(&g, &ref), "%s: differs from the FA_F32 backward on the widened inputs",
                           desc);
                 wide_grads_free(&ref);
-                for (int x = 0; x < HU_DQ; x++) free(store[x]);
+                for (int x = 0; x < KIT_DQ; x++) free(store[x]);
             }
         }
-        hu_free(&pr);
+        kit_problem_free(&pr);
         fa_context_destroy(ctx);
     }
     wide_grads_free(&first);
@@ -261,10 +261,10 @@ static void run_backward_problem(const hu_shape *s, const fa_params *p, uint64_t
 
 static const fa_dtype half_types[2] = {FA_BF16, FA_F16};
 
-static hu_shape shape_of(fa_dtype t, const partial_case *pc)
+static kit_shape shape_of(fa_dtype t, const partial_case *pc)
 {
-    return (hu_shape){t,         t,          pc->batch, pc->q_heads, pc->kv_heads,
-                      pc->q_len, pc->kv_len, pc->dim,   pc->dim_v,   pc->bshd};
+    return (kit_shape){t,         t,          pc->batch, pc->q_heads, pc->kv_heads,
+                       pc->q_len, pc->kv_len, pc->dim,   pc->dim_v,   pc->bshd};
 }
 
 Test(half_partials, f32_out_is_the_half_call_before_its_rounding)
@@ -273,7 +273,7 @@ Test(half_partials, f32_out_is_the_half_call_before_its_rounding)
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < N_CASES; c++) {
             const partial_case *pc = &cases[c];
-            hu_shape s = shape_of(half_types[t], pc);
+            kit_shape s = shape_of(half_types[t], pc);
             fa_params p = FA_PARAMS_INIT;
             p.causal = pc->causal;
             run_problem(&s, &p, pc->q_len * (pc->q_heads / pc->kv_heads), seed + (uint64_t)c);
@@ -288,7 +288,7 @@ Test(half_partials, f32_gradients_are_the_half_backward_before_its_rounding)
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < N_CASES; c++) {
             const partial_case *pc = &cases[c];
-            hu_shape s = shape_of(half_types[t], pc);
+            kit_shape s = shape_of(half_types[t], pc);
             fa_params p = FA_PARAMS_INIT;
             p.causal = pc->causal;
             if (c % 2) p.softcap = 8.0, p.dropout_p = 0.125, p.dropout_seed = 7;
@@ -313,7 +313,7 @@ Test(half_partials, f32_partials_of_packed_sequences)
     p.seqs = &seqs;
     uint64_t seed = tu_seed("half_partials/packed");
     for (int t = 0; t < 2; t++) {
-        hu_shape s = {half_types[t], half_types[t], 1, HQ, HKV, cu_q[SEQS], cu_k[SEQS], D, DV, 1};
+        kit_shape s = {half_types[t], half_types[t], 1, HQ, HKV, cu_q[SEQS], cu_k[SEQS], D, DV, 1};
         run_problem(&s, &p, 40, seed + (uint64_t)t);
         run_backward_problem(&s, &p, seed + (uint64_t)t);
     }
@@ -330,20 +330,20 @@ static int untouched(const float *x, int64_t n)
 
 /* A backward refused for one gradient's dtype: the status, the message naming it, no gradient
  * written (the half ones in pr, the f32 ones given). */
-static void backward_refused(hu_problem *pr, const fa_tensor *q, const fa_tensor *dq, const fa_tensor *dk,
+static void backward_refused(kit_problem *pr, const fa_tensor *q, const fa_tensor *dq, const fa_tensor *dk,
                              const fa_tensor *dv, const char *named)
 {
-    hu_fill_grad_canary(pr);
+    kit_problem_fill_gradients(pr, KIT_CANARY);
     unsigned char *grads[3];
-    for (int x = 0; x < 3; x++) grads[x] = tu_buf_snapshot(&pr->buf[HU_DQ + x]);
-    fa_status st = fa_backward(NULL, NULL, q, &pr->t[HU_K], &pr->t[HU_V], &pr->t[HU_OUT], &pr->t[HU_DOUT],
+    for (int x = 0; x < 3; x++) grads[x] = kit_buf_snapshot(&pr->buf[KIT_DQ + x]);
+    fa_status st = fa_backward(NULL, NULL, q, &pr->t[KIT_K], &pr->t[KIT_V], &pr->t[KIT_OUT], &pr->t[KIT_DOUT],
                                pr->lse, dq, dk, dv);
     cr_expect_eq(st, FA_ERR_DTYPE, "%s: status %d", named, st);
     cr_expect(strstr(fa_last_error(), named) != NULL, "message: %s, expected to name %s", fa_last_error(),
               named);
     const fa_tensor *given[3] = {dq, dk, dv};
     for (int x = 0; x < 3; x++) {
-        cr_expect(tu_buf_equals_snapshot(&pr->buf[HU_DQ + x], grads[x]), "%s: a half gradient was written",
+        cr_expect(kit_buf_equals_snapshot(&pr->buf[KIT_DQ + x], grads[x]), "%s: a half gradient was written",
                   named);
         if (given[x]->dtype == FA_F32)
             cr_expect(untouched(given[x]->data, hu_numel(given[x])), "%s: an f32 gradient was written",
@@ -357,27 +357,28 @@ static void backward_refused(hu_problem *pr, const fa_tensor *q, const fa_tensor
 Test(half_partials, mixed_gradients_are_refused)
 {
     tu_rng rng = tu_rng_make(tu_seed("half_partials/refused_gradients"));
-    hu_shape s = {FA_BF16, FA_BF16, 1, 2, 1, 8, 9, 8, 8, 0};
-    hu_problem pr;
+    kit_shape s = {FA_BF16, FA_BF16, 1, 2, 1, 8, 9, 8, 8, 0};
+    kit_problem pr;
     hu_make(&pr, &s, &rng, 1.0);
     cr_assert_eq(hu_forward(NULL, NULL, &pr), FA_OK, "%s", fa_last_error());
     wide_grads g;
-    for (int x = 0; x < 3; x++) g.t[x] = f32_like(&pr.t[HU_DQ + x], &g.store[x]);
-    const fa_tensor *q = &pr.t[HU_Q];
-    backward_refused(&pr, q, &g.t[0], &pr.t[HU_DK], &pr.t[HU_DV], "dk.dtype = FA_BF16 but dq.dtype = FA_F32");
-    backward_refused(&pr, q, &g.t[0], &g.t[1], &pr.t[HU_DV], "dv.dtype = FA_BF16 but dq.dtype = FA_F32");
-    backward_refused(&pr, q, &pr.t[HU_DQ], &g.t[1], &g.t[2], "dk.dtype = FA_F32 but k.dtype = FA_BF16");
-    double *f64_store = malloc(sizeof(double) * (size_t)hu_numel(&pr.t[HU_DQ]));
+    for (int x = 0; x < 3; x++) g.t[x] = f32_like(&pr.t[KIT_DQ + x], &g.store[x]);
+    const fa_tensor *q = &pr.t[KIT_Q];
+    backward_refused(&pr, q, &g.t[0], &pr.t[KIT_DK], &pr.t[KIT_DV],
+                     "dk.dtype = FA_BF16 but dq.dtype = FA_F32");
+    backward_refused(&pr, q, &g.t[0], &g.t[1], &pr.t[KIT_DV], "dv.dtype = FA_BF16 but dq.dtype = FA_F32");
+    backward_refused(&pr, q, &pr.t[KIT_DQ], &g.t[1], &g.t[2], "dk.dtype = FA_F32 but k.dtype = FA_BF16");
+    double *f64_store = malloc(sizeof(double) * (size_t)hu_numel(&pr.t[KIT_DQ]));
     cr_assert(f64_store != NULL);
     fa_tensor dq64 = fa_tensor_bhsd(f64_store, FA_F64, 1, 2, 8, 8);
     backward_refused(&pr, q, &dq64, &g.t[1], &g.t[2], "dq.dtype = FA_F64");
     /* f32 queries over the bf16 cache (and so an f32 out, dout and dq): dk and dv are k's dtype */
     float *q_store;
-    fa_tensor q32 = widened(&pr.t[HU_Q], &q_store);
+    fa_tensor q32 = widened(&pr.t[KIT_Q], &q_store);
     float *o_store, *do_store;
-    fa_tensor out32 = f32_like(&pr.t[HU_OUT], &o_store), dout32 = f32_like(&pr.t[HU_DOUT], &do_store);
-    fa_status st = fa_backward(NULL, NULL, &q32, &pr.t[HU_K], &pr.t[HU_V], &out32, &dout32, pr.lse, &g.t[0],
-                               &g.t[1], &pr.t[HU_DV]);
+    fa_tensor out32 = f32_like(&pr.t[KIT_OUT], &o_store), dout32 = f32_like(&pr.t[KIT_DOUT], &do_store);
+    fa_status st = fa_backward(NULL, NULL, &q32, &pr.t[KIT_K], &pr.t[KIT_V], &out32, &dout32, pr.lse, &g.t[0],
+                               &g.t[1], &pr.t[KIT_DV]);
     cr_expect_eq(st, FA_ERR_DTYPE, "f32 q over bf16 k with an f32 dk: status %d", st);
     cr_expect(strstr(fa_last_error(), "dk.dtype = FA_F32 but k.dtype = FA_BF16") != NULL, "message: %s",
               fa_last_error());
@@ -385,7 +386,7 @@ Test(half_partials, mixed_gradients_are_refused)
         cr_expect(untouched(g.store[x], hu_numel(&g.t[x])), "f32 q over bf16 k: a gradient was written");
     free(q_store), free(o_store), free(do_store), free(f64_store);
     wide_grads_free(&g);
-    hu_free(&pr);
+    kit_problem_free(&pr);
 }
 
 /* The only mixed out: half q, k, v with an f32 out in fa_forward. The backward reads out as the
@@ -394,42 +395,42 @@ Test(half_partials, mixed_gradients_are_refused)
 Test(half_partials, other_mixed_outs_are_refused)
 {
     tu_rng rng = tu_rng_make(tu_seed("half_partials/refused"));
-    hu_shape s = {FA_BF16, FA_BF16, 1, 2, 1, 8, 9, 8, 8, 0};
-    hu_problem pr;
+    kit_shape s = {FA_BF16, FA_BF16, 1, 2, 1, 8, 9, 8, 8, 0};
+    kit_problem pr;
     hu_make(&pr, &s, &rng, 1.0);
     float *wide_store;
-    fa_tensor wide = f32_like(&pr.t[HU_OUT], &wide_store);
+    fa_tensor wide = f32_like(&pr.t[KIT_OUT], &wide_store);
     cr_assert_eq(hu_forward(NULL, NULL, &pr), FA_OK, "%s", fa_last_error());
-    hu_fill_grad_canary(&pr);
+    kit_problem_fill_gradients(&pr, KIT_CANARY);
     unsigned char *grads[3];
-    for (int x = 0; x < 3; x++) grads[x] = tu_buf_snapshot(&pr.buf[HU_DQ + x]);
-    fa_status st = fa_backward(NULL, NULL, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], &wide, &pr.t[HU_DOUT],
-                               pr.lse, &pr.t[HU_DQ], &pr.t[HU_DK], &pr.t[HU_DV]);
+    for (int x = 0; x < 3; x++) grads[x] = kit_buf_snapshot(&pr.buf[KIT_DQ + x]);
+    fa_status st = fa_backward(NULL, NULL, &pr.t[KIT_Q], &pr.t[KIT_K], &pr.t[KIT_V], &wide, &pr.t[KIT_DOUT],
+                               pr.lse, &pr.t[KIT_DQ], &pr.t[KIT_DK], &pr.t[KIT_DV]);
     cr_expect_eq(st, FA_ERR_DTYPE, "backward with an f32 out under bf16 q: status %d", st);
     cr_expect(strstr(fa_last_error(), "out.dtype") != NULL, "message: %s", fa_last_error());
     for (int x = 0; x < 3; x++) {
-        cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_DQ + x], grads[x]),
+        cr_expect(kit_buf_equals_snapshot(&pr.buf[KIT_DQ + x], grads[x]),
                   "the refused backward wrote a gradient");
         free(grads[x]);
     }
     /* an f64 out under bf16 inputs */
-    hu_fill_forward_canary(&pr);
-    unsigned char *out_before = tu_buf_snapshot(&pr.buf[HU_OUT]);
-    double *f64_store = calloc((size_t)hu_numel(&pr.t[HU_OUT]) + 1, sizeof(double));
+    kit_problem_fill_outputs(&pr, KIT_CANARY);
+    unsigned char *out_before = kit_buf_snapshot(&pr.buf[KIT_OUT]);
+    double *f64_store = calloc((size_t)hu_numel(&pr.t[KIT_OUT]) + 1, sizeof(double));
     cr_assert(f64_store != NULL);
     fa_tensor f64_out = fa_tensor_bhsd(f64_store, FA_F64, 1, 2, 8, 8);
-    st = fa_forward(NULL, NULL, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], &f64_out, pr.lse);
+    st = fa_forward(NULL, NULL, &pr.t[KIT_Q], &pr.t[KIT_K], &pr.t[KIT_V], &f64_out, pr.lse);
     cr_expect_eq(st, FA_ERR_DTYPE, "forward with an f64 out under bf16 q: status %d", st);
     cr_expect(strstr(fa_last_error(), "out.dtype = FA_F64") != NULL, "message: %s", fa_last_error());
     for (int64_t e = 0; e < hu_numel(&f64_out); e++)
         cr_expect(f64_store[e] == 0.0, "the refused forward wrote out");
     /* a bf16 out under f32 queries over the bf16 cache */
     float *q_store;
-    fa_tensor q32 = widened(&pr.t[HU_Q], &q_store);
-    st = fa_forward(NULL, NULL, &q32, &pr.t[HU_K], &pr.t[HU_V], &pr.t[HU_OUT], pr.lse);
+    fa_tensor q32 = widened(&pr.t[KIT_Q], &q_store);
+    st = fa_forward(NULL, NULL, &q32, &pr.t[KIT_K], &pr.t[KIT_V], &pr.t[KIT_OUT], pr.lse);
     cr_expect_eq(st, FA_ERR_DTYPE, "forward with a bf16 out under f32 q: status %d", st);
     cr_expect(strstr(fa_last_error(), "out.dtype = FA_BF16") != NULL, "message: %s", fa_last_error());
-    cr_expect(tu_buf_equals_snapshot(&pr.buf[HU_OUT], out_before), "the refused forward wrote out");
+    cr_expect(kit_buf_equals_snapshot(&pr.buf[KIT_OUT], out_before), "the refused forward wrote out");
     free(q_store), free(f64_store), free(out_before), free(wide_store);
-    hu_free(&pr);
+    kit_problem_free(&pr);
 }

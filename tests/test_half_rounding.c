@@ -281,22 +281,22 @@ static void check_output_ties(const fmt *F)
     };
     enum { COLS = sizeof pairs / sizeof pairs[0] };
     /* 5 rows: where the CPU has bf16 dot-product units, the bf16 call runs on them */
-    hu_shape sh = {F->dtype, F->dtype, 1, 2, 1, 5, 2, 4, COLS, 0};
+    kit_shape sh = {F->dtype, F->dtype, 1, 2, 1, 5, 2, 4, COLS, 0};
     tu_rng rng = tu_rng_make(tu_test_seed());
-    hu_problem pr;
+    kit_problem pr;
     hu_make(&pr, &sh, &rng, 1.0);
-    zero_tensor(&pr.t[HU_Q]);
+    zero_tensor(&pr.t[KIT_Q]);
     for (int c = 0; c < COLS; c++)
         for (int j = 0; j < 2; j++) {
             cr_assert(hu_round(F->dtype, pairs[c][j]) == pairs[c][j], "%s column %d: v%d = %a is not a %s",
                       F->name, c, j, pairs[c][j], F->name);
-            kit_tensor_store(&pr.t[HU_V], 0, 0, j, c, pairs[c][j]);
+            kit_tensor_store(&pr.t[KIT_V], 0, 0, j, c, pairs[c][j]);
         }
     fa_status st = hu_forward(NULL, NULL, &pr);
     cr_assert_eq(st, FA_OK, "%s: status %d (%s)", F->name, st, fa_last_error());
     /* bf16 dot-product units read subnormal inputs as zero (flashattn.h, "dtype"): there the mean is
      * that of the inputs as they read them, and the one rounding is checked on it */
-    const int daz = hu_on_dot_units(NULL, sh.qt, sh.kt, sh.dim, sh.q_len);
+    const int daz = hu_on_dot_units(NULL, sh.q_dtype, sh.kv_dtype, sh.dim, sh.q_len);
     const double normal = ldexp(1.0, 1 - F->bias);
     for (int64_t h = 0; h < sh.q_heads; h++)
         for (int64_t i = 0; i < sh.q_len; i++) {
@@ -306,7 +306,7 @@ static void check_output_ties(const fmt *F)
                 if (daz && fabs(v1) < normal) v1 = copysign(0.0, v1);
                 /* exact; summed from +0 as every accumulator starts, so (-0, -0) is +0 */
                 double mean = (0.0 + 0.5 * v0) + 0.5 * v1;
-                uint16_t want = F->narrow((float)mean), got = (uint16_t)hu_bits(&pr.t[HU_OUT], 0, h, i, c);
+                uint16_t want = F->narrow((float)mean), got = (uint16_t)hu_bits(&pr.t[KIT_OUT], 0, h, i, c);
                 cr_expect_eq(
                     got, want,
                     "%s head %lld row %lld column %d: out(%a, %a) = 0x%04x (%a), expected RNE of %a = "
@@ -315,7 +315,7 @@ static void check_output_ties(const fmt *F)
                     h_value(F, got), mean, (unsigned)want, h_value(F, want));
             }
         }
-    hu_free(&pr);
+    kit_problem_free(&pr);
 }
 
 Test(half_rounding, bf16_output_exactly_halfway_rounds_to_even)
@@ -341,24 +341,24 @@ static void check_dv_overflow(fa_dtype qt)
         {0.0, 0.0, 0.0, 0.0, 16360.0},
     };
     const double sums[5] = {65504.0, 65520.0, -65520.0, 120000.0, 65512.0};
-    hu_shape sh = {qt, FA_F16, 1, 2, 1, 3, 1, 8, 5, 0};
+    kit_shape sh = {qt, FA_F16, 1, 2, 1, 3, 1, 8, 5, 0};
     tu_rng rng = tu_rng_make(tu_test_seed());
-    hu_problem pr;
+    kit_problem pr;
     hu_make(&pr, &sh, &rng, 1.0);
-    zero_tensor(&pr.t[HU_Q]);
+    zero_tensor(&pr.t[KIT_Q]);
     /* v in {-1, -1/2, 0, 1/2, 1}: dP_ij = dout_i·v_j and delta_i = dout_i·out_i (out_i = v_j, P = 1)
      * are exact in f32 in any order, so dP - delta is exactly 0 however the library sums them */
     for (int c = 0; c < 5; c++)
-        kit_tensor_store(&pr.t[HU_V], 0, 0, 0, c, 0.5 * (double)(tu_rng_below(&rng, 5) - 2));
+        kit_tensor_store(&pr.t[KIT_V], 0, 0, 0, c, 0.5 * (double)(tu_rng_below(&rng, 5) - 2));
     for (int64_t h = 0; h < sh.q_heads; h++)
         for (int i = 0; i < 3; i++)
             for (int c = 0; c < 5; c++)
-                kit_tensor_store(&pr.t[HU_DOUT], 0, h, i, c, h == 0 ? rows[i][c] : 0.0);
+                kit_tensor_store(&pr.t[KIT_DOUT], 0, h, i, c, h == 0 ? rows[i][c] : 0.0);
     cr_assert_eq(hu_forward(NULL, NULL, &pr), FA_OK, "%s", fa_last_error());
     fa_status st = hu_backward(NULL, NULL, &pr);
     cr_assert_eq(st, FA_OK, "status %d (%s)", st, fa_last_error());
-    double *dv = hu_view_copy(&pr.t[HU_DV]), *dq = hu_view_copy(&pr.t[HU_DQ]),
-           *dk = hu_view_copy(&pr.t[HU_DK]);
+    double *dv = hu_view_copy(&pr.t[KIT_DV]), *dq = hu_view_copy(&pr.t[KIT_DQ]),
+           *dk = hu_view_copy(&pr.t[KIT_DK]);
     for (int c = 0; c < 5; c++) {
         double want = (double)fa_f16_to_f32(fa_f16_from_f32((float)sums[c]));
         cr_expect(dv[c] == want, "%s/f16: dv column %d = %g, expected the f16 rounding of %g = %g",
@@ -366,12 +366,12 @@ static void check_dv_overflow(fa_dtype qt)
     }
     cr_expect(isinf(dv[1]) && dv[1] > 0 && isinf(dv[2]) && dv[2] < 0 && dv[0] == 65504.0,
               "the threshold: 65504 stays, ±65520 becomes ±inf");
-    for (int64_t x = 0; x < hu_numel(&pr.t[HU_DQ]); x++)
+    for (int64_t x = 0; x < hu_numel(&pr.t[KIT_DQ]); x++)
         cr_expect(dq[x] == 0.0, "dq[%lld] = %g: one key, P = 1, dS = 0", (long long)x, dq[x]);
-    for (int64_t x = 0; x < hu_numel(&pr.t[HU_DK]); x++)
+    for (int64_t x = 0; x < hu_numel(&pr.t[KIT_DK]); x++)
         cr_expect(dk[x] == 0.0, "dk[%lld] = %g: one key, P = 1, dS = 0", (long long)x, dk[x]);
     free(dv), free(dq), free(dk);
-    hu_free(&pr);
+    kit_problem_free(&pr);
 }
 
 Test(half_rounding, f16_dv_overflows_to_inf_exactly_at_65520)
@@ -409,15 +409,15 @@ static void check_nan(fa_dtype qt, fa_dtype kt)
 {
     enum { SRC_K, SRC_V, SRC_DOUT };
     for (int src = 0; src < 3; src++) {
-        hu_shape sh = {qt, kt, 1, 4, 2, 19, 23, 12, 9, 0};
+        kit_shape sh = {qt, kt, 1, 4, 2, 19, 23, 12, 9, 0};
         tu_rng rng = tu_rng_make(tu_test_part_seed(src == SRC_K ? "k" : src == SRC_V ? "v" : "dout"));
-        hu_problem pr;
+        kit_problem pr;
         hu_make(&pr, &sh, &rng, 2.0);
         fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_TOP_LEFT;
-        if (src == SRC_K) kit_tensor_store(&pr.t[HU_K], 0, 1, 7, 3, NAN);
-        if (src == SRC_V) kit_tensor_store(&pr.t[HU_V], 0, 0, 11, 4, NAN);
-        if (src == SRC_DOUT) kit_tensor_store(&pr.t[HU_DOUT], 0, 2, 13, 5, NAN);
+        if (src == SRC_K) kit_tensor_store(&pr.t[KIT_K], 0, 1, 7, 3, NAN);
+        if (src == SRC_V) kit_tensor_store(&pr.t[KIT_V], 0, 0, 11, 4, NAN);
+        if (src == SRC_DOUT) kit_tensor_store(&pr.t[KIT_DOUT], 0, 2, 13, 5, NAN);
         char desc[200];
         snprintf(desc, sizeof desc, "%s/%s, NaN in %s", hu_dtype_name(qt), hu_dtype_name(kt),
                  src == SRC_K   ? "k"
@@ -428,8 +428,8 @@ static void check_nan(fa_dtype qt, fa_dtype kt)
         double *out_o = malloc(sizeof(double) * (size_t)(rows * sh.dim_v)),
                *lse_o = malloc(sizeof(double) * (size_t)rows);
         if (!out_o || !lse_o) abort();
-        ref_forward(&p, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], out_o, lse_o);
-        if (src != SRC_DOUT) expect_nan_pattern("out", &pr.t[HU_OUT], out_o, desc);
+        ref_forward(&p, &pr.t[KIT_Q], &pr.t[KIT_K], &pr.t[KIT_V], out_o, lse_o);
+        if (src != SRC_DOUT) expect_nan_pattern("out", &pr.t[KIT_OUT], out_o, desc);
         if (src == SRC_K) {
             fa_tensor lse_view = fa_tensor_bhsd(pr.lse, FA_F32, sh.batch, sh.q_heads, sh.q_len, 1);
             expect_nan_pattern("lse", &lse_view, lse_o, desc);
@@ -438,17 +438,17 @@ static void check_nan(fa_dtype qt, fa_dtype kt)
             cr_assert_eq(hu_backward(NULL, &p, &pr), FA_OK, "%s: %s", desc, fa_last_error());
             double *g[3];
             for (int x = 0; x < 3; x++) {
-                g[x] = malloc(sizeof(double) * (size_t)(hu_numel(&pr.t[HU_DQ + x]) + 1));
+                g[x] = malloc(sizeof(double) * (size_t)(hu_numel(&pr.t[KIT_DQ + x]) + 1));
                 if (!g[x]) abort();
             }
-            ref_backward(&p, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], &pr.t[HU_DOUT], g[0], g[1], g[2]);
-            expect_nan_pattern("dq", &pr.t[HU_DQ], g[0], desc);
-            expect_nan_pattern("dk", &pr.t[HU_DK], g[1], desc);
-            expect_nan_pattern("dv", &pr.t[HU_DV], g[2], desc);
+            ref_backward(&p, &pr.t[KIT_Q], &pr.t[KIT_K], &pr.t[KIT_V], &pr.t[KIT_DOUT], g[0], g[1], g[2]);
+            expect_nan_pattern("dq", &pr.t[KIT_DQ], g[0], desc);
+            expect_nan_pattern("dk", &pr.t[KIT_DK], g[1], desc);
+            expect_nan_pattern("dv", &pr.t[KIT_DV], g[2], desc);
             for (int x = 0; x < 3; x++) free(g[x]);
         }
         free(out_o), free(lse_o);
-        hu_free(&pr);
+        kit_problem_free(&pr);
     }
 }
 
@@ -475,13 +475,13 @@ Test(half_rounding, half_kv_with_f32_queries_nan_reaches_exactly_the_outputs_the
  * 150 must still reach only the rows that see it (rows 130 and later), on every table. */
 Test(half_rounding, bf16_nan_in_v_of_a_wide_item_reaches_exactly_the_outputs_the_oracle_says)
 {
-    hu_shape sh = {FA_BF16, FA_BF16, 1, 2, 1, 150, 170, 32, 24, 0};
+    kit_shape sh = {FA_BF16, FA_BF16, 1, 2, 1, 150, 170, 32, 24, 0};
     tu_rng rng = tu_rng_make(tu_test_part_seed("wide v"));
-    hu_problem pr;
+    kit_problem pr;
     hu_make(&pr, &sh, &rng, 2.0);
     fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
-    kit_tensor_store(&pr.t[HU_V], 0, 0, 150, 4, NAN);
+    kit_tensor_store(&pr.t[KIT_V], 0, 0, 150, 4, NAN);
     fa_context_opts o = FA_CONTEXT_OPTS_INIT;
     o.block_q = 256;
     o.block_k = 256;
@@ -491,9 +491,9 @@ Test(half_rounding, bf16_nan_in_v_of_a_wide_item_reaches_exactly_the_outputs_the
     double *out_o = malloc(sizeof(double) * (size_t)(sh.q_heads * sh.q_len * sh.dim_v)),
            *lse_o = malloc(sizeof(double) * (size_t)(sh.q_heads * sh.q_len));
     if (!out_o || !lse_o) abort();
-    ref_forward(&p, &pr.t[HU_Q], &pr.t[HU_K], &pr.t[HU_V], out_o, lse_o);
-    expect_nan_pattern("out", &pr.t[HU_OUT], out_o, "bf16, blocks 256/256, NaN in v at key 150");
+    ref_forward(&p, &pr.t[KIT_Q], &pr.t[KIT_K], &pr.t[KIT_V], out_o, lse_o);
+    expect_nan_pattern("out", &pr.t[KIT_OUT], out_o, "bf16, blocks 256/256, NaN in v at key 150");
     free(out_o), free(lse_o);
     fa_context_destroy(ctx);
-    hu_free(&pr);
+    kit_problem_free(&pr);
 }

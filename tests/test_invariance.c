@@ -45,8 +45,8 @@ static void make_twin(tub_problem *twin, const tub_problem *first, uint64_t seed
 {
     tu_rng rng = tu_rng_make(seed);
     tub_make(twin, &first->fw.shape, &rng, 2.5);
-    memcpy(twin->fw.out_buf.base, first->fw.out_buf.base, first->fw.out_buf.bytes + 2 * TU_GUARD);
-    memcpy(twin->fw.lse_buf.base, first->fw.lse_buf.base, first->fw.lse_buf.bytes + 2 * TU_GUARD);
+    memcpy(twin->fw.out_buf.base, first->fw.out_buf.base, first->fw.out_buf.bytes + 2 * KIT_GUARD);
+    memcpy(twin->fw.lse_buf.base, first->fw.lse_buf.base, first->fw.lse_buf.bytes + 2 * KIT_GUARD);
 }
 
 static void expect_same_grads(const tub_problem *a, const tub_problem *b, const char *what, const char *desc,

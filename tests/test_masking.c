@@ -138,11 +138,11 @@ static void forward_empty_problem(void)
                 int64_t B = shapes[x][0], Hq = shapes[x][1], Hkv = shapes[x][2], Nq = shapes[x][3],
                         Nk = shapes[x][4], D = 8, Dv = 8;
                 /* Storage for the non-empty version of every tensor, so wrong writes stay in bounds. */
-                tu_buf qb = tu_buf_alloc(4 * 16 * 16 * D * e), kb = tu_buf_alloc(4 * 16 * 16 * D * e),
-                       vb = tu_buf_alloc(4 * 16 * 16 * Dv * e), ob = tu_buf_alloc(4 * 16 * 16 * Dv * e),
-                       lb = tu_buf_alloc(4 * 16 * 16 * e);
+                kit_buf qb = kit_buf_alloc(4 * 16 * 16 * D * e), kb = kit_buf_alloc(4 * 16 * 16 * D * e),
+                        vb = kit_buf_alloc(4 * 16 * 16 * Dv * e), ob = kit_buf_alloc(4 * 16 * 16 * Dv * e),
+                        lb = kit_buf_alloc(4 * 16 * 16 * e);
                 tu_rng rng = tu_rng_make(seed + (uint64_t)c);
-                unsigned char *in[3] = {tu_buf_data(&qb), tu_buf_data(&kb), tu_buf_data(&vb)};
+                unsigned char *in[3] = {kit_buf_data(&qb), kit_buf_data(&kb), kit_buf_data(&vb)};
                 for (int i = 0; i < 3; i++)
                     for (size_t y = 0; y < qb.bytes; y++) in[i][y] = (unsigned char)tu_rng_next(&rng);
                 fa_tensor (*make)(void *, fa_dtype, int64_t, int64_t, int64_t, int64_t) =
@@ -152,20 +152,20 @@ static void forward_empty_problem(void)
                     q = make(in[0], dt, B, Nq, Hq, D);
                     k = make(in[1], dt, B, Nk, Hkv, D);
                     v = make(in[2], dt, B, Nk, Hkv, Dv);
-                    out = make(tu_buf_data(&ob), dt, B, Nq, Hq, Dv);
+                    out = make(kit_buf_data(&ob), dt, B, Nq, Hq, Dv);
                 } else {
                     q = make(in[0], dt, B, Hq, Nq, D);
                     k = make(in[1], dt, B, Hkv, Nk, D);
                     v = make(in[2], dt, B, Hkv, Nk, Dv);
-                    out = make(tu_buf_data(&ob), dt, B, Hq, Nq, Dv);
+                    out = make(kit_buf_data(&ob), dt, B, Hq, Nq, Dv);
                 }
-                unsigned char *snap[5] = {tu_buf_snapshot(&qb), tu_buf_snapshot(&kb), tu_buf_snapshot(&vb),
-                                          tu_buf_snapshot(&ob), tu_buf_snapshot(&lb)};
+                unsigned char *snap[5] = {kit_buf_snapshot(&qb), kit_buf_snapshot(&kb), kit_buf_snapshot(&vb),
+                                          kit_buf_snapshot(&ob), kit_buf_snapshot(&lb)};
                 const char *dtn = t ? "f64" : "f32";
                 for (int variant = 0; variant < 3; variant++) {
                     /* 0: data pointers set; 1: lse NULL; 2: every data pointer NULL (all empty). */
                     fa_tensor q2 = q, k2 = k, v2 = v, o2 = out;
-                    void *lse = variant == 1 ? NULL : tu_buf_data(&lb);
+                    void *lse = variant == 1 ? NULL : kit_buf_data(&lb);
                     if (variant == 2) {
                         q2.data = o2.data = NULL;
                         lse = NULL;
@@ -180,21 +180,21 @@ static void forward_empty_problem(void)
                                  dtn, (long long)B, (long long)Hq, (long long)Hkv, (long long)Nq,
                                  (long long)Nk, layout, variant, (unsigned long long)seed, st,
                                  fa_status_str(st));
-                    const tu_buf *bufs[5] = {&qb, &kb, &vb, &ob, &lb};
+                    const kit_buf *bufs[5] = {&qb, &kb, &vb, &ob, &lb};
                     for (int i = 0; i < 5; i++)
                         cr_expect(
-                            tu_buf_equals_snapshot(bufs[i], snap[i]),
+                            kit_buf_equals_snapshot(bufs[i], snap[i]),
                             "%s B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld layout %d variant %d, seed %llu: "
                             "buffer %d (q, k, v, out, lse) changed",
                             dtn, (long long)B, (long long)Hq, (long long)Hkv, (long long)Nq, (long long)Nk,
                             layout, variant, (unsigned long long)seed, i);
                 }
                 for (int i = 0; i < 5; i++) free(snap[i]);
-                tu_buf_free(&qb);
-                tu_buf_free(&kb);
-                tu_buf_free(&vb);
-                tu_buf_free(&ob);
-                tu_buf_free(&lb);
+                kit_buf_free(&qb);
+                kit_buf_free(&kb);
+                kit_buf_free(&vb);
+                kit_buf_free(&ob);
+                kit_buf_free(&lb);
             }
 }
 /* ---- backward ------------------------------------------------------------------------------- */

@@ -223,7 +223,7 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
     world_make(&w, FA_F32, tu_test_seed());
     for (int p = 0; p < 2; p++) forward_keys(&w, p, p * 75, (p + 1) * 75);
     size_t bytes = (size_t)B * H * NQ * DV * 4, lse_bytes = (size_t)B * H * NQ * 4;
-    tu_buf outb = tu_buf_alloc(bytes), lseb = tu_buf_alloc(lse_bytes);
+    kit_buf outb = kit_buf_alloc(bytes), lseb = kit_buf_alloc(lse_bytes);
     static const merge_case cases[] = {
         {"outs NULL", "outs", FA_ERR_NULL},
         {"lses NULL", "lses", FA_ERR_NULL},
@@ -245,11 +245,11 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         fa_tensor outs[2] = {out_view(&w, 0), out_view(&w, 1)},
-                  out = fa_tensor_bhsd(tu_buf_data(&outb), FA_F32, B, H, NQ, DV);
+                  out = fa_tensor_bhsd(kit_buf_data(&outb), FA_F32, B, H, NQ, DV);
         const void *lses[2] = {w.lses[0], w.lses[1]};
         const fa_tensor *outs_arg = outs, *out_arg = &out;
         const void *const *lses_arg = lses;
-        void *lse = tu_buf_data(&lseb);
+        void *lse = kit_buf_data(&lseb);
         int n = 2;
         switch (c) {
         case 0: outs_arg = NULL; break;
@@ -268,7 +268,7 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
         case 13: outs[0].dtype = outs[1].dtype = FA_BF16; break;
         case 14: outs[0].dtype = out.dtype = FA_BF16, outs[1].dtype = FA_F16; break;
         }
-        unsigned char *snap_out = tu_buf_snapshot(&outb), *snap_lse = tu_buf_snapshot(&lseb);
+        unsigned char *snap_out = kit_buf_snapshot(&outb), *snap_lse = kit_buf_snapshot(&lseb);
         void *parts_before = malloc(bytes);
         memcpy(parts_before, w.outs[1], bytes);
         fa_status st = fa_merge(NULL, n, outs_arg, lses_arg, out_arg, lse);
@@ -281,11 +281,11 @@ Test(merge, bad_arguments_are_refused_named_and_write_nothing)
         for (char *word = strtok(names, " "); word; word = strtok(NULL, " "))
             cr_expect(strstr(fa_last_error(), word) != NULL, "%s: \"%s\" does not name %s", cases[c].what,
                       fa_last_error(), word);
-        cr_expect(tu_buf_equals_snapshot(&outb, snap_out) && tu_buf_equals_snapshot(&lseb, snap_lse) &&
+        cr_expect(kit_buf_equals_snapshot(&outb, snap_out) && kit_buf_equals_snapshot(&lseb, snap_lse) &&
                       memcmp(parts_before, w.outs[1], bytes) == 0,
                   "%s: a byte was written", cases[c].what);
         free(snap_out), free(snap_lse), free(parts_before);
     }
-    tu_buf_free(&outb), tu_buf_free(&lseb);
+    kit_buf_free(&outb), kit_buf_free(&lseb);
     world_free(&w);
 }

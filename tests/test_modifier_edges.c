@@ -84,20 +84,20 @@ Test(bad_input, broadcast_biases_are_accepted_and_give_the_bytes_of_the_material
         fa_dtype dt = t ? FA_F64 : FA_F32;
         tu_shape s = {dt, BB, BH, 2, BQ, BK, 8, 6, TU_BHSD};
         size_t e = tu_dtype_size(dt);
-        tu_buf small = tu_buf_alloc((size_t)(BB * BH * BQ * BK) * e),
-               full = tu_buf_alloc((size_t)(BB * BH * BQ * BK) * e);
+        kit_buf small = kit_buf_alloc((size_t)(BB * BH * BQ * BK) * e),
+                full = kit_buf_alloc((size_t)(BB * BH * BQ * BK) * e);
         /* bit 0: batch, 1: heads, 2: seq broadcast: each alone, [B][1][1][Nk] (key padding), all */
         static const int masks[5] = {1, 2, 4, 6, 7};
         for (int m = 0; m < 5; m++) {
             const int mask = masks[m];
             const int64_t n[3] = {mask & 1 ? 1 : BB, mask & 2 ? 1 : BH, mask & 4 ? 1 : BQ};
-            fa_tensor sm = fa_tensor_bhsd(tu_buf_data(&small), dt, n[0], n[1], n[2], BK);
+            fa_tensor sm = fa_tensor_bhsd(kit_buf_data(&small), dt, n[0], n[1], n[2], BK);
             tu_rng rng = tu_rng_make(seed + (uint64_t)(16 * t + mask));
             for (int64_t x = 0; x < n[0] * n[1] * n[2] * BK; x++) {
                 double val = tu_rng_uniform(&rng, -2.0, 2.0);
                 kit_tensor_store(&sm, 0, 0, 0, x, x == 3 ? -INFINITY : val); /* one key masked by the bias */
             }
-            fa_tensor mat = fa_tensor_bhsd(tu_buf_data(&full), dt, BB, BH, BQ, BK);
+            fa_tensor mat = fa_tensor_bhsd(kit_buf_data(&full), dt, BB, BH, BQ, BK);
             for (int64_t b = 0; b < BB; b++)
                 for (int64_t h = 0; h < BH; h++)
                     for (int64_t i = 0; i < BQ; i++)
@@ -129,8 +129,8 @@ Test(bad_input, broadcast_biases_are_accepted_and_give_the_bytes_of_the_material
             }
             tub_free(&materialized.bp);
         }
-        tu_buf_free(&small);
-        tu_buf_free(&full);
+        kit_buf_free(&small);
+        kit_buf_free(&full);
     }
     fa_context_destroy(ctx);
 }
@@ -161,10 +161,10 @@ Test(bad_input, modifier_arguments_overlapping_inputs_are_accepted_and_read_like
             const float *slopes_a = (const float *)(const void *)(base + 8 * e);   /* in the same input */
             const float *sinks_a = (const float *)(const void *)((unsigned char *)a->fw.k.data + 4 * e);
             size_t used = (size_t)(bias_a.batch * bias_a.heads * bias_a.seq * bias_a.dim) * e;
-            tu_buf copy = tu_buf_alloc(used);
-            memcpy(tu_buf_data(&copy), bias_a.data, used);
+            kit_buf copy = kit_buf_alloc(used);
+            memcpy(kit_buf_data(&copy), bias_a.data, used);
             bias_b = bias_a;
-            bias_b.data = tu_buf_data(&copy);
+            bias_b.data = kit_buf_data(&copy);
             /* (an f64 input's bytes read as floats may be any values: the same in both calls) */
             float slopes_b[4], sinks_b[4];
             memcpy(slopes_b, slopes_a, sizeof slopes_b);
@@ -184,7 +184,7 @@ Test(bad_input, modifier_arguments_overlapping_inputs_are_accepted_and_read_like
             edge_call(ctx, &ra, &pa, what, seed);
             edge_call(ctx, &rb, &pb, what, seed);
             expect_same_bytes(&ra, &rb, what, seed);
-            tu_buf_free(&copy);
+            kit_buf_free(&copy);
             tub_free(&ra.bp);
             tub_free(&rb.bp);
         }
@@ -208,13 +208,13 @@ Test(bad_input, forward_ignores_dsinks_whatever_it_points_at)
             tu_rng r1 = tu_rng_make(seed + (uint64_t)t);
             tu_problem pr;
             tu_problem_make(&pr, &s, &r1, 1.0);
-            tu_buf spare = tu_buf_alloc(64);
-            unsigned char *spare_snap = tu_buf_snapshot(&spare);
+            kit_buf spare = kit_buf_alloc(64);
+            unsigned char *spare_snap = kit_buf_snapshot(&spare);
             fa_params p = FA_PARAMS_INIT;
             static const char *const name[4] = {"without sinks", "misaligned", "on out",
                                                 "8 bytes below the top of the address space"};
-            if (where == 0) p.dsinks = tu_buf_data(&spare);
-            if (where == 1) p.dsinks = (float *)(void *)((unsigned char *)tu_buf_data(&spare) + 1);
+            if (where == 0) p.dsinks = kit_buf_data(&spare);
+            if (where == 1) p.dsinks = (float *)(void *)((unsigned char *)kit_buf_data(&spare) + 1);
             if (where == 2) p.dsinks = pr.out.data;
             if (where == 3) p.dsinks = (float *)(uintptr_t)(UINTPTR_MAX - 7);
             fa_status st = fa_forward(NULL, &p, &pr.q, &pr.k, &pr.v, &pr.out, pr.lse);
@@ -224,10 +224,10 @@ Test(bad_input, forward_ignores_dsinks_whatever_it_points_at)
             cr_expect(st != FA_OK || tu_outputs_bitwise_equal(&pr, &plain, &at),
                       "%s, dsinks %s, seed %llu: out or lse differ from the call without dsinks at %lld",
                       t ? "f64" : "f32", name[where], (unsigned long long)seed, (long long)at);
-            cr_expect(tu_buf_equals_snapshot(&spare, spare_snap), "dsinks %s: fa_forward wrote it",
+            cr_expect(kit_buf_equals_snapshot(&spare, spare_snap), "dsinks %s: fa_forward wrote it",
                       name[where]);
             free(spare_snap);
-            tu_buf_free(&spare);
+            kit_buf_free(&spare);
             tu_problem_free(&pr);
         }
         tu_problem_free(&plain);

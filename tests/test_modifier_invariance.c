@@ -100,7 +100,7 @@ static void run_forward(int block_q, int block_k)
         tm_mods_make(&m, &ic->spec, &ic->shape, 0.0, &rng);
         char desc[512], msg[512];
         tm_desc(&ic->shape, &m, desc, sizeof desc);
-        size_t out_bytes = pr.out_buf.bytes + 2 * TU_GUARD, lse_bytes = pr.lse_buf.bytes + 2 * TU_GUARD;
+        size_t out_bytes = pr.out_buf.bytes + 2 * KIT_GUARD, lse_bytes = pr.lse_buf.bytes + 2 * KIT_GUARD;
         unsigned char *out0 = malloc(out_bytes), *lse0 = malloc(lse_bytes);
         cr_assert(out0 && lse0);
         for (int x = 0; x < N_FORWARD_CONTEXTS; x++) {
@@ -186,7 +186,7 @@ static void run_backward(int block_q, int block_k)
         size_t bytes[3];
         float *dsinks0 = malloc(sizeof(float) * (size_t)(ic->shape.q_heads + 1));
         for (int g = 0; g < 3; g++) {
-            bytes[g] = bp.grad_buf[g].bytes + 2 * TU_GUARD;
+            bytes[g] = bp.grad_buf[g].bytes + 2 * KIT_GUARD;
             first[g] = malloc(bytes[g]);
         }
         for (int x = 0; x < N_BACKWARD_RUNS; x++) {

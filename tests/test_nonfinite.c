@@ -253,8 +253,8 @@ static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, c
              cfg->threads, src_name[x->tensor], (long long)x->b, (long long)x->h, (long long)x->r,
              (long long)x->c, x->x, (unsigned long long)seed);
     unsigned char *in_snap[4];
-    const tu_buf *in_buf[4] = {&bp.fw.in[0], &bp.fw.in[1], &bp.fw.in[2], &bp.dout_buf};
-    for (int i = 0; i < 4; i++) in_snap[i] = tu_buf_snapshot(in_buf[i]);
+    const kit_buf *in_buf[4] = {&bp.fw.in[0], &bp.fw.in[1], &bp.fw.in[2], &bp.dout_buf};
+    for (int i = 0; i < 4; i++) in_snap[i] = kit_buf_snapshot(in_buf[i]);
 
     fa_status st = tub_forward(ctx, &p, &bp);
     cr_assert_eq(st, FA_OK, "%s: forward status %d (non-finite input is not an error)", desc, st);
@@ -263,7 +263,7 @@ static void run_source(fa_context *ctx, const ctx_cfg *cfg, const tu_shape *s, c
     cr_expect(tu_problem_only_defined_written(&bp.fw), "%s: forward wrote outside out and lse", desc);
     cr_expect(tub_grads_only_defined_written(&bp), "%s: backward wrote outside dq, dk, dv", desc);
     for (int i = 0; i < 4; i++) {
-        cr_expect(tu_buf_equals_snapshot(in_buf[i], in_snap[i]), "%s: an input buffer changed", desc);
+        cr_expect(kit_buf_equals_snapshot(in_buf[i], in_snap[i]), "%s: an input buffer changed", desc);
         free(in_snap[i]);
     }
 

@@ -94,25 +94,25 @@ Test(scale_range, a_softcap_outside_float_normal_range_is_refused_for_f32_and_va
             fa_params p = FA_PARAMS_INIT;
             p.softcap = cap;
             tu_problem_fill_canary(pr);
-            unsigned char *out_snap = tu_buf_snapshot(&pr->out_buf),
-                          *lse_snap = tu_buf_snapshot(&pr->lse_buf);
+            unsigned char *out_snap = kit_buf_snapshot(&pr->out_buf),
+                          *lse_snap = kit_buf_snapshot(&pr->lse_buf);
             fa_status st = tub_forward(NULL, &p, &bp);
             if (dt == FA_F32 && !edge) {
                 cr_expect_eq(st, FA_ERR_ARG, "f32, softcap %g, seed %llu: fa_forward: %s, not FA_ERR_ARG",
                              cap, (unsigned long long)seed, fa_status_str(st));
                 cr_expect(strstr(fa_last_error(), "p.softcap") != NULL,
                           "f32, softcap %g: fa_last_error() is \"%s\"", cap, fa_last_error());
-                cr_expect(tu_buf_equals_snapshot(&pr->out_buf, out_snap) &&
-                              tu_buf_equals_snapshot(&pr->lse_buf, lse_snap),
+                cr_expect(kit_buf_equals_snapshot(&pr->out_buf, out_snap) &&
+                              kit_buf_equals_snapshot(&pr->lse_buf, lse_snap),
                           "f32, softcap %g: refused, but out or lse was written", cap);
                 tub_fill_grad_canary(&bp);
                 unsigned char *grad_snap[3];
-                for (int g = 0; g < 3; g++) grad_snap[g] = tu_buf_snapshot(&bp.grad_buf[g]);
+                for (int g = 0; g < 3; g++) grad_snap[g] = kit_buf_snapshot(&bp.grad_buf[g]);
                 st = tub_backward(NULL, &p, &bp);
                 cr_expect_eq(st, FA_ERR_ARG, "f32, softcap %g, seed %llu: fa_backward: %s, not FA_ERR_ARG",
                              cap, (unsigned long long)seed, fa_status_str(st));
                 for (int g = 0; g < 3; g++) {
-                    cr_expect(tu_buf_equals_snapshot(&bp.grad_buf[g], grad_snap[g]),
+                    cr_expect(kit_buf_equals_snapshot(&bp.grad_buf[g], grad_snap[g]),
                               "f32, softcap %g: fa_backward refused, but gradient %d was written", cap, g);
                     free(grad_snap[g]);
                 }

@@ -70,14 +70,14 @@ static const int64_t dense_max_k[TUB_DIRECTIONS] = {10 * BK, 4 * BK - 1};
 /* lse is optional: without it, out holds the same bytes and the lse storage is left alone. */
 static int out_without_lse_is_the_same(fa_context *ctx, const fa_params *p, ts_batch *t)
 {
-    unsigned char *out = tu_buf_snapshot(&t->buf[TS_OUT]);
+    unsigned char *out = kit_buf_snapshot(&t->buf[TS_OUT]);
     ts_fill_canary(t);
-    unsigned char *lse = tu_buf_snapshot(&t->buf[TS_TENSORS]);
+    unsigned char *lse = kit_buf_snapshot(&t->buf[TS_TENSORS]);
     fa_params pp = *p;
     pp.seqs = &t->seqs;
     fa_status st = fa_forward(ctx, &pp, &t->t[TS_Q], &t->t[TS_K], &t->t[TS_V], &t->t[TS_OUT], NULL);
-    int ok = st == FA_OK && tu_buf_equals_snapshot(&t->buf[TS_OUT], out) &&
-             tu_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
+    int ok = st == FA_OK && kit_buf_equals_snapshot(&t->buf[TS_OUT], out) &&
+             kit_buf_equals_snapshot(&t->buf[TS_TENSORS], lse);
     free(out), free(lse);
     return ok;
 }
@@ -254,13 +254,13 @@ static void backward_same_bytes_on(fa_context *ctx[4], fa_params *p, ts_batch *t
     cr_assert_eq(ts_backward(ctx[0], p, t), FA_OK, "%s: %s", desc, fa_last_error());
     memcpy(first, dsinks, sizeof first);
     unsigned char *grads[3];
-    for (int g = 0; g < 3; g++) grads[g] = tu_buf_snapshot(&t->buf[TS_DQ + g]);
+    for (int g = 0; g < 3; g++) grads[g] = kit_buf_snapshot(&t->buf[TS_DQ + g]);
     for (int x = 1; x < 4; x++) {
         ts_fill_canary(t);
         cr_assert_eq(ts_forward(ctx[0], p, t), FA_OK, "%s: forward: %s", desc, fa_last_error());
         cr_assert_eq(ts_backward(ctx[x], p, t), FA_OK, "%s: %s", desc, fa_last_error());
         for (int g = 0; g < 3; g++)
-            cr_expect(tu_buf_equals_snapshot(&t->buf[TS_DQ + g], grads[g]),
+            cr_expect(kit_buf_equals_snapshot(&t->buf[TS_DQ + g], grads[g]),
                       "%s, seed %llu: %s on %d threads differs from 1 thread", desc, (unsigned long long)seed,
                       g == 0   ? "dq"
                       : g == 1 ? "dk"

@@ -70,11 +70,11 @@ Test(struct_size, init_functions_write_the_initialisers_values_into_exactly_size
         const size_t sizes[] = {0, 4, sizeof(size_t), s->own - 1, s->own, s->own + 8, FA_STRUCT_SIZE_MAX};
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
             const size_t size = sizes[i];
-            memset(buf, TU_CANARY, sizeof buf);
+            memset(buf, KIT_CANARY, sizeof buf);
             s->fill(buf, size);
             if (size < sizeof(size_t)) { /* no room for struct_size: nothing written */
                 for (size_t b = 0; b < sizeof buf; b++)
-                    cr_assert_eq(buf[b], TU_CANARY, "%s_init(size %zu) wrote byte %zu", s->name, size, b);
+                    cr_assert_eq(buf[b], KIT_CANARY, "%s_init(size %zu) wrote byte %zu", s->name, size, b);
                 continue;
             }
             size_t tag;
@@ -88,7 +88,7 @@ Test(struct_size, init_functions_write_the_initialisers_values_into_exactly_size
                 cr_assert_eq(buf[b], 0, "%s_init(size %zu): byte %zu past this build's struct is %d", s->name,
                              size, b, buf[b]);
             for (size_t b = size; b < sizeof buf; b++)
-                cr_assert_eq(buf[b], TU_CANARY, "%s_init(size %zu) wrote byte %zu past the size", s->name,
+                cr_assert_eq(buf[b], KIT_CANARY, "%s_init(size %zu) wrote byte %zu past the size", s->name,
                              size, b);
         }
         s->fill(NULL, s->own); /* NULL: nothing to write, and no crash */
@@ -143,17 +143,17 @@ Test(struct_size, a_larger_struct_whose_unknown_bytes_are_zero_reads_as_this_bui
                   (long long)where);
         /* the backward reads the same p: its gradients too */
         size_t n = (size_t)(B * HQ * N * D), nk = (size_t)(B * HKV * N * D);
-        tu_buf grads[2][4];
+        kit_buf grads[2][4];
         fa_tensor g[2][4];
         for (int x = 0; x < 2; x++)
             for (int i = 0; i < 4; i++) {
-                grads[x][i] = tu_buf_alloc((i == 0 || i == 1 ? n : nk) * sizeof(float));
+                grads[x][i] = kit_buf_alloc((i == 0 || i == 1 ? n : nk) * sizeof(float));
                 int64_t heads = i == 0 || i == 1 ? HQ : HKV;
-                g[x][i] = fa_tensor_bhsd(tu_buf_data(&grads[x][i]), FA_F32, B, heads, N, D);
+                g[x][i] = fa_tensor_bhsd(kit_buf_data(&grads[x][i]), FA_F32, B, heads, N, D);
             }
         for (size_t e = 0; e < n; e++)
-            ((float *)tu_buf_data(&grads[0][0]))[e] = (float)(e % 7) * 0.25f - 0.75f;
-        memcpy(tu_buf_data(&grads[1][0]), tu_buf_data(&grads[0][0]), n * sizeof(float));
+            ((float *)kit_buf_data(&grads[0][0]))[e] = (float)(e % 7) * 0.25f - 0.75f;
+        memcpy(kit_buf_data(&grads[1][0]), kit_buf_data(&grads[0][0]), n * sizeof(float));
         cr_assert_eq(
             fa_backward(NULL, &p, &a.q, &a.k, &a.v, &a.out, &g[0][0], a.lse, &g[0][1], &g[0][2], &g[0][3]),
             FA_OK, "%s", fa_last_error());
@@ -161,11 +161,11 @@ Test(struct_size, a_larger_struct_whose_unknown_bytes_are_zero_reads_as_this_bui
                                  &g[1][2], &g[1][3]),
                      FA_OK, "%s", fa_last_error());
         for (int i = 1; i < 4; i++)
-            cr_expect(memcmp(tu_buf_data(&grads[0][i]), tu_buf_data(&grads[1][i]),
+            cr_expect(memcmp(kit_buf_data(&grads[0][i]), kit_buf_data(&grads[1][i]),
                              (i == 1 ? n : nk) * sizeof(float)) == 0,
                       "seqs %d, seed %llu: gradient %d differs", with_seqs, (unsigned long long)seed, i);
         for (int x = 0; x < 2; x++)
-            for (int i = 0; i < 4; i++) tu_buf_free(&grads[x][i]);
+            for (int i = 0; i < 4; i++) kit_buf_free(&grads[x][i]);
     }
     tu_problem_free(&a);
     tu_problem_free(&b);
@@ -211,11 +211,11 @@ Test(struct_size, context_reads_larger_opts_and_stats_writes_only_its_own_bytes)
         fa_stats s;
         unsigned char after[64];
     } exact;
-    memset(&exact, TU_CANARY, sizeof exact);
+    memset(&exact, KIT_CANARY, sizeof exact);
     exact.s.struct_size = sizeof exact.s;
     cr_assert_eq(fa_context_stats(ctx, &exact.s), FA_OK);
     for (size_t b = 0; b < sizeof exact.after; b++)
-        cr_assert_eq(exact.after[b], TU_CANARY, "byte %zu after the struct was written", b);
+        cr_assert_eq(exact.after[b], KIT_CANARY, "byte %zu after the struct was written", b);
     fa_context_destroy(ctx);
 }
 

@@ -60,16 +60,6 @@ static int is_subnormal(fa_dtype t, double x)
     return x != 0 && fabs(x) < smallest_normal(t);
 }
 
-/* v from U(-PEAK, PEAK) as well (tu_problem_make draws it from U(-1, 1)). */
-static void peaky_values(const fa_tensor *v, tu_rng *rng)
-{
-    for (int64_t b = 0; b < v->batch; b++)
-        for (int64_t h = 0; h < v->heads; h++)
-            for (int64_t s = 0; s < v->seq; s++)
-                for (int64_t d = 0; d < v->dim; d++)
-                    kit_tensor_store(v, b, h, s, d, tu_rng_uniform(rng, -PEAK, PEAK));
-}
-
 /* Exact probabilities (in double, from the inputs as stored) of the n rows that lie in dtype's
  * subnormal range. Flat row = (b·Hq + h)·Nq + i; no mask. */
 static int64_t subnormal_probabilities(const tu_problem *pr, const fa_params *p, const int64_t *rows,
@@ -109,7 +99,7 @@ static void forward_case(fa_dtype dtype, int64_t dim, double scale_factor, int m
     tu_rng rng = tu_rng_make(seed);
     tu_problem pr;
     tu_problem_make(&pr, &s, &rng, PEAK);
-    peaky_values(&pr.v, &rng);
+    kit_fill_uniform(&pr.v, &rng.state, -PEAK, PEAK); /* v peaky too (tu_problem_make: U(-1, 1)) */
     char desc[256], msg[512];
     tu_shape_str(&s, &p, desc, sizeof desc);
     int64_t *rows;
@@ -176,7 +166,7 @@ static void backward_case(fa_dtype dtype, int64_t dim, double scale_factor, int 
     tu_rng rng = tu_rng_make(seed);
     tub_problem bp;
     tub_make(&bp, &s, &rng, PEAK);
-    peaky_values(&bp.fw.v, &rng);
+    kit_fill_uniform(&bp.fw.v, &rng.state, -PEAK, PEAK); /* v peaky too */
     char desc[256], msg[512];
     tub_desc(&bp, &p, c->block_q, c->block_k, desc, sizeof desc);
     int64_t *rows;

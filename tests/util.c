@@ -74,53 +74,6 @@ int64_t tu_rng_below(tu_rng *r, int64_t n)
     return n > 0 ? (int64_t)(tu_rng_next(r) % (uint64_t)n) : 0;
 }
 
-/* ---- guarded buffers -------------------------------------------------------------------- */
-
-tu_buf tu_buf_alloc(size_t bytes)
-{
-    tu_buf b;
-    b.bytes = bytes;
-    b.base = malloc(bytes + 2 * TU_GUARD);
-    if (!b.base) abort();
-    memset(b.base, TU_CANARY, bytes + 2 * TU_GUARD);
-    return b;
-}
-
-void tu_buf_free(tu_buf *b)
-{
-    free(b->base);
-    b->base = NULL;
-    b->bytes = 0;
-}
-
-void *tu_buf_data(const tu_buf *b)
-{
-    return b->base ? b->base + TU_GUARD : NULL;
-}
-
-int tu_buf_guards_intact(const tu_buf *b)
-{
-    if (!b->base) return 1;
-    for (size_t i = 0; i < TU_GUARD; i++)
-        if (b->base[i] != TU_CANARY || b->base[TU_GUARD + b->bytes + i] != TU_CANARY) return 0;
-    return 1;
-}
-
-unsigned char *tu_buf_snapshot(const tu_buf *b)
-{
-    if (!b->base) return NULL;
-    unsigned char *s = malloc(b->bytes + 2 * TU_GUARD);
-    if (!s) abort();
-    memcpy(s, b->base, b->bytes + 2 * TU_GUARD);
-    return s;
-}
-
-int tu_buf_equals_snapshot(const tu_buf *b, const unsigned char *snapshot)
-{
-    if (!b->base) return snapshot == NULL;
-    return memcmp(b->base, snapshot, b->bytes + 2 * TU_GUARD) == 0;
-}
-
 size_t tu_dtype_size(fa_dtype t)
 {
     return t == FA_F64 ? sizeof(double) : sizeof(float);
@@ -128,135 +81,96 @@ size_t tu_dtype_size(fa_dtype t)
 
 /* ---- problems --------------------------------------------------------------------------- */
 
-void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_amp)
+/* TU_PACKED, a layout only the suites build: q, k, v slices of one packed buffer, out padded. */
+static void make_packed(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_amp)
 {
-    memset(pr, 0, sizeof *pr);
-    pr->shape = *s;
     fa_dtype t = s->dtype;
     size_t e = tu_dtype_size(t);
     int64_t B = s->batch, Hq = s->q_heads, Hkv = s->kv_heads, Nq = s->q_len, Nk = s->kv_len, D = s->dim,
             Dv = s->dim_v;
-
-    if (s->layout == TU_PACKED) {
-        /* One row of the packed buffer holds every head's q, then k, then v (a fused QKV projection's
-         * output). Sequence rows serve both q (first Nq) and k/v (first Nk). */
-        int64_t S = Nq > Nk ? Nq : Nk;
-        int64_t W = Hq * D + Hkv * D + Hkv * Dv + 3; /* +3: rows are not a multiple of anything */
-        pr->in[0] = tu_buf_alloc((size_t)(B * S * W) * e + e);
-        unsigned char *base = tu_buf_data(&pr->in[0]);
-        fa_tensor q = {.data = base,
+    /* One row of the packed buffer holds every head's q, then k, then v (a fused QKV projection's
+     * output). Sequence rows serve both q (first Nq) and k/v (first Nk). */
+    int64_t S = Nq > Nk ? Nq : Nk;
+    int64_t W = Hq * D + Hkv * D + Hkv * Dv + 3; /* +3: rows are not a multiple of anything */
+    pr->in[0] = kit_buf_alloc((size_t)(B * S * W) * e + e);
+    unsigned char *base = kit_buf_data(&pr->in[0]);
+    const int64_t heads[3] = {Hq, Hkv, Hkv}, seq[3] = {Nq, Nk, Nk}, dim[3] = {D, D, Dv};
+    const int64_t at[3] = {0, Hq * D, Hq * D + Hkv * D}; /* q's, k's and v's columns in a row */
+    fa_tensor *views[3] = {&pr->q, &pr->k, &pr->v};
+    for (int x = 0; x < 3; x++) {
+        fa_tensor v = {.data = base + (size_t)at[x] * e,
                        .dtype = t,
                        .batch = B,
-                       .heads = Hq,
-                       .seq = Nq,
-                       .dim = D,
+                       .heads = heads[x],
+                       .seq = seq[x],
+                       .dim = dim[x],
                        .stride_batch = S * W,
-                       .stride_head = D,
+                       .stride_head = dim[x],
                        .stride_seq = W};
-        fa_tensor k = {.data = base + (size_t)(Hq * D) * e,
-                       .dtype = t,
-                       .batch = B,
-                       .heads = Hkv,
-                       .seq = Nk,
-                       .dim = D,
-                       .stride_batch = S * W,
-                       .stride_head = D,
-                       .stride_seq = W};
-        fa_tensor v = {.data = base + (size_t)(Hq * D + Hkv * D) * e,
-                       .dtype = t,
-                       .batch = B,
-                       .heads = Hkv,
-                       .seq = Nk,
-                       .dim = Dv,
-                       .stride_batch = S * W,
-                       .stride_head = Dv,
-                       .stride_seq = W};
-        pr->q = q;
-        pr->k = k;
-        pr->v = v;
-        /* Every byte of the packed buffer is random, also the gaps no view covers. */
-        for (int64_t x = 0; x < B * S * W + 1; x++) {
-            double val = tu_rng_uniform(rng, -qk_amp, qk_amp);
-            if (t == FA_F64)
-                ((double *)base)[x] = val;
-            else
-                ((float *)base)[x] = (float)val;
-        }
-        kit_fill_uniform(&pr->v, &rng->state, -1.0, 1.0);
-        /* out: [B][Nq][Hq][Dv] with gaps between heads (1), rows (3) and batches (5). */
-        int64_t sh = Dv + 1, ss = Hq * sh + 3, sb = Nq * ss + 5;
-        pr->out_buf = tu_buf_alloc((size_t)(B * sb) * e);
-        fa_tensor o = {.data = tu_buf_data(&pr->out_buf),
-                       .dtype = t,
-                       .batch = B,
-                       .heads = Hq,
-                       .seq = Nq,
-                       .dim = Dv,
-                       .stride_batch = sb,
-                       .stride_head = sh,
-                       .stride_seq = ss};
-        pr->out = o;
-    } else {
-        fa_tensor (*make)(void *, fa_dtype, int64_t, int64_t, int64_t, int64_t) =
-            s->layout == TU_BHSD ? fa_tensor_bhsd : fa_tensor_bshd;
-        pr->in[0] = tu_buf_alloc((size_t)(B * Hq * Nq * D) * e);
-        pr->in[1] = tu_buf_alloc((size_t)(B * Hkv * Nk * D) * e);
-        pr->in[2] = tu_buf_alloc((size_t)(B * Hkv * Nk * Dv) * e);
-        pr->out_buf = tu_buf_alloc((size_t)(B * Hq * Nq * Dv) * e);
-        if (s->layout == TU_BHSD) {
-            pr->q = make(tu_buf_data(&pr->in[0]), t, B, Hq, Nq, D);
-            pr->k = make(tu_buf_data(&pr->in[1]), t, B, Hkv, Nk, D);
-            pr->v = make(tu_buf_data(&pr->in[2]), t, B, Hkv, Nk, Dv);
-            pr->out = make(tu_buf_data(&pr->out_buf), t, B, Hq, Nq, Dv);
-        } else {
-            pr->q = make(tu_buf_data(&pr->in[0]), t, B, Nq, Hq, D);
-            pr->k = make(tu_buf_data(&pr->in[1]), t, B, Nk, Hkv, D);
-            pr->v = make(tu_buf_data(&pr->in[2]), t, B, Nk, Hkv, Dv);
-            pr->out = make(tu_buf_data(&pr->out_buf), t, B, Nq, Hq, Dv);
-        }
-        kit_fill_uniform(&pr->q, &rng->state, -qk_amp, qk_amp);
-        kit_fill_uniform(&pr->k, &rng->state, -qk_amp, qk_amp);
-        kit_fill_uniform(&pr->v, &rng->state, -1.0, 1.0);
+        *views[x] = v;
     }
-    pr->lse_buf = tu_buf_alloc((size_t)(B * Hq * Nq) * e);
-    pr->lse = tu_buf_data(&pr->lse_buf);
+    /* Every byte of the packed buffer is random, also the gaps no view covers. */
+    for (int64_t x = 0; x < B * S * W + 1; x++) {
+        double val = tu_rng_uniform(rng, -qk_amp, qk_amp);
+        if (t == FA_F64)
+            ((double *)base)[x] = val;
+        else
+            ((float *)base)[x] = (float)val;
+    }
+    kit_fill_uniform(&pr->v, &rng->state, -1.0, 1.0);
+    /* out: [B][Nq][Hq][Dv] with gaps between heads (1), rows (3) and batches (5). */
+    int64_t sh = Dv + 1, ss = Hq * sh + 3, sb = Nq * ss + 5;
+    pr->out_buf = kit_buf_alloc((size_t)(B * sb) * e);
+    fa_tensor o = {.data = kit_buf_data(&pr->out_buf),
+                   .dtype = t,
+                   .batch = B,
+                   .heads = Hq,
+                   .seq = Nq,
+                   .dim = Dv,
+                   .stride_batch = sb,
+                   .stride_head = sh,
+                   .stride_seq = ss};
+    pr->out = o;
+    pr->lse_buf = kit_buf_alloc((size_t)(B * Hq * Nq) * e);
+    pr->lse = kit_buf_data(&pr->lse_buf);
+}
+
+void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_amp)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->shape = *s;
+    if (s->layout == TU_PACKED) {
+        make_packed(pr, s, rng, qk_amp);
+        return;
+    }
+    kit_shape ks = {s->dtype, s->dtype,  s->batch, s->q_heads, s->kv_heads,
+                    s->q_len, s->kv_len, s->dim,   s->dim_v,   s->layout == TU_BSHD ? KIT_BSHD : KIT_BHSD};
+    kit_problem_opts o = kit_suite_opts(&rng->state, qk_amp);
+    kit_problem kp;
+    if (kit_problem_make(&kp, &ks, &o)) abort(); /* out of memory */
+    /* The kit's views and blocks, now this problem's (tu_problem_free frees them). */
+    pr->q = kp.q, pr->k = kp.k, pr->v = kp.v, pr->out = kp.out, pr->lse = kp.lse;
+    for (int x = 0; x < 3; x++) pr->in[x] = kp.buf[KIT_Q + x];
+    pr->out_buf = kp.buf[KIT_OUT];
+    pr->lse_buf = kp.lse_buf;
 }
 
 void tu_problem_free(tu_problem *pr)
 {
-    for (int i = 0; i < 3; i++) tu_buf_free(&pr->in[i]);
-    tu_buf_free(&pr->out_buf);
-    tu_buf_free(&pr->lse_buf);
+    for (int i = 0; i < 3; i++) kit_buf_free(&pr->in[i]);
+    kit_buf_free(&pr->out_buf);
+    kit_buf_free(&pr->lse_buf);
 }
 
 void tu_problem_fill_canary(tu_problem *pr)
 {
-    if (pr->out_buf.base) memset(pr->out_buf.base, TU_CANARY, pr->out_buf.bytes + 2 * TU_GUARD);
-    if (pr->lse_buf.base) memset(pr->lse_buf.base, TU_CANARY, pr->lse_buf.bytes + 2 * TU_GUARD);
+    kit_buf_fill(&pr->out_buf, KIT_CANARY);
+    kit_buf_fill(&pr->lse_buf, KIT_CANARY);
 }
 
 int tu_problem_only_defined_written(const tu_problem *pr)
 {
-    if (!tu_buf_guards_intact(&pr->out_buf) || !tu_buf_guards_intact(&pr->lse_buf)) return 0;
-    /* Mark the bytes of every out element, then every unmarked byte must hold the canary. */
-    size_t n = pr->out_buf.bytes;
-    if (n == 0) return 1;
-    unsigned char *mark = calloc(n, 1);
-    if (!mark) abort();
-    const fa_tensor *o = &pr->out;
-    size_t e = tu_dtype_size(o->dtype);
-    for (int64_t b = 0; b < o->batch; b++)
-        for (int64_t h = 0; h < o->heads; h++)
-            for (int64_t s = 0; s < o->seq; s++) {
-                size_t off = (size_t)(b * o->stride_batch + h * o->stride_head + s * o->stride_seq) * e;
-                memset(mark + off, 1, (size_t)o->dim * e);
-            }
-    const unsigned char *data = tu_buf_data(&pr->out_buf);
-    int ok = 1;
-    for (size_t i = 0; i < n && ok; i++)
-        if (!mark[i] && data[i] != TU_CANARY) ok = 0;
-    free(mark);
-    return ok;
+    return kit_buf_only_view_written(&pr->out_buf, &pr->out) && kit_buf_guards_intact(&pr->lse_buf);
 }
 
 int64_t tu_problem_rows(const tu_problem *pr)

@@ -12,6 +12,7 @@
 #include "dtype.h" /* the kit's element access: kit_tensor_load, kit_tensor_store */
 #include "fill.h"
 #include "flashattn.h"
+#include "tensors.h" /* the kit's problem builder and guarded blocks (kit_buf) */
 
 /* ---- seeds and random numbers ---------------------------------------------------------- */
 
@@ -42,27 +43,6 @@ double tu_rng_uniform(tu_rng *r, double lo, double hi);
 /* Uniform integer in [0, n). */
 int64_t tu_rng_below(tu_rng *r, int64_t n);
 
-/* ---- guarded buffers -------------------------------------------------------------------- */
-
-/* A heap block with TU_GUARD canary bytes before and after the user part. */
-#define TU_GUARD  ((size_t)64)
-#define TU_CANARY ((unsigned char)0xA5)
-
-typedef struct {
-    unsigned char *base; /* allocation start (guard) */
-    size_t bytes;        /* user bytes */
-} tu_buf;
-
-tu_buf tu_buf_alloc(size_t bytes); /* user part and guards filled with TU_CANARY */
-void tu_buf_free(tu_buf *b);
-void *tu_buf_data(const tu_buf *b);
-/* 1 when both guards still hold TU_CANARY. */
-int tu_buf_guards_intact(const tu_buf *b);
-/* A copy of the whole block (guards included), for byte-exact "nothing changed" checks. */
-unsigned char *tu_buf_snapshot(const tu_buf *b);
-/* 1 when the block (guards included) equals the snapshot. */
-int tu_buf_equals_snapshot(const tu_buf *b, const unsigned char *snapshot);
-
 size_t tu_dtype_size(fa_dtype t);
 
 /* ---- problems --------------------------------------------------------------------------- */
@@ -80,22 +60,23 @@ typedef struct {
     tu_layout layout;
 } tu_shape;
 
+/* The kit's problem (kit/tensors.h) under the suites' description, which adds TU_PACKED. */
 typedef struct {
     tu_shape shape;
     fa_tensor q, k, v, out;
-    void *lse;    /* contiguous [B][Hq][Nq] of float (f32) or double (f64) */
-    tu_buf in[3]; /* q, k, v storage (only in[0] used by TU_PACKED) */
-    tu_buf out_buf, lse_buf;
+    void *lse;     /* contiguous [B][Hq][Nq] of float (f32) or double (f64) */
+    kit_buf in[3]; /* q, k, v storage (only in[0] used by TU_PACKED) */
+    kit_buf out_buf, lse_buf;
 } tu_problem;
 
-/* Allocates and fills q, k, v with uniform values: q, k in [-qk_amp, qk_amp), v in [-1, 1);
- * fills out and lse (and all padding and guards) with TU_CANARY. */
+/* Allocates and fills q, k, v from rng's sequence (kit_suite_opts: q, k uniform in
+ * [-qk_amp, qk_amp), v in [-1, 1)); fills out and lse (and all padding and guards) with KIT_CANARY. */
 void tu_problem_make(tu_problem *pr, const tu_shape *s, tu_rng *rng, double qk_amp);
 void tu_problem_free(tu_problem *pr);
-/* Refills out and lse (whole blocks) with TU_CANARY. */
+/* Refills out and lse (whole blocks) with KIT_CANARY. */
 void tu_problem_fill_canary(tu_problem *pr);
 /* 1 when every byte of out and lse storage that is not an element of the out view / lse is
- * still TU_CANARY (padding and guards), i.e. the call wrote only what it defines. */
+ * still KIT_CANARY (padding and guards), i.e. the call wrote only what it defines. */
 int tu_problem_only_defined_written(const tu_problem *pr);
 /* Number of rows B·Hq·Nq. */
 int64_t tu_problem_rows(const tu_problem *pr);

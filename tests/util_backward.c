@@ -14,12 +14,12 @@
 
 /* A [B][S][H][dim] view with `gh` elements between heads, `gs` after each row of heads and `gb`
  * after each batch, in a fresh canary-filled buffer. */
-static fa_tensor padded_view(tu_buf *buf, fa_dtype t, int64_t B, int64_t H, int64_t S, int64_t dim,
+static fa_tensor padded_view(kit_buf *buf, fa_dtype t, int64_t B, int64_t H, int64_t S, int64_t dim,
                              int64_t gh, int64_t gs, int64_t gb)
 {
     int64_t sh = dim + gh, ss = H * sh + gs, sb = S * ss + gb;
-    *buf = tu_buf_alloc((size_t)(B * sb) * tu_dtype_size(t));
-    fa_tensor v = {.data = tu_buf_data(buf),
+    *buf = kit_buf_alloc((size_t)(B * sb) * tu_dtype_size(t));
+    fa_tensor v = {.data = kit_buf_data(buf),
                    .dtype = t,
                    .batch = B,
                    .heads = H,
@@ -33,13 +33,13 @@ static fa_tensor padded_view(tu_buf *buf, fa_dtype t, int64_t B, int64_t H, int6
 
 /* A view of the given shape in the layout family of `layout` (see tub_make); `gaps` picks the
  * padding of the TU_PACKED family so that no two tensors share it. */
-static fa_tensor layout_view(tu_buf *buf, tu_layout layout, fa_dtype t, int64_t B, int64_t H, int64_t S,
+static fa_tensor layout_view(kit_buf *buf, tu_layout layout, fa_dtype t, int64_t B, int64_t H, int64_t S,
                              int64_t dim, int gaps)
 {
     if (layout == TU_PACKED) return padded_view(buf, t, B, H, S, dim, 1 + gaps % 3, 2 + gaps, 3 + 2 * gaps);
-    *buf = tu_buf_alloc((size_t)(B * H * S * dim) * tu_dtype_size(t));
-    if (layout == TU_BHSD) return fa_tensor_bhsd(tu_buf_data(buf), t, B, H, S, dim);
-    return fa_tensor_bshd(tu_buf_data(buf), t, B, S, H, dim);
+    *buf = kit_buf_alloc((size_t)(B * H * S * dim) * tu_dtype_size(t));
+    if (layout == TU_BHSD) return fa_tensor_bhsd(kit_buf_data(buf), t, B, H, S, dim);
+    return fa_tensor_bshd(kit_buf_data(buf), t, B, S, H, dim);
 }
 
 void tub_make(tub_problem *bp, const tu_shape *s, tu_rng *rng, double qk_amp)
@@ -51,26 +51,21 @@ void tub_make(tub_problem *bp, const tu_shape *s, tu_rng *rng, double qk_amp)
     for (int g = 0; g < 3; g++)
         bp->grad[g] = layout_view(&bp->grad_buf[g], s->layout, s->dtype, like[g]->batch, like[g]->heads,
                                   like[g]->seq, like[g]->dim, g + 1);
-    const fa_tensor *o = &bp->dout;
-    for (int64_t b = 0; b < o->batch; b++)
-        for (int64_t h = 0; h < o->heads; h++)
-            for (int64_t i = 0; i < o->seq; i++)
-                for (int64_t y = 0; y < o->dim; y++)
-                    kit_tensor_store(o, b, h, i, y, tu_rng_uniform(rng, -1.0, 1.0));
+    kit_fill_uniform(&bp->dout, &rng->state, -1.0, 1.0);
 }
 
 void tub_free(tub_problem *bp)
 {
     tu_problem_free(&bp->fw);
-    tu_buf_free(&bp->dout_buf);
-    for (int g = 0; g < 3; g++) tu_buf_free(&bp->grad_buf[g]);
+    kit_buf_free(&bp->dout_buf);
+    for (int g = 0; g < 3; g++) kit_buf_free(&bp->grad_buf[g]);
 }
 
 void tub_fill_grad_canary(tub_problem *bp)
 {
     for (int g = 0; g < 3; g++)
         if (bp->grad_buf[g].base)
-            memset(bp->grad_buf[g].base, TU_CANARY, bp->grad_buf[g].bytes + 2 * TU_GUARD);
+            memset(bp->grad_buf[g].base, KIT_CANARY, bp->grad_buf[g].bytes + 2 * KIT_GUARD);
 }
 
 fa_status tub_forward(fa_context *ctx, const fa_params *p, tub_problem *bp)
@@ -84,9 +79,9 @@ fa_status tub_backward(fa_context *ctx, const fa_params *p, tub_problem *bp)
                        &bp->grad[0], &bp->grad[1], &bp->grad[2]);
 }
 
-static int only_view_written(const tu_buf *buf, const fa_tensor *t)
+static int only_view_written(const kit_buf *buf, const fa_tensor *t)
 {
-    if (!tu_buf_guards_intact(buf)) return 0;
+    if (!kit_buf_guards_intact(buf)) return 0;
     size_t n = buf->bytes;
     if (n == 0) return 1;
     unsigned char *mark = calloc(n, 1);
@@ -98,10 +93,10 @@ static int only_view_written(const tu_buf *buf, const fa_tensor *t)
                 size_t off = (size_t)(b * t->stride_batch + h * t->stride_head + s * t->stride_seq) * e;
                 memset(mark + off, 1, (size_t)t->dim * e);
             }
-    const unsigned char *data = tu_buf_data(buf);
+    const unsigned char *data = kit_buf_data(buf);
     int ok = 1;
     for (size_t i = 0; i < n && ok; i++)
-        if (!mark[i] && data[i] != TU_CANARY) ok = 0;
+        if (!mark[i] && data[i] != KIT_CANARY) ok = 0;
     free(mark);
     return ok;
 }

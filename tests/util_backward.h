@@ -20,16 +20,16 @@ typedef struct {
     tu_problem fw;     /* q, k, v, out, lse (tests/util.h) */
     fa_tensor dout;    /* shape of out, filled uniform in [-1, 1) */
     fa_tensor grad[3]; /* dq, dk, dv: shapes of q, k, v */
-    tu_buf dout_buf, grad_buf[3];
+    kit_buf dout_buf, grad_buf[3];
 } tub_problem;
 
 /* tu_problem_make, plus dout and the gradients in the same layout family: contiguous [B][H][S][D]
  * for TU_BHSD, [B][S][H][D] for TU_BSHD, and for TU_PACKED [B][S][H][D] views with gaps between
  * heads, rows and batches (each tensor its own gaps). Gradient storage (gaps and guards included)
- * is filled with TU_CANARY. */
+ * is filled with KIT_CANARY. */
 void tub_make(tub_problem *bp, const tu_shape *s, tu_rng *rng, double qk_amp);
 void tub_free(tub_problem *bp);
-/* Refills the whole gradient storage (gaps and guards) with TU_CANARY. */
+/* Refills the whole gradient storage (gaps and guards) with KIT_CANARY. */
 void tub_fill_grad_canary(tub_problem *bp);
 
 /* fa_forward into bp's out and lse, then fa_backward from them into bp's gradients. */
@@ -37,7 +37,7 @@ fa_status tub_forward(fa_context *ctx, const fa_params *p, tub_problem *bp);
 fa_status tub_backward(fa_context *ctx, const fa_params *p, tub_problem *bp);
 
 /* 1 when every byte of the gradients' storage that is not an element of its view (gaps, guards)
- * still holds TU_CANARY. */
+ * still holds KIT_CANARY. */
 int tub_grads_only_defined_written(const tub_problem *bp);
 
 /* ---- views ------------------------------------------------------------------------------ */

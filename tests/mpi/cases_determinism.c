@@ -100,15 +100,15 @@ static int run(const mt_env *env, fa_context *ctx, const mt_case *c, mt_local *l
     return MT_EXPECT_STATUS(env, st, FA_OK, call);
 }
 
-static void expect_same_buf(const mt_buf *a, const mt_buf *b, const char *tensor, const char *what)
+static void expect_same_buf(const kit_buf *a, const kit_buf *b, const char *tensor, const char *what)
 {
-    size_t n = a->bytes + 2 * MT_GUARD;
+    size_t n = a->bytes + 2 * KIT_GUARD;
     if (!a->base || !memcmp(a->base, b->base, n)) return;
     size_t i = 0;
     while (a->base[i] == b->base[i]) i++;
     mt_fail(__FILE__, __LINE__, "%s: %s differs from the first run's at byte %zu of its buffer (%s)", what,
-            tensor, i < MT_GUARD ? 0 : i - MT_GUARD,
-            i < MT_GUARD || i >= MT_GUARD + a->bytes ? "a guard byte" : "data");
+            tensor, i < KIT_GUARD ? 0 : i - KIT_GUARD,
+            i < KIT_GUARD || i >= KIT_GUARD + a->bytes ? "a guard byte" : "data");
 }
 
 static void expect_same(const mt_local *a, const mt_local *b, const char *what)

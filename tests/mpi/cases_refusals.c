@@ -23,7 +23,7 @@ typedef struct {
     const fa_tensor *qp, *kp, *vp, *outp, *doutp, *dqp, *dkp, *dvp;
     void *lse;
     fa_seqs seqs;
-    mt_buf extra[6];     /* buffers a spoil adds (they must stay canary) */
+    kit_buf extra[6];    /* buffers a spoil adds (they must stay canary) */
     const fa_params *pp; /* the p passed: &p, or a spoil's larger struct */
     union {
         fa_params p;
@@ -62,7 +62,7 @@ static void call_init(call *c, MPI_Comm comm, fa_mpi_layout layout, const mt_loc
 
 static void call_free(call *c)
 {
-    for (int i = 0; i < 6; i++) mt_buf_free(&c->extra[i]);
+    for (int i = 0; i < 6; i++) kit_buf_free(&c->extra[i]);
 }
 
 static fa_status call_run(fa_context *ctx, const call *c, int backward)
@@ -143,11 +143,11 @@ static void dtype_differs(call *c, const mt_local *l, const mt_global *g, int fa
     int64_t heads[4] = {cs->q_heads, cs->kv_heads, cs->kv_heads, cs->q_heads};
     int64_t dims[4] = {cs->dim, cs->dim, cs->dim_v, cs->dim_v};
     for (int i = 0; i < 4; i++) {
-        c->extra[i] = mt_buf_alloc(sizeof(float) * (size_t)(cs->batch * heads[i] * n * dims[i]));
-        *t[i] = fa_tensor_bhsd(mt_buf_data(&c->extra[i]), FA_F32, cs->batch, heads[i], n, dims[i]);
+        c->extra[i] = kit_buf_alloc(sizeof(float) * (size_t)(cs->batch * heads[i] * n * dims[i]));
+        *t[i] = fa_tensor_bhsd(kit_buf_data(&c->extra[i]), FA_F32, cs->batch, heads[i], n, dims[i]);
     }
-    c->extra[4] = mt_buf_alloc(sizeof(float) * (size_t)(cs->batch * cs->q_heads * n));
-    c->lse = mt_buf_data(&c->extra[4]);
+    c->extra[4] = kit_buf_alloc(sizeof(float) * (size_t)(cs->batch * cs->q_heads * n));
+    c->lse = kit_buf_data(&c->extra[4]);
 }
 
 static void bias_key_axis(call *c, const mt_local *l, const mt_global *g, int faulty)
@@ -275,8 +275,8 @@ static void quantized_cache(call *c, const mt_local *l, const mt_global *g, int 
     (void)l, (void)g;
     c->p.bias = NULL;
     if (!faulty) return;
-    c->extra[0] = mt_buf_alloc(sizeof(float)); /* its canary bytes are a finite float: a valid scale */
-    c->kv_scale = fa_tensor_bhsd(mt_buf_data(&c->extra[0]), FA_F32, 1, 1, 1, 1);
+    c->extra[0] = kit_buf_alloc(sizeof(float)); /* its canary bytes are a finite float: a valid scale */
+    c->kv_scale = fa_tensor_bhsd(kit_buf_data(&c->extra[0]), FA_F32, 1, 1, 1, 1);
     c->p.k_scale = c->p.v_scale = &c->kv_scale;
     c->q.dtype = c->out.dtype = FA_F32;
     c->k.dtype = c->v.dtype = FA_I8;
@@ -420,9 +420,9 @@ static void dbias_asked(call *c, const mt_local *l, const mt_global *g, int faul
 {
     (void)g;
     if (!faulty || !c->p.bias) return;
-    c->extra[0] = mt_buf_alloc((size_t)(l->bias.batch * l->bias.heads * l->bias.seq * l->bias.dim) *
-                               (l->bias.dtype == FA_F64 ? sizeof(double) : sizeof(float)));
-    c->dbias = fa_tensor_bhsd(mt_buf_data(&c->extra[0]), l->bias.dtype, l->bias.batch, l->bias.heads,
+    c->extra[0] = kit_buf_alloc((size_t)(l->bias.batch * l->bias.heads * l->bias.seq * l->bias.dim) *
+                                (l->bias.dtype == FA_F64 ? sizeof(double) : sizeof(float)));
+    c->dbias = fa_tensor_bhsd(kit_buf_data(&c->extra[0]), l->bias.dtype, l->bias.batch, l->bias.heads,
                               l->bias.seq, l->bias.dim);
     c->p.dbias = &c->dbias;
 }
@@ -498,29 +498,15 @@ typedef struct {
     mt_global g;
     mt_shard s;
     mt_local l;
-    mt_buf *bufs[B_COUNT];
+    kit_buf *bufs[B_COUNT];
     unsigned char *good[B_COUNT]; /* each buffer's bytes after the good forward and backward */
 } base;
 
 static const char *buf_name[B_COUNT] = {"out", "lse", "dq", "dk", "dv", "dsinks"};
 
-static unsigned char *copy_of(const mt_buf *b)
+static void restore(const kit_buf *b, const unsigned char *bytes)
 {
-    size_t n = b->bytes + 2 * MT_GUARD;
-    unsigned char *c = malloc(n);
-    if (!c) abort();
-    memcpy(c, b->base, n);
-    return c;
-}
-
-static int same_as(const mt_buf *b, const unsigned char *bytes)
-{
-    return !memcmp(b->base, bytes, b->bytes + 2 * MT_GUARD);
-}
-
-static void restore(const mt_buf *b, const unsigned char *bytes)
-{
-    memcpy(b->base, bytes, b->bytes + 2 * MT_GUARD);
+    memcpy(b->base, bytes, b->bytes + 2 * KIT_GUARD);
 }
 
 /* 1 on every rank when the good calls succeeded on every rank */
@@ -548,7 +534,7 @@ static int base_make(base *b, const mt_env *env, fa_mpi_layout layout)
     int ok = MT_EXPECT_STATUS(env, call_run(env->ctx, &good, 0), FA_OK, "fa_mpi_forward (the good call)");
     if (ok)
         ok = MT_EXPECT_STATUS(env, call_run(env->ctx, &good, 1), FA_OK, "fa_mpi_backward (the good call)");
-    for (int i = 0; i < B_COUNT; i++) b->good[i] = copy_of(b->bufs[i]);
+    for (int i = 0; i < B_COUNT; i++) b->good[i] = kit_buf_snapshot(b->bufs[i]);
     return ok;
 }
 
@@ -562,7 +548,7 @@ static void base_free(base *b)
 
 /* The buffers a call may read or must leave alone: every input and output of the rank. */
 typedef struct {
-    const mt_buf *buf;
+    const kit_buf *buf;
     unsigned char *before;
     char name[48];
 } snapshot;
@@ -590,7 +576,7 @@ static int snap_all(snapshot *s, base *b)
         snprintf(s[n].name, sizeof s[n].name, "%s", buf_name[i]);
         n++;
     }
-    for (int i = 0; i < n; i++) s[i].before = copy_of(s[i].buf);
+    for (int i = 0; i < n; i++) s[i].before = kit_buf_snapshot(s[i].buf);
     return n;
 }
 
@@ -608,7 +594,7 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
         if (r->backward && (i == B_OUT || i == B_LSE))
             restore(b->bufs[i], b->good[i]);
         else
-            mt_buf_fill_canary(b->bufs[i]);
+            kit_buf_fill(b->bufs[i], KIT_CANARY);
     }
     call c;
     call_init(&c, env->comm, layout, &b->l);
@@ -636,11 +622,12 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
             MT_CHECK(strstr(fa_mpi_last_error(), named[i].word) != NULL,
                      "fa_mpi_last_error() \"%s\" does not name %s", fa_mpi_last_error(), named[i].word);
     for (int i = 0; i < n; i++) {
-        MT_CHECK(same_as(snaps[i].buf, snaps[i].before), "%s was written by a refused call", snaps[i].name);
+        MT_CHECK(kit_buf_equals_snapshot(snaps[i].buf, snaps[i].before), "%s was written by a refused call",
+                 snaps[i].name);
         free(snaps[i].before);
     }
     for (int i = 0; i < 6; i++)
-        MT_CHECK(mt_buf_untouched(&c.extra[i]),
+        MT_CHECK(kit_buf_untouched(&c.extra[i]),
                  "the faulty rank's extra buffer %d was written by a refused call", i);
     call_free(&c);
 
@@ -651,13 +638,13 @@ static void refusal_case(const mt_env *env, base *b, fa_mpi_layout layout, const
         if (r->backward && (i == B_OUT || i == B_LSE))
             restore(b->bufs[i], b->good[i]);
         else
-            mt_buf_fill_canary(b->bufs[i]);
+            kit_buf_fill(b->bufs[i], KIT_CANARY);
     }
     st = call_run(env->ctx, &good, r->backward);
     if (MT_EXPECT_STATUS(env, st, FA_OK, "the good call after the refusal")) {
         int from = r->backward ? B_DQ : B_OUT, to = r->backward ? B_COUNT : B_LSE + 1;
         for (int i = from; i < to; i++)
-            MT_CHECK(same_as(b->bufs[i], b->good[i]),
+            MT_CHECK(kit_buf_equals_snapshot(b->bufs[i], b->good[i]),
                      "the good call after the refusal: %s differs from the good call's before it",
                      buf_name[i]);
     }

@@ -27,10 +27,10 @@ static void single_process(mt_result *res, fa_context *ctx, const mt_global *g, 
     int64_t B = c->batch, Hq = c->q_heads, Hkv = c->kv_heads, N = g->n;
     size_t es = kit_dtype_size(g->dtype);
     fa_dtype acc = kit_accum_dtype(g->dtype);
-    mt_buf ob = mt_buf_alloc((size_t)(B * Hq * N * c->dim_v) * es),
-           lb = mt_buf_alloc((size_t)(B * Hq * N) * kit_dtype_size(acc));
-    fa_tensor out = fa_tensor_bhsd(mt_buf_data(&ob), g->dtype, B, Hq, N, c->dim_v);
-    fa_tensor lse = fa_tensor_bhsd(mt_buf_data(&lb), acc, B, Hq, N, 1);
+    kit_buf ob = kit_buf_alloc((size_t)(B * Hq * N * c->dim_v) * es),
+            lb = kit_buf_alloc((size_t)(B * Hq * N) * kit_dtype_size(acc));
+    fa_tensor out = fa_tensor_bhsd(kit_buf_data(&ob), g->dtype, B, Hq, N, c->dim_v);
+    fa_tensor lse = fa_tensor_bhsd(kit_buf_data(&lb), acc, B, Hq, N, 1);
     fa_status st = fa_forward(ctx, &g->p, &g->q, &g->k, &g->v, &out, lse.data);
     MT_CHECK(st == FA_OK, "the single-process fa_forward (the reference) returned %s: %s", fa_status_str(st),
              fa_last_error());
@@ -38,11 +38,11 @@ static void single_process(mt_result *res, fa_context *ctx, const mt_global *g, 
     res->lse = mt_values(&lse);
     if (backward) {
         int64_t heads[3] = {Hq, Hkv, Hkv}, dims[3] = {c->dim, c->dim, c->dim_v};
-        mt_buf gb[3];
+        kit_buf gb[3];
         fa_tensor grad[3];
         for (int i = 0; i < 3; i++) {
-            gb[i] = mt_buf_alloc((size_t)(B * heads[i] * N * dims[i]) * es);
-            grad[i] = fa_tensor_bhsd(mt_buf_data(&gb[i]), g->dtype, B, heads[i], N, dims[i]);
+            gb[i] = kit_buf_alloc((size_t)(B * heads[i] * N * dims[i]) * es);
+            grad[i] = fa_tensor_bhsd(kit_buf_data(&gb[i]), g->dtype, B, heads[i], N, dims[i]);
         }
         fa_params p = g->p;
         float *dsinks = malloc(sizeof(float) * (size_t)(Hq + 1));
@@ -54,7 +54,7 @@ static void single_process(mt_result *res, fa_context *ctx, const mt_global *g, 
                  fa_status_str(st), fa_last_error());
         for (int i = 0; i < 3; i++) {
             res->grad[i] = mt_values(&grad[i]);
-            mt_buf_free(&gb[i]);
+            kit_buf_free(&gb[i]);
         }
         if (c->sinks) {
             res->dsinks = alloc_doubles(Hq);
@@ -62,8 +62,8 @@ static void single_process(mt_result *res, fa_context *ctx, const mt_global *g, 
         }
         free(dsinks);
     }
-    mt_buf_free(&ob);
-    mt_buf_free(&lb);
+    kit_buf_free(&ob);
+    kit_buf_free(&lb);
 }
 
 /* The float64 oracle (naive = 0) or the naive f32 implementation (naive = 1) of g. */
@@ -347,17 +347,17 @@ void mt_expect_forward(const mt_global *g, const mt_shard *s, const mt_local *l,
     const mt_case *c = &g->c;
     mt_what out = {"out", c->q_heads, c->dim_v}, lse = {"lse", c->q_heads, 1};
     judge_rows(&out, s, &l->out, r, -1, 0, 1e-12, 0.0, 2.0, 1e-6, g);
-    MT_CHECK(mt_buf_only_view_written(&l->out_buf, &l->out),
+    MT_CHECK(kit_buf_only_view_written(&l->out_buf, &l->out),
              "out: a byte outside the rank's rows of out (or around its buffer) was written");
     if (without_lse) {
-        MT_CHECK(mt_buf_untouched(&l->lse_buf), "lse NULL, yet the rank's lse buffer was written");
+        MT_CHECK(kit_buf_untouched(&l->lse_buf), "lse NULL, yet the rank's lse buffer was written");
     } else {
         judge_rows(&lse, s, &l->lse_view, r, -1, 1, 1e-12, 0.0, 2.0, 1e-6, g);
-        MT_CHECK(mt_buf_only_view_written(&l->lse_buf, &l->lse_view),
+        MT_CHECK(kit_buf_only_view_written(&l->lse_buf, &l->lse_view),
                  "lse: a byte around the lse buffer was written");
     }
     for (int i = 0; i < 3; i++)
-        MT_CHECK(mt_buf_untouched(&l->grad_buf[i]), "fa_mpi_forward wrote into %s's buffer", grad_name[i]);
+        MT_CHECK(kit_buf_untouched(&l->grad_buf[i]), "fa_mpi_forward wrote into %s's buffer", grad_name[i]);
 }
 
 /* The half suites' backward yardstick (reference_backward.h, ref_backward_naive_f32_given_out): the
@@ -377,8 +377,8 @@ static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt
                 for (int64_t d = 0; d < Dv; d++)
                     all[((b * Hq + h) * N + s->pos[i]) * Dv + d] = kit_tensor_load(&l->out, b, h, i, d);
     MPI_Allreduce(MPI_IN_PLACE, all, (int)(B * Hq * N * Dv), MPI_DOUBLE, MPI_SUM, env->comm);
-    mt_buf ob = mt_buf_alloc((size_t)(B * Hq * N * Dv) * kit_dtype_size(g->dtype));
-    fa_tensor out = fa_tensor_bhsd(mt_buf_data(&ob), g->dtype, B, Hq, N, Dv);
+    kit_buf ob = kit_buf_alloc((size_t)(B * Hq * N * Dv) * kit_dtype_size(g->dtype));
+    fa_tensor out = fa_tensor_bhsd(kit_buf_data(&ob), g->dtype, B, Hq, N, Dv);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < N; i++)
@@ -391,7 +391,7 @@ static void naive_given_ring_out(const mt_env *env, const mt_global *g, const mt
                                              res->grad[1], res->grad[2], c->sinks ? res->dsinks : NULL);
     for (int x = 0; x < 3; x++)
         for (int64_t e = 0; e < n[x]; e++) res->grad[x][e] = kit_round(g->dtype, res->grad[x][e]);
-    mt_buf_free(&ob);
+    kit_buf_free(&ob);
     free(all);
 }
 
@@ -413,7 +413,7 @@ void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s
     for (int i = 0; i < 3; i++) {
         mt_what w = {grad_name[i], heads[i], dims[i]};
         judge_rows(&w, s, views[i], r, i, 0, 1e-11, 1e-4 * r->bound[i], 3.0, 1e-5, g);
-        MT_CHECK(mt_buf_only_view_written(&l->grad_buf[i], views[i]),
+        MT_CHECK(kit_buf_only_view_written(&l->grad_buf[i], views[i]),
                  "%s: a byte outside the rank's rows (or around its buffer) was written", grad_name[i]);
     }
     if (!c->sinks) {
@@ -423,7 +423,7 @@ void mt_expect_backward(const mt_env *env, const mt_global *g, const mt_shard *s
     int64_t Hq = c->q_heads;
     const float *dsinks = l->p.dsinks;
     fa_tensor dsinks_view = fa_tensor_bhsd(l->p.dsinks, FA_F32, 1, 1, 1, Hq);
-    MT_CHECK(mt_buf_only_view_written(&l->dsinks_buf, &dsinks_view),
+    MT_CHECK(kit_buf_only_view_written(&l->dsinks_buf, &dsinks_view),
              "dsinks: a byte around the Hq floats was written");
     const double *exact = r->oracle.dsinks;
     double max_ref = 0.0, naive_err = 0.0;

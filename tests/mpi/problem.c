@@ -11,67 +11,6 @@
 #include "score_mods.h"
 #include "rng.h"
 
-/* ---- guarded buffers --------------------------------------------------------------------- */
-
-mt_buf mt_buf_alloc(size_t bytes)
-{
-    mt_buf b;
-    b.bytes = bytes;
-    b.base = malloc(bytes + 2 * MT_GUARD);
-    if (!b.base) {
-        fprintf(stderr, "fa-mpi-tests: out of memory (%zu bytes)\n", bytes);
-        abort();
-    }
-    memset(b.base, MT_CANARY, bytes + 2 * MT_GUARD);
-    return b;
-}
-
-void mt_buf_free(mt_buf *b)
-{
-    free(b->base);
-    b->base = NULL;
-    b->bytes = 0;
-}
-
-void *mt_buf_data(const mt_buf *b)
-{
-    return b->base ? b->base + MT_GUARD : NULL;
-}
-
-void mt_buf_fill_canary(mt_buf *b)
-{
-    if (b->base) memset(b->base, MT_CANARY, b->bytes + 2 * MT_GUARD);
-}
-
-int mt_buf_untouched(const mt_buf *b)
-{
-    if (!b->base) return 1;
-    for (size_t i = 0; i < b->bytes + 2 * MT_GUARD; i++)
-        if (b->base[i] != MT_CANARY) return 0;
-    return 1;
-}
-
-int mt_buf_only_view_written(const mt_buf *b, const fa_tensor *t)
-{
-    if (!b->base) return 1;
-    size_t total = b->bytes + 2 * MT_GUARD, es = kit_dtype_size(t->dtype);
-    unsigned char *mine = calloc(total, 1);
-    if (!mine) abort();
-    int64_t first = (const unsigned char *)t->data - b->base;
-    for (int64_t bi = 0; bi < t->batch; bi++)
-        for (int64_t h = 0; h < t->heads; h++)
-            for (int64_t s = 0; s < t->seq; s++)
-                for (int64_t d = 0; d < t->dim; d++) {
-                    int64_t off = first + (int64_t)es * (bi * t->stride_batch + h * t->stride_head +
-                                                         s * t->stride_seq + d);
-                    if (off >= 0 && (size_t)off + es <= total) memset(mine + off, 1, es);
-                }
-    int ok = 1;
-    for (size_t i = 0; i < total && ok; i++) ok = mine[i] || b->base[i] == MT_CANARY;
-    free(mine);
-    return ok;
-}
-
 /* ---- elements ---------------------------------------------------------------------------- */
 
 const char *mt_dtype_name(fa_dtype t)
@@ -150,10 +89,10 @@ static double rng_uniform(rng *r, double lo, double hi)
     return lo + (hi - lo) * kit_unit_from_bits(kit_splitmix64(&r->s));
 }
 
-static fa_tensor global_tensor(mt_buf *mem, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd)
+static fa_tensor global_tensor(kit_buf *mem, fa_dtype t, int64_t b, int64_t h, int64_t s, int64_t d, int bshd)
 {
-    *mem = mt_buf_alloc((size_t)(b * h * s * d) * kit_dtype_size(t));
-    return mt_tensor(mt_buf_data(mem), t, b, h, s, d, bshd);
+    *mem = kit_buf_alloc((size_t)(b * h * s * d) * kit_dtype_size(t));
+    return mt_tensor(kit_buf_data(mem), t, b, h, s, d, bshd);
 }
 
 void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t seed)
@@ -214,7 +153,7 @@ void mt_global_make(mt_global *g, const mt_case *c, fa_dtype dtype, uint64_t see
 
 void mt_global_free(mt_global *g)
 {
-    for (int i = 0; i < 5; i++) mt_buf_free(&g->mem[i]);
+    for (int i = 0; i < 5; i++) kit_buf_free(&g->mem[i]);
     free(g->slopes);
     memset(g, 0, sizeof *g);
 }
@@ -285,10 +224,10 @@ void mt_shard_free(mt_shard *s)
 /* ---- a rank's arguments ------------------------------------------------------------------ */
 
 /* The rows of shard s of t copied into a fresh buffer of t's layout family. */
-static fa_tensor copy_rows(mt_buf *mem, const fa_tensor *t, const mt_shard *s, int bshd)
+static fa_tensor copy_rows(kit_buf *mem, const fa_tensor *t, const mt_shard *s, int bshd)
 {
-    *mem = mt_buf_alloc((size_t)(t->batch * t->heads * s->n * t->dim) * kit_dtype_size(t->dtype));
-    fa_tensor c = mt_tensor(mt_buf_data(mem), t->dtype, t->batch, t->heads, s->n, t->dim, bshd);
+    *mem = kit_buf_alloc((size_t)(t->batch * t->heads * s->n * t->dim) * kit_dtype_size(t->dtype));
+    fa_tensor c = mt_tensor(kit_buf_data(mem), t->dtype, t->batch, t->heads, s->n, t->dim, bshd);
     for (int64_t b = 0; b < t->batch; b++)
         for (int64_t h = 0; h < t->heads; h++)
             for (int64_t i = 0; i < s->n; i++)
@@ -299,12 +238,12 @@ static fa_tensor copy_rows(mt_buf *mem, const fa_tensor *t, const mt_shard *s, i
 
 /* An output of h heads and d columns for the shard's rows: with views, rows [start, start + n) of a
  * buffer of the whole sequence (the others must stay canary); otherwise a buffer of n rows. */
-static fa_tensor output(mt_buf *mem, const mt_local *l, const mt_global *g, const mt_shard *s, int64_t h,
+static fa_tensor output(kit_buf *mem, const mt_local *l, const mt_global *g, const mt_shard *s, int64_t h,
                         int64_t d)
 {
     int64_t rows = l->view ? g->n : s->n;
-    *mem = mt_buf_alloc((size_t)(g->c.batch * h * rows * d) * kit_dtype_size(g->dtype));
-    fa_tensor t = mt_tensor(mt_buf_data(mem), g->dtype, g->c.batch, h, rows, d, g->c.bshd);
+    *mem = kit_buf_alloc((size_t)(g->c.batch * h * rows * d) * kit_dtype_size(g->dtype));
+    fa_tensor t = mt_tensor(kit_buf_data(mem), g->dtype, g->c.batch, h, rows, d, g->c.bshd);
     return l->view ? mt_rows_view(&t, s->start, s->n) : t;
 }
 
@@ -335,36 +274,36 @@ void mt_local_make(mt_local *l, const mt_global *g, const mt_shard *s)
     l->dk = output(&l->grad_buf[1], l, g, s, c->kv_heads, c->dim);
     l->dv = output(&l->grad_buf[2], l, g, s, c->kv_heads, c->dim_v);
     fa_dtype acc = kit_accum_dtype(g->dtype);
-    l->lse_buf = mt_buf_alloc((size_t)(c->batch * c->q_heads * s->n) * kit_dtype_size(acc));
-    l->lse = mt_buf_data(&l->lse_buf);
+    l->lse_buf = kit_buf_alloc((size_t)(c->batch * c->q_heads * s->n) * kit_dtype_size(acc));
+    l->lse = kit_buf_data(&l->lse_buf);
     l->lse_view = fa_tensor_bhsd(l->lse, acc, c->batch, c->q_heads, s->n, 1);
 
     l->p = g->p;
     l->p.bias = c->bias != MT_BIAS_NONE ? &l->bias : NULL;
     if (c->sinks) {
-        l->dsinks_buf = mt_buf_alloc(sizeof(float) * (size_t)c->q_heads);
-        l->p.dsinks = mt_buf_data(&l->dsinks_buf);
+        l->dsinks_buf = kit_buf_alloc(sizeof(float) * (size_t)c->q_heads);
+        l->p.dsinks = kit_buf_data(&l->dsinks_buf);
     }
 }
 
 void mt_local_free(mt_local *l)
 {
-    for (int i = 0; i < 5; i++) mt_buf_free(&l->in[i]);
-    mt_buf_free(&l->out_buf);
-    mt_buf_free(&l->lse_buf);
-    for (int i = 0; i < 3; i++) mt_buf_free(&l->grad_buf[i]);
-    mt_buf_free(&l->dsinks_buf);
+    for (int i = 0; i < 5; i++) kit_buf_free(&l->in[i]);
+    kit_buf_free(&l->out_buf);
+    kit_buf_free(&l->lse_buf);
+    for (int i = 0; i < 3; i++) kit_buf_free(&l->grad_buf[i]);
+    kit_buf_free(&l->dsinks_buf);
 }
 
 void mt_local_fill_grad_canary(mt_local *l)
 {
-    for (int i = 0; i < 3; i++) mt_buf_fill_canary(&l->grad_buf[i]);
-    mt_buf_fill_canary(&l->dsinks_buf);
+    for (int i = 0; i < 3; i++) kit_buf_fill(&l->grad_buf[i], KIT_CANARY);
+    kit_buf_fill(&l->dsinks_buf, KIT_CANARY);
 }
 
 void mt_local_fill_canary(mt_local *l)
 {
-    mt_buf_fill_canary(&l->out_buf);
-    mt_buf_fill_canary(&l->lse_buf);
+    kit_buf_fill(&l->out_buf, KIT_CANARY);
+    kit_buf_fill(&l->lse_buf, KIT_CANARY);
     mt_local_fill_grad_canary(l);
 }

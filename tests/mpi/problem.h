@@ -12,28 +12,8 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "tensors.h" /* the kit's guarded blocks (kit_buf) */
 #include "flashattn_mpi.h"
-
-/* ---- guarded buffers --------------------------------------------------------------------- */
-
-#define MT_GUARD  ((size_t)64)
-#define MT_CANARY ((unsigned char)0xA5)
-
-/* `bytes` user bytes with MT_GUARD canary bytes on either side; base NULL when empty-handed. */
-typedef struct {
-    unsigned char *base;
-    size_t bytes;
-} mt_buf;
-
-mt_buf mt_buf_alloc(size_t bytes); /* user bytes and guards all MT_CANARY; aborts without memory */
-void mt_buf_free(mt_buf *b);
-void *mt_buf_data(const mt_buf *b);
-void mt_buf_fill_canary(mt_buf *b);
-/* 1 when every byte, guards included, is still MT_CANARY: nothing was written. */
-int mt_buf_untouched(const mt_buf *b);
-/* 1 when every byte of b (guards included) that is not an element of `view` (a view into b's user
- * bytes) is still MT_CANARY: a call wrote only the elements it defines. */
-int mt_buf_only_view_written(const mt_buf *b, const fa_tensor *view);
 
 /* ---- cases ------------------------------------------------------------------------------- */
 
@@ -83,7 +63,7 @@ typedef struct {
     fa_tensor bias; /* valid when c.bias != MT_BIAS_NONE */
     float *slopes, *sinks;
     fa_params p; /* the parameters of the whole sequence: p.bias points at this struct's bias */
-    mt_buf mem[5];
+    kit_buf mem[5];
 } mt_global;
 
 /* Draws the global problem of case c from seed: q, k in [-2, 2), v and dout in [-1, 1) (rounded to
@@ -115,7 +95,7 @@ typedef struct {
     void *lse;          /* contiguous [B][Hq][n] of the accumulation type */
     fa_tensor lse_view; /* the same as a [B][Hq][n][1] tensor, for comparisons */
     fa_params p;        /* g's parameters with this rank's bias rows, and dsinks (Hq floats) with sinks */
-    mt_buf in[5], out_buf, lse_buf, grad_buf[3], dsinks_buf;
+    kit_buf in[5], out_buf, lse_buf, grad_buf[3], dsinks_buf;
 } mt_local;
 
 /* The rank's arguments for shard s of g, every output buffer filled with canary bytes. l must stay
