@@ -790,6 +790,44 @@ FA_API fa_status fa_dropout_mask(const fa_params *p, int64_t q_heads, int64_t b,
 FA_API fa_status fa_merge(fa_context *ctx, int n, const fa_tensor *outs, const void *const *lses,
                           const fa_tensor *out, void *lse);
 
+/**
+ * Converts every element of src into dst: dst(b, h, s, d) = src(b, h, s, d) in dst's dtype, with the
+ * rounding of the library's own outputs. For programs without a bf16/f16 library of their own (C
+ * users with half-precision activations, the MPI layer, tests) and for widening a half-precision or
+ * quantized tensor to look at it. Runs on the calling thread, front to back; no memory is allocated.
+ *
+ * Pairs: dst FA_F32, FA_F64, FA_BF16 or FA_F16, from src of any dtype.
+ * - The same dtype: the bytes are copied (NaN payloads, signalling NaNs included).
+ * - Widening (bf16 or f16 to f32 or f64, f32 to f64; a quantized src to any): exact. A bf16 NaN keeps
+ *   its sign and payload in f32 (f64: made quiet); an f16 NaN keeps its sign and payload's top bits and
+ *   is made quiet, as vcvtph2ps does.
+ * - Narrowing (f64 to f32, bf16 or f16; f32 to bf16 or f16; bf16 to f16 and f16 to bf16): the value
+ *   is rounded once, to nearest, ties to even: the exact value of src (an f64 is not rounded to f32
+ *   first), the bits of fa_forward's half outputs for an f32 src. A value beyond the largest finite
+ *   value of dst after rounding becomes ±inf (f16: |x| >= 65520; bf16: |x| >= 2^128·(1 - 2^-9));
+ *   below the smallest normal it becomes a subnormal of dst or ±0 (the sign kept); ±inf stays ±inf;
+ *   a NaN stays a NaN with its sign and the top bits of its payload, made quiet (what VCVTNEPS2BF16
+ *   and VCVTPS2PH do). Only f64 to f32 (C's conversion) and f16's subnormal range (one float
+ *   addition) depend on the floating-point environment: its default rounding mode, the mode the
+ *   library computes in everywhere, gives the above.
+ * - A quantized src (FA_I8, FA_F8_E4M3, FA_F8_E5M2) is converted element by element, exactly,
+ *   without any scale (a view carries none: multiply by p->k_scale's or v_scale's row yourself to get
+ *   the values fa_forward reads). OCP FP8's NaN codes become quiet NaNs with their sign, E5M2's
+ *   infinities ±inf. A quantized dst is refused: quantizing needs scales that this call does not
+ *   choose.
+ *
+ * Views: one shape, any strides (in elements, >= 0); src may broadcast with a stride of 0, dst must
+ * not overlap itself. An empty view (a size of 0) converts nothing and may have NULL data.
+ *
+ * Refused, with nothing written: dst or src NULL, then the data of a non-empty one NULL (FA_ERR_NULL);
+ * an unknown dtype of dst, then of src, then a quantized dst (FA_ERR_DTYPE); a negative size of dst,
+ * then of src, then a size of dst other than src's (FA_ERR_SHAPE); a negative stride, data not aligned
+ * to its element size, offsets that overflow int64 or wrap the address space (src's first, then
+ * dst's), a dst that overlaps itself (FA_ERR_STRIDE); dst overlapping src (FA_ERR_ALIAS: no
+ * conversion in place), by the rule of fa_forward's outputs.
+ */
+FA_API fa_status fa_convert(const fa_tensor *dst, const fa_tensor *src);
+
 #ifdef __cplusplus
 }
 #endif

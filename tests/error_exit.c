@@ -117,7 +117,10 @@ void ee_valid_args(const ee_world *w, ee_args *a)
 
 const char *ee_call_name(ee_call call)
 {
-    return call == EE_FORWARD ? "fa_forward" : call == EE_BACKWARD ? "fa_backward" : "fa_merge";
+    return call == EE_FORWARD    ? "fa_forward"
+           : call == EE_BACKWARD ? "fa_backward"
+           : call == EE_MERGE    ? "fa_merge"
+                                 : "fa_convert";
 }
 
 fa_status ee_call_run(ee_call call, ee_args *a)
@@ -132,8 +135,10 @@ fa_status ee_call_run(ee_call call, ee_args *a)
     else if (call == EE_BACKWARD)
         st = fa_backward(a->ctx, a->pp, t[EE_Q], t[EE_K], t[EE_V], t[EE_OUT], t[EE_DOUT], a->lse, t[EE_DQ],
                          t[EE_DK], t[EE_DV]);
-    else
+    else if (call == EE_MERGE)
         st = fa_merge(a->ctx, a->n, a->outs, a->lses, t[EE_OUT], a->lse);
+    else
+        st = fa_convert(t[EE_DQ], t[EE_Q]);
     ee_poison_seqs(a, 0);
     if (a->busy) fa_context_release(a->ctx);
     return st;
@@ -1166,6 +1171,7 @@ void ee_build_table(ee_table *t)
     ee_add_merge_cases(t);
     ee_add_quant_cases(t);
     ee_add_composed_cases(t);
+    ee_add_convert_cases(t);
 }
 
 void ee_table_free(ee_table *t)

@@ -15,7 +15,8 @@
  * world and the dense cases; error_exit_ragged.c the sequences' and fa_merge's; error_exit_structs.c
  * the size tags of p and p.seqs (include/flashattn.h, "ABI"), and the bad sizes every size-tagged
  * struct is given; error_exit_quantized.c the quantized KV caches (k and v of FA_I8, FA_F8_E4M3 or
- * FA_F8_E5M2 with p.k_scale and p.v_scale, whose regions are in the pool too). */
+ * FA_F8_E5M2 with p.k_scale and p.v_scale, whose regions are in the pool too); error_exit_convert.c
+ * fa_convert's. */
 #ifndef FA_TEST_ERROR_EXIT_H
 #define FA_TEST_ERROR_EXIT_H
 
@@ -68,7 +69,8 @@ enum {
 /* fa_merge's parts, and the problem the many-parts case passes (every part valid but the last). */
 enum { EE_PARTS = 3, EE_MANY_PARTS = 4096 };
 
-typedef enum { EE_FORWARD, EE_BACKWARD, EE_MERGE } ee_call;
+/* fa_convert's rows convert the valid call's q (src) into its dq (dst): error_exit_convert.c. */
+typedef enum { EE_FORWARD, EE_BACKWARD, EE_MERGE, EE_CONVERT } ee_call;
 
 /* The batch of a call: dense (fa_params.seqs NULL), or sequences (error_exit_ragged.c has their
  * shapes): packed queries and keys with keys in use; a dense KV cache with keys in use; dense
@@ -272,6 +274,9 @@ void ee_add_quant_cases(ee_table *t);
 void ee_quant_start(const ee_case *c, const ee_world *w, ee_args *a);
 void ee_apply_quant(const ee_case *c, const ee_world *w, ee_args *a);
 void ee_quant_check_valid(ee_world *w);
+
+/* error_exit_convert.c: fa_convert's rows. */
+void ee_add_convert_cases(ee_table *t);
 
 /* error_exit_structs.c: the size tag's refusals (include/flashattn.h, "ABI"). */
 typedef struct {

@@ -216,7 +216,7 @@ static void run_call_table(ee_tally *tally, uint64_t seed)
     }
     /* The contexts still serve valid calls after all those refusals. */
     for (int dt = 0; dt < 2; dt++) {
-        for (int call = 0; call < 3; call++) {
+        for (int call = 0; call <= EE_CONVERT; call++) {
             ee_args a;
             ee_valid_args(&w[dt], &a);
             cr_expect_eq(ee_call_run((ee_call)call, &a), FA_OK, "a valid %s after the bad ones",

@@ -3,7 +3,8 @@
  * "dtype"): what a sequence split over calls or MPI ranks sums or merges before one final rounding.
  * The forward's FA_F32 out holds the f32 values the half out is rounded from, so rounding them gives
  * the half call's bytes, with the same lse; the backward's FA_F32 dq, dk and dv likewise give the half
- * backward's gradients. On every table (the dot-product units' calls included), dense, grouped,
+ * backward's gradients, beside the same bytes of dsinks and dbias (of the accumulation type either
+ * way). On every table (the dot-product units' calls included), dense, grouped,
  * split-KV and packed, at every thread count; where the call widens (f16 always, bf16 off the dot
  * units) it is bit for bit the FA_F32 call on the widened inputs. No other mixed dtype is taken:
  * refused with FA_ERR_DTYPE naming the tensor, nothing written. */
@@ -215,13 +216,40 @@ static wide_grads wide_backward(fa_context *ctx, const fa_params *p, const fa_te
     return g;
 }
 
+/* The bytes of the backward's other outputs that p asks for, dsinks then dbias (a contiguous view),
+ * copied into a buffer the caller frees: the next call's are compared with them. */
+static unsigned char *sink_and_bias_grads(const fa_params *p, int64_t q_heads, size_t *bytes)
+{
+    size_t sinks = p->dsinks ? sizeof(float) * (size_t)q_heads : 0;
+    size_t bias = p->dbias ? sizeof(float) * (size_t)hu_numel(p->dbias) : 0;
+    unsigned char *copy = malloc(sinks + bias + 1);
+    cr_assert(copy != NULL);
+    if (sinks) memcpy(copy, p->dsinks, sinks);
+    if (bias) memcpy(copy + sinks, p->dbias->data, bias);
+    *bytes = sinks + bias;
+    return copy;
+}
+
+/* Whether the backward just made wrote the dsinks and dbias bytes `want` holds. */
+static int same_sink_and_bias_grads(const fa_params *p, int64_t q_heads, const unsigned char *want)
+{
+    size_t n;
+    unsigned char *now = sink_and_bias_grads(p, q_heads, &n);
+    int same = memcmp(now, want, n) == 0;
+    free(now);
+    return same;
+}
+
 /* The backward of one problem at 1 and 3 threads: its f32 dq, dk and dv round to the half
  * backward's, are thread-invariant, and where the backward widens are the FA_F32 backward's on the
- * widened q, k, v, out and dout. */
+ * widened q, k, v, out and dout. dsinks and dbias, which p may ask for, are the accumulation type's
+ * whatever the gradients' dtype: the same bytes from the half and the f32-gradient calls, at every
+ * thread count. */
 static void run_backward_problem(const kit_shape *s, const fa_params *p, uint64_t seed)
 {
     static const char *names[3] = {"dq", "dk", "dv"};
     wide_grads first = {0};
+    unsigned char *first_extra = NULL;
     for (int ti = 0; ti < THREAD_COUNTS; ti++) {
         fa_context *ctx = context_of(thread_counts[ti]);
         tu_rng rng = tu_rng_make(seed);
@@ -231,7 +259,18 @@ static void run_backward_problem(const kit_shape *s, const fa_params *p, uint64_
         describe(s, p, "backward", thread_counts[ti], seed, desc, sizeof desc);
         cr_assert_eq(hu_forward(ctx, p, &pr), FA_OK, "%s: half forward: %s", desc, fa_last_error());
         cr_assert_eq(hu_backward(ctx, p, &pr), FA_OK, "%s: half backward: %s", desc, fa_last_error());
+        size_t n_extra;
+        unsigned char *half_extra = sink_and_bias_grads(p, s->q_heads, &n_extra);
         wide_grads g = wide_backward(ctx, p, pr.t, &pr, desc);
+        cr_expect(same_sink_and_bias_grads(p, s->q_heads, half_extra),
+                  "%s: dsinks or dbias of the f32-gradient call differ from the half call's", desc);
+        if (ti == 0) {
+            first_extra = half_extra;
+        } else {
+            cr_expect(same_sink_and_bias_grads(p, s->q_heads, first_extra),
+                      "%s: dsinks or dbias differ from their 1-thread bytes", desc);
+            free(half_extra);
+        }
         for (int x = 0; x < 3; x++) {
             char where[128] = "";
             cr_expect(rounds_to(&g.t[x], &pr.t[KIT_DQ + x], where, sizeof where),
@@ -249,6 +288,9 @@ static void run_backward_problem(const kit_shape *s, const fa_params *p, uint64_
                 wide_grads ref = wide_backward(ctx, p, in, &pr, desc);
                 cr_expect(same_grads(&g, &ref), "%s: differs from the FA_F32 backward on the widened inputs",
                           desc);
+                cr_expect(same_sink_and_bias_grads(p, s->q_heads, first_extra),
+                          "%s: dsinks or dbias differ from the FA_F32 backward's on the widened inputs",
+                          desc);
                 wide_grads_free(&ref);
                 for (int x = 0; x < KIT_DQ; x++) free(store[x]);
             }
@@ -257,6 +299,7 @@ static void run_backward_problem(const kit_shape *s, const fa_params *p, uint64_
         fa_context_destroy(ctx);
     }
     wide_grads_free(&first);
+    free(first_extra);
 }
 
 static const fa_dtype half_types[2] = {FA_BF16, FA_F16};
@@ -293,6 +336,36 @@ Test(half_partials, f32_gradients_are_the_half_backward_before_its_rounding)
             p.causal = pc->causal;
             if (c % 2) p.softcap = 8.0, p.dropout_p = 0.125, p.dropout_seed = 7;
             run_backward_problem(&s, &p, seed + (uint64_t)c);
+        }
+}
+
+/* The backward's f32 gradients beside the gradients of a bias (dbias, summed over its broadcast
+ * batch axis) and of the sinks (dsinks): a GQA case without a mask and an MQA token-major causal one. */
+Test(half_partials, f32_gradients_with_dbias_and_dsinks)
+{
+    uint64_t seed = tu_seed("half_partials/bias_and_sinks");
+    for (int t = 0; t < 2; t++)
+        for (int c = 0; c < 2; c++) {
+            const partial_case *pc = &cases[c];
+            kit_shape s = shape_of(half_types[t], pc);
+            tu_rng rng = tu_rng_make(seed + (uint64_t)c);
+            float sinks[8], dsinks[8];
+            cr_assert(pc->q_heads <= 8, "case %d: more heads than sinks", c);
+            for (int h = 0; h < pc->q_heads; h++) sinks[h] = (float)tu_rng_uniform(&rng, -2.0, 2.0);
+            float *bias_store, *dbias_store;
+            fa_tensor bias = fa_tensor_bhsd(NULL, FA_F32, 1, pc->q_heads, pc->q_len, pc->kv_len), dbias;
+            bias = f32_like(&bias, &bias_store);
+            dbias = f32_like(&bias, &dbias_store);
+            for (int64_t e = 0; e < hu_numel(&bias); e++)
+                bias_store[e] = (float)tu_rng_uniform(&rng, -1.0, 1.0);
+            fa_params p = FA_PARAMS_INIT;
+            p.causal = pc->causal;
+            p.bias = &bias, p.dbias = &dbias;
+            run_backward_problem(&s, &p, seed + (uint64_t)c);
+            p.bias = NULL, p.dbias = NULL;
+            p.sinks = sinks, p.dsinks = dsinks;
+            run_backward_problem(&s, &p, seed + (uint64_t)c);
+            free(bias_store), free(dbias_store);
         }
 }
 

@@ -583,10 +583,15 @@ fa_status fa_validate_backward(const char *call, const fa_params *p, const fa_te
     /* dout: q's; dq: q's or (half q) the accumulation type; dk, dv: k's, or dq's when dq is the
      * accumulation type under half q (f32 partial gradients come all three together); the bias, the
      * scales and dbias: the accumulation type */
-    int leader[12] = {0, 1, 1, 0, 0, FA_LEADER_Q_OR_ACCUM, 1, 1}; /* in all[]'s order: q, k, v, out, ... */
-    for (int i = 8; i < 12; i++) leader[i] = FA_LEADER_ACCUM;
-    if ((q->dtype == FA_BF16 || q->dtype == FA_F16) && dq->dtype == FA_F32)
-        leader[6] = leader[7] = 5; /* dk, dv: dq's */
+    enum {
+        QS = 0,
+        KS = 1,
+        DQ_RULE = FA_LEADER_Q_OR_ACCUM,
+        DKV_RULE = FA_LEADER_K_OR_PARTIAL,
+        ACC = FA_LEADER_ACCUM
+    };
+    /* in all[]'s order: q, k, v, out, dout, dq, dk, dv, then the bias, the scales and dbias */
+    static const int leader[12] = {QS, KS, KS, QS, QS, DQ_RULE, DKV_RULE, DKV_RULE, ACC, ACC, ACC, ACC};
     if ((st = check_common(call, &params, nq, nk, nv, nout, all, leader, n_all, shaped_like, 4)) != FA_OK)
         return st;
     if (params.dbias && (st = check_dbias_shape(call, params.dbias, params.bias)) != FA_OK) return st;

@@ -196,6 +196,13 @@ fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int 
             "is FA_F32 over a FA_BF16, FA_F16, FA_I8, FA_F8_E4M3 or FA_F8_E5M2 k (a KV cache)",
             t[1].name, fa_dtype_name(k), t[0].name, fa_dtype_name(q));
     const fa_dtype accum = q == FA_F64 ? FA_F64 : FA_F32;
+    /* the view FA_LEADER_K_OR_PARTIAL follows when it holds f32 partial results of a half q, else k */
+    int partial = 1;
+    for (int i = 2; i < n; i++)
+        if (leader[i] == FA_LEADER_Q_OR_ACCUM) {
+            if ((q == FA_BF16 || q == FA_F16) && t[i].t->dtype == FA_F32) partial = i;
+            break;
+        }
     for (int i = 2; i < n; i++) {
         if (leader[i] == FA_LEADER_ACCUM) {
             if (t[i].t->dtype != accum)
@@ -206,7 +213,9 @@ fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int 
             continue;
         }
         if (leader[i] == FA_LEADER_Q_OR_ACCUM && t[i].t->dtype == accum) continue;
-        const named_view *lead = &t[leader[i] == FA_LEADER_Q_OR_ACCUM ? 0 : leader[i]];
+        const named_view *lead = &t[leader[i] == FA_LEADER_Q_OR_ACCUM     ? 0
+                                    : leader[i] == FA_LEADER_K_OR_PARTIAL ? partial
+                                                                          : leader[i]];
         if (t[i].t->dtype != lead->t->dtype && leader[i] == FA_LEADER_Q_OR_ACCUM)
             return fa_diag_fail(FA_ERR_DTYPE, call,
                                 "%s.dtype = %s but %s.dtype = %s: %s has the dtype of %s or the accumulation "

@@ -46,8 +46,11 @@ fa_status fa_check_dtypes(const char *call, const named_view *t, int n);
  * that breaks the contract (flashattn.h, fa_forward): every dtype known; (q, k) one type, or f32 q
  * over bf16/f16 k; then each t[i], i >= 2, in order: the dtype of t[leader[i]] (0: q's group,
  * 1: k's), or, for FA_LEADER_ACCUM (the bias), the accumulation type (FA_F64 for FA_F64 q, else FA_F32),
- * or, for FA_LEADER_Q_OR_ACCUM (the forward's out), either q's dtype or the accumulation type. */
-enum { FA_LEADER_ACCUM = -1, FA_LEADER_Q_OR_ACCUM = -2 };
+ * or, for FA_LEADER_Q_OR_ACCUM (the forward's out, the backward's dq), either q's dtype or the
+ * accumulation type, or, for FA_LEADER_K_OR_PARTIAL (the backward's dk and dv), k's dtype, or the
+ * dtype of the first FA_LEADER_Q_OR_ACCUM view when q is FA_BF16 or FA_F16 and that view is FA_F32
+ * (f32 partial gradients come all three together). */
+enum { FA_LEADER_ACCUM = -1, FA_LEADER_Q_OR_ACCUM = -2, FA_LEADER_K_OR_PARTIAL = -3 };
 fa_status fa_check_call_dtypes(const char *call, const named_view *t, const int *leader, int n);
 
 /* Strides of every view (>= 0, element-aligned data, no overflow), filling the byte ranges; then

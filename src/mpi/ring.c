@@ -8,10 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The library's own conversions (pure functions of one element, no state): the ring rounds its
- * half-precision outputs exactly as fa_forward and fa_backward round theirs. */
-#include "../kernels/half.h"
-
 /* ---- the message of the calling thread ---- */
 
 static _Thread_local char message[512];
@@ -420,46 +416,20 @@ fa_tensor fa_ring_rows(const fa_tensor *t, int64_t row, int64_t len)
 
 double fa_ring_load(const void *base, int64_t at, fa_dtype t)
 {
-    switch (t) {
-    case FA_F64: return ((const double *)base)[at];
-    case FA_BF16: return (double)fa_bf16_to_f32(((const uint16_t *)base)[at]);
-    case FA_F16: return (double)fa_f16_to_f32(((const uint16_t *)base)[at]);
-    default: return (double)((const float *)base)[at];
-    }
+    return t == FA_F64 ? ((const double *)base)[at] : (double)((const float *)base)[at];
 }
 
 void fa_ring_store(void *base, int64_t at, fa_dtype t, double x)
 {
-    switch (t) {
-    case FA_F64: ((double *)base)[at] = x; break;
-    case FA_BF16: ((uint16_t *)base)[at] = fa_bf16_from_f32((float)x); break;
-    case FA_F16: ((uint16_t *)base)[at] = fa_f16_from_f32((float)x); break;
-    default: ((float *)base)[at] = (float)x; break;
-    }
+    if (t == FA_F64)
+        ((double *)base)[at] = x;
+    else
+        ((float *)base)[at] = (float)x;
 }
 
 fa_tensor fa_ring_compact(void *data, fa_dtype dt, int64_t b, int64_t h, int64_t len, int64_t d)
 {
     return fa_tensor_bhsd(data, dt, b, h, len, d);
-}
-
-void fa_ring_copy(const fa_tensor *from, const fa_tensor *to)
-{
-    const int64_t ef = (int64_t)fa_ring_elem(from->dtype), et = (int64_t)fa_ring_elem(to->dtype);
-    for (int64_t b = 0; b < from->batch; b++)
-        for (int64_t h = 0; h < from->heads; h++)
-            for (int64_t s = 0; s < from->seq; s++) {
-                char *dst =
-                    (char *)to->data + (b * to->stride_batch + h * to->stride_head + s * to->stride_seq) * et;
-                const char *src =
-                    (const char *)from->data +
-                    (b * from->stride_batch + h * from->stride_head + s * from->stride_seq) * ef;
-                if (from->dtype == to->dtype)
-                    memcpy(dst, src, (size_t)(from->dim * ef));
-                else /* a half row widened to float, or a float row rounded to half (each value once) */
-                    for (int64_t d = 0; d < from->dim; d++)
-                        fa_ring_store(dst, d, to->dtype, fa_ring_load(src, d, from->dtype));
-            }
 }
 
 /* ---- blocks ---- */

@@ -102,11 +102,9 @@ size_t fa_ring_elem(fa_dtype t);
 /* Views: rows [row, row + len) of t; a contiguous [B][H][len][D] tensor at data. */
 fa_tensor fa_ring_rows(const fa_tensor *t, int64_t row, int64_t len);
 fa_tensor fa_ring_compact(void *data, fa_dtype dt, int64_t b, int64_t h, int64_t len, int64_t d);
-/* Copies the elements of `from` into `to`, a tensor of the same shape: bytes when the dtypes are the
- * same; else widened exactly (bf16/f16 to f32) or rounded once to nearest even (f32 to bf16/f16),
- * as the library rounds its outputs. */
-void fa_ring_copy(const fa_tensor *from, const fa_tensor *to);
-/* Element at of a contiguous array of type t, as a double; and stored (rounded once to t). */
+/* Element at of a contiguous array of an accumulation type t (FA_F64 or FA_F32), as a double; and
+ * stored (an FA_F32 rounded once). Half-precision elements go through fa_convert, the library's own
+ * rounding. */
 double fa_ring_load(const void *base, int64_t at, fa_dtype t);
 void fa_ring_store(void *base, int64_t at, fa_dtype t, double x);
 

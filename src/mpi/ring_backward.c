@@ -118,42 +118,64 @@ static fa_status shard_gradients(const fa_ring *r, fa_context *ctx, const fa_rin
     return FA_OK;
 }
 
+/* Bytes of each of out's and dout's rows held in the accumulation type at a time by sink_gradient:
+ * at least one row (Dv <= FA_MAX_HEAD_DIM doubles). */
+enum { SINK_ROWS_BYTES = 8192 };
+
+/* Rows [i0, i0 + len) of batch entry b and head h of t, as a [1][1][len][dim] view. */
+static fa_tensor head_rows(const fa_tensor *t, int64_t b, int64_t h, int64_t i0, int64_t len)
+{
+    fa_tensor v = *t;
+    v.data = (char *)t->data + (b * t->stride_batch + h * t->stride_head + i0 * t->stride_seq) *
+                                   (int64_t)fa_ring_elem(t->dtype);
+    v.batch = v.heads = 1;
+    v.seq = len;
+    return v;
+}
+
 /* The sinks' gradient over the whole sequence: each rank's sum over its rows of
- * -exp(sink - lse)·rowsum(dout ∘ out), in double, then the ranks' sums added in rank order. */
+ * -exp(sink - lse)·rowsum(dout ∘ out), in double, then the ranks' sums added in rank order. out and
+ * dout are read as the caller gave them (half precision: widened exactly by fa_convert), a few rows
+ * at a time. */
 static fa_status sink_gradient(fa_ring *r, const fa_tensor *out, const fa_tensor *dout, const void *lse,
                                double *sums)
 {
     const fa_ring_shape *s = &r->shapes[r->rank];
     double *all = sums, *mine = sums + r->size * s->q_heads;
+    _Alignas(8) unsigned char rows_of[2][SINK_ROWS_BYTES];
+    const int64_t chunk = SINK_ROWS_BYTES / (s->dim_v * (int64_t)fa_ring_elem(r->acc));
+    fa_status converted = FA_OK;
     for (int64_t h = 0; h < s->q_heads; h++) {
         double sum = 0.0, sink = (double)r->p.sinks[h];
         for (int64_t b = 0; b < s->batch; b++)
-            for (int64_t i = 0; i < s->rows; i++) {
-                int64_t at = (b * s->q_heads + h) * s->rows + i;
-                double l = fa_ring_load(lse, at, r->acc);
-                /* out and dout as the caller gave them (half precision: widened exactly) */
-                const int64_t e = (int64_t)fa_ring_elem(out->dtype);
-                const char *o = (const char *)out->data +
-                                (b * out->stride_batch + h * out->stride_head + i * out->stride_seq) * e;
-                const char *g = (const char *)dout->data +
-                                (b * dout->stride_batch + h * dout->stride_head + i * dout->stride_seq) * e;
-                double delta = 0.0;
-                for (int64_t y = 0; y < s->dim_v; y++)
-                    delta += r->acc == FA_F64 ? fa_ring_load(o, y, FA_F64) * fa_ring_load(g, y, FA_F64)
-                                              : (double)(float)fa_ring_load(o, y, out->dtype) *
-                                                    (double)(float)fa_ring_load(g, y, dout->dtype);
-                sum -= exp(sink - l) * delta;
+            for (int64_t i0 = 0; i0 < s->rows; i0 += chunk) {
+                const int64_t len = s->rows - i0 < chunk ? s->rows - i0 : chunk;
+                fa_tensor o_rows = head_rows(out, b, h, i0, len), g_rows = head_rows(dout, b, h, i0, len);
+                fa_tensor o_acc = fa_tensor_bhsd(rows_of[0], r->acc, 1, 1, len, s->dim_v);
+                fa_tensor g_acc = fa_tensor_bhsd(rows_of[1], r->acc, 1, 1, len, s->dim_v);
+                if (converted == FA_OK && (converted = fa_convert(&o_acc, &o_rows)) == FA_OK)
+                    converted = fa_convert(&g_acc, &g_rows);
+                if (converted != FA_OK) continue; /* not seen: fa_backward_check accepted out and dout */
+                for (int64_t i = 0; i < len; i++) {
+                    double l = fa_ring_load(lse, (b * s->q_heads + h) * s->rows + i0 + i, r->acc);
+                    double delta = 0.0;
+                    for (int64_t y = 0; y < s->dim_v; y++)
+                        delta += fa_ring_load(rows_of[0], i * s->dim_v + y, r->acc) *
+                                 fa_ring_load(rows_of[1], i * s->dim_v + y, r->acc);
+                    sum -= exp(sink - l) * delta;
+                }
             }
         mine[h] = sum;
     }
+    /* every rank takes part in the gather, whatever happened above, so that none waits forever */
     int rc = MPI_Allgather(mine, (int)s->q_heads, MPI_DOUBLE, all, (int)s->q_heads, MPI_DOUBLE, r->comm);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && converted == FA_OK)
         for (int64_t h = 0; h < s->q_heads; h++) {
             double sum = 0.0;
             for (int x = 0; x < r->size; x++) sum += all[x * s->q_heads + h];
             r->p.dsinks[h] = (float)sum;
         }
-    return rc == MPI_SUCCESS ? FA_OK : FA_ERR_RUNTIME;
+    return rc != MPI_SUCCESS ? FA_ERR_RUNTIME : converted;
 }
 
 fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, const fa_params *p,
@@ -202,15 +224,15 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
                    (const char *)lse + (size_t)(bh * s->rows + seg->row) * acc_elem,
                    (size_t)seg->len * acc_elem);
     }
-    {
+    fa_status work = FA_OK;
+    { /* the rank's own shard, compact, in the caller's dtype (fa_convert of one dtype copies) */
         fa_tensor kc, vc;
         fa_ring_shard_halves(&r, lb.kv[0], s->rows, r.dtype, &kc, &vc);
-        fa_ring_copy(k, &kc);
-        fa_ring_copy(v, &vc);
+        if ((work = fa_convert(&kc, k)) != FA_OK || (work = fa_convert(&vc, v)) != FA_OK)
+            snprintf(reason, sizeof reason, "%s", fa_last_error());
     }
     const query_side side = {q, out, dout};
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
-    fa_status work = FA_OK;
     fa_ring_transfer acc_send = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
     int in_flight = -1; /* the accumulator buffer acc_send is sending from, or -1 */
 #define FAIL_ONCE(st_, ...)                                                            \
@@ -285,16 +307,19 @@ fa_status fa_mpi_backward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, 
 #undef FAIL_ONCE
     if ((st = fa_ring_agree(&r, work, reason)) != FA_OK) return st;
     if (r.p.sinks && r.p.dsinks && (st = sink_gradient(&r, out, dout, lse, lb.sink_sums)) != FA_OK)
-        return fa_ring_fail(st, "%s: MPI_Allgather of the sinks' gradient sums failed", call);
-    for (int g = 0; g < mine.count; g++) {
+        return fa_ring_fail(st, "%s: %s", call,
+                            st == FA_ERR_RUNTIME ? "MPI_Allgather of the sinks' gradient sums failed"
+                                                 : fa_last_error());
+    /* the sums into the caller's gradients: copied, or (half precision) each rounded once. fa_convert
+     * cannot refuse them (fa_backward_check accepted dq, dk and dv), but says so if it did */
+    for (int g = 0; g < mine.count && st == FA_OK; g++) {
         const fa_ring_segment *seg = &mine.seg[g];
         fa_tensor from = fa_ring_compact(lb.dq[g], dt, s->batch, s->q_heads, seg->len, s->dim);
         fa_tensor to = fa_ring_rows(dq, seg->row, seg->len);
-        fa_ring_copy(&from, &to); /* half precision: each sum rounded once */
+        st = fa_convert(&to, &from);
     }
     fa_tensor hk, hv;
     fa_ring_shard_halves(&r, home, s->rows, r.acc, &hk, &hv);
-    fa_ring_copy(&hk, dk);
-    fa_ring_copy(&hv, dv);
-    return FA_OK;
+    if (st == FA_OK && (st = fa_convert(dk, &hk)) == FA_OK) st = fa_convert(dv, &hv);
+    return st == FA_OK ? FA_OK : fa_ring_fail(st, "%s: %s", call, fa_last_error());
 }

@@ -52,40 +52,33 @@ static void start_rows(segment_rows *g, fa_dtype acc)
 }
 
 /* Writes a segment's merged rows to the caller's out and lse, with the sink of each head entering
- * once: lse' = log(e^lse + e^sink) (the larger of the two subtracted first), out' = out·e^(lse - lse').
- * A half-precision out gets the accumulation type's value rounded once. */
-static void write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_segment *seg,
-                       const fa_tensor *out, void *lse)
+ * once: lse' = log(e^lse + e^sink) (the larger of the two subtracted first), out' = out·e^(lse - lse'),
+ * made in the accumulation type in place (the rows are not read again). out then gets those values
+ * through fa_convert: copied, or (half precision) each rounded once, as fa_forward rounds its out. */
+static fa_status write_rows(const fa_ring *r, const segment_rows *g, const fa_ring_segment *seg,
+                            const fa_tensor *out, void *lse)
 {
     const fa_tensor *src = &g->out[g->cur];
     const void *src_lse = g->lse[g->cur];
-    fa_tensor dst = fa_ring_rows(out, seg->row, seg->len);
-    const int64_t n = r->shapes[r->rank].rows, e_acc = (int64_t)fa_ring_elem(r->acc),
-                  e_out = (int64_t)fa_ring_elem(out->dtype);
+    const int64_t n = r->shapes[r->rank].rows;
     for (int64_t b = 0; b < src->batch; b++)
         for (int64_t h = 0; h < src->heads; h++)
             for (int64_t i = 0; i < src->seq; i++) {
                 int64_t at = (b * src->heads + h) * src->seq + i;
-                double l = fa_ring_load(src_lse, at, r->acc), w = 1.0;
+                double l = fa_ring_load(src_lse, at, r->acc);
                 if (r->p.sinks) {
                     double sink = (double)r->p.sinks[h], big = l > sink ? l : sink;
                     double total = big + log(exp(l - big) + exp(sink - big));
-                    w = l == -INFINITY ? 0.0 : exp(l - total);
+                    double w = l == -INFINITY ? 0.0 : exp(l - total);
                     l = total;
+                    for (int64_t y = 0; y < src->dim; y++)
+                        fa_ring_store(src->data, at * src->dim + y, r->acc,
+                                      fa_ring_load(src->data, at * src->dim + y, r->acc) * w);
                 }
-                const char *from = (const char *)src->data + (at * src->dim) * e_acc;
-                char *to = (char *)dst.data +
-                           (b * dst.stride_batch + h * dst.stride_head + i * dst.stride_seq) * e_out;
-                if (!r->p.sinks && out->dtype == r->acc)
-                    memcpy(to, from, (size_t)(src->dim * e_acc));
-                else if (!r->p.sinks)
-                    for (int64_t y = 0; y < src->dim; y++)
-                        fa_ring_store(to, y, out->dtype, fa_ring_load(from, y, r->acc));
-                else /* the accumulation type's value (a half out: that float, rounded once) */
-                    for (int64_t y = 0; y < src->dim; y++)
-                        fa_ring_store(to, y, out->dtype, fa_ring_load(from, y, r->acc) * w);
                 if (lse) fa_ring_store(lse, (b * src->heads + h) * n + seg->row + i, r->acc, l);
             }
+    fa_tensor dst = fa_ring_rows(out, seg->row, seg->len);
+    return fa_convert(&dst, src);
 }
 
 /* Attends the rank's query segments (q: the caller's) to the shard of rank src (K then V, compact,
@@ -157,14 +150,14 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
     carve(&r, &mine, kv_bytes, buf, rows);
     for (int g = 0; g < mine.count; g++) start_rows(&rows[g], r.acc);
     char *kv[2] = {buf, buf + fa_ring_round(kv_bytes)};
-    {
+    fa_status work = FA_OK;
+    { /* the rank's own shard, compact, in the caller's dtype (fa_convert of one dtype copies) */
         fa_tensor kc, vc;
         fa_ring_shard_halves(&r, kv[0], s->rows, r.dtype, &kc, &vc);
-        fa_ring_copy(k, &kc);
-        fa_ring_copy(v, &vc);
+        if ((work = fa_convert(&kc, k)) != FA_OK || (work = fa_convert(&vc, v)) != FA_OK)
+            snprintf(reason, sizeof reason, "%s", fa_last_error());
     }
     int next = (r.rank + 1) % r.size, prev = (r.rank + r.size - 1) % r.size, cur = 0;
-    fa_status work = FA_OK;
     for (int step = 0; step < r.size; step++) {
         /* At step s the rank holds the shard of rank r - s, if it travels that far (fa_ring_reach):
          * a shard stops at the last rank that can see it, so no other rank is sent it. */
@@ -193,7 +186,9 @@ fa_status fa_mpi_forward(MPI_Comm comm, fa_mpi_layout layout, fa_context *ctx, c
         cur = 1 - cur;
     }
     if ((st = fa_ring_agree(&r, work, reason)) != FA_OK) return st;
+    /* fa_convert cannot refuse out here (fa_forward_check accepted it), but says so if it did */
     for (int g = 0; g < mine.count; g++)
-        if (mine.seg[g].len > 0) write_rows(&r, &rows[g], &mine.seg[g], out, lse);
+        if (mine.seg[g].len > 0 && (st = write_rows(&r, &rows[g], &mine.seg[g], out, lse)) != FA_OK)
+            return fa_ring_fail(st, "%s: %s", call, fa_last_error());
     return FA_OK;
 }

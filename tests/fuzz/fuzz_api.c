@@ -5,7 +5,8 @@
  * view sits in one heap block (the "pool"), parameters (a batch of sequences among them, with its
  * arrays in the pool too), a context, and which calls to make. The harness then calls fa_forward
  * and, when asked, fa_backward with the forward's out and lse, or fa_merge on parts in the pool,
- * and checks what include/flashattn.h promises:
+ * and last, when asked, fa_convert between two of the views, and checks what include/flashattn.h
+ * promises:
  *
  *   - the status is one the header allows for these arguments (fuzz_model.c), in its order;
  *   - a refused call changed no byte of the pool (every view and the lse live there);
@@ -27,6 +28,8 @@
  *     sequence, and the rows of no sequence unwritten;
  *   - fa_merge (fuzz_merge.c): the header's formula row by row in float64, -inf parts ignoring
  *     their out, rows no part saw zero with lse -inf, a NaN lse giving a NaN row;
+ *   - fa_convert (fuzz_convert.c): every element of dst against the test kit's decoding of src,
+ *     rounded once to dst's dtype;
  *   - fa_tensor_bhsd/bshd, fa_context_create, fa_context_stats, fa_status_str as documented.
  *
  * Memory safety: the library trusts that a valid view points at memory the caller owns. So the
@@ -947,6 +950,10 @@ static void poison_arg(fz_call *call, fa_params *pcopy)
 /* Makes a call that the model does not already refuse certain to be refused (see the top). */
 static void poison(fz_call *call, fa_tensor *copy, fa_params *pcopy)
 {
+    if (call->convert) { /* no src: FA_ERR_NULL, before anything else */
+        call->t[FZ_Q] = NULL;
+        return;
+    }
     if (call->merge) { /* the merged lse over the first part's: FA_ERR_ALIAS, after the strides */
         if (call->outs && call->lses && call->parts >= 1 && call->lses[0] &&
             fz_lse_bytes(call->t[FZ_OUT]) > 0)
@@ -1167,9 +1174,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (c->mg.on) fz_merge_run(c, &merge_said);
+    const char *convert_said = "not called";
+    if (c->in.convert.convert >= 0xC0) fz_convert_run(c, &convert_said);
     if (verbose)
-        fprintf(stderr, "  %s\n  forward: %s, backward: %s, merge: %s\n", g_case, fwd_said, bwd_said,
-                merge_said);
+        fprintf(stderr, "  %s\n  forward: %s, backward: %s, merge: %s, convert: %s\n", g_case, fwd_said,
+                bwd_said, merge_said, convert_said);
     /* the header does not say which blocks a call with sequences, or fa_merge, reports */
     check_stats(c, ok_calls > 0 && !seqs_call && !c->mg.on);
     fa_context_destroy(c->fresh[0]);

@@ -185,6 +185,8 @@ int64_t fz_merge_regions(fz_case *c, int64_t cursor, int64_t gap);
 void fz_merge_write(fz_case *c);
 /* Calls fa_merge with every generic check and, on success, the header's formula. */
 void fz_merge_run(fz_case *c, const char **said);
+/* fa_convert on two of the views, when the input asks (fuzz_convert.c). */
+void fz_convert_run(fz_case *c, const char **said);
 void fz_merge_free(fz_case *c);
 
 #endif

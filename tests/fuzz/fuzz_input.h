@@ -8,13 +8,13 @@
  * FZ_SEQ_FIELDS for each of FZ_SEQ_MAX sequences and FZ_TABLE_MAX block-table bytes, then
  * FZ_MERGE_FIELDS, then FZ_DTYPE_FIELDS, then FZ_ABI_FIELDS, then FZ_QUANT_FIELDS and FZ_VIEW_FIELDS
  * for k_scale and v_scale, then FZ_DROPOUT_FIELDS, then FZ_DBIAS_FIELDS and FZ_VIEW_FIELDS for
- * dbias, then FZ_ORIGIN_FIELDS). A short input reads as if padded with zero bytes (so an input
- * written before the sequences, fa_merge, kv_dtype, quantized caches, dropout, dbias and the origins
- * existed makes the same calls as it did then, but for a bf16 or f16 call's bias, which is now f32
- * unless overridden, and the values of its half views, now ordinary numbers); bytes after the last
- * field are ignored. Every field is a selector that the harness maps to an argument; the mapping is
- * written next to each field, and most selectors keep the valid values in their lower range so that
- * random bytes still reach the computing paths about half of the time:
+ * dbias, then FZ_ORIGIN_FIELDS, then FZ_CONVERT_FIELDS). A short input reads as if padded with zero
+ * bytes (so an input written before the sequences, fa_merge, kv_dtype, quantized caches, dropout,
+ * dbias, the origins and fa_convert existed makes the same calls as it did then, but for a bf16 or
+ * f16 call's bias, which is now f32 unless overridden, and the values of its half views, now ordinary
+ * numbers); bytes after the last field are ignored. Every field is a selector that the harness maps to an
+ * argument; the mapping is written next to each field, and most selectors keep the valid values in their
+ * lower range so that random bytes still reach the computing paths about half of the time:
  *
  *   ctx            % 10: 0 ctx = NULL (the thread's default context), 1..8 one of the harness's
  *                  premade contexts (1 or 2 threads; automatic, 16x16, 7x20 on the ref table,
@@ -147,6 +147,12 @@
  *                  (2^32 - 1, 0), (0, 2^34 - 1), (INT64_MAX, 0) (with dropout FA_ERR_UNSUPPORTED
  *                  once a row or key passes the counter), (2^32 - 64, 2^34 - 256)
  *   origin_row, origin_key  the origins of the first case
+ * fa_convert (FZ_CONVERT_FIELDS, last):
+ *   convert        < 0xC0: not called; else fa_convert(dst, src) is called last, on two of the eight
+ *                  views as the input decoded them (any dtype, layout, place, size; a NULL layout is a
+ *                  NULL pointer): dst view convert_dst % 8, src view convert_src % 8 (the same view:
+ *                  dst over src, FA_ERR_ALIAS unless empty); bit 0 of convert gives dst src's sizes
+ *                  (keeping its own strides), so that the conversion itself runs often
  *
  * The bias's gradient (FZ_DBIAS_FIELDS, then the view fields of p.dbias; fa_backward reads it,
  * fa_forward ignores it):
@@ -223,6 +229,7 @@ typedef uint32_t fz_u32;
 #define FZ_DROPOUT_FIELDS(X) X(u8, dropout) X(u8, dropout_seed)
 #define FZ_DBIAS_FIELDS(X)   X(u8, dbias)
 #define FZ_ORIGIN_FIELDS(X)  X(u8, origin) X(u16, origin_row) X(u16, origin_key)
+#define FZ_CONVERT_FIELDS(X) X(u8, convert) X(u8, convert_dst) X(u8, convert_src)
 
 #define FZ_VIEWS     8 /* the tensor arguments; the bias is view FZ_BIAS of the harness */
 #define FZ_SPECIALS  4
@@ -270,6 +277,9 @@ typedef struct {
     FZ_ORIGIN_FIELDS(FZ_MEMBER)
 } fz_origin_bytes;
 typedef struct {
+    FZ_CONVERT_FIELDS(FZ_MEMBER)
+} fz_convert_bytes;
+typedef struct {
     FZ_CALL_FIELDS(FZ_MEMBER)
     fz_view_bytes view[FZ_VIEWS];
     fz_special_bytes special[FZ_SPECIALS];
@@ -287,6 +297,7 @@ typedef struct {
     fz_dbias_bytes dbias;
     fz_view_bytes dbias_view;
     fz_origin_bytes origin;
+    fz_convert_bytes convert;
 } fz_input;
 #undef FZ_MEMBER
 
@@ -337,6 +348,7 @@ static inline fz_u32 fz_get_u32(fz_reader *r)
 #define FZ_READ_DROPOUT(type, name) d->dropout.name = fz_get_##type(r);
 #define FZ_READ_DBIAS(type, name)   d->dbias.name = fz_get_##type(r);
 #define FZ_READ_ORIGIN(type, name)  d->origin.name = fz_get_##type(r);
+#define FZ_READ_CONVERT(type, name) d->convert.name = fz_get_##type(r);
 static inline void fz_read_view(fz_reader *r, fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_READ)
@@ -393,11 +405,13 @@ static inline void fz_decode(fz_input *d, const uint8_t *data, size_t size)
     FZ_DBIAS_FIELDS(FZ_READ_DBIAS)
     fz_read_view(r, &d->dbias_view);
     FZ_ORIGIN_FIELDS(FZ_READ_ORIGIN)
+    FZ_CONVERT_FIELDS(FZ_READ_CONVERT)
 }
 #undef FZ_READ
 #undef FZ_READ_DROPOUT
 #undef FZ_READ_DBIAS
 #undef FZ_READ_ORIGIN
+#undef FZ_READ_CONVERT
 
 /* ---- writing (the seed writer) ---- */
 
@@ -416,6 +430,7 @@ static inline void fz_put(fz_writer *w, uint32_t v, int bytes)
 #define FZ_WRITE_DROPOUT(type, name) fz_put(w, (uint32_t)d->dropout.name, (int)sizeof(fz_##type));
 #define FZ_WRITE_DBIAS(type, name)   fz_put(w, (uint32_t)d->dbias.name, (int)sizeof(fz_##type));
 #define FZ_WRITE_ORIGIN(type, name)  fz_put(w, (uint32_t)d->origin.name, (int)sizeof(fz_##type));
+#define FZ_WRITE_CONVERT(type, name) fz_put(w, (uint32_t)d->convert.name, (int)sizeof(fz_##type));
 static inline void fz_write_view(fz_writer *w, const fz_view_bytes *d)
 {
     FZ_VIEW_FIELDS(FZ_WRITE)
@@ -473,11 +488,13 @@ static inline size_t fz_encode(const fz_input *d, uint8_t *out, size_t cap)
     FZ_DBIAS_FIELDS(FZ_WRITE_DBIAS)
     fz_write_view(w, &d->dbias_view);
     FZ_ORIGIN_FIELDS(FZ_WRITE_ORIGIN)
+    FZ_CONVERT_FIELDS(FZ_WRITE_CONVERT)
     return wr.n;
 }
 #undef FZ_WRITE
 #undef FZ_WRITE_DROPOUT
 #undef FZ_WRITE_DBIAS
 #undef FZ_WRITE_ORIGIN
+#undef FZ_WRITE_CONVERT
 
 #endif

@@ -748,6 +748,22 @@ static int arg_range(const fz_call *c, int bit, fz_range *r)
     return a != NULL;
 }
 
+void fz_view_strides(fz_model *m, const fa_tensor *t)
+{
+    if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0)
+        fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "a negative stride");
+    if (fz_view_empty(t)) return;
+    if ((uintptr_t)t->data % fz_dtype_bytes(t->dtype) != 0)
+        fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "data not aligned to its element size");
+    int64_t span = fz_view_span(t), bytes;
+    if (span < 0 && t->stride_batch >= 0 && t->stride_head >= 0 && t->stride_seq >= 0)
+        fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "offsets overflow int64");
+    else if (span >= 0 && __builtin_mul_overflow(span, (int64_t)fz_dtype_bytes(t->dtype), &bytes))
+        fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "byte offsets overflow int64");
+    else if (span >= 0 && (uintptr_t)t->data > UINTPTR_MAX - (uintptr_t)bytes)
+        fz_maybe(m, FZ_C_STRIDE);
+}
+
 void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share,
                     const char *what)
 {
@@ -885,6 +901,10 @@ void fz_model_call(const fz_call *c, const fz_pool *pool, fz_model *m)
 {
     if (c->merge) {
         fz_model_merge(c, pool, m);
+        return;
+    }
+    if (c->convert) {
+        fz_model_convert(c, pool, m);
         return;
     }
     memset(m, 0, sizeof *m);

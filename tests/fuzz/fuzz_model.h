@@ -32,9 +32,10 @@
 #include "fuzz_input.h"
 
 /* One call's arguments. The bias, the per-head arrays and the sequences are p's. fa_merge (merge
- * set): n parts outs[k] with lses[k], merged into t[FZ_OUT] and lse (lse_out set). */
+ * set): n parts outs[k] with lses[k], merged into t[FZ_OUT] and lse (lse_out set). fa_convert
+ * (convert set): t[FZ_Q] converted into t[FZ_OUT]. */
 typedef struct {
-    int backward, merge;
+    int backward, merge, convert;
     const fa_params *p;
     int n; /* 4 (fa_forward: q k v out) or 8 (fa_backward: q k v out dout dq dk dv) */
     const fa_tensor *t[FZ_VIEWS];
@@ -75,7 +76,8 @@ enum {
     FZ_CALL_BITS
 };
 enum { FZ_MERGE_LSES = 8, FZ_MERGE_OUT_BIT = 16, FZ_MERGE_LSE_BIT, FZ_MERGE_BITS };
-#define FZ_BITS FZ_CALL_BITS /* the larger of the two */
+enum { FZ_CONVERT_SRC_BIT = 0, FZ_CONVERT_DST_BIT = 1 }; /* fa_convert's two views */
+#define FZ_BITS FZ_CALL_BITS                             /* the larger of the two */
 _Static_assert((int)FZ_CALL_BITS >= (int)FZ_MERGE_BITS && (int)FZ_CALL_BITS <= 32, "FZ_BITS: the map's bits");
 #define FZ_MERGE_SEEN 8 /* parts with bits of their own; later ones repeat them */
 
@@ -155,10 +157,15 @@ int fz_mark_range(fz_model *m, const fz_pool *pool, fz_range r, int bit);
 /* For every bit, the other bits that share a unit with it. */
 void fz_shared_bits(const fz_model *m, unsigned shared[FZ_BITS]);
 int fz_interleaved_disjoint(const fa_tensor *a, const fa_tensor *b);
+/* The stride step's refusals of one view of known dtype: a negative stride; for a non-empty one, data
+ * not aligned to its element size, offsets or byte offsets overflowing int64, a range that may wrap. */
+void fz_view_strides(fz_model *m, const fa_tensor *t);
 /* The alias rule between two views whose ranges meet (what, e.g. "out/q", for the reason). */
 void fz_alias_views(fz_model *m, const fa_tensor *a, const fa_tensor *b, int known, int share,
                     const char *what);
 /* fa_merge's model (fuzz_model_merge.c). */
 void fz_model_merge(const fz_call *c, const fz_pool *pool, fz_model *m);
+/* fa_convert's model (fuzz_model_convert.c). */
+void fz_model_convert(const fz_call *c, const fz_pool *pool, fz_model *m);
 
 #endif

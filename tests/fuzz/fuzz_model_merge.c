@@ -94,21 +94,7 @@ static void merge_lse_stride(fz_model *m, const void *at, const fa_tensor *out, 
 
 static int merge_stride(const fz_call *c, fz_model *m, int out_dup, int out_raw)
 {
-    for (int k = -1; k < c->parts; k++) {
-        const fa_tensor *t = view_of(c, k);
-        if (t->stride_batch < 0 || t->stride_head < 0 || t->stride_seq < 0)
-            fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "a negative stride");
-        if (fz_view_empty(t)) continue;
-        if ((uintptr_t)t->data % fz_dtype_bytes(t->dtype) != 0)
-            fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "data not aligned to its element size");
-        int64_t span = fz_view_span(t), bytes;
-        if (span < 0 && t->stride_batch >= 0 && t->stride_head >= 0 && t->stride_seq >= 0)
-            fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "offsets overflow int64");
-        else if (span >= 0 && __builtin_mul_overflow(span, (int64_t)fz_dtype_bytes(t->dtype), &bytes))
-            fz_set_class(m, FZ_C_STRIDE, FZ_PRESENT, "%s", "byte offsets overflow int64");
-        else if (span >= 0 && (uintptr_t)t->data > UINTPTR_MAX - (uintptr_t)bytes)
-            fz_maybe(m, FZ_C_STRIDE);
-    }
+    for (int k = -1; k < c->parts; k++) fz_view_strides(m, view_of(c, k));
     const fa_tensor *out = c->t[FZ_OUT];
     merge_lse_stride(m, c->lse, out, "lse");
     for (int k = 0; k < c->parts; k++) merge_lse_stride(m, c->lses[k], out, "a part's lse");

@@ -1757,6 +1757,73 @@ static void quant_seeds(void)
     emit("err_dtype_quant_merge_parts", &in);
 }
 
+/* fa_convert (fuzz_input.h, FZ_CONVERT_FIELDS): copies, widening and narrowing between the four
+ * float dtypes, a quantized source, and one seed per class of refusal. */
+static void convert(fz_input *in, int dst, int src, int src_sizes)
+{
+    in->convert.convert = (fz_u8)(0xC0 | (src_sizes ? 1 : 0));
+    in->convert.convert_dst = (fz_u8)dst;
+    in->convert.convert_src = (fz_u8)src;
+}
+
+static void convert_seeds(void)
+{
+    static const struct {
+        int dtype, dq_entry; /* the call's dtype entry, dq's dtype_override entry (-1: none) */
+        const char *name;
+    } pairs[] = {{0, -1, "ok_f32_convert_copy"},       {2, 0, "ok_bf16_convert_to_f32"},
+                 {3, 0, "ok_f16_convert_to_f32"},      {0, 2, "ok_f32_convert_to_bf16"},
+                 {1, 3, "ok_f64_convert_to_f16_once"}, {2, 3, "ok_bf16_convert_to_f16"},
+                 {1, 0, "ok_f64_convert_to_f32"}};
+    for (size_t x = 0; x < sizeof pairs / sizeof *pairs; x++) {
+        fz_input in = base();
+        in.dtype = sel(0xC0, 8, pairs[x].dtype);
+        if (pairs[x].dq_entry >= 0) in.view[FZ_DQ].dtype_override = sel(0xF0, 8, pairs[x].dq_entry);
+        in.view[FZ_Q].layout = LAY_PAD_BHSD;
+        in.view[FZ_Q].pad_seq = 3;
+        in.specials = 2; /* a NaN and an infinity to carry */
+        in.special[0] = (fz_special_bytes){FZ_Q, 3, 0};
+        in.special[1] = (fz_special_bytes){FZ_Q, 40, 1};
+        convert(&in, FZ_DQ, FZ_Q, 0);
+        emit(pairs[x].name, &in);
+    }
+    fz_input in = base();
+    in.view[FZ_K].layout = LAY_B0; /* a broadcast source (stride 0 over the batch) */
+    convert(&in, FZ_DK, FZ_K, 1);
+    emit("ok_f32_convert_broadcast_source", &in);
+
+    in = base();
+    dims(&in, 2, 2, 1, 13, 13, 16, 16);
+    in.quant.quant = 0x80; /* k FA_I8, with its scales; the forward alone (the backward refuses it) */
+    in.calls = 2;
+    convert(&in, FZ_DQ, FZ_K, 0);
+    emit("ok_i8_convert_to_f32_without_scale", &in);
+
+    in = base_err();
+    in.quant.quant = 0x81;
+    convert(&in, FZ_K, FZ_DQ, 1);
+    emit("err_dtype_convert_quantized_dst", &in);
+
+    in = base_err();
+    in.view[FZ_V].layout = 0xF8;
+    convert(&in, FZ_DQ, FZ_V, 0);
+    emit("err_null_convert_src", &in);
+
+    in = base_err();
+    dims(&in, 2, 2, 2, 13, 29, 16, 8);
+    convert(&in, FZ_OUT, FZ_Q, 0);
+    emit("err_shape_convert_dim", &in);
+
+    in = base_err();
+    convert(&in, FZ_DQ, FZ_DQ, 0);
+    emit("err_alias_convert_in_place", &in);
+
+    in = base_err();
+    in.view[FZ_DQ].layout = LAY_S0;
+    convert(&in, FZ_DQ, FZ_Q, 1);
+    emit("err_stride_convert_dst_overlaps_itself", &in);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -1775,6 +1842,7 @@ int main(int argc, char **argv)
     quant_seeds();
     dropout_seeds();
     dbias_seeds();
+    convert_seeds();
     printf("fa-fuzz-make-corpus: %d seeds of %zu bytes in %s\n", g_count,
            fz_encode(&(fz_input){0}, (uint8_t[1024]){0}, 1024), g_dir);
     return 0;
