@@ -10,6 +10,7 @@
 #include "dtypes.h"
 #include "modifiers.h"
 #include "reference.h"
+#include "rng.h"
 
 // A cache or a pool: k or v, of the kv group's type (a bf16 or f16 cache under f32 queries, dtypes.h).
 static fa_tensor make_view(void *data, const bench_shape *s, int64_t batch, int64_t seq, int64_t dim)
@@ -88,7 +89,7 @@ static int init_table(bench_decode *d, uint64_t seed)
     }
     for (int64_t i = 0; i < d->num_pages; i++) order[i] = (int32_t)i;
     for (int64_t i = d->num_pages - 1; i > 0; i--) {
-        int64_t j = bench_draw_below(seed, BENCH_STREAM_PAGES, (uint64_t)i, i + 1);
+        int64_t j = kit_keyed_below(seed, BENCH_STREAM_PAGES, (uint64_t)i, i + 1);
         int32_t x = order[i];
         order[i] = order[j];
         order[j] = x;

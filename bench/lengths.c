@@ -7,15 +7,8 @@
 
 #include "modifiers.h"
 #include "problem.h"
+#include "rng.h"
 #include "score_mods.h"
-
-int64_t bench_draw_below(uint64_t seed, uint64_t stream, uint64_t index, int64_t n)
-{
-    // bench_sample's uniform draw is 2u - 1 with u in [0, 1) of 53 random bits.
-    double u = 0.5 * (bench_sample(BENCH_DIST_UNIFORM, seed, stream, index) + 1.0);
-    int64_t k = (int64_t)(u * (double)n);
-    return k < 0 ? 0 : k >= n ? n - 1 : k;
-}
 
 int bench_lengths_draw(bench_lengths *l, const bench_ragged *r, uint64_t seed)
 {
@@ -29,7 +22,7 @@ int bench_lengths_draw(bench_lengths *l, const bench_ragged *r, uint64_t seed)
     l->min = INT64_MAX;
     l->max = 0;
     for (int64_t b = 0; b < r->count; b++) {
-        int64_t n = r->lo + bench_draw_below(seed, BENCH_STREAM_LENGTHS, (uint64_t)b, r->hi - r->lo + 1);
+        int64_t n = r->lo + kit_keyed_below(seed, BENCH_STREAM_LENGTHS, (uint64_t)b, r->hi - r->lo + 1);
         l->len[b] = n;
         l->total += n;
         if (n < l->min) l->min = n;

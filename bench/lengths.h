@@ -22,9 +22,6 @@ int bench_lengths_draw(bench_lengths *l, const bench_ragged *r, uint64_t seed);
 /* Frees the lengths; a zeroed one is fine. */
 void bench_lengths_free(bench_lengths *l);
 
-/* An integer uniform in 0..n-1 (n >= 1) from stream `stream` of the seed, the index-th draw. */
-int64_t bench_draw_below(uint64_t seed, uint64_t stream, uint64_t index, int64_t n);
-
 /* The (i, j) pairs of one head of a sequence of nq queries and nk keys that s's causal mask and
  * window let through (kit_visible_pairs with those lengths). */
 int64_t bench_sequence_pairs(const bench_shape *s, int64_t nq, int64_t nk);

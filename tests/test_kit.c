@@ -6,7 +6,8 @@
  * compared on every float whose low bits sit on or next to a rounding boundary of the type (all
  * exponents and kept mantissas, each with the dropped bits 0, 1, half an ulp minus 1, half, half
  * plus 1, all ones), NaNs and infinities included. The kit's own helpers are held to their
- * definitions: uniform fills to their draw order, visible pairs to a count of every (i, j) by the
+ * definitions: uniform fills to their draw order, keyed integer draws to their floor and spread,
+ * visible pairs to a count of every (i, j) by the
  * header's mask rule, ALiBi's slopes to BLOOM's powers of two. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -155,4 +156,32 @@ Test(kit, alibi_slopes_are_the_geometric_sequence_ending_at_two_to_the_minus_eig
     kit_alibi_slopes(s, 12);
     cr_assert_eq(s[11], 0x1p-8f);
     for (int h = 1; h < 12; h++) cr_assert(s[h] < s[h - 1], "head %d of 12 does not decrease", h);
+}
+
+/* fa-bench's lengths and page orders, fa-schedule's and the ggml peer's: every draw is floor(u·n) of
+ * its keyed uniform u, inside 0..n-1, and over many draws every value comes up as often as a
+ * uniform draw would (within 5 sigma of count/n). */
+Test(kit, keyed_below_is_the_floor_of_its_uniform_and_covers_every_value)
+{
+    enum { DRAWS = 70000 };
+    static const int64_t ns[] = {1, 2, 7, 1000};
+    for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+        const int64_t n = ns[c];
+        int64_t *hits = calloc((size_t)n, sizeof *hits);
+        cr_assert(hits != NULL);
+        for (uint64_t i = 0; i < DRAWS; i++) {
+            int64_t k = kit_keyed_below(42, 7, i, n);
+            double u = kit_unit_uniform(kit_stream_key(42, 7), i);
+            cr_assert(k >= 0 && k < n, "n %lld, draw %llu: %lld", (long long)n, (unsigned long long)i,
+                      (long long)k);
+            cr_assert_eq(k, (int64_t)floor(u * (double)n), "n %lld, draw %llu", (long long)n,
+                         (unsigned long long)i);
+            hits[k]++;
+        }
+        const double mean = (double)DRAWS / (double)n, sigma = sqrt(mean * (1.0 - 1.0 / (double)n));
+        for (int64_t v = 0; v < n; v++)
+            cr_expect(fabs((double)hits[v] - mean) <= 5.0 * sigma + 1e-9,
+                      "n %lld: value %lld drawn %lld times", (long long)n, (long long)v, (long long)hits[v]);
+        free(hits);
+    }
 }

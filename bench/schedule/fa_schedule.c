@@ -18,6 +18,8 @@
 
 #include "api/params.h"
 #include "api/validate.h"
+#include "fill.h"
+#include "lengths.h" /* BENCH_STREAM_LENGTHS: the decode batch fa-bench draws for a seed */
 #include "rng.h"
 #include "drivers/forward.h"
 #include "flashattn.h"
@@ -88,17 +90,11 @@ static void collect(void *user, const fa_forward_item_info *it)
     l->item[l->count++] = *it;
 }
 
-// fa-bench's lengths for --decode-batch COUNT:LO-HI --seed S (bench/lengths.c's draw on stream
-// BENCH_STREAM_LENGTHS = 7, repeated here so that this program needs none of fa-bench's case code).
-static int64_t drawn_length(uint64_t seed, int64_t b, int64_t lo, int64_t hi);
-
-static void fill(float *x, size_t n, uint32_t seed)
+// The inputs of the timed calls: uniform in [-0.5, 0.5), one kit sequence per tensor.
+static void fill(const fa_tensor *t, uint64_t seed)
 {
-    uint32_t s = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        x[i] = (float)((double)(s >> 8) / 16777216.0 - 0.5);
-    }
+    uint64_t state = seed;
+    kit_fill_uniform(t, &state, -0.5, 0.5);
 }
 
 static void *alloc_floats(size_t n)
@@ -120,15 +116,17 @@ static int call_init(call *c, const shape *s, uint64_t seed, int timed)
         fprintf(stderr, "fa-schedule: out of memory for %s\n", s->name);
         return -1;
     }
-    if (timed) fill(c->q, nq, 1), fill(c->k, nk, 2), fill(c->v, nk, 3); /* only the timed calls read them */
     c->tq = fa_tensor_bhsd(c->q, FA_F32, s->b, s->h, s->nq, s->d);
     c->tout = fa_tensor_bhsd(c->out, FA_F32, s->b, s->h, s->nq, s->d);
     c->tk = fa_tensor_bhsd(c->k, FA_F32, s->b, s->h, s->nk, s->d);
     c->tv = fa_tensor_bhsd(c->v, FA_F32, s->b, s->h, s->nk, s->d);
+    if (timed) fill(&c->tq, 1), fill(&c->tk, 2), fill(&c->tv, 3); /* only the timed calls read them */
     if (s->decode_count > 0) {
         c->used = malloc(sizeof *c->used * (size_t)s->b);
         if (!c->used) return -1;
-        for (int64_t b = 0; b < s->b; b++) c->used[b] = drawn_length(seed, b, s->decode_lo, s->decode_hi);
+        for (int64_t b = 0; b < s->b; b++)
+            c->used[b] = s->decode_lo + kit_keyed_below(seed, BENCH_STREAM_LENGTHS, (uint64_t)b,
+                                                        s->decode_hi - s->decode_lo + 1);
         fa_seqs q = FA_SEQS_INIT;
         q.batch = s->b;
         q.seqused_k = c->used;
@@ -141,14 +139,6 @@ static int call_init(call *c, const shape *s, uint64_t seed, int timed)
 static void call_free(call *c)
 {
     free(c->q), free(c->k), free(c->v), free(c->out), free(c->used);
-}
-
-static int64_t drawn_length(uint64_t seed, int64_t b, int64_t lo, int64_t hi)
-{
-    // bench_sample(BENCH_DIST_UNIFORM, seed, 7, b) = 2u - 1 (problem.c), mapped back as bench_draw_below does
-    double x = 2.0 * kit_unit_uniform(kit_stream_key(seed, 7), (uint64_t)b) - 1.0, u = 0.5 * (x + 1.0);
-    int64_t n = hi - lo + 1, k = (int64_t)(u * (double)n);
-    return lo + (k < 0 ? 0 : k >= n ? n - 1 : k);
 }
 
 static fa_context *context_of(int threads)

@@ -45,6 +45,15 @@ static inline double kit_unit_uniform(uint64_t key, uint64_t counter)
     return kit_unit_from_bits(kit_mix64(key + counter));
 }
 
+/* An integer uniform in 0..n-1 (n >= 1): the index-th draw of stream `stream` of a seed, floor(u·n)
+ * of its kit_unit_uniform u. fa-bench's keyed lengths and page orders, and the tools that must draw
+ * the batch fa-bench draws for a seed (fa-schedule, the ggml peer). */
+static inline int64_t kit_keyed_below(uint64_t seed, uint64_t stream, uint64_t index, int64_t n)
+{
+    int64_t k = (int64_t)(kit_unit_uniform(kit_stream_key(seed, stream), index) * (double)n);
+    return k < 0 ? 0 : k >= n ? n - 1 : k;
+}
+
 /* N(0, 1) for element `index` (Box-Muller on two counters); 1 - u keeps the log argument in (0, 1]. */
 static inline double kit_unit_normal(uint64_t key, uint64_t index)
 {

@@ -81,15 +81,6 @@ static double sample_normal(uint64_t seed, uint64_t stream, uint64_t index)
     return kit_unit_normal(kit_stream_key(seed, stream), index);
 }
 
-// bench_draw_below (bench/lengths.c): an integer in 0..n-1, the same expression.
-static int64_t draw_below(uint64_t seed, uint64_t stream, uint64_t index, int64_t n)
-{
-    double uniform = 2.0 * kit_unit_uniform(kit_stream_key(seed, stream), index) - 1.0;
-    double u = 0.5 * (uniform + 1.0);
-    int64_t k = (int64_t)(u * (double)n);
-    return k < 0 ? 0 : k >= n ? n - 1 : k;
-}
-
 static void usage(FILE *f)
 {
     fputs("usage: fa-ggml-peer [--decode-batch N:LO-HI | --nk NK] [--h Hq] [--hkv Hkv] [--d D]\n"
@@ -233,7 +224,7 @@ static int make_problem(const options *o, problem *p)
     p->min = INT64_MAX;
     for (int64_t b = 0; b < p->streams; b++) {
         p->len[b] =
-            batch ? o->lo + draw_below(o->seed, STREAM_LENGTHS, (uint64_t)b, o->hi - o->lo + 1) : o->nk;
+            batch ? o->lo + kit_keyed_below(o->seed, STREAM_LENGTHS, (uint64_t)b, o->hi - o->lo + 1) : o->nk;
         p->total += p->len[b];
         if (p->len[b] < p->min) p->min = p->len[b];
         if (p->len[b] > p->max) p->max = p->len[b];
