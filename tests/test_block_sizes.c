@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fill.h"
 #include "flashattn.h"
 #include "kernels/kernels.h"
 #include "plan/block_sizes.h"
 #include "plan/schedule.h"
 #include "runtime/context.h"
+#include "util.h"
 
 static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2, int64_t d, size_t elem,
                               int64_t q_len)
@@ -232,12 +234,9 @@ Test(block_sizes, items_of_every_width_give_the_same_bytes)
     float *x = malloc(n * sizeof *x), *o[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
     float *lse[2] = {malloc((size_t)H * N * sizeof(float)), malloc((size_t)H * N * sizeof(float))};
     cr_assert(x && o[0] && o[1] && lse[0] && lse[1]);
-    uint64_t st = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < n; i++) {
-        st = st * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((double)(st >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-    }
     fa_tensor t = fa_tensor_bhsd(x, FA_F32, 1, H, N, D);
+    uint64_t state = tu_seed("block_sizes/items_of_every_width");
+    kit_fill_uniform(&t, &state, -1.0, 1.0);
     fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_TOP_LEFT;
     fa_stats stats[2];
