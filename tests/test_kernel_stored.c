@@ -14,6 +14,7 @@
  * compiler may order the operands of a commutative addition either way (ref's vectorised and scalar
  * loops do), so payloads are not part of any result the library promises. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,5 +166,87 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
     cr_log_info("%lld (set, type, shape) cases, %d sets", (long long)checked, n_sets);
     free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc0), free(acc_want),
         free(acc_got);
+    free(list);
+}
+
+/* A code of one-byte type t whose magnitude is at most 2 (so that huge scales keep products finite),
+ * one in 64 a NaN code where t has them; subnormals and both signs included. */
+static uint8_t small_code(fa_dtype t, tu_rng *rng)
+{
+    const uint32_t r = (uint32_t)tu_rng_below(rng, 4096);
+    if (t == FA_I8) return (uint8_t)(int8_t)((int)(r % 5) - 2);
+    if (r % 64 == 0) return (uint8_t)((r & 0x80) | (t == FA_F8_E4M3 ? 0x7f : 0x7d));
+    return (uint8_t)((r & 0x80) | (r >> 5 & 0x3f));
+}
+
+/* The same bits at the scales' edges, where a table may fold a conversion's power of two into the
+ * scale (E4M3 as binary16 halves times 256·s: few_rows_scores.h, FA_KIND_E4M3_HALVES), for every
+ * one-byte type: lists whose finite scales all take the fold (the largest s with 256·s finite,
+ * subnormal scales, zeros), lists with finite scales that do not (256·s overflows, s·element need
+ * not: the first key has one, so one-key lists too), and lists with infinite and NaN scales. Codes
+ * stay within ±2 (NaN codes among them) so that the products of huge scales stay finite. */
+Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_row_scales)
+{
+    named_set sets[MAX_SETS];
+    const int n_sets = sets_of(sets);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    static const fa_dtype types[] = {FA_I8, FA_F8_E4M3, FA_F8_E5M2};
+    static const float edges[3][6] = {
+        {0x1.fffffep119f, -0x1p119f, 0x1p-149f, -0x1p-140f, -0.0f, 0.75f},           /* 256·s finite */
+        {0x1p120f, -0x1.8p121f, 0x1.fffffep119f, 0x1p-149f, 0.0f, -0x1.000002p120f}, /* some overflow */
+        {INFINITY, 0.75f, NAN, -INFINITY, 0x1p-149f, 0x1.fffffep119f}};              /* non-finite */
+    static const int64_t dims[] = {16, 33, 128};
+    static const int64_t cols_list[] = {1, 9, 70};
+    float *qt = malloc(sizeof(float) * MAX_DIM * LD), *p = malloc(sizeof(float) * MAX_COLS * LD);
+    float *wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM), *scale = malloc(sizeof(float) * MAX_COLS);
+    float *want = malloc(sizeof(float) * MAX_COLS * LD), *got = malloc(sizeof(float) * MAX_COLS * LD);
+    float *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+          *acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5));
+    const void **list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD));
+    cr_assert(qt && p && wide && scale && want && got && acc_want && acc_got && list);
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+        for (int e = 0; e < 3; e++)
+            for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+                for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
+                    for (int64_t rows = 1; rows <= FA_HALF_ROWS; rows++) {
+                        const fa_dtype t = types[ti];
+                        const int64_t dim = dims[di], cols = cols_list[ci], acc_stride = dim + 5;
+                        void *block;
+                        uint8_t *k = (uint8_t *)stored_rows(t, cols, dim, 0, &rng, &block);
+                        for (int64_t c = 0; c < cols; c++) {
+                            for (int64_t x = 0; x < dim; x++) k[c * K_STRIDE + x] = small_code(t, &rng);
+                            scale[c] = edges[e][(c + (int64_t)rows) % 6];
+                        }
+                        if (e == 1) scale[0] = edges[1][0];
+                        list_rows(t, (const char *)k, cols, dim, scale, &rng, list, wide);
+                        for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                        for (int64_t i = 0; i < MAX_COLS * LD; i++) p[i] = (float)tu_rng_uniform(&rng, 0, 1);
+                        for (int s = 0; s < n_sets; s++) {
+                            const fa_kernels_f32 *set = sets[s].set;
+                            size_t where = 0;
+                            set->scores(rows, LD, cols, dim, qt, wide, dim, want);
+                            set->scores_stored(rows, LD, cols, dim, qt, list, t, scale, got);
+                            for (int64_t c = 0; c < cols; c++)
+                                cr_assert(
+                                    same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
+                                    "%s, dtype %d, scales %d, rows %lld, cols %lld, dim %lld: score (%lld, "
+                                    "%zu) is %a, widened %a",
+                                    sets[s].name, (int)t, e, (long long)rows, (long long)cols, (long long)dim,
+                                    (long long)c, where, (double)got[c * LD + where],
+                                    (double)want[c * LD + where]);
+                            for (int64_t i = 0; i < 4 * acc_stride; i++)
+                                acc_want[i] = acc_got[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                            set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
+                            set->accumulate_stored(rows, cols, dim, p, LD, list, t, scale, acc_got,
+                                                   acc_stride);
+                            cr_assert(same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                                      "%s, dtype %d, scales %d, rows %lld, cols %lld, dim %lld: accumulator "
+                                      "element %zu is %a, widened %a",
+                                      sets[s].name, (int)t, e, (long long)rows, (long long)cols,
+                                      (long long)dim, where, (double)acc_got[where], (double)acc_want[where]);
+                        }
+                        free(block);
+                    }
+    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc_want), free(acc_got);
     free(list);
 }

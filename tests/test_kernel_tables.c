@@ -283,6 +283,7 @@ Test(kernel_tables, f32_every_table_matches_ref_table_and_oracle_at_every_edge_r
 #include <unistd.h>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "simd_tables.h"
 
 /* A block whose last byte is followed by a page the process may not touch. */
@@ -636,4 +637,44 @@ Test(kernel_tables, widen_of_every_table_gives_refs_bits_for_every_stored_patter
         }
     }
     free(src), free(want), free(got);
+}
+
+/* widen of every table (ref included) gives, for all 256 codes of each one-byte type, exactly the bits
+ * of the scalar definitions (kernels/quant.h: fa_stored_value), NaN codes (sign and payload),
+ * infinities and subnormals included: one row of every code in turn from each of 16 starting codes,
+ * so every code passes through every lane of the tables' 8- and 16-element conversions, times
+ * scales 1 (the conversion's own bits), -1, a power of two near the top of the range (256 times it
+ * overflows) and a subnormal one. The test above covers the scales and alignments at random. */
+Test(kernel_tables, widen_of_every_table_gives_the_scalar_bits_for_all_256_codes_in_every_lane)
+{
+    table_halves all[MAX_HALVES];
+    const int n_all = all_halves(all);
+    static const fa_dtype types[] = {FA_I8, FA_F8_E4M3, FA_F8_E5M2};
+    static const float scales[] = {1.0f, -1.0f, 0x1p120f, 0x1p-140f};
+    uint8_t codes[256];
+    float want[256], got[256];
+    for (int ti = 0; ti < n_all; ti++) {
+        if (!halves_run(&all[ti])) {
+            cr_log_info("%s: not on this CPU, its widen is exercised on machines that have it", all[ti].name);
+            continue;
+        }
+        for (int t = 0; t < 3; t++)
+            for (int first = 0; first < 16; first++)
+                for (size_t sc = 0; sc < sizeof scales / sizeof *scales; sc++) {
+                    for (int i = 0; i < 256; i++) codes[i] = (uint8_t)(first + i);
+                    for (int i = 0; i < 256; i++) {
+                        want[i] = fa_stored_value(types[t], codes, i, &scales[sc]);
+                        got[i] = -1.0f;
+                    }
+                    all[ti].f32->widen(1, 256, codes, 256, types[t], &scales[sc], 1, got, 256);
+                    for (int i = 0; i < 256; i++)
+                        cr_assert(
+                            memcmp(&want[i], &got[i], sizeof(float)) == 0,
+                            "%s, dtype %d, scale %a: code 0x%02x in lane %d widens to %a (bits 0x%08x), "
+                            "the scalar definition to %a (0x%08x)",
+                            all[ti].name, (int)types[t], (double)scales[sc], codes[i], i % 16, (double)got[i],
+                            (unsigned)fa_half_float_bits(got[i]), (double)want[i],
+                            (unsigned)fa_half_float_bits(want[i]));
+                }
+    }
 }

@@ -30,6 +30,27 @@
  * in the same order as on its widened rows. */
 #define FA_KIND_OWN 0 /* FA_T's own rows (FA_F32's value, which no stored row has) */
 
+#ifdef V_LOAD_E4M3_HALVES
+/* E4M3 rows read as V_LOAD_E4M3_HALVES gives them: each element's value divided by 256 (exact: it
+ * is the binary16 the conversion widens), times its row's scale times 256. 256·s is exact unless it
+ * overflows (a power of two that only raises the exponent), and then (e/256)·(256·s) is the real
+ * number s·e rounded once, the bits of the scalar definition (quant.h: scale · element; a NaN
+ * element or scale comes through as itself, made quiet), with one multiplication an element fewer.
+ * Taken only for a call whose scales all pass FA_NAME(e4m3_fold_). */
+#define FA_KIND_E4M3_HALVES 7
+
+/* Whether no scale of these keys is finite with 256 times it infinite (|s| > FLT_MAX / 256). */
+FA_INLINE int FA_NAME(e4m3_fold_)(const float *scale, int64_t cols)
+{
+    int over = 0;
+    for (int64_t c = 0; c < cols; c++) {
+        const float a = fabsf(scale[c]);
+        over |= a > 0x1.fffffep119f && a <= 0x1.fffffep127f;
+    }
+    return !over;
+}
+#endif
+
 FA_INLINE int64_t FA_NAME(kind_size_)(const int kind)
 {
     return kind == FA_KIND_OWN ? (int64_t)sizeof(FA_T) : kind == FA_BF16 || kind == FA_F16 ? 2 : 1;
@@ -37,6 +58,9 @@ FA_INLINE int64_t FA_NAME(kind_size_)(const int kind)
 
 FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int64_t n)
 {
+#ifdef V_LOAD_E4M3_HALVES
+    if (kind == FA_KIND_E4M3_HALVES) return V_LOAD_E4M3_HALVES((const char *)k + at, n);
+#endif
 #ifdef V_LOAD_STORED
     if (kind != FA_KIND_OWN)
         return V_LOAD_STORED((const char *)k + at * FA_NAME(kind_size_)(kind), n, (fa_dtype)kind);
@@ -44,6 +68,16 @@ FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int6
     (void)kind;
 #endif
     return V_LOAD_PART((const FA_T *)k + at, n);
+}
+
+/* The factor of key i's converted elements: 1 (an unscaled kind), its scale, or 256 times it
+ * (FA_KIND_E4M3_HALVES: exact there). */
+FA_INLINE FA_T FA_NAME(key_scale_)(const int kind, const float *scale, int64_t i)
+{
+#ifdef V_LOAD_E4M3_HALVES
+    if (kind == FA_KIND_E4M3_HALVES) return (FA_T)(scale[i] * 256.0f);
+#endif
+    return kind > FA_F16 ? (FA_T)scale[i] : (FA_T)1;
 }
 
 FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
@@ -60,7 +94,7 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
     const int scaled = kind > FA_F16;
     vec sv[8];
     FA_UNROLL
-    for (int i = 0; i < nk; i++) sv[i] = V_SET1(scaled ? (FA_T)scale[i] : (FA_T)1);
+    for (int i = 0; i < nk; i++) sv[i] = V_SET1(FA_NAME(key_scale_)(kind, scale, i));
     int64_t x = 0;
 #ifdef V_LOAD_BF16_RUN
     if (kind == FA_BF16) /* bf16: 32 elements a load, widened in order (the same FMAs in the same order) */
@@ -82,13 +116,18 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
             }
         }
 #endif
+    /* whole vectors, then the tail: a constant FA_LANES tells the stored loads they need no partial
+     * path, whose stack buffer inside this loop made GCC 12 keep every accumulator of a stored kind
+     * in memory (a store and a reload around each FMA) */
     for (; x < dim; x += FA_LANES) {
+        const int64_t n = dim - x < FA_LANES ? dim - x : FA_LANES;
         vec qv[FA_FEW_ROWS];
         FA_UNROLL
         for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
         FA_UNROLL
         for (int i = 0; i < nk; i++) {
-            vec kv = FA_NAME(key_part_)(kind, keys[i], x, dim - x);
+            vec kv = n == FA_LANES ? FA_NAME(key_part_)(kind, keys[i], x, FA_LANES)
+                                   : FA_NAME(key_part_)(kind, keys[i], x, n);
             if (scaled) kv = V_MUL(sv[i], kv);
             FA_UNROLL
             for (int r = 0; r < nr; r++) acc[i][r] = V_FMA(kv, qv[r], acc[i][r]);
@@ -146,6 +185,15 @@ FA_DOT_DEFINE_KIND(3)
 FA_DOT_DEFINE_KIND(4)
 FA_DOT_DEFINE_KIND(5)
 FA_DOT_DEFINE_KIND(6)
+#ifdef V_LOAD_E4M3_HALVES
+FA_DOT_DEFINE_KIND(7)
+#define FA_DOT_E4M3_HALVES_CASE(NK, NR) \
+    case FA_KIND_E4M3_HALVES:           \
+        FA_DOT_KIND_CALL(7, NK, NR);    \
+        break;
+#else
+#define FA_DOT_E4M3_HALVES_CASE(NK, NR)
+#endif
 #define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, kp, scale_c, sc, ld)
 #define FA_DOT_CALL(NK, NR)                              \
     switch (kind) {                                      \
@@ -153,7 +201,10 @@ FA_DOT_DEFINE_KIND(6)
     case FA_F16: FA_DOT_KIND_CALL(3, NK, NR); break;     \
     case FA_I8: FA_DOT_KIND_CALL(4, NK, NR); break;      \
     case FA_F8_E4M3: FA_DOT_KIND_CALL(5, NK, NR); break; \
-    case FA_F8_E5M2: FA_DOT_KIND_CALL(6, NK, NR); break; \
+    case FA_F8_E5M2:                                     \
+        FA_DOT_KIND_CALL(6, NK, NR);                     \
+        break;                                           \
+        FA_DOT_E4M3_HALVES_CASE(NK, NR)                  \
     default: FA_DOT_KIND_CALL(0, NK, NR); break;         \
     }
 #else
@@ -225,6 +276,7 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
 }
 
 #undef FA_DOT_ROWS_CASES
+#undef FA_DOT_E4M3_HALVES_CASE
 #undef FA_DOT_CASE
 #undef FA_DOT_CALL
 #undef FA_DOT_KIND_CALL

@@ -39,9 +39,10 @@ static inline float avx2_reduce_add_f32(__m256 v)
 /* Lanes [0, n) of a vector of stored elements (bf16, f16, int8, FP8) converted exactly, the rest 0,
  * nothing past element n - 1 read (avx2_stored.h; kernels/simd/half_operands.h). */
 #include "kernels/avx2/avx2_stored.h"
-#define V_LOAD_STORED(p, n, t) avx2_load_stored((p), (n), (t))
-#define FA_HALF_VECS           2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
-#define FA_HALF_VECS_FEW       4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
+#define V_LOAD_STORED(p, n, t)   avx2_load_stored((p), (n), (t))
+#define V_LOAD_E4M3_HALVES(p, n) avx2_load_e4m3_halves((p), (n)) /* few_rows_scores.h */
+#define FA_HALF_VECS             2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
+#define FA_HALF_VECS_FEW         4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
 
 #include "kernels/avx2/avx2_transpose.h"
 #define V_TRANSPOSE(v) avx2_transpose_f32(v)

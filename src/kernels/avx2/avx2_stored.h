@@ -11,20 +11,22 @@
 
 #include "flashattn.h"
 
+/* E4M3 codes, sign-extended to 16-bit lanes, as binary16 values 2^-8 times theirs, as
+ * avx512_e4m3_halves (avx512_stored.h) says. */
+static inline __attribute__((always_inline)) __m128i avx2_e4m3_halves(__m128i w)
+{
+    __m128i x = _mm_slli_epi16(w, 7);
+    __m128i nan = _mm_cmpeq_epi16(_mm_or_si128(x, _mm_set1_epi16(-0x4000)), _mm_set1_epi16(-0x80));
+    return _mm_xor_si128(_mm_and_si128(x, _mm_set1_epi16(-0x4080)),
+                         _mm_and_si128(nan, _mm_set1_epi16(0x4180)));
+}
+
 /* Eight elements of a one-byte type, the low 8 bytes of b. */
 static inline __attribute__((always_inline)) __m256 avx2_widen_bytes(__m128i b, fa_dtype t)
 {
     if (t == FA_I8) return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-    __m128i w = _mm_cvtepu8_epi16(b);
-    if (t == FA_F8_E5M2) return _mm256_cvtph_ps(_mm_slli_epi16(w, 8));
-    __m128i mag = _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7f)), 7);
-    __m128i sign = _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x80)), 8);
-    __m256 f = _mm256_mul_ps(_mm256_cvtph_ps(_mm_or_si128(mag, sign)), _mm256_set1_ps(256.0f));
-    __m256i w32 = _mm256_cvtepu8_epi32(b), low7 = _mm256_set1_epi32(0x7f);
-    __m256i nan = _mm256_cmpeq_epi32(_mm256_and_si256(w32, low7), low7);
-    __m256i quiet =
-        _mm256_or_si256(_mm256_slli_epi32(_mm256_andnot_si256(low7, w32), 24), _mm256_set1_epi32(0x7fc00000));
-    return _mm256_blendv_ps(f, _mm256_castsi256_ps(quiet), _mm256_castsi256_ps(nan));
+    if (t == FA_F8_E5M2) return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
+    return _mm256_mul_ps(_mm256_cvtph_ps(avx2_e4m3_halves(_mm_cvtepi8_epi16(b))), _mm256_set1_ps(256.0f));
 }
 
 /* Eight elements of a two-byte type. */
@@ -32,6 +34,16 @@ static inline __attribute__((always_inline)) __m256 avx2_widen_halves(__m128i h,
 {
     if (t == FA_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     return _mm256_cvtph_ps(h);
+}
+
+/* Eight bytes at p in the low half, or lanes [0, n) of them and zeros (n < 8), nothing past byte
+ * n - 1 read (a short chunk goes through a zeroed buffer). */
+static inline __attribute__((always_inline)) __m128i avx2_load_bytes(const void *p, int64_t n)
+{
+    if (n >= 8) return _mm_loadl_epi64((const __m128i *)p);
+    _Alignas(16) uint8_t part[16] = {0};
+    for (int64_t i = 0; i < n; i++) part[i] = ((const uint8_t *)p)[i];
+    return _mm_load_si128((const __m128i *)(const void *)part);
 }
 
 /* Lanes [0, n) of the elements of stored type t at p (n >= 1; every lane for n >= 8), the others 0,
@@ -49,15 +61,13 @@ static inline __attribute__((always_inline)) __m256 avx2_load_stored(const void 
         }
         return avx2_widen_halves(h, t);
     }
-    __m128i b;
-    if (n >= 8) {
-        b = _mm_loadl_epi64((const __m128i *)p);
-    } else {
-        _Alignas(16) uint8_t part[16] = {0};
-        for (int64_t i = 0; i < n; i++) part[i] = ((const uint8_t *)p)[i];
-        b = _mm_load_si128((const __m128i *)(const void *)part);
-    }
-    return avx2_widen_bytes(b, t);
+    return avx2_widen_bytes(avx2_load_bytes(p, n), t);
+}
+
+/* E4M3 elements at p divided by 256 (exact), as avx512_load_e4m3_halves (avx512_stored.h). */
+static inline __attribute__((always_inline)) __m256 avx2_load_e4m3_halves(const void *p, int64_t n)
+{
+    return _mm256_cvtph_ps(avx2_e4m3_halves(_mm_cvtepi8_epi16(avx2_load_bytes(p, n))));
 }
 
 #endif

@@ -24,9 +24,10 @@ typedef __mmask16 mask;
 /* Lanes [0, n) of a vector of stored elements (bf16, f16, int8, FP8) converted exactly, the rest 0,
  * nothing past element n - 1 read (avx512_stored.h; kernels/simd/half_operands.h). */
 #include "kernels/avx512/avx512_stored.h"
-#define V_LOAD_STORED(p, n, t) avx512_load_stored((p), (n), (t))
-#define FA_HALF_VECS           4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast */
-#define FA_HALF_VECS_FEW       8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
+#define V_LOAD_STORED(p, n, t)   avx512_load_stored((p), (n), (t))
+#define V_LOAD_E4M3_HALVES(p, n) avx512_load_e4m3_halves((p), (n)) /* few_rows_scores.h */
+#define FA_HALF_VECS             4 /* 4 rows x 4 vectors + 4 x vectors + a broadcast */
+#define FA_HALF_VECS_FEW         8 /* for 1 or 2 rows: 2 x 8 + 8 + 1 */
 
 /* 32 bf16 elements in one load, split by position: even elements 2l into lane l of *even (shifted
  * up into the high half), odd elements 2l + 1 into lane l of *odd (their low neighbour masked off).

@@ -12,24 +12,30 @@
 
 #include "flashattn.h"
 
+/* E4M3 codes, sign-extended to 16-bit lanes, as binary16 values 2^-8 times theirs (exact, subnormals
+ * included: the bias is 7, binary16's 15). Shifted left by 7 a lane holds S.S.EEEE.MMM.0000000;
+ * clearing bit 14 leaves binary16's S.0EEEE.MMM0000000. The NaN codes S.1111.111 (0x3f80 or 0xff80
+ * once shifted) would give ±480 · 2^-8 and become S.11111.1000000000 instead (0x3f80 ^ 0x4180 =
+ * 0x7e00), the quiet NaN that vcvtph2ps widens to the float quant.h gives, sign | 0x7fc00000.
+ * Seven operations in 16-bit lanes, where placing the fields and the NaN fix-up in 32-bit lanes
+ * took thirteen. */
+static inline __attribute__((always_inline)) __m256i avx512_e4m3_halves(__m256i w)
+{
+    __m256i x = _mm256_slli_epi16(w, 7);
+    __m256i nan =
+        _mm256_cmpeq_epi16(_mm256_or_si256(x, _mm256_set1_epi16(-0x4000)), _mm256_set1_epi16(-0x80));
+    return _mm256_xor_si256(_mm256_and_si256(x, _mm256_set1_epi16(-0x4080)),
+                            _mm256_and_si256(nan, _mm256_set1_epi16(0x4180)));
+}
+
 /* Sixteen elements of a one-byte type at b, converted. E5M2 is binary16's top byte (vcvtph2ps keeps
- * infinities and quiets NaNs as kernels/half.h does). E4M3's magnitude bits, moved into binary16's
- * exponent and mantissa fields, are the same number times 2^-8 (its bias is 7, binary16's 15),
- * subnormals included, so vcvtph2ps and a multiplication by 256 give it exactly; S.1111.111, E4M3's
- * only NaN, would give ±480 and becomes the quiet NaN with its sign. */
+ * infinities and quiets NaNs as kernels/half.h does); E4M3 is binary16 times 256 (avx512_e4m3_halves). */
 static inline __attribute__((always_inline)) __m512 avx512_widen_bytes(__m128i b, fa_dtype t)
 {
     if (t == FA_I8) return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
-    __m256i w = _mm256_cvtepu8_epi16(b);
-    if (t == FA_F8_E5M2) return _mm512_cvtph_ps(_mm256_slli_epi16(w, 8));
-    __m256i mag = _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7f)), 7);
-    __m256i sign = _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8);
-    __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_or_si256(mag, sign)), _mm512_set1_ps(256.0f));
-    __m512i w32 = _mm512_cvtepu8_epi32(b), low7 = _mm512_set1_epi32(0x7f);
-    __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(w32, low7), low7);
-    __m512i quiet =
-        _mm512_or_si512(_mm512_slli_epi32(_mm512_andnot_si512(low7, w32), 24), _mm512_set1_epi32(0x7fc00000));
-    return _mm512_mask_mov_ps(f, nan, _mm512_castsi512_ps(quiet));
+    if (t == FA_F8_E5M2) return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8));
+    return _mm512_mul_ps(_mm512_cvtph_ps(avx512_e4m3_halves(_mm256_cvtepi8_epi16(b))),
+                         _mm512_set1_ps(256.0f));
 }
 
 /* Sixteen elements of a two-byte type: bf16 is the top half of a float (zero-extend and shift); f16
@@ -38,6 +44,16 @@ static inline __attribute__((always_inline)) __m512 avx512_widen_halves(__m256i 
 {
     if (t == FA_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     return _mm512_cvtph_ps(h);
+}
+
+/* Sixteen bytes at p, or lanes [0, n) of them and zeros (n < 16), nothing past byte n - 1 read: a
+ * short chunk goes through a zeroed buffer (AVX-512F has no masked 8-bit load). */
+static inline __attribute__((always_inline)) __m128i avx512_load_bytes(const void *p, int64_t n)
+{
+    if (n >= 16) return _mm_loadu_si128((const __m128i *)p);
+    _Alignas(16) uint8_t part[16] = {0};
+    for (int64_t i = 0; i < n; i++) part[i] = ((const uint8_t *)p)[i];
+    return _mm_load_si128((const __m128i *)(const void *)part);
 }
 
 /* Lanes [0, n) of the elements of stored type t at p (n >= 1; every lane for n >= 16), the others
@@ -56,15 +72,15 @@ static inline __attribute__((always_inline)) __m512 avx512_load_stored(const voi
         }
         return avx512_widen_halves(h, t);
     }
-    __m128i b;
-    if (n >= 16) {
-        b = _mm_loadu_si128((const __m128i *)p);
-    } else {
-        _Alignas(16) uint8_t part[16] = {0};
-        for (int64_t i = 0; i < n; i++) part[i] = ((const uint8_t *)p)[i];
-        b = _mm_load_si128((const __m128i *)(const void *)part);
-    }
-    return avx512_widen_bytes(b, t);
+    return avx512_widen_bytes(avx512_load_bytes(p, n), t);
+}
+
+/* E4M3 elements at p as avx512_load_stored loads them divided by 256 (exact): their binary16 halves
+ * widened, without the multiplication, which the decode products fold into the row's scale
+ * (few_rows_scores.h, FA_KIND_E4M3_HALVES). */
+static inline __attribute__((always_inline)) __m512 avx512_load_e4m3_halves(const void *p, int64_t n)
+{
+    return _mm512_cvtph_ps(avx512_e4m3_halves(_mm256_cvtepi8_epi16(avx512_load_bytes(p, n))));
 }
 
 #endif

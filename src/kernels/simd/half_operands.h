@@ -28,11 +28,24 @@
  * cache (B1 H8 Nk32768 D128) took 14.2 ms with 16 keys ahead into L1 and within the tile, 11.7-12.1
  * with 64 keys into L2. */
 
+/* The kind the products read rows of type t in: E4M3 as its halves with the factor 256 in the
+ * scales (few_rows_scores.h, FA_KIND_E4M3_HALVES) when every scale of the call takes it. */
+FA_INLINE int FA_NAME(stored_kind_)(fa_dtype t, const float *scale, int64_t cols)
+{
+#ifdef V_LOAD_E4M3_HALVES
+    if (t == FA_F8_E4M3 && FA_NAME(e4m3_fold_)(scale, cols)) return FA_KIND_E4M3_HALVES;
+#else
+    (void)scale, (void)cols;
+#endif
+    return (int)t;
+}
+
 static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                     const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
 {
     FA_NAME(scores_few_rows_body_)
-    ((int)kt, rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s, FA_STORED_AHEAD, 1, FA_HINT_L2);
+    (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s,
+     FA_STORED_AHEAD, 1, FA_HINT_L2);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
@@ -44,7 +57,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
                                          FA_T *acc, int64_t acc_stride)
 {
     const int64_t elem = FA_NAME(kind_size_)(kind);
-    const int scaled = kind > FA_F16;
+    const int scaled = kind > FA_F16; /* FA_KIND_E4M3_HALVES too */
     vtail last =
         V_TAIL(dim_left - (int64_t)(nv - 1) * FA_LANES < FA_LANES ? dim_left - (int64_t)(nv - 1) * FA_LANES
                                                                   : FA_LANES);
@@ -63,14 +76,15 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
              e += 64) /* every 64-byte line of the chunk's part */
             FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
         vec xv[FA_HALF_VECS_FEW];
-        const vec sv = V_SET1(scaled ? (FA_T)scale[t] : (FA_T)1);
+        const vec sv = V_SET1(FA_NAME(key_scale_)(kind, scale, t));
         FA_UNROLL
         for (int j = 0; j < nv; j++) {
-            const int64_t n = dim_left - (int64_t)j * FA_LANES;
+            /* FA_LANES but in a tail: a constant lets the stored loads drop their partial path */
+            const int64_t n = tail && j == nv - 1 ? dim_left - (int64_t)j * FA_LANES : FA_LANES;
             if (kind == FA_KIND_OWN)
                 xv[j] = V_LOAD_PART((const FA_T *)(const void *)row + (int64_t)j * FA_LANES, n);
             else
-                xv[j] = V_LOAD_STORED(row + (int64_t)j * FA_LANES * elem, n, (fa_dtype)kind);
+                xv[j] = FA_NAME(key_part_)(kind, row, (int64_t)j * FA_LANES, n);
             if (scaled) xv[j] = V_MUL(sv, xv[j]);
         }
         FA_UNROLL
@@ -174,6 +188,13 @@ FA_HALF_ROWS_DEFINE_TYPE(3)
 FA_HALF_ROWS_DEFINE_TYPE(4)
 FA_HALF_ROWS_DEFINE_TYPE(5)
 FA_HALF_ROWS_DEFINE_TYPE(6)
+#ifdef V_LOAD_E4M3_HALVES
+FA_HALF_ROWS_DEFINE_TYPE(7)
+#define FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL) \
+    case FA_KIND_E4M3_HALVES: FA_HALF_ROWS_KIND_CALL(7, NR, NV, TAIL); break;
+#else
+#define FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL)
+#endif
 #ifdef V_LOAD_BF16_PAIRS
 #define FA_HALF_PAIRS_FN(NR, NV) FA_NAME(half_pairs_block_##NR##_##NV##_)
 #define FA_HALF_PAIRS_DEFINE(NR, NV)                                                              \
@@ -210,6 +231,7 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
         case FA_I8: FA_HALF_ROWS_KIND_CALL(4, NR, NV, TAIL); break;                                          \
         case FA_F8_E4M3: FA_HALF_ROWS_KIND_CALL(5, NR, NV, TAIL); break;                                     \
         case FA_F8_E5M2: FA_HALF_ROWS_KIND_CALL(6, NR, NV, TAIL); break;                                     \
+            FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL)                                                      \
         default: FA_HALF_ROWS_KIND_CALL(0, NR, NV, TAIL); break;                                             \
         }                                                                                                    \
         break;
@@ -225,7 +247,7 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
                                         const void *const *x_rows, fa_dtype xt, const float *scale, FA_T *acc,
                                         int64_t acc_stride)
 {
-    const int kind = (int)xt;
+    const int kind = FA_NAME(stored_kind_)(xt, scale, cols);
     const int64_t chunk = (int64_t)FA_HALF_VECS_OF(rows) * FA_LANES;
     for (int64_t y = 0; y < dim; y += chunk) {
         int64_t width = dim - y < chunk ? dim - y : chunk;
@@ -255,6 +277,7 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
 #undef FA_HALF_PAIRS_FN
 #endif
 #undef FA_HALF_ROWS_WIDE
+#undef FA_HALF_ROWS_E4M3_HALVES_CASE
 #undef FA_HALF_ROWS_ROWS
 #undef FA_HALF_ROWS_VECS
 #undef FA_HALF_ROWS_CASE
