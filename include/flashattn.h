@@ -354,13 +354,16 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * The generator is Philox4x32-10 (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as easy as
  * 1, 2, 3", SC 2011; Random123's philox4x32 with 10 rounds), called with
  *   key     = {lo32(dropout_seed), hi32(dropout_seed)}
- *   counter = {lo32(s), hi32(s), j / 4, i}   where s = dropout_offset + b·Hq + h (mod 2^64)
+ *   counter = {lo32(s), hi32(s), j / 8, i}   where s = dropout_offset + b·Hq + h (mod 2^64)
  * (one stream per (batch, head), as FlashAttention and PyTorch's "subsequence" scheme; a training
- * loop advances dropout_offset by at least B·Hq per step). Its four 32-bit outputs x[0..3] are the
- * uniforms of keys 4·(j/4) + 0..3, and key j is kept when x[j % 4] < t with the threshold
- *   t = floor((1 - p) · 2^32)   computed in IEEE double (1 - p rounded to double first),
- * compared as 64-bit integers (t = 2^32 keeps everything). The counter holds rows i < 2^32 and keys
- * j < 2^34: a call with dropout over more query rows or keys (q.seq, k.seq or a paged capacity) is
+ * loop advances dropout_offset by at least B·Hq per step). Its four 32-bit outputs x[0..3] hold the
+ * 16-bit uniforms of keys 8·(j/8) + 0..7: key j's is u = x[e / 2] >> (16·(e % 2)) & 0xFFFF with
+ * e = j % 8 (low half first), and key j is kept when u < t with the threshold
+ *   t = floor((1 - p) · 2^16 + 1/2)   computed in IEEE double (1 - p rounded to double first),
+ * so a key is kept with probability t / 2^16, within 2^-17 of 1 - p (t = 2^16 keeps everything,
+ * t = 0 drops everything). Sixteen bits a key (FlashAttention compares eight) make one generator
+ * call, most of dropout's cost, serve 8 keys. The counter holds rows i < 2^32 and keys j < 2^34: a
+ * call with dropout over more query rows or keys (q.seq, k.seq or a paged capacity) is
  * FA_ERR_UNSUPPORTED. The kept probabilities are multiplied by 1/(1 - p), computed in double and
  * rounded once to the accumulation type (float unless the tensors are FA_F64); dropped ones by 0 (so
  * a NaN stays NaN).

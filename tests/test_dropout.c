@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Dropout (include/flashattn.h, fa_params "Dropout"):
- * - the generator is Philox4x32-10: Random123's published known answers (kat_vectors);
+ * - the generator is Philox4x32-10: Random123's published known answers (kat_vectors); the public
+ *   mask is the header's definition of keep (counter, 16-bit slice, threshold) at any index;
  * - the public mask keeps 1 - p of the draws (within 4 sigma over 10^7 of them) with no correlation
  *   between neighbouring keys, neighbouring rows or neighbouring heads (4 sigma);
  * - the forward and the backward against the float64 oracles given the public mask
@@ -55,6 +56,48 @@ Test(dropout, philox_matches_random123_known_answers)
                 cr_expect_eq(lanes[w][l], out[w], "vector %d lane %d word %d", v, l, w);
         }
     }
+}
+
+/* The header's definition of keep(b, h, i, j), written from its text: the counter {lo32(s), hi32(s),
+ * j / 8, i} with s = offset + b·Hq + h, the 16-bit slice j % 8 (low half of word 0 first), kept below
+ * floor((1 - p)·2^16 + 1/2). fa_philox4x32_10 is held to Random123's answers above. */
+static int keep_by_definition(const fa_params *p, int64_t heads, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    const uint64_t s = p->dropout_offset + (uint64_t)b * (uint64_t)heads + (uint64_t)h;
+    const uint32_t ctr[4] = {(uint32_t)s, (uint32_t)(s >> 32), (uint32_t)(j / 8), (uint32_t)i};
+    const uint32_t key[2] = {(uint32_t)p->dropout_seed, (uint32_t)(p->dropout_seed >> 32)};
+    uint32_t x[4];
+    fa_philox4x32_10(ctr, key, x);
+    const uint32_t u = (x[(j % 8) / 2] >> (16 * (j % 2))) & 0xFFFFu;
+    return (double)u < floor((1.0 - p->dropout_p) * 65536.0 + 0.5);
+}
+
+Test(dropout, public_mask_is_the_headers_definition)
+{
+    /* 1 - 2^-18: t = 0, nothing kept; 1e-6: t = 2^16, everything kept */
+    static const double ps[] = {0.1, 0.5, 0.3, 1.0 - 0x1p-18, 1e-6};
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    for (size_t x = 0; x < sizeof ps / sizeof *ps; x++)
+        for (int draw = 0; draw < 2000; draw++) {
+            fa_params p = FA_PARAMS_INIT;
+            p.dropout_p = ps[x];
+            p.dropout_seed = tu_rng_next(&rng);
+            p.dropout_offset = tu_rng_next(&rng);
+            const int64_t heads = 1 + (int64_t)(tu_rng_next(&rng) % 16),
+                          h = (int64_t)(tu_rng_next(&rng) % heads);
+            const int64_t b = (int64_t)(tu_rng_next(&rng) % 1000);
+            /* rows and keys anywhere the counter takes them, their last ones included */
+            const int64_t i = draw % 3 == 0 ? ((int64_t)1 << 32) - 1 : (int64_t)(tu_rng_next(&rng) >> 32);
+            const int64_t j = draw % 5 == 0 ? ((int64_t)1 << 34) - 1 : (int64_t)(tu_rng_next(&rng) >> 30);
+            uint8_t m = 2;
+            cr_assert_eq(fa_dropout_mask(&p, heads, b, h, i, j, 1, 1, &m, 1), FA_OK, "%s", fa_last_error());
+            cr_expect_eq(m, keep_by_definition(&p, heads, b, h, i, j),
+                         "p %g, seed %llu, offset %llu, b %lld, h %lld of %lld, (%lld, %lld)", ps[x],
+                         (unsigned long long)p.dropout_seed, (unsigned long long)p.dropout_offset,
+                         (long long)b, (long long)h, (long long)heads, (long long)i, (long long)j);
+            if (ps[x] > 0.999) cr_expect_eq(m, 0, "p = 1 - 2^-18 keeps nothing");
+            if (ps[x] < 1e-5) cr_expect_eq(m, 1, "p = 1e-6 keeps everything");
+        }
 }
 
 /* The mask of one (b, h) over rows x cols, from the public call. */

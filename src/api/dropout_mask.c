@@ -7,7 +7,8 @@
 #include "drivers/dropout.h"
 #include "flashattn.h"
 
-/* The largest row and key indices the counter holds: i in 32 bits, j / 4 in 32 bits. */
+/* The row and key indices the counter takes: i in its last 32-bit word, j / 8 in its third, keys
+ * below 2^34 (flashattn.h). */
 #define ROWS_LIMIT ((int64_t)1 << 32)
 #define KEYS_LIMIT ((int64_t)1 << 34)
 

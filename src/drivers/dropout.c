@@ -6,9 +6,9 @@
 
 #include <math.h>
 
-uint64_t fa_dropout_threshold(double p)
+uint32_t fa_dropout_threshold(double p)
 {
-    return (uint64_t)floor((1.0 - p) * 4294967296.0);
+    return (uint32_t)floor((1.0 - p) * 65536.0 + 0.5);
 }
 
 fa_dropout_stream fa_dropout_stream_of(uint64_t seed, uint64_t offset, double p, int64_t heads, int64_t b,
@@ -27,10 +27,10 @@ void fa_dropout_keep_bytes(const fa_dropout_stream *st, int64_t i0, int64_t j0, 
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
             const int64_t i = i0 + r, j = j0 + c;
-            const uint32_t ctr[4] = {st->stream[0], st->stream[1], (uint32_t)(j >> 2), (uint32_t)i};
+            const uint32_t ctr[4] = {st->stream[0], st->stream[1], (uint32_t)(j >> 3), (uint32_t)i};
             uint32_t x[4];
             fa_philox4x32_10(ctr, st->key, x);
-            mask[r * ld + c] = (uint64_t)x[j & 3] < st->threshold;
+            mask[r * ld + c] = (uint8_t)fa_dropout_kept(st, x[(j & 7) >> 1], (int)(j & 7));
         }
 }
 

@@ -11,8 +11,8 @@
 #include "kernels/kernels.h"
 #include "plan/problem.h"
 
-/* floor((1 - p) · 2^32) in double: the threshold of a keep (flashattn.h says it so). */
-uint64_t fa_dropout_threshold(double p);
+/* round((1 - p) · 2^16) in double, ties up: the threshold of a keep (flashattn.h says it so). */
+uint32_t fa_dropout_threshold(double p);
 
 /* The stream of batch entry b (the caller's index: a sequence's with seqs) and query head h of Hq. */
 fa_dropout_stream fa_dropout_stream_of(uint64_t seed, uint64_t offset, double p, int64_t heads, int64_t b,

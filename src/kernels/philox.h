@@ -51,28 +51,39 @@ static inline void fa_philox_lanes(uint32_t c0, uint32_t c1, uint32_t c2, uint32
 }
 
 /* The counter, key and threshold of dropout's stream of one (batch entry, query head): element
- * (i, j) of the mask is word j % 4 of philox4x32_10({stream[0], stream[1], j / 4, i}, key), kept when
- * it is below threshold (floor((1 - p)·2^32), up to 2^32: then every element is kept). */
+ * (i, j) of the mask is the 16-bit slice j % 8 of philox4x32_10({stream[0], stream[1], j / 8, i},
+ * key), slice e being the low (e even) or high (e odd) half of output word e / 2, kept when it is
+ * below threshold (round((1 - p)·2^16), up to 2^16: then every element is kept). Sixteen bits a
+ * decision, eight keys a generator call: the generator is most of dropout's cost. */
 typedef struct {
     uint32_t key[2];
     uint32_t stream[2]; /* offset + b·Hq + h, low word first: the counter's first two words */
-    uint64_t threshold;
+    uint32_t threshold; /* 0..2^16 */
 } fa_dropout_stream;
+
+/* Keys a generator call decides: 8 slices of 16 bits of its 4 words. */
+#define FA_DROPOUT_GROUP 8
+
+/* Whether a 16-bit slice `e` (0..7) of the words x[0..3] of one lane is kept. */
+static inline int fa_dropout_kept(const fa_dropout_stream *st, uint32_t word, int e)
+{
+    return ((word >> (16 * (e & 1))) & 0xFFFFu) < st->threshold;
+}
 
 /* The walk every tile loop of the mask makes (kernels/ref/ref_dropout.h, the SIMD tables' own): the
  * transposed tile s[c][r] of mask rows i0.. (rows of them) and keys j0.. (cols) in blocks of
  * FA_PHILOX_LANES rows, the tile rows r0..r0 + n - 1 (n < FA_PHILOX_LANES only in the last block),
- * and within a block the generator calls of the key groups g (4 keys each) that meet the tile. GEN(g,
- * i) computes the 4 words of rows i.. for group g; BODY then runs for each key of the group inside
- * the tile, with w its word (0..3) and c its tile column. */
+ * and within a block the generator calls of the key groups g (FA_DROPOUT_GROUP keys each) that meet
+ * the tile. GEN(g, i) computes the 4 words of rows i.. for group g; BODY then runs for each key of
+ * the group inside the tile, with e its slice (0..7: word e / 2, half e % 2) and c its tile column. */
 #define FA_DROPOUT_WALK(i0, rows, j0, cols, GEN, ...)                                   \
     for (int64_t r0 = 0; r0 < (rows); r0 += FA_PHILOX_LANES) {                          \
         const int n = (rows)-r0 < FA_PHILOX_LANES ? (int)((rows)-r0) : FA_PHILOX_LANES; \
         (void)n;                                                                        \
-        for (int64_t g = (j0) >> 2; g <= ((j0) + (cols)-1) >> 2; g++) {                 \
+        for (int64_t g = (j0) >> 3; g <= ((j0) + (cols)-1) >> 3; g++) {                 \
             GEN(g, (i0) + r0);                                                          \
-            for (int w = 0; w < 4; w++) {                                               \
-                const int64_t c = 4 * g + w - (j0);                                     \
+            for (int e = 0; e < FA_DROPOUT_GROUP; e++) {                                \
+                const int64_t c = FA_DROPOUT_GROUP * g + e - (j0);                      \
                 if (c < 0 || c >= (cols)) continue;                                     \
                 __VA_ARGS__                                                             \
             }                                                                           \

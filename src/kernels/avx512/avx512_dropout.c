@@ -33,11 +33,14 @@ static inline void lanes(const fa_dropout_stream *st, uint32_t g, uint32_t i0, _
     x[0] = a, x[1] = b, x[2] = c, x[3] = d;
 }
 
-/* The lanes whose uniform is below the threshold (all of them at a threshold of 2^32). */
-static inline __mmask16 kept_lanes(const fa_dropout_stream *st, __m512i x)
+/* The lanes whose slice e of word x is below the threshold t (all of them at t = 2^16). With t
+ * moved to the top half, the high slice compares as the whole word (x < t·2^16 exactly when
+ * x / 2^16 < t) and the low one as the word shifted up: one compare, or a shift and a compare. */
+static inline __mmask16 kept_lanes(const fa_dropout_stream *st, __m512i x, int e)
 {
-    if (st->threshold > UINT32_MAX) return 0xFFFF;
-    return _mm512_cmplt_epu32_mask(x, _mm512_set1_epi32((int)(uint32_t)st->threshold));
+    if (st->threshold > 0xFFFFu) return 0xFFFF;
+    const __m512i top = _mm512_set1_epi32((int)(st->threshold << 16));
+    return _mm512_cmplt_epu32_mask(e & 1 ? x : _mm512_slli_epi32(x, 16), top);
 }
 
 /* The tile rows of the block at r0 that exist: all 16 but in the last block. */
@@ -56,7 +59,7 @@ void fa_avx512_dropout_probs_f32(const fa_dropout_stream *st, int64_t i0, int64_
     FA_DROPOUT_WALK(i0, rows, j0, cols, FA_AVX512_LANES, {
         float *col = s + c * ld + r0;
         const __mmask16 real = real_lanes(n);
-        const __m512 m = _mm512_maskz_mov_ps(kept_lanes(st, x[w]), k);
+        const __m512 m = _mm512_maskz_mov_ps(kept_lanes(st, x[e >> 1], e), k);
         _mm512_mask_storeu_ps(col, real, _mm512_mul_ps(_mm512_maskz_loadu_ps(real, col), m));
     })
 }
@@ -70,7 +73,7 @@ void fa_avx512_dropout_score_grad_f32(const fa_dropout_stream *st, int64_t i0, i
     FA_DROPOUT_WALK(i0, rows, j0, cols, FA_AVX512_LANES, {
         float *pc = pt + c * ld + r0, *dc = ds + c * ld + r0;
         const __mmask16 real = real_lanes(n);
-        const __m512 m = _mm512_maskz_mov_ps(kept_lanes(st, x[w]), k),
+        const __m512 m = _mm512_maskz_mov_ps(kept_lanes(st, x[e >> 1], e), k),
                      d = _mm512_maskz_loadu_ps(real, delta + r0);
         const __m512 pv = _mm512_maskz_loadu_ps(real, pc), dv = _mm512_maskz_loadu_ps(real, dc);
         _mm512_mask_storeu_ps(dc, real, _mm512_mul_ps(pv, _mm512_sub_ps(_mm512_mul_ps(dv, m), d)));
