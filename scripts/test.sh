@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/test.sh — the whole check, as CI runs it (.ci/run calls this).
 #
-#   scripts/test.sh           every stage below (about 30 minutes on 2 cores)
+#   scripts/test.sh           every stage below (its duration: README.md's quick start)
 #   scripts/test.sh --quick   a fast check: deps, format, configure, build and the suite once at
 #                             OMP_NUM_THREADS=2 (about a minute); no sanitizers, fuzzing or valgrind
 #
