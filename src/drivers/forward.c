@@ -56,10 +56,12 @@ static int rows_gathered(const fa_problem *p)
 /* Whether a problem's items read their keys and values where they lie, by row lists
  * (forward_float.h): a decode step (at most FA_HALF_ROWS query rows, so one query block an item) in
  * f32, the type of the tables' scores_stored and accumulate_stored, over a cache stored in another
- * type or paged. Otherwise such keys are staged in tiles (kv_tiles.h). */
-static int reads_in_place(const fa_problem *p)
+ * type or paged, or over a contiguous f32 cache where the CPU reads lists faster
+ * (fa_decode_reads_lists). Otherwise stored or paged keys are staged in tiles (kv_tiles.h). */
+static int reads_in_place(const fa_context *ctx, const fa_problem *p)
 {
-    return p->dtype == FA_F32 && p->q_len <= FA_HALF_ROWS && (fa_kv_widens(p) || p->pages != NULL);
+    return p->dtype == FA_F32 && p->q_len <= FA_HALF_ROWS &&
+           (fa_kv_widens(p) || p->pages != NULL || fa_decode_reads_lists(&ctx->cpu));
 }
 
 /* How many query items of a problem one item groups (forward_attend.h, attend_group_): a decode
@@ -230,9 +232,9 @@ static size_t partial_row_bytes_of(int64_t partial_elems, size_t elem, int64_t b
  * rest of the batch or the thread count, so a sequence's rows are bitwise those of a dense call of
  * it alone with the same block sizes. A decode batch (one query item per head) thus splits every
  * sequence's keys, and all threads have chunks to take. */
-static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block_k, int64_t partial_elems,
-                             size_t elem, int dot, int64_t *first_item, int64_t *first_merge,
-                             fa_sequence_plan *plans, fa_forward_kinds *kinds)
+static size_t plan_sequences(const fa_context *ctx, const fa_problem *p, int64_t block_q, int64_t block_k,
+                             int64_t partial_elems, size_t elem, int dot, int64_t *first_item,
+                             int64_t *first_merge, fa_sequence_plan *plans, fa_forward_kinds *kinds)
 {
     size_t row_bytes = partial_row_bytes_of(partial_elems, elem, block_q), wave = 0, largest = 0;
     int64_t items = 0, merges = 0;
@@ -251,7 +253,7 @@ static size_t plan_sequences(const fa_problem *p, int64_t block_q, int64_t block
                 runs.on_float = 1;
             if (group > runs.group) runs.group = group;
             if (rows_gathered(&one)) runs.gather_q = 1;
-            if (!on_dot && reads_in_place(&one)) runs.in_place = 1;
+            if (!on_dot && reads_in_place(ctx, &one)) runs.in_place = 1;
         }
         if (merge_items > 0 && split.splits > runs.splits) runs.splits = split.splits;
         size_t bytes = (size_t)(merge_items * split.splits * partial_elems) * elem; /* <= the cap */
@@ -310,7 +312,7 @@ static fa_status sequences_job(fa_context *ctx, const fa_problem *p, fa_forward_
 
     /* the row buffer: the two item tables and the plans, then the largest wave's partials */
     size_t partial_bytes =
-        plan_sequences(p, block_q, block_k, partial_elems, elem, dot, NULL, NULL, NULL, NULL);
+        plan_sequences(ctx, p, block_q, block_k, partial_elems, elem, dot, NULL, NULL, NULL, NULL);
     size_t tables =
         2 * (size_t)(p->batch + 1) * sizeof(int64_t) + (size_t)p->batch * sizeof(fa_sequence_plan);
     tables = (tables + 63) / 64 * 64;
@@ -318,7 +320,8 @@ static fa_status sequences_job(fa_context *ctx, const fa_problem *p, fa_forward_
     int64_t *first_item = ctx->rows, *first_merge = first_item + p->batch + 1;
     fa_sequence_plan *plans = (fa_sequence_plan *)(first_merge + p->batch + 1);
     fa_forward_kinds kinds;
-    plan_sequences(p, block_q, block_k, partial_elems, elem, dot, first_item, first_merge, plans, &kinds);
+    plan_sequences(ctx, p, block_q, block_k, partial_elems, elem, dot, first_item, first_merge, plans,
+                   &kinds);
 
     *job = (fa_forward_job){p,
                             ctx->kernels,
@@ -406,7 +409,7 @@ static fa_forward_job dense_job(const fa_context *ctx, const fa_problem *p, int6
                           p->pages != NULL,
                           1,
                           rows_gathered(p),
-                          !dot && reads_in_place(p)};
+                          !dot && reads_in_place(ctx, p)};
     job.group = forward_group_of(p, &job.schedule, dot);
     *units = forward_units(p, &job.schedule, job.group);
     job.split = fa_kv_split_make(p, &job.schedule, *units, block_k,

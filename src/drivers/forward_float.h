@@ -78,7 +78,7 @@ typedef struct {
     int64_t q_stride;
     FA_NAME(stored_rows_) k, v;          /* the kv head's rows in the caller's cache (unused when paged) */
     int64_t kv_head, k_stride, v_stride; /* strides of the rows the kernels read */
-    int direct;                          /* a decode step over a stored or paged cache: read in place */
+    int direct;                          /* a decode step read in place, by row lists */
 } FA_SET_NAME(item_);
 
 /* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
@@ -171,11 +171,12 @@ static void FA_SET_NAME(item_begin_)(FA_SET_NAME(item_) * item, const fa_forward
         item->q_rows = item->q_wide;
         item->q_stride = p->dim;
     }
-    /* A decode step over a stored or paged cache reads it in place. Its item is one query block
+    /* A decode step reads its cache in place where its job does (forward.c, reads_in_place: the
+     * row lists exist then). Its item is one query block
      * (and the items of a group have the same rows), so the tile's fill (skipped when in place) and
      * the block's products decide on the same rows and columns. */
     _Static_assert(FA_HALF_ROWS <= FA_SET_ROWS, "a decode item is one query block");
-    item->direct = item->k_list && it->rows <= FA_HALF_ROWS && (fa_kv_widens(p) || p->pages);
+    item->direct = item->k_list && it->rows <= FA_HALF_ROWS;
 }
 
 /* Query block r0.. of the item: its packed queries and its accumulator rows. */

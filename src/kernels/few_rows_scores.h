@@ -249,6 +249,12 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
                     FA_PREFETCH(row + x, FA_HINT_L1);
             }
         }
+        /* rows asked for into L2 far ahead are asked for again into L1 near their use (from a row
+         * list, which holds them: kernels.h) */
+        if (hint == FA_HINT_L2 && past_tile)
+            for (int64_t a = c + FA_PREFETCH_KEYS; a < c + FA_PREFETCH_KEYS + nk; a++)
+                for (int64_t x = 0; x < dim * elem; x += 64)
+                    FA_PREFETCH((const char *)k_rows[a] + x, FA_HINT_L1);
         const char *kp[8];
         for (int i = 0; i < nk; i++)
             kp[i] = k_rows ? (const char *)k_rows[c + i] : (const char *)k + (c + i) * k_stride * elem;

@@ -97,6 +97,17 @@ static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
     return avx512_f32_forward(pass, in) && in->cpu.vendor == FA_CPU_INTEL;
 }
 
+/* A [token][head][dim] f32 cache is read 512 bytes of each 4 KiB token row per head: on AMD only far
+ * prefetches keep enough misses in flight, on Intel the plain kernels are faster. `fa-bench
+ * --decode-batch 16:1024-32768 --h 8 --d 128 --page-size 16`, the contiguous call's min ms: Zen 4
+ * (2 cores) at 1 / 2 threads, plain 220-239 / 112-125, lists 151-163 / 104-116; the Xeon (family 6
+ * model 207, 16 cores), lists / plain in one run at 1 / 4 / 16 threads: 0.88-1.07 / 1.23-1.34 /
+ * 1.00-1.46 (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
+int fa_decode_reads_lists(const fa_cpu_model *cpu)
+{
+    return cpu->vendor == FA_CPU_AMD;
+}
+
 /* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than
  * the hardware prefetchers follow: B1 H8 N2048 D64 with a full bias, 2 threads, three rounds:
  * 30.5-32.4 ms at 64 rows, 32.1-32.7 at 128, 34.4-36.4 at 256. */

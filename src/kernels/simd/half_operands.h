@@ -26,7 +26,9 @@
  * lists carry that many more rows, the next keys' (the drivers' next tile, or a page's next page),
  * so the next rows arrive in time across tiles and pages. On the Xeon VM a decode step over a bf16
  * cache (B1 H8 Nk32768 D128) took 14.2 ms with 16 keys ahead into L1 and within the tile, 11.7-12.1
- * with 64 keys into L2. */
+ * with 64 keys into L2. Each row is asked for again into L1 FA_PREFETCH_KEYS (16) keys before its
+ * use: on the 16-core Xeon a bf16 cache's decode batch took 0.85-0.88x the time at 4 and 16 threads
+ * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
 
 /* The kind the products read rows of type t in: E4M3 as its halves with the factor 256 in the
  * scales (few_rows_scores.h, FA_KIND_E4M3_HALVES) when every scale of the call takes it. */
@@ -75,6 +77,8 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem;
              e += 64) /* every 64-byte line of the chunk's part */
             FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
+        for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* and near their use, into L1 */
+            FA_PREFETCH((const char *)x_rows[t + FA_PREFETCH_KEYS] + x_off * elem + e, FA_HINT_L1);
         vec xv[FA_HALF_VECS_FEW];
         const vec sv = V_SET1(FA_NAME(key_scale_)(kind, scale, t));
         FA_UNROLL
@@ -130,6 +134,8 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
                        *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
             FA_PREFETCH(ahead + e, FA_HINT_L2);
+        for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* and near their use, into L1 */
+            FA_PREFETCH((const uint16_t *)x_rows[t + FA_PREFETCH_KEYS] + x_off + e, FA_HINT_L1);
         vec xv[FA_HALF_VECS_FEW];
         FA_UNROLL
         for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
