@@ -77,3 +77,39 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                 fa_context_destroy(ctx);
             }
 }
+
+/* A decode step over a bf16 cache reads it in place on every CPU: its peak is the group's formula (n
+ * = 8 heads, one query row each: the score tile shared), the widened tiles a masked tile would
+ * take, and the two row lists of bk + FA_STORED_AHEAD (64) rows (src/README.md, "Memory"). */
+Test(half_scratch, decode_group_peak_counts_its_row_lists)
+{
+    static const struct {
+        int bk;
+        int64_t d, dv;
+    } blocks[] = {{64, 128, 128}, {16, 64, 40}, {100, 59, 24}};
+    for (size_t c = 0; c < sizeof blocks / sizeof blocks[0]; c++) {
+        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
+        o.num_threads = 2;
+        o.block_k = blocks[c].bk;
+        fa_context *ctx;
+        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        const int64_t heads = 8, nk = 3 * blocks[c].bk + 1, d = blocks[c].d, dv = blocks[c].dv; /* unsplit */
+        const size_t bk = (size_t)blocks[c].bk;
+        fa_tensor q = hs_tensor(FA_F32, 1, heads, 1, d), k = hs_tensor(FA_BF16, 1, heads, nk, d);
+        fa_tensor v = hs_tensor(FA_BF16, 1, heads, nk, dv), out = hs_tensor(FA_F32, 1, heads, 1, dv);
+        float *lse = calloc((size_t)heads, sizeof(float));
+        fa_params p = FA_PARAMS_INIT;
+        p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+        cr_assert_eq(fa_forward(ctx, &p, &q, &k, &v, &out, lse), FA_OK, "%s", fa_last_error());
+        fa_stats st = FA_STATS_INIT;
+        cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
+        const size_t ld = 16; /* one query row, padded to 64 bytes of f32 */
+        const size_t item = sf_r64((size_t)d * ld * 4) + sf_r64(sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4);
+        const size_t want = (size_t)heads * item + sf_r64(bk * ld * 4) +
+                            forward_half_tiles(0, 1, 1, blocks[c].bk, d, dv) + 2 * sf_r64((bk + 64) * 8);
+        cr_expect_eq(st.scratch_peak, want, "bk %d, D %lld, Dv %lld: peak %zu, formula %zu", blocks[c].bk,
+                     (long long)d, (long long)dv, st.scratch_peak, want);
+        free(q.data), free(k.data), free(v.data), free(out.data), free(lse);
+        fa_context_destroy(ctx);
+    }
+}
