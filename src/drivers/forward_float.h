@@ -247,7 +247,8 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
     if (t->in_place && full) { /* a decode step reads its cache in place, but on a mask's edge */
         const int64_t at = col0 - t->col0;
         kern->scores_stored(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, item->k_list + at,
-                            p->kv_type, p->k_scale.data ? item->k_scales + at : NULL, item->s);
+                            p->kv_type, p->k_scale.data ? item->k_scales + at : NULL, job->prefetch_far,
+                            item->s);
         return;
     }
     kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries,
@@ -272,7 +273,8 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     if (t->in_place && full) {
         const int64_t at = col0 - t->col0;
         kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, item->v_list + at, p->kv_type,
-                                p->v_scale.data ? item->v_scales + at : NULL, b->acc, acc_stride);
+                                p->v_scale.data ? item->v_scales + at : NULL, job->prefetch_far, b->acc,
+                                acc_stride);
         return;
     }
     FA_CAT(fa_accumulate_visible_, FA_SFX)

@@ -128,13 +128,15 @@ typedef struct {
          * most FA_HALF_ROWS real query rows (a decode step): bit for bit what scores and accumulate         \
          * give on the same rows widened. Key c's row is k_rows[c] (any address and alignment: a page of     \
          * a paged cache is as good as a contiguous run), its scale scale[c] (NULL but for the quantized     \
-         * types); the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched.      \
-         * Only the float set's are called (stored types accumulate in float). */                            \
+         * types); the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched:      \
+         * a few keys before their use into L1, and with `far` FA_STORED_AHEAD keys ahead into L2 too        \
+         * (the CPU's choice: plan/block_sizes.h). Only the float set's are called (stored types             \
+         * accumulate in float). */                                                                          \
         void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,              \
-                              const void *const *k_rows, fa_dtype kt, const float *scale, T *s);             \
+                              const void *const *k_rows, fa_dtype kt, const float *scale, int far, T *s);    \
         void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,           \
-                                  const void *const *x_rows, fa_dtype xt, const float *scale, T *acc,        \
-                                  int64_t acc_stride);                                                       \
+                                  const void *const *x_rows, fa_dtype xt, const float *scale, int far,       \
+                                  T *acc, int64_t acc_stride);                                               \
         /* Dropout's keep mask (kernels/philox.h) on the transposed probability tile s[c][r] whose row r     \
          * is mask row i0 + r and column c mask key j0 + c, for r < rows, c < cols: a kept probability       \
          * times kept (1/(1 - p) rounded to T once), a dropped one 0; nothing else is touched. */            \

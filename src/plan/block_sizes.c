@@ -97,13 +97,16 @@ static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
     return avx512_f32_forward(pass, in) && in->cpu.vendor == FA_CPU_INTEL;
 }
 
-/* A [token][head][dim] f32 cache is read 512 bytes of each 4 KiB token row per head: on AMD only far
- * prefetches keep enough misses in flight, on Intel the plain kernels are faster. `fa-bench
- * --decode-batch 16:1024-32768 --h 8 --d 128 --page-size 16`, the contiguous call's min ms: Zen 4
- * (2 cores) at 1 / 2 threads, plain 220-239 / 112-125, lists 151-163 / 104-116; the Xeon (family 6
- * model 207, 16 cores), lists / plain in one run at 1 / 4 / 16 threads: 0.88-1.07 / 1.23-1.34 /
- * 1.00-1.46 (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
-int fa_decode_reads_lists(const fa_cpu_model *cpu)
+/* A [token][head][dim] cache is read 512 bytes of each 4 KiB token row per head (f32, D = 128): on
+ * AMD only far prefetches keep enough misses in flight, on Intel they cost more than they bring.
+ * `fa-bench --decode-batch 16:1024-32768 --h 8 --d 128 --page-size 16`, min ms: Zen 4 (2 cores),
+ * contiguous, at 1 / 2 threads, plain kernels 220-239 / 112-125, lists with far prefetches 151-163 /
+ * 104-116, lists without them (and no near ones in the scores) 228-230 / 118-120. The Xeon (family 6
+ * model 207, 16 cores), contiguous, lists / plain kernels in one run at 1 / 4 / 16 threads: with
+ * far prefetches 0.88-1.07 / 1.23-1.34 / 1.00-1.46, with near ones only 1.05-1.16 / 1.06-1.19 /
+ * 0.96-1.09; paged lists with near ones only 0.69-0.95x the time of far ones at 4 and 16 threads
+ * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
+int fa_decode_prefetches_far(const fa_cpu_model *cpu)
 {
     return cpu->vendor == FA_CPU_AMD;
 }

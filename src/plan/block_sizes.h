@@ -40,11 +40,11 @@ typedef struct {
  * from one long sequence (schedule.h). */
 #define FA_DECODE_BLOCK_K 64
 
-/* Whether a decode step over a contiguous f32 cache reads its rows through row lists, as a stored or
- * paged cache's are (drivers/forward_float.h), with their prefetches far ahead into L2 and across
- * tiles, instead of the plain kernels' near ones into L1 within a tile. The bits are the same either
- * way; the choice is measured per CPU maker (block_sizes.c). */
-int fa_decode_reads_lists(const fa_cpu_model *cpu);
+/* Whether a decode step's row lists (drivers/forward_float.h: a stored or paged cache) are also
+ * prefetched far ahead into L2 (kernels.h, scores_stored), and a contiguous f32 cache is then read
+ * through lists too, instead of by the plain kernels, whose prefetches are near ones into L1 within
+ * a tile. The bits are the same either way; the choice is measured per CPU maker (block_sizes.c). */
+int fa_decode_prefetches_far(const fa_cpu_model *cpu);
 
 /* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
  * the table's row for it, which takes items of more rows (blocks of FA_FLOAT_BLOCK_ROWS or

@@ -21,13 +21,11 @@
  * 2 bytes an element, a quantized one 1, once, instead of widening a tile into the arena and reading
  * that again. */
 
-/* Rows are asked for FA_STORED_AHEAD (kernels.h: 64) keys ahead of their use, into L2: far enough that
- * a row's DRAM latency is hidden behind the rows before it, near enough that L2 keeps them; the row
- * lists carry that many more rows, the next keys' (the drivers' next tile, or a page's next page),
- * so the next rows arrive in time across tiles and pages. On the Xeon VM a decode step over a bf16
- * cache (B1 H8 Nk32768 D128) took 14.2 ms with 16 keys ahead into L1 and within the tile, 11.7-12.1
- * with 64 keys into L2. Each row is asked for again into L1 FA_PREFETCH_KEYS (16) keys before its
- * use: on the 16-core Xeon a bf16 cache's decode batch took 0.85-0.88x the time at 4 and 16 threads
+/* Rows are asked for FA_PREFETCH_KEYS (16) keys before their use into L1, and with `far` (the CPU's
+ * choice, plan/block_sizes.h) FA_STORED_AHEAD (kernels.h: 64) keys ahead into L2 as well: far enough
+ * that a row's DRAM latency is hidden behind the rows before it, near enough that L2 keeps them. The
+ * row lists carry FA_STORED_AHEAD more rows, the next keys' (the drivers' next tile, or a page's next
+ * page), so the next rows arrive in time across tiles and pages
  * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
 
 /* The kind the products read rows of type t in: E4M3 as its halves with the factor 256 in the
@@ -43,20 +41,22 @@ FA_INLINE int FA_NAME(stored_kind_)(fa_dtype t, const float *scale, int64_t cols
 }
 
 static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                    const void *const *k_rows, fa_dtype kt, const float *scale, FA_T *s)
+                                    const void *const *k_rows, fa_dtype kt, const float *scale, int far,
+                                    FA_T *s)
 {
     FA_NAME(scores_few_rows_body_)
     (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s,
-     FA_STORED_AHEAD, 1, FA_HINT_L2);
+     far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS, 1, far ? FA_HINT_L2 : FA_HINT_L1);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
  * `kind` (FA_KIND_OWN: FA_T itself), key t's row at x_rows[t] from element x_off on (a quantized
- * key's elements times scale[t]); x_rows has FA_STORED_AHEAD entries past `steps` to prefetch. */
+ * key's elements times scale[t]); x_rows has FA_STORED_AHEAD entries past `steps` to prefetch (far
+ * ones only with `far`). */
 FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int nv, const int tail,
                                          int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld,
                                          const void *const *x_rows, int64_t x_off, const float *scale,
-                                         FA_T *acc, int64_t acc_stride)
+                                         const int far, FA_T *acc, int64_t acc_stride)
 {
     const int64_t elem = FA_NAME(kind_size_)(kind);
     const int scaled = kind > FA_F16; /* FA_KIND_E4M3_HALVES too */
@@ -74,9 +74,10 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
     for (int64_t t = 0; t < steps; t++) {
         const char *row = (const char *)x_rows[t] + x_off * elem,
                    *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
-        for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem;
-             e += 64) /* every 64-byte line of the chunk's part */
-            FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
+        if (far)
+            for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem;
+                 e += 64) /* each line of the chunk's part */
+                FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* and near their use, into L1 */
             FA_PREFETCH((const char *)x_rows[t + FA_PREFETCH_KEYS] + x_off * elem + e, FA_HINT_L1);
         vec xv[FA_HALF_VECS_FEW];
@@ -118,8 +119,8 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
  * the bits are half_rows_block_'s; the loop spends one instruction per 16 elements widening, not two
  * (on an Intel server core both ran on the FMA ports). */
 FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w,
-                                          int64_t ld, const void *const *x_rows, int64_t x_off, FA_T *acc,
-                                          int64_t acc_stride)
+                                          int64_t ld, const void *const *x_rows, int64_t x_off, const int far,
+                                          FA_T *acc, int64_t acc_stride)
 {
     vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
     FA_UNROLL
@@ -132,8 +133,10 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
     for (int64_t t = 0; t < steps; t++) {
         const uint16_t *x = (const uint16_t *)x_rows[t] + x_off,
                        *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
-        for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* every 64-byte line of the chunk's part */
-            FA_PREFETCH(ahead + e, FA_HINT_L2);
+        if (far)
+            for (int64_t e = 0; e < (int64_t)nv * FA_LANES;
+                 e += 32) /* each 64-byte line of the chunk's part */
+                FA_PREFETCH(ahead + e, FA_HINT_L2);
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* and near their use, into L1 */
             FA_PREFETCH((const uint16_t *)x_rows[t + FA_PREFETCH_KEYS] + x_off + e, FA_HINT_L1);
         vec xv[FA_HALF_VECS_FEW];
@@ -169,11 +172,11 @@ _Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW && FA_HALF_
     static __attribute__((noinline)) void FA_HALF_ROWS_FN(K, NR, NV, TAIL)(                               \
         int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows,            \
             int64_t x_off,                                                                                \
-        const float *scale, FA_T *acc, int64_t acc_stride)                                                \
+        const float *scale, int far, FA_T *acc, int64_t acc_stride)                                       \
     {                                                                                                     \
         if ((NV) <= FA_HALF_VECS_OF(NR))                                                                  \
-            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale, acc, \
-                                      acc_stride);                                                        \
+            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale, far, \
+                                      acc, acc_stride);                                                   \
     }
 #define FA_HALF_ROWS_DEFINE_VECS(K, NR, NV) FA_HALF_ROWS_DEFINE(K, NR, NV, 0) \
     FA_HALF_ROWS_DEFINE(K, NR, NV, 1)
@@ -207,11 +210,11 @@ FA_HALF_ROWS_DEFINE_TYPE(7)
     static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(int64_t steps, const FA_T *w,  \
         int64_t ld,                                                                               \
                                                                    const void *const *x_rows,     \
-                                                                       int64_t x_off,             \
+                                                                       int64_t x_off, int far,    \
                                                                    FA_T *acc, int64_t acc_stride) \
     {                                                                                             \
         if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, \
-            x_off, acc, acc_stride);                                                              \
+            x_off, far, acc, acc_stride);                                                         \
     }
 #define FA_HALF_PAIRS_DEFINE_ROWS(NR) FA_HALF_PAIRS_DEFINE(NR, 2) FA_HALF_PAIRS_DEFINE(NR, 4)
 #define FA_HALF_PAIRS_DEFINE_WIDE(NR)                                                                        \
@@ -222,13 +225,13 @@ FA_HALF_PAIRS_DEFINE_ROWS(3)
 FA_HALF_PAIRS_DEFINE_ROWS(4)
 #define FA_HALF_PAIRS_CASE(NR, NV)                                                                           \
     case (NR) * 16 + (NV):                                                                                   \
-        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, x_rows, y, acc + y, acc_stride);                               \
+        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, x_rows, y, far, acc + y, acc_stride);                          \
         continue;
 #define FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 2) FA_HALF_PAIRS_CASE(NR, 4)
 #define FA_HALF_PAIRS_WIDE(NR) FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 6) FA_HALF_PAIRS_CASE(NR, 8)
 #endif
 #define FA_HALF_ROWS_KIND_CALL(K, NR, NV, TAIL)                                                              \
-    FA_HALF_ROWS_FN(K, NR, NV, TAIL)(cols, width, p, ld, x_rows, y, scale, acc + y, acc_stride)
+    FA_HALF_ROWS_FN(K, NR, NV, TAIL)(cols, width, p, ld, x_rows, y, scale, far, acc + y, acc_stride)
 #define FA_HALF_ROWS_CASE(NR, NV, TAIL)                                                                      \
     case ((NR) * 16 + (NV)) * 2 + (TAIL):                                                                    \
         switch (kind) {                                                                                      \
@@ -250,8 +253,8 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
 // clang-format on
 
 static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
-                                        const void *const *x_rows, fa_dtype xt, const float *scale, FA_T *acc,
-                                        int64_t acc_stride)
+                                        const void *const *x_rows, fa_dtype xt, const float *scale, int far,
+                                        FA_T *acc, int64_t acc_stride)
 {
     const int kind = FA_NAME(stored_kind_)(xt, scale, cols);
     const int64_t chunk = (int64_t)FA_HALF_VECS_OF(rows) * FA_LANES;
