@@ -38,6 +38,10 @@
  *              (Q and dO in pairs and in pairs of rows, lse and delta, the P and dS tiles (and the
  *               softcap's), P or dS in bf16, Kᵀ, the larger of the dK/dV and the transposed dQ sums)
  *
+ * A decode step's group of n items (f32 queries, at most 4 rows each, bq = rows) shares one score
+ * tile and, read in place (a paged or stored cache), two row lists of bk + 64 pointers:
+ *   n·(r64(D·ld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4)) + r64(bk·sld·4) + 2·r64((bk + 64)·8)
+ *
  * None of it depends on Nq or Nk. */
 #ifndef FA_TEST_SCRATCH_FORMULA_H
 #define FA_TEST_SCRATCH_FORMULA_H
@@ -87,6 +91,15 @@ static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, in
 {
     return (q_half ? sf_r64((size_t)(bq * d) * 4) + sf_r64((size_t)(bq * dv) * 4) : 0) +
            (kv_half ? sf_r64((size_t)(bk * d) * 4) + sf_r64((size_t)(bk * dv) * 4) : 0);
+}
+
+/* A decode group of n f32 items of bq rows, read in place (the header's formula above; its stored
+ * cache's tiles are forward_half_tiles'). */
+static inline size_t decode_group_scratch(int64_t n, int64_t bq, int64_t bk, int64_t d, int64_t dv)
+{
+    size_t ld = sf_up(bq, 16), sld = ld < 64 ? ld : 64;
+    size_t item = sf_r64((size_t)d * ld * 4) + sf_r64((size_t)bq * sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4);
+    return (size_t)n * item + sf_r64((size_t)bk * sld * 4) + 2 * sf_r64((size_t)(bk + 64) * 8);
 }
 
 /* The all-bf16 backward on dot-product units. */

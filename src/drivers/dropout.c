@@ -24,13 +24,17 @@ fa_dropout_stream fa_dropout_stream_of(uint64_t seed, uint64_t offset, double p,
 void fa_dropout_keep_bytes(const fa_dropout_stream *st, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                            uint8_t *mask, int64_t ld)
 {
+    if (cols <= 0) return;
+    const int64_t g_first = j0 / FA_DROPOUT_GROUP, g_last = (j0 + cols - 1) / FA_DROPOUT_GROUP;
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) {
-            const int64_t i = i0 + r, j = j0 + c;
-            const uint32_t ctr[4] = {st->stream[0], st->stream[1], (uint32_t)(j >> 3), (uint32_t)i};
+        for (int64_t g = g_first; g <= g_last; g++) { /* one generator call per group of keys */
+            const uint32_t ctr[4] = {st->stream[0], st->stream[1], (uint32_t)g, (uint32_t)(i0 + r)};
             uint32_t x[4];
             fa_philox4x32_10(ctr, st->key, x);
-            mask[r * ld + c] = (uint8_t)fa_dropout_kept(st, x[(j & 7) >> 1], (int)(j & 7));
+            for (int e = 0; e < FA_DROPOUT_GROUP; e++) {
+                const int64_t c = g * FA_DROPOUT_GROUP + e - j0;
+                if (c >= 0 && c < cols) mask[r * ld + c] = (uint8_t)fa_dropout_kept(st, x[e / 2], e);
+            }
         }
 }
 

@@ -64,7 +64,8 @@ typedef struct {
 /* Keys a generator call decides: 8 slices of 16 bits of its 4 words. */
 #define FA_DROPOUT_GROUP 8
 
-/* Whether a 16-bit slice `e` (0..7) of the words x[0..3] of one lane is kept. */
+/* Whether slice `e` (0..7) of a generator call's words is kept, given `word`, the word holding it
+ * (x[e / 2]). */
 static inline int fa_dropout_kept(const fa_dropout_stream *st, uint32_t word, int e)
 {
     return ((word >> (16 * (e & 1))) & 0xFFFFu) < st->threshold;
