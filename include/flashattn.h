@@ -479,7 +479,9 @@ typedef struct {
     int block_q;     /**< query rows per work item; 0 = chosen from the cache sizes and head dims. A call uses
                           at most its Nq (a larger block covers the same rows, bit for bit) */
     int block_k;     /**< keys per tile; 0 = chosen from the CPU, the caches, the head dims and Nq (a decode
-                          step's forward: 64); at most Nk per call */
+                          step's forward: 64), and for the backward on AMD from Nk (long rows take up to
+                          512 keys; the blocks change the bits, the thread count never); at most Nk per
+                          call */
 } fa_context_opts;
 
 /** The size of fa_context_opts in 0.4.0, the first size-tagged layout: the smallest struct_size a call

@@ -3,9 +3,10 @@
  * or amx table take 64-key forward tiles for f32 calls of more than a few query rows; every CPU on a
  * table with avx512's float kernels (avx512, amx, avx512_bf16) takes 256 or 128 query rows for them
  * while those leave FA_SPLIT_TARGET_ITEMS items; an all-bf16 forward on AMX tiles 512, 256 or 128
- * rows (half as many items) and 512 keys; every other case (other tables, f64, decode-shaped calls,
- * batches of sequences, every backward) takes 64 rows and the L2 rule; every block_k is a multiple of 16
- * within the pass's range, whatever the cache size reported. And a context's automatic choice is
+ * rows (half as many items) and 512 keys; AMD's f32 backward over long rows wider key tiles; every
+ * other case (other tables, f64, decode-shaped calls, batches of sequences, every other backward) takes
+ * 64 rows and the L2 rule; every block_k is a multiple of 16 within the pass's range, whatever the
+ * cache size reported. And a context's automatic choice is
  * the table's for this machine's CPU. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -22,18 +23,18 @@
 static fa_block_inputs inputs(fa_cpu_vendor vendor, const char *table, size_t l2, int64_t d, size_t elem,
                               int64_t q_len)
 {
-    fa_block_inputs in = {{vendor, vendor == FA_CPU_AMD ? 0x19u : 6u, vendor == FA_CPU_AMD ? 0x11u : 0xcfu},
-                          table,
-                          l2,
-                          d,
-                          d,
-                          64,
-                          q_len,
-                          8,
-                          elem,
-                          0,
-                          0,
-                          1};
+    fa_block_inputs in = {
+        .cpu = {vendor, vendor == FA_CPU_AMD ? 0x19u : 6u, vendor == FA_CPU_AMD ? 0x11u : 0xcfu},
+        .table = table,
+        .l2 = l2,
+        .dim = d,
+        .dim_v = d,
+        .block_q = 64,
+        .q_len = q_len,
+        .kv_len = q_len,
+        .heads = 8,
+        .elem = elem,
+        .threads = 1};
     return in;
 }
 
@@ -159,6 +160,39 @@ Test(block_sizes, every_other_case_takes_the_l2_rule)
         }
 }
 
+/* On AMD the backward widens its key tiles over long rows: the L2 rule up to the forward's 512 keys,
+ * halved until the row holds FA_BACKWARD_LONG_ROWS_KEY_BLOCKS of them, and never below the rule's
+ * 128-key tile; shorter rows, f64 and every other vendor keep that tile. */
+Test(block_sizes, amd_backward_widens_key_tiles_over_long_rows)
+{
+    static const struct {
+        int64_t d, kv_len, want; /* a Zen 4's 1 MiB L2, 64-row query blocks */
+    } rows[] = {{64, 4096, 128},   {64, 8192, 128},   {64, 16384, 256},  {64, 32768, 512},
+                {64, 65536, 512},  {128, 16384, 256}, {128, 65536, 512}, {256, 65536, 336},
+                {256, 16384, 160}, {512, 65536, 176}, {16, 1 << 20, 512}};
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+        fa_block_inputs in =
+            inputs(FA_CPU_AMD, "avx512_bf16", (size_t)1 << 20, rows[r].d, sizeof(float), 4096);
+        in.kv_len = rows[r].kv_len;
+        const int64_t bk = fa_block_k_automatic(FA_PASS_BACKWARD, &in),
+                      rule = l2_rule(&in, FA_BACKWARD_MAX_BLOCK_K);
+        cr_expect_eq(bk, rows[r].want, "D=%lld, Nk=%lld", (long long)rows[r].d, (long long)rows[r].kv_len);
+        cr_expect(bk % 16 == 0 && bk >= rule && bk <= l2_rule(&in, FA_FORWARD_MAX_BLOCK_K));
+        if (bk > rule) cr_expect_geq(in.kv_len / bk, FA_BACKWARD_LONG_ROWS_KEY_BLOCKS);
+        in.elem = sizeof(double); /* not measured */
+        cr_expect_eq(fa_block_k_automatic(FA_PASS_BACKWARD, &in), l2_rule(&in, FA_BACKWARD_MAX_BLOCK_K));
+        static const fa_cpu_vendor others[] = {FA_CPU_INTEL, FA_CPU_OTHER};
+        for (size_t v = 0; v < 2; v++) {
+            fa_block_inputs other =
+                inputs(others[v], "avx512", (size_t)1 << 20, rows[r].d, sizeof(float), 4096);
+            other.kv_len = rows[r].kv_len;
+            cr_expect_eq(fa_block_k_automatic(FA_PASS_BACKWARD, &other),
+                         l2_rule(&other, FA_BACKWARD_MAX_BLOCK_K), "vendor %d keeps the rule",
+                         (int)others[v]);
+        }
+    }
+}
+
 /* On this machine: an automatic forward's block_k (fa_stats) is the table's for this CPU, the
  * context's kernel table and the L2 size its topology reports: the context hands the table its
  * inputs (whose rows the tests above check). */
@@ -175,9 +209,17 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     fa_stats st = FA_STATS_INIT;
     fa_context_stats(ctx, &st);
     fa_cpu_model cpu = fa_cpu_identify();
-    fa_block_inputs in = {
-        cpu, st.isa,        fa_topology_caches(ctx->topology).l2, D, D, 64, N, 1, sizeof(float), 0,
-        0,   st.num_threads};
+    fa_block_inputs in = {.cpu = cpu,
+                          .table = st.isa,
+                          .l2 = fa_topology_caches(ctx->topology).l2,
+                          .dim = D,
+                          .dim_v = D,
+                          .block_q = 64,
+                          .q_len = N,
+                          .kv_len = N,
+                          .heads = 1,
+                          .elem = sizeof(float),
+                          .threads = st.num_threads};
     int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
     cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
                  in.l2);

@@ -47,12 +47,12 @@
  *                                                        rows' shapes were as fast as any on a Zen 4
  *                                                        (B1 H8 N2048 D64: q 128-512 x k 128-512 all
  *                                                        within 51-59 ms, the spread of the runs)
- * The backward keeps the L2 rule on every CPU (at most 128 keys: it holds three tiles): on the
+ * The backward takes the L2 rule up to 128 keys (it holds three tiles and the dK, dV sums): on the
  * Intel VM 128 keys were as fast as 64 or faster at D=64 (462-508 ms against 499-514); on a Zen 4
  * the bf16 backward on vdpbf16ps took 166-174 ms over q 64-128 x k 64-256 (B1 H8 N2048 D64), the
- * rule's 64 x 128 172 ms: no row of its own. Decode-shaped forward calls (a few query rows) take 64
- * keys on every CPU: their tiles are a few rows wide, and shorter tiles mean shorter split chunks,
- * enough of them to feed a large node. */
+ * rule's 64 x 128 172 ms. Over long rows AMD takes wider ones (backward_block_k, below).
+ * Decode-shaped forward calls (a few query rows) take 64 keys on every CPU: their tiles are a few rows
+ * wide, and shorter tiles mean shorter split chunks, enough of them to feed a large node. */
 #include "plan/block_sizes.h"
 
 #include <string.h>
@@ -140,9 +140,28 @@ int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
     return 64;
 }
 
+/* The backward's key tile: the L2 rule up to 128 keys; on AMD, over rows long enough to keep
+ * FA_BACKWARD_LONG_ROWS_KEY_BLOCKS key blocks, the rule up to 512 keys (halved until the row holds
+ * that many). A fused item walks every query block of its head for each key block, rereading Q, dO
+ * and the dq rows each time (12 MiB a head at N = 16384, D = 64): wider key blocks read them fewer
+ * times. Zen 4, f32, 1 thread, % of the FMA probe at 128 / 256 / 512 keys: D = 64 N = 16384 82.3 /
+ * 86.9 / 89.1 (causal 82.1 / 88.3 / 89.1), D = 128 83.0 / 86.7 / 88.9 (causal 84.0 / 87.1 / 87.6),
+ * against 87.5 / 87.7 / 88.8 at N = 4096; the wavefront plan on one head, 2 threads, N = 16384 causal
+ * 79.9 / 85.8 / 85.5. Fewer key blocks cost the wavefront plan its pipeline: 3 heads N = 4096 causal
+ * (8 blocks of 512 per head) 82.4 against 77.1, 5 heads N = 2048 78.5 against 68.7, 2 threads
+ * (bench/results/2026-12-04-backward-key-tiles-amd-zen4.md). Not measured on Intel: its rows stay. */
+static int64_t backward_block_k(const fa_block_inputs *in)
+{
+    const int64_t rule = l2_rule(in, FA_BACKWARD_MAX_BLOCK_K, in->block_q);
+    if (in->cpu.vendor != FA_CPU_AMD || in->elem != sizeof(float)) return rule;
+    int64_t wide = l2_rule(in, FA_FORWARD_MAX_BLOCK_K, in->block_q);
+    while (wide > rule && in->kv_len / wide < FA_BACKWARD_LONG_ROWS_KEY_BLOCKS) wide = wide / 2 / 16 * 16;
+    return wide > rule ? wide : rule;
+}
+
 int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
 {
-    if (pass == FA_PASS_BACKWARD) return l2_rule(in, FA_BACKWARD_MAX_BLOCK_K, in->block_q);
+    if (pass == FA_PASS_BACKWARD) return backward_block_k(in);
     if (in->q_len <= FEW_ROWS) return FA_DECODE_BLOCK_K;
     if (in->pairs) return FA_FORWARD_MAX_BLOCK_K;
     if (intel_avx512_f32_forward(pass, in)) return 64;
@@ -163,18 +182,19 @@ void fa_blocks_for(const fa_context *ctx, const fa_problem *p, size_t elem, fa_p
                    int64_t *block_q, int64_t *block_k)
 {
     int64_t q_len = p->q_len, kv_len = p->kv_len;
-    fa_block_inputs in = {ctx->cpu,
-                          ctx->kernels->name,
-                          fa_topology_caches(ctx->topology).l2,
-                          p->dim,
-                          p->dim_v,
-                          64,
-                          q_len,
-                          p->seqs ? 0 : p->batch * p->q_heads,
-                          elem,
-                          pass == FA_PASS_FORWARD && pairs,
-                          p->bias.data != NULL && p->bias.stride_seq != 0,
-                          ctx->num_threads};
+    fa_block_inputs in = {.cpu = ctx->cpu,
+                          .table = ctx->kernels->name,
+                          .l2 = fa_topology_caches(ctx->topology).l2,
+                          .dim = p->dim,
+                          .dim_v = p->dim_v,
+                          .block_q = 64,
+                          .q_len = q_len,
+                          .kv_len = kv_len,
+                          .heads = p->seqs ? 0 : p->batch * p->q_heads,
+                          .elem = elem,
+                          .pairs = pass == FA_PASS_FORWARD && pairs,
+                          .row_bias = p->bias.data != NULL && p->bias.stride_seq != 0,
+                          .threads = ctx->num_threads};
     int64_t span = fa_row_key_span(p);
     int64_t bq = ctx->block_q > 0                             ? ctx->block_q
                  : span < kv_len && span < NARROW_WINDOW_KEYS ? 32

@@ -14,14 +14,14 @@
 typedef enum { FA_PASS_FORWARD, FA_PASS_BACKWARD } fa_pass;
 
 /* What the choice depends on: the CPU, the kernel table in use, the L2 size (0: unknown), the
- * context's thread count, and the problem's head dims, query block, query rows, heads (batch · query
- * heads: the items one query block index makes; 0 for a batch of sequences, whose shorter sequences
- * make fewer) and element size (of the accumulation type). */
+ * context's thread count, and the problem's head dims, query block, query rows, key rows, heads (batch ·
+ * query heads: the items one query block index makes; 0 for a batch of sequences, whose shorter
+ * sequences make fewer) and element size (of the accumulation type). */
 typedef struct {
     fa_cpu_model cpu;
     const char *table; /* fa_kernels.name */
     size_t l2;
-    int64_t dim, dim_v, block_q, q_len, heads;
+    int64_t dim, dim_v, block_q, q_len, kv_len, heads;
     size_t elem;
     int pairs;    /* an all-bf16 forward on the table's bf16 dot-product units (forward_dot.h) */
     int row_bias; /* a bias with a row of its own per query row, which an item streams from memory */
@@ -30,9 +30,14 @@ typedef struct {
 
 /* The largest automatic key tile of each pass. The backward's is smaller: a dK/dV item holds
  * block_k·(dim + dim_v) accumulators besides its three tiles, and more key blocks keep every thread
- * busy on a single long sequence. */
+ * busy on a single long sequence. Over long rows on AMD it takes up to the forward's
+ * (FA_BACKWARD_LONG_ROWS_KEY_BLOCKS, block_sizes.c). */
 #define FA_FORWARD_MAX_BLOCK_K  512
 #define FA_BACKWARD_MAX_BLOCK_K 128
+
+/* Key blocks a row of keys keeps at least when the backward widens its tiles past
+ * FA_BACKWARD_MAX_BLOCK_K (AMD): items enough for the wavefront plan's pipeline on one sequence. */
+#define FA_BACKWARD_LONG_ROWS_KEY_BLOCKS 64
 
 /* A decode step's forward key tile (at most FA_DECODE_ROWS query rows, every CPU). Its tiles are a
  * few rows wide, so nothing is reused from L2 and a short tile costs little more per key; it is what
