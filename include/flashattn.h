@@ -704,10 +704,13 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  *
  * The probabilities are recomputed tile by tile from q, k and lse; no Nq×Nk matrix is stored.
  * Extra memory: the per-thread arena (see the README's Memory section), B·Hq·Nq values of
- * delta = rowsum(dout ∘ out) and, with few heads, one int per query block, kept in the context and
- * grown only when a call needs more. p->dbias takes none: its sums are made in dbias itself, in the
- * accumulation type (a bias broadcast over batch, heads or rows costs time, not memory: S and dP are
- * computed once more for it).
+ * delta = rowsum(dout ∘ out), with few heads one int per query block, and, where dq is FA_BF16 or
+ * FA_F16 or the call runs on bf16 dot-product units, float dQ sums: one padded bq × D block per
+ * query block, B·Hq·⌈Nq/bq⌉ of them (about B·Hq·Nq·D floats; none when the third way below runs,
+ * which it does should they not fit), kept in the context and grown only when a call needs more.
+ * p->dbias takes none: its sums are made in dbias itself, in the accumulation type (a bias
+ * broadcast over batch, heads or rows costs time, not memory: S and dP are computed once more for
+ * it).
  *
  * Determinism: dq, dk and dv (and dsinks, dbias) are bitwise identical for every thread count, binding
  * mode and repetition. There are no floating-point atomics and no reduction whose order depends on the
@@ -717,9 +720,9 @@ FA_API fa_status fa_forward(fa_context *ctx, const fa_params *p, const fa_tensor
  * fewer heads than that, when each thread has a core of its own); or items per key block for dk
  * and dv and items per query block for dq, which recompute the probabilities once more but never
  * wait (threads sharing cores). All three make the same arithmetic operations in the same order for
- * every output element, so the choice changes the speed and never a bit. Half-precision q (FA_BF16,
- * FA_F16) always takes the third, whose dq sums stay in float in the arena (the other two sum dq in
- * the caller's dq rows); that choice depends on the dtype only.
+ * every output element, so the choice changes the speed and never a bit. dq is summed in float
+ * and, when half precision, rounded once: the third way sums in its arena, the other two in the
+ * caller's dq rows when they are float, else in the context's dQ sums (above).
  *
  * Refused, with nothing written: as fa_forward, plus lse NULL (FA_ERR_NULL); dout, dq, dk or dv
  * of the wrong shape (FA_ERR_SHAPE); dout of another dtype than q, dq than q (or FA_F32 under half

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "drivers/backward.h"
+#include "half_util.h"
 #include "util.h"
 #include "util_backward.h"
 
@@ -126,6 +127,72 @@ Test(backward_plans, every_plan_gives_bitwise_identical_gradients)
             if (f32) tub_ref_free(&naive);
             for (int r = 0; r < N_RUNS; r++) tub_free(&pr[r]);
         }
+        for (int r = 0; r < N_RUNS; r++) fa_context_destroy(ctx[r]);
+    }
+}
+
+/* Half-precision q, k and v: the fused and wavefront plans sum a half dq in float in a buffer the
+ * context keeps (one dQ item's accumulator per query block), and an all-bf16 call on a table with
+ * bf16 dot-product units sums dQ transposed there too; each rounds once at the block's last key
+ * block, so every plan must give the split plan's bytes. bf16/bf16 (the dot units where the table
+ * has them, else widened), f16/f16 (widened), and f32 queries over a bf16 cache (a float dq: summed
+ * in the caller's rows), with query blocks that meet no key (bottom-right, Nq > Nk), GQA, odd blocks
+ * and a layout with gaps; the plan each call took is checked, so no fallback passes silently. */
+Test(backward_plans, half_gradients_are_bitwise_identical_under_every_plan)
+{
+    static const fa_dtype types[][2] = {{FA_BF16, FA_BF16}, {FA_F16, FA_F16}, {FA_F32, FA_BF16}};
+    static const struct {
+        int64_t batch, q_heads, kv_heads, q_len, kv_len, dim, dim_v;
+        fa_causal causal;
+    } shapes[] = {
+        {2, 4, 2, 100, 110, 32, 24, FA_CAUSAL_NONE},
+        {1, 2, 1, 150, 70, 16, 16, FA_CAUSAL_BOTTOM_RIGHT}, /* the first 80 rows see no key */
+        {1, 1, 1, 130, 130, 64, 64, FA_CAUSAL_TOP_LEFT},
+    };
+    static const char *names[3] = {"dq", "dk", "dv"};
+    static const int half_blocks[][2] = {{0, 0}, {13, 24}, {32, 16}};
+    uint64_t seed = tu_test_seed();
+    for (int b = 0; b < 3; b++) {
+        fa_context *ctx[N_RUNS];
+        for (int r = 0; r < N_RUNS; r++)
+            ctx[r] = plan_context(runs[r].threads, half_blocks[b][0], half_blocks[b][1], runs[r].plan);
+        for (int t = 0; t < 3; t++)
+            for (int c = 0; c < 3; c++) {
+                kit_shape s = {types[t][0],        types[t][1],
+                               shapes[c].batch,    shapes[c].q_heads,
+                               shapes[c].kv_heads, shapes[c].q_len,
+                               shapes[c].kv_len,   shapes[c].dim,
+                               shapes[c].dim_v,    c == 0 ? KIT_BSHD : KIT_BHSD};
+                fa_params p = FA_PARAMS_INIT;
+                p.causal = shapes[c].causal;
+                const uint64_t case_seed = seed + (uint64_t)(9 * b + 3 * t + c);
+                kit_problem pr[N_RUNS];
+                char desc[400];
+                hu_desc(&s, &p, desc, sizeof desc);
+                for (int r = 0; r < N_RUNS; r++) {
+                    tu_rng rng = tu_rng_make(case_seed); /* the same inputs for every plan */
+                    hu_make(&pr[r], &s, &rng, 2.5);
+                    cr_assert_eq(hu_forward(ctx[0], &p, &pr[r]), FA_OK, "%s: %s", desc, fa_last_error());
+                    cr_assert_eq(hu_backward(ctx[r], &p, &pr[r]), FA_OK, "%s (%s): %s", desc, runs[r].name,
+                                 fa_last_error());
+                    fa_stats st = FA_STATS_INIT;
+                    cr_assert_eq(fa_context_stats(ctx[r], &st), FA_OK);
+                    cr_expect(st.backward_plan && strcmp(st.backward_plan, runs[r].name) == 0,
+                              "%s, blocks %d/%d: the %s plan was forced, %s ran", desc, half_blocks[b][0],
+                              half_blocks[b][1], runs[r].name, st.backward_plan ? st.backward_plan : "NULL");
+                    cr_expect(kit_problem_guards_intact(&pr[r]), "%s (%s): wrote outside a tensor", desc,
+                              runs[r].name);
+                    for (int g = 0; g < 3 && r > 0; g++) {
+                        int64_t where = -1;
+                        cr_expect(hu_views_bitwise_equal(&pr[r].t[KIT_DQ + g], &pr[0].t[KIT_DQ + g], &where),
+                                  "%s, blocks %d/%d, seed %llu: %s of the %s plan (%d threads) differs from "
+                                  "the split plan's at flat index %lld",
+                                  desc, half_blocks[b][0], half_blocks[b][1], (unsigned long long)case_seed,
+                                  names[g], runs[r].name, runs[r].threads, (long long)where);
+                    }
+                }
+                for (int r = 0; r < N_RUNS; r++) kit_problem_free(&pr[r]);
+            }
         for (int r = 0; r < N_RUNS; r++) fa_context_destroy(ctx[r]);
     }
 }

@@ -29,8 +29,12 @@ typedef struct {
     fa_backward_plan plan;     /* resolved: FUSED, SPLIT or WAVEFRONT */
     atomic_int *dq_progress;   /* wavefront: [batch][q_heads][q_blocks] key blocks added to dq so far */
     const int64_t *first_item; /* a batch of sequences: sequence b's first delta item (batch + 1 entries) */
-    const int64_t *first_grad; /* ... and its first split-plan item (half-precision queries only) */
-    int dot; /* 1: all-bf16 on the table's bf16 dot-product set (backward_dot.h; split plan) */
+    const int64_t *first_grad; /* ... and its first split-plan item (the split plan only) */
+    int dot;                   /* 1: all-bf16 on the table's bf16 dot-product set (backward_dot.h) */
+    /* The fused and wavefront plans' dQ sums where they are not the caller's float dq rows: one dQ
+     * item's accumulator (dq_sums_bytes) per query block, [batch][q_heads][q_blocks]; else NULL. */
+    void *dq_sums;
+    size_t dq_sums_bytes;
 } fa_backward_job;
 
 /* Whether a backward's items run on the table's bf16 dot-product units: every tensor bf16, a table
@@ -42,13 +46,24 @@ static int takes_dot(const fa_context *ctx, const fa_problem *p)
            p->dim_v % 2 == 0 && p->dropout_p == 0.0;
 }
 
-/* The wavefront plan's counter of query block row0 / block_q of (batch, q_head). */
+/* The index of query block row0 / block_q of (batch, q_head) among [batch][q_heads][q_blocks]. */
+static int64_t fa_backward_q_block(const fa_backward_job *job, int64_t batch, int64_t q_head, int64_t row0)
+{
+    const fa_problem *p = job->problem;
+    return (batch * p->q_heads + q_head) * job->q_schedule.q_blocks + row0 / job->q_schedule.block_q;
+}
+
+/* The wavefront plan's counter of that query block. */
 static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t batch, int64_t q_head,
                                            int64_t row0)
 {
-    const fa_problem *p = job->problem;
-    return job->dq_progress + (batch * p->q_heads + q_head) * job->q_schedule.q_blocks +
-           row0 / job->q_schedule.block_q;
+    return job->dq_progress + fa_backward_q_block(job, batch, q_head, row0);
+}
+
+/* Its tile of dQ sums under the fused and wavefront plans (job->dq_sums set). */
+static void *fa_backward_dq_sums(const fa_backward_job *job, int64_t batch, int64_t q_head, int64_t row0)
+{
+    return (char *)job->dq_sums + (size_t)fa_backward_q_block(job, batch, q_head, row0) * job->dq_sums_bytes;
 }
 
 #define FA_T         float
@@ -79,6 +94,12 @@ static atomic_int *fa_backward_dq_progress(const fa_backward_job *job, int64_t b
 static size_t backward_plan(const fa_backward_job *job)
 {
     return job->problem->dtype == FA_F64 ? backward_plan_f64(job) : backward_plan_f32(job);
+}
+
+/* The bytes of one query block's dQ sums (backward_items.h, query_sums_bytes_). */
+static size_t query_sums_bytes(const fa_backward_job *job)
+{
+    return job->problem->dtype == FA_F64 ? query_sums_bytes_f64(job) : query_sums_bytes_f32(job);
 }
 
 /* The fused plan runs whole heads, B·Hkv of them: with `rounds` of them per thread, threads sit
@@ -117,14 +138,29 @@ const char *fa_backward_plan_name(fa_backward_plan plan)
     }
 }
 
+/* The job of a backward over p with these blocks and plan, its query items those of `scheduled` (p, or
+ * a batch's longest sequence); its key-block counts and rows (delta, counters, sums) are set later. */
+static fa_backward_job backward_job(const fa_context *ctx, const fa_problem *p, const fa_problem *scheduled,
+                                    int64_t block_q, int64_t block_k, fa_backward_plan plan)
+{
+    const int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
+    fa_backward_job job = {.problem = p,
+                           .kernels = ctx->kernels,
+                           .q_schedule = fa_q_schedule_make(scheduled, block_q),
+                           .block_k = block_k,
+                           .ld = fa_round_up(block_q, pad),
+                           .plan = plan,
+                           .dot = takes_dot(ctx, p)};
+    return job;
+}
+
 /* A batch of sequences: every sequence runs the fused plan on its own dense problem (delta items,
- * then one item per (sequence, kv head)), or the split plan when the queries are half precision
- * (fa_backward_run says why), with the block sizes of the longest sequence, so each sequence's
- * gradients are those of a dense call of it alone. Not paged (validate.c refuses it). */
+ * then one item per (sequence, kv head)), with the block sizes of the longest sequence, so each
+ * sequence's gradients are those of a dense call of it alone; the split plan only where the dQ sums
+ * (fa_backward_run) do not fit in memory. Not paged (validate.c refuses it). */
 static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
 {
     size_t elem = p->dtype == FA_F64 ? sizeof(double) : sizeof(float);
-    int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
     fa_problem widest = *p, one;
     widest.q_len = widest.kv_len = 0;
     for (int64_t b = 0; b < p->batch; b++) {
@@ -132,35 +168,40 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
         if (one.q_len > widest.q_len) widest.q_len = one.q_len;
         if (one.kv_len > widest.kv_len) widest.kv_len = one.kv_len;
     }
-    int64_t block_q, block_k;
+    int64_t block_q, block_k, q_items = 0;
     fa_blocks_for(ctx, &widest, elem, FA_PASS_BACKWARD, 0, &block_q, &block_k);
-    /* the rows buffer: delta, laid out as lse, then the sequences' first delta items */
+    for (int64_t b = 0; b < p->batch; b++) {
+        fa_problem_sequence(p, b, &one);
+        q_items += fa_q_schedule_make(&one, block_q).count;
+    }
+    fa_backward_job job = backward_job(ctx, p, &widest, block_q, block_k, FA_BACKWARD_PLAN_FUSED);
+    /* the rows buffer: delta, laid out as lse, then the sequences' first delta items and first split
+     * items, then (fused, sums apart from dq) the dQ sums, sequence b's from its first delta item on */
     int64_t lse_elems = (p->seqs->cu_seqlens_q ? 1 : p->batch) * p->q_heads * p->lse_head_stride;
-    size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem);
-    if (fa_context_reserve_rows(ctx, delta_bytes + 2 * (size_t)(p->batch + 1) * sizeof(int64_t)) != 0)
-        return FA_ERR_NOMEM;
+    size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem),
+           firsts_bytes = 2 * (size_t)(p->batch + 1) * sizeof(int64_t), sums_bytes = 0;
+    if (job.dot || fa_dq_rounds(p)) {
+        job.dq_sums_bytes = query_sums_bytes(&job);
+        sums_bytes = fa_size_add(fa_size_mul3((size_t)q_items, job.dq_sums_bytes, 1), 64);
+    }
+    if (fa_context_reserve_rows(ctx, fa_size_add(delta_bytes + firsts_bytes, sums_bytes)) != 0) {
+        if (sums_bytes == 0 || fa_context_reserve_rows(ctx, delta_bytes + firsts_bytes) != 0)
+            return FA_ERR_NOMEM;
+        job.plan = FA_BACKWARD_PLAN_SPLIT, sums_bytes = 0;
+    }
+    job.delta = ctx->rows;
     int64_t *first = (int64_t *)(void *)((char *)ctx->rows + delta_bytes), *first_grad = first + p->batch + 1;
+    job.first_item = first, job.first_grad = first_grad;
+    if (sums_bytes)
+        job.dq_sums = (void *)(((uintptr_t)ctx->rows + delta_bytes + firsts_bytes + 63) & ~(uintptr_t)63);
     first[0] = first_grad[0] = 0;
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem_sequence(p, b, &one);
-        int64_t q_items = fa_q_schedule_make(&one, block_q).count;
-        first[b + 1] = first[b] + q_items;
-        first_grad[b + 1] = first_grad[b] + q_items + one.kv_heads * ((one.kv_len + block_k - 1) / block_k);
+        int64_t items = fa_q_schedule_make(&one, block_q).count;
+        first[b + 1] = first[b] + items;
+        first_grad[b + 1] = first_grad[b] + items + one.kv_heads * ((one.kv_len + block_k - 1) / block_k);
     }
-    const int split = fa_q_widens(p);
-    fa_backward_job job = {p,
-                           ctx->kernels,
-                           fa_q_schedule_make(&widest, block_q),
-                           block_k,
-                           0,
-                           0,
-                           fa_round_up(block_q, pad),
-                           ctx->rows,
-                           split ? FA_BACKWARD_PLAN_SPLIT : FA_BACKWARD_PLAN_FUSED,
-                           NULL,
-                           first,
-                           first_grad,
-                           takes_dot(ctx, p)};
+    const int split = job.plan == FA_BACKWARD_PLAN_SPLIT;
     int f64 = p->dtype == FA_F64;
     fa_team_work work = {
         .scratch_bytes = backward_plan(&job),
@@ -196,20 +237,7 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     int64_t block_q, block_k;
     fa_blocks_for(ctx, p, elem, FA_PASS_BACKWARD, 0, &block_q, &block_k);
 
-    int64_t pad = p->dtype == FA_F64 ? FA_PAD_ELEMS_F64 : FA_PAD_ELEMS_F32;
-    fa_backward_job job = {p,
-                           ctx->kernels,
-                           fa_q_schedule_make(p, block_q),
-                           block_k,
-                           0,
-                           0,
-                           fa_round_up(block_q, pad),
-                           NULL,
-                           FA_BACKWARD_PLAN_AUTO,
-                           NULL,
-                           NULL,
-                           NULL,
-                           takes_dot(ctx, p)};
+    fa_backward_job job = backward_job(ctx, p, p, block_q, block_k, FA_BACKWARD_PLAN_AUTO);
     job.kv_blocks = (p->kv_len + block_k - 1) / block_k;
     job.kv_items = p->batch * p->kv_heads * job.kv_blocks;
     int f64 = p->dtype == FA_F64;
@@ -217,18 +245,32 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
     job.plan = ctx->backward_plan;
     if (job.plan == FA_BACKWARD_PLAN_AUTO)
         job.plan = fa_backward_plan_for(head_items, ctx->num_threads, fa_context_call_cores(ctx));
-    /* Half-precision dq is summed in float and rounded once: the split plan's dQ items sum in their
-     * arena; the fused and wavefront plans sum in the caller's dq rows, which would round at every
-     * key block. A function of the dtypes, not of the team: still the same bits at any thread count. */
-    if (fa_q_widens(p)) job.plan = FA_BACKWARD_PLAN_SPLIT;
-
-    /* the rows buffer: delta, then (wavefront) one counter per query block, 64-byte aligned */
+    /* The fused and wavefront plans sum dQ where it ends up when dq is float and the set's sums are
+     * row-major (backward_float.h), else in one dQ item's accumulator per query block, kept in the
+     * context: B·Hq·⌈Nq/bq⌉ of them, which the split plan does without. The rows buffer: delta, then
+     * (wavefront) one counter per query block, then those sums, 64-byte aligned. Should the sums not
+     * fit in memory, the split plan runs (the same bits). */
     size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);
-    size_t progress_bytes =
-        job.plan == FA_BACKWARD_PLAN_WAVEFRONT ? (size_t)job.q_schedule.count * sizeof(atomic_int) : 0;
-    if (fa_context_reserve_rows(ctx, delta_bytes + progress_bytes) != 0) return FA_ERR_NOMEM;
-    job.delta = ctx->rows;
-    if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
+    const int sums_apart = job.dot || fa_dq_rounds(p);
+    for (;;) {
+        size_t progress_bytes =
+            job.plan == FA_BACKWARD_PLAN_WAVEFRONT ? (size_t)job.q_schedule.count * sizeof(atomic_int) : 0;
+        size_t sums_bytes = 0;
+        if (sums_apart && job.plan != FA_BACKWARD_PLAN_SPLIT) {
+            job.dq_sums_bytes = query_sums_bytes(&job);
+            sums_bytes = fa_size_add(fa_size_mul3((size_t)job.q_schedule.count, job.dq_sums_bytes, 1), 64);
+        }
+        if (fa_context_reserve_rows(ctx, fa_size_add(delta_bytes + progress_bytes, sums_bytes)) == 0) {
+            job.delta = ctx->rows;
+            if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
+            if (sums_bytes) /* past the counters, at the next 64-byte boundary */
+                job.dq_sums =
+                    (void *)(((uintptr_t)ctx->rows + delta_bytes + progress_bytes + 63) & ~(uintptr_t)63);
+            break;
+        }
+        if (sums_bytes == 0) return FA_ERR_NOMEM;
+        job.plan = FA_BACKWARD_PLAN_SPLIT;
+    }
 
     fa_team_work work = {
         .scratch_bytes = backward_plan(&job),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The backward's tile products on a table's bf16 dot-product units (kernels.h, "bf16 on
  * dot-product units"), the set backward_grads.h runs for an all-bf16 call that takes them
- * (backward.c, takes_dot; always under the split plan). Included by backward_items.h in its float
+ * (backward.c, takes_dot), under every plan. Included by backward_items.h in its float
  * instantiation (FA_T = float), before backward_grads.h with FA_SET = dot.
  *
  * Per tile of query rows r and keys c, with every product C[m][n] += A[m][k]·B[k][n] of the dot:
@@ -10,9 +10,10 @@
  *   dV += P·dO     A = P as bf16 rows [c][r], B = dO in pairs of rows     -> dv[c][y]
  *   dK += dS·Q     A = dS as bf16 rows [c][r], B = Q in pairs of rows     -> dk[c][x]
  *   dQᵀ += Kᵀ·dS   A = Kᵀ packed per tile, B = dS in pairs of keys        -> dq_t[x][r]
- * so no product needs a transpose of a score tile, and dQ accumulates transposed in the dQ item's
- * arena (summed in float and rounded once). P and dS are rounded to bf16 for the products that read
- * them (flashattn.h, fa_backward). On a mask's edge, a masked P or dS is an exact zero, but 0·Inf is
+ * so no product needs a transpose of a score tile, and dQ accumulates transposed, in the dQ item's
+ * arena or in the call's sums buffer (summed in float and rounded once). P and dS are rounded to
+ * bf16 for the products that read them (flashattn.h, fa_backward). On a mask's edge, a masked P or
+ * dS is an exact zero, but 0·Inf is
  * NaN: where the other operand of one of the last three products holds an Inf or NaN (the packs
  * report it), that product is summed over the visible pairs only, one element at a time
  * (visible_products.h says why). */
@@ -28,11 +29,35 @@ typedef struct {
     const uint16_t *q, *d_o; /* the block's rows where they lie (the visible-keys products) */
     float *p, *ds, *dcap;    /* key-major float tiles, bk × ld (dcap: with a softcap) */
     uint16_t *ab;            /* P or dS as bf16 rows, or dS in pairs of keys */
-    uint16_t *kt;            /* Kᵀ (dQ items) */
+    uint16_t *kt;            /* Kᵀ (dQ products) */
     const uint16_t *k, *v;   /* the key rows where they lie */
     int64_t k_stride, v_stride;
     float *acc; /* dK [bk][up(D)] then dV [bk][up(Dv)], or dQᵀ [D][ld] */
 } FA_SET_NAME(grads_scratch_);
+
+/* A query block's dQ sums (a dQ item's accumulator, or the block's tile of the call's sums buffer
+ * under the fused and wavefront plans): transposed, [D][ld]. Their bytes, the row stride
+ * accumulate_queries_ takes (unused: ld), element (query row r, dim x), and a zeroing. */
+static size_t FA_SET_NAME(dq_sums_bytes_)(const fa_backward_job *job)
+{
+    return fa_arena_tile((size_t)job->problem->dim, (size_t)job->ld, sizeof(float));
+}
+
+static int64_t FA_SET_NAME(dq_sums_stride_)(const fa_backward_job *job)
+{
+    return job->ld;
+}
+
+static float FA_SET_NAME(dq_at_)(const float *sums, const fa_backward_job *job, int64_t r, int64_t x)
+{
+    return sums[x * job->ld + r];
+}
+
+static void FA_SET_NAME(dq_zero_)(float *sums, const fa_backward_job *job, int64_t rows)
+{
+    (void)rows;
+    for (int64_t x = 0; x < job->problem->dim * job->ld; x++) sums[x] = 0;
+}
 
 /* The regions, in this order (sizing and carving alike, plan/scratch.h); u(x) = x up to 16. */
 static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job,
@@ -56,22 +81,9 @@ static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job
     s->ab = fa_scratch_take(sc, bk_k, ld, h);
     s->kt = fa_scratch_take(sc, d, bk_k, h);
     size_t keys = fa_size_add(fa_arena_tile(bk, d16, f), fa_arena_tile(bk, dv16, f)),
-           queries = fa_arena_tile(d, ld, f);
+           queries = FA_SET_NAME(dq_sums_bytes_)(job);
     s->acc = fa_scratch_take(sc, keys > queries ? keys : queries, 1, 1);
     s->q_finite = s->do_finite = 1;
-}
-
-/* The accumulator's element (query row r, dim x) of a dQ item: transposed. */
-static float FA_SET_NAME(dq_at_)(const FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t r,
-                                 int64_t x)
-{
-    return s->acc[x * job->ld + r];
-}
-
-static void FA_SET_NAME(dq_zero_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t rows)
-{
-    (void)rows;
-    for (int64_t x = 0; x < job->problem->dim * job->ld; x++) s->acc[x] = 0;
 }
 
 /* Query rows [row0, row0 + rows) of (batch, q_head): packed in pairs for S and dP, and, for a key

@@ -6,10 +6,11 @@
  *
  * Q and dO are packed transposed per query block (qt pre-scaled, so S comes out scaled); P, dS and
  * the softcap's derivative are key-major tiles; dK and dV accumulate row-major per key, dQ row-major
- * per query row (in the arena, or in the caller's dq under the fused and wavefront plans, which
- * only this set runs). Rows stored in another type (bf16, f16) are widened into the arena first. */
+ * per query row (in the arena, in the call's sums buffer, or in the caller's dq: backward_grads.h).
+ * Rows stored in another type (bf16, f16) are widened into the arena first. */
 
-/* Under the fused and wavefront plans a key block's tiles add their dS·K to the caller's dq rows. */
+/* Under the fused and wavefront plans a key block's tiles may add their dS·K to the caller's dq
+ * rows (a float dq: its layout is the sums'). */
 #define FA_SET_DQ_IN_ROWS 1
 
 /* What every item of the set holds in its arena (the same regions for both kinds of item, so both
@@ -26,6 +27,31 @@ typedef struct {
     int64_t k_stride, v_stride;
     FA_T *acc; /* dK [bk][up(D)] then dV [bk][up(Dv)], or dQ [bq][up(D)] */
 } FA_SET_NAME(grads_scratch_);
+
+/* A query block's dQ sums (a dQ item's accumulator, or the block's tile of the call's sums buffer
+ * under the fused and wavefront plans, backward_grads.h): row-major, rows up(D) apart. Their bytes,
+ * the row stride accumulate_queries_ takes, element (query row r, dim x), and a zeroing of the
+ * first `rows` rows. */
+static size_t FA_SET_NAME(dq_sums_bytes_)(const fa_backward_job *job)
+{
+    return fa_arena_tile((size_t)job->q_schedule.block_q,
+                         (size_t)fa_round_up(job->problem->dim, FA_PAD_ELEMS), sizeof(FA_T));
+}
+
+static int64_t FA_SET_NAME(dq_sums_stride_)(const fa_backward_job *job)
+{
+    return fa_round_up(job->problem->dim, FA_PAD_ELEMS);
+}
+
+static FA_T FA_SET_NAME(dq_at_)(const FA_T *sums, const fa_backward_job *job, int64_t r, int64_t x)
+{
+    return sums[r * FA_SET_NAME(dq_sums_stride_)(job) + x];
+}
+
+static void FA_SET_NAME(dq_zero_)(FA_T *sums, const fa_backward_job *job, int64_t rows)
+{
+    for (int64_t x = 0; x < rows * FA_SET_NAME(dq_sums_stride_)(job); x++) sums[x] = 0;
+}
 
 /* The regions, in this order (sizing and carving alike, plan/scratch.h): the accumulators are one
  * region as large as the larger of a key block's and a query block's. */
@@ -55,20 +81,8 @@ static void FA_SET_NAME(grads_carve_)(fa_scratch *sc, const fa_backward_job *job
         s->v_wide = fa_scratch_take(sc, bk, dv, e);
     }
     size_t keys = fa_size_add(fa_arena_tile(bk, d_pad, e), fa_arena_tile(bk, dv_pad, e));
-    size_t queries = fa_arena_tile(bq, d_pad, e);
+    size_t queries = FA_SET_NAME(dq_sums_bytes_)(job);
     s->acc = fa_scratch_take(sc, keys > queries ? keys : queries, 1, 1);
-}
-
-/* The accumulator's element (query row r, dim x) of a dQ item, in the set's layout. */
-static FA_T FA_SET_NAME(dq_at_)(const FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t r,
-                                int64_t x)
-{
-    return s->acc[r * fa_round_up(job->problem->dim, FA_PAD_ELEMS) + x];
-}
-
-static void FA_SET_NAME(dq_zero_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t rows)
-{
-    for (int64_t x = 0; x < rows * fa_round_up(job->problem->dim, FA_PAD_ELEMS); x++) s->acc[x] = 0;
 }
 
 /* Query rows [row0, row0 + rows) of (batch, q_head): Q and dO packed for S and dP, and their rows

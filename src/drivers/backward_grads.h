@@ -52,14 +52,69 @@ static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const
     if (s->dcap) kern->scale_grad(ld, cols, s->ds, s->dcap);
 }
 
+/* dq rows [row0, row0 + rows) of (batch, q_head) from a query block's dQ sums: scaled, and rounded
+ * once where dq is half precision. */
+static void FA_SET_NAME(dq_store_)(const fa_backward_job *job, const FA_T *sums, int64_t batch,
+                                   int64_t q_head, int64_t row0, int64_t rows)
+{
+    const fa_problem *p = job->problem;
+    const FA_T scale = (FA_T)p->scale;
+    const size_t dq_elem = fa_elem_size(p->dq_type);
+    char *dq = fa_view_at(&p->dq, dq_elem, batch, q_head, row0);
+    for (int64_t r = 0; r < rows; r++) {
+        char *row = dq + r * p->dq.stride_seq * (int64_t)dq_elem;
+        if (fa_dq_rounds(p)) /* rounded once, from the float sums */
+            for (int64_t x = 0; x < p->dim; x++)
+                fa_half_store(p->dq_type, row, x, (float)(scale * FA_SET_NAME(dq_at_)(sums, job, r, x)));
+        else
+            for (int64_t x = 0; x < p->dim; x++)
+                ((FA_T *)(void *)row)[x] = scale * FA_SET_NAME(dq_at_)(sums, job, r, x);
+    }
+}
+
+/* Under the fused and wavefront plans: the tile's dS·K (keys [col0, col0 + cols), `key` among the rows
+ * kv_fill_ staged) added to the dQ sums of query rows [row0, row0 + rows) of (batch, q_head). The sums
+ * live in the block's tile of the call's sums buffer (job->dq_sums: half-precision dq, rounded once,
+ * or the dot set's transposed sums) or else in the caller's float dq rows. The query block's first
+ * key block zeroes them and its last one ends them as a dQ item ends its own (scaled, and rounded
+ * where dq is half); under the wavefront plan a tile first waits until the previous key block has
+ * added (block - met.first key blocks so far), then counts itself. */
+static void FA_SET_NAME(add_to_dq_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
+                                    fa_backward_plan plan, int64_t batch, int64_t q_head, int64_t row0,
+                                    int64_t rows, int64_t col0, int64_t cols, int full, int64_t key,
+                                    int64_t block, fa_key_blocks met)
+{
+    atomic_int *added = NULL;
+    if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
+        added = fa_backward_dq_progress(job, batch, q_head, row0);
+        fa_team_wait_until(added, (int)(block - met.first));
+    }
+    if (job->dq_sums) {
+        FA_T *sums = (FA_T *)fa_backward_dq_sums(job, batch, q_head, row0);
+        if (block == met.first) FA_SET_NAME(dq_zero_)(sums, job, rows);
+        FA_SET_NAME(accumulate_queries_)
+        (s, job, row0, rows, col0, cols, full, key, sums, FA_SET_NAME(dq_sums_stride_)(job));
+        if (block == met.end - 1) FA_SET_NAME(dq_store_)(job, sums, batch, q_head, row0, rows);
+    } else {
+#if FA_SET_DQ_IN_ROWS
+        const fa_problem *p = job->problem;
+        const int64_t stride = p->dq.stride_seq;
+        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
+        if (block == met.first) FA_NAME(dq_rows_zero_)(dq, stride, row0, rows, p->dim);
+        FA_SET_NAME(accumulate_queries_)
+        (s, job, row0, rows, col0, cols, full, key, dq + row0 * stride, stride);
+        if (block == met.end - 1) FA_NAME(dq_rows_scale_)(dq, stride, row0, rows, p->dim, (FA_T)p->scale);
+#endif
+    }
+    if (added) atomic_store_explicit(added, (int)(block - met.first + 1), memory_order_release);
+}
+
 /* dK and dV of key block `block` of (batch, kv_head): every query head of the group and every query
- * block that sees the keys, in that fixed order, then scaled (dK) and stored once. Each tile's dS·K
- * is also added to the unscaled dQ sums of its query rows, kept in the dq output, under the fused
- * plan (whose item walks the key blocks in order itself) and under the wavefront plan (where the key
- * blocks run on different threads: a tile waits until the previous key block has added to those
- * rows, zeroes them if it is their first key block and scales them if it is their last). Either way
- * these are the same kernel calls on the same tiles as a dQ item's, in the same key order, so the
- * same bits. */
+ * block that sees the keys, in that fixed order, then scaled (dK) and stored once. Under the fused
+ * plan (whose item walks the key blocks in order itself) and the wavefront plan (where the key blocks
+ * run on different threads) each tile's dS·K is also added to its query block's dQ sums
+ * (add_to_dq_). Either way these are the same kernel calls on the same tiles as a dQ item's, in the
+ * same key order, so the same bits. */
 static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAME(grads_scratch_) * s,
                                           int64_t batch, int64_t kv_head, int64_t block,
                                           fa_backward_plan plan)
@@ -74,13 +129,6 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
     FA_SET_NAME(kv_fill_)(s, job, batch, kv_head, block0, block_cols); /* staged once per key block */
     for (int64_t g = 0; g < p->group; g++) {
         const int64_t q_head = kv_head * p->group + g;
-#if FA_SET_DQ_IN_ROWS
-        /* dq is only summed here under the fused and wavefront plans, which half-precision queries
-         * never take (fa_backward_run): it is the caller's float rows */
-        FA_T *dq = plan == FA_BACKWARD_PLAN_SPLIT
-                       ? NULL
-                       : (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, q_head, 0);
-#endif
         for (int64_t row0 = 0; row0 < p->q_len; row0 += bq) {
             const int64_t rows = p->q_len - row0 < bq ? p->q_len - row0 : bq;
             fa_key_blocks met = fa_key_blocks_seen(p, row0, rows, bk);
@@ -109,28 +157,10 @@ static void FA_SET_NAME(grads_key_block_)(const fa_backward_job *job, FA_SET_NAM
             (s, job, batch, q_head, row0, rows, col0, cols, seen.begin, full, dbias, 0);
             FA_SET_NAME(accumulate_keys_)
             (s, job, row0, rows, col0, cols, full, dk_acc + seen.begin * d_pad, dv_acc + seen.begin * dv_pad);
-#if FA_SET_DQ_IN_ROWS
-            if (plan == FA_BACKWARD_PLAN_SPLIT) continue;
-            atomic_int *added = NULL;
-            if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
-                added = fa_backward_dq_progress(job, batch, q_head, row0);
-                fa_team_wait_until(added, (int)(block - met.first));
-                if (block == met.first) FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, row0, rows, d);
-            }
-            FA_SET_NAME(accumulate_queries_)
-            (s, job, row0, rows, col0, cols, full, seen.begin, dq + row0 * p->dq.stride_seq,
-             p->dq.stride_seq);
-            if (plan == FA_BACKWARD_PLAN_WAVEFRONT) {
-                if (block == met.end - 1)
-                    FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, row0, rows, d, (FA_T)p->scale);
-                atomic_store_explicit(added, (int)(block - met.first + 1), memory_order_release);
-            }
-#endif
+            if (plan != FA_BACKWARD_PLAN_SPLIT) FA_SET_NAME(add_to_dq_)
+            (s, job, plan, batch, q_head, row0, rows, col0, cols, full, seen.begin, block, met);
         }
     }
-#if !FA_SET_DQ_IN_ROWS
-    (void)plan; /* the split plan only */
-#endif
     FA_SET_NAME(release_)(job);
 
     const FA_T scale = (FA_T)p->scale;
@@ -158,9 +188,8 @@ static void FA_SET_NAME(grads_query_block_)(const fa_backward_job *job, FA_SET_N
                                             const fa_q_item *it)
 {
     const fa_problem *p = job->problem;
-    const int64_t bk = job->block_k, d = p->dim, d_pad = fa_round_up(d, FA_PAD_ELEMS),
-                  kv_head = it->q_head / p->group;
-    FA_SET_NAME(dq_zero_)(s, job, it->rows);
+    const int64_t bk = job->block_k, kv_head = it->q_head / p->group;
+    FA_SET_NAME(dq_zero_)(s->acc, job, it->rows);
     FA_SET_NAME(query_fill_)(s, job, it->batch, it->q_head, it->row0, it->rows, 0);
     FA_SET_NAME(row_stats_fill_)(s, job, it->batch, it->q_head, it->row0, it->rows);
     fa_key_blocks met = fa_key_blocks_seen(p, it->row0, it->rows, bk);
@@ -173,22 +202,11 @@ static void FA_SET_NAME(grads_query_block_)(const fa_backward_job *job, FA_SET_N
         const int full = fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
         FA_SET_NAME(probs_and_grads_)
         (s, job, it->batch, it->q_head, it->row0, it->rows, col0, cols, 0, full, NULL, 0);
-        FA_SET_NAME(accumulate_queries_)(s, job, it->row0, it->rows, col0, cols, full, 0, s->acc, d_pad);
+        FA_SET_NAME(accumulate_queries_)
+        (s, job, it->row0, it->rows, col0, cols, full, 0, s->acc, FA_SET_NAME(dq_sums_stride_)(job));
     }
     FA_SET_NAME(release_)(job);
-
-    const FA_T scale = (FA_T)p->scale;
-    const size_t dq_elem = fa_elem_size(p->dq_type);
-    char *dq = fa_view_at(&p->dq, dq_elem, it->batch, it->q_head, it->row0);
-    for (int64_t r = 0; r < it->rows; r++) {
-        char *row = dq + r * p->dq.stride_seq * (int64_t)dq_elem;
-        if (fa_dq_rounds(p)) /* rounded once, from the float sums */
-            for (int64_t x = 0; x < d; x++)
-                fa_half_store(p->dq_type, row, x, (float)(scale * FA_SET_NAME(dq_at_)(s, job, r, x)));
-        else
-            for (int64_t x = 0; x < d; x++)
-                ((FA_T *)(void *)row)[x] = scale * FA_SET_NAME(dq_at_)(s, job, r, x);
-    }
+    FA_SET_NAME(dq_store_)(job, s->acc, it->batch, it->q_head, it->row0, it->rows);
 }
 
 /* The split plan's items on this set (and the wavefront plan's, which has only the first kind):
@@ -207,6 +225,18 @@ static void FA_SET_NAME(grads_item_)(const fa_backward_job *job, fa_arena *arena
     }
     fa_q_item it = fa_q_schedule_item(&job->q_schedule, p, index - job->kv_items);
     FA_SET_NAME(grads_query_block_)(job, &s, &it);
+}
+
+/* The fused plan's item `index` = batch · Hkv + kv head: its key blocks in order, each adding to the
+ * dQ sums of the group's query heads, which no other item touches. */
+static void FA_SET_NAME(grads_head_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
+{
+    const fa_problem *p = job->problem;
+    FA_SET_NAME(grads_scratch_) s;
+    fa_scratch scratch = fa_scratch_carver(arena);
+    FA_SET_NAME(grads_carve_)(&scratch, job, &s);
+    for (int64_t block = 0; block < job->kv_blocks; block++) FA_SET_NAME(grads_key_block_)
+    (job, &s, index / p->kv_heads, index % p->kv_heads, block, FA_BACKWARD_PLAN_FUSED);
 }
 
 /* A dbias that sums over batches, heads or rows (fa_dbias_sums): item (b', h', key block) of dbias's

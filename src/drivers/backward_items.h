@@ -19,13 +19,15 @@
  *   next, so they are summed in the same key order as under the other plans, without dQ items.
  * Under split and fused no two items write the same byte; under wavefront the items that share
  * dQ rows write them one after another, in key order. Nothing is ever summed in an order that
- * depends on the team. */
+ * depends on the team. The fused and wavefront plans sum dQ in the caller's dq rows where those
+ * are float, and else (a half-precision dq, rounded once; the dot set, whose sums are transposed)
+ * in a buffer the context keeps of one dQ item's accumulator per query block. */
 
 #include "template.h"
 
-/* The dq rows [row0, row0 + rows) of one head (row stride `stride`): every plan starts a query
- * block's dQ sums at +0 and ends them multiplied by the scale, as a dQ item does with its
- * accumulator. */
+/* The dq rows [row0, row0 + rows) of one head (row stride `stride`), where the fused and wavefront
+ * plans sum a float dq: every plan starts a query block's dQ sums at +0 and ends them multiplied by
+ * the scale, as a dQ item does with its accumulator. */
 static void FA_NAME(dq_rows_zero_)(FA_T *dq, int64_t stride, int64_t row0, int64_t rows, int64_t dim)
 {
     for (int64_t r = row0; r < row0 + rows; r++)
@@ -37,6 +39,25 @@ static void FA_NAME(dq_rows_scale_)(FA_T *dq, int64_t stride, int64_t row0, int6
 {
     for (int64_t r = row0; r < row0 + rows; r++)
         for (int64_t x = 0; x < dim; x++) dq[r * stride + x] = scale * dq[r * stride + x];
+}
+
+/* The dq rows [row0, row0 + rows) of (batch, q_head) of a query block that sees no key: scale·(+0), in
+ * dq's type, as a dQ item stores its zeroed sums. */
+static void FA_NAME(dq_rows_of_nothing_)(const fa_backward_job *job, int64_t batch, int64_t q_head,
+                                         int64_t row0, int64_t rows)
+{
+    const fa_problem *p = job->problem;
+    const FA_T zero = (FA_T)p->scale * 0;
+    const size_t dq_elem = fa_elem_size(p->dq_type);
+    char *dq = fa_view_at(&p->dq, dq_elem, batch, q_head, row0);
+    for (int64_t r = 0; r < rows; r++) {
+        char *row = dq + r * p->dq.stride_seq * (int64_t)dq_elem;
+        for (int64_t x = 0; x < p->dim; x++)
+            if (fa_dq_rounds(p))
+                fa_half_store(p->dq_type, row, x, (float)zero);
+            else
+                ((FA_T *)(void *)row)[x] = zero;
+    }
 }
 
 /* sum_y a[y]·b[y] in a fixed order (eight interleaved partial sums, then those in order), which
@@ -115,17 +136,15 @@ static void FA_NAME(delta_item_)(const void *job_ptr, fa_arena *arena, int64_t i
         }
         delta[i] = FA_NAME(dot_)(drow, orow, p->dim_v);
     }
-    if (job->plan != FA_BACKWARD_PLAN_WAVEFRONT) return;
-    /* The wavefront plan's dQ hand-off starts at 0 for this query block; a block that meets no key
-     * block gets its dq (scale·0, as the other plans write it) here, since no key block item will. */
-    atomic_store_explicit(fa_backward_dq_progress(job, it.batch, it.q_head, it.row0), 0,
-                          memory_order_relaxed);
+    if (job->plan == FA_BACKWARD_PLAN_SPLIT) return; /* its dQ items write every dq row */
+    /* Under the fused and wavefront plans the key blocks' items write dq (add_to_dq_); a query block
+     * that meets no key block gets its dq (scale·0, as a dQ item writes it) here, since none will.
+     * The wavefront plan's dQ hand-off starts at 0 for every block. */
+    if (job->plan == FA_BACKWARD_PLAN_WAVEFRONT)
+        atomic_store_explicit(fa_backward_dq_progress(job, it.batch, it.q_head, it.row0), 0,
+                              memory_order_relaxed);
     fa_key_blocks met = fa_key_blocks_seen(p, it.row0, it.rows, job->block_k);
-    if (met.end == met.first) {
-        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), it.batch, it.q_head, 0); /* f32: not split */
-        FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, it.row0, it.rows, p->dim);
-        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, it.row0, it.rows, p->dim, (FA_T)p->scale);
-    }
+    if (met.end == met.first) FA_NAME(dq_rows_of_nothing_)(job, it.batch, it.q_head, it.row0, it.rows);
 }
 
 /* dsinks[h] = -sum over batches b and rows i of P_sink(b, h, i) · delta(b, h, i), with the sink's
@@ -164,28 +183,17 @@ static void FA_NAME(sink_grad_item_)(const void *job_ptr, fa_arena *arena, int64
 #undef FA_SET
 #endif
 
-/* Fused plan: every key block of (batch, kv head), and the dQ of the group's query heads, which no
- * other item touches. dQ is summed where it ends up, in the dq output (zeroed first, scaled last),
- * so the scratch stays that of one key block. (Float sets only: half-precision queries, and so the
- * dot-product units, take the split plan.) */
+/* The fused plan's item (backward_grads.h, grads_head_) on the set the job takes. */
 static void FA_NAME(head_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
 {
     const fa_backward_job *job = job_ptr;
-    const fa_problem *p = job->problem;
-    int64_t batch = index / p->kv_heads, kv_head = index % p->kv_heads, d = p->dim;
-    FA_CAT(grads_scratch_, FA_SFX) s;
-    fa_scratch scratch = fa_scratch_carver(arena);
-    FA_CAT(grads_carve_, FA_SFX)(&scratch, job, &s);
-    for (int64_t g = 0; g < p->group; g++) {
-        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
-        FA_NAME(dq_rows_zero_)(dq, p->dq.stride_seq, 0, p->q_len, d);
+#if FA_DOT_UNITS
+    if (job->dot) {
+        grads_head_dot(job, arena, index);
+        return;
     }
-    for (int64_t block = 0; block < job->kv_blocks; block++)
-        FA_CAT(grads_key_block_, FA_SFX)(job, &s, batch, kv_head, block, FA_BACKWARD_PLAN_FUSED);
-    for (int64_t g = 0; g < p->group; g++) {
-        FA_T *dq = (FA_T *)fa_view_at(&p->dq, sizeof(FA_T), batch, kv_head * p->group + g, 0);
-        FA_NAME(dq_rows_scale_)(dq, p->dq.stride_seq, 0, p->q_len, d, (FA_T)p->scale);
-    }
+#endif
+    FA_CAT(grads_head_, FA_SFX)(job, arena, index);
 }
 
 /* The split plan's items (and the wavefront plan's key blocks) on the set the job takes. */
@@ -214,6 +222,15 @@ static void FA_NAME(dbias_item_)(const void *job_ptr, fa_arena *arena, int64_t i
     FA_CAT(grads_dbias_item_, FA_SFX)(job, arena, index);
 }
 
+/* The bytes of one query block's dQ sums on the set the job takes. */
+static size_t FA_NAME(query_sums_bytes_)(const fa_backward_job *job)
+{
+#if FA_DOT_UNITS
+    if (job->dot) return dq_sums_bytes_dot(job);
+#endif
+    return FA_CAT(dq_sums_bytes_, FA_SFX)(job);
+}
+
 /* The call's scratch plan: the larger carve of its delta items and its gradient items, sized. */
 static size_t FA_NAME(backward_plan_)(const fa_backward_job *job)
 {
@@ -226,8 +243,8 @@ static size_t FA_NAME(backward_plan_)(const fa_backward_job *job)
     return fa_scratch_max(sizer.bytes, FA_CAT(grads_plan_, FA_SFX)(job));
 }
 
-/* A batch of sequences: the job of sequence b's dense problem `one` (its query schedule, key blocks
- * and delta rows), so its items run exactly as a dense call of that sequence alone would. */
+/* A batch of sequences: the job of sequence b's dense problem `one` (its query schedule, key blocks,
+ * delta rows and dQ sums), so its items run exactly as a dense call of that sequence alone would. */
 static void FA_NAME(sequence_job_)(const fa_backward_job *job, int64_t b, fa_problem *one,
                                    fa_backward_job *mine)
 {
@@ -238,6 +255,7 @@ static void FA_NAME(sequence_job_)(const fa_backward_job *job, int64_t b, fa_pro
     mine->kv_blocks = (one->kv_len + job->block_k - 1) / job->block_k;
     mine->kv_items = one->kv_heads * mine->kv_blocks;
     mine->delta = (char *)job->delta + ((const char *)one->lse - (const char *)job->problem->lse);
+    if (job->dq_sums) mine->dq_sums = (char *)job->dq_sums + (size_t)job->first_item[b] * job->dq_sums_bytes;
 }
 
 static void FA_NAME(delta_sequence_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
@@ -261,7 +279,7 @@ static void FA_NAME(head_sequence_item_)(const void *job_ptr, fa_arena *arena, i
     FA_NAME(head_item_)(&mine, arena, index % job->problem->kv_heads);
 }
 
-/* Split plan per sequence (half-precision queries, whose dQ must be summed in float in the arena):
+/* Split plan per sequence (where the dQ sums of the fused plan did not fit in memory):
  * phase item g of sequence b = fa_sequence_of_item(first_grad, ...) is its own problem's split
  * item g - first_grad[b]: dK/dV items, then dQ items, as a dense call of it alone numbers them. */
 static void FA_NAME(grad_sequence_item_)(const void *job_ptr, fa_arena *arena, int64_t index)
