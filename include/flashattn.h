@@ -421,10 +421,10 @@ typedef struct {
      *  dS[b][h][i][j] = P_ij·(dP_ij - delta_i) (the gradient of the score after every modifier, that is
      *  before the softcap's derivative; 0 where the masks hide the key) over the (b, h, i) that read
      *  bias[b'][h'][i'][j]: the broadcast axes (size 1 or stride 0) are summed, b-major, then h, then i,
-     *  in the accumulation type, in that fixed order whatever the thread count or backward plan. A bias
-     *  broadcast over no axis gets every dS once, as the backward computes it; any broadcast axis
-     *  costs S and dP once more (two of the backward's five tile products). Dense batches only: with seqs
-     *  the bias itself is refused (FA_ERR_UNSUPPORTED). No extra memory. */
+     *  in the accumulation type, in that fixed order whatever the thread count or backward plan (an
+     *  empty sum, over B, Hq or Nq of 0, is +0). A bias broadcast over no axis gets every dS once; any
+     *  broadcast axis costs S and dP once more (two of the backward's five tile products). Dense
+     *  batches only: with seqs the bias itself is refused (FA_ERR_UNSUPPORTED). No extra memory. */
     const fa_tensor *dbias;
     /** Attention dropout (training): 0 = off, the default; otherwise in (0, 1), the probability that
      *  a probability is dropped (NaN, negative or >= 1: FA_ERR_ARG). See "Dropout" below. */

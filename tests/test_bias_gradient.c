@@ -9,7 +9,9 @@
  * - dbias is the derivative of the library's own forward: central finite differences over bias
  *   entries (f64), through softcap and masks, the broadcast entries summing every use;
  * - dbias, dq, dk and dv are the same bytes on 1..4 threads under every backward plan, and asking
- *   for dbias leaves dq, dk and dv the bytes of the call without it. */
+ *   for dbias leaves dq, dk and dv the bytes of the call without it;
+ * - a dbias broadcast over an axis of extent 0 (B, Hq or Nq of 0) is an empty sum: every element +0
+ *   (a fuzz find: such a dbias was left unwritten). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -446,5 +448,60 @@ Test(bias_gradient, dbias_is_the_same_bytes_at_every_thread_count_and_plan_and_l
             kit_buf_free(&d.buf);
             tm_mods_free(&m);
             tub_free(&bp);
+        }
+}
+
+/* dbias [1][1][Nq][Nk] (or [1][H][1][Nk]) broadcast over a batch, heads or rows of extent 0: nothing is
+ * summed into it, so every element must be +0, whatever it held before, at 1 and 2 threads. */
+Test(bias_gradient, dbias_broadcast_over_an_empty_axis_is_zeros)
+{
+    enum { NQ = 15, NK = 29, D = 16 };
+    static const struct {
+        int64_t b, h, nq, bias_b, bias_h, bias_q; /* the problem's B, H, Nq; the bias's sizes */
+        const char *what;
+    } cases[] = {
+        {1, 0, NQ, 1, 1, NQ, "Hq = 0, heads broadcast"},
+        {0, 2, NQ, 1, 2, NQ, "B = 0, batch broadcast"},
+        {1, 2, 0, 1, 2, 1, "Nq = 0, rows broadcast"},
+        {2, 0, NQ, 1, 1, 1, "Hq = 0, every axis broadcast"},
+    };
+    /* inputs (q, k, v, out, dout may share memory) and each gradient apart: at most B·H·Nk·D floats */
+    static float in[2 * 2 * NK * D], grad_q[2 * 2 * NK * D], grad_k[2 * 2 * NK * D], grad_v[2 * 2 * NK * D];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int threads = 1; threads <= 2; threads++) {
+            const int64_t b = cases[c].b, h = cases[c].h, nq = cases[c].nq;
+            fa_tensor q = fa_tensor_bhsd(in, FA_F32, b, h, nq, D),
+                      kv = fa_tensor_bhsd(in, FA_F32, b, h, NK, D);
+            fa_tensor out = q, dout = q, dq = fa_tensor_bhsd(grad_q, FA_F32, b, h, nq, D),
+                      dk = fa_tensor_bhsd(grad_k, FA_F32, b, h, NK, D),
+                      dv = fa_tensor_bhsd(grad_v, FA_F32, b, h, NK, D);
+            float *bias = calloc((size_t)(cases[c].bias_h * cases[c].bias_q * NK), sizeof(float)),
+                  *dbias = malloc(sizeof(float) * (size_t)(cases[c].bias_h * cases[c].bias_q * NK)),
+                  lse[1] = {0};
+            cr_assert(bias && dbias);
+            const size_t n = (size_t)(cases[c].bias_h * cases[c].bias_q * NK);
+            for (size_t x = 0; x < n; x++) dbias[x] = NAN;
+            fa_tensor tb =
+                          fa_tensor_bhsd(bias, FA_F32, cases[c].bias_b, cases[c].bias_h, cases[c].bias_q, NK),
+                      tdb = fa_tensor_bhsd(dbias, FA_F32, cases[c].bias_b, cases[c].bias_h, cases[c].bias_q,
+                                           NK);
+            fa_params p = FA_PARAMS_INIT;
+            p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+            p.bias = &tb;
+            p.dbias = &tdb;
+            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
+            o.num_threads = threads;
+            fa_context *ctx;
+            cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+            fa_status st = fa_backward(ctx, &p, &q, &kv, &kv, &out, &dout, lse, &dq, &dk, &dv);
+            cr_assert_eq(st, FA_OK, "%s, %d threads: %s", cases[c].what, threads, fa_last_error());
+            size_t wrong = 0, first = n;
+            for (size_t x = 0; x < n; x++)
+                if (!(dbias[x] == 0.0f && !signbit(dbias[x])) && wrong++ == 0) first = x;
+            cr_expect_eq(wrong, 0,
+                         "%s, %d threads: %zu of %zu dbias elements are not +0 (the first, %zu: %g)",
+                         cases[c].what, threads, wrong, n, first, first < n ? (double)dbias[first] : 0.0);
+            fa_context_destroy(ctx);
+            free(bias), free(dbias);
         }
 }

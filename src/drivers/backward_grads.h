@@ -247,8 +247,7 @@ static void FA_SET_NAME(grads_head_)(const fa_backward_job *job, fa_arena *arena
 static void FA_SET_NAME(grads_dbias_item_)(const fa_backward_job *job, fa_arena *arena, int64_t index)
 {
     const fa_problem *p = job->problem;
-    const int sum_b = p->batch > 1 && p->dbias.stride_batch == 0,
-              sum_h = p->q_heads > 1 && p->dbias.stride_head == 0;
+    const int sum_b = fa_dbias_sums_batches(p), sum_h = fa_dbias_sums_heads(p);
     const int64_t heads = sum_h ? 1 : p->q_heads, rows_of_dbias = p->dbias.stride_seq == 0 ? 1 : p->q_len;
     const int64_t block = index % job->kv_blocks, bh = index / job->kv_blocks;
     const int64_t own_b = bh / heads, own_h = bh % heads, bq = job->q_schedule.block_q, bk = job->block_k;

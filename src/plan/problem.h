@@ -160,12 +160,22 @@ static inline int fa_problem_modifies_scores(const fa_problem *p)
     return p->softcap > 0 || p->alibi_slopes != NULL || p->bias.data != NULL;
 }
 
-/* Whether some row of dbias sums the gradients of several (batch, head, row) of the problem: an axis
- * of more than one index that dbias broadcasts over (stride 0). 0: every dS is one element. */
+/* Whether dbias sums over the problem's batches, heads or rows: an axis it broadcasts over (stride 0)
+ * whose extent is not 1. An extent of 0 sums nothing, so those dbias rows are zeros, which a summing
+ * item writes (no (batch, head, row) would). */
+static inline int fa_dbias_sums_batches(const fa_problem *p)
+{
+    return p->batch != 1 && p->dbias.stride_batch == 0;
+}
+static inline int fa_dbias_sums_heads(const fa_problem *p)
+{
+    return p->q_heads != 1 && p->dbias.stride_head == 0;
+}
+/* Whether some row of dbias sums the gradients of several (or no) (batch, head, row) of the problem.
+ * 0: every dS is one element. */
 static inline int fa_dbias_sums(const fa_problem *p)
 {
-    return (p->batch > 1 && p->dbias.stride_batch == 0) || (p->q_heads > 1 && p->dbias.stride_head == 0) ||
-           (p->q_len > 1 && p->dbias.stride_seq == 0);
+    return fa_dbias_sums_batches(p) || fa_dbias_sums_heads(p) || (p->q_len != 1 && p->dbias.stride_seq == 0);
 }
 
 /* The position of row r (the masks' row index). */
