@@ -197,6 +197,65 @@ Test(backward_plans, half_gradients_are_bitwise_identical_under_every_plan)
     }
 }
 
+/* Where the dQ sums of the fused and wavefront plans cannot be allocated, a half-precision backward
+ * runs the split plan rather than fail: with each allocation of a bf16 backward on a fresh context
+ * made to fail in turn (alone), the call either succeeds with the split plan's bytes (and the split
+ * plan named in fa_stats) or returns FA_ERR_NOMEM with dq, dk and dv untouched; the fallback must
+ * be among the outcomes. */
+Test(backward_plans, half_dq_sums_out_of_memory_fall_back_to_the_split_plan)
+{
+    cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
+    kit_shape s = {FA_BF16, FA_BF16, 1, 4, 2, 100, 90, 32, 32, KIT_BHSD};
+    fa_params p = FA_PARAMS_INIT;
+    p.causal = FA_CAUSAL_TOP_LEFT;
+    const uint64_t seed = tu_test_seed();
+    kit_problem want, pr;
+    tu_rng rng = tu_rng_make(seed);
+    hu_make(&want, &s, &rng, 2.5);
+    rng = tu_rng_make(seed);
+    hu_make(&pr, &s, &rng, 2.5);
+    fa_context *split = plan_context(2, 0, 0, FA_BACKWARD_PLAN_SPLIT);
+    cr_assert_eq(hu_forward(split, &p, &want), FA_OK, "%s", fa_last_error());
+    cr_assert_eq(hu_backward(split, &p, &want), FA_OK, "%s", fa_last_error());
+    fa_context_destroy(split);
+    cr_assert_eq(hu_forward(NULL, &p, &pr), FA_OK, "%s", fa_last_error());
+    static const char *names[3] = {"dq", "dk", "dv"};
+    int fell_back = 0;
+    for (long nth = 1; nth <= 8; nth++) {
+        fa_context *ctx = plan_context(2, 0, 0, FA_BACKWARD_PLAN_FUSED);
+        for (int g = 0; g < 3; g++) kit_buf_fill(&pr.buf[KIT_DQ + g], KIT_CANARY);
+        tu_alloc_fail(nth, 0);
+        fa_status st = hu_backward(ctx, &p, &pr);
+        long injected = tu_alloc_failures_injected();
+        tu_alloc_fail(0, 0);
+        fa_stats stats = FA_STATS_INIT;
+        cr_assert_eq(fa_context_stats(ctx, &stats), FA_OK);
+        if (st == FA_ERR_NOMEM) {
+            cr_expect_gt(injected, 0, "allocation %ld: FA_ERR_NOMEM without a failed allocation", nth);
+            for (int g = 0; g < 3; g++)
+                cr_expect(kit_buf_untouched(&pr.buf[KIT_DQ + g]),
+                          "allocation %ld fails: FA_ERR_NOMEM, yet %s written", nth, names[g]);
+        } else {
+            cr_expect_eq(st, FA_OK, "allocation %ld fails: status %d (%s)", nth, st, fa_last_error());
+            const char *plan = injected ? "split" : "fused";
+            cr_expect(stats.backward_plan && strcmp(stats.backward_plan, plan) == 0,
+                      "allocation %ld fails (%ld injected): plan %s, expected %s", nth, injected,
+                      stats.backward_plan ? stats.backward_plan : "NULL", plan);
+            fell_back += injected > 0;
+            for (int g = 0; g < 3; g++) {
+                int64_t where = -1;
+                cr_expect(hu_views_bitwise_equal(&pr.t[KIT_DQ + g], &want.t[KIT_DQ + g], &where),
+                          "allocation %ld fails, seed %llu: %s differs from the split plan's at %lld", nth,
+                          (unsigned long long)seed, names[g], (long long)where);
+            }
+        }
+        fa_context_destroy(ctx);
+    }
+    cr_expect_gt(fell_back, 0, "no failed allocation of the dQ sums was survived through the split plan");
+    kit_problem_free(&want);
+    kit_problem_free(&pr);
+}
+
 /* The automatic choice: on one thread, or with whole rounds of heads for every thread, nothing is
  * idle and the fused plan does the least work. With far fewer heads than threads (a decode step,
  * one long sequence) most threads would idle in the fused plan, so finer items win: the wavefront
