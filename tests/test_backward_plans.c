@@ -199,61 +199,82 @@ Test(backward_plans, half_gradients_are_bitwise_identical_under_every_plan)
 
 /* Where the dQ sums of the fused and wavefront plans cannot be allocated, a half-precision backward
  * runs the split plan rather than fail: with each allocation of a bf16 backward on a fresh context
- * made to fail in turn (alone), the call either succeeds with the split plan's bytes (and the split
- * plan named in fa_stats) or returns FA_ERR_NOMEM with dq, dk and dv untouched; the fallback must
- * be among the outcomes. */
-Test(backward_plans, half_dq_sums_out_of_memory_fall_back_to_the_split_plan)
+ * made to fail in turn (alone), the call either succeeds with the bytes of the call without a
+ * failure (`want`, which the split plan gives too) and the split plan named in fa_stats, or returns
+ * FA_ERR_NOMEM with dq, dk and dv untouched; the fallback must be among the outcomes. A dense call
+ * has the fused plan forced; a batch of sequences takes it on its own. */
+static void expect_sums_fall_back(const kit_shape *s, const fa_params *p, const char *what)
 {
     cr_assert(tu_alloc_counting_active(), "the allocation wrappers are not linked in");
-    kit_shape s = {FA_BF16, FA_BF16, 1, 4, 2, 100, 90, 32, 32, KIT_BHSD};
-    fa_params p = FA_PARAMS_INIT;
-    p.causal = FA_CAUSAL_TOP_LEFT;
     const uint64_t seed = tu_test_seed();
     kit_problem want, pr;
     tu_rng rng = tu_rng_make(seed);
-    hu_make(&want, &s, &rng, 2.5);
+    hu_make(&want, s, &rng, 2.5);
     rng = tu_rng_make(seed);
-    hu_make(&pr, &s, &rng, 2.5);
-    fa_context *split = plan_context(2, 0, 0, FA_BACKWARD_PLAN_SPLIT);
-    cr_assert_eq(hu_forward(split, &p, &want), FA_OK, "%s", fa_last_error());
-    cr_assert_eq(hu_backward(split, &p, &want), FA_OK, "%s", fa_last_error());
-    fa_context_destroy(split);
-    cr_assert_eq(hu_forward(NULL, &p, &pr), FA_OK, "%s", fa_last_error());
+    hu_make(&pr, s, &rng, 2.5);
+    fa_context *first = plan_context(2, 0, 0, p->seqs ? FA_BACKWARD_PLAN_AUTO : FA_BACKWARD_PLAN_SPLIT);
+    cr_assert_eq(hu_forward(first, p, &want), FA_OK, "%s: %s", what, fa_last_error());
+    cr_assert_eq(hu_backward(first, p, &want), FA_OK, "%s: %s", what, fa_last_error());
+    fa_context_destroy(first);
+    cr_assert_eq(hu_forward(NULL, p, &pr), FA_OK, "%s: %s", what, fa_last_error());
     static const char *names[3] = {"dq", "dk", "dv"};
     int fell_back = 0;
     for (long nth = 1; nth <= 8; nth++) {
-        fa_context *ctx = plan_context(2, 0, 0, FA_BACKWARD_PLAN_FUSED);
+        fa_context *ctx = plan_context(2, 0, 0, p->seqs ? FA_BACKWARD_PLAN_AUTO : FA_BACKWARD_PLAN_FUSED);
         for (int g = 0; g < 3; g++) kit_buf_fill(&pr.buf[KIT_DQ + g], KIT_CANARY);
         tu_alloc_fail(nth, 0);
-        fa_status st = hu_backward(ctx, &p, &pr);
+        fa_status st = hu_backward(ctx, p, &pr);
         long injected = tu_alloc_failures_injected();
         tu_alloc_fail(0, 0);
         fa_stats stats = FA_STATS_INIT;
         cr_assert_eq(fa_context_stats(ctx, &stats), FA_OK);
         if (st == FA_ERR_NOMEM) {
-            cr_expect_gt(injected, 0, "allocation %ld: FA_ERR_NOMEM without a failed allocation", nth);
+            cr_expect_gt(injected, 0, "%s, allocation %ld: FA_ERR_NOMEM without a failed allocation", what,
+                         nth);
             for (int g = 0; g < 3; g++)
                 cr_expect(kit_buf_untouched(&pr.buf[KIT_DQ + g]),
-                          "allocation %ld fails: FA_ERR_NOMEM, yet %s written", nth, names[g]);
+                          "%s, allocation %ld fails: FA_ERR_NOMEM, yet %s written", what, nth, names[g]);
         } else {
-            cr_expect_eq(st, FA_OK, "allocation %ld fails: status %d (%s)", nth, st, fa_last_error());
+            cr_expect_eq(st, FA_OK, "%s, allocation %ld fails: status %d (%s)", what, nth, st,
+                         fa_last_error());
             const char *plan = injected ? "split" : "fused";
             cr_expect(stats.backward_plan && strcmp(stats.backward_plan, plan) == 0,
-                      "allocation %ld fails (%ld injected): plan %s, expected %s", nth, injected,
+                      "%s, allocation %ld fails (%ld injected): plan %s, expected %s", what, nth, injected,
                       stats.backward_plan ? stats.backward_plan : "NULL", plan);
             fell_back += injected > 0;
             for (int g = 0; g < 3; g++) {
                 int64_t where = -1;
-                cr_expect(hu_views_bitwise_equal(&pr.t[KIT_DQ + g], &want.t[KIT_DQ + g], &where),
-                          "allocation %ld fails, seed %llu: %s differs from the split plan's at %lld", nth,
-                          (unsigned long long)seed, names[g], (long long)where);
+                cr_expect(
+                    hu_views_bitwise_equal(&pr.t[KIT_DQ + g], &want.t[KIT_DQ + g], &where),
+                    "%s, allocation %ld fails, seed %llu: %s differs from the call without a failure at "
+                    "%lld",
+                    what, nth, (unsigned long long)seed, names[g], (long long)where);
             }
         }
         fa_context_destroy(ctx);
     }
-    cr_expect_gt(fell_back, 0, "no failed allocation of the dQ sums was survived through the split plan");
+    cr_expect_gt(fell_back, 0, "%s: no failed allocation of the dQ sums was survived through the split plan",
+                 what);
     kit_problem_free(&want);
     kit_problem_free(&pr);
+}
+
+Test(backward_plans, half_dq_sums_out_of_memory_fall_back_to_the_split_plan)
+{
+    kit_shape s = {FA_BF16, FA_BF16, 1, 4, 2, 100, 90, 32, 32, KIT_BHSD};
+    fa_params p = FA_PARAMS_INIT;
+    p.causal = FA_CAUSAL_TOP_LEFT;
+    expect_sums_fall_back(&s, &p, "dense");
+    /* a packed batch (token-major), whose sequences share the sums at their first query items */
+    static const int64_t cu_q[5] = {0, 40, 41, 41, 74}, cu_k[5] = {0, 50, 120, 132, 165};
+    fa_seqs seqs = FA_SEQS_INIT;
+    seqs.batch = 4;
+    seqs.cu_seqlens_q = cu_q;
+    seqs.cu_seqlens_k = cu_k;
+    kit_shape packed = {FA_BF16, FA_BF16, 1, 4, 2, cu_q[4], cu_k[4], 32, 32, KIT_BSHD};
+    p.causal = FA_CAUSAL_BOTTOM_RIGHT;
+    p.seqs = &seqs;
+    expect_sums_fall_back(&packed, &p, "packed");
 }
 
 /* The automatic choice: on one thread, or with whole rounds of heads for every thread, nothing is

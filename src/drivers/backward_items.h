@@ -50,10 +50,11 @@ static void FA_NAME(dq_rows_of_nothing_)(const fa_backward_job *job, int64_t bat
     const FA_T zero = (FA_T)p->scale * 0;
     const size_t dq_elem = fa_elem_size(p->dq_type);
     char *dq = fa_view_at(&p->dq, dq_elem, batch, q_head, row0);
+    const int rounds = fa_dq_rounds(p);
     for (int64_t r = 0; r < rows; r++) {
         char *row = dq + r * p->dq.stride_seq * (int64_t)dq_elem;
         for (int64_t x = 0; x < p->dim; x++)
-            if (fa_dq_rounds(p))
+            if (rounds)
                 fa_half_store(p->dq_type, row, x, (float)zero);
             else
                 ((FA_T *)(void *)row)[x] = zero;
