@@ -209,17 +209,9 @@ Test(block_sizes, a_context_uses_the_table_for_this_cpu)
     fa_stats st = FA_STATS_INIT;
     fa_context_stats(ctx, &st);
     fa_cpu_model cpu = fa_cpu_identify();
-    fa_block_inputs in = {.cpu = cpu,
-                          .table = st.isa,
-                          .l2 = fa_topology_caches(ctx->topology).l2,
-                          .dim = D,
-                          .dim_v = D,
-                          .block_q = 64,
-                          .q_len = N,
-                          .kv_len = N,
-                          .heads = 1,
-                          .elem = sizeof(float),
-                          .threads = st.num_threads};
+    fa_block_inputs in =
+        inputs(cpu.vendor, st.isa, fa_topology_caches(ctx->topology).l2, D, sizeof(float), N);
+    in.cpu = cpu, in.heads = 1, in.threads = st.num_threads;
     int64_t want = fa_block_k_automatic(FA_PASS_FORWARD, &in);
     cr_expect_eq(st.block_k, want < N ? want : N, "CPU vendor %d, table %s, L2 %zu", (int)cpu.vendor, st.isa,
                  in.l2);

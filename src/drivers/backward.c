@@ -102,6 +102,22 @@ static size_t query_sums_bytes(const fa_backward_job *job)
     return job->problem->dtype == FA_F64 ? query_sums_bytes_f64(job) : query_sums_bytes_f32(job);
 }
 
+/* The rows-buffer bytes of the dQ sums of `blocks` query blocks (and 64 to align them) where the
+ * job's fused or wavefront plan cannot sum dQ in the caller's rows (a half dq; the dot set's
+ * transposed sums), setting job->dq_sums_bytes; else 0. */
+static size_t dq_sums_reserve(fa_backward_job *job, int64_t blocks)
+{
+    if (job->plan == FA_BACKWARD_PLAN_SPLIT || !(job->dot || fa_dq_rounds(job->problem))) return 0;
+    job->dq_sums_bytes = query_sums_bytes(job);
+    return fa_size_add(fa_size_mul3((size_t)blocks, job->dq_sums_bytes, 1), 64);
+}
+
+/* Where the sums start in the rows buffer: past its first `offset` bytes, on a 64-byte boundary. */
+static void *dq_sums_at(void *rows, size_t offset)
+{
+    return (void *)(((uintptr_t)rows + offset + 63) & ~(uintptr_t)63);
+}
+
 /* The fused plan runs whole heads, B·Hkv of them: with `rounds` of them per thread, threads sit
  * idle for rounds·threads - heads head-times. The wavefront plan does the same work in key-block
  * items and keeps every thread busy (its pipeline fills in a few tiles), but its threads wait by
@@ -179,11 +195,8 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
      * items, then (fused, sums apart from dq) the dQ sums, sequence b's from its first delta item on */
     int64_t lse_elems = (p->seqs->cu_seqlens_q ? 1 : p->batch) * p->q_heads * p->lse_head_stride;
     size_t delta_bytes = fa_arena_tile((size_t)lse_elems, 1, elem),
-           firsts_bytes = 2 * (size_t)(p->batch + 1) * sizeof(int64_t), sums_bytes = 0;
-    if (job.dot || fa_dq_rounds(p)) {
-        job.dq_sums_bytes = query_sums_bytes(&job);
-        sums_bytes = fa_size_add(fa_size_mul3((size_t)q_items, job.dq_sums_bytes, 1), 64);
-    }
+           firsts_bytes = 2 * (size_t)(p->batch + 1) * sizeof(int64_t),
+           sums_bytes = dq_sums_reserve(&job, q_items);
     if (fa_context_reserve_rows(ctx, fa_size_add(delta_bytes + firsts_bytes, sums_bytes)) != 0) {
         if (sums_bytes == 0 || fa_context_reserve_rows(ctx, delta_bytes + firsts_bytes) != 0)
             return FA_ERR_NOMEM;
@@ -192,8 +205,7 @@ static fa_status backward_sequences(fa_context *ctx, const fa_problem *p)
     job.delta = ctx->rows;
     int64_t *first = (int64_t *)(void *)((char *)ctx->rows + delta_bytes), *first_grad = first + p->batch + 1;
     job.first_item = first, job.first_grad = first_grad;
-    if (sums_bytes)
-        job.dq_sums = (void *)(((uintptr_t)ctx->rows + delta_bytes + firsts_bytes + 63) & ~(uintptr_t)63);
+    if (sums_bytes) job.dq_sums = dq_sums_at(ctx->rows, delta_bytes + firsts_bytes);
     first[0] = first_grad[0] = 0;
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem_sequence(p, b, &one);
@@ -251,21 +263,14 @@ fa_status fa_backward_run(fa_context *ctx, const fa_problem *p)
      * (wavefront) one counter per query block, then those sums, 64-byte aligned. Should the sums not
      * fit in memory, the split plan runs (the same bits). */
     size_t delta_bytes = fa_arena_tile((size_t)(p->batch * p->q_heads * p->q_len), 1, elem);
-    const int sums_apart = job.dot || fa_dq_rounds(p);
     for (;;) {
         size_t progress_bytes =
             job.plan == FA_BACKWARD_PLAN_WAVEFRONT ? (size_t)job.q_schedule.count * sizeof(atomic_int) : 0;
-        size_t sums_bytes = 0;
-        if (sums_apart && job.plan != FA_BACKWARD_PLAN_SPLIT) {
-            job.dq_sums_bytes = query_sums_bytes(&job);
-            sums_bytes = fa_size_add(fa_size_mul3((size_t)job.q_schedule.count, job.dq_sums_bytes, 1), 64);
-        }
+        size_t sums_bytes = dq_sums_reserve(&job, job.q_schedule.count);
         if (fa_context_reserve_rows(ctx, fa_size_add(delta_bytes + progress_bytes, sums_bytes)) == 0) {
             job.delta = ctx->rows;
             if (progress_bytes) job.dq_progress = (atomic_int *)((char *)ctx->rows + delta_bytes);
-            if (sums_bytes) /* past the counters, at the next 64-byte boundary */
-                job.dq_sums =
-                    (void *)(((uintptr_t)ctx->rows + delta_bytes + progress_bytes + 63) & ~(uintptr_t)63);
+            if (sums_bytes) job.dq_sums = dq_sums_at(ctx->rows, delta_bytes + progress_bytes);
             break;
         }
         if (sums_bytes == 0) return FA_ERR_NOMEM;
