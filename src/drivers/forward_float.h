@@ -20,13 +20,18 @@
  * lists are made once per tile and kv head (stage_tile_, row_list_). */
 
 /* The rows of keys [key0, key0 + n) of kv_head in `rows` (k or v) into list[0..n), and when `scale`
- * is given their scales (in `scales`, a quantized cache's) into scale[0..n). A paged cache a page
- * run at a time: one division per page, not per key. */
+ * is given their scales (in `scales`, a quantized cache's) into scale[0..n); without it, with
+ * `prefetch_scales`, their scales' cache lines are prefetched into L2 instead (the next tile's, listed
+ * ahead: a page's scales lie apart from the next page's, so a paged cache's list would otherwise wait
+ * on a miss per page and head when the tile comes, one per key in pages of 1 key). A paged cache a
+ * page run at a time: one division per page, not per key. */
 static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales,
                                 int64_t batch, int64_t kv_head, int64_t key0, int64_t n, const void **list,
-                                float *scale)
+                                float *scale, int prefetch_scales)
 {
     const int64_t elem = (int64_t)fa_elem_size(p->kv_type);
+    const int fetch = !scale && prefetch_scales && scales->data;
+    uintptr_t fetched = 0; /* the scale line prefetched last */
     for (int64_t i = 0; i < n;) {
         const int64_t key = key0 + i;
         int64_t page = batch, row = key, run = n - i;
@@ -36,22 +41,28 @@ static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const 
         }
         const char *first = fa_view_at(rows, (size_t)elem, page, kv_head, row);
         const float *first_scale =
-            scale ? (const float *)fa_view_at(scales, sizeof(float), page, kv_head, row) : NULL;
+            scale || fetch ? (const float *)fa_view_at(scales, sizeof(float), page, kv_head, row) : NULL;
         for (int64_t j = 0; j < run; j++, i++) {
             list[i] = first + j * rows->stride_seq * elem;
             if (scale) scale[i] = first_scale[j * scales->stride_seq];
+            if (fetch) {
+                const float *at = first_scale + j * scales->stride_seq;
+                if ((uintptr_t)at / 64 != fetched) __builtin_prefetch(at, 0, 2);
+                fetched = (uintptr_t)at / 64;
+            }
         }
     }
 }
 
 /* A tile's list: keys [col0, col0 + n) with their scales, then FA_STORED_AHEAD more rows, which the
- * kernels only prefetch: the next keys', and past the last key the last key's again. */
+ * kernels only prefetch: the next keys', and past the last key the last key's again (their scales
+ * prefetched here). */
 static void FA_NAME(row_list_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
                                int64_t kv_head, int64_t col0, int64_t n, const void **list, float *scale)
 {
-    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0, n, list, scales->data ? scale : NULL);
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0, n, list, scales->data ? scale : NULL, 0);
     const int64_t left = p->kv_len - (col0 + n), ahead = left < FA_STORED_AHEAD ? left : FA_STORED_AHEAD;
-    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0 + n, ahead, list + n, NULL);
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0 + n, ahead, list + n, NULL, 1);
     for (int64_t i = n + ahead; i < n + FA_STORED_AHEAD; i++) list[i] = list[n + ahead - 1];
 }
 
