@@ -24,8 +24,8 @@
  * `prefetch_scales`, their scales' cache lines are prefetched into L2 instead (the next tile's, listed
  * ahead: a page's scales lie apart from the next page's, so a paged cache's list would otherwise wait
  * on a miss per page and head when the tile comes, one per key in pages of 1 key). A paged cache a
- * page run at a time, from one division a list: a division a page cost pages of 1 key as much as
- * the list itself (perf: row_list_f32 a fifth of the library's time). */
+ * page run at a time, from one division a list (a division a page was one a key and head in pages of
+ * 1 key: perf put row_list_f32 at a fifth of the library's time). */
 static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales,
                                 int64_t batch, int64_t kv_head, int64_t key0, int64_t n, const void **list,
                                 float *scale, int prefetch_scales)
