@@ -20,18 +20,17 @@
  * lists are made once per tile and kv head (stage_tile_, row_list_). */
 
 /* The rows of keys [key0, key0 + n) of kv_head in `rows` (k or v) into list[0..n), and when `scale`
- * is given their scales (in `scales`, a quantized cache's) into scale[0..n); without it, with
- * `prefetch_scales`, their scales' cache lines are prefetched into L2 instead (the next tile's, listed
- * ahead: a page's scales lie apart from the next page's, so a paged cache's list would otherwise wait
+ * is given their scales (in `scales`, a quantized cache's) into scale[0..n); without it, a quantized
+ * cache's scale lines are prefetched into L2 instead (the next tile's, listed ahead: a page's scales lie apart from the next page's, so a paged cache's list would otherwise wait
  * on a miss per page and head when the tile comes, one per key in pages of 1 key). A paged cache a
  * page run at a time, from one division a list (a division a page was one a key and head in pages of
  * 1 key: perf put row_list_f32 at a fifth of the library's time). */
 static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales,
                                 int64_t batch, int64_t kv_head, int64_t key0, int64_t n, const void **list,
-                                float *scale, int prefetch_scales)
+                                float *scale)
 {
     const int64_t elem = (int64_t)fa_elem_size(p->kv_type);
-    const int fetch = !scale && prefetch_scales && scales->data;
+    const int fetch = !scale && scales->data;
     const int64_t step = rows->stride_seq * elem, scale_step = scales->stride_seq; /* key to key in a page */
     uintptr_t fetched = 0; /* the scale line prefetched last */
     /* key0's page (its index in the table) and its row there; then page after page, from row 0 */
@@ -43,8 +42,7 @@ static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const 
             if (p->page_size - row < run) run = p->page_size - row;
         }
         const char *first = fa_view_at(rows, (size_t)elem, page, kv_head, row);
-        const float *first_scale =
-            scale || fetch ? (const float *)fa_view_at(scales, sizeof(float), page, kv_head, row) : NULL;
+        const float *first_scale = fa_view_at(scales, sizeof(float), page, kv_head, row); /* NULL: none */
         for (int64_t j = 0; j < run; j++, i++) {
             list[i] = first + j * step;
             if (scale) scale[i] = first_scale[j * scale_step];
@@ -63,9 +61,9 @@ static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const 
 static void FA_NAME(row_list_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
                                int64_t kv_head, int64_t col0, int64_t n, const void **list, float *scale)
 {
-    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0, n, list, scales->data ? scale : NULL, 0);
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0, n, list, scales->data ? scale : NULL);
     const int64_t left = p->kv_len - (col0 + n), ahead = left < FA_STORED_AHEAD ? left : FA_STORED_AHEAD;
-    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0 + n, ahead, list + n, NULL, 1);
+    FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0 + n, ahead, list + n, NULL);
     for (int64_t i = n + ahead; i < n + FA_STORED_AHEAD; i++) list[i] = list[n + ahead - 1];
 }
 
