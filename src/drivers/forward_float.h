@@ -21,8 +21,9 @@
 
 /* The rows of keys [key0, key0 + n) of kv_head in `rows` (k or v) into list[0..n), and when `scale`
  * is given their scales (in `scales`, a quantized cache's) into scale[0..n); without it, a quantized
- * cache's scale lines are prefetched into L2 instead (the next tile's, listed ahead: a page's scales lie apart from the next page's, so a paged cache's list would otherwise wait
- * on a miss per page and head when the tile comes, one per key in pages of 1 key). A paged cache a
+ * cache's scale lines are prefetched into L2 instead (the next tile's, listed ahead: a page's scales
+ * lie apart from the next page's, so a paged cache's list would otherwise wait on a miss per page
+ * and head when the tile comes, one per key in pages of 1 key). A paged cache a
  * page run at a time, from one division a list (a division a page was one a key and head in pages of
  * 1 key: perf put row_list_f32 at a fifth of the library's time). */
 static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const fa_view *scales,
