@@ -416,14 +416,14 @@ typedef struct {
     const fa_tensor *v_scale;
     /** fa_backward only (fa_forward ignores it): NULL, or a tensor of the bias's shape overwritten with
      *  dL/dbias, which requires bias (FA_ERR_NULL without it). Its dtype is the bias's (the accumulation
-     *  type), its sizes are the bias's four, and on an axis where the bias has a stride of 0 and a size
-     *  above 1 its stride must be 0 too (FA_ERR_STRIDE otherwise). dbias[b'][h'][i'][j] is the sum of
-     *  dS[b][h][i][j] = P_ij·(dP_ij - delta_i) (the gradient of the score after every modifier, that is
-     *  before the softcap's derivative; 0 where the masks hide the key) over the (b, h, i) that read
-     *  bias[b'][h'][i'][j]: the broadcast axes (size 1 or stride 0) are summed, b-major, then h, then i,
-     *  in the accumulation type, in that fixed order whatever the thread count or backward plan (an
-     *  empty sum, over B, Hq or Nq of 0, is +0). A bias broadcast over no axis gets every dS once; any
-     *  broadcast axis costs S and dP once more (two of the backward's five tile products). Dense
+     *  type), its sizes are the bias's four, and on an axis where the bias has a stride of 0 and a size above
+     *  1 its stride must be 0 too (FA_ERR_STRIDE otherwise; an empty dbias has any strides).
+     *  dbias[b'][h'][i'][j] is the sum of dS[b][h][i][j] = P_ij·(dP_ij - delta_i) (the gradient of the score
+     *  after every modifier, that is before the softcap's derivative; 0 where the masks hide the key) over
+     *  the (b, h, i) that read bias[b'][h'][i'][j]: the broadcast axes (size 1 or stride 0) are summed,
+     *  b-major, then h, then i, in the accumulation type, in that fixed order whatever the thread count or
+     *  backward plan (an empty sum, over B, Hq or Nq of 0, is +0). A bias broadcast over no axis gets every
+     *  dS once; any broadcast axis costs S and dP once more (two of the backward's five tile products). Dense
      *  batches only: with seqs the bias itself is refused (FA_ERR_UNSUPPORTED). No extra memory. */
     const fa_tensor *dbias;
     /** Attention dropout (training): 0 = off, the default; otherwise in (0, 1), the probability that

@@ -11,7 +11,8 @@
  * - dbias, dq, dk and dv are the same bytes on 1..4 threads under every backward plan, and asking
  *   for dbias leaves dq, dk and dv the bytes of the call without it;
  * - a dbias broadcast over an axis of extent 0 (B, Hq or Nq of 0) is an empty sum: every element +0
- *   (a fuzz find: such a dbias was left unwritten). */
+ *   (a fuzz find: such a dbias was left unwritten);
+ * - an empty dbias is accepted whatever its strides, and the strides rule still refuses a non-empty one. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -504,4 +505,42 @@ Test(bias_gradient, dbias_broadcast_over_an_empty_axis_is_zeros)
             fa_context_destroy(ctx);
             free(bias), free(dbias);
         }
+}
+
+/* An empty dbias (Hq = 0) has no element, so its strides, like any empty tensor's, are not judged: a
+ * bias broadcasting its rows (stride_seq 0) beside a dbias that does not is accepted and writes
+ * nothing (a fuzz find: it was refused as FA_ERR_STRIDE). The same strides with Hq = 2 are refused,
+ * with nothing written, so the rule still holds wherever there is an element. */
+Test(bias_gradient, empty_dbias_is_accepted_whatever_its_strides)
+{
+    enum { B = 2, NQ = 7, NK = 9, D = 16, H_MAX = 2 };
+    static float in[B * H_MAX * NK * D], grad_q[B * H_MAX * NQ * D], grad_k[B * H_MAX * NK * D],
+        grad_v[B * H_MAX * NK * D], bias[B * H_MAX * NK], dbias[B * H_MAX * NQ * NK], lse[B * H_MAX * NQ];
+    for (int64_t h = 0; h <= H_MAX; h += H_MAX) {
+        for (size_t x = 0; x < sizeof dbias / sizeof *dbias; x++) dbias[x] = NAN;
+        fa_tensor q = fa_tensor_bhsd(in, FA_F32, B, h, NQ, D), kv = fa_tensor_bhsd(in, FA_F32, B, h, NK, D);
+        fa_tensor out = q, dout = q, dq = fa_tensor_bhsd(grad_q, FA_F32, B, h, NQ, D),
+                  dk = fa_tensor_bhsd(grad_k, FA_F32, B, h, NK, D),
+                  dv = fa_tensor_bhsd(grad_v, FA_F32, B, h, NK, D);
+        fa_tensor tb = fa_tensor_bhsd(bias, FA_F32, B, h, NQ, NK),
+                  tdb = fa_tensor_bhsd(dbias, FA_F32, B, h, NQ, NK);
+        tb.stride_seq = 0;   /* one bias row for every query row */
+        tb.stride_head = NK; /* packed without the rows */
+        tb.stride_batch = h * NK;
+        fa_params p = FA_PARAMS_INIT;
+        p.bias = &tb;
+        p.dbias = &tdb;
+        fa_context *ctx;
+        cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
+        fa_status st = fa_backward(ctx, &p, &q, &kv, &kv, &out, &dout, lse, &dq, &dk, &dv);
+        if (h == 0)
+            cr_expect_eq(st, FA_OK, "Hq = 0: %s", fa_last_error());
+        else
+            cr_expect_eq(st, FA_ERR_STRIDE, "Hq = %lld: dbias.stride_seq %lld beside a bias's 0 gave %d",
+                         (long long)h, (long long)tdb.stride_seq, (int)st);
+        size_t written = 0;
+        for (size_t x = 0; x < sizeof dbias / sizeof *dbias; x++) written += !isnan(dbias[x]);
+        cr_expect_eq(written, 0, "Hq = %lld: %zu dbias elements written", (long long)h, written);
+        fa_context_destroy(ctx);
+    }
 }

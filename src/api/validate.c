@@ -266,6 +266,8 @@ static fa_status dbias_written_view(const char *call, const fa_tensor *dbias, co
     const int64_t bias_strides[3] = {bias->stride_batch, bias->stride_head, bias->stride_seq};
     const int64_t dbias_strides[3] = {dbias->stride_batch, dbias->stride_head, dbias->stride_seq};
     *written = *dbias;
+    /* An empty dbias has no element to write: its strides may be anything, as any empty tensor's. */
+    if (fa_is_empty(dbias)) return FA_OK;
     int64_t *sizes[3] = {&written->batch, &written->heads, &written->seq};
     for (int axis = 0; axis < 3; axis++) {
         if (*sizes[axis] <= 1 || bias_strides[axis] != 0) continue;
