@@ -38,9 +38,10 @@
  *              (Q and dO in pairs and in pairs of rows, lse and delta, the P and dS tiles (and the
  *               softcap's), P or dS in bf16, Kᵀ, the larger of the dK/dV and the transposed dQ sums)
  *
- * A decode step's group of n items (f32 queries, at most 4 rows each, bq = rows) shares one score
- * tile and, read in place (a paged or stored cache), two row lists of bk + 64 pointers:
- *   n·(r64(D·ld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4)) + r64(bk·sld·4) + 2·r64((bk + 64)·8)
+ * A decode step's group of n items (f32 queries, at most 4 rows each, bq = rows), read in place (a
+ * paged or stored cache), holds per item its score tile, two row lists of bk + 64 pointers and its
+ * rows once more, row by row (the group reads its tiles in token order, every item's at once):
+ *   n·(r64(D·ld·4) + r64(bq·up(Dv)·4) + 2·r64(ld·4) + r64(bk·sld·4) + 2·r64((bk + 64)·8) + r64(bq·up(D)·4))
  *
  * None of it depends on Nq or Nk. */
 #ifndef FA_TEST_SCRATCH_FORMULA_H
@@ -98,8 +99,10 @@ static inline size_t backward_half_tiles(int q_half, int kv_half, int64_t bq, in
 static inline size_t decode_group_scratch(int64_t n, int64_t bq, int64_t bk, int64_t d, int64_t dv)
 {
     size_t ld = sf_up(bq, 16), sld = ld < 64 ? ld : 64;
-    size_t item = sf_r64((size_t)d * ld * 4) + sf_r64((size_t)bq * sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4);
-    return (size_t)n * item + sf_r64((size_t)bk * sld * 4) + 2 * sf_r64((size_t)(bk + 64) * 8);
+    size_t item = sf_r64((size_t)d * ld * 4) + sf_r64((size_t)bq * sf_up(dv, 16) * 4) + 2 * sf_r64(ld * 4) +
+                  sf_r64((size_t)bk * sld * 4) + 2 * sf_r64((size_t)(bk + 64) * 8) +
+                  sf_r64((size_t)bq * sf_up(d, 16) * 4);
+    return (size_t)n * item;
 }
 
 /* The all-bf16 backward on dot-product units. */

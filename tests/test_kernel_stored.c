@@ -90,6 +90,17 @@ static void list_rows(fa_dtype t, const char *rows, int64_t cols, int64_t dim, c
     }
 }
 
+/* The tile's query rows as scores_stored takes them (kernels.h): row by row out of the transposed qt,
+ * zero from dim to the row stride Q_STRIDE, in a 64-byte-aligned block. */
+enum { Q_STRIDE = (MAX_DIM + 15) / 16 * 16 };
+static const float *query_rows(int64_t rows, int64_t dim, const float *qt)
+{
+    static _Alignas(64) float q[FA_HALF_ROWS * Q_STRIDE];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < Q_STRIDE; x++) q[r * Q_STRIDE + x] = x < dim ? qt[x * LD + r] : 0.0f;
+    return q;
+}
+
 static int same_bits(const float *a, const float *b, size_t n, size_t *where)
 {
     for (size_t i = 0; i < n; i++)
@@ -141,7 +152,8 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         set->scores(rows, LD, cols, dim, qt, wide, dim, want);
                         /* far prefetches or near ones alone: a CPU's choice, which changes no bit */
                         const int far = (int)((ci + (size_t)rows) % 2);
-                        set->scores_stored(rows, LD, cols, dim, qt, list, t, sc, far, got);
+                        set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list, t,
+                                           sc, far, got);
                         for (int64_t c = 0; c < cols; c++) /* the real rows; padding rows are nobody's */
                             cr_assert(
                                 same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
@@ -228,7 +240,8 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
                             size_t where = 0;
                             set->scores(rows, LD, cols, dim, qt, wide, dim, want);
                             const int far = (int)((ci + (size_t)rows) % 2); /* either: no bit changes */
-                            set->scores_stored(rows, LD, cols, dim, qt, list, t, scale, far, got);
+                            set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list,
+                                               t, scale, far, got);
                             for (int64_t c = 0; c < cols; c++)
                                 cr_assert(
                                     same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),

@@ -4,7 +4,9 @@
  * accumulation type and FA_SET (the set's suffix: f32, f64, dot) defined. The set gives its rows
  * per query block (FA_SET_ROWS), its item and tile types, and the operations that differ between
  * float kernels and dot-product units: carve_, item_begin_, block_queries_, block_acc_,
- * pack_block_, zero_acc_, stage_tile_, scores_, softmax_accumulate_, item_end_. Everything else,
+ * pack_block_, zero_acc_, stage_tile_, scores_, softmax_accumulate_, item_end_; and FA_SET_TOKENS,
+ * whether it reads a decode group's tiles in token order (attend_tokens_: then also scores_run_,
+ * softmax_ and accumulate_run_). Everything else,
  * the key-block range, the columns each block sees, the value modifiers and the masks between the
  * two products, is here, once.
  *
@@ -34,23 +36,84 @@ static FA_NAME(query_block_) FA_SET_NAME(block_at_)(const fa_forward_job *job, c
     return b;
 }
 
-/* One query block's online-softmax step over the columns [col0, col0 + cols) of a key tile: the
- * scores, the value modifiers on every score, the masks on a tile that is not fully visible, then
- * the softmax, dropout's mask on its probabilities, and the accumulation. */
-static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
-                                      const fa_q_item *it, const FA_NAME(query_block_) * b,
-                                      const FA_SET_NAME(tile_) * t, int64_t col0, int64_t cols)
+/* The value modifiers on every score of a block's tile [col0, col0 + cols), then the masks on a
+ * tile that is not fully visible. */
+static void FA_SET_NAME(modify_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                 const fa_q_item *it, const FA_NAME(query_block_) * b, int64_t col0,
+                                 int64_t cols, int full)
 {
     const fa_problem *p = job->problem;
-    const int full = fa_tile_fully_visible(p, b->row0, b->rows, col0, cols);
-    FA_SET_NAME(scores_)(item, job, b, t, col0, cols, full);
     if (fa_problem_modifies_scores(p)) {
         fa_score_mods mods = fa_score_mods_of(p, sizeof(FA_T), it->batch, it->q_head, b->row0, b->rows, col0);
         job->kernels->FA_SFX->modify(&mods, b->ld, cols, item->s, NULL);
     }
     if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, b->row0, b->rows, col0, cols, item->s, b->ld);
+}
+
+/* One query block's online-softmax step over the columns [col0, col0 + cols) of a key tile: the
+ * scores, the modifiers and masks, then the softmax, dropout's mask on its probabilities, and the
+ * accumulation. */
+static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                      const fa_q_item *it, const FA_NAME(query_block_) * b,
+                                      const FA_SET_NAME(tile_) * t, int64_t col0, int64_t cols)
+{
+    const int full = fa_tile_fully_visible(job->problem, b->row0, b->rows, col0, cols);
+    FA_SET_NAME(scores_)(item, job, b, t, col0, cols, full);
+    FA_SET_NAME(modify_)(item, job, it, b, col0, cols, full);
     FA_SET_NAME(softmax_accumulate_)(item, job, it, b, t, col0, cols, full);
 }
+
+#if FA_SET_TOKENS
+/* Keys a token-order run covers: whole key blocks of the scores kernel (FA_FEW_ROWS_KEYS: at most 8).
+ * Runs of 16 and 32 keys, and runs of 4 KiB of a head's rows (16 bf16 keys, 32 int8 at D = 128),
+ * measured slower (bench/results/2026-12-05-decode-token-order-amd-zen4.md). */
+#define FA_TOKEN_RUN 8
+
+/* The shortest key row (D elements of the cache's type) read in token order. A run's calls cost the
+ * same whatever the row, so short rows pay more per byte: on Zen 4 (16 sequences, H8, D128) f32's
+ * 512-byte rows took 11-16% less time, bf16's 256 bytes 0-7% less (pages of 1 key at 1 thread 2%
+ * more to 1% less), int8's and FP8's 128 bytes 10-18% more over pages of 1 key at 1 thread. */
+#define FA_TOKEN_MIN_ROW_BYTES 256
+
+/* Key tile kb of a decode group in token order (the set's runs: forward_float.h): every item's scores
+ * of a run of FA_TOKEN_RUN keys before the next run's, then each item's softmax step, then every
+ * item's P·V of a run before the next run's. Items over different kv heads of a [token][head][dim]
+ * cache then read each token row whole, in order, as memory streams it, where item after item read
+ * a head's part of every token row of the tile (a 4 KiB stride at f32, H8, D128, which no hardware
+ * prefetcher follows). Each item computes what it computes alone. Only for rows of at least
+ * FA_TOKEN_MIN_ROW_BYTES and a tile every item sees whole, as one query block read in place; returns
+ * 0, having done nothing, otherwise. */
+static int FA_SET_NAME(attend_tokens_)(FA_SET_NAME(item_) * items, const fa_forward_job *job,
+                                       const fa_q_item *its, const int64_t *blocks, int n, int64_t kb,
+                                       int64_t block0, int64_t tile_cols)
+{
+    const fa_problem *p = job->problem;
+    FA_NAME(query_block_) b[FA_GROUP_ITEMS];
+    if (n < 2 || p->dim * (int64_t)fa_elem_size(p->kv_type) < FA_TOKEN_MIN_ROW_BYTES) return 0;
+    for (int m = 0; m < n; m++) {
+        if (!items[m].direct || blocks[m] != 1) return 0;
+        b[m] = FA_SET_NAME(block_at_)(job, &its[m], 0, &items[m]);
+        if (kb < b[m].first || kb >= b[m].end ||
+            !fa_tile_fully_visible(p, b[m].row0, b[m].rows, block0, tile_cols))
+            return 0;
+    }
+    FA_SET_NAME(tile_) t[FA_GROUP_ITEMS];
+    for (int m = 0; m < n; m++) FA_SET_NAME(stage_tile_)(&items[m], job, &its[m], block0, tile_cols, &t[m]);
+    for (int64_t c0 = 0; c0 < tile_cols; c0 += FA_TOKEN_RUN) {
+        const int64_t run = tile_cols - c0 < FA_TOKEN_RUN ? tile_cols - c0 : FA_TOKEN_RUN;
+        for (int m = 0; m < n; m++) FA_SET_NAME(scores_run_)(&items[m], job, &b[m], &t[m], c0, run);
+    }
+    for (int m = 0; m < n; m++) {
+        FA_SET_NAME(modify_)(&items[m], job, &its[m], &b[m], block0, tile_cols, 1);
+        FA_SET_NAME(softmax_)(&items[m], job, &its[m], &b[m], block0, tile_cols);
+    }
+    for (int64_t c0 = 0; c0 < tile_cols; c0 += FA_TOKEN_RUN) {
+        const int64_t run = tile_cols - c0 < FA_TOKEN_RUN ? tile_cols - c0 : FA_TOKEN_RUN;
+        for (int m = 0; m < n; m++) FA_SET_NAME(accumulate_run_)(&items[m], job, &b[m], &t[m], c0, run);
+    }
+    return 1;
+}
+#endif
 
 /* The online softmax of a group of n query items over the keys [key_lo, key_hi) each may see (key_lo
  * a multiple of block_k), in the arena; each item's rows go to states[i], for write_rows_ or a split
@@ -95,6 +158,9 @@ static void FA_SET_NAME(attend_group_)(const fa_forward_job *job, fa_arena *aren
     if (end > (key_hi + bk - 1) / bk) end = (key_hi + bk - 1) / bk;
     for (int64_t kb = first; kb < end; kb++) {
         const int64_t block0 = kb * bk, tile_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
+#if FA_SET_TOKENS
+        if (FA_SET_NAME(attend_tokens_)(items, job, its, blocks, n, kb, block0, tile_cols)) continue;
+#endif
         for (int i = 0; i < n;) {
             /* items i..j - 1 read one kv head: its tile is staged once, over the columns some row of
              * theirs sees */
@@ -147,3 +213,4 @@ static size_t FA_SET_NAME(attend_plan_)(const fa_forward_job *job, int n)
 }
 
 #undef FA_SET_ROWS
+#undef FA_SET_TOKENS

@@ -12,7 +12,8 @@
  * keys, and acc_t += Vᵀ·P on the dot. At the end each acc_t is transposed into the rows that
  * write_rows_ reads. The tiles' layouts and padding are the set's (pad_k). */
 
-#define FA_SET_ROWS FA_DOT_BLOCK_ROWS
+#define FA_SET_ROWS   FA_DOT_BLOCK_ROWS
+#define FA_SET_TOKENS 0 /* no token order (forward_attend.h): the dot set stages its tiles */
 
 /* acc_t += P·V over the keys each row sees only, one element at a time: an edge tile whose values
  * hold an Inf or NaN, which a whole-tile product would hand (as 0·Inf) to rows that do not see it

@@ -69,22 +69,24 @@ static void FA_NAME(row_list_)(const fa_problem *p, const fa_view *rows, const f
 }
 
 /* The regions the items of a group share (forward_attend.h: a decode step's heads over one key
- * chunk): one block's score tile, and the key and value tiles a paged or widened cache is staged in
- * (NULL when read in place), used by one item after the other. */
+ * chunk), used by one item after the other: one block's score tile, and the key and value tiles a
+ * paged or widened cache is staged in (NULL when read in place). A group read in place has no
+ * shared score tile or row lists: each item holds its own, since it reads its tiles in token order
+ * (every item's scores of a tile before any item's softmax: forward_attend.h, attend_tokens_). */
 typedef struct {
-    FA_T *s;
+    FA_T *s; /* NULL when in place */
     FA_T *k_tile, *v_tile;
-    const void **k_list, **v_list; /* a tile's key and value rows read in place (row_list_), or NULL */
-    float *k_scales, *v_scales;    /* and their scales */
 } FA_SET_NAME(shared_);
 
 /* One item's scratch and what it reads. */
 typedef struct {
-    FA_T *qt;                      /* every query block packed transposed, D × FA_SET_ROWS apart */
-    FA_T *s;                       /* the group's score tile */
+    FA_T *qt;    /* every query block packed transposed, D × FA_SET_ROWS apart */
+    FA_T *q_few; /* read in place: the block's rows again, row by row (scores_stored) */
+    int64_t q_few_stride;
+    FA_T *s;                       /* the score tile: the group's, or the item's own when in place */
     FA_NAME(rows_state_) st;       /* the output rows, row max and row sum */
     FA_T *k_tile, *v_tile;         /* the group's staged tiles */
-    const void **k_list, **v_list; /* the group's row lists for in-place reads */
+    const void **k_list, **v_list; /* the item's row lists for in-place reads */
     float *k_scales, *v_scales;
     FA_T *q_wide;       /* widened half-precision queries (NULL otherwise) */
     const FA_T *q_rows; /* the rows the packs read: the caller's or q_wide */
@@ -95,9 +97,12 @@ typedef struct {
 } FA_SET_NAME(item_);
 
 /* Where one key tile's keys and values are read: the caller's rows or the arena's tiles (k, v:
- * key col0 first), or the cache itself (in_place: the row lists, key col0 first). */
+ * key col0 first), or the cache itself (in_place: the staging item's row lists and scales, key col0
+ * first, which every item of its kv head reads). */
 typedef struct {
     const FA_T *k, *v;
+    const void *const *k_list, *const *v_list;
+    const float *k_scales, *v_scales;
     int64_t col0;
     int in_place;
 } FA_SET_NAME(tile_);
@@ -109,21 +114,13 @@ static void FA_SET_NAME(carve_shared_)(fa_scratch *sc, const fa_forward_job *job
     const size_t e = sizeof(FA_T);
     const int64_t bk = job->block_k;
     /* the score tile: one query block's of at most FA_SET_ROWS rows */
-    sh->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(job->ld, FA_SET_ROWS), e);
+    sh->s = job->in_place
+                ? NULL
+                : fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(job->ld, FA_SET_ROWS), e);
     sh->k_tile = sh->v_tile = NULL;
     if (job->paged || fa_kv_widens(p)) {
         sh->k_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim, e);
         sh->v_tile = fa_scratch_take(sc, (size_t)bk, (size_t)p->dim_v, e);
-    }
-    sh->k_list = sh->v_list = NULL;
-    sh->k_scales = sh->v_scales = NULL;
-    if (job->in_place) { /* some item is a decode step over a stored or paged cache */
-        sh->k_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
-        sh->v_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
-        if (p->k_scale.data) {
-            sh->k_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
-            sh->v_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
-        }
     }
 }
 
@@ -133,11 +130,25 @@ static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const
     const fa_problem *p = job->problem;
     const size_t e = sizeof(FA_T);
     const int64_t ld = job->ld, dv_pad = fa_round_up(p->dim_v, FA_PAD_ELEMS);
+    const int64_t bk = job->block_k;
     item->s = sh->s;
     item->k_tile = sh->k_tile;
     item->v_tile = sh->v_tile;
-    item->k_list = sh->k_list, item->v_list = sh->v_list;
-    item->k_scales = sh->k_scales, item->v_scales = sh->v_scales;
+    item->k_list = item->v_list = NULL;
+    item->k_scales = item->v_scales = NULL;
+    item->q_few = NULL;
+    item->q_few_stride = fa_round_up(p->dim, FA_PAD_ELEMS);
+    if (job->in_place) { /* some item is a decode step over a stored or paged cache */
+        const int64_t few = job->schedule.block_q < FA_HALF_ROWS ? job->schedule.block_q : FA_HALF_ROWS;
+        item->q_few = fa_scratch_take(sc, (size_t)few, (size_t)item->q_few_stride, e);
+        item->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(ld, FA_SET_ROWS), e);
+        item->k_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
+        item->v_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
+        if (p->k_scale.data) {
+            item->k_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
+            item->v_scales = fa_scratch_take(sc, (size_t)bk, 1, sizeof(float));
+        }
+    }
     item->qt = fa_scratch_take(sc, (size_t)p->dim, (size_t)ld, e);
     item->st.acc = fa_scratch_take(sc, (size_t)job->schedule.block_q, (size_t)dv_pad, e);
     item->st.row_max = fa_scratch_take(sc, 1, (size_t)ld, e);
@@ -213,6 +224,12 @@ static void FA_SET_NAME(pack_block_)(const FA_SET_NAME(item_) * item, const fa_f
     job->kernels->FA_SFX->pack_transposed(b->rows, p->dim,
                                           item->q_rows + (b->row0 - it->row0) * item->q_stride,
                                           item->q_stride, (FA_T)p->scale, (FA_T *)b->queries, b->ld);
+    if (!item->direct) return;
+    /* the rows scores_stored reads, gathered once for every tile (a decode item is one block) */
+    const FA_T *qt = (const FA_T *)b->queries;
+    for (int64_t r = 0; r < b->rows; r++)
+        for (int64_t x = 0; x < item->q_few_stride; x++)
+            item->q_few[r * item->q_few_stride + x] = x < p->dim ? qt[x * b->ld + r] : 0;
 }
 
 static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
@@ -232,6 +249,8 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
     t->in_place = item->direct && fa_tile_fully_visible(p, it->row0, it->rows, col0, cols);
     t->k = item->k_tile;
     t->v = item->v_tile;
+    t->k_list = item->k_list, t->v_list = item->v_list;
+    t->k_scales = item->k_scales, t->v_scales = item->v_scales;
     if (t->in_place) { /* read where they lie, by the block's products: their rows listed */
         FA_NAME(row_list_)
         (p, &p->k, &p->k_scale, it->batch, item->kv_head, col0, cols, item->k_list, item->k_scales);
@@ -259,8 +278,8 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     if (t->in_place && full) { /* a decode step reads its cache in place, but on a mask's edge */
         const int64_t at = col0 - t->col0;
-        kern->scores_stored(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries, item->k_list + at,
-                            p->kv_type, p->k_scale.data ? item->k_scales + at : NULL, job->prefetch_far,
+        kern->scores_stored(b->rows, b->ld, cols, p->dim, item->q_few, item->q_few_stride, t->k_list + at,
+                            p->kv_type, p->k_scale.data ? t->k_scales + at : NULL, job->prefetch_far,
                             item->s);
         return;
     }
@@ -268,9 +287,22 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
                  t->k + (col0 - t->col0) * item->k_stride, item->k_stride, item->s);
 }
 
-/* The online-softmax step on the block's masked, modified scores, then acc += P·V over the same
- * keys (masked columns are zero in P; on a mask's edge only the keys each row sees are summed). With
- * dropout, P·V reads the kept probabilities times 1/(1 - p) and the row sums stay undropped. */
+/* The online-softmax step on the block's masked, modified scores: P in the score tile, acc rescaled.
+ * With dropout, P holds the kept probabilities times 1/(1 - p) and the row sums stay undropped. */
+static void FA_SET_NAME(softmax_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                  const fa_q_item *it, const FA_NAME(query_block_) * b, int64_t col0,
+                                  int64_t cols)
+{
+    const fa_problem *p = job->problem;
+    const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
+    kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, item->st.acc_stride,
+                         item->st.acc_stride);
+    if (p->dropout_p != 0.0) FA_CAT(fa_dropout_probs_, FA_SFX)
+    (kern, p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
+}
+
+/* The softmax step, then acc += P·V over the same keys (masked columns are zero in P; on a mask's
+ * edge only the keys each row sees are summed). */
 static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
                                              const fa_q_item *it, const FA_NAME(query_block_) * b,
                                              const FA_SET_NAME(tile_) * t, int64_t col0, int64_t cols,
@@ -279,20 +311,45 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     const int64_t acc_stride = item->st.acc_stride;
-    kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, acc_stride,
-                         acc_stride);
-    if (p->dropout_p != 0.0) FA_CAT(fa_dropout_probs_, FA_SFX)
-    (kern, p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
+    FA_SET_NAME(softmax_)(item, job, it, b, col0, cols);
     if (t->in_place && full) {
         const int64_t at = col0 - t->col0;
-        kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, item->v_list + at, p->kv_type,
-                                p->v_scale.data ? item->v_scales + at : NULL, job->prefetch_far, b->acc,
+        kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, t->v_list + at, p->kv_type,
+                                p->v_scale.data ? t->v_scales + at : NULL, job->prefetch_far, b->acc,
                                 acc_stride);
         return;
     }
     FA_CAT(fa_accumulate_visible_, FA_SFX)
     (kern, p, b->row0, b->rows, col0, cols, p->dim_v, item->s, b->ld,
      t->v + (col0 - t->col0) * item->v_stride, item->v_stride, b->acc, acc_stride);
+}
+
+/* Token order (forward_attend.h, attend_tokens_): a decode group's tiles read in place, every item's
+ * part of a run of keys before the next run's, so that a [token][head][dim] cache streams token row
+ * after token row. The item's score tile holds the whole tile; each run writes and reads its columns
+ * [c0, c0 + run) there, with the same kernels on the same rows as the tile in one call: each key's
+ * score and each accumulator element take the same operations in the same order (the kernels' key
+ * blocks are per key, their accumulation per element in key order), so the bits do not change. */
+#define FA_SET_TOKENS 1
+
+static void FA_SET_NAME(scores_run_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                     const FA_NAME(query_block_) * b, const FA_SET_NAME(tile_) * t,
+                                     int64_t c0, int64_t run)
+{
+    const fa_problem *p = job->problem;
+    job->kernels->FA_SFX->scores_stored(b->rows, b->ld, run, p->dim, item->q_few, item->q_few_stride,
+                                        t->k_list + c0, p->kv_type, p->k_scale.data ? t->k_scales + c0 : NULL,
+                                        job->prefetch_far, item->s + c0 * b->ld);
+}
+
+static void FA_SET_NAME(accumulate_run_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                         const FA_NAME(query_block_) * b, const FA_SET_NAME(tile_) * t,
+                                         int64_t c0, int64_t run)
+{
+    const fa_problem *p = job->problem;
+    job->kernels->FA_SFX->accumulate_stored(
+        b->rows, run, p->dim_v, item->s + c0 * b->ld, b->ld, t->v_list + c0, p->kv_type,
+        p->v_scale.data ? t->v_scales + c0 : NULL, job->prefetch_far, b->acc, item->st.acc_stride);
 }
 
 /* The item's rows, as write_rows_ and the split-KV chunks read them: the accumulator itself. */

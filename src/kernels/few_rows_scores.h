@@ -80,9 +80,9 @@ FA_INLINE FA_T FA_NAME(key_scale_)(const int kind, const float *scale, int64_t i
     return kind > FA_F16 ? (FA_T)scale[i] : (FA_T)1;
 }
 
-FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
-                                   const FA_T (*q)[FA_MAX_HEAD_DIM], const char *const *keys,
-                                   const float *scale, FA_T *s, int64_t ld)
+FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim, const FA_T *q,
+                                   int64_t q_stride, const char *const *keys, const float *scale, FA_T *s,
+                                   int64_t ld)
 {
     vec acc[8][FA_FEW_ROWS];
     FA_UNROLL
@@ -102,8 +102,8 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
             vec q0[FA_FEW_ROWS], q1[FA_FEW_ROWS];
             FA_UNROLL
             for (int r = 0; r < nr; r++) {
-                q0[r] = V_LOAD(q[r] + x);
-                q1[r] = V_LOAD(q[r] + x + FA_LANES);
+                q0[r] = V_LOAD(q + r * q_stride + x);
+                q1[r] = V_LOAD(q + r * q_stride + x + FA_LANES);
             }
             FA_UNROLL
             for (int i = 0; i < nk; i++) {
@@ -123,7 +123,7 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
         const int64_t n = dim - x < FA_LANES ? dim - x : FA_LANES;
         vec qv[FA_FEW_ROWS];
         FA_UNROLL
-        for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q[r] + x);
+        for (int r = 0; r < nr; r++) qv[r] = V_LOAD(q + r * q_stride + x);
         FA_UNROLL
         for (int i = 0; i < nk; i++) {
             vec kv = n == FA_LANES ? FA_NAME(key_part_)(kind, keys[i], x, FA_LANES)
@@ -161,12 +161,13 @@ FA_INLINE void FA_NAME(dot_block_)(const int kind, int nk, int nr, int64_t dim,
  * turns run-time edge sizes into compile-time ones; each size a function of its own
  * (weighted_rows.h says why). */
 #define FA_DOT_FN(KIND, NK, NR) FA_NAME(dot_block_##KIND##_##NK##_##NR##_)
-#define FA_DOT_DEFINE(KIND, NK, NR)                                                                         \
-    static __attribute__((noinline)) void FA_DOT_FN(KIND, NK, NR)(                                          \
-        int64_t dim, const FA_T(*q)[FA_MAX_HEAD_DIM], const char *const *keys, const float *scale, FA_T *s, \
-        int64_t ld)                                                                                         \
-    {                                                                                                       \
-        if ((NK) <= FA_FEW_ROWS_KEYS(NR)) FA_NAME(dot_block_)(KIND, NK, NR, dim, q, keys, scale, s, ld);    \
+#define FA_DOT_DEFINE(KIND, NK, NR)                                                                          \
+    static __attribute__((noinline)) void FA_DOT_FN(KIND, NK, NR)(int64_t dim, const FA_T *q,                \
+                                                                  int64_t q_stride, const char *const *keys, \
+                                                                  const float *scale, FA_T *s, int64_t ld)   \
+    {                                                                                                        \
+        if ((NK) <= FA_FEW_ROWS_KEYS(NR))                                                                    \
+            FA_NAME(dot_block_)(KIND, NK, NR, dim, q, q_stride, keys, scale, s, ld);                         \
     }
 // clang-format off
 #define FA_DOT_DEFINE_KEYS(KIND, NR)                                                 \
@@ -194,7 +195,7 @@ FA_DOT_DEFINE_KIND(7)
 #else
 #define FA_DOT_E4M3_HALVES_CASE(NK, NR)
 #endif
-#define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, kp, scale_c, sc, ld)
+#define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, q_stride, kp, scale_c, sc, ld)
 #define FA_DOT_CALL(NK, NR)                              \
     switch (kind) {                                      \
     case FA_BF16: FA_DOT_KIND_CALL(2, NK, NR); break;    \
@@ -208,7 +209,7 @@ FA_DOT_DEFINE_KIND(7)
     default: FA_DOT_KIND_CALL(0, NK, NR); break;         \
     }
 #else
-#define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, kp, scale_c, sc, ld)
+#define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, q_stride, kp, scale_c, sc, ld)
 #endif
 #define FA_DOT_CASE(NK, NR)  \
     case (NK)*16 + (NR): {   \
@@ -221,21 +222,17 @@ FA_DOT_DEFINE_KIND(7)
     FA_DOT_CASE(6, NR) FA_DOT_CASE(7, NR) FA_DOT_CASE(8, NR)
 // clang-format on
 
-/* The scores of a tile of at most FA_FEW_ROWS real rows against `cols` key rows of `kind`: k_stride
- * elements apart from k, or, with k_rows, key c at k_rows[c] (with its scale, scale[c], for a
- * quantized kind). K streams from memory once: rows are asked for `ahead` keys early, a line at a
+/* The scores of a tile of at most FA_FEW_ROWS real rows (row r at q + r·q_stride, vectors aligned
+ * and zero past dim to a whole vector: kernels.h, scores_stored) against `cols` key rows of `kind`:
+ * k_stride elements apart from k, or, with k_rows, key c at k_rows[c] (with its scale, scale[c], for
+ * a quantized kind). K streams from memory once: rows are asked for `ahead` keys early, a line at a
  * time, with `hint` (float: 16 keys into L1 within the tile; stored: simd/half_operands.h), up to
  * the tile's end unless past_tile (k_rows then has cols + ahead entries: kernels.h). */
 FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols,
-                                              int64_t dim, const FA_T *qt, const void *k, int64_t k_stride,
-                                              const void *const *k_rows, const float *scale, FA_T *s,
-                                              int64_t ahead, int past_tile, int hint)
+                                              int64_t dim, const FA_T *q, int64_t q_stride, const void *k,
+                                              int64_t k_stride, const void *const *k_rows, const float *scale,
+                                              FA_T *s, int64_t ahead, int past_tile, int hint)
 {
-    /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
-    _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_HEAD_DIM];
-    int64_t dim_pad = (dim + FA_LANES - 1) / FA_LANES * FA_LANES;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
     const int64_t elem = FA_NAME(kind_size_)(kind);
     int keys = FA_FEW_ROWS_KEYS(rows);
     for (int64_t c = 0; c < cols; c += keys) {
@@ -277,8 +274,14 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
 static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
                                       const FA_T *k, int64_t k_stride, FA_T *s)
 {
+    /* the real rows, gathered out of the transposed pack into contiguous, zero-padded vectors */
+    _Alignas(64) FA_T q[FA_FEW_ROWS][FA_MAX_HEAD_DIM];
+    int64_t dim_pad = (dim + FA_LANES - 1) / FA_LANES * FA_LANES;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
     FA_NAME(scores_few_rows_body_)
-    (FA_KIND_OWN, rows, ld, cols, dim, qt, k, k_stride, NULL, NULL, s, FA_PREFETCH_KEYS, 0, FA_HINT_L1);
+    (FA_KIND_OWN, rows, ld, cols, dim, &q[0][0], FA_MAX_HEAD_DIM, k, k_stride, NULL, NULL, s,
+     FA_PREFETCH_KEYS, 0, FA_HINT_L1);
 }
 
 #undef FA_DOT_ROWS_CASES

@@ -131,9 +131,12 @@ typedef struct {
          * types); the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched:      \
          * a few keys before their use into L1, and with `far` FA_STORED_AHEAD keys ahead into L2 too        \
          * (the CPU's choice: plan/block_sizes.h). Only the float set's are called (stored types             \
-         * accumulate in float). */                                                                          \
-        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt,              \
-                              const void *const *k_rows, fa_dtype kt, const float *scale, int far, T *s);    \
+         * accumulate in float). scores_stored takes the tile's query rows as scores packs them, but row     \
+         * by row: q[r·q_stride + x] = qt[x·ld + r] for x < dim, 0 from dim to q_stride (a multiple of 64    \
+         * bytes; q 64-byte aligned), gathered once by the caller for all the tiles it scores. */            \
+        void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *q,               \
+                              int64_t q_stride, const void *const *k_rows, fa_dtype kt, const float *scale,  \
+                              int far, T *s);                                                                \
         void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,           \
                                   const void *const *x_rows, fa_dtype xt, const float *scale, int far,       \
                                   T *acc, int64_t acc_stride);                                               \

@@ -170,20 +170,18 @@ static FA_T FA_NAME(ref_stored_)(fa_dtype t, const void *row, int64_t x, const f
     return (FA_T)fa_stored_value(t, row, x, scale);
 }
 
-static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                        const void *const *k_rows, fa_dtype kt, const float *scale, int far,
-                                        FA_T *s)
+static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *q,
+                                        int64_t q_stride, const void *const *k_rows, fa_dtype kt,
+                                        const float *scale, int far, FA_T *s)
 {
-    (void)rows, (void)far; /* no prefetches: the portable reference */
+    (void)far; /* no prefetches: the portable reference */
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
         const float *scale_c = scale ? scale + c : NULL;
         for (int64_t r = 0; r < ld; r++) sc[r] = 0;
         for (int64_t x = 0; x < dim; x++) {
             FA_T w = FA_NAME(ref_stored_)(kt, k_rows[c], x, scale_c);
-            const FA_T *qx = qt + x * ld;
-#pragma omp simd
-            for (int64_t r = 0; r < ld; r++) sc[r] += qx[r] * w;
+            for (int64_t r = 0; r < rows; r++) sc[r] += q[r * q_stride + x] * w;
         }
     }
 }

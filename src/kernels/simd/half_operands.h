@@ -40,12 +40,12 @@ FA_INLINE int FA_NAME(stored_kind_)(fa_dtype t, const float *scale, int64_t cols
     return (int)t;
 }
 
-static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                    const void *const *k_rows, fa_dtype kt, const float *scale, int far,
-                                    FA_T *s)
+static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *q,
+                                    int64_t q_stride, const void *const *k_rows, fa_dtype kt,
+                                    const float *scale, int far, FA_T *s)
 {
     FA_NAME(scores_few_rows_body_)
-    (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, qt, NULL, 0, k_rows, scale, s,
+    (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, q, q_stride, NULL, 0, k_rows, scale, s,
      far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS, 1, far ? FA_HINT_L2 : FA_HINT_L1);
 }
 
