@@ -70,9 +70,10 @@ static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_
 #define FA_TOKEN_RUN 8
 
 /* The shortest key row (D elements of the cache's type) read in token order. A run's calls cost the
- * same whatever the row, so short rows pay more per byte: on Zen 4 (16 sequences, H8, D128) f32's
- * 512-byte rows took 11-16% less time, bf16's 256 bytes 0-7% less (pages of 1 key at 1 thread 2%
- * more to 1% less), int8's and FP8's 128 bytes 10-18% more over pages of 1 key at 1 thread. */
+ * same whatever the row, so short rows pay more per byte. Zen 4, 16 sequences, H8, D128, pages of 1
+ * and 16 keys and contiguous: f32's 512-byte rows 9-19% less time; bf16's 256 bytes 8% less to 1%
+ * more, over pages of 1 key at 1 thread 1% less to 3.5% more; int8's and FP8's 128 bytes up to 18%
+ * more over pages of 1 key at 1 thread (bench/results/2026-12-05-decode-token-order-amd-zen4.md). */
 #define FA_TOKEN_MIN_ROW_BYTES 256
 
 /* Key tile kb of a decode group in token order (the set's runs: forward_float.h): every item's scores
