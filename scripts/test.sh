@@ -623,8 +623,8 @@ arm_suites_run() {
     # sve-default-vector-length is in bytes; sve=off: a CPU with NEON only
     arm_run ref max "$arm_ref_suites" FLASHATTN_ISA=ref FA_TEST_SIMD=ref
     # qemu's max has BF16, so the automatic choice is neon_bf16 at every length: each run names its table
-    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*)" FLASHATTN_ISA=neon \
-        FA_TEST_SIMD=neon
+    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*|decode_token_order/*)" \
+        FLASHATTN_ISA=neon FA_TEST_SIMD=neon
     arm_run neon_bf16 max,sve=off "$arm_bf16_suites" FLASHATTN_ISA=neon_bf16 FA_TEST_SIMD=neon_bf16
     arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|$arm_backward_invariance)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve128
