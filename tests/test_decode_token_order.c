@@ -53,12 +53,15 @@ static void make_call(token_call *c, const token_case *tc, tu_rng *rng)
     c->lse = calloc((size_t)(B * hq), 4);
     const size_t e = kit_dtype_size(tc->kv);
     c->k = fa_tensor_bshd(calloc((size_t)(kv_batch * kv_seq * HKV * D), e), tc->kv, kv_batch, kv_seq, HKV, D);
-    c->v = fa_tensor_bshd(calloc((size_t)(kv_batch * kv_seq * HKV * DV), e), tc->kv, kv_batch, kv_seq, HKV, DV);
+    c->v =
+        fa_tensor_bshd(calloc((size_t)(kv_batch * kv_seq * HKV * DV), e), tc->kv, kv_batch, kv_seq, HKV, DV);
     cr_assert(c->q.data && c->out.data && c->lse && c->k.data && c->v.data);
     fill(&c->q, rng, -1, 1), fill(&c->k, rng, -1, 1), fill(&c->v, rng, -1, 1);
     if (tc->kv == FA_I8) {
-        c->k_scale = fa_tensor_bhsd(calloc((size_t)(kv_batch * HKV * kv_seq), 4), FA_F32, kv_batch, HKV, kv_seq, 1);
-        c->v_scale = fa_tensor_bhsd(calloc((size_t)(kv_batch * HKV * kv_seq), 4), FA_F32, kv_batch, HKV, kv_seq, 1);
+        c->k_scale =
+            fa_tensor_bhsd(calloc((size_t)(kv_batch * HKV * kv_seq), 4), FA_F32, kv_batch, HKV, kv_seq, 1);
+        c->v_scale =
+            fa_tensor_bhsd(calloc((size_t)(kv_batch * HKV * kv_seq), 4), FA_F32, kv_batch, HKV, kv_seq, 1);
         cr_assert(c->k_scale.data && c->v_scale.data);
         fill(&c->k_scale, rng, 0.001, 0.02), fill(&c->v_scale, rng, 0.001, 0.02);
     }
@@ -94,8 +97,9 @@ static fa_tensor heads_of(const fa_tensor *t, int64_t h0, int64_t n)
     return v;
 }
 
-static fa_status run(fa_context *ctx, const token_case *tc, token_call *c, const fa_tensor *q, const fa_tensor *k,
-                     const fa_tensor *v, const fa_tensor *ks, const fa_tensor *vs, const fa_tensor *out, float *lse)
+static fa_status run(fa_context *ctx, const token_case *tc, token_call *c, const fa_tensor *q,
+                     const fa_tensor *k, const fa_tensor *v, const fa_tensor *ks, const fa_tensor *vs,
+                     const fa_tensor *out, float *lse)
 {
     fa_params p = FA_PARAMS_INIT;
     p.causal = tc->causal ? FA_CAUSAL_BOTTOM_RIGHT : FA_CAUSAL_NONE;
@@ -123,8 +127,9 @@ Test(decode_token_order, a_group_of_heads_gives_each_head_the_bits_of_the_head_a
                         token_call c;
                         make_call(&c, &tc, &rng);
                         const int64_t g = tc.group, hq = HKV * g;
-                        cr_assert_eq(run(ctx, &tc, &c, &c.q, &c.k, &c.v, &c.k_scale, &c.v_scale, &c.out, c.lse),
-                                     FA_OK, "%s", fa_last_error());
+                        cr_assert_eq(
+                            run(ctx, &tc, &c, &c.q, &c.k, &c.v, &c.k_scale, &c.v_scale, &c.out, c.lse), FA_OK,
+                            "%s", fa_last_error());
                         float out[B * 4 * DV], lse[B * 4];
                         for (int64_t h = 0; h < HKV; h++) {
                             const fa_tensor q = heads_of(&c.q, h * g, g), k = heads_of(&c.k, h, 1),
@@ -141,13 +146,17 @@ Test(decode_token_order, a_group_of_heads_gives_each_head_the_bits_of_the_head_a
                             for (int64_t b = 0; b < B; b++)
                                 for (int64_t r = 0; r < g; r++) {
                                     const float *want = (const float *)c.out.data + (b * hq + h * g + r) * DV;
-                                    cr_expect(memcmp(out + (b * g + r) * DV, want, sizeof(float) * DV) == 0 &&
-                                                  memcmp(&lse[b * g + r], &c.lse[b * hq + h * g + r], 4) == 0,
-                                              "%s cache, pages of %lld, %lld query heads a kv head, causal and "
-                                              "softcap %d, %d threads: sequence %lld, kv head %lld, row %lld "
-                                              "differs from the head alone",
-                                              tc.kv == FA_F32 ? "f32" : tc.kv == FA_BF16 ? "bf16" : "int8", (long long)tc.page_size, (long long)g, mods,
-                                              threads, (long long)b, (long long)h, (long long)r);
+                                    cr_expect(
+                                        memcmp(out + (b * g + r) * DV, want, sizeof(float) * DV) == 0 &&
+                                            memcmp(&lse[b * g + r], &c.lse[b * hq + h * g + r], 4) == 0,
+                                        "%s cache, pages of %lld, %lld query heads a kv head, causal and "
+                                        "softcap %d, %d threads: sequence %lld, kv head %lld, row %lld "
+                                        "differs from the head alone",
+                                        tc.kv == FA_F32    ? "f32"
+                                        : tc.kv == FA_BF16 ? "bf16"
+                                                           : "int8",
+                                        (long long)tc.page_size, (long long)g, mods, threads, (long long)b,
+                                        (long long)h, (long long)r);
                                 }
                         }
                         free_call(&c);
