@@ -76,23 +76,32 @@ static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_
  * more over pages of 1 key at 1 thread (bench/results/2026-12-05-decode-token-order-amd-zen4.md). */
 #define FA_TOKEN_MIN_ROW_BYTES 256
 
+/* Whether a group reads its tiles in token order (attend_tokens_), once for all its tiles: two items
+ * or more, each one query block read in place, over rows of at least FA_TOKEN_MIN_ROW_BYTES. */
+static int FA_SET_NAME(reads_tokens_)(const FA_SET_NAME(item_) * items, const fa_forward_job *job,
+                                      const int64_t *blocks, int n)
+{
+    const fa_problem *p = job->problem;
+    if (n < 2 || p->dim * (int64_t)fa_elem_size(p->kv_type) < FA_TOKEN_MIN_ROW_BYTES) return 0;
+    for (int m = 0; m < n; m++)
+        if (!items[m].direct || blocks[m] != 1) return 0;
+    return 1;
+}
+
 /* Key tile kb of a decode group in token order (the set's runs: forward_float.h): every item's scores
  * of a run of FA_TOKEN_RUN keys before the next run's, then each item's softmax step, then every
  * item's P·V of a run before the next run's. Items over different kv heads of a [token][head][dim]
  * cache then read each token row whole, in order, as memory streams it, where item after item read
  * a head's part of every token row of the tile (a 4 KiB stride at f32, H8, D128, which no hardware
- * prefetcher follows). Each item computes what it computes alone. Only for rows of at least
- * FA_TOKEN_MIN_ROW_BYTES and a tile every item sees whole, as one query block read in place; returns
- * 0, having done nothing, otherwise. */
+ * prefetcher follows). Each item computes what it computes alone. Only for a group that
+ * reads_tokens_ and a tile every item sees whole; returns 0, having done nothing, otherwise. */
 static int FA_SET_NAME(attend_tokens_)(FA_SET_NAME(item_) * items, const fa_forward_job *job,
-                                       const fa_q_item *its, const int64_t *blocks, int n, int64_t kb,
-                                       int64_t block0, int64_t tile_cols)
+                                       const fa_q_item *its, int n, int64_t kb, int64_t block0,
+                                       int64_t tile_cols)
 {
     const fa_problem *p = job->problem;
     FA_NAME(query_block_) b[FA_GROUP_ITEMS];
-    if (n < 2 || p->dim * (int64_t)fa_elem_size(p->kv_type) < FA_TOKEN_MIN_ROW_BYTES) return 0;
     for (int m = 0; m < n; m++) {
-        if (!items[m].direct || blocks[m] != 1) return 0;
         b[m] = FA_SET_NAME(block_at_)(job, &its[m], 0, &items[m]);
         if (kb < b[m].first || kb >= b[m].end ||
             !fa_tile_fully_visible(p, b[m].row0, b[m].rows, block0, tile_cols))
@@ -157,10 +166,13 @@ static void FA_SET_NAME(attend_group_)(const fa_forward_job *job, fa_arena *aren
     }
     if (first < key_lo / bk) first = key_lo / bk;
     if (end > (key_hi + bk - 1) / bk) end = (key_hi + bk - 1) / bk;
+#if FA_SET_TOKENS
+    const int tokens = FA_SET_NAME(reads_tokens_)(items, job, blocks, n);
+#endif
     for (int64_t kb = first; kb < end; kb++) {
         const int64_t block0 = kb * bk, tile_cols = p->kv_len - block0 < bk ? p->kv_len - block0 : bk;
 #if FA_SET_TOKENS
-        if (FA_SET_NAME(attend_tokens_)(items, job, its, blocks, n, kb, block0, tile_cols)) continue;
+        if (tokens && FA_SET_NAME(attend_tokens_)(items, job, its, n, kb, block0, tile_cols)) continue;
 #endif
         for (int i = 0; i < n;) {
             /* items i..j - 1 read one kv head: its tile is staged once, over the columns some row of
