@@ -274,15 +274,18 @@ static fa_tensor rows_of(const fa_tensor *t, int64_t b, int64_t row0, int64_t n)
 }
 
 /* Sequence b as a dense problem: views, lse (*lse_one) and, for paged keys, k and v gathered into
- * *gathered (malloc'ed, the caller frees it). */
-static void sequence_case(const fz_case *c, const fa_seqs *s, int64_t b, const void *lse, fz_case *one,
-                          const void **lse_one, void **gathered)
+ * *gathered (malloc'ed, the caller frees it). Only the views the call used are cut to the sequence
+ * (q, out, k, v for a forward; dout, dq, dk, dv too for a backward): the strides of the others were
+ * never checked and may be wild, so even forming their row pointers would overflow. */
+static void sequence_case(const fz_case *c, const fa_seqs *s, int64_t b, const void *lse, int backward,
+                          fz_case *one, const void **lse_one, void **gathered)
 {
+    const int views = backward ? 4 : 2; /* q_like and k_like list the forward's views first */
     memcpy(one, c, sizeof *one);
     const fa_tensor *q = &c->view[FZ_Q], *k = &c->view[FZ_K];
     int64_t qb = b, q0 = 0, nq = q->seq;
     if (s->cu_seqlens_q) qb = 0, q0 = entry(s, 0, b), nq = entry(s, 0, b + 1) - q0;
-    for (int i = 0; i < 4; i++) one->view[q_like[i]] = rows_of(&c->view[q_like[i]], qb, q0, nq);
+    for (int i = 0; i < views; i++) one->view[q_like[i]] = rows_of(&c->view[q_like[i]], qb, q0, nq);
     one->lse_head_stride = q->seq;
     const int64_t acc = q->dtype == FA_F64 ? 8 : 4;
     *lse_one = lse ? (const unsigned char *)lse + (qb * q->heads * q->seq + q0) * acc : NULL;
@@ -292,7 +295,7 @@ static void sequence_case(const fz_case *c, const fa_seqs *s, int64_t b, const v
     const int64_t used = s->seqused_k ? entry(s, 2, b) : capacity;
     *gathered = NULL;
     if (!s->block_table) {
-        for (int i = 0; i < 4; i++) one->view[k_like[i]] = rows_of(&c->view[k_like[i]], kb, k0, used);
+        for (int i = 0; i < views; i++) one->view[k_like[i]] = rows_of(&c->view[k_like[i]], kb, k0, used);
         return;
     }
     /* paged: key t of the sequence is row t % page of page block_table[b][t / page] */
@@ -357,7 +360,7 @@ void fz_seqs_check_forward(const fz_case *c, const fa_params *p, const void *lse
     for (int64_t b = 0; b < s->batch; b++) {
         const void *lse_one;
         void *gathered;
-        sequence_case(c, s, b, lse, one, &lse_one, &gathered);
+        sequence_case(c, s, b, lse, 0, one, &lse_one, &gathered);
         fz_check_forward_values(one, &one_p, lse_one);
         free(gathered);
     }
@@ -379,7 +382,7 @@ void fz_seqs_check_backward(const fz_case *c, const fa_params *p, const void *ls
     for (int64_t b = 0; b < s->batch; b++) {
         const void *lse_one;
         void *gathered;
-        sequence_case(c, s, b, lse, one, &lse_one, &gathered);
+        sequence_case(c, s, b, lse, 1, one, &lse_one, &gathered);
         clean &= fz_check_backward_values(one, &one_p);
         if (one_p.sinks && one_p.dsinks && lse_one)
             fz_dsinks_terms(one, &one_p, lse_one, sum, sum + heads, sum + 2 * heads);

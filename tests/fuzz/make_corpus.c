@@ -932,6 +932,23 @@ static void seqs_seeds(void)
     seqs(&in, KEYS_DENSE | SEQ_USED, 3, NULL, NULL, u3);
     emit("ok_f64_seqs_kv_cache_used_gqa_backward", &in);
 
+    /* Found by the fuzzer: a forward over packed queries and dense keys succeeded, and the harness
+     * cut every view to each sequence, the gradients' too, whose wild strides (never checked by a
+     * forward) overflowed the pointer (UBSan). It now cuts only the views the call used. */
+    in = base();
+    in.calls = 2; /* the forward alone, repeated on the twin context */
+    seqs(&in, SEQ_PACKED_Q | KEYS_DENSE | SEQ_USED, 4, q4, NULL, u4);
+    static const int grad_views[] = {FZ_DOUT, FZ_DQ, FZ_DK, FZ_DV};
+    for (int j = 0; j < 4; j++) {
+        int i = grad_views[j];
+        in.view[i].layout = LAY_RAW;
+        in.view[i].raw_batch = 1 << 30;
+        in.view[i].raw_head = 1 << 30;
+        in.view[i].raw_seq = 1 << 30;
+        in.view[i].raw_scale = 3 | 3 << 2 | 3 << 4; /* x 2^45 each */
+    }
+    emit("regression_seqs_forward_wild_gradient_strides", &in);
+
     /* pages of 4: 20, 13 and 5 keys in use take 5, 4 and 2 pages; -1 after them; page 1 shared */
     static const int t3[18] = {9, 3, 0, 1, 7, 0xF0, 2, 5, 4, 8, 0xF0, 0xF0, 6, 1, 0xF0, 0xF0, 0xF0, 0xF0};
     static const int u3p[3] = {20, 13, 5};
