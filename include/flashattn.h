@@ -336,7 +336,9 @@ FA_API void fa_seqs_init(fa_seqs *s, size_t size);
  * must be finite for them to contribute exact zeros (0 · NaN is NaN), as with any key whose
  * probability is 0; the causal mask and windows have no such condition.
  * Costs: key tiles outside every row's window are never loaded or computed; the masks are applied
- * element-wise on edge tiles only; softcap, ALiBi and bias are applied to every score computed.
+ * element-wise on edge tiles only, where the float kernels compute, a few keys at a time, only the
+ * vectors of query rows (16 f32 rows on AVX-512) that see one of them; softcap, ALiBi and bias are
+ * applied to every score computed.
  *
  * ## Dropout
  * With dropout_p = p in (0, 1), fa_forward computes

@@ -543,12 +543,13 @@ print("import flashattn without torch:", flashattn.library_version(), flashattn.
 # which do not run and why): each table against ref and the oracle at every tile residue forward and
 # backward, its exp2 and subnormal flush, tanh bound, pack, widen of every stored type and scale and
 # modifiers (white-box), the decode products over stored rows (kernel_stored: bf16, f16, int8, FP8
-# read in place through row lists), the half-precision equivalence; and one bitwise
+# read in place through row lists), the edge tiles' products over the rows that see a key
+# (edge_tiles: scores_rows and the drivers' runs of it), the half-precision equivalence; and one bitwise
 # thread-invariance suite per table (forward, fixed odd blocks, backward, half precision: they check
 # the drivers over the kernels, which the others check alone), neon also the quantized caches end to
 # end. FA_TEST_SIMD restricts the white-box suites to the table under test (neon would otherwise run
 # again beside sve at every length, and ref in every run).
-arm_kernels='kernel_tables/*|kernel_traits/*|kernel_stored/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
+arm_kernels='kernel_tables/*|kernel_traits/*|kernel_stored/*|edge_tiles/*|pack/*|exp2/*|tanh/*|half_equivalence/*'
 arm_forward_invariance='invariance/out_and_lse_bitwise_equal_across_thread_counts_and_bindings'
 arm_backward_invariance='invariance/gradients_*|invariance/twenty_*'
 arm_odd_blocks_invariance='invariance/out_and_lse_*_with_fixed_odd_blocks'

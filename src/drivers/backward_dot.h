@@ -119,10 +119,10 @@ static void FA_SET_NAME(kv_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_back
 }
 
 /* S = scale·K·Qᵀ into s->p. */
-static void FA_SET_NAME(scores_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t rows,
-                                 int64_t cols, int64_t key)
+static void FA_SET_NAME(scores_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t row0,
+                                 int64_t rows, int64_t col0, int64_t cols, int64_t key)
 {
-    (void)rows;
+    (void)row0, (void)rows, (void)col0;
     const fa_problem *p = job->problem;
     job->kernels->bf16->dot(cols, job->ld, p->dim, s->k + key * s->k_stride, s->k_stride, s->qp, job->ld,
                             s->p, job->ld, (float)p->scale, 0);
@@ -130,9 +130,9 @@ static void FA_SET_NAME(scores_)(FA_SET_NAME(grads_scratch_) * s, const fa_backw
 
 /* dP = V·dOᵀ into s->ds. */
 static void FA_SET_NAME(value_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
-                                      int64_t rows, int64_t cols, int64_t key)
+                                      int64_t row0, int64_t rows, int64_t col0, int64_t cols, int64_t key)
 {
-    (void)rows;
+    (void)row0, (void)rows, (void)col0;
     const fa_problem *p = job->problem;
     job->kernels->bf16->dot(cols, job->ld, p->dim_v, s->v + key * s->v_stride, s->v_stride, s->dop, job->ld,
                             s->ds, job->ld, 1.0f, 0);

@@ -131,20 +131,24 @@ static void FA_SET_NAME(kv_fill_)(FA_SET_NAME(grads_scratch_) * s, const fa_back
     }
 }
 
-/* S (scaled, from the pre-scaled Q) into s->p, over the key rows k of the tile. */
-static void FA_SET_NAME(scores_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t rows,
-                                 int64_t cols, int64_t key)
+/* S (scaled, from the pre-scaled Q) into s->p, over the key rows k of the tile (query rows row0..,
+ * keys col0..): on a mask's edge only the row vectors that see a key (visible_products.h), the
+ * others -inf, as the modifiers read them before the epilogue. */
+static void FA_SET_NAME(scores_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job, int64_t row0,
+                                 int64_t rows, int64_t col0, int64_t cols, int64_t key)
 {
-    job->kernels->FA_SFX->scores(rows, job->ld, cols, job->problem->dim, s->qt, s->k + key * s->k_stride,
-                                 s->k_stride, s->p);
+    FA_CAT(fa_scores_visible_, FA_SFX)
+    (job->kernels->FA_SFX, job->problem, row0, rows, col0, cols, job->problem->dim, s->qt, job->ld,
+     s->k + key * s->k_stride, s->k_stride, s->p, 1);
 }
 
-/* dP = dO·Vᵀ into s->ds. */
+/* dP = dO·Vᵀ into s->ds, the same rows (the masked ones left as they were: dS there is zeroed). */
 static void FA_SET_NAME(value_grads_)(FA_SET_NAME(grads_scratch_) * s, const fa_backward_job *job,
-                                      int64_t rows, int64_t cols, int64_t key)
+                                      int64_t row0, int64_t rows, int64_t col0, int64_t cols, int64_t key)
 {
-    job->kernels->FA_SFX->scores(rows, job->ld, cols, job->problem->dim_v, s->dot, s->v + key * s->v_stride,
-                                 s->v_stride, s->ds);
+    FA_CAT(fa_scores_visible_, FA_SFX)
+    (job->kernels->FA_SFX, job->problem, row0, rows, col0, cols, job->problem->dim_v, s->dot, job->ld,
+     s->v + key * s->v_stride, s->v_stride, s->ds, 0);
 }
 
 /* dV += Pᵀ·dO and dK += dSᵀ·Q for the tile (dv_acc, dk_acc: the rows of key col0), over the keys

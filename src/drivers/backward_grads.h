@@ -34,14 +34,14 @@ static void FA_SET_NAME(probs_and_grads_)(FA_SET_NAME(grads_scratch_) * s, const
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     const int64_t ld = job->ld;
-    FA_SET_NAME(scores_)(s, job, rows, cols, key);
+    FA_SET_NAME(scores_)(s, job, row0, rows, col0, cols, key);
     if (fa_problem_modifies_scores(p)) {
         fa_score_mods mods = fa_score_mods_of(p, sizeof(FA_T), batch, q_head, row0, rows, col0);
         kern->modify(&mods, ld, cols, s->p, s->dcap);
     }
     if (!full) FA_CAT(fa_epilogue_, FA_SFX)(p, row0, rows, col0, cols, s->p, ld);
     kern->probabilities(ld, cols, s->p, s->lse);
-    FA_SET_NAME(value_grads_)(s, job, rows, cols, key);
+    FA_SET_NAME(value_grads_)(s, job, row0, rows, col0, cols, key);
     if (p->dropout_p != 0.0) /* dS from the dropped dP, and s->p dropped for dV = Pᵀ·dO */
         FA_CAT(fa_dropout_score_grad_, FA_SFX)
     (kern, p, batch, q_head, row0, rows, col0, cols, s->p, s->ds, s->delta, ld);

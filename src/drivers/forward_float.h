@@ -283,8 +283,9 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
                             item->s);
         return;
     }
-    kern->scores(b->rows, b->ld, cols, p->dim, (const FA_T *)b->queries,
-                 t->k + (col0 - t->col0) * item->k_stride, item->k_stride, item->s);
+    FA_CAT(fa_scores_visible_, FA_SFX)
+    (kern, p, b->row0, b->rows, col0, cols, p->dim, (const FA_T *)b->queries, b->ld,
+     t->k + (col0 - t->col0) * item->k_stride, item->k_stride, item->s, fa_problem_modifies_scores(p));
 }
 
 /* The online-softmax step on the block's masked, modified scores: P in the score tile, acc rescaled.

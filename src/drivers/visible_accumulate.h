@@ -10,17 +10,107 @@
  * with steps of 6, 12 or 24 rows, 18.8-20.0 with the whole block as one step (three rounds). */
 #define FA_STAIR_ROWS 12
 
-/* 1 when n rows of `width` values (row stride `stride`) are all finite: x·0 is 0 for finite x and
- * NaN for an infinity or a NaN, so the sum is 0 exactly when every value is finite. */
+/* 1 when n rows of `width` values (row stride `stride`) are all finite: x - x is 0 for finite x and
+ * NaN for an infinity or a NaN. An or of comparisons, not a sum of x·0: a sum's chain of additions
+ * made this scan 5% of a window's forward (Zen 4, window 256). */
 static int FA_NAME(all_finite_)(const FA_T *x, int64_t n, int64_t width, int64_t stride)
 {
-    FA_T sum = 0;
+    int bad = 0;
     for (int64_t i = 0; i < n; i++) {
         const FA_T *row = x + i * stride;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t y = 0; y < width; y++) sum += row[y] * (FA_T)0;
+#pragma omp simd reduction(| : bad)
+        for (int64_t y = 0; y < width; y++) bad |= row[y] - row[y] != 0;
     }
-    return sum == 0;
+    return !bad;
+}
+
+/* The scores of one run of keys [c, c + n) over the rows [lo, hi) (whole vectors: the run's row
+ * range rounded out). The padding rows are set as scores leaves them (0: the packed queries' padding
+ * is 0), and with `masked` the other rows too, to -inf (visible_products.h). */
+static void FA_NAME(scores_run_)(const FA_NAME(fa_kernels_) * k, int64_t rows, int64_t c, int64_t n,
+                                 int64_t lo, int64_t hi, int masked, int64_t dim, const FA_T *qt, int64_t ld,
+                                 const FA_T *kt, int64_t k_stride, FA_T *s)
+{
+    if (hi > lo)
+        k->scores_rows(hi - lo, ld, n, dim, qt + lo, kt + c * k_stride, k_stride, s + c * ld + lo);
+    else
+        lo = hi = rows;
+    for (int64_t x = c; x < c + n; x++) {
+        for (int64_t r = 0; masked && r < lo; r++) s[x * ld + r] = -(FA_T)INFINITY;
+        for (int64_t r = hi; masked && r < rows; r++) s[x * ld + r] = -(FA_T)INFINITY;
+        for (int64_t r = hi > rows ? hi : rows; r < ld; r++) s[x * ld + r] = 0;
+    }
+}
+
+/* An edge tile's scores over only the whole row vectors that see some key of each register block of
+ * keys (runs of blocks with the same rows in one call): under a window of 256 a 64-row block's tile
+ * has 320 columns of which a row sees 257, a fifth lost if every row took them all. */
+void FA_NAME(fa_scores_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
+                                 int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *qt,
+                                 int64_t ld, const FA_T *kt, int64_t k_stride, FA_T *s, int masked)
+{
+    if (rows <= FA_HALF_ROWS || fa_tile_fully_visible(p, row0, rows, col0, cols)) {
+        k->scores(rows, ld, cols, dim, qt, kt, k_stride, s);
+        return;
+    }
+    /* Sub-blocks start at a multiple of the padding unit and keep more than FA_HALF_ROWS rows, so
+     * each score has the bits of the whole tile's call (kernels.h, scores_rows). */
+    const int64_t unit = k->traits.pad_elems, step = k->traits.scores_keys;
+    rows_walk walk = rows_walk_of(p, row0, rows, col0);
+    int64_t run0 = 0, run_lo = 0, run_hi = 0;
+    for (int64_t c = 0; c < cols; c += step) {
+        const int64_t n = cols - c < step ? cols - c : step;
+        const span seen = rows_seeing_some(&walk, c, c + n);
+        int64_t lo = seen.begin / unit * unit, hi = fa_round_up(seen.end, unit);
+        if (hi > rows) hi = rows;
+        if (hi > lo && hi - lo <= FA_HALF_ROWS) lo -= unit; /* hi is rows then, and lo >= unit */
+        if (hi <= lo) lo = hi = 0;
+        if (c > 0 && (lo != run_lo || hi != run_hi)) {
+            FA_NAME(scores_run_)
+            (k, rows, run0, c - run0, run_lo, run_hi, masked, dim, qt, ld, kt, k_stride, s);
+            run0 = c;
+        }
+        run_lo = lo, run_hi = hi;
+    }
+    FA_NAME(scores_run_)(k, rows, run0, cols - run0, run_lo, run_hi, masked, dim, qt, ld, kt, k_stride, s);
+}
+
+/* acc rows [rows.begin, rows.end) += P·x over the keys [c, c + n). */
+static void FA_NAME(accumulate_run_)(const FA_NAME(fa_kernels_) * k, int64_t c, int64_t n, span rows,
+                                     int64_t dim, const FA_T *w, int64_t ld, const FA_T *x, int64_t x_stride,
+                                     FA_T *acc, int64_t acc_stride)
+{
+    if (rows.end > rows.begin)
+        k->accumulate(rows.end - rows.begin, n, dim, w + c * ld + rows.begin, ld, x + c * x_stride, x_stride,
+                      acc + rows.begin * acc_stride, acc_stride);
+}
+
+/* Keys a step of accumulate_seen_ looks up the rows of. */
+#define FA_SEEN_STEP 8
+
+/* acc += P·x over an edge tile whose masked weights and the operand rows they meet are finite (so
+ * a masked entry adds an exact zero): each step of FA_SEEN_STEP keys over the rows that see some of
+ * them (runs of steps with the same rows in one call). Every accumulator element adds its row's keys
+ * in order, as one call over the tile would. */
+static void FA_NAME(accumulate_seen_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
+                                      int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
+                                      int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
+                                      int64_t acc_stride)
+{
+    rows_walk walk = rows_walk_of(p, row0, rows, col0);
+    span run = {0, 0};
+    int64_t run0 = 0;
+    for (int64_t c = 0; c < cols; c += FA_SEEN_STEP) {
+        const int64_t n = cols - c < FA_SEEN_STEP ? cols - c : FA_SEEN_STEP;
+        span seen = rows_seeing_some(&walk, c, c + n);
+        if (seen.end <= seen.begin) seen.begin = seen.end = 0;
+        if (c > 0 && (seen.begin != run.begin || seen.end != run.end)) {
+            FA_NAME(accumulate_run_)(k, run0, c - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
+            run0 = c;
+        }
+        run = seen;
+    }
+    FA_NAME(accumulate_run_)(k, run0, cols - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
 }
 
 void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
@@ -44,7 +134,7 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_pr
     const span common = common_columns(p, row0, rows, col0, cols);
     if (common.begin > 0 && FA_NAME(all_finite_)(x, common.begin, dim, x_stride) &&
         FA_NAME(all_finite_)(x + common.end * x_stride, cols - common.end, dim, x_stride)) {
-        k->accumulate(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
+        FA_NAME(accumulate_seen_)(k, p, row0, rows, col0, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
     /* A staircase: each group of FA_STAIR_ROWS rows adds the columns all of them see in one call,
@@ -82,6 +172,41 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_pr
  * (the backward of B=8 H=16 N=512 D=64 causal ran 18% slower so). fa_accumulate_visible_* keeps its
  * staircase edge: there the few-rows kernel path is as fast as the whole square, and the scan would
  * only add. */
+/* acc rows [c, c + n) += the sums over query rows [rows.begin, rows.end) of w[c][r]·x[r]. */
+static void FA_NAME(accumulate_t_run_)(const FA_NAME(fa_kernels_) * k, int64_t c, int64_t n, span rows,
+                                       int64_t dim, const FA_T *w, int64_t ld, const FA_T *x,
+                                       int64_t x_stride, FA_T *acc, int64_t acc_stride)
+{
+    if (rows.end > rows.begin)
+        k->accumulate_t(rows.end - rows.begin, n, dim, w + c * ld + rows.begin, ld, x + rows.begin * x_stride,
+                        x_stride, acc + c * acc_stride, acc_stride);
+}
+
+/* acc[c] += sum_r w[c][r]·x[r] over an edge tile whose masked weights and the operand rows they meet
+ * are finite: each step of FA_SEEN_STEP keys over the rows that see some of them (runs of steps with
+ * the same rows in one call); the rows left out add exact zeros. Every accumulator element adds its
+ * rows in order, as one call over the tile would. */
+static void FA_NAME(accumulate_t_seen_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
+                                        int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
+                                        int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
+                                        int64_t acc_stride)
+{
+    rows_walk walk = rows_walk_of(p, row0, rows, col0);
+    span run = {0, 0};
+    int64_t run0 = 0;
+    for (int64_t c = 0; c < cols; c += FA_SEEN_STEP) {
+        const int64_t n = cols - c < FA_SEEN_STEP ? cols - c : FA_SEEN_STEP;
+        span seen = rows_seeing_some(&walk, c, c + n);
+        if (seen.end <= seen.begin) seen.begin = seen.end = 0;
+        if (c > 0 && (seen.begin != run.begin || seen.end != run.end)) {
+            FA_NAME(accumulate_t_run_)(k, run0, c - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
+            run0 = c;
+        }
+        run = seen;
+    }
+    FA_NAME(accumulate_t_run_)(k, run0, cols - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
+}
+
 void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
                                        int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
                                        int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
@@ -97,7 +222,7 @@ void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) * k, const fa_
         FA_NAME(all_finite_)(w + common.end * ld, cols - common.end, rows, ld) &&
         FA_NAME(all_finite_)(x, all.begin, dim, x_stride) &&
         FA_NAME(all_finite_)(x + all.end * x_stride, rows - all.end, dim, x_stride)) {
-        k->accumulate_t(rows, cols, dim, w, ld, x, x_stride, acc, acc_stride);
+        FA_NAME(accumulate_t_seen_)(k, p, row0, rows, col0, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
     if (all.end > all.begin)

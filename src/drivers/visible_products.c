@@ -2,6 +2,8 @@
 /* Products over visible keys only; see visible_products.h for why. */
 #include "drivers/visible_products.h"
 
+#include <math.h>
+
 #include "drivers/epilogue.h"
 
 typedef struct {
@@ -40,6 +42,44 @@ static span rows_seeing(const fa_problem *p, int64_t row0, int64_t rows, int64_t
             break;
         }
     }
+    return s;
+}
+
+/* The rows of a block that see some column of [c_begin, c_end), asked for columns in increasing
+ * order (rows_seeing_some). With one row per position the band gives them in closed form
+ * (fa_band_of); otherwise ranges, monotone in the row, give [first row whose range ends after
+ * c_begin, first row whose range begins at c_end or later), found by a walk whose ends only grow
+ * (`from`, the previous answer): O(rows + calls) look-ups a tile. */
+typedef struct {
+    const fa_problem *p;
+    int64_t row0, rows, col0;
+    int banded;
+    fa_band band;
+    span from;
+} rows_walk;
+
+static rows_walk rows_walk_of(const fa_problem *p, int64_t row0, int64_t rows, int64_t col0)
+{
+    rows_walk w = {.p = p, .row0 = row0, .rows = rows, .col0 = col0};
+    w.banded = fa_band_of(p, &w.band);
+    return w;
+}
+
+static span rows_seeing_some(rows_walk *w, int64_t c_begin, int64_t c_end)
+{
+    if (w->banded) { /* key c is seen by rows [c + first, c + last] */
+        const int64_t first = w->col0 + c_begin - w->row0, last = w->col0 + c_end - 1 - w->row0;
+        span s = {w->band.first == FA_BAND_OPEN_BELOW ? 0 : fa_clamp64(first + w->band.first, 0, w->rows),
+                  w->band.last == FA_BAND_OPEN_ABOVE ? w->rows
+                                                     : fa_clamp64(last + w->band.last + 1, 0, w->rows)};
+        if (s.end < s.begin) s.end = s.begin;
+        return s;
+    }
+    span s = w->from;
+    while (s.begin < w->rows && fa_visible_keys(w->p, w->row0 + s.begin).end <= w->col0 + c_begin) s.begin++;
+    if (s.end < s.begin) s.end = s.begin;
+    while (s.end < w->rows && fa_visible_keys(w->p, w->row0 + s.end).begin < w->col0 + c_end) s.end++;
+    w->from = s;
     return s;
 }
 

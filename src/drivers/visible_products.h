@@ -18,6 +18,18 @@
 #include "kernels/kernels.h"
 #include "plan/problem.h"
 
+/* s[c][r] = sum_x qt[x][r]·k[c][x] (the table's scores, with its bits) for the entries of rows that
+ * see some key near them: on a mask's edge each register block of keys takes only the whole row
+ * vectors that see one of its keys. The other entries, all masked, are left as they were, or with
+ * `masked` set to -inf, as the epilogue leaves them (callers that read them before masking: the
+ * modifiers); padding rows are 0, as scores leaves them. */
+void fa_scores_visible_f32(const fa_kernels_f32 *k, const fa_problem *p, int64_t row0, int64_t rows,
+                           int64_t col0, int64_t cols, int64_t dim, const float *qt, int64_t ld,
+                           const float *kt, int64_t k_stride, float *s, int masked);
+void fa_scores_visible_f64(const fa_kernels_f64 *k, const fa_problem *p, int64_t row0, int64_t rows,
+                           int64_t col0, int64_t cols, int64_t dim, const double *qt, int64_t ld,
+                           const double *kt, int64_t k_stride, double *s, int masked);
+
 /* acc[r][0..dim) += sum over keys c visible to row row0 + r of w[c][r] · x[c][0..dim)
  * (w: transposed tile of stride ld; x points at key col0's row). */
 void fa_accumulate_visible_f32(const fa_kernels_f32 *k, const fa_problem *p, int64_t row0, int64_t rows,

@@ -77,6 +77,12 @@ typedef struct {
          * small `rows` (a decode step): the choice depends on the tile, never on the thread. */             \
         void (*scores)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k,         \
                        int64_t k_stride, T *s);                                                              \
+        /* scores over the rows [0, rows) alone: of qt and s nothing at or past row rows rounded up to a     \
+         * vector (lanes) is read or written, so a caller may score a sub-block of rows that starts at a     \
+         * multiple of pad_elems (qt + r0, s + r0, the same ld). Over more than FA_HALF_ROWS rows each       \
+         * score has the bits scores gives it in the whole tile. */                                          \
+        void (*scores_rows)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *qt, const T *k,    \
+                            int64_t k_stride, T *s);                                                         \
         /* dst[x][r] = mult·src[r][x] for x < dim, r < rows, and 0 for r in [rows, ld) (ld >= rows): the     \
          * query or dO block that scores reads as qt (pack.h, fa_pack_transposed, is ref's). src rows        \
          * lie src_stride elements apart at any alignment and are read only within dim; nothing outside      \
@@ -157,9 +163,9 @@ typedef struct {
 /* Every operation of FA_KERNEL_SET by name, for code that treats them alike (select.c). */
 // clang-format off
 #define FA_KERNEL_OPS(X)                                                                          \
-    X(scores) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t) X(probabilities) \
-    X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored) X(accumulate_stored)          \
-    X(dropout_probs) X(dropout_score_grad)
+    X(scores) X(scores_rows) X(pack_transposed) X(online_softmax) X(accumulate) X(accumulate_t)   \
+    X(probabilities) X(score_grad) X(modify) X(scale_grad) X(widen) X(scores_stored)              \
+    X(accumulate_stored) X(dropout_probs) X(dropout_score_grad)
 // clang-format on
 
 /* The most real query rows of a tile that scores_stored and accumulate_stored take. */

@@ -6,7 +6,7 @@
  *   FA_FEW_ROWS_KEYS, V_REDUCE_ADD);
  *   FA_SCORES_KEYS × FA_SCORES_VECS: the register block (avx2 6 × 2, avx512 6 × 4), chosen per ISA
  *   so that its accumulators, FA_SCORES_VECS query vectors and one broadcast fit the register file.
- * Defines FA_NAME(tile_scores_), the table's `scores`.
+ * Defines FA_NAME(tile_scores_) and FA_NAME(tile_scores_rows_), the table's `scores` and `scores_rows`.
  *
  * Register block: NK keys × NV row vectors of accumulators; per dim step NV vector loads of the
  * packed queries and NK broadcasts of key elements feed NK·NV independent FMAs (load ports only:
@@ -69,8 +69,9 @@ FA_SCORES_DEFINE_KEYS(4) FA_SCORES_DEFINE_KEYS(5) FA_SCORES_DEFINE_KEYS(6)
     FA_SCORES_CASE(NK, 1) FA_SCORES_CASE(NK, 2) FA_SCORES_CASE(NK, 3) FA_SCORES_CASE(NK, 4)
     // clang-format on
 
-    static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                      const FA_T *k, int64_t k_stride, FA_T *s)
+    /* The rows [0, extent) of the tile (extent a multiple of FA_LANES, at most ld). */
+    static void FA_NAME(scores_span_)(int64_t rows, int64_t ld, int64_t extent, int64_t cols, int64_t dim,
+                                      const FA_T *qt, const FA_T *k, int64_t k_stride, FA_T *s)
 {
     if (rows <= FA_FEW_ROWS) {
         FA_NAME(scores_few_rows_)(rows, ld, cols, dim, qt, k, k_stride, s);
@@ -78,8 +79,9 @@ FA_SCORES_DEFINE_KEYS(4) FA_SCORES_DEFINE_KEYS(5) FA_SCORES_DEFINE_KEYS(6)
     }
     for (int64_t c = 0; c < cols; c += FA_SCORES_KEYS) {
         int nk = cols - c < FA_SCORES_KEYS ? (int)(cols - c) : FA_SCORES_KEYS;
-        for (int64_t r = 0; r < ld; r += FA_SCORES_VECS * FA_LANES) {
-            int nv = (ld - r) / FA_LANES < FA_SCORES_VECS ? (int)((ld - r) / FA_LANES) : FA_SCORES_VECS;
+        for (int64_t r = 0; r < extent; r += FA_SCORES_VECS * FA_LANES) {
+            int nv =
+                (extent - r) / FA_LANES < FA_SCORES_VECS ? (int)((extent - r) / FA_LANES) : FA_SCORES_VECS;
             const FA_T *qb = qt + r;
             const FA_T *kb = k + c * k_stride;
             FA_T *sb = s + c * ld + r;
@@ -92,6 +94,19 @@ FA_SCORES_DEFINE_KEYS(4) FA_SCORES_DEFINE_KEYS(5) FA_SCORES_DEFINE_KEYS(6)
             // clang-format on
         }
     }
+}
+
+static void FA_NAME(tile_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                  const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    FA_NAME(scores_span_)(rows, ld, ld, cols, dim, qt, k, k_stride, s);
+}
+
+static void FA_NAME(tile_scores_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                       const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    const int64_t extent = (rows + FA_LANES - 1) / FA_LANES * FA_LANES;
+    FA_NAME(scores_span_)(rows, ld, extent < ld ? extent : ld, cols, dim, qt, k, k_stride, s);
 }
 
 #undef FA_SCORES_KEYS_CASES

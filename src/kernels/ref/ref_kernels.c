@@ -48,24 +48,24 @@ static inline double exp_flushed_f64(double x)
 #undef FA_TANH
 
 /* ref is scalar code: no vectors, no register blocks; its layouts are the contract's. */
-#define FA_REF_SET(SFX, DTYPE, PAD)                                                                         \
-    {                                                                                                       \
-        .traits = {.input = DTYPE,                                                                          \
-                   .accum = DTYPE,                                                                          \
-                   .lanes = 1,                                                                              \
-                   .pad_elems = PAD,                                                                        \
-                   .scores_keys = 1,                                                                        \
-                   .scores_vecs = 1,                                                                        \
-                   .rows_rows = 1,                                                                          \
-                   .rows_vecs = 1,                                                                          \
-                   .score_tile = FA_TILE_KEY_MAJOR},                                                        \
-        .scores = ref_scores_##SFX, .pack_transposed = fa_pack_transposed_##SFX,                            \
-        .online_softmax = ref_online_softmax_##SFX, .accumulate = ref_accumulate_##SFX,                     \
-        .accumulate_t = ref_accumulate_t_##SFX, .probabilities = ref_probabilities_##SFX,                   \
-        .score_grad = ref_score_grad_##SFX, .modify = ref_modify_##SFX, .scale_grad = ref_scale_grad_##SFX, \
-        .widen = ref_widen_##SFX, .scores_stored = ref_scores_stored_##SFX,                                 \
-        .accumulate_stored = ref_accumulate_stored_##SFX, .dropout_probs = ref_dropout_probs_##SFX,         \
-        .dropout_score_grad = ref_dropout_score_grad_##SFX                                                  \
+#define FA_REF_SET(SFX, DTYPE, PAD)                                                                  \
+    {                                                                                                \
+        .traits = {.input = DTYPE,                                                                   \
+                   .accum = DTYPE,                                                                   \
+                   .lanes = 1,                                                                       \
+                   .pad_elems = PAD,                                                                 \
+                   .scores_keys = 1,                                                                 \
+                   .scores_vecs = 1,                                                                 \
+                   .rows_rows = 1,                                                                   \
+                   .rows_vecs = 1,                                                                   \
+                   .score_tile = FA_TILE_KEY_MAJOR},                                                 \
+        .scores = ref_scores_##SFX, .scores_rows = ref_scores_rows_##SFX,                            \
+        .pack_transposed = fa_pack_transposed_##SFX, .online_softmax = ref_online_softmax_##SFX,     \
+        .accumulate = ref_accumulate_##SFX, .accumulate_t = ref_accumulate_t_##SFX,                  \
+        .probabilities = ref_probabilities_##SFX, .score_grad = ref_score_grad_##SFX,                \
+        .modify = ref_modify_##SFX, .scale_grad = ref_scale_grad_##SFX, .widen = ref_widen_##SFX,    \
+        .scores_stored = ref_scores_stored_##SFX, .accumulate_stored = ref_accumulate_stored_##SFX,  \
+        .dropout_probs = ref_dropout_probs_##SFX, .dropout_score_grad = ref_dropout_score_grad_##SFX \
     }
 
 static const fa_kernels_f32 ref_f32 = FA_REF_SET(f32, FA_F32, FA_PAD_ELEMS_F32);

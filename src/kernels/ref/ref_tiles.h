@@ -7,21 +7,35 @@
 
 #include "template.h"
 
-static void FA_NAME(ref_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
-                                 const FA_T *k, int64_t k_stride, FA_T *s)
+/* The rows [0, extent) of the tile; scores takes the padding rows too (extent ld), so that its loop
+ * stays one simple vector loop, scores_rows only its rows. */
+static void FA_NAME(ref_scores_span_)(int64_t extent, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                      const FA_T *k, int64_t k_stride, FA_T *s)
 {
-    (void)rows; /* the padding rows are computed too: the loop stays one simple vector loop */
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
         const FA_T *kc = k + c * k_stride;
-        for (int64_t r = 0; r < ld; r++) sc[r] = 0;
+        for (int64_t r = 0; r < extent; r++) sc[r] = 0;
         for (int64_t x = 0; x < dim; x++) {
             FA_T w = kc[x];
             const FA_T *qx = qt + x * ld;
 #pragma omp simd
-            for (int64_t r = 0; r < ld; r++) sc[r] += qx[r] * w;
+            for (int64_t r = 0; r < extent; r++) sc[r] += qx[r] * w;
         }
     }
+}
+
+static void FA_NAME(ref_scores_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                 const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    (void)rows;
+    FA_NAME(ref_scores_span_)(ld, ld, cols, dim, qt, k, k_stride, s);
+}
+
+static void FA_NAME(ref_scores_rows_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *qt,
+                                      const FA_T *k, int64_t k_stride, FA_T *s)
+{
+    FA_NAME(ref_scores_span_)(rows, ld, cols, dim, qt, k, k_stride, s);
 }
 
 /* Element y of accumulator row r is at acc + r·acc_stride + y·acc_step: rows (acc_step 1) for the

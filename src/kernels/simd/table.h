@@ -35,6 +35,7 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
                .rows_vecs = FA_ROWS_VECS,
                .score_tile = FA_TILE_KEY_MAJOR},
     .scores = FA_NAME(tile_scores_),
+    .scores_rows = FA_NAME(tile_scores_rows_),
     .pack_transposed = FA_ISA_NAME(_pack_transposed_),
     .online_softmax = FA_NAME(online_softmax_),
     .accumulate = FA_NAME(accumulate_),

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Products on a mask's edge that skip what no row sees (drivers/visible_products.h), against the same
+ * table's products over the whole tile, bit for bit:
+ * - scores_rows (kernels.h), on every table this CPU runs: the rows [0, rows) of a sub-block that
+ *   starts at a padding unit have scores' bits, and nothing at or past rows rounded up to a vector,
+ *   nor before the sub-block, is written;
+ * - fa_scores_visible_f32: after the epilogue, every entry of every row equals the whole tile's
+ *   (the masked ones -inf), and with `masked` the masked entries are -inf before it, the padding rows
+ *   0, as scores leaves them;
+ * - fa_accumulate_visible_f32 and fa_accumulate_t_visible_f32 on finite operands with zero masked
+ *   weights: the bits of one call over the whole tile.
+ * Over causal masks both ways, left and right windows of a few keys to more than the tile, query
+ * blocks of 5 to 64 rows at offsets that put the diagonal anywhere in the tile, and tiles of 1 to 70
+ * keys. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/params.h"
+#include "api/validate.h"
+#include "drivers/epilogue.h"
+#include "drivers/visible_products.h"
+#include "kernels/kernels.h"
+#include "plan/mask.h"
+#include "simd_tables.h"
+#include "util.h"
+
+typedef struct {
+    const char *name;
+    const fa_kernels_f32 *set;
+} named_set;
+
+#define MAX_SETS 8
+
+/* ref (unless FA_TEST_SIMD leaves it out), then every SIMD table of the build this CPU runs */
+static int sets_of(named_set *out)
+{
+    int n = 0;
+    if (st_ref_wanted()) out[n++] = (named_set){"ref", fa_kernels_ref.f32};
+    for (int t = 0; t < st_count && n < MAX_SETS; t++)
+        if (st_runs(&st_tables[t])) out[n++] = (named_set){st_tables[t].name, st_tables[t].f32};
+    return n;
+}
+
+enum { LD = 64, DIM = 24, MAX_COLS = 70, NQ = 200, NK = 200 };
+
+static float *aligned_floats(size_t n)
+{
+    float *x = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    cr_assert_not_null(x);
+    return x;
+}
+
+static void fill(float *x, size_t n, tu_rng *rng)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)tu_rng_uniform(rng, -1, 1);
+}
+
+static int same_bits(const float *a, const float *b)
+{
+    return memcmp(a, b, sizeof(float)) == 0;
+}
+
+Test(edge_tiles, scores_rows_of_every_table_give_scores_bits_and_write_only_their_rows)
+{
+    named_set sets[MAX_SETS];
+    const int n_sets = sets_of(sets);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    float *qt = aligned_floats((size_t)DIM * LD), *k = aligned_floats((size_t)MAX_COLS * DIM);
+    float *whole = aligned_floats((size_t)MAX_COLS * LD), *part = aligned_floats((size_t)MAX_COLS * LD);
+    fill(qt, (size_t)DIM * LD, &rng);
+    fill(k, (size_t)MAX_COLS * DIM, &rng);
+    static const int64_t starts[] = {0, 16, 32, 48}, counts[] = {5, 8, 13, 16, 17, 31, 33, 48, 64};
+    static const int64_t cols_list[] = {1, 5, 6, 7, 24, 70};
+    const float sentinel = -12345.0f;
+    for (int t = 0; t < n_sets; t++) {
+        const fa_kernels_f32 *kern = sets[t].set;
+        const int64_t lanes = kern->traits.lanes;
+        for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++) {
+            const int64_t cols = cols_list[ci];
+            kern->scores(LD, LD, cols, DIM, qt, k, DIM, whole);
+            for (size_t si = 0; si < sizeof starts / sizeof *starts; si++)
+                for (size_t ni = 0; ni < sizeof counts / sizeof *counts; ni++) {
+                    const int64_t r0 = starts[si], rows = counts[ni];
+                    if (r0 + rows > LD) continue;
+                    for (int64_t i = 0; i < cols * LD; i++) part[i] = sentinel;
+                    kern->scores_rows(rows, LD, cols, DIM, qt + r0, k, DIM, part + r0);
+                    const int64_t extent = (rows + lanes - 1) / lanes * lanes;
+                    for (int64_t c = 0; c < cols; c++)
+                        for (int64_t r = 0; r < LD; r++) {
+                            const float *got = &part[c * LD + r];
+                            if (r >= r0 && r < r0 + rows)
+                                cr_assert(
+                                    same_bits(got, &whole[c * LD + r]),
+                                    "%s: rows %lld at %lld, %lld keys: score (%lld, %lld) %a, whole tile %a",
+                                    sets[t].name, (long long)rows, (long long)r0, (long long)cols,
+                                    (long long)c, (long long)r, (double)*got, (double)whole[c * LD + r]);
+                            else if (r < r0 || r >= r0 + extent)
+                                cr_assert(*got == sentinel,
+                                          "%s: rows %lld at %lld, %lld keys: (%lld, %lld) written",
+                                          sets[t].name, (long long)rows, (long long)r0, (long long)cols,
+                                          (long long)c, (long long)r);
+                        }
+                }
+        }
+    }
+    free(qt), free(k), free(whole), free(part);
+}
+
+/* A problem of NQ query rows and NK keys with the given mask: only its geometry is used. */
+typedef struct {
+    float *q, *kv, *out;
+    fa_params_copy params;
+    fa_problem prob;
+} mask_case;
+
+static void mask_case_make(mask_case *m, fa_causal causal, int64_t left, int64_t right)
+{
+    fa_params p = FA_PARAMS_INIT;
+    p.causal = causal;
+    p.window_left = left;
+    p.window_right = right;
+    m->q = calloc((size_t)NQ * 4, sizeof(float));
+    m->out = calloc((size_t)NQ * 4, sizeof(float));
+    m->kv = calloc((size_t)NK * 4, sizeof(float));
+    cr_assert(m->q && m->out && m->kv);
+    fa_tensor q = fa_tensor_bhsd(m->q, FA_F32, 1, 1, NQ, 4), o = fa_tensor_bhsd(m->out, FA_F32, 1, 1, NQ, 4);
+    fa_tensor kv = fa_tensor_bhsd(m->kv, FA_F32, 1, 1, NK, 4);
+    cr_assert_eq(fa_params_read("test", &p, &m->params), FA_OK);
+    cr_assert_eq(fa_validate_forward("test", &m->params.p, &q, &kv, &kv, &o, NULL, &m->prob), FA_OK, "%s",
+                 fa_last_error());
+}
+
+static void mask_case_free(mask_case *m)
+{
+    free(m->q), free(m->kv), free(m->out);
+}
+
+typedef struct {
+    fa_causal causal;
+    int64_t left, right;
+} mask_kind;
+
+static const mask_kind masks[] = {
+    {FA_CAUSAL_TOP_LEFT, -1, -1}, {FA_CAUSAL_BOTTOM_RIGHT, -1, -1}, {FA_CAUSAL_TOP_LEFT, 3, -1},
+    {FA_CAUSAL_TOP_LEFT, 17, -1}, {FA_CAUSAL_TOP_LEFT, 40, -1},     {FA_CAUSAL_TOP_LEFT, 300, -1},
+    {FA_CAUSAL_NONE, 20, 5},      {FA_CAUSAL_NONE, -1, 9},          {FA_CAUSAL_NONE, 0, 0},
+};
+
+/* Query blocks (row0, rows) and tiles (col0, cols) that put the masks' edges anywhere in them. */
+static const int64_t block_rows[] = {5, 16, 17, 32, 45, 64}, row_starts[] = {0, 3, 40, 100};
+static const int64_t tile_cols[] = {1, 6, 13, 24, 70}, col_offsets[] = {-40, -9, 0, 7, 30};
+
+Test(edge_tiles, visible_scores_match_the_whole_tile_after_the_epilogue)
+{
+    named_set sets[MAX_SETS];
+    const int n_sets = sets_of(sets);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    float *qt = aligned_floats((size_t)DIM * LD), *k = aligned_floats((size_t)MAX_COLS * DIM);
+    float *whole = aligned_floats((size_t)MAX_COLS * LD), *seen = aligned_floats((size_t)MAX_COLS * LD);
+    fill(k, (size_t)MAX_COLS * DIM, &rng);
+    int64_t edges = 0;
+    for (size_t mi = 0; mi < sizeof masks / sizeof *masks; mi++) {
+        mask_case m;
+        mask_case_make(&m, masks[mi].causal, masks[mi].left, masks[mi].right);
+        const fa_problem *p = &m.prob;
+        for (int t = 0; t < n_sets; t++)
+            for (size_t bi = 0; bi < sizeof block_rows / sizeof *block_rows; bi++)
+                for (size_t ri = 0; ri < sizeof row_starts / sizeof *row_starts; ri++)
+                    for (size_t ci = 0; ci < sizeof tile_cols / sizeof *tile_cols; ci++)
+                        for (size_t oi = 0; oi < sizeof col_offsets / sizeof *col_offsets; oi++) {
+                            const fa_kernels_f32 *kern = sets[t].set;
+                            const int64_t rows = block_rows[bi], row0 = row_starts[ri], cols = tile_cols[ci];
+                            const int64_t ld = (rows + 15) / 16 * 16;
+                            const int64_t col0 = row0 + col_offsets[oi];
+                            if (col0 < 0 || col0 + cols > NK) continue;
+                            /* the packed queries: zero padding rows, as pack_transposed leaves them */
+                            for (int64_t x = 0; x < DIM; x++)
+                                for (int64_t r = 0; r < ld; r++)
+                                    qt[x * ld + r] = r < rows ? (float)tu_rng_uniform(&rng, -1, 1) : 0.0f;
+                            kern->scores(rows, ld, cols, DIM, qt, k, DIM, whole);
+                            for (int64_t i = 0; i < cols * ld; i++) seen[i] = NAN; /* an earlier tile's */
+                            fa_scores_visible_f32(kern, p, row0, rows, col0, cols, DIM, qt, ld, k, DIM, seen,
+                                                  1);
+                            const int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
+                            edges += !full;
+                            for (int64_t c = 0; c < cols; c++)
+                                for (int64_t r = 0; r < ld; r++) {
+                                    const fa_key_range keys = fa_visible_keys(p, row0 + r);
+                                    const int visible =
+                                        r < rows && col0 + c >= keys.begin && col0 + c < keys.end;
+                                    const float got = seen[c * ld + r];
+                                    if (visible || r >= rows || full)
+                                        cr_assert(
+                                            same_bits(&got, &whole[c * ld + r]),
+                                            "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: (%lld, "
+                                            "%lld) %a, whole tile %a",
+                                            sets[t].name, mi, (long long)rows, (long long)row0,
+                                            (long long)cols, (long long)col0, (long long)c, (long long)r,
+                                            (double)got, (double)whole[c * ld + r]);
+                                    else if (got != -INFINITY) /* masked: computed, or -inf */
+                                        cr_assert(same_bits(&got, &whole[c * ld + r]),
+                                                  "%s, mask %zu: masked (%lld, %lld) is %a", sets[t].name, mi,
+                                                  (long long)c, (long long)r, (double)got);
+                                }
+                            fa_epilogue_f32(p, row0, rows, col0, cols, whole, ld);
+                            fa_epilogue_f32(p, row0, rows, col0, cols, seen, ld);
+                            cr_assert(memcmp(whole, seen, (size_t)(cols * ld) * sizeof(float)) == 0,
+                                      "%s, mask %zu: the tiles differ after the epilogue", sets[t].name, mi);
+                        }
+        mask_case_free(&m);
+    }
+    cr_assert_gt(edges, 1000, "only %lld edge tiles met", (long long)edges);
+    free(qt), free(k), free(whole), free(seen);
+}
+
+Test(edge_tiles, visible_sums_on_finite_operands_give_the_whole_tiles_bits)
+{
+    named_set sets[MAX_SETS];
+    const int n_sets = sets_of(sets);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    enum { ACC = DIM + 3 };
+    float *w = aligned_floats((size_t)MAX_COLS * LD), *x = aligned_floats((size_t)(MAX_COLS + LD) * DIM);
+    float *acc0 = aligned_floats((size_t)(MAX_COLS + LD) * ACC),
+          *whole = aligned_floats((size_t)(MAX_COLS + LD) * ACC),
+          *seen = aligned_floats((size_t)(MAX_COLS + LD) * ACC);
+    fill(x, (size_t)(MAX_COLS + LD) * DIM, &rng);
+    fill(acc0, (size_t)(MAX_COLS + LD) * ACC, &rng);
+    const size_t acc_bytes = (size_t)(MAX_COLS + LD) * ACC * sizeof(float);
+    for (size_t mi = 0; mi < sizeof masks / sizeof *masks; mi++) {
+        mask_case m;
+        mask_case_make(&m, masks[mi].causal, masks[mi].left, masks[mi].right);
+        const fa_problem *p = &m.prob;
+        for (int t = 0; t < n_sets; t++)
+            for (size_t bi = 0; bi < sizeof block_rows / sizeof *block_rows; bi++)
+                for (size_t ri = 0; ri < sizeof row_starts / sizeof *row_starts; ri++)
+                    for (size_t ci = 0; ci < sizeof tile_cols / sizeof *tile_cols; ci++)
+                        for (size_t oi = 0; oi < sizeof col_offsets / sizeof *col_offsets; oi++) {
+                            const fa_kernels_f32 *kern = sets[t].set;
+                            const int64_t rows = block_rows[bi], row0 = row_starts[ri], cols = tile_cols[ci];
+                            const int64_t ld = (rows + 15) / 16 * 16, col0 = row0 + col_offsets[oi];
+                            if (col0 < 0 || col0 + cols > NK) continue;
+                            /* weights: probabilities where visible, exact zeros where masked */
+                            for (int64_t c = 0; c < cols; c++)
+                                for (int64_t r = 0; r < ld; r++) {
+                                    const fa_key_range keys = fa_visible_keys(p, row0 + r);
+                                    const int visible =
+                                        r < rows && col0 + c >= keys.begin && col0 + c < keys.end;
+                                    w[c * ld + r] = visible ? (float)tu_rng_uniform(&rng, 0, 1) : 0.0f;
+                                }
+                            /* P·V: acc rows are query rows */
+                            memcpy(whole, acc0, acc_bytes), memcpy(seen, acc0, acc_bytes);
+                            kern->accumulate(rows, cols, DIM, w, ld, x, DIM, whole, ACC);
+                            fa_accumulate_visible_f32(kern, p, row0, rows, col0, cols, DIM, w, ld, x, DIM,
+                                                      seen, ACC);
+                            cr_assert(memcmp(whole, seen, acc_bytes) == 0,
+                                      "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: P·V differs",
+                                      sets[t].name, mi, (long long)rows, (long long)row0, (long long)cols,
+                                      (long long)col0);
+                            /* Pᵀ·dO: acc rows are keys */
+                            memcpy(whole, acc0, acc_bytes), memcpy(seen, acc0, acc_bytes);
+                            kern->accumulate_t(rows, cols, DIM, w, ld, x, DIM, whole, ACC);
+                            fa_accumulate_t_visible_f32(kern, p, row0, rows, col0, cols, DIM, w, ld, x, DIM,
+                                                        seen, ACC);
+                            cr_assert(memcmp(whole, seen, acc_bytes) == 0,
+                                      "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: Pᵀ·dO differs",
+                                      sets[t].name, mi, (long long)rows, (long long)row0, (long long)cols,
+                                      (long long)col0);
+                        }
+        mask_case_free(&m);
+    }
+    free(w), free(x), free(acc0), free(whole), free(seen);
+}
