@@ -60,6 +60,15 @@ int st_ref_wanted(void)
     return named("ref");
 }
 
+int st_f32_sets(st_named_f32 *out, int max)
+{
+    int n = 0;
+    if (st_ref_wanted() && n < max) out[n++] = (st_named_f32){"ref", fa_kernels_ref.f32};
+    for (int t = 0; t < st_count && n < max; t++)
+        if (st_runs(&st_tables[t])) out[n++] = (st_named_f32){st_tables[t].name, st_tables[t].f32};
+    return n;
+}
+
 int st_table_wanted(const char *table)
 {
     if (strcmp(table, "sve") != 0) return named(table);

@@ -37,6 +37,14 @@ int st_runs(const st_table *t);
 /* Whether the white-box suites check ref's own kernels too: FA_TEST_SIMD unset, or naming "ref". */
 int st_ref_wanted(void);
 
+/* The f32 kernel sets the white-box suites check, with their names: ref's (unless FA_TEST_SIMD
+ * leaves it out), then every SIMD table of the build that this CPU runs. At most `max`; the count. */
+typedef struct {
+    const char *name;
+    const fa_kernels_f32 *set;
+} st_named_f32;
+int st_f32_sets(st_named_f32 *out, int max);
+
 /* Whether FA_TEST_SIMD is unset or names the kernel table `table` (a cf_tables name: "sve" is named
  * as the st_table of this thread's vector length, "sve256"): the tables a run of
  * test_kernel_tables.c compares with ref, so that the emulated stage checks each table once. */

@@ -27,22 +27,7 @@
 #include "simd_tables.h"
 #include "util.h"
 
-typedef struct {
-    const char *name;
-    const fa_kernels_f32 *set;
-} named_set;
-
 #define MAX_SETS 8
-
-/* ref (unless FA_TEST_SIMD leaves it out), then every SIMD table of the build this CPU runs */
-static int sets_of(named_set *out)
-{
-    int n = 0;
-    if (st_ref_wanted()) out[n++] = (named_set){"ref", fa_kernels_ref.f32};
-    for (int t = 0; t < st_count && n < MAX_SETS; t++)
-        if (st_runs(&st_tables[t])) out[n++] = (named_set){st_tables[t].name, st_tables[t].f32};
-    return n;
-}
 
 enum { LD = 64, DIM = 24, MAX_COLS = 70, NQ = 200, NK = 200 };
 
@@ -65,8 +50,8 @@ static int same_bits(const float *a, const float *b)
 
 Test(edge_tiles, scores_rows_of_every_table_give_scores_bits_and_write_only_their_rows)
 {
-    named_set sets[MAX_SETS];
-    const int n_sets = sets_of(sets);
+    st_named_f32 sets[MAX_SETS];
+    const int n_sets = st_f32_sets(sets, MAX_SETS);
     tu_rng rng = tu_rng_make(tu_test_seed());
     float *qt = aligned_floats((size_t)DIM * LD), *k = aligned_floats((size_t)MAX_COLS * DIM);
     float *whole = aligned_floats((size_t)MAX_COLS * LD), *part = aligned_floats((size_t)MAX_COLS * LD);
@@ -152,124 +137,162 @@ static const mask_kind masks[] = {
 /* Query blocks (row0, rows) and tiles (col0, cols) that put the masks' edges anywhere in them. */
 static const int64_t block_rows[] = {5, 16, 17, 32, 45, 64}, row_starts[] = {0, 3, 40, 100};
 static const int64_t tile_cols[] = {1, 6, 13, 24, 70}, col_offsets[] = {-40, -9, 0, 7, 30};
+enum {
+    N_ROWS = 6,
+    N_STARTS = 4,
+    N_COLS = 5,
+    N_OFFSETS = 5,
+    N_TILES = N_ROWS * N_STARTS * N_COLS * N_OFFSETS
+};
 
-Test(edge_tiles, visible_scores_match_the_whole_tile_after_the_epilogue)
+typedef struct {
+    int64_t rows, row0, cols, col0, ld;
+} tile_case;
+
+/* Whether row r of a block of `rows` rows at row0 sees key `key` (padding rows see none). */
+static int sees(const fa_problem *p, int64_t row0, int64_t rows, int64_t r, int64_t key)
 {
-    named_set sets[MAX_SETS];
-    const int n_sets = sets_of(sets);
-    tu_rng rng = tu_rng_make(tu_test_seed());
-    float *qt = aligned_floats((size_t)DIM * LD), *k = aligned_floats((size_t)MAX_COLS * DIM);
-    float *whole = aligned_floats((size_t)MAX_COLS * LD), *seen = aligned_floats((size_t)MAX_COLS * LD);
-    fill(k, (size_t)MAX_COLS * DIM, &rng);
-    int64_t edges = 0;
+    const fa_key_range keys = fa_visible_keys(p, row0 + r);
+    return r < rows && key >= keys.begin && key < keys.end;
+}
+
+/* Tile case i of N_TILES; 0 when its keys fall outside the problem's. */
+static int tile_case_at(int i, tile_case *t)
+{
+    t->rows = block_rows[i % N_ROWS], i /= N_ROWS;
+    t->row0 = row_starts[i % N_STARTS], i /= N_STARTS;
+    t->cols = tile_cols[i % N_COLS], i /= N_COLS;
+    t->col0 = t->row0 + col_offsets[i];
+    t->ld = (t->rows + 15) / 16 * 16;
+    return t->col0 >= 0 && t->col0 + t->cols <= NK;
+}
+
+/* One edge case: a table, a mask (index mi of masks), a block and a tile. */
+typedef struct {
+    const st_named_f32 *set;
+    size_t mi;
+    const fa_problem *p;
+    tile_case t;
+} edge_case;
+
+/* Calls check(&case, state) for every table this CPU runs, every mask and every tile case. */
+static void for_each_edge_case(void (*check)(const edge_case *, void *), void *state)
+{
+    st_named_f32 sets[MAX_SETS];
+    const int n_sets = st_f32_sets(sets, MAX_SETS);
     for (size_t mi = 0; mi < sizeof masks / sizeof *masks; mi++) {
         mask_case m;
         mask_case_make(&m, masks[mi].causal, masks[mi].left, masks[mi].right);
-        const fa_problem *p = &m.prob;
         for (int t = 0; t < n_sets; t++)
-            for (size_t bi = 0; bi < sizeof block_rows / sizeof *block_rows; bi++)
-                for (size_t ri = 0; ri < sizeof row_starts / sizeof *row_starts; ri++)
-                    for (size_t ci = 0; ci < sizeof tile_cols / sizeof *tile_cols; ci++)
-                        for (size_t oi = 0; oi < sizeof col_offsets / sizeof *col_offsets; oi++) {
-                            const fa_kernels_f32 *kern = sets[t].set;
-                            const int64_t rows = block_rows[bi], row0 = row_starts[ri], cols = tile_cols[ci];
-                            const int64_t ld = (rows + 15) / 16 * 16;
-                            const int64_t col0 = row0 + col_offsets[oi];
-                            if (col0 < 0 || col0 + cols > NK) continue;
-                            /* the packed queries: zero padding rows, as pack_transposed leaves them */
-                            for (int64_t x = 0; x < DIM; x++)
-                                for (int64_t r = 0; r < ld; r++)
-                                    qt[x * ld + r] = r < rows ? (float)tu_rng_uniform(&rng, -1, 1) : 0.0f;
-                            kern->scores(rows, ld, cols, DIM, qt, k, DIM, whole);
-                            for (int64_t i = 0; i < cols * ld; i++) seen[i] = NAN; /* an earlier tile's */
-                            fa_scores_visible_f32(kern, p, row0, rows, col0, cols, DIM, qt, ld, k, DIM, seen,
-                                                  1);
-                            const int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
-                            edges += !full;
-                            for (int64_t c = 0; c < cols; c++)
-                                for (int64_t r = 0; r < ld; r++) {
-                                    const fa_key_range keys = fa_visible_keys(p, row0 + r);
-                                    const int visible =
-                                        r < rows && col0 + c >= keys.begin && col0 + c < keys.end;
-                                    const float got = seen[c * ld + r];
-                                    if (visible || r >= rows || full)
-                                        cr_assert(
-                                            same_bits(&got, &whole[c * ld + r]),
-                                            "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: (%lld, "
-                                            "%lld) %a, whole tile %a",
-                                            sets[t].name, mi, (long long)rows, (long long)row0,
-                                            (long long)cols, (long long)col0, (long long)c, (long long)r,
-                                            (double)got, (double)whole[c * ld + r]);
-                                    else if (got != -INFINITY) /* masked: computed, or -inf */
-                                        cr_assert(same_bits(&got, &whole[c * ld + r]),
-                                                  "%s, mask %zu: masked (%lld, %lld) is %a", sets[t].name, mi,
-                                                  (long long)c, (long long)r, (double)got);
-                                }
-                            fa_epilogue_f32(p, row0, rows, col0, cols, whole, ld);
-                            fa_epilogue_f32(p, row0, rows, col0, cols, seen, ld);
-                            cr_assert(memcmp(whole, seen, (size_t)(cols * ld) * sizeof(float)) == 0,
-                                      "%s, mask %zu: the tiles differ after the epilogue", sets[t].name, mi);
-                        }
+            for (int ti = 0; ti < N_TILES; ti++) {
+                edge_case e = {.set = &sets[t], .mi = mi, .p = &m.prob};
+                if (tile_case_at(ti, &e.t)) check(&e, state);
+            }
         mask_case_free(&m);
     }
-    cr_assert_gt(edges, 1000, "only %lld edge tiles met", (long long)edges);
-    free(qt), free(k), free(whole), free(seen);
+}
+
+typedef struct {
+    tu_rng rng;
+    float *qt, *k, *whole, *seen;
+    int64_t edges;
+} scores_state;
+
+static void check_scores(const edge_case *e, void *state)
+{
+    scores_state *st = state;
+    const fa_problem *p = e->p;
+    const fa_kernels_f32 *kern = e->set->set;
+    const int64_t rows = e->t.rows, row0 = e->t.row0, cols = e->t.cols, col0 = e->t.col0, ld = e->t.ld;
+    float *qt = st->qt, *whole = st->whole, *seen = st->seen;
+    /* the packed queries: zero padding rows, as pack_transposed leaves them */
+    for (int64_t x = 0; x < DIM; x++)
+        for (int64_t r = 0; r < ld; r++)
+            qt[x * ld + r] = r < rows ? (float)tu_rng_uniform(&st->rng, -1, 1) : 0.0f;
+    kern->scores(rows, ld, cols, DIM, qt, st->k, DIM, whole);
+    for (int64_t i = 0; i < cols * ld; i++) seen[i] = NAN; /* an earlier tile's */
+    fa_scores_visible_f32(kern, p, row0, rows, col0, cols, DIM, qt, ld, st->k, DIM, seen, 1);
+    const int full = fa_tile_fully_visible(p, row0, rows, col0, cols);
+    st->edges += !full;
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t r = 0; r < ld; r++) {
+            const float got = seen[c * ld + r];
+            if (sees(p, row0, rows, r, col0 + c) || r >= rows || full)
+                cr_assert(
+                    same_bits(&got, &whole[c * ld + r]),
+                    "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: (%lld, %lld) %a, whole tile %a",
+                    e->set->name, e->mi, (long long)rows, (long long)row0, (long long)cols, (long long)col0,
+                    (long long)c, (long long)r, (double)got, (double)whole[c * ld + r]);
+            else if (got != -INFINITY) /* masked: computed, or -inf */
+                cr_assert(same_bits(&got, &whole[c * ld + r]), "%s, mask %zu: masked (%lld, %lld) is %a",
+                          e->set->name, e->mi, (long long)c, (long long)r, (double)got);
+        }
+    fa_epilogue_f32(p, row0, rows, col0, cols, whole, ld);
+    fa_epilogue_f32(p, row0, rows, col0, cols, seen, ld);
+    cr_assert(memcmp(whole, seen, (size_t)(cols * ld) * sizeof(float)) == 0,
+              "%s, mask %zu: the tiles differ after the epilogue", e->set->name, e->mi);
+}
+
+Test(edge_tiles, visible_scores_match_the_whole_tile_after_the_epilogue)
+{
+    scores_state st = {.rng = tu_rng_make(tu_test_seed()),
+                       .qt = aligned_floats((size_t)DIM * LD),
+                       .k = aligned_floats((size_t)MAX_COLS * DIM),
+                       .whole = aligned_floats((size_t)MAX_COLS * LD),
+                       .seen = aligned_floats((size_t)MAX_COLS * LD)};
+    fill(st.k, (size_t)MAX_COLS * DIM, &st.rng);
+    for_each_edge_case(check_scores, &st);
+    cr_assert_gt(st.edges, 1000, "only %lld edge tiles met", (long long)st.edges);
+    free(st.qt), free(st.k), free(st.whole), free(st.seen);
+}
+
+enum { ACC = DIM + 3, ACC_ROWS = MAX_COLS + LD };
+
+typedef struct {
+    tu_rng rng;
+    float *w, *x, *acc0, *whole, *seen;
+} sums_state;
+
+static void check_sums(const edge_case *e, void *state)
+{
+    sums_state *st = state;
+    const fa_problem *p = e->p;
+    const fa_kernels_f32 *kern = e->set->set;
+    const int64_t rows = e->t.rows, row0 = e->t.row0, cols = e->t.cols, col0 = e->t.col0, ld = e->t.ld;
+    const size_t acc_bytes = (size_t)ACC_ROWS * ACC * sizeof(float);
+    /* weights: probabilities where visible, exact zeros where masked */
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t r = 0; r < ld; r++)
+            st->w[c * ld + r] =
+                sees(p, row0, rows, r, col0 + c) ? (float)tu_rng_uniform(&st->rng, 0, 1) : 0.0f;
+    for (int trans = 0; trans < 2; trans++) { /* P·V (acc rows: query rows), Pᵀ·dO (acc rows: keys) */
+        memcpy(st->whole, st->acc0, acc_bytes), memcpy(st->seen, st->acc0, acc_bytes);
+        if (trans) {
+            kern->accumulate_t(rows, cols, DIM, st->w, ld, st->x, DIM, st->whole, ACC);
+            fa_accumulate_t_visible_f32(kern, p, row0, rows, col0, cols, DIM, st->w, ld, st->x, DIM, st->seen,
+                                        ACC);
+        } else {
+            kern->accumulate(rows, cols, DIM, st->w, ld, st->x, DIM, st->whole, ACC);
+            fa_accumulate_visible_f32(kern, p, row0, rows, col0, cols, DIM, st->w, ld, st->x, DIM, st->seen,
+                                      ACC);
+        }
+        cr_assert(memcmp(st->whole, st->seen, acc_bytes) == 0,
+                  "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: %s differs", e->set->name, e->mi,
+                  (long long)rows, (long long)row0, (long long)cols, (long long)col0,
+                  trans ? "Pᵀ·dO" : "P·V");
+    }
 }
 
 Test(edge_tiles, visible_sums_on_finite_operands_give_the_whole_tiles_bits)
 {
-    named_set sets[MAX_SETS];
-    const int n_sets = sets_of(sets);
-    tu_rng rng = tu_rng_make(tu_test_seed());
-    enum { ACC = DIM + 3 };
-    float *w = aligned_floats((size_t)MAX_COLS * LD), *x = aligned_floats((size_t)(MAX_COLS + LD) * DIM);
-    float *acc0 = aligned_floats((size_t)(MAX_COLS + LD) * ACC),
-          *whole = aligned_floats((size_t)(MAX_COLS + LD) * ACC),
-          *seen = aligned_floats((size_t)(MAX_COLS + LD) * ACC);
-    fill(x, (size_t)(MAX_COLS + LD) * DIM, &rng);
-    fill(acc0, (size_t)(MAX_COLS + LD) * ACC, &rng);
-    const size_t acc_bytes = (size_t)(MAX_COLS + LD) * ACC * sizeof(float);
-    for (size_t mi = 0; mi < sizeof masks / sizeof *masks; mi++) {
-        mask_case m;
-        mask_case_make(&m, masks[mi].causal, masks[mi].left, masks[mi].right);
-        const fa_problem *p = &m.prob;
-        for (int t = 0; t < n_sets; t++)
-            for (size_t bi = 0; bi < sizeof block_rows / sizeof *block_rows; bi++)
-                for (size_t ri = 0; ri < sizeof row_starts / sizeof *row_starts; ri++)
-                    for (size_t ci = 0; ci < sizeof tile_cols / sizeof *tile_cols; ci++)
-                        for (size_t oi = 0; oi < sizeof col_offsets / sizeof *col_offsets; oi++) {
-                            const fa_kernels_f32 *kern = sets[t].set;
-                            const int64_t rows = block_rows[bi], row0 = row_starts[ri], cols = tile_cols[ci];
-                            const int64_t ld = (rows + 15) / 16 * 16, col0 = row0 + col_offsets[oi];
-                            if (col0 < 0 || col0 + cols > NK) continue;
-                            /* weights: probabilities where visible, exact zeros where masked */
-                            for (int64_t c = 0; c < cols; c++)
-                                for (int64_t r = 0; r < ld; r++) {
-                                    const fa_key_range keys = fa_visible_keys(p, row0 + r);
-                                    const int visible =
-                                        r < rows && col0 + c >= keys.begin && col0 + c < keys.end;
-                                    w[c * ld + r] = visible ? (float)tu_rng_uniform(&rng, 0, 1) : 0.0f;
-                                }
-                            /* P·V: acc rows are query rows */
-                            memcpy(whole, acc0, acc_bytes), memcpy(seen, acc0, acc_bytes);
-                            kern->accumulate(rows, cols, DIM, w, ld, x, DIM, whole, ACC);
-                            fa_accumulate_visible_f32(kern, p, row0, rows, col0, cols, DIM, w, ld, x, DIM,
-                                                      seen, ACC);
-                            cr_assert(memcmp(whole, seen, acc_bytes) == 0,
-                                      "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: P·V differs",
-                                      sets[t].name, mi, (long long)rows, (long long)row0, (long long)cols,
-                                      (long long)col0);
-                            /* Pᵀ·dO: acc rows are keys */
-                            memcpy(whole, acc0, acc_bytes), memcpy(seen, acc0, acc_bytes);
-                            kern->accumulate_t(rows, cols, DIM, w, ld, x, DIM, whole, ACC);
-                            fa_accumulate_t_visible_f32(kern, p, row0, rows, col0, cols, DIM, w, ld, x, DIM,
-                                                        seen, ACC);
-                            cr_assert(memcmp(whole, seen, acc_bytes) == 0,
-                                      "%s, mask %zu, rows %lld at %lld, keys %lld at %lld: Pᵀ·dO differs",
-                                      sets[t].name, mi, (long long)rows, (long long)row0, (long long)cols,
-                                      (long long)col0);
-                        }
-        mask_case_free(&m);
-    }
-    free(w), free(x), free(acc0), free(whole), free(seen);
+    sums_state st = {.rng = tu_rng_make(tu_test_seed()),
+                     .w = aligned_floats((size_t)MAX_COLS * LD),
+                     .x = aligned_floats((size_t)ACC_ROWS * DIM),
+                     .acc0 = aligned_floats((size_t)ACC_ROWS * ACC),
+                     .whole = aligned_floats((size_t)ACC_ROWS * ACC),
+                     .seen = aligned_floats((size_t)ACC_ROWS * ACC)};
+    fill(st.x, (size_t)ACC_ROWS * DIM, &st.rng);
+    fill(st.acc0, (size_t)ACC_ROWS * ACC, &st.rng);
+    for_each_edge_case(check_sums, &st);
+    free(st.w), free(st.x), free(st.acc0), free(st.whole), free(st.seen);
 }

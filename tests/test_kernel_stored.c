@@ -24,10 +24,7 @@
 #include "simd_tables.h"
 #include "util.h"
 
-typedef struct {
-    const char *name;
-    const fa_kernels_f32 *set;
-} named_set;
+typedef st_named_f32 named_set;
 
 #define MAX_SETS 8
 
@@ -35,11 +32,7 @@ typedef struct {
  * and avx512, or neon and sve at each vector length) that this CPU runs */
 static int sets_of(named_set *out)
 {
-    int n = 0;
-    if (st_ref_wanted()) out[n++] = (named_set){"ref", fa_kernels_ref.f32};
-    for (int t = 0; t < st_count && n < MAX_SETS; t++)
-        if (st_runs(&st_tables[t])) out[n++] = (named_set){st_tables[t].name, st_tables[t].f32};
-    return n;
+    return st_f32_sets(out, MAX_SETS);
 }
 
 enum { MAX_COLS = 70, MAX_DIM = FA_MAX_HEAD_DIM, LD = 16, K_STRIDE = MAX_DIM + 3 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* fa_accumulate_visible_<FA_SFX> and fa_accumulate_t_visible_<FA_SFX>, written once for both element
- * types: included by visible_products.c, after its span helpers, with FA_T and FA_SFX (f32/f64: also
- * the kernel table's type, fa_kernels_<FA_SFX>) defined. */
+/* fa_scores_visible_<FA_SFX>, fa_accumulate_visible_<FA_SFX> and fa_accumulate_t_visible_<FA_SFX>,
+ * written once for both element types: included by visible_products.c, after its span helpers and
+ * rows walk, with FA_T and FA_SFX (f32/f64: also the kernel table's type, fa_kernels_<FA_SFX>)
+ * defined. */
 
 #include "template.h"
 
@@ -10,18 +11,17 @@
  * with steps of 6, 12 or 24 rows, 18.8-20.0 with the whole block as one step (three rounds). */
 #define FA_STAIR_ROWS 12
 
-/* 1 when n rows of `width` values (row stride `stride`) are all finite: x - x is 0 for finite x and
- * NaN for an infinity or a NaN. An or of comparisons, not a sum of x·0: a sum's chain of additions
- * made this scan 5% of a window's forward (Zen 4, window 256). */
+/* 1 when n rows of `width` values (row stride `stride`) are all finite: x·0 is 0 for finite x and
+ * NaN for an infinity or a NaN, so the sum is 0 exactly when every value is finite. */
 static int FA_NAME(all_finite_)(const FA_T *x, int64_t n, int64_t width, int64_t stride)
 {
-    int bad = 0;
+    FA_T sum = 0;
     for (int64_t i = 0; i < n; i++) {
         const FA_T *row = x + i * stride;
-#pragma omp simd reduction(| : bad)
-        for (int64_t y = 0; y < width; y++) bad |= row[y] - row[y] != 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t y = 0; y < width; y++) sum += row[y] * (FA_T)0;
     }
-    return !bad;
+    return sum == 0;
 }
 
 /* The scores of one run of keys [c, c + n) over the rows [lo, hi) (whole vectors: the run's row
@@ -75,27 +75,33 @@ void FA_NAME(fa_scores_visible_)(const FA_NAME(fa_kernels_) * k, const fa_proble
     FA_NAME(scores_run_)(k, rows, run0, cols - run0, run_lo, run_hi, masked, dim, qt, ld, kt, k_stride, s);
 }
 
-/* acc rows [rows.begin, rows.end) += P·x over the keys [c, c + n). */
-static void FA_NAME(accumulate_run_)(const FA_NAME(fa_kernels_) * k, int64_t c, int64_t n, span rows,
-                                     int64_t dim, const FA_T *w, int64_t ld, const FA_T *x, int64_t x_stride,
-                                     FA_T *acc, int64_t acc_stride)
+/* Keys a step of sums_seen_ looks up the rows of. */
+#define FA_SEEN_STEP 8
+
+/* One run of sums_seen_: keys [c, c + n) over query rows [rows.begin, rows.end), into acc's query
+ * rows (accumulate: P·V, dS·K) or key rows (trans, accumulate_t: Pᵀ·dO, dSᵀ·Q). */
+static void FA_NAME(sums_run_)(const FA_NAME(fa_kernels_) * k, int trans, int64_t c, int64_t n, span rows,
+                               int64_t dim, const FA_T *w, int64_t ld, const FA_T *x, int64_t x_stride,
+                               FA_T *acc, int64_t acc_stride)
 {
-    if (rows.end > rows.begin)
-        k->accumulate(rows.end - rows.begin, n, dim, w + c * ld + rows.begin, ld, x + c * x_stride, x_stride,
+    if (rows.end <= rows.begin) return;
+    const FA_T *wr = w + c * ld + rows.begin;
+    if (trans)
+        k->accumulate_t(rows.end - rows.begin, n, dim, wr, ld, x + rows.begin * x_stride, x_stride,
+                        acc + c * acc_stride, acc_stride);
+    else
+        k->accumulate(rows.end - rows.begin, n, dim, wr, ld, x + c * x_stride, x_stride,
                       acc + rows.begin * acc_stride, acc_stride);
 }
 
-/* Keys a step of accumulate_seen_ looks up the rows of. */
-#define FA_SEEN_STEP 8
-
-/* acc += P·x over an edge tile whose masked weights and the operand rows they meet are finite (so
- * a masked entry adds an exact zero): each step of FA_SEEN_STEP keys over the rows that see some of
- * them (runs of steps with the same rows in one call). Every accumulator element adds its row's keys
- * in order, as one call over the tile would. */
-static void FA_NAME(accumulate_seen_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
-                                      int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
-                                      int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
-                                      int64_t acc_stride)
+/* An edge tile's sums (accumulate, or accumulate_t with trans) whose masked weights and the operand
+ * rows they meet are finite, so that a masked entry adds an exact zero: each step of FA_SEEN_STEP
+ * keys over only the query rows that see one of them (runs of steps with the same rows in one call).
+ * Every accumulator element adds the same nonzero terms in the same order as one call over the tile,
+ * and adding a zero to a sum that began at +0 changes no bit. */
+static void FA_NAME(sums_seen_)(const FA_NAME(fa_kernels_) * k, int trans, const fa_problem *p, int64_t row0,
+                                int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
+                                int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc, int64_t acc_stride)
 {
     rows_walk walk = rows_walk_of(p, row0, rows, col0);
     span run = {0, 0};
@@ -105,12 +111,12 @@ static void FA_NAME(accumulate_seen_)(const FA_NAME(fa_kernels_) * k, const fa_p
         span seen = rows_seeing_some(&walk, c, c + n);
         if (seen.end <= seen.begin) seen.begin = seen.end = 0;
         if (c > 0 && (seen.begin != run.begin || seen.end != run.end)) {
-            FA_NAME(accumulate_run_)(k, run0, c - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
+            FA_NAME(sums_run_)(k, trans, run0, c - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
             run0 = c;
         }
         run = seen;
     }
-    FA_NAME(accumulate_run_)(k, run0, cols - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
+    FA_NAME(sums_run_)(k, trans, run0, cols - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
 }
 
 void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
@@ -134,7 +140,7 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_pr
     const span common = common_columns(p, row0, rows, col0, cols);
     if (common.begin > 0 && FA_NAME(all_finite_)(x, common.begin, dim, x_stride) &&
         FA_NAME(all_finite_)(x + common.end * x_stride, cols - common.end, dim, x_stride)) {
-        FA_NAME(accumulate_seen_)(k, p, row0, rows, col0, cols, dim, w, ld, x, x_stride, acc, acc_stride);
+        FA_NAME(sums_seen_)(k, 0, p, row0, rows, col0, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
     /* A staircase: each group of FA_STAIR_ROWS rows adds the columns all of them see in one call,
@@ -172,41 +178,6 @@ void FA_NAME(fa_accumulate_visible_)(const FA_NAME(fa_kernels_) * k, const fa_pr
  * (the backward of B=8 H=16 N=512 D=64 causal ran 18% slower so). fa_accumulate_visible_* keeps its
  * staircase edge: there the few-rows kernel path is as fast as the whole square, and the scan would
  * only add. */
-/* acc rows [c, c + n) += the sums over query rows [rows.begin, rows.end) of w[c][r]·x[r]. */
-static void FA_NAME(accumulate_t_run_)(const FA_NAME(fa_kernels_) * k, int64_t c, int64_t n, span rows,
-                                       int64_t dim, const FA_T *w, int64_t ld, const FA_T *x,
-                                       int64_t x_stride, FA_T *acc, int64_t acc_stride)
-{
-    if (rows.end > rows.begin)
-        k->accumulate_t(rows.end - rows.begin, n, dim, w + c * ld + rows.begin, ld, x + rows.begin * x_stride,
-                        x_stride, acc + c * acc_stride, acc_stride);
-}
-
-/* acc[c] += sum_r w[c][r]·x[r] over an edge tile whose masked weights and the operand rows they meet
- * are finite: each step of FA_SEEN_STEP keys over the rows that see some of them (runs of steps with
- * the same rows in one call); the rows left out add exact zeros. Every accumulator element adds its
- * rows in order, as one call over the tile would. */
-static void FA_NAME(accumulate_t_seen_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
-                                        int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
-                                        int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
-                                        int64_t acc_stride)
-{
-    rows_walk walk = rows_walk_of(p, row0, rows, col0);
-    span run = {0, 0};
-    int64_t run0 = 0;
-    for (int64_t c = 0; c < cols; c += FA_SEEN_STEP) {
-        const int64_t n = cols - c < FA_SEEN_STEP ? cols - c : FA_SEEN_STEP;
-        span seen = rows_seeing_some(&walk, c, c + n);
-        if (seen.end <= seen.begin) seen.begin = seen.end = 0;
-        if (c > 0 && (seen.begin != run.begin || seen.end != run.end)) {
-            FA_NAME(accumulate_t_run_)(k, run0, c - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
-            run0 = c;
-        }
-        run = seen;
-    }
-    FA_NAME(accumulate_t_run_)(k, run0, cols - run0, run, dim, w, ld, x, x_stride, acc, acc_stride);
-}
-
 void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) * k, const fa_problem *p, int64_t row0,
                                        int64_t rows, int64_t col0, int64_t cols, int64_t dim, const FA_T *w,
                                        int64_t ld, const FA_T *x, int64_t x_stride, FA_T *acc,
@@ -222,7 +193,7 @@ void FA_NAME(fa_accumulate_t_visible_)(const FA_NAME(fa_kernels_) * k, const fa_
         FA_NAME(all_finite_)(w + common.end * ld, cols - common.end, rows, ld) &&
         FA_NAME(all_finite_)(x, all.begin, dim, x_stride) &&
         FA_NAME(all_finite_)(x + all.end * x_stride, rows - all.end, dim, x_stride)) {
-        FA_NAME(accumulate_t_seen_)(k, p, row0, rows, col0, cols, dim, w, ld, x, x_stride, acc, acc_stride);
+        FA_NAME(sums_seen_)(k, 1, p, row0, rows, col0, cols, dim, w, ld, x, x_stride, acc, acc_stride);
         return;
     }
     if (all.end > all.begin)
