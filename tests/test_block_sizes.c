@@ -5,10 +5,13 @@
  * while those leave FA_SPLIT_TARGET_ITEMS items; an all-bf16 forward on AMX tiles 512, 256 or 128
  * rows (half as many items) and 512 keys; AMD's f32 backward over long rows wider key tiles; every
  * other case (other tables, f64, decode-shaped calls, batches of sequences, every other backward) takes
- * 64 rows and the L2 rule; every block_k is a multiple of 16 within the pass's range, whatever the
+ * 64 rows and the L2 rule; a window narrower than 1024 keys 32 rows, but AMD's f32 calls on avx512's
+ * float kernels; every block_k is a multiple of 16 within the pass's range, whatever the
  * cache size reported. And a context's automatic choice is
  * the table's for this machine's CPU. */
 #include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,4 +299,59 @@ Test(block_sizes, items_of_every_width_give_the_same_bytes)
     cr_expect(memcmp(lse[0], lse[1], (size_t)H * N * sizeof(float)) == 0,
               "lse differs between 1 and 64 threads");
     free(x), free(o[0]), free(o[1]), free(lse[0]), free(lse[1]);
+}
+
+/* The rows of a call on this machine's automatic table (fa_stats after it): a forward, or a forward
+ * then a backward, of B1 H1 N2048 D32, causal, with the given left window (-1: none); k and v bf16
+ * (a stored cache, forward only) or f32. */
+static int rows_of_call(int backward, int64_t window, fa_dtype kv_type, char *isa, size_t isa_size)
+{
+    enum { N = 2048, D = 32 };
+    float *q = calloc((size_t)N * D, sizeof *q), *o = calloc((size_t)N * D, sizeof *o);
+    float *g = calloc((size_t)3 * N * D, sizeof *g), *lse = calloc(N, sizeof *lse);
+    uint16_t *kv16 = calloc((size_t)N * D, sizeof *kv16);
+    cr_assert(q && o && g && lse && kv16);
+    fa_context *ctx = NULL;
+    cr_assert_eq(fa_context_create(&ctx, NULL), FA_OK);
+    fa_tensor tq = fa_tensor_bhsd(q, FA_F32, 1, 1, N, D), out = fa_tensor_bhsd(o, FA_F32, 1, 1, N, D);
+    fa_tensor kv = kv_type == FA_F32 ? tq : fa_tensor_bhsd(kv16, kv_type, 1, 1, N, D);
+    fa_params p = FA_PARAMS_INIT;
+    p.causal = FA_CAUSAL_TOP_LEFT;
+    p.window_left = window;
+    cr_assert_eq(fa_forward(ctx, &p, &tq, &kv, &kv, &out, lse), FA_OK, "%s", fa_last_error());
+    if (backward) {
+        fa_tensor dq = fa_tensor_bhsd(g, FA_F32, 1, 1, N, D),
+                  dk = fa_tensor_bhsd(g + N * D, FA_F32, 1, 1, N, D),
+                  dv = fa_tensor_bhsd(g + 2 * N * D, FA_F32, 1, 1, N, D);
+        cr_assert_eq(fa_backward(ctx, &p, &tq, &tq, &tq, &out, &out, lse, &dq, &dk, &dv), FA_OK, "%s",
+                     fa_last_error());
+    }
+    fa_stats st = FA_STATS_INIT;
+    fa_context_stats(ctx, &st);
+    snprintf(isa, isa_size, "%s", st.isa);
+    fa_context_destroy(ctx);
+    free(q), free(o), free(g), free(lse), free(kv16);
+    return st.block_q;
+}
+
+/* A window narrower than 1024 keys takes 32-row blocks (block_sizes.c), but on AMD an f32 call on
+ * avx512's float kernels keeps the automatic rows, forward and backward, its edge tiles computing only
+ * the rows that see a key; a stored (bf16) cache keeps 32 there too. */
+Test(block_sizes, narrow_windows_take_32_rows_but_amd_f32_calls_on_avx512_kernels_keep_theirs)
+{
+    fa_cpu_model cpu = fa_cpu_identify();
+    for (int backward = 0; backward < 2; backward++) {
+        char isa[32];
+        const int plain = rows_of_call(backward, -1, FA_F32, isa, sizeof isa);
+        const int windowed = rows_of_call(backward, 256, FA_F32, isa, sizeof isa);
+        const int keeps =
+            cpu.vendor == FA_CPU_AMD &&
+            (strcmp(isa, "avx512") == 0 || strcmp(isa, "amx") == 0 || strcmp(isa, "avx512_bf16") == 0);
+        cr_expect_eq(windowed, keeps ? plain : 32, "%s, vendor %d, %s: %d rows under the window, %d without",
+                     backward ? "backward" : "forward", (int)cpu.vendor, isa, windowed, plain);
+        cr_expect_eq(rows_of_call(backward, 1024, FA_F32, isa, sizeof isa), plain,
+                     "a window of 1024 keys is not narrow");
+    }
+    char isa[32];
+    cr_expect_eq(rows_of_call(0, 256, FA_BF16, isa, sizeof isa), 32, "a bf16 cache under a window, %s", isa);
 }

@@ -67,11 +67,12 @@ static rows_walk rows_walk_of(const fa_problem *p, int64_t row0, int64_t rows, i
 
 static span rows_seeing_some(rows_walk *w, int64_t c_begin, int64_t c_end)
 {
-    if (w->banded) { /* key c is seen by rows [c + first, c + last] */
-        const int64_t first = w->col0 + c_begin - w->row0, last = w->col0 + c_end - 1 - w->row0;
-        span s = {w->band.first == FA_BAND_OPEN_BELOW ? 0 : fa_clamp64(first + w->band.first, 0, w->rows),
+    if (w->banded) { /* key c is seen by rows [c + band.first, c + band.last] */
+        /* the run's first and last key, counted from the block's first row's position */
+        const int64_t key_a = w->col0 + c_begin - w->row0, key_z = w->col0 + c_end - 1 - w->row0;
+        span s = {w->band.first == FA_BAND_OPEN_BELOW ? 0 : fa_clamp64(key_a + w->band.first, 0, w->rows),
                   w->band.last == FA_BAND_OPEN_ABOVE ? w->rows
-                                                     : fa_clamp64(last + w->band.last + 1, 0, w->rows)};
+                                                     : fa_clamp64(key_z + w->band.last + 1, 0, w->rows)};
         if (s.end < s.begin) s.end = s.begin;
         return s;
     }

@@ -183,8 +183,8 @@ int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
  * the automatic rows: the forward's wide items (256 rows as 64-row blocks over each key tile, read
  * once), the backward's 64. Zen 4, f32 B1 H2 N16384 D64 causal, 1 thread, GFLOP/s per visible pair
  * against 102-105 without a window: window 256, forward 72.3-73.3 at 32 rows before, 77.0-79.3 at 256;
- * backward 79.0-79.4 at 32, 81.3-82.2 at 64, 76.5-78.9 at 128. Not measured on Intel, nor for stored
- * caches or bf16 inputs: they keep 32 rows. */
+ * backward 79.0-79.4 at 32, 81.3-82.2 at 64, 76.5-78.9 at 128. Not measured on Intel, on other
+ * tables, for stored caches or bf16 inputs: they keep 32 rows. */
 static int narrow_windows_keep_rows(const fa_problem *p, const fa_block_inputs *in)
 {
     return in->cpu.vendor == FA_CPU_AMD && avx512_kernels(in->table) && !in->pairs && p->q_type == FA_F32 &&
