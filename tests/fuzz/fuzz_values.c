@@ -352,6 +352,9 @@ static void check_dbias(const fz_case *c, const fa_params *p)
 {
     const fa_tensor *q = &c->view[FZ_Q], *bias = p->bias, *db = p->dbias;
     const int64_t nq = q->seq, nk = c->view[FZ_K].seq;
+    /* An empty dbias has no entry to check (its data may be NULL): a broadcast axis of extent 0 (a
+     * stride of 0 over 0 heads, say) would otherwise still be walked once below. */
+    if (db->batch == 0 || db->heads == 0 || db->seq == 0 || db->dim == 0) return;
     /* the entry of dbias (b', h', i') that (b, h, i) reads: 0 on a broadcast axis (size 1 or stride 0) */
     const int bb = bias->batch == 1 || bias->stride_batch == 0,
               bh = bias->heads == 1 || bias->stride_head == 0, bi = bias->seq == 1 || bias->stride_seq == 0;
