@@ -8,10 +8,12 @@
  *   (the masked ones -inf), and with `masked` the masked entries are -inf before it, the padding rows
  *   0, as scores leaves them;
  * - fa_accumulate_visible_f32 and fa_accumulate_t_visible_f32 on finite operands with zero masked
- *   weights: the bits of one call over the whole tile.
- * Over causal masks both ways, left and right windows of a few keys to more than the tile, query
- * blocks of 5 to 64 rows at offsets that put the diagonal anywhere in the tile, and tiles of 1 to 70
- * keys. */
+ *   weights: the bits of one call over the whole tile;
+ * - online_softmax on a tile of a few real rows (a tile's row edge): their bits are those of the
+ *   step over every row of the tile.
+ * The first three over causal masks both ways, left and right windows of a few keys to more than the
+ * tile, query blocks of 5 to 64 rows at offsets that put the diagonal anywhere in the tile, and tiles
+ * of 1 to 70 keys. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -295,4 +297,57 @@ Test(edge_tiles, visible_sums_on_finite_operands_give_the_whole_tiles_bits)
     fill(st.acc0, (size_t)ACC_ROWS * ACC, &st.rng);
     for_each_edge_case(check_sums, &st);
     free(st.w), free(st.x), free(st.acc0), free(st.whole), free(st.seen);
+}
+
+/* online_softmax on a tile of 1 to 9 real rows (a decode step's, and one past a vector of 8), every
+ * table: each real row's probabilities, max, sum and rescaled accumulator have the bits of the same
+ * step with every row of the tile real (kernels.h lets a table step only the first vector's rows
+ * of such a tile). Rows that saw no key yet, masked keys, a max that rises and one that does not. */
+Test(edge_tiles, online_softmax_of_a_few_rows_gives_the_whole_tiles_bits_on_them)
+{
+    enum { SLD = 32, SCOLS = 67, SACC = 24 };
+    st_named_f32 sets[MAX_SETS];
+    const int n_sets = st_f32_sets(sets, MAX_SETS);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    float *s0 = aligned_floats((size_t)SCOLS * SLD), *s[2], *m[2], *l[2], *acc[2];
+    float m0[SLD], l0[SLD], *acc0 = aligned_floats((size_t)SLD * SACC);
+    for (int v = 0; v < 2; v++) {
+        s[v] = aligned_floats((size_t)SCOLS * SLD), acc[v] = aligned_floats((size_t)SLD * SACC);
+        m[v] = aligned_floats(SLD), l[v] = aligned_floats(SLD);
+    }
+    fill(s0, (size_t)SCOLS * SLD, &rng);
+    fill(acc0, (size_t)SLD * SACC, &rng);
+    for (int r = 0; r < SLD; r++) {
+        /* row 2 saw no key before and sees none now; odd rows saw none before; the rest a max that
+         * this tile's scores (in [-1, 1]) raise or not */
+        m0[r] = r % 2 ? -INFINITY : (float)tu_rng_uniform(&rng, -1.5, 1.5);
+        l0[r] = r % 2 ? 0.0f : (float)tu_rng_uniform(&rng, 0.5, 4);
+        for (int c = 0; c < SCOLS; c++)
+            if (r == 2 || (c + r) % 7 == 0) s0[c * SLD + r] = -INFINITY;
+    }
+    m0[2] = -INFINITY, l0[2] = 0.0f;
+    for (int i = 0; i < n_sets; i++)
+        for (int64_t rows = 1; rows <= 9; rows++)
+            for (int64_t cols = 1; cols <= SCOLS; cols += 33) {
+                for (int v = 0; v < 2; v++) {
+                    memcpy(s[v], s0, sizeof(float) * SCOLS * SLD);
+                    memcpy(acc[v], acc0, sizeof(float) * SLD * SACC);
+                    memcpy(m[v], m0, sizeof m0), memcpy(l[v], l0, sizeof l0);
+                    sets[i].set->online_softmax(v ? SLD : rows, SLD, cols, s[v], m[v], l[v], acc[v], SACC,
+                                                SACC);
+                }
+                int64_t off = 0;
+                for (int64_t r = 0; r < rows; r++) {
+                    off += !same_bits(&m[0][r], &m[1][r]) + !same_bits(&l[0][r], &l[1][r]);
+                    for (int64_t c = 0; c < cols; c++)
+                        off += !same_bits(&s[0][c * SLD + r], &s[1][c * SLD + r]);
+                    for (int64_t y = 0; y < SACC; y++)
+                        off += !same_bits(&acc[0][r * SACC + y], &acc[1][r * SACC + y]);
+                }
+                cr_expect_eq(
+                    off, 0, "%s online_softmax, %lld rows of %d, %lld keys: %lld values off the whole tile's",
+                    sets[i].name, (long long)rows, SLD, (long long)cols, (long long)off);
+            }
+    for (int v = 0; v < 2; v++) free(s[v]), free(acc[v]), free(m[v]), free(l[v]);
+    free(s0), free(acc0);
 }

@@ -94,7 +94,9 @@ typedef struct {
          * max(m, max_c s[c][r]) (NaN propagates). If m' is -inf the row has seen no key yet: its p          \
          * entries become 0 and nothing else changes. Otherwise alpha = exp(m - m'), p = exp(s - m'), l      \
          * = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by alpha when alpha     \
-         * != 1 and r < rows (lazy rescaling). */                                                            \
+         * != 1 and r < rows (lazy rescaling). With 1 <= rows <= the table's lanes (a decode step's tile)    \
+         * a table may step only the rows of its first vector, leaving s, m and l of the others as they     \
+         * were; each row it steps has the bits of the step over all ld rows. */                            \
         void (*online_softmax)(int64_t rows, int64_t ld, int64_t cols, T *s, T *row_max, T *row_sum,         \
                                T *acc, int64_t acc_stride, int64_t acc_width);                               \
         /* acc[r][0..dim) += sum_c p[c][r] · x[c][0..dim) for r < rows   (P·V, dS·K) */                      \

@@ -10,9 +10,25 @@
 
 #include "kernels/simd/softmax_body.h"
 
+/* The step over a tile whose rows fit one vector, out of line: the whole tiles' step keeps its code. */
+static __attribute__((noinline)) void
+FA_NAME(online_softmax_one_vector_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
+                                    FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
+{
+    FA_NAME(online_softmax_lines_)
+    (1, 0, 0, 1, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width, NULL);
+}
+
 static void FA_NAME(online_softmax_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                      FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
+    /* a tile whose rows fit one vector (a decode step's): that vector alone, not the FA_LINE_VECS of
+     * every line (kernels.h); rows = 0 steps every row. Each call's count of vectors is a constant, so
+     * that its row statistics stay in registers. */
+    if (FA_LINE_VECS > 1 && rows >= 1 && rows <= FA_LANES) {
+        FA_NAME(online_softmax_one_vector_)(rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width);
+        return;
+    }
     FA_NAME(online_softmax_body_)
     (0, 0, 1, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width, NULL);
 }

@@ -35,9 +35,13 @@
 /* transposed: acc[y·ld + r] instead of acc rows. scaled: s holds raw scores, scale·s the scores (the
  * bf16 path's unscaled dot): the max is taken raw and scaled once per line, and p = exp(scale·s - m)
  * computes scale·s - m in one FMA (one rounding, where the float path rounds scale·q first). */
-FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int scaled, FA_T scale, int64_t rows,
-                                             int64_t ld, int64_t cols, FA_T *s, FA_T *row_max, FA_T *row_sum,
-                                             FA_T *acc, int64_t acc_stride, int64_t acc_width, uint16_t *pp)
+/* vecs: the vectors of each line it computes, FA_LINE_VECS, or fewer for a tile whose real rows all
+ * lie in the first `vecs` vectors of its first line (a decode step's rows): then only those are
+ * computed, and the padding rows past them keep what they held (nothing reads them). */
+FA_INLINE void FA_NAME(online_softmax_lines_)(const int vecs, const int transposed, const int scaled,
+                                              FA_T scale, int64_t rows, int64_t ld, int64_t cols, FA_T *s,
+                                              FA_T *row_max, FA_T *row_sum, FA_T *acc, int64_t acc_stride,
+                                              int64_t acc_width, uint16_t *pp)
 {
     const vec vscale = V_SET1(scale);
 #ifndef FA_PAIRS_STORE
@@ -45,13 +49,14 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
 #endif
     const vec neg_inf = V_SET1(-(FA_T)INFINITY), pos_inf = V_SET1((FA_T)INFINITY), one = V_SET1((FA_T)1),
               nan = V_SET1((FA_T)NAN);
-    for (int64_t r = 0; r < ld; r += FA_LINE) {
+    const int64_t extent = vecs < FA_LINE_VECS ? FA_LINE : ld;
+    for (int64_t r = 0; r < extent; r += FA_LINE) {
         FA_T *sr = s + r;
         vec m_old[FA_LINE_VECS], hi[FA_LINE_VECS][FA_MAX_CHAINS], m_new[FA_LINE_VECS], m_sub[FA_LINE_VECS],
             m_neg[FA_LINE_VECS], sum[FA_LINE_VECS], alpha[FA_LINE_VECS];
         vmask ordered[FA_LINE_VECS][2], live[FA_LINE_VECS];
         FA_UNROLL
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        for (int h = 0; h < vecs; h++) {
             m_old[h] = V_LOAD(row_max + r + h * FA_LANES);
             hi[h][0] = scaled ? neg_inf : m_old[h]; /* raw scores: the old max enters after scaling */
             FA_UNROLL
@@ -64,7 +69,7 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         int64_t c = 0;
         for (; c + FA_MAX_CHAINS <= cols; c += FA_MAX_CHAINS) {
             FA_UNROLL
-            for (int h = 0; h < FA_LINE_VECS; h++) {
+            for (int h = 0; h < vecs; h++) {
                 vec x[FA_MAX_CHAINS];
                 FA_UNROLL
                 for (int j = 0; j < FA_MAX_CHAINS; j++) {
@@ -79,20 +84,20 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         }
         for (; c < cols; c++) {
             FA_UNROLL
-            for (int h = 0; h < FA_LINE_VECS; h++) {
+            for (int h = 0; h < vecs; h++) {
                 vec x0 = V_LOAD(sr + c * ld + h * FA_LANES);
                 hi[h][0] = V_MAX(hi[h][0], x0);
                 ordered[h][0] = V_AND_CMP(ordered[h][0], x0, x0, _CMP_ORD_Q);
             }
         }
         FA_UNROLL
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        for (int h = 0; h < vecs; h++) {
             FA_UNROLL
             for (int j = 1; j < FA_MAX_CHAINS; j++) hi[h][0] = V_MAX(hi[h][0], hi[h][j]);
             if (scaled) hi[h][0] = V_MAX(m_old[h], V_MUL(hi[h][0], vscale));
         }
         FA_UNROLL
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        for (int h = 0; h < vecs; h++) {
             m_new[h] = V_SELECT(V_MASK_AND(ordered[h][0], ordered[h][1]), nan, hi[h][0]);
             /* Rows whose max is still -inf have seen no key: p = 0, alpha = 1 (exp2(-inf + inf) is NaN).
              * Their scores are all -inf, so subtracting +inf instead of their max gives -inf, which
@@ -109,7 +114,7 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         if (pp) {
             const int64_t cols_pad = (cols + FA_PAIRS_PAD - 1) / FA_PAIRS_PAD * FA_PAIRS_PAD;
             FA_UNROLL
-            for (int h = 0; h < FA_LINE_VECS; h++) {
+            for (int h = 0; h < vecs; h++) {
                 uint16_t *out = pp + 2 * (r + h * FA_LANES);
                 for (c = 0; c < cols_pad; c += 2) {
                     vec p0 = V_ZERO(), p1 = V_ZERO();
@@ -130,7 +135,7 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
 #endif
             for (c = 0; c < cols; c++) {
                 FA_UNROLL
-                for (int h = 0; h < FA_LINE_VECS; h++) {
+                for (int h = 0; h < vecs; h++) {
                     FA_T *sc = sr + c * ld + h * FA_LANES;
                     vec p = FA_NAME(exp_of_difference_)(scaled ? V_FMA(V_LOAD(sc), vscale, m_neg[h])
                                                                : V_SUB(V_LOAD(sc), m_sub[h]));
@@ -140,7 +145,7 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
             }
         unsigned raised = 0;
         FA_UNROLL
-        for (int h = 0; h < FA_LINE_VECS; h++) {
+        for (int h = 0; h < vecs; h++) {
             alpha[h] = V_SELECT(live[h], one, FA_NAME(exp_of_difference_)(V_SUB(m_old[h], m_new[h])));
             V_STORE(row_sum + r + h * FA_LANES, V_FMA(alpha[h], V_LOAD(row_sum + r + h * FA_LANES), sum[h]));
             V_STORE(row_max + r + h * FA_LANES, m_new[h]);
@@ -152,7 +157,7 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         if (transposed) { /* acc[y·ld + r]: the line's rows are a vector of every acc row y */
             for (int64_t y = 0; y < acc_width; y++) {
                 FA_UNROLL
-                for (int h = 0; h < FA_LINE_VECS; h++) {
+                for (int h = 0; h < vecs; h++) {
                     FA_T *ay = acc + y * ld + r + h * FA_LANES;
                     V_STORE(ay, V_MUL(V_LOAD(ay), alpha[h]));
                 }
@@ -161,7 +166,7 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
         }
         _Alignas(64) FA_T a[FA_LINE];
         FA_UNROLL
-        for (int h = 0; h < FA_LINE_VECS; h++) V_STORE(a + h * FA_LANES, alpha[h]);
+        for (int h = 0; h < vecs; h++) V_STORE(a + h * FA_LANES, alpha[h]);
         for (int i = 0; i < FA_LINE; i++) {
             if (!((raised >> i) & 1)) continue;
             FA_T *ar = acc + (r + i) * acc_stride;
@@ -169,4 +174,13 @@ FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int sca
             for (int64_t y = 0; y < acc_width; y += FA_LANES) V_STORE(ar + y, V_MUL(V_LOAD(ar + y), w));
         }
     }
+}
+
+FA_INLINE void FA_NAME(online_softmax_body_)(const int transposed, const int scaled, FA_T scale, int64_t rows,
+                                             int64_t ld, int64_t cols, FA_T *s, FA_T *row_max, FA_T *row_sum,
+                                             FA_T *acc, int64_t acc_stride, int64_t acc_width, uint16_t *pp)
+{
+    FA_NAME(online_softmax_lines_)
+    (FA_LINE_VECS, transposed, scaled, scale, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width,
+     pp);
 }
