@@ -216,20 +216,32 @@ static FA_T *FA_SET_NAME(block_acc_)(const FA_SET_NAME(item_) * item, const fa_f
     return item->st.acc + r0 * item->st.acc_stride;
 }
 
-/* The block's queries, scaled: score tiles then come out scaled. */
+/* Whether every key block the block meets is fully visible to it: then a decode item reads each
+ * tile in place (stage_tile_) by scores_stored, and its transposed queries are never read. */
+static int FA_SET_NAME(sees_every_key_met_)(const fa_forward_job *job, const FA_NAME(query_block_) * b)
+{
+    const fa_problem *p = job->problem;
+    const int64_t c0 = b->first * job->block_k,
+                  c1 = b->end * job->block_k < p->kv_len ? b->end * job->block_k : p->kv_len;
+    return c1 <= c0 || fa_tile_fully_visible(p, b->row0, b->rows, c0, c1 - c0);
+}
+
+/* The block's queries, scaled: score tiles then come out scaled. A decode item (one block) reads
+ * its rows as they are, scaled, by scores_stored, and its transposed ones only on a mask's edge: it
+ * packs those (ld rows, mostly padding) only when it has an edge. */
 static void FA_SET_NAME(pack_block_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
                                      const fa_q_item *it, const FA_NAME(query_block_) * b)
 {
     const fa_problem *p = job->problem;
-    job->kernels->FA_SFX->pack_transposed(b->rows, p->dim,
-                                          item->q_rows + (b->row0 - it->row0) * item->q_stride,
-                                          item->q_stride, (FA_T)p->scale, (FA_T *)b->queries, b->ld);
+    const FA_T *q = item->q_rows + (b->row0 - it->row0) * item->q_stride, scale = (FA_T)p->scale;
+    if (!item->direct || !FA_SET_NAME(sees_every_key_met_)(job, b))
+        job->kernels->FA_SFX->pack_transposed(b->rows, p->dim, q, item->q_stride, scale, (FA_T *)b->queries,
+                                              b->ld);
     if (!item->direct) return;
-    /* the rows scores_stored reads, gathered once for every tile (a decode item is one block) */
-    const FA_T *qt = (const FA_T *)b->queries;
+    /* scale·q rounded once, as pack_transposed rounds it (kernels.h): the same queries either way */
     for (int64_t r = 0; r < b->rows; r++)
         for (int64_t x = 0; x < item->q_few_stride; x++)
-            item->q_few[r * item->q_few_stride + x] = x < p->dim ? qt[x * b->ld + r] : 0;
+            item->q_few[r * item->q_few_stride + x] = x < p->dim ? scale * q[r * item->q_stride + x] : 0;
 }
 
 static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
