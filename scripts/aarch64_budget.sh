@@ -8,7 +8,7 @@
 #
 #   scripts/aarch64_budget.sh OBJECT FUNCTION...       e.g.
 #   scripts/aarch64_budget.sh build-arm/CMakeFiles/flashattn_objects.dir/src/kernels/sve/sve_f32_512.c.o \
-#       online_softmax_f32 scores_block_6_4_f32 rows_block_6_4_0_0_f32.constprop.0
+#       online_softmax_lines_all_f32 scores_block_6_4_f32 rows_block_6_4_0_0_f32.constprop.0
 #
 # OBJDUMP (default aarch64-linux-gnu-objdump) disassembles.
 set -euo pipefail

@@ -584,7 +584,7 @@ arm_build() {
     local o=$build_arm/CMakeFiles/flashattn_objects.dir/src/kernels f fn
     for f in neon/neon_f32 sve/sve_f32_128 sve/sve_f32_256 sve/sve_f32_512; do
         fn=$(aarch64-linux-gnu-nm "$o/$f.c.o" | grep -o 'rows_block_6_4_0_0_f32[.a-z0-9]*' | head -n 1)
-        "$root/scripts/aarch64_budget.sh" "$o/$f.c.o" scores_block_6_4_f32 online_softmax_f32 "$fn" | sed "s|^|$f: |"
+        "$root/scripts/aarch64_budget.sh" "$o/$f.c.o" scores_block_6_4_f32 online_softmax_lines_all_f32 "$fn" | sed "s|^|$f: |"
     done
     # neon_bf16's set: the BFDOT dot (its first loop: the 4 × 4 block over 8 k) and the softmax
     # writing P in pairs
