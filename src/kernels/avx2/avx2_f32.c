@@ -43,6 +43,7 @@ static inline float avx2_reduce_add_f32(__m256 v)
 #define V_LOAD_E4M3_HALVES(p, n) avx2_load_e4m3_halves((p), (n)) /* few_rows_scores.h */
 #define FA_HALF_VECS             2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
 #define FA_HALF_VECS_FEW         4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
+#define FA_HALF_VECS_ONE         8 /* for 1 row: 8 + a converted vector + the scale + a broadcast */
 
 #include "kernels/avx2/avx2_transpose.h"
 #define V_TRANSPOSE(v) avx2_transpose_f32(v)

@@ -11,7 +11,7 @@
  *   its value rows once, whole lines at a time: with half a row per pass (4 of 8 vectors at D=128)
  *   each pass fetched every other line of the rows from memory, and the step over a bf16 cache
  *   (B1 H8 Nk32768 D128, 1 thread, Xeon VM) took 13.6-13.9 ms against 12.6-13.0 with whole rows
- *   (three interleaved rounds).
+ *   (three interleaved rounds); optionally FA_HALF_VECS_ONE (below).
  * Defines FA_NAME(scores_stored_) and FA_NAME(accumulate_stored_).
  *
  * Each gives exactly the bits of the float kernel on the widened rows: the scores are the few-rows
@@ -27,6 +27,17 @@
  * row lists carry FA_STORED_AHEAD more rows, the next keys' (the drivers' next tile, or a page's next
  * page), so the next rows arrive in time across tiles and pages
  * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
+
+/* FA_HALF_VECS_ONE: vectors of dim per accumulate block of one row (a decode step's) over a 1-byte
+ * type (int8, FP8), where the ISA gives more than FA_HALF_VECS_FEW: one row's accumulators and a
+ * converted vector at a time fit where two rows' do not, and each key's FMAs wait on the previous
+ * key's, so more vectors a pass keep more of them in flight (the conversions are the step's cost).
+ * avx2, D = 128, a cache in L3 (Zen 3): int8 6-13% less time, E4M3 3-9%; bf16 1-5% less in L3 but
+ * 3-4% more over a cache in DRAM, f32 7-13% more there: those keep FA_HALF_VECS_FEW
+ * (bench/results/2026-12-05-zen3-avx2-decode-softmax.md). */
+#ifndef FA_HALF_VECS_ONE
+#define FA_HALF_VECS_ONE FA_HALF_VECS_FEW
+#endif
 
 /* The kind the products read rows of type t in: E4M3 as its halves with the factor 256 in the
  * scales (few_rows_scores.h, FA_KIND_E4M3_HALVES) when every scale of the call takes it. */
@@ -63,7 +74,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
     vtail last =
         V_TAIL(dim_left - (int64_t)(nv - 1) * FA_LANES < FA_LANES ? dim_left - (int64_t)(nv - 1) * FA_LANES
                                                                   : FA_LANES);
-    vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
+    vec a[FA_FEW_ROWS][FA_HALF_VECS_ONE];
     FA_UNROLL
     for (int i = 0; i < nr; i++) {
         FA_UNROLL
@@ -80,7 +91,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
                 FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* and near their use, into L1 */
             FA_PREFETCH((const char *)x_rows[t + FA_PREFETCH_KEYS] + x_off * elem + e, FA_HINT_L1);
-        vec xv[FA_HALF_VECS_FEW];
+        vec xv[FA_HALF_VECS_ONE];
         const vec sv = V_SET1(FA_NAME(key_scale_)(kind, scale, t));
         FA_UNROLL
         for (int j = 0; j < nv; j++) {
@@ -122,7 +133,7 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
                                           int64_t ld, const void *const *x_rows, int64_t x_off, const int far,
                                           FA_T *acc, int64_t acc_stride)
 {
-    vec a[FA_FEW_ROWS][FA_HALF_VECS_FEW];
+    vec a[FA_FEW_ROWS][FA_HALF_VECS_ONE];
     FA_UNROLL
     for (int i = 0; i < nr; i++) {
         FA_UNROLL
@@ -139,7 +150,7 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
                 FA_PREFETCH(ahead + e, FA_HINT_L2);
         for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* and near their use, into L1 */
             FA_PREFETCH((const uint16_t *)x_rows[t + FA_PREFETCH_KEYS] + x_off + e, FA_HINT_L1);
-        vec xv[FA_HALF_VECS_FEW];
+        vec xv[FA_HALF_VECS_ONE];
         FA_UNROLL
         for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
         FA_UNROLL
@@ -162,10 +173,12 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
 }
 #endif
 
-_Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW && FA_HALF_VECS_FEW <= 8,
+_Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW &&
+                   FA_HALF_VECS_FEW <= FA_HALF_VECS_ONE && FA_HALF_VECS_ONE <= 8,
                "the switch lists blocks up to 4 vectors of 3 or 4 rows, up to 8 of 1 or 2");
-/* the vectors of an accumulate block of nr rows */
-#define FA_HALF_VECS_OF(NR)              ((NR) <= 2 ? FA_HALF_VECS_FEW : FA_HALF_VECS)
+/* the most vectors of an accumulate block of nr rows: the sizes instantiated */
+#define FA_HALF_VECS_OF(NR) ((NR) == 1 ? FA_HALF_VECS_ONE : (NR) <= 2 ? FA_HALF_VECS_FEW : FA_HALF_VECS)
+
 #define FA_HALF_ROWS_FN(K, NR, NV, TAIL) FA_NAME(half_rows_block_##K##_##NR##_##NV##_##TAIL##_)
 // clang-format off
 #define FA_HALF_ROWS_DEFINE(K, NR, NV, TAIL)                                                              \
@@ -257,7 +270,10 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
                                         FA_T *acc, int64_t acc_stride)
 {
     const int kind = FA_NAME(stored_kind_)(xt, scale, cols);
-    const int64_t chunk = (int64_t)FA_HALF_VECS_OF(rows) * FA_LANES;
+    const int64_t chunk = (int64_t)(rows == 1 && FA_NAME(kind_size_)(kind) == 1 ? FA_HALF_VECS_ONE
+                                    : rows <= 2                                 ? FA_HALF_VECS_FEW
+                                                                                : FA_HALF_VECS) *
+                          FA_LANES;
     for (int64_t y = 0; y < dim; y += chunk) {
         int64_t width = dim - y < chunk ? dim - y : chunk;
         int nv = (int)((width + FA_LANES - 1) / FA_LANES), tail = width % FA_LANES != 0;

@@ -77,6 +77,7 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef V_LOAD_STORED
 #undef FA_HALF_VECS
 #undef FA_HALF_VECS_FEW
+#undef FA_HALF_VECS_ONE
 #undef V_LOAD_BF16_PAIRS
 #undef V_LOAD_BF16_RUN
 #undef V_UNZIP
