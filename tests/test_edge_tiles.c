@@ -305,7 +305,7 @@ Test(edge_tiles, visible_sums_on_finite_operands_give_the_whole_tiles_bits)
  * of such a tile). Rows that saw no key yet, masked keys, a max that rises and one that does not. */
 Test(edge_tiles, online_softmax_of_a_few_rows_gives_the_whole_tiles_bits_on_them)
 {
-    enum { SLD = 32, SCOLS = 67, SACC = 24 };
+    enum { SLD = 64, SCOLS = 67, SACC = 64 }; /* whole vectors at every vector length up to 2048 bits */
     st_named_f32 sets[MAX_SETS];
     const int n_sets = st_f32_sets(sets, MAX_SETS);
     tu_rng rng = tu_rng_make(tu_test_seed());
