@@ -270,10 +270,10 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
                                         FA_T *acc, int64_t acc_stride)
 {
     const int kind = FA_NAME(stored_kind_)(xt, scale, cols);
-    const int64_t chunk = (int64_t)(rows == 1 && FA_NAME(kind_size_)(kind) == 1 ? FA_HALF_VECS_ONE
-                                    : rows <= 2                                 ? FA_HALF_VECS_FEW
-                                                                                : FA_HALF_VECS) *
-                          FA_LANES;
+    /* one row takes FA_HALF_VECS_ONE over a 1-byte kind only (bf16 and f32 rows were slower so) */
+    const int chunk_vecs =
+        rows == 1 && FA_NAME(kind_size_)(kind) != 1 ? FA_HALF_VECS_FEW : FA_HALF_VECS_OF(rows);
+    const int64_t chunk = (int64_t)chunk_vecs * FA_LANES;
     for (int64_t y = 0; y < dim; y += chunk) {
         int64_t width = dim - y < chunk ? dim - y : chunk;
         int nv = (int)((width + FA_LANES - 1) / FA_LANES), tail = width % FA_LANES != 0;

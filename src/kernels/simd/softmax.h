@@ -16,8 +16,8 @@ static __attribute__((noinline)) void
 FA_NAME(online_softmax_lines_all_)(int64_t rows, int64_t ld, int64_t cols, FA_T *s, FA_T *row_max,
                                    FA_T *row_sum, FA_T *acc, int64_t acc_stride, int64_t acc_width)
 {
-    FA_NAME(online_softmax_body_)
-    (0, 0, 1, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width, NULL);
+    FA_NAME(online_softmax_lines_)
+    (FA_LINE_VECS, 0, 0, 1, rows, ld, cols, s, row_max, row_sum, acc, acc_stride, acc_width, NULL);
 }
 
 static __attribute__((noinline)) void

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The online softmax of the SIMD tables, as one inline body (FA_NAME(online_softmax_body_)) that
- * simd/softmax.h's kernels and kernels/amx/amx_softmax.c's instantiate, written against the
+/* The online softmax of the SIMD tables, as one inline body (FA_NAME(online_softmax_lines_)) that
+ * simd/softmax.h's kernels and the bf16 tables' softmax (amx, neon_bf16, sve_bf16, through
+ * FA_NAME(online_softmax_body_): every vector of every line) instantiate, written against the
  * vocabulary of simd/simd.h. A file that defines FA_PAIRS_STORE(dst, p0, p1) (store 16 rows' pair
  * of probabilities of two consecutive keys, rounded to bf16 and interleaved, at dst) gets the
  * variant that writes P in pairs (kernels.h, "bf16 on dot-product units") instead of floats. */
@@ -34,8 +35,8 @@
  * field (avx2_tiles.h: 16 ops, 7 of them FMAs), and NaN takes a compare and an AND per two vectors. */
 /* transposed: acc[y·ld + r] instead of acc rows. scaled: s holds raw scores, scale·s the scores (the
  * bf16 path's unscaled dot): the max is taken raw and scaled once per line, and p = exp(scale·s - m)
- * computes scale·s - m in one FMA (one rounding, where the float path rounds scale·q first). */
-/* vecs: the vectors of each line it computes, FA_LINE_VECS, or fewer for a tile whose real rows all
+ * computes scale·s - m in one FMA (one rounding, where the float path rounds scale·q first).
+ * vecs: the vectors of each line it computes, FA_LINE_VECS, or fewer for a tile whose real rows all
  * lie in the first `vecs` vectors of its first line (a decode step's rows): then only those are
  * computed, and the padding rows past them keep what they held (nothing reads them). */
 FA_INLINE void FA_NAME(online_softmax_lines_)(const int vecs, const int transposed, const int scaled,
