@@ -4,7 +4,8 @@
 #
 #   1. deps      scripts/deps.sh test (clang and its libFuzzer runtime, libclang-rt-14-dev, among them)
 #   2. build     build-fuzz/ (FA_FUZZ_BUILD_DIR) with clang: -DFLASHATTN_FUZZ=ON, so the library and
-#                tests/fuzz/fuzz_api.c are built with -fsanitize=fuzzer,address,undefined
+#                tests/fuzz/fuzz_api.c are built with -fsanitize=fuzzer,address,undefined (the SIMD
+#                tables without UBSan: CMakeLists.txt says why)
 #   3. replay    the checked-in seeds (tests/fuzz/corpus) once each: a failure there is a regression
 #   4. fuzz      fa-fuzz-api on a copy of the seeds, -max_total_time=SECONDS -jobs=1, one input at
 #                most FA_FUZZ_INPUT_TIMEOUT seconds (default 25; longer counts as a hang)
