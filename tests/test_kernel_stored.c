@@ -7,7 +7,8 @@
  * decode rests on (flashattn.h: a decode step reads its cache where it lies, the bits of the widened
  * call). The rows come from a list, in shuffled order with odd strides (any alignment, any page
  * size), and the FA_STORED_AHEAD rows past the list's end are real rows the kernels may only
- * prefetch. Every code of the one-byte types appears, NaN and infinity codes included, with
+ * prefetch. scores_stored writes nothing but its rows' scores (the padding rows are the caller's).
+ * Every code of the one-byte types appears, NaN and infinity codes included, with
  * ordinary, tiny and huge scales, over every row count a decode tile has (1-4), key counts across
  * the kernels' key blocks, and head dims across their vector and line steps. A NaN equals a NaN here
  * whatever its payload: when two NaNs meet in an addition x86 returns the first operand's, and a
@@ -104,6 +105,16 @@ static int same_bits(const float *a, const float *b, size_t n, size_t *where)
     return 1;
 }
 
+/* The first element of the tile s (cols keys of LD rows, then the rest of MAX_COLS) that scores_stored
+ * was to leave as `mark` but did not: its padding rows [rows, LD) and the keys past cols (kernels.h);
+ * -1 when none. */
+static int64_t first_written_outside(const float *s, int64_t rows, int64_t cols, float mark)
+{
+    for (int64_t i = 0; i < MAX_COLS * LD; i++)
+        if ((i / LD >= cols || i % LD >= rows) && memcmp(&s[i], &mark, sizeof mark) != 0) return i;
+    return -1;
+}
+
 Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widened_rows)
 {
     named_set sets[MAX_SETS];
@@ -145,9 +156,17 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         set->scores(rows, LD, cols, dim, qt, wide, dim, want);
                         /* far prefetches or near ones alone: a CPU's choice, which changes no bit */
                         const int far = (int)((ci + (size_t)rows) % 2);
+                        const float mark = -7.25f;
+                        for (int64_t i = 0; i < MAX_COLS * LD; i++) got[i] = mark;
                         set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list, t,
                                            sc, far, got);
-                        for (int64_t c = 0; c < cols; c++) /* the real rows; padding rows are nobody's */
+                        const int64_t outside = first_written_outside(got, rows, cols, mark);
+                        cr_assert(outside < 0,
+                                  "%s, dtype %d, rows %lld, cols %lld, dim %lld: scores_stored wrote element "
+                                  "%lld (key %lld, row %lld), a padding row's or past the keys",
+                                  sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim,
+                                  (long long)outside, (long long)(outside / LD), (long long)(outside % LD));
+                        for (int64_t c = 0; c < cols; c++) /* the real rows */
                             cr_assert(
                                 same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
                                 "%s, dtype %d, rows %lld, cols %lld, dim %lld: score (%lld, %zu) is %a, "

@@ -141,7 +141,11 @@ static void FA_SET_NAME(carve_)(fa_scratch *sc, const fa_forward_job *job, const
     if (job->in_place) { /* some item is a decode step over a stored or paged cache */
         const int64_t few = job->schedule.block_q < FA_HALF_ROWS ? job->schedule.block_q : FA_HALF_ROWS;
         item->q_few = fa_scratch_take(sc, (size_t)few, (size_t)item->q_few_stride, e);
-        item->s = fa_scratch_take(sc, (size_t)bk, (size_t)fa_query_block_ld(ld, FA_SET_ROWS), e);
+        const size_t s_ld = (size_t)fa_query_block_ld(ld, FA_SET_ROWS);
+        item->s = fa_scratch_take(sc, (size_t)bk, s_ld, e);
+        /* scores_stored leaves a tile's padding rows as they are (kernels.h): zeroed once here (NULL
+         * while sizing), they stay defined, and no result reads them */
+        if (item->s) memset(item->s, 0, (size_t)bk * s_ld * e);
         item->k_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
         item->v_list = fa_scratch_take(sc, (size_t)(bk + FA_STORED_AHEAD), 1, sizeof(void *));
         if (p->k_scale.data) {

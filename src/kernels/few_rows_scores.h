@@ -231,7 +231,8 @@ FA_DOT_DEFINE_KIND(7)
 FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols,
                                               int64_t dim, const FA_T *q, int64_t q_stride, const void *k,
                                               int64_t k_stride, const void *const *k_rows, const float *scale,
-                                              FA_T *s, int64_t ahead, int past_tile, int hint)
+                                              FA_T *s, int64_t ahead, int past_tile, int hint,
+                                              int zero_padding)
 {
     const int64_t elem = FA_NAME(kind_size_)(kind);
     int keys = FA_FEW_ROWS_KEYS(rows);
@@ -257,9 +258,9 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
             kp[i] = k_rows ? (const char *)k_rows[c + i] : (const char *)k + (c + i) * k_stride * elem;
         const float *scale_c = scale ? scale + c : NULL;
         FA_T *sc = s + c * ld;
-        /* padding rows [rows, ld): defined anyway, zeroed a vector at a time before the block writes
-         * its rows' scores over the first (a byte loop here was a memset call per key) */
-        for (int i = 0; i < nk; i++) {
+        /* padding rows [rows, ld): zero as scores gives them, a vector at a time before the block
+         * writes its rows' scores over the first; scores_stored leaves them (kernels.h) */
+        for (int i = 0; zero_padding && i < nk; i++) {
             int64_t r = rows / FA_LANES * FA_LANES;
             for (; r + FA_LANES <= ld; r += FA_LANES) V_STOREU(sc + i * ld + r, V_ZERO());
             for (; r < ld; r++) sc[i * ld + r] = 0;
@@ -281,7 +282,7 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
         for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
     FA_NAME(scores_few_rows_body_)
     (FA_KIND_OWN, rows, ld, cols, dim, &q[0][0], FA_MAX_HEAD_DIM, k, k_stride, NULL, NULL, s,
-     FA_PREFETCH_KEYS, 0, FA_HINT_L1);
+     FA_PREFETCH_KEYS, 0, FA_HINT_L1, 1);
 }
 
 #undef FA_DOT_ROWS_CASES

@@ -141,7 +141,9 @@ typedef struct {
          * (the CPU's choice: plan/block_sizes.h). Only the float set's are called (stored types             \
          * accumulate in float). scores_stored takes the tile's query rows as scores packs them, but row     \
          * by row: q[r·q_stride + x] = qt[x·ld + r] for x < dim, 0 from dim to q_stride (a multiple of 64    \
-         * bytes; q 64-byte aligned), gathered once by the caller for all the tiles it scores. */            \
+         * bytes; q 64-byte aligned), gathered once by the caller for all the tiles it scores. It writes     \
+         * rows [0, rows) of each key and leaves the padding rows [rows, ld) as they are: the caller keeps   \
+         * them defined (online_softmax reads them; no result does). */                                      \
         void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *q,               \
                               int64_t q_stride, const void *const *k_rows, fa_dtype kt, const float *scale,  \
                               int far, T *s);                                                                \

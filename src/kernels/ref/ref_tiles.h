@@ -192,7 +192,7 @@ static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, 
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
         const float *scale_c = scale ? scale + c : NULL;
-        for (int64_t r = 0; r < ld; r++) sc[r] = 0;
+        for (int64_t r = 0; r < rows; r++) sc[r] = 0; /* padding rows are left (kernels.h) */
         for (int64_t x = 0; x < dim; x++) {
             FA_T w = FA_NAME(ref_stored_)(kt, k_rows[c], x, scale_c);
             for (int64_t r = 0; r < rows; r++) sc[r] += q[r * q_stride + x] * w;

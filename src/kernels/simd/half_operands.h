@@ -57,7 +57,7 @@ static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int6
 {
     FA_NAME(scores_few_rows_body_)
     (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, q, q_stride, NULL, 0, k_rows, scale, s,
-     far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS, 1, far ? FA_HINT_L2 : FA_HINT_L1);
+     far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS, 1, far ? FA_HINT_L2 : FA_HINT_L1, 0);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
