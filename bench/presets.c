@@ -75,7 +75,8 @@
 #define FULL    BENCH_BIAS_FULL
 // The targets (bench/results/2026-12-01-amd-epyc-zen4.md, "Score modifiers"): a causal sliding window of
 // 256 keys, and each value modifier against the plain forward of the same shape.
-#define WINDOW(d, ref) CASE_MODS(1, 8, 16384, -1, d, TOP, FWD, MODS(256, 0, 0.0, 0, NO_BIAS, 0), ref)
+#define WINDOW(d, ref)       CASE_MODS(1, 8, 16384, -1, d, TOP, FWD, MODS(256, 0, 0.0, 0, NO_BIAS, 0), ref)
+#define LONG(n, causal, ref) CASE_MODS(1, 1, (n), -1, 64, (causal), FWD, NO_MODS, (ref))
 #define MODIFIED(d, cap, alibi, bias, ref) \
     CASE_MODS(1, 8, 4096, -1, d, NONE, FWD, MODS(-1, -1, cap, alibi, bias, 0), ref)
 
@@ -107,6 +108,14 @@ static const bench_preset presets[] = {
      "B=1 H=1 N=8192 D=64, --pass bwd: a long backward",
      1,
      {CASE(1, 1, 8192, -1, 64, NONE, BWD)}},
+    // Long rows (issue: within 5% of N=4096's rate at 16384 and 65536): one head, whose keys leave L2 at
+    // 4096 and fill a 32 MiB L3 at 65536; each case against N=4096 of its mask, in the same run.
+    {"long-rows",
+     "B=1 H=1 D=64: causal N=4096, 16384 and 65536, then unmasked N=4096 and 16384, each against\n"
+     "                     N=4096 of its mask (--pass bwd for the backward)",
+     5,
+     {CASE(1, 1, 4096, -1, 64, TOP, FWD), LONG(16384, TOP, 0), LONG(65536, TOP, 0),
+      CASE(1, 1, 4096, -1, 64, NONE, FWD), LONG(16384, NONE, 3)}},
     // Cases 1 and 3 are the references of 2 and 4: ratios within one run (a shared machine drifts).
     {"window",
      "B=1 H=8 N=16384 D=64 and 128: causal, then causal with a window of 256 keys\n"

@@ -92,11 +92,16 @@ Test(block_sizes, amx_bf16_forward_takes_512_to_128_rows_and_512_keys)
 }
 
 /* The widest of 256, 128 and 64 rows that leaves FA_SPLIT_TARGET_ITEMS items, for an f32 forward on
- * avx512's kernels (Intel's and AMD's) without a bias row per query row; 64 everywhere else. */
-Test(block_sizes, avx512_f32_forward_takes_wide_query_items_that_keep_the_target_items)
+ * avx512's kernels (Intel's and AMD's) and on avx2's on AMD, without a bias row per query row; 64
+ * everywhere else. */
+Test(block_sizes, f32_forward_takes_wide_query_items_that_keep_the_target_items)
 {
-    static const fa_cpu_vendor vendors[] = {FA_CPU_INTEL, FA_CPU_AMD};
-    static const char *const tables[] = {"avx512", "amx", "avx512_bf16"}; /* avx512's float kernels */
+    static const struct {
+        fa_cpu_vendor vendor;
+        const char *table;
+    } wide[] = {{FA_CPU_INTEL, "avx512"}, {FA_CPU_INTEL, "amx"}, {FA_CPU_INTEL, "avx512_bf16"},
+                {FA_CPU_AMD, "avx512"},   {FA_CPU_AMD, "amx"},   {FA_CPU_AMD, "avx512_bf16"},
+                {FA_CPU_AMD, "avx2"}};
     static const struct {
         int64_t heads, q_len, want;
     } rows[] = {
@@ -104,26 +109,25 @@ Test(block_sizes, avx512_f32_forward_takes_wide_query_items_that_keep_the_target
         {8, 1024, 64},  {1, 4096, 64},  {128, 17, 256}, {0, 4096, 64}, /* 0: a batch of sequences */
     };
     for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
-        for (size_t v = 0; v < 2; v++)
-            for (size_t t = 0; t < 3; t++) {
-                fa_block_inputs in =
-                    inputs(vendors[v], tables[t], (size_t)2 << 20, 64, sizeof(float), rows[r].q_len);
-                in.heads = rows[r].heads;
-                int64_t bq = fa_block_q_automatic(FA_PASS_FORWARD, &in);
-                cr_expect_eq(bq, rows[r].want, "%s, vendor %d, heads %lld, Nq %lld: block_q %lld", tables[t],
-                             (int)vendors[v], (long long)rows[r].heads, (long long)rows[r].q_len,
-                             (long long)bq);
-                if (bq > 64)
-                    cr_expect_geq(in.heads * ((in.q_len + bq - 1) / bq), FA_SPLIT_TARGET_ITEMS,
-                                  "%lld rows leave too few items", (long long)bq);
-                cr_expect_eq(fa_block_q_automatic(FA_PASS_BACKWARD, &in), 64, "the backward");
-                in.row_bias = 1;
-                cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64,
-                             "a bias with a row per query row");
-            }
+        for (size_t w = 0; w < sizeof wide / sizeof *wide; w++) {
+            fa_block_inputs in =
+                inputs(wide[w].vendor, wide[w].table, (size_t)2 << 20, 64, sizeof(float), rows[r].q_len);
+            in.heads = rows[r].heads;
+            int64_t bq = fa_block_q_automatic(FA_PASS_FORWARD, &in);
+            cr_expect_eq(bq, rows[r].want, "%s, vendor %d, heads %lld, Nq %lld: block_q %lld", wide[w].table,
+                         (int)wide[w].vendor, (long long)rows[r].heads, (long long)rows[r].q_len,
+                         (long long)bq);
+            if (bq > 64)
+                cr_expect_geq(in.heads * ((in.q_len + bq - 1) / bq), FA_SPLIT_TARGET_ITEMS,
+                              "%lld rows leave too few items", (long long)bq);
+            cr_expect_eq(fa_block_q_automatic(FA_PASS_BACKWARD, &in), 64, "the backward");
+            in.row_bias = 1;
+            cr_expect_eq(fa_block_q_automatic(FA_PASS_FORWARD, &in), 64, "a bias with a row per query row");
+        }
     fa_block_inputs other[] = {
-        inputs(FA_CPU_AMD, "avx2", (size_t)1 << 20, 64, sizeof(float), 4096),
         inputs(FA_CPU_INTEL, "avx2", (size_t)2 << 20, 64, sizeof(float), 4096),
+        inputs(FA_CPU_AMD, "avx2", (size_t)1 << 20, 64, sizeof(double), 4096),
+        inputs(FA_CPU_AMD, "ref", (size_t)1 << 20, 64, sizeof(float), 4096),
         inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(double), 4096),
         inputs(FA_CPU_INTEL, "avx512", (size_t)2 << 20, 64, sizeof(float), 16), /* a few rows */
     };

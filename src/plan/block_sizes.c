@@ -111,6 +111,18 @@ int fa_decode_prefetches_far(const fa_cpu_model *cpu)
     return cpu->vendor == FA_CPU_AMD;
 }
 
+/* The same on avx2's kernels on AMD, where wide items pay too: each key tile is read once for up to
+ * four 64-row blocks. Zen 3 (family 25 model 1), f32, `fa-bench --preset prefill --threads 1,2
+ * --block-q 64|256`, % of the FMA probe at 1 / 2 threads: causal D64 64.2 / 67.2 at 64 rows, 71.1 /
+ * 71.6 at 256; causal D128 68.4 / 71.5 against 75.2 / 75.9; unmasked D64 73.2 / 74.6 against 73.3 /
+ * 74.5, D128 79.8 / 75.4 against 79.2 / 79.2; and one head, causal D64 N65536 (`--preset long-rows`)
+ * 65.7 / 64.1 against 72.9 / 72.9. Not measured on Intel's AVX2 CPUs: they keep 64 rows. */
+static int amd_avx2_f32_forward(fa_pass pass, const fa_block_inputs *in)
+{
+    return pass == FA_PASS_FORWARD && in->cpu.vendor == FA_CPU_AMD && in->table &&
+           strcmp(in->table, "avx2") == 0 && in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
+}
+
 /* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than
  * the hardware prefetchers follow: B1 H8 N2048 D64 with a full bias, 2 threads, three rounds:
  * 30.5-32.4 ms at 64 rows, 32.1-32.7 at 128, 34.4-36.4 at 256. */
@@ -135,7 +147,7 @@ int64_t fa_block_q_automatic(fa_pass pass, const fa_block_inputs *in)
 {
     if (pass == FA_PASS_FORWARD && in->pairs && in->q_len > FEW_ROWS)
         return widest_rows_leaving(in, 512, 128, FA_SPLIT_TARGET_ITEMS / 2);
-    if (avx512_f32_forward(pass, in) && wide_f32_rows_pay(in))
+    if ((avx512_f32_forward(pass, in) || amd_avx2_f32_forward(pass, in)) && wide_f32_rows_pay(in))
         return widest_rows_leaving(in, 256, 64, FA_SPLIT_TARGET_ITEMS);
     return 64;
 }
