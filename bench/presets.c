@@ -108,8 +108,8 @@ static const bench_preset presets[] = {
      "B=1 H=1 N=8192 D=64, --pass bwd: a long backward",
      1,
      {CASE(1, 1, 8192, -1, 64, NONE, BWD)}},
-    // Long rows (issue: within 5% of N=4096's rate at 16384 and 65536): one head, whose keys leave L2 at
-    // 4096 and fill a 32 MiB L3 at 65536; each case against N=4096 of its mask, in the same run.
+    // Long rows, which should keep N=4096's rate: one head, whose K and V (2 MiB at N=4096, 32 MiB at
+    // 65536) outgrow L2, then an L3's share; each case against N=4096 of its mask, in the same run.
     {"long-rows",
      "B=1 H=1 D=64: causal N=4096, 16384 and 65536, then unmasked N=4096 and 16384, each against\n"
      "                     N=4096 of its mask (--pass bwd for the backward)",

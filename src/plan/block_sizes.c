@@ -97,6 +97,19 @@ static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
     return avx512_f32_forward(pass, in) && in->cpu.vendor == FA_CPU_INTEL;
 }
 
+/* An f32 forward on avx2's kernels on AMD, past a decode step, where wide items pay as on avx512's:
+ * each key tile is read once for up to four 64-row blocks. Zen 3 (family 25 model 1), `fa-bench
+ * --preset prefill --threads 1,2 --block-q 64|256`, % of the FMA probe at 1 / 2 threads: causal D64
+ * 64.2 / 67.2 at 64 rows, 71.1 / 71.6 at 256; causal D128 68.4 / 71.5 against 75.2 / 75.9; unmasked
+ * D64 73.2 / 74.6 against 73.3 / 74.5, D128 79.8 / 75.4 against 79.2 / 79.2; one head, causal D64
+ * N65536 (`--preset long-rows`) 65.7 / 64.1 against 72.9 / 72.9. Not measured on Intel's AVX2 CPUs:
+ * they keep 64 rows. */
+static int amd_avx2_f32_forward(fa_pass pass, const fa_block_inputs *in)
+{
+    return pass == FA_PASS_FORWARD && in->cpu.vendor == FA_CPU_AMD && in->table &&
+           strcmp(in->table, "avx2") == 0 && in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
+}
+
 /* A [token][head][dim] cache is read 512 bytes of each 4 KiB token row per head (f32, D = 128): on
  * AMD only far prefetches keep enough misses in flight, on Intel they cost more than they bring.
  * `fa-bench --decode-batch 16:1024-32768 --h 8 --d 128 --page-size 16`, min ms: Zen 4 (2 cores),
@@ -109,18 +122,6 @@ static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
 int fa_decode_prefetches_far(const fa_cpu_model *cpu)
 {
     return cpu->vendor == FA_CPU_AMD;
-}
-
-/* The same on avx2's kernels on AMD, where wide items pay too: each key tile is read once for up to
- * four 64-row blocks. Zen 3 (family 25 model 1), f32, `fa-bench --preset prefill --threads 1,2
- * --block-q 64|256`, % of the FMA probe at 1 / 2 threads: causal D64 64.2 / 67.2 at 64 rows, 71.1 /
- * 71.6 at 256; causal D128 68.4 / 71.5 against 75.2 / 75.9; unmasked D64 73.2 / 74.6 against 73.3 /
- * 74.5, D128 79.8 / 75.4 against 79.2 / 79.2; and one head, causal D64 N65536 (`--preset long-rows`)
- * 65.7 / 64.1 against 72.9 / 72.9. Not measured on Intel's AVX2 CPUs: they keep 64 rows. */
-static int amd_avx2_f32_forward(fa_pass pass, const fa_block_inputs *in)
-{
-    return pass == FA_PASS_FORWARD && in->cpu.vendor == FA_CPU_AMD && in->table &&
-           strcmp(in->table, "avx2") == 0 && in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
 }
 
 /* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than
