@@ -146,19 +146,24 @@ static int64_t mod_floor(int64_t x, int64_t w)
     return r < 0 ? r + w : r;
 }
 
+/* The params the library reads: the defaults, then the caller's first min(struct_size, ours) bytes
+ * (flashattn.h, the ABI section): a field past a smaller struct_size is not read, whatever it holds. */
 static fa_params params_of(const fz_call *c)
 {
-    return c->p ? *c->p : (fa_params)FA_PARAMS_INIT;
+    fa_params p = FA_PARAMS_INIT;
+    if (c->p) memcpy(&p, c->p, c->p->struct_size < sizeof p ? c->p->struct_size : sizeof p);
+    return p;
 }
 
 /* The views the call reads or writes: its n tensors, then the bias (index FZ_BIAS), a quantized
  * cache's scales (FZ_KSCALE_BIT, FZ_VSCALE_BIT) and the backward's dbias (FZ_DBIAS_BIT), or NULL. */
 static const fa_tensor *view_at(const fz_call *c, int i)
 {
-    if (i == FZ_BIAS) return c->p ? c->p->bias : NULL;
-    if (i == FZ_DBIAS_BIT) return c->backward && c->p ? c->p->dbias : NULL;
-    if (i == FZ_KSCALE_BIT) return c->p ? c->p->k_scale : NULL;
-    if (i == FZ_VSCALE_BIT) return c->p ? c->p->v_scale : NULL;
+    const fa_params p = params_of(c);
+    if (i == FZ_BIAS) return p.bias;
+    if (i == FZ_DBIAS_BIT) return c->backward ? p.dbias : NULL;
+    if (i == FZ_KSCALE_BIT) return p.k_scale;
+    if (i == FZ_VSCALE_BIT) return p.v_scale;
     return i >= 0 && i < c->n && i < FZ_VIEWS ? c->t[i] : NULL;
 }
 
