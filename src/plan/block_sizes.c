@@ -84,11 +84,17 @@ static int avx512_kernels(const char *table)
            (strcmp(table, "avx512") == 0 || strcmp(table, "amx") == 0 || strcmp(table, "avx512_bf16") == 0);
 }
 
+/* An f32 forward on float products (not the bf16 dot-product units), past a decode step: what the
+ * wide-item rows below ask of a call besides its kernels. */
+static int f32_prefill_forward(fa_pass pass, const fa_block_inputs *in)
+{
+    return pass == FA_PASS_FORWARD && in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
+}
+
 /* An f32 forward on avx512's kernels, past a decode step: the rows with their own choices. */
 static int avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
 {
-    return pass == FA_PASS_FORWARD && avx512_kernels(in->table) && in->elem == 4 && !in->pairs &&
-           in->q_len > FEW_ROWS;
+    return f32_prefill_forward(pass, in) && avx512_kernels(in->table);
 }
 
 /* The same on Intel, whose key tiles are its own. */
@@ -106,8 +112,8 @@ static int intel_avx512_f32_forward(fa_pass pass, const fa_block_inputs *in)
  * they keep 64 rows. */
 static int amd_avx2_f32_forward(fa_pass pass, const fa_block_inputs *in)
 {
-    return pass == FA_PASS_FORWARD && in->cpu.vendor == FA_CPU_AMD && in->table &&
-           strcmp(in->table, "avx2") == 0 && in->elem == 4 && !in->pairs && in->q_len > FEW_ROWS;
+    return f32_prefill_forward(pass, in) && in->cpu.vendor == FA_CPU_AMD && in->table &&
+           strcmp(in->table, "avx2") == 0;
 }
 
 /* A [token][head][dim] cache is read 512 bytes of each 4 KiB token row per head (f32, D = 128): on

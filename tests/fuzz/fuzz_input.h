@@ -131,7 +131,8 @@
  *   abi            < 0xC0: every struct as FA_*_INIT makes it; else the struct (abi >> 3) % 3 (p,
  *                  p.seqs, or the fresh context's opts; p when the call has no such struct, none
  *                  when p is NULL) is copied into a 4096-byte buffer and by abi % 6 gets struct_size
- *                  0; abi_size % its minimum (too small); 4097 + abi_size; SIZE_MAX - abi_size
+ *                  0; abi_size % its size (too small, or an earlier layout's size, which reads
+ *                  only the fields within it); 4097 + abi_size; SIZE_MAX - abi_size
  *                  (too large: FA_ERR_ARG); its size + 1 + abi_size % (4096 - its size) with the bytes
  *                  past its size zero (valid: the call is made as without it); or that size with byte
  *                  its size + abi_byte % (struct_size - its size) set to abi_value | 1 (a field this

@@ -205,10 +205,10 @@ static int k_quantized(const fz_call *c)
 /* The per-head arrays the call uses (fa_forward ignores dsinks). */
 static const void *array_at(const fz_call *c, int bit)
 {
-    if (!c->p) return NULL;
-    if (bit == FZ_SLOPES_BIT) return c->p->alibi_slopes;
-    if (bit == FZ_SINKS_BIT) return c->p->sinks;
-    return c->backward ? c->p->dsinks : NULL;
+    const fa_params p = params_of(c);
+    if (bit == FZ_SLOPES_BIT) return p.alibi_slopes;
+    if (bit == FZ_SINKS_BIT) return p.sinks;
+    return c->backward ? p.dsinks : NULL;
 }
 
 static const void *seqs_array(const fa_seqs *s, int which)
@@ -822,7 +822,8 @@ static int model_unsupported(const fz_call *c, fz_model *m)
     if (c->backward && k_quantized(c))
         fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "the gradients of a quantized cache");
     /* dropout's counter holds rows below 2^32 and keys below 2^34 (a paged capacity counts) */
-    if (c->p && c->p->dropout_p != 0.0) {
+    const fa_params p = params_of(c); /* dropout's fields lie past the smallest struct_size */
+    if (p.dropout_p != 0.0) {
         const fa_tensor *q = view_at(c, 0), *k = view_at(c, 1);
         int64_t keys = k->seq;
         if (seqs && seqs->block_table && __builtin_mul_overflow(seqs->pages_per_seq, k->seq, &keys))
@@ -830,8 +831,7 @@ static int model_unsupported(const fz_call *c, fz_model *m)
         if (q->seq > ((int64_t)1 << 32) || keys > ((int64_t)1 << 34))
             fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s", "dropout past its counter's rows or keys");
         /* the origins count: the last row is dropout_row0 + Nq - 1 (both origins >= 0 here) */
-        else if (c->p->dropout_row0 > ((int64_t)1 << 32) - q->seq ||
-                 c->p->dropout_key0 > ((int64_t)1 << 34) - keys)
+        else if (p.dropout_row0 > ((int64_t)1 << 32) - q->seq || p.dropout_key0 > ((int64_t)1 << 34) - keys)
             fz_set_class(m, C_UNSUPPORTED, FZ_PRESENT, "%s",
                          "dropout's origins past its counter's rows or keys");
     }

@@ -1441,6 +1441,18 @@ static void abi_seeds(void)
             emit(file, &in);
         }
     }
+    /* an earlier layout's size (the smallest): the fields past it are not read, so an invalid
+     * dropout_p there (+inf) is ignored and the call computes without dropout (found by fuzzing) */
+    fz_input in = base();
+    in.abi.abi = abi_sel(0, 1); /* p */
+    in.abi.abi_size = (fz_u16)FA_PARAMS_SIZE_MIN;
+    in.dropout.dropout = 0xC7;
+    emit("ok_p_earlier_struct_size_invalid_dropout_past_it", &in);
+    /* the same with dropout on and its origins past the counter: not read, so not refused */
+    in.dropout.dropout = 0xC1;
+    in.origin.origin = sel(0xC0, 7, 3);
+    in.origin.origin_row = 1000;
+    emit("ok_p_earlier_struct_size_dropout_origins_past_it", &in);
 }
 
 /* ---- quantized KV caches (fuzz_input.h, quant) ---- */
