@@ -9,8 +9,8 @@
  *   0, as scores leaves them;
  * - fa_accumulate_visible_f32 and fa_accumulate_t_visible_f32 on finite operands with zero masked
  *   weights: the bits of one call over the whole tile;
- * - online_softmax on a tile of a few real rows (a tile's row edge): their bits are those of the
- *   step over every row of the tile.
+ * - online_softmax on a tile of a few real rows (a tile's row edge), and on one row laid key after
+ *   key (ld 1, a decode step's): their bits are those of the step over every row of the tile.
  * The first three over causal masks both ways, left and right windows of a few keys to more than the
  * tile, query blocks of 5 to 64 rows at offsets that put the diagonal anywhere in the tile, and tiles
  * of 1 to 70 keys. */
@@ -350,4 +350,64 @@ Test(edge_tiles, online_softmax_of_a_few_rows_gives_the_whole_tiles_bits_on_them
             }
     for (int v = 0; v < 2; v++) free(s[v]), free(acc[v]), free(m[v]), free(l[v]);
     free(s0), free(acc0);
+}
+
+/* Bits, but any NaN equals any NaN: which operand's payload an addition of two NaNs keeps is the
+ * compiler's choice of operand order (test_kernel_stored.c), and no result promises payloads. */
+static int same_value(float a, float b)
+{
+    return (a != a && b != b) || same_bits(&a, &b);
+}
+
+/* online_softmax on one row laid key after key (ld = 1, a decode step's tile read in place), every
+ * table: the row's probabilities, max, sum and rescaled accumulator have the bits of the same row
+ * stepped in a tile of 64 rows, for every row of such a tile: rows that saw no key before, that see
+ * none now, whose max rises or holds, that meet a NaN or an infinite score; over key counts around
+ * the vector, chain and tail steps of every vector length; the row at an aligned and an odd address. */
+Test(edge_tiles, online_softmax_of_one_row_key_after_key_gives_its_bits_in_a_whole_tile)
+{
+    enum { SLD = 64, SCOLS = 67, SACC = 64 };
+    static const int64_t col_counts[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 67};
+    st_named_f32 sets[MAX_SETS];
+    const int n_sets = st_f32_sets(sets, MAX_SETS);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    float *s0 = aligned_floats((size_t)SCOLS * SLD), *s = aligned_floats((size_t)SCOLS * SLD);
+    float *acc0 = aligned_floats((size_t)SLD * SACC), *acc = aligned_floats((size_t)SLD * SACC);
+    float *row = aligned_floats(SCOLS + 1), *row_acc = aligned_floats(SACC);
+    float m0[SLD], l0[SLD], *m = aligned_floats(SLD), *l = aligned_floats(SLD); /* a tile's: aligned */
+    fill(s0, (size_t)SCOLS * SLD, &rng);
+    fill(acc0, (size_t)SLD * SACC, &rng);
+    for (int r = 0; r < SLD; r++) {
+        m0[r] = r % 2 ? -INFINITY : (float)tu_rng_uniform(&rng, -1.5, 1.5);
+        l0[r] = r % 2 ? 0.0f : (float)tu_rng_uniform(&rng, 0.5, 4);
+        for (int c = 0; c < SCOLS; c++) {
+            if (r == 2 || (c + r) % 7 == 0) s0[c * SLD + r] = -INFINITY;
+            if (r % 8 == 3 && c == r % 29) s0[c * SLD + r] = NAN;
+            if (r % 8 == 5 && c == r % 31) s0[c * SLD + r] = INFINITY;
+        }
+    }
+    m0[2] = -INFINITY, l0[2] = 0.0f;
+    m0[4] = NAN; /* a max that is already NaN */
+    for (int i = 0; i < n_sets; i++)
+        for (size_t n = 0; n < sizeof col_counts / sizeof *col_counts; n++) {
+            const int64_t cols = col_counts[n];
+            memcpy(s, s0, sizeof(float) * SCOLS * SLD), memcpy(acc, acc0, sizeof(float) * SLD * SACC);
+            memcpy(m, m0, sizeof m0), memcpy(l, l0, sizeof l0);
+            sets[i].set->online_softmax(SLD, SLD, cols, s, m, l, acc, SACC, SACC);
+            int64_t off = 0;
+            for (int r = 0; r < SLD; r++) {
+                float *x = row + r % 2; /* odd rows at an address 4 bytes past a line */
+                for (int64_t c = 0; c < cols; c++) x[c] = s0[c * SLD + r];
+                memcpy(row_acc, acc0 + r * SACC, sizeof(float) * SACC);
+                float mr = m0[r], lr = l0[r];
+                sets[i].set->online_softmax(1, 1, cols, x, &mr, &lr, row_acc, SACC, SACC);
+                off += !same_value(mr, m[r]) + !same_value(lr, l[r]);
+                for (int64_t c = 0; c < cols; c++) off += !same_value(x[c], s[c * SLD + r]);
+                for (int64_t y = 0; y < SACC; y++) off += !same_value(row_acc[y], acc[r * SACC + y]);
+            }
+            cr_expect_eq(off, 0,
+                         "%s online_softmax, one row of ld 1, %lld keys: %lld values off the tile's rows",
+                         sets[i].name, (long long)cols, (long long)off);
+        }
+    free(s0), free(s), free(acc0), free(acc), free(row), free(row_acc), free(m), free(l);
 }

@@ -7,7 +7,9 @@
  * decode rests on (flashattn.h: a decode step reads its cache where it lies, the bits of the widened
  * call). The rows come from a list, in shuffled order with odd strides (any alignment, any page
  * size), and the FA_STORED_AHEAD rows past the list's end are real rows the kernels may only
- * prefetch. scores_stored writes nothing but its rows' scores (the padding rows are the caller's).
+ * prefetch. scores_stored writes nothing but its rows' scores (the padding rows are the caller's);
+ * a key's score has the same bits alone as in a tile (whatever keys share the kernels' blocks), and
+ * one row's products the same at ld 1 (its scores key after key, the in-place decode layout).
  * Every code of the one-byte types appears, NaN and infinity codes included, with
  * ordinary, tiny and huge scales, over every row count a decode tile has (1-4), key counts across
  * the kernels' key blocks, and head dims across their vector and line steps. A NaN equals a NaN here
@@ -174,6 +176,30 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                                 sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim,
                                 (long long)c, where, (double)got[c * LD + where],
                                 (double)want[c * LD + where]);
+                        /* each key alone, a tile of one: the same bits whatever keys share its block
+                         * in a tile (a block's keys are reduced together) */
+                        for (int64_t c = 0; c < cols; c++) {
+                            float alone[LD];
+                            set->scores_stored(rows, LD, 1, dim, query_rows(rows, dim, qt), Q_STRIDE,
+                                               list + c, t, sc ? sc + c : NULL, far, alone);
+                            cr_assert(
+                                same_bits(want + c * LD, alone, (size_t)rows, &where),
+                                "%s, dtype %d, rows %lld, dim %lld: key %lld alone scores %a in row %zu, "
+                                "in a tile of %lld keys %a",
+                                sets[s].name, (int)t, (long long)rows, (long long)dim, (long long)c,
+                                (double)alone[where], where, (long long)cols, (double)want[c * LD + where]);
+                        }
+                        /* one row laid key after key (ld 1, the decode step's in-place layout) */
+                        if (rows == 1) {
+                            set->scores_stored(1, 1, cols, dim, query_rows(1, dim, qt), Q_STRIDE, list, t, sc,
+                                               far, got);
+                            for (int64_t c = 0; c < cols; c++)
+                                cr_assert(same_bits(want + c * LD, got + c, 1, &where),
+                                          "%s, dtype %d, cols %lld, dim %lld: key %lld scores %a at ld 1, "
+                                          "%a at ld %d",
+                                          sets[s].name, (int)t, (long long)cols, (long long)dim, (long long)c,
+                                          (double)got[c], (double)want[c * LD], LD);
+                        }
                         memcpy(acc_want, acc0, sizeof(float) * (size_t)(4 * acc_stride));
                         memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
                         set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
@@ -184,6 +210,18 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                             "widened %a (or written outside its rows)",
                             sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim, where,
                             (double)acc_got[where], (double)acc_want[where]);
+                        if (rows == 1) { /* p of one row key after key (ld 1) */
+                            for (int64_t c = 0; c < cols; c++) got[c] = p[c * LD];
+                            memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
+                            set->accumulate_stored(1, cols, dim, got, 1, list, t, sc, far, acc_got,
+                                                   acc_stride);
+                            cr_assert(
+                                same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                                "%s, dtype %d, cols %lld, dim %lld: accumulator element %zu is %a over p "
+                                "at ld 1, widened %a",
+                                sets[s].name, (int)t, (long long)cols, (long long)dim, where,
+                                (double)acc_got[where], (double)acc_want[where]);
+                        }
                         checked++;
                     }
                     free(block);

@@ -6,7 +6,7 @@
  * float kernels and dot-product units: carve_, item_begin_, block_queries_, block_acc_,
  * pack_block_, zero_acc_, stage_tile_, scores_, softmax_accumulate_, item_end_; and FA_SET_TOKENS,
  * whether it reads a decode group's tiles in token order (attend_tokens_: then also scores_run_,
- * softmax_ and accumulate_run_). Everything else,
+ * tile_ld_, softmax_ and accumulate_run_). Everything else,
  * the key-block range, the columns each block sees, the value modifiers and the masks between the
  * two products, is here, once.
  *
@@ -115,7 +115,8 @@ static int FA_SET_NAME(attend_tokens_)(FA_SET_NAME(item_) * items, const fa_forw
     }
     for (int m = 0; m < n; m++) {
         FA_SET_NAME(modify_)(&items[m], job, &its[m], &b[m], block0, tile_cols, 1);
-        FA_SET_NAME(softmax_)(&items[m], job, &its[m], &b[m], block0, tile_cols);
+        FA_SET_NAME(softmax_)
+        (&items[m], job, &its[m], &b[m], block0, tile_cols, FA_SET_NAME(tile_ld_)(job, &b[m], &t[m], 1));
     }
     for (int64_t c0 = 0; c0 < tile_cols; c0 += FA_TOKEN_RUN) {
         const int64_t run = tile_cols - c0 < FA_TOKEN_RUN ? tile_cols - c0 : FA_TOKEN_RUN;

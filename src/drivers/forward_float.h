@@ -297,6 +297,19 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
     }
 }
 
+/* The score tile's ld: a tile read in place (full) for one row, with no modifier or dropout between
+ * the products, lays the row's scores key after key (ld 1: online_softmax then steps a vector of
+ * keys at a time, kernels.h); any other tile, including this block's tiles on a mask's edge, a
+ * vector of rows a key (b->ld). The row's softmax state is the same in both layouts, bit for bit. */
+static int64_t FA_SET_NAME(tile_ld_)(const fa_forward_job *job, const FA_NAME(query_block_) * b,
+                                     const FA_SET_NAME(tile_) * t, int full)
+{
+    const fa_problem *p = job->problem;
+    return t->in_place && full && b->rows == 1 && !fa_problem_modifies_scores(p) && p->dropout_p == 0.0
+               ? 1
+               : b->ld;
+}
+
 /* The block's scores against keys [col0, col0 + cols) of the tile, scaled (the scale is in qt). */
 static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
                                  const FA_NAME(query_block_) * b, const FA_SET_NAME(tile_) * t, int64_t col0,
@@ -306,9 +319,9 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
     if (t->in_place && full) { /* a decode step reads its cache in place, but on a mask's edge */
         const int64_t at = col0 - t->col0;
-        kern->scores_stored(b->rows, b->ld, cols, p->dim, item->q_few, item->q_few_stride, t->k_list + at,
-                            p->kv_type, p->k_scale.data ? t->k_scales + at : NULL, job->prefetch_far,
-                            item->s);
+        kern->scores_stored(b->rows, FA_SET_NAME(tile_ld_)(job, b, t, full), cols, p->dim, item->q_few,
+                            item->q_few_stride, t->k_list + at, p->kv_type,
+                            p->k_scale.data ? t->k_scales + at : NULL, job->prefetch_far, item->s);
         return;
     }
     FA_CAT(fa_scores_visible_, FA_SFX)
@@ -316,18 +329,19 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
      t->k + (col0 - t->col0) * item->k_stride, item->k_stride, item->s, fa_problem_modifies_scores(p));
 }
 
-/* The online-softmax step on the block's masked, modified scores: P in the score tile, acc rescaled.
+/* The online-softmax step on the block's masked, modified scores (a tile of ld, tile_ld_): P in the
+ * score tile, acc rescaled.
  * With dropout, P holds the kept probabilities times 1/(1 - p) and the row sums stay undropped. */
 static void FA_SET_NAME(softmax_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
                                   const fa_q_item *it, const FA_NAME(query_block_) * b, int64_t col0,
-                                  int64_t cols)
+                                  int64_t cols, int64_t ld)
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-    kern->online_softmax(b->rows, b->ld, cols, item->s, b->row_max, b->row_sum, b->acc, item->st.acc_stride,
+    kern->online_softmax(b->rows, ld, cols, item->s, b->row_max, b->row_sum, b->acc, item->st.acc_stride,
                          item->st.acc_stride);
     if (p->dropout_p != 0.0) FA_CAT(fa_dropout_probs_, FA_SFX)
-    (kern, p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, b->ld);
+    (kern, p, it->batch, it->q_head, b->row0, b->rows, col0, cols, item->s, ld);
 }
 
 /* The softmax step, then acc += P·V over the same keys (masked columns are zero in P; on a mask's
@@ -339,11 +353,11 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
-    const int64_t acc_stride = item->st.acc_stride;
-    FA_SET_NAME(softmax_)(item, job, it, b, col0, cols);
+    const int64_t acc_stride = item->st.acc_stride, ld = FA_SET_NAME(tile_ld_)(job, b, t, full);
+    FA_SET_NAME(softmax_)(item, job, it, b, col0, cols, ld);
     if (t->in_place && full) {
         const int64_t at = col0 - t->col0;
-        kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, b->ld, t->v_list + at, p->kv_type,
+        kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, ld, t->v_list + at, p->kv_type,
                                 p->v_scale.data ? t->v_scales + at : NULL, job->prefetch_far, b->acc,
                                 acc_stride);
         return;
@@ -366,9 +380,10 @@ static void FA_SET_NAME(scores_run_)(const FA_SET_NAME(item_) * item, const fa_f
                                      int64_t c0, int64_t run)
 {
     const fa_problem *p = job->problem;
-    job->kernels->FA_SFX->scores_stored(b->rows, b->ld, run, p->dim, item->q_few, item->q_few_stride,
+    const int64_t ld = FA_SET_NAME(tile_ld_)(job, b, t, 1);
+    job->kernels->FA_SFX->scores_stored(b->rows, ld, run, p->dim, item->q_few, item->q_few_stride,
                                         t->k_list + c0, p->kv_type, p->k_scale.data ? t->k_scales + c0 : NULL,
-                                        job->prefetch_far, item->s + c0 * b->ld);
+                                        job->prefetch_far, item->s + c0 * ld);
 }
 
 static void FA_SET_NAME(accumulate_run_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
@@ -376,9 +391,10 @@ static void FA_SET_NAME(accumulate_run_)(const FA_SET_NAME(item_) * item, const 
                                          int64_t c0, int64_t run)
 {
     const fa_problem *p = job->problem;
-    job->kernels->FA_SFX->accumulate_stored(
-        b->rows, run, p->dim_v, item->s + c0 * b->ld, b->ld, t->v_list + c0, p->kv_type,
-        p->v_scale.data ? t->v_scales + c0 : NULL, job->prefetch_far, b->acc, item->st.acc_stride);
+    const int64_t ld = FA_SET_NAME(tile_ld_)(job, b, t, 1);
+    job->kernels->FA_SFX->accumulate_stored(b->rows, run, p->dim_v, item->s + c0 * ld, ld, t->v_list + c0,
+                                            p->kv_type, p->v_scale.data ? t->v_scales + c0 : NULL,
+                                            job->prefetch_far, b->acc, item->st.acc_stride);
 }
 
 /* The item's rows, as write_rows_ and the split-KV chunks read them: the accumulator itself. */

@@ -96,7 +96,9 @@ typedef struct {
          * = alpha·l + sum_c p, m = m', and acc row r (acc_width wide) is multiplied by alpha when alpha     \
          * != 1 and r < rows (lazy rescaling). With 1 <= rows <= the table's lanes (a decode step's tile)    \
          * a table may step only the rows of its first vector, leaving s, m and l of the others as they     \
-         * were; each row it steps has the bits of the step over all ld rows. */                            \
+         * were; each row it steps has the bits of the step over all ld rows. ld = 1 (rows = 1, a decode     \
+         * step's one row read in place): s[c] for c < cols is that row, and every table gives the bits     \
+         * of the same row stepped in a tile of more rows. */                                                \
         void (*online_softmax)(int64_t rows, int64_t ld, int64_t cols, T *s, T *row_max, T *row_sum,         \
                                T *acc, int64_t acc_stride, int64_t acc_width);                               \
         /* acc[r][0..dim) += sum_c p[c][r] · x[c][0..dim) for r < rows   (P·V, dS·K) */                      \
@@ -143,7 +145,8 @@ typedef struct {
          * by row: q[r·q_stride + x] = qt[x·ld + r] for x < dim, 0 from dim to q_stride (a multiple of 64    \
          * bytes; q 64-byte aligned), gathered once by the caller for all the tiles it scores. It writes     \
          * rows [0, rows) of each key and leaves the padding rows [rows, ld) as they are: the caller keeps   \
-         * them defined (online_softmax reads them; no result does). */                                      \
+         * them defined (online_softmax reads them; no result does). ld may be 1 for one row, the layout     \
+         * online_softmax steps a vector of keys at a time; accumulate_stored reads p so too. */             \
         void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *q,               \
                               int64_t q_stride, const void *const *k_rows, fa_dtype kt, const float *scale,  \
                               int far, T *s);                                                                \
