@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_kernels.h"
 #include "identity.h"
 #include "kernels/kernels.h"
 #include "runtime/dispatch.h"
 #include "peak.h"
+#include "placement.h"
 #include "port_costs.h"
+#include "stream.h"
 #include "timing.h"
 
 #define ROWS 64 /* one query block of the float kernels (FA_FLOAT_BLOCK_ROWS) */
@@ -109,22 +112,38 @@ static void usage(FILE *f)
             "  --d LIST       head dims, D = Dv (default 64,128)\n"
             "  --keys N       keys walked (default 4096; a multiple of BK is taken)\n"
             "  --block-k BK   keys a tile (default 64)\n"
-            "  --rounds R     timings per figure, the fastest reported (default 200)\n",
+            "  --rounds R     timings per figure, the fastest reported (default 200)\n"
+            "  --decode       instead: a decode step's kernels (one query row over stored K and V\n"
+            "                 rows of each cache type, in cache), ns a key and the bytes they consume\n"
+            "                 against the read probe of the same run\n",
             ROWS);
+}
+
+/* --decode: the read probe at 1 thread, then the decode kernels against it */
+static int decode_run(const fa_kernels_f32 *k, const char *dims, int rounds, double fma_slot)
+{
+    bench_placement *placement = bench_placement_create();
+    bench_stream stream = {0};
+    if (bench_stream_init(&stream, bench_placement_l3_bytes(placement), 1) != 0) {
+        bench_placement_destroy(placement);
+        return 1;
+    }
+    const double read_gbps = bench_stream_read_gbps(&stream, 1, NULL, 1.0, NULL);
+    bench_stream_free(&stream);
+    bench_placement_destroy(placement);
+    return decode_kernels_run(k, dims, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
     const char *isa = NULL, *dims = "64,128";
     int64_t keys = 4096, block_k = 64;
-    int rounds = 200;
-    static const struct option long_opts[] = {{"isa", required_argument, NULL, 'i'},
-                                              {"d", required_argument, NULL, 'd'},
-                                              {"keys", required_argument, NULL, 'n'},
-                                              {"block-k", required_argument, NULL, 'k'},
-                                              {"rounds", required_argument, NULL, 'r'},
-                                              {"help", no_argument, NULL, 'h'},
-                                              {NULL, 0, NULL, 0}};
+    int rounds = 200, decode = 0;
+    static const struct option long_opts[] = {
+        {"isa", required_argument, NULL, 'i'},    {"d", required_argument, NULL, 'd'},
+        {"keys", required_argument, NULL, 'n'},   {"block-k", required_argument, NULL, 'k'},
+        {"rounds", required_argument, NULL, 'r'}, {"decode", no_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     for (int c; (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1;) {
         switch (c) {
         case 'i': isa = optarg; break;
@@ -132,6 +151,7 @@ int main(int argc, char **argv)
         case 'n': keys = atoll(optarg); break;
         case 'k': block_k = atoll(optarg); break;
         case 'r': rounds = atoi(optarg); break;
+        case 'D': decode = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -164,6 +184,7 @@ int main(int argc, char **argv)
     /* seconds of one FMA of the table's vector width at the probe's rate (2 FLOP a lane) */
     const int lanes = table.table.f32->traits.lanes;
     const double fma_slot = 2.0 * lanes / (peak * 1e9);
+    if (decode) return decode_run(table.table.f32, dims, rounds, fma_slot);
     for (const char *d = dims; *d;) {
         int64_t dim = atoll(d);
         if (dim < 1) {

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fa-kernel-bench --decode (decode_kernels.h). The operands are what the forward driver hands a
+ * decode step's kernels (drivers/forward_float.h): one query row, its scores key after key (ld 1,
+ * tile_ld_), its row gathered once into a 64-byte aligned vector, 64 keys a tile (the decode tile on
+ * every CPU: plan/block_sizes.c) whose K and V rows are listed with FA_STORED_AHEAD more entries,
+ * and the CPU's own prefetch choice. The tile's rows stay in L1 and L2, so the figures are the
+ * kernels' cost without memory's. */
+#include "decode_kernels.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/block_sizes.h"
+#include "runtime/cpu_features.h"
+#include "timing.h"
+
+#define TILE_KEYS 64
+#define TILE_LD   1 /* the score tile's ld: one row's scores key after key */
+#define TILES     64 /* tile steps a pass */
+
+static const struct {
+    fa_dtype type;
+    const char *name;
+    size_t elem;
+} cache_types[] = {{FA_F32, "f32", 4},  {FA_BF16, "bf16", 2},      {FA_F16, "f16", 2},
+                   {FA_I8, "int8", 1}, {FA_F8_E4M3, "e4m3", 1}, {FA_F8_E5M2, "e5m2", 1}};
+
+typedef struct {
+    const fa_kernels_f32 *k;
+    fa_dtype type;
+    int64_t dim, stride; /* stride: q's and acc's row, padded to 64 bytes */
+    int far;
+    unsigned char *k_mem, *v_mem;
+    const void *k_rows[TILE_KEYS + FA_STORED_AHEAD], *v_rows[TILE_KEYS + FA_STORED_AHEAD];
+    float *q, *s, *acc, *scale;
+    float row_max[TILE_LD], row_sum[TILE_LD];
+} decode_bench;
+
+static void *zeroed(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes + 64) != 0) return NULL;
+    memset(p, 0, bytes + 64);
+    return p;
+}
+
+/* Element i of a row of `type` with a small, finite value (no NaN codes): the softmax's
+ * exponentials stay normal and every lane takes the path a real cache's values take. */
+static void fill_element(unsigned char *at, fa_dtype type, int64_t i)
+{
+    const unsigned r = (unsigned)((i * 7919) % 251);
+    switch (type) {
+    case FA_F32: {
+        float f = (float)r / 251.0f - 0.5f;
+        memcpy(at, &f, sizeof f);
+        break;
+    }
+    case FA_BF16:
+    case FA_F16: { /* bf16 1.0 (0x3F80) or f16 0.5 (0x3800), plus mantissa bits and a sign */
+        uint16_t h = (uint16_t)((type == FA_BF16 ? 0x3F00u | (r & 0x7Fu) : 0x3800u | (r & 0x3FFu)) |
+                                (r & 1u) << 15);
+        memcpy(at, &h, sizeof h);
+        break;
+    }
+    case FA_I8: *at = (unsigned char)(r - 125); break;
+    default: *at = (unsigned char)(r & 0x77u); break; /* FP8: exponents below the NaN and inf codes */
+    }
+}
+
+static void decode_bench_free(decode_bench *b)
+{
+    free(b->k_mem), free(b->v_mem), free(b->q), free(b->s), free(b->acc), free(b->scale);
+}
+
+static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, size_t elem,
+                             int64_t dim, int far)
+{
+    memset(b, 0, sizeof *b);
+    b->k = k, b->type = type, b->dim = dim, b->far = far;
+    b->stride = (dim + FA_PAD_ELEMS_F32 - 1) / FA_PAD_ELEMS_F32 * FA_PAD_ELEMS_F32;
+    const size_t row = (size_t)dim * elem;
+    b->k_mem = zeroed(TILE_KEYS * row);
+    b->v_mem = zeroed(TILE_KEYS * row);
+    b->q = zeroed((size_t)b->stride * sizeof(float));
+    b->s = zeroed(TILE_KEYS * TILE_LD * sizeof(float));
+    b->acc = zeroed((size_t)b->stride * sizeof(float));
+    b->scale = zeroed(TILE_KEYS * sizeof(float));
+    if (!b->k_mem || !b->v_mem || !b->q || !b->s || !b->acc || !b->scale) {
+        decode_bench_free(b);
+        return -1;
+    }
+    for (int64_t i = 0; i < TILE_KEYS * dim; i++) {
+        fill_element(b->k_mem + i * (int64_t)elem, type, i);
+        fill_element(b->v_mem + i * (int64_t)elem, type, i + 17);
+    }
+    for (int64_t x = 0; x < dim; x++) b->q[x] = (float)(x % 13) / 13.0f * 0.1f;
+    for (int c = 0; c < TILE_KEYS; c++) b->scale[c] = 0.01f + 0.0001f * (float)c;
+    /* the ahead entries are the tile's own rows again: the next tile is this one */
+    for (int c = 0; c < TILE_KEYS + FA_STORED_AHEAD; c++) {
+        b->k_rows[c] = b->k_mem + (size_t)(c % TILE_KEYS) * row;
+        b->v_rows[c] = b->v_mem + (size_t)(c % TILE_KEYS) * row;
+    }
+    return 0;
+}
+
+typedef enum { DECODE_SCORES, DECODE_SOFTMAX, DECODE_ACCUMULATE, DECODE_STEP, DECODE_KINDS } decode_kind;
+
+static void decode_bench_pass(decode_bench *b, decode_kind what)
+{
+    const int quantized = b->type >= FA_I8;
+    const float *scale = quantized ? b->scale : NULL;
+    for (int r = 0; r < TILE_LD; r++) b->row_max[r] = -INFINITY, b->row_sum[r] = 0;
+    for (int t = 0; t < TILES; t++) {
+        if (what == DECODE_SCORES || what == DECODE_STEP)
+            b->k->scores_stored(1, TILE_LD, TILE_KEYS, b->dim, b->q, b->stride, b->k_rows, b->type, scale, b->far,
+                                b->s);
+        if (what == DECODE_SOFTMAX || what == DECODE_STEP)
+            b->k->online_softmax(1, TILE_LD, TILE_KEYS, b->s, b->row_max, b->row_sum, b->acc, b->stride,
+                                 b->stride);
+        if (what == DECODE_ACCUMULATE || what == DECODE_STEP)
+            b->k->accumulate_stored(1, TILE_KEYS, b->dim, b->s, TILE_LD, b->v_rows, b->type, scale, b->far,
+                                    b->acc, b->stride);
+    }
+}
+
+/* ns a key of the fastest of `rounds` passes */
+static double decode_bench_ns(decode_bench *b, decode_kind what, int rounds)
+{
+    double best = INFINITY;
+    decode_bench_pass(b, what); /* warm-up: the scores the softmax and P·V read are a step's */
+    for (int r = 0; r < rounds; r++) {
+        double t0 = bench_now();
+        decode_bench_pass(b, what);
+        double dt = bench_now() - t0;
+        if (dt < best) best = dt;
+    }
+    return best * 1e9 / (TILES * TILE_KEYS);
+}
+
+int decode_kernels_run(const fa_kernels_f32 *k, const char *dims, int rounds, double fma_slot,
+                       double read_gbps)
+{
+    const fa_cpu_model cpu = fa_cpu_identify();
+    const int far = fa_decode_prefetches_far(&cpu);
+    printf("Decode step, one query row, %d keys a tile in cache (%s prefetches); ns a key, and the\n"
+           "bytes of K and V the step consumes against the read probe (%.1f GB/s, 1 thread)\n",
+           TILE_KEYS, far ? "far" : "near", read_gbps);
+    for (const char *d = dims; *d;) {
+        const int64_t dim = atoll(d);
+        if (dim < 1 || dim > FA_MAX_HEAD_DIM) {
+            fprintf(stderr, "fa-kernel-bench: bad --d list '%s'\n", dims);
+            return -1;
+        }
+        printf("D = Dv = %lld\n  %-6s %9s %9s %11s %9s %13s %9s %7s\n", (long long)dim, "cache", "scores",
+               "softmax", "accumulate", "step", "step (slots)", "GB/s", "% read");
+        for (size_t c = 0; c < sizeof cache_types / sizeof *cache_types; c++) {
+            decode_bench b;
+            if (decode_bench_init(&b, k, cache_types[c].type, cache_types[c].elem, dim, far) != 0) {
+                fprintf(stderr, "fa-kernel-bench: out of memory\n");
+                return -1;
+            }
+            double ns[DECODE_KINDS];
+            for (int w = 0; w < DECODE_KINDS; w++) ns[w] = decode_bench_ns(&b, (decode_kind)w, rounds);
+            const double gbps = 2.0 * (double)dim * (double)cache_types[c].elem / ns[DECODE_STEP];
+            printf("  %-6s %9.2f %9.2f %11.2f %9.2f %13.1f %9.1f %6.0f%%\n", cache_types[c].name,
+                   ns[DECODE_SCORES], ns[DECODE_SOFTMAX], ns[DECODE_ACCUMULATE], ns[DECODE_STEP],
+                   ns[DECODE_STEP] * 1e-9 / fma_slot, gbps, 100.0 * gbps / read_gbps);
+            decode_bench_free(&b);
+        }
+        const char *comma = strchr(d, ',');
+        d = comma ? comma + 1 : d + strlen(d);
+    }
+    return 0;
+}
