@@ -228,6 +228,9 @@ bench_tools() {
     [ -n "$kernels" ] || { echo "no fa-kernel-bench under $build" >&2; return 1; }
     "$kernels" --d 24,40 --keys 256 --rounds 2 | tee "$out/kernels.txt"
     test "$(grep -c 'all three' "$out/kernels.txt")" = 2
+    # and a decode step's, every cache type
+    "$kernels" --decode --d 24 --rounds 2 | tee "$out/kernels_decode.txt"
+    test "$(grep -cE '^  (f32|bf16|f16|int8|e4m3|e5m2) ' "$out/kernels_decode.txt")" = 6
 }
 
 configure() { # configure DIR EXTRA-CMAKE-ARGS...
