@@ -17,14 +17,14 @@
 #include "timing.h"
 
 #define TILE_KEYS 64
-#define TILE_LD   1 /* the score tile's ld: one row's scores key after key */
+#define TILE_LD   1  /* the score tile's ld: one row's scores key after key */
 #define TILES     64 /* tile steps a pass */
 
 static const struct {
     fa_dtype type;
     const char *name;
     size_t elem;
-} cache_types[] = {{FA_F32, "f32", 4},  {FA_BF16, "bf16", 2},      {FA_F16, "f16", 2},
+} cache_types[] = {{FA_F32, "f32", 4}, {FA_BF16, "bf16", 2},    {FA_F16, "f16", 2},
                    {FA_I8, "int8", 1}, {FA_F8_E4M3, "e4m3", 1}, {FA_F8_E5M2, "e5m2", 1}};
 
 typedef struct {
@@ -59,8 +59,8 @@ static void fill_element(unsigned char *at, fa_dtype type, int64_t i)
     }
     case FA_BF16:
     case FA_F16: { /* bf16 1.0 (0x3F80) or f16 0.5 (0x3800), plus mantissa bits and a sign */
-        uint16_t h = (uint16_t)((type == FA_BF16 ? 0x3F00u | (r & 0x7Fu) : 0x3800u | (r & 0x3FFu)) |
-                                (r & 1u) << 15);
+        uint16_t h =
+            (uint16_t)((type == FA_BF16 ? 0x3F00u | (r & 0x7Fu) : 0x3800u | (r & 0x3FFu)) | (r & 1u) << 15);
         memcpy(at, &h, sizeof h);
         break;
     }
@@ -114,8 +114,8 @@ static void decode_bench_pass(decode_bench *b, decode_kind what)
     for (int r = 0; r < TILE_LD; r++) b->row_max[r] = -INFINITY, b->row_sum[r] = 0;
     for (int t = 0; t < TILES; t++) {
         if (what == DECODE_SCORES || what == DECODE_STEP)
-            b->k->scores_stored(1, TILE_LD, TILE_KEYS, b->dim, b->q, b->stride, b->k_rows, b->type, scale, b->far,
-                                b->s);
+            b->k->scores_stored(1, TILE_LD, TILE_KEYS, b->dim, b->q, b->stride, b->k_rows, b->type, scale,
+                                b->far, b->s);
         if (what == DECODE_SOFTMAX || what == DECODE_STEP)
             b->k->online_softmax(1, TILE_LD, TILE_KEYS, b->s, b->row_max, b->row_sum, b->acc, b->stride,
                                  b->stride);

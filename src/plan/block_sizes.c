@@ -203,11 +203,22 @@ int64_t fa_block_k_automatic(fa_pass pass, const fa_block_inputs *in)
  * once), the backward's 64. Zen 4, f32 B1 H2 N16384 D64 causal, 1 thread, GFLOP/s per visible pair
  * against 102-105 without a window: window 256, forward 72.3-73.3 at 32 rows before, 77.0-79.3 at 256;
  * backward 79.0-79.4 at 32, 81.3-82.2 at 64, 76.5-78.9 at 128. Not measured on Intel, on other
- * tables, for stored caches or bf16 inputs: they keep 32 rows. */
+ * tables (but avx2's forward: narrow_window_rows), for stored caches or bf16 inputs: they keep 32. */
 static int narrow_windows_keep_rows(const fa_problem *p, const fa_block_inputs *in)
 {
     return in->cpu.vendor == FA_CPU_AMD && avx512_kernels(in->table) && !in->pairs && p->q_type == FA_F32 &&
            p->kv_type == FA_F32;
+}
+
+/* The rows of a call under a narrow window that does not keep its own: 32, but 64 for an f32 forward
+ * on avx2's kernels on AMD, whose wide items were slower there (256 rows: window 256 at 75.6% of the
+ * causal rate per visible pair, D64, against 78.9% at 32). Zen 3, B1 H8 N16384 causal, window 256,
+ * three interleaved rounds, min ms at 1 / 2 threads: D64 147.8-149.7 / 74.8-75.6 at 32 rows,
+ * 145.1-146.0 / 72.4-73.4 at 64; D128 273.0-277.0 / 138.7-140.1 against 273.0-275.8 / 134.4-137.0.
+ * The backward keeps 32 there (D64 329-332 ms at 32, 345-359 at 64, 1 thread). */
+static int64_t narrow_window_rows(fa_pass pass, const fa_problem *p, const fa_block_inputs *in)
+{
+    return amd_avx2_f32_forward(pass, in) && p->q_type == FA_F32 && p->kv_type == FA_F32 ? 64 : 32;
 }
 
 void fa_blocks_for(const fa_context *ctx, const fa_problem *p, size_t elem, fa_pass pass, int pairs,
@@ -229,7 +240,9 @@ void fa_blocks_for(const fa_context *ctx, const fa_problem *p, size_t elem, fa_p
                           .threads = ctx->num_threads};
     int64_t span = fa_row_key_span(p);
     const int narrow = span < kv_len && span < NARROW_WINDOW_KEYS && !narrow_windows_keep_rows(p, &in);
-    int64_t bq = ctx->block_q > 0 ? ctx->block_q : narrow ? 32 : fa_block_q_automatic(pass, &in);
+    int64_t bq = ctx->block_q > 0 ? ctx->block_q
+                 : narrow         ? narrow_window_rows(pass, p, &in)
+                                  : fa_block_q_automatic(pass, &in);
     int64_t bk = ctx->block_k;
     if (bk <= 0) {
         in.block_q = bq;
