@@ -98,7 +98,8 @@ typedef struct {
          * a table may step only the rows of its first vector, leaving s, m and l of the others as they     \
          * were; each row it steps has the bits of the step over all ld rows. ld = 1 (rows = 1, a decode     \
          * step's one row read in place): s[c] for c < cols is that row, and every table gives the bits     \
-         * of the same row stepped in a tile of more rows. */                                                \
+         * of the same row stepped in a tile of more rows (m's but for the sign of a zero max where +0 and   \
+         * -0 tie, which no p, l or result keeps: simd/softmax.h). */                                        \
         void (*online_softmax)(int64_t rows, int64_t ld, int64_t cols, T *s, T *row_max, T *row_sum,         \
                                T *acc, int64_t acc_stride, int64_t acc_width);                               \
         /* acc[r][0..dim) += sum_c p[c][r] · x[c][0..dim) for r < rows   (P·V, dS·K) */                      \

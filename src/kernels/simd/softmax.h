@@ -31,8 +31,10 @@ FA_NAME(online_softmax_one_vector_)(int64_t rows, int64_t ld, int64_t cols, FA_T
 /* One row whose scores lie key after key (ld = 1: a decode step's tile read in place, kernels.h): a
  * vector holds FA_LANES keys of the row, so exp runs once per FA_LANES keys where a tile's step runs
  * it once a key on a vector of one real row. Every operation is one that lane 0 of a tile's step
- * takes on the same values (the max is exact in any order; a NaN anywhere gives the same NaN
- * constant), and the row sum adds the keys one by one in key order, as a lane does: the same bits. */
+ * takes on the same values, and the row sum adds the keys one by one in key order, as a lane does:
+ * the same bits. The max is the same in any order (a NaN anywhere gives the same NaN constant), but
+ * for the sign of a zero max when +0 and -0 tie: no p, sum or result depends on it (s - ±0 and
+ * exp(±0) agree, and two zero scores make the sum at least 2, so lse = m + log(l) keeps no zero). */
 static __attribute__((noinline)) void FA_NAME(online_softmax_one_row_)(int64_t cols, FA_T *s, FA_T *row_max,
                                                                        FA_T *row_sum, FA_T *acc,
                                                                        int64_t acc_width)
