@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plan/block_sizes.h"
+#include "plan/problem.h"
 #include "runtime/cpu_features.h"
 #include "timing.h"
 
@@ -23,9 +24,8 @@
 static const struct {
     fa_dtype type;
     const char *name;
-    size_t elem;
-} cache_types[] = {{FA_F32, "f32", 4}, {FA_BF16, "bf16", 2},    {FA_F16, "f16", 2},
-                   {FA_I8, "int8", 1}, {FA_F8_E4M3, "e4m3", 1}, {FA_F8_E5M2, "e5m2", 1}};
+} cache_types[] = {{FA_F32, "f32"}, {FA_BF16, "bf16"},    {FA_F16, "f16"},
+                   {FA_I8, "int8"}, {FA_F8_E4M3, "e4m3"}, {FA_F8_E5M2, "e5m2"}};
 
 typedef struct {
     const fa_kernels_f32 *k;
@@ -74,9 +74,9 @@ static void decode_bench_free(decode_bench *b)
     free(b->k_mem), free(b->v_mem), free(b->q), free(b->s), free(b->acc), free(b->scale);
 }
 
-static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, size_t elem,
-                             int64_t dim, int far)
+static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, int64_t dim, int far)
 {
+    const size_t elem = fa_elem_size(type);
     memset(b, 0, sizeof *b);
     b->k = k, b->type = type, b->dim = dim, b->far = far;
     b->stride = (dim + FA_PAD_ELEMS_F32 - 1) / FA_PAD_ELEMS_F32 * FA_PAD_ELEMS_F32;
@@ -157,13 +157,14 @@ int decode_kernels_run(const fa_kernels_f32 *k, const char *dims, int rounds, do
                "softmax", "accumulate", "step", "step (slots)", "GB/s", "% read");
         for (size_t c = 0; c < sizeof cache_types / sizeof *cache_types; c++) {
             decode_bench b;
-            if (decode_bench_init(&b, k, cache_types[c].type, cache_types[c].elem, dim, far) != 0) {
+            if (decode_bench_init(&b, k, cache_types[c].type, dim, far) != 0) {
                 fprintf(stderr, "fa-kernel-bench: out of memory\n");
                 return -1;
             }
             double ns[DECODE_KINDS];
             for (int w = 0; w < DECODE_KINDS; w++) ns[w] = decode_bench_ns(&b, (decode_kind)w, rounds);
-            const double gbps = 2.0 * (double)dim * (double)cache_types[c].elem / ns[DECODE_STEP];
+            const double gbps =
+                2.0 * (double)dim * (double)fa_elem_size(cache_types[c].type) / ns[DECODE_STEP];
             printf("  %-6s %9.2f %9.2f %11.2f %9.2f %13.1f %9.1f %6.0f%%\n", cache_types[c].name,
                    ns[DECODE_SCORES], ns[DECODE_SOFTMAX], ns[DECODE_ACCUMULATE], ns[DECODE_STEP],
                    ns[DECODE_STEP] * 1e-9 / fma_slot, gbps, 100.0 * gbps / read_gbps);
