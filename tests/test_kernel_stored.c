@@ -150,6 +150,7 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                     const float *sc = scaled ? scale : NULL;
                     list_rows(t, k, cols, dim, sc, &rng, list, wide);
                     for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                    const float *q = query_rows(rows, dim, qt); /* row 0 is also the one-row call's */
                     for (int64_t i = 0; i < MAX_COLS * LD; i++) p[i] = (float)tu_rng_uniform(&rng, 0, 1);
                     for (int64_t i = 0; i < 4 * acc_stride; i++) acc0[i] = (float)tu_rng_uniform(&rng, -1, 1);
                     for (int s = 0; s < n_sets; s++) {
@@ -160,8 +161,7 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         const int far = (int)((ci + (size_t)rows) % 2);
                         const float mark = -7.25f;
                         for (int64_t i = 0; i < MAX_COLS * LD; i++) got[i] = mark;
-                        set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list, t,
-                                           sc, far, got);
+                        set->scores_stored(rows, LD, cols, dim, q, Q_STRIDE, list, t, sc, far, got);
                         const int64_t outside = first_written_outside(got, rows, cols, mark);
                         cr_assert(outside < 0,
                                   "%s, dtype %d, rows %lld, cols %lld, dim %lld: scores_stored wrote element "
@@ -180,8 +180,8 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                          * in a tile (a block's keys are reduced together) */
                         for (int64_t c = 0; c < cols; c++) {
                             float alone[LD];
-                            set->scores_stored(rows, LD, 1, dim, query_rows(rows, dim, qt), Q_STRIDE,
-                                               list + c, t, sc ? sc + c : NULL, far, alone);
+                            set->scores_stored(rows, LD, 1, dim, q, Q_STRIDE, list + c, t, sc ? sc + c : NULL,
+                                               far, alone);
                             cr_assert(
                                 same_bits(want + c * LD, alone, (size_t)rows, &where),
                                 "%s, dtype %d, rows %lld, dim %lld: key %lld alone scores %a in row %zu, "
@@ -191,8 +191,7 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         }
                         /* one row laid key after key (ld 1, the decode step's in-place layout) */
                         if (rows == 1) {
-                            set->scores_stored(1, 1, cols, dim, query_rows(1, dim, qt), Q_STRIDE, list, t, sc,
-                                               far, got);
+                            set->scores_stored(1, 1, cols, dim, q, Q_STRIDE, list, t, sc, far, got);
                             for (int64_t c = 0; c < cols; c++)
                                 cr_assert(same_bits(want + c * LD, got + c, 1, &where),
                                           "%s, dtype %d, cols %lld, dim %lld: key %lld scores %a at ld 1, "

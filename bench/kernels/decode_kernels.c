@@ -15,6 +15,7 @@
 #include "plan/block_sizes.h"
 #include "plan/problem.h"
 #include "runtime/cpu_features.h"
+#include "kernel_bench_util.h"
 #include "timing.h"
 
 #define TILE_KEYS 64
@@ -37,14 +38,6 @@ typedef struct {
     float *q, *s, *acc, *scale;
     float row_max[TILE_LD], row_sum[TILE_LD];
 } decode_bench;
-
-static void *zeroed(size_t bytes)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes + 64) != 0) return NULL;
-    memset(p, 0, bytes + 64);
-    return p;
-}
 
 /* Element i of a row of `type` with a small, finite value (no NaN codes): the softmax's
  * exponentials stay normal and every lane takes the path a real cache's values take. */
@@ -81,12 +74,12 @@ static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype 
     b->k = k, b->type = type, b->dim = dim, b->far = far;
     b->stride = (dim + FA_PAD_ELEMS_F32 - 1) / FA_PAD_ELEMS_F32 * FA_PAD_ELEMS_F32;
     const size_t row = (size_t)dim * elem;
-    b->k_mem = zeroed(TILE_KEYS * row);
-    b->v_mem = zeroed(TILE_KEYS * row);
-    b->q = zeroed((size_t)b->stride * sizeof(float));
-    b->s = zeroed(TILE_KEYS * TILE_LD * sizeof(float));
-    b->acc = zeroed((size_t)b->stride * sizeof(float));
-    b->scale = zeroed(TILE_KEYS * sizeof(float));
+    b->k_mem = kernel_bench_zeroed(TILE_KEYS * row);
+    b->v_mem = kernel_bench_zeroed(TILE_KEYS * row);
+    b->q = kernel_bench_zeroed((size_t)b->stride * sizeof(float));
+    b->s = kernel_bench_zeroed(TILE_KEYS * TILE_LD * sizeof(float));
+    b->acc = kernel_bench_zeroed((size_t)b->stride * sizeof(float));
+    b->scale = kernel_bench_zeroed(TILE_KEYS * sizeof(float));
     if (!b->k_mem || !b->v_mem || !b->q || !b->s || !b->acc || !b->scale) {
         decode_bench_free(b);
         return -1;
@@ -139,7 +132,7 @@ static double decode_bench_ns(decode_bench *b, decode_kind what, int rounds)
     return best * 1e9 / (TILES * TILE_KEYS);
 }
 
-int decode_kernels_run(const fa_kernels_f32 *k, const char *dims, int rounds, double fma_slot,
+int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int rounds, double fma_slot,
                        double read_gbps)
 {
     const fa_cpu_model cpu = fa_cpu_identify();
@@ -147,12 +140,8 @@ int decode_kernels_run(const fa_kernels_f32 *k, const char *dims, int rounds, do
     printf("Decode step, one query row, %d keys a tile in cache (%s prefetches); ns a key, and the\n"
            "bytes of K and V the step consumes against the read probe (%.1f GB/s, 1 thread)\n",
            TILE_KEYS, far ? "far" : "near", read_gbps);
-    for (const char *d = dims; *d;) {
-        const int64_t dim = atoll(d);
-        if (dim < 1 || dim > FA_MAX_HEAD_DIM) {
-            fprintf(stderr, "fa-kernel-bench: bad --d list '%s'\n", dims);
-            return -1;
-        }
+    for (int d = 0; d < n_dims; d++) {
+        const int64_t dim = dims[d];
         printf("D = Dv = %lld\n  %-6s %9s %9s %11s %9s %13s %9s %7s\n", (long long)dim, "cache", "scores",
                "softmax", "accumulate", "step", "step (slots)", "GB/s", "% read");
         for (size_t c = 0; c < sizeof cache_types / sizeof *cache_types; c++) {
@@ -170,8 +159,6 @@ int decode_kernels_run(const fa_kernels_f32 *k, const char *dims, int rounds, do
                    ns[DECODE_STEP] * 1e-9 / fma_slot, gbps, 100.0 * gbps / read_gbps);
             decode_bench_free(&b);
         }
-        const char *comma = strchr(d, ',');
-        d = comma ? comma + 1 : d + strlen(d);
     }
     return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "decode_kernels.h"
 #include "identity.h"
+#include "kernel_bench_util.h"
 #include "kernels/kernels.h"
 #include "runtime/dispatch.h"
 #include "peak.h"
@@ -33,10 +34,7 @@ typedef struct {
 
 static float *aligned_floats(size_t n)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n * sizeof(float) + 64) != 0) return NULL;
-    memset(p, 0, n * sizeof(float) + 64);
-    return p;
+    return kernel_bench_zeroed(n * sizeof(float));
 }
 
 static int tile_bench_init(tile_bench *b, const fa_kernels_f32 *k, int64_t dim, int64_t keys, int64_t block_k)
@@ -120,7 +118,7 @@ static void usage(FILE *f)
 }
 
 /* --decode: the read probe at 1 thread, then the decode kernels against it */
-static int decode_run(const fa_kernels_f32 *k, const char *dims, int rounds, double fma_slot)
+static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int rounds, double fma_slot)
 {
     bench_placement *placement = bench_placement_create();
     bench_stream stream = {0};
@@ -131,12 +129,12 @@ static int decode_run(const fa_kernels_f32 *k, const char *dims, int rounds, dou
     const double read_gbps = bench_stream_read_gbps(&stream, 1, NULL, 1.0, NULL);
     bench_stream_free(&stream);
     bench_placement_destroy(placement);
-    return decode_kernels_run(k, dims, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
+    return decode_kernels_run(k, dims, n_dims, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
-    const char *isa = NULL, *dims = "64,128";
+    const char *isa = NULL, *dim_list = "64,128";
     int64_t keys = 4096, block_k = 64;
     int rounds = 200, decode = 0;
     static const struct option long_opts[] = {
@@ -147,7 +145,7 @@ int main(int argc, char **argv)
     for (int c; (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1;) {
         switch (c) {
         case 'i': isa = optarg; break;
-        case 'd': dims = optarg; break;
+        case 'd': dim_list = optarg; break;
         case 'n': keys = atoll(optarg); break;
         case 'k': block_k = atoll(optarg); break;
         case 'r': rounds = atoi(optarg); break;
@@ -158,6 +156,13 @@ int main(int argc, char **argv)
     }
     if (keys < 1 || block_k < 1 || block_k > keys || rounds < 1) {
         fprintf(stderr, "fa-kernel-bench: expected 1 <= --block-k <= --keys and --rounds >= 1\n");
+        return 2;
+    }
+    int64_t dims[KERNEL_BENCH_MAX_DIMS];
+    const int n_dims = kernel_bench_parse_dims(dim_list, dims);
+    if (n_dims < 0) {
+        fprintf(stderr, "fa-kernel-bench: bad --d list '%s' (at most %d head dims of 1..%d)\n", dim_list,
+                KERNEL_BENCH_MAX_DIMS, FA_MAX_HEAD_DIM);
         return 2;
     }
     fa_kernels_resolved table;
@@ -184,13 +189,9 @@ int main(int argc, char **argv)
     /* seconds of one FMA of the table's vector width at the probe's rate (2 FLOP a lane) */
     const int lanes = table.table.f32->traits.lanes;
     const double fma_slot = 2.0 * lanes / (peak * 1e9);
-    if (decode) return decode_run(table.table.f32, dims, rounds, fma_slot);
-    for (const char *d = dims; *d;) {
-        int64_t dim = atoll(d);
-        if (dim < 1) {
-            fprintf(stderr, "fa-kernel-bench: bad --d list '%s'\n", dims);
-            return 2;
-        }
+    if (decode) return decode_run(table.table.f32, dims, n_dims, rounds, fma_slot);
+    for (int d = 0; d < n_dims; d++) {
+        const int64_t dim = dims[d];
         tile_bench b;
         if (tile_bench_init(&b, table.table.f32, dim, keys / block_k * block_k, block_k) != 0) {
             fprintf(stderr, "fa-kernel-bench: out of memory\n");
@@ -219,8 +220,6 @@ int main(int argc, char **argv)
         }
         printf("\n");
         tile_bench_free(&b);
-        const char *comma = strchr(d, ',');
-        d = comma ? comma + 1 : d + strlen(d);
     }
     if (port_costs_run_here()) {
         double peak512 = probe_isa == BENCH_PROBE_AVX512
