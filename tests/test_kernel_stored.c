@@ -157,11 +157,11 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         const fa_kernels_f32 *set = sets[s].set;
                         size_t where = 0;
                         set->scores(rows, LD, cols, dim, qt, wide, dim, want);
-                        /* far prefetches or near ones alone: a CPU's choice, which changes no bit */
-                        const int far = (int)((ci + (size_t)rows) % 2);
+                        /* near, far or no prefetches: a CPU's choice, which changes no bit */
+                        const fa_rows_prefetch prefetch = (fa_rows_prefetch)((ci + (size_t)rows) % 3);
                         const float mark = -7.25f;
                         for (int64_t i = 0; i < MAX_COLS * LD; i++) got[i] = mark;
-                        set->scores_stored(rows, LD, cols, dim, q, Q_STRIDE, list, t, sc, far, got);
+                        set->scores_stored(rows, LD, cols, dim, q, Q_STRIDE, list, t, sc, prefetch, got);
                         const int64_t outside = first_written_outside(got, rows, cols, mark);
                         cr_assert(outside < 0,
                                   "%s, dtype %d, rows %lld, cols %lld, dim %lld: scores_stored wrote element "
@@ -181,7 +181,7 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         for (int64_t c = 0; c < cols; c++) {
                             float alone[LD];
                             set->scores_stored(rows, LD, 1, dim, q, Q_STRIDE, list + c, t, sc ? sc + c : NULL,
-                                               far, alone);
+                                               prefetch, alone);
                             cr_assert(
                                 same_bits(want + c * LD, alone, (size_t)rows, &where),
                                 "%s, dtype %d, rows %lld, dim %lld: key %lld alone scores %a in row %zu, "
@@ -191,7 +191,7 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         }
                         /* one row laid key after key (ld 1, the decode step's in-place layout) */
                         if (rows == 1) {
-                            set->scores_stored(1, 1, cols, dim, q, Q_STRIDE, list, t, sc, far, got);
+                            set->scores_stored(1, 1, cols, dim, q, Q_STRIDE, list, t, sc, prefetch, got);
                             for (int64_t c = 0; c < cols; c++)
                                 cr_assert(same_bits(want + c * LD, got + c, 1, &where),
                                           "%s, dtype %d, cols %lld, dim %lld: key %lld scores %a at ld 1, "
@@ -202,7 +202,8 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         memcpy(acc_want, acc0, sizeof(float) * (size_t)(4 * acc_stride));
                         memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
                         set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
-                        set->accumulate_stored(rows, cols, dim, p, LD, list, t, sc, far, acc_got, acc_stride);
+                        set->accumulate_stored(rows, cols, dim, p, LD, list, t, sc, prefetch, acc_got,
+                                               acc_stride);
                         cr_assert(
                             same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
                             "%s, dtype %d, rows %lld, cols %lld, dim %lld: accumulator element %zu is %a, "
@@ -212,7 +213,7 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                         if (rows == 1) { /* p of one row key after key (ld 1) */
                             for (int64_t c = 0; c < cols; c++) got[c] = p[c * LD];
                             memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
-                            set->accumulate_stored(1, cols, dim, got, 1, list, t, sc, far, acc_got,
+                            set->accumulate_stored(1, cols, dim, got, 1, list, t, sc, prefetch, acc_got,
                                                    acc_stride);
                             cr_assert(
                                 same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
@@ -288,9 +289,10 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
                             const fa_kernels_f32 *set = sets[s].set;
                             size_t where = 0;
                             set->scores(rows, LD, cols, dim, qt, wide, dim, want);
-                            const int far = (int)((ci + (size_t)rows) % 2); /* either: no bit changes */
+                            /* any prefetch: no bit changes */
+                            const fa_rows_prefetch prefetch = (fa_rows_prefetch)((ci + (size_t)rows) % 3);
                             set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list,
-                                               t, scale, far, got);
+                                               t, scale, prefetch, got);
                             for (int64_t c = 0; c < cols; c++)
                                 cr_assert(
                                     same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
@@ -302,7 +304,7 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
                             for (int64_t i = 0; i < 4 * acc_stride; i++)
                                 acc_want[i] = acc_got[i] = (float)tu_rng_uniform(&rng, -1, 1);
                             set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
-                            set->accumulate_stored(rows, cols, dim, p, LD, list, t, scale, far, acc_got,
+                            set->accumulate_stored(rows, cols, dim, p, LD, list, t, scale, prefetch, acc_got,
                                                    acc_stride);
                             cr_assert(same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
                                       "%s, dtype %d, scales %d, rows %lld, cols %lld, dim %lld: accumulator "

@@ -32,7 +32,7 @@ typedef struct {
     const fa_kernels_f32 *k;
     fa_dtype type;
     int64_t dim, stride; /* stride: q's and acc's row, padded to 64 bytes */
-    int far;
+    fa_rows_prefetch prefetch;
     unsigned char *k_mem, *v_mem;
     const void *k_rows[TILE_KEYS + FA_STORED_AHEAD], *v_rows[TILE_KEYS + FA_STORED_AHEAD];
     float *q, *s, *acc, *scale;
@@ -67,11 +67,12 @@ static void decode_bench_free(decode_bench *b)
     free(b->k_mem), free(b->v_mem), free(b->q), free(b->s), free(b->acc), free(b->scale);
 }
 
-static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, int64_t dim, int far)
+static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, int64_t dim,
+                             fa_rows_prefetch prefetch)
 {
     const size_t elem = fa_elem_size(type);
     memset(b, 0, sizeof *b);
-    b->k = k, b->type = type, b->dim = dim, b->far = far;
+    b->k = k, b->type = type, b->dim = dim, b->prefetch = prefetch;
     b->stride = (dim + FA_PAD_ELEMS_F32 - 1) / FA_PAD_ELEMS_F32 * FA_PAD_ELEMS_F32;
     const size_t row = (size_t)dim * elem;
     b->k_mem = kernel_bench_zeroed(TILE_KEYS * row);
@@ -108,13 +109,13 @@ static void decode_bench_pass(decode_bench *b, decode_kind what)
     for (int t = 0; t < TILES; t++) {
         if (what == DECODE_SCORES || what == DECODE_STEP)
             b->k->scores_stored(1, TILE_LD, TILE_KEYS, b->dim, b->q, b->stride, b->k_rows, b->type, scale,
-                                b->far, b->s);
+                                b->prefetch, b->s);
         if (what == DECODE_SOFTMAX || what == DECODE_STEP)
             b->k->online_softmax(1, TILE_LD, TILE_KEYS, b->s, b->row_max, b->row_sum, b->acc, b->stride,
                                  b->stride);
         if (what == DECODE_ACCUMULATE || what == DECODE_STEP)
-            b->k->accumulate_stored(1, TILE_KEYS, b->dim, b->s, TILE_LD, b->v_rows, b->type, scale, b->far,
-                                    b->acc, b->stride);
+            b->k->accumulate_stored(1, TILE_KEYS, b->dim, b->s, TILE_LD, b->v_rows, b->type, scale,
+                                    b->prefetch, b->acc, b->stride);
     }
 }
 
@@ -136,17 +137,19 @@ int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims,
                        double read_gbps)
 {
     const fa_cpu_model cpu = fa_cpu_identify();
-    const int far = fa_decode_prefetches_far(&cpu);
+    /* the prefetches of tiles read head by head (a group in token order may take others) */
+    const fa_rows_prefetch prefetch = fa_decode_prefetch_for(&cpu).rows;
+    static const char *const prefetch_names[] = {"near", "far", "no"};
     printf("Decode step, one query row, %d keys a tile in cache (%s prefetches); ns a key, and the\n"
            "bytes of K and V the step consumes against the read probe (%.1f GB/s, 1 thread)\n",
-           TILE_KEYS, far ? "far" : "near", read_gbps);
+           TILE_KEYS, prefetch_names[prefetch], read_gbps);
     for (int d = 0; d < n_dims; d++) {
         const int64_t dim = dims[d];
         printf("D = Dv = %lld\n  %-6s %9s %9s %11s %9s %13s %9s %7s\n", (long long)dim, "cache", "scores",
                "softmax", "accumulate", "step", "step (slots)", "GB/s", "% read");
         for (size_t c = 0; c < sizeof cache_types / sizeof *cache_types; c++) {
             decode_bench b;
-            if (decode_bench_init(&b, k, cache_types[c].type, dim, far) != 0) {
+            if (decode_bench_init(&b, k, cache_types[c].type, dim, prefetch) != 0) {
                 fprintf(stderr, "fa-kernel-bench: out of memory\n");
                 return -1;
             }

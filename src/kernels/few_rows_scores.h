@@ -22,6 +22,7 @@
 
 #define FA_FEW_ROWS      4
 #define FA_PREFETCH_KEYS 16
+#define FA_HINT_NONE     (-1) /* scores_few_rows_body_'s hint: no row is prefetched */
 
 /* The rows a few-rows tile reads as key rows: FA_T (kind 0), or a stored type (kind: its fa_dtype,
  * FA_BF16 and up) converted as it is loaded, where the ISA's float file defines V_LOAD_STORED
@@ -226,8 +227,9 @@ FA_DOT_DEFINE_KIND(7)
  * and zero past dim to a whole vector: kernels.h, scores_stored) against `cols` key rows of `kind`:
  * k_stride elements apart from k, or, with k_rows, key c at k_rows[c] (with its scale, scale[c], for
  * a quantized kind). K streams from memory once: rows are asked for `ahead` keys early, a line at a
- * time, with `hint` (float: 16 keys into L1 within the tile; stored: simd/half_operands.h), up to
- * the tile's end unless past_tile (k_rows then has cols + ahead entries: kernels.h). */
+ * time, with `hint` (float: 16 keys into L1 within the tile; stored: simd/half_operands.h; none with
+ * FA_HINT_NONE), up to the tile's end unless past_tile (k_rows then has cols + ahead entries:
+ * kernels.h). */
 FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols,
                                               int64_t dim, const FA_T *q, int64_t q_stride, const void *k,
                                               int64_t k_stride, const void *const *k_rows, const float *scale,
@@ -238,7 +240,8 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
     int keys = FA_FEW_ROWS_KEYS(rows);
     for (int64_t c = 0; c < cols; c += keys) {
         int nk = cols - c < keys ? (int)(cols - c) : keys;
-        for (int64_t a = c + ahead; a < c + ahead + nk && (past_tile || a < cols); a++) {
+        for (int64_t a = c + ahead; hint != FA_HINT_NONE && a < c + ahead + nk && (past_tile || a < cols);
+             a++) {
             const char *row = k_rows ? (const char *)k_rows[a] : (const char *)k + a * k_stride * elem;
             for (int64_t x = 0; x < dim * elem; x += 64) {
                 if (hint == FA_HINT_L2)

@@ -66,6 +66,12 @@ typedef struct {
     fa_tile_layout score_tile;
 } fa_kernel_traits;
 
+/* How scores_stored and accumulate_stored ask for the rows of their lists ahead of use: a few keys
+ * before into L1 (NEAR); FA_STORED_AHEAD keys before into L2 and a few before into L1 again (FAR);
+ * or not at all (NONE: the hardware prefetchers follow the reads). A CPU's choice
+ * (plan/block_sizes.h, fa_decode_prefetch_for), which changes no bit. */
+typedef enum { FA_ROWS_PREFETCH_NEAR, FA_ROWS_PREFETCH_FAR, FA_ROWS_PREFETCH_NONE } fa_rows_prefetch;
+
 /* Declares the tile operations for element type T, as struct members. A table may leave an
  * operation NULL: the context then takes ref's (fa_kernels_select), whose contract is the same. */
 // clang-format off
@@ -139,9 +145,8 @@ typedef struct {
          * most FA_HALF_ROWS real query rows (a decode step): bit for bit what scores and accumulate         \
          * give on the same rows widened. Key c's row is k_rows[c] (any address and alignment: a page of     \
          * a paged cache is as good as a contiguous run), its scale scale[c] (NULL but for the quantized     \
-         * types); the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched:      \
-         * a few keys before their use into L1, and with `far` FA_STORED_AHEAD keys ahead into L2 too        \
-         * (the CPU's choice: plan/block_sizes.h). Only the float set's are called (stored types             \
+         * types); the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched,     \
+         * as `prefetch` says (fa_rows_prefetch). Only the float set's are called (stored types              \
          * accumulate in float). scores_stored takes the tile's query rows as scores packs them, but row     \
          * by row: q[r·q_stride + x] = qt[x·ld + r] for x < dim, 0 from dim to q_stride (a multiple of 64    \
          * bytes; q 64-byte aligned), gathered once by the caller for all the tiles it scores. It writes     \
@@ -150,10 +155,10 @@ typedef struct {
          * online_softmax steps a vector of keys at a time; accumulate_stored reads p so too. */             \
         void (*scores_stored)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const T *q,               \
                               int64_t q_stride, const void *const *k_rows, fa_dtype kt, const float *scale,  \
-                              int far, T *s);                                                                \
+                              fa_rows_prefetch prefetch, T *s);                                              \
         void (*accumulate_stored)(int64_t rows, int64_t cols, int64_t dim, const T *p, int64_t ld,           \
-                                  const void *const *x_rows, fa_dtype xt, const float *scale, int far,       \
-                                  T *acc, int64_t acc_stride);                                               \
+                                  const void *const *x_rows, fa_dtype xt, const float *scale,                \
+                                  fa_rows_prefetch prefetch, T *acc, int64_t acc_stride);                    \
         /* Dropout's keep mask (kernels/philox.h) on the transposed probability tile s[c][r] whose row r     \
          * is mask row i0 + r and column c mask key j0 + c, for r < rows, c < cols: a kept probability       \
          * times kept (1/(1 - p) rounded to T once), a dropped one 0; nothing else is touched. */            \

@@ -116,6 +116,14 @@ static int amd_avx2_f32_forward(fa_pass pass, const fa_block_inputs *in)
            strcmp(in->table, "avx2") == 0;
 }
 
+/* AMD's Zen 3 cores: family 19h models 00h-0Fh (EPYC 7003) and 20h-5Fh (the desktop and mobile
+ * parts); Zen 4 is 10h-1Fh and 60h-AFh of the same family. */
+static int amd_zen3(const fa_cpu_model *cpu)
+{
+    return cpu->vendor == FA_CPU_AMD && cpu->family == 0x19 &&
+           (cpu->model < 0x10 || (cpu->model >= 0x20 && cpu->model < 0x60));
+}
+
 /* A [token][head][dim] cache is read 512 bytes of each 4 KiB token row per head (f32, D = 128): on
  * AMD only far prefetches keep enough misses in flight, on Intel they cost more than they bring.
  * `fa-bench --decode-batch 16:1024-32768 --h 8 --d 128 --page-size 16`, min ms: Zen 4 (2 cores),
@@ -124,10 +132,20 @@ static int amd_avx2_f32_forward(fa_pass pass, const fa_block_inputs *in)
  * model 207, 16 cores), contiguous, lists / plain kernels in one run at 1 / 4 / 16 threads: with
  * far prefetches 0.88-1.07 / 1.23-1.34 / 1.00-1.46, with near ones only 1.05-1.16 / 1.06-1.19 /
  * 0.96-1.09; paged lists with near ones only 0.69-0.95x the time of far ones at 4 and 16 threads
- * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
-int fa_decode_prefetches_far(const fa_cpu_model *cpu)
+ * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md).
+ * In token order a group reads each token row whole (rows of 256 bytes and more), in an order Zen 3's
+ * hardware prefetchers follow: there no prefetch at all took 24-35% less time than far ones for f32
+ * at 1 and 2 threads, contiguous and over pages of 1, 16 and 256 keys (contiguous, 1 thread: 190-202
+ * -> 141-155 ms, 49-56% -> 68-75% of the read probe), and bf16 9-20% less over pages and at 2
+ * threads, contiguous at 1 thread within the spread. Rows read head by head (int8 and FP8 at D128)
+ * keep far prefetches: without any they took 1.3-1.8x the time
+ * (bench/results/2026-12-05-zen3-decode-prefetch.md). Not measured on Zen 4 in token order: it keeps
+ * far ones. */
+fa_decode_prefetch fa_decode_prefetch_for(const fa_cpu_model *cpu)
 {
-    return cpu->vendor == FA_CPU_AMD;
+    if (cpu->vendor != FA_CPU_AMD) return (fa_decode_prefetch){FA_ROWS_PREFETCH_NEAR, FA_ROWS_PREFETCH_NEAR};
+    return (fa_decode_prefetch){FA_ROWS_PREFETCH_FAR,
+                                amd_zen3(cpu) ? FA_ROWS_PREFETCH_NONE : FA_ROWS_PREFETCH_FAR};
 }
 
 /* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than

@@ -45,11 +45,15 @@ typedef struct {
  * from one long sequence (schedule.h). */
 #define FA_DECODE_BLOCK_K 64
 
-/* Whether a decode step's row lists (drivers/forward_float.h: a stored or paged cache) are also
- * prefetched far ahead into L2 (kernels.h, scores_stored), and a contiguous f32 cache is then read
- * through lists too, instead of by the plain kernels, whose prefetches are near ones into L1 within
- * a tile. The bits are the same either way; the choice is measured per CPU maker (block_sizes.c). */
-int fa_decode_prefetches_far(const fa_cpu_model *cpu);
+/* How a decode step's kernels prefetch the rows of their lists (kernels.h, fa_rows_prefetch): `rows`
+ * over its tiles in general, `tokens` over a group's tiles read in token order (drivers/
+ * forward_attend.h, attend_tokens_). Where `rows` is FAR a contiguous f32 cache is also read through
+ * lists, instead of by the plain kernels, whose prefetches are near ones into L1 within a tile. The
+ * bits are the same whatever they are; the choice is measured per CPU (block_sizes.c). */
+typedef struct {
+    fa_rows_prefetch rows, tokens;
+} fa_decode_prefetch;
+fa_decode_prefetch fa_decode_prefetch_for(const fa_cpu_model *cpu);
 
 /* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
  * the table's row for it, which takes items of more rows (blocks of FA_FLOAT_BLOCK_ROWS or

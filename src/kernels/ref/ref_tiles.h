@@ -186,9 +186,9 @@ static FA_T FA_NAME(ref_stored_)(fa_dtype t, const void *row, int64_t x, const f
 
 static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *q,
                                         int64_t q_stride, const void *const *k_rows, fa_dtype kt,
-                                        const float *scale, int far, FA_T *s)
+                                        const float *scale, fa_rows_prefetch prefetch, FA_T *s)
 {
-    (void)far; /* no prefetches: the portable reference */
+    (void)prefetch; /* no prefetches: the portable reference */
     for (int64_t c = 0; c < cols; c++) {
         FA_T *sc = s + c * ld;
         const float *scale_c = scale ? scale + c : NULL;
@@ -202,9 +202,10 @@ static void FA_NAME(ref_scores_stored_)(int64_t rows, int64_t ld, int64_t cols, 
 
 static void FA_NAME(ref_accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p,
                                             int64_t ld, const void *const *x_rows, fa_dtype xt,
-                                            const float *scale, int far, FA_T *acc, int64_t acc_stride)
+                                            const float *scale, fa_rows_prefetch prefetch, FA_T *acc,
+                                            int64_t acc_stride)
 {
-    (void)far;
+    (void)prefetch;
     for (int64_t r = 0; r < rows; r++) {
         FA_T *ar = acc + r * acc_stride;
         for (int64_t c = 0; c < cols; c++) {

@@ -21,12 +21,14 @@
  * 2 bytes an element, a quantized one 1, once, instead of widening a tile into the arena and reading
  * that again. */
 
-/* Rows are asked for FA_PREFETCH_KEYS (16) keys before their use into L1, and with `far` (the CPU's
- * choice, plan/block_sizes.h) FA_STORED_AHEAD (kernels.h: 64) keys ahead into L2 as well: far enough
- * that a row's DRAM latency is hidden behind the rows before it, near enough that L2 keeps them. The
- * row lists carry FA_STORED_AHEAD more rows, the next keys' (the drivers' next tile, or a page's next
- * page), so the next rows arrive in time across tiles and pages
- * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
+/* Rows are asked for as `prefetch` says (kernels.h, fa_rows_prefetch): FA_PREFETCH_KEYS (16) keys
+ * before their use into L1, and when FAR, FA_STORED_AHEAD (kernels.h: 64) keys ahead into L2 as
+ * well: far enough that a row's DRAM latency is hidden behind the rows before it, near enough that
+ * L2 keeps them. The row lists carry FA_STORED_AHEAD more rows, the next keys' (the drivers' next
+ * tile, or a page's next page), so the next rows arrive in time across tiles and pages
+ * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). With NONE the kernels ask for
+ * nothing: where the reads stream as the hardware prefetchers follow them, the prefetch
+ * instructions only cost issue slots (plan/block_sizes.c, fa_decode_prefetch_for). */
 
 /* FA_HALF_VECS_ONE: vectors of dim per accumulate block of one row (a decode step's) over a 1-byte
  * type (int8, FP8), where the ISA gives more than FA_HALF_VECS_FEW: one row's accumulators and a
@@ -53,21 +55,26 @@ FA_INLINE int FA_NAME(stored_kind_)(fa_dtype t, const float *scale, int64_t cols
 
 static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int64_t dim, const FA_T *q,
                                     int64_t q_stride, const void *const *k_rows, fa_dtype kt,
-                                    const float *scale, int far, FA_T *s)
+                                    const float *scale, fa_rows_prefetch prefetch, FA_T *s)
 {
+    const int far = prefetch == FA_ROWS_PREFETCH_FAR;
     FA_NAME(scores_few_rows_body_)
     (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, q, q_stride, NULL, 0, k_rows, scale, s,
-     far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS, 1, far ? FA_HINT_L2 : FA_HINT_L1, 0);
+     far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS, 1,
+     prefetch == FA_ROWS_PREFETCH_NONE ? FA_HINT_NONE
+     : far                             ? FA_HINT_L2
+                                       : FA_HINT_L1,
+     0);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
  * `kind` (FA_KIND_OWN: FA_T itself), key t's row at x_rows[t] from element x_off on (a quantized
- * key's elements times scale[t]); x_rows has FA_STORED_AHEAD entries past `steps` to prefetch (far
- * ones only with `far`). */
+ * key's elements times scale[t]); x_rows has FA_STORED_AHEAD entries past `steps` to prefetch as
+ * `prefetch` (an fa_rows_prefetch) says. */
 FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int nv, const int tail,
                                          int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld,
                                          const void *const *x_rows, int64_t x_off, const float *scale,
-                                         const int far, FA_T *acc, int64_t acc_stride)
+                                         const int prefetch, FA_T *acc, int64_t acc_stride)
 {
     const int64_t elem = FA_NAME(kind_size_)(kind);
     const int scaled = kind > FA_F16; /* FA_KIND_E4M3_HALVES too */
@@ -85,12 +92,13 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
     for (int64_t t = 0; t < steps; t++) {
         const char *row = (const char *)x_rows[t] + x_off * elem,
                    *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
-        if (far)
+        if (prefetch == FA_ROWS_PREFETCH_FAR)
             for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem;
                  e += 64) /* each line of the chunk's part */
                 FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
-        for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64) /* and near their use, into L1 */
-            FA_PREFETCH((const char *)x_rows[t + FA_PREFETCH_KEYS] + x_off * elem + e, FA_HINT_L1);
+        if (prefetch != FA_ROWS_PREFETCH_NONE) /* and near their use, into L1 */
+            for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64)
+                FA_PREFETCH((const char *)x_rows[t + FA_PREFETCH_KEYS] + x_off * elem + e, FA_HINT_L1);
         vec xv[FA_HALF_VECS_ONE];
         const vec sv = V_SET1(FA_NAME(key_scale_)(kind, scale, t));
         FA_UNROLL
@@ -130,8 +138,8 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
  * the bits are half_rows_block_'s; the loop spends one instruction per 16 elements widening, not two
  * (on an Intel server core both ran on the FMA ports). */
 FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w,
-                                          int64_t ld, const void *const *x_rows, int64_t x_off, const int far,
-                                          FA_T *acc, int64_t acc_stride)
+                                          int64_t ld, const void *const *x_rows, int64_t x_off,
+                                          const int prefetch, FA_T *acc, int64_t acc_stride)
 {
     vec a[FA_FEW_ROWS][FA_HALF_VECS_ONE];
     FA_UNROLL
@@ -144,12 +152,13 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
     for (int64_t t = 0; t < steps; t++) {
         const uint16_t *x = (const uint16_t *)x_rows[t] + x_off,
                        *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
-        if (far)
+        if (prefetch == FA_ROWS_PREFETCH_FAR)
             for (int64_t e = 0; e < (int64_t)nv * FA_LANES;
                  e += 32) /* each 64-byte line of the chunk's part */
                 FA_PREFETCH(ahead + e, FA_HINT_L2);
-        for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32) /* and near their use, into L1 */
-            FA_PREFETCH((const uint16_t *)x_rows[t + FA_PREFETCH_KEYS] + x_off + e, FA_HINT_L1);
+        if (prefetch != FA_ROWS_PREFETCH_NONE) /* and near their use, into L1 */
+            for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32)
+                FA_PREFETCH((const uint16_t *)x_rows[t + FA_PREFETCH_KEYS] + x_off + e, FA_HINT_L1);
         vec xv[FA_HALF_VECS_ONE];
         FA_UNROLL
         for (int j = 0; j < nv; j += 2) V_LOAD_BF16_PAIRS(x + j * FA_LANES, &xv[j], &xv[j + 1]);
@@ -185,11 +194,11 @@ _Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW &&
     static __attribute__((noinline)) void FA_HALF_ROWS_FN(K, NR, NV, TAIL)(                               \
         int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows,            \
             int64_t x_off,                                                                                \
-        const float *scale, int far, FA_T *acc, int64_t acc_stride)                                       \
+        const float *scale, int prefetch, FA_T *acc, int64_t acc_stride)                                  \
     {                                                                                                     \
         if ((NV) <= FA_HALF_VECS_OF(NR))                                                                  \
-            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale, far, \
-                                      acc, acc_stride);                                                   \
+            FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale,      \
+                                      prefetch, acc, acc_stride);                                         \
     }
 #define FA_HALF_ROWS_DEFINE_VECS(K, NR, NV) FA_HALF_ROWS_DEFINE(K, NR, NV, 0) \
     FA_HALF_ROWS_DEFINE(K, NR, NV, 1)
@@ -223,11 +232,11 @@ FA_HALF_ROWS_DEFINE_TYPE(7)
     static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(int64_t steps, const FA_T *w,  \
         int64_t ld,                                                                               \
                                                                    const void *const *x_rows,     \
-                                                                       int64_t x_off, int far,    \
+                                                                       int64_t x_off, int prefetch,    \
                                                                    FA_T *acc, int64_t acc_stride) \
     {                                                                                             \
         if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, \
-            x_off, far, acc, acc_stride);                                                         \
+            x_off, prefetch, acc, acc_stride);                                                         \
     }
 #define FA_HALF_PAIRS_DEFINE_ROWS(NR) FA_HALF_PAIRS_DEFINE(NR, 2) FA_HALF_PAIRS_DEFINE(NR, 4)
 #define FA_HALF_PAIRS_DEFINE_WIDE(NR)                                                                        \
@@ -238,13 +247,13 @@ FA_HALF_PAIRS_DEFINE_ROWS(3)
 FA_HALF_PAIRS_DEFINE_ROWS(4)
 #define FA_HALF_PAIRS_CASE(NR, NV)                                                                           \
     case (NR) * 16 + (NV):                                                                                   \
-        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, x_rows, y, far, acc + y, acc_stride);                          \
+        FA_HALF_PAIRS_FN(NR, NV)(cols, p, ld, x_rows, y, prefetch, acc + y, acc_stride);                     \
         continue;
 #define FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 2) FA_HALF_PAIRS_CASE(NR, 4)
 #define FA_HALF_PAIRS_WIDE(NR) FA_HALF_PAIRS_ROWS(NR) FA_HALF_PAIRS_CASE(NR, 6) FA_HALF_PAIRS_CASE(NR, 8)
 #endif
 #define FA_HALF_ROWS_KIND_CALL(K, NR, NV, TAIL)                                                              \
-    FA_HALF_ROWS_FN(K, NR, NV, TAIL)(cols, width, p, ld, x_rows, y, scale, far, acc + y, acc_stride)
+    FA_HALF_ROWS_FN(K, NR, NV, TAIL)(cols, width, p, ld, x_rows, y, scale, prefetch, acc + y, acc_stride)
 #define FA_HALF_ROWS_CASE(NR, NV, TAIL)                                                                      \
     case ((NR) * 16 + (NV)) * 2 + (TAIL):                                                                    \
         switch (kind) {                                                                                      \
@@ -266,8 +275,8 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
 // clang-format on
 
 static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim, const FA_T *p, int64_t ld,
-                                        const void *const *x_rows, fa_dtype xt, const float *scale, int far,
-                                        FA_T *acc, int64_t acc_stride)
+                                        const void *const *x_rows, fa_dtype xt, const float *scale,
+                                        fa_rows_prefetch prefetch, FA_T *acc, int64_t acc_stride)
 {
     const int kind = FA_NAME(stored_kind_)(xt, scale, cols);
     /* one row takes FA_HALF_VECS_ONE over a 1-byte kind only (bf16 and f32 rows were slower so) */
