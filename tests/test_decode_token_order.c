@@ -15,8 +15,8 @@
 #include "dtype.h"
 #include "util.h"
 
-/* D: rows long enough for token order in every type (int8's D bytes: FA_TOKEN_MIN_ROW_BYTES, 256),
- * and no whole number of vectors */
+/* D: rows long enough for token order in every type on every CPU (int8's D bytes: 256, the longest
+ * shortest row, plan/block_sizes.c), and no whole number of vectors */
 enum { B = 2, HKV = 5, NK = 197, D = 264, DV = 40 };
 
 typedef struct {

@@ -44,7 +44,7 @@ typedef struct {
     int group;                       /* query items a phase-0 item groups (forward_group_of); 1: none */
     int gather_q;                    /* items gather their query rows (rows_gathered; forward_float.h) */
     int in_place;                    /* items read their keys in place (reads_in_place; forward_float.h) */
-    fa_decode_prefetch prefetch;     /* ... and prefetch them so (fa_decode_prefetch_for) */
+    fa_decode_reads reads;           /* ... in token order or not, and prefetching (fa_decode_reads_for) */
 } fa_forward_job;
 
 /* Whether a problem's query rows are not evenly apart within an item: a grouped problem's rows over
@@ -54,17 +54,22 @@ static int rows_gathered(const fa_problem *p)
     return p->row_group > 1 && p->q_len > p->row_group;
 }
 
+/* How a decode step over p's cache reads it (plan/block_sizes.h). */
+static fa_decode_reads decode_reads(const fa_context *ctx, const fa_problem *p)
+{
+    return fa_decode_reads_for(&ctx->cpu, p->dim * (int64_t)fa_elem_size(p->kv_type));
+}
+
 /* Whether a problem's items read their keys and values where they lie, by row lists
  * (forward_float.h): a decode step (at most FA_HALF_ROWS query rows, so one query block an item) in
  * f32, the type of the tables' scores_stored and accumulate_stored, over a cache stored in another
  * type or paged, or over a contiguous f32 cache where the CPU takes far prefetches, which only the
- * lists' kernels make (fa_decode_prefetch_for). Otherwise stored or paged keys are staged in tiles
+ * lists' kernels make (fa_decode_reads_for). Otherwise stored or paged keys are staged in tiles
  * (kv_tiles.h). */
 static int reads_in_place(const fa_context *ctx, const fa_problem *p)
 {
     return p->dtype == FA_F32 && p->q_len <= FA_HALF_ROWS &&
-           (fa_kv_widens(p) || p->pages != NULL ||
-            fa_decode_prefetch_for(&ctx->cpu).rows == FA_ROWS_PREFETCH_FAR);
+           (fa_kv_widens(p) || p->pages != NULL || decode_reads(ctx, p).rows == FA_ROWS_PREFETCH_FAR);
 }
 
 /* How many query items of a problem one item groups (forward_attend.h, attend_group_): a decode
@@ -344,7 +349,7 @@ static fa_status sequences_job(fa_context *ctx, const fa_problem *p, fa_forward_
                             1,
                             kinds.gather_q,
                             kinds.in_place,
-                            fa_decode_prefetch_for(&ctx->cpu)};
+                            decode_reads(ctx, p)};
     /* some sequences may run on the dot-product units and others not (sequence_job_) */
     *scratch = forward_plan(job, kinds);
     *widest_rows_out = widest_rows;
@@ -414,7 +419,7 @@ static fa_forward_job dense_job(const fa_context *ctx, const fa_problem *p, int6
                           1,
                           rows_gathered(p),
                           !dot && reads_in_place(ctx, p),
-                          fa_decode_prefetch_for(&ctx->cpu)};
+                          decode_reads(ctx, p)};
     job.group = forward_group_of(p, &job.schedule, dot);
     *units = forward_units(p, &job.schedule, job.group);
     job.split = fa_kv_split_make(p, &job.schedule, *units, block_k,

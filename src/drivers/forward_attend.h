@@ -69,20 +69,13 @@ static void FA_SET_NAME(attend_tile_)(const FA_SET_NAME(item_) * item, const fa_
  * measured slower (bench/results/2026-12-05-decode-token-order-amd-zen4.md). */
 #define FA_TOKEN_RUN 8
 
-/* The shortest key row (D elements of the cache's type) read in token order. A run's calls cost the
- * same whatever the row, so short rows pay more per byte. Zen 4, 16 sequences, H8, D128, pages of 1
- * and 16 keys and contiguous: f32's 512-byte rows 9-19% less time; bf16's 256 bytes 8% less to 1%
- * more, over pages of 1 key at 1 thread 1% less to 3.5% more; int8's and FP8's 128 bytes up to 18%
- * more over pages of 1 key at 1 thread (bench/results/2026-12-05-decode-token-order-amd-zen4.md). */
-#define FA_TOKEN_MIN_ROW_BYTES 256
-
 /* Whether a group reads its tiles in token order (attend_tokens_), once for all its tiles: two items
- * or more, each one query block read in place, over rows of at least FA_TOKEN_MIN_ROW_BYTES. */
+ * or more, each one query block read in place, over key rows the CPU reads so (job->reads,
+ * plan/block_sizes.h: fa_decode_reads_for). */
 static int FA_SET_NAME(reads_tokens_)(const FA_SET_NAME(item_) * items, const fa_forward_job *job,
                                       const int64_t *blocks, int n)
 {
-    const fa_problem *p = job->problem;
-    if (n < 2 || p->dim * (int64_t)fa_elem_size(p->kv_type) < FA_TOKEN_MIN_ROW_BYTES) return 0;
+    if (n < 2 || !job->reads.token_order) return 0;
     for (int m = 0; m < n; m++)
         if (!items[m].direct || blocks[m] != 1) return 0;
     return 1;

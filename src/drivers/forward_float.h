@@ -321,7 +321,7 @@ static void FA_SET_NAME(scores_)(const FA_SET_NAME(item_) * item, const fa_forwa
         const int64_t at = col0 - t->col0;
         kern->scores_stored(b->rows, FA_SET_NAME(tile_ld_)(job, b, t, full), cols, p->dim, item->q_few,
                             item->q_few_stride, t->k_list + at, p->kv_type,
-                            p->k_scale.data ? t->k_scales + at : NULL, job->prefetch.rows, item->s);
+                            p->k_scale.data ? t->k_scales + at : NULL, job->reads.rows, item->s);
         return;
     }
     FA_CAT(fa_scores_visible_, FA_SFX)
@@ -358,7 +358,7 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
     if (t->in_place && full) {
         const int64_t at = col0 - t->col0;
         kern->accumulate_stored(b->rows, cols, p->dim_v, item->s, ld, t->v_list + at, p->kv_type,
-                                p->v_scale.data ? t->v_scales + at : NULL, job->prefetch.rows, b->acc,
+                                p->v_scale.data ? t->v_scales + at : NULL, job->reads.rows, b->acc,
                                 acc_stride);
         return;
     }
@@ -373,7 +373,7 @@ static void FA_SET_NAME(softmax_accumulate_)(const FA_SET_NAME(item_) * item, co
  * [c0, c0 + run) there, with the same kernels on the same rows as the tile in one call: each key's
  * score and each accumulator element take the same operations in the same order (the kernels' key
  * blocks are per key, their accumulation per element in key order), so the bits do not change.
- * The runs prefetch as the CPU's choice for token order says (job->prefetch.tokens). */
+ * The runs prefetch as the CPU's choice for token order says (job->reads.tokens). */
 #define FA_SET_TOKENS 1
 
 static void FA_SET_NAME(scores_run_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
@@ -384,7 +384,7 @@ static void FA_SET_NAME(scores_run_)(const FA_SET_NAME(item_) * item, const fa_f
     const int64_t ld = FA_SET_NAME(tile_ld_)(job, b, t, 1);
     job->kernels->FA_SFX->scores_stored(b->rows, ld, run, p->dim, item->q_few, item->q_few_stride,
                                         t->k_list + c0, p->kv_type, p->k_scale.data ? t->k_scales + c0 : NULL,
-                                        job->prefetch.tokens, item->s + c0 * ld);
+                                        job->reads.tokens, item->s + c0 * ld);
 }
 
 static void FA_SET_NAME(accumulate_run_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
@@ -395,7 +395,7 @@ static void FA_SET_NAME(accumulate_run_)(const FA_SET_NAME(item_) * item, const 
     const int64_t ld = FA_SET_NAME(tile_ld_)(job, b, t, 1);
     job->kernels->FA_SFX->accumulate_stored(b->rows, run, p->dim_v, item->s + c0 * ld, ld, t->v_list + c0,
                                             p->kv_type, p->v_scale.data ? t->v_scales + c0 : NULL,
-                                            job->prefetch.tokens, b->acc, item->st.acc_stride);
+                                            job->reads.tokens, b->acc, item->st.acc_stride);
 }
 
 /* The item's rows, as write_rows_ and the split-KV chunks read them: the accumulator itself. */

@@ -69,7 +69,7 @@ typedef struct {
 /* How scores_stored and accumulate_stored ask for the rows of their lists ahead of use: a few keys
  * before into L1 (NEAR); FA_STORED_AHEAD keys before into L2 and a few before into L1 again (FAR);
  * or not at all (NONE: the hardware prefetchers follow the reads). A CPU's choice
- * (plan/block_sizes.h, fa_decode_prefetch_for), which changes no bit. */
+ * (plan/block_sizes.h, fa_decode_reads_for), which changes no bit. */
 typedef enum { FA_ROWS_PREFETCH_NEAR, FA_ROWS_PREFETCH_FAR, FA_ROWS_PREFETCH_NONE } fa_rows_prefetch;
 
 /* Declares the tile operations for element type T, as struct members. A table may leave an

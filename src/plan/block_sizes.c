@@ -132,20 +132,37 @@ static int amd_zen3(const fa_cpu_model *cpu)
  * model 207, 16 cores), contiguous, lists / plain kernels in one run at 1 / 4 / 16 threads: with
  * far prefetches 0.88-1.07 / 1.23-1.34 / 1.00-1.46, with near ones only 1.05-1.16 / 1.06-1.19 /
  * 0.96-1.09; paged lists with near ones only 0.69-0.95x the time of far ones at 4 and 16 threads
- * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md).
- * In token order a group reads each token row whole (rows of 256 bytes and more), in an order Zen 3's
- * hardware prefetchers follow: there no prefetch at all took 24-35% less time than far ones for f32
- * at 1 and 2 threads, contiguous and over pages of 1, 16 and 256 keys (contiguous, 1 thread: 190-202
- * -> 141-155 ms, 49-56% -> 68-75% of the read probe), and bf16 9-20% less over pages and at 2
- * threads, contiguous at 1 thread within the spread. Rows read head by head (int8 and FP8 at D128)
- * keep far prefetches: without any they took 1.3-1.8x the time
- * (bench/results/2026-12-05-zen3-decode-prefetch.md). Not measured on Zen 4 in token order: it keeps
- * far ones. */
-fa_decode_prefetch fa_decode_prefetch_for(const fa_cpu_model *cpu)
+ * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). */
+static fa_rows_prefetch decode_rows_prefetch(const fa_cpu_model *cpu)
 {
-    if (cpu->vendor != FA_CPU_AMD) return (fa_decode_prefetch){FA_ROWS_PREFETCH_NEAR, FA_ROWS_PREFETCH_NEAR};
-    return (fa_decode_prefetch){FA_ROWS_PREFETCH_FAR,
-                                amd_zen3(cpu) ? FA_ROWS_PREFETCH_NONE : FA_ROWS_PREFETCH_FAR};
+    return cpu->vendor == FA_CPU_AMD ? FA_ROWS_PREFETCH_FAR : FA_ROWS_PREFETCH_NEAR;
+}
+
+/* The shortest key row read in token order. A run's calls cost the same whatever the row, so short
+ * rows pay more per byte. Zen 4, 16 sequences, H8, D128, pages of 1 and 16 keys and contiguous:
+ * f32's 512-byte rows 9-19% less time; bf16's 256 bytes 8% less to 1% more, over pages of 1 key at
+ * 1 thread 1% less to 3.5% more; int8's and FP8's 128 bytes up to 18% more over pages of 1 key at 1
+ * thread (bench/results/2026-12-05-decode-token-order-amd-zen4.md). On Zen 3 the 128-byte rows pay,
+ * with far prefetches: int8 pages of 16 keys 126-145 -> 100-102 ms at 1 thread, 82-86 -> 66-67 at 2,
+ * contiguous 95-103 -> 82-90 at 1 thread; FP8 up to 24% less time, none more (E4M3 contiguous at 1
+ * thread the same) (bench/results/2026-12-05-zen3-decode-prefetch.md). */
+#define TOKEN_MIN_ROW_BYTES      256
+#define TOKEN_MIN_ROW_BYTES_ZEN3 128
+
+/* In token order a group reads each token row whole, in an order Zen 3's hardware prefetchers follow
+ * where a head's row is 256 bytes or more: there no prefetch at all took 24-35% less time than far
+ * ones for f32 at 1 and 2 threads, contiguous and over pages of 1, 16 and 256 keys (contiguous, 1
+ * thread: 190-202 -> 141-155 ms, 49-56% -> 68-75% of the read probe), and bf16 9-20% less over pages
+ * and at 2 threads, contiguous at 1 thread within the spread; 128-byte rows (int8 and FP8 at D128)
+ * took 1.3-1.8x the time without any prefetch, and keep far ones
+ * (bench/results/2026-12-05-zen3-decode-prefetch.md). Not measured on Zen 4 in token order: there
+ * the tiles read in token order take far ones as the others do. */
+fa_decode_reads fa_decode_reads_for(const fa_cpu_model *cpu, int64_t row_bytes)
+{
+    const int zen3 = amd_zen3(cpu);
+    const fa_rows_prefetch rows = decode_rows_prefetch(cpu);
+    return (fa_decode_reads){row_bytes >= (zen3 ? TOKEN_MIN_ROW_BYTES_ZEN3 : TOKEN_MIN_ROW_BYTES), rows,
+                             zen3 && row_bytes >= TOKEN_MIN_ROW_BYTES ? FA_ROWS_PREFETCH_NONE : rows};
 }
 
 /* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than

@@ -45,15 +45,17 @@ typedef struct {
  * from one long sequence (schedule.h). */
 #define FA_DECODE_BLOCK_K 64
 
-/* How a decode step's kernels prefetch the rows of their lists (kernels.h, fa_rows_prefetch): `rows`
- * over its tiles in general, `tokens` over a group's tiles read in token order (drivers/
- * forward_attend.h, attend_tokens_). Where `rows` is FAR a contiguous f32 cache is also read through
- * lists, instead of by the plain kernels, whose prefetches are near ones into L1 within a tile. The
- * bits are the same whatever they are; the choice is measured per CPU (block_sizes.c). */
+/* How a decode step reads key rows of row_bytes (D elements of the cache's type): whether a group of
+ * items reads its tiles in token order (drivers/forward_attend.h, attend_tokens_), and how the
+ * kernels prefetch the rows of their lists (kernels.h, fa_rows_prefetch) in tiles read head by head
+ * (`rows`) and in token order (`tokens`). Where `rows` is FAR a contiguous f32 cache is also read
+ * through lists, instead of by the plain kernels, whose prefetches are near ones into L1 within a
+ * tile. The bits are the same whatever they are; the choice is measured per CPU (block_sizes.c). */
 typedef struct {
+    int token_order;
     fa_rows_prefetch rows, tokens;
-} fa_decode_prefetch;
-fa_decode_prefetch fa_decode_prefetch_for(const fa_cpu_model *cpu);
+} fa_decode_reads;
+fa_decode_reads fa_decode_reads_for(const fa_cpu_model *cpu, int64_t row_bytes);
 
 /* block_q for `pass` of a problem no narrow window governs (context.c takes 32 under one): 64, or
  * the table's row for it, which takes items of more rows (blocks of FA_FLOAT_BLOCK_ROWS or

@@ -28,7 +28,7 @@
  * tile, or a page's next page), so the next rows arrive in time across tiles and pages
  * (bench/results/2026-12-04-decode-lists-amd-zen4-intel-xeon.md). With NONE the kernels ask for
  * nothing: where the reads stream as the hardware prefetchers follow them, the prefetch
- * instructions only cost issue slots (plan/block_sizes.c, fa_decode_prefetch_for). */
+ * instructions only cost issue slots (plan/block_sizes.c, fa_decode_reads_for). */
 
 /* FA_HALF_VECS_ONE: vectors of dim per accumulate block of one row (a decode step's) over a 1-byte
  * type (int8, FP8), where the ISA gives more than FA_HALF_VECS_FEW: one row's accumulators and a
