@@ -5,8 +5,8 @@
  * per query block (FA_SET_ROWS), its item and tile types, and the operations that differ between
  * float kernels and dot-product units: carve_, item_begin_, block_queries_, block_acc_,
  * pack_block_, zero_acc_, stage_tile_, scores_, softmax_accumulate_, item_end_; and FA_SET_TOKENS,
- * whether it reads a decode group's tiles in token order (attend_tokens_: then also scores_run_,
- * tile_ld_, softmax_ and accumulate_run_). Everything else,
+ * whether it reads a decode group's tiles in token order (attend_tokens_: then also stage_listed_,
+ * scores_run_, tile_ld_, softmax_ and accumulate_run_). Everything else,
  * the key-block range, the columns each block sees, the value modifiers and the masks between the
  * two products, is here, once.
  *
@@ -101,7 +101,8 @@ static int FA_SET_NAME(attend_tokens_)(FA_SET_NAME(item_) * items, const fa_forw
             return 0;
     }
     FA_SET_NAME(tile_) t[FA_GROUP_ITEMS];
-    for (int m = 0; m < n; m++) FA_SET_NAME(stage_tile_)(&items[m], job, &its[m], block0, tile_cols, &t[m]);
+    for (int m = 0; m < n; m++)
+        FA_SET_NAME(stage_listed_)(&items[m], job, &its[m], block0, tile_cols, job->reads.tokens, &t[m]);
     for (int64_t c0 = 0; c0 < tile_cols; c0 += FA_TOKEN_RUN) {
         const int64_t run = tile_cols - c0 < FA_TOKEN_RUN ? tile_cols - c0 : FA_TOKEN_RUN;
         for (int m = 0; m < n; m++) FA_SET_NAME(scores_run_)(&items[m], job, &b[m], &t[m], c0, run);

@@ -70,12 +70,16 @@ static void FA_NAME(list_rows_)(const fa_problem *p, const fa_view *rows, const 
 
 /* A tile's list: keys [col0, col0 + n) with their scales, then FA_STORED_AHEAD more rows, which the
  * kernels only prefetch: the next keys', and past the last key the last key's again (their scales
- * prefetched here). */
+ * prefetched here). For kernels that prefetch nothing (FA_ROWS_PREFETCH_NONE) the more rows are all
+ * the last key's, looked up once: a page of one key is a lookup a key, which took 10-15% of the time
+ * of a decode batch over such pages on Zen 3 (bench/results/2026-12-05-zen3-decode-prefetch.md). */
 static void FA_NAME(row_list_)(const fa_problem *p, const fa_view *rows, const fa_view *scales, int64_t batch,
-                               int64_t kv_head, int64_t col0, int64_t n, const void **list, float *scale)
+                               int64_t kv_head, int64_t col0, int64_t n, fa_rows_prefetch prefetch,
+                               const void **list, float *scale)
 {
     FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0, n, list, scales->data ? scale : NULL);
-    const int64_t left = p->kv_len - (col0 + n), ahead = left < FA_STORED_AHEAD ? left : FA_STORED_AHEAD;
+    const int64_t left = prefetch == FA_ROWS_PREFETCH_NONE ? 0 : p->kv_len - (col0 + n),
+                  ahead = left < FA_STORED_AHEAD ? left : FA_STORED_AHEAD;
     FA_NAME(list_rows_)(p, rows, scales, batch, kv_head, col0 + n, ahead, list + n, NULL);
     for (int64_t i = n + ahead; i < n + FA_STORED_AHEAD; i++) list[i] = list[n + ahead - 1];
 }
@@ -267,9 +271,12 @@ static void FA_SET_NAME(zero_acc_)(const FA_SET_NAME(item_) * item, const fa_for
     for (int64_t x = 0; x < it->rows * item->st.acc_stride; x++) item->st.acc[x] = 0;
 }
 
-/* The keys [col0, col0 + cols) of a tile, where the blocks will read them. */
-static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
-                                     const fa_q_item *it, int64_t col0, int64_t cols, FA_SET_NAME(tile_) * t)
+/* The keys [col0, col0 + cols) of a tile, where the blocks will read them, for kernels that prefetch
+ * the rows of lists as `prefetch` says (row_list_): job->reads.tokens in a group's tiles read in
+ * token order (forward_attend.h, attend_tokens_), job->reads.rows in the others (stage_tile_). */
+static void FA_SET_NAME(stage_listed_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                       const fa_q_item *it, int64_t col0, int64_t cols,
+                                       fa_rows_prefetch prefetch, FA_SET_NAME(tile_) * t)
 {
     const fa_problem *p = job->problem;
     const FA_CAT(fa_kernels_, FA_SFX) *kern = job->kernels->FA_SFX;
@@ -281,9 +288,9 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
     t->k_scales = item->k_scales, t->v_scales = item->v_scales;
     if (t->in_place) { /* read where they lie, by the block's products: their rows listed */
         FA_NAME(row_list_)
-        (p, &p->k, &p->k_scale, it->batch, item->kv_head, col0, cols, item->k_list, item->k_scales);
+        (p, &p->k, &p->k_scale, it->batch, item->kv_head, col0, cols, prefetch, item->k_list, item->k_scales);
         FA_NAME(row_list_)
-        (p, &p->v, &p->v_scale, it->batch, item->kv_head, col0, cols, item->v_list, item->v_scales);
+        (p, &p->v, &p->v_scale, it->batch, item->kv_head, col0, cols, prefetch, item->v_list, item->v_scales);
     } else if (p->pages) {
         FA_NAME(gather_pages_)(kern, p, 0, item->kv_head, col0, cols, item->k_tile, item->v_tile);
     } else if (item->k_tile) {
@@ -295,6 +302,12 @@ static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_f
         t->k = (const FA_T *)(const void *)item->k.at + col0 * item->k_stride;
         t->v = (const FA_T *)(const void *)item->v.at + col0 * item->v_stride;
     }
+}
+
+static void FA_SET_NAME(stage_tile_)(const FA_SET_NAME(item_) * item, const fa_forward_job *job,
+                                     const fa_q_item *it, int64_t col0, int64_t cols, FA_SET_NAME(tile_) * t)
+{
+    FA_SET_NAME(stage_listed_)(item, job, it, col0, cols, job->reads.rows, t);
 }
 
 /* The score tile's ld: a tile read in place (full) for one row, with no modifier or dropout between

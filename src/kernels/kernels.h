@@ -145,8 +145,8 @@ typedef enum { FA_ROWS_PREFETCH_NEAR, FA_ROWS_PREFETCH_FAR, FA_ROWS_PREFETCH_NON
          * most FA_HALF_ROWS real query rows (a decode step): bit for bit what scores and accumulate         \
          * give on the same rows widened. Key c's row is k_rows[c] (any address and alignment: a page of     \
          * a paged cache is as good as a contiguous run), its scale scale[c] (NULL but for the quantized     \
-         * types); the lists hold FA_STORED_AHEAD more rows, the next keys', which are only prefetched,     \
-         * as `prefetch` says (fa_rows_prefetch). Only the float set's are called (stored types              \
+         * types); the lists hold FA_STORED_AHEAD more rows (the next keys' where the kernels prefetch       \
+         * them), only prefetched, as `prefetch` says. Only the float set's are called (stored types         \
          * accumulate in float). scores_stored takes the tile's query rows as scores packs them, but row     \
          * by row: q[r·q_stride + x] = qt[x·ld + r] for x < dim, 0 from dim to q_stride (a multiple of 64    \
          * bytes; q 64-byte aligned), gathered once by the caller for all the tiles it scores. It writes     \
