@@ -139,7 +139,8 @@ int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims,
     const fa_cpu_model cpu = fa_cpu_identify();
     /* the prefetches of tiles read head by head (a group in token order may take others) */
     const fa_rows_prefetch prefetch = fa_decode_reads_for(&cpu, 0).rows;
-    static const char *const prefetch_names[] = {"near", "far", "no"};
+    static const char *const prefetch_names[] = {
+        [FA_ROWS_PREFETCH_NEAR] = "near", [FA_ROWS_PREFETCH_FAR] = "far", [FA_ROWS_PREFETCH_NONE] = "no"};
     printf("Decode step, one query row, %d keys a tile in cache (%s prefetches); ns a key, and the\n"
            "bytes of K and V the step consumes against the read probe (%.1f GB/s, 1 thread)\n",
            TILE_KEYS, prefetch_names[prefetch], read_gbps);
