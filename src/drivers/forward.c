@@ -66,10 +66,10 @@ static fa_decode_reads decode_reads(const fa_context *ctx, const fa_problem *p)
  * type or paged, or over a contiguous f32 cache where the CPU takes far prefetches, which only the
  * lists' kernels make (fa_decode_reads_for). Otherwise stored or paged keys are staged in tiles
  * (kv_tiles.h). */
-static int reads_in_place(const fa_context *ctx, const fa_problem *p)
+static int reads_in_place(const fa_problem *p, fa_decode_reads reads)
 {
     return p->dtype == FA_F32 && p->q_len <= FA_HALF_ROWS &&
-           (fa_kv_widens(p) || p->pages != NULL || decode_reads(ctx, p).rows == FA_ROWS_PREFETCH_FAR);
+           (fa_kv_widens(p) || p->pages != NULL || reads.rows == FA_ROWS_PREFETCH_FAR);
 }
 
 /* How many query items of a problem one item groups (forward_attend.h, attend_group_): a decode
@@ -247,6 +247,7 @@ static size_t plan_sequences(const fa_context *ctx, const fa_problem *p, int64_t
     size_t row_bytes = partial_row_bytes_of(partial_elems, elem, block_q), wave = 0, largest = 0;
     int64_t items = 0, merges = 0;
     fa_forward_kinds runs = {0, 0, 1, 1, 0, 0};
+    const fa_decode_reads reads = decode_reads(ctx, p); /* the sequences share dim and kv_type */
     for (int64_t b = 0; b < p->batch; b++) {
         fa_problem one;
         forward_problem_of_sequence(p, b, &one);
@@ -261,7 +262,7 @@ static size_t plan_sequences(const fa_context *ctx, const fa_problem *p, int64_t
                 runs.on_float = 1;
             if (group > runs.group) runs.group = group;
             if (rows_gathered(&one)) runs.gather_q = 1;
-            if (!on_dot && reads_in_place(ctx, &one)) runs.in_place = 1;
+            if (!on_dot && reads_in_place(&one, reads)) runs.in_place = 1;
         }
         if (merge_items > 0 && split.splits > runs.splits) runs.splits = split.splits;
         size_t bytes = (size_t)(merge_items * split.splits * partial_elems) * elem; /* <= the cap */
@@ -400,6 +401,7 @@ static fa_forward_job dense_job(const fa_context *ctx, const fa_problem *p, int6
     int64_t block_q, block_k;
     const int dot = takes_dot(ctx, p);
     fa_blocks_for(ctx, p, elem, FA_PASS_FORWARD, dot, &block_q, &block_k);
+    const fa_decode_reads reads = decode_reads(ctx, p);
 
     fa_forward_job job = {p,
                           ctx->kernels,
@@ -418,8 +420,8 @@ static fa_forward_job dense_job(const fa_context *ctx, const fa_problem *p, int6
                           p->pages != NULL,
                           1,
                           rows_gathered(p),
-                          !dot && reads_in_place(ctx, p),
-                          decode_reads(ctx, p)};
+                          !dot && reads_in_place(p, reads),
+                          reads};
     job.group = forward_group_of(p, &job.schedule, dot);
     *units = forward_units(p, &job.schedule, job.group);
     job.split = fa_kv_split_make(p, &job.schedule, *units, block_k,

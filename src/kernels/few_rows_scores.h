@@ -22,7 +22,6 @@
 
 #define FA_FEW_ROWS      4
 #define FA_PREFETCH_KEYS 16
-#define FA_HINT_NONE     (-1) /* scores_few_rows_body_'s hint: no row is prefetched */
 
 /* The rows a few-rows tile reads as key rows: FA_T (kind 0), or a stored type (kind: its fa_dtype,
  * FA_BF16 and up) converted as it is loaded, where the ISA's float file defines V_LOAD_STORED
@@ -226,25 +225,27 @@ FA_DOT_DEFINE_KIND(7)
 /* The scores of a tile of at most FA_FEW_ROWS real rows (row r at q + r·q_stride, vectors aligned
  * and zero past dim to a whole vector: kernels.h, scores_stored) against `cols` key rows of `kind`:
  * k_stride elements apart from k, or, with k_rows, key c at k_rows[c] (with its scale, scale[c], for
- * a quantized kind). K streams from memory once: rows are asked for `ahead` keys early, a line at a
- * time, with `hint` (float: 16 keys into L1 within the tile; stored: simd/half_operands.h; none with
- * FA_HINT_NONE), up to the tile's end unless past_tile (k_rows then has cols + ahead entries:
- * kernels.h). */
+ * a quantized kind). K streams from memory once: rows are asked for a line at a time as `prefetch`
+ * says (kernels.h: NEAR FA_PREFETCH_KEYS keys early into L1, FAR FA_STORED_AHEAD keys early into L2
+ * and again near their use into L1, NONE not at all), up to the tile's end unless past_tile (k_rows
+ * then has cols + FA_STORED_AHEAD entries: kernels.h). */
 FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int64_t ld, int64_t cols,
                                               int64_t dim, const FA_T *q, int64_t q_stride, const void *k,
                                               int64_t k_stride, const void *const *k_rows, const float *scale,
-                                              FA_T *s, int64_t ahead, int past_tile, int hint,
+                                              FA_T *s, fa_rows_prefetch prefetch, int past_tile,
                                               int zero_padding)
 {
     const int64_t elem = FA_NAME(kind_size_)(kind);
+    const int far = prefetch == FA_ROWS_PREFETCH_FAR;
+    const int64_t ahead = far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS;
     int keys = FA_FEW_ROWS_KEYS(rows);
     for (int64_t c = 0; c < cols; c += keys) {
         int nk = cols - c < keys ? (int)(cols - c) : keys;
-        for (int64_t a = c + ahead; hint != FA_HINT_NONE && a < c + ahead + nk && (past_tile || a < cols);
-             a++) {
+        for (int64_t a = c + ahead;
+             prefetch != FA_ROWS_PREFETCH_NONE && a < c + ahead + nk && (past_tile || a < cols); a++) {
             const char *row = k_rows ? (const char *)k_rows[a] : (const char *)k + a * k_stride * elem;
             for (int64_t x = 0; x < dim * elem; x += 64) {
-                if (hint == FA_HINT_L2)
+                if (far)
                     FA_PREFETCH(row + x, FA_HINT_L2);
                 else
                     FA_PREFETCH(row + x, FA_HINT_L1);
@@ -252,7 +253,7 @@ FA_INLINE void FA_NAME(scores_few_rows_body_)(const int kind, int64_t rows, int6
         }
         /* rows asked for into L2 far ahead are asked for again into L1 near their use (from a row
          * list, which holds them: kernels.h) */
-        if (hint == FA_HINT_L2 && past_tile)
+        if (far && past_tile)
             for (int64_t a = c + FA_PREFETCH_KEYS; a < c + FA_PREFETCH_KEYS + nk; a++)
                 for (int64_t x = 0; x < dim * elem; x += 64)
                     FA_PREFETCH((const char *)k_rows[a] + x, FA_HINT_L1);
@@ -285,7 +286,7 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
         for (int64_t x = 0; x < dim_pad; x++) q[r][x] = x < dim ? qt[x * ld + r] : 0;
     FA_NAME(scores_few_rows_body_)
     (FA_KIND_OWN, rows, ld, cols, dim, &q[0][0], FA_MAX_HEAD_DIM, k, k_stride, NULL, NULL, s,
-     FA_PREFETCH_KEYS, 0, FA_HINT_L1, 1);
+     FA_ROWS_PREFETCH_NEAR, 0, 1);
 }
 
 #undef FA_DOT_ROWS_CASES

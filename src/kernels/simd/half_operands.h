@@ -57,14 +57,9 @@ static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int6
                                     int64_t q_stride, const void *const *k_rows, fa_dtype kt,
                                     const float *scale, fa_rows_prefetch prefetch, FA_T *s)
 {
-    const int far = prefetch == FA_ROWS_PREFETCH_FAR;
     FA_NAME(scores_few_rows_body_)
     (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, q, q_stride, NULL, 0, k_rows, scale, s,
-     far ? FA_STORED_AHEAD : FA_PREFETCH_KEYS, 1,
-     prefetch == FA_ROWS_PREFETCH_NONE ? FA_HINT_NONE
-     : far                             ? FA_HINT_L2
-                                       : FA_HINT_L1,
-     0);
+     prefetch, 1, 0);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
@@ -74,7 +69,7 @@ static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int6
 FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int nv, const int tail,
                                          int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld,
                                          const void *const *x_rows, int64_t x_off, const float *scale,
-                                         const int prefetch, FA_T *acc, int64_t acc_stride)
+                                         const fa_rows_prefetch prefetch, FA_T *acc, int64_t acc_stride)
 {
     const int64_t elem = FA_NAME(kind_size_)(kind);
     const int scaled = kind > FA_F16; /* FA_KIND_E4M3_HALVES too */
@@ -90,12 +85,11 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
                                           : V_LOADU(acc + i * acc_stride + j * FA_LANES);
     }
     for (int64_t t = 0; t < steps; t++) {
-        const char *row = (const char *)x_rows[t] + x_off * elem,
-                   *ahead = (const char *)x_rows[t + FA_STORED_AHEAD];
+        const char *row = (const char *)x_rows[t] + x_off * elem;
         if (prefetch == FA_ROWS_PREFETCH_FAR)
             for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem;
                  e += 64) /* each line of the chunk's part */
-                FA_PREFETCH(ahead + x_off * elem + e, FA_HINT_L2);
+                FA_PREFETCH((const char *)x_rows[t + FA_STORED_AHEAD] + x_off * elem + e, FA_HINT_L2);
         if (prefetch != FA_ROWS_PREFETCH_NONE) /* and near their use, into L1 */
             for (int64_t e = 0; e < (int64_t)nv * FA_LANES * elem; e += 64)
                 FA_PREFETCH((const char *)x_rows[t + FA_PREFETCH_KEYS] + x_off * elem + e, FA_HINT_L1);
@@ -139,7 +133,7 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
  * (on an Intel server core both ran on the FMA ports). */
 FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w,
                                           int64_t ld, const void *const *x_rows, int64_t x_off,
-                                          const int prefetch, FA_T *acc, int64_t acc_stride)
+                                          const fa_rows_prefetch prefetch, FA_T *acc, int64_t acc_stride)
 {
     vec a[FA_FEW_ROWS][FA_HALF_VECS_ONE];
     FA_UNROLL
@@ -150,12 +144,11 @@ FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t st
                     V_LOADU(acc + i * acc_stride + (j + 1) * FA_LANES), &a[i][j], &a[i][j + 1]);
     }
     for (int64_t t = 0; t < steps; t++) {
-        const uint16_t *x = (const uint16_t *)x_rows[t] + x_off,
-                       *ahead = (const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off;
+        const uint16_t *x = (const uint16_t *)x_rows[t] + x_off;
         if (prefetch == FA_ROWS_PREFETCH_FAR)
             for (int64_t e = 0; e < (int64_t)nv * FA_LANES;
                  e += 32) /* each 64-byte line of the chunk's part */
-                FA_PREFETCH(ahead + e, FA_HINT_L2);
+                FA_PREFETCH((const uint16_t *)x_rows[t + FA_STORED_AHEAD] + x_off + e, FA_HINT_L2);
         if (prefetch != FA_ROWS_PREFETCH_NONE) /* and near their use, into L1 */
             for (int64_t e = 0; e < (int64_t)nv * FA_LANES; e += 32)
                 FA_PREFETCH((const uint16_t *)x_rows[t + FA_PREFETCH_KEYS] + x_off + e, FA_HINT_L1);
@@ -193,8 +186,7 @@ _Static_assert(FA_HALF_VECS <= 4 && FA_HALF_VECS <= FA_HALF_VECS_FEW &&
 #define FA_HALF_ROWS_DEFINE(K, NR, NV, TAIL)                                                              \
     static __attribute__((noinline)) void FA_HALF_ROWS_FN(K, NR, NV, TAIL)(                               \
         int64_t steps, int64_t dim_left, const FA_T *w, int64_t ld, const void *const *x_rows,            \
-            int64_t x_off,                                                                                \
-        const float *scale, int prefetch, FA_T *acc, int64_t acc_stride)                                  \
+        int64_t x_off, const float *scale, fa_rows_prefetch prefetch, FA_T *acc, int64_t acc_stride)      \
     {                                                                                                     \
         if ((NV) <= FA_HALF_VECS_OF(NR))                                                                  \
             FA_NAME(half_rows_block_)(K, NR, NV, TAIL, steps, dim_left, w, ld, x_rows, x_off, scale,      \
@@ -228,15 +220,13 @@ FA_HALF_ROWS_DEFINE_TYPE(7)
 #endif
 #ifdef V_LOAD_BF16_PAIRS
 #define FA_HALF_PAIRS_FN(NR, NV) FA_NAME(half_pairs_block_##NR##_##NV##_)
-#define FA_HALF_PAIRS_DEFINE(NR, NV)                                                              \
-    static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(int64_t steps, const FA_T *w,  \
-        int64_t ld,                                                                               \
-                                                                   const void *const *x_rows,     \
-                                                                       int64_t x_off, int prefetch,    \
-                                                                   FA_T *acc, int64_t acc_stride) \
-    {                                                                                             \
-        if ((NV) <= FA_HALF_VECS_OF(NR)) FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, \
-            x_off, prefetch, acc, acc_stride);                                                         \
+#define FA_HALF_PAIRS_DEFINE(NR, NV)                                                                      \
+    static __attribute__((noinline)) void FA_HALF_PAIRS_FN(NR, NV)(                                       \
+        int64_t steps, const FA_T *w, int64_t ld, const void *const *x_rows, int64_t x_off,               \
+        fa_rows_prefetch prefetch, FA_T *acc, int64_t acc_stride)                                         \
+    {                                                                                                     \
+        if ((NV) <= FA_HALF_VECS_OF(NR))                                                                  \
+            FA_NAME(half_pairs_block_)(NR, NV, steps, w, ld, x_rows, x_off, prefetch, acc, acc_stride);   \
     }
 #define FA_HALF_PAIRS_DEFINE_ROWS(NR) FA_HALF_PAIRS_DEFINE(NR, 2) FA_HALF_PAIRS_DEFINE(NR, 4)
 #define FA_HALF_PAIRS_DEFINE_WIDE(NR)                                                                        \

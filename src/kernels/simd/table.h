@@ -85,7 +85,6 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 #undef V_REDUCE_ADD_8
 #undef FA_FEW_ROWS
 #undef FA_PREFETCH_KEYS
-#undef FA_HINT_NONE
 #undef FA_FEW_ROWS_KEYS
 #undef FA_SCORES_KEYS
 #undef FA_SCORES_VECS
