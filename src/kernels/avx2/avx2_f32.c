@@ -45,6 +45,37 @@ static inline float avx2_reduce_add_f32(__m256 v)
 #define FA_HALF_VECS_FEW         4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
 #define FA_HALF_VECS_ONE         8 /* for 1 row: 8 + a converted vector + the scale + a broadcast */
 
+/* 16 bf16 elements in one load, split by position as avx512_load_bf16_pairs (avx512_f32.c) splits
+ * 32: even elements 2l into lane l of *even, odd ones 2l + 1 into lane l of *odd. A shift and an
+ * and per 16 elements besides the load, against two vpmovzxwd and two shifts, all four on Zen 3's
+ * two shuffle and shift pipes (simd/half_operands.h's paired blocks). */
+static inline __attribute__((always_inline)) void avx2_load_bf16_pairs(const uint16_t *p, __m256 *even,
+                                                                       __m256 *odd)
+{
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    *even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+    *odd = _mm256_and_ps(_mm256_castsi256_ps(x), _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffff0000u)));
+}
+/* 16 floats (lo: elements 0-7, hi: 8-15) into the even/odd lanes above, and back */
+static inline __attribute__((always_inline)) void avx2_unzip(__m256 lo, __m256 hi, __m256 *even, __m256 *odd)
+{
+    /* within each 128-bit half, then the 64-bit pairs into order: [0 2 | 8 10 | 4 6 | 12 14] -> 0..14 */
+    __m256d e = _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
+    __m256d o = _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(e, _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(o, _MM_SHUFFLE(3, 1, 2, 0)));
+}
+static inline __attribute__((always_inline)) void avx2_zip(__m256 even, __m256 odd, __m256 *lo, __m256 *hi)
+{
+    __m256 u0 = _mm256_unpacklo_ps(even, odd),
+           u1 = _mm256_unpackhi_ps(even, odd); /* [0-3 | 8-11], [4-7 | 12-15] */
+    *lo = _mm256_permute2f128_ps(u0, u1, 0x20);
+    *hi = _mm256_permute2f128_ps(u0, u1, 0x31);
+}
+#define V_LOAD_BF16_PAIRS(p, even, odd) avx2_load_bf16_pairs((p), (even), (odd))
+#define V_UNZIP(lo, hi, even, odd)      avx2_unzip((lo), (hi), (even), (odd))
+#define V_ZIP(even, odd, lo, hi)        avx2_zip((even), (odd), (lo), (hi))
+
 #include "kernels/avx2/avx2_transpose.h"
 #define V_TRANSPOSE(v) avx2_transpose_f32(v)
 /* softcap: the vector tanh of kernels/score_mods.h */

@@ -125,12 +125,13 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
 }
 
 #ifdef V_LOAD_BF16_PAIRS
-/* The same block over bf16 rows whose chunk is whole 32-element runs (nv even, no tail), loaded a
- * run at a time and split by position (V_LOAD_BF16_PAIRS): a[i][2j] holds elements 32j + 2l of row
- * i, a[i][2j + 1] elements 32j + 2l + 1, unzipped from acc and zipped back once per call. Each
- * element still starts from its value in memory and takes the same FMAs over the keys in order, so
- * the bits are half_rows_block_'s; the loop spends one instruction per 16 elements widening, not two
- * (on an Intel server core both ran on the FMA ports). */
+/* The same block over bf16 rows whose chunk is whole runs of 2·FA_LANES elements (nv even, no
+ * tail), loaded a run at a time and split by position (V_LOAD_BF16_PAIRS): a[i][2j] holds elements
+ * 2·FA_LANES·j + 2l of row i, a[i][2j + 1] elements 2·FA_LANES·j + 2l + 1, unzipped from acc and
+ * zipped back once per call. Each element still starts from its value in memory and takes the same
+ * FMAs over the keys in order, so the bits are half_rows_block_'s; the loop spends one instruction a
+ * vector widening, not two (on an Intel server core both ran on the FMA ports, on Zen 3 on its two
+ * shuffle and shift pipes). */
 FA_INLINE void FA_NAME(half_pairs_block_)(const int nr, const int nv, int64_t steps, const FA_T *w,
                                           int64_t ld, const void *const *x_rows, int64_t x_off,
                                           const fa_rows_prefetch prefetch, FA_T *acc, int64_t acc_stride)
@@ -277,7 +278,7 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
         int64_t width = dim - y < chunk ? dim - y : chunk;
         int nv = (int)((width + FA_LANES - 1) / FA_LANES), tail = width % FA_LANES != 0;
 #ifdef V_LOAD_BF16_PAIRS
-        /* bf16 in whole 32-element runs: a paired block, then the next chunk (its case continues);
+        /* bf16 in whole runs of 2·FA_LANES: a paired block, then the next chunk (its case continues);
          * any other chunk takes the blocks below */
         if (kind == FA_BF16 && width % (2 * FA_LANES) == 0) switch ((int)rows * 16 + nv) {
                 FA_HALF_PAIRS_WIDE(1)
