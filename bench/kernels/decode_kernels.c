@@ -3,8 +3,9 @@
  * decode step's kernels (drivers/forward_float.h): one query row, its scores key after key (ld 1,
  * tile_ld_), its row gathered once into a 64-byte aligned vector, 64 keys a tile (the decode tile on
  * every CPU: plan/block_sizes.c) whose K and V rows are listed with FA_STORED_AHEAD more entries,
- * and the CPU's own prefetch choice. The tile's rows stay in L1 and L2, so the figures are the
- * kernels' cost without memory's. */
+ * and the prefetch the CPU takes for that cache type's rows (fa_decode_reads_for: the token order's
+ * where a decode group reads its tiles so, the head-by-head one otherwise). The tile's rows stay in
+ * L1 and L2, so the figures are the kernels' cost without memory's. */
 #include "decode_kernels.h"
 
 #include <math.h>
@@ -137,18 +138,23 @@ int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims,
                        double read_gbps)
 {
     const fa_cpu_model cpu = fa_cpu_identify();
-    /* the prefetches of tiles read head by head (a group in token order may take others) */
-    const fa_rows_prefetch prefetch = fa_decode_reads_for(&cpu, 0).rows;
     static const char *const prefetch_names[] = {
-        [FA_ROWS_PREFETCH_NEAR] = "near", [FA_ROWS_PREFETCH_FAR] = "far", [FA_ROWS_PREFETCH_NONE] = "no"};
-    printf("Decode step, one query row, %d keys a tile in cache (%s prefetches); ns a key, and the\n"
-           "bytes of K and V the step consumes against the read probe (%.1f GB/s, 1 thread)\n",
-           TILE_KEYS, prefetch_names[prefetch], read_gbps);
+        [FA_ROWS_PREFETCH_NEAR] = "near", [FA_ROWS_PREFETCH_FAR] = "far", [FA_ROWS_PREFETCH_NONE] = "none"};
+    printf("Decode step, one query row, %d keys a tile in cache, with the prefetches the library takes\n"
+           "for the rows (token order or head by head); ns a key, and the bytes of K and V the step\n"
+           "consumes against the read probe (%.1f GB/s, 1 thread)\n",
+           TILE_KEYS, read_gbps);
     for (int d = 0; d < n_dims; d++) {
         const int64_t dim = dims[d];
-        printf("D = Dv = %lld\n  %-6s %9s %9s %11s %9s %13s %9s %7s\n", (long long)dim, "cache", "scores",
-               "softmax", "accumulate", "step", "step (slots)", "GB/s", "% read");
+        printf("D = Dv = %lld\n  %-6s %-14s %9s %9s %11s %9s %13s %9s %7s\n", (long long)dim, "cache",
+               "prefetch", "scores", "softmax", "accumulate", "step", "step (slots)", "GB/s", "% read");
         for (size_t c = 0; c < sizeof cache_types / sizeof *cache_types; c++) {
+            const fa_decode_reads reads =
+                fa_decode_reads_for(&cpu, dim * (int64_t)fa_elem_size(cache_types[c].type));
+            const fa_rows_prefetch prefetch = reads.token_order ? reads.tokens : reads.rows;
+            char mode[32];
+            snprintf(mode, sizeof mode, "%s (%s)", prefetch_names[prefetch],
+                     reads.token_order ? "token" : "head");
             decode_bench b;
             if (decode_bench_init(&b, k, cache_types[c].type, dim, prefetch) != 0) {
                 fprintf(stderr, "fa-kernel-bench: out of memory\n");
@@ -158,7 +164,7 @@ int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims,
             for (int w = 0; w < DECODE_KINDS; w++) ns[w] = decode_bench_ns(&b, (decode_kind)w, rounds);
             const double gbps =
                 2.0 * (double)dim * (double)fa_elem_size(cache_types[c].type) / ns[DECODE_STEP];
-            printf("  %-6s %9.2f %9.2f %11.2f %9.2f %13.1f %9.1f %6.0f%%\n", cache_types[c].name,
+            printf("  %-6s %-14s %9.2f %9.2f %11.2f %9.2f %13.1f %9.1f %6.0f%%\n", cache_types[c].name, mode,
                    ns[DECODE_SCORES], ns[DECODE_SOFTMAX], ns[DECODE_ACCUMULATE], ns[DECODE_STEP],
                    ns[DECODE_STEP] * 1e-9 / fma_slot, gbps, 100.0 * gbps / read_gbps);
             decode_bench_free(&b);
