@@ -153,16 +153,22 @@ static fa_rows_prefetch decode_rows_prefetch(const fa_cpu_model *cpu)
  * where a head's row is 256 bytes or more: there no prefetch at all took 24-35% less time than far
  * ones for f32 at 1 and 2 threads, contiguous and over pages of 1, 16 and 256 keys (contiguous, 1
  * thread: 190-202 -> 141-155 ms, 49-56% -> 68-75% of the read probe), and bf16 9-20% less over pages
- * and at 2 threads, contiguous at 1 thread within the spread; 128-byte rows (int8 and FP8 at D128)
- * took 1.3-1.8x the time without any prefetch, and keep far ones
- * (bench/results/2026-12-05-zen3-decode-prefetch.md). Not measured on Zen 4 in token order: there
- * the tiles read in token order take far ones as the others do. */
+ * and at 2 threads, contiguous at 1 thread within the spread (bench/results/2026-12-05-zen3-decode-
+ * prefetch.md). Shorter rows (int8 and FP8 at D128, 128 bytes) need prefetches there: none took
+ * them 1.2-1.6x the time of far ones; near ones (16 keys ahead into L1, not 64 into L2 as well)
+ * took the same or less in every interleaved pair (int8 over pages of 1 key 161-194 against
+ * 187-266 ms at 1 thread, contiguous at 2 threads 44-51 against 54-63 ms; E4M3 and E5M2 up to 15%
+ * less; bench/results/2026-12-05-zen3-bf16-pairs-mla-ggml.md). Not measured on Zen 4 in token
+ * order: there the tiles read in token order take far ones as the others do. */
 fa_decode_reads fa_decode_reads_for(const fa_cpu_model *cpu, int64_t row_bytes)
 {
     const int zen3 = amd_zen3(cpu);
     const fa_rows_prefetch rows = decode_rows_prefetch(cpu);
+    const fa_rows_prefetch tokens = !zen3                              ? rows
+                                    : row_bytes >= TOKEN_MIN_ROW_BYTES ? FA_ROWS_PREFETCH_NONE
+                                                                       : FA_ROWS_PREFETCH_NEAR;
     return (fa_decode_reads){row_bytes >= (zen3 ? TOKEN_MIN_ROW_BYTES_ZEN3 : TOKEN_MIN_ROW_BYTES), rows,
-                             zen3 && row_bytes >= TOKEN_MIN_ROW_BYTES ? FA_ROWS_PREFETCH_NONE : rows};
+                             tokens};
 }
 
 /* Wide f32 items read a bias with a row per query row as one stream per row, and more streams than
