@@ -156,10 +156,11 @@ static fa_rows_prefetch decode_rows_prefetch(const fa_cpu_model *cpu)
  * and at 2 threads, contiguous at 1 thread within the spread (bench/results/2026-12-05-zen3-decode-
  * prefetch.md). Shorter rows (int8 and FP8 at D128, 128 bytes) need prefetches there: none took
  * them 1.2-1.6x the time of far ones; near ones (16 keys ahead into L1, not 64 into L2 as well)
- * took the same or less in every interleaved pair (int8 over pages of 1 key 161-194 against
- * 187-266 ms at 1 thread, contiguous at 2 threads 44-51 against 54-63 ms; E4M3 and E5M2 up to 15%
- * less; bench/results/2026-12-05-zen3-bf16-pairs-mla-ggml.md). Not measured on Zen 4 in token
- * order: there the tiles read in token order take far ones as the others do. */
+ * took the same or less in nearly every interleaved pair (int8 over pages of 1 key 161-194 against
+ * 187-266 ms at 1 thread, contiguous at 2 threads 44-51 against 54-63 ms but for one round of 86;
+ * E4M3 and E5M2 up to 15% less; bench/results/2026-12-05-zen3-bf16-pairs-mla-ggml.md). Not
+ * measured on Zen 4 in token order: there the tiles read in token order take far ones as the others
+ * do. */
 fa_decode_reads fa_decode_reads_for(const fa_cpu_model *cpu, int64_t row_bytes)
 {
     const int zen3 = amd_zen3(cpu);
