@@ -150,24 +150,30 @@ static fa_rows_prefetch decode_rows_prefetch(const fa_cpu_model *cpu)
 #define TOKEN_MIN_ROW_BYTES_ZEN3 128
 
 /* In token order a group reads each token row whole, in an order Zen 3's hardware prefetchers follow
- * where a head's row is 256 bytes or more: there no prefetch at all took 24-35% less time than far
- * ones for f32 at 1 and 2 threads, contiguous and over pages of 1, 16 and 256 keys (contiguous, 1
- * thread: 190-202 -> 141-155 ms, 49-56% -> 68-75% of the read probe), and bf16 9-20% less over pages
- * and at 2 threads, contiguous at 1 thread within the spread (bench/results/2026-12-05-zen3-decode-
- * prefetch.md). Shorter rows (int8 and FP8 at D128, 128 bytes) need prefetches there: none took
- * them 1.2-1.6x the time of far ones; near ones (16 keys ahead into L1, not 64 into L2 as well)
- * took the same or less in nearly every interleaved pair (int8 over pages of 1 key 161-194 against
+ * where a head's row is 512 bytes or more (f32 at D128): there no prefetch at all took 24-35% less
+ * time than far ones at 1 and 2 threads, contiguous and over pages of 1, 16 and 256 keys
+ * (contiguous, 1 thread: 190-202 -> 141-155 ms, 49-56% -> 68-75% of the read probe;
+ * bench/results/2026-12-05-zen3-decode-prefetch.md), and near ones (16 keys ahead into L1) more time
+ * than none in every round at 1 thread (pages of 16 keys 172-210 against 149-164 ms). Shorter rows
+ * are read less well in that order (a bf16 cache's 256-byte rows at three quarters of the rate of
+ * its token rows in address order, sums only) and take near ones: at 256 bytes near ones took the
+ * same or less time than none at 1 thread in nearly every interleaved pair for bf16 at D128 (over
+ * pages of 16 keys 122-135 against 128-163 ms, over 256 keys 111 against 131-132), at 2 threads as
+ * much more as less; for f32 at D64 contiguous 110-130 against 133-134 ms, over pages of 16 keys
+ * 124-144 against 127-140; at 128 bytes (int8 and FP8 at D128) none took 1.2-1.6x the time of far
+ * ones, near ones the same or less in nearly every pair (int8 over pages of 1 key 161-194 against
  * 187-266 ms at 1 thread, contiguous at 2 threads 44-51 against 54-63 ms but for one round of 86;
- * E4M3 and E5M2 up to 15% less; bench/results/2026-12-05-zen3-bf16-pairs-mla-ggml.md). Not
- * measured on Zen 4 in token order: there the tiles read in token order take far ones as the others
- * do. */
+ * E4M3 and E5M2 up to 15% less) (bench/results/2026-12-05-zen3-bf16-pairs-mla-ggml.md). Not measured
+ * on Zen 4 in token order: there the tiles read in token order take far ones as the others do. */
+#define TOKEN_NO_PREFETCH_ROW_BYTES_ZEN3 512
+
 fa_decode_reads fa_decode_reads_for(const fa_cpu_model *cpu, int64_t row_bytes)
 {
     const int zen3 = amd_zen3(cpu);
     const fa_rows_prefetch rows = decode_rows_prefetch(cpu);
-    const fa_rows_prefetch tokens = !zen3                              ? rows
-                                    : row_bytes >= TOKEN_MIN_ROW_BYTES ? FA_ROWS_PREFETCH_NONE
-                                                                       : FA_ROWS_PREFETCH_NEAR;
+    const fa_rows_prefetch tokens = !zen3                                           ? rows
+                                    : row_bytes >= TOKEN_NO_PREFETCH_ROW_BYTES_ZEN3 ? FA_ROWS_PREFETCH_NONE
+                                                                                    : FA_ROWS_PREFETCH_NEAR;
     return (fa_decode_reads){row_bytes >= (zen3 ? TOKEN_MIN_ROW_BYTES_ZEN3 : TOKEN_MIN_ROW_BYTES), rows,
                              tokens};
 }
