@@ -47,8 +47,8 @@ static inline float avx2_reduce_add_f32(__m256 v)
 
 /* 16 bf16 elements in one load, split by position as avx512_load_bf16_pairs (avx512_f32.c) splits
  * 32: even elements 2l into lane l of *even, odd ones 2l + 1 into lane l of *odd. A shift and an
- * and per 16 elements besides the load, against two vpmovzxwd and two shifts, all four on Zen 3's
- * two shuffle and shift pipes (simd/half_operands.h's paired blocks). */
+ * and per 16 elements besides the load, against two vpmovzxwd and two shifts, which all take Zen 3's
+ * two shuffle and shift pipes (the and takes any) (simd/half_operands.h's paired blocks). */
 static inline __attribute__((always_inline)) void avx2_load_bf16_pairs(const uint16_t *p, __m256 *even,
                                                                        __m256 *odd)
 {
