@@ -140,12 +140,13 @@ static fa_rows_prefetch decode_rows_prefetch(const fa_cpu_model *cpu)
 
 /* The shortest key row read in token order. A run's calls cost the same whatever the row, so short
  * rows pay more per byte. Zen 4, 16 sequences, H8, D128, pages of 1 and 16 keys and contiguous:
- * f32's 512-byte rows 9-19% less time; bf16's 256 bytes 8% less to 1% more, over pages of 1 key at
- * 1 thread 1% less to 3.5% more; int8's and FP8's 128 bytes up to 18% more over pages of 1 key at 1
- * thread (bench/results/2026-12-05-decode-token-order-amd-zen4.md). On Zen 3 the 128-byte rows pay,
- * with far prefetches: int8 pages of 16 keys 126-145 -> 100-102 ms at 1 thread, 82-86 -> 66-67 at 2,
- * contiguous 95-103 -> 82-90 at 1 thread; FP8 up to 24% less time, none more (E4M3 contiguous at 1
- * thread the same) (bench/results/2026-12-05-zen3-decode-prefetch.md). */
+ * f32's 512-byte rows 9-19% less time; bf16's 256 bytes 8% less to 1% more, over pages of 1 key at 1
+ * thread 1% less to 3.5% more; int8's and FP8's 128 bytes up to 18% more over pages of 1 key at 1
+ * thread (bench/results/2026-12-05-decode-token-order-amd-zen4.md). On Zen 3 the 128-byte rows pay
+ * (measured with far prefetches; fa_decode_reads_for now gives them near ones): int8 pages of 16
+ * keys 126-145 -> 100-102 ms at 1 thread, 82-86 -> 66-67 at 2, contiguous 95-103 -> 82-90 at 1
+ * thread; FP8 up to 24% less time, none more (E4M3 contiguous at 1 thread the same)
+ * (bench/results/2026-12-05-zen3-decode-prefetch.md). */
 #define TOKEN_MIN_ROW_BYTES      256
 #define TOKEN_MIN_ROW_BYTES_ZEN3 128
 
@@ -159,12 +160,13 @@ static fa_rows_prefetch decode_rows_prefetch(const fa_cpu_model *cpu)
  * its token rows in address order, sums only) and take near ones: at 256 bytes near ones took the
  * same or less time than none at 1 thread in nearly every interleaved pair for bf16 at D128 (over
  * pages of 16 keys 122-135 against 128-163 ms, over 256 keys 111 against 131-132), at 2 threads as
- * much more as less; for f32 at D64 contiguous 110-130 against 133-134 ms, over pages of 16 keys
- * 124-144 against 127-140; at 128 bytes (int8 and FP8 at D128) none took 1.2-1.6x the time of far
- * ones, near ones the same or less in nearly every pair (int8 over pages of 1 key 161-194 against
- * 187-266 ms at 1 thread, contiguous at 2 threads 44-51 against 54-63 ms but for one round of 86;
- * E4M3 and E5M2 up to 15% less) (bench/results/2026-12-05-zen3-bf16-pairs-mla-ggml.md). Not measured
- * on Zen 4 in token order: there the tiles read in token order take far ones as the others do. */
+ * much more as less; for f32 at D64, six rounds, contiguous 108-130 against 124-154 ms, over pages
+ * of 16 keys 115-144 against 127-161; at 128 bytes (int8 and FP8 at D128) none took 1.2-1.6x the
+ * time of far ones, near ones the same or less in nearly every pair (int8 over pages of 1 key
+ * 161-194 against 187-266 ms at 1 thread, contiguous at 2 threads 44-51 against 54-63 ms but for one
+ * round of 86; E4M3 and E5M2 up to 15% less) (bench/results/2026-12-05-zen3-bf16-pairs-mla-ggml.md).
+ * Not measured on Zen 4 in token order: there the tiles read in token order take far ones as the
+ * others do. */
 #define TOKEN_NO_PREFETCH_ROW_BYTES_ZEN3 512
 
 fa_decode_reads fa_decode_reads_for(const fa_cpu_model *cpu, int64_t row_bytes)
