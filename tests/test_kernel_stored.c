@@ -317,3 +317,93 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
     free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc_want), free(acc_got);
     free(list);
 }
+
+/* E4M3 rows that hold no NaN code may be read without the steps that make that code a NaN, where a
+ * table looks for it first (few_rows_scores.h, FA_KIND_E4M3_FINITE): the same bits with no NaN code
+ * in the call, and with one NaN code anywhere in it (first, middle or last key; first, last or a
+ * middle element, in a row's whole 32-byte blocks and in its remainder), whose key's scores and whose
+ * element of every accumulator row are NaN, nothing else. */
+Test(kernel_stored, an_e4m3_nan_code_anywhere_in_a_call_gives_the_widened_bits)
+{
+    named_set sets[MAX_SETS];
+    const int n_sets = sets_of(sets);
+    tu_rng rng = tu_rng_make(tu_test_seed());
+    static const int64_t dims[] = {1, 31, 32, 33, 64, 100, 128, FA_MAX_HEAD_DIM};
+    static const int64_t cols_list[] = {1, 8, 9};
+    float *qt = malloc(sizeof(float) * MAX_DIM * LD), *p = malloc(sizeof(float) * MAX_COLS * LD);
+    float *wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM), *scale = malloc(sizeof(float) * MAX_COLS);
+    float *want = malloc(sizeof(float) * MAX_COLS * LD), *got = malloc(sizeof(float) * MAX_COLS * LD);
+    float *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+          *acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5));
+    const void **list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD));
+    cr_assert(qt && p && wide && scale && want && got && acc_want && acc_got && list);
+    for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
+        for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
+            for (int nan_at = -1; nan_at < 9; nan_at++) { /* -1: no NaN code */
+                const int64_t dim = dims[di], cols = cols_list[ci], acc_stride = dim + 5;
+                const int64_t nan_key = nan_at % 3 == 0 ? 0 : nan_at % 3 == 1 ? cols / 2 : cols - 1;
+                const int64_t nan_x = nan_at / 3 == 0 ? 0 : nan_at / 3 == 1 ? dim / 2 : dim - 1;
+                void *block;
+                uint8_t *k = (uint8_t *)stored_rows(FA_F8_E4M3, cols, dim, 0, &rng, &block);
+                for (int64_t c = 0; c < cols; c++) {
+                    for (int64_t x = 0; x < dim; x++) { /* every finite code */
+                        uint8_t code = (uint8_t)tu_rng_below(&rng, 256);
+                        k[c * K_STRIDE + x] = (code & 0x7f) == 0x7f ? (uint8_t)(code - 1) : code;
+                    }
+                    scale[c] = (float)tu_rng_uniform(&rng, 0.5, 2);
+                }
+                if (nan_at >= 0) k[nan_key * K_STRIDE + nan_x] = nan_at % 2 ? 0xff : 0x7f;
+                /* the list in key order, so that key nan_key is the list's (the NaN checks below) */
+                for (int64_t c = 0; c < cols + FA_STORED_AHEAD; c++) list[c] = k + (c % cols) * K_STRIDE;
+                for (int64_t c = 0; c < cols; c++)
+                    fa_kernels_ref.f32->widen(1, dim, list[c], 0, FA_F8_E4M3, scale + c, 0, wide + c * dim,
+                                              dim);
+                for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                for (int64_t i = 0; i < MAX_COLS * LD; i++) p[i] = (float)tu_rng_uniform(&rng, 0, 1);
+                for (int64_t rows = 1; rows <= 2; rows++)
+                    for (int s = 0; s < n_sets; s++) {
+                        const fa_kernels_f32 *set = sets[s].set;
+                        size_t where = 0;
+                        set->scores(rows, LD, cols, dim, qt, wide, dim, want);
+                        set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list,
+                                           FA_F8_E4M3, scale, FA_ROWS_PREFETCH_NEAR, got);
+                        for (int64_t c = 0; c < cols; c++) {
+                            cr_assert(
+                                same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
+                                "%s, rows %lld, cols %lld, dim %lld, NaN code %d: score (%lld, %zu) is %a, "
+                                "widened %a",
+                                sets[s].name, (long long)rows, (long long)cols, (long long)dim, nan_at,
+                                (long long)c, where, (double)got[c * LD + where],
+                                (double)want[c * LD + where]);
+                            for (int64_t r = 0; r < rows; r++)
+                                cr_assert((got[c * LD + r] != got[c * LD + r]) ==
+                                              (nan_at >= 0 && c == nan_key),
+                                          "%s, dim %lld, NaN code %d at key %lld: score (%lld, %lld) is %a",
+                                          sets[s].name, (long long)dim, nan_at, (long long)nan_key,
+                                          (long long)c, (long long)r, (double)got[c * LD + r]);
+                        }
+                        for (int64_t i = 0; i < 4 * acc_stride; i++)
+                            acc_want[i] = acc_got[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                        set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
+                        set->accumulate_stored(rows, cols, dim, p, LD, list, FA_F8_E4M3, scale,
+                                               FA_ROWS_PREFETCH_NEAR, acc_got, acc_stride);
+                        cr_assert(same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                                  "%s, rows %lld, cols %lld, dim %lld, NaN code %d: accumulator element %zu "
+                                  "is %a, widened %a",
+                                  sets[s].name, (long long)rows, (long long)cols, (long long)dim, nan_at,
+                                  where, (double)acc_got[where], (double)acc_want[where]);
+                        for (int64_t r = 0; r < rows; r++)
+                            for (int64_t x = 0; x < dim; x++)
+                                cr_assert(
+                                    (acc_got[r * acc_stride + x] != acc_got[r * acc_stride + x]) ==
+                                        (nan_at >= 0 && x == nan_x),
+                                    "%s, dim %lld, NaN code %d at element %lld: accumulator (%lld, %lld) "
+                                    "is %a",
+                                    sets[s].name, (long long)dim, nan_at, (long long)nan_x, (long long)r,
+                                    (long long)x, (double)acc_got[r * acc_stride + x]);
+                    }
+                free(block);
+            }
+    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc_want), free(acc_got);
+    free(list);
+}

@@ -44,6 +44,9 @@ static inline float avx2_reduce_add_f32(__m256 v)
 #define FA_HALF_VECS             2 /* of the 16 registers: 4 rows x 2 vectors + 2 x vectors + a broadcast */
 #define FA_HALF_VECS_FEW         4 /* for 1 or 2 rows: 2 x 4 + 4 + 1 */
 #define FA_HALF_VECS_ONE         8 /* for 1 row: 8 + a converted vector + the scale + a broadcast */
+/* E4M3 rows without NaN codes (few_rows_scores.h, FA_KIND_E4M3_FINITE) */
+#define V_LOAD_E4M3_FINITE_HALVES(p, n)   avx2_load_e4m3_finite_halves((p), (n))
+#define V_E4M3_ROWS_FINITE(rows, cols, n) avx2_e4m3_rows_finite((rows), (cols), (n))
 
 /* 16 bf16 elements in one load, split by position as avx512_load_bf16_pairs (avx512_f32.c) splits
  * 32: even elements 2l into lane l of *even, odd ones 2l + 1 into lane l of *odd. A shift and an

@@ -82,4 +82,32 @@ static inline __attribute__((always_inline)) __m256 avx2_load_e4m3_halves(const 
     return _mm256_cvtph_ps(avx2_e4m3_halves(_mm_cvtepi8_epi16(avx2_load_bytes(p, n))));
 }
 
+/* The same for E4M3 elements known to hold no NaN code (avx2_e4m3_finite): the halves without the
+ * steps that make S.1111.111 a NaN, the same bits for every other code. */
+static inline __attribute__((always_inline)) __m256 avx2_load_e4m3_finite_halves(const void *p, int64_t n)
+{
+    __m128i x = _mm_slli_epi16(_mm_cvtepi8_epi16(avx2_load_bytes(p, n)), 7);
+    return _mm256_cvtph_ps(_mm_and_si128(x, _mm_set1_epi16(-0x4080)));
+}
+
+/* Whether the first n E4M3 elements of each of the `cols` rows hold no NaN code (S.1111.111, the one
+ * byte that is 0xff with its sign bit set): the largest byte so set, 32 at a time (two instructions
+ * a load), the rest of a row one by one. */
+static inline int avx2_e4m3_rows_finite(const void *const *rows, int64_t cols, int64_t n)
+{
+    const int64_t whole = n / 32 * 32;
+    __m256i top = _mm256_setzero_si256();
+    int finite = 1;
+    for (int64_t c = 0; c < cols; c++) {
+        const uint8_t *b = (const uint8_t *)rows[c];
+        for (int64_t x = 0; x < whole; x += 32)
+            top = _mm256_max_epu8(top,
+                                  _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(const void *)(b + x)),
+                                                  _mm256_set1_epi8(-128)));
+        for (int64_t x = whole; x < n; x++) finite &= (b[x] & 0x7f) != 0x7f;
+    }
+    const __m256i nan = _mm256_cmpeq_epi8(top, _mm256_set1_epi8(-1));
+    return finite && _mm256_testz_si256(nan, nan);
+}
+
 #endif

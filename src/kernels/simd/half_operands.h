@@ -41,14 +41,24 @@
 #define FA_HALF_VECS_ONE FA_HALF_VECS_FEW
 #endif
 
-/* The kind the products read rows of type t in: E4M3 as its halves with the factor 256 in the
- * scales (few_rows_scores.h, FA_KIND_E4M3_HALVES) when every scale of the call takes it. */
-FA_INLINE int FA_NAME(stored_kind_)(fa_dtype t, const float *scale, int64_t cols)
+/* The kind the products read the `cols` rows (dim elements each) of type t in: E4M3 as its halves
+ * with the factor 256 in the scales (few_rows_scores.h, FA_KIND_E4M3_HALVES) when every scale of
+ * the call takes it, and then without the NaN steps (FA_KIND_E4M3_FINITE) where the ISA looks for
+ * NaN codes and no row has one: a second read of each row, which the conversions it spares repay. */
+FA_INLINE int FA_NAME(stored_kind_)(fa_dtype t, const float *scale, const void *const *rows, int64_t cols,
+                                    int64_t dim)
 {
 #ifdef V_LOAD_E4M3_HALVES
-    if (t == FA_F8_E4M3 && FA_NAME(e4m3_fold_)(scale, cols)) return FA_KIND_E4M3_HALVES;
+    if (t == FA_F8_E4M3 && FA_NAME(e4m3_fold_)(scale, cols)) {
+#ifdef V_E4M3_ROWS_FINITE
+        if (V_E4M3_ROWS_FINITE(rows, cols, dim)) return FA_KIND_E4M3_FINITE;
 #else
-    (void)scale, (void)cols;
+        (void)rows, (void)dim;
+#endif
+        return FA_KIND_E4M3_HALVES;
+    }
+#else
+    (void)scale, (void)rows, (void)cols, (void)dim;
 #endif
     return (int)t;
 }
@@ -58,8 +68,8 @@ static void FA_NAME(scores_stored_)(int64_t rows, int64_t ld, int64_t cols, int6
                                     const float *scale, fa_rows_prefetch prefetch, FA_T *s)
 {
     FA_NAME(scores_few_rows_body_)
-    (FA_NAME(stored_kind_)(kt, scale, cols), rows, ld, cols, dim, q, q_stride, NULL, 0, k_rows, scale, s,
-     prefetch, 1, 0);
+    (FA_NAME(stored_kind_)(kt, scale, k_rows, cols, dim), rows, ld, cols, dim, q, q_stride, NULL, 0, k_rows,
+     scale, s, prefetch, 1, 0);
 }
 
 /* nr rows × nv vectors of acc (the last nv - 1 a tail when `tail`), over `steps` keys of stored type
@@ -219,6 +229,13 @@ FA_HALF_ROWS_DEFINE_TYPE(7)
 #else
 #define FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL)
 #endif
+#ifdef V_LOAD_E4M3_FINITE_HALVES
+FA_HALF_ROWS_DEFINE_TYPE(8)
+#define FA_HALF_ROWS_E4M3_FINITE_CASE(NR, NV, TAIL) \
+    case FA_KIND_E4M3_FINITE: FA_HALF_ROWS_KIND_CALL(8, NR, NV, TAIL); break;
+#else
+#define FA_HALF_ROWS_E4M3_FINITE_CASE(NR, NV, TAIL)
+#endif
 #ifdef V_LOAD_BF16_PAIRS
 #define FA_HALF_PAIRS_FN(NR, NV) FA_NAME(half_pairs_block_##NR##_##NV##_)
 #define FA_HALF_PAIRS_DEFINE(NR, NV)                                                                      \
@@ -254,6 +271,7 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
         case FA_F8_E4M3: FA_HALF_ROWS_KIND_CALL(5, NR, NV, TAIL); break;                                     \
         case FA_F8_E5M2: FA_HALF_ROWS_KIND_CALL(6, NR, NV, TAIL); break;                                     \
             FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL)                                                      \
+            FA_HALF_ROWS_E4M3_FINITE_CASE(NR, NV, TAIL)                                                      \
         default: FA_HALF_ROWS_KIND_CALL(0, NR, NV, TAIL); break;                                             \
         }                                                                                                    \
         break;
@@ -269,7 +287,7 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
                                         const void *const *x_rows, fa_dtype xt, const float *scale,
                                         fa_rows_prefetch prefetch, FA_T *acc, int64_t acc_stride)
 {
-    const int kind = FA_NAME(stored_kind_)(xt, scale, cols);
+    const int kind = FA_NAME(stored_kind_)(xt, scale, x_rows, cols, dim);
     /* one row takes FA_HALF_VECS_ONE over a 1-byte kind only (bf16 and f32 rows were slower so) */
     const int chunk_vecs =
         rows == 1 && FA_NAME(kind_size_)(kind) != 1 ? FA_HALF_VECS_FEW : FA_HALF_VECS_OF(rows);
@@ -303,6 +321,7 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
 #endif
 #undef FA_HALF_ROWS_WIDE
 #undef FA_HALF_ROWS_E4M3_HALVES_CASE
+#undef FA_HALF_ROWS_E4M3_FINITE_CASE
 #undef FA_HALF_ROWS_ROWS
 #undef FA_HALF_ROWS_VECS
 #undef FA_HALF_ROWS_CASE
