@@ -82,7 +82,7 @@ static inline __attribute__((always_inline)) __m256 avx2_load_e4m3_halves(const 
     return _mm256_cvtph_ps(avx2_e4m3_halves(_mm_cvtepi8_epi16(avx2_load_bytes(p, n))));
 }
 
-/* The same for E4M3 elements known to hold no NaN code (avx2_e4m3_finite): the halves without the
+/* The same for E4M3 elements known to hold no NaN code (avx2_e4m3_rows_finite): the halves without the
  * steps that make S.1111.111 a NaN, the same bits for every other code. */
 static inline __attribute__((always_inline)) __m256 avx2_load_e4m3_finite_halves(const void *p, int64_t n)
 {
