@@ -105,6 +105,10 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
                 FA_PREFETCH((const char *)x_rows[t + FA_PREFETCH_KEYS] + x_off * elem + e, FA_HINT_L1);
         vec xv[FA_HALF_VECS_ONE];
         const vec sv = V_SET1(FA_NAME(key_scale_)(kind, scale, t));
+        /* one row: each vector converted just before its FMA, so that one converted vector is live
+         * at a time (converting all first spilled an accumulator to the stack over a 1-byte type,
+         * a store and a reload in its chain every key); more rows share each converted vector */
+        const vec b0 = V_SET1(w[t * ld]);
         FA_UNROLL
         for (int j = 0; j < nv; j++) {
             /* FA_LANES but in a tail: a constant lets the stored loads drop their partial path */
@@ -114,9 +118,10 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
             else
                 xv[j] = FA_NAME(key_part_)(kind, row, (int64_t)j * FA_LANES, n);
             if (scaled) xv[j] = V_MUL(sv, xv[j]);
+            if (nr == 1) a[0][j] = V_FMA(b0, xv[j], a[0][j]);
         }
         FA_UNROLL
-        for (int i = 0; i < nr; i++) {
+        for (int i = 0; i < nr && nr > 1; i++) {
             vec b = V_SET1(w[t * ld + i]);
             FA_UNROLL
             for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
