@@ -25,7 +25,8 @@ static inline __attribute__((always_inline)) __m128i avx2_e4m3_halves(__m128i w)
 static inline __attribute__((always_inline)) __m256 avx2_widen_bytes(__m128i b, fa_dtype t)
 {
     if (t == FA_I8) return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-    if (t == FA_F8_E5M2) return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
+    /* E5M2 is binary16's top byte: interleaved with zero bytes, one shuffle (not widen and shift) */
+    if (t == FA_F8_E5M2) return _mm256_cvtph_ps(_mm_unpacklo_epi8(_mm_setzero_si128(), b));
     return _mm256_mul_ps(_mm256_cvtph_ps(avx2_e4m3_halves(_mm_cvtepi8_epi16(b))), _mm256_set1_ps(256.0f));
 }
 
