@@ -117,6 +117,36 @@ static int64_t first_written_outside(const float *s, int64_t rows, int64_t cols,
     return -1;
 }
 
+/* The arrays every test here works in: query rows (qt), probabilities (p), the widened reference
+ * tile, row scales, score tiles, accumulators (a starting value and the two results), a row list. */
+typedef struct {
+    float *qt, *p, *wide, *scale, *want, *got, *acc0, *acc_want, *acc_got;
+    const void **list;
+} buffers;
+
+static buffers buffers_make(void)
+{
+    buffers b = {.qt = malloc(sizeof(float) * MAX_DIM * LD),
+                 .p = malloc(sizeof(float) * MAX_COLS * LD),
+                 .wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM),
+                 .scale = malloc(sizeof(float) * MAX_COLS),
+                 .want = malloc(sizeof(float) * MAX_COLS * LD),
+                 .got = malloc(sizeof(float) * MAX_COLS * LD),
+                 .acc0 = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+                 .acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+                 .acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
+                 .list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD))};
+    cr_assert(b.qt && b.p && b.wide && b.scale && b.want && b.got && b.acc0 && b.acc_want && b.acc_got &&
+              b.list);
+    return b;
+}
+
+static void buffers_free(buffers *b)
+{
+    free(b->qt), free(b->p), free(b->wide), free(b->scale), free(b->want), free(b->got), free(b->acc0);
+    free(b->acc_want), free(b->acc_got), free(b->list);
+}
+
 Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widened_rows)
 {
     named_set sets[MAX_SETS];
@@ -124,14 +154,10 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
     tu_rng rng = tu_rng_make(tu_test_seed());
     static const int64_t dims[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64, 100, 128, FA_MAX_HEAD_DIM};
     static const int64_t cols_list[] = {1, 2, 3, 5, 8, 9, 17, 70};
-    float *qt = malloc(sizeof(float) * MAX_DIM * LD), *p = malloc(sizeof(float) * MAX_COLS * LD);
-    float *wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM), *scale = malloc(sizeof(float) * MAX_COLS);
-    float *want = malloc(sizeof(float) * MAX_COLS * LD), *got = malloc(sizeof(float) * MAX_COLS * LD);
-    float *acc0 = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
-          *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
-          *acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5));
-    const void **list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD));
-    cr_assert(qt && p && wide && scale && want && got && acc0 && acc_want && acc_got && list);
+    buffers b = buffers_make();
+    float *qt = b.qt, *p = b.p, *wide = b.wide, *scale = b.scale, *want = b.want, *got = b.got;
+    float *acc0 = b.acc0, *acc_want = b.acc_want, *acc_got = b.acc_got;
+    const void **list = b.list;
     int64_t checked = 0;
     for (size_t ti = 0; ti < sizeof stored_types / sizeof *stored_types; ti++) {
         const fa_dtype t = stored_types[ti];
@@ -228,9 +254,7 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                 }
     }
     cr_log_info("%lld (set, type, shape) cases, %d sets", (long long)checked, n_sets);
-    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc0), free(acc_want),
-        free(acc_got);
-    free(list);
+    buffers_free(&b);
 }
 
 /* A code of one-byte type t whose magnitude is at most 2 (so that huge scales keep products finite),
@@ -261,13 +285,10 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
         {INFINITY, 0.75f, NAN, -INFINITY, 0x1p-149f, 0x1.fffffep119f}};              /* non-finite */
     static const int64_t dims[] = {16, 33, 128};
     static const int64_t cols_list[] = {1, 9, 70};
-    float *qt = malloc(sizeof(float) * MAX_DIM * LD), *p = malloc(sizeof(float) * MAX_COLS * LD);
-    float *wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM), *scale = malloc(sizeof(float) * MAX_COLS);
-    float *want = malloc(sizeof(float) * MAX_COLS * LD), *got = malloc(sizeof(float) * MAX_COLS * LD);
-    float *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
-          *acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5));
-    const void **list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD));
-    cr_assert(qt && p && wide && scale && want && got && acc_want && acc_got && list);
+    buffers b = buffers_make();
+    float *qt = b.qt, *p = b.p, *wide = b.wide, *scale = b.scale, *want = b.want, *got = b.got;
+    float *acc_want = b.acc_want, *acc_got = b.acc_got;
+    const void **list = b.list;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (int e = 0; e < 3; e++)
             for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
@@ -314,8 +335,7 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
                         }
                         free(block);
                     }
-    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc_want), free(acc_got);
-    free(list);
+    buffers_free(&b);
 }
 
 /* E4M3 rows that hold no NaN code may be read without the steps that make that code a NaN, where a
@@ -330,13 +350,10 @@ Test(kernel_stored, an_e4m3_nan_code_anywhere_in_a_call_gives_the_widened_bits)
     tu_rng rng = tu_rng_make(tu_test_seed());
     static const int64_t dims[] = {1, 31, 32, 33, 64, 100, 128, FA_MAX_HEAD_DIM};
     static const int64_t cols_list[] = {1, 8, 9};
-    float *qt = malloc(sizeof(float) * MAX_DIM * LD), *p = malloc(sizeof(float) * MAX_COLS * LD);
-    float *wide = malloc(sizeof(float) * MAX_COLS * MAX_DIM), *scale = malloc(sizeof(float) * MAX_COLS);
-    float *want = malloc(sizeof(float) * MAX_COLS * LD), *got = malloc(sizeof(float) * MAX_COLS * LD);
-    float *acc_want = malloc(sizeof(float) * 4 * (MAX_DIM + 5)),
-          *acc_got = malloc(sizeof(float) * 4 * (MAX_DIM + 5));
-    const void **list = malloc(sizeof(void *) * (MAX_COLS + FA_STORED_AHEAD));
-    cr_assert(qt && p && wide && scale && want && got && acc_want && acc_got && list);
+    buffers b = buffers_make();
+    float *qt = b.qt, *p = b.p, *wide = b.wide, *scale = b.scale, *want = b.want, *got = b.got;
+    float *acc_want = b.acc_want, *acc_got = b.acc_got;
+    const void **list = b.list;
     for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
         for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
             for (int nan_at = -1; nan_at < 9; nan_at++) { /* -1: no NaN code */
@@ -404,6 +421,5 @@ Test(kernel_stored, an_e4m3_nan_code_anywhere_in_a_call_gives_the_widened_bits)
                     }
                 free(block);
             }
-    free(qt), free(p), free(wide), free(scale), free(want), free(got), free(acc_want), free(acc_got);
-    free(list);
+    buffers_free(&b);
 }
