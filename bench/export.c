@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dtypes.h"
+#include "huge_pages.h"
 #include "isa.h"
 
 typedef enum { VAL_STR, VAL_INT, VAL_U64, VAL_NUM, VAL_BOOL } value_kind;
@@ -168,7 +169,8 @@ static value vbool(int b)
     X("kv_scales", vstr(kit_dtype_is_quantized(s->kv_dtype) ? "token-head" : ""))                       \
     X("shared_kv", vbool(s->shared_kv))                                                                 \
     X("probe_spread", vnum(row->probe_spread))                                                          \
-    X("disturbed", vbool(bench_row_disturbed(row, NULL, NULL, NULL)))
+    X("disturbed", vbool(bench_row_disturbed(row, NULL, NULL, NULL)))                                   \
+    X("huge_pages", vbool(bench_huge_pages_asked()))
 
 // A ragged case's figure (of any kind, of --varlen's, of --decode-batch's) as a double; NAN (an empty
 // field, null in JSON) for the other rows.

@@ -6,6 +6,7 @@
 
 #include "case.h"
 #include "export.h"
+#include "huge_pages.h"
 #include "identity.h"
 #include "isa.h"
 #include "machine.h"
@@ -26,6 +27,7 @@ int main(int argc, char **argv)
     bench_identity identity;
     bench_identity_init(&identity);
     if (bench_isa_apply(o.isa) != 0) return 1;
+    if (o.huge_pages) bench_huge_pages_ask(); /* before any buffer, the probe's included */
 
     int max_threads = 1;
     for (int t = 0; t < o.n_thread_counts; t++)

@@ -166,6 +166,9 @@ static const char help_text[] =
     "                     On a shared machine a neighbour's burst then cannot land on one side of a\n"
     "                     comparison only (the %% ref of the window and modifiers presets)\n"
     "  --probe-time S     seconds per thread count of each in-run probe (default 0.2; 0 = no probes)\n"
+    "  --huge-pages       buffers of 2 MiB and more (caches, pools, the read probe's array) on 2 MiB\n"
+    "                     boundaries with madvise(MADV_HUGEPAGE): transparent huge pages where the\n"
+    "                     kernel's mode (printed) allows; default: the allocator's pages\n"
     "  --blas-reps R      timed calls of the BLAS baseline, per mode (default 0: no baseline; it\n"
     "                     takes far longer than the library's own rows, 1 to 3 is enough for its min)\n"
     "  --blas-mode M      best | row-blocks | gemm-threads: how the baseline is threaded (default best:\n"
@@ -286,6 +289,7 @@ enum {
     OPT_PRESET,
     OPT_ISA,
     OPT_PROBE_TIME,
+    OPT_HUGE_PAGES,
     OPT_BLAS_REPS,
     OPT_BLAS_MODE,
     OPT_WINDOW,
@@ -333,6 +337,7 @@ static const struct option long_options[] = {
     {"preset", required_argument, NULL, OPT_PRESET},
     {"isa", required_argument, NULL, OPT_ISA},
     {"probe-time", required_argument, NULL, OPT_PROBE_TIME},
+    {"huge-pages", no_argument, NULL, OPT_HUGE_PAGES},
     {"blas-reps", required_argument, NULL, OPT_BLAS_REPS},
     {"blas-mode", required_argument, NULL, OPT_BLAS_MODE},
     {"window", required_argument, NULL, OPT_WINDOW},
@@ -931,6 +936,7 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
         case OPT_MIN_TIME: rc = parse_seconds("min-time", arg, &o->min_time); break;
         case OPT_ROUNDS: rc = parse_int("rounds", arg, 1, 1000, &o->rounds); break;
         case OPT_PROBE_TIME: rc = parse_seconds("probe-time", arg, &o->probe_time); break;
+        case OPT_HUGE_PAGES: o->huge_pages = 1; break;
         case OPT_BLAS_REPS: rc = parse_int("blas-reps", arg, 0, BENCH_MAX_SAMPLES, &o->blas_reps); break;
         case OPT_BLAS_MODE:
             rc = parse_choice("blas-mode", arg, blas_mode_names, &choice);

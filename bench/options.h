@@ -94,6 +94,7 @@ typedef struct {
     int rounds;           /* times the whole list of cases is run, interleaved; each row keeps its fastest */
     int64_t check_rows;
     double probe_time; /* seconds per thread count of each in-run probe (peak.h, stream.h); 0 = none */
+    int huge_pages;    /* --huge-pages: large buffers in transparent huge pages (huge_pages.h) */
     int blas_reps;     /* timed calls of the BLAS baseline; 0 (the default) = no baseline */
     bench_blas_mode blas_mode;
     const char *csv_path, *json_path; /* NULL = not written */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dtypes.h"
+#include "huge_pages.h"
 #include "modifiers.h"
 #include "rng.h"
 #include "tensors.h"
@@ -45,8 +46,7 @@ double bench_sample(bench_dist dist, uint64_t seed, uint64_t stream, uint64_t in
 
 void *bench_alloc_aligned(size_t bytes, const char *what)
 {
-    size_t rounded = (bytes + BENCH_ALIGN - 1) / BENCH_ALIGN * BENCH_ALIGN; // aligned_alloc wants a multiple
-    void *p = aligned_alloc(BENCH_ALIGN, rounded ? rounded : BENCH_ALIGN);
+    void *p = bench_alloc_buffer(bytes ? bytes : 1, BENCH_ALIGN); // huge pages where asked (huge_pages.h)
     if (!p) fprintf(stderr, "fa-bench: cannot allocate %s (%.1f MiB)\n", what, (double)bytes / 1048576.0);
     return p;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "huge_pages.h"
 #include "timing.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -102,7 +103,7 @@ int bench_stream_init(bench_stream *s, size_t l3_bytes, int max_threads)
     size_t bytes = 4 * l3_bytes;
     if (bytes < STREAM_MIN_BYTES) bytes = STREAM_MIN_BYTES;
     bytes = (bytes + ((size_t)1 << 20) - 1) & ~(((size_t)1 << 20) - 1);
-    s->data = aligned_alloc(STREAM_ALIGN, bytes);
+    s->data = bench_alloc_buffer(bytes, STREAM_ALIGN); /* in huge pages as the caches are (huge_pages.h) */
     s->bytes = s->data ? bytes : 0;
     if (!s->data) {
         fprintf(stderr, "fa-bench: cannot allocate the read-bandwidth probe's %.0f MiB\n",

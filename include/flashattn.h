@@ -288,6 +288,9 @@ typedef enum {
  * step) splits its keys exactly as a dense call of it alone would (fa_forward's split-KV), so each
  * sequence's rows are bitwise those of a dense call of it alone with the same block sizes, at any
  * thread count, and a decode batch keeps every thread busy.
+ * Speed, not results: a decode reads its pages in place, so a pool of small pages in 4 KiB memory
+ * pages costs a TLB miss at nearly every key; a pool (or cache) in huge pages (madvise(MADV_HUGEPAGE)
+ * under transparent huge pages, or hugetlbfs) spares them (fa-bench --huge-pages measures both).
  */
 typedef struct {
     size_t struct_size; /**< sizeof(fa_seqs) of the caller (FA_SEQS_INIT sets it; see the ABI section) */
