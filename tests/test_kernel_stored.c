@@ -370,7 +370,7 @@ Test(kernel_stored, an_e4m3_nan_code_anywhere_in_a_call_gives_the_widened_bits)
                     scale[c] = (float)tu_rng_uniform(&rng, 0.5, 2);
                 }
                 if (nan_at >= 0) k[nan_key * K_STRIDE + nan_x] = nan_at % 2 ? 0xff : 0x7f;
-                /* the list in key order, so that key nan_key is the list's (the NaN checks below) */
+                /* the list in key order: the NaN checks below name keys by their place in it */
                 for (int64_t c = 0; c < cols + FA_STORED_AHEAD; c++) list[c] = k + (c % cols) * K_STRIDE;
                 for (int64_t c = 0; c < cols; c++)
                     fa_kernels_ref.f32->widen(1, dim, list[c], 0, FA_F8_E4M3, scale + c, 0, wide + c * dim,

@@ -47,7 +47,7 @@
  * other code, and on avx2 3 instructions a vector of 8 elements instead of 7 (the conversion to
  * float and the scale's multiplication aside). Zen 3, D = 128: the step in cache 44.3-44.7 ->
  * 37.2-37.6 ns a key (`fa-kernel-bench --decode`; without the look for NaN codes 31.5), a decode
- * batch over a cache in DRAM 8-15% less time at 1 thread
+ * batch over a cache in DRAM 3-18% less time at 1 thread
  * (bench/results/2026-12-06-zen3-e4m3-bf16-widening.md). */
 #define FA_KIND_E4M3_FINITE 8
 #endif
