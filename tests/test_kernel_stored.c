@@ -155,9 +155,6 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
     static const int64_t dims[] = {1, 7, 8, 15, 16, 17, 31, 32, 33, 48, 64, 100, 128, FA_MAX_HEAD_DIM};
     static const int64_t cols_list[] = {1, 2, 3, 5, 8, 9, 17, 70};
     buffers b = buffers_make();
-    float *qt = b.qt, *p = b.p, *wide = b.wide, *scale = b.scale, *want = b.want, *got = b.got;
-    float *acc0 = b.acc0, *acc_want = b.acc_want, *acc_got = b.acc_got;
-    const void **list = b.list;
     int64_t checked = 0;
     for (size_t ti = 0; ti < sizeof stored_types / sizeof *stored_types; ti++) {
         const fa_dtype t = stored_types[ti];
@@ -170,25 +167,26 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                     const char *k =
                         stored_rows(t, cols, dim, (uint32_t)(di * 31 + ci * 7 + (size_t)rows), &rng, &block);
                     for (int64_t c = 0; c < cols; c++) /* ordinary, tiny and huge scales */
-                        scale[c] = (float)tu_rng_uniform(&rng, -2, 2) * (c % 5 == 3   ? 0x1p-100f
-                                                                         : c % 7 == 4 ? 0x1p100f
-                                                                                      : 1.0f);
-                    const float *sc = scaled ? scale : NULL;
-                    list_rows(t, k, cols, dim, sc, &rng, list, wide);
-                    for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
-                    const float *q = query_rows(rows, dim, qt); /* row 0 is also the one-row call's */
-                    for (int64_t i = 0; i < MAX_COLS * LD; i++) p[i] = (float)tu_rng_uniform(&rng, 0, 1);
-                    for (int64_t i = 0; i < 4 * acc_stride; i++) acc0[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                        b.scale[c] = (float)tu_rng_uniform(&rng, -2, 2) * (c % 5 == 3   ? 0x1p-100f
+                                                                           : c % 7 == 4 ? 0x1p100f
+                                                                                        : 1.0f);
+                    const float *sc = scaled ? b.scale : NULL;
+                    list_rows(t, k, cols, dim, sc, &rng, b.list, b.wide);
+                    for (int64_t i = 0; i < MAX_DIM * LD; i++) b.qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                    const float *q = query_rows(rows, dim, b.qt); /* row 0 is also the one-row call's */
+                    for (int64_t i = 0; i < MAX_COLS * LD; i++) b.p[i] = (float)tu_rng_uniform(&rng, 0, 1);
+                    for (int64_t i = 0; i < 4 * acc_stride; i++)
+                        b.acc0[i] = (float)tu_rng_uniform(&rng, -1, 1);
                     for (int s = 0; s < n_sets; s++) {
                         const fa_kernels_f32 *set = sets[s].set;
                         size_t where = 0;
-                        set->scores(rows, LD, cols, dim, qt, wide, dim, want);
+                        set->scores(rows, LD, cols, dim, b.qt, b.wide, dim, b.want);
                         /* near, far or no prefetches: a CPU's choice, which changes no bit */
                         const fa_rows_prefetch prefetch = (fa_rows_prefetch)((ci + (size_t)rows) % 3);
                         const float mark = -7.25f;
-                        for (int64_t i = 0; i < MAX_COLS * LD; i++) got[i] = mark;
-                        set->scores_stored(rows, LD, cols, dim, q, Q_STRIDE, list, t, sc, prefetch, got);
-                        const int64_t outside = first_written_outside(got, rows, cols, mark);
+                        for (int64_t i = 0; i < MAX_COLS * LD; i++) b.got[i] = mark;
+                        set->scores_stored(rows, LD, cols, dim, q, Q_STRIDE, b.list, t, sc, prefetch, b.got);
+                        const int64_t outside = first_written_outside(b.got, rows, cols, mark);
                         cr_assert(outside < 0,
                                   "%s, dtype %d, rows %lld, cols %lld, dim %lld: scores_stored wrote element "
                                   "%lld (key %lld, row %lld), a padding row's or past the keys",
@@ -196,57 +194,57 @@ Test(kernel_stored, decode_products_over_stored_rows_give_the_bits_of_the_widene
                                   (long long)outside, (long long)(outside / LD), (long long)(outside % LD));
                         for (int64_t c = 0; c < cols; c++) /* the real rows */
                             cr_assert(
-                                same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
+                                same_bits(b.want + c * LD, b.got + c * LD, (size_t)rows, &where),
                                 "%s, dtype %d, rows %lld, cols %lld, dim %lld: score (%lld, %zu) is %a, "
                                 "widened %a",
                                 sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim,
-                                (long long)c, where, (double)got[c * LD + where],
-                                (double)want[c * LD + where]);
+                                (long long)c, where, (double)b.got[c * LD + where],
+                                (double)b.want[c * LD + where]);
                         /* each key alone, a tile of one: the same bits whatever keys share its block
                          * in a tile (a block's keys are reduced together) */
                         for (int64_t c = 0; c < cols; c++) {
                             float alone[LD];
-                            set->scores_stored(rows, LD, 1, dim, q, Q_STRIDE, list + c, t, sc ? sc + c : NULL,
-                                               prefetch, alone);
+                            set->scores_stored(rows, LD, 1, dim, q, Q_STRIDE, b.list + c, t,
+                                               sc ? sc + c : NULL, prefetch, alone);
                             cr_assert(
-                                same_bits(want + c * LD, alone, (size_t)rows, &where),
+                                same_bits(b.want + c * LD, alone, (size_t)rows, &where),
                                 "%s, dtype %d, rows %lld, dim %lld: key %lld alone scores %a in row %zu, "
                                 "in a tile of %lld keys %a",
                                 sets[s].name, (int)t, (long long)rows, (long long)dim, (long long)c,
-                                (double)alone[where], where, (long long)cols, (double)want[c * LD + where]);
+                                (double)alone[where], where, (long long)cols, (double)b.want[c * LD + where]);
                         }
                         /* one row laid key after key (ld 1, the decode step's in-place layout) */
                         if (rows == 1) {
-                            set->scores_stored(1, 1, cols, dim, q, Q_STRIDE, list, t, sc, prefetch, got);
+                            set->scores_stored(1, 1, cols, dim, q, Q_STRIDE, b.list, t, sc, prefetch, b.got);
                             for (int64_t c = 0; c < cols; c++)
-                                cr_assert(same_bits(want + c * LD, got + c, 1, &where),
+                                cr_assert(same_bits(b.want + c * LD, b.got + c, 1, &where),
                                           "%s, dtype %d, cols %lld, dim %lld: key %lld scores %a at ld 1, "
                                           "%a at ld %d",
                                           sets[s].name, (int)t, (long long)cols, (long long)dim, (long long)c,
-                                          (double)got[c], (double)want[c * LD], LD);
+                                          (double)b.got[c], (double)b.want[c * LD], LD);
                         }
-                        memcpy(acc_want, acc0, sizeof(float) * (size_t)(4 * acc_stride));
-                        memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
-                        set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
-                        set->accumulate_stored(rows, cols, dim, p, LD, list, t, sc, prefetch, acc_got,
+                        memcpy(b.acc_want, b.acc0, sizeof(float) * (size_t)(4 * acc_stride));
+                        memcpy(b.acc_got, b.acc0, sizeof(float) * (size_t)(4 * acc_stride));
+                        set->accumulate(rows, cols, dim, b.p, LD, b.wide, dim, b.acc_want, acc_stride);
+                        set->accumulate_stored(rows, cols, dim, b.p, LD, b.list, t, sc, prefetch, b.acc_got,
                                                acc_stride);
                         cr_assert(
-                            same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                            same_bits(b.acc_want, b.acc_got, (size_t)(4 * acc_stride), &where),
                             "%s, dtype %d, rows %lld, cols %lld, dim %lld: accumulator element %zu is %a, "
                             "widened %a (or written outside its rows)",
                             sets[s].name, (int)t, (long long)rows, (long long)cols, (long long)dim, where,
-                            (double)acc_got[where], (double)acc_want[where]);
-                        if (rows == 1) { /* p of one row key after key (ld 1) */
-                            for (int64_t c = 0; c < cols; c++) got[c] = p[c * LD];
-                            memcpy(acc_got, acc0, sizeof(float) * (size_t)(4 * acc_stride));
-                            set->accumulate_stored(1, cols, dim, got, 1, list, t, sc, prefetch, acc_got,
+                            (double)b.acc_got[where], (double)b.acc_want[where]);
+                        if (rows == 1) { /* b.p of one row key after key (ld 1) */
+                            for (int64_t c = 0; c < cols; c++) b.got[c] = b.p[c * LD];
+                            memcpy(b.acc_got, b.acc0, sizeof(float) * (size_t)(4 * acc_stride));
+                            set->accumulate_stored(1, cols, dim, b.got, 1, b.list, t, sc, prefetch, b.acc_got,
                                                    acc_stride);
                             cr_assert(
-                                same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                                same_bits(b.acc_want, b.acc_got, (size_t)(4 * acc_stride), &where),
                                 "%s, dtype %d, cols %lld, dim %lld: accumulator element %zu is %a over p "
                                 "at ld 1, widened %a",
                                 sets[s].name, (int)t, (long long)cols, (long long)dim, where,
-                                (double)acc_got[where], (double)acc_want[where]);
+                                (double)b.acc_got[where], (double)b.acc_want[where]);
                         }
                         checked++;
                     }
@@ -286,9 +284,6 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
     static const int64_t dims[] = {16, 33, 128};
     static const int64_t cols_list[] = {1, 9, 70};
     buffers b = buffers_make();
-    float *qt = b.qt, *p = b.p, *wide = b.wide, *scale = b.scale, *want = b.want, *got = b.got;
-    float *acc_want = b.acc_want, *acc_got = b.acc_got;
-    const void **list = b.list;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (int e = 0; e < 3; e++)
             for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
@@ -300,38 +295,41 @@ Test(kernel_stored, decode_products_give_the_widened_bits_at_the_edges_of_the_ro
                         uint8_t *k = (uint8_t *)stored_rows(t, cols, dim, 0, &rng, &block);
                         for (int64_t c = 0; c < cols; c++) {
                             for (int64_t x = 0; x < dim; x++) k[c * K_STRIDE + x] = small_code(t, &rng);
-                            scale[c] = edges[e][(c + (int64_t)rows) % 6];
+                            b.scale[c] = edges[e][(c + (int64_t)rows) % 6];
                         }
-                        if (e == 1) scale[0] = edges[1][0];
-                        list_rows(t, (const char *)k, cols, dim, scale, &rng, list, wide);
-                        for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
-                        for (int64_t i = 0; i < MAX_COLS * LD; i++) p[i] = (float)tu_rng_uniform(&rng, 0, 1);
+                        if (e == 1) b.scale[0] = edges[1][0];
+                        list_rows(t, (const char *)k, cols, dim, b.scale, &rng, b.list, b.wide);
+                        for (int64_t i = 0; i < MAX_DIM * LD; i++)
+                            b.qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                        for (int64_t i = 0; i < MAX_COLS * LD; i++)
+                            b.p[i] = (float)tu_rng_uniform(&rng, 0, 1);
                         for (int s = 0; s < n_sets; s++) {
                             const fa_kernels_f32 *set = sets[s].set;
                             size_t where = 0;
-                            set->scores(rows, LD, cols, dim, qt, wide, dim, want);
+                            set->scores(rows, LD, cols, dim, b.qt, b.wide, dim, b.want);
                             /* any prefetch: no bit changes */
                             const fa_rows_prefetch prefetch = (fa_rows_prefetch)((ci + (size_t)rows) % 3);
-                            set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list,
-                                               t, scale, prefetch, got);
+                            set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, b.qt), Q_STRIDE,
+                                               b.list, t, b.scale, prefetch, b.got);
                             for (int64_t c = 0; c < cols; c++)
                                 cr_assert(
-                                    same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
+                                    same_bits(b.want + c * LD, b.got + c * LD, (size_t)rows, &where),
                                     "%s, dtype %d, scales %d, rows %lld, cols %lld, dim %lld: score (%lld, "
                                     "%zu) is %a, widened %a",
                                     sets[s].name, (int)t, e, (long long)rows, (long long)cols, (long long)dim,
-                                    (long long)c, where, (double)got[c * LD + where],
-                                    (double)want[c * LD + where]);
+                                    (long long)c, where, (double)b.got[c * LD + where],
+                                    (double)b.want[c * LD + where]);
                             for (int64_t i = 0; i < 4 * acc_stride; i++)
-                                acc_want[i] = acc_got[i] = (float)tu_rng_uniform(&rng, -1, 1);
-                            set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
-                            set->accumulate_stored(rows, cols, dim, p, LD, list, t, scale, prefetch, acc_got,
-                                                   acc_stride);
-                            cr_assert(same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                                b.acc_want[i] = b.acc_got[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                            set->accumulate(rows, cols, dim, b.p, LD, b.wide, dim, b.acc_want, acc_stride);
+                            set->accumulate_stored(rows, cols, dim, b.p, LD, b.list, t, b.scale, prefetch,
+                                                   b.acc_got, acc_stride);
+                            cr_assert(same_bits(b.acc_want, b.acc_got, (size_t)(4 * acc_stride), &where),
                                       "%s, dtype %d, scales %d, rows %lld, cols %lld, dim %lld: accumulator "
                                       "element %zu is %a, widened %a",
                                       sets[s].name, (int)t, e, (long long)rows, (long long)cols,
-                                      (long long)dim, where, (double)acc_got[where], (double)acc_want[where]);
+                                      (long long)dim, where, (double)b.acc_got[where],
+                                      (double)b.acc_want[where]);
                         }
                         free(block);
                     }
@@ -351,9 +349,6 @@ Test(kernel_stored, an_e4m3_nan_code_anywhere_in_a_call_gives_the_widened_bits)
     static const int64_t dims[] = {1, 31, 32, 33, 64, 100, 128, FA_MAX_HEAD_DIM};
     static const int64_t cols_list[] = {1, 8, 9};
     buffers b = buffers_make();
-    float *qt = b.qt, *p = b.p, *wide = b.wide, *scale = b.scale, *want = b.want, *got = b.got;
-    float *acc_want = b.acc_want, *acc_got = b.acc_got;
-    const void **list = b.list;
     for (size_t di = 0; di < sizeof dims / sizeof *dims; di++)
         for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
             for (int nan_at = -1; nan_at < 9; nan_at++) { /* -1: no NaN code */
@@ -367,57 +362,57 @@ Test(kernel_stored, an_e4m3_nan_code_anywhere_in_a_call_gives_the_widened_bits)
                         uint8_t code = (uint8_t)tu_rng_below(&rng, 256);
                         k[c * K_STRIDE + x] = (code & 0x7f) == 0x7f ? (uint8_t)(code - 1) : code;
                     }
-                    scale[c] = (float)tu_rng_uniform(&rng, 0.5, 2);
+                    b.scale[c] = (float)tu_rng_uniform(&rng, 0.5, 2);
                 }
                 if (nan_at >= 0) k[nan_key * K_STRIDE + nan_x] = nan_at % 2 ? 0xff : 0x7f;
-                /* the list in key order: the NaN checks below name keys by their place in it */
-                for (int64_t c = 0; c < cols + FA_STORED_AHEAD; c++) list[c] = k + (c % cols) * K_STRIDE;
+                /* the b.list in key order: the NaN checks below name keys by their place in it */
+                for (int64_t c = 0; c < cols + FA_STORED_AHEAD; c++) b.list[c] = k + (c % cols) * K_STRIDE;
                 for (int64_t c = 0; c < cols; c++)
-                    fa_kernels_ref.f32->widen(1, dim, list[c], 0, FA_F8_E4M3, scale + c, 0, wide + c * dim,
-                                              dim);
-                for (int64_t i = 0; i < MAX_DIM * LD; i++) qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
-                for (int64_t i = 0; i < MAX_COLS * LD; i++) p[i] = (float)tu_rng_uniform(&rng, 0, 1);
+                    fa_kernels_ref.f32->widen(1, dim, b.list[c], 0, FA_F8_E4M3, b.scale + c, 0,
+                                              b.wide + c * dim, dim);
+                for (int64_t i = 0; i < MAX_DIM * LD; i++) b.qt[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                for (int64_t i = 0; i < MAX_COLS * LD; i++) b.p[i] = (float)tu_rng_uniform(&rng, 0, 1);
                 for (int64_t rows = 1; rows <= 2; rows++)
                     for (int s = 0; s < n_sets; s++) {
                         const fa_kernels_f32 *set = sets[s].set;
                         size_t where = 0;
-                        set->scores(rows, LD, cols, dim, qt, wide, dim, want);
-                        set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, qt), Q_STRIDE, list,
-                                           FA_F8_E4M3, scale, FA_ROWS_PREFETCH_NEAR, got);
+                        set->scores(rows, LD, cols, dim, b.qt, b.wide, dim, b.want);
+                        set->scores_stored(rows, LD, cols, dim, query_rows(rows, dim, b.qt), Q_STRIDE, b.list,
+                                           FA_F8_E4M3, b.scale, FA_ROWS_PREFETCH_NEAR, b.got);
                         for (int64_t c = 0; c < cols; c++) {
                             cr_assert(
-                                same_bits(want + c * LD, got + c * LD, (size_t)rows, &where),
+                                same_bits(b.want + c * LD, b.got + c * LD, (size_t)rows, &where),
                                 "%s, rows %lld, cols %lld, dim %lld, NaN code %d: score (%lld, %zu) is %a, "
                                 "widened %a",
                                 sets[s].name, (long long)rows, (long long)cols, (long long)dim, nan_at,
-                                (long long)c, where, (double)got[c * LD + where],
-                                (double)want[c * LD + where]);
+                                (long long)c, where, (double)b.got[c * LD + where],
+                                (double)b.want[c * LD + where]);
                             for (int64_t r = 0; r < rows; r++)
-                                cr_assert((got[c * LD + r] != got[c * LD + r]) ==
+                                cr_assert((b.got[c * LD + r] != b.got[c * LD + r]) ==
                                               (nan_at >= 0 && c == nan_key),
                                           "%s, dim %lld, NaN code %d at key %lld: score (%lld, %lld) is %a",
                                           sets[s].name, (long long)dim, nan_at, (long long)nan_key,
-                                          (long long)c, (long long)r, (double)got[c * LD + r]);
+                                          (long long)c, (long long)r, (double)b.got[c * LD + r]);
                         }
                         for (int64_t i = 0; i < 4 * acc_stride; i++)
-                            acc_want[i] = acc_got[i] = (float)tu_rng_uniform(&rng, -1, 1);
-                        set->accumulate(rows, cols, dim, p, LD, wide, dim, acc_want, acc_stride);
-                        set->accumulate_stored(rows, cols, dim, p, LD, list, FA_F8_E4M3, scale,
-                                               FA_ROWS_PREFETCH_NEAR, acc_got, acc_stride);
-                        cr_assert(same_bits(acc_want, acc_got, (size_t)(4 * acc_stride), &where),
+                            b.acc_want[i] = b.acc_got[i] = (float)tu_rng_uniform(&rng, -1, 1);
+                        set->accumulate(rows, cols, dim, b.p, LD, b.wide, dim, b.acc_want, acc_stride);
+                        set->accumulate_stored(rows, cols, dim, b.p, LD, b.list, FA_F8_E4M3, b.scale,
+                                               FA_ROWS_PREFETCH_NEAR, b.acc_got, acc_stride);
+                        cr_assert(same_bits(b.acc_want, b.acc_got, (size_t)(4 * acc_stride), &where),
                                   "%s, rows %lld, cols %lld, dim %lld, NaN code %d: accumulator element %zu "
                                   "is %a, widened %a",
                                   sets[s].name, (long long)rows, (long long)cols, (long long)dim, nan_at,
-                                  where, (double)acc_got[where], (double)acc_want[where]);
+                                  where, (double)b.acc_got[where], (double)b.acc_want[where]);
                         for (int64_t r = 0; r < rows; r++)
                             for (int64_t x = 0; x < dim; x++)
                                 cr_assert(
-                                    (acc_got[r * acc_stride + x] != acc_got[r * acc_stride + x]) ==
+                                    (b.acc_got[r * acc_stride + x] != b.acc_got[r * acc_stride + x]) ==
                                         (nan_at >= 0 && x == nan_x),
                                     "%s, dim %lld, NaN code %d at element %lld: accumulator (%lld, %lld) "
                                     "is %a",
                                     sets[s].name, (long long)dim, nan_at, (long long)nan_x, (long long)r,
-                                    (long long)x, (double)acc_got[r * acc_stride + x]);
+                                    (long long)x, (double)b.acc_got[r * acc_stride + x]);
                     }
                 free(block);
             }

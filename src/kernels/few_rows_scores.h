@@ -40,7 +40,6 @@
  * Taken only for a call whose scales all pass FA_NAME(e4m3_fold_). */
 #define FA_KIND_E4M3_HALVES 7
 
-#ifdef V_LOAD_E4M3_FINITE_HALVES
 /* E4M3 rows that hold no NaN code (S.1111.111), which V_E4M3_ROWS_FINITE(rows, cols, n) finds of a
  * call's rows (simd/half_operands.h, stored_kind_), read as FA_KIND_E4M3_HALVES reads them without
  * the steps that turn that code into a NaN (V_LOAD_E4M3_FINITE_HALVES): the same bits for every
@@ -48,9 +47,9 @@
  * float and the scale's multiplication aside). Zen 3, D = 128: the step in cache 44.3-44.7 ->
  * 37.2-37.6 ns a key (`fa-kernel-bench --decode`; without the look for NaN codes 31.5), a decode
  * batch over a cache in DRAM 3-18% less time at 1 thread
- * (bench/results/2026-12-06-zen3-e4m3-bf16-widening.md). */
+ * (bench/results/2026-12-06-zen3-e4m3-bf16-widening.md). Taken only where the table defines
+ * V_LOAD_E4M3_FINITE_HALVES. */
 #define FA_KIND_E4M3_FINITE 8
-#endif
 
 /* Whether no scale of these keys is finite with 256 times it infinite (|s| > FLT_MAX / 256). */
 FA_INLINE int FA_NAME(e4m3_fold_)(const float *scale, int64_t cols)
@@ -91,7 +90,7 @@ FA_INLINE vec FA_NAME(key_part_)(const int kind, const void *k, int64_t at, int6
 FA_INLINE FA_T FA_NAME(key_scale_)(const int kind, const float *scale, int64_t i)
 {
 #ifdef V_LOAD_E4M3_HALVES
-    if (kind >= FA_KIND_E4M3_HALVES) return (FA_T)(scale[i] * 256.0f);
+    if (kind == FA_KIND_E4M3_HALVES || kind == FA_KIND_E4M3_FINITE) return (FA_T)(scale[i] * 256.0f);
 #endif
     return kind > FA_F16 ? (FA_T)scale[i] : (FA_T)1;
 }
@@ -202,37 +201,34 @@ FA_DOT_DEFINE_KIND(3)
 FA_DOT_DEFINE_KIND(4)
 FA_DOT_DEFINE_KIND(5)
 FA_DOT_DEFINE_KIND(6)
+/* one kind's case of the switch on the kind (the E4M3 halves' only where the table has them) */
+#define FA_DOT_KIND_CASE(NAME, KIND, NK, NR) \
+    case NAME:                               \
+        FA_DOT_KIND_CALL(KIND, NK, NR);      \
+        break;
 #ifdef V_LOAD_E4M3_HALVES
 FA_DOT_DEFINE_KIND(7)
-#define FA_DOT_E4M3_HALVES_CASE(NK, NR) \
-    case FA_KIND_E4M3_HALVES:           \
-        FA_DOT_KIND_CALL(7, NK, NR);    \
-        break;
+#define FA_DOT_E4M3_HALVES_CASE(NK, NR) FA_DOT_KIND_CASE(FA_KIND_E4M3_HALVES, 7, NK, NR)
 #else
 #define FA_DOT_E4M3_HALVES_CASE(NK, NR)
 #endif
 #ifdef V_LOAD_E4M3_FINITE_HALVES
 FA_DOT_DEFINE_KIND(8)
-#define FA_DOT_E4M3_FINITE_CASE(NK, NR) \
-    case FA_KIND_E4M3_FINITE:           \
-        FA_DOT_KIND_CALL(8, NK, NR);    \
-        break;
+#define FA_DOT_E4M3_FINITE_CASE(NK, NR) FA_DOT_KIND_CASE(FA_KIND_E4M3_FINITE, 8, NK, NR)
 #else
 #define FA_DOT_E4M3_FINITE_CASE(NK, NR)
 #endif
 #define FA_DOT_KIND_CALL(KIND, NK, NR) FA_DOT_FN(KIND, NK, NR)(dim, q, q_stride, kp, scale_c, sc, ld)
-#define FA_DOT_CALL(NK, NR)                              \
-    switch (kind) {                                      \
-    case FA_BF16: FA_DOT_KIND_CALL(2, NK, NR); break;    \
-    case FA_F16: FA_DOT_KIND_CALL(3, NK, NR); break;     \
-    case FA_I8: FA_DOT_KIND_CALL(4, NK, NR); break;      \
-    case FA_F8_E4M3: FA_DOT_KIND_CALL(5, NK, NR); break; \
-    case FA_F8_E5M2:                                     \
-        FA_DOT_KIND_CALL(6, NK, NR);                     \
-        break;                                           \
-        FA_DOT_E4M3_HALVES_CASE(NK, NR)                  \
-        FA_DOT_E4M3_FINITE_CASE(NK, NR)                  \
-    default: FA_DOT_KIND_CALL(0, NK, NR); break;         \
+#define FA_DOT_CALL(NK, NR)                      \
+    switch (kind) {                              \
+        FA_DOT_KIND_CASE(FA_BF16, 2, NK, NR)     \
+        FA_DOT_KIND_CASE(FA_F16, 3, NK, NR)      \
+        FA_DOT_KIND_CASE(FA_I8, 4, NK, NR)       \
+        FA_DOT_KIND_CASE(FA_F8_E4M3, 5, NK, NR)  \
+        FA_DOT_KIND_CASE(FA_F8_E5M2, 6, NK, NR)  \
+        FA_DOT_E4M3_HALVES_CASE(NK, NR)          \
+        FA_DOT_E4M3_FINITE_CASE(NK, NR)          \
+    default: FA_DOT_KIND_CALL(0, NK, NR); break; \
     }
 #else
 #define FA_DOT_CALL(NK, NR) FA_DOT_FN(0, NK, NR)(dim, q, q_stride, kp, scale_c, sc, ld)
@@ -318,6 +314,7 @@ static void FA_NAME(scores_few_rows_)(int64_t rows, int64_t ld, int64_t cols, in
 #undef FA_DOT_ROWS_CASES
 #undef FA_DOT_E4M3_HALVES_CASE
 #undef FA_DOT_E4M3_FINITE_CASE
+#undef FA_DOT_KIND_CASE
 #undef FA_DOT_CASE
 #undef FA_DOT_CALL
 #undef FA_DOT_KIND_CALL

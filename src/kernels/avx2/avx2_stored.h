@@ -11,14 +11,20 @@
 
 #include "flashattn.h"
 
-/* E4M3 codes, sign-extended to 16-bit lanes, as binary16 values 2^-8 times theirs, as
- * avx512_e4m3_halves (avx512_stored.h) says. */
+/* E4M3 codes known to hold no NaN code, sign-extended to 16-bit lanes, as binary16 values 2^-8 times
+ * theirs: the code's exponent and mantissa moved under binary16's (a shift) and its sign kept (the
+ * mask drops the sign extension's copies). */
+static inline __attribute__((always_inline)) __m128i avx2_e4m3_finite_halves(__m128i w)
+{
+    return _mm_and_si128(_mm_slli_epi16(w, 7), _mm_set1_epi16(-0x4080));
+}
+
+/* Any E4M3 codes so, as avx512_e4m3_halves (avx512_stored.h) says: the finite halves, and S.1111.111
+ * (low 7 bits all ones, so the sign-extended lane or 0xff80 is all ones) made binary16's NaN. */
 static inline __attribute__((always_inline)) __m128i avx2_e4m3_halves(__m128i w)
 {
-    __m128i x = _mm_slli_epi16(w, 7);
-    __m128i nan = _mm_cmpeq_epi16(_mm_or_si128(x, _mm_set1_epi16(-0x4000)), _mm_set1_epi16(-0x80));
-    return _mm_xor_si128(_mm_and_si128(x, _mm_set1_epi16(-0x4080)),
-                         _mm_and_si128(nan, _mm_set1_epi16(0x4180)));
+    __m128i nan = _mm_cmpeq_epi16(_mm_or_si128(w, _mm_set1_epi16(-0x80)), _mm_set1_epi16(-1));
+    return _mm_xor_si128(avx2_e4m3_finite_halves(w), _mm_and_si128(nan, _mm_set1_epi16(0x4180)));
 }
 
 /* Eight elements of a one-byte type, the low 8 bytes of b. */
@@ -87,8 +93,7 @@ static inline __attribute__((always_inline)) __m256 avx2_load_e4m3_halves(const 
  * steps that make S.1111.111 a NaN, the same bits for every other code. */
 static inline __attribute__((always_inline)) __m256 avx2_load_e4m3_finite_halves(const void *p, int64_t n)
 {
-    __m128i x = _mm_slli_epi16(_mm_cvtepi8_epi16(avx2_load_bytes(p, n)), 7);
-    return _mm256_cvtph_ps(_mm_and_si128(x, _mm_set1_epi16(-0x4080)));
+    return _mm256_cvtph_ps(avx2_e4m3_finite_halves(_mm_cvtepi8_epi16(avx2_load_bytes(p, n))));
 }
 
 /* Whether the first n E4M3 elements of each of the `cols` rows hold no NaN code (S.1111.111, the one

@@ -107,7 +107,8 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
         const vec sv = V_SET1(FA_NAME(key_scale_)(kind, scale, t));
         /* one row: each vector converted just before its FMA, so that one converted vector is live
          * at a time (converting all first spilled an accumulator to the stack over a 1-byte type,
-         * a store and a reload in its chain every key); more rows share each converted vector */
+         * a store and a reload in its chain every key); more rows share each converted vector
+         * (row 0's probability, b0, serves both) */
         const vec b0 = V_SET1(w[t * ld]);
         FA_UNROLL
         for (int j = 0; j < nv; j++) {
@@ -120,11 +121,13 @@ FA_INLINE void FA_NAME(half_rows_block_)(const int kind, const int nr, const int
             if (scaled) xv[j] = V_MUL(sv, xv[j]);
             if (nr == 1) a[0][j] = V_FMA(b0, xv[j], a[0][j]);
         }
-        FA_UNROLL
-        for (int i = 0; i < nr && nr > 1; i++) {
-            vec b = V_SET1(w[t * ld + i]);
+        if (nr > 1) {
             FA_UNROLL
-            for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+            for (int i = 0; i < nr; i++) {
+                vec b = i == 0 ? b0 : V_SET1(w[t * ld + i]);
+                FA_UNROLL
+                for (int j = 0; j < nv; j++) a[i][j] = V_FMA(b, xv[j], a[i][j]);
+            }
         }
     }
     FA_UNROLL
@@ -227,17 +230,20 @@ FA_HALF_ROWS_DEFINE_TYPE(3)
 FA_HALF_ROWS_DEFINE_TYPE(4)
 FA_HALF_ROWS_DEFINE_TYPE(5)
 FA_HALF_ROWS_DEFINE_TYPE(6)
+/* one kind's case of the switch on the kind (the E4M3 halves' only where the table has them) */
+#define FA_HALF_ROWS_KIND_CASE(NAME, K, NR, NV, TAIL) \
+    case NAME: FA_HALF_ROWS_KIND_CALL(K, NR, NV, TAIL); break;
 #ifdef V_LOAD_E4M3_HALVES
 FA_HALF_ROWS_DEFINE_TYPE(7)
 #define FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL) \
-    case FA_KIND_E4M3_HALVES: FA_HALF_ROWS_KIND_CALL(7, NR, NV, TAIL); break;
+    FA_HALF_ROWS_KIND_CASE(FA_KIND_E4M3_HALVES, 7, NR, NV, TAIL)
 #else
 #define FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL)
 #endif
 #ifdef V_LOAD_E4M3_FINITE_HALVES
 FA_HALF_ROWS_DEFINE_TYPE(8)
 #define FA_HALF_ROWS_E4M3_FINITE_CASE(NR, NV, TAIL) \
-    case FA_KIND_E4M3_FINITE: FA_HALF_ROWS_KIND_CALL(8, NR, NV, TAIL); break;
+    FA_HALF_ROWS_KIND_CASE(FA_KIND_E4M3_FINITE, 8, NR, NV, TAIL)
 #else
 #define FA_HALF_ROWS_E4M3_FINITE_CASE(NR, NV, TAIL)
 #endif
@@ -270,13 +276,13 @@ FA_HALF_PAIRS_DEFINE_ROWS(4)
 #define FA_HALF_ROWS_CASE(NR, NV, TAIL)                                                                      \
     case ((NR) * 16 + (NV)) * 2 + (TAIL):                                                                    \
         switch (kind) {                                                                                      \
-        case FA_BF16: FA_HALF_ROWS_KIND_CALL(2, NR, NV, TAIL); break;                                        \
-        case FA_F16: FA_HALF_ROWS_KIND_CALL(3, NR, NV, TAIL); break;                                         \
-        case FA_I8: FA_HALF_ROWS_KIND_CALL(4, NR, NV, TAIL); break;                                          \
-        case FA_F8_E4M3: FA_HALF_ROWS_KIND_CALL(5, NR, NV, TAIL); break;                                     \
-        case FA_F8_E5M2: FA_HALF_ROWS_KIND_CALL(6, NR, NV, TAIL); break;                                     \
-            FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL)                                                      \
-            FA_HALF_ROWS_E4M3_FINITE_CASE(NR, NV, TAIL)                                                      \
+        FA_HALF_ROWS_KIND_CASE(FA_BF16, 2, NR, NV, TAIL)                                                     \
+        FA_HALF_ROWS_KIND_CASE(FA_F16, 3, NR, NV, TAIL)                                                      \
+        FA_HALF_ROWS_KIND_CASE(FA_I8, 4, NR, NV, TAIL)                                                       \
+        FA_HALF_ROWS_KIND_CASE(FA_F8_E4M3, 5, NR, NV, TAIL)                                                  \
+        FA_HALF_ROWS_KIND_CASE(FA_F8_E5M2, 6, NR, NV, TAIL)                                                  \
+        FA_HALF_ROWS_E4M3_HALVES_CASE(NR, NV, TAIL)                                                          \
+        FA_HALF_ROWS_E4M3_FINITE_CASE(NR, NV, TAIL)                                                          \
         default: FA_HALF_ROWS_KIND_CALL(0, NR, NV, TAIL); break;                                             \
         }                                                                                                    \
         break;
@@ -327,6 +333,7 @@ static void FA_NAME(accumulate_stored_)(int64_t rows, int64_t cols, int64_t dim,
 #undef FA_HALF_ROWS_WIDE
 #undef FA_HALF_ROWS_E4M3_HALVES_CASE
 #undef FA_HALF_ROWS_E4M3_FINITE_CASE
+#undef FA_HALF_ROWS_KIND_CASE
 #undef FA_HALF_ROWS_ROWS
 #undef FA_HALF_ROWS_VECS
 #undef FA_HALF_ROWS_CASE
