@@ -9,11 +9,11 @@
 #include "kernels/exp2_poly.h"
 
 typedef __m256 vec;
-#define FA_T        float
-#define FA_SFX      f32
-#define FA_PS       ps
-#define FA_LANES    8
-#define FA_WIDEN_OP fa_avx2_widen_f32 /* simd/table.h */
+#define FA_T          float
+#define FA_SFX        f32
+#define FA_PS         ps
+#define FA_LANES      8
+#define FA_WIDEN_SIMD 1 /* simd/table.h: widen from simd/widen.h */
 
 /* The sum of a vector's lanes: halves added pairwise (the order is fixed, so is the result). */
 static inline float avx2_reduce_add_f32(__m256 v)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Elements of a stored type (kernels.h, widen: bf16, f16, int8, FP8 E4M3 and E5M2) as AVX2 float
- * vectors, converted exactly: the avx2 table's widen (avx2_widen.c) and its decode products
+ * vectors, converted exactly: the avx2 table's widen (simd/widen.h) and its decode products
  * (avx2_f32.c, simd/half_operands.h) load them alike. Needs -mavx2 -mf16c. Each conversion gives the
  * bits of the scalar one in kernels/half.h and kernels/quant.h (avx512_stored.h says how). */
 #ifndef FA_AVX2_STORED_H

@@ -14,7 +14,7 @@ typedef __mmask16 mask;
 #define FA_SFX                   f32
 #define FA_PS                    ps
 #define FA_LANES                 16
-#define FA_WIDEN_OP              fa_avx512_widen_f32 /* simd/table.h */
+#define FA_WIDEN_SIMD            1 /* simd/table.h: widen from simd/widen.h */
 #define FA_DROPOUT_PROBS_OP      fa_avx512_dropout_probs_f32
 #define FA_DROPOUT_SCORE_GRAD_OP fa_avx512_dropout_score_grad_f32
 

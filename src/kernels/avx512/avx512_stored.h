@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Elements of a stored type (kernels.h, widen: bf16, f16, int8, FP8 E4M3 and E5M2) as AVX-512 float
- * vectors, converted exactly: the avx512 table's widen (avx512_widen.c) and its decode products
+ * vectors, converted exactly: the avx512 table's widen (simd/widen.h) and its decode products
  * (avx512_f32.c, simd/half_operands.h) load them alike. Needs -mavx512f -mavx512bw (and AVX2 for
  * 256-bit integer work, which every AVX-512 CPU has). Each conversion gives the bits of the scalar
  * one in kernels/half.h and kernels/quant.h. */

@@ -4,7 +4,7 @@
  * (neon_stored.h), the last few of a row one at a time (kernels/quant.h), which gives the same
  * values; then the row's scale, one multiplication. Every conversion is exact (neon_stored.h says
  * how each matches kernels/half.h and kernels/quant.h). A row without a scale is converted with no
- * multiplication at all, as avx2_widen.c does: a select between sv·a and a with sv = 1 may be folded
+ * multiplication at all, as simd/widen.h does for x86: a select between sv·a and a with sv = 1 may be folded
  * to sv·a by the compiler (clang does), and FMUL quiets a signalling NaN that ref keeps (a bf16 row's
  * conversion is a shift, which keeps it). */
 #include <arm_neon.h>

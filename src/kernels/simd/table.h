@@ -17,6 +17,13 @@
 #define FA_ACCUMULATE_STORED_OP NULL
 #endif
 
+/* widen: simd/widen.h's where the float half asks for it (FA_WIDEN_SIMD: avx2, avx512), else the
+ * ISA's own FA_WIDEN_OP (neon_widen.c) or NULL (ref's) for double, which no driver widens into */
+#ifdef FA_WIDEN_SIMD
+#include "kernels/simd/widen.h"
+#define FA_WIDEN_OP FA_ISA_NAME(_widen_)
+#endif
+
 /* dropout_probs and dropout_score_grad: the ISA's own where it has them (avx512's float half),
  * else NULL, ref's (the same bits) */
 #ifndef FA_DROPOUT_PROBS_OP
@@ -44,7 +51,7 @@ const FA_CAT(fa_kernels_, FA_SFX) FA_ISA_NAME(_kernels_) = {
     .score_grad = FA_NAME(score_grad_),
     .modify = FA_NAME(modify_),
     .scale_grad = FA_NAME(scale_grad_),
-    .widen = FA_WIDEN_OP, /* the ISA's <isa>_widen.c; NULL (ref's) for double, which no driver widens into */
+    .widen = FA_WIDEN_OP,
     .scores_stored = FA_SCORES_STORED_OP,
     .accumulate_stored = FA_ACCUMULATE_STORED_OP,
     .dropout_probs = FA_DROPOUT_PROBS_OP,
@@ -70,6 +77,7 @@ FA_ENTRY_POINT(_tanh_, FA_NAME(tanh_))
 
 #undef FA_ISA_NAME
 #undef FA_WIDEN_OP
+#undef FA_WIDEN_SIMD
 #undef FA_SCORES_STORED_OP
 #undef FA_ACCUMULATE_STORED_OP
 #undef FA_DROPOUT_PROBS_OP
