@@ -227,7 +227,8 @@ void bench_report_header(FILE *f, const bench_run_info *info)
             (unsigned long long)o->seed, o->warmup, o->reps);
     if (o->min_time > 0.0) fprintf(f, ", min-time %gs", o->min_time);
     if (o->huge_pages)
-        fprintf(f, "; buffers of 2 MiB and more advised into huge pages (THP mode %s)", bench_thp_mode());
+        fprintf(f, "; buffers of %zu MiB and more advised into huge pages (THP mode %s)",
+                BENCH_HUGE_PAGE >> 20, bench_thp_mode());
     if (kind != BENCH_RAGGED_NONE || o->dropout > 0.0)
         fprintf(f, "; each call timed in turn at each thread count");
     if (o->rounds > 1)
