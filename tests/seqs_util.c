@@ -598,17 +598,6 @@ ts_spec ts_spec_of(const ts_layout_case *l, fa_dtype dt, int64_t dim, int64_t di
     return s;
 }
 
-fa_context *ts_context(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
-    return ctx;
-}
-
 fa_params ts_mask_params(const ts_mask_case *m)
 {
     fa_params p = FA_PARAMS_INIT;

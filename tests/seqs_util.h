@@ -151,9 +151,6 @@ typedef struct {
 /* The batch spec of a layout, with these head dims and 3 spare rows. */
 ts_spec ts_spec_of(const ts_layout_case *l, fa_dtype dt, int64_t dim, int64_t dim_v);
 
-/* A context of `threads` threads (0: automatic) and these block sizes; asserts it was created. */
-fa_context *ts_context(int threads, int block_q, int block_k);
-
 /* The default parameters with the mask's causal mode and window. */
 fa_params ts_mask_params(const ts_mask_case *m);
 

@@ -78,12 +78,7 @@ static void run_training(uint64_t seed, fa_dtype dtype, int block_q, int block_k
     tub_problem model[2];
     double loss[2][STEPS];
     for (int x = 0; x < 2; x++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.num_threads = threads[x];
-        o.block_q = block_q;
-        o.block_k = block_k;
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(threads[x], block_q, block_k);
         train(ctx, &p, &s, seed, &model[x], loss[x]);
         fa_context_destroy(ctx);
     }

@@ -117,17 +117,6 @@ static const struct {
 };
 #define N_CONFIGS ((int)(sizeof configs / sizeof configs[0]))
 
-static fa_context *context_of(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    return ctx;
-}
-
 static double max_abs(const double *x, int64_t n)
 {
     double m = 0.0;
@@ -145,7 +134,7 @@ Test(bias_gradient, dbias_matches_the_oracle_for_every_broadcast_pattern_f32_f64
         {FA_F64, 3, 2, 2, 9, 31, 4, 6, TU_BHSD},
     };
     uint64_t seed = tu_test_seed();
-    fa_context *ctx = context_of(2, 16, 8); /* several query and key blocks, masks that skip some */
+    fa_context *ctx = tu_context(2, 16, 8); /* several query and key blocks, masks that skip some */
     int checked = 0;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
         for (int c = 0; c < N_CONFIGS; c++)
@@ -209,7 +198,7 @@ Test(bias_gradient, dbias_of_half_inputs_matches_the_oracle)
 {
     static const fa_dtype types[] = {FA_BF16, FA_F16};
     uint64_t seed = tu_test_seed();
-    fa_context *ctx = context_of(2, 16, 8);
+    fa_context *ctx = tu_context(2, 16, 8);
     for (int ti = 0; ti < 2; ti++)
         for (int c = 0; c < N_CONFIGS; c++)
             for (int kind = TM_BIAS_KEY_PADDING; kind < TM_BIAS_KINDS; kind++) {
@@ -289,7 +278,7 @@ Test(bias_gradient, dbias_matches_central_differences_of_the_forward)
         {FA_CAUSAL_TOP_LEFT, 5, -1, 0.0, 1, TM_BIAS_OFF, 1},
     };
     uint64_t seed = tu_test_seed();
-    fa_context *ctx = context_of(1, 5, 4);
+    fa_context *ctx = tu_context(1, 5, 4);
     int checked = 0;
     for (int si = 0; si < 2; si++)
         for (int c = 0; c < 2; c++)
@@ -413,7 +402,7 @@ Test(bias_gradient, dbias_is_the_same_bytes_at_every_thread_count_and_plan_and_l
             tm_desc(s, &m, shape, sizeof shape);
             snprintf(desc, sizeof desc, "%s, seed %llu", shape, (unsigned long long)seed);
             /* the call without dbias: the gradients every call with it must leave as they are */
-            fa_context *ctx = context_of(1, 16, 16);
+            fa_context *ctx = tu_context(1, 16, 16);
             cr_assert_eq(tub_forward(ctx, &m.p, &bp), FA_OK, "%s", desc);
             dbias_canary(&d);
             cr_assert_eq(tub_backward(ctx, &m.p, &bp), FA_OK, "%s", desc);
@@ -424,7 +413,7 @@ Test(bias_gradient, dbias_is_the_same_bytes_at_every_thread_count_and_plan_and_l
             run_bytes first = {{NULL, NULL, NULL}, NULL};
             for (int threads = 1; threads <= 4; threads++)
                 for (int pl = 0; pl < 3; pl++) {
-                    ctx = context_of(threads, 16, 16);
+                    ctx = tu_context(threads, 16, 16);
                     fa_backward_force_plan(ctx, plans[pl]);
                     dbias_canary(&d);
                     tub_fill_grad_canary(&bp);

@@ -285,7 +285,7 @@ static void check_against_oracle(double dropout)
         double bound[3];
         tub_grad_bounds(&bp, &p, bound);
         for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) {
-            fa_context *ctx = ts_context(2, blocks[b][0], blocks[b][1]);
+            fa_context *ctx = tu_context(2, blocks[b][0], blocks[b][1]);
             char desc[160];
             snprintf(desc, sizeof desc, "%s, p = %g, blocks %d x %d", oc->name, dropout, blocks[b][0],
                      blocks[b][1]);
@@ -359,11 +359,11 @@ Test(dropout, outputs_are_bitwise_identical_at_every_thread_count)
             tub_make(&bp, &s, &rng, 1.5);
             case_inputs in;
             fa_params p = params_of(oc, &in, &rng, 0.3);
-            fa_context *one = ts_context(1, 16, 16);
+            fa_context *one = tu_context(1, 16, 16);
             run_bytes first = run_once(one, &p, &bp);
             fa_context_destroy(one);
             for (int threads = 2; threads <= 4; threads++) {
-                fa_context *ctx = ts_context(threads, 16, 16);
+                fa_context *ctx = tu_context(threads, 16, 16);
                 run_bytes again = run_once(ctx, &p, &bp);
                 char desc[128];
                 snprintf(desc, sizeof desc, "%s, %s, %d threads against 1", oc->name,
@@ -392,7 +392,7 @@ Test(dropout, p_zero_gives_the_bytes_of_a_call_without_dropout)
         fa_params off = params_of(oc, &in, &rng, 0.0);
         fa_params plain = off;
         plain.dropout_seed = plain.dropout_offset = 0;
-        fa_context *ctx = ts_context(2, 0, 0);
+        fa_context *ctx = tu_context(2, 0, 0);
         run_bytes a = run_once(ctx, &plain, &bp), b = run_once(ctx, &off, &bp);
         expect_same_bytes(oc->name, &bp, &a, &b);
         free_bytes(&a), free_bytes(&b);
@@ -426,7 +426,7 @@ Test(dropout, a_packed_batch_drops_what_its_dense_calls_drop)
                 p.dropout_seed = tu_rng_next(&rng);
                 p.dropout_offset = tu_rng_next(&rng);
                 p.seqs = &t.seqs;
-                fa_context *ctx = ts_context(2, 16, 16);
+                fa_context *ctx = tu_context(2, 16, 16);
                 char msg[512], desc[256];
                 ts_desc(&t, &p, desc, sizeof desc);
                 cr_assert_eq(ts_forward(ctx, &p, &t), FA_OK, "%s: %s", desc, fa_last_error());

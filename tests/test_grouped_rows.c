@@ -13,17 +13,6 @@
 
 #include "util.h"
 
-static fa_context *context_of(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
-    return ctx;
-}
-
 Test(grouped_rows, grouped_decode_rows_match_the_oracle_and_every_thread_count)
 {
     const uint64_t seed = tu_test_seed();
@@ -51,7 +40,7 @@ Test(grouped_rows, grouped_decode_rows_match_the_oracle_and_every_thread_count)
                 tu_problem_make(&three, &sh, &rng, 1.5);
                 char desc[256], msg[512];
                 tu_shape_str(&sh, &p, desc, sizeof desc);
-                fa_context *c1 = context_of(1, bl[0], bl[1]), *c3 = context_of(3, bl[0], bl[1]);
+                fa_context *c1 = tu_context(1, bl[0], bl[1]), *c3 = tu_context(3, bl[0], bl[1]);
                 cr_assert_eq(fa_forward(c1, &p, &one.q, &one.k, &one.v, &one.out, one.lse), FA_OK, "%s: %s",
                              desc, fa_last_error());
                 cr_assert_eq(fa_forward(c3, &p, &three.q, &three.k, &three.v, &three.out, three.lse), FA_OK,

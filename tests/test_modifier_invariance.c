@@ -72,26 +72,15 @@ static const int blocks[2][2] = {{0, 0}, {13, 24}};
 
 enum { N_FORWARD_CONTEXTS = 4 }; /* 1, 2, 3, 4 threads */
 
-static fa_context *forward_context(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    return ctx;
-}
-
 static void run_forward(int block_q, int block_k)
 {
     uint64_t seed = tu_test_seed();
     /* ctx[0], 1 thread, is made afresh for every case: its row buffer then grows only for that
      * case's split-KV partials */
     fa_context *ctx[N_FORWARD_CONTEXTS];
-    for (int x = 1; x < N_FORWARD_CONTEXTS; x++) ctx[x] = forward_context(x + 1, block_q, block_k);
+    for (int x = 1; x < N_FORWARD_CONTEXTS; x++) ctx[x] = tu_context(x + 1, block_q, block_k);
     for (int c = 0; c < N_FORWARD; c++) {
-        ctx[0] = forward_context(1, block_q, block_k);
+        ctx[0] = tu_context(1, block_q, block_k);
         const inv_case *ic = &forward_cases[c];
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tu_problem pr;
@@ -248,17 +237,6 @@ Test(modifier_invariance, backward_bitwise_equal_on_1_to_4_threads_and_every_pla
  * rows, bit for bit)" and at most Nk keys per tile: blocks larger than the sequences keep the key
  * tiling of blocks equal to them, so the bytes of every output are the same. */
 
-static fa_context *blocks_context(int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = 2;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    return ctx;
-}
-
 Test(modifier_invariance, blocks_beyond_nq_and_nk_give_the_bytes_of_blocks_equal_to_them)
 {
     static const char *names[3] = {"dq", "dk", "dv"};
@@ -266,7 +244,7 @@ Test(modifier_invariance, blocks_beyond_nq_and_nk_give_the_bytes_of_blocks_equal
     for (int c = 0; c < N_BACKWARD; c++) {
         const inv_case *ic = &backward_cases[c];
         int nq = (int)ic->shape.q_len, nk = (int)ic->shape.kv_len;
-        fa_context *exact = blocks_context(nq, nk), *beyond = blocks_context(nq + 29, nk + 61);
+        fa_context *exact = tu_context(2, nq, nk), *beyond = tu_context(2, nq + 29, nk + 61);
         tu_rng rng = tu_rng_make(seed + (uint64_t)c);
         tub_problem a, b;
         tub_make(&a, &ic->shape, &rng, 2.5);

@@ -196,17 +196,6 @@ static void check_dense(fa_context *ctx, const dense_case *c, tu_rng *rng, int p
     cache_free(&k), cache_free(&v);
 }
 
-static fa_context *threads_context(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
-    return ctx;
-}
-
 Test(quantized_cache, a_dense_call_is_the_f32_call_on_the_dequantized_cache_bit_for_bit)
 {
     tu_rng rng = tu_rng_make(tu_test_seed());
@@ -223,7 +212,7 @@ Test(quantized_cache, a_dense_call_is_the_f32_call_on_the_dequantized_cache_bit_
     };
     for (int threads = 1; threads <= 4; threads += 3)
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-            fa_context *ctx = threads_context(threads, 0, shapes[s].block_k);
+            fa_context *ctx = tu_context(threads, 0, shapes[s].block_k);
             for (int t = 0; t < 3; t++)
                 for (int sl = 0; sl < SCALE_LAYOUTS; sl++) {
                     dense_case c = {qtypes[t],        shapes[s].b,     shapes[s].hq,
@@ -239,7 +228,7 @@ Test(quantized_cache, a_dense_call_is_the_f32_call_on_the_dequantized_cache_bit_
 Test(quantized_cache, nan_codes_and_nan_scales_reach_exactly_the_rows_that_see_them)
 {
     tu_rng rng = tu_rng_make(tu_test_seed());
-    fa_context *ctx = threads_context(2, 0, 64);
+    fa_context *ctx = tu_context(2, 0, 64);
     for (int t = 0; t < 3; t++) {
         dense_case decode = {qtypes[t], 1, 4, 2, 1, 500, 64, 64, 0, PER_TOKEN_HEAD, FA_CAUSAL_NONE};
         dense_case causal = {qtypes[t], 1, 2, 1, 90, 90, 32, 32, 1, PER_TOKEN_HEAD, FA_CAUSAL_TOP_LEFT};
@@ -339,7 +328,7 @@ Test(quantized_cache, packed_and_paged_batches_are_the_f32_batch_on_the_dequanti
     tu_rng rng = tu_rng_make(tu_test_seed());
     static const int64_t pages[] = {0, 1, 16, 256}; /* 0: packed keys */
     for (int threads = 1; threads <= 3; threads += 2) {
-        fa_context *ctx = threads_context(threads, 0, 64);
+        fa_context *ctx = tu_context(threads, 0, 64);
         for (int t = 0; t < 3; t++)
             for (size_t g = 0; g < sizeof pages / sizeof *pages; g++)
                 for (int sl = 0; sl < SCALE_LAYOUTS; sl++)

@@ -34,11 +34,7 @@ static const int key_blocks[] = {16, 64, 100};
 
 static fa_status run(const sub_case *c, int block_q, int block_k, tu_problem *pr, const float *slopes)
 {
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    fa_context *ctx = tu_context(0, block_q, block_k);
     fa_params p = FA_PARAMS_INIT;
     p.causal = c->causal;
     p.window_left = c->window_left;

@@ -48,17 +48,6 @@ static void expect_peak_is_plan(fa_context *ctx, const char *what, int threads)
     fa_context_reset_stats(ctx);
 }
 
-static fa_context *context_of(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
-    return ctx;
-}
-
 /* Forward, then the backward under each of its three plans, of one dense problem. */
 static void dense_case(fa_dtype qt, fa_dtype kvt, int64_t hq, int64_t hkv, int64_t nq, int64_t nk, int64_t d,
                        int64_t dv, int block_q, int block_k, int threads, tu_rng *rng)
@@ -67,7 +56,7 @@ static void dense_case(fa_dtype qt, fa_dtype kvt, int64_t hq, int64_t hkv, int64
     snprintf(what, sizeof what, "q %d, kv %d, Hq %lld/%lld, Nq %lld, Nk %lld, D %lld/%lld, blocks %d/%d", qt,
              kvt, (long long)hq, (long long)hkv, (long long)nq, (long long)nk, (long long)d, (long long)dv,
              block_q, block_k);
-    fa_context *ctx = context_of(threads, block_q, block_k);
+    fa_context *ctx = tu_context(threads, block_q, block_k);
     fa_tensor q = filled(qt, 1, hq, nq, d, rng), k = filled(kvt, 1, hkv, nk, d, rng);
     fa_tensor v = filled(kvt, 1, hkv, nk, dv, rng), out = filled(qt, 1, hq, nq, dv, rng);
     fa_tensor dout = filled(qt, 1, hq, nq, dv, rng), dq = filled(qt, 1, hq, nq, d, rng);
@@ -123,7 +112,7 @@ Test(scratch_plan, batches_of_sequences_peak_at_their_plan)
         for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
             for (size_t kk = 0; kk < sizeof keys / sizeof keys[0]; kk++)
                 for (int decode = 0; decode <= 1; decode++) {
-                    fa_context *ctx = context_of(threads, 0, decode ? 64 : 0);
+                    fa_context *ctx = tu_context(threads, 0, decode ? 64 : 0);
                     ts_spec s = {0};
                     s.dtype = dtypes[t];
                     s.batch = 5, s.q_heads = 4, s.kv_heads = 2, s.dim = 64, s.dim_v = 32;
@@ -158,7 +147,7 @@ Test(scratch_plan, a_half_precision_paged_batch_peaks_at_its_plan)
     static const int64_t cu_q[SEQS + 1] = {0, 1, 10, 11}, used[SEQS] = {50, 64, 20};
     static const int32_t table[SEQS * PER_SEQ] = {3, 7, 1, 9, 0, 2, 4, 6, 11, 5, 8, 10};
     for (int threads = 1; threads <= 2; threads++) {
-        fa_context *ctx = context_of(threads, 0, 0);
+        fa_context *ctx = tu_context(threads, 0, 0);
         fa_tensor q = filled(FA_BF16, 1, HQ, ROWS, D, &rng), out = filled(FA_BF16, 1, HQ, ROWS, DV, &rng);
         fa_tensor k = filled(FA_BF16, PAGES, HKV, PAGE, D, &rng),
                   v = filled(FA_BF16, PAGES, HKV, PAGE, DV, &rng);
@@ -182,7 +171,7 @@ Test(scratch_plan, merges_peak_at_their_plan)
     static const fa_dtype dtypes[] = {FA_F32, FA_F64, FA_BF16, FA_F16};
     for (int threads = 1; threads <= 2; threads++)
         for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
-            fa_context *ctx = context_of(threads, 0, 0);
+            fa_context *ctx = tu_context(threads, 0, 0);
             const size_t acc = dtypes[t] == FA_F64 ? sizeof(double) : sizeof(float);
             fa_tensor outs[3];
             void *lses[3];

@@ -91,7 +91,7 @@ static uint64_t batch_seed(uint64_t seed, int d, int dt, int l, int m)
 Test(seqs, packed_rows_and_gradients_are_bitwise_those_of_a_dense_call_per_sequence)
 {
     uint64_t seed = tu_test_seed();
-    fa_context *ctx = ts_context(0, BQ, BK);
+    fa_context *ctx = tu_context(0, BQ, BK);
     char desc[512], msg[1024];
     for (int d = 0; d < TUB_DIRECTIONS; d++)
         for (int dt = 0; dt < 2; dt++)
@@ -133,7 +133,7 @@ Test(seqs, packed_rows_and_gradients_are_bitwise_those_of_a_dense_call_per_seque
 Test(seqs, every_sequence_and_its_gradients_match_the_oracle_on_its_own_lengths)
 {
     uint64_t seed = tu_test_seed();
-    fa_context *ctx[2] = {ts_context(0, 0, 0), ts_context(0, 5, 7)};
+    fa_context *ctx[2] = {tu_context(0, 0, 0), tu_context(0, 5, 7)};
     float slopes[4], sinks[4], dsinks[4];
     char desc[512], msg[1024];
     for (int d = 0; d < TUB_DIRECTIONS; d++)
@@ -279,7 +279,7 @@ Test(seqs, varlen_forward_and_backward_are_thread_count_invariant)
 {
     uint64_t seed = tu_test_seed();
     fa_context *ctx[4];
-    for (int x = 0; x < 4; x++) ctx[x] = ts_context(x + 1, 0, 0);
+    for (int x = 0; x < 4; x++) ctx[x] = tu_context(x + 1, 0, 0);
     char desc[512];
     for (int d = 0; d < TUB_DIRECTIONS; d++)
         for (int dt = 0; dt < 2; dt++)
@@ -311,7 +311,7 @@ Test(seqs, wide_items_match_the_oracle_and_dense_calls_on_any_thread_count)
 {
     uint64_t seed = tu_test_seed();
     fa_context *ctx[3];
-    for (int x = 0; x < 3; x++) ctx[x] = ts_context(x + 1, 96, 40);
+    for (int x = 0; x < 3; x++) ctx[x] = tu_context(x + 1, 96, 40);
     char desc[512], msg[1024];
     for (int dt = 0; dt < 2; dt++)
         for (int l = 0; l < N_LAYOUTS; l++) {
@@ -343,7 +343,7 @@ Test(seqs, decode_batch_splits_keys_as_dense_calls_do_on_any_thread_count)
     uint64_t seed = tu_test_seed();
     enum { DEC_BQ = 16, DEC_BK = 32, DEC_MAX_K = 1500 };
     fa_context *ctx[4];
-    for (int x = 0; x < 4; x++) ctx[x] = ts_context(x + 1, DEC_BQ, DEC_BK);
+    for (int x = 0; x < 4; x++) ctx[x] = tu_context(x + 1, DEC_BQ, DEC_BK);
     char desc[512], msg[1024];
     for (int dt = 0; dt < 2; dt++)
         for (int packed_k = 0; packed_k < 2; packed_k++) {
@@ -396,7 +396,7 @@ Test(seqs, sequences_whose_partials_exceed_the_cap_run_in_waves)
     uint64_t seed = tu_test_seed();
     tu_rng rng = tu_rng_make(seed);
     fa_context *ctx[4];
-    for (int x = 0; x < 4; x++) ctx[x] = ts_context(x + 1, 64, 64);
+    for (int x = 0; x < 4; x++) ctx[x] = tu_context(x + 1, 64, 64);
     ts_spec s = {0};
     s.dtype = FA_F32;
     s.batch = 5, s.q_heads = 2, s.kv_heads = 1, s.dim = 8, s.dim_v = 256;

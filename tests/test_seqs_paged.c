@@ -33,17 +33,6 @@ static const paging pagings[] = {
 
 static const fa_causal causals[3] = {FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT, FA_CAUSAL_BOTTOM_RIGHT};
 
-static fa_context *context(int threads, int block_q, int block_k)
-{
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
-    return ctx;
-}
-
 /* A paged batch: packed or dense queries, GQA, seqused (with spare table entries) or full pages. */
 static ts_spec paged_spec(fa_dtype dt, const paging *g, int packed_q, int seqused, int head_major)
 {
@@ -63,7 +52,7 @@ Test(seqs_paged, paged_keys_give_bitwise_the_result_of_the_same_keys_in_a_contig
     for (int g = 0; g < N_PAGINGS; g++) {
         /* Capacities from 4·block_k on let a sequence split its keys (split-KV), as its dense call
          * does: the pagings have both kinds. */
-        fa_context *ctx = context(0, 16, (int)pagings[g].block_k);
+        fa_context *ctx = tu_context(0, 16, (int)pagings[g].block_k);
         for (int dt = 0; dt < 2; dt++)
             for (int c = 0; c < 3; c++) {
                 int variant = (g + dt + c) % 4; /* packed q + seqused, dense q + seqused, full pages */
@@ -160,7 +149,7 @@ Test(seqs_paged, sequences_may_share_pages)
 Test(seqs_paged, every_sequence_matches_the_oracle_on_its_own_keys_in_use)
 {
     uint64_t seed = tu_test_seed();
-    fa_context *ctx[2] = {context(0, 0, 0), context(0, 7, 12)};
+    fa_context *ctx[2] = {tu_context(0, 0, 0), tu_context(0, 7, 12)};
     float slopes[4], sinks[4];
     char desc[512], msg[1024];
     for (int g = 0; g < N_PAGINGS; g++)
@@ -204,7 +193,7 @@ Test(seqs_paged, paged_forward_is_thread_count_invariant)
 {
     uint64_t seed = tu_test_seed();
     fa_context *ctx[4];
-    for (int x = 0; x < 4; x++) ctx[x] = context(x + 1, 0, 0);
+    for (int x = 0; x < 4; x++) ctx[x] = tu_context(x + 1, 0, 0);
     char desc[512];
     for (int g = 0; g < N_PAGINGS; g += 2)
         for (int dt = 0; dt < 2; dt++) {

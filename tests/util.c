@@ -74,6 +74,18 @@ int64_t tu_rng_below(tu_rng *r, int64_t n)
     return n > 0 ? (int64_t)(tu_rng_next(r) % (uint64_t)n) : 0;
 }
 
+fa_context *tu_context(int threads, int block_q, int block_k)
+{
+    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
+    o.num_threads = threads;
+    o.block_q = block_q;
+    o.block_k = block_k;
+    fa_context *ctx = NULL;
+    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%d threads, blocks %d x %d: %s", threads, block_q,
+                 block_k, fa_last_error());
+    return ctx;
+}
+
 size_t tu_dtype_size(fa_dtype t)
 {
     return t == FA_F64 ? sizeof(double) : sizeof(float);
