@@ -147,10 +147,8 @@ static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal,
 static void run_finite_diff(fa_causal causal, double dropout)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = 1; /* hundreds of tiny forwards: no team to wake */
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    /* hundreds of tiny forwards: no team to wake */
+    fa_context *ctx = tu_context(1, 0, 0);
     int checked = 0;
     for (int c = 0; c < N_SHAPES; c++)
         check_problem(ctx, &shapes[c], causal, dropout, seed + (uint64_t)c, &checked);

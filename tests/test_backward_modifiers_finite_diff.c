@@ -193,12 +193,9 @@ static void check_problem(fa_context *ctx, const tu_shape *s, const tm_spec *spe
 Test(backward_modifiers_finite_diff, gradients_and_dsinks_match_central_differences_through_every_modifier)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = 1; /* hundreds of tiny forwards: no team to wake */
-    o.block_q = 5;     /* several tiles each way, windows skipping some */
-    o.block_k = 4;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    /* hundreds of tiny forwards: no team to wake */
+    /* several tiles each way, windows skipping some */
+    fa_context *ctx = tu_context(1, 5, 4);
     int checked = 0;
     for (int c = 0; c < N_CONFIGS; c++)
         for (int x = 0; x < N_SHAPES; x++)

@@ -206,12 +206,7 @@ Test(backward_nan, nan_in_one_key_of_v_reaches_only_gradients_that_depend_on_it)
 {
     uint64_t seed = tu_test_seed();
     for (int x = 0; x < N_CONFIGS; x++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.num_threads = configs[x].threads;
-        o.block_q = configs[x].block_q;
-        o.block_k = configs[x].block_k;
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(configs[x].threads, configs[x].block_q, configs[x].block_k);
         for (int c = 0; c < N_CASES; c++) run_case(ctx, &configs[x], &cases[c], seed + (uint64_t)c);
         fa_context_destroy(ctx);
     }

@@ -44,12 +44,7 @@ static const int blocks[][2] = {{0, 0}, {13, 24}, {4, 3}};
 
 static fa_context *plan_context(int threads, int block_q, int block_k, fa_backward_plan plan)
 {
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = threads;
-    o.block_q = block_q;
-    o.block_k = block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    fa_context *ctx = tu_context(threads, block_q, block_k);
     fa_backward_force_plan(ctx, plan);
     return ctx;
 }
@@ -314,10 +309,7 @@ Test(backward_plans, stats_name_the_plan_an_automatic_call_took)
     };
     for (int t = 0; t < 4; t++)
         for (int c = 0; c < 2; c++) {
-            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-            o.num_threads = threads[t];
-            fa_context *ctx;
-            cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+            fa_context *ctx = tu_context(threads[t], 0, 0);
             fa_stats st = FA_STATS_INIT;
             cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
             cr_expect_null(st.backward_plan, "before any backward: %s", st.backward_plan);

@@ -479,10 +479,7 @@ Test(bias_gradient, dbias_broadcast_over_an_empty_axis_is_zeros)
             p.causal = FA_CAUSAL_BOTTOM_RIGHT;
             p.bias = &tb;
             p.dbias = &tdb;
-            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-            o.num_threads = threads;
-            fa_context *ctx;
-            cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+            fa_context *ctx = tu_context(threads, 0, 0);
             fa_status st = fa_backward(ctx, &p, &q, &kv, &kv, &out, &dout, lse, &dq, &dk, &dv);
             cr_assert_eq(st, FA_OK, "%s, %d threads: %s", cases[c].what, threads, fa_last_error());
             size_t wrong = 0, first = n;

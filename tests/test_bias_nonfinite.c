@@ -108,11 +108,7 @@ Test(bias_nonfinite, nan_inf_or_minus_inf_at_a_position_the_window_hides_changes
     static const double values[3] = {NAN, INFINITY, -INFINITY};
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = blocks[bl][0];
-        o.block_k = blocks[bl][1];
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, blocks[bl][0], blocks[bl][1]);
         for (int t = 0; t < 2; t++)
             for (int sinks = 0; sinks < 2; sinks++) {
                 policy_problem pp;
@@ -131,8 +127,8 @@ Test(bias_nonfinite, nan_inf_or_minus_inf_at_a_position_the_window_hides_changes
                                       "%s, blocks %d/%d, seed %llu: bias %g at hidden key %d of row (b %d, h "
                                       "%d, i %d) "
                                       "changed %s",
-                                      pp.desc, o.block_q, o.block_k, (unsigned long long)seed, values[v],
-                                      (int)hidden[hpos], AT_B, AT_H, AT_I, outs[x]);
+                                      pp.desc, blocks[bl][0], blocks[bl][1], (unsigned long long)seed,
+                                      values[v], (int)hidden[hpos], AT_B, AT_H, AT_I, outs[x]);
                         outputs_free(&now);
                         set_entry(&pp, hidden[hpos], saved);
                     }
@@ -170,11 +166,7 @@ static void run_visible(double x, int expect_nan_row)
 {
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = blocks[bl][0];
-        o.block_k = blocks[bl][1];
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, blocks[bl][0], blocks[bl][1]);
         for (int t = 0; t < 2; t++)
             for (int sinks = 0; sinks < 2; sinks++) {
                 policy_problem pp;
@@ -184,7 +176,7 @@ static void run_visible(double x, int expect_nan_row)
                 char what[160], msg[512];
                 snprintf(what, sizeof what,
                          "bias %g at visible key %d of row (b %d, h %d, i %d), blocks %d/%d, seed %llu", x,
-                         VISIBLE_J, AT_B, AT_H, AT_I, o.block_q, o.block_k, (unsigned long long)seed);
+                         VISIBLE_J, AT_B, AT_H, AT_I, blocks[bl][0], blocks[bl][1], (unsigned long long)seed);
                 if (expect_nan_row) {
                     expect_only_the_row_nan(&pp, what);
                 } else {

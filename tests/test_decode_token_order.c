@@ -115,10 +115,7 @@ Test(decode_token_order, a_group_of_heads_gives_each_head_the_bits_of_the_head_a
     static const int64_t pages[] = {0, 1, 5}, groups[] = {1, 4};
     tu_rng rng = tu_rng_make(tu_test_seed());
     for (int threads = 1; threads <= 3; threads += 2) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.num_threads = threads;
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(threads, 0, 0);
         for (size_t ki = 0; ki < sizeof kvs / sizeof *kvs; ki++)
             for (size_t pi = 0; pi < sizeof pages / sizeof *pages; pi++)
                 for (size_t gi = 0; gi < sizeof groups / sizeof *groups; gi++)

@@ -36,10 +36,7 @@ static const tm_spec specs[] = {
 Test(diagonal_shift, forward_and_backward_match_the_oracle_for_every_shift)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.block_q = 16, o.block_k = 16;
-    fa_context *ctx = NULL;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK, "%s", fa_last_error());
+    fa_context *ctx = tu_context(0, 16, 16);
     char desc[512], msg[512];
     for (int dt = 0; dt < 2; dt++)
         for (int c = 0; c < N_SPECS; c++)

@@ -161,10 +161,7 @@ Test(fork, calls_in_a_child_and_grandchild_after_parallel_calls_complete_with_th
                   msg);
     }
     /* The parent's own calls, on 2 threads and on the default context: libgomp's pool now exists. */
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = 2;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    fa_context *ctx = tu_context(2, 0, 0);
     for (int c = 0; c < RT_CASES; c++)
         for (int k = 0; k < 2; k++) {
             cr_assert_eq(rt_step(k ? NULL : ctx, &runs[c]), FA_OK);

@@ -482,11 +482,7 @@ Test(half_rounding, bf16_nan_in_v_of_a_wide_item_reaches_exactly_the_outputs_the
     fa_params p = FA_PARAMS_INIT;
     p.causal = FA_CAUSAL_BOTTOM_RIGHT;
     kit_tensor_store(&pr.t[KIT_V], 0, 0, 150, 4, NAN);
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.block_q = 256;
-    o.block_k = 256;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    fa_context *ctx = tu_context(0, 256, 256);
     cr_assert_eq(hu_forward(ctx, &p, &pr), FA_OK, "%s", fa_last_error());
     double *out_o = malloc(sizeof(double) * (size_t)(sh.q_heads * sh.q_len * sh.dim_v)),
            *lse_o = malloc(sizeof(double) * (size_t)(sh.q_heads * sh.q_len));

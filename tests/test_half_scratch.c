@@ -32,12 +32,7 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t c = 0; c < sizeof blocks / sizeof blocks[0]; c++)
             for (int64_t scale = 1; scale <= 4; scale *= 4) { /* lengths grow 4x, the arena must not */
-                fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-                o.num_threads = 2;
-                o.block_q = blocks[c].bq;
-                o.block_k = blocks[c].bk;
-                fa_context *ctx;
-                cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+                fa_context *ctx = tu_context(2, blocks[c].bq, blocks[c].bk);
                 /* two heads sharing one kv head; Nk < 4·bk keeps the keys unsplit */
                 int64_t nq = (2 * blocks[c].bq + 3) * scale, nk = 3 * blocks[c].bk + 1, d = blocks[c].d,
                         dv = blocks[c].dv;
@@ -53,24 +48,24 @@ Test(half_scratch, peak_is_the_float_formula_plus_the_widened_tiles)
                 cr_assert_eq(fa_forward(ctx, NULL, &q, &k, &v, &out, lse), FA_OK, "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
                 size_t want = hu_on_dot_units(ctx, types[t].q, types[t].kv, d, nq)
-                                  ? forward_dot_scratch(o.block_q, o.block_k, d, dv, 0)
-                                  : forward_scratch(FA_F32, o.block_q, o.block_k, d, dv) +
-                                        forward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
+                                  ? forward_dot_scratch(blocks[c].bq, blocks[c].bk, d, dv, 0)
+                                  : forward_scratch(FA_F32, blocks[c].bq, blocks[c].bk, d, dv) +
+                                        forward_half_tiles(q_half, 1, blocks[c].bq, blocks[c].bk, d, dv);
                 cr_expect_eq(st.scratch_peak, want,
-                             "types %zu, blocks %d/%d, Nq %lld: forward peak %zu, formula %zu", t, o.block_q,
-                             o.block_k, (long long)nq, st.scratch_peak, want);
+                             "types %zu, blocks %d/%d, Nq %lld: forward peak %zu, formula %zu", t,
+                             blocks[c].bq, blocks[c].bk, (long long)nq, st.scratch_peak, want);
 
                 fa_context_reset_stats(ctx);
                 cr_assert_eq(fa_backward(ctx, NULL, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv_t), FA_OK,
                              "%s", fa_last_error());
                 cr_assert_eq(fa_context_stats(ctx, &st), FA_OK);
                 want = hu_backward_on_dot_units(ctx, types[t].q, types[t].kv, d, dv)
-                           ? backward_dot_scratch(o.block_q, o.block_k, d, dv, 0)
-                           : backward_scratch(FA_F32, o.block_q, o.block_k, d, dv, 0) +
-                                 backward_half_tiles(q_half, 1, o.block_q, o.block_k, d, dv);
+                           ? backward_dot_scratch(blocks[c].bq, blocks[c].bk, d, dv, 0)
+                           : backward_scratch(FA_F32, blocks[c].bq, blocks[c].bk, d, dv, 0) +
+                                 backward_half_tiles(q_half, 1, blocks[c].bq, blocks[c].bk, d, dv);
                 cr_expect_eq(st.scratch_peak, want,
-                             "types %zu, blocks %d/%d, Nq %lld: backward peak %zu, formula %zu", t, o.block_q,
-                             o.block_k, (long long)nq, st.scratch_peak, want);
+                             "types %zu, blocks %d/%d, Nq %lld: backward peak %zu, formula %zu", t,
+                             blocks[c].bq, blocks[c].bk, (long long)nq, st.scratch_peak, want);
                 fa_tensor *all[] = {&q, &k, &v, &out, &dout, &dq, &dk, &dv_t};
                 for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
                 free(lse);
@@ -88,11 +83,7 @@ Test(half_scratch, decode_group_peak_counts_its_row_lists)
         int64_t d, dv;
     } blocks[] = {{64, 128, 128}, {16, 64, 40}, {100, 59, 24}};
     for (size_t c = 0; c < sizeof blocks / sizeof blocks[0]; c++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.num_threads = 2;
-        o.block_k = blocks[c].bk;
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(2, 0, blocks[c].bk);
         const int64_t heads = 8, nk = 3 * blocks[c].bk + 1, d = blocks[c].d, dv = blocks[c].dv; /* unsplit */
         fa_tensor q = hs_tensor(FA_F32, 1, heads, 1, d), k = hs_tensor(FA_BF16, 1, heads, nk, d);
         fa_tensor v = hs_tensor(FA_BF16, 1, heads, nk, dv), out = hs_tensor(FA_F32, 1, heads, 1, dv);

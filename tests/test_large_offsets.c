@@ -168,12 +168,7 @@ static void run_layout(fa_dtype dt, layout lay, fa_context *ctx, const char *ctx
 static void run_all(layout lay)
 {
     uint64_t seed = tu_test_seed();
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = 2;
-    o.block_q = 8;
-    o.block_k = 16;
-    fa_context *small;
-    cr_assert_eq(fa_context_create(&small, &o), FA_OK);
+    fa_context *small = tu_context(2, 8, 16);
     for (int dt = 0; dt < 2; dt++) {
         run_layout(dt ? FA_F64 : FA_F32, lay, small, "blocks 8/16, 2 threads", seed + (uint64_t)dt);
         run_layout(dt ? FA_F64 : FA_F32, lay, NULL, "default context", seed + 2 + (uint64_t)dt);

@@ -208,13 +208,7 @@ static const ctx_cfg configs[] = {{1, 0, 0}, {3, 5, 3}, {2, 8, 16}};
 
 static fa_context *make_ctx(const ctx_cfg *c)
 {
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = c->threads;
-    o.block_q = c->block_q;
-    o.block_k = c->block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    return ctx;
+    return tu_context(c->threads, c->block_q, c->block_k);
 }
 
 /* Elements of t in sequence positions [s0, s1) (every batch and head) that are not exactly 0;

@@ -196,10 +196,7 @@ Test(merge, the_result_is_bitwise_the_same_at_every_thread_count)
     size_t bytes = (size_t)B * H * NQ * DV * 4;
     float *first = malloc(bytes), *again = malloc(bytes);
     for (int threads = 1; threads <= 4; threads++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.num_threads = threads;
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(threads, 0, 0);
         fa_tensor mo = fa_tensor_bhsd(threads == 1 ? first : again, FA_F32, B, H, NQ, DV);
         cr_assert_eq(fa_merge(ctx, 3, outs, (const void *const *)w.lses, &mo, NULL), FA_OK, "%s",
                      fa_last_error());

@@ -18,11 +18,7 @@
  * these cheap under valgrind. */
 static fa_context *one_thread_context(void)
 {
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = 1;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    return ctx;
+    return tu_context(1, 0, 0);
 }
 
 /* One problem's forward and backward, and its dsinks. */

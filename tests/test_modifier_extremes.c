@@ -29,11 +29,7 @@ Test(modifier_extremes, windows_of_nq_plus_nk_and_int64_max_give_the_bytes_of_un
     static const char *names[3] = {"dq", "dk", "dv"};
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = blocks[bl][0];
-        o.block_k = blocks[bl][1];
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, blocks[bl][0], blocks[bl][1]);
         for (int c = 0; c < 6; c++) {
             tu_shape s = shapes[c % 2];
             s.dtype = c % 4 < 2 ? FA_F32 : FA_F64;
@@ -61,13 +57,13 @@ Test(modifier_extremes, windows_of_nq_plus_nk_and_int64_max_give_the_bytes_of_un
                 cr_expect(
                     tu_outputs_bitwise_equal(&a.fw, &b.fw, &where),
                     "%s, blocks %d/%d, seed %llu: windows of %lld differ from unbounded ones at %s %lld",
-                    desc, o.block_q, o.block_k, (unsigned long long)case_seed, (long long)wide[w],
+                    desc, blocks[bl][0], blocks[bl][1], (unsigned long long)case_seed, (long long)wide[w],
                     where < 0 ? "lse" : "out row", (long long)where);
                 for (int g = 0; g < 3; g++)
                     cr_expect(tub_views_bitwise_equal(&a.grad[g], &b.grad[g], &where),
                               "%s, blocks %d/%d, seed %llu: %s with windows of %lld differs from unbounded "
                               "ones at %lld",
-                              desc, o.block_q, o.block_k, (unsigned long long)case_seed, names[g],
+                              desc, blocks[bl][0], blocks[bl][1], (unsigned long long)case_seed, names[g],
                               (long long)wide[w], (long long)where);
                 tm_mods_free(&m);
                 tub_free(&a);
@@ -115,11 +111,7 @@ Test(modifier_extremes, extreme_sinks_slopes_softcaps_and_finite_bias_match_orac
     static const double softcaps[3] = {0.0, 1e-3, 1e30};
     uint64_t seed = tu_test_seed();
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = blocks[bl][0];
-        o.block_k = blocks[bl][1];
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, blocks[bl][0], blocks[bl][1]);
         for (int t = 0; t < 2; t++)
             for (int c = 0; c < 3; c++) {
                 tu_shape s = shapes[c % 2];
@@ -146,7 +138,7 @@ Test(modifier_extremes, extreme_sinks_slopes_softcaps_and_finite_bias_match_orac
                 snprintf(what, sizeof what,
                          "%s (sinks ±100, 1e20, -1e30, slopes -0.25, 0, 40, 1e-6, bias ±1e30), blocks %d/%d, "
                          "seed %llu",
-                         desc, o.block_q, o.block_k, (unsigned long long)case_seed);
+                         desc, blocks[bl][0], blocks[bl][1], (unsigned long long)case_seed);
                 check_against_oracles(ctx, &bp, &m, what);
                 tm_mods_free(&m);
                 tub_free(&bp);

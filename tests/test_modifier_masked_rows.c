@@ -187,13 +187,9 @@ static void run(int sinks)
     uint64_t seed = tu_test_seed();
     static const int blocks[2][2] = {{0, 0}, {6, 8}};
     for (int bl = 0; bl < 2; bl++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = blocks[bl][0];
-        o.block_k = blocks[bl][1];
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, blocks[bl][0], blocks[bl][1]);
         char what[64];
-        snprintf(what, sizeof what, "blocks %d/%d", o.block_q, o.block_k);
+        snprintf(what, sizeof what, "blocks %d/%d", blocks[bl][0], blocks[bl][1]);
         for (int t = 0; t < 2; t++)
             for (int c = 0; c < N_CASES; c++)
                 check_case(ctx, &cases[c], t ? FA_F64 : FA_F32, sinks,

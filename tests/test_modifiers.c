@@ -173,11 +173,7 @@ Test(modifiers, each_modifier_alone_matches_oracle_f32_and_f64_forward_and_backw
     uint64_t seed = tu_test_seed();
     static const int blocks[2][2] = {{0, 0}, {8, 16}};
     for (int b = 0; b < 2; b++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = blocks[b][0];
-        o.block_k = blocks[b][1];
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, blocks[b][0], blocks[b][1]);
         for (int t = 0; t < 2; t++)
             for (int c = 0; c < N_ALONE; c++) {
                 tu_shape s = alone_shape[alone[c].dir];
@@ -187,7 +183,7 @@ Test(modifiers, each_modifier_alone_matches_oracle_f32_and_f64_forward_and_backw
                 s.layout = (tu_layout)(k % 3);
                 tu_rng rng = tu_rng_make(seed + (uint64_t)(100 * b + 40 * t + c));
                 char where[128];
-                snprintf(where, sizeof where, "%s, blocks %d/%d", alone[c].name, o.block_q, o.block_k);
+                snprintf(where, sizeof where, "%s, blocks %d/%d", alone[c].name, blocks[b][0], blocks[b][1]);
                 check_case(alone[c].dir, ctx, &s, &alone[c].spec, 0.0, &rng, where, seed);
             }
         fa_context_destroy(ctx);

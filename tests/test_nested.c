@@ -193,10 +193,7 @@ Test(nested, calls_under_omp_thread_limit_match_the_serial_run)
     fprintf(stderr, "[nested] OMP_THREAD_LIMIT=%s: omp_get_thread_limit() = %d\n", limit,
             omp_get_thread_limit());
     /* From the main thread, a context asking for more threads than the limit allows. */
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = 8;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+    fa_context *ctx = tu_context(8, 0, 0);
     for (int c = 0; c < RT_CASES; c++) {
         fa_status st = rt_step(ctx, &s->runs[0][c]);
         cr_expect_eq(st, FA_OK, "8 threads under the limit, case \"%s\": %s", rt_cases[c].name,

@@ -216,13 +216,7 @@ static int check_grads(const tub_problem *lib, const tub_ref *oracle, const tub_
 
 static fa_context *make_ctx(const ctx_cfg *cfg)
 {
-    fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-    o.num_threads = cfg->threads;
-    o.block_q = cfg->block_q;
-    o.block_k = cfg->block_k;
-    fa_context *ctx;
-    cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
-    return ctx;
+    return tu_context(cfg->threads, cfg->block_q, cfg->block_k);
 }
 
 /* ---- one non-finite element ----------------------------------------------------------------- */

@@ -118,16 +118,12 @@ Test(query_sub_blocks, wide_items_split_over_keys_match_the_oracle_on_every_thre
         tu_shape_str(&split_cases[c].shape, &p, desc, sizeof desc);
         tu_problem *runs[2] = {&one, &three};
         for (int r = 0; r < 2; r++) {
-            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-            o.block_q = 256;
-            o.block_k = 64;
-            o.num_threads = r == 0 ? 1 : 3;
-            fa_context *ctx = NULL;
-            cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+            const int threads = r == 0 ? 1 : 3;
+            fa_context *ctx = tu_context(threads, 256, 64);
             tu_problem_fill_canary(runs[r]);
             fa_status st =
                 fa_forward(ctx, &p, &runs[r]->q, &runs[r]->k, &runs[r]->v, &runs[r]->out, runs[r]->lse);
-            cr_assert_eq(st, FA_OK, "%s, %d threads: status %d", desc, o.num_threads, st);
+            cr_assert_eq(st, FA_OK, "%s, %d threads: status %d", desc, threads, st);
             fa_context_destroy(ctx);
         }
         int64_t *rows;

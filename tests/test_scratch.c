@@ -144,10 +144,7 @@ Test(scratch, peak_is_identical_for_1024_and_16384_tokens_forward_and_backward, 
     static const int64_t lens[2] = {1024, 16384};
     for (int d = 0; d < TUB_DIRECTIONS; d++) {
         const char *dn = tub_direction_name((tub_direction)d);
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = o.block_k = blocks[d];
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, blocks[d], blocks[d]);
         fa_params p = FA_PARAMS_INIT;
         p.causal = FA_CAUSAL_TOP_LEFT; /* halves the work of the long run */
         size_t peak[2], capacity[2];
@@ -158,7 +155,7 @@ Test(scratch, peak_is_identical_for_1024_and_16384_tokens_forward_and_backward, 
             tub_make(&bp, &s, &rng, 2.0);
             tu_problem *pr = &bp.fw;
             char desc[320], msg[512];
-            tub_desc(&bp, &p, o.block_q, o.block_k, desc, sizeof desc);
+            tub_desc(&bp, &p, blocks[d], blocks[d], desc, sizeof desc);
             if (d == TUB_FORWARD) {
                 fa_context_reset_stats(ctx);
                 cr_assert_eq(fa_forward(ctx, &p, &pr->q, &pr->k, &pr->v, &pr->out, pr->lse), FA_OK, "%s",
@@ -209,11 +206,7 @@ Test(scratch, split_kv_partials_stay_within_16_mib)
     uint64_t seed = tu_test_seed();
     static const int64_t dims_v[2] = {400, 401};
     for (int x = 0; x < 2; x++) {
-        fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-        o.block_q = 64;
-        o.block_k = 16;
-        fa_context *ctx;
-        cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+        fa_context *ctx = tu_context(0, 64, 16);
         tu_shape s = {FA_F32, 1, 114, 1, 44, 64, 16, dims_v[x], TU_BHSD};
         fa_params p = FA_PARAMS_INIT;
         tu_rng rng = tu_rng_make(seed + (uint64_t)x);

@@ -40,26 +40,22 @@ Test(window_long_sequence, window_of_64_over_4096_keys_matches_oracles_forward_a
         int64_t *rows;
         int64_t n = tu_pick_rows(&bp.fw, &m.p, INT64_MAX, &rows);
         for (int b = 0; b < 2; b++) {
-            fa_context_opts o = FA_CONTEXT_OPTS_INIT;
-            o.block_q = blocks[b][0];
-            o.block_k = blocks[b][1];
-            fa_context *ctx;
-            cr_assert_eq(fa_context_create(&ctx, &o), FA_OK);
+            fa_context *ctx = tu_context(0, blocks[b][0], blocks[b][1]);
             char desc[600], msg[512];
             tm_desc(&cases[c].shape, &m, desc, sizeof desc);
             m.p.dsinks = NULL;
             cr_assert_eq(tub_forward(ctx, &m.p, &bp), FA_OK, "%s", desc);
             cr_expect(tu_check_accuracy(&bp.fw, &m.p, rows, n, 1e-12, msg, sizeof msg),
-                      "%s, blocks %d/%d, seed %llu: %s", desc, o.block_q, o.block_k, (unsigned long long)seed,
-                      msg);
+                      "%s, blocks %d/%d, seed %llu: %s", desc, blocks[b][0], blocks[b][1],
+                      (unsigned long long)seed, msg);
             if (cases[c].spec.sinks) tm_mods_want_dsinks(&m);
             cr_assert_eq(tub_backward(ctx, &m.p, &bp), FA_OK, "%s", desc);
             cr_expect(tub_check_accuracy(&bp, &m.p, &oracle, f32 ? &naive : NULL, 1e-11, msg, sizeof msg),
-                      "%s, blocks %d/%d, seed %llu: %s", desc, o.block_q, o.block_k, (unsigned long long)seed,
-                      msg);
+                      "%s, blocks %d/%d, seed %llu: %s", desc, blocks[b][0], blocks[b][1],
+                      (unsigned long long)seed, msg);
             if (cases[c].spec.sinks)
                 cr_expect(tm_check_dsinks(&bp, &m, msg, sizeof msg), "%s, blocks %d/%d, seed %llu: %s", desc,
-                          o.block_q, o.block_k, (unsigned long long)seed, msg);
+                          blocks[b][0], blocks[b][1], (unsigned long long)seed, msg);
             fa_context_destroy(ctx);
         }
         free(rows);
