@@ -764,29 +764,34 @@ static void known_dtype_names(ee_case *c, int ti, int64_t x)
     }
 }
 
+const ee_named ee_bad_dtypes[5] = {{"7 (past the last)", 7},
+                                   {"-1", -1},
+                                   {"99", 99},
+                                   {"the other of f32/f64", EE_OTHER_DTYPE},
+                                   {"FA_BF16 among the others", FA_BF16}};
+const ee_named ee_bad_sizes[5] = {{"-1", -1},
+                                  {"INT64_MIN", INT64_MIN},
+                                  {"0 (others not)", 0},
+                                  {"+1 (mismatch)", EE_PLUS_ONE},
+                                  {"INT64_MAX", INT64_MAX}};
+const ee_named ee_bad_strides[5] = {{"-1", -1},
+                                    {"INT64_MIN", INT64_MIN},
+                                    {"INT64_MAX (offset overflows)", INT64_MAX},
+                                    {"INT64_MAX/2 (byte offset overflows)", INT64_MAX / 2},
+                                    {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
+const ee_named ee_overlapping_strides[2] = {{"0 (elements shared)", 0},
+                                            {"contiguous - 1 (one element shared)", EE_JUST_BELOW}};
+const ee_named ee_misaligned[2] = {{"1 byte past an element boundary", 1},
+                                   {"half an element past an element boundary", EE_HALF_ELEM}};
+const char *const ee_size_names[4] = {"batch", "heads", "seq", "dim"};
+const char *const ee_stride_names[3] = {"stride_batch", "stride_head", "stride_seq"};
+
 static void add_tensor_fields(ee_table *t, ee_call call, int ti)
 {
-    static const ee_named dtypes[] = {{"7 (past the last)", 7},
-                                      {"-1", -1},
-                                      {"99", 99},
-                                      {"the other of f32/f64", EE_OTHER_DTYPE},
-                                      {"FA_BF16 among the others", FA_BF16}};
-    static const ee_named sizes[] = {{"-1", -1},
-                                     {"INT64_MIN", INT64_MIN},
-                                     {"0 (others not)", 0},
-                                     {"+1 (mismatch)", EE_PLUS_ONE},
-                                     {"INT64_MAX", INT64_MAX}};
     /* one less than the partners' (every size of the world is at least 2); the bias's own rows say
      * "the problem's - 1", since its batch minus one is a broadcast */
     static const ee_named minus_one = {"-1 (mismatch)", EE_MINUS_ONE};
     static const ee_named dims_extra[] = {{"FA_MAX_HEAD_DIM + 1", FA_MAX_HEAD_DIM + 1}};
-    static const ee_named strides[] = {{"-1", -1},
-                                       {"INT64_MIN", INT64_MIN},
-                                       {"INT64_MAX (offset overflows)", INT64_MAX},
-                                       {"INT64_MAX/2 (byte offset overflows)", INT64_MAX / 2},
-                                       {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
-    static const ee_named out_strides[] = {{"0 (elements shared)", 0},
-                                           {"contiguous - 1 (one element shared)", EE_JUST_BELOW}};
     /* The bias's sizes are each the problem's or 1 (broadcast), and its dim is Nk: values that are
      * neither (the problem's B - 1 is 1, a valid broadcast, so batch does not get it). fa_tensor has
      * no stride for dim, so the nearest expressible "broadcast stride on the key axis" is dim = 1
@@ -795,10 +800,6 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
                                               {{"the problem's - 1", EE_MINUS_ONE}, {NULL, 0}},
                                               {{"the problem's - 1", EE_MINUS_ONE}, {NULL, 0}},
                                               {{"Nk - 1", EE_MINUS_ONE}, {"1 (broadcast key axis)", 1}}};
-    static const ee_named misaligned[] = {{"1 byte past an element boundary", 1},
-                                          {"half an element past an element boundary", EE_HALF_ELEM}};
-    static const char *const size_name[4] = {"batch", "heads", "seq", "dim"};
-    static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
     const int bias = ti == EE_BIAS, dbias = ti == EE_DBIAS;
     char param[48];
     ee_case *c;
@@ -810,24 +811,25 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
                EE_OP_DATA_TOP);
     c->ti = ti;
     c->i[0] = 64;
-    for (size_t i = 0; (bias || dbias) && i < sizeof misaligned / sizeof *misaligned; i++) {
-        c = ee_add(t, call, param, misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
+    for (size_t i = 0; (bias || dbias) && i < sizeof ee_misaligned / sizeof *ee_misaligned; i++) {
+        c = ee_add(t, call, param, ee_misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
         c->ti = ti;
-        c->i[0] = misaligned[i].x;
+        c->i[0] = ee_misaligned[i].x;
     }
     snprintf(param, sizeof param, "%s->dtype", slot_name[ti]);
-    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++) {
-        c = ee_add(t, call, param, dtypes[i].name, FA_ERR_DTYPE, EE_OP_DTYPE);
+    for (size_t i = 0; i < sizeof ee_bad_dtypes / sizeof *ee_bad_dtypes; i++) {
+        c = ee_add(t, call, param, ee_bad_dtypes[i].name, FA_ERR_DTYPE, EE_OP_DTYPE);
         c->ti = ti;
-        c->i[0] = dtypes[i].x;
+        c->i[0] = ee_bad_dtypes[i].x;
         /* an unknown value names the tensor alone (the default); a known one as the contract says */
-        if (dtypes[i].x == EE_OTHER_DTYPE || (dtypes[i].x >= 0 && dtypes[i].x < 7))
-            known_dtype_names(c, ti, dtypes[i].x);
+        if (ee_bad_dtypes[i].x == EE_OTHER_DTYPE || (ee_bad_dtypes[i].x >= 0 && ee_bad_dtypes[i].x < 7))
+            known_dtype_names(c, ti, ee_bad_dtypes[i].x);
     }
     for (int f = 0; f < 4; f++) {
-        snprintf(param, sizeof param, "%s->%s", slot_name[ti], size_name[f]);
-        for (size_t i = 0; i < sizeof sizes / sizeof *sizes + (f == 3); i++) {
-            const ee_named *v = i < sizeof sizes / sizeof *sizes ? &sizes[i] : &dims_extra[0];
+        snprintf(param, sizeof param, "%s->%s", slot_name[ti], ee_size_names[f]);
+        for (size_t i = 0; i < sizeof ee_bad_sizes / sizeof *ee_bad_sizes + (f == 3); i++) {
+            const ee_named *v =
+                i < sizeof ee_bad_sizes / sizeof *ee_bad_sizes ? &ee_bad_sizes[i] : &dims_extra[0];
             c = ee_add(t, call, param, v->name, FA_ERR_SHAPE, EE_OP_SIZE);
             c->ti = ti;
             c->field = f;
@@ -847,10 +849,10 @@ static void add_tensor_fields(ee_table *t, ee_call call, int ti)
         }
     }
     for (int f = 0; f < 3; f++) {
-        snprintf(param, sizeof param, "%s->%s", slot_name[ti], stride_name[f]);
-        size_t n = sizeof strides / sizeof *strides, n_out = is_output(call, ti) ? 2 : 0;
+        snprintf(param, sizeof param, "%s->%s", slot_name[ti], ee_stride_names[f]);
+        size_t n = sizeof ee_bad_strides / sizeof *ee_bad_strides, n_out = is_output(call, ti) ? 2 : 0;
         for (size_t i = 0; i < n + n_out; i++) {
-            const ee_named *v = i < n ? &strides[i] : &out_strides[i - n];
+            const ee_named *v = i < n ? &ee_bad_strides[i] : &ee_overlapping_strides[i - n];
             c = ee_add(t, call, param, v->name, FA_ERR_STRIDE, EE_OP_STRIDE);
             c->ti = ti;
             c->field = f;

@@ -240,6 +240,17 @@ typedef struct {
     int64_t x;
 } ee_named;
 
+/* The bad values every tensor's fields are tried with (error_exit.c defines them): dtypes, sizes and
+ * strides that no call takes, strides that make an output's elements overlap, data addresses off an
+ * element boundary; and the fields' names as a parameter spells them. */
+extern const ee_named ee_bad_dtypes[5];
+extern const ee_named ee_bad_sizes[5];
+extern const ee_named ee_bad_strides[5];
+extern const ee_named ee_overlapping_strides[2];
+extern const ee_named ee_misaligned[2];
+extern const char *const ee_size_names[4];
+extern const char *const ee_stride_names[3];
+
 /* Appends a case; its names default to the parameter with "->" written ".". */
 ee_case *ee_add(ee_table *t, ee_call call, const char *param, const char *value, fa_status want, int op);
 /* The argument a parameter's diagnostic names by default: "q->stride_seq" names "q.stride_seq". */

@@ -325,31 +325,26 @@ static void add_shapes(ee_table *t, ee_call call)
 
 static void add_strides(ee_table *t, ee_call call)
 {
-    static const ee_named strides[] = {{"-1", -1},
-                                       {"INT64_MIN", INT64_MIN},
-                                       {"INT64_MAX (offset overflows)", INT64_MAX},
-                                       {"INT64_MAX/2 (byte offset overflows)", INT64_MAX / 2},
-                                       {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
     static const ee_named misaligned[] = {{"1 byte past a float boundary", 1},
                                           {"2 bytes past a float boundary", EE_HALF_ELEM}};
-    static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
     char param[48];
     int n = 0;
     for (int s = 0; s < 2; s++) {
         const char *scale = s ? "v_scale" : "k_scale";
         const int slot = s ? EE_VSCALE : EE_KSCALE;
         for (int f = 0; f < 3; f++) {
-            snprintf(param, sizeof param, "p->%s->%s", scale, stride_name[f]);
-            for (size_t i = 0; i < sizeof strides / sizeof *strides; i++) {
-                ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, strides[i].name,
+            snprintf(param, sizeof param, "p->%s->%s", scale, ee_stride_names[f]);
+            for (size_t i = 0; i < sizeof ee_bad_strides / sizeof *ee_bad_strides; i++) {
+                ee_case *c = qcase(t, call, qtypes[n++ % 3], 3, EE_DENSE, param, ee_bad_strides[i].name,
                                    FA_ERR_STRIDE, EE_OP_STRIDE);
                 c->ti = slot;
                 c->field = f;
-                c->i[0] = strides[i].x;
+                c->i[0] = ee_bad_strides[i].x;
                 /* With dim 1 the batch term INT64_MAX fits on its own and the sum overflows at the
                  * heads term, which the diagnostic names (view_checks.c, fa_view_extent): the
                  * argument is still named, the field is not the one set. */
-                if (f == 0 && strides[i].x == INT64_MAX) snprintf(c->names, sizeof c->names, "p.%s", scale);
+                if (f == 0 && ee_bad_strides[i].x == INT64_MAX)
+                    snprintf(c->names, sizeof c->names, "p.%s", scale);
             }
         }
         snprintf(param, sizeof param, "p->%s->data", scale);

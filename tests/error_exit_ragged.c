@@ -498,27 +498,6 @@ void ee_add_seqs_cases(ee_table *t)
 
 void ee_add_merge_cases(ee_table *t)
 {
-    static const ee_named dtypes[] = {{"7 (past the last)", 7},
-                                      {"-1", -1},
-                                      {"99", 99},
-                                      {"the other of f32/f64", EE_OTHER_DTYPE},
-                                      {"FA_BF16 among the others", FA_BF16}};
-    static const ee_named sizes[] = {{"-1", -1},
-                                     {"INT64_MIN", INT64_MIN},
-                                     {"0 (others not)", 0},
-                                     {"+1 (mismatch)", EE_PLUS_ONE},
-                                     {"INT64_MAX", INT64_MAX}};
-    static const ee_named strides[] = {{"-1", -1},
-                                       {"INT64_MIN", INT64_MIN},
-                                       {"INT64_MAX (offset overflows)", INT64_MAX},
-                                       {"INT64_MAX/2 (byte offset overflows)", INT64_MAX / 2},
-                                       {"2^61 (byte offset overflows)", INT64_C(1) << 61}};
-    static const ee_named out_strides[] = {{"0 (elements shared)", 0},
-                                           {"contiguous - 1 (one element shared)", EE_JUST_BELOW}};
-    static const ee_named misaligned[] = {{"1 byte past an element boundary", 1},
-                                          {"half an element past an element boundary", EE_HALF_ELEM}};
-    static const char *const size_name[4] = {"batch", "heads", "seq", "dim"};
-    static const char *const stride_name[3] = {"stride_batch", "stride_head", "stride_seq"};
     const int views[3] = {EE_OUTS0, EE_OUTS0 + EE_PARTS - 1, EE_OUT};
     const int lses[3] = {EE_LSES0, EE_LSES0 + EE_PARTS - 1, EE_LSE};
     char param[64];
@@ -539,27 +518,27 @@ void ee_add_merge_cases(ee_table *t)
         c = ee_add(t, EE_MERGE, param, "64 bytes below the top of the address space (its range wraps)",
                    FA_ERR_STRIDE, EE_OP_DATA_TOP);
         c->ti = s, c->i[0] = 64;
-        for (size_t i = 0; i < sizeof misaligned / sizeof *misaligned; i++) {
-            c = ee_add(t, EE_MERGE, param, misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
-            c->ti = s, c->i[0] = misaligned[i].x;
+        for (size_t i = 0; i < sizeof ee_misaligned / sizeof *ee_misaligned; i++) {
+            c = ee_add(t, EE_MERGE, param, ee_misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
+            c->ti = s, c->i[0] = ee_misaligned[i].x;
         }
         snprintf(param, sizeof param, "%s->dtype", ee_slot_name(s));
-        for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++) {
-            c = ee_add(t, EE_MERGE, param, dtypes[i].name, FA_ERR_DTYPE, EE_OP_DTYPE);
-            c->ti = s, c->i[0] = dtypes[i].x;
+        for (size_t i = 0; i < sizeof ee_bad_dtypes / sizeof *ee_bad_dtypes; i++) {
+            c = ee_add(t, EE_MERGE, param, ee_bad_dtypes[i].name, FA_ERR_DTYPE, EE_OP_DTYPE);
+            c->ti = s, c->i[0] = ee_bad_dtypes[i].x;
         }
         for (int f = 0; f < 4; f++) {
-            snprintf(param, sizeof param, "%s->%s", ee_slot_name(s), size_name[f]);
-            for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-                c = ee_add(t, EE_MERGE, param, sizes[i].name, FA_ERR_SHAPE, EE_OP_SIZE);
-                c->ti = s, c->field = f, c->i[0] = sizes[i].x;
+            snprintf(param, sizeof param, "%s->%s", ee_slot_name(s), ee_size_names[f]);
+            for (size_t i = 0; i < sizeof ee_bad_sizes / sizeof *ee_bad_sizes; i++) {
+                c = ee_add(t, EE_MERGE, param, ee_bad_sizes[i].name, FA_ERR_SHAPE, EE_OP_SIZE);
+                c->ti = s, c->field = f, c->i[0] = ee_bad_sizes[i].x;
             }
         }
         for (int f = 0; f < 3; f++) {
-            snprintf(param, sizeof param, "%s->%s", ee_slot_name(s), stride_name[f]);
-            size_t n = sizeof strides / sizeof *strides, n_out = s == EE_OUT ? 2 : 0;
+            snprintf(param, sizeof param, "%s->%s", ee_slot_name(s), ee_stride_names[f]);
+            size_t n = sizeof ee_bad_strides / sizeof *ee_bad_strides, n_out = s == EE_OUT ? 2 : 0;
             for (size_t i = 0; i < n + n_out; i++) {
-                const ee_named *x = i < n ? &strides[i] : &out_strides[i - n];
+                const ee_named *x = i < n ? &ee_bad_strides[i] : &ee_overlapping_strides[i - n];
                 c = ee_add(t, EE_MERGE, param, x->name, FA_ERR_STRIDE, EE_OP_STRIDE);
                 c->ti = s, c->field = f, c->i[0] = x->x;
             }
@@ -573,9 +552,9 @@ void ee_add_merge_cases(ee_table *t)
                    "64 bytes below the top of the address space (its range wraps)", FA_ERR_STRIDE,
                    EE_OP_DATA_TOP);
         c->ti = l, c->i[0] = 64;
-        for (size_t i = 0; i < sizeof misaligned / sizeof *misaligned; i++) {
-            c = ee_add(t, EE_MERGE, ee_slot_name(l), misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
-            c->ti = l, c->i[0] = misaligned[i].x;
+        for (size_t i = 0; i < sizeof ee_misaligned / sizeof *ee_misaligned; i++) {
+            c = ee_add(t, EE_MERGE, ee_slot_name(l), ee_misaligned[i].name, FA_ERR_STRIDE, EE_OP_MISALIGN);
+            c->ti = l, c->i[0] = ee_misaligned[i].x;
         }
     }
     /* sizes every view shares, out of range */
