@@ -165,11 +165,8 @@ Test(runtime, calls_inside_user_parallel_region_match_serial_call_bitwise)
         fa_context_destroy(sctx);
         {
             char msg[512];
-            int64_t *rows;
-            int64_t n = tu_pick_rows(&serial, &p, INT64_MAX, &rows);
-            cr_expect(tu_check_accuracy(&serial, &p, rows, n, 1e-12, msg, sizeof msg),
+            cr_expect(tu_check_picked_accuracy(&serial, &p, INT64_MAX, 1e-12, msg, sizeof msg),
                       "serial call, seed %llu: %s", (unsigned long long)seed, msg);
-            free(rows);
         }
         fa_status status[USERS][KINDS];
         int equal[USERS][KINDS], ran[USERS];
@@ -244,11 +241,8 @@ Test(runtime, concurrent_null_context_calls_from_pthreads_are_correct)
     cr_assert_eq(fa_forward(NULL, &p, &expected.q, &expected.k, &expected.v, &expected.out, expected.lse),
                  FA_OK);
     char msg[512];
-    int64_t *rows;
-    int64_t n = tu_pick_rows(&expected, &p, INT64_MAX, &rows);
-    cr_expect(tu_check_accuracy(&expected, &p, rows, n, 1e-12, msg, sizeof msg), "seed %llu: %s",
+    cr_expect(tu_check_picked_accuracy(&expected, &p, INT64_MAX, 1e-12, msg, sizeof msg), "seed %llu: %s",
               (unsigned long long)seed, msg);
-    free(rows);
     null_ctx_job jobs[NULL_CTX_THREADS];
     pthread_t th[NULL_CTX_THREADS];
     for (int i = 0; i < NULL_CTX_THREADS; i++) {

@@ -171,11 +171,8 @@ Test(scratch, peak_is_identical_for_1024_and_16384_tokens_forward_and_backward, 
             capacity[x] = st.scratch_capacity;
             if (d == TUB_FORWARD) {
                 /* The result itself, on a sample of rows. */
-                int64_t *rows;
-                int64_t n = tu_pick_rows(pr, &p, 1200000, &rows);
-                cr_expect(tu_check_accuracy(pr, &p, rows, n, 1e-12, msg, sizeof msg), "%s, seed %llu: %s",
-                          desc, (unsigned long long)seed, msg);
-                free(rows);
+                cr_expect(tu_check_picked_accuracy(pr, &p, 1200000, 1e-12, msg, sizeof msg),
+                          "%s, seed %llu: %s", desc, (unsigned long long)seed, msg);
             } else {
                 int64_t first, bad = 0;
                 for (int g = 0; g < 3; g++) bad += tub_count_nonfinite(&bp.grad[g], &first);
@@ -219,11 +216,8 @@ Test(scratch, split_kv_partials_stay_within_16_mib)
                       ctx->rows_bytes);
         if (x == 0)
             cr_expect_gt(ctx->rows_bytes, 0, "%s: no split-KV, so the cap is not tested near its edge", desc);
-        int64_t *rows;
-        int64_t n = tu_pick_rows(&pr, &p, 2000000, &rows);
-        cr_expect(tu_check_accuracy(&pr, &p, rows, n, 1e-12, msg, sizeof msg), "%s, seed %llu: %s", desc,
-                  (unsigned long long)seed, msg);
-        free(rows);
+        cr_expect(tu_check_picked_accuracy(&pr, &p, 2000000, 1e-12, msg, sizeof msg), "%s, seed %llu: %s",
+                  desc, (unsigned long long)seed, msg);
         tu_problem_free(&pr);
         fa_context_destroy(ctx);
     }

@@ -475,6 +475,16 @@ int tu_check_accuracy(const tu_problem *pr, const fa_params *p, const int64_t *r
     return ok;
 }
 
+int tu_check_picked_accuracy(const tu_problem *pr, const fa_params *p, int64_t budget, double rel_tol,
+                             char *msg, size_t msg_size)
+{
+    int64_t *rows;
+    const int64_t n = tu_pick_rows(pr, p, budget, &rows);
+    const int ok = tu_check_accuracy(pr, p, rows, n, rel_tol, msg, msg_size);
+    free(rows);
+    return ok;
+}
+
 void tu_shape_str(const tu_shape *s, const fa_params *p, char *buf, size_t size)
 {
     static const char *layouts[] = {"bhsd", "bshd", "packed-qkv"};

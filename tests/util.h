@@ -142,6 +142,10 @@ tu_err tu_compare_ref_lse(const tu_ref *x, const tu_ref *r);
 int tu_check_accuracy(const tu_problem *pr, const fa_params *p, const int64_t *rows, int64_t n,
                       double rel_tol, char *msg, size_t msg_size);
 
+/* tu_check_accuracy on the rows tu_pick_rows picks within `budget`. */
+int tu_check_picked_accuracy(const tu_problem *pr, const fa_params *p, int64_t budget, double rel_tol,
+                             char *msg, size_t msg_size);
+
 /* 1 when e has no non-finite mismatch and max_err <= limit; otherwise explains in msg. */
 int tu_check_err(const char *what, tu_err e, double limit, char *msg, size_t msg_size);
 
