@@ -442,6 +442,27 @@ static void emit_backward(grid *g, const dense_bufs *x, const mod_arrays *a, int
     if (a->dsinks) emit(g, a->dsinks, (size_t)hq * sizeof(float));
 }
 
+/* A case's calls and their bytes: the forward, then, where asked, the backward from the out and lse
+ * the forward wrote (with the sinks' gradient), each recorded under the case's name. */
+static void run_calls(grid *g, const char *name, int backward, int block_q, int block_k, fa_params *p,
+                      dense_bufs *x, const mod_arrays *a, int64_t hq)
+{
+    fa_context *ctx = grid_context(g, block_q, block_k);
+    case_begin(g);
+    fa_status st = fa_forward(ctx, p, &x->q.t, &x->k.t, &x->v.t, &x->out.t, x->lse.t.data);
+    record(g, ctx, "fwd", name, st);
+    emit_buf(g, &x->out);
+    emit_buf(g, &x->lse);
+    if (backward) {
+        p->dsinks = a->dsinks;
+        st = fa_backward(ctx, p, &x->q.t, &x->k.t, &x->v.t, &x->out.t, &x->dout.t, x->lse.t.data, &x->dq.t,
+                         &x->dk.t, &x->dv.t);
+        record(g, ctx, "bwd", name, st);
+        emit_backward(g, x, a, hq);
+    }
+    case_end(g, name);
+}
+
 static void run_dense(grid *g, const dense_case *c)
 {
     rng r = rng_for(c->name);
@@ -449,20 +470,7 @@ static void run_dense(grid *g, const dense_case *c)
     mod_arrays a = mods_new(&c->m, acc_of(c->q), c->b, c->hq, c->nq, c->nk, &r);
     fa_params p = GRID_PARAMS_INIT;
     mods_apply(&p, &c->m, &a);
-    fa_context *ctx = grid_context(g, c->block_q, c->block_k);
-    case_begin(g);
-    fa_status st = fa_forward(ctx, &p, &x.q.t, &x.k.t, &x.v.t, &x.out.t, x.lse.t.data);
-    record(g, ctx, "fwd", c->name, st);
-    emit_buf(g, &x.out);
-    emit_buf(g, &x.lse);
-    if (c->backward) {
-        p.dsinks = a.dsinks;
-        st = fa_backward(ctx, &p, &x.q.t, &x.k.t, &x.v.t, &x.out.t, &x.dout.t, x.lse.t.data, &x.dq.t, &x.dk.t,
-                         &x.dv.t);
-        record(g, ctx, "bwd", c->name, st);
-        emit_backward(g, &x, &a, c->hq);
-    }
-    case_end(g, c->name);
+    run_calls(g, c->name, c->backward, c->block_q, c->block_k, &p, &x, &a, c->hq);
     mods_free(&a);
     dense_free(&x);
 }
@@ -705,20 +713,7 @@ static void run_seqs(grid *g, const seqs_case *c)
     fa_params p = GRID_PARAMS_INIT;
     mods_apply(&p, &c->m, &a);
     p.seqs = &sa.s;
-    fa_context *ctx = grid_context(g, c->block_q, c->block_k);
-    case_begin(g);
-    fa_status st = fa_forward(ctx, &p, &x.q.t, &x.k.t, &x.v.t, &x.out.t, x.lse.t.data);
-    record(g, ctx, "fwd", c->name, st);
-    emit_buf(g, &x.out);
-    emit_buf(g, &x.lse);
-    if (c->backward) {
-        p.dsinks = a.dsinks;
-        st = fa_backward(ctx, &p, &x.q.t, &x.k.t, &x.v.t, &x.out.t, &x.dout.t, x.lse.t.data, &x.dq.t, &x.dk.t,
-                         &x.dv.t);
-        record(g, ctx, "bwd", c->name, st);
-        emit_backward(g, &x, &a, c->hq);
-    }
-    case_end(g, c->name);
+    run_calls(g, c->name, c->backward, c->block_q, c->block_k, &p, &x, &a, c->hq);
     mods_free(&a);
     dense_free(&x);
     free(sa.table);
