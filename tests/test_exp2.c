@@ -20,6 +20,7 @@
 
 #include "kernels/kernels.h"
 #include "simd_tables.h"
+#include "util.h"
 
 typedef void (*exp2_f32_fn)(const float *, float *, int64_t);
 typedef void (*exp2_f64_fn)(const double *, double *, int64_t);
@@ -162,17 +163,6 @@ Test(exp2, every_simd_tables_f64_within_4e_16_and_exact_at_the_edges)
  * of [-126, -125], whose results are the smallest normals. For double, 2^18 consecutive doubles on
  * each side of -1022, an even sweep of [-1024, -1022) and [-1022, -1021], the binades below. */
 
-/* Consecutive floats of one sign: bits + k (for negatives, k > 0 goes down). */
-static float float_step(float from, int64_t k)
-{
-    uint32_t b;
-    memcpy(&b, &from, sizeof b);
-    b += (uint32_t)k;
-    float r;
-    memcpy(&r, &b, sizeof r);
-    return r;
-}
-
 static double double_step(double from, int64_t k)
 {
     uint64_t b;
@@ -193,7 +183,7 @@ static void check_flush_f32(const char *isa, exp2_f32_fn fn, double tol)
     float *x = malloc(sizeof(float) * M), *y = malloc(sizeof(float) * M);
     int64_t n = 0;
     /* the 2^18 floats of [-128, -126): ulp 2^-16 there, so 2 · 2^16 · 2 = 2^18 */
-    for (int64_t k = 1; float_step(-126.0f, k) >= -128.0f; k++) x[n++] = float_step(-126.0f, k);
+    for (int64_t k = 1; tu_float_step(-126.0f, k) >= -128.0f; k++) x[n++] = tu_float_step(-126.0f, k);
     cr_assert_eq(n, N, "the floats of [-128, -126) are %lld", (long long)n);
     /* biased exponents 134 (|x| in [128, 256)) to 254 (the last finite binade, up to -FLT_MAX) */
     for (uint32_t e = 134; e <= 254; e++)
@@ -208,7 +198,7 @@ static void check_flush_f32(const char *isa, exp2_f32_fn fn, double tol)
 
     /* [-126, -125]: every float, -126 and -125 included (2^17 + 1, then padded with -125) */
     n = 0;
-    for (int64_t k = 0; float_step(-126.0f, -k) <= -125.0f; k++) x[n++] = float_step(-126.0f, -k);
+    for (int64_t k = 0; tu_float_step(-126.0f, -k) <= -125.0f; k++) x[n++] = tu_float_step(-126.0f, -k);
     while (n % 16) x[n++] = -125.0f;
     fn(x, y, n);
     expect_accurate(isa, 0, x, y, n, tol, "[-126,-125]");
@@ -318,7 +308,7 @@ static void check_table_kernels(int f64)
     for (int64_t k = -DENSE; k < DENSE; k++)
         s[n++] = f64 ? (long double)(k < 0 ? double_step(t64, k + DENSE / 2)
                                            : t64 + (double)(k - DENSE / 2) * 0x1p-24)
-                     : (long double)float_step(t32, k);
+                     : (long double)tu_float_step(t32, k);
     for (int64_t i = 0; i < SWEEP; i++) { /* [1.25·thr, 0] */
         long double v = (thr * 1.25L) * (long double)i / SWEEP;
         s[n++] = f64 ? (long double)(double)v : (long double)(float)v;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "simd_tables.h"
+#include "util.h"
 
 typedef void (*tanh_f32_fn)(const float *, float *, int64_t);
 
@@ -45,24 +46,13 @@ static double ulp_error(float x, float y)
     return (double)(fabsl((long double)y - t) / ulp);
 }
 
-/* Consecutive floats of one sign: bits + k. */
-static float float_step(float from, int64_t k)
-{
-    uint32_t b;
-    memcpy(&b, &from, sizeof b);
-    b += (uint32_t)k;
-    float r;
-    memcpy(&r, &b, sizeof r);
-    return r;
-}
-
 /* The arguments: their count is a multiple of 16 (the avx512 entry's unit). */
 static float *sweep(int64_t *count)
 {
     enum { EVEN = 1 << 21, PER_BINADE = 1 << 10 };
     int64_t cap = (1 << 24) + EVEN + 2 * 256 * PER_BINADE + 64, n = 0;
     float *x = malloc(sizeof(float) * (size_t)cap);
-    for (float v = 0.5f; v <= 2.0f; v = float_step(v, 1)) x[n++] = v; /* every float of [0.5, 2] */
+    for (float v = 0.5f; v <= 2.0f; v = tu_float_step(v, 1)) x[n++] = v; /* every float of [0.5, 2] */
     for (int64_t i = 0; i < EVEN; i++) x[n++] = -12.0f + 24.0f * (float)i / EVEN;
     for (int e = -30; e <= 127; e++) {
         if (e == 0) e = 4; /* [1, 16) is covered above */

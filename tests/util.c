@@ -74,6 +74,16 @@ int64_t tu_rng_below(tu_rng *r, int64_t n)
     return n > 0 ? (int64_t)(tu_rng_next(r) % (uint64_t)n) : 0;
 }
 
+float tu_float_step(float from, int64_t k)
+{
+    uint32_t b;
+    memcpy(&b, &from, sizeof b);
+    b += (uint32_t)k;
+    float r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
 fa_context *tu_context(int threads, int block_q, int block_k)
 {
     fa_context_opts o = FA_CONTEXT_OPTS_INIT;

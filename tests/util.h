@@ -45,6 +45,10 @@ int64_t tu_rng_below(tu_rng *r, int64_t n);
 
 size_t tu_dtype_size(fa_dtype t);
 
+/* The float k steps of one unit in the last place from `from`, within its sign: its bits + k (for a
+ * negative float, k > 0 goes down). */
+float tu_float_step(float from, int64_t k);
+
 /* A context of `threads` threads (0: automatic) and these block sizes (0: automatic); asserts it was
  * created, naming fa_last_error(). */
 fa_context *tu_context(int threads, int block_q, int block_k);
