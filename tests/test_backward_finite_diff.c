@@ -6,26 +6,10 @@
  * alone, so every perturbed forward drops the same probabilities and L stays differentiable), at a
  * sample of q, k and v entries.
  *
- * The difference quotient is the fourth-order central stencil
- *     g ≈ [8·(L(x+h) - L(x-h)) - (L(x+2h) - L(x-2h))] / (12h)
- * with h = 2^-10 · 2^ceil(log2 max(1, |x|)) (about 1e-3 relative). Its truncation error is
- * h^4/30 · |L'''''| (h^4 ~ 1e-12) and its rounding error about 9·|error of ΔL| / (12h): each
- * ΔL = sum(dout ∘ (out(x+a) - out(x-a))) is summed from elementwise differences, so the outputs an
- * entry does not touch cancel exactly and the error is a few ulps of the outputs it does
- * (~1e-15), i.e. ~1e-12 in g. A plain two-point difference at h ~ 1e-6 would carry ~1e-9 of
- * rounding error, too close to the 1e-7 tolerance for gradient entries near 0.01.
- *
- * Tolerance per entry: |g - analytic| <= 1e-7 · max(|analytic|, floor), with
- * floor = max(1e-3 · (largest |analytic| of that tensor), 1e-4): entries that happen to be near
- * zero are judged against the tensor's scale, and a tensor that is zero in exact arithmetic (every
- * row sees one key: out = v_j whatever q and k are) allows 1e-11 of absolute noise. */
+ * The stencil, its error and the tolerance: finite_diff.h. */
 #include <criterion/criterion.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 
-#include "util.h"
-#include "util_backward.h"
+#include "finite_diff.h"
 
 typedef struct {
     int64_t batch, q_heads, kv_heads, q_len, kv_len, dim, dim_v;
@@ -38,49 +22,6 @@ static const fd_shape shapes[] = {
 };
 #define N_SHAPES           ((int)(sizeof shapes / sizeof shapes[0]))
 #define SAMPLES_PER_TENSOR 14
-
-static double sum_weighted_diff(const double *dout, const double *a, const double *b, int64_t n)
-{
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += dout[i] * (a[i] - b[i]);
-    return s;
-}
-
-/* out (as [rows][Dv] doubles) after a forward with the element at `addr` set to x. */
-static double *out_at(fa_context *ctx, const fa_params *p, tub_problem *bp, double *addr, double x)
-{
-    double saved = *addr;
-    *addr = x;
-    fa_status st = tub_forward(ctx, p, bp);
-    *addr = saved;
-    cr_assert_eq(st, FA_OK, "forward status %d", st);
-    return tu_out_copy(&bp->fw);
-}
-
-static double *element(const fa_tensor *t, int64_t flat)
-{
-    int64_t d = flat % t->dim, s = (flat / t->dim) % t->seq, h = (flat / (t->dim * t->seq)) % t->heads,
-            b = flat / (t->dim * t->seq * t->heads);
-    return (double *)t->data + b * t->stride_batch + h * t->stride_head + s * t->stride_seq + d;
-}
-
-/* The entries to probe: all of a small tensor; else its first and last entries, the first and last
- * entries of the last row, and random ones. */
-static int64_t pick_entries(const fa_tensor *t, tu_rng *rng, int64_t *idx)
-{
-    int64_t n = tub_numel(t);
-    if (n <= SAMPLES_PER_TENSOR) {
-        for (int64_t i = 0; i < n; i++) idx[i] = i;
-        return n;
-    }
-    int64_t m = 0;
-    idx[m++] = 0;
-    idx[m++] = n - 1;
-    idx[m++] = n - t->dim;
-    idx[m++] = t->dim - 1;
-    while (m < SAMPLES_PER_TENSOR) idx[m++] = tu_rng_below(rng, n);
-    return m;
-}
 
 static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal, double dropout,
                           uint64_t seed, int *checked)
@@ -98,49 +39,10 @@ static void check_problem(fa_context *ctx, const fd_shape *fs, fa_causal causal,
     tu_shape_str(&s, &p, desc, sizeof desc);
     cr_assert_eq(tub_forward(ctx, &p, &bp), FA_OK, "%s", desc);
     cr_assert_eq(tub_backward(ctx, &p, &bp), FA_OK, "%s", desc);
-    int64_t rows = tu_problem_rows(&bp.fw);
-    double *dout = malloc(sizeof(double) * (size_t)(rows * s.dim_v + 1));
-    double *dout_view = tub_view_copy(&bp.dout); /* [B][Hq][Nq][Dv], the order of tu_out_copy */
-    for (int64_t i = 0; i < rows * s.dim_v; i++) dout[i] = dout_view[i];
-    free(dout_view);
-
-    const fa_tensor *inputs[3] = {&bp.fw.q, &bp.fw.k, &bp.fw.v};
-    static const char *names[3] = {"q", "k", "v"};
-    for (int g = 0; g < 3; g++) {
-        double *analytic = tub_view_copy(&bp.grad[g]);
-        int64_t n = tub_numel(&bp.grad[g]);
-        double scale = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            if (fabs(analytic[i]) > scale) scale = fabs(analytic[i]);
-        double floor_abs = 1e-3 * scale > 1e-4 ? 1e-3 * scale : 1e-4;
-        int64_t idx[SAMPLES_PER_TENSOR];
-        int64_t m = pick_entries(inputs[g], &rng, idx);
-        for (int64_t e = 0; e < m; e++) {
-            double *addr = element(inputs[g], idx[e]);
-            double x = *addr;
-            double h = ldexp(1.0, -10 + (fabs(x) > 1.0 ? (int)ceil(log2(fabs(x))) : 0));
-            double *p1 = out_at(ctx, &p, &bp, addr, x + h), *m1 = out_at(ctx, &p, &bp, addr, x - h);
-            double *p2 = out_at(ctx, &p, &bp, addr, x + 2 * h), *m2 = out_at(ctx, &p, &bp, addr, x - 2 * h);
-            double d1 = sum_weighted_diff(dout, p1, m1, rows * s.dim_v);
-            double d2 = sum_weighted_diff(dout, p2, m2, rows * s.dim_v);
-            double fd = (8.0 * d1 - d2) / (12.0 * h);
-            double an = analytic[idx[e]];
-            double tol = 1e-7 * (fabs(an) > floor_abs ? fabs(an) : floor_abs);
-            cr_expect(fabs(fd - an) <= tol,
-                      "%s, seed %llu: dL/d%s at flat index %lld: finite difference %.15g, fa_backward %.15g, "
-                      "|diff| %.3e > %.3e",
-                      desc, (unsigned long long)seed, names[g], (long long)idx[e], fd, an, fabs(fd - an),
-                      tol);
-            fprintf(stderr, "FD ratio %.3g diff %.3e an %.3e\n", fabs(fd - an) / tol, fabs(fd - an), an);
-            (*checked)++;
-            free(p1);
-            free(m1);
-            free(p2);
-            free(m2);
-        }
-        free(analytic);
-    }
-    free(dout);
+    fd_run r = fd_run_make(ctx, &bp, &p, desc, seed);
+    fd_check_inputs(&r, &rng, SAMPLES_PER_TENSOR);
+    *checked += r.checked;
+    fd_run_free(&r);
     tub_free(&bp);
 }
 
