@@ -163,6 +163,7 @@ Test(exp2, every_simd_tables_f64_within_4e_16_and_exact_at_the_edges)
  * of [-126, -125], whose results are the smallest normals. For double, 2^18 consecutive doubles on
  * each side of -1022, an even sweep of [-1024, -1022) and [-1022, -1021], the binades below. */
 
+/* tu_float_step for double: its bits + k. */
 static double double_step(double from, int64_t k)
 {
     uint64_t b;
