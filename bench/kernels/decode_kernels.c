@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* fa-kernel-bench --decode (decode_kernels.h). The operands are what the forward driver hands a
  * decode step's kernels (drivers/forward_float.h): one query row, its scores key after key (ld 1,
- * tile_ld_), its row gathered once into a 64-byte aligned vector, 64 keys a tile (the decode tile on
+ * tile_ld_), or with --decode-rows R the R rows of a grouped-query decode (the query heads of one kv
+ * head: plan/grouped_rows.c), their scores R to a key (ld the 64-byte padding of R), each row
+ * gathered once into 64-byte aligned vectors, 64 keys a tile (the decode tile on
  * every CPU: plan/block_sizes.c) whose K and V rows are listed with FA_STORED_AHEAD more entries,
  * and the prefetch the CPU takes for that cache type's rows (fa_decode_reads_for: the token order's
  * where a decode group reads its tiles so, the head-by-head one otherwise). The tile's rows stay in
@@ -20,7 +22,6 @@
 #include "timing.h"
 
 #define TILE_KEYS 64
-#define TILE_LD   1  /* the score tile's ld: one row's scores key after key */
 #define TILES     64 /* tile steps a pass */
 
 static const struct {
@@ -32,12 +33,15 @@ static const struct {
 typedef struct {
     const fa_kernels_f32 *k;
     fa_dtype type;
+    int64_t rows, ld;    /* query rows, and the score tile's ld (tile_ld_: 1 for one row) */
     int64_t dim, stride; /* stride: q's and acc's row, padded to 64 bytes */
     fa_rows_prefetch prefetch;
     unsigned char *k_mem, *v_mem;
     const void *k_rows[TILE_KEYS + FA_STORED_AHEAD], *v_rows[TILE_KEYS + FA_STORED_AHEAD];
     float *q, *s, *acc, *scale;
-    float row_max[TILE_LD], row_sum[TILE_LD];
+    /* every row of ld (online_softmax steps them), aligned as the arena's */
+    _Alignas(64) float row_max[FA_PAD_ELEMS_F32];
+    _Alignas(64) float row_sum[FA_PAD_ELEMS_F32];
 } decode_bench;
 
 /* Element i of a row of `type` with a small, finite value (no NaN codes): the softmax's
@@ -68,19 +72,25 @@ static void decode_bench_free(decode_bench *b)
     free(b->k_mem), free(b->v_mem), free(b->q), free(b->s), free(b->acc), free(b->scale);
 }
 
-static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, int64_t dim,
-                             fa_rows_prefetch prefetch)
+static int64_t pad_f32(int64_t n)
+{
+    return (n + FA_PAD_ELEMS_F32 - 1) / FA_PAD_ELEMS_F32 * FA_PAD_ELEMS_F32;
+}
+
+static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, int64_t rows,
+                             int64_t dim, fa_rows_prefetch prefetch)
 {
     const size_t elem = fa_elem_size(type);
     memset(b, 0, sizeof *b);
-    b->k = k, b->type = type, b->dim = dim, b->prefetch = prefetch;
-    b->stride = (dim + FA_PAD_ELEMS_F32 - 1) / FA_PAD_ELEMS_F32 * FA_PAD_ELEMS_F32;
+    b->k = k, b->type = type, b->rows = rows, b->dim = dim, b->prefetch = prefetch;
+    b->ld = rows == 1 ? 1 : pad_f32(rows);
+    b->stride = pad_f32(dim);
     const size_t row = (size_t)dim * elem;
     b->k_mem = kernel_bench_zeroed(TILE_KEYS * row);
     b->v_mem = kernel_bench_zeroed(TILE_KEYS * row);
-    b->q = kernel_bench_zeroed((size_t)b->stride * sizeof(float));
-    b->s = kernel_bench_zeroed(TILE_KEYS * TILE_LD * sizeof(float));
-    b->acc = kernel_bench_zeroed((size_t)b->stride * sizeof(float));
+    b->q = kernel_bench_zeroed((size_t)(rows * b->stride) * sizeof(float));
+    b->s = kernel_bench_zeroed((size_t)(TILE_KEYS * b->ld) * sizeof(float));
+    b->acc = kernel_bench_zeroed((size_t)(rows * b->stride) * sizeof(float));
     b->scale = kernel_bench_zeroed(TILE_KEYS * sizeof(float));
     if (!b->k_mem || !b->v_mem || !b->q || !b->s || !b->acc || !b->scale) {
         decode_bench_free(b);
@@ -90,7 +100,7 @@ static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype 
         fill_element(b->k_mem + i * (int64_t)elem, type, i);
         fill_element(b->v_mem + i * (int64_t)elem, type, i + 17);
     }
-    for (int64_t x = 0; x < dim; x++) b->q[x] = (float)(x % 13) / 13.0f * 0.1f;
+    for (int64_t x = 0; x < rows * b->stride; x++) b->q[x] = (float)(x % 13) / 13.0f * 0.1f;
     for (int c = 0; c < TILE_KEYS; c++) b->scale[c] = 0.01f + 0.0001f * (float)c;
     /* the ahead entries are the tile's own rows again: the next tile is this one */
     for (int c = 0; c < TILE_KEYS + FA_STORED_AHEAD; c++) {
@@ -106,16 +116,16 @@ static void decode_bench_pass(decode_bench *b, decode_kind what)
 {
     const int quantized = b->type >= FA_I8;
     const float *scale = quantized ? b->scale : NULL;
-    for (int r = 0; r < TILE_LD; r++) b->row_max[r] = -INFINITY, b->row_sum[r] = 0;
+    for (int64_t r = 0; r < b->ld; r++) b->row_max[r] = -INFINITY, b->row_sum[r] = 0;
     for (int t = 0; t < TILES; t++) {
         if (what == DECODE_SCORES || what == DECODE_STEP)
-            b->k->scores_stored(1, TILE_LD, TILE_KEYS, b->dim, b->q, b->stride, b->k_rows, b->type, scale,
+            b->k->scores_stored(b->rows, b->ld, TILE_KEYS, b->dim, b->q, b->stride, b->k_rows, b->type, scale,
                                 b->prefetch, b->s);
         if (what == DECODE_SOFTMAX || what == DECODE_STEP)
-            b->k->online_softmax(1, TILE_LD, TILE_KEYS, b->s, b->row_max, b->row_sum, b->acc, b->stride,
+            b->k->online_softmax(b->rows, b->ld, TILE_KEYS, b->s, b->row_max, b->row_sum, b->acc, b->stride,
                                  b->stride);
         if (what == DECODE_ACCUMULATE || what == DECODE_STEP)
-            b->k->accumulate_stored(1, TILE_KEYS, b->dim, b->s, TILE_LD, b->v_rows, b->type, scale,
+            b->k->accumulate_stored(b->rows, TILE_KEYS, b->dim, b->s, b->ld, b->v_rows, b->type, scale,
                                     b->prefetch, b->acc, b->stride);
     }
 }
@@ -134,20 +144,22 @@ static double decode_bench_ns(decode_bench *b, decode_kind what, int rounds)
     return best * 1e9 / (TILES * TILE_KEYS);
 }
 
-int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int rounds, double fma_slot,
-                       double read_gbps)
+int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int64_t rows, int rounds,
+                       double fma_slot, double read_gbps)
 {
     const fa_cpu_model cpu = fa_cpu_identify();
     static const char *const prefetch_names[] = {
         [FA_ROWS_PREFETCH_NEAR] = "near", [FA_ROWS_PREFETCH_FAR] = "far", [FA_ROWS_PREFETCH_NONE] = "none"};
-    printf("Decode step, one query row, %d keys a tile in cache, with the prefetches the library takes\n"
-           "for the rows (token order or head by head); ns a key, and the bytes of K and V the step\n"
-           "consumes against the read probe (%.1f GB/s, 1 thread)\n",
-           TILE_KEYS, read_gbps);
+    printf("Decode step, %lld query row%s, %d keys a tile in cache, with the prefetches the library takes\n"
+           "for the rows (token order or head by head); ns a key, the products' share of the FMA probe\n"
+           "(4·rows·D FLOP a key), and the bytes of K and V the step consumes against the read probe\n"
+           "(%.1f GB/s, 1 thread)\n",
+           (long long)rows, rows == 1 ? "" : "s (a grouped-query kv head's)", TILE_KEYS, read_gbps);
     for (int d = 0; d < n_dims; d++) {
         const int64_t dim = dims[d];
-        printf("D = Dv = %lld\n  %-6s %-14s %9s %9s %11s %9s %13s %9s %7s\n", (long long)dim, "cache",
-               "prefetch", "scores", "softmax", "accumulate", "step", "step (slots)", "GB/s", "% read");
+        printf("D = Dv = %lld\n  %-6s %-14s %9s %9s %11s %9s %13s %7s %9s %7s\n", (long long)dim, "cache",
+               "prefetch", "scores", "softmax", "accumulate", "step", "step (slots)", "% FMA", "GB/s",
+               "% read");
         for (size_t c = 0; c < sizeof cache_types / sizeof *cache_types; c++) {
             const fa_decode_reads reads =
                 fa_decode_reads_for(&cpu, dim * (int64_t)fa_elem_size(cache_types[c].type));
@@ -156,7 +168,7 @@ int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims,
             snprintf(mode, sizeof mode, "%s (%s)", prefetch_names[prefetch],
                      reads.token_order ? "token" : "head");
             decode_bench b;
-            if (decode_bench_init(&b, k, cache_types[c].type, dim, prefetch) != 0) {
+            if (decode_bench_init(&b, k, cache_types[c].type, rows, dim, prefetch) != 0) {
                 fprintf(stderr, "fa-kernel-bench: out of memory\n");
                 return -1;
             }
@@ -164,9 +176,13 @@ int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims,
             for (int w = 0; w < DECODE_KINDS; w++) ns[w] = decode_bench_ns(&b, (decode_kind)w, rounds);
             const double gbps =
                 2.0 * (double)dim * (double)fa_elem_size(cache_types[c].type) / ns[DECODE_STEP];
-            printf("  %-6s %-14s %9.2f %9.2f %11.2f %9.2f %13.1f %9.1f %6.0f%%\n", cache_types[c].name, mode,
-                   ns[DECODE_SCORES], ns[DECODE_SOFTMAX], ns[DECODE_ACCUMULATE], ns[DECODE_STEP],
-                   ns[DECODE_STEP] * 1e-9 / fma_slot, gbps, 100.0 * gbps / read_gbps);
+            /* the products' FMAs a key: rows·D of the scores and rows·Dv of P·V, a lane each */
+            const double product_slots = 2.0 * (double)(rows * dim) / k->traits.lanes;
+            const double step_slots = ns[DECODE_STEP] * 1e-9 / fma_slot;
+            printf("  %-6s %-14s %9.2f %9.2f %11.2f %9.2f %13.1f %6.0f%% %9.1f %6.0f%%\n",
+                   cache_types[c].name, mode, ns[DECODE_SCORES], ns[DECODE_SOFTMAX], ns[DECODE_ACCUMULATE],
+                   ns[DECODE_STEP], step_slots, 100.0 * product_slots / step_slots, gbps,
+                   100.0 * gbps / read_gbps);
             decode_bench_free(&b);
         }
     }

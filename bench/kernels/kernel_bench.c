@@ -113,12 +113,15 @@ static void usage(FILE *f)
             "  --rounds R     timings per figure, the fastest reported (default 200)\n"
             "  --decode       instead: a decode step's kernels (one query row over stored K and V\n"
             "                 rows of each cache type, in cache), ns a key and the bytes they consume\n"
-            "                 against the read probe of the same run\n",
-            ROWS);
+            "                 against the read probe of the same run\n"
+            "  --decode-rows R  with --decode: R query rows (1..%d) a tile, the query heads of\n"
+            "                 one kv head in a grouped-query decode (default 1)\n",
+            ROWS, DECODE_MAX_ROWS);
 }
 
 /* --decode: the read probe at 1 thread, then the decode kernels against it */
-static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int rounds, double fma_slot)
+static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int64_t rows, int rounds,
+                      double fma_slot)
 {
     bench_placement *placement = bench_placement_create();
     bench_stream stream = {0};
@@ -129,19 +132,23 @@ static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, 
     const double read_gbps = bench_stream_read_gbps(&stream, 1, NULL, 1.0, NULL);
     bench_stream_free(&stream);
     bench_placement_destroy(placement);
-    return decode_kernels_run(k, dims, n_dims, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
+    return decode_kernels_run(k, dims, n_dims, rows, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
     const char *isa = NULL, *dim_list = "64,128";
-    int64_t keys = 4096, block_k = 64;
+    int64_t keys = 4096, block_k = 64, decode_rows = 1;
     int rounds = 200, decode = 0;
-    static const struct option long_opts[] = {
-        {"isa", required_argument, NULL, 'i'},    {"d", required_argument, NULL, 'd'},
-        {"keys", required_argument, NULL, 'n'},   {"block-k", required_argument, NULL, 'k'},
-        {"rounds", required_argument, NULL, 'r'}, {"decode", no_argument, NULL, 'D'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option long_opts[] = {{"isa", required_argument, NULL, 'i'},
+                                              {"d", required_argument, NULL, 'd'},
+                                              {"keys", required_argument, NULL, 'n'},
+                                              {"block-k", required_argument, NULL, 'k'},
+                                              {"rounds", required_argument, NULL, 'r'},
+                                              {"decode", no_argument, NULL, 'D'},
+                                              {"decode-rows", required_argument, NULL, 'R'},
+                                              {"help", no_argument, NULL, 'h'},
+                                              {NULL, 0, NULL, 0}};
     for (int c; (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1;) {
         switch (c) {
         case 'i': isa = optarg; break;
@@ -150,12 +157,17 @@ int main(int argc, char **argv)
         case 'k': block_k = atoll(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'D': decode = 1; break;
+        case 'R': decode_rows = atoll(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     if (keys < 1 || block_k < 1 || block_k > keys || rounds < 1) {
         fprintf(stderr, "fa-kernel-bench: expected 1 <= --block-k <= --keys and --rounds >= 1\n");
+        return 2;
+    }
+    if (decode_rows < 1 || decode_rows > DECODE_MAX_ROWS) {
+        fprintf(stderr, "fa-kernel-bench: expected 1 <= --decode-rows <= %d\n", DECODE_MAX_ROWS);
         return 2;
     }
     int64_t dims[KERNEL_BENCH_MAX_DIMS];
@@ -189,7 +201,7 @@ int main(int argc, char **argv)
     /* seconds of one FMA of the table's vector width at the probe's rate (2 FLOP a lane) */
     const int lanes = table.table.f32->traits.lanes;
     const double fma_slot = 2.0 * lanes / (peak * 1e9);
-    if (decode) return decode_run(table.table.f32, dims, n_dims, rounds, fma_slot);
+    if (decode) return decode_run(table.table.f32, dims, n_dims, decode_rows, rounds, fma_slot);
     for (int d = 0; d < n_dims; d++) {
         const int64_t dim = dims[d];
         tile_bench b;
