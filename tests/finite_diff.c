@@ -40,24 +40,29 @@ static double loss_diff(const fd_run *r, const double *a, const double *b)
     return s;
 }
 
-/* out (as tu_out_copy gives it) of a forward with the f64 (float: !is_double) at x set to value. */
+/* The entry at x, an f64 or (!is_double) a float, as a double; and set to value (exact for a float
+ * only where value is one: out_with checks). */
+static double entry_get(const void *x, int is_double)
+{
+    return is_double ? *(const double *)x : (double)*(const float *)x;
+}
+
+static void entry_set(void *x, int is_double, double value)
+{
+    if (is_double)
+        *(double *)x = value;
+    else
+        *(float *)x = (float)value;
+}
+
+/* out (as tu_out_copy gives it) of a forward with the entry at x set to value, then restored. */
 static double *out_with(fd_run *r, void *x, int is_double, double value)
 {
-    double saved_d = 0.0;
-    float saved_f = 0.0f;
-    if (is_double) {
-        saved_d = *(double *)x;
-        *(double *)x = value;
-    } else {
-        saved_f = *(float *)x;
-        *(float *)x = (float)value;
-        cr_assert_eq((double)*(float *)x, value, "%s: %.17g is not a float", r->desc, value);
-    }
+    const double saved = entry_get(x, is_double);
+    entry_set(x, is_double, value);
+    cr_assert_eq(entry_get(x, is_double), value, "%s: %.17g is not a float", r->desc, value);
     fa_status st = tub_forward(r->ctx, r->p, r->bp);
-    if (is_double)
-        *(double *)x = saved_d;
-    else
-        *(float *)x = saved_f;
+    entry_set(x, is_double, saved);
     cr_assert_eq(st, FA_OK, "%s: forward status %d", r->desc, st);
     return tu_out_copy(&r->bp->fw);
 }
@@ -65,7 +70,7 @@ static double *out_with(fd_run *r, void *x, int is_double, double value)
 static void check_entry(fd_run *r, const char *what, int64_t index, void *x, int is_double, double analytic,
                         double floor_abs)
 {
-    const double x0 = is_double ? *(double *)x : (double)*(float *)x, h = step_for(x0);
+    const double x0 = entry_get(x, is_double), h = step_for(x0);
     double *p1 = out_with(r, x, is_double, x0 + h), *m1 = out_with(r, x, is_double, x0 - h);
     double *p2 = out_with(r, x, is_double, x0 + 2 * h), *m2 = out_with(r, x, is_double, x0 - 2 * h);
     const double fd = (8.0 * loss_diff(r, p1, m1) - loss_diff(r, p2, m2)) / (12.0 * h);
