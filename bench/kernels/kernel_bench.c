@@ -166,8 +166,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "fa-kernel-bench: expected 1 <= --block-k <= --keys and --rounds >= 1\n");
         return 2;
     }
-    if (decode_rows < 1 || decode_rows > DECODE_MAX_ROWS) {
-        fprintf(stderr, "fa-kernel-bench: expected 1 <= --decode-rows <= %d\n", DECODE_MAX_ROWS);
+    if (decode_rows < 1 || decode_rows > DECODE_MAX_ROWS || (decode_rows != 1 && !decode)) {
+        fprintf(stderr, "fa-kernel-bench: expected 1 <= --decode-rows <= %d, and --decode with it\n",
+                DECODE_MAX_ROWS);
         return 2;
     }
     int64_t dims[KERNEL_BENCH_MAX_DIMS];
