@@ -231,8 +231,8 @@ bench_tools() {
     # and a decode step's, every cache type
     "$kernels" --decode --d 24 --rounds 2 | tee "$out/kernels_decode.txt"
     test "$(grep -cE '^  (f32|bf16|f16|int8|e4m3|e5m2) ' "$out/kernels_decode.txt")" = 6
-    # and a grouped-query decode's (four query rows a kv head)
-    "$kernels" --decode --decode-rows 4 --d 24 --rounds 2 | tee "$out/kernels_decode_rows.txt"
+    # and a grouped-query decode's (four query rows a kv head), called on runs of 5 keys (a shorter last)
+    "$kernels" --decode --decode-rows 4 --decode-run 5 --d 24 --rounds 2 | tee "$out/kernels_decode_rows.txt"
     test "$(grep -cE '^  (f32|bf16|f16|int8|e4m3|e5m2) ' "$out/kernels_decode_rows.txt")" = 6
 }
 

@@ -6,8 +6,10 @@
  * gathered once into 64-byte aligned vectors, 64 keys a tile (the decode tile on
  * every CPU: plan/block_sizes.c) whose K and V rows are listed with FA_STORED_AHEAD more entries,
  * and the prefetch the CPU takes for that cache type's rows (fa_decode_reads_for: the token order's
- * where a decode group reads its tiles so, the head-by-head one otherwise). The tile's rows stay in
- * L1 and L2, so the figures are the kernels' cost without memory's. */
+ * where a decode group reads its tiles so, the head-by-head one otherwise). The products are called
+ * once a tile, or with --decode-run N on runs of N keys, as a group that reads its tiles in token
+ * order calls them (drivers/forward_attend.h, FA_TOKEN_RUN: 8), which costs more a key. The tile's
+ * rows stay in L1 and L2, so the figures are the kernels' cost without memory's. */
 #include "decode_kernels.h"
 
 #include <math.h>
@@ -21,7 +23,7 @@
 #include "kernel_bench_util.h"
 #include "timing.h"
 
-#define TILE_KEYS 64
+#define TILE_KEYS DECODE_TILE_KEYS
 #define TILES     64 /* tile steps a pass */
 
 static const struct {
@@ -34,6 +36,7 @@ typedef struct {
     const fa_kernels_f32 *k;
     fa_dtype type;
     int64_t rows, ld;    /* query rows, and the score tile's ld (tile_ld_: 1 for one row) */
+    int64_t run;         /* keys a call of the products (TILE_KEYS: the tile in one call) */
     int64_t dim, stride; /* stride: q's and acc's row, padded to 64 bytes */
     fa_rows_prefetch prefetch;
     unsigned char *k_mem, *v_mem;
@@ -78,11 +81,11 @@ static int64_t pad_f32(int64_t n)
 }
 
 static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype type, int64_t rows,
-                             int64_t dim, fa_rows_prefetch prefetch)
+                             int64_t run, int64_t dim, fa_rows_prefetch prefetch)
 {
     const size_t elem = fa_elem_size(type);
     memset(b, 0, sizeof *b);
-    b->k = k, b->type = type, b->rows = rows, b->dim = dim, b->prefetch = prefetch;
+    b->k = k, b->type = type, b->rows = rows, b->run = run, b->dim = dim, b->prefetch = prefetch;
     b->ld = rows == 1 ? 1 : pad_f32(rows);
     b->stride = pad_f32(dim);
     const size_t row = (size_t)dim * elem;
@@ -113,21 +116,28 @@ static int decode_bench_init(decode_bench *b, const fa_kernels_f32 *k, fa_dtype 
 
 typedef enum { DECODE_SCORES, DECODE_SOFTMAX, DECODE_ACCUMULATE, DECODE_STEP, DECODE_KINDS } decode_kind;
 
+/* The keys of the run from key c of the tile: b->run, or what the tile has left. */
+static int64_t run_keys(const decode_bench *b, int64_t c)
+{
+    return TILE_KEYS - c < b->run ? TILE_KEYS - c : b->run;
+}
+
 static void decode_bench_pass(decode_bench *b, decode_kind what)
 {
     const int quantized = b->type >= FA_I8;
     const float *scale = quantized ? b->scale : NULL;
     for (int64_t r = 0; r < b->ld; r++) b->row_max[r] = -INFINITY, b->row_sum[r] = 0;
     for (int t = 0; t < TILES; t++) {
-        if (what == DECODE_SCORES || what == DECODE_STEP)
-            b->k->scores_stored(b->rows, b->ld, TILE_KEYS, b->dim, b->q, b->stride, b->k_rows, b->type, scale,
-                                b->prefetch, b->s);
+        /* the runs' row lists start at their first key and keep FA_STORED_AHEAD entries past it */
+        for (int64_t c = 0; (what == DECODE_SCORES || what == DECODE_STEP) && c < TILE_KEYS; c += b->run)
+            b->k->scores_stored(b->rows, b->ld, run_keys(b, c), b->dim, b->q, b->stride, b->k_rows + c,
+                                b->type, scale ? scale + c : NULL, b->prefetch, b->s + c * b->ld);
         if (what == DECODE_SOFTMAX || what == DECODE_STEP)
             b->k->online_softmax(b->rows, b->ld, TILE_KEYS, b->s, b->row_max, b->row_sum, b->acc, b->stride,
                                  b->stride);
-        if (what == DECODE_ACCUMULATE || what == DECODE_STEP)
-            b->k->accumulate_stored(b->rows, TILE_KEYS, b->dim, b->s, b->ld, b->v_rows, b->type, scale,
-                                    b->prefetch, b->acc, b->stride);
+        for (int64_t c = 0; (what == DECODE_ACCUMULATE || what == DECODE_STEP) && c < TILE_KEYS; c += b->run)
+            b->k->accumulate_stored(b->rows, run_keys(b, c), b->dim, b->s + c * b->ld, b->ld, b->v_rows + c,
+                                    b->type, scale ? scale + c : NULL, b->prefetch, b->acc, b->stride);
     }
 }
 
@@ -145,17 +155,18 @@ static double decode_bench_ns(decode_bench *b, decode_kind what, int rounds)
     return best * 1e9 / (TILES * TILE_KEYS);
 }
 
-int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int64_t rows, int rounds,
-                       double fma_slot, double read_gbps)
+int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int64_t rows, int64_t run,
+                       int rounds, double fma_slot, double read_gbps)
 {
     const fa_cpu_model cpu = fa_cpu_identify();
     static const char *const prefetch_names[] = {
         [FA_ROWS_PREFETCH_NEAR] = "near", [FA_ROWS_PREFETCH_FAR] = "far", [FA_ROWS_PREFETCH_NONE] = "none"};
-    printf("Decode step, %lld query row%s, %d keys a tile in cache, with the prefetches the library takes\n"
-           "for the rows (token order or head by head); ns a key, the products' share of the FMA probe\n"
-           "(4·rows·D FLOP a key), and the bytes of K and V the step consumes against the read probe\n"
-           "(%.1f GB/s, 1 thread)\n",
-           (long long)rows, rows == 1 ? "" : "s (a grouped-query kv head's)", TILE_KEYS, read_gbps);
+    printf("Decode step, %lld query row%s, %d keys a tile in cache, the products called on runs of %lld\n"
+           "keys, with the prefetches the library takes for the rows (token order or head by head);\n"
+           "ns a key, the products' share of the FMA probe (4·rows·D FLOP a key), and the bytes of K\n"
+           "and V the step consumes against the read probe (%.1f GB/s, 1 thread)\n",
+           (long long)rows, rows == 1 ? "" : "s (a grouped-query kv head's)", TILE_KEYS, (long long)run,
+           read_gbps);
     for (int d = 0; d < n_dims; d++) {
         const int64_t dim = dims[d];
         printf("D = Dv = %lld\n  %-6s %-14s %9s %9s %11s %9s %13s %7s %9s %7s\n", (long long)dim, "cache",
@@ -169,7 +180,7 @@ int decode_kernels_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims,
             snprintf(mode, sizeof mode, "%s (%s)", prefetch_names[prefetch],
                      reads.token_order ? "token" : "head");
             decode_bench b;
-            if (decode_bench_init(&b, k, cache_types[c].type, rows, dim, prefetch) != 0) {
+            if (decode_bench_init(&b, k, cache_types[c].type, rows, run, dim, prefetch) != 0) {
                 fprintf(stderr, "fa-kernel-bench: out of memory\n");
                 return -1;
             }

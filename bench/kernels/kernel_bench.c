@@ -115,13 +115,15 @@ static void usage(FILE *f)
             "                 rows of each cache type, in cache), ns a key and the bytes they consume\n"
             "                 against the read probe of the same run\n"
             "  --decode-rows R  with --decode: R query rows (1..%d) a tile, the query heads of\n"
-            "                 one kv head in a grouped-query decode (default 1)\n",
-            ROWS, DECODE_MAX_ROWS);
+            "                 one kv head in a grouped-query decode (default 1)\n"
+            "  --decode-run N   with --decode: the products called on runs of N keys (1..%d,\n"
+            "                 default the whole tile), as the token order calls them (8)\n",
+            ROWS, DECODE_MAX_ROWS, DECODE_TILE_KEYS);
 }
 
 /* --decode: the read probe at 1 thread, then the decode kernels against it */
-static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int64_t rows, int rounds,
-                      double fma_slot)
+static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, int64_t rows, int64_t run,
+                      int rounds, double fma_slot)
 {
     bench_placement *placement = bench_placement_create();
     bench_stream stream = {0};
@@ -132,13 +134,13 @@ static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, 
     const double read_gbps = bench_stream_read_gbps(&stream, 1, NULL, 1.0, NULL);
     bench_stream_free(&stream);
     bench_placement_destroy(placement);
-    return decode_kernels_run(k, dims, n_dims, rows, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
+    return decode_kernels_run(k, dims, n_dims, rows, run, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
     const char *isa = NULL, *dim_list = "64,128";
-    int64_t keys = 4096, block_k = 64, decode_rows = 1;
+    int64_t keys = 4096, block_k = 64, decode_rows = 1, decode_run_keys = DECODE_TILE_KEYS;
     int rounds = 200, decode = 0;
     static const struct option long_opts[] = {{"isa", required_argument, NULL, 'i'},
                                               {"d", required_argument, NULL, 'd'},
@@ -147,6 +149,7 @@ int main(int argc, char **argv)
                                               {"rounds", required_argument, NULL, 'r'},
                                               {"decode", no_argument, NULL, 'D'},
                                               {"decode-rows", required_argument, NULL, 'R'},
+                                              {"decode-run", required_argument, NULL, 'N'},
                                               {"help", no_argument, NULL, 'h'},
                                               {NULL, 0, NULL, 0}};
     for (int c; (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1;) {
@@ -158,6 +161,7 @@ int main(int argc, char **argv)
         case 'r': rounds = atoi(optarg); break;
         case 'D': decode = 1; break;
         case 'R': decode_rows = atoll(optarg); break;
+        case 'N': decode_run_keys = atoll(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -169,6 +173,12 @@ int main(int argc, char **argv)
     if (decode_rows < 1 || decode_rows > DECODE_MAX_ROWS || (decode_rows != 1 && !decode)) {
         fprintf(stderr, "fa-kernel-bench: expected 1 <= --decode-rows <= %d, and --decode with it\n",
                 DECODE_MAX_ROWS);
+        return 2;
+    }
+    if (decode_run_keys < 1 || decode_run_keys > DECODE_TILE_KEYS ||
+        (decode_run_keys != DECODE_TILE_KEYS && !decode)) {
+        fprintf(stderr, "fa-kernel-bench: expected 1 <= --decode-run <= %d, and --decode with it\n",
+                DECODE_TILE_KEYS);
         return 2;
     }
     int64_t dims[KERNEL_BENCH_MAX_DIMS];
@@ -202,7 +212,8 @@ int main(int argc, char **argv)
     /* seconds of one FMA of the table's vector width at the probe's rate (2 FLOP a lane) */
     const int lanes = table.table.f32->traits.lanes;
     const double fma_slot = 2.0 * lanes / (peak * 1e9);
-    if (decode) return decode_run(table.table.f32, dims, n_dims, decode_rows, rounds, fma_slot);
+    if (decode)
+        return decode_run(table.table.f32, dims, n_dims, decode_rows, decode_run_keys, rounds, fma_slot);
     for (int d = 0; d < n_dims; d++) {
         const int64_t dim = dims[d];
         tile_bench b;
