@@ -163,17 +163,6 @@ Test(exp2, every_simd_tables_f64_within_4e_16_and_exact_at_the_edges)
  * of [-126, -125], whose results are the smallest normals. For double, 2^18 consecutive doubles on
  * each side of -1022, an even sweep of [-1024, -1022) and [-1022, -1021], the binades below. */
 
-/* tu_float_step for double: its bits + k. */
-static double double_step(double from, int64_t k)
-{
-    uint64_t b;
-    memcpy(&b, &from, sizeof b);
-    b += (uint64_t)k;
-    double r;
-    memcpy(&r, &b, sizeof r);
-    return r;
-}
-
 static void check_flush_f32(const char *isa, exp2_f32_fn fn, double tol)
 {
     if (!cpu_has(isa)) {
@@ -217,7 +206,7 @@ static void check_flush_f64(const char *isa, exp2_f64_fn fn)
     enum { BINADES = 2046 - 1033 + 1, PER_BINADE = 1 << 8, M = 2 * N + BINADES * PER_BINADE + 8 };
     double *x = malloc(sizeof(double) * M), *y = malloc(sizeof(double) * M);
     int64_t n = 0;
-    for (int64_t k = 1; k <= N; k++) x[n++] = double_step(-1022.0, k);      /* just below -1022 */
+    for (int64_t k = 1; k <= N; k++) x[n++] = tu_double_step(-1022.0, k);   /* just below -1022 */
     for (int64_t i = 0; i < N; i++) x[n++] = -1024.0 + 2.0 * (double)i / N; /* [-1024, -1022) */
     /* biased exponents 1033 (|x| in [1024, 2048)) to 2046 (the last finite binade, up to -DBL_MAX) */
     for (uint64_t e = 1033; e <= 2046; e++)
@@ -231,8 +220,8 @@ static void check_flush_f64(const char *isa, exp2_f64_fn fn)
     expect_flushed(isa, 1, x, y, n, "(-inf, -1022)");
 
     n = 0;
-    for (int64_t k = 0; k < N; k++) x[n++] = double_step(-1022.0, -k); /* -1022 and just above */
-    for (int64_t i = 0; i <= N; i++) x[n++] = -1022.0 + (double)i / N; /* [-1022, -1021] */
+    for (int64_t k = 0; k < N; k++) x[n++] = tu_double_step(-1022.0, -k); /* -1022 and just above */
+    for (int64_t i = 0; i <= N; i++) x[n++] = -1022.0 + (double)i / N;    /* [-1022, -1021] */
     while (n % 8) x[n++] = -1021.0;
     fn(x, y, n);
     expect_accurate(isa, 1, x, y, n, 4e-16, "[-1022,-1021]");
@@ -307,7 +296,7 @@ static void check_table_kernels(int f64)
     float t32 = (float)thr;
     double t64 = (double)thr;
     for (int64_t k = -DENSE; k < DENSE; k++)
-        s[n++] = f64 ? (long double)(k < 0 ? double_step(t64, k + DENSE / 2)
+        s[n++] = f64 ? (long double)(k < 0 ? tu_double_step(t64, k + DENSE / 2)
                                            : t64 + (double)(k - DENSE / 2) * 0x1p-24)
                      : (long double)tu_float_step(t32, k);
     for (int64_t i = 0; i < SWEEP; i++) { /* [1.25·thr, 0] */

@@ -84,6 +84,16 @@ float tu_float_step(float from, int64_t k)
     return r;
 }
 
+double tu_double_step(double from, int64_t k)
+{
+    uint64_t b;
+    memcpy(&b, &from, sizeof b);
+    b += (uint64_t)k;
+    double r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
 fa_context *tu_context(int threads, int block_q, int block_k)
 {
     fa_context_opts o = FA_CONTEXT_OPTS_INIT;

@@ -48,6 +48,8 @@ size_t tu_dtype_size(fa_dtype t);
 /* The float k steps of one unit in the last place from `from`, within its sign: its bits + k (for a
  * negative float, k > 0 goes down). */
 float tu_float_step(float from, int64_t k);
+/* tu_float_step for double. */
+double tu_double_step(double from, int64_t k);
 
 /* A context of `threads` threads (0: automatic) and these block sizes (0: automatic); asserts it was
  * created, naming fa_last_error(). */

@@ -137,11 +137,20 @@ static int decode_run(const fa_kernels_f32 *k, const int64_t *dims, int n_dims, 
     return decode_kernels_run(k, dims, n_dims, rows, run, rounds, fma_slot, read_gbps) == 0 ? 0 : 1;
 }
 
+/* A --decode option's value in [1, max], and given only with --decode (it means nothing without). */
+static int decode_option_ok(const char *name, int64_t value, int64_t max, int given, int decode)
+{
+    if (value >= 1 && value <= max && (!given || decode)) return 1;
+    fprintf(stderr, "fa-kernel-bench: expected 1 <= --%s <= %lld, and --decode with it\n", name,
+            (long long)max);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *isa = NULL, *dim_list = "64,128";
     int64_t keys = 4096, block_k = 64, decode_rows = 1, decode_run_keys = DECODE_TILE_KEYS;
-    int rounds = 200, decode = 0;
+    int rounds = 200, decode = 0, decode_rows_given = 0, decode_run_given = 0;
     static const struct option long_opts[] = {{"isa", required_argument, NULL, 'i'},
                                               {"d", required_argument, NULL, 'd'},
                                               {"keys", required_argument, NULL, 'n'},
@@ -160,8 +169,8 @@ int main(int argc, char **argv)
         case 'k': block_k = atoll(optarg); break;
         case 'r': rounds = atoi(optarg); break;
         case 'D': decode = 1; break;
-        case 'R': decode_rows = atoll(optarg); break;
-        case 'N': decode_run_keys = atoll(optarg); break;
+        case 'R': decode_rows = atoll(optarg), decode_rows_given = 1; break;
+        case 'N': decode_run_keys = atoll(optarg), decode_run_given = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -170,17 +179,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "fa-kernel-bench: expected 1 <= --block-k <= --keys and --rounds >= 1\n");
         return 2;
     }
-    if (decode_rows < 1 || decode_rows > DECODE_MAX_ROWS || (decode_rows != 1 && !decode)) {
-        fprintf(stderr, "fa-kernel-bench: expected 1 <= --decode-rows <= %d, and --decode with it\n",
-                DECODE_MAX_ROWS);
+    if (!decode_option_ok("decode-rows", decode_rows, DECODE_MAX_ROWS, decode_rows_given, decode) ||
+        !decode_option_ok("decode-run", decode_run_keys, DECODE_TILE_KEYS, decode_run_given, decode))
         return 2;
-    }
-    if (decode_run_keys < 1 || decode_run_keys > DECODE_TILE_KEYS ||
-        (decode_run_keys != DECODE_TILE_KEYS && !decode)) {
-        fprintf(stderr, "fa-kernel-bench: expected 1 <= --decode-run <= %d, and --decode with it\n",
-                DECODE_TILE_KEYS);
-        return 2;
-    }
     int64_t dims[KERNEL_BENCH_MAX_DIMS];
     const int n_dims = kernel_bench_parse_dims(dim_list, dims);
     if (n_dims < 0) {
