@@ -607,38 +607,64 @@ arm_build() {
     done
 }
 
-# arm_run NAME QEMU-CPU FILTER [VAR=VALUE...]: fa-tests-shim under qemu-aarch64 with that CPU
+# arm_run NAME QEMU-CPU FILTER [VAR=VALUE...]: fa-tests-shim under qemu-aarch64 with that CPU, in the
+# background once fewer than $jobs runs are under way; its output in $tmp/arm-NAME.log, its seconds in
+# $tmp/arm-NAME.ms. A run's tests go one at a time (--jobs=1): the runs side by side keep the cores
+# busy, where one run's two workers left them a third idle, waiting on its longest test.
 arm_run() {
+    local name=$1
+    arm_names+=("$name")
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    arm_run_one "$@" &
+}
+
+arm_run_one() {
     local name=$1 cpu=$2 filter=$3 t0
     shift 3
     t0=$(now_ms)
-    echo "---- aarch64 $name: qemu-aarch64 -cpu $cpu $* fa-tests-shim --filter='$filter'"
-    env "$@" OMP_NUM_THREADS=2 FA_SHIM_TIMEOUT_SCALE=10 qemu-aarch64 -L / -cpu "$cpu" \
-        "$build_arm/tests/shim/fa-tests-shim" --jobs=2 --filter="$filter" "${test_args[@]}" 2>&1 |
-        tee "$tmp/arm.log" | grep -v '^\[PASS\]'
-    local line
-    line=$(grep -o 'Passing: [0-9]* | Failing: [0-9]*' "$tmp/arm.log" | tail -n 1)
-    [ -n "$line" ] || { echo "aarch64 $name: no summary line" >&2; return 1; }
-    echo "$line" | awk '{print $2, $5}' >>"$tmp/totals"
-    arm_note="$arm_note${arm_note:+, }$name $(echo "$line" | awk '{print $2}') $(fmt_s $(($(now_ms) - t0)))"
-    echo "$arm_note" >"$tmp/stage.note"
-    echo "$line" | grep -q 'Failing: 0$'
+    {
+        echo "---- aarch64 $name: qemu-aarch64 -cpu $cpu $* fa-tests-shim --filter='$filter'"
+        env "$@" OMP_NUM_THREADS=2 FA_SHIM_TIMEOUT_SCALE=10 qemu-aarch64 -L / -cpu "$cpu" \
+            "$build_arm/tests/shim/fa-tests-shim" --jobs=1 --filter="$filter" "${test_args[@]}" 2>&1 || true
+    } >"$tmp/arm-$name.log"
+    echo $(($(now_ms) - t0)) >"$tmp/arm-$name.ms"
+}
+
+# After every run: each one's log (less its [PASS] lines) in the order started, its counts into the
+# totals and the stage note; fails if a run failed a test or printed no summary line.
+arm_collect() {
+    local name line note="" failed=0
+    for name in "${arm_names[@]}"; do
+        grep -v '^\[PASS\]' "$tmp/arm-$name.log" || true
+        line=$(grep -o 'Passing: [0-9]* | Failing: [0-9]*' "$tmp/arm-$name.log" | tail -n 1 || true)
+        if [ -z "$line" ]; then
+            echo "aarch64 $name: no summary line" >&2
+            failed=1
+            continue
+        fi
+        echo "$line" | awk '{print $2, $5}' >>"$tmp/totals"
+        note="$note${note:+, }$name $(echo "$line" | awk '{print $2}') $(fmt_s "$(cat "$tmp/arm-$name.ms")")"
+        echo "$line" | grep -q 'Failing: 0$' || failed=1
+    done
+    echo "$note" >"$tmp/stage.note"
+    return "$failed"
 }
 
 arm_suites_run() {
-    arm_note=""
+    arm_names=()
+    # the longest runs first, so that the short ones fill in beside them
     # sve-default-vector-length is in bytes; sve=off: a CPU with NEON only
-    arm_run ref max "$arm_ref_suites" FLASHATTN_ISA=ref FA_TEST_SIMD=ref
-    # qemu's max has BF16, so the automatic choice is neon_bf16 at every length: each run names its table
-    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*|decode_token_order/*)" \
-        FLASHATTN_ISA=neon FA_TEST_SIMD=neon
-    arm_run neon_bf16 max,sve=off "$arm_bf16_suites" FLASHATTN_ISA=neon_bf16 FA_TEST_SIMD=neon_bf16
-    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|$arm_backward_invariance)" FLASHATTN_ISA=sve \
-        FA_TEST_SIMD=sve128
     arm_run sve256 max,sve-default-vector-length=32 "@($arm_kernels|half_invariance/*)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve256
     arm_run sve512 max,sve-default-vector-length=64 "@($arm_kernels|$arm_odd_blocks_invariance)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve512
+    arm_run sve128 max,sve-default-vector-length=16 "@($arm_kernels|$arm_backward_invariance)" FLASHATTN_ISA=sve \
+        FA_TEST_SIMD=sve128
+    # qemu's max has BF16, so the automatic choice is neon_bf16 at every length: each run names its table
+    arm_run neon max,sve=off "@($arm_kernels|$arm_forward_invariance|quantized_cache/*|decode_token_order/*)" \
+        FLASHATTN_ISA=neon FA_TEST_SIMD=neon
+    arm_run ref max "$arm_ref_suites" FLASHATTN_ISA=ref FA_TEST_SIMD=ref
+    arm_run neon_bf16 max,sve=off "$arm_bf16_suites" FLASHATTN_ISA=neon_bf16 FA_TEST_SIMD=neon_bf16
     # sve_bf16 (sve's float kernels, checked above): its bf16 paths at 128 bits, where the dot's blocks
     # are neon_bf16's 16 columns; at 512 its bf16 set alone (blocks of 64 columns, tails of 1-3 vectors,
     # a vector a line in the softmax); at 2048 the automatic choice
@@ -649,6 +675,8 @@ arm_suites_run() {
     arm_run sve1024 max,sve-default-vector-length=128 "@($arm_wide_suites)" FLASHATTN_ISA=sve \
         FA_TEST_SIMD=sve1024
     arm_run sve2048 max,sve-default-vector-length=256 "@($arm_wide_suites|kernel_pairs/*)" FA_TEST_SIMD=sve2048
+    wait
+    arm_collect
 }
 
 # tests/abi/run.sh: the grown library in build_abi, built as build is; the clients in tmp.
