@@ -36,7 +36,8 @@
 #   tsan              build-tsan/ (FA_TSAN_BUILD_DIR): clang, -DFLASHATTN_SANITIZE=thread, LLVM's libomp;
 #                     the whole suite as fa-tests-shim (Criterion's runner cannot start under TSan, see
 #                     tests/shim/criterion/criterion.h) and the fuzz seeds, with Archer
-#                     (OMP_TOOL_LIBRARIES=libarcher.so) giving TSan OpenMP's synchronization
+#                     (OMP_TOOL_LIBRARIES=libarcher.so) giving TSan OpenMP's synchronization; the test
+#                     kit's oracles uninstrumented (tests/kit/CMakeLists.txt)
 #   fuzz              scripts/fuzz.sh FA_FUZZ_SECONDS (default 60): libFuzzer + ASan + UBSan on the public API
 #   valgrind          memcheck (--leak-check=full, definite and indirect leaks are errors) over the fuzz seeds
 #                     and over the API suites of fa-tests-shim
