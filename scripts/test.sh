@@ -650,7 +650,8 @@ arm_collect() {
         note="$note${note:+, }$name $(echo "$line" | awk '{print $2}') $(fmt_s "$(cat "$tmp/arm-$name.ms")")"
         echo "$line" | grep -q 'Failing: 0$' || failed=1
     done
-    echo "$note" >"$tmp/stage.note"
+    # the runs overlapped: their times do not add up to the stage's
+    echo "$jobs side by side: $note" >"$tmp/stage.note"
     return "$failed"
 }
 
