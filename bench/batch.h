@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "flashattn.h"
+#include "machine.h"
 #include "options.h"
 #include "problem.h"
 #include "results.h"
@@ -45,9 +46,10 @@ typedef struct {
     /* Optional, after the timed calls and the runner's fields of the row (stats read from the context
      * then): the kind's checks again, and its own fields of the row. Returns 0, or -1 after a message. */
     int (*finish)(bench_batch *b, int threads, bench_row *row);
-    /* Optional, in the last round: measurements beside the rows (the BLAS baseline). */
+    /* Optional, in the last round, after the machine's probes: measurements beside the rows (the
+     * BLAS baseline, a paged cache's page probe). */
     void (*measure_extras)(bench_batch *b, const bench_options *o, const bench_run_info *info,
-                           bench_row *rows, int n);
+                           bench_machine *m, bench_row *rows, int n);
     void (*free)(bench_batch *b);
 } bench_batch_ops;
 

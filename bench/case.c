@@ -280,7 +280,7 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
         // The probes and the baseline once, in the last round, with the rows it reports.
         if (last_round) {
             measure_probes(m, info, r->rows, r->n_rows);
-            if (batch.ops->measure_extras) batch.ops->measure_extras(&batch, o, info, r->rows, r->n_rows);
+            if (batch.ops->measure_extras) batch.ops->measure_extras(&batch, o, info, m, r->rows, r->n_rows);
             bench_report_table(stdout, info, r->rows, r->n_rows);
             fflush(stdout);
         }

@@ -11,6 +11,7 @@
 #include "modifiers.h"
 #include "reference.h"
 #include "rng.h"
+#include "score_mods.h"
 
 // A cache or a pool: k or v, of the kv group's type (a bf16 or f16 cache under f32 queries, dtypes.h).
 static fa_tensor make_view(void *data, const bench_shape *s, int64_t batch, int64_t seq, int64_t dim)
@@ -392,4 +393,74 @@ const char *bench_decode_check_outputs(const bench_decode *d)
     if (memcmp(d->paged_lse, d->pb.lse, d->pb.lse_bytes) != 0)
         return "the paged call's lse differs bitwise from the contiguous call's";
     return NULL;
+}
+
+typedef struct {
+    bench_span *at;
+    size_t n, cap;
+} span_list;
+
+// Appends [p, p + bytes), or lengthens the last span when p continues it. Returns 0, or -1.
+static int span_add(span_list *l, const void *p, size_t bytes)
+{
+    if (l->n > 0 && (const char *)l->at[l->n - 1].data + l->at[l->n - 1].bytes == (const char *)p) {
+        l->at[l->n - 1].bytes += bytes;
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 1024;
+        bench_span *at = realloc(l->at, sizeof *at * cap);
+        if (!at) return -1;
+        l->at = at;
+        l->cap = cap;
+    }
+    l->at[l->n++] = (bench_span){p, bytes};
+    return 0;
+}
+
+// Keys [k0, k1) of a page of pool t (or of its scales), every kv head: one span where a page holds
+// its keys' rows of all heads together ([page][key][head][dim]), else one a head.
+static int add_page_rows(span_list *l, const fa_tensor *t, int64_t page, int64_t k0, int64_t k1)
+{
+    size_t row = (size_t)t->dim * kit_dtype_size(t->dtype);
+    if (t->stride_head == t->dim && t->stride_seq == t->heads * t->dim)
+        return span_add(l, row_of(t, page, 0, k0), (size_t)(k1 - k0) * (size_t)t->heads * row);
+    for (int64_t h = 0; h < t->heads; h++) {
+        if (t->stride_seq == t->dim) {
+            if (span_add(l, row_of(t, page, h, k0), (size_t)(k1 - k0) * row) != 0) return -1;
+            continue;
+        }
+        for (int64_t key = k0; key < k1; key++)
+            if (span_add(l, row_of(t, page, h, key), row) != 0) return -1;
+    }
+    return 0;
+}
+
+int bench_decode_page_spans(const bench_decode *d, bench_span **spans, size_t *n)
+{
+    *spans = NULL;
+    *n = 0;
+    if (d->page_size == 0) return 0;
+    const bench_shape *s = &d->built_shape;
+    const fa_tensor *pools[4] = {&d->kp, &d->vp, &d->kp_scale, &d->vp_scale};
+    span_list l = {0};
+    int64_t p = d->page_size;
+    for (int64_t b = 0; b < d->used.count; b++) {
+        int64_t key, end;
+        kit_visible_keys(s->causal, 1, d->used.len[b], s->mods.window_left, s->mods.window_right, 0, &key,
+                         &end);
+        while (key < end) {
+            int64_t j = key / p, k1 = end - j * p < p ? end - j * p : p,
+                    page = d->table[b * d->pages_per_seq + j];
+            for (int t = 0; t < 4; t++)
+                if (pools[t]->data && add_page_rows(&l, pools[t], page, key - j * p, k1) != 0) {
+                    free(l.at);
+                    return -1;
+                }
+            key = j * p + k1;
+        }
+    }
+    *spans = l.at;
+    *n = l.n;
+    return 0;
 }

@@ -16,6 +16,7 @@
 #include "flashattn.h"
 #include "lengths.h"
 #include "problem.h"
+#include "stream.h"
 #include "verify.h"
 
 typedef struct {
@@ -75,6 +76,12 @@ void bench_decode_poison(bench_decode *d);
  * over (sequence, head); a quantized cache's rows are read as scale * code. Returns 0 (see ->passed),
  * or -1 if memory ran out. */
 int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_result *r);
+
+/* What the paged call reads, where it lies, for the page probe (stream.h): each sequence's keys that
+ * its query sees, page after page in block-table order, of each page K's rows, V's, then their
+ * scales'. Their bytes are kv_bytes. *spans (free it) is NULL and *n 0 without pages. Returns 0, or
+ * -1 when memory runs out. */
+int bench_decode_page_spans(const bench_decode *d, bench_span **spans, size_t *n);
 
 /* NULL when the contiguous out and lse hold no NaN (every row was written: the inputs in use are
  * finite) and, with pages, the paged out and lse equal them byte for byte; else what failed. */

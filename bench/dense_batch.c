@@ -144,8 +144,9 @@ static int time_blas_mode(const bench_options *o, const bench_run_info *info, be
 
 // The unfused baseline at each row's thread count, in the mode(s) asked for; the faster is kept.
 static void measure_blas(bench_batch *batch, const bench_options *o, const bench_run_info *info,
-                         bench_row *rows, int n)
+                         bench_machine *machine, bench_row *rows, int n)
 {
+    (void)machine;
     const dense *k = batch->kind;
     if (!info->blas_runs) return;
     int max_threads = 1, omp_default_threads = omp_get_max_threads();

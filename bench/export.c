@@ -170,7 +170,9 @@ static value vbool(int b)
     X("shared_kv", vbool(s->shared_kv))                                                                 \
     X("probe_spread", vnum(row->probe_spread))                                                          \
     X("disturbed", vbool(bench_row_disturbed(row, NULL, NULL, NULL)))                                   \
-    X("huge_pages", vbool(bench_huge_pages_asked()))
+    X("huge_pages", vbool(bench_huge_pages_asked()))                                                    \
+    X("page_read_gbps", vnum(row->ragged.page_read_gbps))                                               \
+    X("pct_page_read_bw", vnum(row->ragged.pct_page_read_bw))
 
 // A ragged case's figure (of any kind, of --varlen's, of --decode-batch's) as a double; NAN (an empty
 // field, null in JSON) for the other rows.

@@ -83,3 +83,14 @@ double bench_machine_read_gbps(bench_machine *m, int threads, fa_bind bind, doub
     if (spread) *spread = s;
     return remember(m, &key, v, s);
 }
+
+double bench_machine_spans_gbps(bench_machine *m, const bench_span *spans, size_t n, int threads,
+                                fa_bind bind, double *spread)
+{
+    if (spread) *spread = NAN;
+    if (!(m->probe_time > 0.0)) return NAN;
+    bench_pinning *pn = bench_pinning_begin(m->placement, bind, threads);
+    double v = bench_stream_spans_gbps(spans, n, threads, pn, m->probe_time, spread);
+    bench_pinning_end(pn);
+    return v;
+}

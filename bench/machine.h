@@ -45,4 +45,9 @@ double bench_machine_peak(bench_machine *m, const char *table, fa_dtype dtype, i
 /* Read bandwidth in GB/s for threads threads pinned by bind; *spread as bench_machine_peak's. */
 double bench_machine_read_gbps(bench_machine *m, int threads, fa_bind bind, double *spread);
 
+/* GB/s of threads threads pinned by bind reading spans[0..n) (bench_stream_spans_gbps), measured at each
+ * call: the spans are a case's own; *spread as bench_machine_peak's. */
+double bench_machine_spans_gbps(bench_machine *m, const bench_span *spans, size_t n, int threads,
+                                fa_bind bind, double *spread);
+
 #endif

@@ -10,6 +10,7 @@
 #include "batch.h"
 #include "decode_batch.h"
 #include "dtypes.h"
+#include "progress.h"
 #include "varlen.h"
 #include "verify.h"
 
@@ -161,6 +162,40 @@ static int decode_finish(bench_batch *b, int threads, bench_row *row)
     return decode_outputs(threads, "after the timed calls ");
 }
 
+// The page probe at each row's thread count, pinned as the row's threads were: what memory gives
+// the paged call's reads where they lie (pages at shuffled places), beside the read probe's one array.
+static void decode_page_probe(bench_batch *b, const bench_options *o, const bench_run_info *info,
+                              bench_machine *m, bench_row *rows, int n)
+{
+    (void)b;
+    (void)o;
+    bench_span *spans;
+    size_t count;
+    if (kept_decode.page_size == 0 || !(m->probe_time > 0.0)) return;
+    if (bench_decode_page_spans(&kept_decode, &spans, &count) != 0) {
+        fprintf(stderr, "fa-bench: out of memory for the page probe's list\n");
+        return;
+    }
+    double bytes = 0.0;
+    for (size_t i = 0; i < count; i++) bytes += (double)spans[i].bytes;
+    if (bytes != info->kv_bytes) { // the probe would not read what the call does: say so, report none
+        fprintf(stderr, "fa-bench: the page probe's list holds %.0f bytes, the paged call reads %.0f\n",
+                bytes, info->kv_bytes);
+        free(spans);
+        return;
+    }
+    bench_progress_detail("probing the paged cache's reads");
+    for (int r = 0; r < n; r++) {
+        bench_row *w = &rows[r];
+        double spread;
+        w->ragged.page_read_gbps = bench_machine_spans_gbps(
+            m, spans, count, w->threads, w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE, &spread);
+        w->ragged.pct_page_read_bw = 100.0 * w->kv_gbps / w->ragged.page_read_gbps;
+        if (isfinite(spread)) w->probe_spread = fmax(w->probe_spread, spread);
+    }
+    free(spans);
+}
+
 void bench_ragged_batch_release(void)
 {
     bench_decode_free(&kept_decode);
@@ -182,6 +217,7 @@ static const bench_batch_ops decode_ops = {
     .run_once = decode_run_once,
     .check = decode_check,
     .finish = decode_finish,
+    .measure_extras = decode_page_probe,
     .free = decode_free,
 };
 

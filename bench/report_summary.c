@@ -22,7 +22,7 @@ static void decode_summary(FILE *f, const bench_case_result *cases, int n)
     if (decode < 2) return;
     fprintf(f,
             "\nDecode batches of this run (KV GB/s as %% of the read probe, contiguous / paged; p/c = paged "
-            "min time / contiguous):\n");
+            "min time / contiguous; page = paged KV GB/s as %% of the page probe):\n");
     for (int c = 0; c < n; c++) {
         const bench_shape *s = &cases[c].info.shape;
         if (s->ragged.kind != BENCH_RAGGED_DECODE) continue;
@@ -39,6 +39,9 @@ static void decode_summary(FILE *f, const bench_case_result *cases, int n)
                 print_figure(f, w->pct_read_bw, 6, 1);
                 fputs("%, p/c", f);
                 print_figure(f, w->ragged.paged_over_contiguous, 7, 3);
+                fputs(", page", f);
+                print_figure(f, w->ragged.pct_page_read_bw, 6, 1);
+                fputs("%", f);
             } else {
                 print_figure(f, w->pct_read_bw, 6, 1);
                 fputs("%", f);

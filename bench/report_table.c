@@ -39,6 +39,8 @@
     X(CONTIG_KV, "KV GB/s", 8, 2, 'f', 0, w->ragged.contiguous_kv_gbps)                              \
     X(CONTIG_PCT_BW, "% bw", 6, 1, 'f', 0, w->ragged.contiguous_pct_read_bw)                         \
     X(P_OVER_C, "p/c", 7, 3, 'f', 0, w->ragged.paged_over_contiguous)                                \
+    X(PAGE_READ, "page GB/s", 9, 2, 'f', 0, w->ragged.page_read_gbps)                                \
+    X(PCT_PAGE_BW, "% page", 6, 1, 'f', 0, w->ragged.pct_page_read_bw)                               \
     X(BLAS, "BLAS GF/s", 9, 2, 'f', 0, w->blas_gflops)                                               \
     X(X_BLAS, "x BLAS", 7, 2, 'f', 0, w->speedup_vs_blas)                                            \
     X(BLAS_MODE, "blas", 4, 0, 's', 0, w->blas_mode == BENCH_BLAS_BEST ? NAN : (double)w->blas_mode) \
@@ -158,6 +160,14 @@ static void decode_targets(FILE *f, const bench_run_info *info, const bench_row 
                 rows[r].ragged.paged_over_contiguous,
                 verdict(rows[r].ragged.paged_over_contiguous <= BENCH_TARGET_PAGED_OVER_CONTIGUOUS));
     fputc('\n', f);
+    int probed = 0;
+    for (int r = 0; r < n && paged; r++) probed |= isfinite(rows[r].ragged.page_read_gbps);
+    if (!probed) return;
+    fprintf(f, "  memory alone, the page probe's time / the read probe's for the same bytes:");
+    for (int r = 0; r < n; r++)
+        fprintf(f, "%s threads %d: %.3f", r ? ";" : "", rows[r].threads,
+                rows[r].read_gbps / rows[r].ragged.page_read_gbps);
+    fputc('\n', f);
 }
 
 // The title of the row's own call's min time: which call it is, for a ragged batch.
@@ -202,6 +212,10 @@ static void print_notes(FILE *f, const bench_run_info *info, const bench_row *ro
             f,
             "paged ms and the KV GB/s, %% bw after it: the paged call's; contig ms and those after it: the "
             "contiguous cache's; p/c: paged min time / contiguous min time, out and lse bitwise equal\n");
+    if (shown[COL_PAGE_READ])
+        fprintf(f,
+                "page GB/s: the page probe, the paged call's bytes read where they lie, page after page as "
+                "it reads them, at the same thread count; %% page: the paged KV GB/s / that\n");
     if (shown[COL_PCT_BIAS_BW])
         fprintf(f,
                 "%% bias bw: %.4g bytes of the bias per call / min time / the read probe at the same thread "

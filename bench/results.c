@@ -67,5 +67,6 @@ void bench_row_clear_extras(bench_row *row)
     row->plain_timing = (bench_timing){0, NAN, NAN, NAN};
     row->err_dq = row->err_dk = row->err_dv = row->err_dsinks = NAN; // a pass without gradients
     bench_timing none = {0, NAN, NAN, NAN};
-    row->ragged = (bench_ragged_row){none, none, NAN, NAN, NAN, NAN, none, NAN, NAN, NAN, 0, 0, 0, NAN};
+    row->ragged =
+        (bench_ragged_row){none, none, NAN, NAN, NAN, NAN, none, NAN, NAN, NAN, 0, 0, 0, NAN, NAN, NAN};
 }

@@ -81,6 +81,9 @@ typedef struct {
     int64_t seqs_other_blocks;     /* varlen: compared within the tolerance, other block sizes */
     int64_t seqs_may_split;        /* varlen: compared within the tolerance, their dense call may split */
     double err_loop;               /* the worst normwise difference of those; 0 when there are none */
+    double page_read_gbps;         /* decode with pages: the page probe, the paged call's bytes where
+                                      they lie, in its order (decode_batch.h) */
+    double pct_page_read_bw;       /* 100 * kv_gbps / page_read_gbps */
 } bench_ragged_row;
 
 typedef struct {

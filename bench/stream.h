@@ -28,4 +28,18 @@ void bench_stream_free(bench_stream *s);
 double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning *pn, double seconds,
                               double *spread);
 
+/* A read of given bytes where they lie: a paged KV cache's pages in the order a call reads them. */
+typedef struct {
+    const void *data;
+    size_t bytes;
+} bench_span;
+
+/* GB/s of threads threads (pinned by pn when it is not NULL) reading spans[0..n), every byte, the
+ * team's shares consecutive spans of about equal bytes, each thread its spans in order: one at a
+ * time, and in groups of 8 and of 32 read a 64-byte line of each in turn (more misses in flight, as a
+ * kernel reading the rows of several keys has); the fastest, each timed as bench_stream_read_gbps.
+ * NAN when there is nothing to read or memory runs out. */
+double bench_stream_spans_gbps(const bench_span *spans, size_t n, int threads, bench_pinning *pn,
+                               double seconds, double *spread);
+
 #endif

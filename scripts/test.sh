@@ -201,6 +201,10 @@ bench_tools() {
     "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --threads 1,2 --reps 1 \
         --probe-time 0.01 --csv "$out/decode.csv"
     test "$(grep -c ',decode,6,1,900,' "$out/decode.csv")" = 2
+    # ... each paged row with the page probe (the paged call's bytes read where they lie), which
+    # fa-bench takes only when its list of the pages holds exactly the bytes the call reads
+    head -n 1 "$out/decode.csv" | grep -q ',huge_pages,page_read_gbps,pct_page_read_bw$'
+    test "$(grep -c ',decode,6,1,900,.*,[0-9.e+]*[0-9],[0-9.e+]*[0-9]$' "$out/decode.csv")" = 2
     # ... and over a bf16 paged cache (f32 queries): paged bitwise the contiguous cache, oracle-checked
     "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --kv-dtype bf16 --threads 1,2 \
         --reps 1 --probe-time 0.01 --csv "$out/decode-bf16.csv"

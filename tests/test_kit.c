@@ -126,7 +126,7 @@ static int pair_visible(fa_causal causal, int64_t nq, int64_t nk, int64_t wl, in
     return 1;
 }
 
-Test(kit, visible_pairs_equal_a_count_of_every_pair)
+Test(kit, visible_pairs_and_keys_follow_the_rule_pair_by_pair)
 {
     const fa_causal causal[3] = {FA_CAUSAL_NONE, FA_CAUSAL_TOP_LEFT, FA_CAUSAL_BOTTOM_RIGHT};
     const int64_t windows[5] = {-1, 0, 1, 3, 40};
@@ -136,9 +136,21 @@ Test(kit, visible_pairs_equal_a_count_of_every_pair)
                 for (int l = 0; l < 5; l++)
                     for (int r = 0; r < 5; r++) {
                         int64_t count = 0, wl = windows[l], wr = windows[r];
-                        for (int64_t i = 0; i < nq; i++)
-                            for (int64_t j = 0; j < nk; j++)
-                                count += pair_visible(causal[c], nq, nk, wl, wr, i, j);
+                        for (int64_t i = 0; i < nq; i++) {
+                            int64_t first, end;
+                            kit_visible_keys(causal[c], nq, nk, wl, wr, i, &first, &end);
+                            cr_assert(first <= end, "row %lld: [%lld, %lld)", (long long)i, (long long)first,
+                                      (long long)end);
+                            for (int64_t j = 0; j < nk; j++) {
+                                int visible = pair_visible(causal[c], nq, nk, wl, wr, i, j);
+                                cr_assert_eq(
+                                    visible, j >= first && j < end,
+                                    "causal %d nq %lld nk %lld window %lld,%lld: key %lld of row %lld",
+                                    (int)causal[c], (long long)nq, (long long)nk, (long long)wl,
+                                    (long long)wr, (long long)j, (long long)i);
+                                count += visible;
+                            }
+                        }
                         cr_assert_eq(kit_visible_pairs(causal[c], nq, nk, wl, wr), count,
                                      "causal %d nq %lld nk %lld window %lld,%lld", (int)causal[c],
                                      (long long)nq, (long long)nk, (long long)wl, (long long)wr);

@@ -18,4 +18,8 @@ void kit_alibi_slopes(float *slopes, int64_t heads);
 int64_t kit_visible_pairs(fa_causal causal, int64_t nq, int64_t nk, int64_t window_left,
                           int64_t window_right);
 
+/* The keys [*first, *end) that query row i of those sees (*first == *end: none). */
+void kit_visible_keys(fa_causal causal, int64_t nq, int64_t nk, int64_t window_left, int64_t window_right,
+                      int64_t i, int64_t *first, int64_t *end);
+
 #endif
