@@ -26,19 +26,56 @@ static char *row_of(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
            (size_t)(b * t->stride_batch + h * t->stride_head + s * t->stride_seq) * kit_dtype_size(t->dtype);
 }
 
-// A quantized cache's scales, [batch][Hkv][seq][1] f32 (what: for a message); *t zeroed without one.
-static int init_scales(fa_tensor *t, const bench_shape *s, int64_t batch, int64_t seq, const char *what)
+// --kv-scales inline: a row's codes padded to 4 bytes, then its f32 scale.
+static int64_t inline_codes(int64_t dim)
 {
-    *t = (fa_tensor){0};
-    if (!kit_dtype_is_quantized(s->kv_dtype)) return 0;
-    size_t bytes = bench_checked_bytes(batch, s->hkv, seq, 1, sizeof(float));
+    return (dim + 3) / 4 * 4;
+}
+
+// A cache or a pool, [batch][Hkv][seq][dim] in the shape's layout, and a quantized one's f32 scales
+// [batch][Hkv][seq][1] (data NULL otherwise): an array of their own, or (inline) views into the
+// cache's memory, each scale after its row's codes. Returns 0, or -1 after a message naming what.
+static int alloc_cache(fa_tensor *t, fa_tensor *scale, const bench_shape *s, int64_t batch, int64_t seq,
+                       int64_t dim, const char *what)
+{
+    *t = *scale = (fa_tensor){0};
+    int quantized = kit_dtype_is_quantized(s->kv_dtype), inline_scales = quantized && s->ragged.inline_scales;
+    int64_t pitch = inline_scales ? inline_codes(dim) + 4 : dim; // elements (bytes when inline) a row
+    size_t bytes = bench_checked_bytes(batch, s->hkv, seq, pitch, kit_dtype_size(s->kv_dtype));
     void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
     if (!data) {
         if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
         return -1;
     }
-    *t = fa_tensor_bhsd(data, FA_F32, batch, s->hkv, seq, 1);
+    *t = make_view(data, s, batch, seq, dim);
+    if (inline_scales) { // rows `pitch` bytes apart; the scales' strides are the codes' over 4
+        int bshd = s->layout == BENCH_LAYOUT_BSHD;
+        t->stride_seq = bshd ? s->hkv * pitch : pitch;
+        t->stride_head = bshd ? pitch : seq * pitch;
+        t->stride_batch = seq * s->hkv * pitch;
+        *scale = fa_tensor_bhsd((char *)data + inline_codes(dim), FA_F32, batch, s->hkv, seq, 1);
+        scale->stride_seq = t->stride_seq / 4;
+        scale->stride_head = t->stride_head / 4;
+        scale->stride_batch = t->stride_batch / 4;
+        return 0;
+    }
+    if (!quantized) return 0;
+    size_t scale_bytes = bench_checked_bytes(batch, s->hkv, seq, 1, sizeof(float));
+    void *scales = scale_bytes ? bench_alloc_aligned(scale_bytes, what) : NULL;
+    if (!scales) {
+        if (!scale_bytes) fprintf(stderr, "fa-bench: %s's scales are too large to allocate\n", what);
+        return -1;
+    }
+    *scale = fa_tensor_bhsd(scales, FA_F32, batch, s->hkv, seq, 1);
     return 0;
+}
+
+// Frees a cache and its scales (inline ones live in its memory).
+static void free_cache(fa_tensor *t, fa_tensor *scale, int inline_scales)
+{
+    if (!inline_scales) free(scale->data);
+    free(t->data);
+    *t = *scale = (fa_tensor){0};
 }
 
 // A cache of count sequences: the keys in use drawn from (seed, stream), the rest NaN, so that a read
@@ -50,14 +87,7 @@ static int init_cache(fa_tensor *t, fa_tensor *scale, const bench_decode *d, con
                       int64_t dim, bench_dist dist, uint64_t seed, uint64_t stream, const char *what)
 {
     int64_t count = d->used.count, cap = d->capacity, hkv = s->hkv;
-    size_t bytes = bench_checked_bytes(count, hkv, cap, dim, kit_dtype_size(s->kv_dtype));
-    void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
-    if (!data) {
-        if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
-        return -1;
-    }
-    *t = make_view(data, s, count, cap, dim);
-    if (init_scales(scale, s, count, cap, "a contiguous cache's scales") != 0) return -1;
+    if (alloc_cache(t, scale, s, count, cap, dim, what) != 0) return -1;
     if (scale->data) return bench_fill_quantized(t, scale, dist, seed, stream, d->used.len);
     const fa_tensor view = *t;
     const int64_t *used = d->used.len;
@@ -116,14 +146,8 @@ static int init_pool(fa_tensor *t, fa_tensor *scale, const fa_tensor *c, const f
                      const bench_decode *d, const bench_shape *s, const char *what)
 {
     int64_t dim = c->dim, p = d->page_size, hkv = s->hkv;
-    size_t e = kit_dtype_size(s->kv_dtype), bytes = bench_checked_bytes(d->num_pages, hkv, p, dim, e);
-    void *data = bytes ? bench_alloc_aligned(bytes, what) : NULL;
-    if (!data) {
-        if (!bytes) fprintf(stderr, "fa-bench: %s is too large to allocate\n", what);
-        return -1;
-    }
-    *t = make_view(data, s, d->num_pages, p, dim);
-    if (init_scales(scale, s, d->num_pages, p, "a page pool's scales") != 0) return -1;
+    size_t e = kit_dtype_size(s->kv_dtype);
+    if (alloc_cache(t, scale, s, d->num_pages, p, dim, what) != 0) return -1;
     const fa_tensor pool = *t, cache = *c, pool_scale = *scale, cache_scale = *c_scale;
     int quantized = pool_scale.data != NULL;
     int64_t rows = d->num_pages * hkv * p;
@@ -165,19 +189,18 @@ static int same_caches(const bench_decode *d, const bench_shape *b, bench_dist d
            a->d == b->d && a->dv == b->dv && a->dtype == b->dtype && a->kv_dtype == b->kv_dtype &&
            a->causal == b->causal && a->layout == b->layout && same_mods(&a->mods, &b->mods) &&
            a->ragged.kind == b->ragged.kind && a->ragged.count == b->ragged.count &&
-           a->ragged.lo == b->ragged.lo && a->ragged.hi == b->ragged.hi;
+           a->ragged.lo == b->ragged.lo && a->ragged.hi == b->ragged.hi &&
+           a->ragged.inline_scales == b->ragged.inline_scales;
 }
 
 static void free_pages(bench_decode *d)
 {
-    free(d->kp.data);
-    free(d->vp.data);
-    free(d->kp_scale.data);
-    free(d->vp_scale.data);
+    free_cache(&d->kp, &d->kp_scale, d->inline_scales);
+    free_cache(&d->vp, &d->vp_scale, d->inline_scales);
     free(d->paged_out.data);
     free(d->paged_lse);
     free(d->table);
-    d->kp = d->vp = d->kp_scale = d->vp_scale = d->paged_out = (fa_tensor){0};
+    d->paged_out = (fa_tensor){0};
     d->paged_lse = NULL;
     d->table = NULL;
     d->page_size = d->pages_per_seq = d->num_pages = 0;
@@ -210,6 +233,7 @@ static int init_pages(bench_decode *d, const bench_shape *s, int64_t page_size, 
 
 static int init_caches(bench_decode *d, const bench_shape *s, bench_dist dist, uint64_t seed)
 {
+    d->inline_scales = kit_dtype_is_quantized(s->kv_dtype) && s->ragged.inline_scales;
     if (bench_lengths_draw(&d->used, &s->ragged, seed) != 0) return -1;
     d->capacity = d->used.max;
     int64_t count = d->used.count;
@@ -217,7 +241,7 @@ static int init_caches(bench_decode *d, const bench_shape *s, bench_dist dist, u
     bench_shape small = *s;
     small.b = count;
     small.nq = small.nk = 1;
-    small.ragged = (bench_ragged){BENCH_RAGGED_NONE, 0, 0, 0, 0};
+    small.ragged = (bench_ragged){BENCH_RAGGED_NONE, 0, 0, 0, 0, 0};
     if (bench_problem_init(&d->pb, &small, dist, seed, 0) != 0 ||
         init_cache(&d->kc, &d->kc_scale, d, s, s->d, dist, seed, BENCH_STREAM_CACHE_K,
                    "the contiguous K cache") != 0 ||
@@ -271,10 +295,8 @@ void bench_decode_free(bench_decode *d)
 {
     free_pages(d);
     bench_problem_free(&d->pb);
-    free(d->kc.data);
-    free(d->vc.data);
-    free(d->kc_scale.data);
-    free(d->vc_scale.data);
+    free_cache(&d->kc, &d->kc_scale, d->inline_scales);
+    free_cache(&d->vc, &d->vc_scale, d->inline_scales);
     bench_lengths_free(&d->used);
     memset(d, 0, sizeof *d);
 }
@@ -436,6 +458,23 @@ static int add_page_rows(span_list *l, const fa_tensor *t, int64_t page, int64_t
     return 0;
 }
 
+// Keys [k0, k1) of a page of pool t whose scales are inline: each row, then its scale, in address
+// order (one span a page where the codes fill their 4 bytes).
+static int add_inline_rows(span_list *l, const fa_tensor *t, const fa_tensor *scale, int64_t page, int64_t k0,
+                           int64_t k1)
+{
+    int key_major = t->stride_head < t->stride_seq; // [page][key][head][dim]
+    int64_t outer = key_major ? k1 - k0 : t->heads, inner = key_major ? t->heads : k1 - k0;
+    for (int64_t i = 0; i < outer; i++)
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t key = k0 + (key_major ? i : j), h = key_major ? j : i;
+            if (span_add(l, row_of(t, page, h, key), (size_t)t->dim) != 0 ||
+                span_add(l, row_of(scale, page, h, key), sizeof(float)) != 0)
+                return -1;
+        }
+    return 0;
+}
+
 int bench_decode_page_spans(const bench_decode *d, bench_span **spans, size_t *n)
 {
     *spans = NULL;
@@ -452,11 +491,16 @@ int bench_decode_page_spans(const bench_decode *d, bench_span **spans, size_t *n
         while (key < end) {
             int64_t j = key / p, k1 = end - j * p < p ? end - j * p : p,
                     page = d->table[b * d->pages_per_seq + j];
-            for (int t = 0; t < 4; t++)
-                if (pools[t]->data && add_page_rows(&l, pools[t], page, key - j * p, k1) != 0) {
-                    free(l.at);
-                    return -1;
-                }
+            int failed = 0;
+            if (d->inline_scales)
+                failed = add_inline_rows(&l, &d->kp, &d->kp_scale, page, key - j * p, k1) != 0 ||
+                         add_inline_rows(&l, &d->vp, &d->vp_scale, page, key - j * p, k1) != 0;
+            for (int t = 0; t < 4 && !d->inline_scales && !failed; t++)
+                failed = pools[t]->data && add_page_rows(&l, pools[t], page, key - j * p, k1) != 0;
+            if (failed) {
+                free(l.at);
+                return -1;
+            }
             key = j * p + k1;
         }
     }

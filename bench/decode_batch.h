@@ -6,7 +6,8 @@
  * alone, the paged rows bitwise equal to the contiguous ones (the library gathers paged keys into
  * the same tiles). q and out have the shape's dtype, the caches and pools its kv_dtype (a bf16 or f16
  * paged KV cache under f32 queries: dtypes.h; or a quantized one, each cache and pool with its f32
- * scales per token and head: tests/kit/dtype.h), lse the accumulation type. */
+ * scales per token and head: tests/kit/dtype.h; separate arrays, or inline after each row's codes), lse
+ * the accumulation type. */
 #ifndef FA_BENCH_DECODE_BATCH_H
 #define FA_BENCH_DECODE_BATCH_H
 
@@ -34,8 +35,10 @@ typedef struct {
      * layout: [count][Hkv][capacity][1] (NaN beyond the keys in use) and, for the pools, pools of their
      * own [num_pages][Hkv][page_size][1] read through the same block table (NaN in unused rows). */
     fa_tensor kc_scale, vc_scale, kp_scale, vp_scale;
-    fa_tensor paged_out;                       /* like pb.out */
-    void *paged_lse;                           /* like pb.lse */
+    int inline_scales;   /* --kv-scales inline: those views point into kc, vc, kp, vp, each scale after its
+                          row's codes (rows padded to 4 bytes) */
+    fa_tensor paged_out; /* like pb.out */
+    void *paged_lse;     /* like pb.lse */
     fa_params contiguous_params, paged_params; /* with their seqs */
     fa_params dense_params;                    /* without: the oracle's */
     /* The keys the queries see, summed over the sequences: all their keys in use, but for a window or
@@ -79,7 +82,7 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
 
 /* What the paged call reads, where it lies, for the page probe (stream.h): each sequence's keys that
  * its query sees, page after page in block-table order, of each page K's rows, V's, then their
- * scales'. Their bytes are kv_bytes. *spans (free it) is NULL and *n 0 without pages. Returns 0, or
+ * scales' (inline: each row with its scale). Their bytes are kv_bytes. *spans (free it) is NULL and *n 0 without pages. Returns 0, or
  * -1 when memory runs out. */
 int bench_decode_page_spans(const bench_decode *d, bench_span **spans, size_t *n);
 

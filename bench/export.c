@@ -166,13 +166,20 @@ static value vbool(int b)
     X("kv_dtype", vstr(bench_dtype_name(s->kv_dtype)))                                                  \
     X("lse_tolerance", vnum(info->lse_tolerance))                                                       \
     X("grad_kv_tolerance", vnum(info->grad_kv_tolerance))                                               \
-    X("kv_scales", vstr(kit_dtype_is_quantized(s->kv_dtype) ? "token-head" : ""))                       \
+    X("kv_scales", vstr(kv_scales_name(s)))                                                             \
     X("shared_kv", vbool(s->shared_kv))                                                                 \
     X("probe_spread", vnum(row->probe_spread))                                                          \
     X("disturbed", vbool(bench_row_disturbed(row, NULL, NULL, NULL)))                                   \
     X("huge_pages", vbool(bench_huge_pages_asked()))                                                    \
     X("page_read_gbps", vnum(row->ragged.page_read_gbps))                                               \
     X("pct_page_read_bw", vnum(row->ragged.pct_page_read_bw))
+
+// Where a quantized cache's scales are: "token-head" (arrays of their own), "token-head-inline".
+static const char *kv_scales_name(const bench_shape *s)
+{
+    if (!kit_dtype_is_quantized(s->kv_dtype)) return "";
+    return s->ragged.inline_scales ? "token-head-inline" : "token-head";
+}
 
 // A ragged case's figure (of any kind, of --varlen's, of --decode-batch's) as a double; NAN (an empty
 // field, null in JSON) for the other rows.

@@ -66,6 +66,10 @@ static const char help_text[] =
     "                     code (127, 448, 57344), code = x/scale rounded to nearest (even), FP8\n"
     "                     saturating. The oracle reads scale * code, as the library does; KV bytes add\n"
     "                     the scales' 4 bytes per row\n"
+    "  --kv-scales L      separate | inline: where --decode-batch's quantized caches keep their scales:\n"
+    "                     arrays of their own (default), or each right after its row's codes in the\n"
+    "                     cache's memory (rows padded to 4 bytes; the scale views alias the caches),\n"
+    "                     one place a key and head instead of two\n"
     "  --shared-kv        v is a view of the first Dv dims of k's memory (same data pointer and\n"
     "                     strides; Dv <= D): one latent cache, as DeepSeek's MLA keeps it (preset mla).\n"
     "                     A quantized v shares k's scales; KV bytes count k's rows once. Dense\n"
@@ -310,6 +314,7 @@ enum {
     OPT_PAGE_SIZE,
     OPT_KV_DTYPE,
     OPT_SHARED_KV,
+    OPT_KV_SCALES,
     OPT_DROPOUT,
 };
 
@@ -357,6 +362,7 @@ static const struct option long_options[] = {
     {"decode-batch", required_argument, NULL, OPT_DECODE_BATCH},
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
     {"shared-kv", no_argument, NULL, OPT_SHARED_KV},
+    {"kv-scales", required_argument, NULL, OPT_KV_SCALES},
     {"dropout", required_argument, NULL, OPT_DROPOUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -395,6 +401,7 @@ static const name_value blas_mode_names[] = {{"best", BENCH_BLAS_BEST},
                                              {NULL, 0}};
 static const name_value bias_names[] = {
     {"none", BENCH_BIAS_NONE}, {"keypad", BENCH_BIAS_KEYPAD}, {"full", BENCH_BIAS_FULL}, {NULL, 0}};
+static const name_value kv_scales_names[] = {{"separate", 0}, {"inline", 1}, {NULL, 0}};
 // --isa values; the index only serves parse_choice, the name is what goes into FLASHATTN_ISA.
 static const name_value isa_names[] = {{"ref", 0}, {"avx2", 1}, {"avx512", 2}, {"avx512_bf16", 3},
                                        {"amx", 4}, {"auto", 5}, {NULL, 0}};
@@ -643,6 +650,7 @@ enum {
     SET_KV_DTYPE = 1 << 19,
     SET_SHARED_KV = 1 << 20,
     SET_DBIAS = 1 << 21,
+    SET_KV_SCALES = 1 << 22,
 };
 
 static unsigned field_set_by(int option)
@@ -672,6 +680,7 @@ static unsigned field_set_by(int option)
     case OPT_DECODE_BATCH: return SET_RAGGED;
     case OPT_PAGE_SIZE: return SET_PAGE_SIZE;
     case OPT_SHARED_KV: return SET_SHARED_KV;
+    case OPT_KV_SCALES: return SET_KV_SCALES;
     default: return 0;
     }
 }
@@ -736,18 +745,20 @@ static void apply_overrides(bench_case *to, const bench_case *from, unsigned set
         t->ragged.hi = f->ragged.hi;
     }
     if (set & SET_PAGE_SIZE) t->ragged.page_size = f->ragged.page_size;
+    if (set & SET_KV_SCALES) t->ragged.inline_scales = f->ragged.inline_scales;
     if (set & SET_SHARED_KV) t->shared_kv = f->shared_kv;
 }
 
-// A ragged case's fixed fields and the options that do not apply to it. Returns 0, or -1 after a
-// message.
-static int finish_ragged(bench_case *c, unsigned set)
+// A ragged case's fixed fields and the options that do not apply to it (a preset's --kv-scales inline
+// to its quantized caches only). Returns 0, or -1 after a message.
+static int finish_ragged(bench_case *c, unsigned set, int from_preset)
 {
     bench_shape *s = &c->shape;
     bench_ragged *r = &s->ragged;
     if (r->kind == BENCH_RAGGED_NONE) {
-        if (r->page_size != 0) {
-            fprintf(stderr, "fa-bench: --page-size applies to --decode-batch only\n");
+        if (r->page_size != 0 || r->inline_scales) {
+            fprintf(stderr, "fa-bench: %s applies to --decode-batch only\n",
+                    r->page_size != 0 ? "--page-size" : "--kv-scales inline");
             return -1;
         }
         return 0;
@@ -768,9 +779,21 @@ static int finish_ragged(bench_case *c, unsigned set)
         fprintf(stderr, "fa-bench: --b, --nq and --nk do not apply to %s: its SPEC gives the lengths\n", opt);
         return -1;
     }
-    if (r->page_size != 0 && r->kind != BENCH_RAGGED_DECODE) {
-        fprintf(stderr, "fa-bench: --page-size applies to --decode-batch only\n");
+    if ((r->page_size != 0 || r->inline_scales) && r->kind != BENCH_RAGGED_DECODE) {
+        fprintf(stderr, "fa-bench: %s applies to --decode-batch only\n",
+                r->page_size != 0 ? "--page-size" : "--kv-scales inline");
         return -1;
+    }
+    if (r->inline_scales && !kit_dtype_is_quantized(s->kv_dtype)) {
+        if (from_preset) { // a preset's f32 and half caches have no scales to place
+            r->inline_scales = 0;
+        } else {
+            fprintf(
+                stderr,
+                "fa-bench: --kv-scales inline: a %s cache has no scales (--kv-dtype i8, f8e4m3 or f8e5m2)\n",
+                bench_dtype_name(s->kv_dtype));
+            return -1;
+        }
     }
     if (c->pass != BENCH_PASS_FWD) {
         fprintf(stderr, "fa-bench: %s times the forward only (--pass fwd)\n", opt);
@@ -835,7 +858,7 @@ static int finish(bench_options *o, const bench_case *command_line, unsigned set
     for (int i = 0; i < o->n_cases; i++) {
         bench_shape *s = &o->cases[i].shape;
         if (finish_dtypes(&o->cases[i], set, o->preset != NULL) != 0) return -1;
-        if (finish_ragged(&o->cases[i], set) != 0) return -1;
+        if (finish_ragged(&o->cases[i], set, o->preset != NULL) != 0) return -1;
         if (o->cases[i].shape.mods.dbias && o->cases[i].shape.mods.bias == BENCH_BIAS_NONE) {
             fprintf(stderr,
                     "fa-bench: --dbias asks for the bias's gradient: give a bias (--bias keypad|full)\n");
@@ -963,6 +986,10 @@ bench_parse_result bench_parse_options(int argc, char **argv, bench_options *o)
         case OPT_DBIAS: cl.shape.mods.dbias = 1; break;
         case OPT_DROPOUT: rc = parse_dropout(arg, &o->dropout); break;
         case OPT_SHARED_KV: cl.shape.shared_kv = 1; break;
+        case OPT_KV_SCALES:
+            rc = parse_choice("kv-scales", arg, kv_scales_names, &choice);
+            cl.shape.ragged.inline_scales = choice;
+            break;
         case OPT_VARLEN:
         case OPT_DECODE_BATCH:
             if ((set & SET_RAGGED) &&

@@ -44,11 +44,13 @@ typedef enum { BENCH_RAGGED_NONE = 0, BENCH_RAGGED_VARLEN = 1, BENCH_RAGGED_DECO
 
 /* count sequences whose lengths (varlen: tokens; decode: keys in the cache) are drawn uniformly from
  * lo..hi on a stream of the run's seed (lengths.h); page_size: decode's paged cache, tokens per
- * page, 0 = the contiguous cache only. */
+ * page, 0 = the contiguous cache only; inline_scales: decode over a quantized cache, each row's
+ * scale stored right after its codes in the cache's own memory (--kv-scales inline). */
 typedef struct {
     bench_ragged_kind kind;
     int64_t count, lo, hi;
     int64_t page_size;
+    int inline_scales;
 } bench_ragged;
 
 /* The problem, independent of how it is run. A ragged case keeps b = count, Nq = Nk = hi (varlen)

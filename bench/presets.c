@@ -30,9 +30,9 @@
 // type kv; the modifiers, the ragged spec and shared_kv follow them.
 #define SIZES(b, h, nq, nk, d, kv, causal, layout) b, h, -1, nq, nk, d, -1, F32, kv, causal, layout
 #define NOT_SHARED                                 0
-#define NOT_RAGGED                    \
-    {                                 \
-        BENCH_RAGGED_NONE, 0, 0, 0, 0 \
+#define NOT_RAGGED                       \
+    {                                    \
+        BENCH_RAGGED_NONE, 0, 0, 0, 0, 0 \
     }
 
 // A ragged case (--varlen, --decode-batch): n sequences of lengths lo..hi, pages of `page` keys (decode;
@@ -59,9 +59,9 @@
         {1, 128, 1, (nq), (nk), 576, 512, F32, (kv), FA_CAUSAL_BOTTOM_RIGHT, BSHD, NO_MODS, NOT_RAGGED, 1}, \
             FWD, -1                                                                                         \
     }
-#define SPEC(kind, n, lo, hi, page)     \
-    {                                   \
-        (kind), (n), (lo), (hi), (page) \
+#define SPEC(kind, n, lo, hi, page)        \
+    {                                      \
+        (kind), (n), (lo), (hi), (page), 0 \
     }
 #define BSHD    BENCH_LAYOUT_BSHD
 #define F32     FA_F32

@@ -162,7 +162,13 @@ static void print_decode_calls(FILE *f, const bench_run_info *info)
                 (long long)g->page_size, (long long)ri->pages_per_seq);
     else
         fprintf(f, "\n  paged: none (--page-size 0)");
-    if (kit_dtype_is_quantized(s->kv_dtype))
+    if (kit_dtype_is_quantized(s->kv_dtype) && g->inline_scales)
+        fprintf(f,
+                "\n  k and v %s codes, each row's f32 scale (row max|x| / %g) right after its codes, rows "
+                "padded to 4 bytes (--kv-scales inline: the scale views alias the caches%s)",
+                bench_dtype_name(s->kv_dtype), kit_quant_code_max(s->kv_dtype),
+                g->page_size > 0 ? " and pools" : "");
+    else if (kit_dtype_is_quantized(s->kv_dtype))
         fprintf(
             f,
             "\n  k and v %s codes, each with f32 scales per token and head, [B][Hkv][cap][1]%s (row max|x| "

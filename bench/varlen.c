@@ -59,7 +59,7 @@ int bench_varlen_init(bench_varlen *v, const bench_shape *s, bench_dist dist, ui
     bench_shape packed = *s;
     packed.b = 1;
     packed.nq = packed.nk = l->total;
-    packed.ragged = (bench_ragged){BENCH_RAGGED_NONE, 0, 0, 0, 0};
+    packed.ragged = (bench_ragged){BENCH_RAGGED_NONE, 0, 0, 0, 0, 0};
     if (bench_problem_init(&v->packed, &packed, dist, seed, 0) != 0) {
         bench_varlen_free(v);
         return -1;

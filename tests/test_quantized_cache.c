@@ -21,9 +21,12 @@
 #include "kernels/quant.h"
 #include "util.h"
 
-typedef enum { PER_TENSOR, PER_HEAD, PER_TOKEN_HEAD, PER_TOKEN, SCALE_LAYOUTS } scale_layout;
+/* INLINE: per token and head, each scale in k's (v's) own memory right after its row's codes (rows
+ * padded to 4 bytes), the scale view aliasing the cache: a serving layout that keeps a row and its
+ * scale on the same lines. */
+typedef enum { PER_TENSOR, PER_HEAD, PER_TOKEN_HEAD, PER_TOKEN, INLINE, SCALE_LAYOUTS } scale_layout;
 static const char *const layout_name[SCALE_LAYOUTS] = {"per tensor", "per head", "per token and head",
-                                                       "per token"};
+                                                       "per token", "inline after each row"};
 static const fa_dtype qtypes[3] = {FA_I8, FA_F8_E4M3, FA_F8_E5M2};
 
 /* A code of type t whose value is O(1) after the type's typical scale (below), never a NaN or an
@@ -47,37 +50,69 @@ static float typical_scale(fa_dtype t)
 typedef struct {
     fa_tensor q8, f32, scale;
     int64_t sb, sh, ss; /* the scale tensor's sizes */
+    void *scale_memory; /* what cache_free frees: NULL when the scales live in q8's memory */
 } cache_pair;
+
+/* Row r of view t: its first element's offset (in elements). */
+static int64_t row_at(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
+{
+    return b * t->stride_batch + h * t->stride_head + s * t->stride_seq;
+}
+
+/* Codes [batch][heads][seq] rows of `pitch` bytes, `dim` of codes first, in bshd or bhsd order. */
+static fa_tensor pitched_view(void *codes, fa_dtype t, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                              int64_t pitch, int bshd)
+{
+    fa_tensor v = fa_tensor_bhsd(codes, t, batch, heads, seq, dim);
+    v.stride_seq = bshd ? heads * pitch : pitch;
+    v.stride_head = bshd ? pitch : seq * pitch;
+    v.stride_batch = seq * heads * pitch;
+    return v;
+}
 
 static void cache_make(cache_pair *c, fa_dtype t, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
                        int bshd, scale_layout sl, tu_rng *rng)
 {
-    const int64_t n = batch * heads * seq * dim;
-    uint8_t *codes = malloc((size_t)(n > 0 ? n : 1));
+    const int inline_scales = sl == INLINE;
+    const int64_t codes_dim = (dim + 3) / 4 * 4, pitch = inline_scales ? codes_dim + 4 : dim;
+    const int64_t n = batch * heads * seq * dim, rows = batch * heads * seq;
+    uint8_t *codes = calloc((size_t)(rows * pitch > 0 ? rows * pitch : 1), 1);
     float *wide = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     cr_assert(codes && wide);
-    c->sb = sl == PER_TOKEN_HEAD || sl == PER_TOKEN ? batch : 1;
-    c->sh = sl == PER_HEAD || sl == PER_TOKEN_HEAD ? heads : 1;
-    c->ss = sl == PER_TOKEN_HEAD || sl == PER_TOKEN ? seq : 1;
-    float *scales = malloc(sizeof(float) * (size_t)(c->sb * c->sh * c->ss > 0 ? c->sb * c->sh * c->ss : 1));
-    cr_assert(scales);
-    for (int64_t i = 0; i < c->sb * c->sh * c->ss; i++)
-        scales[i] = typical_scale(t) * (float)tu_rng_uniform(rng, 0.5, 2);
-    if (bshd) {
-        c->q8 = fa_tensor_bshd(codes, t, batch, seq, heads, dim);
-        c->f32 = fa_tensor_bshd(wide, FA_F32, batch, seq, heads, dim);
+    c->sb = sl == PER_TOKEN_HEAD || sl == PER_TOKEN || inline_scales ? batch : 1;
+    c->sh = sl == PER_HEAD || sl == PER_TOKEN_HEAD || inline_scales ? heads : 1;
+    c->ss = sl == PER_TOKEN_HEAD || sl == PER_TOKEN || inline_scales ? seq : 1;
+    c->q8 = pitched_view(codes, t, batch, heads, seq, dim, pitch, bshd);
+    c->f32 = bshd ? fa_tensor_bshd(wide, FA_F32, batch, seq, heads, dim)
+                  : fa_tensor_bhsd(wide, FA_F32, batch, heads, seq, dim);
+    if (inline_scales) { /* the codes' strides in floats: pitch is a multiple of 4 bytes */
+        c->scale_memory = NULL;
+        c->scale = fa_tensor_bhsd(codes + codes_dim, FA_F32, batch, heads, seq, 1);
+        c->scale.stride_batch = c->q8.stride_batch / 4;
+        c->scale.stride_head = c->q8.stride_head / 4;
+        c->scale.stride_seq = c->q8.stride_seq / 4;
     } else {
-        c->q8 = fa_tensor_bhsd(codes, t, batch, heads, seq, dim);
-        c->f32 = fa_tensor_bhsd(wide, FA_F32, batch, heads, seq, dim);
+        c->scale_memory =
+            malloc(sizeof(float) * (size_t)(c->sb * c->sh * c->ss > 0 ? c->sb * c->sh * c->ss : 1));
+        cr_assert(c->scale_memory);
+        c->scale = fa_tensor_bhsd(c->scale_memory, FA_F32, c->sb, c->sh, c->ss, 1);
     }
-    c->scale = fa_tensor_bhsd(scales, FA_F32, c->sb, c->sh, c->ss, 1);
+    for (int64_t b = 0; b < c->sb; b++)
+        for (int64_t h = 0; h < c->sh; h++)
+            for (int64_t s = 0; s < c->ss; s++)
+                *((float *)c->scale.data + row_at(&c->scale, b, h, s)) =
+                    typical_scale(t) * (float)tu_rng_uniform(rng, 0.5, 2);
     for (int64_t b = 0; b < batch; b++)
         for (int64_t h = 0; h < heads; h++)
             for (int64_t s = 0; s < seq; s++)
-                for (int64_t x = 0; x < dim; x++) {
-                    int64_t at = b * c->q8.stride_batch + h * c->q8.stride_head + s * c->q8.stride_seq + x;
-                    codes[at] = draw_code(t, rng);
-                }
+                for (int64_t x = 0; x < dim; x++) codes[row_at(&c->q8, b, h, s) + x] = draw_code(t, rng);
+}
+
+/* Scale (b, h, s) of the cache, whatever its layout (a size of 1 broadcasts). */
+static float *scale_at(cache_pair *c, int64_t b, int64_t h, int64_t s)
+{
+    return (float *)c->scale.data +
+           row_at(&c->scale, c->sb > 1 ? b : 0, c->sh > 1 ? h : 0, c->ss > 1 ? s : 0);
 }
 
 /* The dequantized twin, from the codes and scales as they are now (a test may plant NaNs first). */
@@ -85,28 +120,19 @@ static void cache_dequantize(cache_pair *c)
 {
     const uint8_t *codes = c->q8.data;
     float *wide = c->f32.data;
-    const float *scales = c->scale.data;
     for (int64_t b = 0; b < c->q8.batch; b++)
         for (int64_t h = 0; h < c->q8.heads; h++)
             for (int64_t s = 0; s < c->q8.seq; s++) {
-                const float *sc = &scales[(c->sb > 1 ? b : 0) * c->sh * c->ss + (c->sh > 1 ? h : 0) * c->ss +
-                                          (c->ss > 1 ? s : 0)];
-                for (int64_t x = 0; x < c->q8.dim; x++) {
-                    int64_t at = b * c->q8.stride_batch + h * c->q8.stride_head + s * c->q8.stride_seq + x;
-                    wide[at] = fa_stored_value(c->q8.dtype, codes + at, 0, sc);
-                }
+                const float *sc = scale_at(c, b, h, s);
+                for (int64_t x = 0; x < c->q8.dim; x++)
+                    wide[row_at(&c->f32, b, h, s) + x] =
+                        fa_stored_value(c->q8.dtype, codes + row_at(&c->q8, b, h, s) + x, 0, sc);
             }
-}
-
-static float *scale_at(cache_pair *c, int64_t b, int64_t h, int64_t s)
-{
-    return (float *)c->scale.data + (c->sb > 1 ? b : 0) * c->sh * c->ss + (c->sh > 1 ? h : 0) * c->ss +
-           (c->ss > 1 ? s : 0);
 }
 
 static void cache_free(cache_pair *c)
 {
-    free(c->q8.data), free(c->f32.data), free(c->scale.data);
+    free(c->q8.data), free(c->f32.data), free(c->scale_memory);
 }
 
 /* Element i of two float arrays the same (NaN: any NaN). */
