@@ -417,8 +417,7 @@ typedef struct {
      *  of k), per page with a paged cache (a pool of the pages' scales, [pages][Hkv][page_size][1] or
      *  broadcast, read through the same block_table). Inputs: they may overlap other inputs, never an
      *  output; so a cache may hold each row's scale right after its codes (rows of D codes padded to
-     *  4 bytes, then the float; the scale view's strides k's over 4), which a paged cache of small
-     *  pages reads from the lines of the row instead of from a line elsewhere. */
+     *  4 bytes, then the float; the scale view's strides k's over 4), bit for bit the same call. */
     const fa_tensor *k_scale;
     const fa_tensor *v_scale;
     /** fa_backward only (fa_forward ignores it): NULL, or a tensor of the bias's shape overwritten with
