@@ -218,6 +218,10 @@ bench_tools() {
             --threads 1,2 --reps 1 --probe-time 0.01 --csv "$out/decode-$t.csv"
         test "$(grep -c ",decode,6,1,900,.*,$t,[^,]*,[^,]*,token-head,false," "$out/decode-$t.csv")" = 2
     done
+    # ... and with each scale right after its row's codes (the scale views aliasing the caches)
+    "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 26 --dv 40 --kv-dtype i8 --kv-scales inline \
+        --threads 1,2 --reps 1 --probe-time 0.01 --csv "$out/decode-inline.csv"
+    test "$(grep -c ',decode,6,1,900,.*,i8,[^,]*,[^,]*,token-head-inline,false,' "$out/decode-inline.csv")" = 2
     # DeepSeek's MLA shapes at head dims the library takes: v a view of k's memory, an fp8 latent cache
     "$bench" --preset mla --d 96 --dv 64 --h 8 --nq 4 --nk 300 --kv-dtype f8e4m3 --threads 1,2 --reps 1 \
         --probe-time 0.01
