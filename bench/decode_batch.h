@@ -82,8 +82,8 @@ int bench_decode_verify(const bench_decode *d, int64_t check_rows, bench_verify_
 
 /* What the paged call reads, where it lies, for the page probe (stream.h): each sequence's keys that
  * its query sees, page after page in block-table order, of each page K's rows, V's, then their
- * scales' (inline: each row with its scale). Their bytes are kv_bytes. *spans (free it) is NULL and *n 0 without pages. Returns 0, or
- * -1 when memory runs out. */
+ * scales' (inline: each row with its scale). Their bytes are kv_bytes. *spans (free it) is NULL
+ * and *n 0 without pages. Returns 0, or -1 when memory runs out. */
 int bench_decode_page_spans(const bench_decode *d, bench_span **spans, size_t *n);
 
 /* NULL when the contiguous out and lse hold no NaN (every row was written: the inputs in use are

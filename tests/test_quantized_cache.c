@@ -3,10 +3,11 @@
  * v_scale). The contract's invariant, bit for bit: a call over a quantized cache computes what an
  * FA_F32 call over the dequantized cache (each element converted exactly, times its row's scale,
  * one float multiplication) computes, with the same context. Held here for every type, every scale
- * layout (one per tensor, per head, per token and head, per token for all heads), decode steps
+ * layout (one per tensor, per head, per token and head, per token for all heads, per token and head
+ * stored after each row's codes in the cache's memory), decode steps
  * (which read the cache in place: 1-4 query rows, grouped GQA rows, split keys) and longer query
  * blocks (which widen tiles), both memory orders, masks, packed and paged batches (pages of 1, 16
- * and 256 keys, the scales a pool of their own through the same table); at 1-4 threads, and on the
+ * and 256 keys, the scales a pool read through the same table); at 1-4 threads, and on the
  * kernel table the run has (scripts/test.sh runs the suite on every table this CPU has). NaN codes
  * (and NaN scales) reach exactly the rows that see their keys. The refusals of the scales' arguments,
  * with nothing written, are at the end. A NaN equals a NaN in the comparisons whatever its payload
@@ -22,8 +23,7 @@
 #include "util.h"
 
 /* INLINE: per token and head, each scale in k's (v's) own memory right after its row's codes (rows
- * padded to 4 bytes), the scale view aliasing the cache: a serving layout that keeps a row and its
- * scale on the same lines. */
+ * padded to 4 bytes), the scale view aliasing the cache, which the header allows. */
 typedef enum { PER_TENSOR, PER_HEAD, PER_TOKEN_HEAD, PER_TOKEN, INLINE, SCALE_LAYOUTS } scale_layout;
 static const char *const layout_name[SCALE_LAYOUTS] = {"per tensor", "per head", "per token and head",
                                                        "per token", "inline after each row"};
@@ -53,7 +53,7 @@ typedef struct {
     void *scale_memory; /* what cache_free frees: NULL when the scales live in q8's memory */
 } cache_pair;
 
-/* Row r of view t: its first element's offset (in elements). */
+/* Row (b, h, s) of view t: its first element's offset, in elements. */
 static int64_t row_at(const fa_tensor *t, int64_t b, int64_t h, int64_t s)
 {
     return b * t->stride_batch + h * t->stride_head + s * t->stride_seq;
