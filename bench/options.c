@@ -265,8 +265,10 @@ static const char help_text[] =
     "decode page_size, kv_capacity, num_pages, contiguous_min_s, contiguous_kv_gbps,\n"
     "contiguous_pct_read_bw, paged_over_contiguous (empty where they do not apply); then kv_dtype\n"
     "(k, v, dk and dv's type; dtype is q, out, dout and dq's), lse_tolerance and grad_kv_tolerance\n"
-    "(dk's and dv's; grad_tolerance is dq's), kv_scales (token-head for a quantized cache, else\n"
-    "empty) and shared_kv (v a view of k's memory).\n"
+    "(dk's and dv's; grad_tolerance is dq's), kv_scales (token-head for a quantized cache,\n"
+    "token-head-inline with --kv-scales inline, else empty), shared_kv (v a view of k's memory),\n"
+    "probe_spread, disturbed, huge_pages, and for decode with pages page_read_gbps and\n"
+    "pct_page_read_bw (the page probe, and the paged KV GB/s as its %%).\n"
     "\n"
     "Exit status: 0 success, 1 verification or library failure (no speed is reported), 2 bad arguments.\n";
 

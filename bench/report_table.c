@@ -214,8 +214,9 @@ static void print_notes(FILE *f, const bench_run_info *info, const bench_row *ro
             "contiguous cache's; p/c: paged min time / contiguous min time, out and lse bitwise equal\n");
     if (shown[COL_PAGE_READ])
         fprintf(f,
-                "page GB/s: the page probe, the paged call's bytes read where they lie, page after page as "
-                "it reads them, at the same thread count; %% page: the paged KV GB/s / that\n");
+                "page GB/s: the page probe, the paged call's bytes read where they lie, in its order, a page "
+                "or 8 or 32 at a time (the fastest), at the same thread count; %% page: the paged KV GB/s / "
+                "that\n");
     if (shown[COL_PCT_BIAS_BW])
         fprintf(f,
                 "%% bias bw: %.4g bytes of the bias per call / min time / the read probe at the same thread "
