@@ -157,7 +157,7 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
                           read ? "the read bandwidth" : "");
     for (int r = 0; r < n; r++) {
         bench_row *w = &rows[r];
-        fa_bind bind = w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE;
+        fa_bind bind = bench_machine_probe_bind(&w->stats);
         double spread = NAN;
         if (peak) {
             bench_probe_isa probe;

@@ -65,6 +65,11 @@ double bench_machine_peak(bench_machine *m, const char *table, fa_dtype dtype, i
     return remember(m, &key, v, s);
 }
 
+fa_bind bench_machine_probe_bind(const fa_stats *st)
+{
+    return st->bound_threads > 0 ? st->bind : FA_BIND_NONE;
+}
+
 double bench_machine_read_gbps(bench_machine *m, int threads, fa_bind bind, double *spread)
 {
     if (spread) *spread = NAN;

@@ -35,6 +35,10 @@ typedef struct {
 void bench_machine_init(bench_machine *m, double probe_time, int max_threads);
 void bench_machine_free(bench_machine *m);
 
+/* How a probe pins its threads to measure beside a timed call whose context reported st: as the
+ * call's threads were (st->bind), or not at all where the call pinned none. */
+fa_bind bench_machine_probe_bind(const fa_stats *st);
+
 /* FMA peak GFLOP/s for the kernel table named table (fa_stats.isa), dtype and threads, with the
  * probe's threads pinned by bind (the policy the timed call used; NONE when it pinned nothing).
  * *probe is set to the probe's instruction set, *spread (when not NULL) to the probe's median timing /

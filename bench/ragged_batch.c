@@ -188,8 +188,8 @@ static void decode_page_probe(bench_batch *b, const bench_options *o, const benc
     for (int r = 0; r < n; r++) {
         bench_row *w = &rows[r];
         double spread;
-        w->ragged.page_read_gbps = bench_machine_spans_gbps(
-            m, spans, count, w->threads, w->stats.bound_threads > 0 ? w->stats.bind : FA_BIND_NONE, &spread);
+        w->ragged.page_read_gbps = bench_machine_spans_gbps(m, spans, count, w->threads,
+                                                            bench_machine_probe_bind(&w->stats), &spread);
         w->ragged.pct_page_read_bw = 100.0 * w->kv_gbps / w->ragged.page_read_gbps;
         if (isfinite(spread)) w->probe_spread = fmax(w->probe_spread, spread);
     }

@@ -254,7 +254,7 @@ static double time_call(const call *c, int threads, int reps, fa_stats *stats)
 // NAN where the probe does not run.
 static double node_efficiency(bench_machine *m, const shape *s, const fa_stats *st, int threads)
 {
-    fa_bind bind = st->bound_threads > 0 ? st->bind : FA_BIND_NONE;
+    fa_bind bind = bench_machine_probe_bind(st);
     if (s->decode_count > 0)
         return bench_machine_read_gbps(m, threads, bind, NULL) /
                ((double)threads * bench_machine_read_gbps(m, 1, bind, NULL));
