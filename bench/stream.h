@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The read-bandwidth probe (STREAM-style, reads only): each thread of a team sums its own disjoint
- * slice of one large array with vector loads, so the figure is what memory delivers to that many
- * reading threads — the bound of a decode-shaped attention, which reads K and V once per call. */
+ * slice of one large array with vector loads, in one stream or in several, so the figure is what
+ * memory delivers to that many reading threads — the bound of a decode-shaped attention, which reads
+ * K and V once per call. */
 #ifndef FA_BENCH_STREAM_H
 #define FA_BENCH_STREAM_H
 
@@ -23,8 +24,11 @@ int bench_stream_init(bench_stream *s, size_t l3_bytes, int max_threads);
 void bench_stream_free(bench_stream *s);
 
 /* GB/s (1e9 bytes) of threads threads (each pinned by pn when it is not NULL) reading the whole
- * array, disjoint slices, one pass per timing: the best pass over about seconds (3 at least).
- * *spread (when not NULL): the median pass time / the best (NAN with a NAN result). */
+ * array, disjoint slices, one pass per timing: each thread its slice in address order, and as eight
+ * equal runs read side by side (one core keeps more misses in flight over several streams, as a
+ * decode group reading several token rows does); the best pass of either over about seconds in all
+ * (3 passes each at least). *spread (when not NULL): that way's median pass time / its best (NAN
+ * with a NAN result). */
 double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning *pn, double seconds,
                               double *spread);
 
