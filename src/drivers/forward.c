@@ -54,10 +54,25 @@ static int rows_gathered(const fa_problem *p)
     return p->row_group > 1 && p->q_len > p->row_group;
 }
 
-/* How a decode step over p's cache reads it (plan/block_sizes.h). */
+/* Whether a contiguous cache holds each kv head's keys one after another ([head][token][dim]): head
+ * after head then reads one stream at a time, where token order would read Hkv places as far apart
+ * as a head's whole cache in every run of keys. On a Zen 3 VM (`fa-bench --preset decode`, B1 H8
+ * Nk32768 D128 f32, [head][token][dim], 1 thread, interleaved rounds) token order took 31.3-39.3 ms,
+ * head after head 24.6-31.5 (bench/results/2026-12-06-zen3-read-probe-runs.md). A paged cache keeps
+ * token order: a page's rows lie near each other whatever its layout. */
+static int heads_in_own_runs(const fa_problem *p)
+{
+    const int paged = p->pages != NULL || (p->seqs != NULL && p->seqs->block_table != NULL);
+    return !paged && p->k.stride_seq == p->dim && p->v.stride_seq == p->dim_v;
+}
+
+/* How a decode step over p's cache reads it (plan/block_sizes.h), but never in token order where
+ * each head's keys lie one after another. */
 static fa_decode_reads decode_reads(const fa_context *ctx, const fa_problem *p)
 {
-    return fa_decode_reads_for(&ctx->cpu, p->dim * (int64_t)fa_elem_size(p->kv_type));
+    fa_decode_reads reads = fa_decode_reads_for(&ctx->cpu, p->dim * (int64_t)fa_elem_size(p->kv_type));
+    if (heads_in_own_runs(p)) reads.token_order = 0;
+    return reads;
 }
 
 /* Whether a problem's items read their keys and values where they lie, by row lists
