@@ -153,7 +153,7 @@ static fa_rows_prefetch decode_rows_prefetch(const fa_cpu_model *cpu)
 /* In token order a group reads each token row whole, in an order Zen 3's hardware prefetchers follow
  * where a head's row is 512 bytes or more (f32 at D128): there no prefetch at all took 24-35% less
  * time than far ones at 1 and 2 threads, contiguous and over pages of 1, 16 and 256 keys
- * (contiguous, 1 thread: 190-202 -> 141-155 ms, 49-56% -> 68-75% of the read probe;
+ * (contiguous, 1 thread: 190-202 -> 141-155 ms, 49-56% -> 68-75% of the one-stream read probe;
  * bench/results/2026-12-05-zen3-decode-prefetch.md), and near ones (16 keys ahead into L1) more time
  * than none in every round at 1 thread (pages of 16 keys 172-210 against 149-164 ms). Shorter rows
  * are read less well in that order (a bf16 cache's 256-byte rows at three quarters of the rate of
