@@ -41,8 +41,8 @@ typedef struct {
 /* GB/s of threads threads (pinned by pn when it is not NULL) reading spans[0..n), every byte, the
  * team's shares consecutive spans of about equal bytes, each thread its spans in order: one at a
  * time, and in groups of 8 and of 32 read a 64-byte line of each in turn (more misses in flight, as a
- * kernel reading the rows of several keys has); the fastest, each timed as bench_stream_read_gbps.
- * NAN when there is nothing to read or memory runs out. */
+ * kernel reading the rows of several keys has); the fastest, each its best pass over about seconds
+ * (3 at least). NAN when there is nothing to read or memory runs out. */
 double bench_stream_spans_gbps(const bench_span *spans, size_t n, int threads, bench_pinning *pn,
                                double seconds, double *spread);
 
