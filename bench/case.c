@@ -110,6 +110,9 @@ static void keep_faster(bench_row *rows, int n, const bench_row *earlier, int n_
         bench_row now = rows[t];
         if (earlier[t].timing.min_s < rows[t].timing.min_s) rows[t] = earlier[t];
         bench_row *kept = &rows[t];
+        kept->round_gflops = now.round_gflops; /* whichever round's time is kept */
+        kept->pct_of_reference_lo = earlier[t].pct_of_reference_lo;
+        kept->pct_of_reference_hi = earlier[t].pct_of_reference_hi;
         if (now.ragged.equal.min_s < kept->ragged.equal.min_s) kept->ragged.equal = now.ragged.equal;
         if (now.ragged.loop.min_s < kept->ragged.loop.min_s) kept->ragged.loop = now.ragged.loop;
         if (now.ragged.contiguous.min_s < kept->ragged.contiguous.min_s)
@@ -177,7 +180,8 @@ static void measure_probes(bench_machine *m, const bench_run_info *info, bench_r
     }
 }
 
-// Each row's GFLOP/s as a share of the reference case's row at the same thread count.
+// Each row's GFLOP/s as a share of the reference case's row at the same thread count (both their
+// fastest rounds), and the range of the same share within one round over the rounds so far.
 static void compare_with_reference(bench_row *rows, int n, const bench_case_result *reference)
 {
     if (!reference) return;
@@ -186,6 +190,9 @@ static void compare_with_reference(bench_row *rows, int n, const bench_case_resu
             continue; // same list: never, but say nothing wrong
         rows[r].reference_gflops = reference->rows[r].gflops;
         rows[r].pct_of_reference = 100.0 * rows[r].gflops / rows[r].reference_gflops;
+        const double in_round = 100.0 * rows[r].round_gflops / reference->rows[r].round_gflops;
+        rows[r].pct_of_reference_lo = fmin(rows[r].pct_of_reference_lo, in_round); // fmin(NAN, x) = x
+        rows[r].pct_of_reference_hi = fmax(rows[r].pct_of_reference_hi, in_round);
     }
 }
 
@@ -274,6 +281,8 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
     }
     if (rc == 0) {
         r->n_rows = o->n_thread_counts;
+        for (int t = 0; t < r->n_rows; t++)
+            r->rows[t].round_gflops = info->flops / r->rows[t].timing.min_s / 1e9;
         keep_faster(r->rows, r->n_rows, earlier, n_earlier);
         compute_figures(info, r->rows, r->n_rows);
         compare_with_reference(r->rows, r->n_rows, reference);

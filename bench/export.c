@@ -172,7 +172,9 @@ static value vbool(int b)
     X("disturbed", vbool(bench_row_disturbed(row, NULL, NULL, NULL)))                                   \
     X("huge_pages", vbool(bench_huge_pages_asked()))                                                    \
     X("page_read_gbps", vnum(row->ragged.page_read_gbps))                                               \
-    X("pct_page_read_bw", vnum(row->ragged.pct_page_read_bw))
+    X("pct_page_read_bw", vnum(row->ragged.pct_page_read_bw))                                           \
+    X("pct_of_reference_round_lo", vnum(row->pct_of_reference_lo))                                      \
+    X("pct_of_reference_round_hi", vnum(row->pct_of_reference_hi))
 
 // Where a quantized cache's scales are: "token-head" (arrays of their own), "token-head-inline".
 static const char *kv_scales_name(const bench_shape *s)

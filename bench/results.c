@@ -60,6 +60,7 @@ void bench_row_clear_extras(bench_row *row)
     row->read_gbps = row->kv_gbps = row->pct_read_bw = NAN;
     row->bias_gbps = row->pct_bias_bw = row->probe_spread = NAN;
     row->reference_gflops = row->pct_of_reference = NAN;
+    row->pct_of_reference_lo = row->pct_of_reference_hi = row->round_gflops = NAN;
     row->blas_mode = BENCH_BLAS_BEST;
     for (int m = 0; m < 3; m++) row->blas_mode_min_s[m] = NAN;
     row->blas_timing = (bench_timing){0, NAN, NAN, NAN};

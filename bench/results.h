@@ -116,6 +116,11 @@ typedef struct {
     /* The reference case's row at the same thread count, measured earlier in the same run. */
     double reference_gflops; /* its GFLOP/s; NAN without a reference */
     double pct_of_reference; /* 100 * gflops / reference_gflops */
+    /* The same share within each round, this round's call against the reference's of the same round:
+     * its lowest and highest over the rounds (NAN without a reference). Where they span more than a
+     * target's margin, the machine's load, not the code, decides the kept ratio. */
+    double pct_of_reference_lo, pct_of_reference_hi;
+    double round_gflops; /* flops over this round's min time (the row keeps its fastest round's) */
     /* The unfused BLAS baseline (blas_baseline.h) at this thread count; NAN where it did not run. */
     bench_blas_mode blas_mode; /* the mode reported (the faster with --blas-mode best); BEST: none */
     double blas_mode_min_s[3]; /* min time of each mode timed, by bench_blas_mode; NAN: not timed */

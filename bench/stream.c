@@ -209,9 +209,10 @@ double bench_stream_read_gbps(const bench_stream *s, int threads, bench_pinning 
     if (spread) *spread = NAN;
     if (!s->data || threads < 1 || !(seconds > 0.0)) return NAN;
     const size_t n_ways = sizeof read_ways / sizeof read_ways[0];
+    const sum_fn sum = best_sum();
     double best = INFINITY, best_spread = NAN;
     for (size_t w = 0; w < n_ways; w++) {
-        array_read a = {best_sum(), s->data, s->bytes / sizeof(float), read_ways[w]};
+        array_read a = {sum, s->data, s->bytes / sizeof(float), read_ways[w]};
         double median_over_best,
             t = best_pass_s(read_slice, &a, threads, pn, seconds / (double)n_ways, &median_over_best);
         if (t < best) {

@@ -192,6 +192,9 @@ bench_tools() {
     "$bench" --preset modifiers --nq 64 --h 2 --threads 1,2 --reps 1 --rounds 2 --probe-time 0.01 \
         >"$out/modifiers.txt"
     grep -q '^  case 10 vs case 6 ' "$out/modifiers.txt"
+    # ... with each ratio's range within one round over the rounds, lowest first
+    grep '^  case 10 vs case 6 ' "$out/modifiers.txt" | grep -o '(rounds [0-9.]*-[0-9.]*%)' |
+        awk -F'[ %-]' '$2 + 0 <= $3 + 0 { ok++ } END { exit ok == 2 ? 0 : 1 }'
     # Ragged batches (fa_seqs): packed prompts against a dense call over equal lengths and a call per
     # sequence (the loop's rows equal to the packed ones), a decode step over a contiguous and a
     # shuffled paged cache (bitwise equal); every call checked against the oracle before timing.
@@ -203,8 +206,8 @@ bench_tools() {
     test "$(grep -c ',decode,6,1,900,' "$out/decode.csv")" = 2
     # ... each paged row with the page probe (the paged call's bytes read where they lie), which
     # fa-bench takes only when its list of the pages holds exactly the bytes the call reads
-    head -n 1 "$out/decode.csv" | grep -q ',huge_pages,page_read_gbps,pct_page_read_bw$'
-    test "$(grep -c ',decode,6,1,900,.*,[0-9.e+]*[0-9],[0-9.e+]*[0-9]$' "$out/decode.csv")" = 2
+    head -n 1 "$out/decode.csv" | grep -q ',huge_pages,page_read_gbps,pct_page_read_bw,pct_of_reference_round_lo,'
+    test "$(grep -c ',decode,6,1,900,.*,[0-9.e+]*[0-9],[0-9.e+]*[0-9],,$' "$out/decode.csv")" = 2
     # ... and over a bf16 paged cache (f32 queries): paged bitwise the contiguous cache, oracle-checked
     "$bench" --decode-batch 6:1-900 --page-size 7 --h 4 --hkv 2 --d 24 --dv 40 --kv-dtype bf16 --threads 1,2 \
         --reps 1 --probe-time 0.01 --csv "$out/decode-bf16.csv"
