@@ -273,16 +273,14 @@ int bench_run_case(const bench_options *o, int index, int round, const bench_ide
         if (run_row(o, &batch, threads, golden, row) != 0) {
             rc = -1;
         } else {
+            row->round_gflops = info->flops / row->timing.min_s / 1e9;
             bench_progress("%s, threads %d: done in %.1f s (%d timed call%s, min %.3f ms, %.1f GFLOP/s)", tag,
                            threads, bench_progress_elapsed() - start, row->timing.count,
-                           row->timing.count == 1 ? "" : "s", 1e3 * row->timing.min_s,
-                           info->flops / row->timing.min_s / 1e9);
+                           row->timing.count == 1 ? "" : "s", 1e3 * row->timing.min_s, row->round_gflops);
         }
     }
     if (rc == 0) {
         r->n_rows = o->n_thread_counts;
-        for (int t = 0; t < r->n_rows; t++)
-            r->rows[t].round_gflops = info->flops / r->rows[t].timing.min_s / 1e9;
         keep_faster(r->rows, r->n_rows, earlier, n_earlier);
         compute_figures(info, r->rows, r->n_rows);
         compare_with_reference(r->rows, r->n_rows, reference);

@@ -57,9 +57,10 @@ static void references_summary(FILE *f, const bench_case_result *cases, int n)
     int any = 0;
     for (int c = 0; c < n; c++) any |= cases[c].info.reference >= 0;
     if (!any) return;
-    fprintf(f,
-            "\nAgainst the reference cases (GFLOP/s on visible pairs, both measured in this run, each in its "
-            "fastest round; with rounds, the lowest and highest ratio within one round):\n");
+    const int rounds = cases[0].info.opt->rounds > 1;
+    fprintf(f, "\nAgainst the reference cases (GFLOP/s on visible pairs, both measured in this run%s):\n",
+            rounds ? ", each in its fastest round; in brackets the lowest and highest ratio within one round"
+                   : "");
     for (int c = 0; c < n; c++) {
         const bench_run_info *info = &cases[c].info;
         if (info->reference < 0) continue;
@@ -71,8 +72,7 @@ static void references_summary(FILE *f, const bench_case_result *cases, int n)
             const bench_row *w = &cases[c].rows[r];
             fprintf(f, "%s threads %d: %.1f / %.1f = %.1f%%", r ? ";" : "", w->threads, w->gflops,
                     w->reference_gflops, w->pct_of_reference);
-            if (info->opt->rounds > 1)
-                fprintf(f, " (rounds %.1f-%.1f%%)", w->pct_of_reference_lo, w->pct_of_reference_hi);
+            if (rounds) fprintf(f, " (rounds %.1f-%.1f%%)", w->pct_of_reference_lo, w->pct_of_reference_hi);
         }
         fputc('\n', f);
     }
